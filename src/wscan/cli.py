@@ -1,0 +1,145 @@
+"""Command line: `wscan [scan] PATH...` and `wscan rules list|show ID`.
+
+Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2 usage, config or I/O error.
+UsageError is the one error type caught here; anything a scanned file does ends up in the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TextIO
+
+from wscan import __version__
+from wscan.config import Config
+from wscan.errors import UsageError
+from wscan.model import Severity
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+COMMANDS = ("scan", "rules")
+SEVERITIES = [s.label for s in Severity]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="wscan",
+        description="Scan machine-learning model files for code execution and tampering; never loads them.",
+        epilog="`wscan PATH...` is short for `wscan scan PATH...`. Exit: 0 clean, 1 findings, 2 usage error.",
+    )
+    parser.add_argument("--version", action="version", version=f"wscan {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    scan = sub.add_parser("scan", help="scan files and folders (the default)")
+    scan.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    scan.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    scan.add_argument("-o", "--output", type=Path, help="write the report here instead of standard output")
+    scan.add_argument(
+        "--fail-on", choices=SEVERITIES, help="lowest severity that fails the scan (default high)"
+    )
+    scan.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the scanned folder)")
+    scan.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    rules = sub.add_parser("rules", help="document the rules in force")
+    rules.add_argument("action", choices=["list", "show"], nargs="?", default="list")
+    rules.add_argument("rule_id", nargs="?", metavar="ID")
+    rules.add_argument("--config", type=Path)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `wscan` console script."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] not in (*COMMANDS, "-h", "--help", "--version"):
+        args_list.insert(0, "scan")
+    parser = _parser()
+    args = parser.parse_args(args_list)
+    try:
+        if args.command == "scan":
+            return _scan(args)
+        if args.command == "rules":
+            return _rules(args, sys.stdout)
+        parser.print_help()
+        return EXIT_USAGE
+    except UsageError as exc:
+        print(f"wscan: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _use_color(stream: TextIO) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def _scan(args: argparse.Namespace) -> int:
+    from wscan.engine import Engine
+    from wscan.output import render, render_text
+
+    for path in args.paths:
+        if not os.path.lexists(path):
+            raise UsageError(f"no such file or folder: {path}")
+    config = Config.discover(args.config, list(args.paths))
+    if args.fail_on:
+        config = replace(config, fail_on=Severity.parse(args.fail_on))
+    progress = None
+    if not args.no_progress and sys.stderr.isatty():
+        progress = _progress_bar(sys.stderr)
+    report = Engine(config).scan(list(args.paths), progress)
+    to_terminal = args.output is None
+    if args.format == "text":
+        text = render_text(report, color=to_terminal and _use_color(sys.stdout))
+    else:
+        text = render(report, args.format)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc}") from None
+    return EXIT_FINDINGS if report.failed else EXIT_OK
+
+
+def _progress_bar(stream: TextIO):  # type: ignore[no-untyped-def]
+    width = 30
+
+    def show(done: int, total: int, current: str) -> None:
+        if total == 0:
+            return
+        filled = width * done // total
+        name = current[-40:] if current else "done"
+        end = "\n" if done >= total else ""
+        stream.write(f"\r\x1b[2K[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name}{end}")
+        stream.flush()
+
+    return show
+
+
+def _rules(args: argparse.Namespace, out: TextIO) -> int:
+    from wscan.rules import RuleSet
+
+    config = Config.discover(args.config, [])
+    ruleset = RuleSet.load(config)
+    if args.action == "list":
+        for rule in ruleset.rules:
+            out.write(f"{rule.id:<12} {rule.severity.label:<9} {rule.name:<40} {rule.summary}\n")
+        out.write(f"\n{len(ruleset.rules)} rules; rule pack digest {ruleset.digest[:16]}\n")
+        return EXIT_OK
+    if not args.rule_id:
+        raise UsageError("rules show needs a rule ID (see `wscan rules list`)")
+    found = ruleset.get(args.rule_id)
+    if found is None:
+        raise UsageError(f"unknown rule {args.rule_id}")
+    rule = found
+    out.write(f"{rule.id}  {rule.name}\n")
+    out.write(f"severity: {rule.severity.label}\nsummary:  {rule.summary}\n")
+    if rule.description:
+        out.write(f"\n{rule.description.strip()}\n")
+    out.write(f"\nmatches:  {', '.join(sorted(rule.kinds))}\n")
+    for cond in rule.conditions:
+        out.write(f"  {cond.attr}: {dict(cond.ops)}\n")
+    if rule.cwe:
+        out.write(f"cwe:      {', '.join(rule.cwe)}\n")
+    if rule.tags:
+        out.write(f"tags:     {', '.join(rule.tags)}\n")
+    out.write(f"help:     {rule.help.strip()}\nsource:   {rule.source}\n")
+    return EXIT_OK

@@ -1,0 +1,123 @@
+"""Turn command-line paths into the files to scan, reporting everything that will not be scanned.
+
+Symlinks are followed only while they stay inside the scan root; a Hugging Face cache is the one
+layout where snapshot links point outside their folder (into the repo's `blobs/`) by design.
+Special files are never opened (a FIFO would block the scan).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from wscan.model import Location, Observation
+
+LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    """A regular file to scan: where to open it and how to name it in reports."""
+
+    real_path: Path
+    display: str
+    size: int
+
+
+def display_path(path: Path) -> str:
+    """Path relative to the working directory when inside it (what SARIF wants), else absolute."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def _hf_repo_root(link: Path) -> Path | None:
+    """For .../models--org--name/snapshots/<rev>/file, the models--org--name folder."""
+    parts = link.parts
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] == "snapshots" and i > 0 and "--" in parts[i - 1]:
+            return Path(*parts[:i])
+    return None
+
+
+def _skip(display: str, kind: str, **attrs: str | int | bool) -> Observation:
+    return Observation(kind, Location(display), attrs)
+
+
+def discover(paths: list[Path]) -> Iterator[FileEntry | Observation]:
+    """Yield every file under `paths` in a stable order, or an observation saying why it is not scanned."""
+    for path in paths:
+        if not os.path.lexists(path):
+            yield _skip(display_path(path), "file.missing")
+            continue
+        if path.is_dir() and not path.is_symlink():
+            yield from _walk(path)
+        else:
+            root = Path(os.path.abspath(path)).parent
+            yield from _entry(Path(os.path.abspath(path)), Path(os.path.realpath(root)))
+
+
+def _walk(top: Path) -> Iterator[FileEntry | Observation]:
+    root = Path(os.path.realpath(top))
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        here = Path(dirpath)
+        # In a Hugging Face cache, blobs are reached through the snapshots that name them.
+        if "blobs" in dirnames and "snapshots" in dirnames:
+            dirnames.remove("blobs")
+        dirnames.sort()
+        for name in list(dirnames):
+            if (here / name).is_symlink():
+                dirnames.remove(name)
+                yield _skip(display_path(here / name), "file.symlink_dir")
+        for name in sorted(filenames):
+            yield from _entry(here / name, root)
+
+
+def _entry(path: Path, root: Path) -> Iterator[FileEntry | Observation]:
+    display = display_path(path)
+    try:
+        if path.is_symlink():
+            target = Path(os.path.realpath(path))
+            hf_root = _hf_repo_root(Path(os.path.abspath(path)))
+            allowed = _inside(target, root) or (
+                hf_root is not None and _inside(target, Path(os.path.realpath(hf_root)))
+            )
+            if not os.path.exists(target):
+                yield _skip(display, "file.broken_symlink", target=os.readlink(path))
+                return
+            if not allowed:
+                yield _skip(display, "file.symlink_escape", target=target.as_posix())
+                return
+        info = os.stat(path)
+    except OSError as exc:
+        yield _skip(display, "file.unreadable", reason=exc.strerror or str(exc))
+        return
+    if not stat.S_ISREG(info.st_mode):
+        yield _skip(display, "file.special", mode=oct(stat.S_IFMT(info.st_mode)))
+        return
+    if info.st_size == 0:
+        yield _skip(display, "file.empty")
+        return
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(LFS_POINTER_PREFIX))
+    except OSError as exc:
+        yield _skip(display, "file.unreadable", reason=exc.strerror or str(exc))
+        return
+    if head == LFS_POINTER_PREFIX and info.st_size < 1024:
+        yield _skip(display, "file.lfs_pointer")
+        return
+    yield FileEntry(path, display, info.st_size)

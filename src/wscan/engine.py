@@ -1,0 +1,156 @@
+"""One pass: discover files, run every scanner that recognises each blob (recursively), judge, report."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import BinaryIO
+
+from wscan import __version__
+from wscan.config import Config
+from wscan.discover import FileEntry, discover
+from wscan.limits import Budget, BudgetExceeded
+from wscan.model import Location, Observation
+from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
+from wscan.rules import RuleSet
+from wscan.scanners import all_scanners
+from wscan.scanners.base import HEAD_BYTES, TAIL_BYTES, Artifact, Head, ScanContext, Scanner
+from wscan.sniff import classify_unscanned
+
+# The last part of an observation kind that means "this could not be read in full".
+FAILURE_SUFFIXES = ("error", "limit", "malformed", "truncated", "corrupt", "invalid", "unreadable")
+# Skips that say a file could not even be opened count as failures, not skips.
+Progress = Callable[[int, int, str], None]
+
+
+def is_failure(kind: str) -> bool:
+    """Whether an observation kind means the blob could not be parsed completely (fail closed)."""
+    return kind.rsplit(".", 1)[-1].split("_")[-1] in FAILURE_SUFFIXES
+
+
+def read_head(artifact: Artifact) -> Head:
+    """The first 64 KiB and, when cheap, the last 64 KiB of a blob."""
+    with artifact.opener() as handle:
+        head = handle.read(HEAD_BYTES)
+        tail = head
+        if artifact.size > len(head) and artifact.context.get("cheap_seek", True):
+            handle.seek(max(artifact.size - TAIL_BYTES, len(head)))
+            tail = handle.read(TAIL_BYTES)
+    return Head(head, tail, artifact.size, artifact.name, bool(artifact.context.get("raw_data", False)))
+
+
+class Engine:
+    """Runs scanners over files with the limits and rules of one configuration."""
+
+    def __init__(self, config: Config, scanners: list[Scanner] | None = None) -> None:
+        self.config = config
+        self.scanners = scanners if scanners is not None else all_scanners()
+        self.rules = RuleSet.load(config)
+
+    def scan(self, paths: list[Path], progress: Progress | None = None) -> Report:
+        """Scan files and folders; never raises for what a file contains."""
+        started = time.monotonic()
+        report = Report(
+            tool_version=__version__,
+            rules_digest=self.rules.digest,
+            fail_on=self.config.fail_on,
+            limits=self.config.limits.as_dict(),
+        )
+        observations: list[Observation] = []
+        items = list(discover(paths))
+        total = sum(1 for item in items if isinstance(item, FileEntry))
+        done = 0
+        statuses: list[tuple[FileResult, list[Observation]]] = []
+        for item in items:
+            if isinstance(item, Observation):
+                status = FILE_FAILED if is_failure(item.kind) else FILE_SKIPPED
+                result = FileResult(item.location.path, 0, (), status, item.kind.split(".", 1)[1])
+                statuses.append((result, [item]))
+                continue
+            if progress is not None:
+                progress(done, total, item.display)
+            found, formats = self.scan_file(item)
+            done += 1
+            failures = [o for o in found if is_failure(o.kind)]
+            unscanned = not formats
+            if failures:
+                status, reason = FILE_FAILED, failures[0].kind
+            elif unscanned:
+                status, reason = FILE_SKIPPED, next((o.kind for o in found if o.kind.startswith("file.")), "")
+            else:
+                status, reason = FILE_SCANNED, ""
+            statuses.append((FileResult(item.display, item.size, tuple(formats), status, reason), found))
+        if progress is not None:
+            progress(total, total, "")
+        for result, found in statuses:
+            observations.extend(found)
+            findings = self.rules.judge(found)
+            report.findings.extend(findings)
+            worst = max((f.severity for f in findings), default=None)
+            report.files.append(
+                FileResult(result.path, result.size, result.formats, result.status, result.reason, worst)
+            )
+        report.findings.sort(key=lambda f: f.sort_key())
+        report.rules = self.rules.info()
+        report.duration_seconds = round(time.monotonic() - started, 3)
+        return report
+
+    def scan_file(self, entry: FileEntry) -> tuple[list[Observation], list[str]]:
+        """All observations of one top-level file, and the formats that read it."""
+        ctx = ScanContext(self.config.limits, Budget(self.config.limits))
+        path = entry.real_path
+        artifact = Artifact(Location(entry.display), entry.size, partial(_open_binary, path), name=path.name)
+        formats: list[str] = []
+        found = list(self._scan(artifact, ctx, formats))
+        return found, formats
+
+    def _scan(self, artifact: Artifact, ctx: ScanContext, formats: list[str]) -> Iterator[Observation]:
+        try:
+            head = read_head(artifact)
+        except (OSError, BudgetExceeded, EOFError, ValueError, RuntimeError) as exc:
+            yield artifact.observe("scan.error", reason=f"cannot read: {type(exc).__name__}: {exc}"[:300])
+            return
+        matched = [s for s in self.scanners if _accepts(s, head)]
+        if not matched:
+            fallback = classify_unscanned(head)
+            if fallback is not None:
+                yield Observation(fallback[0], artifact.location, fallback[1])
+            return
+        for scanner in matched:
+            if scanner.name not in formats:
+                formats.append(scanner.name)
+            yield from self._run(scanner, artifact, ctx, formats)
+
+    def _run(
+        self, scanner: Scanner, artifact: Artifact, ctx: ScanContext, formats: list[str]
+    ) -> Iterator[Observation]:
+        try:
+            for item in scanner.scan(artifact, ctx):
+                if isinstance(item, Observation):
+                    yield item
+                elif item.depth > ctx.limits.max_depth:
+                    yield item.observe(
+                        "scan.limit", limit="max-depth", detail=f"nested deeper than {ctx.limits.max_depth}"
+                    )
+                else:
+                    ctx.budget.check_time()
+                    yield from self._scan(item, ctx, formats)
+        except BudgetExceeded as exc:
+            yield artifact.observe("scan.limit", limit=exc.limit, detail=exc.detail, scanner=scanner.name)
+        except Exception as exc:
+            yield artifact.observe(
+                "scan.error", scanner=scanner.name, reason=f"{type(exc).__name__}: {exc}"[:300]
+            )
+
+
+def _open_binary(path: Path) -> BinaryIO:
+    return path.open("rb")
+
+
+def _accepts(scanner: Scanner, head: Head) -> bool:
+    try:
+        return scanner.accepts(head)
+    except Exception:
+        return False

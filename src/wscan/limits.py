@@ -1,0 +1,76 @@
+"""Budgets every parser runs under, so hostile input ends in a finding instead of a hang or a crash."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+KIB = 1024
+MIB = 1024 * KIB
+GIB = 1024 * MIB
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """User-settable bounds; the report states the values it ran with."""
+
+    max_depth: int = 6                       # containers inside containers
+    max_members: int = 100_000               # entries per archive
+    max_decompressed_bytes: int = 8 * GIB    # per top-level file, all layers together
+    max_compression_ratio: int = 200         # per member, once it is past max_ratio_floor
+    ratio_floor_bytes: int = 16 * MIB        # small members may compress as well as they like
+    max_member_bytes: int = 2 * GIB          # a single member that must be materialised to be scanned
+    max_pickle_bytes: int = 512 * MIB        # one pickle stream's opcodes and their arguments
+    max_pickle_opcodes: int = 20_000_000
+    max_memo_entries: int = 1_000_000
+    max_stack_depth: int = 1_000_000
+    max_header_bytes: int = 100 * MIB        # npy / safetensors style headers
+    max_seconds_per_file: float = 300.0
+
+    @classmethod
+    def from_mapping(cls, data: dict[str, Any]) -> Limits:
+        """Build from config keys written in kebab case (max-depth: 4)."""
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            name = key.replace("-", "_")
+            if name not in known:
+                raise ValueError(f"unknown limit {key!r}")
+            values[name] = value
+        return replace(cls(), **values)
+
+    def as_dict(self) -> dict[str, int | float]:
+        return {f.name.replace("_", "-"): getattr(self, f.name) for f in fields(self)}
+
+
+class BudgetExceeded(Exception):
+    """Raised inside a parser when a limit is hit; the engine turns it into a scan.limit observation."""
+
+    def __init__(self, limit: str, detail: str) -> None:
+        super().__init__(f"{limit}: {detail}")
+        self.limit = limit
+        self.detail = detail
+
+
+class Budget:
+    """Running totals for one top-level file, shared by every nested layer inside it."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.decompressed = 0
+        self.deadline = time.monotonic() + limits.max_seconds_per_file
+
+    def charge_decompressed(self, nbytes: int) -> None:
+        self.decompressed += nbytes
+        if self.decompressed > self.limits.max_decompressed_bytes:
+            raise BudgetExceeded(
+                "max-decompressed-bytes",
+                f"more than {self.limits.max_decompressed_bytes} bytes decompressed from one file",
+            )
+
+    def check_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise BudgetExceeded(
+                "max-seconds-per-file", f"scan took longer than {self.limits.max_seconds_per_file} s"
+            )

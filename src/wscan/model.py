@@ -1,0 +1,87 @@
+"""Core value types shared by every stage: what was seen, where, and how bad it is."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+AttrValue = str | int | bool
+
+
+class Severity(IntEnum):
+    """Ordered so thresholds compare with plain integers."""
+
+    INFO = 0
+    LOW = 1
+    MEDIUM = 2
+    HIGH = 3
+    CRITICAL = 4
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        """Read a severity name as written in rules, config and on the command line."""
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            names = ", ".join(s.name.lower() for s in cls)
+            raise ValueError(f"unknown severity {text!r} (expected one of {names})") from None
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a fact was seen, down to the byte inside nested containers."""
+
+    path: str
+    member: str | None = None
+    offset: int | None = None
+
+    def describe(self) -> str:
+        """Human form: path!member@offset."""
+        text = self.path
+        if self.member:
+            text += "!" + self.member
+        if self.offset is not None:
+            text += f"@{self.offset}"
+        return text
+
+    def child(self, member: str) -> Location:
+        """Location of a member inside this container."""
+        chain = f"{self.member}!{member}" if self.member else member
+        return Location(self.path, chain)
+
+    def at(self, offset: int) -> Location:
+        return Location(self.path, self.member, offset)
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """A fact a scanner saw. Scanners never judge; rules do."""
+
+    kind: str
+    location: Location
+    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """An observation judged by a rule."""
+
+    rule_id: str
+    severity: Severity
+    message: str
+    location: Location
+    evidence: Mapping[str, AttrValue]
+
+    def sort_key(self) -> tuple[int, str, str, int, str]:
+        return (
+            -int(self.severity),
+            self.location.path,
+            self.location.member or "",
+            self.location.offset or 0,
+            self.rule_id,
+        )

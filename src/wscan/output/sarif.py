@@ -1,0 +1,369 @@
+"""SARIF 2.1.0 log shaped for GitHub code scanning (DESIGN.md section 6).
+
+Built as plain typed dicts, not sarif-om: sarif-om's classes need a separate serializer to turn
+their attribute names into SARIF's JSON names, while TypedDicts give mypy checks for free and
+serialise with the standard json module.
+
+Model files have no lines, so every result points at line 1 and carries the member and byte
+offset in its message and properties; fingerprints are computed here so alerts stay stable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TypedDict
+from urllib.parse import quote
+
+from wscan.model import Finding, Severity
+from wscan.output.json import ordered_findings, sorted_evidence
+from wscan.report import FILE_FAILED, Report, RuleInfo
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+TOOL_NAME = "wscan"
+INFORMATION_URI = "https://wscan.dev"
+AUTOMATION_ID = "wscan/"
+SRCROOT = "%SRCROOT%"
+FINGERPRINT_KEY = "primaryLocationLineHash"
+FINGERPRINT_VERSION = "wscan-fingerprint-v1"
+
+# GitHub rejects runs above 25,000 results and shows at most 5,000; a per-rule cap keeps one noisy
+# rule from crowding out the others.
+MAX_RESULTS_PER_RULE = 5_000
+MAX_RESULTS_PER_RUN = 25_000
+
+LEVEL = {
+    Severity.CRITICAL: "error",
+    Severity.HIGH: "error",
+    Severity.MEDIUM: "warning",
+    Severity.LOW: "note",
+    Severity.INFO: "note",
+}
+SECURITY_SEVERITY = {
+    Severity.CRITICAL: "9.5",
+    Severity.HIGH: "8.0",
+    Severity.MEDIUM: "5.5",
+    Severity.LOW: "3.0",
+    Severity.INFO: "0.0",
+}
+
+
+class Message(TypedDict):
+    text: str
+
+
+class MultiformatMessage(TypedDict):
+    text: str
+    markdown: str
+
+
+class ReportingConfiguration(TypedDict):
+    level: str
+
+
+RuleProperties = TypedDict("RuleProperties", {"security-severity": str, "tags": list[str], "precision": str})
+
+
+class ReportingDescriptor(TypedDict):
+    id: str
+    name: str
+    shortDescription: Message
+    fullDescription: Message
+    help: MultiformatMessage
+    defaultConfiguration: ReportingConfiguration
+    properties: RuleProperties
+
+
+class ToolComponent(TypedDict):
+    name: str
+    version: str
+    semanticVersion: str
+    informationUri: str
+    rules: list[ReportingDescriptor]
+
+
+class Tool(TypedDict):
+    driver: ToolComponent
+
+
+class _ArtifactLocationBase(TypedDict):
+    uri: str
+
+
+class ArtifactLocation(_ArtifactLocationBase, total=False):
+    uriBaseId: str
+
+
+class Region(TypedDict):
+    startLine: int
+
+
+class PhysicalLocation(TypedDict):
+    artifactLocation: ArtifactLocation
+    region: Region
+
+
+class Location(TypedDict):
+    physicalLocation: PhysicalLocation
+
+
+class Result(TypedDict):
+    ruleId: str
+    ruleIndex: int
+    level: str
+    message: Message
+    locations: list[Location]
+    partialFingerprints: dict[str, str]
+    properties: dict[str, Any]
+
+
+class Notification(TypedDict):
+    level: str
+    message: Message
+
+
+class Invocation(TypedDict):
+    executionSuccessful: bool
+    toolExecutionNotifications: list[Notification]
+
+
+class AutomationDetails(TypedDict):
+    id: str
+
+
+class _RunBase(TypedDict):
+    tool: Tool
+    automationDetails: AutomationDetails
+    originalUriBaseIds: dict[str, ArtifactLocation]
+    columnKind: str
+    invocations: list[Invocation]
+    results: list[Result]
+
+
+class Run(_RunBase, total=False):
+    properties: dict[str, Any]
+
+
+SarifLog = TypedDict("SarifLog", {"$schema": str, "version": str, "runs": list[Run]})
+
+
+def render_sarif(
+    report: Report,
+    srcroot: Path | None = None,
+    *,
+    max_per_rule: int = MAX_RESULTS_PER_RULE,
+    max_results: int = MAX_RESULTS_PER_RUN,
+) -> str:
+    """Serialise the log; srcroot (default: the working directory) anchors the relative URIs."""
+    log = to_sarif(report, srcroot, max_per_rule=max_per_rule, max_results=max_results)
+    return json.dumps(log, indent=2, ensure_ascii=True) + "\n"
+
+
+def to_sarif(
+    report: Report,
+    srcroot: Path | None = None,
+    *,
+    max_per_rule: int = MAX_RESULTS_PER_RULE,
+    max_results: int = MAX_RESULTS_PER_RUN,
+) -> SarifLog:
+    """The SARIF log as typed dicts, for callers that post-process it."""
+    root = _absolute(srcroot if srcroot is not None else Path.cwd())
+    findings = ordered_findings(report.findings)
+    kept = _cap(findings, max_per_rule, max_results)
+    rules = _rules(report, kept)
+    index = {rule["id"]: i for i, rule in enumerate(rules)}
+    notifications = _failed_files(report)
+    omitted = len(findings) - len(kept)
+    note = (
+        f"{omitted} of {len(findings)} results were left out, least severe first, to stay within "
+        f"GitHub code scanning limits ({max_per_rule} per rule, {max_results} per run); "
+        "the JSON report has every finding."
+    )
+    if omitted:
+        notifications.append(_notification("warning", note))
+    run: Run = {
+        "tool": {"driver": _driver(report, rules)},
+        "automationDetails": {"id": AUTOMATION_ID},
+        "originalUriBaseIds": {SRCROOT: {"uri": _directory_uri(root)}},
+        "columnKind": "unicodeCodePoints",
+        "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notifications}],
+        "results": [_result(f, index[f.rule_id], root) for f in kept],
+    }
+    if omitted:
+        run["properties"] = {
+            "truncated": True,
+            "omittedResults": omitted,
+            "totalResults": len(findings),
+            "note": note,
+        }
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+def fingerprint(finding: Finding, stable_path: str) -> str:
+    """sha256 of (rule, path, member, evidence): no offsets, absolute roots, times or durations."""
+    payload = [
+        FINGERPRINT_VERSION,
+        finding.rule_id,
+        stable_path,
+        finding.location.member or "",
+        sorted_evidence(finding.evidence),
+    ]
+    data = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+def artifact_location(path: str, root: Path) -> tuple[ArtifactLocation, str]:
+    """URI for a report path, and the machine-independent path used in fingerprints.
+
+    Inside root: a percent-encoded relative URI on %SRCROOT%. Outside: an absolute file URI,
+    which GitHub cannot map to the repository, and the path as the report gave it.
+    """
+    absolute = _absolute(Path(path))
+    try:
+        relative = absolute.relative_to(root).as_posix()
+    except ValueError:
+        return {"uri": absolute.as_uri()}, path
+    return {"uri": quote(relative, safe="/"), "uriBaseId": SRCROOT}, relative
+
+
+def _driver(report: Report, rules: list[ReportingDescriptor]) -> ToolComponent:
+    return {
+        "name": TOOL_NAME,
+        "version": report.tool_version,
+        "semanticVersion": report.tool_version,
+        "informationUri": INFORMATION_URI,
+        "rules": rules,
+    }
+
+
+def _failed_files(report: Report) -> list[Notification]:
+    """Files that could not be read are not clean: say so where GitHub shows tool problems."""
+    return [
+        _notification("error", f"Could not scan {f.path}: {f.reason or 'unknown error'}")
+        for f in sorted(report.files, key=lambda f: f.path)
+        if f.status == FILE_FAILED
+    ]
+
+
+def _cap(findings: Iterable[Finding], max_per_rule: int, max_results: int) -> list[Finding]:
+    """Keep the first results (worst first) within the per-rule and per-run budgets."""
+    kept: list[Finding] = []
+    per_rule: dict[str, int] = {}
+    for finding in findings:
+        if len(kept) >= max_results:
+            break
+        count = per_rule.get(finding.rule_id, 0)
+        if count < max_per_rule:
+            per_rule[finding.rule_id] = count + 1
+            kept.append(finding)
+    return kept
+
+
+def _rules(report: Report, findings: list[Finding]) -> list[ReportingDescriptor]:
+    """Descriptors for the referenced rules, sorted by id; unknown ids get a minimal one."""
+    infos: dict[str, RuleInfo] = {}
+    for finding in findings:
+        if finding.rule_id not in infos:
+            infos[finding.rule_id] = report.rules.get(finding.rule_id) or _unknown_rule(finding)
+    return [_descriptor(infos[rule_id]) for rule_id in sorted(infos)]
+
+
+def _unknown_rule(finding: Finding) -> RuleInfo:
+    text = f"Finding reported by wscan rule {finding.rule_id}."
+    return RuleInfo(finding.rule_id, finding.rule_id, finding.severity, text, text, text)
+
+
+def _descriptor(rule: RuleInfo) -> ReportingDescriptor:
+    cwe_tags = [f"external/cwe/{c.strip().lower()}" for c in rule.cwe]
+    tags = list(dict.fromkeys(["security", *rule.tags, *cwe_tags]))
+    return {
+        "id": rule.id,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.description or rule.summary},
+        "help": {"text": rule.help or rule.description or rule.summary, "markdown": _help_markdown(rule)},
+        "defaultConfiguration": {"level": LEVEL[rule.severity]},
+        "properties": {
+            "security-severity": SECURITY_SEVERITY[rule.severity],
+            "tags": tags,
+            "precision": rule.precision,
+        },
+    }
+
+
+def _help_markdown(rule: RuleInfo) -> str:
+    parts = [_md(rule.description or rule.summary)]
+    if rule.help:
+        parts.append(f"**What to do:** {_md(rule.help)}")
+    parts.append(f"**Severity:** {rule.severity.label}")
+    links = [_cwe_link(c) for c in rule.cwe]
+    if links:
+        parts.append("**References:** " + ", ".join(links))
+    return "\n\n".join(parts)
+
+
+def _cwe_link(cwe: str) -> str:
+    name = cwe.strip().upper()
+    number = name.removeprefix("CWE-")
+    if number.isdigit():
+        return f"[{name}](https://cwe.mitre.org/data/definitions/{number}.html)"
+    return _md(name)
+
+
+def _result(finding: Finding, rule_index: int, root: Path) -> Result:
+    loc = finding.location
+    artifact, stable_path = artifact_location(loc.path, root)
+    properties: dict[str, Any] = {"severity": finding.severity.label}
+    if loc.member:
+        properties["member"] = loc.member
+    if loc.offset is not None:
+        properties["offset"] = loc.offset
+    properties["evidence"] = sorted_evidence(finding.evidence)
+    return {
+        "ruleId": finding.rule_id,
+        "ruleIndex": rule_index,
+        "level": LEVEL[finding.severity],
+        "message": {"text": _message(finding)},
+        "locations": [{"physicalLocation": {"artifactLocation": artifact, "region": {"startLine": 1}}}],
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint(finding, stable_path)},
+        "properties": properties,
+    }
+
+
+def _message(finding: Finding) -> str:
+    """Message naming the member and byte offset, since the region can only say line 1."""
+    where = []
+    if finding.location.member:
+        where.append(f"in member {finding.location.member}")
+    if finding.location.offset is not None:
+        where.append(f"at byte offset {finding.location.offset}")
+    text = finding.message + (f" ({' '.join(where)})" if where else "")
+    return _escape_brackets(text)
+
+
+def _escape_brackets(text: str) -> str:
+    """SARIF plain-text messages treat [text](target) as a link; hostile names must not make one."""
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def _md(text: str) -> str:
+    """Escape Markdown punctuation so names like __reduce__ or <script> render literally."""
+    return "".join("\\" + ch if ch in "\\`*_[]<>|#" else ch for ch in text)
+
+
+def _notification(level: str, text: str) -> Notification:
+    return {"level": level, "message": {"text": text}}
+
+
+def _absolute(path: Path) -> Path:
+    """Absolute and normalised, without resolving symlinks (the user's view of the tree)."""
+    return Path(os.path.abspath(path))
+
+
+def _directory_uri(root: Path) -> str:
+    uri = root.as_uri()
+    return uri if uri.endswith("/") else uri + "/"

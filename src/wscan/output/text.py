@@ -1,0 +1,136 @@
+"""Readable report for people at a terminal or in a CI log.
+
+Names in findings come from hostile files, so every string is stripped of control and format
+characters (ANSI escapes, bidi overrides) before it reaches the terminal.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+
+from wscan.model import Finding, Severity
+from wscan.output.json import ordered_findings, severity_counts
+from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report, RuleInfo
+
+RESET = "\x1b[0m"
+BOLD = "\x1b[1m"
+GREEN = "\x1b[1;32m"
+SEVERITY_STYLE = {
+    Severity.CRITICAL: "\x1b[1;31m",
+    Severity.HIGH: "\x1b[31m",
+    Severity.MEDIUM: "\x1b[33m",
+    Severity.LOW: "\x1b[36m",
+    Severity.INFO: "\x1b[2m",
+}
+LABEL_WIDTH = max(len(s.name) for s in Severity)
+INDENT = " " * (2 + LABEL_WIDTH + 2)
+
+
+def render_text(report: Report, color: bool = False) -> str:
+    """The whole report as text; the caller decides colour from isatty and NO_COLOR."""
+    paint = _Painter(color)
+    findings = ordered_findings(report.findings)
+    lines = [_header(report, len(findings)), ""]
+    if findings:
+        results = {f.path: f for f in report.files}
+        for path, group in _by_file(findings):
+            lines += _file_block(path, group, results.get(path), report, paint)
+    else:
+        lines += ["No findings.", ""]
+    lines += _not_scanned(report.files)
+    lines += _summary(report, paint)
+    return "\n".join(lines) + "\n"
+
+
+def clean(text: str) -> str:
+    """Escape control, format and unassigned characters so output cannot drive the terminal."""
+    return "".join(_escape(ch) if unicodedata.category(ch)[0] == "C" else ch for ch in text)
+
+
+class _Painter:
+    """Wraps text in ANSI styles, or leaves it alone when colour is off."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, style: str) -> str:
+        return f"{style}{text}{RESET}" if self.enabled else text
+
+
+def _header(report: Report, n_findings: int) -> str:
+    return (
+        f"wscan {clean(report.tool_version)}: {_plural(len(report.files), 'file')}, "
+        f"{_plural(n_findings, 'finding')}, fail on {report.fail_on.label}"
+    )
+
+
+def _by_file(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
+    """Group findings per file, worst file first; findings keep their global order."""
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(finding.location.path, []).append(finding)
+    return sorted(groups.items(), key=lambda item: (-max(f.severity for f in item[1]), item[0]))
+
+
+def _file_block(
+    path: str, findings: list[Finding], result: FileResult | None, report: Report, paint: _Painter
+) -> list[str]:
+    title = paint(clean(path), BOLD)
+    if result is not None and result.formats:
+        title += f"  ({clean(' > '.join(result.formats))})"
+    lines = [title]
+    for finding in findings:
+        label = finding.severity.name.ljust(LABEL_WIDTH)
+        lines.append(
+            f"  {paint(label, SEVERITY_STYLE[finding.severity])}  {clean(finding.rule_id)}  "
+            f"{clean(finding.message)}"
+        )
+        lines.append(f"{INDENT}at {clean(finding.location.describe())}")
+        help_line = _help_line(report.rules.get(finding.rule_id))
+        if help_line:
+            lines.append(f"{INDENT}help: {help_line}")
+    lines.append("")
+    return lines
+
+
+def _help_line(rule: RuleInfo | None) -> str:
+    return clean(" ".join(rule.help.split())) if rule is not None else ""
+
+
+def _not_scanned(files: Iterable[FileResult]) -> list[str]:
+    missed = sorted((f for f in files if f.status != FILE_SCANNED), key=lambda f: (f.status, f.path))
+    if not missed:
+        return []
+    width = max(len(f.status) for f in missed)
+    lines = ["Not scanned:"]
+    for result in missed:
+        reason = f": {clean(result.reason)}" if result.reason else ""
+        lines.append(f"  {result.status.ljust(width)}  {clean(result.path)}{reason}")
+    return [*lines, ""]
+
+
+def _summary(report: Report, paint: _Painter) -> list[str]:
+    counts = severity_counts(report)
+    threshold = report.fail_on.label
+    if report.failed:
+        verdict = f"{paint('FAIL', SEVERITY_STYLE[Severity.CRITICAL])} (findings at or above {threshold})"
+    else:
+        verdict = f"{paint('PASS', GREEN)} (nothing at or above {threshold})"
+    return [
+        f"Files: {report.count(FILE_SCANNED)} scanned, {report.count(FILE_SKIPPED)} skipped, "
+        f"{report.count(FILE_FAILED)} failed, {len(report.files)} total",
+        "Findings: " + ", ".join(f"{n} {label}" for label, n in counts.items()),
+        f"Verdict: {verdict}",
+    ]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

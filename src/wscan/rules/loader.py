@@ -1,0 +1,68 @@
+"""Read a YAML file safely and validate it against a JSON Schema, reporting the offending line."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from wscan.errors import UsageError
+
+SCHEMA_DIR = Path(__file__).resolve().parent
+
+
+@cache
+def _validator(schema_name: str) -> jsonschema.protocols.Validator:
+    schema = json.loads((SCHEMA_DIR / schema_name).read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema)
+
+
+def _line_of(node: yaml.Node | None, path: list[str | int]) -> int | None:
+    """Walk the composed YAML node tree along a JSON path to find the 1-based line of the culprit."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for step in path:
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if getattr(k, "value", None) == step), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+            node = node.value[step]
+        else:
+            break
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+def load_yaml(path: Path, schema_name: str) -> Any:
+    """Parse with safe_load (no Python tags) and validate; UsageError names file, line and reason."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise UsageError(f"{path}{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    errors = sorted(_validator(schema_name).iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        error = errors[0]
+        line = _line_of(root, list(error.absolute_path))
+        where = f":{line}" if line else ""
+        field = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise UsageError(f"{path}{where}: {field}: {error.message}")
+    return data
+
+
+def load_pack(path: Path) -> dict[str, Any]:
+    """A rule pack, validated."""
+    data = load_yaml(path, "pack.schema.json")
+    assert isinstance(data, dict)
+    return data

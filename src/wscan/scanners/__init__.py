@@ -1,0 +1,28 @@
+"""The scanner table: every format wscan reads, in the order they are tried.
+
+Every scanner whose `accepts` says yes runs, so a polyglot file (a pickle that is also a zip) is read
+both ways. Third parties add scanners through the `wscan.scanners` entry-point group.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+from wscan.scanners.archive import SevenZipScanner, TarScanner, ZipScanner
+from wscan.scanners.base import Scanner
+from wscan.scanners.compressed import CompressedScanner
+from wscan.scanners.numpy import NpyScanner
+from wscan.scanners.pickle import PickleScanner
+
+
+def builtin_scanners() -> list[Scanner]:
+    """Scanners shipped with wscan."""
+    return [ZipScanner(), TarScanner(), SevenZipScanner(), CompressedScanner(), NpyScanner(), PickleScanner()]
+
+
+def all_scanners() -> list[Scanner]:
+    """Built-in scanners followed by those registered by installed plugins."""
+    scanners = builtin_scanners()
+    for entry in entry_points(group="wscan.scanners"):
+        scanners.append(entry.load()())
+    return scanners

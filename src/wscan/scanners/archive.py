@@ -1,0 +1,619 @@
+"""Zip, tar and 7z containers: structural tricks as observations, every readable member as a child.
+
+Loaders disagree about malformed archives (Python's zipfile checks the local header name, PyTorch's
+reader does not; one extractor follows a symlink, another refuses), so the scanner reports each
+disagreement point itself and reads members the most permissive way, so nothing a loader would load
+goes unscanned. Tensor members are only opened lazily by the child opener, never read here in full.
+"""
+
+from __future__ import annotations
+
+import copy
+import posixpath
+import re
+import stat
+import struct
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, BinaryIO
+
+import py7zr
+from py7zr.io import Py7zIO, WriterFactory
+from py7zr.py7zr import FileInfo
+
+from wscan.limits import MIB, BudgetExceeded
+from wscan.model import AttrValue, Observation
+from wscan.scanners.base import TAIL_BYTES, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.compressed import CHUNK, guarded, new_spool, reason, view_opener
+
+ZIP_LOCAL = b"PK\x03\x04"
+ZIP_END = b"PK\x05\x06"
+SEVENZIP_MAGIC = b"7z\xbc\xaf\x27\x1c"
+FULL_READ_BYTES = 64 * MIB  # members below this are read once in full to check CRC and decompression
+LINK_TARGET_BYTES = 4096
+SPOOL_MEMORY_BYTES = 64 * MIB  # all in-memory 7z spools together; later members go straight to disk
+
+# Zip flag bits every writer sets: 1-2 (deflate level), 3 (data descriptor), 11 (UTF-8 names).
+# Bit 0 (encryption) is reported as archive.encrypted instead; anything else is odd.
+ZIP_NORMAL_FLAGS = 0x0001 | 0x0002 | 0x0004 | 0x0008 | 0x0800
+ZIP_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+Emit = Iterator[Observation]
+
+
+# --- layout ------------------------------------------------------------------------------------------
+
+
+def classify_layout(names: Iterable[str]) -> tuple[str, str]:
+    """What produced this archive (pytorch, torchscript, npz, keras, generic), and its top folder."""
+    names = [n for n in names if not n.endswith("/")]
+    found = set(names)
+    tops = [n[: -len("/data.pkl")] for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
+    for top in tops:
+        if f"{top}/constants.pkl" in found and any(n.startswith(f"{top}/code/") for n in names):
+            return "torchscript", top
+    if tops:
+        return "pytorch", tops[0]
+    if names and all(n.endswith(".npy") for n in names):
+        return "npz", ""
+    if "config.json" in found and ({"model.weights.h5", "metadata.json"} & found):
+        return "keras", ""
+    return "generic", ""
+
+
+def member_context(layout: str, top: str, name: str) -> dict[str, AttrValue]:
+    """Context for a child: the container layout, and raw_data for tensor storages."""
+    context: dict[str, AttrValue] = {"container": layout}
+    folders = {"pytorch": ("data",), "torchscript": ("data", "constants")}.get(layout, ())
+    head, _, leaf = name.rpartition("/")
+    if leaf.isdigit() and head in {f"{top}/{folder}" for folder in folders}:
+        context["raw_data"] = True
+    return context
+
+
+# --- names and links ----------------------------------------------------------------------------------
+
+
+def path_problem(name: str) -> str | None:
+    """Why extracting `name` could land outside the target folder, if it could."""
+    if "\x00" in name:
+        return "nul"
+    if name.startswith(("/", "\\")):
+        return "absolute"
+    if _DRIVE.match(name):
+        return "drive"
+    if ".." in re.split(r"[/\\]", name):
+        return "parent"
+    if "\\" in name:
+        return "backslash"
+    return None
+
+
+def normalize(name: str) -> str:
+    """The path an extractor would write, for comparing names (duplicates, links)."""
+    return posixpath.normpath(name.replace("\\", "/")).lstrip("/")
+
+
+def link_escapes(name: str, target: str, hard: bool = False) -> bool:
+    """Does a link resolve outside? Symlinks are relative to their folder, hardlinks to the archive root."""
+    target = target.replace("\\", "/")
+    if target.startswith("/") or _DRIVE.match(target):
+        return True
+    base = "" if hard else posixpath.dirname(normalize(name))
+    resolved = posixpath.normpath(posixpath.join(base, target))
+    return resolved == ".." or resolved.startswith("../")
+
+
+@dataclass
+class NameChecks:
+    """Per-archive bookkeeping of names: traversal, duplicates, links, writes through links."""
+
+    artifact: Artifact
+    seen: set[str] = field(default_factory=set)
+    links: set[str] = field(default_factory=set)
+
+    def member(self, name: str, offset: int | None) -> Emit:
+        problem = path_problem(name)
+        if problem:
+            yield self.artifact.observe("archive.path_traversal", offset, member=name, reason=problem)
+        norm = normalize(name.rstrip("/"))
+        if norm in self.seen:
+            yield self.artifact.observe("archive.duplicate_name", offset, member=name)
+        parts = norm.split("/")
+        for depth in range(1, len(parts) + 1):
+            link = "/".join(parts[:depth])
+            if link in self.links:
+                yield self.artifact.observe("archive.write_through_link", offset, member=name, link=link)
+                break
+        self.seen.add(norm)
+
+    def link(self, name: str, target: str, offset: int | None, hard: bool = False) -> Emit:
+        if link_escapes(name, target, hard):
+            yield self.artifact.observe(
+                "archive.link_escape", offset, member=name, target=target[:256], hard=hard
+            )
+        self.links.add(normalize(name))
+
+
+def _ratio_bomb(artifact: Artifact, ctx: ScanContext, name: str, size: int, packed: int) -> Emit:
+    limits = ctx.limits
+    ratio = size // max(packed, 1)
+    if size > limits.ratio_floor_bytes and ratio > limits.max_compression_ratio:
+        yield artifact.observe("archive.bomb", member=name, ratio=ratio, size=size)
+
+
+# --- zip ---------------------------------------------------------------------------------------------
+
+
+def eocd_entries(tail: bytes) -> int | None:
+    """Entry count of a plausible end-of-central-directory record in `tail`; None without one (or zip64)."""
+    pos = tail.rfind(ZIP_END)
+    while pos >= 0:
+        if pos + 22 <= len(tail):
+            (comment_len,) = struct.unpack_from("<H", tail, pos + 20)
+            if pos + 22 + comment_len <= len(tail):
+                count: int = struct.unpack_from("<H", tail, pos + 10)[0]
+                return count
+        pos = tail.rfind(ZIP_END, 0, pos)
+    return None
+
+
+@dataclass(frozen=True)
+class LocalHeader:
+    """The fields of a zip local header that loaders use instead of the central directory's."""
+
+    data_start: int
+    name: str
+    flags: int
+
+
+def read_local_header(fh: IO[bytes], info: zipfile.ZipInfo) -> LocalHeader | str:
+    """Parse the 30-byte local header at header_offset; a string says why it is unusable."""
+    fh.seek(info.header_offset)
+    fixed = fh.read(30)
+    if len(fixed) < 30 or not fixed.startswith(ZIP_LOCAL):
+        return "bad local header"
+    _, _, flags, _, _, _, _, _, _, name_len, extra_len = struct.unpack("<4s5H3I2H", fixed)
+    raw_name = fh.read(name_len)
+    name = raw_name.decode("utf-8" if flags & 0x800 else "cp437", errors="replace")
+    return LocalHeader(info.header_offset + 30 + name_len + extra_len, name, flags)
+
+
+def zip_member_opener(
+    artifact: Artifact, info: zipfile.ZipInfo, start: int, ctx: ScanContext, errors: list[str]
+) -> Callable[[], BinaryIO]:
+    """Open a member from its local data the way permissive loaders do: no name check, no CRC check."""
+    quiet = copy.copy(info)
+    del quiet.CRC  # the scanner checks the CRC itself; children must still see the bytes
+    budget = None if info.compress_type == zipfile.ZIP_STORED else ctx.budget
+
+    def open_member() -> BinaryIO:
+        fh = artifact.opener()
+        try:
+            fh.seek(start)
+            member = zipfile.ZipExtFile(fh, "r", quiet, None, True)
+        except BaseException:
+            fh.close()
+            raise
+        return guarded(member, budget, errors)
+
+    return open_member
+
+
+def check_zip_member(artifact: Artifact, ctx: ScanContext, info: zipfile.ZipInfo, start: int) -> Emit:
+    """Read a small member once in full, with its CRC, as a strict loader would."""
+    fh = artifact.opener()
+    try:
+        fh.seek(start)
+        with zipfile.ZipExtFile(fh, "r", info, None, True) as member:
+            while chunk := member.read(CHUNK):
+                if info.compress_type != zipfile.ZIP_STORED:
+                    ctx.budget.charge_decompressed(len(chunk))
+    except BudgetExceeded:
+        raise
+    except zipfile.BadZipFile as exc:
+        kind = "archive.bad_crc" if "CRC" in str(exc) else "archive.member_unreadable"
+        yield artifact.observe(kind, info.header_offset, member=info.orig_filename, reason=reason(exc))
+    except Exception as exc:
+        yield artifact.observe(
+            "archive.member_unreadable", info.header_offset, member=info.orig_filename, reason=reason(exc)
+        )
+    finally:
+        fh.close()
+
+
+def zip_structure(
+    artifact: Artifact, infos: list[zipfile.ZipInfo], locals_: list[Any], start_dir: int
+) -> Emit:
+    """Prepended bytes and overlapping entries: both are how polyglots and quine bombs are built."""
+    first = min((i.header_offset for i in infos), default=0)
+    if first > 0:
+        yield artifact.observe("archive.prepended_bytes", 0, length=first)
+    spans = sorted(
+        (i.header_offset, local.data_start + i.compress_size, i.orig_filename)
+        for i, local in zip(infos, locals_, strict=True)
+        if isinstance(local, LocalHeader)
+    )
+    end, owner = -1, ""
+    for begin, stop, name in spans:
+        if begin < end:
+            yield artifact.observe("archive.overlap", begin, member=name, other=owner)
+        elif stop > start_dir:
+            yield artifact.observe("archive.overlap", begin, member=name, other="<central directory>")
+        if stop > end:
+            end, owner = stop, name
+
+
+class ZipScanner:
+    """Zip archives, including PyTorch, TorchScript, npz and Keras files and zips behind other bytes."""
+
+    name = "zip"
+
+    def accepts(self, head: Head) -> bool:
+        return head.head.startswith((ZIP_LOCAL, ZIP_END)) or eocd_entries(head.tail) is not None
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        with artifact.opener() as fh:
+            fh.seek(max(0, artifact.size - TAIL_BYTES))
+            declared = eocd_entries(fh.read(TAIL_BYTES))
+            if declared is not None and declared > ctx.limits.max_members:
+                # Refuse before zipfile builds an object per entry.
+                yield artifact.observe(
+                    "archive.too_many_members", count=declared, limit=ctx.limits.max_members
+                )
+                return
+            try:
+                archive = zipfile.ZipFile(fh)
+            except BudgetExceeded:
+                raise
+            except Exception as exc:
+                yield artifact.observe("archive.corrupt", reason=reason(exc))
+                return
+            with archive:
+                yield from self._members(artifact, ctx, fh, archive)
+
+    def _members(
+        self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], archive: zipfile.ZipFile
+    ) -> Iterator[ScanItem]:
+        infos = archive.infolist()
+        if len(infos) > ctx.limits.max_members:
+            yield artifact.observe("archive.too_many_members", count=len(infos), limit=ctx.limits.max_members)
+            infos = infos[: ctx.limits.max_members]
+        layout, top = classify_layout(i.orig_filename for i in infos)
+        yield artifact.observe("archive.layout", format="zip", layout=layout)
+        locals_ = [read_local_header(fh, i) for i in infos]
+        yield from zip_structure(artifact, infos, locals_, archive.start_dir)
+        names = NameChecks(artifact)
+        for info, local in zip(infos, locals_, strict=True):
+            ctx.budget.check_time()
+            name, offset = info.orig_filename, info.header_offset
+            yield from names.member(name, offset)
+            if isinstance(local, str):
+                yield artifact.observe("archive.corrupt", offset, member=name, reason=local)
+                continue
+            flags = info.flag_bits | local.flags
+            if flags & ~ZIP_NORMAL_FLAGS:
+                yield artifact.observe("archive.odd_flags", offset, member=name, flags=flags)
+            if local.name != name:
+                yield artifact.observe("archive.name_mismatch", offset, member=name, local_name=local.name)
+            if flags & 0x1:
+                yield artifact.observe("archive.encrypted", offset, member=name)
+                continue
+            if info.compress_type not in ZIP_METHODS:
+                yield artifact.observe(
+                    "archive.unsupported_method", offset, member=name, method=info.compress_type
+                )
+                continue
+            bombs = list(_ratio_bomb(artifact, ctx, name, info.file_size, info.compress_size))
+            yield from bombs
+            errors: list[str] = []
+            opener = zip_member_opener(artifact, info, local.data_start, ctx, errors)
+            if stat.S_ISLNK(info.external_attr >> 16):
+                with opener() as link:
+                    target = link.read(LINK_TARGET_BYTES).decode("utf-8", errors="replace")
+                yield from names.link(name, target, offset)
+            if info.is_dir():
+                continue
+            if info.file_size < FULL_READ_BYTES and not bombs:
+                yield from check_zip_member(artifact, ctx, info, local.data_start)
+                reported = True
+            else:
+                reported = False
+            yield artifact.child(name, info.file_size, opener, member_context(layout, top, name))
+            if errors and not reported:
+                yield artifact.observe("archive.member_unreadable", offset, member=name, reason=errors[0])
+
+
+# --- tar ---------------------------------------------------------------------------------------------
+
+_TAR_EXTENDED = b"xgLKX"  # pax and GNU long-name headers: tarfile reads their whole body into memory
+_TAR_SPECIAL = {tarfile.CHRTYPE: "char", tarfile.BLKTYPE: "block", tarfile.FIFOTYPE: "fifo"}
+
+
+def tar_checksum_ok(block: bytes) -> bool:
+    """The header checksum of a tar block (unsigned or signed sum, as tarfile accepts)."""
+    if len(block) < 512 or not any(block[:512]):
+        return False
+    try:
+        stored = int(block[148:156].replace(b"\x00", b" ").strip() or b"-1", 8)
+    except ValueError:
+        return False
+    header = block[:148] + b" " * 8 + block[156:512]
+    return stored in (sum(header), sum(struct.unpack("148b8x356b", block[:512])) + 256)
+
+
+def oversized_extended_header(fh: IO[bytes], offset: int, limit: int) -> bool:
+    """Would tarfile read an extended header body larger than `limit` at `offset`?"""
+    fh.seek(offset)
+    block = fh.read(512)
+    if len(block) < 512 or block[156:157] not in [bytes([c]) for c in _TAR_EXTENDED]:
+        return False
+    field_ = block[124:136]
+    if field_[0] & 0x80:  # base-256 sizes are for huge members, not headers
+        return True
+    try:
+        return int(field_.replace(b"\x00", b" ").strip() or b"0", 8) > limit
+    except ValueError:
+        return False
+
+
+def read_tar_members(
+    artifact: Artifact, ctx: ScanContext, fh: IO[bytes]
+) -> tuple[tarfile.TarFile | None, list[tarfile.TarInfo], list[Observation]]:
+    """Headers up to max_members; a broken header ends the list with an observation."""
+    found: list[Observation] = []
+    members: list[tarfile.TarInfo] = []
+    limit = ctx.limits.max_header_bytes
+    if oversized_extended_header(fh, 0, limit):
+        return None, [], [artifact.observe("archive.corrupt", 0, reason="oversized extended header")]
+    try:
+        fh.seek(0)
+        tar = tarfile.TarFile(fileobj=fh, mode="r")  # plain tar only: compression is undone upstream
+    except BudgetExceeded:
+        raise
+    except Exception as exc:
+        return None, [], [artifact.observe("archive.corrupt", reason=reason(exc))]
+    try:
+        while True:
+            ctx.budget.check_time()
+            if len(members) >= ctx.limits.max_members:
+                found.append(artifact.observe("archive.too_many_members", limit=ctx.limits.max_members))
+                break
+            if members and oversized_extended_header(fh, tar.offset, limit):
+                found.append(
+                    artifact.observe("archive.corrupt", tar.offset, reason="oversized extended header")
+                )
+                break
+            member = tar.next()
+            if member is None:
+                break
+            members.append(member)
+    except BudgetExceeded:
+        raise
+    except Exception as exc:
+        found.append(artifact.observe("archive.corrupt", reason=reason(exc)))
+    return tar, members, found
+
+
+class TarScanner:
+    """Plain (uncompressed) tar archives; compressed tars reach here through CompressedScanner."""
+
+    name = "tar"
+
+    def accepts(self, head: Head) -> bool:
+        return head.head[257:262] == b"ustar" or tar_checksum_ok(head.head[:512])
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        with artifact.opener() as fh:
+            tar, members, problems = read_tar_members(artifact, ctx, fh)
+            yield from problems
+            if tar is None:
+                return
+            layout, top = classify_layout(m.name for m in members if m.isreg())
+            yield artifact.observe("archive.layout", format="tar", layout=layout)
+            names = NameChecks(artifact)
+            for member in members:
+                ctx.budget.check_time()
+                name, offset = member.name, member.offset
+                yield from names.member(name, offset)
+                if member.issym() or member.islnk():
+                    yield from names.link(name, member.linkname, offset, hard=member.islnk())
+                if member.type in _TAR_SPECIAL:
+                    yield artifact.observe(
+                        "archive.special_file", offset, member=name, type=_TAR_SPECIAL[member.type]
+                    )
+                if not member.isreg():
+                    continue
+                errors: list[str] = []
+                yield artifact.child(
+                    name, member.size, self._opener(tar, member, errors), member_context(layout, top, name)
+                )
+                if errors:
+                    yield artifact.observe("archive.member_unreadable", offset, member=name, reason=errors[0])
+
+    @staticmethod
+    def _opener(tar: tarfile.TarFile, member: tarfile.TarInfo, errors: list[str]) -> Callable[[], BinaryIO]:
+        def open_member() -> BinaryIO:
+            stream = tar.extractfile(member)
+            if stream is None:
+                raise OSError(f"{member.name} has no data")
+            return guarded(stream, None, errors)
+
+        return open_member
+
+
+# --- 7z ----------------------------------------------------------------------------------------------
+
+
+class _SpoolWriter(Py7zIO):
+    """One 7z member in its own spool; bytes past the member limit are dropped."""
+
+    def __init__(self, owner: _Spools) -> None:
+        self.owner = owner
+        self.spool = new_spool()
+        self.written = 0
+        self.on_disk = False
+
+    def write(self, s: bytes | bytearray) -> int:
+        keep = s[: max(0, self.owner.member_limit - self.written)]
+        self.spool.write(keep)
+        self.written += len(keep)
+        if not self.on_disk:
+            self.owner.in_memory += len(keep)
+            if self.owner.in_memory > SPOOL_MEMORY_BYTES:
+                self.spool.rollover()
+                self.on_disk = True
+        return len(s)
+
+    def read(self, size: int | None = None) -> bytes:
+        return self.spool.read(-1 if size is None else size)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.spool.seek(offset, whence)
+
+    def flush(self) -> None:
+        self.spool.flush()
+
+    def size(self) -> int:
+        return self.written
+
+    def close(self) -> None:
+        """py7zr calls this when the member is complete; the scanner closes the spool when done."""
+
+
+class _Spools(WriterFactory):
+    """py7zr writer factory: members in spools whose memory use is bounded all together."""
+
+    def __init__(self, member_limit: int) -> None:
+        self.member_limit = member_limit
+        self.in_memory = 0
+        self.products: dict[str, _SpoolWriter] = {}
+
+    def create(self, filename: str) -> Py7zIO:
+        writer = _SpoolWriter(self)
+        self.products[filename] = writer
+        return writer
+
+    def __enter__(self) -> _Spools:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for writer in self.products.values():
+            writer.spool.close()
+
+
+def py7zr_key(name: str) -> str:
+    """The relative path py7zr writes a member name to (leading '/', '.' and empty parts dropped)."""
+    return "/".join(p for p in name.lstrip("/").split("/") if p not in ("", "."))
+
+
+def py7zr_refuses(name: str) -> bool:
+    """Names py7zr will not extract; one of them in `targets` would abort the whole extraction."""
+    return path_problem(name) in ("nul", "drive", "parent") or not py7zr_key(name)
+
+
+class SevenZipScanner:
+    """7z archives via py7zr: sizes are checked against the budget before anything is extracted."""
+
+    name = "7z"
+
+    def accepts(self, head: Head) -> bool:
+        return head.head.startswith(SEVENZIP_MAGIC)
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        with ExitStack() as stack:
+            fh = stack.enter_context(artifact.opener())
+            try:
+                archive = stack.enter_context(py7zr.SevenZipFile(fh, mode="r"))
+                files = archive.list()
+            except py7zr.PasswordRequired:
+                yield artifact.observe("archive.encrypted", reason="encrypted header")
+                return
+            except BudgetExceeded:
+                raise
+            except Exception as exc:
+                yield artifact.observe("archive.corrupt", reason=reason(exc))
+                return
+            if len(files) > ctx.limits.max_members:
+                yield artifact.observe(
+                    "archive.too_many_members", count=len(files), limit=ctx.limits.max_members
+                )
+                files = files[: ctx.limits.max_members]
+            layout, top = classify_layout(f.filename for f in files if not f.is_directory)
+            yield artifact.observe("archive.layout", format="7z", layout=layout)
+            if archive.needs_password():
+                yield artifact.observe("archive.encrypted", reason="encrypted content")
+                return
+            wanted, problems = self._plan(artifact, ctx, files)
+            yield from problems
+            spools = stack.enter_context(_Spools(ctx.limits.max_member_bytes))
+            yield from self._extract(artifact, archive, wanted, spools)
+            names = NameChecks(artifact)
+            copies: dict[str, int] = {}
+            for info in files:
+                ctx.budget.check_time()
+                yield from names.member(info.filename, None)
+                if info.is_directory:
+                    continue
+                # py7zr names the second copy of a name "name_0", the third "name_1", ...
+                count = copies[info.filename] = copies.get(info.filename, -1) + 1
+                outname = info.filename if count == 0 else f"{info.filename}_{count - 1}"
+                writer = spools.products.get(py7zr_key(outname))
+                if writer is None:
+                    continue
+                if info.is_symlink:
+                    writer.seek(0)
+                    target = writer.read(LINK_TARGET_BYTES).decode("utf-8", errors="replace")
+                    yield from names.link(info.filename, target, None)
+                context = member_context(layout, top, info.filename)
+                yield artifact.child(info.filename, writer.written, view_opener(writer.spool), context)
+
+    @staticmethod
+    def _plan(
+        artifact: Artifact, ctx: ScanContext, files: list[FileInfo]
+    ) -> tuple[list[str], list[Observation]]:
+        """Pick what to extract; charge declared sizes up front so a bomb never starts inflating."""
+        limits = ctx.limits
+        wanted: list[str] = []
+        found: list[Observation] = []
+        total = 0
+        for info in files:
+            if info.is_directory:
+                continue
+            if py7zr_refuses(info.filename):
+                found.append(artifact.observe(
+                    "archive.member_unreadable", member=info.filename, reason="py7zr refuses this name"
+                ))  # fmt: skip
+            elif info.uncompressed > limits.max_member_bytes:
+                found.append(artifact.observe(
+                    "archive.member_too_large", member=info.filename, size=info.uncompressed,
+                    limit=limits.max_member_bytes,
+                ))  # fmt: skip
+            else:
+                wanted.append(info.filename)
+                total += info.uncompressed
+        found.extend(_ratio_bomb(artifact, ctx, "", total, artifact.size))
+        ctx.budget.charge_decompressed(total)
+        return wanted, found
+
+    @staticmethod
+    def _extract(artifact: Artifact, archive: py7zr.SevenZipFile, wanted: list[str], spools: _Spools) -> Emit:
+        """Extract the wanted members into spools; a failure keeps what was extracted before it."""
+        with tempfile.TemporaryDirectory(prefix="wscan-7z-") as folder:
+            try:
+                # `path` only anchors py7zr's name checks in an empty folder; nothing is written there.
+                archive.extract(path=folder, targets=wanted, factory=spools)
+            except BudgetExceeded:
+                raise
+            except py7zr.exceptions.CrcError as exc:
+                yield artifact.observe("archive.bad_crc", reason=reason(exc))
+            except Exception as exc:
+                yield artifact.observe("archive.member_unreadable", reason=reason(exc))
+            prefix = Path(folder).as_posix().rstrip("/") + "/"
+        spools.products = {name.removeprefix(prefix): writer for name, writer in spools.products.items()}

@@ -1,0 +1,82 @@
+"""The contract between the engine and format scanners."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import BinaryIO, Protocol
+
+from wscan.limits import Budget, Limits
+from wscan.model import AttrValue, Location, Observation
+
+HEAD_BYTES = 64 * 1024
+TAIL_BYTES = 64 * 1024 + 22  # a zip end-of-central-directory record with the longest comment
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """The bytes a scanner may look at to decide whether a blob is its format."""
+
+    head: bytes
+    tail: bytes
+    size: int
+    name: str  # member or file name: a hint for layout checks, never for the format
+    raw_data: bool = False  # the parent knows these are raw tensor bytes: sniff strictly
+
+
+@dataclass(slots=True)
+class Artifact:
+    """A blob to scan: a file on disk or a member inside a container, opened lazily."""
+
+    location: Location
+    size: int
+    opener: Callable[[], BinaryIO]
+    depth: int = 0
+    name: str = ""
+    # Facts the parent learnt that a child scanner needs (e.g. container=pytorch, raw_data=True).
+    context: Mapping[str, AttrValue] = field(default_factory=dict)
+
+    def observe(self, kind: str, offset: int | None = None, **attrs: AttrValue) -> Observation:
+        """An observation located in this artifact, at a byte offset when one is known."""
+        location = self.location if offset is None else self.location.at(offset)
+        merged: dict[str, AttrValue] = {k: v for k, v in self.context.items() if k == "container"}
+        merged.update(attrs)
+        return Observation(kind, location, merged)
+
+    def child(
+        self,
+        member: str,
+        size: int,
+        opener: Callable[[], BinaryIO],
+        context: Mapping[str, AttrValue] | None = None,
+    ) -> Artifact:
+        """A member of this container, one level deeper."""
+        return Artifact(
+            location=self.location.child(member),
+            size=size,
+            opener=opener,
+            depth=self.depth + 1,
+            name=member,
+            context=dict(context or {}),
+        )
+
+
+@dataclass(slots=True)
+class ScanContext:
+    """What a scanner may consult: the limits and the running budget of the current top-level file."""
+
+    limits: Limits
+    budget: Budget
+
+
+ScanItem = Observation | Artifact
+
+
+class Scanner(Protocol):
+    """One format. `accepts` sniffs bytes; `scan` reports facts and child artifacts, never verdicts."""
+
+    name: str
+
+    def accepts(self, head: Head) -> bool: ...
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]: ...

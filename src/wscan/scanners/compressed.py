@@ -1,0 +1,256 @@
+"""Single-stream compression (gzip, bz2, xz, lzma-alone, zlib as joblib writes it, zstd).
+
+The stream is inflated in bounded chunks into a spooled temporary file that becomes the child, so a
+pickle inside is scanned like any other. Bombs and broken streams are observations; the bytes inflated
+before the failure are still handed on, because a loader would run the payload they hold.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import posixpath
+import tempfile
+import zlib
+from collections.abc import Callable, Iterator
+from typing import IO, Any, BinaryIO
+
+from wscan.limits import MIB, Budget, BudgetExceeded
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+
+try:  # zstd ships with Python 3.14 and as a backport; it is optional
+    from compression import zstd as _zstd  # type: ignore[import-not-found,unused-ignore]
+except ImportError:
+    try:
+        from backports import zstd as _zstd  # type: ignore[import-not-found,no-redef,unused-ignore]
+    except ImportError:
+        _zstd = None
+
+CHUNK = 1 * MIB
+SPOOL_BYTES = 16 * MIB
+
+Stream = IO[bytes] | io.BufferedIOBase
+
+# What a file name turns into once its compression suffix is undone.
+SUFFIXES = {
+    ".tgz": ".tar", ".tbz2": ".tar", ".txz": ".tar", ".gz": "", ".bz2": "", ".xz": "", ".lzma": "",
+    ".zst": "", ".zstd": "", ".zlib": "", ".z": "",
+}  # fmt: skip
+
+
+def reason(exc: BaseException) -> str:
+    """A short, single-line description of a parse failure for an observation attribute."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
+
+
+class _Guarded(io.RawIOBase):
+    """A member stream that ends instead of raising when the bytes behind it are broken.
+
+    Scanners downstream then see a truncated stream (which is what a loader would have run) and the
+    parent learns about the failure through `errors`. Decompressed bytes are charged to the budget.
+    """
+
+    def __init__(self, inner: Stream, budget: Budget | None, errors: list[str]) -> None:
+        super().__init__()
+        self._inner = inner
+        self._budget = budget
+        self._errors = errors
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        try:
+            return bool(self._inner.seekable())
+        except Exception:
+            return False
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        try:
+            data = self._inner.read(len(view))
+        except BudgetExceeded:
+            raise
+        except Exception as exc:
+            self._errors.append(reason(exc))
+            return 0
+        if self._budget is not None:
+            self._budget.charge_decompressed(len(data))
+        view[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        try:
+            return self._inner.seek(offset, whence)
+        except BudgetExceeded:
+            raise
+        except Exception as exc:  # decompressors fail while skipping forward, too
+            self._errors.append(reason(exc))
+            raise OSError(reason(exc)) from None
+
+    def tell(self) -> int:
+        return self._inner.tell()
+
+    def close(self) -> None:
+        if not self.closed:
+            self._inner.close()
+        super().close()
+
+
+def guarded(inner: Stream, budget: Budget | None, errors: list[str]) -> BinaryIO:
+    """Wrap a member stream for a child opener (see `_Guarded`)."""
+    return io.BufferedReader(_Guarded(inner, budget, errors), buffer_size=64 * 1024)
+
+
+class _View(io.RawIOBase):
+    """An independent read position over a shared spool, so each child open starts afresh."""
+
+    def __init__(self, spool: IO[bytes]) -> None:
+        super().__init__()
+        self._spool = spool
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        self._spool.seek(self._pos)
+        data = self._spool.read(len(view))
+        view[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_CUR:
+            offset += self._pos
+        elif whence == io.SEEK_END:
+            offset += self._spool.seek(0, io.SEEK_END)
+        self._pos = max(0, offset)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+
+def view_opener(spool: IO[bytes]) -> Callable[[], BinaryIO]:
+    """A child opener over a spool the parent keeps open (and closes) itself."""
+    return lambda: io.BufferedReader(_View(spool))
+
+
+def new_spool() -> tempfile.SpooledTemporaryFile[bytes]:
+    """Memory up to 16 MiB, then a temporary file on disk."""
+    return tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
+
+
+def sniff(head: bytes, strict: bool = False) -> str | None:
+    """Name the codec `head` starts with; weak magics (zlib, lzma-alone) are confirmed by decoding."""
+    if head.startswith(b"\x1f\x8b\x08"):
+        return "gzip"
+    if head[:3] == b"BZh" and head[3:4].isdigit() and head[3:4] != b"0":
+        return "bz2"
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return "xz"
+    if _zstd is not None and head.startswith(b"\x28\xb5\x2f\xfd"):
+        return "zstd"
+    if strict:
+        return None
+    if head.startswith(b"\x5d\x00\x00") and _decodes(lzma.LZMADecompressor(lzma.FORMAT_ALONE), head):
+        return "lzma"
+    if len(head) >= 2 and head[0] == 0x78 and (head[0] * 256 + head[1]) % 31 == 0 and not head[1] & 0x20:
+        return "zlib" if _decodes(zlib.decompressobj(), head) else None
+    return None
+
+
+def _decodes(decompressor: Any, head: bytes) -> bool:
+    """Does a prefix decode cleanly? Random bytes fail within a few kilobytes."""
+    try:
+        out = decompressor.decompress(head, 64 * 1024)
+    except (zlib.error, lzma.LZMAError, EOFError, ValueError):
+        return False
+    return bool(out) or bool(decompressor.eof)
+
+
+def _chunks(codec: str, raw: IO[bytes]) -> Iterator[bytes]:
+    """Decompressed output in chunks of at most CHUNK bytes; stdlib rules for members and trailers."""
+    if codec == "zlib":
+        decompressor = zlib.decompressobj()
+        while not decompressor.eof:
+            data = decompressor.unconsumed_tail or raw.read(CHUNK)
+            if not data:
+                raise EOFError("compressed stream ended before the end-of-stream marker")
+            yield decompressor.decompress(data, CHUNK)
+        return
+    with _reader(codec, raw) as stream:
+        while chunk := stream.read(CHUNK):
+            yield chunk
+
+
+def _reader(codec: str, raw: IO[bytes]) -> io.BufferedIOBase:
+    """The stdlib reader for a codec: it handles multi-member streams and trailing bytes."""
+    if codec == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if codec == "bz2":
+        return bz2.BZ2File(raw)
+    if codec in ("xz", "lzma"):
+        return lzma.LZMAFile(raw, format=lzma.FORMAT_XZ if codec == "xz" else lzma.FORMAT_ALONE)
+    reader: io.BufferedIOBase = _zstd.ZstdFile(raw)
+    return reader
+
+
+def _member_name(name: str, codec: str) -> str:
+    """`model.pkl.gz` holds `model.pkl`, `x.tgz` holds `x.tar`; a hint for layout checks only."""
+    base = posixpath.basename(name.replace("\\", "/"))
+    for suffix, replacement in SUFFIXES.items():
+        if base.lower().endswith(suffix) and len(base) > len(suffix):
+            return base[: -len(suffix)] + replacement
+    return f"{base or 'stream'}.{codec}-decoded"
+
+
+class CompressedScanner:
+    """gzip / bz2 / xz / lzma / zlib / zstd streams: one child holding the decompressed bytes."""
+
+    name = "compressed"
+
+    def accepts(self, head: Head) -> bool:
+        return sniff(head.head, strict=head.raw_data) is not None
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        limits = ctx.limits
+        with artifact.opener() as raw, new_spool() as spool:
+            codec = sniff(raw.read(64 * 1024))
+            if codec is None:
+                yield artifact.observe("compressed.corrupt", reason="no known compression magic")
+                return
+            raw.seek(0)
+            yield artifact.observe("compressed.layout", codec=codec)
+            total = 0
+            try:
+                for chunk in _chunks(codec, raw):
+                    ctx.budget.check_time()
+                    ctx.budget.charge_decompressed(len(chunk))
+                    spool.write(chunk)
+                    total += len(chunk)
+                    ratio = total // max(artifact.size, 1)
+                    if total > limits.ratio_floor_bytes and ratio > limits.max_compression_ratio:
+                        yield artifact.observe("archive.bomb", ratio=ratio, size=total)
+                        break
+                    if total > limits.max_member_bytes:
+                        yield artifact.observe(
+                            "archive.member_too_large", size=total, limit=limits.max_member_bytes
+                        )
+                        break
+            except BudgetExceeded:
+                raise
+            except Exception as exc:
+                yield artifact.observe(
+                    "compressed.corrupt", reason=reason(exc), codec=codec, decompressed=total
+                )
+            name = _member_name(artifact.name or artifact.location.path, codec)
+            yield artifact.child(name, total, view_opener(spool))

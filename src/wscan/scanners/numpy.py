@@ -1,0 +1,133 @@
+"""NumPy `.npy` arrays: the header is a Python literal, object arrays carry a pickle after it.
+
+`np.load(allow_pickle=True)` unpickles object arrays, so their payload goes through the pickle analysis.
+Numeric arrays are checked for size against their header; bytes hidden after the data are reported and
+sniffed, never loaded.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import struct
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.pickle import analyze
+from wscan.scanners.slice import open_slice
+
+MAGIC = b"\x93NUMPY"
+_SIMPLE = re.compile(r"[<>|=]?([bBiuUfcmMOSVa?])(\d*)(?:\[[a-zA-Z0-9]+\])?")
+
+
+def _itemsize(descr: object, depth: int = 0) -> tuple[int, bool] | None:
+    """(itemsize, holds objects) of an npy `descr`; None when it is not a dtype numpy would write."""
+    if depth > 32:
+        return None
+    if isinstance(descr, str):
+        match = _SIMPLE.fullmatch(descr)
+        if match is None:
+            return None
+        kind, digits = match.group(1), match.group(2)
+        if kind == "O":
+            return (int(digits or 8), True)
+        if not digits:
+            return (1, False) if kind in "?bB" else None
+        return int(digits) * (4 if kind == "U" else 1), False
+    if isinstance(descr, list):
+        total, has_object = 0, False
+        for field in descr:
+            if not isinstance(field, tuple) or len(field) not in (2, 3):
+                return None
+            inner = _itemsize(field[1], depth + 1)
+            if inner is None:
+                return None
+            count = 1
+            if len(field) == 3:
+                shape = field[2] if isinstance(field[2], tuple) else (field[2],)
+                for dim in shape:
+                    if not isinstance(dim, int) or dim < 0:
+                        return None
+                    count *= dim
+            total += inner[0] * count
+            has_object = has_object or inner[1]
+        return total, has_object
+    return None
+
+
+def read_header(raw: BinaryIO, max_header: int) -> tuple[dict[str, object], int] | str:
+    """Parse the npy header; returns (header, data offset) or the reason it is invalid."""
+    prefix = raw.read(len(MAGIC) + 2)
+    if len(prefix) < len(MAGIC) + 2 or not prefix.startswith(MAGIC):
+        return "not an npy file"
+    major = prefix[len(MAGIC)]
+    if major == 1:
+        length_bytes, fmt = raw.read(2), "<H"
+    elif major in (2, 3):
+        length_bytes, fmt = raw.read(4), "<I"
+    else:
+        return f"unknown npy version {major}"
+    if len(length_bytes) != struct.calcsize(fmt):
+        return "truncated npy header length"
+    (length,) = struct.unpack(fmt, length_bytes)
+    if length > max_header:
+        return f"npy header of {length} bytes exceeds the limit"
+    text = raw.read(length)
+    if len(text) != length:
+        return "truncated npy header"
+    try:
+        # A literal parser, not eval: it builds only str/int/tuple/list/dict/bool/None.
+        header = ast.literal_eval(text.decode("utf-8" if major == 3 else "latin-1"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError, UnicodeDecodeError, TypeError):
+        return "npy header is not a Python literal"
+    if not isinstance(header, dict) or not {"descr", "fortran_order", "shape"} <= set(header):
+        return "npy header lacks descr/fortran_order/shape"
+    return header, len(prefix) + len(length_bytes) + length
+
+
+class NpyScanner:
+    """`.npy` files, also as members of `.npz` archives."""
+
+    name = "numpy"
+
+    def accepts(self, head: Head) -> bool:
+        return head.head.startswith(MAGIC)
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        with artifact.opener() as raw:
+            parsed = read_header(raw, ctx.limits.max_header_bytes)
+            if isinstance(parsed, str):
+                yield artifact.observe("npy.invalid", 0, reason=parsed)
+                return
+            header, data_start = parsed
+            info = _itemsize(header["descr"])
+            shape = header["shape"]
+            if (
+                info is None
+                or not isinstance(shape, tuple)
+                or not all(isinstance(d, int) and d >= 0 for d in shape)
+            ):
+                yield artifact.observe("npy.invalid", 0, reason=f"unsupported descr/shape {header!r:.120}")
+                return
+            itemsize, has_object = info
+            yield artifact.observe("npy.layout", 0, descr=str(header["descr"])[:200], object=has_object)
+            if has_object:
+                # np.load(allow_pickle=True) unpickles everything after the header.
+                yield from analyze(artifact, raw, data_start, ctx)
+                return
+        count = 1
+        for dim in shape:
+            count *= dim
+        expected = count * itemsize
+        actual = artifact.size - data_start
+        if actual < expected:
+            yield artifact.observe("npy.truncated", data_start, expected=expected, actual=actual)
+        elif actual > expected:
+            hidden = data_start + expected
+            yield artifact.observe("npy.trailing_data", hidden, length=actual - expected)
+            yield artifact.child(
+                f"@{hidden}",
+                actual - expected,
+                lambda: open_slice(artifact.opener, hidden, actual - expected),
+            )

@@ -1,0 +1,264 @@
+"""Pickle streams: raw pickles (protocols 0-5), concatenated pickles, legacy PyTorch and joblib files.
+
+The symbolic machine reports what loading would import and call. This module knows the layouts that put
+non-pickle bytes between pickles (legacy PyTorch storages, joblib arrays) so it can step over them
+exactly as the loader would, and it keeps reading after a STOP so nothing can hide behind the first pickle.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import struct
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from wscan.model import Observation
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.pickle_ops import OPCODES, PickleSyntaxError, Stream, Truncated
+from wscan.scanners.pickle_vm import Const, Dict, Global, Machine, Obj, PickleResult, Seq, Sym
+
+LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."
+
+# Element sizes of the storage classes legacy torch.save names in its persistent ids.
+STORAGE_ELEMENT_SIZE = {
+    "DoubleStorage": 8, "FloatStorage": 4, "HalfStorage": 2, "BFloat16Storage": 2, "LongStorage": 8,
+    "IntStorage": 4, "ShortStorage": 2, "CharStorage": 1, "ByteStorage": 1, "BoolStorage": 1,
+    "ComplexFloatStorage": 8, "ComplexDoubleStorage": 16, "ComplexHalfStorage": 4, "QUInt8Storage": 1,
+    "QInt8Storage": 1, "QInt32Storage": 4, "QUInt4x2Storage": 1, "QUInt2x4Storage": 1,
+    "UntypedStorage": 1,
+}  # fmt: skip
+
+JOBLIB_WRAPPERS = {
+    "joblib.numpy_pickle.NumpyArrayWrapper",
+    "sklearn.externals.joblib.numpy_pickle.NumpyArrayWrapper",
+}
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
+_DTYPE_CODE = re.compile(r"[<>|=]?([bBiufcmMOSUVa?])(\d*)")
+
+
+def probe(head: bytes, strict: bool) -> bool:
+    """Does this prefix look like a pickle? `strict` demands clear evidence (for raw tensor bytes)."""
+    if not head or head[0] not in OPCODES:
+        return False
+    has_proto = head[0] == 0x80 and len(head) > 1 and 2 <= head[1] <= 5
+    if has_proto and not strict:
+        return True
+    from wscan.limits import Limits  # local: probing runs with tiny default limits
+
+    res = Machine(Stream(io.BytesIO(head), limit=len(head)), Limits()).run()
+    if res.stopped and res.opcodes >= 2:
+        return True
+    if res.events or any(r.invoked or _IDENTIFIER.fullmatch(r.raw) for r in res.imports.values()):
+        # An import alone already runs a module's import-time code when the file is unpickled.
+        return True
+    ran_out = isinstance(res.error, Truncated) and res.end >= len(head) - 16
+    return has_proto and ran_out and res.opcodes >= 8
+
+
+class PickleScanner:
+    """Raw, concatenated, legacy-PyTorch and joblib pickle files."""
+
+    name = "pickle"
+
+    def accepts(self, head: Head) -> bool:
+        return probe(head.head, strict=head.raw_data)
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        with artifact.opener() as raw:
+            yield from analyze(artifact, raw, 0, ctx)
+
+
+def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> Iterator[Observation]:
+    """Simulate every pickle in `raw` (positioned at artifact offset `base`) and report what it does."""
+    stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base)
+    nested: list[PickleResult] = []
+    machine = Machine(stream, ctx.limits, on_build=lambda m, obj: _joblib_build(m, obj, nested))
+    legacy = stream.peek(len(LEGACY_TORCH_MAGIC)) == LEGACY_TORCH_MAGIC
+    results: list[PickleResult] = []
+    while not stream.at_end():
+        ctx.budget.check_time()
+        res = machine.run()
+        if results and not _is_real_pickle(res):
+            # Bytes after a complete pickle that do not form another one: loaders ignore them.
+            yield artifact.observe(
+                "pickle.trailing_data", res.start, length=_remaining(stream, res.start, artifact.size - base)
+            )
+            break
+        results.append(res)
+        yield from _report(artifact, res, nested)
+        nested.clear()
+        if not res.stopped:
+            break
+        if legacy and len(results) == 5:
+            yield from _skip_legacy_storages(artifact, stream, results)
+            if stream.at_end():
+                break
+    yield artifact.observe(
+        "pickle.summary",
+        base,
+        pickles=len(results),
+        protocol=max((r.protocol for r in results), default=0),
+        opcodes=sum(r.opcodes for r in results),
+        layout="legacy-torch" if legacy else "pickle",
+    )
+
+
+def _remaining(stream: Stream, start: int, total: int) -> int:
+    return max(total - (start - stream.base), 0)
+
+
+def _is_real_pickle(res: PickleResult) -> bool:
+    """A pickle after the first: complete, or doing something the loader of concatenated pickles would run."""
+    return res.stopped or bool(res.imports) or bool(res.events)
+
+
+def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -> Iterator[Observation]:
+    for sub in [res, *nested]:
+        for key, rec in sub.imports.items():
+            dotted_name = "." in rec.name
+            walk = ".".join(part.lstrip("_") for part in rec.name.split(".")) if dotted_name else ""
+            yield artifact.observe(
+                "pickle.import",
+                rec.offset,
+                module=rec.module,
+                name=rec.name,
+                callable=key,
+                raw=rec.raw,
+                opcode=rec.opcode,
+                count=rec.count,
+                invoked=",".join(sorted(rec.invoked)),
+                called=bool(rec.invoked),
+                walk=walk,
+                leaf=rec.name.rsplit(".", 1)[-1],
+            )
+        for event in sub.events:
+            yield artifact.observe(event.kind, event.offset, **event.attrs)
+        if sub.error is not None:
+            kind = "pickle.truncated" if isinstance(sub.error, Truncated) else "pickle.malformed"
+            yield artifact.observe(kind, sub.error.offset, reason=sub.error.reason)
+
+
+# -- legacy torch.save(..., _use_new_zipfile_serialization=False) ---------------------------------------
+
+
+def _skip_legacy_storages(
+    artifact: Artifact, stream: Stream, results: list[PickleResult]
+) -> Iterator[Observation]:
+    """After the five pickles come raw storages: int64 element count then bytes, in key order."""
+    keys_value = results[4].result
+    if not isinstance(keys_value, Seq) or keys_value.dropped:
+        yield artifact.observe(
+            "torch.legacy_malformed", results[4].start, reason="storage key list is not a list"
+        )
+        return
+    sizes: dict[str, int] = {}
+    for pid in results[3].persistent_ids:
+        if isinstance(pid, Seq) and len(pid.items) >= 3:
+            kind, storage_type, pid_key = pid.items[0], pid.items[1], pid.items[2]
+            name = pid_key.value if isinstance(pid_key, Const) else None
+            if isinstance(storage_type, Global) and isinstance(name, str):
+                size = STORAGE_ELEMENT_SIZE.get(storage_type.name.rsplit(".", 1)[-1])
+                if isinstance(kind, Const) and kind.value == "storage" and size:
+                    sizes[name] = size
+    for item in keys_value.items:
+        key = item.value if isinstance(item, Const) else None
+        if not isinstance(key, str) or key not in sizes:
+            yield artifact.observe(
+                "torch.legacy_malformed",
+                stream.base + stream.offset,
+                reason=f"storage {key!r} has no known type",
+            )
+            return
+        at = stream.base + stream.offset
+        try:
+            (count,) = struct.unpack("<q", stream.read(8))
+            if count < 0:
+                raise PickleSyntaxError(at, "negative storage size")
+            stream.skip(count * sizes[key])
+        except PickleSyntaxError as exc:
+            yield artifact.observe("torch.legacy_malformed", at, reason=f"storage {key}: {exc.reason}")
+            return
+
+
+# -- joblib: arrays are written raw into the pickle stream right after the wrapper's BUILD ----------
+
+
+def _joblib_build(machine: Machine, obj: Obj, nested: list[PickleResult]) -> None:
+    if not (
+        isinstance(obj.func, Global) and obj.func.dotted in JOBLIB_WRAPPERS and isinstance(obj.state, Dict)
+    ):
+        return
+    state = obj.state
+    dtype = state.get("dtype")
+    shape = state.get("shape")
+    count = 1
+    if isinstance(shape, Seq):
+        for dim in shape.items:
+            value = dim.value if isinstance(dim, Const) else None
+            if not isinstance(value, int) or value < 0:
+                raise PickleSyntaxError(
+                    machine.stream.base + machine.stream.offset, "joblib array shape unknown"
+                )
+            count *= value
+    else:
+        raise PickleSyntaxError(machine.stream.base + machine.stream.offset, "joblib array shape unknown")
+    info = _dtype_info(dtype)
+    if info is None:
+        raise PickleSyntaxError(machine.stream.base + machine.stream.offset, "joblib array dtype unknown")
+    itemsize, has_object = info
+    if has_object:
+        # Object arrays are a nested pickle in the same stream, loaded with a fresh unpickler.
+        nested.append(machine.run())
+        return
+    alignment = state.get("numpy_array_alignment_bytes")
+    if isinstance(alignment, Const) and alignment.value is not None:
+        padding = machine.stream.read(1)[0]
+        machine.stream.skip(padding)
+    machine.stream.skip(count * itemsize)
+
+
+def _dtype_info(dtype: Sym | None) -> tuple[int, bool] | None:
+    """(itemsize, holds Python objects) of a symbolic numpy.dtype(...) call."""
+    if not (isinstance(dtype, Obj) and isinstance(dtype.func, Global) and dtype.func.name == "dtype"):
+        return None
+    if not (isinstance(dtype.args, Seq) and dtype.args.items and isinstance(dtype.args.items[0], Const)):
+        return None
+    code = dtype.args.items[0].value
+    if not isinstance(code, str):
+        return None
+    match = _DTYPE_CODE.fullmatch(code)
+    if match is None:
+        return None
+    kind, digits = match.group(1), match.group(2)
+    elsize = None
+    if isinstance(dtype.state, Seq) and len(dtype.state.items) >= 6:
+        value = dtype.state.items[5]
+        if isinstance(value, Const) and isinstance(value.value, int) and value.value > 0:
+            elsize = value.value
+    has_object = kind == "O" or _contains_object_dtype(dtype.state, 0)
+    if elsize is None:
+        if not digits:
+            return (1, has_object) if kind in "?bB" else None
+        elsize = int(digits) * (4 if kind == "U" else 1)
+    return elsize, has_object
+
+
+def _contains_object_dtype(value: Sym | None, depth: int) -> bool:
+    if depth > 20 or value is None:
+        return False
+    if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.name == "dtype":
+        code = value.args.items[0] if isinstance(value.args, Seq) and value.args.items else None
+        if (
+            isinstance(code, Const)
+            and isinstance(code.value, str)
+            and code.value.lstrip("<>|=").startswith("O")
+        ):
+            return True
+        return _contains_object_dtype(value.state, depth + 1)
+    if isinstance(value, Seq):
+        return any(_contains_object_dtype(v, depth + 1) for v in value.items)
+    if isinstance(value, Dict):
+        return any(_contains_object_dtype(v, depth + 1) for _, v in value.items)
+    return False

@@ -1,0 +1,501 @@
+"""Symbolic execution of a pickle opcode stream: what loading it would import and call.
+
+Nothing is ever imported or called. Values are stand-ins (`Global`, `Obj`, containers of them), so the
+machine can follow names kept in the memo, calls whose results are later called or built upon, copyreg
+extension codes registered by the same stream, and persistent ids (how PyTorch refers to storages).
+"""
+
+from __future__ import annotations
+
+import _compat_pickle
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from wscan.limits import BudgetExceeded, Limits
+from wscan.scanners.pickle_ops import OPCODES, LongBytes, PickleSyntaxError, Stream, Truncated, read_arg
+
+MAX_ITEMS = 4096  # items kept per container; more are counted, not kept
+
+
+class Sym:
+    """Base of every symbolic value."""
+
+
+@dataclass(eq=False)
+class Const(Sym):
+    value: object
+
+
+@dataclass(eq=False)
+class Global(Sym):
+    """A name find_class would resolve: module plus (possibly dotted) qualified name."""
+
+    module: str
+    name: str
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.module}.{self.name}"
+
+
+@dataclass(eq=False)
+class Obj(Sym):
+    """The result of calling `func` with `args`; `state` is what BUILD gave it."""
+
+    func: Sym
+    args: Sym
+    state: Sym | None = None
+
+
+@dataclass(eq=False)
+class Seq(Sym):
+    """list, tuple, set or frozenset; items past MAX_ITEMS are counted only."""
+
+    type: str
+    items: list[Sym] = field(default_factory=list)
+    dropped: int = 0
+
+    def add(self, value: Sym) -> None:
+        if len(self.items) < MAX_ITEMS:
+            self.items.append(value)
+        else:
+            self.dropped += 1
+
+
+@dataclass(eq=False)
+class Dict(Sym):
+    items: list[tuple[Sym, Sym]] = field(default_factory=list)
+    dropped: int = 0
+
+    def add(self, key: Sym, value: Sym) -> None:
+        if len(self.items) < MAX_ITEMS:
+            self.items.append((key, value))
+        else:
+            self.dropped += 1
+
+    def get(self, key: str) -> Sym | None:
+        for k, v in self.items:
+            if isinstance(k, Const) and k.value == key:
+                return v
+        return None
+
+
+@dataclass(eq=False)
+class Persistent(Sym):
+    """What persistent_load returns for a persistent id (a PyTorch storage, usually)."""
+
+    pid: Sym
+
+
+class Unknown(Sym):
+    """A value the machine cannot know (an out-of-band buffer)."""
+
+
+class Mark:
+    """Stand-in kept in the error path only; MARK uses a metastack like pickle itself."""
+
+
+@dataclass
+class ImportRecord:
+    """Every way one resolved name was reached in one stream."""
+
+    module: str
+    name: str
+    raw: str  # as written in the stream, before Python 2 name mapping
+    offset: int
+    opcode: str
+    count: int = 0
+    invoked: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Event:
+    """Something other than an import that the rules need to see."""
+
+    kind: str
+    offset: int
+    attrs: dict[str, str | int | bool]
+
+
+@dataclass
+class PickleResult:
+    """What one pickle stream (up to its STOP or its failure) would do when loaded."""
+
+    start: int
+    end: int
+    imports: dict[str, ImportRecord] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    persistent_ids: list[Sym] = field(default_factory=list)
+    protocol: int = 0
+    opcodes: int = 0
+    stopped: bool = False  # reached STOP
+    error: PickleSyntaxError | None = None
+    result: Sym | None = None
+
+
+def map_py2_name(module: str, name: str) -> tuple[str, str]:
+    """Apply the Python 2 -> 3 name mapping that find_class applies to protocols 0-2."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
+
+
+def _const(value: Sym | None) -> object:
+    return value.value if isinstance(value, Const) else None
+
+
+# Hook for format-aware scanners (joblib) that need to act when an object is built.
+BuildHook = Callable[["Machine", Obj], None]
+
+
+class Machine:
+    """One symbolic unpickler. `run` simulates a single pickle (to STOP) from the stream's position."""
+
+    def __init__(self, stream: Stream, limits: Limits, on_build: BuildHook | None = None) -> None:
+        self.stream = stream
+        self.limits = limits
+        self.on_build = on_build
+        self.extensions: dict[int, tuple[str, str]] = {}  # copyreg registrations seen in this file
+        self.opcodes_total = 0
+
+    # -- helpers -------------------------------------------------------------------------------------
+
+    def _record_import(self, res: PickleResult, module: str, name: str, offset: int, opcode: str) -> Global:
+        mapped_module, mapped_name = map_py2_name(module, name)
+        key = f"{mapped_module}.{mapped_name}"
+        record = res.imports.get(key)
+        if record is None:
+            record = ImportRecord(mapped_module, mapped_name, f"{module}.{name}", offset, opcode)
+            res.imports[key] = record
+        record.count += 1
+        return Global(mapped_module, mapped_name)
+
+    def _invoke(self, res: PickleResult, func: Sym, args: Sym, how: str, offset: int) -> Obj:
+        """A call loading would make: record it, apply the few effects that change later resolution."""
+        if isinstance(func, Global):
+            record = res.imports.get(func.dotted)
+            if record is None:  # a name derived from getattr on a global
+                record = ImportRecord(func.module, func.name, func.dotted, offset, how)
+                record.count = 1
+                res.imports[func.dotted] = record
+            record.invoked.add(how)
+            self._apply_effects(res, func, args)
+            derived = self._derive(func, args)
+            if derived is not None:
+                return Obj(derived, args)
+        else:
+            res.events.append(Event("pickle.dynamic_call", offset, {"opcode": how, "callee": describe(func)}))
+        return Obj(func, args)
+
+    def _apply_effects(self, res: PickleResult, func: Global, args: Sym) -> None:
+        if func.dotted == "copyreg.add_extension" and isinstance(args, Seq) and len(args.items) == 3:
+            module, name, code = (_const(a) for a in args.items)
+            if isinstance(module, str) and isinstance(name, str) and isinstance(code, int):
+                self.extensions[code] = (module, name)
+
+    @staticmethod
+    def _derive(func: Global, args: Sym) -> Global | None:
+        """getattr(<global>, "name") yields another global we can name."""
+        if func.dotted in ("builtins.getattr",) and isinstance(args, Seq) and len(args.items) >= 2:
+            target, attr = args.items[0], _const(args.items[1])
+            if isinstance(target, Global) and isinstance(attr, str):
+                return Global(target.module, f"{target.name}.{attr}")
+            if isinstance(target, Obj) and isinstance(target.func, Global) and isinstance(attr, str):
+                return Global(target.func.module, f"{target.func.name}().{attr}")
+        return None
+
+    # -- the machine ---------------------------------------------------------------------------------
+
+    def run(self) -> PickleResult:
+        """Simulate from the current position to STOP, end of data, or the first invalid opcode."""
+        res = PickleResult(start=self.stream.base + self.stream.offset, end=0)
+        try:
+            self._loop(res)
+        except PickleSyntaxError as exc:
+            res.error = exc
+        except (RecursionError, MemoryError, OverflowError, ValueError, UnicodeError) as exc:
+            res.error = PickleSyntaxError(self.stream.base + self.stream.offset, f"undecodable: {exc}")
+        res.end = self.stream.base + self.stream.offset
+        return res
+
+    def _loop(self, res: PickleResult) -> None:
+        stream = self.stream
+        stack: list[Sym] = []
+        metastack: list[list[Sym]] = []
+        memo: dict[int, Sym] = {}
+        limits = self.limits
+
+        def pop() -> Sym:
+            if not stack:
+                raise PickleSyntaxError(stream.base + pos, f"{name} on an empty stack")
+            return stack.pop()
+
+        def top() -> Sym:
+            if not stack:
+                raise PickleSyntaxError(stream.base + pos, f"{name} on an empty stack")
+            return stack[-1]
+
+        def pop_mark() -> list[Sym]:
+            nonlocal stack
+            if not metastack:
+                raise PickleSyntaxError(stream.base + pos, f"{name} without a MARK")
+            items = stack
+            stack = metastack.pop()
+            return items
+
+        def memo_put(index: int, value: Sym) -> None:
+            if index not in memo and len(memo) >= limits.max_memo_entries:
+                raise BudgetExceeded("max-memo-entries", f"more than {limits.max_memo_entries} memo entries")
+            memo[index] = value
+
+        while True:
+            pos = stream.offset
+            if stream.at_end():
+                raise Truncated(stream.base + pos, "stream ends before STOP")
+            code = stream.read(1)[0]
+            op = OPCODES.get(code)
+            if op is None:
+                raise PickleSyntaxError(stream.base + pos, f"invalid opcode 0x{code:02x}")
+            name = op.name
+            res.opcodes += 1
+            self.opcodes_total += 1
+            if self.opcodes_total > limits.max_pickle_opcodes:
+                raise BudgetExceeded("max-pickle-opcodes", f"more than {limits.max_pickle_opcodes} opcodes")
+            if len(stack) + len(metastack) > limits.max_stack_depth:
+                raise BudgetExceeded("max-stack-depth", f"stack deeper than {limits.max_stack_depth}")
+            arg = read_arg(stream, op)
+            at = stream.base + pos
+
+            if name == "STOP":
+                res.result = pop()
+                res.stopped = True
+                return
+            if name == "PROTO":
+                assert isinstance(arg, int)
+                res.protocol = arg
+                if arg > 5:
+                    res.events.append(Event("pickle.unsupported_protocol", at, {"protocol": arg}))
+                continue
+            if name in ("FRAME", "READONLY_BUFFER"):
+                continue
+            if name == "MARK":
+                metastack.append(stack)
+                stack = []
+                continue
+            if name == "POP":
+                if stack:
+                    stack.pop()
+                else:
+                    pop_mark()
+                continue
+            if name == "POP_MARK":
+                pop_mark()
+                continue
+            if name == "DUP":
+                stack.append(top())
+                continue
+            # -- constants
+            if name in ("NONE", "NEWTRUE", "NEWFALSE"):
+                stack.append(Const({"NONE": None, "NEWTRUE": True, "NEWFALSE": False}[name]))
+                continue
+            if name in (
+                "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT",
+                "STRING", "BINSTRING", "SHORT_BINSTRING", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8",
+                "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8", "BYTEARRAY8",
+            ):  # fmt: skip
+                if name in ("STRING", "BINSTRING", "SHORT_BINSTRING") and isinstance(arg, bytes):
+                    # Python 3 decodes protocol 0-2 strings as ASCII by default; keep text for names.
+                    arg = arg.decode("latin-1")
+                stack.append(Const(arg))
+                continue
+            if name == "NEXT_BUFFER":
+                stack.append(Unknown())
+                continue
+            # -- containers
+            if name in ("EMPTY_LIST", "EMPTY_TUPLE", "EMPTY_SET"):
+                stack.append(Seq({"EMPTY_LIST": "list", "EMPTY_TUPLE": "tuple", "EMPTY_SET": "set"}[name]))
+                continue
+            if name == "EMPTY_DICT":
+                stack.append(Dict())
+                continue
+            if name in ("LIST", "TUPLE", "FROZENSET"):
+                seq = Seq(name.lower())
+                for item in pop_mark():
+                    seq.add(item)
+                stack.append(seq)
+                continue
+            if name in ("TUPLE1", "TUPLE2", "TUPLE3"):
+                n = int(name[-1])
+                if len(stack) < n:
+                    raise PickleSyntaxError(at, f"{name} on a stack of {len(stack)}")
+                items = stack[-n:]
+                del stack[-n:]
+                stack.append(Seq("tuple", items))
+                continue
+            if name == "DICT":
+                items = pop_mark()
+                if len(items) % 2:
+                    raise PickleSyntaxError(at, "DICT with an odd number of items")
+                d = Dict()
+                for i in range(0, len(items), 2):
+                    d.add(items[i], items[i + 1])
+                stack.append(d)
+                continue
+            if name in ("APPEND", "APPENDS", "ADDITEMS"):
+                values = [pop()] if name == "APPEND" else pop_mark()
+                target = top()
+                if isinstance(target, Seq):
+                    for v in values:
+                        target.add(v)
+                else:
+                    self._mutation(res, target, name, at)
+                continue
+            if name in ("SETITEM", "SETITEMS"):
+                if name == "SETITEM":
+                    value = pop()
+                    key = pop()
+                    pairs = [key, value]
+                else:
+                    pairs = pop_mark()
+                    if len(pairs) % 2:
+                        raise PickleSyntaxError(at, "SETITEMS with an odd number of items")
+                target = top()
+                if isinstance(target, Dict):
+                    for i in range(0, len(pairs), 2):
+                        target.add(pairs[i], pairs[i + 1])
+                else:
+                    self._mutation(res, target, name, at)
+                continue
+            # -- memo
+            if name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                index = int(arg) if isinstance(arg, int) else -1
+                if index < 0:
+                    raise PickleSyntaxError(at, "negative or invalid memo index")
+                memo_put(index, top())
+                continue
+            if name == "MEMOIZE":
+                memo_put(len(memo), top())
+                continue
+            if name in ("GET", "BINGET", "LONG_BINGET"):
+                index = int(arg) if isinstance(arg, int) else -1
+                if index not in memo:
+                    raise PickleSyntaxError(at, f"memo key {index} not defined")
+                stack.append(memo[index])
+                continue
+            # -- names
+            if name == "GLOBAL":
+                assert isinstance(arg, tuple)
+                stack.append(self._record_import(res, arg[0], arg[1], at, name))
+                continue
+            if name == "STACK_GLOBAL":
+                qual = pop()
+                module = pop()
+                if (
+                    isinstance(module, Const)
+                    and isinstance(qual, Const)
+                    and isinstance(module.value, str)
+                    and isinstance(qual.value, str)
+                ):
+                    stack.append(self._record_import(res, module.value, qual.value, at, name))
+                else:
+                    res.events.append(
+                        Event(
+                            "pickle.dynamic_import", at, {"module": describe(module), "name": describe(qual)}
+                        )
+                    )
+                    stack.append(Obj(Global("?", "?"), Seq("tuple", [module, qual])))
+                continue
+            if name in ("EXT1", "EXT2", "EXT4"):
+                assert isinstance(arg, int)
+                registered = self.extensions.get(arg)
+                if registered is None:
+                    res.events.append(Event("pickle.unregistered_extension", at, {"code": arg}))
+                    stack.append(Unknown())
+                else:
+                    stack.append(self._record_import(res, registered[0], registered[1], at, name))
+                continue
+            # -- calls
+            if name == "REDUCE":
+                args = pop()
+                func = pop()
+                stack.append(self._invoke(res, func, args, name, at))
+                continue
+            if name == "NEWOBJ":
+                args = pop()
+                cls = pop()
+                stack.append(self._invoke(res, cls, args, name, at))
+                continue
+            if name == "NEWOBJ_EX":
+                kwargs = pop()
+                args = pop()
+                cls = pop()
+                stack.append(self._invoke(res, cls, Seq("tuple", [args, kwargs]), name, at))
+                continue
+            if name == "INST":
+                assert isinstance(arg, tuple)
+                cls_global = self._record_import(res, arg[0], arg[1], at, name)
+                args_seq = Seq("tuple", pop_mark())
+                stack.append(self._invoke(res, cls_global, args_seq, name, at))
+                continue
+            if name == "OBJ":
+                items = pop_mark()
+                if not items:
+                    raise PickleSyntaxError(at, "OBJ without a class")
+                stack.append(self._invoke(res, items[0], Seq("tuple", items[1:]), name, at))
+                continue
+            if name == "BUILD":
+                state = pop()
+                target = top()
+                self._build(res, target, state, at)
+                continue
+            if name in ("PERSID", "BINPERSID"):
+                pid: Sym = Const(arg) if name == "PERSID" else pop()
+                res.persistent_ids.append(pid)
+                stack.append(Persistent(pid))
+                continue
+            raise PickleSyntaxError(at, f"unhandled opcode {name}")
+
+    def _build(self, res: PickleResult, target: Sym, state: Sym, at: int) -> None:
+        if isinstance(target, Global):
+            # BUILD on a module or class sets attributes on it: the load patches the interpreter.
+            res.events.append(
+                Event("pickle.build_global", at, {"callable": target.dotted, "opcode": "BUILD"})
+            )
+            record = res.imports.get(target.dotted)
+            if record is not None:
+                record.invoked.add("BUILD")
+            return
+        if isinstance(target, Obj):
+            if isinstance(target.func, Global):
+                record = res.imports.get(target.func.dotted)
+                if record is not None:
+                    record.invoked.add("BUILD")
+            target.state = state
+            if self.on_build is not None:
+                self.on_build(self, target)
+
+    @staticmethod
+    def _mutation(res: PickleResult, target: Sym, opcode: str, at: int) -> None:
+        if isinstance(target, Global):
+            res.events.append(Event("pickle.build_global", at, {"callable": target.dotted, "opcode": opcode}))
+
+
+def describe(value: Sym | None) -> str:
+    """Short readable form of a symbolic value for evidence."""
+    if isinstance(value, Const):
+        v = value.value
+        if isinstance(v, LongBytes):
+            return f"<{v.length} bytes>"
+        text = repr(v)
+        return text if len(text) <= 80 else text[:77] + "..."
+    if isinstance(value, Global):
+        return value.dotted
+    if isinstance(value, Obj):
+        return f"{describe(value.func)}(...)"
+    if isinstance(value, Seq):
+        return f"<{value.type} of {len(value.items) + value.dropped}>"
+    if isinstance(value, Dict):
+        return f"<dict of {len(value.items) + value.dropped}>"
+    if isinstance(value, Persistent):
+        return "<persistent>"
+    return "<unknown>"

@@ -1,0 +1,52 @@
+"""Name what no scanner claimed, so nothing passes silently: text, media, known-but-unchecked, unknown."""
+
+from __future__ import annotations
+
+import struct
+
+from wscan.model import AttrValue
+from wscan.scanners.base import Head
+
+MEDIA_MAGIC = {
+    b"\x89PNG\r\n\x1a\n": "png",
+    b"\xff\xd8\xff": "jpeg",
+    b"GIF87a": "gif",
+    b"GIF89a": "gif",
+    b"%PDF-": "pdf",
+}
+
+
+def _is_text(data: bytes) -> bool:
+    if b"\x00" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(data) - 3  # a multi-byte character cut by the head boundary
+    return True
+
+
+def _looks_like_safetensors(head: bytes, size: int) -> bool:
+    if len(head) < 10:
+        return False
+    (length,) = struct.unpack("<Q", head[:8])
+    return 2 <= length <= size - 8 and head[8:9] == b"{"
+
+
+def classify_unscanned(head: Head) -> tuple[str, dict[str, AttrValue]] | None:
+    """The observation for a blob no scanner accepted, or None for raw tensor bytes."""
+    data = head.head
+    if head.raw_data:
+        return None
+    for magic, name in MEDIA_MAGIC.items():
+        if data.startswith(magic):
+            return "file.media", {"format": name}
+    if data.startswith(b"GGUF"):
+        return "file.format_not_checked", {"format": "gguf"}
+    if data.startswith(b"\x89HDF\r\n\x1a\n"):
+        return "file.format_not_checked", {"format": "hdf5"}
+    if _looks_like_safetensors(data, head.size):
+        return "file.format_not_checked", {"format": "safetensors"}
+    if _is_text(data):
+        return "file.text", {}
+    return "file.unknown_format", {"head": data[:8].hex()}

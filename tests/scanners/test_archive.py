@@ -1,0 +1,542 @@
+"""Zip, tar and 7z scanners against hand-built hostile archives: one test per technique."""
+
+from __future__ import annotations
+
+import io
+import stat
+import struct
+import tarfile
+import warnings
+import zipfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import py7zr
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from wscan.limits import Budget, BudgetExceeded, Limits
+from wscan.model import Location, Observation
+from wscan.scanners import archive as archive_mod
+from wscan.scanners.archive import SevenZipScanner, TarScanner, ZipScanner
+from wscan.scanners.base import Artifact, Head, ScanContext
+
+# --- harness -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    observations: list[Observation] = field(default_factory=list)
+    children: dict[str, bytes] = field(default_factory=dict)
+    contexts: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def kinds(self) -> list[str]:
+        return [o.kind for o in self.observations]
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [dict(o.attrs) for o in self.observations if o.kind == kind]
+
+
+def run(scanner: Any, data: bytes, limits: Limits | None = None, read: int = -1) -> Result:
+    """Drive a scanner like the engine: read each child while the scanner is suspended."""
+    limits = limits or Limits()
+    artifact = Artifact(Location("t.bin"), len(data), lambda: io.BytesIO(data), name="t.bin")
+    ctx = ScanContext(limits=limits, budget=Budget(limits))
+    result = Result()
+    for item in scanner.scan(artifact, ctx):
+        if isinstance(item, Observation):
+            result.observations.append(item)
+        else:
+            with item.opener() as stream:
+                content = stream.read(read)
+            key = item.name if item.name not in result.children else item.name + "#2"
+            result.children[key] = content
+            result.contexts[key] = dict(item.context)
+    return result
+
+
+def head_of(data: bytes) -> Head:
+    return Head(data[: 64 * 1024], data[-(64 * 1024 + 22) :], len(data), "t.bin")
+
+
+def make_zip(members: list[tuple[str | zipfile.ZipInfo, bytes]], method: int = zipfile.ZIP_STORED) -> bytes:
+    buffer = io.BytesIO()
+    with warnings.catch_warnings(), zipfile.ZipFile(buffer, "w", method) as zf:
+        warnings.simplefilter("ignore")  # duplicate names on purpose
+        for name, content in members:
+            zf.writestr(name, content)
+    return buffer.getvalue()
+
+
+def central_offsets(data: bytes) -> list[int]:
+    return [i for i in range(len(data)) if data.startswith(b"PK\x01\x02", i)]
+
+
+def patch_flags(data: bytes, add: int) -> bytes:
+    """Set flag bits in every local and central header."""
+    raw = bytearray(data)
+    for sig, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        pos = raw.find(sig)
+        while pos >= 0:
+            (flags,) = struct.unpack_from("<H", raw, pos + at)
+            struct.pack_into("<H", raw, pos + at, flags | add)
+            pos = raw.find(sig, pos + 4)
+    return bytes(raw)
+
+
+def symlink_info(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name)
+    info.create_system = 3
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return info
+
+
+# --- zip: acceptance and layouts ---------------------------------------------------------------------
+
+
+def test_zip_accepts_plain_and_prepended_and_rejects_other_bytes() -> None:
+    plain = make_zip([("a.txt", b"hello")])
+    assert ZipScanner().accepts(head_of(plain))
+    assert ZipScanner().accepts(head_of(b"#!/bin/sh\n" * 10 + plain))
+    assert not ZipScanner().accepts(head_of(b"\x80\x04K\x01." + b"\x00" * 100))
+
+
+def test_torch_save_is_pytorch_with_raw_storages() -> None:
+    buffer = io.BytesIO()
+    torch.save({"w": torch.arange(6, dtype=torch.float32), "b": torch.ones(2)}, buffer)
+    result = run(ZipScanner(), buffer.getvalue())
+    assert result.of("archive.layout") == [{"format": "zip", "layout": "pytorch"}]
+    storages = [n for n in result.children if "/data/" in n]
+    assert storages and all(result.contexts[n] == {"container": "pytorch", "raw_data": True} for n in storages)
+    pickle_name = next(n for n in result.children if n.endswith("/data.pkl"))
+    assert result.contexts[pickle_name] == {"container": "pytorch"}
+    assert result.children[pickle_name].startswith(b"\x80")
+    assert set(result.kinds()) == {"archive.layout"}
+
+
+def test_torch_jit_save_is_torchscript() -> None:
+    buffer = io.BytesIO()
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), buffer)
+    result = run(ZipScanner(), buffer.getvalue())
+    assert result.of("archive.layout") == [{"format": "zip", "layout": "torchscript"}]
+    assert any(ctx.get("raw_data") for ctx in result.contexts.values())
+    assert any(n.endswith("constants.pkl") for n in result.children)
+
+
+def test_np_savez_is_npz() -> None:
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, a=np.arange(10), b=np.zeros(3))
+    result = run(ZipScanner(), buffer.getvalue())
+    assert result.of("archive.layout") == [{"format": "zip", "layout": "npz"}]
+    assert set(result.children) == {"a.npy", "b.npy"}
+    assert result.children["a.npy"].startswith(b"\x93NUMPY")
+
+
+def test_keras_and_generic_layouts() -> None:
+    keras = make_zip([("config.json", b"{}"), ("metadata.json", b"{}"), ("model.weights.h5", b"\x89HDF")])
+    assert run(ZipScanner(), keras).of("archive.layout")[0]["layout"] == "keras"
+    assert run(ZipScanner(), make_zip([("x.txt", b"x")])).of("archive.layout")[0]["layout"] == "generic"
+
+
+# --- zip: hostile structure --------------------------------------------------------------------------
+
+
+def test_zip_local_name_mismatch_is_reported_and_member_still_read() -> None:
+    data = make_zip([("archive/data.pkl", b"\x80\x02N."), ("archive/version", b"3")])
+    local = data.index(b"archive/data.pkl")  # the first occurrence is in the local header
+    data = data[:local] + b"archive/evil.pkl" + data[local + 16 :]
+    result = run(ZipScanner(), data)
+    assert result.of("archive.name_mismatch") == [{"member": "archive/data.pkl", "local_name": "archive/evil.pkl"}]
+    assert result.children["archive/data.pkl"] == b"\x80\x02N."  # zipfile.open would refuse this one
+
+
+def test_zip_odd_flag_bits() -> None:
+    data = patch_flags(make_zip([("a.pkl", b"\x80\x02N.")]), 0x2000)  # bit 13: masked local headers
+    result = run(ZipScanner(), data)
+    assert result.of("archive.odd_flags") == [{"member": "a.pkl", "flags": 0x2000}]
+    assert result.children["a.pkl"] == b"\x80\x02N."
+
+
+def test_zip_normal_flags_are_quiet() -> None:
+    data = patch_flags(make_zip([("a.pkl", b"x")]), 0x0808)  # data descriptor + UTF-8
+    assert "archive.odd_flags" not in run(ZipScanner(), data).kinds()
+
+
+def test_zip_encrypted_member_is_reported_not_yielded() -> None:
+    data = patch_flags(make_zip([("a.pkl", b"\x80\x02N.")]), 0x0001)
+    result = run(ZipScanner(), data)
+    assert result.of("archive.encrypted") == [{"member": "a.pkl"}]
+    assert "archive.odd_flags" not in result.kinds()
+    assert result.children == {}
+
+
+def test_zip_entry_hidden_inside_another_members_data() -> None:
+    hidden = make_zip([("b.pkl", b"B" * 100)])[: 30 + 5 + 100]  # a complete local header + data
+    data = bytearray(make_zip([("a.pkl", hidden), ("b.pkl", b"B" * 100)]))
+    struct.pack_into("<I", data, central_offsets(bytes(data))[1] + 42, 30 + 5)  # b.pkl -> inside a.pkl
+    result = run(ZipScanner(), bytes(data))
+    assert result.of("archive.overlap") == [{"member": "b.pkl", "other": "a.pkl"}]
+    assert result.children == {"a.pkl": hidden, "b.pkl": b"B" * 100}
+
+
+def test_zip_quine_style_shared_local_header() -> None:
+    data = bytearray(make_zip([("a.pkl", b"A" * 100), ("b.pkl", b"A" * 100)]))
+    second = central_offsets(bytes(data))[1]
+    struct.pack_into("<I", data, second + 42, 0)  # both entries share one local header and data
+    result = run(ZipScanner(), bytes(data))
+    assert result.of("archive.overlap") == [{"member": "b.pkl", "other": "a.pkl"}]
+    assert result.children["a.pkl"] == result.children["b.pkl"] == b"A" * 100
+
+
+def test_zip_duplicate_names_both_yielded() -> None:
+    data = make_zip([("data.pkl", b"first"), ("data.pkl", b"second")])
+    result = run(ZipScanner(), data)
+    assert result.of("archive.duplicate_name") == [{"member": "data.pkl"}]
+    assert result.children == {"data.pkl": b"first", "data.pkl#2": b"second"}
+
+
+def test_zip_prepended_bytes() -> None:
+    data = b"\x80\x02N." + b"padding!" + make_zip([("a.pkl", b"x")])
+    result = run(ZipScanner(), data)
+    assert result.of("archive.prepended_bytes") == [{"length": 12}]
+    assert result.children == {"a.pkl": b"x"}
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [("../evil.pkl", "parent"), ("/etc/cron.d/x", "absolute"), ("a\\b.pkl", "backslash"), ("C:/x.pkl", "drive")],
+)
+def test_zip_path_traversal(name: str, why: str) -> None:
+    result = run(ZipScanner(), make_zip([(name, b"payload")]))
+    assert result.of("archive.path_traversal") == [{"member": name, "reason": why}]
+    assert list(result.children.values()) == [b"payload"]
+
+
+def test_zip_symlink_escape() -> None:
+    data = make_zip([(symlink_info("model/link"), b"../../../etc/passwd"), (symlink_info("ok"), b"model/x")])
+    result = run(ZipScanner(), data)
+    assert result.of("archive.link_escape") == [
+        {"member": "model/link", "target": "../../../etc/passwd", "hard": False}
+    ]
+
+
+def test_zip_write_through_symlink() -> None:
+    data = make_zip([(symlink_info("cfg"), b"/home/user/.ssh"), ("cfg/authorized_keys", b"ssh-rsa AAAA")])
+    result = run(ZipScanner(), data)
+    assert "archive.link_escape" in result.kinds()
+    assert result.of("archive.write_through_link") == [{"member": "cfg/authorized_keys", "link": "cfg"}]
+    assert result.children["cfg/authorized_keys"] == b"ssh-rsa AAAA"
+
+
+def test_zip_declared_compression_ratio_bomb() -> None:
+    data = make_zip([("zeros.bin", b"\x00" * 2_000_000)], zipfile.ZIP_DEFLATED)
+    limits = Limits(ratio_floor_bytes=1_000_000, max_compression_ratio=50)
+    result = run(ZipScanner(), data, limits, read=1024)
+    [bomb] = result.of("archive.bomb")
+    assert bomb["member"] == "zeros.bin" and bomb["ratio"] > 50 and bomb["size"] == 2_000_000
+    assert result.children["zeros.bin"] == b"\x00" * 1024  # still yielded; read lazily
+
+
+def test_zip_too_many_members() -> None:
+    data = make_zip([(f"m{i}", b"x") for i in range(5)])
+    result = run(ZipScanner(), data, Limits(max_members=3))
+    assert result.of("archive.too_many_members") == [{"count": 5, "limit": 3}]
+
+
+def test_zip_unsupported_method() -> None:
+    data = bytearray(make_zip([("a.pkl", b"x"), ("b.pkl", b"y")]))
+    struct.pack_into("<H", data, 8, 9)  # deflate64 in a.pkl's local header
+    struct.pack_into("<H", data, central_offsets(bytes(data))[0] + 10, 9)
+    result = run(ZipScanner(), bytes(data))
+    assert result.of("archive.unsupported_method") == [{"member": "a.pkl", "method": 9}]
+    assert result.children == {"b.pkl": b"y"}
+
+
+def test_zip_bad_crc_is_reported_and_member_still_yielded() -> None:
+    data = bytearray(make_zip([("a.pkl", b"\x80\x02cos\nsystem\n.")]))
+    data[data.index(b"system")] = ord("S")
+    result = run(ZipScanner(), bytes(data))
+    assert [o["member"] for o in result.of("archive.bad_crc")] == ["a.pkl"]
+    assert result.children["a.pkl"] == b"\x80\x02cos\nSystem\n."
+
+
+def test_zip_broken_deflate_stream() -> None:
+    payload = bytes(range(256)) * 64
+    data = bytearray(make_zip([("a.bin", payload)], zipfile.ZIP_DEFLATED))
+    start = 30 + len("a.bin")
+    data[start : start + 40] = b"\xff" * 40
+    result = run(ZipScanner(), bytes(data))
+    assert "archive.member_unreadable" in result.kinds()
+    assert "a.bin" in result.children  # the readable prefix (maybe empty) is still handed on
+
+
+def test_zip_large_members_are_not_read_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(archive_mod, "FULL_READ_BYTES", 8)
+    data = bytearray(make_zip([("archive/data/0", b"0123456789" * 10)]))
+    data[data.index(b"0123")] = ord("X")
+    result = run(ZipScanner(), bytes(data), read=4)
+    assert "archive.bad_crc" not in result.kinds()
+    assert result.children["archive/data/0"] == b"X123"
+
+
+def test_zip_without_central_directory_is_corrupt() -> None:
+    data = make_zip([("a", b"x")])
+    result = run(ZipScanner(), data[: data.index(b"PK\x01\x02")])
+    assert result.kinds() == ["archive.corrupt"]
+
+
+# --- tar ---------------------------------------------------------------------------------------------
+
+
+def make_tar(entries: list[tuple[str, bytes | None, Callable[[tarfile.TarInfo], None] | None]]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, content, tweak in entries:
+            info = tarfile.TarInfo(name)
+            info.size = len(content or b"")
+            if tweak:
+                tweak(info)
+            tar.addfile(info, io.BytesIO(content) if content else None)
+    return buffer.getvalue()
+
+
+def symlink_to(target: str) -> Callable[[tarfile.TarInfo], None]:
+    def tweak(info: tarfile.TarInfo) -> None:
+        info.type, info.linkname = tarfile.SYMTYPE, target
+
+    return tweak
+
+
+def test_tar_members_and_pytorch_layout() -> None:
+    data = make_tar(
+        [("archive/data.pkl", b"\x80\x02N.", None), ("archive/data/0", b"\x00" * 8, None), ("archive/d", None, None)]
+    )
+    assert TarScanner().accepts(head_of(data))
+    result = run(TarScanner(), data)
+    assert result.of("archive.layout") == [{"format": "tar", "layout": "pytorch"}]
+    assert result.children["archive/data.pkl"] == b"\x80\x02N."
+    assert result.contexts["archive/data/0"]["raw_data"] is True
+
+
+def test_tar_accepts_v7_header_by_checksum() -> None:
+    block = bytearray(make_tar([("a.pkl", b"x", None)])[:512])
+    block[257:265] = b"\x00" * 8
+    block[148:156] = b" " * 8
+    block[148:156] = b"%06o\x00 " % sum(block)
+    assert TarScanner().accepts(head_of(bytes(block)))
+    assert not TarScanner().accepts(head_of(b"\x01" * 512))
+
+
+def test_tar_path_traversal() -> None:
+    result = run(TarScanner(), make_tar([("../../evil.pkl", b"x", None), ("/abs.pkl", b"y", None)]))
+    assert [o["reason"] for o in result.of("archive.path_traversal")] == ["parent", "absolute"]
+    assert len(result.children) == 2
+
+
+def test_tar_symlink_and_hardlink_escape() -> None:
+    def hardlink(info: tarfile.TarInfo) -> None:
+        info.type, info.linkname = tarfile.LNKTYPE, "../outside"
+
+    data = make_tar([("a/link", None, symlink_to("../../etc/passwd")), ("hl", None, hardlink)])
+    result = run(TarScanner(), data)
+    assert result.of("archive.link_escape") == [
+        {"member": "a/link", "target": "../../etc/passwd", "hard": False},
+        {"member": "hl", "target": "../outside", "hard": True},
+    ]
+
+
+def test_tar_inner_symlink_is_fine() -> None:
+    data = make_tar([("a/b/link", None, symlink_to("../c")), ("a/c", b"x", None)])
+    assert "archive.link_escape" not in run(TarScanner(), data).kinds()
+
+
+def test_tar_write_through_symlink() -> None:
+    data = make_tar([("lnk", None, symlink_to("/etc")), ("lnk/cron.d/job", b"* * * * * sh", None)])
+    result = run(TarScanner(), data)
+    assert result.of("archive.write_through_link") == [{"member": "lnk/cron.d/job", "link": "lnk"}]
+    assert result.children["lnk/cron.d/job"] == b"* * * * * sh"
+
+
+def test_tar_device_and_fifo_members() -> None:
+    def device(kind: bytes) -> Callable[[tarfile.TarInfo], None]:
+        def tweak(info: tarfile.TarInfo) -> None:
+            info.type = kind
+
+        return tweak
+
+    data = make_tar([("dev", None, device(tarfile.CHRTYPE)), ("pipe", None, device(tarfile.FIFOTYPE))])
+    result = run(TarScanner(), data)
+    assert result.of("archive.special_file") == [
+        {"member": "dev", "type": "char"},
+        {"member": "pipe", "type": "fifo"},
+    ]
+    assert result.children == {}
+
+
+def test_tar_too_many_members() -> None:
+    data = make_tar([(f"m{i}", b"x", None) for i in range(5)])
+    result = run(TarScanner(), data, Limits(max_members=3))
+    assert result.of("archive.too_many_members") == [{"limit": 3}]
+    assert len(result.children) == 3
+
+
+def test_tar_truncated_keeps_earlier_members() -> None:
+    data = make_tar([("a.pkl", b"A" * 600, None), ("b.pkl", b"B" * 600, None)])
+    result = run(TarScanner(), data[: data.rindex(b"B" * 600) + 100])
+    assert result.children["a.pkl"] == b"A" * 600
+    assert "archive.member_unreadable" in result.kinds() or "archive.corrupt" in result.kinds()
+
+
+def test_tar_oversized_extended_header_is_refused() -> None:
+    data = make_tar([("a" * 200, b"x", None)])  # long name -> pax header first
+    result = run(TarScanner(), data, Limits(max_header_bytes=10))
+    assert result.of("archive.corrupt") == [{"reason": "oversized extended header"}]
+
+
+# --- 7z ----------------------------------------------------------------------------------------------
+
+
+def make_7z(members: list[tuple[str, bytes]], password: str | None = None, header: bool = False) -> bytes:
+    buffer = io.BytesIO()
+    with py7zr.SevenZipFile(buffer, "w", password=password, header_encryption=header) as archive:
+        for name, content in members:
+            archive.writestr(content, name)
+    return buffer.getvalue()
+
+
+def test_7z_members_and_pytorch_layout() -> None:
+    data = make_7z([("archive/data.pkl", b"\x80\x02N."), ("archive/data/0", b"\x01" * 16), ("archive/version", b"3")])
+    assert SevenZipScanner().accepts(head_of(data))
+    result = run(SevenZipScanner(), data)
+    assert result.of("archive.layout") == [{"format": "7z", "layout": "pytorch"}]
+    assert result.children["archive/data.pkl"] == b"\x80\x02N."
+    assert result.contexts["archive/data/0"] == {"container": "pytorch", "raw_data": True}
+    assert result.children["archive/data/0"] == b"\x01" * 16
+
+
+def test_7z_duplicate_names_both_yielded() -> None:
+    result = run(SevenZipScanner(), make_7z([("a.pkl", b"one"), ("a.pkl", b"two")]))
+    assert result.of("archive.duplicate_name") == [{"member": "a.pkl"}]
+    assert sorted(result.children.values()) == [b"one", b"two"]
+
+
+def test_7z_encrypted_content_and_header() -> None:
+    content = run(SevenZipScanner(), make_7z([("a.pkl", b"x")], password="pw"))
+    assert content.of("archive.encrypted") == [{"reason": "encrypted content"}]
+    header = run(SevenZipScanner(), make_7z([("a.pkl", b"x")], password="pw", header=True))
+    assert header.of("archive.encrypted") == [{"reason": "encrypted header"}]
+    assert content.children == header.children == {}
+
+
+def test_7z_declared_size_is_charged_before_extraction() -> None:
+    data = make_7z([("zeros", b"\x00" * 3_000_000)])
+    with pytest.raises(BudgetExceeded):
+        run(SevenZipScanner(), data, Limits(max_decompressed_bytes=1_000_000))
+
+
+def test_7z_ratio_bomb_and_member_too_large() -> None:
+    data = make_7z([("zeros", b"\x00" * 3_000_000), ("small", b"ok")])
+    bomb = run(SevenZipScanner(), data, Limits(ratio_floor_bytes=1_000_000, max_compression_ratio=50))
+    assert bomb.of("archive.bomb")[0]["size"] == 3_000_002
+    assert bomb.children["zeros"] == b"\x00" * 3_000_000
+    large = run(SevenZipScanner(), data, Limits(max_member_bytes=1_000_000))
+    assert large.of("archive.member_too_large") == [{"member": "zeros", "size": 3_000_000, "limit": 1_000_000}]
+    assert large.children == {"small": b"ok"}
+
+
+def fix_7z_header(raw: bytearray) -> bytes:
+    """Recompute the next-header and start-header CRCs after editing a plain (unencoded) header."""
+    offset, size = struct.unpack_from("<QQ", raw, 12)
+    struct.pack_into("<I", raw, 28, zlib.crc32(raw[32 + offset : 32 + offset + size]))
+    struct.pack_into("<I", raw, 8, zlib.crc32(raw[12:32]))
+    return bytes(raw)
+
+
+def make_plain_header_7z(members: list[tuple[str, bytes]]) -> bytearray:
+    buffer = io.BytesIO()
+    with py7zr.SevenZipFile(buffer, "w") as archive:
+        archive.set_encoded_header_mode(False)
+        for name, content in members:
+            archive.writestr(content, name)
+    return bytearray(buffer.getvalue())
+
+
+def test_7z_path_traversal_names() -> None:
+    raw = make_plain_header_7z([("xx/evil.pkl", b"evil"), ("good.pkl", b"good")])
+    name = "xx/evil.pkl".encode("utf-16-le")
+    pos = raw.rindex(name)
+    raw[pos : pos + len(name)] = "../evil.pkl".encode("utf-16-le")
+    result = run(SevenZipScanner(), fix_7z_header(raw))
+    assert result.of("archive.path_traversal") == [{"member": "../evil.pkl", "reason": "parent"}]
+    assert {"member": "../evil.pkl", "reason": "py7zr refuses this name"} in result.of("archive.member_unreadable")
+    assert result.children == {"good.pkl": b"good"}
+
+
+def test_7z_symlink_escape(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "link").symlink_to("../../../etc/passwd")
+    (folder / "w.bin").write_bytes(b"w")
+    buffer = io.BytesIO()
+    with py7zr.SevenZipFile(buffer, "w") as archive:
+        archive.writeall(folder, "model")
+    result = run(SevenZipScanner(), buffer.getvalue())
+    assert result.of("archive.link_escape") == [
+        {"member": "model/link", "target": "../../../etc/passwd", "hard": False}
+    ]
+    assert result.children["model/w.bin"] == b"w"
+
+
+def test_7z_bad_crc_and_corrupt() -> None:
+    raw = make_plain_header_7z([("a.pkl", b"\x80\x02N." * 50)])
+    raw[40] ^= 0xFF  # inside the packed stream
+    result = run(SevenZipScanner(), bytes(raw))
+    assert {"archive.bad_crc", "archive.member_unreadable"} & set(result.kinds())
+    truncated = run(SevenZipScanner(), make_7z([("a.pkl", b"x")])[:40])
+    assert truncated.kinds() == ["archive.corrupt"]
+
+
+# --- nothing hostile makes a scanner raise ----------------------------------------------------------
+
+
+def _samples() -> dict[str, tuple[Any, bytes]]:
+    buffer = io.BytesIO()
+    torch.save({"w": torch.arange(4)}, buffer)
+    deflated = make_zip([("a.pkl", b"\x80\x02cos\nsystem\n." * 20), ("b/c.npy", b"\x93NUMPY" * 30)], 8)
+    tar = make_tar([("archive/data.pkl", b"\x80\x02N." * 40, None), ("l", None, symlink_to("../x"))])
+    seven = make_7z([("archive/data.pkl", b"\x80\x02N." * 40), ("archive/data/0", b"\x00" * 64)])
+    return {
+        "torch": (ZipScanner(), buffer.getvalue()),
+        "deflate": (ZipScanner(), deflated),
+        "tar": (TarScanner(), tar),
+        "7z": (SevenZipScanner(), seven),
+    }
+
+
+SAMPLES = _samples()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    which=st.sampled_from(sorted(SAMPLES)),
+    cut=st.floats(min_value=0.0, max_value=1.0),
+    flips=st.lists(st.tuples(st.floats(min_value=0.0, max_value=0.999), st.integers(1, 255)), max_size=6),
+)
+def test_truncated_or_bit_flipped_archives_never_raise(
+    which: str, cut: float, flips: list[tuple[float, int]]
+) -> None:
+    scanner, original = SAMPLES[which]
+    data = bytearray(original)
+    for where, mask in flips:
+        data[int(where * len(data))] ^= mask
+    data = data[: max(1, int(cut * len(data)))] if cut < 0.97 else data
+    try:
+        run(scanner, bytes(data), Limits(max_decompressed_bytes=50_000_000))
+    except BudgetExceeded:
+        pass

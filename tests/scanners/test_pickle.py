@@ -1,0 +1,236 @@
+"""One test per pickle technique: every way to name and call a callable, hand-written as opcodes."""
+
+from __future__ import annotations
+
+import pickle
+import pickletools
+import struct
+from pathlib import Path
+
+import pytest
+
+import wscan
+from wscan.report import Report
+
+
+def scan_bytes(tmp_path: Path, data: bytes, name: str = "sample.bin") -> Report:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return wscan.scan([path])
+
+
+def rule_ids(report: Report) -> set[str]:
+    return {f.rule_id for f in report.findings}
+
+
+def evidence(report: Report, rule_id: str) -> list[dict[str, object]]:
+    return [dict(f.evidence) for f in report.findings if f.rule_id == rule_id]
+
+
+def sbu(text: str) -> bytes:
+    """SHORT_BINUNICODE."""
+    raw = text.encode()
+    return b"\x8c" + bytes([len(raw)]) + raw
+
+
+PROTO4 = b"\x80\x04"
+
+
+def test_global_reduce_protocol0(tmp_path: Path) -> None:
+    data = b"cos\nsystem\n(S'echo hi'\ntR."
+    report = scan_bytes(tmp_path, data)
+    (ev,) = evidence(report, "WS-PKL-001")
+    assert ev["callable"] == "os.system" and ev["called"] is True and "REDUCE" in str(ev["invoked"])
+    assert report.failed
+
+
+def test_stack_global_protocol4(tmp_path: Path) -> None:
+    data = PROTO4 + sbu("subprocess") + sbu("check_output") + b"\x93" + sbu("id") + b"\x85R."
+    (ev,) = evidence(scan_bytes(tmp_path, data), "WS-PKL-001")
+    assert ev["callable"] == "subprocess.check_output" and ev["opcode"] == "STACK_GLOBAL"
+
+
+def test_inst(tmp_path: Path) -> None:
+    data = b"(S'echo hi'\nios\nsystem\n."
+    (ev,) = evidence(scan_bytes(tmp_path, data), "WS-PKL-001")
+    assert ev["callable"] == "os.system" and ev["invoked"] == "INST"
+
+
+def test_obj(tmp_path: Path) -> None:
+    data = b"(cos\nsystem\nS'echo hi'\no."
+    (ev,) = evidence(scan_bytes(tmp_path, data), "WS-PKL-001")
+    assert ev["invoked"] == "OBJ"
+
+
+@pytest.mark.parametrize("opcode", [b"\x81", b"\x92"])
+def test_newobj_and_newobj_ex(tmp_path: Path, opcode: bytes) -> None:
+    args = b")" if opcode == b"\x81" else b")}"
+    data = PROTO4 + sbu("subprocess") + sbu("Popen") + b"\x93" + args + opcode + b"."
+    (ev,) = evidence(scan_bytes(tmp_path, data), "WS-PKL-001")
+    assert ev["invoked"] == {b"\x81": "NEWOBJ", b"\x92": "NEWOBJ_EX"}[opcode]
+
+
+@pytest.mark.parametrize("name", ["eval", "exec", "getattr", "__import__", "open", "compile", "setattr"])
+def test_builtins_gadgets(tmp_path: Path, name: str) -> None:
+    data = PROTO4 + sbu("builtins") + sbu(name) + b"\x93" + sbu("x") + b"\x85R."
+    assert "WS-PKL-001" in rule_ids(scan_bytes(tmp_path, data))
+
+
+def test_python2_names_are_mapped(tmp_path: Path) -> None:
+    data = b"\x80\x02c__builtin__\neval\nX\x01\x00\x00\x001\x85R."
+    (ev,) = evidence(scan_bytes(tmp_path, data), "WS-PKL-001")
+    assert ev["callable"] == "builtins.eval" and ev["raw"] == "__builtin__.eval"
+
+
+def test_posix_alias(tmp_path: Path) -> None:
+    data = b"cposix\nsystem\n(S'id'\ntR."
+    assert "WS-PKL-001" in rule_ids(scan_bytes(tmp_path, data))
+
+
+def test_dotted_walk_through_module(tmp_path: Path) -> None:
+    data = PROTO4 + sbu("tempfile") + sbu("_os.system") + b"\x93" + sbu("id") + b"\x85R."
+    report = scan_bytes(tmp_path, data)
+    (ev,) = evidence(report, "WS-PKL-001")  # tempfile itself is dangerous
+    assert ev["walk"] == "os.system"
+
+
+def test_dotted_walk_from_innocent_module(tmp_path: Path) -> None:
+    data = PROTO4 + sbu("collections") + sbu("_os.system") + b"\x93" + sbu("id") + b"\x85R."
+    report = scan_bytes(tmp_path, data)
+    assert "WS-PKL-002" in rule_ids(report)
+    assert "WS-PKL-003" not in rule_ids(report)  # superseded: one verdict per import
+
+
+def test_dotted_walk_to_gadget_leaf(tmp_path: Path) -> None:
+    data = PROTO4 + sbu("numpy") + sbu("testing_helpers.runner.system") + b"\x93."
+    assert "WS-PKL-012" in rule_ids(scan_bytes(tmp_path, data))
+
+
+def test_names_built_in_memo(tmp_path: Path) -> None:
+    # Module and name strings are memoised first, then fetched with BINGET into STACK_GLOBAL.
+    data = (
+        PROTO4
+        + sbu("os")
+        + b"\x94"
+        + sbu("system")
+        + b"\x94"
+        + b"0"
+        + b"0"
+        + b"h\x00h\x01\x93"
+        + sbu("id")
+        + b"\x85R."
+    )
+    (ev,) = evidence(scan_bytes(tmp_path, data), "WS-PKL-001")
+    assert ev["callable"] == "os.system"
+
+
+def test_extension_registered_in_stream(tmp_path: Path) -> None:
+    register = b"ccopyreg\nadd_extension\n(S'os'\nS'system'\nK\x07tR0"
+    data = b"\x80\x02" + register + b"\x82\x07(S'id'\ntR."
+    report = scan_bytes(tmp_path, data)
+    callables = {e["callable"] for e in evidence(report, "WS-PKL-001")}
+    assert {"copyreg.add_extension", "os.system"} <= callables
+
+
+def test_unregistered_extension(tmp_path: Path) -> None:
+    data = b"\x80\x02\x82\x09(S'id'\ntR."
+    assert "WS-PKL-007" in rule_ids(scan_bytes(tmp_path, data))
+
+
+def test_computed_import(tmp_path: Path) -> None:
+    # STACK_GLOBAL whose module name is the result of calling builtins.str.
+    data = PROTO4 + sbu("builtins") + sbu("str") + b"\x93" + sbu("os") + b"\x85R" + sbu("system") + b"\x93."
+    report = scan_bytes(tmp_path, data)
+    assert "WS-PKL-004" in rule_ids(report)
+
+
+def test_call_of_call_result(tmp_path: Path) -> None:
+    get = PROTO4 + sbu("builtins") + sbu("getattr") + b"\x93" + sbu("os") + sbu("getcwd") + b"\x93"
+    data = get + sbu("system") + b"\x86R" + sbu("id") + b"\x85R."
+    report = scan_bytes(tmp_path, data)
+    callables = {e["callable"] for e in evidence(report, "WS-PKL-001")}
+    assert "builtins.getattr" in callables
+
+
+def test_build_on_module_sleepy_pickle(tmp_path: Path) -> None:
+    # BUILD with (None, {"system": ...}) slot state sets attributes on the os module itself.
+    data = b"\x80\x02cos\npath\nN}X\x04\x00\x00\x00evilK\x01s\x86b."
+    report = scan_bytes(tmp_path, data)
+    assert "WS-PKL-006" in rule_ids(report)
+
+
+def test_build_on_allowed_class_is_still_tampering(tmp_path: Path) -> None:
+    data = b"\x80\x02ccollections\nOrderedDict\nN}X\x07\x00\x00\x00__new__K\x01s\x86b."
+    assert "WS-PKL-006" in rule_ids(scan_bytes(tmp_path, data))
+
+
+def test_second_pickle_after_stop(tmp_path: Path) -> None:
+    data = pickle.dumps({"a": 1}, protocol=4) + b"cos\nsystem\n(S'id'\ntR."
+    report = scan_bytes(tmp_path, data)
+    (finding,) = [f for f in report.findings if f.rule_id == "WS-PKL-001"]
+    assert finding.location.offset == len(pickle.dumps({"a": 1}, protocol=4))
+
+
+def test_payload_before_truncation(tmp_path: Path) -> None:
+    data = b"cos\nsystem\n(S'id'\ntR" + b"(S'unfinished"
+    report = scan_bytes(tmp_path, data)
+    assert {"WS-PKL-001", "WS-PKL-008"} <= rule_ids(report)
+    assert report.files[0].status == "failed"
+
+
+def test_payload_before_invalid_opcode(tmp_path: Path) -> None:
+    data = b"cos\nsystem\n(S'id'\ntR\xff\xfe."
+    report = scan_bytes(tmp_path, data)
+    assert {"WS-PKL-001", "WS-PKL-008"} <= rule_ids(report)
+
+
+def test_unknown_import_is_high_and_allowable(tmp_path: Path) -> None:
+    data = PROTO4 + sbu("mypackage.models") + sbu("Thing") + b"\x93)\x81."
+    report = scan_bytes(tmp_path, data)
+    (finding,) = report.findings
+    assert finding.rule_id == "WS-PKL-003" and finding.severity.label == "high"
+    (tmp_path / ".wscan.yaml").write_text("allow: [mypackage.models.Thing]\n")
+    assert scan_bytes(tmp_path, data).findings == []
+
+
+def test_config_cannot_allow_a_gadget(tmp_path: Path) -> None:
+    (tmp_path / ".wscan.yaml").write_text("allow: [os.system]\n")
+    assert "WS-PKL-001" in rule_ids(scan_bytes(tmp_path, b"cos\nsystem\n(S'id'\ntR."))
+
+
+@pytest.mark.parametrize("protocol", range(6))
+def test_plain_data_all_protocols_clean(tmp_path: Path, protocol: int) -> None:
+    from collections import OrderedDict
+
+    value = {"a": [1, 2.5, "x", b"y", None, True], "t": (1, 2), "s": {1, 2}, "o": OrderedDict(k=1), "c": 1j}
+    report = scan_bytes(tmp_path, pickle.dumps(value, protocol=protocol))
+    assert report.findings == [], [f.message for f in report.findings]
+
+
+def test_large_bytes_argument_is_skipped_not_held(tmp_path: Path) -> None:
+    big = b"\x00" * (8 << 20)
+    data = PROTO4 + b"\x8e" + struct.pack("<Q", len(big)) + big + b"."
+    report = scan_bytes(tmp_path, data)
+    assert report.findings == []
+
+
+def test_hostile_length_costs_nothing(tmp_path: Path) -> None:
+    data = PROTO4 + b"\x8e" + struct.pack("<Q", 1 << 62) + b"xx"
+    report = scan_bytes(tmp_path, data)
+    assert "WS-PKL-008" in rule_ids(report)
+
+
+def test_offsets_match_pickletools(tmp_path: Path) -> None:
+    data = pickle.dumps([1, 2], protocol=2) + b"cos\nsystem\n(S'id'\ntR."
+    report = scan_bytes(tmp_path, data)
+    (finding,) = [f for f in report.findings if f.rule_id == "WS-PKL-001"]
+    second = len(pickle.dumps([1, 2], protocol=2))
+    ops = list(pickletools.genops(data[second:]))
+    assert finding.location.offset == second + ops[0][2]
+
+
+def test_dynamic_call(tmp_path: Path) -> None:
+    # str("x") is allowed data, but calling its result is never something a checkpoint does.
+    data = PROTO4 + sbu("builtins") + sbu("str") + b"\x93" + sbu("x") + b"\x85R" + b")R."
+    report = scan_bytes(tmp_path, data)
+    assert "WS-PKL-005" in rule_ids(report)

@@ -1,0 +1,88 @@
+"""Discovery: folders, symlinks, Hugging Face caches, LFS pointers, empty and special files."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import wscan
+from wscan.discover import FileEntry, discover
+
+PAYLOAD = b"cos\nsystem\n(S'id'\ntR."
+
+
+def kinds(paths: list[Path]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in discover(paths):
+        if isinstance(item, FileEntry):
+            out[Path(item.display).name] = "file"
+        else:
+            out[Path(item.location.path).name] = item.kind
+    return out
+
+
+def test_folder_recursion_and_skips(tmp_path: Path) -> None:
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "sub" / "deeper" / "w.pkl").write_bytes(pickle.dumps([1]))
+    (tmp_path / "empty.bin").write_bytes(b"")
+    (tmp_path / "lfs.bin").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 12345\n"
+    )
+    os.mkfifo(tmp_path / "pipe")
+    found = kinds([tmp_path])
+    assert found == {
+        "w.pkl": "file",
+        "empty.bin": "file.empty",
+        "lfs.bin": "file.lfs_pointer",
+        "pipe": "file.special",
+    }
+
+
+def test_symlink_inside_is_scanned_outside_is_reported(tmp_path: Path) -> None:
+    root = tmp_path / "model"
+    root.mkdir()
+    (root / "real.pkl").write_bytes(PAYLOAD)
+    (root / "inside.pkl").symlink_to(root / "real.pkl")
+    outside = tmp_path / "secret.pkl"
+    outside.write_bytes(PAYLOAD)
+    (root / "escape.pkl").symlink_to(outside)
+    (root / "broken.pkl").symlink_to(tmp_path / "nowhere")
+    found = kinds([root])
+    assert found["inside.pkl"] == "file"
+    assert found["escape.pkl"] == "file.symlink_escape"
+    assert found["broken.pkl"] == "file.broken_symlink"
+    report = wscan.scan([root])
+    assert {f.rule_id for f in report.findings} >= {"WS-PKL-001", "WS-FILE-004", "WS-FILE-009"}
+    assert report.count("skipped") >= 2
+
+
+def test_huggingface_cache_snapshots(tmp_path: Path) -> None:
+    repo = tmp_path / "hub" / "models--org--name"
+    blobs, snap = repo / "blobs", repo / "snapshots" / "abc123"
+    blobs.mkdir(parents=True)
+    snap.mkdir(parents=True)
+    (blobs / "deadbeef").write_bytes(PAYLOAD)
+    (snap / "pytorch_model.bin").symlink_to(Path("../../blobs/deadbeef"))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    for target in (tmp_path / "hub", snap):
+        report = wscan.scan([target])
+        hits = [f for f in report.findings if f.rule_id == "WS-PKL-001"]
+        assert len(hits) == 1, target
+        assert hits[0].location.path.endswith("snapshots/abc123/pytorch_model.bin")
+
+
+def test_report_counts(tmp_path: Path) -> None:
+    (tmp_path / "a.pkl").write_bytes(pickle.dumps({"x": 1}))
+    (tmp_path / "b.pkl").write_bytes(PAYLOAD[:-3])
+    (tmp_path / "c.bin").write_bytes(b"")
+    report = wscan.scan([tmp_path])
+    assert (report.count("scanned"), report.count("failed"), report.count("skipped")) == (1, 1, 1)
+
+
+def test_format_from_content_not_name(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(PAYLOAD)
+    (tmp_path / "weights.txt").write_bytes(PAYLOAD)
+    report = wscan.scan([tmp_path])
+    assert len([f for f in report.findings if f.rule_id == "WS-PKL-001"]) == 2
