@@ -103,9 +103,9 @@ class Rule:
 
     def render(self, obs: Observation) -> str:
         values: dict[str, str] = {k: str(v) for k, v in obs.attrs.items()}
-        values.update(
-            path=obs.location.path, member=obs.location.member or "", offset=str(obs.location.offset)
-        )
+        values.setdefault("path", obs.location.path)
+        values.setdefault("member", obs.location.member or "")
+        values.setdefault("offset", str(obs.location.offset))
 
         def sub(m: re.Match[str]) -> str:
             return values.get(m.group(1), "?")

@@ -8,7 +8,6 @@ goes unscanned. Tensor members are only opened lazily by the child opener, never
 
 from __future__ import annotations
 
-import copy
 import posixpath
 import re
 import stat
@@ -26,7 +25,7 @@ import py7zr
 from py7zr.io import Py7zIO, WriterFactory
 from py7zr.py7zr import FileInfo
 
-from wscan.limits import MIB, BudgetExceeded
+from wscan.limits import MIB, Budget, BudgetExceeded
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import TAIL_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.compressed import CHUNK, guarded, new_spool, reason, view_opener
@@ -135,9 +134,7 @@ class NameChecks:
 
     def link(self, name: str, target: str, offset: int | None, hard: bool = False) -> Emit:
         if link_escapes(name, target, hard):
-            yield self.artifact.observe(
-                "archive.link_escape", offset, member=name, target=target[:256], hard=hard
-            )
+            yield self.artifact.observe("archive.link_escape", offset, member=name, target=target[:256], hard=hard)
         self.links.add(normalize(name))
 
 
@@ -151,15 +148,16 @@ def _ratio_bomb(artifact: Artifact, ctx: ScanContext, name: str, size: int, pack
 # --- zip ---------------------------------------------------------------------------------------------
 
 
-def eocd_entries(tail: bytes) -> int | None:
-    """Entry count of a plausible end-of-central-directory record in `tail`; None without one (or zip64)."""
+def eocd_entries(tail: bytes, size: int) -> int | None:
+    """Entry count of a plausible end-of-central-directory record in `tail` (the last bytes of a file of
+    `size` bytes): -1 for zip64, None without one. Plausible means single-disk, its comment fits, and its
+    central directory fits before it, so stray `PK\x05\x06` bytes in tensor data are not taken for a zip."""
     pos = tail.rfind(ZIP_END)
-    while pos >= 0:
-        if pos + 22 <= len(tail):
-            (comment_len,) = struct.unpack_from("<H", tail, pos + 20)
-            if pos + 22 + comment_len <= len(tail):
-                count: int = struct.unpack_from("<H", tail, pos + 10)[0]
-                return count
+    while pos >= 0 and pos + 22 <= len(tail):
+        disks, _, count, cd_size, cd_offset, comment_len = struct.unpack_from("<IHHIIH", tail, pos + 4)
+        at = size - len(tail) + pos
+        if disks == 0 and pos + 22 + comment_len <= len(tail) and cd_offset + cd_size <= at:
+            return -1 if count == 0xFFFF else int(count)
         pos = tail.rfind(ZIP_END, 0, pos)
     return None
 
@@ -175,6 +173,8 @@ class LocalHeader:
 
 def read_local_header(fh: IO[bytes], info: zipfile.ZipInfo) -> LocalHeader | str:
     """Parse the 30-byte local header at header_offset; a string says why it is unusable."""
+    if info.header_offset < 0:
+        return "local header offset before the start of the file"
     fh.seek(info.header_offset)
     fixed = fh.read(30)
     if len(fixed) < 30 or not fixed.startswith(ZIP_LOCAL):
@@ -185,19 +185,24 @@ def read_local_header(fh: IO[bytes], info: zipfile.ZipInfo) -> LocalHeader | str
     return LocalHeader(info.header_offset + 30 + name_len + extra_len, name, flags)
 
 
+class _NoCrcZipExtFile(zipfile.ZipExtFile):
+    """A member stream that reads past a bad CRC: the scanner reports it once, children still see the bytes."""
+
+    def _update_crc(self, newdata: bytes) -> None:
+        pass
+
+
 def zip_member_opener(
     artifact: Artifact, info: zipfile.ZipInfo, start: int, ctx: ScanContext, errors: list[str]
 ) -> Callable[[], BinaryIO]:
     """Open a member from its local data the way permissive loaders do: no name check, no CRC check."""
-    quiet = copy.copy(info)
-    del quiet.CRC  # the scanner checks the CRC itself; children must still see the bytes
     budget = None if info.compress_type == zipfile.ZIP_STORED else ctx.budget
 
     def open_member() -> BinaryIO:
         fh = artifact.opener()
         try:
             fh.seek(start)
-            member = zipfile.ZipExtFile(fh, "r", quiet, None, True)
+            member = _NoCrcZipExtFile(fh, "r", info, None, True)
         except BaseException:
             fh.close()
             raise
@@ -228,9 +233,7 @@ def check_zip_member(artifact: Artifact, ctx: ScanContext, info: zipfile.ZipInfo
         fh.close()
 
 
-def zip_structure(
-    artifact: Artifact, infos: list[zipfile.ZipInfo], locals_: list[Any], start_dir: int
-) -> Emit:
+def zip_structure(artifact: Artifact, infos: list[zipfile.ZipInfo], locals_: list[Any], start_dir: int) -> Emit:
     """Prepended bytes and overlapping entries: both are how polyglots and quine bombs are built."""
     first = min((i.header_offset for i in infos), default=0)
     if first > 0:
@@ -256,17 +259,15 @@ class ZipScanner:
     name = "zip"
 
     def accepts(self, head: Head) -> bool:
-        return head.head.startswith((ZIP_LOCAL, ZIP_END)) or eocd_entries(head.tail) is not None
+        return head.head.startswith((ZIP_LOCAL, ZIP_END)) or eocd_entries(head.tail, head.size) is not None
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as fh:
             fh.seek(max(0, artifact.size - TAIL_BYTES))
-            declared = eocd_entries(fh.read(TAIL_BYTES))
+            declared = eocd_entries(fh.read(TAIL_BYTES), artifact.size)
             if declared is not None and declared > ctx.limits.max_members:
                 # Refuse before zipfile builds an object per entry.
-                yield artifact.observe(
-                    "archive.too_many_members", count=declared, limit=ctx.limits.max_members
-                )
+                yield artifact.observe("archive.too_many_members", count=declared, limit=ctx.limits.max_members)
                 return
             try:
                 archive = zipfile.ZipFile(fh)
@@ -306,9 +307,7 @@ class ZipScanner:
                 yield artifact.observe("archive.encrypted", offset, member=name)
                 continue
             if info.compress_type not in ZIP_METHODS:
-                yield artifact.observe(
-                    "archive.unsupported_method", offset, member=name, method=info.compress_type
-                )
+                yield artifact.observe("archive.unsupported_method", offset, member=name, method=info.compress_type)
                 continue
             bombs = list(_ratio_bomb(artifact, ctx, name, info.file_size, info.compress_size))
             yield from bombs
@@ -318,15 +317,17 @@ class ZipScanner:
                 with opener() as link:
                     target = link.read(LINK_TARGET_BYTES).decode("utf-8", errors="replace")
                 yield from names.link(name, target, offset)
-            if info.is_dir():
+            if info.filename.endswith("/"):
                 continue
-            if info.file_size < FULL_READ_BYTES and not bombs:
+            context = member_context(layout, top, name)
+            if info.compress_type != zipfile.ZIP_STORED:
+                context["cheap_seek"] = False  # the engine must not inflate a whole tensor to read its tail
+            # Small members are read once in full (CRC, decompression); tensor storages never are.
+            checked = info.file_size < FULL_READ_BYTES and not bombs and not context.get("raw_data")
+            if checked:
                 yield from check_zip_member(artifact, ctx, info, local.data_start)
-                reported = True
-            else:
-                reported = False
-            yield artifact.child(name, info.file_size, opener, member_context(layout, top, name))
-            if errors and not reported:
+            yield artifact.child(name, info.file_size, opener, context)
+            if errors and not checked:
                 yield artifact.observe("archive.member_unreadable", offset, member=name, reason=errors[0])
 
 
@@ -374,11 +375,14 @@ def read_tar_members(
         return None, [], [artifact.observe("archive.corrupt", 0, reason="oversized extended header")]
     try:
         fh.seek(0)
-        tar = tarfile.TarFile(fileobj=fh, mode="r")  # plain tar only: compression is undone upstream
+        # Plain tar only: compression is undone upstream. ignore_zeros reads on past zero blocks and
+        # broken headers, as GNU tar -i does, so nothing hides behind an end-of-archive marker.
+        tar = tarfile.TarFile(fileobj=fh, mode="r", ignore_zeros=True)
     except BudgetExceeded:
         raise
     except Exception as exc:
         return None, [], [artifact.observe("archive.corrupt", reason=reason(exc))]
+    expected = 0
     try:
         while True:
             ctx.budget.check_time()
@@ -386,13 +390,18 @@ def read_tar_members(
                 found.append(artifact.observe("archive.too_many_members", limit=ctx.limits.max_members))
                 break
             if members and oversized_extended_header(fh, tar.offset, limit):
-                found.append(
-                    artifact.observe("archive.corrupt", tar.offset, reason="oversized extended header")
-                )
+                found.append(artifact.observe("archive.corrupt", tar.offset, reason="oversized extended header"))
                 break
             member = tar.next()
             if member is None:
                 break
+            if member.offset > expected:  # after zero blocks or junk: Python's tarfile stops before it
+                found.append(
+                    artifact.observe(
+                        "archive.hidden_member", member.offset, member=member.name, gap=member.offset - expected
+                    )
+                )
+            expected = tar.offset
             members.append(member)
     except BudgetExceeded:
         raise
@@ -425,9 +434,7 @@ class TarScanner:
                 if member.issym() or member.islnk():
                     yield from names.link(name, member.linkname, offset, hard=member.islnk())
                 if member.type in _TAR_SPECIAL:
-                    yield artifact.observe(
-                        "archive.special_file", offset, member=name, type=_TAR_SPECIAL[member.type]
-                    )
+                    yield artifact.observe("archive.special_file", offset, member=name, type=_TAR_SPECIAL[member.type])
                 if not member.isreg():
                     continue
                 errors: list[str] = []
@@ -461,6 +468,7 @@ class _SpoolWriter(Py7zIO):
         self.on_disk = False
 
     def write(self, s: bytes | bytearray) -> int:
+        self.owner.budget.check_time()
         keep = s[: max(0, self.owner.member_limit - self.written)]
         self.spool.write(keep)
         self.written += len(keep)
@@ -490,8 +498,9 @@ class _SpoolWriter(Py7zIO):
 class _Spools(WriterFactory):
     """py7zr writer factory: members in spools whose memory use is bounded all together."""
 
-    def __init__(self, member_limit: int) -> None:
+    def __init__(self, member_limit: int, budget: Budget) -> None:
         self.member_limit = member_limit
+        self.budget = budget
         self.in_memory = 0
         self.products: dict[str, _SpoolWriter] = {}
 
@@ -541,9 +550,7 @@ class SevenZipScanner:
                 yield artifact.observe("archive.corrupt", reason=reason(exc))
                 return
             if len(files) > ctx.limits.max_members:
-                yield artifact.observe(
-                    "archive.too_many_members", count=len(files), limit=ctx.limits.max_members
-                )
+                yield artifact.observe("archive.too_many_members", count=len(files), limit=ctx.limits.max_members)
                 files = files[: ctx.limits.max_members]
             layout, top = classify_layout(f.filename for f in files if not f.is_directory)
             yield artifact.observe("archive.layout", format="7z", layout=layout)
@@ -552,8 +559,9 @@ class SevenZipScanner:
                 return
             wanted, problems = self._plan(artifact, ctx, files)
             yield from problems
-            spools = stack.enter_context(_Spools(ctx.limits.max_member_bytes))
-            yield from self._extract(artifact, archive, wanted, spools)
+            spools = stack.enter_context(_Spools(ctx.limits.max_member_bytes, ctx.budget))
+            if wanted:
+                yield from self._extract(artifact, archive, wanted, spools)
             names = NameChecks(artifact)
             copies: dict[str, int] = {}
             for info in files:
@@ -575,29 +583,28 @@ class SevenZipScanner:
                 yield artifact.child(info.filename, writer.written, view_opener(writer.spool), context)
 
     @staticmethod
-    def _plan(
-        artifact: Artifact, ctx: ScanContext, files: list[FileInfo]
-    ) -> tuple[list[str], list[Observation]]:
-        """Pick what to extract; charge declared sizes up front so a bomb never starts inflating."""
+    def _plan(artifact: Artifact, ctx: ScanContext, files: list[FileInfo]) -> tuple[list[str], list[Observation]]:
+        """Pick what to extract; charge declared sizes up front so a bomb never starts inflating.
+
+        Everything is charged, wanted or not: py7zr inflates a solid block from its start.
+        """
         limits = ctx.limits
         wanted: list[str] = []
         found: list[Observation] = []
-        total = 0
         for info in files:
+            name, size = info.filename, info.uncompressed
             if info.is_directory:
                 continue
-            if py7zr_refuses(info.filename):
-                found.append(artifact.observe(
-                    "archive.member_unreadable", member=info.filename, reason="py7zr refuses this name"
-                ))  # fmt: skip
-            elif info.uncompressed > limits.max_member_bytes:
-                found.append(artifact.observe(
-                    "archive.member_too_large", member=info.filename, size=info.uncompressed,
-                    limit=limits.max_member_bytes,
-                ))  # fmt: skip
+            if py7zr_refuses(name):
+                found.append(
+                    artifact.observe("archive.member_unreadable", member=name, reason="py7zr refuses the name")
+                )
+            elif size > limits.max_member_bytes:
+                limit = limits.max_member_bytes
+                found.append(artifact.observe("archive.member_limit", member=name, size=size, limit=limit))
             else:
-                wanted.append(info.filename)
-                total += info.uncompressed
+                wanted.append(name)
+        total = sum(info.uncompressed for info in files)
         found.extend(_ratio_bomb(artifact, ctx, "", total, artifact.size))
         ctx.budget.charge_decompressed(total)
         return wanted, found

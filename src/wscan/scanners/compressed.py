@@ -188,7 +188,7 @@ def _chunks(codec: str, raw: IO[bytes]) -> Iterator[bytes]:
             yield decompressor.decompress(data, CHUNK)
         return
     with _reader(codec, raw) as stream:
-        while chunk := stream.read(CHUNK):
+        while chunk := stream.read1(CHUNK):  # read1: an error must not swallow what came before
             yield chunk
 
 
@@ -242,15 +242,11 @@ class CompressedScanner:
                         yield artifact.observe("archive.bomb", ratio=ratio, size=total)
                         break
                     if total > limits.max_member_bytes:
-                        yield artifact.observe(
-                            "archive.member_too_large", size=total, limit=limits.max_member_bytes
-                        )
+                        yield artifact.observe("archive.member_limit", size=total, limit=limits.max_member_bytes)
                         break
             except BudgetExceeded:
                 raise
             except Exception as exc:
-                yield artifact.observe(
-                    "compressed.corrupt", reason=reason(exc), codec=codec, decompressed=total
-                )
+                yield artifact.observe("compressed.corrupt", reason=reason(exc), codec=codec, decompressed=total)
             name = _member_name(artifact.name or artifact.location.path, codec)
             yield artifact.child(name, total, view_opener(spool))

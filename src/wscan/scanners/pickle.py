@@ -43,6 +43,8 @@ def probe(head: bytes, strict: bool) -> bool:
     if not head or head[0] not in OPCODES:
         return False
     has_proto = head[0] == 0x80 and len(head) > 1 and 2 <= head[1] <= 5
+    if strict and head[:1] == b"\x80" and len(head) > 1 and head[1] > 5:
+        return False  # pickle refuses PROTO > 5 before running anything: raw tensor bytes, not a pickle
     if has_proto and not strict:
         return True
     from wscan.limits import Limits  # local: probing runs with tiny default limits
@@ -72,7 +74,7 @@ class PickleScanner:
 
 def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> Iterator[Observation]:
     """Simulate every pickle in `raw` (positioned at artifact offset `base`) and report what it does."""
-    stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base)
+    stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base, size=artifact.size - base)
     nested: list[PickleResult] = []
     machine = Machine(stream, ctx.limits, on_build=lambda m, obj: _joblib_build(m, obj, nested))
     legacy = stream.peek(len(LEGACY_TORCH_MAGIC)) == LEGACY_TORCH_MAGIC

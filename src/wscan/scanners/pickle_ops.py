@@ -48,13 +48,15 @@ Arg = int | float | str | bytes | bool | None | tuple[str, str] | LongBytes
 class Stream:
     """Position-tracking reader over a binary file that may be read forward only."""
 
-    def __init__(self, raw: BinaryIO, limit: int, base: int = 0) -> None:
+    def __init__(self, raw: BinaryIO, limit: int, base: int = 0, size: int | None = None) -> None:
         self._raw = raw
         self._buf = b""
         self._pos = 0  # offset of _buf[0] relative to the stream start
         self._i = 0  # index into _buf
         self.base = base  # offset of the stream start inside the artifact
-        self.limit = limit  # bytes that may be consumed at most
+        self.limit = limit  # opcode and argument bytes that may be read (skipped payload is not counted)
+        self.size = size  # bytes available from the stream start, when known: lets skip() seek
+        self._skipped = 0
 
     @property
     def offset(self) -> int:
@@ -80,7 +82,7 @@ class Stream:
 
     def read(self, n: int) -> bytes:
         start = self.offset
-        if start + n > self.limit:
+        if start - self._skipped + n > self.limit:
             raise Truncated(self.base + start, f"argument of {n} bytes exceeds the pickle size limit")
         if not self._fill(n):
             raise Truncated(self.base + start, f"stream ends inside a {n}-byte read")
@@ -89,10 +91,16 @@ class Stream:
         return data
 
     def skip(self, n: int) -> None:
-        """Advance without keeping the bytes (for payloads we must not hold in memory)."""
+        """Advance without keeping the bytes (tensor payloads): seek when possible, never hold them."""
         start = self.offset
-        if start + n > self.limit:
-            raise Truncated(self.base + start, f"argument of {n} bytes exceeds the pickle size limit")
+        self._skipped += n
+        buffered = len(self._buf) - self._i
+        if self.size is not None and n > buffered and self._raw.seekable():
+            if start + n > self.size:
+                raise Truncated(self.base + start, f"stream ends inside a {n}-byte argument")
+            self._raw.seek(self.base + start + n)
+            self._pos, self._buf, self._i = start + n, b"", 0
+            return
         remaining = n
         while remaining:
             if not self._fill(1):
