@@ -7,10 +7,14 @@ public classes, never a module wildcard, and reviewed in the diff before it is c
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import importlib
 import inspect
 import pkgutil
 import sys
+import types
+import typing
 from pathlib import Path
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
@@ -32,6 +36,8 @@ CORE = [
     "numpy.random._pcg64.PCG64DXSM", "numpy.random._philox.Philox", "numpy.random._sfc64.SFC64",
     "numpy.random._generator.Generator", "numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer",
     "joblib.numpy_pickle.NumpyArrayWrapper",
+    # SeedSequence (a random_state of HistGradientBoosting & co.) and its Cython unpickle helper.
+    "numpy.random.bit_generator.SeedSequence", "numpy.random.bit_generator.__pyx_unpickle_SeedSequence",
 ]  # fmt: skip
 
 NUMPY_SCALARS = [
@@ -46,6 +52,50 @@ def torch_names() -> list[str]:
 
     names = set(w._get_allowed_globals())
     names.update({"torch._utils._rebuild_parameter_with_state", "torch.nn.parameter.Buffer"})
+    return sorted(names)
+
+
+# transformers.Trainer saves its arguments with torch.save (training_args.bin). Besides the classes named
+# by the dataclass fields (walked below), __post_init__ stores these objects on the instance, and they
+# are pickled with it. Exact names only.
+TRAINING_ARGS_CLASSES = [
+    "transformers.training_args.TrainingArguments",
+    "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
+]
+TRAINING_ARGS_POST_INIT = [
+    "transformers.trainer_pt_utils.AcceleratorConfig",  # accelerator_config dict -> dataclass
+    "accelerate.state.PartialState",  # distributed_state, cached by the device setup
+    "accelerate.utils.dataclasses.DistributedType",  # PartialState.distributed_type
+]
+TRAINING_ARGS_LIBRARIES = ("transformers.", "accelerate.")
+
+
+def _classes_in_hint(hint: object, found: set[type]) -> None:
+    if typing.get_origin(hint) is not None:
+        for arg in typing.get_args(hint):
+            _classes_in_hint(arg, found)
+    elif isinstance(hint, type):
+        found.add(hint)
+
+
+def training_args_names() -> list[str]:
+    """TrainingArguments classes, the enums and config classes their fields can hold, and what
+    __post_init__ caches on them: everything a training_args.bin pickle names."""
+    names: set[str] = set(TRAINING_ARGS_POST_INIT)
+    for dotted in TRAINING_ARGS_CLASSES:
+        module_name, _, class_name = dotted.rpartition(".")
+        cls = getattr(importlib.import_module(module_name), class_name)
+        names.add(dotted)
+        hints = typing.get_type_hints(cls)
+        found: set[type] = set()
+        for item in dataclasses.fields(cls):
+            _classes_in_hint(hints[item.name], found)
+        for klass in found:
+            module = klass.__module__ or ""
+            if module.startswith(TRAINING_ARGS_LIBRARIES) and (
+                issubclass(klass, enum.Enum) or dataclasses.is_dataclass(klass) or klass.__name__.endswith("Config")
+            ):
+                names.add(f"{module}.{klass.__qualname__}")
     return sorted(names)
 
 
@@ -66,7 +116,19 @@ def classes_under(package: str, skip: tuple[str, ...] = ()) -> list[str]:
             mod = getattr(obj, "__module__", "") or ""
             if mod.startswith(package) and getattr(obj, "__qualname__", "").isidentifier():
                 names.add(f"{mod}.{obj.__qualname__}")
+        names.update(reduce_helpers(module))
     return sorted(names)
+
+
+def reduce_helpers(module: types.ModuleType) -> list[str]:
+    """Module-level functions a library's own classes name in __reduce__: Cython's generated
+    `__pyx_unpickle_<Class>` (it only calls <Class>.__new__ on a subtype and sets typed fields) and
+    scikit-learn's `newObj` (`cls.__new__(cls)`, like copyreg.__newobj__)."""
+    found = []
+    for attr, value in vars(module).items():
+        if (attr.startswith("__pyx_unpickle_") or attr == "newObj") and callable(value):
+            found.append(f"{module.__name__}.{attr}")
+    return found
 
 
 def write(name: str, description: str, entries: list[str]) -> None:
@@ -88,6 +150,12 @@ def main() -> int:
         "Classes defined in scikit-learn (estimators, trees, losses) and SciPy sparse matrices.",
         classes_under("sklearn", skip=("externals", "_build_utils", "experimental"))
         + [n for n in classes_under("scipy.sparse") if "._" in n or n.count(".") == 2],
+    )
+    write(
+        "transformers",
+        "What transformers.Trainer pickles into training_args.bin: the arguments dataclasses, the enums and "
+        "config classes their fields hold, and the accelerate state cached on them (exact names).",
+        training_args_names(),
     )
     return 0
 
