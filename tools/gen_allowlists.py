@@ -52,6 +52,12 @@ def torch_names() -> list[str]:
 
     names = set(w._get_allowed_globals())
     names.update({"torch._utils._rebuild_parameter_with_state", "torch.nn.parameter.Buffer"})
+    # Helpers torch.jit.load's own unpickler knows for TorchScript's data/constants/debug pickles.
+    names.update(
+        f"torch.jit._pickle.{n}"
+        for n in ("build_intlist", "build_tensorlist", "build_doublelist", "build_boollist",
+                  "build_tensor_from_id", "restore_type_tag")
+    )  # fmt: skip
     return sorted(names)
 
 

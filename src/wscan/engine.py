@@ -32,13 +32,15 @@ def is_failure(kind: str) -> bool:
 
 def read_head(artifact: Artifact) -> Head:
     """The first 64 KiB and, when cheap, the last 64 KiB of a blob."""
+    raw_data = artifact.context.get("raw_data", False)  # tensor bytes: never read to their end
     with artifact.opener() as handle:
         head = handle.read(HEAD_BYTES)
         tail = head
-        if artifact.size > len(head) and artifact.context.get("cheap_seek", True):
+        if artifact.size > len(head) and artifact.context.get("cheap_seek", True) and not raw_data:
             handle.seek(max(artifact.size - TAIL_BYTES, len(head)))
             tail = handle.read(TAIL_BYTES)
-    return Head(head, tail, artifact.size, artifact.name, bool(artifact.context.get("raw_data", False)))
+    container = str(artifact.context.get("container", ""))
+    return Head(head, tail, artifact.size, artifact.name, bool(raw_data), container)
 
 
 class Engine:

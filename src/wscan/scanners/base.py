@@ -22,6 +22,7 @@ class Head:
     size: int
     name: str  # member or file name: a hint for layout checks, never for the format
     raw_data: bool = False  # the parent knows these are raw tensor bytes: sniff strictly
+    container: str = ""  # layout of the enclosing archive (pytorch, torchscript, npz, ...)
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from wscan.model import Observation
+from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.pickle_ops import OPCODES, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_vm import Const, Dict, Global, Machine, Obj, PickleResult, Seq, Sym
@@ -121,6 +121,11 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
         for key, rec in sub.imports.items():
             dotted_name = "." in rec.name
             walk = ".".join(part.lstrip("_") for part in rec.name.split(".")) if dotted_name else ""
+            extra: dict[str, AttrValue] = {}
+            if artifact.context.get("container") == "torchscript" and rec.module.split(".")[0] == "__torch__":
+                # torch.jit.load's C++ unpickler resolves __torch__ names to classes compiled from the
+                # archive's own code/ folder, never to Python modules.
+                extra["archive_type"] = True
             yield artifact.observe(
                 "pickle.import",
                 rec.offset,
@@ -134,6 +139,7 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
                 called=bool(rec.invoked),
                 walk=walk,
                 leaf=rec.name.rsplit(".", 1)[-1],
+                **extra,
             )
         for event in sub.events:
             yield artifact.observe(event.kind, event.offset, **event.attrs)
