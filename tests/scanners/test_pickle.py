@@ -234,3 +234,9 @@ def test_dynamic_call(tmp_path: Path) -> None:
     data = PROTO4 + sbu("builtins") + sbu("str") + b"\x93" + sbu("x") + b"\x85R" + b")R."
     report = scan_bytes(tmp_path, data)
     assert "WS-PKL-005" in rule_ids(report)
+
+
+def test_attribute_that_is_a_dangerous_module(tmp_path: Path) -> None:
+    # posixpath.os is the os module itself, reached as an attribute of an innocent one.
+    report = scan_bytes(tmp_path, b"\x80\x02cposixpath\nos\n.")
+    assert "WS-PKL-002" in rule_ids(report)

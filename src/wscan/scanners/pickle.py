@@ -119,8 +119,8 @@ def _is_real_pickle(res: PickleResult) -> bool:
 def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -> Iterator[Observation]:
     for sub in [res, *nested]:
         for key, rec in sub.imports.items():
-            dotted_name = "." in rec.name
-            walk = ".".join(part.lstrip("_") for part in rec.name.split(".")) if dotted_name else ""
+            # The attribute path with leading underscores dropped: `_os.system` walks through `os`.
+            walk = ".".join(part.lstrip("_") for part in rec.name.split("."))
             extra: dict[str, AttrValue] = {}
             if artifact.context.get("container") == "torchscript" and rec.module.split(".")[0] == "__torch__":
                 # torch.jit.load's C++ unpickler resolves __torch__ names to classes compiled from the

