@@ -103,7 +103,9 @@ class Engine:
         """All observations of one top-level file, and the formats that read it."""
         ctx = ScanContext(self.config.limits, Budget(self.config.limits))
         path = entry.real_path
-        artifact = Artifact(Location(entry.display), entry.size, partial(_open_binary, path), name=path.name)
+        artifact = Artifact(
+            Location(entry.display), entry.size, partial(_open_binary, path), name=path.name, real_path=path
+        )
         formats: list[str] = []
         found = list(self._scan(artifact, ctx, formats))
         return found, formats

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import struct
-
 from wscan.model import AttrValue
 from wscan.scanners.base import Head
 
@@ -26,13 +24,6 @@ def _is_text(data: bytes) -> bool:
     return True
 
 
-def _looks_like_safetensors(head: bytes, size: int) -> bool:
-    if len(head) < 10:
-        return False
-    (length,) = struct.unpack("<Q", head[:8])
-    return 2 <= length <= size - 8 and head[8:9] == b"{"
-
-
 def classify_unscanned(head: Head) -> tuple[str, dict[str, AttrValue]] | None:
     """The observation for a blob no scanner accepted, or None for raw tensor bytes."""
     data = head.head
@@ -45,8 +36,6 @@ def classify_unscanned(head: Head) -> tuple[str, dict[str, AttrValue]] | None:
         return "file.format_not_checked", {"format": "gguf"}
     if data.startswith(b"\x89HDF\r\n\x1a\n"):
         return "file.format_not_checked", {"format": "hdf5"}
-    if _looks_like_safetensors(data, head.size):
-        return "file.format_not_checked", {"format": "safetensors"}
     if _is_text(data):
         if head.container == "torchscript" and "/code/" in "/" + head.name:
             # TorchScript code runs when the archive is loaded with torch.jit.load: list it for review.

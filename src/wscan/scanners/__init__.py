@@ -13,11 +13,22 @@ from wscan.scanners.base import Scanner
 from wscan.scanners.compressed import CompressedScanner
 from wscan.scanners.numpy import NpyScanner
 from wscan.scanners.pickle import PickleScanner
+from wscan.scanners.safetensors import SafetensorsScanner
+from wscan.scanners.shards import ShardIndexScanner
 
 
 def builtin_scanners() -> list[Scanner]:
     """Scanners shipped with wscan."""
-    return [ZipScanner(), TarScanner(), SevenZipScanner(), CompressedScanner(), NpyScanner(), PickleScanner()]
+    return [
+        ZipScanner(),
+        TarScanner(),
+        SevenZipScanner(),
+        CompressedScanner(),
+        NpyScanner(),
+        SafetensorsScanner(),
+        PickleScanner(),
+        ShardIndexScanner(),
+    ]
 
 
 def all_scanners() -> list[Scanner]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from wscan.limits import Budget, Limits
@@ -36,6 +37,8 @@ class Artifact:
     name: str = ""
     # Facts the parent learnt that a child scanner needs (e.g. container=pytorch, raw_data=True).
     context: Mapping[str, AttrValue] = field(default_factory=dict)
+    # The file on disk for a top-level artifact (None inside containers): for checks that need its folder.
+    real_path: Path | None = None
 
     def observe(self, kind: str, offset: int | None = None, **attrs: AttrValue) -> Observation:
         """An observation located in this artifact, at a byte offset when one is known."""

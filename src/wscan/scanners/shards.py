@@ -1,0 +1,246 @@
+"""Sharded checkpoints: the index (`*.safetensors.index.json`, `pytorch_model.bin.index.json`) against its shards.
+
+Loaders open whatever file the index names, relative to the index's folder, and merge every tensor of every
+shard. So a name that leaves the folder loads a file nobody reviewed, a tensor stored twice lets the second
+copy silently win, and a stale shard next to the index is a file a user may load by hand. Shard headers are
+read through the safetensors header parser (bounded); tensor bytes are never read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+from wscan.discover import _hf_repo_root
+from wscan.limits import BudgetExceeded
+from wscan.model import Observation
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.safetensors import looks_like_safetensors
+from wscan.scanners.safetensors_header import ParsedHeader, parse_header
+
+SHARD_NAME = re.compile(r"(?P<prefix>.+)-(?P<index>\d{5,})-of-(?P<total>\d{5,})(?P<ext>\..+)?")
+_INDEX_HINT = re.compile(rb'"weight_map"\s*:')
+
+
+class _Invalid(ValueError):
+    """The index is not JSON a loader would read the same way."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _Invalid(f"duplicate key {key[:80]!r}")
+        result[key] = value
+    return result
+
+
+def _constant(name: str) -> Any:
+    raise _Invalid(f"{name} is not JSON")
+
+
+def read_index(data: bytes) -> tuple[dict[str, str], int | None] | str | None:
+    """(weight_map, total_size) of an index, the reason it is malformed, or None if it is not an index."""
+    try:
+        top = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_constant)
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 at byte {exc.start}"
+    except RecursionError:
+        return "JSON nested too deeply"
+    except ValueError as exc:  # JSONDecodeError, _Invalid, integers too long
+        return str(exc)[:200]
+    if not isinstance(top, dict) or "weight_map" not in top:
+        return None
+    weight_map, metadata = top["weight_map"], top.get("metadata", {})
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        return "weight_map must map tensor names to file names"
+    if not isinstance(metadata, dict):
+        return "metadata must be an object"
+    total = metadata.get("total_size")
+    if total is not None and (not isinstance(total, int) or isinstance(total, bool) or total < 0):
+        return "metadata.total_size must be a non-negative integer"
+    return weight_map, total
+
+
+@dataclass
+class _Shard:
+    name: str
+    path: Path
+    header: ParsedHeader | None = None  # None: not a safetensors file (a pickle shard), tensors not listed
+    names: set[str] = field(default_factory=set)
+
+
+class ShardIndexScanner:
+    """Index files of sharded checkpoints, checked against the shards in their folder."""
+
+    name = "shards"
+
+    def accepts(self, head: Head) -> bool:
+        data = head.head
+        return not head.raw_data and data.lstrip(b" \t\r\n").startswith(b"{") and bool(_INDEX_HINT.search(data))
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        if artifact.size > ctx.limits.max_header_bytes:
+            detail = f"index of {artifact.size} bytes is over {ctx.limits.max_header_bytes}"
+            yield artifact.observe("scan.limit", limit="max-header-bytes", detail=detail)
+            return
+        with artifact.opener() as raw:
+            parsed = read_index(raw.read(ctx.limits.max_header_bytes))
+        if parsed is None:
+            return  # JSON that merely mentions weight_map
+        if isinstance(parsed, str):
+            yield artifact.observe("shards.invalid", 0, reason=parsed)
+            return
+        weight_map, total_size = parsed
+        if artifact.real_path is None:  # inside an archive: there is no folder to check against
+            yield artifact.observe("shards.layout", shards=len(set(weight_map.values())), checked=False)
+            return
+        yield from _check(artifact, artifact.real_path, weight_map, total_size, ctx)
+
+
+def _check(
+    artifact: Artifact, index_path: Path, weight_map: dict[str, str], total_size: int | None, ctx: ScanContext
+) -> Iterator[Observation]:
+    folder = Path(os.path.abspath(index_path)).parent
+    names = list(dict.fromkeys(weight_map.values()))
+    if len(names) > ctx.limits.max_members:
+        detail = f"index names {len(names)} shards, over {ctx.limits.max_members}"
+        raise BudgetExceeded("max-members", detail)
+    per_shard = Counter(weight_map.values())
+    shards: dict[str, _Shard] = {}
+    for name in names:
+        ctx.budget.check_time()
+        escape = _escape_reason(folder, name)
+        if escape is not None:
+            yield artifact.observe("shards.path_escape", shard=name, reason=escape)
+        elif not _is_file(folder / name):
+            yield artifact.observe("shards.missing", shard=name, tensors=per_shard[name])
+        else:
+            shard = _Shard(name, folder / name)
+            yield from _read_shard(artifact, shard, ctx)
+            shards[name] = shard
+    yield from _check_tensors(artifact, weight_map, shards)
+    headers = [s.header for s in shards.values() if s.header is not None]
+    if total_size is not None and len(headers) == len(names):  # every shard present and a safetensors file
+        actual = sum(t.end - t.begin for header in headers for t in header.tensors)
+        if actual != total_size:
+            yield artifact.observe("shards.total_size_mismatch", declared=total_size, actual=actual)
+    yield from _check_naming(artifact, names)
+    yield from _check_orphans(artifact, folder, names, ctx)
+    yield artifact.observe("shards.layout", shards=len(names), tensors=len(weight_map), checked=len(headers))
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system, ...
+        return False
+
+
+def _escape_reason(folder: Path, name: str) -> str | None:
+    """Why loading `name` relative to `folder` would leave it, or None when it stays inside."""
+    if not name or "\x00" in name:
+        return "empty name or NUL byte"
+    if name.startswith(("/", "\\")) or PureWindowsPath(name).drive:
+        return "absolute path"
+    if ".." in PurePosixPath(name.replace("\\", "/")).parts:
+        return "parent-folder component"
+    target = Path(os.path.realpath(folder / name))
+    root = Path(os.path.realpath(folder))
+    if target.is_relative_to(root):
+        return None
+    hf_root = _hf_repo_root(folder / name)  # a Hugging Face snapshot links into the repo's blobs/
+    if hf_root is not None and target.is_relative_to(Path(os.path.realpath(hf_root))):
+        return None
+    return "symbolic link leaves the folder"
+
+
+def _read_shard(artifact: Artifact, shard: _Shard, ctx: ScanContext) -> Iterator[Observation]:
+    """Parse a shard's safetensors header (bounded); pickle shards are left to their own scan."""
+    try:
+        size = shard.path.stat().st_size
+        with shard.path.open("rb") as raw:
+            if not looks_like_safetensors(raw.read(4096), size):
+                return
+            raw.seek(0)
+            parsed = parse_header(raw, size, ctx.limits.max_header_bytes)
+    except OSError as exc:
+        yield artifact.observe("shards.shard_invalid", shard=shard.name, reason=f"cannot read: {exc.strerror}")
+        return
+    if isinstance(parsed, list):
+        reason = "; ".join(f"{p.kind}: {p.attrs.get('reason', '')}" for p in parsed)[:300]
+        yield artifact.observe("shards.shard_invalid", shard=shard.name, reason=reason)
+        return
+    shard.header = parsed
+    shard.names = set(parsed.names)
+
+
+def _check_tensors(artifact: Artifact, weight_map: dict[str, str], shards: dict[str, _Shard]) -> Iterator[Observation]:
+    """Every mapped tensor in its shard and nowhere else; no shard holds tensors the index does not name."""
+    holders: dict[str, list[str]] = {}
+    for held in shards.values():
+        for tensor in held.names:
+            holders.setdefault(tensor, []).append(held.name)
+    for tensor, name in weight_map.items():
+        shard = shards.get(name)
+        found = holders.get(tensor, [])
+        if len(found) > 1:
+            yield artifact.observe("shards.tensor_duplicated", tensor=tensor, shards=",".join(found)[:300])
+        elif shard is not None and shard.header is not None and tensor not in shard.names:
+            yield artifact.observe("shards.tensor_missing", tensor=tensor, shard=name, found_in=",".join(found))
+    for tensor in sorted(holders.keys() - weight_map.keys()):
+        found = holders[tensor]
+        if len(found) > 1:
+            yield artifact.observe("shards.tensor_duplicated", tensor=tensor, shards=",".join(found)[:300])
+        else:
+            yield artifact.observe("shards.unlisted_tensor", tensor=tensor, shard=found[0])
+
+
+def _basename(name: str) -> str:
+    return PurePosixPath(name.replace("\\", "/")).name
+
+
+def _check_naming(artifact: Artifact, names: list[str]) -> Iterator[Observation]:
+    """`prefix-NNNNN-of-NNNNN.ext` used by all shards or none, one total, every index present once."""
+    matches = {name: SHARD_NAME.fullmatch(_basename(name)) for name in names}
+    good = {name: m for name, m in matches.items() if m is not None}
+    if not good:
+        return
+    odd = [name for name, m in matches.items() if m is None]
+    if odd:
+        yield artifact.observe("shards.naming", reason=f"{odd[0]} does not follow prefix-NNNNN-of-NNNNN")
+    groups = {(m["prefix"], m["total"], m["ext"] or "") for m in good.values()}
+    if len(groups) > 1:
+        yield artifact.observe("shards.naming", reason="shards disagree on prefix, total or extension")
+        return
+    total = int(next(iter(good.values()))["total"])
+    seen = sorted(int(m["index"]) for m in good.values())
+    missing = sorted(set(range(1, total + 1)) - set(seen))
+    if missing:
+        yield artifact.observe("shards.naming", reason=f"shard {missing[0]} of {total} is not in the index")
+    extra = [i for i in seen if not 1 <= i <= total]
+    if extra:
+        yield artifact.observe("shards.naming", reason=f"shard number {extra[0]} is outside 1..{total}")
+
+
+def _check_orphans(artifact: Artifact, folder: Path, names: list[str], ctx: ScanContext) -> Iterator[Observation]:
+    """Files next to the index that look like its shards but are not named by it."""
+    matches = [SHARD_NAME.fullmatch(_basename(n)) for n in names]
+    exts = {m["ext"] or "" for m in matches if m is not None}
+    if not exts:
+        return
+    known = set(names)
+    try:
+        entries = sorted(os.listdir(folder))[: ctx.limits.max_members]
+    except OSError:
+        return
+    for entry in entries:
+        match = SHARD_NAME.fullmatch(entry)
+        if match and entry not in known and (match["ext"] or "") in exts and _is_file(folder / entry):
+            yield artifact.observe("shards.orphan", shard=entry)
