@@ -8,7 +8,6 @@ a rule is fixed by naming its exact callables in tools/gen_allowlists.py, never 
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import io
 import pickle
 import random
@@ -34,9 +33,6 @@ Builder = Callable[[Path], None]
 BUILDERS: dict[str, Builder] = {}
 
 # Kinds a known scanner limitation still flags; strict, so a fix shows up as XPASS.
-KNOWN_ISSUES: dict[str, str] = {}
-
-
 def kind(name: str) -> Callable[[Builder], Builder]:
     """Register a builder that writes one kind of file into the folder it is given."""
 
@@ -431,16 +427,7 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[Fi
     return result
 
 
-def _param(name: str) -> Any:
-    marks: list[Any] = []
-    if name in KNOWN_ISSUES:
-        marks.append(pytest.mark.xfail(reason=KNOWN_ISSUES[name], strict=True))
-    if name.startswith("trainer-") and importlib.util.find_spec("accelerate") is None:
-        marks.append(pytest.mark.skip(reason="TrainingArguments needs accelerate"))
-    return pytest.param(name, id=name, marks=marks)
-
-
-@pytest.mark.parametrize("name", [_param(n) for n in KINDS])
+@pytest.mark.parametrize("name", KINDS)
 def test_real_file_has_no_high_finding(name: str, scanned: dict[str, tuple[list[Finding], str]]) -> None:
     found, error = scanned[name]
     assert not error, f"could not build {name}:\n{error}"

@@ -25,16 +25,6 @@ HOSTILE = [s for s in SAMPLES if s["label"] == "hostile"]
 BENIGN = [s for s in SAMPLES if s["label"] == "benign"]
 MAX_CORPUS_BYTES = 3 * 1024 * 1024
 
-# Benign samples a known scanner limitation still flags; strict, so a fix shows up as XPASS.
-KNOWN_BENIGN_ISSUES: dict[str, str] = {}
-
-
-def _mark(sample: dict[str, Any]) -> Any:
-    reason = KNOWN_BENIGN_ISSUES.get(sample["path"])
-    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
-    return pytest.param(sample, id=sample["path"], marks=marks)
-
-
 @pytest.fixture(scope="module")
 def findings() -> dict[str, list[Finding]]:
     """One scan of the whole corpus; findings by manifest path."""
@@ -80,7 +70,7 @@ def test_hostile_sample_gets_its_rules(sample: dict[str, Any], findings: dict[st
     assert not missing, f"{sample['technique']}: missing {missing}; got:\n{_describe(found)}"
 
 
-@pytest.mark.parametrize("sample", [_mark(s) for s in BENIGN])
+@pytest.mark.parametrize("sample", BENIGN, ids=[s["path"] for s in BENIGN])
 def test_benign_sample_has_no_high_finding(sample: dict[str, Any], findings: dict[str, list[Finding]]) -> None:
     high = [f for f in findings[sample["path"]] if f.severity >= Severity.HIGH]
     assert not high, f"{sample['technique']}:\n{_describe(high)}"

@@ -60,40 +60,28 @@ class Engine:
             fail_on=self.config.fail_on,
             limits=self.config.limits.as_dict(),
         )
-        observations: list[Observation] = []
         items = list(discover(paths))
         total = sum(1 for item in items if isinstance(item, FileEntry))
         done = 0
-        statuses: list[tuple[FileResult, list[Observation]]] = []
+        formats: list[str]
         for item in items:
             if isinstance(item, Observation):
                 status = FILE_FAILED if is_failure(item.kind) else FILE_SKIPPED
-                result = FileResult(item.location.path, 0, (), status, item.kind.split(".", 1)[1])
-                statuses.append((result, [item]))
-                continue
-            if progress is not None:
-                progress(done, total, item.display)
-            found, formats = self.scan_file(item)
-            done += 1
-            failures = [o for o in found if is_failure(o.kind)]
-            unscanned = not formats
-            if failures:
-                status, reason = FILE_FAILED, failures[0].kind
-            elif unscanned:
-                status, reason = FILE_SKIPPED, next((o.kind for o in found if o.kind.startswith("file.")), "")
+                path, size, formats, found = item.location.path, 0, [], [item]
+                reason = item.kind.split(".", 1)[1]
             else:
-                status, reason = FILE_SCANNED, ""
-            statuses.append((FileResult(item.display, item.size, tuple(formats), status, reason), found))
-        if progress is not None:
-            progress(total, total, "")
-        for result, found in statuses:
-            observations.extend(found)
+                if progress is not None:
+                    progress(done, total, item.display)
+                found, formats = self.scan_file(item)
+                done += 1
+                path, size = item.display, item.size
+                status, reason = _status(found, formats)
             findings = self.rules.judge(found)
             report.findings.extend(findings)
             worst = max((f.severity for f in findings), default=None)
-            report.files.append(
-                FileResult(result.path, result.size, result.formats, result.status, result.reason, worst)
-            )
+            report.files.append(FileResult(path, size, tuple(formats), status, reason, worst))
+        if progress is not None:
+            progress(total, total, "")
         report.findings.sort(key=lambda f: f.sort_key())
         report.rules = self.rules.info()
         report.duration_seconds = round(time.monotonic() - started, 3)
@@ -147,6 +135,16 @@ class Engine:
             yield artifact.observe(
                 "scan.error", scanner=scanner.name, reason=f"{type(exc).__name__}: {exc}"[:300]
             )
+
+
+def _status(found: list[Observation], formats: list[str]) -> tuple[str, str]:
+    """Failed if anything could not be parsed; skipped if no scanner read it; else scanned."""
+    failure = next((o.kind for o in found if is_failure(o.kind)), None)
+    if failure is not None:
+        return FILE_FAILED, failure
+    if not formats:
+        return FILE_SKIPPED, next((o.kind for o in found if o.kind.startswith("file.")), "")
+    return FILE_SCANNED, ""
 
 
 def _open_binary(path: Path) -> BinaryIO:

@@ -6,10 +6,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import torch
 
 import wscan
-
-torch = pytest.importorskip("torch")
 
 
 class Doubler(torch.nn.Module):  # type: ignore[misc]

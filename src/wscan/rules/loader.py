@@ -13,6 +13,8 @@ import yaml
 from wscan.errors import UsageError
 
 SCHEMA_DIR = Path(__file__).resolve().parent
+# The C parser when libyaml is there: rule packs hold ~1,000 allowlist lines, parsed on every run.
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @cache
@@ -45,8 +47,7 @@ def load_yaml(path: Path, schema_name: str) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read: {exc}") from None
     try:
-        data = yaml.safe_load(text)
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
@@ -54,7 +55,8 @@ def load_yaml(path: Path, schema_name: str) -> Any:
     errors = sorted(_validator(schema_name).iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         error = errors[0]
-        line = _line_of(root, list(error.absolute_path))
+        # Only a failing file is composed a second time, to find the line of the culprit.
+        line = _line_of(yaml.compose(text, Loader=yaml.SafeLoader), list(error.absolute_path))
         where = f":{line}" if line else ""
         field = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         raise UsageError(f"{path}{where}: {field}: {error.message}")

@@ -13,6 +13,7 @@ import struct
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from wscan.limits import Limits
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.pickle_ops import OPCODES, PickleSyntaxError, Stream, Truncated
@@ -47,8 +48,6 @@ def probe(head: bytes, strict: bool) -> bool:
         return False  # pickle refuses PROTO > 5 before running anything: raw tensor bytes, not a pickle
     if has_proto and not strict:
         return True
-    from wscan.limits import Limits  # local: probing runs with tiny default limits
-
     res = Machine(Stream(io.BytesIO(head), limit=len(head)), Limits()).run()
     if res.stopped and res.opcodes >= 2:
         return True

@@ -91,10 +91,6 @@ class Unknown(Sym):
     """A value the machine cannot know (an out-of-band buffer)."""
 
 
-class Mark:
-    """Stand-in kept in the error path only; MARK uses a metastack like pickle itself."""
-
-
 @dataclass
 class ImportRecord:
     """Every way one resolved name was reached in one stream."""
