@@ -137,10 +137,24 @@ def reduce_helpers(module: types.ModuleType) -> list[str]:
     return found
 
 
-def write(name: str, description: str, entries: list[str]) -> None:
-    lines = [f"pack: allow-{name}", f"description: >\n  {description}", "lists:", "  allowed-callables:"]
+def architecture_names() -> list[str]:
+    """Every model class transformers' Auto classes map to: what `architectures` in config.json names."""
+    names: set[str] = set()
+    for module_name in ("modeling_auto", "modeling_tf_auto", "modeling_flax_auto"):
+        module = importlib.import_module(f"transformers.models.auto.{module_name}")
+        for attr, value in vars(module).items():
+            if attr.endswith("_MAPPING_NAMES") and isinstance(value, dict):
+                for entry in value.values():
+                    names.update(e for e in (entry if isinstance(entry, tuple | list) else (entry,)) if e)
+    return sorted(names)
+
+
+def write(name: str, description: str, entries: list[str], list_name: str = "allowed-callables",
+          pack: str | None = None) -> None:
+    pack = pack or f"allow-{name}"
+    lines = [f"pack: {pack}", f"description: >\n  {description}", "lists:", f"  {list_name}:"]
     lines += [f"    - {entry}" for entry in sorted(set(entries))]
-    (RULES / f"allow-{name}.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (RULES / f"{pack}.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def main() -> int:
@@ -162,6 +176,13 @@ def main() -> int:
         "What transformers.Trainer pickles into training_args.bin: the arguments dataclasses, the enums and "
         "config classes their fields hold, and the accelerate state cached on them (exact names).",
         training_args_names(),
+    )
+    write(
+        "architectures",
+        "Model classes transformers ships (its Auto mappings): config.json architectures that need no custom code.",
+        architecture_names(),
+        list_name="transformers-architectures",
+        pack="known-architectures",
     )
     return 0
 

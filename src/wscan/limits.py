@@ -26,6 +26,7 @@ class Limits:
     max_memo_entries: int = 1_000_000
     max_stack_depth: int = 1_000_000
     max_header_bytes: int = 100 * MIB        # npy / safetensors style headers
+    max_json_bytes: int = 64 * MIB           # config, tokenizer and template files (tokenizer.json is the big one)
     max_seconds_per_file: float = 300.0
 
     @classmethod

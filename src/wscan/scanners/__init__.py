@@ -13,6 +13,8 @@ from wscan.scanners.base import Scanner
 from wscan.scanners.compressed import CompressedScanner
 from wscan.scanners.numpy import NpyScanner
 from wscan.scanners.pickle import PickleScanner
+from wscan.scanners.python_code import PythonCodeScanner
+from wscan.scanners.repo_files import ModelCardScanner, RepoJsonScanner, TemplateFileScanner
 from wscan.scanners.safetensors import SafetensorsScanner
 from wscan.scanners.shards import ShardIndexScanner
 
@@ -28,6 +30,10 @@ def builtin_scanners() -> list[Scanner]:
         SafetensorsScanner(),
         PickleScanner(),
         ShardIndexScanner(),
+        RepoJsonScanner(),
+        TemplateFileScanner(),
+        ModelCardScanner(),
+        PythonCodeScanner(),
     ]
 
 

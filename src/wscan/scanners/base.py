@@ -40,7 +40,7 @@ class Artifact:
     # The file on disk for a top-level artifact (None inside containers): for checks that need its folder.
     real_path: Path | None = None
 
-    def observe(self, kind: str, offset: int | None = None, **attrs: AttrValue) -> Observation:
+    def observe(self, kind: str, offset: int | None = None, /, **attrs: AttrValue) -> Observation:
         """An observation located in this artifact, at a byte offset when one is known."""
         location = self.location if offset is None else self.location.at(offset)
         merged: dict[str, AttrValue] = {k: v for k, v in self.context.items() if k == "container"}

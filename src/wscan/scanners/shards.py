@@ -8,14 +8,12 @@ read through the safetensors header parser (bounded); tensor bytes are never rea
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
 
 from wscan.discover import _hf_repo_root
 from wscan.limits import BudgetExceeded
@@ -23,38 +21,18 @@ from wscan.model import Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.safetensors import looks_like_safetensors
 from wscan.scanners.safetensors_header import ParsedHeader, parse_header
+from wscan.strict_json import JsonRejected, loads_strict
 
 SHARD_NAME = re.compile(r"(?P<prefix>.+)-(?P<index>\d{5,})-of-(?P<total>\d{5,})(?P<ext>\..+)?")
 _INDEX_HINT = re.compile(rb'"weight_map"\s*:')
 
 
-class _Invalid(ValueError):
-    """The index is not JSON a loader would read the same way."""
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _Invalid(f"duplicate key {key[:80]!r}")
-        result[key] = value
-    return result
-
-
-def _constant(name: str) -> Any:
-    raise _Invalid(f"{name} is not JSON")
-
-
 def read_index(data: bytes) -> tuple[dict[str, str], int | None] | str | None:
     """(weight_map, total_size) of an index, the reason it is malformed, or None if it is not an index."""
     try:
-        top = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_constant)
-    except UnicodeDecodeError as exc:
-        return f"not UTF-8 at byte {exc.start}"
-    except RecursionError:
-        return "JSON nested too deeply"
-    except ValueError as exc:  # JSONDecodeError, _Invalid, integers too long
-        return str(exc)[:200]
+        top = loads_strict(data)
+    except JsonRejected as exc:
+        return str(exc)
     if not isinstance(top, dict) or "weight_map" not in top:
         return None
     weight_map, metadata = top["weight_map"], top.get("metadata", {})

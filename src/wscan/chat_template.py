@@ -1,0 +1,214 @@
+"""Chat templates judged by their Jinja syntax tree, never rendered.
+
+Loaders render chat templates (in `tokenizer_config.json`, `chat_template.jinja`, GGUF metadata) in a Jinja
+sandbox, and sandbox escapes start the same way: reach an attribute or name a chat never needs
+(`__class__`, `__globals__`, `cycler.__init__`, `lipsum`, `self`, `config`, `popen`) or pull in other
+templates. The source is parsed by Jinja's own parser, configured as transformers configures it, and the
+tree is walked; nothing in it is evaluated, so a template cannot act on the scanner. One module, shared by
+every format that carries templates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from jinja2 import Environment, nodes
+from jinja2.exceptions import TemplateSyntaxError
+from jinja2.ext import Extension
+from jinja2.parser import Parser
+
+from wscan.model import AttrValue
+
+MAX_TEMPLATE_CHARS = 1024 * 1024  # real templates, tool-calling ones included, are under 64 KiB
+MAX_NODES = 200_000
+MAX_ISSUES = 50
+
+# Names a chat template reads that no chat template needs: template globals whose internals lead to Python
+# (lipsum, cycler and joiner carry __init__.__globals__), objects other Jinja hosts expose (Flask's config,
+# request, self), and Python names that only make sense in an escape.
+SUSPICIOUS_NAMES = frozenset({
+    "self", "config", "request", "session", "g", "url_for", "get_flashed_messages", "lipsum", "cycler",
+    "joiner", "os", "sys", "subprocess", "builtins", "__builtins__", "import", "__import__", "eval", "exec",
+    "open", "getattr", "globals", "locals", "vars", "importlib",
+})
+# Globals a template may call but never take apart: attribute access on the function object itself.
+TEMPLATE_GLOBALS = frozenset({
+    "namespace", "range", "dict", "lipsum", "cycler", "joiner", "raise_exception", "strftime_now",
+})
+# Attribute names that only matter when something reaches Python objects beyond strings, lists and dicts.
+DANGEROUS_ATTRIBUTES = frozenset({
+    "popen", "system", "spawn", "spawnl", "spawnv", "execv", "execl", "execve", "fork", "import_module",
+    "load_module", "check_output", "getoutput", "communicate", "environ", "getenv", "putenv",
+    "modules", "builtins", "f_globals", "f_locals", "f_back", "f_builtins", "gi_frame", "gi_code", "cr_frame",
+    "tb_frame", "func_globals", "func_code", "im_func", "mro",
+})
+# Filters that take an attribute name (`attribute=` or first argument) and fetch it from every item.
+ATTRIBUTE_FILTERS = frozenset({"attr", "map", "selectattr", "rejectattr", "sum", "groupby", "sort", "unique",
+                               "min", "max"})
+_FORMAT_FIELD = re.compile(r"\{[^{}]*?[.\[]\s*['\"]?_")
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateIssue:
+    """One thing a template reaches for, as an observation kind and the facts a rule message needs."""
+
+    kind: str
+    attrs: dict[str, AttrValue]
+
+
+class _Generation(Extension):
+    """transformers' `{% generation %}` block, parsed into a plain scope (its body is still walked)."""
+
+    tags = {"generation"}  # noqa: RUF012 - Jinja reads this class attribute
+
+    def parse(self, parser: Parser) -> nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return nodes.Scope(body, lineno=lineno)
+
+
+# The parse-only environment: same syntax options and extensions as transformers' chat template environment.
+_ENV = Environment(trim_blocks=True, lstrip_blocks=True, extensions=[_Generation, "jinja2.ext.loopcontrols"])
+
+
+def check_template(source: str) -> list[TemplateIssue]:
+    """Everything a chat template reaches for that a sandboxed chat never needs; empty for a clean template."""
+    if len(source) > MAX_TEMPLATE_CHARS:
+        return [TemplateIssue("template.size_limit", {"length": len(source), "limit": MAX_TEMPLATE_CHARS})]
+    try:
+        tree = _ENV.parse(source)
+    except TemplateSyntaxError as exc:
+        return [TemplateIssue("template.malformed", {"reason": str(exc.message)[:200], "line": exc.lineno})]
+    except RecursionError:
+        return [TemplateIssue("template.malformed", {"reason": "nested too deeply to parse", "line": 0})]
+    issues: dict[tuple[str, str], TemplateIssue] = {}
+    assigned = _assigned_names(tree)
+    for count, node in enumerate(_walk(tree)):
+        if count > MAX_NODES:
+            issues[("limit", "")] = TemplateIssue("template.node_limit", {"limit": MAX_NODES})
+            break
+        for issue in _inspect(node, assigned):
+            key = (issue.kind, str(issue.attrs.get("name", "")))
+            issues.setdefault(key, issue)
+        if len(issues) >= MAX_ISSUES:
+            break
+    return list(issues.values())
+
+
+def _walk(tree: nodes.Node) -> Iterator[nodes.Node]:
+    """Every node, depth first, without recursion (a deep tree must not overflow the scanner's stack)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(list(node.iter_child_nodes())))
+
+
+def _assigned_names(tree: nodes.Node) -> set[str]:
+    """Names the template binds itself ({% set %}, loop targets, macro arguments): never suspicious."""
+    names: set[str] = set()
+    for node in _walk(tree):
+        if (isinstance(node, nodes.Name) and node.ctx in ("store", "param")) or isinstance(node, nodes.Macro):
+            names.add(node.name)
+    return names
+
+
+def _issue(kind: str, node: nodes.Node, **attrs: AttrValue) -> TemplateIssue:
+    return TemplateIssue(kind, {**attrs, "line": node.lineno})
+
+
+def _inspect(node: nodes.Node, assigned: set[str]) -> Iterator[TemplateIssue]:
+    if isinstance(node, nodes.Getattr):
+        yield from _attribute(node, node.attr)
+        if isinstance(node.node, nodes.Name) and node.node.name in TEMPLATE_GLOBALS - assigned:
+            yield _issue("template.global_internals", node, name=f"{node.node.name}.{node.attr}")
+    elif isinstance(node, nodes.Getitem):
+        yield from _computed_key(node, node.arg)
+    elif isinstance(node, nodes.Filter):
+        yield from _filter(node)
+    elif isinstance(node, nodes.Name) and node.ctx == "load":
+        if node.name in SUSPICIOUS_NAMES and node.name not in assigned:
+            yield _issue("template.suspicious_name", node, name=node.name)
+    elif isinstance(node, nodes.Import | nodes.FromImport | nodes.Include | nodes.Extends):
+        yield _issue("template.loader_tag", node, name=type(node).__name__.lower())
+    elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr):
+        target = node.node
+        if target.attr in ("format", "format_map") and isinstance(target.node, nodes.Const):
+            text = target.node.value
+            if isinstance(text, str) and _FORMAT_FIELD.search(text):
+                yield _issue("template.dunder_access", node, name=f"format string {text[:60]!r}")
+
+
+def _attribute(node: nodes.Node, name: str) -> Iterator[TemplateIssue]:
+    if name.startswith("_"):
+        yield _issue("template.dunder_access", node, name=name)
+    elif name in DANGEROUS_ATTRIBUTES:
+        yield _issue("template.dangerous_attribute", node, name=name)
+
+
+def _computed_key(node: nodes.Node, key: nodes.Node) -> Iterator[TemplateIssue]:
+    """`x['__class__']` or `x['__cla' ~ 'ss__']`: a string key is an attribute lookup in Jinja."""
+    if isinstance(key, nodes.Const):
+        if isinstance(key.value, str):
+            yield from _attribute(node, key.value)
+        return
+    folded = _fold(key)
+    if folded is not None:
+        # A key assembled from string pieces hides its name from readers: that alone is suspicious.
+        yield _issue("template.computed_attribute", node, name=folded[:80])
+        yield from _attribute(node, folded)
+
+
+def _filter(node: nodes.Filter) -> Iterator[TemplateIssue]:
+    if node.name not in ATTRIBUTE_FILTERS:
+        return
+    candidates = [kw.value for kw in node.kwargs if kw.key == "attribute"]
+    if node.name == "attr" and node.args:
+        candidates.append(node.args[0])
+    for value in candidates:
+        if isinstance(value, nodes.Const) and isinstance(value.value, str):
+            yield from _attribute(node, value.value)
+            yield from _attribute(node, value.value.rsplit(".", 1)[-1])  # map(attribute='a.__class__')
+        elif node.name == "attr":
+            # |attr with a name computed at render time: nothing a chat needs, everything an escape needs.
+            folded = _fold(value)
+            yield _issue("template.computed_attribute", node, name=(folded or "<computed>")[:80])
+            if folded is not None:
+                yield from _attribute(node, folded)
+
+
+def _fold(node: nodes.Node, depth: int = 0) -> str | None:
+    """The string an expression built only from string constants evaluates to, or None."""
+    if depth > 50:
+        return None
+    if isinstance(node, nodes.Const):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, nodes.Concat):
+        parts = [_fold(n, depth + 1) for n in node.nodes]
+        return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
+    if isinstance(node, nodes.Add):
+        left, right = _fold(node.left, depth + 1), _fold(node.right, depth + 1)
+        return None if left is None or right is None else left + right
+    if isinstance(node, nodes.Filter) and node.node is not None:
+        return _fold_filter(node, depth)
+    if isinstance(node, nodes.List | nodes.Tuple):
+        parts = [_fold(n, depth + 1) for n in node.items]
+        return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
+    return None
+
+
+def _fold_filter(node: nodes.Filter, depth: int) -> str | None:
+    assert node.node is not None
+    inner = _fold(node.node, depth + 1)
+    if inner is None:
+        return None
+    if node.name in ("join", "string", "trim", "lower", "upper"):
+        return {"lower": inner.lower(), "upper": inner.upper(), "trim": inner.strip()}.get(node.name, inner)
+    if node.name == "reverse":
+        return inner[::-1]
+    if node.name == "replace" and len(node.args) >= 2:
+        old, new = _fold(node.args[0], depth + 1), _fold(node.args[1], depth + 1)
+        return None if old is None or new is None else inner.replace(old, new)
+    return None

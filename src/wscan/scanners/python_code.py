@@ -1,0 +1,265 @@
+"""Python files shipped with a model: the custom code `trust_remote_code=True` imports.
+
+The file is parsed with `ast` (which builds a tree and runs nothing) and every import and call is resolved
+through the file's own aliases (`import subprocess as sp`, `from os import system`, `x = os.popen`,
+`getattr(os, "system")`). Custom code is listed for review; code that reaches for processes, the network,
+native libraries, dynamic code, deserialisation, files outside the model, or encoded blobs is named with
+the line that does it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wscan.model import AttrValue
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+
+MAX_SOURCE_BYTES = 8 * 1024 * 1024  # custom modelling files are a few hundred KiB at most
+MIN_BLOB_CHARS = 512  # an encoded literal this long is data smuggled in code, not a constant
+MAX_FINDINGS = 100
+
+# Module or callable prefix -> category. A name matches when it equals a key or starts with key + ".".
+CATEGORIES: dict[str, str] = {
+    **dict.fromkeys(
+        ["os.system", "os.popen", "os.execl", "os.execle", "os.execlp", "os.execlpe", "os.execv", "os.execve",
+         "os.execvp", "os.execvpe", "os.spawnl", "os.spawnle", "os.spawnlp", "os.spawnlpe", "os.spawnv",
+         "os.spawnve", "os.spawnvp", "os.spawnvpe", "os.posix_spawn", "os.posix_spawnp", "os.fork",
+         "os.forkpty", "os.startfile", "subprocess", "pty", "commands", "popen2", "platform.popen",
+         "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell"],
+        "process",
+    ),
+    **dict.fromkeys(
+        ["socket", "urllib.request", "urllib.urlopen", "urllib2", "http.client", "httplib", "requests", "httpx",
+         "aiohttp", "urllib3", "ftplib", "smtplib", "telnetlib", "paramiko", "websocket", "websockets",
+         "xmlrpc", "pycurl"],
+        "network",
+    ),
+    **dict.fromkeys(["ctypes", "cffi", "_ctypes"], "native"),
+    **dict.fromkeys(
+        ["builtins.exec", "builtins.eval", "builtins.compile", "builtins.__import__", "importlib.import_module",
+         "importlib.__import__", "runpy", "types.FunctionType", "types.CodeType", "marshal.loads",
+         "marshal.load", "code.InteractiveInterpreter", "code.interact", "builtins.execfile"],
+        "dynamic-code",
+    ),
+    **dict.fromkeys(
+        ["pickle.load", "pickle.loads", "pickle.Unpickler", "_pickle", "cPickle", "dill", "cloudpickle",
+         "shelve.open", "joblib.load", "jsonpickle"],
+        "deserialization",
+    ),
+    **dict.fromkeys(
+        ["os.remove", "os.unlink", "os.rmdir", "os.removedirs", "os.rename", "os.renames", "os.replace",
+         "os.chmod", "os.chown", "os.truncate", "os.symlink", "os.link", "shutil.rmtree", "shutil.move",
+         "shutil.chown", "os.putenv", "os.setuid", "os.setgid"],
+        "filesystem",
+    ),
+}
+# Modules whose mere import in model code reaches outside the model (os and shutil are too common for that).
+IMPORT_CATEGORIES = ("subprocess", "pty", "socket", "ctypes", "cffi", "requests", "httpx", "urllib.request",
+                     "http.client", "paramiko", "marshal", "ftplib", "telnetlib", "smtplib", "runpy")
+DECODERS = frozenset({"base64.b64decode", "base64.b32decode", "base64.b16decode", "base64.a85decode",
+                      "base64.b85decode", "base64.decodebytes", "base64.standard_b64decode",
+                      "base64.urlsafe_b64decode", "binascii.a2b_base64", "binascii.unhexlify", "bytes.fromhex",
+                      "codecs.decode", "zlib.decompress", "bz2.decompress", "lzma.decompress", "gzip.decompress",
+                      "marshal.loads"})
+# A path opened by model code that is not inside the model: absolute, in a home folder, or climbing out.
+OUTSIDE_PATH = re.compile(r"^(~|/|[A-Za-z]:[\\/]|\\\\)|(^|[\\/])\.\.([\\/]|$)")
+# Literals naming credentials or system files, wherever they appear in the code.
+SENSITIVE_LITERAL = re.compile(
+    r"(^|/)\.ssh/|(^|/)\.aws/|\.bash(rc|_history)\b|(^|/)\.netrc\b|\.git-credentials|\.huggingface/token|"
+    r"\.cache/huggingface/token|^/etc/(passwd|shadow|sudoers)|^/proc/self/|id_rsa|\.kube/config"
+)
+_BLOB = re.compile(r"^[A-Za-z0-9+/=\s]+$|^[0-9a-fA-F\s]+$")
+_MODEL_FILES = ("config.json", "tokenizer_config.json", "adapter_config.json")
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".keras", ".pkl",
+                    ".npz", ".msgpack", ".joblib")
+
+
+def category_of(name: str) -> str | None:
+    """The category of a fully qualified callable or module name, None when it is harmless."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        category = CATEGORIES.get(".".join(parts[:end]))
+        if category is not None:
+            return category
+    return None
+
+
+@dataclass
+class _Hit:
+    category: str
+    callee: str
+    line: int
+    detail: str = ""
+
+
+@dataclass
+class _Resolver(ast.NodeVisitor):
+    """Walks one module, mapping local names to what they import, and records every risky use."""
+
+    aliases: dict[str, str] = field(default_factory=dict)
+    hits: list[_Hit] = field(default_factory=list)
+
+    def qualify(self, node: ast.expr) -> str | None:
+        """`sp.run` -> `subprocess.run`, `getattr(os, "system")` -> `os.system`, builtins by name."""
+        if isinstance(node, ast.Name):
+            if node.id in self.aliases:
+                return self.aliases[node.id]
+            return f"builtins.{node.id}" if node.id in _BUILTIN_NAMES else None
+        if isinstance(node, ast.Attribute):
+            base = self.qualify(node.value)
+            return f"{base}.{node.attr}" if base is not None else None
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            base = self.qualify(node.args[0])
+            return f"{base}.{node.args[1].value}" if base is not None else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__":
+            return _constant_str(node.args[0]) if node.args else None  # __import__("os").system
+        return None
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                self.aliases[alias.name.split(".")[0]] = alias.name.split(".")[0]
+            self._imported(alias.name, node.lineno)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module is None or node.level:
+            return  # relative imports stay inside the model's own code
+        for alias in node.names:
+            full = f"{node.module}.{alias.name}"
+            if alias.name == "*":
+                self._imported(node.module, node.lineno)
+                continue
+            self.aliases[alias.asname or alias.name] = full
+            self._imported(full, node.lineno)
+
+    def _imported(self, name: str, line: int) -> None:
+        if any(name == m or name.startswith(m + ".") for m in IMPORT_CATEGORIES):
+            category = category_of(name) or "dynamic-code"
+            self.hits.append(_Hit(category, name, line, "imported"))
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        target = self.qualify(node.value)
+        if target is not None and category_of(target) is not None:
+            for name in node.targets:
+                if isinstance(name, ast.Name):
+                    self.aliases[name.id] = target
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = self.qualify(node.func)
+        if name is not None:
+            self._call(name, node)
+        self.generic_visit(node)
+
+    def _call(self, name: str, node: ast.Call) -> None:
+        category = category_of(name)
+        if name == "builtins.open" or name in ("io.open", "pathlib.Path", "os.open"):
+            path = _constant_str(node.args[0]) if node.args else None
+            if path is not None and OUTSIDE_PATH.search(path):
+                self.hits.append(_Hit("filesystem", name, node.lineno, path[:80]))
+            return
+        if name in ("importlib.import_module", "importlib.__import__", "builtins.__import__") and node.args:
+            module = _constant_str(node.args[0])
+            if module is not None and category_of(module) is None and module not in IMPORT_CATEGORIES:
+                return  # import_module("flash_attn"): an ordinary import spelled as a call
+        if category is not None:
+            obfuscated = category == "dynamic-code" and any(self._decodes(arg) for arg in node.args)
+            self.hits.append(_Hit(category, name, node.lineno, "runs decoded data" if obfuscated else ""))
+
+    def _decodes(self, node: ast.expr) -> bool:
+        for child in ast.walk(node):
+            if isinstance(child, ast.Call) and self.qualify(child.func) in DECODERS:
+                return True
+            if isinstance(child, ast.Constant) and _is_blob(child.value):
+                return True
+        return False
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str | bytes) and _is_blob(node.value):
+            self.hits.append(_Hit("obfuscation", "encoded literal", node.lineno, f"{len(node.value)} characters"))
+        elif isinstance(node.value, str) and len(node.value) < 256 and SENSITIVE_LITERAL.search(node.value):
+            self.hits.append(_Hit("filesystem", "path literal", node.lineno, node.value[:80]))
+
+
+_BUILTIN_NAMES = frozenset({"exec", "eval", "compile", "__import__", "open", "execfile", "breakpoint"})
+
+
+def _constant_str(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _is_blob(value: object) -> bool:
+    """A long literal of base64 or hex characters: a payload carried inside the code."""
+    if not isinstance(value, str | bytes) or len(value) < MIN_BLOB_CHARS:
+        return False
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    return _BLOB.match(text) is not None and " " not in text.strip()[:MIN_BLOB_CHARS]
+
+
+def in_model_folder(artifact: Artifact) -> bool:
+    """Inside an archive, or beside weights or a model config: code a loader may import."""
+    if artifact.real_path is None:
+        return True
+    folder: Path = artifact.real_path.parent
+    try:
+        names = [entry.name for _, entry in zip(range(10_000), folder.iterdir(), strict=False)]
+    except OSError:
+        return True
+    return any(n in _MODEL_FILES or n.endswith(_WEIGHT_SUFFIXES) for n in names)
+
+
+class PythonCodeScanner:
+    """`.py` files next to model weights, read with `ast`, never imported."""
+
+    name = "python"
+
+    def accepts(self, head: Head) -> bool:
+        # TorchScript archives store their compiled code as .py members: that code is listed by WS-TS-001.
+        return (not head.raw_data and head.container != "torchscript" and head.name.endswith(".py")
+                and b"\x00" not in head.head)
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        if not in_model_folder(artifact):
+            return
+        if artifact.size > MAX_SOURCE_BYTES:
+            yield artifact.observe("code.size_limit", size=artifact.size, limit=MAX_SOURCE_BYTES)
+            return
+        with artifact.opener() as raw:
+            source = raw.read(MAX_SOURCE_BYTES + 1)
+        yield artifact.observe("code.python", lines=source.count(b"\n") + 1)
+        try:
+            tree = ast.parse(source, filename=artifact.name)
+        except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
+            yield artifact.observe("code.malformed", reason=f"{type(exc).__name__}: {exc}"[:200])
+            return
+        except (RecursionError, MemoryError):
+            yield artifact.observe("code.malformed", reason="nested too deeply to parse")
+            return
+        resolver = _Resolver()
+        try:
+            resolver.visit(tree)
+        except RecursionError:
+            yield artifact.observe("code.malformed", reason="nested too deeply to walk")
+        seen: set[tuple[str, str]] = set()
+        for hit in resolver.hits:
+            # One finding per callable and one per line: `open("/etc/passwd")` is one finding, not two.
+            keys = {(hit.category, hit.callee), (hit.category, str(hit.line))}
+            if keys & seen or len(seen) >= 2 * MAX_FINDINGS:
+                continue
+            seen |= keys
+            attrs: dict[str, AttrValue] = {"category": hit.category, "callee": hit.callee, "line": hit.line,
+                                           "detail": hit.detail}
+            yield artifact.observe(f"code.{hit.category.replace('-', '_')}", **attrs)

@@ -1,0 +1,262 @@
+"""The JSON and template files of a model repository: config.json, tokenizer files, chat templates, cards.
+
+None of these run code themselves, but they decide what does: `auto_map` makes transformers import Python
+files from the repository (or from another one, `repo--module.Class`) when a user passes
+`trust_remote_code=True`, and chat templates are rendered by a Jinja sandbox that hostile templates try to
+escape. The file's role comes from its name, as loaders pick it; its format is checked from its bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from wscan.chat_template import check_template
+from wscan.model import AttrValue
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.strict_json import JsonRejected, loads_strict
+
+# File name -> role. These are the files transformers, tokenizers, diffusers and peft read by name.
+JSON_ROLES = {
+    "config.json": "config",
+    "generation_config.json": "generation-config",
+    "tokenizer_config.json": "tokenizer-config",
+    "tokenizer.json": "tokenizer",
+    "special_tokens_map.json": "special-tokens",
+    "added_tokens.json": "added-tokens",
+    "chat_template.json": "chat-template",
+    "preprocessor_config.json": "preprocessor-config",
+    "processor_config.json": "processor-config",
+    "video_preprocessor_config.json": "preprocessor-config",
+    "feature_extractor_config.json": "preprocessor-config",
+    "image_processor_config.json": "preprocessor-config",
+    "adapter_config.json": "adapter-config",
+}
+MAX_FIELD_CHARS = 1024 * 1024  # no real config string is this long; tokenizer vocabularies are many short ones
+MAX_WALK_VALUES = 5_000_000
+_SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code)"\s*:')
+_MODULE_REF = re.compile(r"^(?:(?P<repo>[^\s]+)--)?(?P<module>[A-Za-z_][\w.]*)\.(?P<cls>[A-Za-z_]\w*)$")
+
+
+def _json_start(head: bytes) -> bool:
+    return head.lstrip(b" \t\r\n").startswith(b"{")
+
+
+class RepoJsonScanner:
+    """Configuration JSON of a model repository, plus any JSON that carries `auto_map` or a chat template."""
+
+    name = "model-config"
+
+    def accepts(self, head: Head) -> bool:
+        if head.raw_data or not _json_start(head.head) or head.name.endswith(".index.json"):
+            return False
+        base = head.name.rsplit("/", 1)[-1]
+        return base in JSON_ROLES or (base.endswith(".json") and _SIGNAL.search(head.head) is not None)
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        limit = ctx.limits.max_json_bytes
+        if artifact.size > limit:
+            yield artifact.observe("repo.size_limit", size=artifact.size, limit=limit)
+            return
+        with artifact.opener() as raw:
+            data = raw.read(limit + 1)
+        role = JSON_ROLES.get(artifact.name.rsplit("/", 1)[-1], "json")
+        try:
+            top = loads_strict(data)
+        except JsonRejected as exc:
+            yield artifact.observe("repo.json_invalid", role=role, reason=str(exc))
+            return
+        if not isinstance(top, dict):
+            yield artifact.observe("repo.json_invalid", role=role, reason="the top level is not an object")
+            return
+        yield from _oversized(artifact, top, role)
+        yield from _custom_code(artifact, top, role, data)
+        yield from _templates(artifact, top, role, data)
+        if role == "config":
+            yield from _config_facts(artifact, top)
+        elif role == "adapter-config":
+            base = top.get("base_model_name_or_path")
+            yield artifact.observe(
+                "fact.adapter", peft_type=str(top.get("peft_type", ""))[:64], base_model=str(base or "")[:200]
+            )
+
+
+def _oversized(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[ScanItem]:
+    """Strings longer than any real configuration needs: payload stores, or loader memory attacks."""
+    stack: list[tuple[str, Any]] = [("", top)]
+    seen = 0
+    while stack and seen < MAX_WALK_VALUES:
+        path, value = stack.pop()
+        seen += 1
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+            yield artifact.observe("repo.oversized_field", role=role, field=path[:200], length=len(value))
+
+
+def _references(auto_map: Any) -> list[str]:
+    """Every `module.Class` an auto_map points at (tokenizers map to [slow, fast] pairs)."""
+    if not isinstance(auto_map, dict):
+        return [f"<malformed auto_map: {type(auto_map).__name__}>"]
+    refs: list[str] = []
+    for value in auto_map.values():
+        for item in value if isinstance(value, list) else [value]:
+            if item is not None:
+                refs.append(str(item))
+    return refs
+
+
+def _custom_code(artifact: Artifact, top: dict[str, Any], role: str, data: bytes) -> Iterator[ScanItem]:
+    if "auto_map" in top:
+        refs = _references(top["auto_map"])
+        modules: list[str] = []
+        remote = False
+        for ref in refs:
+            match = _MODULE_REF.match(ref)
+            if match is None:
+                remote = True  # a reference no loader form explains: treat as the worst case
+                continue
+            remote = remote or match.group("repo") is not None
+            if match.group("repo") is None:
+                modules.append(match.group("module"))
+        yield artifact.observe(
+            "repo.custom_code",
+            _offset(data, "auto_map"),
+            role=role,
+            references=", ".join(refs)[:400],
+            remote=remote,
+            missing=", ".join(_missing_modules(artifact, modules))[:300],
+        )
+    if top.get("trust_remote_code") is True:
+        yield artifact.observe("repo.trust_remote_code", _offset(data, "trust_remote_code"), role=role)
+
+
+def _missing_modules(artifact: Artifact, modules: list[str]) -> list[str]:
+    """Modules the auto_map names that are not beside the file (the loader would fetch them from the hub)."""
+    if artifact.real_path is None:
+        return []
+    folder = artifact.real_path.parent
+    missing = []
+    for module in sorted(set(modules)):
+        if not (folder / Path(*module.split("."))).with_suffix(".py").is_file():
+            missing.append(f"{module}.py")
+    return missing
+
+
+def _templates(artifact: Artifact, top: dict[str, Any], role: str, data: bytes) -> Iterator[ScanItem]:
+    if "chat_template" not in top:
+        return
+    offset = _offset(data, "chat_template")
+    value = top["chat_template"]
+    named: list[tuple[str, Any]]
+    if isinstance(value, list):  # [{"name": "default", "template": "..."}, {"name": "tool_use", ...}]
+        named = [
+            (f"chat_template[{item.get('name', i)}]", item.get("template")) if isinstance(item, dict)
+            else (f"chat_template[{i}]", item)
+            for i, item in enumerate(value)
+        ]
+    else:
+        named = [("chat_template", value)]
+    for field, source in named:
+        if source is None and role != "chat-template":
+            continue
+        if not isinstance(source, str):
+            yield artifact.observe(
+                "template.malformed", offset, field=field, reason=f"not a string but {type(source).__name__}", line=0
+            )
+            continue
+        for issue in check_template(source):
+            yield artifact.observe(issue.kind, offset, field=field, **issue.attrs)
+
+
+def _config_facts(artifact: Artifact, top: dict[str, Any]) -> Iterator[ScanItem]:
+    """What config.json says about the model, for the summary; unknown architectures for the rules."""
+    architectures = top.get("architectures")
+    names = [a for a in architectures if isinstance(a, str)] if isinstance(architectures, list) else []
+    for name in names:
+        yield artifact.observe("repo.architecture", name=name[:120], custom="auto_map" in top)
+    attrs: dict[str, AttrValue] = {
+        "model_type": str(top.get("model_type", ""))[:64],
+        "architectures": ",".join(names)[:200],
+        "dtype": str(top.get("torch_dtype") or top.get("dtype") or "")[:32],
+    }
+    quant = top.get("quantization_config")
+    if isinstance(quant, dict):
+        method = str(quant.get("quant_method", "unknown"))[:32]
+        bits = quant.get("bits") or ("4" if quant.get("load_in_4bit") else "8" if quant.get("load_in_8bit") else "")
+        attrs["quantization"] = f"{method} {bits}-bit" if bits else method
+    yield artifact.observe("fact.config", **attrs)
+
+
+def _offset(data: bytes, key: str) -> int | None:
+    position = data.find(f'"{key}"'.encode())
+    return position if position >= 0 else None
+
+
+class TemplateFileScanner:
+    """Stand-alone chat templates (`chat_template.jinja`, `*.jinja`) as transformers 4.43+ stores them."""
+
+    name = "chat-template"
+
+    def accepts(self, head: Head) -> bool:
+        return not head.raw_data and head.name.endswith(".jinja") and b"\x00" not in head.head
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        limit = ctx.limits.max_json_bytes
+        if artifact.size > limit:
+            yield artifact.observe("repo.size_limit", size=artifact.size, limit=limit)
+            return
+        with artifact.opener() as raw:
+            data = raw.read(limit + 1)
+        try:
+            source = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield artifact.observe("template.malformed", field="file", reason=f"not UTF-8 at byte {exc.start}", line=0)
+            return
+        for issue in check_template(source):
+            yield artifact.observe(issue.kind, field="file", **issue.attrs)
+
+
+MODEL_CARD_BYTES = 64 * 1024
+
+
+class ModelCardScanner:
+    """README.md: the model card. Only its YAML front matter is read (licence, base model) for the summary."""
+
+    name = "model-card"
+
+    def accepts(self, head: Head) -> bool:
+        return head.name.rsplit("/", 1)[-1].lower() == "readme.md" and b"\x00" not in head.head[:4096]
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        with artifact.opener() as raw:
+            text = raw.read(MODEL_CARD_BYTES).decode("utf-8", "replace")
+        card = _front_matter(text)
+        license_name = card.get("license", "")
+        base_model = card.get("base_model", "")
+        yield artifact.observe(
+            "fact.model_card",
+            license=str(license_name)[:64] if isinstance(license_name, str) else "",
+            base_model=(str(base_model) if isinstance(base_model, str) else ",".join(map(str, base_model)))[:200]
+            if isinstance(base_model, str | list) else "",
+        )
+
+
+def _front_matter(text: str) -> dict[str, Any]:
+    """The YAML between the leading `---` lines, read with the safe loader; {} when absent or broken."""
+    if not text.startswith("---"):
+        return {}
+    end = text.find("\n---", 3)
+    if end < 0:
+        return {}
+    try:
+        loaded = yaml.load(text[3:end], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return {}
+    return loaded if isinstance(loaded, dict) else {}

@@ -1,0 +1,120 @@
+"""Python files beside the weights: read with `ast`, each way of reaching outside named, real code quiet."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from functools import cache
+from pathlib import Path
+
+import pytest
+import transformers
+
+from wscan.config import Config
+from wscan.engine import Engine
+from wscan.model import Severity
+from wscan.report import Report
+from wscan.scanners.python_code import _Resolver, category_of
+
+MODELS = Path(transformers.__file__).parent / "models"
+
+
+@cache
+def engine() -> Engine:
+    return Engine(Config())
+
+
+def scan_code(folder: Path, source: str, name: str = "modeling_x.py") -> Report:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text('{"auto_map": {"AutoModel": "modeling_x.XModel"}}')
+    (folder / name).write_text(source)
+    report = engine().scan([folder / name])
+    return report
+
+
+def code_rules(report: Report) -> set[str]:
+    return {f.rule_id for f in report.findings if f.rule_id != "WS-CODE-001"}
+
+
+@pytest.mark.parametrize(
+    ("source", "rule"),
+    [
+        ("import os\nos.system('id')\n", "WS-CODE-002"),
+        ("from os import system as s\ns('id')\n", "WS-CODE-002"),
+        ("import os\ngetattr(os, 'popen')('id')\n", "WS-CODE-002"),
+        ("import os\nrun = os.popen\nrun('id')\n", "WS-CODE-002"),
+        ("__import__('os').system('id')\n", "WS-CODE-002"),
+        ("import subprocess as sp\n", "WS-CODE-002"),  # importing it is reaching for it
+        ("from subprocess import *\n", "WS-CODE-002"),
+        ("import urllib.request\nurllib.request.urlopen('http://x')\n", "WS-CODE-003"),
+        ("import requests\n", "WS-CODE-003"),
+        ("exec(user_code)\n", "WS-CODE-004"),
+        ("import importlib\nimportlib.import_module(name)\n", "WS-CODE-004"),
+        ("import marshal\n", "WS-CODE-004"),
+        ("import base64\nexec(base64.b64decode(b'cHJpbnQoMSk='))\n", "WS-CODE-005"),
+        ("import zlib\neval(compile(zlib.decompress(DATA), 'x', 'exec'))\n", "WS-CODE-005"),
+        ("import ctypes\n", "WS-CODE-006"),
+        ("import pickle\npickle.load(open('vocab.pkl', 'rb'))\n", "WS-CODE-007"),
+        ("open('/etc/passwd').read()\n", "WS-CODE-008"),
+        ("open('../../outside.txt')\n", "WS-CODE-008"),
+        ("from pathlib import Path\nPath('~/.bashrc')\n", "WS-CODE-008"),
+        ("import shutil\nshutil.rmtree(folder)\n", "WS-CODE-008"),
+        ("KEY = '~/.ssh/id_rsa'\n", "WS-CODE-008"),
+        ("PAYLOAD = '" + "QUJD" * 200 + "'\n", "WS-CODE-009"),
+        ("def broken(:\n", "WS-CODE-010"),
+    ],
+)
+def test_each_reach_is_named(tmp_path: Path, source: str, rule: str) -> None:
+    report = scan_code(tmp_path, source)
+    assert code_rules(report) == {rule}
+    assert "WS-CODE-001" in {f.rule_id for f in report.findings}
+
+
+def test_finding_names_the_line(tmp_path: Path) -> None:
+    report = scan_code(tmp_path, "import torch\n\n\ndef f():\n    import os\n    os.system('id')\n")
+    (finding,) = [f for f in report.findings if f.rule_id == "WS-CODE-002"]
+    assert finding.evidence["line"] == 6
+    assert finding.evidence["callee"] == "os.system"
+
+
+def test_ordinary_import_module_is_an_import(tmp_path: Path) -> None:
+    source = "import importlib\nif importlib.util.find_spec('flash_attn'):\n    importlib.import_module('flash_attn')\n"
+    assert code_rules(scan_code(tmp_path, source)) == set()
+
+
+def test_code_outside_a_model_folder_is_not_model_code(tmp_path: Path) -> None:
+    (tmp_path / "tool.py").write_text("import subprocess\nsubprocess.run(['ls'])\n")
+    assert engine().scan([tmp_path]).findings == []
+
+
+def test_transformers_own_model_code_is_only_listed(tmp_path: Path) -> None:
+    shutil.copy(MODELS / "llama" / "modeling_llama.py", tmp_path / "modeling_llama.py")
+    shutil.copy(MODELS / "llama" / "tokenization_llama.py", tmp_path / "tokenization_llama.py")
+    (tmp_path / "config.json").write_text('{"auto_map": {"AutoModel": "modeling_llama.LlamaModel"}}')
+    report = engine().scan([tmp_path])
+    assert {f.rule_id for f in report.findings} == {"WS-REPO-001", "WS-CODE-001"}
+
+
+def test_transformers_model_code_never_looks_dangerous() -> None:
+    """A sample of real modelling and tokenizer code (every 10th file): no process, network, exec or blob."""
+    files = sorted(p for p in MODELS.glob("*/*.py") if not p.name.startswith("convert_"))[::10]
+    assert len(files) > 100
+    for path in files:
+        resolver = _Resolver()
+        resolver.visit(ast.parse(path.read_bytes()))
+        bad = [h for h in resolver.hits if h.category not in ("deserialization",)
+               and not (h.category == "dynamic-code" and path.parent.name == "auto")]
+        assert bad == [], f"{path.name}: {bad}"
+
+
+def test_categories() -> None:
+    assert category_of("subprocess.Popen") == "process"
+    assert category_of("os.path.join") is None
+    assert category_of("os.system") == "process"
+    assert category_of("socket.socket.connect") == "network"
+
+
+def test_severities(tmp_path: Path) -> None:
+    report = scan_code(tmp_path, "import os\nos.system('id')\n")
+    assert {f.rule_id: f.severity for f in report.findings} == {
+        "WS-CODE-001": Severity.MEDIUM, "WS-CODE-002": Severity.CRITICAL}

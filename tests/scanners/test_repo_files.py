@@ -1,0 +1,194 @@
+"""Model repository files: a real transformers folder is clean; each config check trips on its own file."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from wscan.config import Config
+from wscan.engine import Engine
+from wscan.limits import Limits
+from wscan.model import Severity
+from wscan.report import Report
+
+CHATML = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>'"
+    " + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+ESCAPE = "{{ cycler.__init__.__globals__.os.popen('id').read() }}"
+
+
+@cache
+def engine() -> Engine:
+    return Engine(Config())
+
+
+def scan(path: Path) -> Report:
+    return engine().scan([path])
+
+
+def rule_ids(report: Report) -> set[str]:
+    return {f.rule_id for f in report.findings if f.severity > Severity.INFO}
+
+
+def write_json(folder: Path, name: str, value: object) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(json.dumps(value), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def hf_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder laid out like a Hugging Face model repository, written by transformers itself."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    out = tmp_path_factory.mktemp("hf-repo")
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64)
+    model = LlamaForCausalLM(config)
+    model.generation_config = GenerationConfig(do_sample=True, temperature=0.7, bos_token_id=1, eos_token_id=2)
+    model.save_pretrained(out, max_shard_size="20KB")
+    vocab = {t: i for i, t in enumerate(["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", "hello"])}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    tokenizer.chat_template = CHATML
+    tokenizer.save_pretrained(out)
+    (out / "README.md").write_text("---\nlicense: apache-2.0\nlibrary_name: transformers\n---\n# Tiny\n")
+    (out / "LICENSE").write_text("Apache License 2.0\n")
+    return out
+
+
+def test_real_repository_is_clean(hf_repo: Path) -> None:
+    names = {p.name for p in hf_repo.iterdir()}
+    assert {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+            "chat_template.jinja", "model.safetensors.index.json"} <= names
+    report = scan(hf_repo)
+    assert [f.message for f in report.findings] == []
+    assert report.count("scanned") == len(names) - 1  # all but LICENSE, plain text
+    formats = {fmt for result in report.files for fmt in result.formats}
+    assert {"model-config", "chat-template", "model-card", "safetensors"} <= formats
+
+
+def test_template_inside_tokenizer_config_is_checked(hf_repo: Path, tmp_path: Path) -> None:
+    config = json.loads((hf_repo / "tokenizer_config.json").read_text())
+    config["chat_template"] = ESCAPE
+    write_json(tmp_path, "tokenizer_config.json", config)
+    report = scan(tmp_path)
+    assert rule_ids(report) == {"WS-TPL-001", "WS-TPL-002", "WS-TPL-003", "WS-TPL-004"}
+    assert all(f.evidence["field"] == "chat_template" for f in report.findings)
+
+
+def test_named_template_list(tmp_path: Path) -> None:
+    write_json(tmp_path, "tokenizer_config.json", {"chat_template": [
+        {"name": "default", "template": CHATML}, {"name": "tool_use", "template": "{% include 'x' %}"}]})
+    report = scan(tmp_path)
+    assert rule_ids(report) == {"WS-TPL-006"}
+    assert report.findings[0].evidence["field"] == "chat_template[tool_use]"
+
+
+@pytest.mark.parametrize("name", ["chat_template.json", "processor_config.json"])
+def test_template_in_other_json(tmp_path: Path, name: str) -> None:
+    write_json(tmp_path, name, {"chat_template": "{{ x.__class__ }}"})
+    assert rule_ids(scan(tmp_path)) == {"WS-TPL-001"}
+
+
+def test_template_of_the_wrong_type(tmp_path: Path) -> None:
+    write_json(tmp_path, "chat_template.json", {"chat_template": 5})
+    assert rule_ids(scan(tmp_path)) == {"WS-TPL-007"}
+
+
+def test_jinja_file(tmp_path: Path) -> None:
+    (tmp_path / "chat_template.jinja").write_text("{{ lipsum.__globals__['os'] }}")
+    assert rule_ids(scan(tmp_path)) == {"WS-TPL-001", "WS-TPL-002", "WS-TPL-004"}
+
+
+def test_jinja_file_not_utf8(tmp_path: Path) -> None:
+    (tmp_path / "chat_template.jinja").write_bytes(b"{{ x }}\xff")
+    assert rule_ids(scan(tmp_path)) == {"WS-TPL-007"}
+
+
+def test_local_custom_code(tmp_path: Path) -> None:
+    write_json(tmp_path, "config.json", {"auto_map": {"AutoModel": "modeling_x.XModel"}, "architectures": ["X"]})
+    report = scan(tmp_path)
+    assert rule_ids(report) == {"WS-REPO-001"}
+    (finding,) = report.findings
+    assert finding.evidence["missing"] == "modeling_x.py"  # would be fetched from the hub
+
+
+def test_tokenizer_auto_map_pairs(tmp_path: Path) -> None:
+    write_json(tmp_path, "tokenizer_config.json", {"auto_map": {"AutoTokenizer": ["tokenization_x.XTok", None]}})
+    (tmp_path / "tokenization_x.py").write_text("class XTok:\n    pass\n")
+    report = scan(tmp_path)
+    assert rule_ids(report) == {"WS-REPO-001", "WS-CODE-001"}
+    assert next(f for f in report.findings if f.rule_id == "WS-REPO-001").evidence["missing"] == ""
+
+
+@pytest.mark.parametrize("ref", ["evil/repo--modeling_x.XModel", "../../x", "https://example.com/x.py"])
+def test_code_from_another_repository(tmp_path: Path, ref: str) -> None:
+    write_json(tmp_path, "config.json", {"auto_map": {"AutoModel": ref}})
+    assert rule_ids(scan(tmp_path)) == {"WS-REPO-002"}
+
+
+def test_auto_map_in_any_json(tmp_path: Path) -> None:
+    write_json(tmp_path, "custom_pipeline.json", {"auto_map": {"AutoModel": "a--b.C"}})
+    assert rule_ids(scan(tmp_path)) == {"WS-REPO-002"}
+
+
+def test_trust_remote_code_key(tmp_path: Path) -> None:
+    write_json(tmp_path, "generation_config.json", {"trust_remote_code": True})
+    assert rule_ids(scan(tmp_path)) == {"WS-REPO-003"}
+
+
+def test_unknown_architecture(tmp_path: Path) -> None:
+    write_json(tmp_path, "config.json", {"architectures": ["LlamaForCausalLM", "SneakyForCausalLM"]})
+    report = scan(tmp_path)
+    assert rule_ids(report) == {"WS-REPO-004"}
+    assert report.findings[0].evidence["name"] == "SneakyForCausalLM"
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b'{"auto_map": {}, "auto_map": {"AutoModel": "x.Y"}}', "duplicate key"),
+        (b'{"temperature": NaN}', "NaN"),
+        (b'{"a": 1', "Expecting"),
+        (b'{"a": "\xff"}', "not UTF-8"),
+        (b"[1, 2]", "not an object"),
+    ],
+)
+def test_invalid_json(tmp_path: Path, data: bytes, reason: str) -> None:
+    (tmp_path / "config.json").write_bytes(data)
+    report = scan(tmp_path)
+    if data.startswith(b"["):  # not sniffed as a JSON object: an ordinary text file
+        assert rule_ids(report) == set()
+        return
+    assert rule_ids(report) == {"WS-REPO-005"}
+    assert reason in report.findings[0].message
+    assert report.files[0].status == "failed"
+
+
+def test_oversized_field(tmp_path: Path) -> None:
+    write_json(tmp_path, "tokenizer_config.json", {"model_max_length": 512, "extra": {"blob": "A" * (1 << 20 + 1)}})
+    report = scan(tmp_path)
+    assert rule_ids(report) == {"WS-REPO-006"}
+    assert report.findings[0].evidence["field"] == "extra.blob"
+
+
+def test_file_over_limit(tmp_path: Path) -> None:
+    write_json(tmp_path, "tokenizer.json", {"model": {"vocab": {str(i): i for i in range(100)}}})
+    report = Engine(Config(limits=Limits(max_json_bytes=100))).scan([tmp_path])
+    assert rule_ids(report) == {"WS-REPO-007"}
+
+
+def test_adapter_and_card_facts_make_no_findings(tmp_path: Path) -> None:
+    write_json(tmp_path, "adapter_config.json", {"peft_type": "LORA", "base_model_name_or_path": "org/base"})
+    (tmp_path / "README.md").write_text("---\nlicense: mit\nbase_model: [org/base]\n---\n")
+    assert scan(tmp_path).findings == []

@@ -1,0 +1,108 @@
+"""The chat-template checker: real templates pass untouched, every escape shape is named, nothing crashes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from wscan.chat_template import MAX_TEMPLATE_CHARS, check_template
+
+REAL = Path(__file__).parent / "data" / "chat_templates"
+REAL_TEMPLATES = sorted(REAL.glob("*.jinja"))
+
+
+def kinds(source: str) -> set[str]:
+    return {issue.kind for issue in check_template(source)}
+
+
+def test_real_templates_are_present() -> None:
+    # ChatML, Llama 3, Mistral, Gemma, Qwen and tool-calling families at least.
+    assert len(REAL_TEMPLATES) >= 10
+
+
+@pytest.mark.parametrize("path", REAL_TEMPLATES, ids=lambda p: p.name)
+def test_real_template_passes(path: Path) -> None:
+    assert check_template(path.read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # CVE-2024-34359 (llama-cpp-python) style: from a string literal up to os.
+        ("{{ ''.__class__.__mro__[1].__subclasses__() }}", {"template.dunder_access"}),
+        ("{{ x['__globals__'] }}", {"template.dunder_access"}),
+        ("{{ x|attr('__class__') }}", {"template.dunder_access"}),
+        ("{{ messages|map(attribute='__class__')|list }}", {"template.dunder_access"}),
+        ("{{ messages|map(attribute='content.__class__')|list }}", {"template.dunder_access"}),
+        ("{{ '{0.__class__}'.format(messages) }}", {"template.dunder_access"}),
+        ("{{ x['__cla' ~ 'ss__'] }}", {"template.computed_attribute", "template.dunder_access"}),
+        ("{{ x[['__cl', 'ass__']|join] }}", {"template.computed_attribute", "template.dunder_access"}),
+        ("{{ x['__ssalc__'|reverse] }}", {"template.computed_attribute", "template.dunder_access"}),
+        ("{{ x|attr(messages[0].content) }}", {"template.computed_attribute"}),
+        ("{{ namespace.__init__ }}", {"template.dunder_access", "template.global_internals"}),
+        ("{{ range.x }}", {"template.global_internals"}),
+        ("{{ messages.popen }}", {"template.dangerous_attribute"}),
+        ("{{ messages.environ }}", {"template.dangerous_attribute"}),
+        ("{{ lipsum() }}", {"template.suspicious_name"}),
+        ("{{ self }}", {"template.suspicious_name"}),
+        ("{{ config.items() }}", {"template.suspicious_name"}),
+        ("{{ joiner() }}{{ cycler(1, 2) }}", {"template.suspicious_name"}),
+        ("{% include 'other.jinja' %}", {"template.loader_tag"}),
+        ("{% import 'macros.jinja' as m %}", {"template.loader_tag"}),
+        ("{% from 'macros.jinja' import x %}", {"template.loader_tag"}),
+        ("{% extends 'base.jinja' %}", {"template.loader_tag"}),
+        ("{% for m in messages %}{{ m.content }}", {"template.malformed"}),
+        ("{% do messages.append(1) %}", {"template.malformed"}),  # transformers does not enable `do`
+    ],
+)
+def test_escape_shapes(source: str, expected: set[str]) -> None:
+    assert kinds(source) == expected
+
+
+def test_full_escape_names_every_step() -> None:
+    issues = check_template("{{ cycler.__init__.__globals__.os.popen('id').read() }}")
+    names = {(i.kind, i.attrs["name"]) for i in issues}
+    assert ("template.global_internals", "cycler.__init__") in names
+    assert ("template.dunder_access", "__globals__") in names
+    assert ("template.dangerous_attribute", "popen") in names
+    assert all(i.attrs["line"] == 1 for i in issues)
+
+
+def test_names_the_template_binds_itself_are_not_suspicious() -> None:
+    source = "{% set config = namespace(x=1) %}{% for self in messages %}{{ self.content }}{% endfor %}{{ config.x }}"
+    assert check_template(source) == []
+
+
+def test_transformers_generation_block_parses() -> None:
+    source = "{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% endfor %}"
+    assert check_template(source) == []
+    assert kinds("{% generation %}{{ m.__class__ }}{% endgeneration %}") == {"template.dunder_access"}
+
+
+def test_loop_controls_parse() -> None:
+    assert check_template("{% for m in messages %}{% if loop.first %}{% continue %}{% endif %}{% break %}"
+                          "{% endfor %}") == []
+
+
+def test_line_numbers() -> None:
+    (issue,) = check_template("line one\n\n{{ x.__class__ }}")
+    assert issue.attrs["line"] == 3
+
+
+def test_oversized_template_is_not_parsed() -> None:
+    assert kinds("x" * (MAX_TEMPLATE_CHARS + 1)) == {"template.size_limit"}
+
+
+def test_deep_nesting_is_a_finding_not_a_crash() -> None:
+    deep = "{{ " + "(" * 50_000 + "1" + ")" * 50_000 + " }}"
+    assert kinds(deep) == {"template.malformed"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("{}%#()[]'\"|._~ abcdefgilmnoprstx-+\n")), max_size=200))
+def test_arbitrary_text_never_raises(source: str) -> None:
+    for issue in check_template(source):
+        assert issue.kind.startswith("template.")
