@@ -18,6 +18,7 @@ from wscan.rules import RuleSet
 from wscan.scanners import all_scanners
 from wscan.scanners.base import HEAD_BYTES, TAIL_BYTES, Artifact, Head, ScanContext, Scanner
 from wscan.sniff import classify_unscanned
+from wscan.summary import FACT_KINDS, summarize
 
 # The last part of an observation kind that means "this could not be read in full".
 FAILURE_SUFFIXES = ("error", "limit", "malformed", "truncated", "corrupt", "invalid", "unreadable")
@@ -62,6 +63,7 @@ class Engine:
         )
         items = list(discover(paths))
         total = sum(1 for item in items if isinstance(item, FileEntry))
+        facts: dict[str, list[Observation]] = {}
         done = 0
         formats: list[str]
         for item in items:
@@ -76,6 +78,7 @@ class Engine:
                 done += 1
                 path, size = item.display, item.size
                 status, reason = _status(found, formats)
+                facts[path] = [obs for obs in found if obs.kind in FACT_KINDS]
             findings = self.rules.judge(found)
             report.findings.extend(findings)
             worst = max((f.severity for f in findings), default=None)
@@ -84,6 +87,7 @@ class Engine:
             progress(total, total, "")
         report.findings.sort(key=lambda f: f.sort_key())
         report.rules = self.rules.info()
+        report.models = summarize(report.files, facts, self.config.fail_on)
         report.duration_seconds = round(time.monotonic() - started, 3)
         return report
 

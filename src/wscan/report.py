@@ -38,6 +38,27 @@ class RuleInfo:
     precision: str = "high"
 
 
+@dataclass(frozen=True, slots=True)
+class ModelSummary:
+    """What one model folder is, as the scanners saw it."""
+
+    path: str
+    files: int
+    size: int
+    shards: int
+    formats: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    parameters: int | None
+    quantization: str
+    kind: str                 # "full" or "adapter"
+    base_model: str
+    architecture: str
+    model_card: bool
+    license: str
+    worst: Severity | None
+    verdict: str              # pass | fail, against the scan's threshold
+
+
 @dataclass(slots=True)
 class Report:
     """Findings, per-file results and the settings the scan ran with."""
@@ -50,6 +71,7 @@ class Report:
     rules: dict[str, RuleInfo] = field(default_factory=dict)
     limits: dict[str, int | float] = field(default_factory=dict)
     duration_seconds: float = 0.0
+    models: list[ModelSummary] = field(default_factory=list)
 
     def count(self, status: str) -> int:
         return sum(1 for f in self.files if f.status == status)

@@ -245,7 +245,7 @@ def test_text_neutralises_terminal_controls_from_hostile_names() -> None:
 def test_json_validates_and_has_documented_layout() -> None:
     doc = json.loads(render_json(make_report()))
     report_validator().validate(doc)
-    assert list(doc) == ["schema", "schema_version", "tool", "settings", "summary", "files", "findings"]
+    assert list(doc) == ["schema", "schema_version", "tool", "settings", "summary", "models", "files", "findings"]
     assert doc["schema"] == SCHEMA_URI == report_schema()["$id"]
     assert doc["tool"] == {"name": "wscan", "version": "0.1.0", "rules_digest": "sha256:" + "ab" * 32}
     assert doc["settings"] == {"fail_on": "high", "limits": {"max_depth": 6, "max_seconds_per_file": 300.0}}
@@ -348,7 +348,7 @@ def test_sarif_run_shape(tmp_path: Path) -> None:
     assert [n["message"]["text"] for n in invocation["toolExecutionNotifications"]] == [
         "Could not scan models/broken.zip: permission denied"
     ]
-    assert "properties" not in run
+    assert run["properties"] == {"models": []}
 
 
 def test_sarif_rules_are_referenced_sorted_and_complete() -> None:

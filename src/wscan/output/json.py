@@ -12,10 +12,10 @@ from importlib import resources
 from typing import Any
 
 from wscan.model import AttrValue, Finding, Severity
-from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
+from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, ModelSummary, Report
 
-SCHEMA_URI = "https://wscan.dev/schemas/report-1.json"
-SCHEMA_VERSION = 1
+SCHEMA_URI = "https://wscan.dev/schemas/report-2.json"
+SCHEMA_VERSION = 2
 TOOL_NAME = "wscan"
 
 JsonObject = dict[str, Any]
@@ -60,6 +60,7 @@ def to_document(report: Report) -> JsonObject:
             "verdict": report.verdict(),
             "duration_seconds": round(report.duration_seconds, 3),
         },
+        "models": [model_document(m) for m in sorted(report.models, key=lambda m: m.path)],
         "files": [_file(f) for f in sorted(report.files, key=lambda f: f.path)],
         "findings": [_finding(f) for f in ordered_findings(report.findings)],
     }
@@ -68,6 +69,27 @@ def to_document(report: Report) -> JsonObject:
 def render_json(report: Report) -> str:
     """Serialise with ASCII escapes so hostile names cannot smuggle terminal controls."""
     return json.dumps(to_document(report), indent=2, ensure_ascii=True) + "\n"
+
+
+def model_document(model: ModelSummary) -> JsonObject:
+    """One model summary as JSON (also the SARIF run's `models` property)."""
+    return {
+        "path": model.path,
+        "files": model.files,
+        "size": model.size,
+        "shards": model.shards,
+        "formats": list(model.formats),
+        "dtypes": list(model.dtypes),
+        "parameters": model.parameters,
+        "quantization": model.quantization,
+        "kind": model.kind,
+        "base_model": model.base_model,
+        "architecture": model.architecture,
+        "model_card": model.model_card,
+        "license": model.license,
+        "worst": model.worst.label if model.worst is not None else None,
+        "verdict": model.verdict,
+    }
 
 
 def _file(result: FileResult) -> JsonObject:

@@ -19,7 +19,7 @@ from typing import Any, TypedDict
 from urllib.parse import quote
 
 from wscan.model import Finding, Severity
-from wscan.output.json import ordered_findings, sorted_evidence
+from wscan.output.json import model_document, ordered_findings, sorted_evidence
 from wscan.report import FILE_FAILED, Report, RuleInfo
 
 SARIF_VERSION = "2.1.0"
@@ -193,13 +193,10 @@ def to_sarif(
         "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notifications}],
         "results": [_result(f, index[f.rule_id], root) for f in kept],
     }
+    properties: dict[str, Any] = {"models": [model_document(m) for m in sorted(report.models, key=lambda m: m.path)]}
     if omitted:
-        run["properties"] = {
-            "truncated": True,
-            "omittedResults": omitted,
-            "totalResults": len(findings),
-            "note": note,
-        }
+        properties.update(truncated=True, omittedResults=omitted, totalResults=len(findings), note=note)
+    run["properties"] = properties
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from wscan.model import Finding, Severity
 from wscan.output.json import ordered_findings, severity_counts
-from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report, RuleInfo
+from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, ModelSummary, Report, RuleInfo
 
 RESET = "\x1b[0m"
 BOLD = "\x1b[1m"
@@ -39,6 +39,7 @@ def render_text(report: Report, color: bool = False) -> str:
     else:
         lines += ["No findings.", ""]
     lines += _not_scanned(report.files)
+    lines += _models(report.models, paint)
     lines += _summary(report, paint)
     return "\n".join(lines) + "\n"
 
@@ -108,6 +109,46 @@ def _not_scanned(files: Iterable[FileResult]) -> list[str]:
         reason = f": {clean(result.reason)}" if result.reason else ""
         lines.append(f"  {result.status.ljust(width)}  {clean(result.path)}{reason}")
     return [*lines, ""]
+
+
+def _models(models: list[ModelSummary], paint: _Painter) -> list[str]:
+    """Two lines per model folder: what it is, then provenance and verdict."""
+    if not models:
+        return []
+    lines = ["Models:"]
+    for model in sorted(models, key=lambda m: m.path):
+        verdict = paint("FAIL", SEVERITY_STYLE[Severity.CRITICAL]) if model.verdict == "fail" else paint("pass", GREEN)
+        what = [model.kind if model.kind == "adapter" else "model", _size(model.size), _plural(model.files, "file")]
+        if model.shards:
+            what.append(_plural(model.shards, "shard"))
+        if model.parameters is not None:
+            what.append(f"{_count(model.parameters)} parameters")
+        what.append("/".join(model.dtypes) or "no tensor types known")
+        if model.quantization:
+            what.append(f"quantized {model.quantization}")
+        lines.append(f"  {paint(clean(model.path), BOLD)}  {verdict}")
+        lines.append(f"    {clean(', '.join(what))}; formats: {clean(', '.join(model.formats))}")
+        about = [f"architecture {model.architecture}" if model.architecture else "architecture unknown"]
+        if model.base_model:
+            about.append(f"base {model.base_model}")
+        about.append("model card" if model.model_card else "no model card")
+        about.append(f"licence {model.license}" if model.license else "no licence")
+        lines.append(f"    {clean('; '.join(about))}")
+    return [*lines, ""]
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _count(n: int) -> str:
+    for unit, scale in (("B", 10**9), ("M", 10**6), ("k", 10**3)):
+        if n >= scale:
+            return f"{n / scale:.1f}{unit}"
+    return str(n)
 
 
 def _summary(report: Report, paint: _Painter) -> list[str]:

@@ -30,6 +30,15 @@ STORAGE_ELEMENT_SIZE = {
     "UntypedStorage": 1,
 }  # fmt: skip
 
+# The same classes as safetensors dtype names, for the model summary.
+STORAGE_DTYPE = {
+    "DoubleStorage": "F64", "FloatStorage": "F32", "HalfStorage": "F16", "BFloat16Storage": "BF16",
+    "LongStorage": "I64", "IntStorage": "I32", "ShortStorage": "I16", "CharStorage": "I8", "ByteStorage": "U8",
+    "BoolStorage": "BOOL", "ComplexFloatStorage": "C64", "ComplexDoubleStorage": "C128",
+    "ComplexHalfStorage": "C32", "QUInt8Storage": "QUINT8", "QInt8Storage": "QINT8", "QInt32Storage": "QINT32",
+    "QUInt4x2Storage": "QUINT4X2", "QUInt2x4Storage": "QUINT2X4", "UntypedStorage": "U8",
+}  # fmt: skip
+
 JOBLIB_WRAPPERS = {
     "joblib.numpy_pickle.NumpyArrayWrapper",
     "sklearn.externals.joblib.numpy_pickle.NumpyArrayWrapper",
@@ -103,7 +112,29 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         protocol=max((r.protocol for r in results), default=0),
         opcodes=sum(r.opcodes for r in results),
         layout="legacy-torch" if legacy else "pickle",
+        **_storages(results),
     )
+
+
+def _storages(results: list[PickleResult]) -> dict[str, AttrValue]:
+    """PyTorch storages named by persistent ids ('storage', torch.FloatStorage, key, location, numel)."""
+    found: dict[str, tuple[str, int]] = {}
+    for res in results:
+        for pid in res.persistent_ids:
+            if not isinstance(pid, Seq) or len(pid.items) < 5:
+                continue
+            kind, storage_type, key, numel = pid.items[0], pid.items[1], pid.items[2], pid.items[4]
+            if (isinstance(kind, Const) and kind.value == "storage" and isinstance(storage_type, Global)
+                    and isinstance(key, Const) and isinstance(numel, Const) and isinstance(numel.value, int)):
+                dtype = STORAGE_DTYPE.get(storage_type.name.rsplit(".", 1)[-1], storage_type.name[:32])
+                found[str(key.value)] = (dtype, numel.value)
+    if not found:
+        return {}
+    return {
+        "storages": len(found),
+        "elements": sum(n for _, n in found.values()),
+        "dtypes": ",".join(sorted({d for d, _ in found.values()})),
+    }
 
 
 def _remaining(stream: Stream, start: int, total: int) -> int:
