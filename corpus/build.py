@@ -71,11 +71,14 @@ class Sample:
     technique: str
     made_by: str = ""
     rules: list[Expect] = field(default_factory=list)
+    part_of: str = ""  # a clean file that only makes sense with another sample (a shard of a hostile index)
 
     def as_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"path": self.path, "label": self.label, "technique": self.technique}
         if self.made_by:
             data["made_by"] = self.made_by
+        if self.part_of:
+            data["part_of"] = self.part_of
         if self.label == "hostile":
             data["rules"] = self.rules
         return data
@@ -735,6 +738,9 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_torch(corpus, p, payload, main_rules)
     build_hostile_numpy(corpus, p, main_rules)
     build_hostile_archives(corpus, payload, main_rules)
+    build_hostile_safetensors(corpus, payload, main_rules)
+    build_hostile_shards(corpus)
+    build_hostile_repo(corpus)
 
 
 def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
@@ -974,6 +980,8 @@ def build_benign(corpus: Corpus) -> None:
     build_benign_sklearn(corpus)
     build_benign_pickles(corpus)
     build_benign_transformers(corpus)
+    build_benign_safetensors(corpus)
+    build_benign_repo(corpus)
 
 
 def build_benign_torch(corpus: Corpus) -> None:
@@ -1178,6 +1186,183 @@ def build_benign_transformers(corpus: Corpus) -> None:
     torch.save(
         rng_states, corpus.record("benign/checkpoint-1/rng_state.pth", f"{what}: RNG states", made_by="torch.save")
     )
+
+
+# --- safetensors and model repositories -----------------------------------------------------------
+
+# A chat template exactly as real ChatML models ship it (Qwen1.5 / OpenHermes).
+CHATML = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>'"
+    " + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+# The llama-cpp-python CVE-2024-34359 shape: from a template global to os.popen.
+TEMPLATE_ESCAPE = "{{ cycler.__init__.__globals__.os.popen('echo wscan-corpus-hostile-sample').read() }}"
+
+
+def st_tensor(dtype: str, shape: list[int], begin: int, end: int) -> dict[str, Any]:
+    return {"dtype": dtype, "shape": shape, "data_offsets": [begin, end]}
+
+
+def safetensors_bytes(header: dict[str, Any] | bytes, data: bytes = b"") -> bytes:
+    """A safetensors file from a header (dict, or raw JSON bytes for broken ones) and its data buffer."""
+    text = header if isinstance(header, bytes) else json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def build_hostile_safetensors(corpus: Corpus, payload: bytes, rules: list[str]) -> None:
+    f32x2 = st_tensor("F32", [2], 0, 8)
+    zeros = b"\0" * 8
+    cases: list[tuple[str, bytes, str, list[Expect]]] = [
+        ("header-length-past-eof", struct.pack("<Q", 1 << 40) + b'{"a":1}', "header length beyond the file",
+         expect("WS-ST-001")),
+        ("header-duplicate-key", safetensors_bytes(b'{"a":' + json.dumps(f32x2).encode() + b',"a":'
+                                                   + json.dumps(st_tensor("F32", [1], 0, 4)).encode() + b"}", zeros),
+         "duplicate tensor name: loaders and scanners can see different tensors", expect("WS-ST-003")),
+        ("metadata-not-strings", safetensors_bytes({"__metadata__": {"format": {"nested": 1}}, "a": f32x2}, zeros),
+         "__metadata__ value that is not a string", expect("WS-ST-004")),
+        ("unknown-dtype", safetensors_bytes({"a": st_tensor("F33", [2], 0, 8)}, zeros), "dtype no loader knows",
+         expect("WS-ST-006")),
+        ("shape-overflow", safetensors_bytes({"a": st_tensor("U8", [1 << 32, 1 << 32, 1 << 32], 0, 8)}, zeros),
+         "shape whose element count overflows 64 bits", expect("WS-ST-007")),
+        ("offsets-reversed", safetensors_bytes({"a": st_tensor("F32", [2], 8, 0)}, zeros), "end before begin",
+         expect("WS-ST-008")),
+        ("offsets-out-of-bounds", safetensors_bytes({"a": st_tensor("F32", [2], 0, 8)}, b"\0" * 4),
+         "tensor data past the end of the file", expect("WS-ST-009")),
+        ("size-mismatch", safetensors_bytes({"a": st_tensor("F32", [3], 0, 8)}, zeros),
+         "byte range shorter than numel x itemsize", expect("WS-ST-010")),
+        ("overlapping-tensors", safetensors_bytes({"a": f32x2, "b": st_tensor("F32", [1], 4, 8)}, zeros),
+         "two tensors share bytes", expect("WS-ST-011")),
+        ("pickle-in-gap", safetensors_bytes({"a": st_tensor("U8", [4], 0, 4),
+                                             "b": st_tensor("U8", [4], 4 + len(payload), 8 + len(payload))},
+                                            b"\0" * 4 + payload + b"\0" * 4),
+         "a pickle hidden between two tensors", expect("WS-ST-012") + expect(*rules)),
+        ("pickle-after-tensors", safetensors_bytes({"a": f32x2}, zeros + payload),
+         "a pickle appended after the last tensor", expect("WS-ST-013") + expect(*rules)),
+    ]
+    for name, data, technique, expected in cases:
+        corpus.add(f"hostile/safetensors-{name}.safetensors", data, f"safetensors: {technique}", rules=expected)
+    # A pickle named .safetensors: the name promises safety, the bytes are a pickle.
+    corpus.add("hostile/pickle-named-model.safetensors", payload, "pickle saved under a .safetensors name",
+               rules=expect(*rules))
+
+
+def _shard_folder(corpus: Corpus, folder: str, technique: str, rules: list[Expect], weight_map: dict[str, str],
+                  shards: dict[str, dict[str, int]], total_size: int | None = None) -> None:
+    import numpy as np
+    from safetensors.numpy import save
+
+    for name, tensors in shards.items():
+        data = save({t: np.arange(n, dtype=np.float32) for t, n in tensors.items()})
+        corpus.add(f"{folder}/{name}", data, f"{technique}: a well-formed shard", made_by="safetensors.numpy.save",
+                   part_of=f"{folder}/model.safetensors.index.json")
+    total = total_size if total_size is not None else 4 * sum(n for t in shards.values() for n in t.values())
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    corpus.add(f"{folder}/model.safetensors.index.json", json.dumps(index, indent=2).encode(), technique,
+               rules=rules)
+
+
+def build_hostile_shards(corpus: Corpus) -> None:
+    s1, s2 = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+    _shard_folder(corpus, "hostile/shards-escape", "index names a shard outside the model folder",
+                  expect("WS-SHD-002"), {"a": s1, "b": "../../outside-00002-of-00002.safetensors"}, {s1: {"a": 2}})
+    _shard_folder(corpus, "hostile/shards-duplicate-tensor", "one tensor stored in two shards",
+                  expect("WS-SHD-006"), {"a": s1, "b": s2}, {s1: {"a": 2, "b": 3}, s2: {"b": 3}})
+    _shard_folder(corpus, "hostile/shards-unlisted-tensor", "a shard holds a tensor the index does not name",
+                  expect("WS-SHD-007"), {"a": s1, "b": s2}, {s1: {"a": 2}, s2: {"b": 3, "extra": 1}}, 24)
+    _shard_folder(corpus, "hostile/shards-missing", "the index names a shard that is not there",
+                  expect("WS-SHD-003"), {"a": s1, "b": s2}, {s1: {"a": 2}})
+
+
+def build_hostile_repo(corpus: Corpus) -> None:
+    def add_json(rel: str, value: Any, technique: str, rules: list[Expect]) -> None:
+        corpus.add(rel, (json.dumps(value, indent=2) + "\n").encode(), technique, rules=rules)
+
+    add_json("hostile/repo-remote-code/config.json",
+             {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+              "auto_map": {"AutoModelForCausalLM": "attacker/helpers--modeling_llama.LlamaForCausalLM"}},
+             "auto_map pulls modelling code from another repository", expect("WS-REPO-002"))
+    folder = "hostile/repo-custom-code"
+    add_json(f"{folder}/config.json",
+             {"architectures": ["TinyForCausalLM"], "auto_map": {"AutoModel": "modeling_tiny.TinyModel"}},
+             "auto_map points at code shipped in the repository", expect("WS-REPO-001"))
+    code = (
+        "import base64\nimport subprocess\n\nimport torch\n\n\n"
+        "class TinyModel(torch.nn.Module):\n"
+        "    def __init__(self, config):\n        super().__init__()\n"
+        "        subprocess.run(['echo', 'wscan-corpus-hostile-sample'])\n"
+        "        exec(base64.b64decode(b'cHJpbnQoJ3dzY2FuIGNvcnB1cyBob3N0aWxlIHNhbXBsZScp'))\n"
+    )
+    corpus.add(f"{folder}/modeling_tiny.py", code.encode(), "custom modelling code that starts a process and runs "
+               "decoded code", rules=expect("WS-CODE-001", "WS-CODE-002", "WS-CODE-005"))
+    add_json("hostile/repo-template-injection/tokenizer_config.json",
+             {"tokenizer_class": "PreTrainedTokenizerFast", "chat_template": TEMPLATE_ESCAPE},
+             "chat template that escapes the Jinja sandbox (CVE-2024-34359 shape)",
+             expect("WS-TPL-001", "WS-TPL-002", "WS-TPL-003"))
+    corpus.add("hostile/repo-template-file/chat_template.jinja",
+               b"{% for m in messages %}{{ m['content'] }}{% endfor %}{{ x['__cla' ~ 'ss__'] }}\n",
+               "chat_template.jinja assembling a dunder name from pieces", rules=expect("WS-TPL-001", "WS-TPL-005"))
+    corpus.add("hostile/repo-duplicate-keys/tokenizer_config.json",
+               b'{"chat_template": "{{ messages[0].content }}", "chat_template": "{{ self.__init__ }}"}\n',
+               "duplicate chat_template keys: reviewers read the first, Python the last",
+               rules=expect("WS-REPO-005"))
+
+
+def build_benign_safetensors(corpus: Corpus) -> None:
+    import torch
+    from safetensors.torch import save_file
+
+    seed_everything()
+    dtypes = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+              torch.int8, torch.uint8, torch.bool, torch.float8_e4m3fn, torch.float8_e5m2, torch.uint16,
+              torch.uint32, torch.uint64]
+    tensors = {f"t_{str(d).split('.')[-1]}": torch.ones(2, 3).to(d) for d in dtypes}
+    tensors["empty"] = torch.zeros(0, 4)
+    tensors["scalar"] = torch.tensor(3.5)
+    save_file(tensors, corpus.record("benign/safetensors-every-dtype.safetensors",
+                                     "safetensors save_file: every dtype torch writes, an empty and a scalar tensor,"
+                                     " __metadata__", made_by="safetensors.torch.save_file"),
+              metadata={"format": "pt", "note": "wscan corpus"})
+
+
+def build_benign_repo(corpus: Corpus) -> None:
+    """A folder laid out like a Hugging Face model repository, written by transformers and tokenizers."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    seed_everything()
+    folder = corpus.out / "benign/llama-tiny"
+    config = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64)
+    model = LlamaForCausalLM(config).to(torch.bfloat16)
+    model.generation_config = GenerationConfig(do_sample=True, temperature=0.7, bos_token_id=1, eos_token_id=2)
+    model.save_pretrained(folder, max_shard_size="8KB")
+    vocab = {t: i for i, t in enumerate(["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", "hello", "world"])}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    tokenizer.chat_template = CHATML
+    tokenizer.save_pretrained(folder)
+    (folder / "README.md").write_text("---\nlicense: apache-2.0\nlibrary_name: transformers\n---\n\n# llama-tiny\n\n"
+                                      "A two-layer Llama for tests.\n", encoding="utf-8")
+    for child in sorted(folder.iterdir()):
+        corpus.record(f"benign/llama-tiny/{child.name}", "Hugging Face repository layout: sharded safetensors, "
+                      "tokenizer with a ChatML template, generation config, model card",
+                      made_by="transformers save_pretrained / tokenizers")
+
+    lora = corpus.out / "benign/lora-adapter"
+    lora.mkdir(parents=True, exist_ok=True)
+    from safetensors.torch import save_file
+
+    adapter = {"peft_type": "LORA", "base_model_name_or_path": "llama-tiny", "r": 4, "lora_alpha": 8,
+               "target_modules": ["q_proj", "v_proj"], "task_type": "CAUSAL_LM"}
+    (lora / "adapter_config.json").write_text(json.dumps(adapter, indent=2) + "\n", encoding="utf-8")
+    corpus.record("benign/lora-adapter/adapter_config.json", "LoRA adapter config (the fields peft writes)")
+    weights = {"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": torch.zeros(4, 16),
+               "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight": torch.zeros(16, 4)}
+    save_file(weights, corpus.record("benign/lora-adapter/adapter_model.safetensors", "LoRA adapter weights",
+                                     made_by="safetensors.torch.save_file"))
 
 
 # --- main -----------------------------------------------------------------------------------------

