@@ -365,6 +365,12 @@ def technique_pickles(p: Payload) -> list[PickleSample]:
             target_rules,
         ),
         (
+            "pickle-long-leading-string-p0.pkl",
+            stream(m + const("x" * 70_000, 0) + call(glob(mod, name), (p.cmd,), 0) + pickle.LIST, 0),
+            f"{mod}.{name} after a 70 kB string: beyond the 64 KiB sniffed, in a file that reads as text",
+            target_rules,
+        ),
+        (
             "pickle-stack-global-p4.pkl",
             stream(stack_global(mod, name) + const((p.cmd,)) + pickle.REDUCE, 4),
             f"{mod}.{name} named by STACK_GLOBAL (protocol 4)",
@@ -1322,7 +1328,7 @@ def build_benign_safetensors(corpus: Corpus) -> None:
     save_file(tensors, corpus.record("benign/safetensors-every-dtype.safetensors",
                                      "safetensors save_file: every dtype torch writes, an empty and a scalar tensor,"
                                      " __metadata__", made_by="safetensors.torch.save_file"),
-              metadata={"format": "pt", "note": "wscan corpus"})
+              metadata={"format": "pt"})  # one key: safetensors writes metadata in hash order
 
 
 def build_benign_repo(corpus: Corpus) -> None:

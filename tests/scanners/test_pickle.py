@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import pickle
 import pickletools
 import struct
@@ -240,3 +241,27 @@ def test_attribute_that_is_a_dangerous_module(tmp_path: Path) -> None:
     # posixpath.os is the os module itself, reached as an attribute of an innocent one.
     report = scan_bytes(tmp_path, b"\x80\x02cposixpath\nos\n.")
     assert "WS-PKL-002" in rule_ids(report)
+
+
+# --- a long string first: the payload lies beyond the 64 KiB every scanner sniffs ------------------------
+
+LONG = 70_000
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"(S'" + b"a" * LONG + b"'\ncos\nsystem\n(S'id'\ntRl.",  # protocol 0: text from end to end
+        b"(V" + b"a" * LONG + b"\ncos\nsystem\n(S'id'\ntRl.",  # protocol 0 unicode
+        b"(T" + struct.pack("<i", LONG) + b"a" * LONG + b"cos\nsystem\n(S'id'\ntRl.",  # protocol 1, no PROTO
+    ],
+    ids=["string", "unicode", "binstring"],
+)
+def test_payload_after_a_long_leading_string_is_found(tmp_path: Path, data: bytes) -> None:
+    pickletools.dis(data, out=io.StringIO())  # really a pickle, never loaded
+    assert "WS-PKL-001" in rule_ids(scan_bytes(tmp_path, data, "model.pkl"))
+
+
+def test_long_text_is_not_taken_for_a_pickle(tmp_path: Path) -> None:
+    text = b"The quick brown fox jumps over the lazy dog. " * 3000  # 'T' reads as BINSTRING of ~1.9 GB
+    assert scan_bytes(tmp_path, text, "notes.txt").findings == []

@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 from wscan.limits import Limits
 from wscan.model import AttrValue, Observation
-from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.pickle_ops import OPCODES, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_vm import Const, Dict, Global, Machine, Obj, PickleResult, Seq, Sym
 
@@ -64,6 +64,10 @@ def probe(head: bytes, strict: bool) -> bool:
         # An import alone already runs a module's import-time code when the file is unpickled.
         return True
     ran_out = isinstance(res.error, Truncated) and res.end >= len(head) - 16
+    if isinstance(res.error, Truncated) and not strict and len(head) >= HEAD_BYTES and _long_string_at(head, res.end):
+        # Every byte of a full head decoded as opcodes and a string runs past it: a protocol 0/1 pickle
+        # opening with a long string would otherwise pass as text (or as an unknown format).
+        return True
     return has_proto and ran_out and res.opcodes >= 8
 
 
@@ -176,6 +180,20 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
         if sub.error is not None:
             kind = "pickle.truncated" if isinstance(sub.error, Truncated) else "pickle.malformed"
             yield artifact.observe(kind, sub.error.offset, reason=sub.error.reason)
+
+
+def _long_string_at(head: bytes, arg_start: int) -> bool:
+    """The opcode before `arg_start` carries a string (not a number, memo key or module name: those are short)."""
+    if arg_start < 1 or arg_start > len(head):
+        return False
+    op = head[arg_start - 1 : arg_start]
+    if op == b"S":  # STRING: a quoted Python literal
+        return head[arg_start : arg_start + 1] in (b"'", b'"')
+    if op == b"V":  # UNICODE: one line of raw-unicode-escape text
+        return True
+    # Binary string opcodes: their length field has NUL bytes unless it claims gigabytes, which plain text
+    # ("The ..." reads as BINSTRING of 0x71206568 bytes) always does.
+    return b"\x00" in head and op not in (b"c", b"i", b"I", b"F", b"L", b"p", b"g", b"P")
 
 
 # -- legacy torch.save(..., _use_new_zipfile_serialization=False) ---------------------------------------
