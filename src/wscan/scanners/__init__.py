@@ -11,6 +11,7 @@ from importlib.metadata import entry_points
 from wscan.scanners.archive import SevenZipScanner, TarScanner, ZipScanner
 from wscan.scanners.base import Scanner
 from wscan.scanners.compressed import CompressedScanner
+from wscan.scanners.gguf import GgufScanner
 from wscan.scanners.numpy import NpyScanner
 from wscan.scanners.pickle import PickleScanner
 from wscan.scanners.python_code import PythonCodeScanner
@@ -28,6 +29,7 @@ def builtin_scanners() -> list[Scanner]:
         CompressedScanner(),
         NpyScanner(),
         SafetensorsScanner(),
+        GgufScanner(),
         PickleScanner(),
         ShardIndexScanner(),
         RepoJsonScanner(),
