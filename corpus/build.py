@@ -747,6 +747,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_safetensors(corpus, payload, main_rules)
     build_hostile_shards(corpus)
     build_hostile_repo(corpus)
+    build_hostile_gguf(corpus, payload, main_rules)
 
 
 def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
@@ -988,6 +989,7 @@ def build_benign(corpus: Corpus) -> None:
     build_benign_transformers(corpus)
     build_benign_safetensors(corpus)
     build_benign_repo(corpus)
+    build_benign_gguf(corpus)
 
 
 def build_benign_torch(corpus: Corpus) -> None:
@@ -1369,6 +1371,83 @@ def build_benign_repo(corpus: Corpus) -> None:
                "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight": torch.zeros(16, 4)}
     save_file(weights, corpus.record("benign/lora-adapter/adapter_model.safetensors", "LoRA adapter weights",
                                      made_by="safetensors.torch.save_file"))
+
+
+# --- GGUF ------------------------------------------------------------------------------------------
+
+GGUF_STRING, GGUF_U32 = 8, 4
+
+
+def _gguf_str(text: str | bytes, length: int | None = None) -> bytes:
+    data = text.encode() if isinstance(text, str) else text
+    return struct.pack("<Q", len(data) if length is None else length) + data
+
+
+def _gguf_kv_str(key: str, value: str, length: int | None = None) -> bytes:
+    return _gguf_str(key) + struct.pack("<I", GGUF_STRING) + _gguf_str(value, length)
+
+
+def _gguf_info(name: str, dims: list[int], dtype: int = 0, offset: int = 0) -> bytes:
+    return (_gguf_str(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+            + struct.pack("<IQ", dtype, offset))
+
+
+def gguf_bytes(kvs: list[bytes], infos: list[bytes], data: bytes = b"", n_kv: int | None = None) -> bytes:
+    """A version 3 GGUF: header, key/values, tensor infos, padding to 32, data section."""
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(infos), len(kvs) if n_kv is None else n_kv)
+    head += b"".join(kvs) + b"".join(infos)
+    return head + bytes(-len(head) % 32) + data
+
+
+def build_hostile_gguf(corpus: Corpus, payload: bytes, rules: list[str]) -> None:
+    arch = _gguf_kv_str("general.architecture", "llama")
+    f32x2 = _gguf_info("a", [2])
+    cases: list[tuple[str, bytes, str, list[Expect]]] = [
+        ("template-injection", gguf_bytes([arch, _gguf_kv_str("tokenizer.chat_template", TEMPLATE_ESCAPE)], [f32x2],
+                                          bytes(8)),
+         "tokenizer.chat_template escaping the Jinja sandbox", expect("WS-TPL-001", "WS-TPL-002")),
+        ("string-length-2-63", gguf_bytes([arch, _gguf_kv_str("general.name", "x", length=1 << 63)], []),
+         "a metadata string declaring 2^63 bytes (a loader allocating it fails or worse)", expect("WS-GGUF-008")),
+        ("kv-count-absurd", gguf_bytes([arch], [], n_kv=1 << 40), "2^40 key/value pairs in a tiny file",
+         expect("WS-GGUF-006")),
+        ("unknown-dtype", gguf_bytes([arch], [_gguf_info("a", [2], dtype=250)], bytes(8)),
+         "tensor type no GGML build knows", expect("WS-GGUF-021")),
+        ("tensor-out-of-bounds", gguf_bytes([arch], [_gguf_info("a", [1 << 20])], bytes(8)),
+         "tensor data past the end of the file", expect("WS-GGUF-024")),
+        ("overlapping-tensors", gguf_bytes([arch], [_gguf_info("a", [8]), _gguf_info("b", [8])], bytes(32)),
+         "two tensors share the same bytes", expect("WS-GGUF-025")),
+        ("pickle-after-tensors", gguf_bytes([arch], [f32x2], bytes(32) + payload),
+         "a pickle appended after the tensor data", expect("WS-GGUF-027") + expect(*rules)),
+    ]
+    for name, data, technique, expected in cases:
+        corpus.add(f"hostile/gguf-{name}.gguf", data, f"GGUF: {technique}", rules=expected)
+
+
+def build_benign_gguf(corpus: Corpus) -> None:
+    import numpy as np
+    from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType
+    from gguf.quants import quantize
+
+    template = (Path(__file__).resolve().parents[1] / "tests/data/chat_templates/"
+                "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(encoding="utf-8")
+    path = corpus.record("benign/tiny-llama-q8_0.gguf", "gguf GGUFWriter: F32, F16 and Q8_0 tensors, a vocabulary, "
+                         "the real Llama 3.1 chat template", made_by="gguf.GGUFWriter")
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_name("tiny-llama")
+    writer.add_file_type(LlamaFileType.MOSTLY_Q8_0)
+    writer.add_context_length(128)
+    writer.add_chat_template(template)
+    writer.add_token_list(["<unk>", "<s>", "</s>", "hello", "world"])
+    writer.add_token_scores([0.0, 0.0, 0.0, -1.0, -2.0])
+    rng = np.random.default_rng(SEED)
+    writer.add_tensor("token_embd.weight", rng.normal(size=(5, 32)).astype(np.float32))
+    writer.add_tensor("output_norm.weight", np.ones(32, dtype=np.float16))
+    block = quantize(rng.normal(size=(4, 64)).astype(np.float32), GGMLQuantizationType.Q8_0)
+    writer.add_tensor("blk.0.attn_q.weight", block, raw_shape=block.shape, raw_dtype=GGMLQuantizationType.Q8_0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
 
 
 # --- main -----------------------------------------------------------------------------------------
