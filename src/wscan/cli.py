@@ -1,4 +1,4 @@
-"""Command line: `wscan [scan] PATH...` and `wscan rules list|show ID`.
+"""Command line: `wscan [scan] PATH...`, `wscan sign|verify MODEL_DIR` and `wscan rules list|show ID`.
 
 Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2 usage, config or I/O error.
 UsageError is the one error type caught here; anything a scanned file does ends up in the report.
@@ -19,7 +19,7 @@ from wscan.errors import UsageError
 from wscan.model import Severity
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-COMMANDS = ("scan", "rules")
+COMMANDS = ("scan", "rules", "sign", "verify")
 SEVERITIES = [s.label for s in Severity]
 
 
@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     scan.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the scanned folder)")
     scan.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    _signing_parsers(sub)
     rules = sub.add_parser("rules", help="document the rules in force")
     rules.add_argument("action", choices=["list", "show"], nargs="?", default="list")
     rules.add_argument("rule_id", nargs="?", metavar="ID")
@@ -59,11 +60,40 @@ def main(argv: list[str] | None = None) -> int:
             return _scan(args)
         if args.command == "rules":
             return _rules(args, sys.stdout)
+        if args.command in ("sign", "verify"):
+            from wscan.provenance.cli import run
+
+            return run(args)
         parser.print_help()
         return EXIT_USAGE
     except UsageError as exc:
         print(f"wscan: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _signing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`sign` and `verify`, with model_signing's options in kebab case so users can switch tools."""
+    sign = sub.add_parser("sign", help="sign every file of a model (OpenSSF Model Signing, Sigstore bundle)")
+    verify = sub.add_parser("verify", help="verify a model against its signature, naming every difference")
+    for command in (sign, verify):
+        command.add_argument("model", type=Path, metavar="MODEL_DIR")
+        command.add_argument("--signature", type=Path, help="signature file (default MODEL_DIR/model.sig)")
+        command.add_argument("--ignore-paths", type=Path, nargs="+", default=[], metavar="P",
+                             help="paths in the model to leave out")
+        command.add_argument("--trust-config", type=Path, help="Sigstore ClientTrustConfig (private deployment)")
+        command.add_argument("--certificate-chain", type=Path, nargs="+", default=[], metavar="PEM")
+    sign.add_argument("--private-key", type=Path, metavar="PEM", help="sign with this EC private key")
+    sign.add_argument("--password-file", type=Path, help="file holding the private key's password")
+    sign.add_argument("--signing-certificate", type=Path, metavar="PEM", help="sign with this certificate")
+    sign.add_argument("--identity-token", help="OIDC token for keyless signing (else ambient CI credentials)")
+    sign.add_argument("--oidc-issuer", help="OIDC issuer to get a token from for keyless signing")
+    verify.add_argument("--public-key", type=Path, metavar="PEM", help="verify with this EC public key")
+    verify.add_argument("--identity", help="keyless: the signer identity expected in the certificate")
+    verify.add_argument("--issuer", help="keyless: the OIDC issuer expected in the certificate")
+    verify.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    verify.add_argument("-o", "--output", type=Path, help="write the report here instead of standard output")
+    verify.add_argument("--fail-on", choices=SEVERITIES, help="lowest severity that fails (default high)")
+    verify.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the model folder)")
 
 
 def _use_color(stream: TextIO) -> bool:

@@ -1,0 +1,87 @@
+"""`wscan sign` and `wscan verify`: argument checking and output; the work is in `oms` and `verify`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from wscan.config import Config
+from wscan.errors import UsageError
+from wscan.model import Severity
+from wscan.provenance.oms import DEFAULT_SIGNATURE, CertificateMethod, KeylessMethod, KeyMethod, Method
+
+EXIT_OK, EXIT_FINDINGS = 0, 1
+
+
+def run(args: argparse.Namespace) -> int:
+    """Sign or verify; usage problems raise UsageError (exit 2), verification problems are findings (exit 1)."""
+    model: Path = args.model
+    if not model.exists():
+        raise UsageError(f"no such model folder or file: {model}")
+    # A one-file model (OMS allows it) keeps its signature beside it.
+    signature: Path = args.signature or (model if model.is_dir() else model.parent) / DEFAULT_SIGNATURE
+    if args.command == "sign":
+        return _sign(args, model, signature)
+    return _verify(args, model, signature)
+
+
+def _sign(args: argparse.Namespace, model: Path, signature: Path) -> int:
+    from wscan.provenance.oms import sign
+
+    method = sign_method(args)
+    try:
+        sign(model, signature, list(args.ignore_paths), method)
+    except Exception as exc:  # the library's errors (bad key, password, OIDC) are the user's to fix
+        raise UsageError(f"signing failed: {type(exc).__name__}: {exc}") from None
+    print(f"wscan: signed {model} -> {signature}", file=sys.stderr)
+    return EXIT_OK
+
+
+def sign_method(args: argparse.Namespace) -> Method:
+    """Key, certificate, or keyless (the default), from the sign options."""
+    if args.signing_certificate is not None:
+        if args.private_key is None:
+            raise UsageError("--signing-certificate needs --private-key")
+        return CertificateMethod(tuple(args.certificate_chain), args.private_key, args.signing_certificate)
+    if args.private_key is not None:
+        password = None
+        if args.password_file is not None:
+            try:
+                password = args.password_file.read_bytes().rstrip(b"\r\n")
+            except OSError as exc:
+                raise UsageError(f"cannot read {args.password_file}: {exc}") from None
+        return KeyMethod(args.private_key, password)
+    return KeylessMethod(issuer=args.oidc_issuer, identity_token=args.identity_token, trust_config=args.trust_config)
+
+
+def verify_method(args: argparse.Namespace) -> Method:
+    """Public key, certificate chain, or keyless identity and issuer, from the verify options."""
+    if args.public_key is not None:
+        return KeyMethod(args.public_key)
+    if args.certificate_chain:
+        return CertificateMethod(tuple(args.certificate_chain))
+    if args.identity and args.issuer:
+        return KeylessMethod(identity=args.identity, issuer=args.issuer, trust_config=args.trust_config)
+    raise UsageError("verify needs --public-key, --certificate-chain, or --identity with --issuer")
+
+
+def _verify(args: argparse.Namespace, model: Path, signature: Path) -> int:
+    from wscan.output import render
+    from wscan.provenance.verify import verify_model
+
+    method = verify_method(args)
+    config = Config.discover(args.config, [model])
+    if args.fail_on:
+        config = replace(config, fail_on=Severity.parse(args.fail_on))
+    report = verify_model(model, signature, method, list(args.ignore_paths), config)
+    text = render(report, args.format)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc}") from None
+    return EXIT_FINDINGS if report.failed else EXIT_OK

@@ -1,0 +1,186 @@
+"""The OMS signature format, through the reference library `model_signing` (and `sigstore` beneath it).
+
+wscan writes no cryptography and no bundle format of its own: a signature made here is the one
+`model_signing sign` makes, byte for byte in layout, and verifies with it, and the reverse. The one thing
+taken further is reporting: instead of one "signature mismatch" error, the signed manifest is compared with
+the folder file by file (see `diff`). That needs the manifest the signature vouches for, which the library
+computes inside `verifying.Config.verify`; `signed_manifest` reaches it through the configured verifier,
+so this module is pinned to model-signing 1.1.x and tested against real signatures from its authors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_SIGNATURE = "model.sig"
+
+
+@dataclass(frozen=True)
+class KeyMethod:
+    """A local elliptic-curve key (PEM): private to sign, public to verify."""
+
+    key: Path
+    password: bytes | None = None
+
+
+@dataclass(frozen=True)
+class CertificateMethod:
+    """An x509 signing certificate and its chain; verification trusts the given chain (root last or first)."""
+
+    chain: tuple[Path, ...]
+    private_key: Path | None = None
+    signing_certificate: Path | None = None
+
+
+@dataclass(frozen=True)
+class KeylessMethod:
+    """Sigstore keyless: an OIDC identity certified by Fulcio, logged in Rekor."""
+
+    identity: str | None = None  # verify: expected certificate identity
+    issuer: str | None = None  # verify: expected OIDC issuer; sign: issuer to ask for a token
+    identity_token: str | None = None  # sign: a token already obtained
+    trust_config: Path | None = None  # a ClientTrustConfig for a private Sigstore deployment
+    ambient: bool = True  # sign: use ambient CI credentials (GitHub Actions) when present
+
+
+Method = KeyMethod | CertificateMethod | KeylessMethod
+
+
+class SignatureProblem(Exception):
+    """Verification failed before any file was compared; `kind` says how (an observation kind)."""
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One signed file (or shard of a file) and its digest."""
+
+    identifier: str  # path relative to the model, or "path:start:end" for shards
+    algorithm: str
+    digest: str
+
+
+@dataclass(frozen=True)
+class SignedManifest:
+    """What a signature vouches for."""
+
+    resources: tuple[Resource, ...]
+    serialization: dict[str, Any]
+
+
+def hashing_config(model_dir: Path, ignore: Iterable[Path]) -> Any:
+    """The library's hashing configuration with wscan's defaults (sha256 per file, git files ignored)."""
+    from model_signing import hashing
+
+    paths = [p if p.is_absolute() else model_dir / p for p in ignore]
+    return hashing.Config().set_ignored_paths(  # type: ignore[no-untyped-call]
+        paths=paths, ignore_git_paths=True)
+
+
+def sign(model_dir: Path, signature: Path, ignore: Sequence[Path], method: Method) -> None:
+    """Write an OMS signature of every file under `model_dir` (the signature file itself excluded)."""
+    from model_signing import signing
+
+    config = signing.Config().set_hashing_config(  # type: ignore[no-untyped-call]
+        hashing_config(model_dir, [*ignore, signature]))
+    if isinstance(method, KeyMethod):
+        # model_signing hands the password to cryptography, which wants bytes (its hint says str).
+        config.use_elliptic_key_signer(private_key=method.key, password=method.password)  # type: ignore[arg-type]
+    elif isinstance(method, CertificateMethod):
+        if method.private_key is None or method.signing_certificate is None:
+            raise ValueError("certificate signing needs a private key and a signing certificate")
+        config.use_certificate_signer(
+            private_key=method.private_key,
+            signing_certificate=method.signing_certificate,
+            certificate_chain=method.chain,
+        )
+    else:
+        config.use_sigstore_signer(
+            oidc_issuer=method.issuer,
+            use_ambient_credentials=method.ambient and method.identity_token is None,
+            identity_token=method.identity_token,
+            trust_config=method.trust_config,
+        )
+    config.sign(model_dir, signature)
+
+
+def _verifier_config(method: Method) -> Any:
+    from model_signing import verifying
+
+    config = verifying.Config()  # type: ignore[no-untyped-call]
+    if isinstance(method, KeyMethod):
+        return config.use_elliptic_key_verifier(public_key=method.key)
+    if isinstance(method, CertificateMethod):
+        return config.use_certificate_verifier(certificate_chain=method.chain)
+    if method.identity is None or method.issuer is None:
+        raise ValueError("keyless verification needs the expected identity and issuer")
+    return config.use_sigstore_verifier(
+        identity=method.identity, oidc_issuer=method.issuer, trust_config=method.trust_config
+    )
+
+
+def signed_manifest(signature: Path, method: Method) -> tuple[SignedManifest, Any]:
+    """The manifest the signature vouches for, after checking the signature, and the hashing config it implies.
+
+    Raises SignatureProblem: `provenance.signature_unreadable` (missing or not a bundle),
+    `provenance.wrong_signer` (valid signature, other identity, issuer or untrusted chain) or
+    `provenance.signature_invalid` (the signature or its payload does not verify).
+    """
+    from model_signing._signing import sign_sigstore, sign_sigstore_pb
+
+    config = _verifier_config(method)
+    reader = sign_sigstore.Signature if isinstance(method, KeylessMethod) else sign_sigstore_pb.Signature
+    try:
+        bundle = reader.read(signature)
+    except OSError as exc:
+        raise SignatureProblem("provenance.signature_unreadable", f"cannot read {signature.name}: {exc}") from None
+    except Exception as exc:  # JSON, protobuf or sigstore model errors: not a bundle
+        raise SignatureProblem("provenance.signature_unreadable", _short(exc)) from None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # the library prints warnings to stdout: keep JSON clean
+            expected = config._verifier.verify(bundle)  # its own check of signature and payload
+    except Exception as exc:
+        raise SignatureProblem(_classify(exc, method), _short(exc)) from None
+    config._guess_hashing_config(expected)
+    resources = tuple(
+        Resource(rd.identifier, rd.digest.algorithm, rd.digest.digest_hex) for rd in expected.resource_descriptors()
+    )
+    return SignedManifest(resources, dict(expected.serialization_type)), config._hashing_config
+
+
+def hash_model(model_dir: Path, config: Any, ignore: Iterable[str], files: Sequence[Path]) -> list[Resource]:
+    """The folder hashed as the signature's own settings say (same serialization, algorithm and ignores).
+
+    `files` are the regular files to consider (symbolic links already taken out and reported by the caller:
+    the library refuses a folder that holds any).
+    """
+    config.add_ignored_paths(model_path=model_dir, paths=list(ignore))
+    actual = config.hash(model_dir, files_to_hash=list(files))
+    return [Resource(rd.identifier, rd.digest.algorithm, rd.digest.digest_hex) for rd in actual.resource_descriptors()]
+
+
+_SIGNER_WORDS = ("identity", "issuer", "san", "subject", "certificate chain", "untrusted", "trust", "policy",
+                 "expected", "unknown issuer", "self-signed")
+
+
+def _classify(exc: Exception, method: Method) -> str:
+    """Wrong signer when the signature is sound but vouches for someone else; otherwise invalid."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    if isinstance(method, KeylessMethod | CertificateMethod) and any(word in text for word in _SIGNER_WORDS):
+        return "provenance.wrong_signer"
+    if isinstance(method, KeyMethod) and "key mismatch" in text:  # the bundle names another key's hash
+        return "provenance.wrong_signer"
+    return "provenance.signature_invalid"
+
+
+def _short(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
