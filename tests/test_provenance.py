@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import datetime
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -189,7 +188,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def a_model(folder: Path) -> Path:
     (folder / "weights").mkdir(parents=True)
     (folder / "config.json").write_text('{"model_type": "tiny"}')
-    (folder / "weights" / "model.safetensors").write_bytes(b"\x08" + bytes(7) + b"{}" + bytes(6))
+    (folder / "weights" / "model.safetensors").write_bytes(b"\x08" + bytes(7) + b"{}      ")
     (folder / ".gitattributes").write_text("*.safetensors filter=lfs\n")
     return folder
 
@@ -243,7 +242,9 @@ def test_signature_file_is_not_signed(tmp_path: Path, keys: dict[str, Path]) -> 
     assert names == {"config.json", "weights/model.safetensors"}  # not model.sig, not git files
 
 
-def test_verify_cli_reports_and_exit_codes(tmp_path: Path, keys: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_cli_reports_and_exit_codes(
+    tmp_path: Path, keys: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     model = a_model(tmp_path / "m")
     assert main(["sign", str(model), "--private-key", str(keys["private"])]) == 0
     capsys.readouterr()
@@ -253,7 +254,6 @@ def test_verify_cli_reports_and_exit_codes(tmp_path: Path, keys: dict[str, Path]
     assert [(f["rule_id"], f["severity"]) for f in doc["findings"]] == [("WS-SIG-005", "high")]
     assert main(["verify", str(model), "--public-key", str(keys["public"]), "--fail-on", "critical"]) == 0
     assert main(["verify", str(model)]) == 2  # no verification method: usage error
-    os.chmod(model, 0o755)
 
 
 def test_severity_of_every_provenance_rule() -> None:
@@ -265,3 +265,24 @@ def test_severity_of_every_provenance_rule() -> None:
     for rule_id, severity in expected.items():
         rule = rules.get(rule_id)
         assert rule is not None and rule.severity == severity
+
+
+def test_scan_and_verify_in_one_pass(tmp_path: Path, keys: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    model = a_model(tmp_path / "m")
+    (model / "payload.pkl").write_bytes(b"cposix\nsystem\n(S'echo hi'\ntR.")  # never loaded
+    assert main(["sign", str(model), "--private-key", str(keys["private"])]) == 0
+    capsys.readouterr()
+    assert main(["scan", str(model), "--verify", "--public-key", str(keys["public"]), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert {f["rule_id"] for f in doc["findings"]} == {"WS-PKL-001", "WS-SIG-009"}  # signed, and still hostile
+    (model / "config.json").write_text('{"model_type": "changed"}')
+    assert main(["scan", str(model), "--verify", "--public-key", str(keys["public"]), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert {f["rule_id"] for f in doc["findings"]} == {"WS-PKL-001", "WS-SIG-004"}
+    (model / "payload.pkl").unlink()
+    assert main(["scan", str(model), "--verify", "--public-key", str(keys["public"]), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert {f["rule_id"] for f in doc["findings"]} == {"WS-SIG-004", "WS-SIG-006"}
+    verdicts = {Path(m["path"]).name: m["verdict"] for m in doc["models"]}
+    assert verdicts["m"] == "fail"
+    assert main(["scan", str(model), "--verify"]) == 2  # no way to verify given

@@ -40,6 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     scan.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the scanned folder)")
     scan.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    scan.add_argument("--verify", action="store_true",
+                      help="also verify each scanned folder against its signature (options as for `wscan verify`)")
+    _signature_options(scan)
+    _verify_options(scan)
     _signing_parsers(sub)
     rules = sub.add_parser("rules", help="document the rules in force")
     rules.add_argument("action", choices=["list", "show"], nargs="?", default="list")
@@ -77,23 +81,36 @@ def _signing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     verify = sub.add_parser("verify", help="verify a model against its signature, naming every difference")
     for command in (sign, verify):
         command.add_argument("model", type=Path, metavar="MODEL_DIR")
-        command.add_argument("--signature", type=Path, help="signature file (default MODEL_DIR/model.sig)")
-        command.add_argument("--ignore-paths", type=Path, nargs="+", default=[], metavar="P",
-                             help="paths in the model to leave out")
-        command.add_argument("--trust-config", type=Path, help="Sigstore ClientTrustConfig (private deployment)")
-        command.add_argument("--certificate-chain", type=Path, nargs="+", default=[], metavar="PEM")
+        _signature_options(command)
+    sign.add_argument("--trust-config", type=Path, help="Sigstore ClientTrustConfig (private deployment)")
+    sign.add_argument("--certificate-chain", type=Path, nargs="+", default=[], metavar="PEM",
+                      help="certificates between the signing certificate and the root")
     sign.add_argument("--private-key", type=Path, metavar="PEM", help="sign with this EC private key")
     sign.add_argument("--password-file", type=Path, help="file holding the private key's password")
     sign.add_argument("--signing-certificate", type=Path, metavar="PEM", help="sign with this certificate")
     sign.add_argument("--identity-token", help="OIDC token for keyless signing (else ambient CI credentials)")
     sign.add_argument("--oidc-issuer", help="OIDC issuer to get a token from for keyless signing")
-    verify.add_argument("--public-key", type=Path, metavar="PEM", help="verify with this EC public key")
-    verify.add_argument("--identity", help="keyless: the signer identity expected in the certificate")
-    verify.add_argument("--issuer", help="keyless: the OIDC issuer expected in the certificate")
+    _verify_options(verify)
     verify.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     verify.add_argument("-o", "--output", type=Path, help="write the report here instead of standard output")
     verify.add_argument("--fail-on", choices=SEVERITIES, help="lowest severity that fails (default high)")
     verify.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the model folder)")
+
+
+def _signature_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--signature", type=Path, help="signature file (default MODEL_DIR/model.sig)")
+    command.add_argument("--ignore-paths", type=Path, nargs="+", default=[], metavar="P",
+                         help="paths in the model the signature leaves out")
+
+
+def _verify_options(command: argparse.ArgumentParser) -> None:
+    """How a signature is checked: a public key, a CA chain, or a keyless identity and issuer."""
+    command.add_argument("--public-key", type=Path, metavar="PEM", help="verify with this EC public key")
+    command.add_argument("--certificate-chain", type=Path, nargs="+", default=[], metavar="PEM",
+                         help="verify against this CA chain")
+    command.add_argument("--identity", help="keyless: the signer identity expected in the certificate")
+    command.add_argument("--issuer", help="keyless: the OIDC issuer expected in the certificate")
+    command.add_argument("--trust-config", type=Path, help="Sigstore ClientTrustConfig (private deployment)")
 
 
 def _use_color(stream: TextIO) -> bool:
@@ -114,6 +131,10 @@ def _scan(args: argparse.Namespace) -> int:
     if not args.no_progress and sys.stderr.isatty():
         progress = _progress_bar(sys.stderr)
     report = Engine(config).scan(list(args.paths), progress)
+    if args.verify:
+        from wscan.provenance.cli import verify_into
+
+        verify_into(report, args, config)
     to_terminal = args.output is None
     if args.format == "text":
         text = render_text(report, color=to_terminal and _use_color(sys.stdout))

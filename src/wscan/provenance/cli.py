@@ -11,6 +11,7 @@ from wscan.config import Config
 from wscan.errors import UsageError
 from wscan.model import Severity
 from wscan.provenance.oms import DEFAULT_SIGNATURE, CertificateMethod, KeylessMethod, KeyMethod, Method
+from wscan.report import Report
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
 
@@ -65,6 +66,46 @@ def verify_method(args: argparse.Namespace) -> Method:
     if args.identity and args.issuer:
         return KeylessMethod(identity=args.identity, issuer=args.issuer, trust_config=args.trust_config)
     raise UsageError("verify needs --public-key, --certificate-chain, or --identity with --issuer")
+
+
+def verify_into(report: Report, args: argparse.Namespace, config: Config) -> None:
+    """`scan --verify`: verify every scanned folder and add what it found to the scan's report.
+
+    Hashing reads each file once; the scanners read only the headers they need, so the two passes together
+    cost one read of the bytes.
+    """
+    from wscan.provenance.verify import verify_model
+
+    method = verify_method(args)
+    folders = [p for p in args.paths if p.is_dir()]
+    if not folders:
+        raise UsageError("--verify needs a model folder to verify")
+    if args.signature is not None and len(folders) > 1:
+        raise UsageError("--signature names one signature: scan one folder with it")
+    for folder in folders:
+        verification = verify_model(folder, args.signature or folder / DEFAULT_SIGNATURE, method,
+                                    list(args.ignore_paths), config)
+        merge(report, verification)
+
+
+def merge(report: Report, verification: Report) -> None:
+    """Verification findings join the scan's; each file's worst severity covers both."""
+    report.findings = sorted([*report.findings, *verification.findings], key=lambda f: f.sort_key())
+    report.rules.update(verification.rules)
+    worst: dict[str, Severity] = {}
+    for finding in verification.findings:
+        path = finding.location.path
+        worst[path] = max(worst.get(path, finding.severity), finding.severity)
+    for i, result in enumerate(report.files):
+        extra = worst.get(result.path)
+        if extra is not None and (result.worst is None or extra > result.worst):
+            report.files[i] = replace(result, worst=extra)
+    for i, model in enumerate(report.models):
+        inside = [s for p, s in worst.items() if p.startswith(model.path.rstrip("/") + "/")]
+        level = max([*inside, *([model.worst] if model.worst is not None else [])], default=None)
+        if level is not None:
+            verdict = "fail" if level >= report.fail_on else "pass"
+            report.models[i] = replace(model, worst=level, verdict=verdict)
 
 
 def _verify(args: argparse.Namespace, model: Path, signature: Path) -> int:
