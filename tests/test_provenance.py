@@ -286,3 +286,62 @@ def test_scan_and_verify_in_one_pass(tmp_path: Path, keys: dict[str, Path], caps
     verdicts = {Path(m["path"]).name: m["verdict"] for m in doc["models"]}
     assert verdicts["m"] == "fail"
     assert main(["scan", str(model), "--verify"]) == 2  # no way to verify given
+
+
+# --- scan attestations ----------------------------------------------------------------------------------
+
+
+def test_scan_attestation_round_trip(
+    tmp_path: Path, keys: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = a_model(tmp_path / "m")
+    assert main(["sign", str(model), "--private-key", str(keys["private"])]) == 0
+    assert main(["scan", str(model), "--attest", "--private-key", str(keys["private"]), "--format", "json"]) == 0
+    attestation = model / "wscan.attestation.sig"
+    statement = json.loads(base64.b64decode(json.loads(attestation.read_text())["dsseEnvelope"]["payload"]))
+    assert statement["predicateType"] == "https://wscan.dev/attestation/scan/v1"
+    signature = json.loads(base64.b64decode(json.loads((model / "model.sig").read_text())["dsseEnvelope"]["payload"]))
+    assert statement["subject"] == signature["subject"]  # same root digest as the OMS signature
+    predicate = statement["predicate"]
+    assert predicate["verdict"] == "pass" and predicate["scanner"]["name"] == "wscan"
+    assert {f["path"] for f in predicate["files"]} >= {"config.json", "weights/model.safetensors"}
+    capsys.readouterr()
+    assert main(["verify", str(model), "--attestation", str(attestation), "--public-key", str(keys["public"]),
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [f["rule_id"] for f in doc["findings"]] == ["WS-SIG-011"]
+    # Same bytes still verify after the signature is gone; changed bytes do not.
+    (model / "model.sig").unlink()
+    _flip(model / "weights" / "model.safetensors")
+    assert main(["verify", str(model), "--attestation", str(attestation), "--public-key", str(keys["public"]),
+                 "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert {f["rule_id"] for f in doc["findings"]} == {"WS-SIG-004", "WS-SIG-011"}
+
+
+def test_attestation_of_a_hostile_model_says_fail(tmp_path: Path, keys: dict[str, Path]) -> None:
+    model = a_model(tmp_path / "m")
+    (model / "payload.pkl").write_bytes(b"cposix\nsystem\n(S'echo hi'\ntR.")  # never loaded
+    assert main(["scan", str(model), "--attest", "--private-key", str(keys["private"])]) == 1
+    report = verify_model(model, model / "wscan.attestation.sig", KeyMethod(keys["public"]), [], Config(),
+                          attestation=True)
+    assert {f.rule_id for f in report.findings} == {"WS-SIG-010"}
+    assert report.findings[0].evidence["findings"] == 1
+
+
+def test_model_signature_is_not_an_attestation(tmp_path: Path, keys: dict[str, Path]) -> None:
+    model = a_model(tmp_path / "m")
+    assert main(["sign", str(model), "--private-key", str(keys["private"])]) == 0
+    report = verify_model(model, model / "model.sig", KeyMethod(keys["public"]), [], Config(), attestation=True)
+    assert {f.rule_id for f in report.findings} == {"WS-SIG-013"}
+
+
+def test_attestation_from_other_rules_is_flagged(tmp_path: Path, keys: dict[str, Path]) -> None:
+    model = a_model(tmp_path / "m")
+    assert main(["scan", str(model), "--attest", "--private-key", str(keys["private"])]) == 0
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("pack: extra\nrules: []\nlists:\n  allowed-callables: [mymodule.Thing]\n")
+    config = Config(rule_files=(extra,))
+    report = verify_model(model, model / "wscan.attestation.sig", KeyMethod(keys["public"]), [], config,
+                          attestation=True)
+    assert {f.rule_id for f in report.findings} == {"WS-SIG-011", "WS-SIG-012"}

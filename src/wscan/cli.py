@@ -44,6 +44,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="also verify each scanned folder against its signature (options as for `wscan verify`)")
     _signature_options(scan)
     _verify_options(scan)
+    scan.add_argument("--attest", action="store_true",
+                      help="sign a scan attestation of each scanned folder (signing options as for `wscan sign`)")
+    scan.add_argument("--attestation", type=Path, help="attestation file (default FOLDER/wscan.attestation.sig)")
+    _signer_options(scan)
     _signing_parsers(sub)
     rules = sub.add_parser("rules", help="document the rules in force")
     rules.add_argument("action", choices=["list", "show"], nargs="?", default="list")
@@ -85,16 +89,23 @@ def _signing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sign.add_argument("--trust-config", type=Path, help="Sigstore ClientTrustConfig (private deployment)")
     sign.add_argument("--certificate-chain", type=Path, nargs="+", default=[], metavar="PEM",
                       help="certificates between the signing certificate and the root")
-    sign.add_argument("--private-key", type=Path, metavar="PEM", help="sign with this EC private key")
-    sign.add_argument("--password-file", type=Path, help="file holding the private key's password")
-    sign.add_argument("--signing-certificate", type=Path, metavar="PEM", help="sign with this certificate")
-    sign.add_argument("--identity-token", help="OIDC token for keyless signing (else ambient CI credentials)")
-    sign.add_argument("--oidc-issuer", help="OIDC issuer to get a token from for keyless signing")
+    _signer_options(sign)
     _verify_options(verify)
+    verify.add_argument("--attestation", type=Path, metavar="FILE",
+                        help="verify this scan attestation (made by `wscan scan --attest`) instead of a signature")
     verify.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     verify.add_argument("-o", "--output", type=Path, help="write the report here instead of standard output")
     verify.add_argument("--fail-on", choices=SEVERITIES, help="lowest severity that fails (default high)")
     verify.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the model folder)")
+
+
+def _signer_options(command: argparse.ArgumentParser) -> None:
+    """How to sign: an EC key, a certificate (with --certificate-chain), or keyless (the default)."""
+    command.add_argument("--private-key", type=Path, metavar="PEM", help="sign with this EC private key")
+    command.add_argument("--password-file", type=Path, help="file holding the private key's password")
+    command.add_argument("--signing-certificate", type=Path, metavar="PEM", help="sign with this certificate")
+    command.add_argument("--identity-token", help="OIDC token for keyless signing (else ambient CI credentials)")
+    command.add_argument("--oidc-issuer", help="OIDC issuer to get a token from for keyless signing")
 
 
 def _signature_options(command: argparse.ArgumentParser) -> None:
@@ -135,6 +146,10 @@ def _scan(args: argparse.Namespace) -> int:
         from wscan.provenance.cli import verify_into
 
         verify_into(report, args, config)
+    if args.attest:
+        from wscan.provenance.cli import attest_folders
+
+        attest_folders(report, args)
     to_terminal = args.output is None
     if args.format == "text":
         text = render_text(report, color=to_terminal and _use_color(sys.stdout))

@@ -108,6 +108,26 @@ def merge(report: Report, verification: Report) -> None:
             report.models[i] = replace(model, worst=level, verdict=verdict)
 
 
+def attest_folders(report: Report, args: argparse.Namespace) -> None:
+    """`scan --attest`: sign, per scanned folder, what this scan found in exactly these bytes."""
+    from wscan.provenance.attest import DEFAULT_ATTESTATION, attest
+
+    method = sign_method(args)
+    folders = [p for p in args.paths if p.is_dir()]
+    if not folders:
+        raise UsageError("--attest needs a model folder")
+    if args.attestation is not None and len(folders) > 1:
+        raise UsageError("--attestation names one file: scan one folder with it")
+    for folder in folders:
+        output = args.attestation or folder / DEFAULT_ATTESTATION
+        ignore = [*args.ignore_paths, folder / DEFAULT_SIGNATURE]
+        try:
+            digest = attest(folder, report, method, output, ignore)
+        except Exception as exc:  # key, password or OIDC problems are the user's to fix
+            raise UsageError(f"attestation failed: {type(exc).__name__}: {exc}") from None
+        print(f"wscan: attested {folder} (sha256 {digest[:16]}...) -> {output}", file=sys.stderr)
+
+
 def _verify(args: argparse.Namespace, model: Path, signature: Path) -> int:
     from wscan.output import render
     from wscan.provenance.verify import verify_model
@@ -116,7 +136,9 @@ def _verify(args: argparse.Namespace, model: Path, signature: Path) -> int:
     config = Config.discover(args.config, [model])
     if args.fail_on:
         config = replace(config, fail_on=Severity.parse(args.fail_on))
-    report = verify_model(model, signature, method, list(args.ignore_paths), config)
+    attestation = args.attestation is not None
+    report = verify_model(model, args.attestation or signature, method, list(args.ignore_paths), config,
+                          attestation=attestation)
     text = render(report, args.format)
     if args.output is None:
         sys.stdout.write(text)

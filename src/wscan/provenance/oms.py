@@ -150,11 +150,29 @@ def signed_manifest(signature: Path, method: Method) -> tuple[SignedManifest, An
             expected = config._verifier.verify(bundle)  # its own check of signature and payload
     except Exception as exc:
         raise SignatureProblem(_classify(exc, method), _short(exc)) from None
-    config._guess_hashing_config(expected)
     resources = tuple(
         Resource(rd.identifier, rd.digest.algorithm, rd.digest.digest_hex) for rd in expected.resource_descriptors()
     )
-    return SignedManifest(resources, dict(expected.serialization_type)), config._hashing_config
+    serialization = dict(expected.serialization_type)
+    return SignedManifest(resources, serialization), hashing_for(serialization)
+
+
+def hashing_for(serialization: dict[str, Any]) -> Any:
+    """The hashing configuration a signed `serialization` block describes (as model_signing reads it back)."""
+    from model_signing import hashing
+
+    method = serialization.get("method")
+    common = {
+        "hashing_algorithm": serialization.get("hash_type", "sha256"),
+        "allow_symlinks": bool(serialization.get("allow_symlinks", False)),
+        "ignore_paths": serialization.get("ignore_paths", frozenset()),
+    }
+    config = hashing.Config()  # type: ignore[no-untyped-call]
+    if method == "files":
+        return config.use_file_serialization(**common)
+    if method == "shards":
+        return config.use_shard_serialization(shard_size=int(serialization["shard_size"]), **common)
+    raise SignatureProblem("provenance.signature_invalid", f"unknown serialization method {method!r}")
 
 
 def hash_model(model_dir: Path, config: Any, ignore: Iterable[str], files: Sequence[Path]) -> list[Resource]:

@@ -16,7 +16,7 @@ from wscan import __version__
 from wscan.config import Config
 from wscan.discover import display_path
 from wscan.model import AttrValue, Location, Observation
-from wscan.provenance.oms import Method, Resource, SignatureProblem, hash_model, signed_manifest
+from wscan.provenance.oms import Method, Resource, SignatureProblem, hash_model, hashing_for, signed_manifest
 from wscan.report import FILE_SCANNED, FileResult, Report
 from wscan.rules import RuleSet
 
@@ -24,20 +24,24 @@ SHARD_SEPARATOR = ":"
 
 
 def verify_model(
-    model_dir: Path, signature: Path, method: Method, ignore: Sequence[Path], config: Config
+    model_dir: Path,
+    signature: Path,
+    method: Method,
+    ignore: Sequence[Path],
+    config: Config,
+    attestation: bool = False,
 ) -> Report:
-    """A report of the verification, judged by the provenance rules, with the scan's exit semantics."""
+    """A report of the verification (of a signature, or of a scan attestation), judged by the rules."""
     started = time.monotonic()
     rules = RuleSet.load(config)
-    observations, files = observe(model_dir, signature, method, ignore)
+    if attestation:
+        observations, files = observe_attestation(model_dir, signature, method, ignore, rules.digest)
+    else:
+        observations, files = observe(model_dir, signature, method, ignore)
     report = Report(__version__, rules.digest, config.fail_on, limits=config.limits.as_dict())
     report.findings = sorted(rules.judge(observations), key=lambda f: f.sort_key())
-    worst: dict[str, int] = {}
-    for finding in report.findings:
-        worst[finding.location.path] = max(worst.get(finding.location.path, -1), int(finding.severity))
     for path, size in files:
-        level = worst.get(path)
-        severity = next((f.severity for f in report.findings if f.location.path == path and f.severity == level), None)
+        severity = max((f.severity for f in report.findings if f.location.path == path), default=None)
         report.files.append(FileResult(path, size, ("oms-signature",), FILE_SCANNED, "", severity))
     report.rules = rules.info()
     report.duration_seconds = round(time.monotonic() - started, 3)
@@ -47,24 +51,56 @@ def verify_model(
 def observe(
     model_dir: Path, signature: Path, method: Method, ignore: Sequence[Path]
 ) -> tuple[list[Observation], list[tuple[str, int]]]:
-    """Observations of one verification, and the (display path, size) of every file it looked at."""
+    """Observations of one signature verification, and the (display path, size) of every file it hashed."""
     signature_location = Location(display_path(signature))
     try:
         manifest, hashing = signed_manifest(signature, method)
     except SignatureProblem as problem:
         return [Observation(problem.kind, signature_location, {"reason": problem.reason})], []
-    signed_ignores = [str(p) for p in manifest.serialization.get("ignore_paths", [])]
+    observations, files, count = _against(model_dir, signature, manifest.resources, manifest.serialization,
+                                          hashing, ignore)
+    if not observations:
+        facts: dict[str, AttrValue] = {"files": count, "signer": _describe(method),
+                                       "method": str(manifest.serialization.get("method", ""))}
+        observations.append(Observation("provenance.verified", signature_location, facts))
+    return observations, files
+
+
+def observe_attestation(
+    model_dir: Path, path: Path, method: Method, ignore: Sequence[Path], rules_digest: str
+) -> tuple[list[Observation], list[tuple[str, int]]]:
+    """A scan attestation: its signature, then the folder against the digests it attests."""
+    from wscan.provenance.attest import attestation_observations, read_attestation
+
+    location = Location(display_path(path))
+    try:
+        attested = read_attestation(path, method)
+        serialization = dict(attested.predicate.get("serialization", {}))
+        hashing = hashing_for(serialization)
+    except SignatureProblem as problem:
+        return [Observation(problem.kind, location, {"reason": problem.reason})], []
+    observations, files, _ = _against(model_dir, path, attested.resources, serialization, hashing, ignore)
+    return [*observations, *attestation_observations(attested, location, rules_digest)], files
+
+
+def _against(
+    model_dir: Path,
+    signature: Path,
+    resources: Sequence[Resource],
+    serialization: dict[str, object],
+    hashing: object,
+    ignore: Sequence[Path],
+) -> tuple[list[Observation], list[tuple[str, int]], int]:
+    """The folder hashed the signed way and compared with the signed resources, file by file."""
+    raw_ignores = serialization.get("ignore_paths", [])
+    signed_ignores = [str(p) for p in raw_ignores] if isinstance(raw_ignores, list) else []
     user_ignores = [_relative(model_dir, p) for p in ignore]
     excluded = {signature.resolve(), *(model_dir / p for p in [*signed_ignores, *user_ignores])}
     links, regular = _walk(model_dir, excluded) if model_dir.is_dir() else ([], [model_dir])
     actual = hash_model(model_dir, hashing, [*signed_ignores, *user_ignores, _relative(model_dir, signature)], regular)
-    observations = _compare(model_dir, _by_file(manifest.resources), _by_file(actual), links)
-    if not observations:
-        facts: dict[str, AttrValue] = {"files": len(_by_file(actual)), "signer": _describe(method),
-                 "method": str(manifest.serialization.get("method", ""))}
-        observations.append(Observation("provenance.verified", signature_location, facts))
+    observations = _compare(model_dir, _by_file(resources), _by_file(actual), links)
     files = [(display_path(model_dir / name), _size(model_dir / name)) for name in sorted(_by_file(actual))]
-    return observations, files
+    return observations, files, len(_by_file(actual))
 
 
 Files = dict[str, tuple[Resource, ...]]
