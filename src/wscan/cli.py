@@ -90,6 +90,9 @@ def _signing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     sign.add_argument("--certificate-chain", type=Path, nargs="+", default=[], metavar="PEM",
                       help="certificates between the signing certificate and the root")
     _signer_options(sign)
+    sign.add_argument("--shard-size", type=int, metavar="BYTES",
+                      help="hash files in shards of this size (OMS `shards` method) so large files use every core;"
+                      " model_signing 1.1.1 verifies only per-file signatures")
     _verify_options(verify)
     verify.add_argument("--attestation", type=Path, metavar="FILE",
                         help="verify this scan attestation (made by `wscan scan --attest`) instead of a signature")

@@ -33,7 +33,7 @@ def _sign(args: argparse.Namespace, model: Path, signature: Path) -> int:
 
     method = sign_method(args)
     try:
-        sign(model, signature, list(args.ignore_paths), method)
+        sign(model, signature, list(args.ignore_paths), method, args.shard_size)
     except Exception as exc:  # the library's errors (bad key, password, OIDC) are the user's to fix
         raise UsageError(f"signing failed: {type(exc).__name__}: {exc}") from None
     print(f"wscan: signed {model} -> {signature}", file=sys.stderr)

@@ -77,21 +77,29 @@ class SignedManifest:
     serialization: dict[str, Any]
 
 
-def hashing_config(model_dir: Path, ignore: Iterable[Path]) -> Any:
-    """The library's hashing configuration with wscan's defaults (sha256 per file, git files ignored)."""
+def hashing_config(model_dir: Path, ignore: Iterable[Path], shard_size: int | None = None) -> Any:
+    """The library's hashing configuration: sha256 per file (or per `shard_size` bytes), git files ignored.
+
+    Files are hashed in parallel by the library's thread pool, 1 MiB at a time (bounded memory); shards
+    let one large file use every core too, at the price of a longer manifest.
+    """
     from model_signing import hashing
 
+    config = hashing.Config()  # type: ignore[no-untyped-call]
+    if shard_size is not None:
+        config.use_shard_serialization(shard_size=shard_size)
     paths = [p if p.is_absolute() else model_dir / p for p in ignore]
-    return hashing.Config().set_ignored_paths(  # type: ignore[no-untyped-call]
-        paths=paths, ignore_git_paths=True)
+    return config.set_ignored_paths(paths=paths, ignore_git_paths=True)
 
 
-def sign(model_dir: Path, signature: Path, ignore: Sequence[Path], method: Method) -> None:
+def sign(
+    model_dir: Path, signature: Path, ignore: Sequence[Path], method: Method, shard_size: int | None = None
+) -> None:
     """Write an OMS signature of every file under `model_dir` (the signature file itself excluded)."""
     from model_signing import signing
 
     config = signing.Config().set_hashing_config(  # type: ignore[no-untyped-call]
-        hashing_config(model_dir, [*ignore, signature]))
+        hashing_config(model_dir, [*ignore, signature], shard_size))
     if isinstance(method, KeyMethod):
         # model_signing hands the password to cryptography, which wants bytes (its hint says str).
         config.use_elliptic_key_signer(private_key=method.key, password=method.password)  # type: ignore[arg-type]
