@@ -158,14 +158,19 @@ def _scan(args: argparse.Namespace) -> int:
         text = render_text(report, color=to_terminal and _use_color(sys.stdout))
     else:
         text = render(report, args.format)
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        try:
-            args.output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc}") from None
+    emit(text, args.output)
     return EXIT_FINDINGS if report.failed else EXIT_OK
+
+
+def emit(text: str, output: Path | None) -> None:
+    """The report to standard output, or to the --output file (an unwritable file is a usage error)."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc}") from None
 
 
 def _progress_bar(stream: TextIO):  # type: ignore[no-untyped-def]

@@ -77,15 +77,20 @@ def verify_into(report: Report, args: argparse.Namespace, config: Config) -> Non
     from wscan.provenance.verify import verify_model
 
     method = verify_method(args)
-    folders = [p for p in args.paths if p.is_dir()]
-    if not folders:
-        raise UsageError("--verify needs a model folder to verify")
-    if args.signature is not None and len(folders) > 1:
-        raise UsageError("--signature names one signature: scan one folder with it")
-    for folder in folders:
+    for folder in _folders(args.paths, "--verify", args.signature is not None):
         verification = verify_model(folder, args.signature or folder / DEFAULT_SIGNATURE, method,
                                     list(args.ignore_paths), config)
         merge(report, verification)
+
+
+def _folders(paths: list[Path], option: str, one_file_named: bool) -> list[Path]:
+    """The scanned folders a provenance option applies to (one only when a single file is named for it)."""
+    folders = [p for p in paths if p.is_dir()]
+    if not folders:
+        raise UsageError(f"{option} needs a model folder")
+    if one_file_named and len(folders) > 1:
+        raise UsageError(f"{option} with a named signature or attestation file takes one folder")
+    return folders
 
 
 def merge(report: Report, verification: Report) -> None:
@@ -113,12 +118,7 @@ def attest_folders(report: Report, args: argparse.Namespace) -> None:
     from wscan.provenance.attest import DEFAULT_ATTESTATION, attest
 
     method = sign_method(args)
-    folders = [p for p in args.paths if p.is_dir()]
-    if not folders:
-        raise UsageError("--attest needs a model folder")
-    if args.attestation is not None and len(folders) > 1:
-        raise UsageError("--attestation names one file: scan one folder with it")
-    for folder in folders:
+    for folder in _folders(args.paths, "--attest", args.attestation is not None):
         output = args.attestation or folder / DEFAULT_ATTESTATION
         ignore = [*args.ignore_paths, folder / DEFAULT_SIGNATURE]
         try:
@@ -129,6 +129,7 @@ def attest_folders(report: Report, args: argparse.Namespace) -> None:
 
 
 def _verify(args: argparse.Namespace, model: Path, signature: Path) -> int:
+    from wscan.cli import emit
     from wscan.output import render
     from wscan.provenance.verify import verify_model
 
@@ -139,12 +140,5 @@ def _verify(args: argparse.Namespace, model: Path, signature: Path) -> int:
     attestation = args.attestation is not None
     report = verify_model(model, args.attestation or signature, method, list(args.ignore_paths), config,
                           attestation=attestation)
-    text = render(report, args.format)
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        try:
-            args.output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc}") from None
+    emit(render(report, args.format), args.output)
     return EXIT_FINDINGS if report.failed else EXIT_OK

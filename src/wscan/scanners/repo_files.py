@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from wscan.chat_template import check_template
-from wscan.model import AttrValue
+from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.strict_json import JsonRejected, loads_strict
 
@@ -42,6 +42,15 @@ _SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code)"\s*:')
 _MODULE_REF = re.compile(r"^(?:(?P<repo>[^\s]+)--)?(?P<module>[A-Za-z_][\w.]*)\.(?P<cls>[A-Za-z_]\w*)$")
 
 
+def read_bounded(artifact: Artifact, ctx: ScanContext) -> bytes | Observation:
+    """The whole file when it is within `max-json-bytes`, else the limit observation (nothing read)."""
+    limit = ctx.limits.max_json_bytes
+    if artifact.size > limit:
+        return artifact.observe("repo.size_limit", size=artifact.size, limit=limit)
+    with artifact.opener() as raw:
+        return raw.read(limit + 1)
+
+
 def _json_start(head: bytes) -> bool:
     return head.lstrip(b" \t\r\n").startswith(b"{")
 
@@ -58,12 +67,10 @@ class RepoJsonScanner:
         return base in JSON_ROLES or (base.endswith(".json") and _SIGNAL.search(head.head) is not None)
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
-        limit = ctx.limits.max_json_bytes
-        if artifact.size > limit:
-            yield artifact.observe("repo.size_limit", size=artifact.size, limit=limit)
+        data = read_bounded(artifact, ctx)
+        if isinstance(data, Observation):
+            yield data
             return
-        with artifact.opener() as raw:
-            data = raw.read(limit + 1)
         role = JSON_ROLES.get(artifact.name.rsplit("/", 1)[-1], "json")
         try:
             top = loads_strict(data)
@@ -208,12 +215,10 @@ class TemplateFileScanner:
         return not head.raw_data and head.name.endswith(".jinja") and b"\x00" not in head.head
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
-        limit = ctx.limits.max_json_bytes
-        if artifact.size > limit:
-            yield artifact.observe("repo.size_limit", size=artifact.size, limit=limit)
+        data = read_bounded(artifact, ctx)
+        if isinstance(data, Observation):
+            yield data
             return
-        with artifact.opener() as raw:
-            data = raw.read(limit + 1)
         try:
             source = data.decode("utf-8")
         except UnicodeDecodeError as exc:
