@@ -10,10 +10,12 @@ offset in its message and properties; fingerprints are computed here so alerts s
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypedDict
 from urllib.parse import quote
@@ -31,10 +33,14 @@ SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "primaryLocationLineHash"
 FINGERPRINT_VERSION = "wscan-fingerprint-v1"
 
-# GitHub rejects runs above 25,000 results and shows at most 5,000; a per-rule cap keeps one noisy
-# rule from crowding out the others.
+# GitHub code scanning limits ("SARIF results exceed limits", "SARIF file is too large"): it rejects runs
+# above 25,000 results and files above 10 MB gzipped, shows at most 5,000 results, and keeps only 10 tags
+# per rule (more than 20 is rejected). A per-rule cap keeps one noisy rule from crowding out the others;
+# the size budget leaves a margin under the 10 MB for the upload's own envelope.
 MAX_RESULTS_PER_RULE = 5_000
 MAX_RESULTS_PER_RUN = 25_000
+MAX_GZIP_BYTES = 9_500_000
+MAX_TAGS_PER_RULE = 10
 
 LEVEL = {
     Severity.CRITICAL: "error",
@@ -68,7 +74,7 @@ class ReportingConfiguration(TypedDict):
 RuleProperties = TypedDict("RuleProperties", {"security-severity": str, "tags": list[str], "precision": str})
 
 
-class ReportingDescriptor(TypedDict):
+class _ReportingDescriptorBase(TypedDict):
     id: str
     name: str
     shortDescription: Message
@@ -76,6 +82,10 @@ class ReportingDescriptor(TypedDict):
     help: MultiformatMessage
     defaultConfiguration: ReportingConfiguration
     properties: RuleProperties
+
+
+class ReportingDescriptor(_ReportingDescriptorBase, total=False):
+    helpUri: str
 
 
 class ToolComponent(TypedDict):
@@ -157,10 +167,19 @@ def render_sarif(
     *,
     max_per_rule: int = MAX_RESULTS_PER_RULE,
     max_results: int = MAX_RESULTS_PER_RUN,
+    max_gzip_bytes: int = MAX_GZIP_BYTES,
+    help_uris: Mapping[str, str] | None = None,
 ) -> str:
     """Serialise the log; srcroot (default: the working directory) anchors the relative URIs."""
-    log = to_sarif(report, srcroot, max_per_rule=max_per_rule, max_results=max_results)
-    return json.dumps(log, indent=2, ensure_ascii=True) + "\n"
+    log = to_sarif(
+        report,
+        srcroot,
+        max_per_rule=max_per_rule,
+        max_results=max_results,
+        max_gzip_bytes=max_gzip_bytes,
+        help_uris=help_uris,
+    )
+    return _dump(log)
 
 
 def to_sarif(
@@ -169,22 +188,70 @@ def to_sarif(
     *,
     max_per_rule: int = MAX_RESULTS_PER_RULE,
     max_results: int = MAX_RESULTS_PER_RUN,
+    max_gzip_bytes: int = MAX_GZIP_BYTES,
+    help_uris: Mapping[str, str] | None = None,
 ) -> SarifLog:
-    """The SARIF log as typed dicts, for callers that post-process it."""
+    """The SARIF log as typed dicts, within GitHub's count and size limits (worst results kept).
+
+    help_uris maps rule IDs to a page documenting the rule (the GitHub Action links the rule pack
+    at the revision that ran); rules without one get no helpUri.
+    """
     root = _absolute(srcroot if srcroot is not None else Path.cwd())
     findings = ordered_findings(report.findings)
     kept = _cap(findings, max_per_rule, max_results)
-    rules = _rules(report, kept)
+    cut = _Cut(len(findings), len(findings) - len(kept), max_per_rule, max_results, max_gzip_bytes)
+    log = _log(report, root, kept, cut, help_uris or {})
+    size = _gzip_size(log)
+    while size > max_gzip_bytes and kept:
+        # Results dominate the size: keep a proportional share of them, worst first, and measure again.
+        keep = min(len(kept) - 1, int(len(kept) * max_gzip_bytes / size * 0.95))
+        kept = kept[: max(keep, 0)]
+        cut = replace(cut, omitted=len(findings) - len(kept), by_size=True)
+        log = _log(report, root, kept, cut, help_uris or {})
+        size = _gzip_size(log)
+    return log
+
+
+@dataclass(frozen=True, slots=True)
+class _Cut:
+    """How many results were left out and which limits did it, for the notification and run properties."""
+
+    total: int
+    omitted: int
+    per_rule: int
+    per_run: int
+    gzip_bytes: int
+    by_size: bool = False
+
+    def note(self) -> str:
+        limits = f"{self.per_rule} per rule, {self.per_run} per run"
+        if self.by_size:
+            limits += f", {self.gzip_bytes} bytes gzipped"
+        return (
+            f"{self.omitted} of {self.total} results were left out, least severe first, to stay within "
+            f"GitHub code scanning limits ({limits}); the JSON report has every finding."
+        )
+
+    def properties(self) -> dict[str, Any]:
+        return {
+            "truncated": True,
+            "omittedResults": self.omitted,
+            "totalResults": self.total,
+            "note": self.note(),
+            "limits": {
+                "maxResultsPerRule": self.per_rule,
+                "maxResultsPerRun": self.per_run,
+                "maxGzipBytes": self.gzip_bytes,
+            },
+        }
+
+
+def _log(report: Report, root: Path, kept: list[Finding], cut: _Cut, help_uris: Mapping[str, str]) -> SarifLog:
+    rules = _rules(report, kept, help_uris)
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     notifications = _failed_files(report)
-    omitted = len(findings) - len(kept)
-    note = (
-        f"{omitted} of {len(findings)} results were left out, least severe first, to stay within "
-        f"GitHub code scanning limits ({max_per_rule} per rule, {max_results} per run); "
-        "the JSON report has every finding."
-    )
-    if omitted:
-        notifications.append(_notification("warning", note))
+    if cut.omitted:
+        notifications.append(_notification("warning", cut.note()))
     run: Run = {
         "tool": {"driver": _driver(report, rules)},
         "automationDetails": {"id": AUTOMATION_ID},
@@ -194,10 +261,18 @@ def to_sarif(
         "results": [_result(f, index[f.rule_id], root) for f in kept],
     }
     properties: dict[str, Any] = {"models": [model_document(m) for m in sorted(report.models, key=lambda m: m.path)]}
-    if omitted:
-        properties.update(truncated=True, omittedResults=omitted, totalResults=len(findings), note=note)
+    if cut.omitted:
+        properties.update(cut.properties())
     run["properties"] = properties
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+def _dump(log: SarifLog) -> str:
+    return json.dumps(log, indent=2, ensure_ascii=True) + "\n"
+
+
+def _gzip_size(log: SarifLog) -> int:
+    return len(gzip.compress(_dump(log).encode("ascii"), compresslevel=6))
 
 
 def fingerprint(finding: Finding, stable_path: str) -> str:
@@ -224,7 +299,8 @@ def artifact_location(path: str, root: Path) -> tuple[ArtifactLocation, str]:
         relative = absolute.relative_to(root).as_posix()
     except ValueError:
         return {"uri": absolute.as_uri()}, path
-    return {"uri": quote(relative, safe="/"), "uriBaseId": SRCROOT}, relative
+    # Names that are not UTF-8 reach Python as surrogate escapes: percent-encode their original bytes.
+    return {"uri": quote(relative, safe="/", errors="surrogateescape"), "uriBaseId": SRCROOT}, relative
 
 
 def _driver(report: Report, rules: list[ReportingDescriptor]) -> ToolComponent:
@@ -260,13 +336,19 @@ def _cap(findings: Iterable[Finding], max_per_rule: int, max_results: int) -> li
     return kept
 
 
-def _rules(report: Report, findings: list[Finding]) -> list[ReportingDescriptor]:
+def _rules(report: Report, findings: list[Finding], help_uris: Mapping[str, str]) -> list[ReportingDescriptor]:
     """Descriptors for the referenced rules, sorted by id; unknown ids get a minimal one."""
     infos: dict[str, RuleInfo] = {}
     for finding in findings:
         if finding.rule_id not in infos:
             infos[finding.rule_id] = report.rules.get(finding.rule_id) or _unknown_rule(finding)
-    return [_descriptor(infos[rule_id]) for rule_id in sorted(infos)]
+    descriptors = []
+    for rule_id in sorted(infos):
+        descriptor = _descriptor(infos[rule_id])
+        if help_uris.get(rule_id):
+            descriptor["helpUri"] = help_uris[rule_id]
+        descriptors.append(descriptor)
+    return descriptors
 
 
 def _unknown_rule(finding: Finding) -> RuleInfo:
@@ -276,7 +358,7 @@ def _unknown_rule(finding: Finding) -> RuleInfo:
 
 def _descriptor(rule: RuleInfo) -> ReportingDescriptor:
     cwe_tags = [f"external/cwe/{c.strip().lower()}" for c in rule.cwe]
-    tags = list(dict.fromkeys(["security", *rule.tags, *cwe_tags]))
+    tags = list(dict.fromkeys(["security", *rule.tags, *cwe_tags]))[:MAX_TAGS_PER_RULE]
     return {
         "id": rule.id,
         "name": rule.name,
@@ -339,7 +421,12 @@ def _message(finding: Finding) -> str:
     if finding.location.offset is not None:
         where.append(f"at byte offset {finding.location.offset}")
     text = finding.message + (f" ({' '.join(where)})" if where else "")
-    return _escape_brackets(text)
+    return _escape_brackets(_printable(text))
+
+
+def _printable(text: str) -> str:
+    """Surrogate escapes (names that are not UTF-8) as visible backslash escapes, so the log is valid UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _escape_brackets(text: str) -> str:
@@ -362,5 +449,5 @@ def _absolute(path: Path) -> Path:
 
 
 def _directory_uri(root: Path) -> str:
-    uri = root.as_uri()
+    uri = root.as_uri()  # pathlib percent-encodes the original bytes of names that are not UTF-8
     return uri if uri.endswith("/") else uri + "/"
