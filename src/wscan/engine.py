@@ -16,7 +16,7 @@ from wscan.model import Location, Observation
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
 from wscan.rules import RuleSet
 from wscan.scanners import all_scanners
-from wscan.scanners.base import HEAD_BYTES, TAIL_BYTES, Artifact, Head, ScanContext, Scanner
+from wscan.scanners.base import CLAIM_KIND, HEAD_BYTES, TAIL_BYTES, Artifact, Head, ScanContext, Scanner
 from wscan.sniff import classify_unscanned
 from wscan.summary import FACT_KINDS, summarize
 
@@ -63,20 +63,30 @@ class Engine:
         )
         items = list(discover(paths))
         total = sum(1 for item in items if isinstance(item, FileEntry))
-        facts: dict[str, list[Observation]] = {}
+        scanned: list[tuple[str, int, list[Observation], list[str] | None]] = []  # formats None: not opened
         done = 0
-        formats: list[str]
         for item in items:
             if isinstance(item, Observation):
-                status = FILE_FAILED if is_failure(item.kind) else FILE_SKIPPED
-                path, size, formats, found = item.location.path, 0, [], [item]
-                reason = item.kind.split(".", 1)[1]
+                scanned.append((item.location.path, 0, [item], None))
+                continue
+            if progress is not None:
+                progress(done, total, item.display)
+            found, formats = self.scan_file(item)
+            done += 1
+            scanned.append((item.display, item.size, found, formats))
+        # Files another file says it reads (an ONNX model's external data): raw bytes, not an unknown format.
+        claimed = {str(o.attrs["file"]): str(o.attrs.get("format", "data")) for _, _, found, _ in scanned
+                   for o in found if o.kind == CLAIM_KIND}
+        facts: dict[str, list[Observation]] = {}
+        for path, size, found, read_by in scanned:
+            formats = read_by or []
+            if read_by is None:  # discover reported it (LFS pointer, special file, ...) and it was never opened
+                status = FILE_FAILED if is_failure(found[0].kind) else FILE_SKIPPED
+                reason = found[0].kind.split(".", 1)[1]
             else:
-                if progress is not None:
-                    progress(done, total, item.display)
-                found, formats = self.scan_file(item)
-                done += 1
-                path, size = item.display, item.size
+                if path in claimed and not formats:
+                    found = [o for o in found if o.kind != "file.unknown_format"]
+                    formats = [claimed[path]]
                 status, reason = _status(found, formats)
                 facts[path] = [obs for obs in found if obs.kind in FACT_KINDS]
             findings = self.rules.judge(found)

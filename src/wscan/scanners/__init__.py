@@ -13,6 +13,7 @@ from wscan.scanners.base import Scanner
 from wscan.scanners.compressed import CompressedScanner
 from wscan.scanners.gguf import GgufScanner
 from wscan.scanners.numpy import NpyScanner
+from wscan.scanners.onnx_model import OnnxScanner
 from wscan.scanners.pickle import PickleScanner
 from wscan.scanners.python_code import PythonCodeScanner
 from wscan.scanners.repo_files import ModelCardScanner, RepoJsonScanner, TemplateFileScanner
@@ -30,6 +31,7 @@ def builtin_scanners() -> list[Scanner]:
         NpyScanner(),
         SafetensorsScanner(),
         GgufScanner(),
+        OnnxScanner(),
         PickleScanner(),
         ShardIndexScanner(),
         RepoJsonScanner(),

@@ -10,6 +10,9 @@ from typing import BinaryIO, Protocol
 from wscan.limits import Budget, Limits
 from wscan.model import AttrValue, Location, Observation
 
+# An observation by which a scanner says another top-level file is data it reads (attrs: file = that file's
+# report path, format = what it holds), so the engine does not call it an unknown format.
+CLAIM_KIND = "fact.claims"
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 64 * 1024 + 22  # a zip end-of-central-directory record with the longest comment
 

