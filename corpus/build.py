@@ -748,6 +748,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_shards(corpus)
     build_hostile_repo(corpus)
     build_hostile_gguf(corpus, payload, main_rules)
+    build_hostile_onnx(corpus)
 
 
 def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
@@ -990,6 +991,7 @@ def build_benign(corpus: Corpus) -> None:
     build_benign_safetensors(corpus)
     build_benign_repo(corpus)
     build_benign_gguf(corpus)
+    build_benign_onnx(corpus)
 
 
 def build_benign_torch(corpus: Corpus) -> None:
@@ -1448,6 +1450,74 @@ def build_benign_gguf(corpus: Corpus) -> None:
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+
+
+# --- ONNX ------------------------------------------------------------------------------------------
+
+
+def _onnx_mlp(external: bool = False) -> Any:
+    """A two-layer MLP built with onnx.helper (the initializers can live in external data)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(SEED)
+    w1 = numpy_helper.from_array(rng.normal(size=(4, 8)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.normal(size=(8, 2)).astype(np.float32), "w2")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+         helper.make_node("MatMul", ["r", "w2"], ["y"])],
+        "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])], [w1, w2])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="wscan-corpus")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def build_benign_onnx(corpus: Corpus) -> None:
+    import onnx
+
+    onnx.save_model(_onnx_mlp(), corpus.record("benign/onnx-mlp.onnx", "onnx.helper MLP, weights inside",
+                                               made_by="onnx.save_model"))
+    folder = corpus.out / "benign/onnx-external-data"
+    folder.mkdir(parents=True, exist_ok=True)
+    onnx.save_model(_onnx_mlp(), str(folder / "model.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+    for name in ("model.onnx", "weights.bin"):
+        corpus.record(f"benign/onnx-external-data/{name}", "onnx.helper MLP saved with external data",
+                      made_by="onnx.save_model(save_as_external_data=True)")
+
+
+def build_hostile_onnx(corpus: Corpus) -> None:
+    from onnx import helper
+
+    def external(location: str) -> Any:
+        model = _onnx_mlp()
+        tensor = model.graph.initializer[0]
+        tensor.ClearField("raw_data")
+        tensor.data_location = 1  # EXTERNAL
+        for key, value in (("location", location), ("offset", "0"), ("length", "128")):
+            tensor.external_data.add(key=key, value=value)
+        return model
+
+    cases: list[tuple[str, Any, str, list[Expect]]] = [
+        ("external-data-etc-passwd", external("/etc/passwd"), "external data at an absolute path: the loader reads "
+         "/etc/passwd into a tensor", expect("WS-ONNX-004")),
+        ("external-data-traversal", external("../../../../home/user/.ssh/id_rsa"), "external data climbing out of "
+         "the model folder", expect("WS-ONNX-004")),
+    ]
+    custom = _onnx_mlp()
+    custom.graph.node.append(helper.make_node("RunShell", ["y"], ["z"], domain="evil.ops"))
+    custom.opset_import.append(helper.make_opsetid("evil.ops", 1))
+    cases.append(("custom-op-domain", custom, "a custom operator domain: loading needs a native library",
+                  expect("WS-ONNX-012")))
+    template = _onnx_mlp()
+    template.metadata_props.add(key="chat_template", value=TEMPLATE_ESCAPE)
+    cases.append(("metadata-template", template, "a Jinja sandbox escape in metadata_props",
+                  expect("WS-TPL-001", "WS-TPL-002")))
+    for name, model, technique, expected in cases:
+        corpus.add(f"hostile/onnx-{name}.onnx", model.SerializeToString(), f"ONNX: {technique}", rules=expected)
 
 
 # --- main -----------------------------------------------------------------------------------------
