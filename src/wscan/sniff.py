@@ -32,8 +32,6 @@ def classify_unscanned(head: Head) -> tuple[str, dict[str, AttrValue]] | None:
     for magic, name in MEDIA_MAGIC.items():
         if data.startswith(magic):
             return "file.media", {"format": name}
-    if data.startswith(b"\x89HDF\r\n\x1a\n"):
-        return "file.format_not_checked", {"format": "hdf5"}
     if _is_text(data):
         if head.container == "torchscript" and "/code/" in "/" + head.name:
             # TorchScript code runs when the archive is loaded with torch.jit.load: list it for review.

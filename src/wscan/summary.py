@@ -21,7 +21,7 @@ FACT_KINDS = frozenset({
     "safetensors.layout", "pickle.summary", "fact.config", "fact.adapter", "fact.model_card", "fact.gguf",
     "fact.onnx",
 })
-WEIGHT_FORMATS = frozenset({"safetensors", "pickle", "zip", "gguf", "onnx", "npy", "keras", "hdf5", "savedmodel"})
+WEIGHT_FORMATS = frozenset({"safetensors", "pickle", "zip", "gguf", "onnx", "npy", "keras", "hdf5", "tf-graph"})
 SHARD = re.compile(r".+-\d{5,}-of-\d{5,}(\.[^/]+)?$")
 # Files a trainer writes beside the weights: their tensors are not model parameters.
 TRAINER_STATE = re.compile(r"(^|/)(optimizer|scheduler|rng_state[^/]*|training_args|trainer_state)\.[^/]+$")

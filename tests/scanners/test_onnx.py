@@ -359,9 +359,11 @@ def test_no_corpus_file_is_taken_for_onnx() -> None:
     assert taken == []
 
 
-def test_no_corpus_member_is_taken_for_onnx() -> None:
+def test_no_corpus_member_but_the_onnx_samples_is_taken_for_onnx() -> None:
     report = default_engine().scan([CORPUS])
-    assert not [f.path for f in report.files if "onnx" in f.formats]
+    taken = {f.path for f in report.files if "onnx" in f.formats}
+    assert taken and all(path.endswith(".onnx") for path in taken)
+    assert len(taken) == sum(1 for p in CORPUS.rglob("*.onnx"))
 
 
 # --- hostile models: one per check -------------------------------------------------------------------

@@ -12,6 +12,7 @@ from wscan.scanners.archive import SevenZipScanner, TarScanner, ZipScanner
 from wscan.scanners.base import Scanner
 from wscan.scanners.compressed import CompressedScanner
 from wscan.scanners.gguf import GgufScanner
+from wscan.scanners.keras import KerasScanner
 from wscan.scanners.numpy import NpyScanner
 from wscan.scanners.onnx_model import OnnxScanner
 from wscan.scanners.pickle import PickleScanner
@@ -19,6 +20,7 @@ from wscan.scanners.python_code import PythonCodeScanner
 from wscan.scanners.repo_files import ModelCardScanner, RepoJsonScanner, TemplateFileScanner
 from wscan.scanners.safetensors import SafetensorsScanner
 from wscan.scanners.shards import ShardIndexScanner
+from wscan.scanners.tf_graph import TfGraphScanner
 
 
 def builtin_scanners() -> list[Scanner]:
@@ -31,6 +33,8 @@ def builtin_scanners() -> list[Scanner]:
         NpyScanner(),
         SafetensorsScanner(),
         GgufScanner(),
+        KerasScanner(),
+        TfGraphScanner(),
         OnnxScanner(),
         PickleScanner(),
         ShardIndexScanner(),

@@ -1,0 +1,200 @@
+"""Keras models: `.keras` archives (their config.json), legacy HDF5 `.h5` files and stand-alone model JSON.
+
+Loading a Keras model rebuilds it from a JSON config, and that config decides what is imported and called:
+Lambda layers carry marshalled Python bytecode (CVE-2024-3660; `safe_mode` ignored for HDF5 files,
+CVE-2025-9905), objects name arbitrary modules and functions (CVE-2025-1550) or Keras' own non-modelling
+APIs (load_model, get_file, enable_unsafe_deserialization: CVE-2025-8747, CVE-2025-9906), layers name files
+to read (CVE-2025-12058) or SavedModels to load (TFSMLayer, CVE-2026-1462), and HDF5 links and external
+storage make the weights loader read other files (CVE-2026-1669). The zip itself is walked by ZipScanner;
+this scanner reads `config.json` members of a Keras layout, HDF5 files (through `hdf5_probe`, in a child
+process, because libhdf5 can hang on crafted input) and JSON files that are plainly a serialized Keras
+model. Nothing is ever imported or unmarshalled; `keras_config` names what the loader would resolve.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
+from wscan.strict_json import JsonRejected, loads_strict
+
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+HDF5_SECONDS = 120.0  # one HDF5 file's metadata; real files take well under a second
+MAX_CONFIG_NODES = 20_000_000  # JSON values walked in one config (a 64 MiB config has fewer)
+_CLASS_NAME = re.compile(rb'"class_name"\s*:')
+_KERAS_KEY = re.compile(rb'"(module|registered_name|keras_version)"\s*:')
+_COPY_CHUNK = 1 << 20
+
+
+def hdf5_offset(head: bytes) -> int | None:
+    """Where the HDF5 superblock signature is: libhdf5 looks at 0, 512, 1024, 2048, ... (a user block)."""
+    offset = 0
+    while offset + len(HDF5_MAGIC) <= len(head):
+        if head.startswith(HDF5_MAGIC, offset):
+            return offset
+        offset = 512 if offset == 0 else offset * 2
+    return None
+
+
+def _base(name: str) -> str:
+    return name.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _keras_json(head: Head) -> bool:
+    """config.json of a Keras archive, or a JSON file whose head reads like a serialized Keras object."""
+    if not head.head.lstrip(b" \t\r\n").startswith(b"{"):
+        return False
+    base = _base(head.name)
+    if head.container == "keras" and base == "config.json":
+        return True
+    return base.endswith(".json") and bool(_CLASS_NAME.search(head.head)) and bool(_KERAS_KEY.search(head.head))
+
+
+class KerasScanner:
+    """Keras model configs and HDF5 files (every HDF5 file: Keras is the main source of them in models)."""
+
+    name = "keras"
+
+    def accepts(self, head: Head) -> bool:
+        return not head.raw_data and (hdf5_offset(head.head) is not None or _keras_json(head))
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        with artifact.opener() as raw:
+            head = raw.read(HEAD_BYTES)
+        if hdf5_offset(head) is not None:
+            yield from _scan_hdf5(artifact, ctx)
+        else:
+            yield from _scan_json(artifact, ctx)
+
+
+# --- JSON --------------------------------------------------------------------------------------------
+
+
+def _scan_json(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+    limit = ctx.limits.max_json_bytes
+    if artifact.size > limit:
+        yield artifact.observe("keras.size_limit", source=_base(artifact.name), size=artifact.size, limit=limit)
+        return
+    with artifact.opener() as raw:
+        data = raw.read(limit + 1)
+    in_archive = artifact.context.get("container") == "keras"
+    yield from _check_json(artifact, ctx, data, _base(artifact.name) or "config", standalone=not in_archive)
+
+
+def _check_json(
+    artifact: Artifact, ctx: ScanContext, data: bytes, source: str, standalone: bool = False
+) -> Iterator[ScanItem]:
+    """Parse a config strictly (a lenient reread still gets checked) and report what it would load."""
+    from wscan.scanners.keras_config import check_config, looks_like_keras
+
+    try:
+        top = loads_strict(data)
+    except JsonRejected as exc:
+        top = _lenient(data)
+        # A stand-alone file was taken for Keras on its head: unreadable, it fails; read, it must still be Keras.
+        if top is None or not standalone or looks_like_keras(top):
+            yield artifact.observe("keras.config_invalid", source=source, reason=str(exc))
+    if top is None or (standalone and not looks_like_keras(top)):
+        return  # unreadable (reported above), or some other JSON that happens to mention class_name
+    for issue in check_config(top, MAX_CONFIG_NODES, ctx.budget.check_time):
+        yield artifact.observe(issue.kind, **{**issue.attrs, "source": source})
+
+
+def _lenient(data: bytes) -> Any:
+    """What Python's json (and so Keras) makes of a config strict parsing refused: last duplicate wins."""
+    try:
+        return json.loads(data.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None
+
+
+# --- HDF5 --------------------------------------------------------------------------------------------
+
+
+def _scan_hdf5(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+    from wscan.scanners.hdf5_probe import ProbeFailure, run_probe
+
+    if artifact.real_path is None and artifact.size > ctx.limits.max_member_bytes:
+        limit = ctx.limits.max_member_bytes
+        yield artifact.observe("hdf5.size_limit", size=artifact.size, limit=limit)
+        return
+    timeout = min(HDF5_SECONDS, max(1.0, ctx.budget.deadline - time.monotonic()))
+    with _on_disk(artifact, ctx) as path:
+        answer = run_probe(str(path), ctx.limits.max_json_bytes, ctx.limits.max_members, timeout)
+    if isinstance(answer, ProbeFailure):
+        yield artifact.observe(f"hdf5.{answer.kind}", reason=answer.reason)
+        return
+    if "error" in answer:
+        yield artifact.observe("hdf5.unreadable", reason=str(answer["error"])[:200])
+    if answer.get("truncated"):
+        yield artifact.observe("hdf5.object_limit", limit=ctx.limits.max_members)
+    yield from _hdf5_structure(artifact, answer)
+    yield from _hdf5_configs(artifact, ctx, answer.get("attrs", {}))
+
+
+@contextmanager
+def _on_disk(artifact: Artifact, ctx: ScanContext) -> Iterator[Path]:
+    """The artifact as a file path: the file itself, or a temporary copy of a member, deleted after."""
+    if artifact.real_path is not None:
+        yield artifact.real_path
+        return
+    fd, temp = tempfile.mkstemp(prefix="wscan-h5-", suffix=".h5")
+    try:
+        with os.fdopen(fd, "wb") as out, artifact.opener() as raw:
+            copied = 0
+            while copied <= ctx.limits.max_member_bytes and (chunk := raw.read(_COPY_CHUNK)):
+                ctx.budget.check_time()
+                out.write(chunk)
+                copied += len(chunk)
+        yield Path(temp)
+    finally:
+        Path(temp).unlink(missing_ok=True)
+
+
+def _hdf5_structure(artifact: Artifact, answer: dict[str, Any]) -> Iterator[ScanItem]:
+    """Links and datasets that reach outside the file, or declare far more memory than they store."""
+    for link in answer.get("links", []):
+        kind = "hdf5.external_link" if link.get("type") == "external" else "hdf5.soft_link"
+        yield artifact.observe(
+            kind, object=_s(link.get("path")), file=_s(link.get("file")), target=_s(link.get("target"))
+        )
+    for item in answer.get("datasets", []):
+        name = _s(item.get("path"))
+        if "error" in item:
+            yield artifact.observe("hdf5.dataset_unreadable", object=name, reason=_s(item["error"]))
+            continue
+        if item.get("external"):
+            yield artifact.observe("hdf5.external_storage", object=name, files=_s(", ".join(item["external"])))
+        if item.get("virtual"):
+            yield artifact.observe("hdf5.virtual_dataset", object=name, files=_s(", ".join(item["virtual"])))
+        if item.get("oversized"):
+            declared, stored = int(item.get("declared", 0)), int(item.get("stored", 0))
+            yield artifact.observe("hdf5.oversized_dataset", object=name, declared=declared, stored=stored)
+
+
+def _hdf5_configs(artifact: Artifact, ctx: ScanContext, attrs: dict[str, Any]) -> Iterator[ScanItem]:
+    """The model and training configs legacy Keras stores as root attributes, checked like config.json."""
+    for source in ("model_config", "training_config"):
+        value = attrs.get(source)
+        if not isinstance(value, dict):
+            continue
+        if "size" in value:
+            limit = ctx.limits.max_json_bytes
+            yield artifact.observe("keras.size_limit", source=source, size=int(value["size"]), limit=limit)
+        elif "error" in value:
+            yield artifact.observe("hdf5.attribute_unreadable", attribute=source, reason=_s(value["error"]))
+        elif isinstance(value.get("text"), str):
+            yield from _check_json(artifact, ctx, value["text"].encode("utf-8", "surrogatepass"), source)
+
+
+def _s(value: Any) -> str:
+    return str(value if value is not None else "")[:200]
+

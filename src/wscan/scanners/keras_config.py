@@ -1,0 +1,218 @@
+"""Keras model configs as data: every object, function and lambda a loader would resolve, named, never imported.
+
+A Keras model is rebuilt from JSON: `config.json` in a `.keras` archive, the `model_config` and
+`training_config` attributes of a legacy HDF5 file, or a `model.to_json()` file. Each serialized object is
+`{"module", "class_name", "config", "registered_name"}` and the loader imports `module` and calls
+`class_name.from_config` (Keras before 3.9 imported any module: CVE-2025-1550); `"class_name": "function"`
+fetches a function by name, and a Lambda layer can carry marshalled Python bytecode that runs on load
+(CVE-2024-3660; ignored `safe_mode` on HDF5, CVE-2025-9905). This module walks the parsed JSON with a node
+budget and returns what it found as issues; judging the names is left to the rules (an allowlist
+generated from Keras' own export registry, and a list of gadgets).
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from wscan.model import AttrValue
+
+# Serialized values Keras rebuilds as data (tensors, bytes, slices), not by importing anything.
+DATA_CLASSES = frozenset(
+    {"__keras_tensor__", "__tensor__", "__numpy__", "__bytes__", "__ellipsis__", "__slice__"}
+)
+LAMBDA_CLASS = "__lambda__"
+# tf.keras 2 wrapped TensorFlow API calls in these layers; `function` is a tf API symbol name.
+TF_OP_LAYERS = frozenset({"TFOpLambda", "SlicingOpLambda"})
+# Layers whose config may name a file the loader reads (CVE-2025-12058) or a SavedModel it loads
+# (TFSMLayer, CVE-2026-1462).
+PATH_FIELDS = {
+    "StringLookup": "vocabulary",
+    "IntegerLookup": "vocabulary",
+    "TextVectorization": "vocabulary",
+    "TFSMLayer": "filepath",
+}
+MAX_ISSUES = 200  # per kind: beyond this a model is hostile anyway and the count is reported
+_TICK = 1 << 14  # nodes between two deadline checks
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_.]+")
+_KEEP = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """One thing the config would make the loader do, as an observation kind and its attributes."""
+
+    kind: str
+    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Found:
+    """Issues in the order found; objects once per distinct reference, with a count."""
+
+    issues: list[Issue] = field(default_factory=list)
+    objects: dict[tuple[str, str, str], dict[str, AttrValue]] = field(default_factory=dict)
+    per_kind: dict[str, int] = field(default_factory=dict)
+
+    def add(self, kind: str, **attrs: AttrValue) -> None:
+        count = self.per_kind[kind] = self.per_kind.get(kind, 0) + 1
+        if count <= MAX_ISSUES:
+            self.issues.append(Issue(kind, attrs))
+
+    def reference(self, callable_: str, type_: str, registered: str, **attrs: AttrValue) -> None:
+        key = (callable_, type_, registered)
+        seen = self.objects.get(key)
+        if seen is None:
+            self.objects[key] = {"callable": callable_, "type": type_, "registered": registered, "count": 1, **attrs}
+        else:
+            seen["count"] = int(seen["count"]) + 1
+
+
+def looks_like_keras(top: Any) -> bool:
+    """A stand-alone JSON file that is a serialized Keras model (model.to_json(), a copied config.json)."""
+    return (
+        isinstance(top, dict)
+        and isinstance(top.get("class_name"), str)
+        and isinstance(top.get("config"), dict)
+        and any(key in top for key in ("module", "registered_name", "keras_version", "backend"))
+    )
+
+
+def check_config(top: Any, max_nodes: int, tick: Callable[[], None] | None = None) -> list[Issue]:
+    """Everything in a parsed config that a Keras loader would import, call or read."""
+    found = _Found()
+    for walked, (value, path, layer) in enumerate(_walk(top), 1):
+        if walked > max_nodes:
+            found.add("keras.walk_limit", limit=max_nodes)
+            break
+        if tick is not None and walked % _TICK == 0:
+            tick()
+        if isinstance(value, dict):
+            _check_object(value, path, layer, found)
+    issues = list(found.issues)
+    issues.extend(Issue("keras.object", attrs) for attrs in found.objects.values())
+    for kind, count in found.per_kind.items():
+        if count > MAX_ISSUES:
+            issues.append(Issue("keras.more", {"of": kind, "count": count - MAX_ISSUES}))
+    return issues
+
+
+def _walk(top: Any) -> Iterator[tuple[Any, str, str]]:
+    """Every value with its JSON path and the name of the innermost layer around it (the model's own name
+    at the top, then each entry of a `layers` list, however deeply models nest)."""
+    stack: list[tuple[Any, str, str, bool]] = [(top, "", "", True)]
+    while stack:
+        value, path, layer, is_layer = stack.pop()
+        if is_layer and isinstance(value, dict):
+            layer = _name(value) or layer
+        yield value, path, layer
+        if isinstance(value, dict):
+            for key, item in reversed(value.items()):
+                stack.append((item, _join(path, str(key)), layer, key == "layers" and isinstance(item, list)))
+        elif isinstance(value, list):
+            stack.extend((v, f"{path}[{i}]", layer, is_layer) for i, v in reversed(list(enumerate(value))))
+
+
+def _name(obj: dict[str, Any]) -> str:
+    inner = obj.get("config")
+    name = inner.get("name") if isinstance(inner, dict) else obj.get("name")
+    return name[:_KEEP] if isinstance(name, str) else ""
+
+
+def _join(path: str, key: str) -> str:
+    if len(path) > _KEEP:
+        return path
+    return f"{path}.{key[:64]}" if path else key[:64]
+
+
+def _check_object(obj: dict[str, Any], path: str, layer: str, found: _Found) -> None:
+    """The checks that apply to one JSON object."""
+    class_name = obj.get("class_name")
+    _legacy_functions(obj, path, layer, found)
+    if not isinstance(class_name, str):
+        return
+    if class_name == LAMBDA_CLASS:
+        inner = obj.get("config")
+        code = inner.get("code", inner.get("value")) if isinstance(inner, dict) else None
+        _lambda(code, "keras3", path, layer, found)
+        return
+    if class_name in DATA_CLASSES:
+        return
+    _reference(obj, class_name, path, layer, found)
+    inner = obj.get("config")
+    if not isinstance(inner, dict):
+        return
+    if class_name in TF_OP_LAYERS and isinstance(inner.get("function"), str):
+        name = inner["function"]
+        found.reference(f"tensorflow.{name}"[:_KEEP], "function", "", module="tensorflow", name=name[:_KEEP],
+                        layer=layer, field=_join(path, "config.function"))  # fmt: skip
+    key = PATH_FIELDS.get(class_name)
+    if key is not None and isinstance(inner.get(key), str) and inner[key]:
+        found.add("keras.external_path", layer=layer, class_name=class_name, field=_join(path, f"config.{key}"),
+                  path=inner[key][:_KEEP])  # fmt: skip
+
+
+def _reference(obj: dict[str, Any], class_name: str, path: str, layer: str, found: _Found) -> None:
+    """The callable a serialized object resolves to: module + class, function name or TypeSpec name."""
+    module = obj.get("module") if isinstance(obj.get("module"), str) else ""
+    if class_name == "function":
+        name, type_ = obj.get("config"), "function"
+    elif class_name == "__typespec__":
+        name, type_ = obj.get("spec_name"), "typespec"
+    else:
+        name, type_ = class_name, "class"
+    if not isinstance(name, str):
+        name = f"<{type(name).__name__}>"
+    registered = obj.get("registered_name")
+    custom = registered if isinstance(registered, str) and ">" in registered else ""
+    callable_ = f"{module}.{name}" if module else name
+    found.reference(callable_[:_KEEP], type_, custom[:_KEEP], module=str(module)[:_KEEP], name=name[:_KEEP],
+                    layer=layer, field=path)  # fmt: skip
+
+
+def _legacy_functions(obj: dict[str, Any], path: str, layer: str, found: _Found) -> None:
+    """tf.keras 2 Lambda layers: `function` with `function_type` lambda (bytecode) or function (a name)."""
+    for key, kind in obj.items():
+        if not key.endswith("_type") or kind not in ("lambda", "function"):
+            continue
+        base = key[: -len("_type")]
+        if base not in obj:
+            continue
+        if kind == "lambda":
+            _lambda(obj[base], "keras2", _join(path, base), layer, found)
+        elif isinstance(obj[base], str):
+            module_key = "module" if base == "function" else f"{base}_module"
+            module = obj.get(module_key) if isinstance(obj.get(module_key), str) else ""
+            name = obj[base]
+            callable_ = f"{module}.{name}" if module else name
+            found.reference(callable_[:_KEEP], "function", "", module=str(module)[:_KEEP], name=name[:_KEEP],
+                            layer=layer, field=_join(path, base))  # fmt: skip
+
+
+def _lambda(code: Any, form: str, path: str, layer: str, found: _Found) -> None:
+    """Marshalled bytecode: its size and the identifiers and strings it holds, for the reviewer."""
+    if isinstance(code, list | tuple) and code:
+        code = code[0]  # python_utils.func_dump's (code, defaults, closure)
+    raw = _decode(code) if isinstance(code, str) else b""
+    found.add("keras.lambda", layer=layer, field=path, format=form, size=len(raw), names=bytecode_names(raw))
+
+
+def _decode(code: str) -> bytes:
+    """Base64 as Keras' func_load reads it, falling back to the raw text as it does."""
+    try:
+        return binascii.a2b_base64(code.encode("ascii"))
+    except (UnicodeEncodeError, binascii.Error, ValueError):
+        return code.encode("utf-8", "replace")
+
+
+def bytecode_names(raw: bytes) -> str:
+    """Identifier-like runs in marshalled code (names, attribute names, string constants), in order."""
+    seen: dict[str, None] = {}
+    for match in _IDENTIFIER.finditer(raw):
+        seen.setdefault(match.group().decode("ascii"), None)
+        if len(seen) >= 40:
+            break
+    return ", ".join(seen)[:_KEEP]

@@ -1,0 +1,358 @@
+"""TensorFlow graph scanner: SavedModel and GraphDef protobufs built with the scanner's own message types
+(TensorFlow is not installed, ever): benign graphs, including the checkpoint ops every SavedModel has, are
+clean; one hand-crafted graph per rule trips exactly that rule; damaged protobufs never raise."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from wscan.config import Config
+from wscan.engine import Engine
+from wscan.limits import Budget, Limits
+from wscan.model import Location, Observation, Severity
+from wscan.report import Report
+from wscan.rules import builtin_rules_dir
+from wscan.rules.loader import load_pack
+from wscan.scanners import tf_graph
+from wscan.scanners.base import Artifact, Head, ScanContext
+from wscan.scanners.tf_graph import TfGraphScanner, message_class, sniff
+
+# --- builders: copy these to make corpus samples --------------------------------------------------------------
+
+
+def add_node(graph: Any, name: str, op: str, inputs: tuple[str, ...] = (), **attrs: str | bytes) -> Any:
+    """Append a NodeDef to a GraphDef (or a FunctionDef's node_def list). A bytes attribute becomes a string
+    tensor (a Const's value); a str attribute becomes a string attribute (s)."""
+    node = graph.node.add() if hasattr(graph, "node") else graph.node_def.add()
+    node.name, node.op = name.encode(), op.encode()
+    node.input.extend(i.encode() for i in inputs)
+    for key, value in attrs.items():
+        entry = node.attr.add(key=key.encode())
+        if isinstance(value, bytes):
+            entry.value.tensor.dtype = 7  # DT_STRING
+            entry.value.tensor.string_val.append(value)
+        else:
+            entry.value.s = value.encode()
+    return node
+
+
+def add_function(graph: Any, name: str) -> Any:
+    function = graph.library.function.add()
+    function.signature.name = name.encode()
+    return function
+
+
+def benign_graph_def() -> bytes:
+    """A frozen GraphDef: two constants and their sum."""
+    graph = message_class("GraphDef")()
+    add_node(graph, "a", "Const")
+    add_node(graph, "b", "Const")
+    add_node(graph, "sum", "AddV2", ("a", "b"))
+    return bytes(graph.SerializeToString())
+
+
+def _checkpoint_ops(graph: Any) -> None:
+    """What tf.compat.v1 Saver and tf.saved_model put in every SavedModel: save and restore ops fed the
+    variables path through save/Const (the saver_def's filename tensor), and a TF2 save function."""
+    add_node(graph, "save/Const", "Const", value=b"model")
+    add_node(graph, "save/StringJoin", "StringJoin", ("save/Const", "save/part"))
+    add_node(graph, "save/ShardedFilename", "ShardedFilename", ("save/StringJoin", "save/num", "save/shards"))
+    add_node(graph, "save/SaveV2", "SaveV2", ("save/ShardedFilename", "save/names", "save/slices", "w"))
+    add_node(graph, "save/MergeV2Checkpoints", "MergeV2Checkpoints", ("save/Pack", "save/Const"))
+    add_node(graph, "save/RestoreV2", "RestoreV2", ("save/Const", "save/names", "save/slices"))
+    add_node(graph, "saver_filename", "Placeholder")
+    add_node(graph, "StatefulPartitionedCall", "StatefulPartitionedCall", ("saver_filename",))
+    traced = add_function(graph, "__inference__traced_save_42")
+    add_node(traced, "StringJoin", "StringJoin", ("file_prefix", "Const:output:0"))
+    add_node(traced, "SaveV2", "SaveV2", ("StringJoin:output:0", "names", "slices", "w"))
+    add_node(traced, "MergeV2Checkpoints", "MergeV2Checkpoints", ("Pack:output:0", "file_prefix"))
+    restore = add_function(graph, "__inference__traced_restore_43")
+    add_node(restore, "RestoreV2", "RestoreV2", ("file_prefix", "names", "slices"))
+
+
+def saved_model(build: Callable[[Any], None], saver: str = "save/Const:0") -> bytes:
+    """A SavedModel (schema version 1, one meta graph with a saver) whose graph `build` fills."""
+    model = message_class("SavedModel")(schema_version=1)
+    meta = model.meta_graphs.add()
+    meta.saver_def.filename_tensor_name = saver.encode()
+    build(meta.graph_def)
+    return bytes(model.SerializeToString())
+
+
+def benign_saved_model() -> bytes:
+    def build(graph: Any) -> None:
+        add_node(graph, "x", "Placeholder")
+        add_node(graph, "w", "VarHandleOp")
+        add_node(graph, "read", "ReadVariableOp", ("w",))
+        add_node(graph, "y", "MatMul", ("x", "read"))
+        _checkpoint_ops(graph)
+
+    return saved_model(build)
+
+
+def hostile_graph_def() -> bytes:
+    """A frozen GraphDef that reads /etc/passwd, writes ~/.bashrc and calls a registered Python function."""
+    graph = message_class("GraphDef")()
+    add_node(graph, "path", "Const", value=b"/etc/passwd")
+    add_node(graph, "read", "ReadFile", ("path",))
+    add_node(graph, "target", "Const", value=b"/root/.bashrc")
+    add_node(graph, "write", "WriteFile", ("target", "read"))
+    add_node(graph, "callback", "PyFunc", ("read",), token="pyfunc_0")
+    return bytes(graph.SerializeToString())
+
+
+def hostile_saved_model() -> bytes:
+    """A SavedModel whose serving function writes a file and whose graph reads one."""
+
+    def build(graph: Any) -> None:
+        _checkpoint_ops(graph)
+        add_node(graph, "path", "Const", value=b"/etc/shadow")
+        add_node(graph, "id", "Identity", ("path",))
+        add_node(graph, "read", "ReadFile", ("id:0",))
+        serve = add_function(graph, "__inference_serve_7")
+        add_node(serve, "target", "Const", value=b"/root/.ssh/authorized_keys")
+        add_node(serve, "write", "WriteFile", ("target:output:0", "key"))
+        add_node(serve, "py", "EagerPyFunc", ("x",), token="pyfunc_3")
+
+    return saved_model(build)
+
+
+# --- helpers ----------------------------------------------------------------------------------------------
+
+
+@cache
+def default_engine() -> Engine:
+    return Engine(Config())
+
+
+def scan_bytes(folder: Path, blob: bytes, name: str = "graph.pb", limits: Limits | None = None) -> Report:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(blob)
+    return (Engine(Config(limits=limits)) if limits else default_engine()).scan([path])
+
+
+def rule_ids(report: Report) -> set[str]:
+    return {f.rule_id for f in report.findings if f.severity > Severity.INFO}
+
+
+def observe(blob: bytes, name: str = "graph.pb") -> list[Observation]:
+    artifact = Artifact(Location(name), len(blob), lambda: io.BytesIO(blob), name=name)
+    limits = Limits()
+    scanned = TfGraphScanner().scan(artifact, ScanContext(limits, Budget(limits)))
+    return [o for o in scanned if isinstance(o, Observation)]
+
+
+def graph_with(*nodes: tuple[str, str, tuple[str, ...], dict[str, str | bytes]]) -> bytes:
+    graph = message_class("GraphDef")()
+    for name, op, inputs, attrs in nodes:
+        add_node(graph, name, op, inputs, **attrs)
+    return bytes(graph.SerializeToString())
+
+
+# --- benign -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("blob", "name"),
+    [
+        (benign_graph_def(), "frozen_graph.pb"),
+        (benign_graph_def(), "model.bin"),
+        (benign_saved_model(), "saved_model.pb"),
+        (benign_saved_model(), "export.pb"),
+    ],
+)
+def test_benign_graphs_have_no_findings(tmp_path: Path, blob: bytes, name: str) -> None:
+    report = scan_bytes(tmp_path, blob, name)
+    assert report.findings == []
+    assert report.files[0].status == "scanned" and "tf-graph" in report.files[0].formats
+
+
+def test_keras_and_fingerprint_side_files_are_not_graphs() -> None:
+    scanner = TfGraphScanner()
+    for name in ("keras_metadata.pb", "fingerprint.pb"):
+        assert not scanner.accepts(Head(benign_graph_def(), b"", 10, f"m/{name}"))
+
+
+# --- hostile: one rule each ----------------------------------------------------------------------------------
+
+
+def _saved_model_without_graph() -> bytes:
+    return bytes(message_class("SavedModel")(schema_version=1).SerializeToString())
+
+
+HOSTILE: dict[str, tuple[bytes, str, Limits | None]] = {
+    "WS-TF-001": (graph_with(("py", "PyFunc", ("x",), {"token": "pyfunc_0"})), "g.pb", None),
+    "WS-TF-002": (graph_with(("p", "Const", (), {"value": b"/root/.bashrc"}), ("w", "WriteFile", ("p", "c"), {})),
+                  "g.pb", None),
+    "WS-TF-003": (graph_with(("p", "Const", (), {"value": b"/etc/passwd"}), ("r", "ReadFile", ("p",), {})),
+                  "g.pb", None),
+    "WS-TF-004": (saved_model(lambda g: (add_node(g, "p", "Const", value=b"/tmp/x"),
+                                         add_node(g, "s", "SaveV2", ("p", "n", "s", "t")))), "saved_model.pb", None),
+    "WS-TF-005": (saved_model(lambda g: (add_node(g, "p", "Const", value=b"/srv/other/ckpt"),
+                                         add_node(g, "r", "RestoreV2", ("p", "n", "s")))), "saved_model.pb", None),
+    "WS-TF-006": (graph_with(("d", "DataServiceDatasetV4", ("id", "proto", "addr"), {})), "g.pb", None),
+    "WS-TF-007": (b"\x12\x05ab", "saved_model.pb", None),  # a meta graph of 5 bytes with 2 left
+    "WS-TF-008": (_saved_model_without_graph(), "saved_model.pb", None),
+    "WS-TF-009": (benign_graph_def(), "g.pb", Limits(max_member_bytes=8)),
+}  # fmt: skip
+
+
+def test_every_rule_has_a_fixture() -> None:
+    rules = {rule["id"] for rule in load_pack(builtin_rules_dir() / "tensorflow.yaml")["rules"]}
+    assert rules == set(HOSTILE) | {"WS-TF-010"}
+
+
+@pytest.mark.parametrize("rule", sorted(HOSTILE))
+def test_each_hostile_graph_trips_exactly_its_rule(tmp_path: Path, rule: str) -> None:
+    blob, name, limits = HOSTILE[rule]
+    report = scan_bytes(tmp_path, blob, name, limits)
+    assert rule_ids(report) == {rule}, [f.message for f in report.findings]
+
+
+def test_hostile_graph_def_names_nodes_and_paths(tmp_path: Path) -> None:
+    report = scan_bytes(tmp_path, hostile_graph_def(), "frozen.pb")
+    found = {(f.rule_id, f.evidence["node"], f.evidence["target"]) for f in report.findings}
+    assert found == {
+        ("WS-TF-003", "read", "/etc/passwd"),
+        ("WS-TF-002", "write", "/root/.bashrc"),
+        ("WS-TF-001", "callback", "token=pyfunc_0"),
+    }
+
+
+def test_hostile_saved_model_ops_inside_functions_and_through_identity(tmp_path: Path) -> None:
+    report = scan_bytes(tmp_path / "model", hostile_saved_model(), "saved_model.pb")
+    found = {(f.rule_id, f.evidence["function"], f.evidence["node"], f.evidence["path"]) for f in report.findings}
+    assert found == {
+        ("WS-TF-003", "<graph>", "read", "/etc/shadow"),
+        ("WS-TF-002", "__inference_serve_7", "write", "/root/.ssh/authorized_keys"),
+        ("WS-TF-001", "__inference_serve_7", "py", ""),
+    }
+
+
+@pytest.mark.parametrize(
+    ("op", "attr", "value", "rule"),
+    [
+        ("PrintV2", "output_stream", "file:///home/u/.profile", "WS-TF-002"),
+        ("PrintV2", "output_stream", "stderr", None),
+        ("DecodeProtoV2", "descriptor_source", "/etc/descriptors.bin", "WS-TF-003"),
+        ("DecodeProtoV2", "descriptor_source", "local://", None),
+        ("DebugIdentity", "debug_urls", "grpc://attacker:6064", "WS-TF-006"),
+        ("DebugIdentity", "debug_urls", "file:///tmp/dump", "WS-TF-002"),
+        ("ImmutableConst", "memory_region_name", "/dev/mem", "WS-TF-003"),
+    ],
+)
+def test_ops_judged_by_their_attributes(tmp_path: Path, op: str, attr: str, value: str, rule: str | None) -> None:
+    report = scan_bytes(tmp_path, graph_with(("n", op, ("x",), {attr: value})))
+    assert rule_ids(report) == ({rule} if rule else set())
+    if rule:
+        assert value in report.findings[0].message
+
+
+def test_restore_from_the_fed_filename_is_normal_but_not_from_another_constant(tmp_path: Path) -> None:
+    def build(graph: Any) -> None:
+        add_node(graph, "save/Const", "Const", value=b"model")
+        add_node(graph, "save/RestoreV2", "RestoreV2", ("save/Const",))
+
+    assert rule_ids(scan_bytes(tmp_path, saved_model(build), "saved_model.pb")) == set()
+    assert rule_ids(scan_bytes(tmp_path, saved_model(build, saver="other:0"), "saved_model.pb")) == {"WS-TF-005"}
+
+
+def test_more_flagged_ops_than_listed_are_counted() -> None:
+    nodes = [(f"r{i}", "ReadFile", ("x",), {}) for i in range(tf_graph.MAX_REPORTED + 3)]
+    found = observe(graph_with(*nodes))
+    assert len([o for o in found if o.kind == "tf.op"]) == tf_graph.MAX_REPORTED
+    (more,) = [o for o in found if o.kind == "tf.more_ops"]
+    assert more.attrs["count"] == 3
+    (finding,) = default_engine().rules.judge([more])
+    assert finding.rule_id == "WS-TF-010" and finding.severity == Severity.INFO
+
+
+def test_names_that_are_not_utf8_neither_fail_the_parse_nor_vanish() -> None:
+    graph = message_class("GraphDef")()
+    add_node(graph, "x", "ReadFile").name = b"\xffread"
+    (op,) = observe(bytes(graph.SerializeToString()))
+    assert op.attrs["op"] == "ReadFile" and op.attrs["node"] == "\\xffread"
+
+
+# --- sniffing -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("blob", "expected"),
+    [
+        (benign_graph_def(), "graph_def"),
+        (benign_saved_model(), "saved_model"),
+        (benign_saved_model()[:40], "saved_model"),  # a head cut inside the first meta graph
+        (b"\x08\x07\x12\x07pytorch\x1a\x032.1", None),  # an ONNX ModelProto: ir_version 7, producer name
+        (b"\x08\x01\x12\x07pytorch", None),  # ir_version 1: "pytorch" is no MetaGraphDef
+        (b"\x80\x04\x95\x10\x00", None),  # a pickle
+        (b"PK\x03\x04", None),
+        (b"hello world, this is text", None),
+        (b"\x0a\x04name\x12\x07not op!", None),  # an op name is an identifier
+        (b"", None),
+    ],
+)
+def test_sniff(blob: bytes, expected: str | None) -> None:
+    assert sniff(blob) == expected
+
+
+def test_saved_model_pb_is_taken_on_its_name_whatever_its_bytes(tmp_path: Path) -> None:
+    report = scan_bytes(tmp_path, b"garbage that is not a protobuf \xff\xff", "saved_model.pb")
+    assert rule_ids(report) == {"WS-TF-007"} and report.files[0].status == "failed"
+
+
+# --- hostile input never raises -------------------------------------------------------------------------------
+
+
+def _mutate(data: st.DataObject, sample: bytes) -> bytes:
+    blob = bytearray(sample)
+    for _ in range(data.draw(st.integers(0, 8))):
+        position = data.draw(st.integers(0, len(blob) - 1))
+        blob[position] ^= 1 << data.draw(st.integers(0, 7))
+    cut = data.draw(st.integers(0, len(blob))) if data.draw(st.booleans()) else len(blob)  # half are whole
+    return bytes(blob[:cut])
+
+
+@pytest.mark.parametrize("sample", ["graph_def", "saved_model", "hostile"])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutations_never_raise(sample: str, data: st.DataObject) -> None:
+    blob = {"graph_def": benign_graph_def, "saved_model": benign_saved_model, "hostile": hostile_saved_model}[sample]()
+    found = observe(_mutate(data, blob), "saved_model.pb")
+    assert not any(o.kind == "scan.error" for o in found)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("tf_graph")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_engine_always_returns_scanned_or_failed(work: Path, data: st.DataObject) -> None:
+    path = work / "m.pb"
+    path.write_bytes(_mutate(data, benign_saved_model()))
+    report = default_engine().scan([path])
+    assert report.files[0].status in {"scanned", "failed", "skipped"}
+    assert not any(f.rule_id == "WS-FILE-001" for f in report.findings)
+
+
+def test_a_large_saved_model_is_not_taken_for_onnx(tmp_path: Path) -> None:
+    """Real SavedModels run past the 64 KiB head: the schema version field reads as ONNX ir_version 1."""
+
+    def build(graph: Any) -> None:
+        for i in range(3000):
+            add_node(graph, f"dense_{i}/MatMul", "MatMul", ("x", f"w{i}"))
+        _checkpoint_ops(graph)
+
+    report = scan_bytes(tmp_path / "big", saved_model(build), "saved_model.pb")
+    assert report.files[0].formats == ("tf-graph",) and report.findings == []
