@@ -356,3 +356,19 @@ def test_a_large_saved_model_is_not_taken_for_onnx(tmp_path: Path) -> None:
 
     report = scan_bytes(tmp_path / "big", saved_model(build), "saved_model.pb")
     assert report.files[0].formats == ("tf-graph",) and report.findings == []
+
+
+def test_saved_model_folder_with_its_variables_is_clean(tmp_path: Path) -> None:
+    """The checkpoint beside saved_model.pb is the graph's data: claimed, so no unknown-format finding."""
+    folder = tmp_path / "export"
+    (folder / "variables").mkdir(parents=True)
+    (folder / "saved_model.pb").write_bytes(benign_saved_model())
+    (folder / "variables" / "variables.index").write_bytes(b"\x00\x01table" + bytes(40))
+    (folder / "variables" / "variables.data-00000-of-00001").write_bytes(bytes(range(256)) * 4)
+    report = Engine(Config()).scan([folder])
+    assert [(f.rule_id, f.location.path) for f in report.findings] == []
+    formats = {Path(f.path).name: f.formats for f in report.files}
+    assert formats["variables.index"] == ("tf-variables",)
+    # Claimed files are still sniffed: a pickle in the shards is found.
+    (folder / "variables" / "variables.data-00000-of-00001").write_bytes(b"cposix\nsystem\n(S'id'\ntR.")
+    assert "WS-PKL-001" in {f.rule_id for f in Engine(Config()).scan([folder]).findings}

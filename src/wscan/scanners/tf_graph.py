@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from wscan.discover import display_path
 from wscan.model import AttrValue
-from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import CLAIM_KIND, Artifact, Head, ScanContext, ScanItem
 
 SAVED_MODEL_NAME = "saved_model.pb"
 IGNORED_NAMES = frozenset({"keras_metadata.pb", "fingerprint.pb"})  # Keras and SavedModel side files, no graph
@@ -338,6 +339,24 @@ class TfGraphScanner:
             yield artifact.observe("tf.graph_invalid", format=kind, reason="no meta graph with a graph")
             return
         yield from _ops(artifact, ctx, message, kind)
+        if kind == "saved_model":
+            yield from _claim_variables(artifact)
+
+
+MAX_CLAIMED = 10_000
+
+
+def _claim_variables(artifact: Artifact) -> Iterator[ScanItem]:
+    """`variables/` beside saved_model.pb holds the checkpoint (an index table and raw shards) this graph
+    restores: the engine is told they are its data, not files of unknown format. They are still sniffed."""
+    if artifact.real_path is None:
+        return
+    folder = artifact.real_path.parent / "variables"
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    for _, path in zip(range(MAX_CLAIMED), sorted(folder.iterdir()), strict=False):
+        if path.name.startswith("variables.") and path.is_file() and not path.is_symlink():
+            yield artifact.observe(CLAIM_KIND, file=display_path(path), format="tf-variables")
 
 
 def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Iterator[ScanItem]:
