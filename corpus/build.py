@@ -749,6 +749,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_repo(corpus)
     build_hostile_gguf(corpus, payload, main_rules)
     build_hostile_onnx(corpus)
+    build_hostile_keras_tf(corpus)
 
 
 def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
@@ -992,6 +993,7 @@ def build_benign(corpus: Corpus) -> None:
     build_benign_repo(corpus)
     build_benign_gguf(corpus)
     build_benign_onnx(corpus)
+    build_benign_keras_tf(corpus)
 
 
 def build_benign_torch(corpus: Corpus) -> None:
@@ -1518,6 +1520,88 @@ def build_hostile_onnx(corpus: Corpus) -> None:
                   expect("WS-TPL-001", "WS-TPL-002")))
     for name, model, technique, expected in cases:
         corpus.add(f"hostile/onnx-{name}.onnx", model.SerializeToString(), f"ONNX: {technique}", rules=expected)
+
+
+# --- Keras and TensorFlow ------------------------------------------------------------------------------
+# The builders live with the scanner tests (one definition of each hand-made shape); imported from there.
+
+
+def _test_builders(module: str) -> Any:
+    import importlib
+
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    builders = importlib.import_module(f"tests.scanners.{module}")
+    if module == "test_keras":
+        import keras
+
+        keras.utils.set_random_seed(SEED)  # Keras draws initial weights from its own generator
+    return builders
+
+
+def build_benign_keras_tf(corpus: Corpus) -> None:
+    with fixed_zip_clock():
+        _build_benign_keras_tf(corpus)
+
+
+def build_hostile_keras_tf(corpus: Corpus) -> None:
+    with fixed_zip_clock():
+        _build_hostile_keras_tf(corpus)
+
+
+def _normalize_keras(path: Path) -> None:
+    """Keras stamps a save time and Python object ids into .keras files: pin them so rebuilds match."""
+    import re
+
+    with zipfile.ZipFile(path) as archive:
+        members = [(info.filename, archive.read(info)) for info in archive.infolist()]
+    ids: dict[str, str] = {}
+
+    def stable(match: re.Match[bytes]) -> bytes:
+        return b'"shared_object_id": ' + ids.setdefault(match.group(1).decode(), str(len(ids) + 1)).encode()
+
+    with fixed_zip_clock(), zipfile.ZipFile(path, "w") as archive:
+        for name, data in members:
+            if name == "config.json":
+                data = re.sub(rb'"shared_object_id": (\d+)', stable, data)
+            elif name == "metadata.json":
+                data = re.sub(rb'"date_saved": "[^"]*"', b'"date_saved": "2024-01-01@00:00:00"', data)
+            archive.writestr(name, data)
+
+
+def _build_benign_keras_tf(corpus: Corpus) -> None:
+    keras_tests = _test_builders("test_keras")
+    tf_tests = _test_builders("test_tf_graph")
+    seed_everything()
+    functional = corpus.record("benign/keras-functional.keras", "Keras 3 functional model (Conv2D, "
+                               "BatchNormalization, Dropout, Dense), compiled", made_by="keras.Model.save")
+    _normalize_keras(keras_tests.benign_keras_file(functional, "functional"))
+    keras_tests.benign_keras_file(corpus.record("benign/keras-sequential.h5", "Keras 3 Sequential model saved as "
+                                                "legacy HDF5", made_by="keras.Model.save"), "sequential")
+    corpus.add("benign/tf-frozen-graph.pb", tf_tests.benign_graph_def(), "frozen GraphDef: constants and a sum",
+               made_by="protobuf GraphDef message")
+    corpus.add("benign/tf-saved-model/saved_model.pb", tf_tests.benign_saved_model(),
+               "SavedModel with the save/restore ops every SavedModel has", made_by="protobuf SavedModel message")
+
+
+def _build_hostile_keras_tf(corpus: Corpus) -> None:
+    keras_tests = _test_builders("test_keras")
+    tf_tests = _test_builders("test_tf_graph")
+    lambda_file = corpus.record("hostile/keras-lambda-bytecode.keras", "Keras Lambda layer carrying marshalled "
+                                "bytecode (CVE-2024-3660)", rules=expect("WS-KERAS-001"))
+    _normalize_keras(keras_tests.lambda_keras_file(lambda_file))
+    system_file = corpus.record("hostile/keras-os-system-layer.keras", "config.json naming os.system as a layer "
+                                "(CVE-2025-1550)", rules=expect("WS-KERAS-002"))
+    _normalize_keras(keras_tests.cve_2025_1550_keras_file(system_file))
+    keras_tests.lambda_h5_file(corpus.record("hostile/keras-lambda-bytecode.h5", "Keras 2 Lambda layer with bytecode "
+                                             "in a legacy HDF5 model_config", rules=expect("WS-KERAS-001")))
+    corpus.add("hostile/tf-graph-readfile-pyfunc.pb", tf_tests.hostile_graph_def(), "frozen GraphDef that reads "
+               "/etc/passwd, writes a file and calls a Python callback",
+               rules=expect("WS-TF-001", "WS-TF-002", "WS-TF-003"))
+    corpus.add("hostile/tf-saved-model/saved_model.pb", tf_tests.hostile_saved_model(), "SavedModel whose serving "
+               "function writes a file and runs EagerPyFunc", rules=expect("WS-TF-001", "WS-TF-002", "WS-TF-003"))
 
 
 # --- main -----------------------------------------------------------------------------------------

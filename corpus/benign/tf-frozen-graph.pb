@@ -1,0 +1,9 @@
+
+
+
+aConst
+
+
+bConst
+
+sumAddV2ab
