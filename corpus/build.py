@@ -1537,8 +1537,9 @@ def _test_builders(module: str) -> Any:
     if module == "test_keras":
         import keras
 
-        # Keras draws initial weights from its own generator: seed it before every use, so a sample's bytes
-        # do not depend on which samples were built before it.
+        # Keras numbers layer names per process and draws weights from its own generator: reset both before
+        # every use, so a sample's bytes do not depend on what this process built before it.
+        keras.backend.clear_session()
         keras.utils.set_random_seed(SEED)
         builders._sequential_archive.cache_clear()
     return builders
