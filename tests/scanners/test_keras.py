@@ -111,7 +111,9 @@ def _payload(x: Any) -> Any:
 
 
 def payload_bytecode() -> str:
-    return base64.b64encode(marshal.dumps(_payload.__code__)).decode("ascii")
+    # A fixed file name: marshalled code records where it was compiled, which differs between checkouts.
+    code = _payload.__code__.replace(co_filename="wscan-payload.py")
+    return base64.b64encode(marshal.dumps(code)).decode("ascii")
 
 
 def _lambda_layer(name: str = "pwn") -> dict[str, Any]:
