@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from wscan.limits import Budget, Limits
 from wscan.model import AttrValue, Location, Observation
+from wscan.scanners.slice import open_slice
 
 # An observation by which a scanner says another top-level file is data it reads (attrs: file = that file's
 # report path, format = what it holds), so the engine does not call it an unknown format.
@@ -49,6 +51,10 @@ class Artifact:
         merged: dict[str, AttrValue] = {k: v for k, v in self.context.items() if k == "container"}
         merged.update(attrs)
         return Observation(kind, location, merged)
+
+    def hidden(self, start: int, length: int) -> Artifact:
+        """Bytes inside this blob that no structure owns, as a blob of their own (named by their offset)."""
+        return self.child(f"@{start}", length, partial(open_slice, self.opener, start, length))
 
     def child(
         self,

@@ -10,10 +10,9 @@ Every check lives in `gguf_header`; this module turns its problems into observat
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import partial
 
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.slice import open_slice
+from wscan.scanners.problems import problem_items
 
 MAGIC = b"GGUF"  # gguf.constants.GGUF_MAGIC as stored (little-endian); the tests check they agree
 
@@ -36,11 +35,7 @@ class GgufScanner:
         caps = Caps(ctx.limits.max_header_bytes, ctx.limits.max_members, 4 * MAX_TEMPLATE_CHARS, ctx.budget.check_time)
         with artifact.opener() as raw:
             parsed = parse_gguf(raw, artifact.size, caps)
-        for problem in parsed.problems:
-            yield artifact.observe(problem.kind, problem.offset, **problem.attrs)
-            if problem.hidden is not None:
-                start, length = problem.hidden
-                yield artifact.child(f"@{start}", length, partial(open_slice, artifact.opener, start, length))
+        yield from problem_items(artifact, parsed.problems)
         for template in parsed.templates:
             yield from _template_observations(artifact, template.key, template.offset, template.length, template.text)
         if parsed.complete:

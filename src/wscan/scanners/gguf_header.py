@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -28,6 +28,7 @@ from gguf.constants import (
 )
 
 from wscan.model import AttrValue
+from wscan.scanners.problems import Problem
 
 MAGIC = struct.pack("<I", GGUF_MAGIC)
 KNOWN_VERSIONS = (1, 2, 3)
@@ -52,16 +53,6 @@ _SCALARS = {
     GGUFValueType.UINT64: "Q", GGUFValueType.INT64: "q", GGUFValueType.FLOAT64: "d",
 }  # fmt: skip
 _VALUE_TYPES = {vtype.value: vtype for vtype in GGUFValueType}
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One deviation from the format at a file offset; `hidden` is (start, length) of bytes no tensor owns."""
-
-    kind: str
-    offset: int
-    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
-    hidden: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

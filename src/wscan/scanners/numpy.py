@@ -15,7 +15,6 @@ from typing import BinaryIO
 
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.pickle import analyze
-from wscan.scanners.slice import open_slice
 
 MAGIC = b"\x93NUMPY"
 _SIMPLE = re.compile(r"[<>|=]?([bBiuUfcmMOSVa?])(\d*)(?:\[[a-zA-Z0-9]+\])?")
@@ -126,8 +125,4 @@ class NpyScanner:
         elif actual > expected:
             hidden = data_start + expected
             yield artifact.observe("npy.trailing_data", hidden, length=actual - expected)
-            yield artifact.child(
-                f"@{hidden}",
-                actual - expected,
-                lambda: open_slice(artifact.opener, hidden, actual - expected),
-            )
+            yield artifact.hidden(hidden, actual - expected)

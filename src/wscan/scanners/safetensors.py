@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from functools import partial
 
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.problems import problem_items
 from wscan.scanners.safetensors_header import JSON_WS, ParsedHeader, parse_header
-from wscan.scanners.slice import open_slice
 
 _PRINTABLE = frozenset(range(0x20, 0x7F)) | frozenset(b"\t\n\r")
 
@@ -44,12 +43,7 @@ class SafetensorsScanner:
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as raw:
             parsed = parse_header(raw, artifact.size, ctx.limits.max_header_bytes)
-        problems = parsed.problems if isinstance(parsed, ParsedHeader) else parsed
-        for problem in problems:
-            yield artifact.observe(problem.kind, problem.offset, **problem.attrs)
-            if problem.hidden is not None:
-                start, length = problem.hidden
-                yield artifact.child(f"@{start}", length, partial(open_slice, artifact.opener, start, length))
+        yield from problem_items(artifact, parsed.problems if isinstance(parsed, ParsedHeader) else parsed)
         if isinstance(parsed, ParsedHeader):
             yield artifact.observe("safetensors.layout", 0, **layout_attrs(parsed))
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import re
 import struct
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from wscan.model import AttrValue
+from wscan.scanners.problems import Problem
 
 LIBRARY_MAX_HEADER = 100_000_000  # the reference loader refuses longer headers
 U64_MAX = 2**64 - 1
@@ -31,16 +31,6 @@ DTYPE_BITS = {
 }  # fmt: skip
 TENSOR_FIELDS = frozenset({"dtype", "shape", "data_offsets"})
 _KEY = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:')
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One deviation from the format, at a file offset; `hidden` is (start, length) of bytes no tensor owns."""
-
-    kind: str
-    offset: int
-    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
-    hidden: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
