@@ -9,9 +9,7 @@ the findings. It is signed into the same Sigstore bundle format as a model signa
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,12 +19,14 @@ from wscan.discover import display_path
 from wscan.model import Location, Observation
 from wscan.provenance.oms import (
     CertificateMethod,
-    KeylessMethod,
     KeyMethod,
     Method,
     Resource,
     SignatureProblem,
     hashing_config,
+    read_bundle,
+    run_verifier,
+    verifier_for,
 )
 from wscan.report import Report
 
@@ -80,21 +80,9 @@ class Attestation:
 
 def read_attestation(path: Path, method: Method) -> Attestation:
     """Check the bundle's signature (raises SignatureProblem) and return the statement it vouches for."""
-    from model_signing._signing import sign_sigstore, sign_sigstore_pb
-
-    from wscan.provenance.oms import _classify, _short, _verifier_config
-
-    reader = sign_sigstore.Signature if isinstance(method, KeylessMethod) else sign_sigstore_pb.Signature
-    try:
-        bundle = reader.read(path)
-    except Exception as exc:
-        raise SignatureProblem("provenance.signature_unreadable", _short(exc)) from None
-    verifier = _verifier_config(method)._verifier
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            payload_type, payload = verifier._verify_signed_content(bundle)
-    except Exception as exc:
-        raise SignatureProblem(_classify(exc, method), _short(exc)) from None
+    bundle = read_bundle(path, method)
+    verifier = verifier_for(method)
+    payload_type, payload = run_verifier(method, lambda: verifier._verify_signed_content(bundle))
     try:
         statement = json.loads(payload)
         ok = (payload_type == PAYLOAD_TYPE and statement.get("_type") == STATEMENT_TYPE

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 DEFAULT_SIGNATURE = "model.sig"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -143,26 +144,41 @@ def signed_manifest(signature: Path, method: Method) -> tuple[SignedManifest, An
     `provenance.wrong_signer` (valid signature, other identity, issuer or untrusted chain) or
     `provenance.signature_invalid` (the signature or its payload does not verify).
     """
-    from model_signing._signing import sign_sigstore, sign_sigstore_pb
-
-    config = _verifier_config(method)
-    reader = sign_sigstore.Signature if isinstance(method, KeylessMethod) else sign_sigstore_pb.Signature
-    try:
-        bundle = reader.read(signature)
-    except OSError as exc:
-        raise SignatureProblem("provenance.signature_unreadable", f"cannot read {signature.name}: {exc}") from None
-    except Exception as exc:  # JSON, protobuf or sigstore model errors: not a bundle
-        raise SignatureProblem("provenance.signature_unreadable", _short(exc)) from None
-    try:
-        with contextlib.redirect_stdout(sys.stderr):  # the library prints warnings to stdout: keep JSON clean
-            expected = config._verifier.verify(bundle)  # its own check of signature and payload
-    except Exception as exc:
-        raise SignatureProblem(_classify(exc, method), _short(exc)) from None
+    bundle = read_bundle(signature, method)
+    verifier = verifier_for(method)
+    expected = run_verifier(method, lambda: verifier.verify(bundle))  # the library's check of signature and payload
     resources = tuple(
         Resource(rd.identifier, rd.digest.algorithm, rd.digest.digest_hex) for rd in expected.resource_descriptors()
     )
     serialization = dict(expected.serialization_type)
     return SignedManifest(resources, serialization), hashing_for(serialization)
+
+
+def read_bundle(path: Path, method: Method) -> Any:
+    """The Sigstore bundle in `path`, in the library's class for this method; unreadable is a SignatureProblem."""
+    from model_signing._signing import sign_sigstore, sign_sigstore_pb
+
+    reader = sign_sigstore.Signature if isinstance(method, KeylessMethod) else sign_sigstore_pb.Signature
+    try:
+        return reader.read(path)
+    except OSError as exc:
+        raise SignatureProblem("provenance.signature_unreadable", f"cannot read {path.name}: {exc}") from None
+    except Exception as exc:  # JSON, protobuf or sigstore model errors: not a bundle
+        raise SignatureProblem("provenance.signature_unreadable", _short(exc)) from None
+
+
+def verifier_for(method: Method) -> Any:
+    """The library's verifier for a key, a certificate chain, or a keyless identity and issuer."""
+    return _verifier_config(method)._verifier
+
+
+def run_verifier(method: Method, check: Callable[[], T]) -> T:
+    """Run one of the library's checks; its failures become SignatureProblems (invalid, or wrong signer)."""
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # the library prints warnings to stdout: keep JSON clean
+            return check()
+    except Exception as exc:
+        raise SignatureProblem(_classify(exc, method), _short(exc)) from None
 
 
 def hashing_for(serialization: dict[str, Any]) -> Any:
