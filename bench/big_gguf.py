@@ -16,18 +16,12 @@ import sys
 import time
 from pathlib import Path
 
+from measure import rchar, write_zeros
+
 WORK = Path(__file__).resolve().parent / "work"
 ROOT = Path(__file__).resolve().parents[1]
-CHUNK = 64 << 20
 Q4_0, Q4_0_BLOCK, Q4_0_BYTES = 2, 32, 18  # ggml type id, elements per block, bytes per block
 TENSORS = 291
-
-
-def _rchar() -> int:
-    for line in Path("/proc/self/io").read_text().splitlines():
-        if line.startswith("rchar:"):
-            return int(line.split()[1])
-    raise RuntimeError("no rchar in /proc/self/io")
 
 
 def _str(text: str) -> bytes:
@@ -68,14 +62,9 @@ def build(path: Path, size: int) -> None:
     if path.is_file() and path.stat().st_size == total:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    block = bytes(CHUNK)
     with path.open("wb") as out:
         out.write(head)
-        left = TENSORS * nbytes
-        while left:
-            n = min(left, CHUNK)
-            out.write(block[:n])
-            left -= n
+        write_zeros(out, TENSORS * nbytes)
 
 
 def main(argv: list[str]) -> int:
@@ -89,9 +78,9 @@ def main(argv: list[str]) -> int:
 
     engine = Engine(Config())
     engine.scan([path])  # warm up: the gguf package and NumPy import on the first GGUF
-    before, started = _rchar(), time.perf_counter()
+    before, started = rchar(), time.perf_counter()
     report = engine.scan([path])
-    scan_seconds, scan_bytes = time.perf_counter() - started, _rchar() - before
+    scan_seconds, scan_bytes = time.perf_counter() - started, rchar() - before
     started = time.perf_counter()
     with path.open("rb") as handle:
         hashlib.file_digest(handle, "sha256")

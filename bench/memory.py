@@ -14,17 +14,9 @@ import sys
 import zipfile
 from pathlib import Path
 
+from measure import write_zeros
+
 WORK = Path(__file__).resolve().parent / "work"
-CHUNK = 64 << 20
-
-
-def _zeros(handle: io.BufferedWriter | zipfile.ZipExtFile | io.RawIOBase, total: int) -> None:
-    block = bytes(CHUNK)
-    left = total
-    while left:
-        n = min(left, CHUNK)
-        handle.write(block[:n])  # type: ignore[union-attr]
-        left -= n
 
 
 def build_torch_zip(path: Path, size: int) -> None:
@@ -37,7 +29,7 @@ def build_torch_zip(path: Path, size: int) -> None:
         for info in src.infolist():
             if info.filename.endswith("/data/0"):
                 with dst.open(info.filename, "w", force_zip64=True) as out:
-                    _zeros(out, size)
+                    write_zeros(out, size)
             else:
                 dst.writestr(info.filename, src.read(info.filename))
 
@@ -53,13 +45,13 @@ def build_legacy(path: Path, size: int) -> None:
     assert struct.unpack("<q", count_and_data[:8])[0] == 4
     with open(path, "wb") as out:
         out.write(head + struct.pack("<q", size // 4))
-        _zeros(out, size // 4 * 4)  # type: ignore[arg-type]
+        write_zeros(out, size // 4 * 4)
 
 
 def build_pickle(path: Path, size: int) -> None:
     with open(path, "wb") as out:
         out.write(b"\x80\x04\x8e" + struct.pack("<Q", size))
-        _zeros(out, size)  # type: ignore[arg-type]
+        write_zeros(out, size)
         out.write(b".")
 
 
@@ -68,7 +60,7 @@ def build_npy(path: Path, size: int) -> None:
     header += " " * (64 - (10 + len(header) + 1) % 64) + "\n"
     with open(path, "wb") as out:
         out.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-        _zeros(out, size // 4 * 4)  # type: ignore[arg-type]
+        write_zeros(out, size // 4 * 4)
 
 
 def main() -> int:

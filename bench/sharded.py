@@ -21,16 +21,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from measure import rchar, write_zeros
+
 WORK = Path(__file__).resolve().parent / "work"
-CHUNK = 64 << 20
 TENSORS_PER_SHARD = 300
-
-
-def _rchar() -> int:
-    for line in Path("/proc/self/io").read_text().splitlines():
-        if line.startswith("rchar:"):
-            return int(line.split()[1])
-    raise RuntimeError("no rchar in /proc/self/io")
 
 
 def build(folder: Path, size: int, shards: int) -> None:
@@ -43,7 +37,6 @@ def build(folder: Path, size: int, shards: int) -> None:
     nbytes = rows * cols * 2
     weight_map: dict[str, str] = {}
     total = 0
-    block = bytes(CHUNK)
     for s in range(shards):
         name = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
         header: dict[str, object] = {"__metadata__": {"format": "pt"}}
@@ -60,11 +53,7 @@ def build(folder: Path, size: int, shards: int) -> None:
             continue
         with path.open("wb") as out:
             out.write(struct.pack("<Q", len(text)) + text)
-            left = data
-            while left:
-                n = min(left, CHUNK)
-                out.write(block[:n])
-                left -= n
+            write_zeros(out, data)
     index = {"metadata": {"total_size": total}, "weight_map": weight_map}
     (folder / "model.safetensors.index.json").write_text(json.dumps(index, indent=2))
     (folder / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}))
@@ -87,9 +76,9 @@ def main(argv: list[str]) -> int:
     from wscan.engine import Engine
 
     engine = Engine(Config())  # rule packs loaded before measuring: they are not the folder's bytes
-    before, started = _rchar(), time.perf_counter()
+    before, started = rchar(), time.perf_counter()
     report = engine.scan([folder])
-    scan_seconds, scan_bytes = time.perf_counter() - started, _rchar() - before
+    scan_seconds, scan_bytes = time.perf_counter() - started, rchar() - before
     shard_count = sum(1 for p in files if p.suffix == ".safetensors")
 
     started = time.perf_counter()
