@@ -25,6 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import wscan
+from tests.helpers.scanning import default_engine, rule_ids
+from tests.helpers.scanning import scan_bytes as _scan_bytes
 from wscan.config import Config
 from wscan.engine import Engine
 from wscan.limits import Budget, Limits
@@ -43,20 +45,8 @@ Q = GGMLQuantizationType
 # --- helpers -----------------------------------------------------------------------------------------
 
 
-@cache
-def default_engine() -> Engine:
-    """The engine behind `wscan.scan`, built once: loading the rule packs dominates a one-file scan."""
-    return Engine(Config())
-
-
 def scan_bytes(tmp_path: Path, blob: bytes, config: Config | None = None) -> Report:
-    path = tmp_path / "model.gguf"
-    path.write_bytes(blob)
-    return (Engine(config) if config else default_engine()).scan([path])
-
-
-def rule_ids(report: Report) -> set[str]:
-    return {f.rule_id for f in report.findings if f.severity > Severity.INFO}
+    return _scan_bytes(tmp_path, blob, "model.gguf", config)
 
 
 def observe(blob: bytes, limits: Limits | None = None) -> list[Observation]:

@@ -30,11 +30,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.scanning import default_engine, rule_ids, scan
 from wscan.config import Config
-from wscan.engine import Engine
 from wscan.limits import Budget, Limits
 from wscan.model import Location, Observation, Severity
-from wscan.report import Report
 from wscan.rules import builtin_rules_dir
 from wscan.rules.loader import load_pack
 from wscan.scanners import hdf5_probe
@@ -211,19 +210,6 @@ def h5_file(path: Path, fill: Callable[[Any], None]) -> Path:
 
 
 # --- helpers ---------------------------------------------------------------------------------------------
-
-
-@cache
-def default_engine() -> Engine:
-    return Engine(Config())
-
-
-def scan(path: Path, config: Config | None = None) -> Report:
-    return (Engine(config) if config else default_engine()).scan([path])
-
-
-def rule_ids(report: Report) -> set[str]:
-    return {f.rule_id for f in report.findings if f.severity > Severity.INFO}
 
 
 def observe_json(blob: bytes, name: str = "model.json", container: str = "") -> list[Observation]:

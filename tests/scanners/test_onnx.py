@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
+from tests.helpers.scanning import default_engine, rule_ids, scan
 from wscan.config import Config
 from wscan.engine import Engine
 from wscan.limits import Budget, Limits
 from wscan.model import Location, Observation, Severity
-from wscan.report import Report
 from wscan.rules import builtin_rules_dir
 from wscan.rules.loader import load_pack
 from wscan.scanners import onnx_checks
@@ -39,25 +39,11 @@ FUZZ_EXAMPLES = int(os.environ.get("WSCAN_FUZZ_EXAMPLES", "300"))  # raise it fo
 # --- helpers -----------------------------------------------------------------------------------------
 
 
-@cache
-def default_engine() -> Engine:
-    """The engine behind `wscan.scan`, built once: loading the rule packs dominates a one-file scan."""
-    return Engine(Config())
-
-
-def rule_ids(report: Report) -> set[str]:
-    return {f.rule_id for f in report.findings if f.severity > Severity.INFO}
-
-
 def write(folder: Path, model: ModelProto | bytes, name: str = "model.onnx") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     path.write_bytes(model if isinstance(model, bytes) else model.SerializeToString())
     return path
-
-
-def scan(path: Path, config: Config | None = None) -> Report:
-    return (Engine(config) if config else default_engine()).scan([path])
 
 
 def observe(blob: bytes, path: Path | None = None, limits: Limits | None = None) -> list[Observation]:

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import ast
 import shutil
-from functools import cache
 from pathlib import Path
 
 import pytest
 import transformers
 
-from wscan.config import Config
-from wscan.engine import Engine
+from tests.helpers.scanning import default_engine
 from wscan.model import Severity
 from wscan.report import Report
 from wscan.scanners.python_code import _Resolver, category_of
@@ -19,16 +17,11 @@ from wscan.scanners.python_code import _Resolver, category_of
 MODELS = Path(transformers.__file__).parent / "models"
 
 
-@cache
-def engine() -> Engine:
-    return Engine(Config())
-
-
 def scan_code(folder: Path, source: str, name: str = "modeling_x.py") -> Report:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text('{"auto_map": {"AutoModel": "modeling_x.XModel"}}')
     (folder / name).write_text(source)
-    report = engine().scan([folder / name])
+    report = default_engine().scan([folder / name])
     return report
 
 
@@ -84,14 +77,14 @@ def test_ordinary_import_module_is_an_import(tmp_path: Path) -> None:
 
 def test_code_outside_a_model_folder_is_not_model_code(tmp_path: Path) -> None:
     (tmp_path / "tool.py").write_text("import subprocess\nsubprocess.run(['ls'])\n")
-    assert engine().scan([tmp_path]).findings == []
+    assert default_engine().scan([tmp_path]).findings == []
 
 
 def test_transformers_own_model_code_is_only_listed(tmp_path: Path) -> None:
     shutil.copy(MODELS / "llama" / "modeling_llama.py", tmp_path / "modeling_llama.py")
     shutil.copy(MODELS / "llama" / "tokenization_llama.py", tmp_path / "tokenization_llama.py")
     (tmp_path / "config.json").write_text('{"auto_map": {"AutoModel": "modeling_llama.LlamaModel"}}')
-    report = engine().scan([tmp_path])
+    report = default_engine().scan([tmp_path])
     assert {f.rule_id for f in report.findings} == {"WS-REPO-001", "WS-CODE-001"}
 
 

@@ -3,35 +3,20 @@
 from __future__ import annotations
 
 import json
-from functools import cache
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.scanning import rule_ids, scan
 from wscan.config import Config
 from wscan.engine import Engine
 from wscan.limits import Limits
-from wscan.model import Severity
-from wscan.report import Report
 
 CHATML = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>'"
     " + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 ESCAPE = "{{ cycler.__init__.__globals__.os.popen('id').read() }}"
-
-
-@cache
-def engine() -> Engine:
-    return Engine(Config())
-
-
-def scan(path: Path) -> Report:
-    return engine().scan([path])
-
-
-def rule_ids(report: Report) -> set[str]:
-    return {f.rule_id for f in report.findings if f.severity > Severity.INFO}
 
 
 def write_json(folder: Path, name: str, value: object) -> Path:

@@ -8,7 +8,6 @@ import json
 import pickle
 import struct
 import zipfile
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,9 @@ from safetensors.numpy import save_file as np_save
 from safetensors.torch import save_file as pt_save
 
 import wscan
+from tests.helpers.scanning import default_engine, rule_ids
+from tests.helpers.scanning import scan_bytes as _scan_bytes
 from wscan.config import Config
-from wscan.engine import Engine
 from wscan.limits import Budget, Limits
 from wscan.model import Location, Observation, Severity
 from wscan.report import Report
@@ -32,6 +32,10 @@ from wscan.scanners.safetensors import SafetensorsScanner
 from wscan.scanners.safetensors_header import DTYPE_BITS, ParsedHeader, parse_header
 
 # --- helpers -----------------------------------------------------------------------------------------
+
+
+def scan_bytes(tmp_path: Path, blob: bytes, config: Config | None = None) -> Report:
+    return _scan_bytes(tmp_path, blob, "model.safetensors", config)
 
 
 def tensor(dtype: str, shape: list[Any], begin: int, end: int) -> dict[str, Any]:
@@ -43,22 +47,6 @@ def build(header: dict[str, Any] | bytes, data: bytes = b"", pad: bytes = b"") -
     text = header if isinstance(header, bytes) else json.dumps(header).encode()
     text += pad
     return struct.pack("<Q", len(text)) + text + data
-
-
-@cache
-def default_engine() -> Engine:
-    """The engine behind `wscan.scan`, built once: loading the rule packs dominates a one-file scan."""
-    return Engine(Config())
-
-
-def scan_bytes(tmp_path: Path, blob: bytes, config: Config | None = None) -> Report:
-    path = tmp_path / "model.safetensors"
-    path.write_bytes(blob)
-    return (Engine(config) if config else default_engine()).scan([path])
-
-
-def rule_ids(report: Report) -> set[str]:
-    return {f.rule_id for f in report.findings if f.severity > Severity.INFO}
 
 
 def observe(blob: bytes, limits: Limits | None = None) -> list[Observation]:

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import zipfile
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -18,30 +17,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
+from tests.helpers.scanning import rule_ids, scan
 from wscan.config import Config
 from wscan.engine import Engine
 from wscan.limits import Budget, Limits
-from wscan.model import Location, Observation, Severity
-from wscan.report import Report
+from wscan.model import Location, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext
 from wscan.scanners.shards import ShardIndexScanner, read_index
 
 INDEX = "model.safetensors.index.json"
 S1, S2 = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
-
-
-@cache
-def engine() -> Engine:
-    """The engine behind `wscan.scan`, built once: loading the rule packs dominates a small scan."""
-    return Engine(Config())
-
-
-def scan(path: Path) -> Report:
-    return engine().scan([path])
-
-
-def rule_ids(report: Report) -> set[str]:
-    return {f.rule_id for f in report.findings if f.severity > Severity.INFO}
 
 
 def make_model(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.scanning import default_engine, rule_ids
+from tests.helpers.scanning import scan_bytes as _scan_bytes
 from wscan.config import Config
 from wscan.engine import Engine
 from wscan.limits import Budget, Limits
@@ -26,6 +27,10 @@ from wscan.scanners.base import Artifact, Head, ScanContext
 from wscan.scanners.tf_graph import TfGraphScanner, message_class, sniff
 
 # --- builders: copy these to make corpus samples --------------------------------------------------------------
+
+
+def scan_bytes(folder: Path, blob: bytes, name: str = "graph.pb", limits: Limits | None = None) -> Report:
+    return _scan_bytes(folder, blob, name, Config(limits=limits) if limits else None)
 
 
 def add_node(graph: Any, name: str, op: str, inputs: tuple[str, ...] = (), **attrs: str | bytes) -> Any:
@@ -126,22 +131,6 @@ def hostile_saved_model() -> bytes:
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
-
-
-@cache
-def default_engine() -> Engine:
-    return Engine(Config())
-
-
-def scan_bytes(folder: Path, blob: bytes, name: str = "graph.pb", limits: Limits | None = None) -> Report:
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(blob)
-    return (Engine(Config(limits=limits)) if limits else default_engine()).scan([path])
-
-
-def rule_ids(report: Report) -> set[str]:
-    return {f.rule_id for f in report.findings if f.severity > Severity.INFO}
 
 
 def observe(blob: bytes, name: str = "graph.pb") -> list[Observation]:
