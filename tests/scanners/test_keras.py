@@ -110,8 +110,9 @@ def _payload(x: Any) -> Any:
 
 
 def payload_bytecode() -> str:
-    # A fixed file name: marshalled code records where it was compiled, which differs between checkouts.
-    code = _payload.__code__.replace(co_filename="wscan-payload.py")
+    # A fixed file name and line: marshalled code records where it was compiled, which moves between checkouts
+    # and edits of this file.
+    code = _payload.__code__.replace(co_filename="wscan-payload.py", co_firstlineno=1)
     return base64.b64encode(marshal.dumps(code)).decode("ascii")
 
 

@@ -6,12 +6,17 @@ import io
 import pickle
 import pickletools
 import struct
+import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import wscan
 from wscan.report import Report
+from wscan.scanners.base import HEAD_BYTES
+from wscan.scanners.pickle import probe
 
 
 def scan_bytes(tmp_path: Path, data: bytes, name: str = "sample.bin") -> Report:
@@ -265,3 +270,32 @@ def test_payload_after_a_long_leading_string_is_found(tmp_path: Path, data: byte
 def test_long_text_is_not_taken_for_a_pickle(tmp_path: Path) -> None:
     text = b"The quick brown fox jumps over the lazy dog. " * 3000  # 'T' reads as BINSTRING of ~1.9 GB
     assert scan_bytes(tmp_path, text, "notes.txt").findings == []
+
+
+def test_persistent_id_that_is_not_ascii_is_malformed(tmp_path: Path) -> None:
+    # CPython refuses a protocol 0 persistent id that is not ASCII, whatever persistent_load the loader has.
+    data = b"cos\nsystem\nP\xc3\xa9\n."
+    assert {"WS-PKL-001", "WS-PKL-008"} <= rule_ids(scan_bytes(tmp_path, data))
+
+
+def test_zip_whose_crc_reads_as_opcodes_is_not_a_pickle(tmp_path: Path) -> None:
+    # "PK" is a persistent id to pickle; this CRC ends that line with "\n" and goes on with an EXT1 opcode.
+    metadata = b'{"keras_version": "3.15.1", "date_saved": "2026-11-30@01:32:36"}'
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(zipfile.ZipInfo("metadata.json", (2026, 11, 30, 12, 0, 0)), metadata)
+    assert buffer.getvalue()[16:18] == b"\n\x82"
+    assert not {r for r in rule_ids(scan_bytes(tmp_path, buffer.getvalue(), "model.zip")) if r.startswith("WS-PKL")}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    members=st.lists(st.tuples(st.text(min_size=1, max_size=12), st.binary(max_size=64)), min_size=1, max_size=3),
+    compression=st.sampled_from([zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED]),
+)
+def test_no_zip_is_taken_for_a_pickle(members: list[tuple[str, bytes]], compression: int) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
+        for index, (name, data) in enumerate(members):
+            archive.writestr(zipfile.ZipInfo(f"{index}{name}", (2026, 1, 1, 0, 0, 0)), data)
+    assert not probe(buffer.getvalue()[:HEAD_BYTES], strict=False)

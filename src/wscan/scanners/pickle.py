@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 from wscan.limits import Limits
 from wscan.model import AttrValue, Observation
+from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.pickle_ops import OPCODES, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_vm import Const, Dict, Global, Machine, Obj, PickleResult, Seq, Sym
@@ -50,7 +51,10 @@ _DTYPE_CODE = re.compile(r"[<>|=]?([bBiufcmMOSUVa?])(\d*)")
 
 def probe(head: bytes, strict: bool) -> bool:
     """Does this prefix look like a pickle? `strict` demands clear evidence (for raw tensor bytes)."""
-    if not head or head[0] not in OPCODES:
+    if not head or head[0] not in OPCODES or head.startswith((ZIP_LOCAL, ZIP_END)):
+        # A zip opens with "PK", which pickle reads as a persistent id, and no unpickler gets past that without
+        # a persistent_load hook. The only loader with one (torch) reads a file with this magic as a zip, and the
+        # archive scanner does so here; a random CRC byte must not turn a real .keras or .pt into a "pickle".
         return False
     has_proto = head[0] == 0x80 and len(head) > 1 and 2 <= head[1] <= 5
     if strict and head[:1] == b"\x80" and len(head) > 1 and head[1] > 5:

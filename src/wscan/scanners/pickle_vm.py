@@ -445,6 +445,8 @@ class Machine:
                 self._build(res, target, state, at)
                 continue
             if name in ("PERSID", "BINPERSID"):
+                if name == "PERSID" and not (isinstance(arg, str) and arg.isascii()):
+                    raise PickleSyntaxError(at, "protocol 0 persistent id is not ASCII")  # as CPython refuses it
                 pid: Sym = Const(arg) if name == "PERSID" else pop()
                 res.persistent_ids.append(pid)
                 stack.append(Persistent(pid))
