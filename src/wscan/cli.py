@@ -16,6 +16,7 @@ from typing import TextIO
 from wscan import __version__
 from wscan.config import Config
 from wscan.errors import UsageError
+from wscan.limits import Limits
 from wscan.model import Severity
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -40,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     scan.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the scanned folder)")
     scan.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    scan.add_argument("--jobs", type=_positive_int, metavar="N", help="files scanned at once (default: one per core)")
+    scan.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
+                      help="override a limit, e.g. --limit max-seconds-per-file=60 (see `limits` in the report)")
     scan.add_argument("--verify", action="store_true",
                       help="also verify each scanned folder against its signature (options as for `wscan verify`)")
     _signature_options(scan)
@@ -141,6 +145,10 @@ def _scan(args: argparse.Namespace) -> int:
     config = Config.discover(args.config, list(args.paths))
     if args.fail_on:
         config = replace(config, fail_on=Severity.parse(args.fail_on))
+    if args.limit:
+        config = replace(config, limits=_limits(config.limits, args.limit))
+    if args.jobs:
+        config = replace(config, jobs=args.jobs)
     progress = None
     if not args.no_progress and sys.stderr.isatty():
         progress = _progress_bar(sys.stderr)
@@ -160,6 +168,30 @@ def _scan(args: argparse.Namespace) -> int:
         text = render(report, args.format)
     emit(text, args.output)
     return EXIT_FINDINGS if report.failed else EXIT_OK
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _limits(base: Limits, overrides: list[str]) -> Limits:
+    """The config's limits with NAME=VALUE overrides from the command line."""
+    values: dict[str, float] = {}
+    for item in overrides:
+        name, sep, text = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError("expected NAME=VALUE")
+            values[name.strip()] = float(text)
+        except ValueError as exc:
+            raise UsageError(f"--limit {item}: {exc}") from None
+    try:
+        return Limits.from_mapping({**base.as_dict(), **values})
+    except ValueError as exc:
+        raise UsageError(f"--limit: {exc}") from None
 
 
 def emit(text: str, output: Path | None) -> None:

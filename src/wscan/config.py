@@ -29,6 +29,7 @@ class Config:
     ignores: tuple[tuple[str, str], ...] = ()
     limits: Limits = field(default_factory=Limits)
     source: Path | None = None
+    jobs: int | None = None  # worker processes for many files; None: one per core
 
     @classmethod
     def from_file(cls, path: Path) -> Config:

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import BinaryIO
 
 from wscan import __version__
 from wscan.config import Config
 from wscan.discover import FileEntry, discover
-from wscan.limits import Budget, BudgetExceeded
+from wscan.limits import Budget, BudgetExceeded, open_counted
 from wscan.model import Location, Observation
+from wscan.parallel import Outcome, can_fork, scan_in_workers
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
 from wscan.rules import RuleSet
-from wscan.scanners import all_scanners
+from wscan.scanners import all_scanners, preload
 from wscan.scanners.base import CLAIM_KIND, HEAD_BYTES, TAIL_BYTES, Artifact, Head, ScanContext, Scanner
 from wscan.sniff import classify_unscanned
 from wscan.summary import FACT_KINDS, summarize
@@ -62,18 +63,15 @@ class Engine:
             limits=self.config.limits.as_dict(),
         )
         items = list(discover(paths))
-        total = sum(1 for item in items if isinstance(item, FileEntry))
+        entries = [item for item in items if isinstance(item, FileEntry)]
+        outcomes = iter(self._scan_files(entries, progress))
         scanned: list[tuple[str, int, list[Observation], list[str] | None]] = []  # formats None: not opened
-        done = 0
         for item in items:
             if isinstance(item, Observation):
                 scanned.append((item.location.path, 0, [item], None))
-                continue
-            if progress is not None:
-                progress(done, total, item.display)
-            found, formats = self.scan_file(item)
-            done += 1
-            scanned.append((item.display, item.size, found, formats))
+            else:
+                found, formats = next(outcomes)
+                scanned.append((item.display, item.size, found, formats))
         # Files another file says it reads (an ONNX model's external data): raw bytes, not an unknown format.
         claimed = {str(o.attrs["file"]): str(o.attrs.get("format", "data")) for _, _, found, _ in scanned
                    for o in found if o.kind == CLAIM_KIND}
@@ -93,20 +91,43 @@ class Engine:
             report.findings.extend(findings)
             worst = max((f.severity for f in findings), default=None)
             report.files.append(FileResult(path, size, tuple(formats), status, reason, worst))
-        if progress is not None:
-            progress(total, total, "")
         report.findings.sort(key=lambda f: f.sort_key())
         report.rules = self.rules.info()
         report.models = summarize(report.files, facts, self.config.fail_on)
         report.duration_seconds = round(time.monotonic() - started, 3)
         return report
 
-    def scan_file(self, entry: FileEntry) -> tuple[list[Observation], list[str]]:
+    def _scan_files(self, entries: list[FileEntry], progress: Progress | None) -> list[Outcome]:
+        """Every file's outcome in order: on all cores when there are several files, else in this process."""
+        total = len(entries)
+        jobs = min(self.config.jobs or os.cpu_count() or 1, total)
+        if jobs < 2 or not can_fork():
+            outcomes = []
+            for done, entry in enumerate(entries):
+                if progress is not None:
+                    progress(done, total, entry.display)
+                outcomes.append(self.scan_file(entry))
+        else:
+            preload()
+            by_index: dict[int, Outcome] = {}
+            seconds = self.config.limits.max_seconds_per_file
+            displays = [entry.display for entry in entries]
+            for index, outcome in scan_in_workers(displays, lambda i: self.scan_file(entries[i]), jobs, seconds):
+                by_index[index] = outcome
+                if progress is not None:
+                    progress(len(by_index), total, displays[index])
+            outcomes = [by_index[index] for index in range(total)]
+        if progress is not None:
+            progress(total, total, "")
+        return outcomes
+
+    def scan_file(self, entry: FileEntry) -> Outcome:
         """All observations of one top-level file, and the formats that read it."""
-        ctx = ScanContext(self.config.limits, Budget(self.config.limits))
+        budget = Budget(self.config.limits)
+        ctx = ScanContext(self.config.limits, budget)
         path = entry.real_path
         artifact = Artifact(
-            Location(entry.display), entry.size, partial(_open_binary, path), name=path.name, real_path=path
+            Location(entry.display), entry.size, partial(open_counted, path, budget), name=path.name, real_path=path
         )
         formats: list[str] = []
         found = list(self._scan(artifact, ctx, formats))
@@ -159,10 +180,6 @@ def _status(found: list[Observation], formats: list[str]) -> tuple[str, str]:
     if not formats:
         return FILE_SKIPPED, next((o.kind for o in found if o.kind.startswith("file.")), "")
     return FILE_SCANNED, ""
-
-
-def _open_binary(path: Path) -> BinaryIO:
-    return path.open("rb")
 
 
 def _accepts(scanner: Scanner, head: Head) -> bool:

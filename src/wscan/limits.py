@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import time
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 
 KIB = 1024
@@ -27,19 +29,26 @@ class Limits:
     max_stack_depth: int = 1_000_000
     max_header_bytes: int = 100 * MIB        # npy / safetensors style headers
     max_json_bytes: int = 64 * MIB           # config, tokenizer and template files (tokenizer.json is the big one)
-    max_seconds_per_file: float = 300.0
+    max_bytes_read: int = 16 * GIB           # per top-level file, every layer and re-read together
+    max_seconds_per_file: float = 300.0      # checked as parsers go; a worker past it (+ grace) is killed
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any]) -> Limits:
         """Build from config keys written in kebab case (max-depth: 4)."""
         known = {f.name for f in fields(cls)}
+        defaults = cls()
         values: dict[str, Any] = {}
         for key, value in data.items():
             name = key.replace("-", "_")
             if name not in known:
                 raise ValueError(f"unknown limit {key!r}")
-            values[name] = value
-        return replace(cls(), **values)
+            default = getattr(defaults, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{key} must be a positive number, not {value!r}")
+            if not isinstance(default, float) and value != int(value):
+                raise ValueError(f"{key} must be a whole number, not {value!r}")
+            values[name] = float(value) if isinstance(default, float) else int(value)
+        return replace(defaults, **values)
 
     def as_dict(self) -> dict[str, int | float]:
         return {f.name.replace("_", "-"): getattr(self, f.name) for f in fields(self)}
@@ -60,6 +69,7 @@ class Budget:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.decompressed = 0
+        self.read = 0
         self.deadline = time.monotonic() + limits.max_seconds_per_file
 
     def charge_decompressed(self, nbytes: int) -> None:
@@ -70,8 +80,39 @@ class Budget:
                 f"more than {self.limits.max_decompressed_bytes} bytes decompressed from one file",
             )
 
+    def charge_read(self, nbytes: int) -> None:
+        self.read += nbytes
+        if self.read > self.limits.max_bytes_read:
+            raise BudgetExceeded(
+                "max-bytes-read", f"more than {self.limits.max_bytes_read} bytes read from one file"
+            )
+
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
             raise BudgetExceeded(
                 "max-seconds-per-file", f"scan took longer than {self.limits.max_seconds_per_file} s"
             )
+
+
+class _CountingFile(io.FileIO):
+    """A file whose every read is charged to a budget (the buffered reader above it reads through here)."""
+
+    def __init__(self, path: Path, budget: Budget) -> None:
+        super().__init__(path, "rb")
+        self._budget = budget
+
+    def readinto(self, buffer: Any) -> int | None:
+        count = super().readinto(buffer)
+        if count:
+            self._budget.charge_read(count)
+        return count
+
+    def readall(self) -> bytes:
+        data = super().readall()
+        self._budget.charge_read(len(data))
+        return data
+
+
+def open_counted(path: Path, budget: Budget) -> io.BufferedReader:
+    """Open a top-level file for reading with `max-bytes-read` enforced on everything read from it."""
+    return io.BufferedReader(_CountingFile(path, budget))

@@ -202,6 +202,7 @@ Not scanned:
 
 Files: 3 scanned, 1 skipped, 1 failed, 5 total
 Findings: 1 critical, 2 high, 1 medium, 1 low, 1 info
+Limits: max_depth 6, max_seconds_per_file 300
 Verdict: FAIL (findings at or above high)
 """
 
@@ -352,7 +353,7 @@ def test_sarif_run_shape(tmp_path: Path) -> None:
     assert [n["message"]["text"] for n in invocation["toolExecutionNotifications"]] == [
         "Could not scan models/broken.zip: permission denied"
     ]
-    assert run["properties"] == {"models": []}
+    assert run["properties"] == {"models": [], "scanLimits": {"max_depth": 6, "max_seconds_per_file": 300.0}}
 
 
 def test_sarif_rules_are_referenced_sorted_and_complete() -> None:

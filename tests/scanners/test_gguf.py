@@ -779,7 +779,7 @@ def test_only_the_header_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     with path.open("wb") as f:
         f.write(blob)
         f.truncate(len(blob) + 4 * elements)  # sparse: the tensor region costs no disk
-    monkeypatch.setattr("wscan.engine._open_binary", _counting_open)
+    monkeypatch.setattr("wscan.engine.open_counted", lambda path, budget: _counting_open(path))
     CountingFile.total = 0
     report = Engine(Config()).scan([path])
     assert rule_ids(report) == set() and report.files[0].status == "scanned"

@@ -261,6 +261,7 @@ def _log(report: Report, root: Path, kept: list[Finding], cut: _Cut, help_uris: 
         "results": [_result(f, index[f.rule_id], root) for f in kept],
     }
     properties: dict[str, Any] = {"models": [model_document(m) for m in sorted(report.models, key=lambda m: m.path)]}
+    properties["scanLimits"] = dict(report.limits)  # "limits" names GitHub's upload caps when results are cut
     if cut.omitted:
         properties.update(cut.properties())
     run["properties"] = properties

@@ -158,12 +158,23 @@ def _summary(report: Report, paint: _Painter) -> list[str]:
         verdict = f"{paint('FAIL', SEVERITY_STYLE[Severity.CRITICAL])} (findings at or above {threshold})"
     else:
         verdict = f"{paint('PASS', GREEN)} (nothing at or above {threshold})"
-    return [
+    lines = [
         f"Files: {report.count(FILE_SCANNED)} scanned, {report.count(FILE_SKIPPED)} skipped, "
         f"{report.count(FILE_FAILED)} failed, {len(report.files)} total",
         "Findings: " + ", ".join(f"{n} {label}" for label, n in counts.items()),
-        f"Verdict: {verdict}",
     ]
+    if report.limits:
+        lines.append("Limits: " + ", ".join(f"{name} {_amount(name, value)}" for name, value in report.limits.items()))
+    return [*lines, f"Verdict: {verdict}"]
+
+
+def _amount(name: str, value: float) -> str:
+    """Byte limits in KiB/MiB/GiB when they divide evenly, so the line stays readable."""
+    if name.endswith("-bytes") or name == "max-bytes-read":
+        for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if value >= size and value % size == 0:
+                return f"{int(value // size)} {unit}"
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _plural(n: int, word: str) -> str:

@@ -310,6 +310,15 @@ class _Server:
                     pipe.close()
             self.process = None
 
+    def forget(self) -> None:
+        """In a forked child: drop the parent's server (its pipes are shared) and start one's own when needed."""
+        process, self.process = self.process, None
+        self.lock = threading.Lock()
+        if process is not None:
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    pipe.close()  # this process's copies only; the parent keeps talking to its server
+
 
 def _read_line(stream: IO[bytes], deadline: float) -> bytes | None:
     """One reply line from the server, or None if it does not come before the deadline."""
@@ -330,6 +339,7 @@ def _read_line(stream: IO[bytes], deadline: float) -> bytes | None:
 
 
 _SERVER = _Server()
+os.register_at_fork(after_in_child=_SERVER.forget)  # two workers writing to one server would swap answers
 _SERVER_GRACE = 10.0  # seconds the server may take besides the child's own time
 
 

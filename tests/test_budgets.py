@@ -1,0 +1,148 @@
+"""Budgets a user sets and the report states, and scans of many files on every core that survive a parser
+that hangs, dies or reads too much."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.scanning import rule_ids, scan
+from wscan.cli import main
+from wscan.config import Config
+from wscan.engine import Engine
+from wscan.limits import Limits
+from wscan.output import render, render_text
+from wscan.report import FILE_FAILED, FILE_SCANNED
+from wscan.scanners import builtin_scanners
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
+
+
+class _Misbehaving:
+    """A scanner that hangs without checking its budget, or kills its own process, on files named for it."""
+
+    name = "misbehaving"
+
+    def accepts(self, head: Head) -> bool:
+        return head.name.startswith(("hang", "die"))
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        if artifact.name.startswith("hang"):
+            time.sleep(3600)  # never calls ctx.budget.check_time(): only the parent can stop it
+        os.kill(os.getpid(), signal.SIGKILL)
+        yield from ()
+
+
+def _folder(tmp_path: Path, count: int = 12) -> Path:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for index in range(count):
+        (folder / f"weights{index:02}.pkl").write_bytes(pickle.dumps({"layer": list(range(index))}, protocol=4))
+    (folder / "evil.pkl").write_bytes(b"cos\nsystem\n(S'id'\ntR.")
+    return folder
+
+
+def _shape(report_json: str) -> dict[str, object]:
+    doc = json.loads(report_json)
+    doc["summary"].pop("duration_seconds")
+    return doc  # type: ignore[no-any-return]
+
+
+def test_workers_give_the_same_report_as_one_process(tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    serial = Engine(Config(jobs=1)).scan([folder])
+    parallel = Engine(Config(jobs=2)).scan([folder])
+    assert _shape(render(parallel, "json")) == _shape(render(serial, "json"))
+    assert rule_ids(parallel) == {"WS-PKL-001"}
+
+
+def test_workers_each_talk_to_their_own_hdf5_reader(tmp_path: Path) -> None:
+    # The parent's HDF5 fork server is running when the workers fork: sharing it would swap their answers.
+    corpus = Path(__file__).parent.parent / "corpus"
+    folder = tmp_path / "h5"
+    folder.mkdir()
+    for index in range(4):
+        for sample in ("benign/keras-sequential.h5", "hostile/keras-lambda-bytecode.h5"):
+            (folder / f"{index}-{Path(sample).name}").write_bytes((corpus / sample).read_bytes())
+    serial = Engine(Config(jobs=1)).scan([folder])
+    parallel = Engine(Config(jobs=2)).scan([folder])
+    assert _shape(render(parallel, "json")) == _shape(render(serial, "json"))
+    flagged = {Path(f.location.path).name for f in parallel.findings if f.rule_id == "WS-KERAS-001"}
+    assert flagged == {f"{index}-keras-lambda-bytecode.h5" for index in range(4)}
+
+
+def test_a_hanging_parser_is_killed_and_reported(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, count=3)
+    (folder / "hang.bin").write_bytes(b"x" * 100)
+    limits = replace(Limits(), max_seconds_per_file=1.0)
+    engine = Engine(Config(jobs=2, limits=limits), scanners=[*builtin_scanners(), _Misbehaving()])
+    started = time.monotonic()
+    report = engine.scan([folder])
+    assert time.monotonic() - started < 30
+    hang = [f for f in report.findings if f.location.path.endswith("hang.bin")]
+    assert [(f.rule_id, f.evidence["limit"]) for f in hang] == [("WS-FILE-002", "max-seconds-per-file")]
+    status = {Path(r.path).name: r.status for r in report.files}
+    assert status["hang.bin"] == FILE_FAILED
+    assert [status[f"weights{i:02}.pkl"] for i in range(3)] == [FILE_SCANNED] * 3
+    assert "WS-PKL-001" in rule_ids(report)  # the other worker, and the replacement, went on
+
+
+def test_a_worker_that_dies_is_a_finding_and_is_replaced(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, count=4)
+    for name in ("die1.bin", "die2.bin"):
+        (folder / name).write_bytes(b"y" * 100)
+    engine = Engine(Config(jobs=2), scanners=[*builtin_scanners(), _Misbehaving()])
+    report = engine.scan([folder])
+    died = [f for f in report.findings if Path(f.location.path).name.startswith("die")]
+    assert [f.rule_id for f in died] == ["WS-FILE-001", "WS-FILE-001"]
+    assert all("killed by SIGKILL" in f.message for f in died)
+    assert sum(r.status == FILE_SCANNED for r in report.files) == 5
+
+
+def test_bytes_read_per_file_is_a_budget(tmp_path: Path) -> None:
+    path = tmp_path / "big.pkl"
+    path.write_bytes(pickle.dumps([bytes([i % 256]) * 1000 for i in range(3000)], protocol=4))  # 3 MB, all read
+    assert rule_ids(scan(path)) == set()
+    small = Config(limits=replace(Limits(), max_bytes_read=1_000_000))
+    report = scan(path, small)
+    assert [(f.rule_id, f.evidence["limit"]) for f in report.findings] == [("WS-FILE-002", "max-bytes-read")]
+
+
+def test_limits_from_the_command_line_reach_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _folder(tmp_path, count=2)
+    out = tmp_path / "report.json"
+    code = main(["scan", str(folder), "--jobs", "2", "--limit", "max-depth=3", "--limit", "max-seconds-per-file=9.5",
+                 "--format", "json", "-o", str(out)])  # fmt: skip
+    assert code == 1
+    limits = json.loads(out.read_text())["settings"]["limits"]
+    assert limits["max-depth"] == 3 and limits["max-seconds-per-file"] == 9.5
+    assert limits["max-bytes-read"] == Limits().max_bytes_read
+    sarif = tmp_path / "report.sarif"
+    main(["scan", str(folder), "--limit", "max-depth=3", "--format", "sarif", "-o", str(sarif)])
+    assert json.loads(sarif.read_text())["runs"][0]["properties"]["scanLimits"]["max-depth"] == 3
+    main(["scan", str(folder), "--limit", "max-bytes-read=1073741824", "--no-progress"])
+    assert "max-bytes-read 1 GiB" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argument", ["max-depth", "max-depth=0", "max-depth=2.5", "no-such-limit=3", "max-depth=many"]
+)
+def test_bad_limits_are_usage_errors(tmp_path: Path, argument: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scan", str(tmp_path), "--limit", argument]) == 2
+    assert "--limit" in capsys.readouterr().err
+
+
+def test_text_report_states_the_limits(tmp_path: Path) -> None:
+    text = render_text(scan(_folder(tmp_path, count=1)))
+    assert "Limits: max-depth 6, " in text and "max-seconds-per-file 300" in text
