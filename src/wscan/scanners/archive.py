@@ -8,6 +8,7 @@ goes unscanned. Tensor members are only opened lazily by the child opener, never
 
 from __future__ import annotations
 
+import io
 import posixpath
 import re
 import stat
@@ -162,6 +163,52 @@ def eocd_entries(tail: bytes, size: int) -> int | None:
     return None
 
 
+def eocd_record(tail: bytes, size: int) -> tuple[int, int, int] | None:
+    """Entries, size and offset of the central directory in the last end record, as miniz reads it;
+    None without one or for zip64, whose directory Python's zipfile never shifts."""
+    pos = tail.rfind(ZIP_END)
+    if pos < 0 or pos + 22 > len(tail):
+        return None
+    _, _, count, cd_size, cd_offset, _ = struct.unpack_from("<IHHIIH", tail, pos + 4)
+    if count == 0xFFFF or cd_offset == 0xFFFFFFFF or cd_offset + cd_size > size:
+        return None
+    return int(count), int(cd_size), int(cd_offset)
+
+
+class _WithTail(io.RawIOBase):
+    """A file with extra bytes after its end, read in place: a second directory and end record."""
+
+    def __init__(self, fh: IO[bytes], size: int, tail: bytes) -> None:
+        super().__init__()
+        self._fh, self._size, self._tail, self._pos = fh, size, tail, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: self._size + len(self._tail)}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        want = len(buffer)
+        if self._pos < self._size:
+            self._fh.seek(self._pos)
+            data = self._fh.read(min(want, self._size - self._pos))
+        else:
+            start = self._pos - self._size
+            data = self._tail[start : start + want]
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+
 @dataclass(frozen=True)
 class LocalHeader:
     """The fields of a zip local header that loaders use instead of the central directory's."""
@@ -278,6 +325,42 @@ class ZipScanner:
                 return
             with archive:
                 yield from self._members(artifact, ctx, fh, archive)
+                yield from self._absolute_reading(artifact, ctx, fh, archive.start_dir)
+
+    def _absolute_reading(
+        self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], start_dir: int
+    ) -> Iterator[ScanItem]:
+        """Read the directory the end record names, when Python's zipfile read another one.
+
+        Python's zipfile finds the central directory just before the end record and shifts every offset by
+        the difference; miniz (PyTorch's reader) takes the recorded offset as it is. A file with a directory
+        at each place shows Python one set of members and torch.load another, so both are scanned.
+        """
+        fh.seek(max(0, artifact.size - TAIL_BYTES))
+        record = eocd_record(fh.read(TAIL_BYTES), artifact.size)
+        if record is None or record[2] == start_dir:
+            return
+        count, cd_size, cd_offset = record
+        fh.seek(cd_offset)
+        if fh.read(4) != b"PK\x01\x02":
+            return  # nothing there: miniz refuses the file too
+        reason = f"the end record names a central directory at {cd_offset}, Python's zipfile reads one at {start_dir}"
+        if cd_size > ctx.limits.max_header_bytes:
+            yield artifact.observe("archive.corrupt", cd_offset, reason=f"{reason}; too large to read as well")
+            return
+        fh.seek(cd_offset)
+        directory = fh.read(cd_size)
+        end = struct.pack("<4s4H2IH", ZIP_END, 0, 0, count, count, cd_size, artifact.size, 0)
+        try:
+            second = zipfile.ZipFile(_WithTail(fh, artifact.size, directory + end))
+        except BudgetExceeded:
+            raise
+        except Exception as exc:  # what miniz would read there cannot be checked: fail closed
+            yield artifact.observe("archive.corrupt", cd_offset, reason=f"{reason}; it is unreadable: {exc}"[:300])
+            return
+        yield artifact.observe("archive.corrupt", cd_offset, reason=f"{reason}; both were scanned")
+        with second:
+            yield from self._members(artifact, ctx, fh, second)
 
     def _members(
         self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], archive: zipfile.ZipFile
@@ -305,7 +388,8 @@ class ZipScanner:
                 yield artifact.observe("archive.name_mismatch", offset, member=name, local_name=local.name)
             if flags & 0x1:
                 yield artifact.observe("archive.encrypted", offset, member=name)
-                continue
+            if info.flag_bits & 0x1:
+                continue  # readers take encryption from the central directory; a local-only bit is ignored
             if info.compress_type not in ZIP_METHODS:
                 yield artifact.observe("archive.unsupported_method", offset, member=name, method=info.compress_type)
                 continue

@@ -1,0 +1,469 @@
+"""Loader differential for PyTorch zips: whatever torch.load would run, wscan must have inspected.
+
+Each case takes a real `torch.save` checkpoint, swaps data.pkl for a pickle that creates a marker folder
+(os.mkdir, harmless) and damages the zip one way. The real loader runs in a sandboxed subprocess (fresh
+interpreter, stripped environment, temporary cwd, timeout); if the marker appears, wscan must report a
+critical pickle finding for the file, and if torch refuses the file wscan must still report something.
+"""
+
+from __future__ import annotations
+
+import bz2
+import json
+import struct
+import subprocess
+import sys
+import zipfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.helpers.scanning import rule_ids, scan
+from wscan.model import Severity
+
+ARCHIVE = "archive"
+CRITICAL_PICKLE = {"WS-PKL-001", "WS-PKL-002", "WS-PKL-004", "WS-PKL-005", "WS-PKL-006", "WS-PKL-012"}
+LOAD_TIMEOUT = 120.0
+
+# --- hostile payload and a hand-written zip writer ---------------------------------------------------------
+
+
+def marker_pickle(marker: Path) -> bytes:
+    """Protocol 2 pickle calling os.mkdir(marker): proof of execution that harms nothing."""
+    path = str(marker).encode()
+    return b"\x80\x02cos\nmkdir\nX" + struct.pack("<I", len(path)) + path + b"\x85R."
+
+
+BENIGN_PICKLE = b"\x80\x02}q\x00."  # an empty dict
+
+
+@cache
+def saved_members() -> tuple[tuple[str, bytes], ...]:
+    """The members of a real torch.save checkpoint, in the order torch wrote them."""
+    import io
+
+    buffer = io.BytesIO()
+    torch.save({"w": torch.arange(4, dtype=torch.float32)}, buffer)
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as archive:
+        return tuple((info.filename, archive.read(info)) for info in archive.infolist())
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One zip member, with every field a damage kind may falsify."""
+
+    name: str
+    data: bytes
+    method: int = zipfile.ZIP_STORED
+    flags: int = 0
+    local_flags: int | None = None
+    local_name: str | None = None
+    crc_local: int | None = None
+    crc_central: int | None = None
+    descriptor: bool = False  # bit 3: zero CRC and sizes in the local header, real ones after the data
+    zip64: bool = False  # sizes and offset moved to a zip64 extra field in the central directory
+    in_central: bool = True
+
+
+def _packed(entry: Entry) -> bytes:
+    if entry.method == zipfile.ZIP_DEFLATED:
+        compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
+        return compressor.compress(entry.data) + compressor.flush()
+    if entry.method == zipfile.ZIP_BZIP2:
+        return bz2.compress(entry.data)
+    return entry.data
+
+
+def write_local(entry: Entry) -> bytes:
+    """Local header, data and optional data descriptor."""
+    packed = _packed(entry)
+    crc = zlib.crc32(entry.data)
+    name = (entry.local_name if entry.local_name is not None else entry.name).encode()
+    flags = entry.flags if entry.local_flags is None else entry.local_flags
+    local_crc = entry.crc_local if entry.crc_local is not None else crc
+    sizes = (len(packed), len(entry.data))
+    if entry.descriptor:
+        flags |= 0x8
+        local_crc, sizes = 0, (0, 0)
+    header = struct.pack("<4s5H3I2H", b"PK\x03\x04", 20, flags, entry.method, 0, 0x21, local_crc, *sizes, len(name), 0)
+    tail = struct.pack("<4s3I", b"PK\x07\x08", crc, len(packed), len(entry.data)) if entry.descriptor else b""
+    return header + name + packed + tail
+
+
+def write_central(entry: Entry, offset: int) -> bytes:
+    """Central directory record for `entry`, whose local header is at `offset`."""
+    packed = _packed(entry)
+    crc = entry.crc_central if entry.crc_central is not None else zlib.crc32(entry.data)
+    name = entry.name.encode()
+    flags = entry.flags | (0x8 if entry.descriptor else 0)
+    sizes_offset = (len(packed), len(entry.data), offset)
+    extra = b""
+    if entry.zip64:
+        extra = struct.pack("<2H3Q", 1, 24, len(entry.data), len(packed), offset)
+        sizes_offset = (0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF)
+    size, real_size, local_offset = sizes_offset
+    return (
+        struct.pack(
+            "<4s6H3I5H2I",
+            b"PK\x01\x02",
+            45 if entry.zip64 else 20,
+            20,
+            flags,
+            entry.method,
+            0,
+            0x21,
+            crc,
+            size,
+            real_size,
+            len(name),
+            len(extra),
+            0,
+            0,
+            0,
+            0,
+            local_offset,
+        )
+        + name
+        + extra
+    )
+
+
+def eocd(count: int, cd_size: int, cd_offset: int, comment: bytes = b"") -> bytes:
+    return struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, count, count, cd_size, cd_offset, len(comment)) + comment
+
+
+def build_zip(
+    entries: list[Entry], prefix: bytes = b"", adjust: bool = True, comment: bytes = b"", count_delta: int = 0
+) -> bytes:
+    """A zip of `entries` after `prefix`; `adjust` says whether offsets count the prefix, as zip -A does;
+    `count_delta` falsifies the entry count in the end record (miniz trusts it, Python's zipfile does not)."""
+    body = bytearray(prefix)
+    base = 0 if adjust else len(prefix)
+    central = bytearray()
+    count = 0
+    for entry in entries:
+        offset = len(body) - base
+        body += write_local(entry)
+        if entry.in_central:
+            central += write_central(entry, offset)
+            count += 1
+    cd_offset = len(body) - base
+    return bytes(body + central + eocd(count + count_delta, len(central), cd_offset, comment))
+
+
+def checkpoint_entries(pickle_bytes: bytes) -> list[Entry]:
+    """The real checkpoint's members with data.pkl replaced."""
+    return [Entry(name, pickle_bytes if name == f"{ARCHIVE}/data.pkl" else data) for name, data in saved_members()]
+
+
+def with_pkl(entries: list[Entry], **changes: object) -> list[Entry]:
+    """Apply field changes to the data.pkl entry only."""
+    return [replace(e, **changes) if e.name == f"{ARCHIVE}/data.pkl" else e for e in entries]  # type: ignore[arg-type]
+
+
+# --- the damage kinds ---------------------------------------------------------------------------------------
+
+
+def _pkl_index(entries: list[Entry]) -> int:
+    return next(i for i, e in enumerate(entries) if e.name == f"{ARCHIVE}/data.pkl")
+
+
+def duplicate(hostile: bytes, hostile_first: bool) -> bytes:
+    """Two data.pkl entries, one benign and one hostile, in the given order."""
+    entries = checkpoint_entries(hostile)
+    i = _pkl_index(entries)
+    benign = replace(entries[i], data=BENIGN_PICKLE)
+    pair = [entries[i], benign] if hostile_first else [benign, entries[i]]
+    return build_zip(entries[:i] + pair + entries[i + 1 :])
+
+
+def local_only_shadow(hostile: bytes, central_hostile: bool) -> bytes:
+    """A second, unlisted local data.pkl header: the central directory points at one of the two."""
+    entries = checkpoint_entries(hostile)
+    i = _pkl_index(entries)
+    benign = replace(entries[i], data=BENIGN_PICKLE)
+    listed, shadow = (entries[i], benign) if central_hostile else (benign, entries[i])
+    return build_zip([replace(shadow, in_central=False), *entries[:i], listed, *entries[i + 1 :]])
+
+
+def two_central_directories(hostile: bytes) -> bytes:
+    """Two central directories of equal size: the EOCD offset names the first (hostile data.pkl), while
+    a reader that locates the directory from the EOCD position and adjusts offsets (Python's zipfile)
+    reads the second (benign data.pkl)."""
+    entries = checkpoint_entries(hostile)
+    i = _pkl_index(entries)
+    benign = replace(entries[i], data=BENIGN_PICKLE)
+    pad = Entry(f"{ARCHIVE}/padding", b"\0" * 2048, in_central=False)
+    body = bytearray()
+    offsets: dict[int, int] = {}
+    for key, entry in [(-1, entries[i]), (-3, pad), *enumerate(entries), (-2, benign)]:
+        if key == i:
+            continue
+        offsets[key] = len(body)
+        body += write_local(entry)
+    cd_a = b"".join(write_central(e, offsets[-1] if k == i else offsets[k]) for k, e in enumerate(entries))
+    concat = len(cd_a)
+    cd_b = b"".join(write_central(e, (offsets[-2] if k == i else offsets[k]) - concat) for k, e in enumerate(entries))
+    assert len(cd_a) == len(cd_b)
+    return bytes(body + cd_a + cd_b + eocd(len(entries), len(cd_b), len(body)))
+
+
+def crc_case(local: bool, central: bool) -> Callable[[bytes], bytes]:
+    def make(hostile: bytes) -> bytes:
+        bad = zlib.crc32(hostile) ^ 0xDEADBEEF
+        changes: dict[str, object] = {}
+        if local:
+            changes["crc_local"] = bad
+        if central:
+            changes["crc_central"] = bad
+        return build_zip(with_pkl(checkpoint_entries(hostile), **changes))
+
+    return make
+
+
+def pkl_case(**changes: object) -> Callable[[bytes], bytes]:
+    return lambda hostile: build_zip(with_pkl(checkpoint_entries(hostile), **changes))
+
+
+def prefix_case(prefix: bytes | None, adjust: bool) -> Callable[[bytes], bytes]:
+    """Bytes before the zip; None means a benign pickle as the prefix (a pickle/zip polyglot)."""
+    return lambda hostile: build_zip(checkpoint_entries(hostile), prefix or BENIGN_PICKLE, adjust)
+
+
+def hostile_prefix(adjust: bool) -> Callable[[bytes], bytes]:
+    """The payload pickle before a benign checkpoint: torch's legacy (non-zip) path unpickles the start."""
+    return lambda hostile: build_zip(checkpoint_entries(BENIGN_PICKLE), hostile, adjust)
+
+
+def comment_case(hostile: bytes) -> bytes:
+    return build_zip(checkpoint_entries(hostile), comment=b"trailing comment " * 4)
+
+
+def trailing_case(hostile: bytes) -> bytes:
+    return build_zip(checkpoint_entries(hostile)) + b"\0" * 64
+
+
+def renamed_case(name: str) -> Callable[[bytes], bytes]:
+    """data.pkl stored under another spelling (miniz compares names case-insensitively)."""
+    return lambda hostile: build_zip(
+        [replace(e, name=name) if e.name == f"{ARCHIVE}/data.pkl" else e for e in checkpoint_entries(hostile)]
+    )
+
+
+def count_short_case(hostile: bytes) -> bytes:
+    """The end record counts one entry less: a benign data.pkl listed last is invisible to miniz."""
+    entries = checkpoint_entries(hostile)
+    benign = replace(entries[_pkl_index(entries)], data=BENIGN_PICKLE)
+    return build_zip([*entries, benign], count_delta=-1)
+
+
+def case_variant_case(hostile: bytes) -> bytes:
+    """A benign archive/data.pkl and a hostile archive/DATA.PKL: names differ for Python, not for miniz."""
+    entries = checkpoint_entries(BENIGN_PICKLE)
+    return build_zip([*entries, Entry(f"{ARCHIVE}/DATA.PKL", hostile)])
+
+
+def other_member_case(hostile: bytes) -> bytes:
+    """The payload in a member torch never unpickles: wscan may report it, torch must not run it."""
+    entries = checkpoint_entries(BENIGN_PICKLE)
+    return build_zip([*entries, Entry(f"{ARCHIVE}/extra.pkl", hostile)])
+
+
+CASES: dict[str, Callable[[bytes], bytes]] = {
+    "control": pkl_case(),
+    "crc-local": crc_case(local=True, central=False),
+    "crc-central": crc_case(local=False, central=True),
+    "crc-both": crc_case(local=True, central=True),
+    "name-mismatch-local": pkl_case(local_name=f"{ARCHIVE}/data.pkx"),
+    "name-mismatch-local-empty": pkl_case(local_name=""),
+    "flag-encrypted": pkl_case(flags=0x1),
+    "flag-encrypted-local-only": pkl_case(local_flags=0x1),
+    "flag-descriptor-without-descriptor": pkl_case(flags=0x8),
+    "flag-odd-bits": pkl_case(flags=0x2010),
+    "flag-odd-bits-local-only": pkl_case(local_flags=0x4000),
+    "data-descriptor": pkl_case(descriptor=True),
+    "data-descriptor-deflated": pkl_case(descriptor=True, method=zipfile.ZIP_DEFLATED),
+    "deflated": pkl_case(method=zipfile.ZIP_DEFLATED),
+    "zip64-extra": pkl_case(zip64=True),
+    "duplicate-hostile-first": lambda h: duplicate(h, hostile_first=True),
+    "duplicate-hostile-last": lambda h: duplicate(h, hostile_first=False),
+    "prepended-junk-unadjusted": prefix_case(b"JUNK" * 16, adjust=False),
+    "prepended-junk-adjusted": prefix_case(b"JUNK" * 16, adjust=True),
+    "prepended-pickle-unadjusted": prefix_case(None, adjust=False),
+    "prepended-local-header-adjusted": prefix_case(b"PK\x03\x04" + b"\0" * 60, adjust=True),
+    "prepended-local-header-unadjusted": prefix_case(b"PK\x03\x04" + b"\0" * 60, adjust=False),
+    "hostile-prefix-adjusted": hostile_prefix(adjust=True),
+    "hostile-prefix-unadjusted": hostile_prefix(adjust=False),
+    "comment": comment_case,
+    "trailing-bytes": trailing_case,
+    "shadow-local-header-central-hostile": lambda h: local_only_shadow(h, central_hostile=True),
+    "shadow-local-header-central-benign": lambda h: local_only_shadow(h, central_hostile=False),
+    "two-central-directories": two_central_directories,
+    "case-insensitive-name": renamed_case(f"{ARCHIVE}/DATA.PKL"),
+    "case-variant-duplicate": case_variant_case,
+    "eocd-count-short": count_short_case,
+    "method-bzip2": pkl_case(method=zipfile.ZIP_BZIP2),
+    "method-unknown": pkl_case(method=99),
+    "payload-in-other-member": other_member_case,
+}
+
+# --- the real loader, sandboxed -----------------------------------------------------------------------------
+
+# Forks once per load from an interpreter that imported torch once, so 60 loads cost one torch import.
+# Each job notes whether its marker exists right after the load; weights_only=True jobs run first.
+DRIVER = r"""
+import json, os, sys, warnings
+warnings.simplefilter("ignore")
+import torch
+results = {}
+for key, path, weights_only, marker in json.loads(sys.stdin.read()):
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            torch.load(path, weights_only=weights_only)
+            message = "loaded"
+        except BaseException as exc:
+            message = f"error: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}"
+        os.write(write_fd, message.encode())
+        os._exit(0)
+    os.close(write_fd)
+    chunks = []
+    while chunk := os.read(read_fd, 4096):
+        chunks.append(chunk)
+    os.close(read_fd)
+    _, status = os.waitpid(pid, 0)
+    text = b"".join(chunks).decode(errors="replace") or f"crashed: wait status {status}"
+    results[key] = [text, os.path.exists(marker)]
+print(json.dumps(results))
+"""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What torch.load did with one file, and whether the payload ran."""
+
+    result: str
+    executed: bool
+
+    @property
+    def loaded(self) -> bool:
+        return self.result == "loaded"
+
+
+def run_torch(jobs: list[tuple[str, Path, bool, Path]], workdir: Path) -> dict[str, Outcome]:
+    """torch.load each file in a child of a fresh interpreter: no inherited environment, cwd a temp dir."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "OMP_NUM_THREADS": "1"}
+    payload = json.dumps([(key, str(path), weights_only, str(marker)) for key, path, weights_only, marker in jobs])
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", DRIVER],
+        input=payload,
+        capture_output=True,
+        text=True,
+        cwd=workdir,
+        env=env,
+        timeout=LOAD_TIMEOUT,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    raw: dict[str, list[str | bool]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {key: Outcome(str(result), bool(executed)) for key, (result, executed) in raw.items()}
+
+
+@dataclass(frozen=True)
+class Differential:
+    files: dict[str, Path]
+    unsafe: dict[str, Outcome]
+    safe: dict[str, Outcome]
+
+
+@pytest.fixture(scope="module")
+def differential(tmp_path_factory: pytest.TempPathFactory) -> Differential:
+    """Build every case and load it with weights_only True, then False, each case with its own marker."""
+    root = tmp_path_factory.mktemp("loader")
+    for folder in ("files", "markers", "cwd"):
+        (root / folder).mkdir()
+    files: dict[str, Path] = {}
+    safe_jobs: list[tuple[str, Path, bool, Path]] = []
+    unsafe_jobs: list[tuple[str, Path, bool, Path]] = []
+    for name, make in CASES.items():
+        marker = root / "markers" / name
+        files[name] = root / "files" / f"{name}.pt"
+        files[name].write_bytes(make(marker_pickle(marker)))
+        safe_jobs.append((f"safe:{name}", files[name], True, marker))
+        unsafe_jobs.append((f"unsafe:{name}", files[name], False, marker))
+    outcomes = run_torch(safe_jobs + unsafe_jobs, root / "cwd")
+    return Differential(
+        files,
+        unsafe={name: outcomes[f"unsafe:{name}"] for name in CASES},
+        safe={name: outcomes[f"safe:{name}"] for name in CASES},
+    )
+
+
+# What torch 2.x does with each case (documentation and a tripwire: a change in the loader shows up here
+# as a failed expectation, while the safety assertion itself never depends on this table).
+EXPECTED_EXECUTES = {
+    "control",
+    "crc-local",
+    "crc-central",
+    "crc-both",
+    "name-mismatch-local",
+    "name-mismatch-local-empty",
+    "flag-encrypted-local-only",
+    "flag-descriptor-without-descriptor",
+    "flag-odd-bits-local-only",
+    "data-descriptor",
+    "data-descriptor-deflated",
+    "deflated",
+    "zip64-extra",
+    "duplicate-hostile-last",
+    "prepended-local-header-adjusted",
+    "hostile-prefix-adjusted",
+    "hostile-prefix-unadjusted",
+    "comment",
+    "trailing-bytes",
+    "shadow-local-header-central-hostile",
+    "two-central-directories",
+    "case-insensitive-name",
+    "case-variant-duplicate",
+    "eocd-count-short",
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_wscan_inspects_what_torch_runs(differential: Differential, case: str) -> None:
+    """The safety property: torch.load ran the payload => a critical pickle finding; torch refused the file =>
+    a HIGH finding (fail closed); torch loaded it without running the payload => still not clean, since a
+    payload sits in the file for other readers."""
+    outcome = differential.unsafe[case]
+    report = scan(differential.files[case])
+    ids = rule_ids(report)
+    worst = max((f.severity for f in report.findings), default=Severity.INFO)
+    if outcome.executed:
+        assert ids & CRITICAL_PICKLE, f"bypass: torch ran the payload of {case}, wscan reported {sorted(ids)}"
+    elif not outcome.loaded:
+        assert worst >= Severity.HIGH, f"{case}: torch refused it ({outcome.result}), wscan says {sorted(ids)}"
+    else:
+        assert worst >= Severity.MEDIUM, f"{case}: the file hides a payload, wscan says {sorted(ids)}"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_weights_only_never_runs_payload(differential: Differential, case: str) -> None:
+    """weights_only=True never runs os.mkdir, and refuses every file whose payload the full unpickler ran."""
+    outcome = differential.safe[case]
+    assert not outcome.executed
+    if differential.unsafe[case].executed:
+        assert not outcome.loaded, outcome.result
+
+
+def test_torch_behaviour_matches_expectations(differential: Differential) -> None:
+    """Which damage kinds torch tolerates: a loader upgrade that changes this should be looked at."""
+    executed = {name for name, outcome in differential.unsafe.items() if outcome.executed}
+    summary = {name: differential.unsafe[name].result for name in CASES}
+    assert executed == EXPECTED_EXECUTES, json.dumps(summary, indent=1)
