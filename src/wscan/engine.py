@@ -16,7 +16,7 @@ from wscan.model import Location, Observation
 from wscan.parallel import Outcome, can_fork, scan_in_workers
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
 from wscan.rules import RuleSet
-from wscan.scanners import all_scanners, preload
+from wscan.scanners import all_scanners
 from wscan.scanners.base import CLAIM_KIND, HEAD_BYTES, TAIL_BYTES, Artifact, Head, ScanContext, Scanner
 from wscan.sniff import classify_unscanned
 from wscan.summary import FACT_KINDS, summarize
@@ -108,7 +108,6 @@ class Engine:
                     progress(done, total, entry.display)
                 outcomes.append(self.scan_file(entry))
         else:
-            preload()
             by_index: dict[int, Outcome] = {}
             seconds = self.config.limits.max_seconds_per_file
             displays = [entry.display for entry in entries]

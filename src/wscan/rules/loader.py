@@ -55,8 +55,12 @@ def load_yaml(path: Path, schema_name: str) -> Any:
     errors = sorted(_validator(schema_name).iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         error = errors[0]
-        # Only a failing file is composed a second time, to find the line of the culprit.
-        line = _line_of(yaml.compose(text, Loader=yaml.SafeLoader), list(error.absolute_path))
+        # Only a failing file is composed a second time, to find the line of the culprit; by the same parser
+        # (libyaml and PyYAML disagree on some input, e.g. a tab inside a plain scalar).
+        try:
+            line = _line_of(yaml.compose(text, Loader=_SAFE_LOADER), list(error.absolute_path))
+        except (yaml.YAMLError, RecursionError):
+            line = None
         where = f":{line}" if line else ""
         field = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         raise UsageError(f"{path}{where}: {field}: {error.message}")

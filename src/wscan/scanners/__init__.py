@@ -6,7 +6,6 @@ both ways. Third parties add scanners through the `wscan.scanners` entry-point g
 
 from __future__ import annotations
 
-import importlib
 from importlib.metadata import entry_points
 
 from wscan.scanners.archive import SevenZipScanner, TarScanner, ZipScanner
@@ -22,23 +21,6 @@ from wscan.scanners.repo_files import ModelCardScanner, RepoJsonScanner, Templat
 from wscan.scanners.safetensors import SafetensorsScanner
 from wscan.scanners.shards import ShardIndexScanner
 from wscan.scanners.tf_graph import TfGraphScanner
-
-# Parsers the scanners import only when a file needs them (h5py, onnx, gguf and jinja2 cost about a second).
-LAZY_MODULES = (
-    "wscan.scanners.keras_config",
-    "wscan.scanners.hdf5_probe",
-    "h5py",
-    "wscan.scanners.gguf_header",
-    "wscan.chat_template",
-    "wscan.scanners.onnx_checks",
-    "google.protobuf.message_factory",
-)
-
-
-def preload() -> None:
-    """Import every lazy parser now, so forked workers share them instead of each importing its own."""
-    for name in LAZY_MODULES:
-        importlib.import_module(name)
 
 
 def builtin_scanners() -> list[Scanner]:
