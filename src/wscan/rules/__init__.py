@@ -125,12 +125,12 @@ class RuleSet:
     @classmethod
     def load(cls, config: Config) -> RuleSet:
         """Built-in packs, then the config's extra packs; validate references; apply overrides."""
-        files = sorted(builtin_rules_dir().glob("*.yaml")) + list(config.rule_files)
+        builtin = sorted(builtin_rules_dir().glob("*.yaml"))
         rules: dict[str, Rule] = {}
         lists: dict[str, set[str]] = {}
         hasher = hashlib.sha256()
-        for path in files:
-            pack = load_pack(path)
+        for path in [*builtin, *config.rule_files]:
+            pack = load_pack(path, validate=path not in builtin)
             hasher.update(json.dumps(pack, sort_keys=True).encode())
             for name, values in pack.get("lists", {}).items():
                 lists.setdefault(name, set()).update(values)
