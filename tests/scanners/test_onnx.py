@@ -28,7 +28,7 @@ from wscan.limits import Budget, Limits
 from wscan.model import Location, Observation, Severity
 from wscan.rules import builtin_rules_dir
 from wscan.rules.loader import load_pack
-from wscan.scanners import onnx_checks
+from wscan.scanners import onnx_checks, onnx_slim
 from wscan.scanners.base import Artifact, Head, ScanContext
 from wscan.scanners.onnx_model import MODEL_FIELDS, OnnxScanner, looks_like_onnx
 
@@ -929,3 +929,60 @@ def test_engine_always_returns_scanned_or_failed(fuzz_dir: Path, data: st.DataOb
         assert not any(f.rule_id == "WS-FILE-001" for f in report.findings)  # no scan.error from a crash
     else:  # damaged past recognition: another format, or reported as unknown, never a silent onnx pass
         assert "onnx" not in report.files[0].formats
+
+
+# --- weights are never read (onnx_slim) ---------------------------------------------------------------------
+
+
+def test_slim_table_matches_onnx() -> None:
+    kinds = {onnx_slim.MODEL: ModelProto, onnx_slim.GRAPH: onnx.GraphProto, onnx_slim.NODE: onnx.NodeProto,
+             onnx_slim.ATTRIBUTE: onnx.AttributeProto, onnx_slim.FUNCTION: onnx.FunctionProto,
+             onnx_slim.TRAINING: onnx.TrainingInfoProto, onnx_slim.SPARSE: onnx.SparseTensorProto,
+             onnx_slim.TENSOR: TensorProto, onnx_slim.SPARSE_PART: TensorProto}  # fmt: skip
+    for kind, fields in onnx_slim.NESTED.items():
+        descriptor = kinds[kind].DESCRIPTOR
+        for number, inner in fields.items():
+            assert descriptor.fields_by_number[number].message_type is kinds[inner].DESCRIPTOR
+        # Every message field that can hold a tensor, graph or node on the way down is in the table.
+        carriers = {k.DESCRIPTOR for k in kinds.values()}
+        missing = [f.name for f in descriptor.fields if f.message_type in carriers and f.number not in fields]
+        assert missing == [], (descriptor.name, missing)
+    assert TensorProto.DESCRIPTOR.fields_by_number[onnx_slim.RAW_DATA].name == "raw_data"
+    assert onnx_slim.STRIPPED_FIELD not in TensorProto.DESCRIPTOR.fields_by_number
+
+
+def _big_model(floats: int, raw_extra: int = 0) -> ModelProto:
+    weights = numpy_helper.from_array(np.arange(floats, dtype=np.float32), "w")
+    weights.raw_data += b"\x00" * raw_extra
+    node = helper.make_node("Add", ["x", "w"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [floats])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [floats])], [weights])  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_initializer_bytes_are_skipped_not_read(tmp_path: Path) -> None:
+    path = write(tmp_path, _big_model(4_000_000))  # 16 MB of weights
+    tight = Config(limits=Limits(max_bytes_read=2_000_000))
+    report = scan(path, tight)
+    assert rule_ids(report) == set() and report.files[0].status == "scanned"
+    with path.open("rb") as raw:
+        slim = onnx_slim.slim_model(raw, path.stat().st_size, lambda: None)
+    assert len(slim) < 4096
+    parsed = ModelProto()
+    parsed.ParseFromString(slim)
+    assert onnx_slim.stripped_length(parsed.graph.initializer[0]) == 16_000_000
+
+
+def test_size_mismatch_of_a_skipped_initializer_is_still_found(tmp_path: Path) -> None:
+    report = scan(write(tmp_path, _big_model(100_000, raw_extra=8)))
+    assert rule_ids(report) == {"WS-ONNX-010"}
+    assert report.findings[0].evidence["actual"] == 400_008
+
+
+def test_a_file_cannot_forge_the_skipped_length(tmp_path: Path) -> None:
+    # The forged field says 40 bytes for 40 floats; the real raw_data is 4 bytes: the mismatch must stand.
+    model = _big_model(10)
+    model.graph.initializer[0].raw_data = b"\x00" * 4
+    forged = onnx_slim._varint(onnx_slim.STRIPPED_FIELD << 3) + onnx_slim._varint(40)
+    model.graph.initializer[0].ParseFromString(model.graph.initializer[0].SerializeToString() + forged)
+    assert rule_ids(scan(write(tmp_path, model))) == {"WS-ONNX-010"}

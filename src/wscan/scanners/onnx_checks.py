@@ -28,6 +28,7 @@ from onnx.onnx_cpp2py_export import defs as onnx_defs
 from wscan.chat_template import check_template
 from wscan.discover import _hf_repo_root
 from wscan.model import AttrValue
+from wscan.scanners.onnx_slim import stripped_length
 
 INT64_MAX = 2**63 - 1
 MAX_ENTRIES = 10_000_000  # nodes, tensors, graphs and attributes together: real models have a few hundred thousand
@@ -444,11 +445,13 @@ def _check_tensor(where: str, tensor: TensorProto, external: _ExternalData, foun
     if not tensor.HasField("raw_data"):
         return False  # typed fields (float_data, ...): onnx.checker compares their counts with the shape
     expected = expected_bytes(tensor)
+    stripped = stripped_length(tensor)  # large raw_data is never read: only its length (onnx_slim)
+    actual = len(tensor.raw_data) if stripped is None else stripped
     if tensor.data_type == TensorProto.STRING:
-        found.add("onnx.size_mismatch", tensor=where, expected=0, actual=len(tensor.raw_data),
+        found.add("onnx.size_mismatch", tensor=where, expected=0, actual=actual,
                   reason="a string tensor cannot hold raw bytes")  # fmt: skip
-    elif expected is not None and expected != len(tensor.raw_data):
-        found.add("onnx.size_mismatch", tensor=where, expected=expected, actual=len(tensor.raw_data),
+    elif expected is not None and expected != actual:
+        found.add("onnx.size_mismatch", tensor=where, expected=expected, actual=actual,
                   reason=f"{_dims(tensor.dims)} of {_dtype_name(tensor.data_type)}")  # fmt: skip
     return True
 

@@ -89,11 +89,13 @@ class OnnxScanner:
             return
         # Imported here: onnx and its C++ extension load in a few hundred milliseconds and only ONNX needs them.
         from wscan.scanners.onnx_checks import inspect_model
+        from wscan.scanners.onnx_slim import SlimError, slim_model
 
-        with artifact.opener() as raw:
-            data = raw.read(cap + 1)
-        if len(data) > cap:
-            yield artifact.observe("onnx.size_limit", 0, limit="max-member-bytes", value=cap, size=len(data))
+        try:
+            with artifact.opener() as raw:
+                data = slim_model(raw, artifact.size, ctx.budget.check_time)
+        except SlimError as exc:
+            yield artifact.observe("onnx.malformed", 0, reason=str(exc)[:300])
             return
         folder = artifact.real_path.absolute().parent if artifact.real_path is not None else None
         inspection = inspect_model(data, folder, ctx.budget.check_time)
