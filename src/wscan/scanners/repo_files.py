@@ -15,7 +15,6 @@ from typing import Any
 
 import yaml
 
-from wscan.chat_template import check_template
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.strict_json import JsonRejected, loads_strict
@@ -159,6 +158,8 @@ def _missing_modules(artifact: Artifact, modules: list[str]) -> list[str]:
 def _templates(artifact: Artifact, top: dict[str, Any], role: str, data: bytes) -> Iterator[ScanItem]:
     if "chat_template" not in top:
         return
+    from wscan.chat_template import check_template  # jinja2 loads only when there is a template
+
     offset = _offset(data, "chat_template")
     value = top["chat_template"]
     named: list[tuple[str, Any]]
@@ -224,6 +225,8 @@ class TemplateFileScanner:
         except UnicodeDecodeError as exc:
             yield artifact.observe("template.malformed", field="file", reason=f"not UTF-8 at byte {exc.start}", line=0)
             return
+        from wscan.chat_template import check_template  # jinja2 loads only when there is a template
+
         for issue in check_template(source):
             yield artifact.observe(issue.kind, field="file", **issue.attrs)
 
