@@ -25,5 +25,5 @@ def test_builtin_pack_matches_the_schema(path: Path) -> None:
 def test_a_user_pack_is_still_validated(tmp_path: Path) -> None:
     pack = tmp_path / "mine.yaml"
     pack.write_text("pack: mine\nrules:\n  - id: X-1\n    severity: loud\n", encoding="utf-8")
-    with pytest.raises(UsageError, match="mine.yaml:3: rules/0: .name. is a required property"):
+    with pytest.raises(UsageError, match=r"mine\.yaml:3: rules/0: .name. is a required property"):
         load_pack(pack)
