@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
 SCHEMA_DIR = Path(__file__).resolve().parent
 # The C parser when libyaml is there: rule packs hold ~1,000 allowlist lines, parsed on every run.
 _SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Values a config or pack may hold once aliases are expanded (the built-in packs hold a few thousand).
+MAX_EXPANDED_VALUES = 1_000_000
 
 
 @cache
@@ -44,6 +47,51 @@ def _line_of(node: yaml.Node | None, path: list[str | int]) -> int | None:
     return line
 
 
+def _path_key(path: Iterable[str | int]) -> list[tuple[int, int, str]]:
+    """A sort key for error paths: YAML keys may be strings and integers in one mapping (`1: x` beside `a: y`)."""
+    return [(0, step, "") if isinstance(step, int) else (1, 0, str(step)) for step in path]
+
+
+def _non_string_key(data: Any) -> tuple[list[str | int], Any] | None:
+    """The path of a mapping with a key that is not a string (`1:`, `yes:`, `~:`), and that key: JSON Schema
+    only judges string keys, and later code sorts and serializes keys as strings. Each container is visited once:
+    YAML aliases share one object many times (a "billion laughs" file would otherwise take forever)."""
+    stack: list[tuple[list[str | int], Any]] = [([], data)]
+    seen: set[int] = set()
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict | list):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return where, key
+                stack.append(([*where, key], item))
+        elif isinstance(value, list):
+            stack.extend(([*where, index], item) for index, item in enumerate(value))
+    return None
+
+
+def _expanded_size(data: Any) -> int:
+    """How many values the document holds with every alias expanded, as validation and error messages see it
+    (nine lists of nine aliases, nine levels deep, is a few hundred bytes of YAML and 387 million values)."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        value, children_done = stack.pop()
+        if not isinstance(value, dict | list) or id(value) in sizes:
+            continue
+        items = list(value.values()) if isinstance(value, dict) else value
+        if children_done:
+            sizes[id(value)] = 1 + sum(sizes.get(id(i), 1) for i in items)
+            continue
+        stack.append((value, True))
+        stack.extend((i, False) for i in items if isinstance(i, dict | list) and id(i) not in sizes)
+    return sizes.get(id(data), 1)
+
+
 def load_yaml(path: Path, schema_name: str | None) -> Any:
     """Parse with safe_load (no Python tags) and validate against `schema_name` unless None; UsageError names
     file, line and reason."""
@@ -59,7 +107,15 @@ def load_yaml(path: Path, schema_name: str | None) -> Any:
         raise UsageError(f"{path}{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
     if schema_name is None:
         return data
-    errors = sorted(_validator(schema_name).iter_errors(data), key=lambda e: list(e.absolute_path))
+    if _expanded_size(data) > MAX_EXPANDED_VALUES:
+        raise UsageError(f"{path}: more than {MAX_EXPANDED_VALUES} values once YAML aliases are expanded")
+    bad_key = _non_string_key(data)
+    if bad_key is not None:
+        where_key, key = bad_key
+        line = _line_of(yaml.compose(text, Loader=_SAFE_LOADER), where_key)
+        field = "/".join(str(p) for p in where_key) or "(top level)"
+        raise UsageError(f"{path}{f':{line}' if line else ''}: {field}: key {key!r} is not a string")
+    errors = sorted(_validator(schema_name).iter_errors(data), key=lambda e: _path_key(e.absolute_path))
     if errors:
         error = errors[0]
         # Only a failing file is composed a second time, to find the line of the culprit; by the same parser

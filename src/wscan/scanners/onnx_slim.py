@@ -33,7 +33,7 @@ RAW_DATA = 9
 STRIPPED_FIELD = (1 << 29) - 1  # the largest field number protobuf allows; onnx.proto stops far below
 KEEP_BYTES = 4096  # raw_data up to this size stays: not worth a seek
 MAX_DEPTH = 100  # protobuf's own recursion limit
-_WINDOW = 1 << 20
+_WINDOW = 8 << 10  # small: a window that reached into the next tensor's data would read the bytes skipped
 
 
 class SlimError(Exception):
@@ -60,7 +60,7 @@ class _Slimmer:
         self.fields = 0
 
     def read(self, pos: int, count: int) -> bytes:
-        """`count` bytes at `pos` (fewer at the end of the file), through a 1 MiB window."""
+        """`count` bytes at `pos` (fewer at the end of the file), through an 8 KiB window."""
         offset = pos - self.window_start
         if offset >= 0 and offset + count <= len(self.window):
             return self.window[offset : offset + count]

@@ -1,0 +1,136 @@
+"""Seed corpora for the fuzz targets, generated from corpus/ (benign and hostile samples) at run time.
+
+Nothing here is committed as a copy: `build` writes fuzz/work/seeds/<target>/ (gitignored) from the files in
+corpus/, the built-in rule packs and a few inline configs, picking files by their bytes where that is easy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "corpus"
+MARKER = b"\n--8<--\n"  # harness.split: fields of a multi-part input
+MAX_SEED_BYTES = 256 * 1024
+
+CONFIGS = [
+    b"fail-on: high\n",
+    b"fail-on: medium\nallow:\n  - mypkg.layers.Custom\n",
+    b"severity:\n  WS-PKL-002: low\nignore:\n  - rule: WS-ARC-001\n    paths: ['models/*', '**/*.zip']\n",
+    b"rules: [extra.yaml]\nlimits:\n  max-depth: 3\n  max-members: 10\n  max-pickle-opcodes: 1000\n",
+    b"limits:\n  max-seconds-per-file: 2.5\n  max-json-bytes: 1024\n  max-header-bytes: 64\n"
+    b"  max-decompressed-bytes: 100\n  max-compression-ratio: 2\n  ratio-floor-bytes: 0\n",
+    b'ignore:\n  - rule: "*"\n    paths: ["*"]\nfail-on: critical\n',
+]
+
+
+def _files(*patterns: str) -> Iterator[Path]:
+    for pattern in patterns:
+        yield from sorted(p for p in CORPUS.rglob(pattern) if p.is_file())
+
+
+def _zip_members(path: Path, keep: Callable[[str], bool]) -> Iterator[bytes]:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if keep(info.filename) and info.file_size <= MAX_SEED_BYTES:
+                    yield zf.read(info)
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError):
+        return
+
+
+def _is_torch_zip(path: Path) -> bool:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return any(n.endswith("/data.pkl") or n == "data.pkl" for n in zf.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return False
+
+
+def _magic(path: Path, *magics: bytes) -> bool:
+    with path.open("rb") as handle:
+        head = handle.read(8)
+    return head.startswith(magics)
+
+
+def _templates() -> Iterator[bytes]:
+    for path in _files("*.jinja"):
+        yield path.read_bytes()
+    for path in sorted((ROOT / "tests" / "data" / "chat_templates").glob("*")):
+        if path.is_file():
+            yield path.read_bytes()
+    for path in _files("tokenizer_config.json"):
+        try:
+            template = json.loads(path.read_bytes()).get("chat_template")
+        except ValueError:
+            continue
+        for item in template if isinstance(template, list) else [template]:
+            text = item.get("template") if isinstance(item, dict) else item
+            if isinstance(text, str):
+                yield text.encode("utf-8")
+
+
+def _shards() -> Iterator[bytes]:
+    for index in _files("*.index.json"):
+        shards = sorted(index.parent.glob("*-00001-of-*"))
+        shard = shards[0].read_bytes()[:MAX_SEED_BYTES] if shards else b""
+        yield index.read_bytes() + MARKER + shard
+
+
+def _pickles() -> Iterator[bytes]:
+    for path in _files("*.pkl", "*.joblib", "*.pt", "*.pth", "*.bin", "*.safetensors"):
+        if _magic(path, b"\x80", b"(", b"c", b"]", b"}"):
+            yield path.read_bytes()
+        elif _is_torch_zip(path):
+            yield from _zip_members(path, lambda n: n.endswith(".pkl"))
+
+
+SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
+    "pickle": _pickles,
+    "archive": lambda: [p for p in _files("*") if _magic(p, b"PK\x03\x04", b"7z\xbc\xaf") or p.suffix == ".tar"],
+    "pytorch": lambda: [p for p in _files("*.pt", "*.pth", "*.bin") if _is_torch_zip(p)],
+    "compressed": lambda: [p for p in _files("*") if _magic(p, b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x5d\x00\x00")],
+    "numpy": lambda: _files("*.npy", "*.npz"),
+    "safetensors": lambda: _files("*.safetensors"),
+    "shards": _shards,
+    "onnx": lambda: _files("*.onnx"),
+    "gguf": lambda: _files("*.gguf"),
+    "keras": lambda: [
+        *_files("*.keras"),
+        *(m for p in _files("*.keras") for m in _zip_members(p, lambda n: n == "config.json")),
+    ],
+    "tf_graph": lambda: _files("*.pb"),
+    "chat_template": _templates,
+    "repo_json": lambda: [*(p for p in _files("*.json") if p.name != "MANIFEST.json"), *_files("README.md")],
+    "python_code": lambda: [*_files("*.py"), *sorted((ROOT / "tools").glob("*.py"))],
+    "rules": lambda: sorted((ROOT / "rules").glob("*.yaml")),
+    "config": lambda: CONFIGS,
+}
+
+
+def build(work: Path, targets: Iterable[str]) -> dict[str, Path]:
+    """Write the seeds of each target to work/seeds/<target>/ (replacing old ones); the folder per target."""
+    folders: dict[str, Path] = {}
+    for target in targets:
+        folder = work / "seeds" / target
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for item in SOURCES[target]():
+            data = item.read_bytes() if isinstance(item, Path) else item
+            if len(data) > MAX_SEED_BYTES:
+                continue
+            (folder / hashlib.sha1(data).hexdigest()).write_bytes(data)
+        folders[target] = folder
+    return folders
+
+
+if __name__ == "__main__":
+    built = build(Path(__file__).resolve().parent / "work", sys.argv[1:] or list(SOURCES))
+    for name, path in built.items():
+        print(f"{name:15} {len(list(path.iterdir())):4} seeds  {path}")

@@ -1,0 +1,27 @@
+"""Repository JSON and cards (repo_files.py + strict_json.py): config, tokenizer, adapter files, README front
+matter, each read under the file name that gives it its role."""
+
+from __future__ import annotations
+
+from _boot import fuzz, instrument
+
+with instrument():
+    import harness
+
+    from wscan.scanners.repo_files import ModelCardScanner, RepoJsonScanner
+    from wscan.strict_json import JsonRejected, loads_strict
+
+JSON = [RepoJsonScanner()]
+CARD = [ModelCardScanner()]
+NAMES = ("config.json", "tokenizer_config.json", "adapter_config.json")
+
+
+def one_input(data: bytes) -> None:
+    harness.expect((JsonRejected,), lambda: loads_strict(data))
+    for name in NAMES:
+        harness.drive(JSON, data, name)
+    harness.drive(CARD, data, "README.md")
+
+
+if __name__ == "__main__":
+    fuzz(one_input)

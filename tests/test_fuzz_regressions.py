@@ -1,0 +1,98 @@
+"""Inputs the atheris fuzz targets (fuzz/) found to crash a parser: each must now be a finding or a usage
+error, never a traceback. One test per crash; the bytes are inline (or under tests/data/fuzz/)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from wscan.config import Config
+from wscan.errors import UsageError
+from wscan.rules import RuleSet
+from wscan.rules.loader import _path_key, load_pack
+
+# fuzz_config: libyaml reads `a\t 1` as a plain scalar, PyYAML's pure-Python scanner refuses the tab. The
+# schema error's line lookup re-parsed with PyYAML and let its ScannerError escape instead of a UsageError.
+TAB_IN_SCALAR = b"limits:\n  a\t 1\n"
+
+
+def test_config_schema_error_after_libyaml_only_input_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / ".wscan.yaml"
+    path.write_bytes(TAB_IN_SCALAR)
+    with pytest.raises(UsageError, match=r"\.wscan\.yaml:2: limits: .* is not of type 'object'"):
+        Config.from_file(path)
+
+
+def test_rule_pack_schema_error_after_libyaml_only_input_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "pack.yaml"
+    path.write_bytes(b"pack: p\nrules:\n  - id\t x\n")
+    with pytest.raises(UsageError, match=r"pack\.yaml:3: rules/0: "):
+        load_pack(path)
+
+
+# fuzz_config: YAML keys may be integers (`02:` is the integer 2) beside strings in one mapping. Sorting the
+# schema errors by their paths compared 2 with 'a' (TypeError), and a rule pack whose `lists` mixed key types
+# passed the schema (it only judges string keys) and then failed in json.dumps(sort_keys=True). Every key of a
+# config or rule pack must now be a string.
+MIXED_KEY_TYPES = b"limits:\n a: x\n 1: y\n"
+
+
+def test_config_with_integer_and_string_keys_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / ".wscan.yaml"
+    path.write_bytes(MIXED_KEY_TYPES)
+    with pytest.raises(UsageError, match=r"\.wscan\.yaml:2: limits: key 1 is not a string"):
+        Config.from_file(path)
+
+
+def test_config_fuzz_reproducer_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / ".wscan.yaml"
+    path.write_bytes(b"rules: [e.yaml]\nlimits:\n ity:\n 02: lo")
+    with pytest.raises(UsageError, match=r"limits: key 2 is not a string"):
+        Config.from_file(path)
+
+
+@pytest.mark.parametrize(
+    ("pack", "message"),
+    [
+        (b"pack: p\nlists:\n  a: [x]\n  1: [y]\n", r"pack\.yaml:3: lists: key 1 is not a string"),
+        (b"pack: p\nrules:\n  - {id: x, ~: 1}\n", r"pack\.yaml:3: rules/0: key None is not a string"),
+    ],
+)
+def test_rule_pack_with_non_string_keys_is_a_usage_error(tmp_path: Path, pack: bytes, message: str) -> None:
+    path = tmp_path / "pack.yaml"
+    path.write_bytes(pack)
+    with pytest.raises(UsageError, match=message):
+        RuleSet.load(Config(rule_files=(path,)))
+
+
+def test_schema_error_paths_sort_with_mixed_key_types() -> None:
+    assert sorted([["rules", 2], ["lists", "a"], [1], ["rules", 10]], key=_path_key) == [
+        [1], ["lists", "a"], ["rules", 2], ["rules", 10]
+    ]
+
+
+def _alias_bomb(levels: int) -> str:
+    lines = ["  a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"  a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "x-anchors:\n" + "\n".join(lines) + f"\nallow: *a{levels - 1}\n"
+
+
+# Found while fixing the key checks: a few hundred bytes of YAML aliases ("billion laughs") expand to 387 million
+# values, and schema validation formatted the repr of the expanded value into its error message (time and
+# memory grew tenfold per level: 0.1 s at 6 levels, a hang at 9). A `.wscan.yaml` inside a scanned repository
+# is read as the config, so the file being scanned could stop the scan. Before the fix this test hangs.
+def test_config_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
+    path = tmp_path / ".wscan.yaml"
+    path.write_text(_alias_bomb(9), encoding="utf-8")
+    started = time.monotonic()
+    with pytest.raises(UsageError, match="once YAML aliases are expanded"):
+        Config.from_file(path)
+    assert time.monotonic() - started < 5
+
+
+def test_config_with_a_few_aliases_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / ".wscan.yaml"
+    path.write_text("allow: &names [mypkg.layers.A, mypkg.layers.B]\n", encoding="utf-8")
+    assert Config.from_file(path).allow == frozenset({"mypkg.layers.A", "mypkg.layers.B"})
