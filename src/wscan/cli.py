@@ -41,7 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     scan.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the scanned folder)")
     scan.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
-    scan.add_argument("--jobs", type=_positive_int, metavar="N", help="files scanned at once (default: one per core)")
+    scan.add_argument("--jobs", type=_positive_int, metavar="N",
+                      help="files scanned at once (default: one per core, at most 8)")
     scan.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
                       help="override a limit, e.g. --limit max-seconds-per-file=60 (see `limits` in the report)")
     scan.add_argument("--verify", action="store_true",

@@ -25,6 +25,7 @@ from wscan.summary import FACT_KINDS, summarize
 FAILURE_SUFFIXES = ("error", "limit", "malformed", "truncated", "corrupt", "invalid", "unreadable")
 # Skips that say a file could not even be opened count as failures, not skips.
 Progress = Callable[[int, int, str], None]
+DEFAULT_MAX_JOBS = 8  # one worker per core up to this; each holds its own parsers (about 50 MiB)
 
 
 def is_failure(kind: str) -> bool:
@@ -100,7 +101,7 @@ class Engine:
     def _scan_files(self, entries: list[FileEntry], progress: Progress | None) -> list[Outcome]:
         """Every file's outcome in order: on all cores when there are several files, else in this process."""
         total = len(entries)
-        jobs = min(self.config.jobs or os.cpu_count() or 1, total)
+        jobs = min(self.config.jobs or min(os.cpu_count() or 1, DEFAULT_MAX_JOBS), total)
         if jobs < 2 or not can_fork():
             outcomes = []
             for done, entry in enumerate(entries):
