@@ -24,7 +24,7 @@ from wscan.report import FILE_FAILED, FILE_SCANNED
 from wscan.scanners import builtin_scanners
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked; elsewhere files scan in turn")
 
 
 class _Misbehaving:
@@ -57,6 +57,7 @@ def _shape(report_json: str) -> dict[str, object]:
     return doc  # type: ignore[no-any-return]
 
 
+@needs_fork
 def test_workers_give_the_same_report_as_one_process(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     serial = Engine(Config(jobs=1)).scan([folder])
@@ -65,6 +66,7 @@ def test_workers_give_the_same_report_as_one_process(tmp_path: Path) -> None:
     assert rule_ids(parallel) == {"WS-PKL-001"}
 
 
+@needs_fork
 def test_workers_each_talk_to_their_own_hdf5_reader(tmp_path: Path) -> None:
     # The parent's HDF5 fork server is running when the workers fork: sharing it would swap their answers.
     corpus = Path(__file__).parent.parent / "corpus"
@@ -80,6 +82,7 @@ def test_workers_each_talk_to_their_own_hdf5_reader(tmp_path: Path) -> None:
     assert flagged == {f"{index}-keras-lambda-bytecode.h5" for index in range(4)}
 
 
+@needs_fork
 def test_a_hanging_parser_is_killed_and_reported(tmp_path: Path) -> None:
     folder = _folder(tmp_path, count=3)
     (folder / "hang.bin").write_bytes(b"x" * 100)
@@ -96,6 +99,7 @@ def test_a_hanging_parser_is_killed_and_reported(tmp_path: Path) -> None:
     assert "WS-PKL-001" in rule_ids(report)  # the other worker, and the replacement, went on
 
 
+@needs_fork
 def test_a_worker_that_dies_is_a_finding_and_is_replaced(tmp_path: Path) -> None:
     folder = _folder(tmp_path, count=4)
     for name in ("die1.bin", "die2.bin"):

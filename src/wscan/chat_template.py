@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from jinja2 import Environment, nodes
 from jinja2.exceptions import TemplateSyntaxError
 from jinja2.ext import Extension
 from jinja2.parser import Parser
 
-from wscan.model import AttrValue
+from wscan.model import AttrValue, Issue
 
 MAX_TEMPLATE_CHARS = 1024 * 1024  # real templates, tool-calling ones included, are under 64 KiB
 MAX_NODES = 200_000
@@ -50,14 +49,6 @@ ATTRIBUTE_FILTERS = frozenset({"attr", "map", "selectattr", "rejectattr", "sum",
 _FORMAT_FIELD = re.compile(r"\{[^{}]*?[.\[]\s*['\"]?_")
 
 
-@dataclass(frozen=True, slots=True)
-class TemplateIssue:
-    """One thing a template reaches for, as an observation kind and the facts a rule message needs."""
-
-    kind: str
-    attrs: dict[str, AttrValue]
-
-
 class _Generation(Extension):
     """transformers' `{% generation %}` block, parsed into a plain scope (its body is still walked)."""
 
@@ -73,21 +64,21 @@ class _Generation(Extension):
 _ENV = Environment(trim_blocks=True, lstrip_blocks=True, extensions=[_Generation, "jinja2.ext.loopcontrols"])
 
 
-def check_template(source: str) -> list[TemplateIssue]:
+def check_template(source: str) -> list[Issue]:
     """Everything a chat template reaches for that a sandboxed chat never needs; empty for a clean template."""
     if len(source) > MAX_TEMPLATE_CHARS:
-        return [TemplateIssue("template.size_limit", {"length": len(source), "limit": MAX_TEMPLATE_CHARS})]
+        return [Issue("template.size_limit", {"length": len(source), "limit": MAX_TEMPLATE_CHARS})]
     try:
         tree = _ENV.parse(source)
     except TemplateSyntaxError as exc:
-        return [TemplateIssue("template.malformed", {"reason": str(exc.message)[:200], "line": exc.lineno})]
+        return [Issue("template.malformed", {"reason": str(exc.message)[:200], "line": exc.lineno})]
     except RecursionError:
-        return [TemplateIssue("template.malformed", {"reason": "nested too deeply to parse", "line": 0})]
-    issues: dict[tuple[str, str], TemplateIssue] = {}
+        return [Issue("template.malformed", {"reason": "nested too deeply to parse", "line": 0})]
+    issues: dict[tuple[str, str], Issue] = {}
     assigned = _assigned_names(tree)
     for count, node in enumerate(_walk(tree)):
         if count > MAX_NODES:
-            issues[("limit", "")] = TemplateIssue("template.node_limit", {"limit": MAX_NODES})
+            issues[("limit", "")] = Issue("template.node_limit", {"limit": MAX_NODES})
             break
         for issue in _inspect(node, assigned):
             key = (issue.kind, str(issue.attrs.get("name", "")))
@@ -115,11 +106,11 @@ def _assigned_names(tree: nodes.Node) -> set[str]:
     return names
 
 
-def _issue(kind: str, node: nodes.Node, **attrs: AttrValue) -> TemplateIssue:
-    return TemplateIssue(kind, {**attrs, "line": node.lineno})
+def _issue(kind: str, node: nodes.Node, **attrs: AttrValue) -> Issue:
+    return Issue(kind, {**attrs, "line": node.lineno})
 
 
-def _inspect(node: nodes.Node, assigned: set[str]) -> Iterator[TemplateIssue]:
+def _inspect(node: nodes.Node, assigned: set[str]) -> Iterator[Issue]:
     if isinstance(node, nodes.Getattr):
         yield from _attribute(node, node.attr)
         if isinstance(node.node, nodes.Name) and node.node.name in TEMPLATE_GLOBALS - assigned:
@@ -141,14 +132,14 @@ def _inspect(node: nodes.Node, assigned: set[str]) -> Iterator[TemplateIssue]:
                 yield _issue("template.dunder_access", node, name=f"format string {text[:60]!r}")
 
 
-def _attribute(node: nodes.Node, name: str) -> Iterator[TemplateIssue]:
+def _attribute(node: nodes.Node, name: str) -> Iterator[Issue]:
     if name.startswith("_"):
         yield _issue("template.dunder_access", node, name=name)
     elif name in DANGEROUS_ATTRIBUTES:
         yield _issue("template.dangerous_attribute", node, name=name)
 
 
-def _computed_key(node: nodes.Node, key: nodes.Node) -> Iterator[TemplateIssue]:
+def _computed_key(node: nodes.Node, key: nodes.Node) -> Iterator[Issue]:
     """`x['__class__']` or `x['__cla' ~ 'ss__']`: a string key is an attribute lookup in Jinja."""
     if isinstance(key, nodes.Const):
         if isinstance(key.value, str):
@@ -161,7 +152,7 @@ def _computed_key(node: nodes.Node, key: nodes.Node) -> Iterator[TemplateIssue]:
         yield from _attribute(node, folded)
 
 
-def _filter(node: nodes.Filter) -> Iterator[TemplateIssue]:
+def _filter(node: nodes.Filter) -> Iterator[Issue]:
     if node.name not in ATTRIBUTE_FILTERS:
         return
     candidates = [kw.value for kw in node.kwargs if kw.key == "attribute"]

@@ -33,6 +33,15 @@ class Severity(IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Issue:
+    """What a pure checker (templates, Keras configs, ONNX graphs) found, before it knows where it sits: an
+    observation kind and the facts a rule message needs. The scanner places it (Artifact.observe)."""
+
+    kind: str
+    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Location:
     """Where a fact was seen, down to the byte inside nested containers."""
 

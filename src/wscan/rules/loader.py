@@ -111,23 +111,23 @@ def load_yaml(path: Path, schema_name: str | None) -> Any:
         raise UsageError(f"{path}: more than {MAX_EXPANDED_VALUES} values once YAML aliases are expanded")
     bad_key = _non_string_key(data)
     if bad_key is not None:
-        where_key, key = bad_key
-        line = _line_of(yaml.compose(text, Loader=_SAFE_LOADER), where_key)
-        field = "/".join(str(p) for p in where_key) or "(top level)"
-        raise UsageError(f"{path}{f':{line}' if line else ''}: {field}: key {key!r} is not a string")
+        key_path, key = bad_key
+        raise _located(path, text, key_path, f"key {key!r} is not a string")
     errors = sorted(_validator(schema_name).iter_errors(data), key=lambda e: _path_key(e.absolute_path))
     if errors:
-        error = errors[0]
-        # Only a failing file is composed a second time, to find the line of the culprit; by the same parser
-        # (libyaml and PyYAML disagree on some input, e.g. a tab inside a plain scalar).
-        try:
-            line = _line_of(yaml.compose(text, Loader=_SAFE_LOADER), list(error.absolute_path))
-        except (yaml.YAMLError, RecursionError):
-            line = None
-        where = f":{line}" if line else ""
-        field = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise UsageError(f"{path}{where}: {field}: {error.message}")
+        raise _located(path, text, list(errors[0].absolute_path), errors[0].message)
     return data
+
+
+def _located(path: Path, text: str, where: list[str | int], message: str) -> UsageError:
+    """`file:line: field: message`. Only a failing file is composed a second time, to find the culprit's line,
+    by the same parser (libyaml and PyYAML disagree on some input, e.g. a tab inside a plain scalar)."""
+    try:
+        line = _line_of(yaml.compose(text, Loader=_SAFE_LOADER), where)
+    except (yaml.YAMLError, RecursionError):
+        line = None
+    field = "/".join(str(p) for p in where) or "(top level)"
+    return UsageError(f"{path}{f':{line}' if line else ''}: {field}: {message}")
 
 
 def load_pack(path: Path, validate: bool = True) -> dict[str, Any]:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import binascii
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from wscan.model import AttrValue
+from wscan.model import AttrValue, Issue
 
 # Serialized values Keras rebuilds as data (tensors, bytes, slices), not by importing anything.
 DATA_CLASSES = frozenset(
@@ -39,14 +39,6 @@ MAX_ISSUES = 200  # per kind: beyond this a model is hostile anyway and the coun
 _TICK = 1 << 14  # nodes between two deadline checks
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_.]+")
 _KEEP = 200
-
-
-@dataclass(frozen=True, slots=True)
-class Issue:
-    """One thing the config would make the loader do, as an observation kind and its attributes."""
-
-    kind: str
-    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

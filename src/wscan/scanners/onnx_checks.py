@@ -7,7 +7,7 @@ folder with `stat` only; operators are looked up in the installed onnx's schema 
 and sizes are checked against their dtype; text fields are searched for templates and scripts. Finally
 `onnx.checker` runs on the model with the tensors already checked here emptied, so that it neither stats
 external paths relative to the working directory nor reports the same tensor twice, and the copy it
-serialises stays small. Every deviation becomes a `Problem`; the scanner turns problems into observations.
+serialises stays small. Every deviation becomes an `Issue`; the scanner turns them into observations.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from onnx.onnx_cpp2py_export import defs as onnx_defs
 
 from wscan.chat_template import check_template
 from wscan.discover import _hf_repo_root
-from wscan.model import AttrValue
+from wscan.model import AttrValue, Issue
 from wscan.scanners.onnx_slim import stripped_length
 
 INT64_MAX = 2**63 - 1
@@ -78,19 +78,11 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[/\\]{2}")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _DECIMAL = re.compile(r"^[0-9]{1,19}$")
 
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One deviation, as an observation kind and the facts a rule message needs."""
-
-    kind: str
-    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
-
-
 @dataclass(slots=True)
 class Inspection:
     """What the checks found, and the summary fact when the whole model was walked."""
 
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Issue] = field(default_factory=list)
     fact: dict[str, AttrValue] | None = None
     external_files: list[Path] = field(default_factory=list)  # usable external data files, inside the folder
 
@@ -115,7 +107,7 @@ def full_text(value: object) -> str:
 class _Collector:
     """Problems, at most MAX_PER_KIND of each kind."""
 
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Issue] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
 
     @property
@@ -125,7 +117,7 @@ class _Collector:
     def add(self, kind: str, **attrs: AttrValue) -> None:
         self.counts[kind] += 1
         if self.counts[kind] <= MAX_PER_KIND:
-            self.problems.append(Problem(kind, attrs))
+            self.problems.append(Issue(kind, attrs))
 
 
 @dataclass(slots=True)
@@ -172,7 +164,7 @@ def inspect_model(data: bytes, folder: Path | None, check_time: Callable[[], Non
     try:
         model.ParseFromString(data)
     except Exception as exc:  # protobuf's DecodeError, or running out of memory on a hostile length
-        return Inspection([Problem("onnx.malformed", {"reason": f"{type(exc).__name__}: {exc}"[:300]})])
+        return Inspection([Issue("onnx.malformed", {"reason": f"{type(exc).__name__}: {exc}"[:300]})])
     found = _Collector()
     walk = _Walk(check_time)
     try:
