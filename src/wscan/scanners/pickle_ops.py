@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import pickletools
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -46,7 +47,14 @@ Arg = int | float | str | bytes | bool | None | tuple[str, str] | LongBytes
 
 
 class Stream:
-    """Position-tracking reader over a binary file that may be read forward only."""
+    """Position-tracking reader over a binary file that may be read forward only.
+
+    Small reads come out of one buffer with a single bounds check against `_cap`: the buffer index at which
+    the size limit would be passed (limit + skipped bytes - buffer start). The VM reads an opcode or a few
+    argument bytes millions of times, so this path stays short.
+    """
+
+    __slots__ = ("_buf", "_cap", "_i", "_pos", "_raw", "_skipped", "base", "limit", "op_at", "size")
 
     def __init__(self, raw: BinaryIO, limit: int, base: int = 0, size: int | None = None) -> None:
         self._raw = raw
@@ -57,10 +65,15 @@ class Stream:
         self.limit = limit  # opcode and argument bytes that may be read (skipped payload is not counted)
         self.size = size  # bytes available from the stream start, when known: lets skip() seek
         self._skipped = 0
+        self._cap = limit
+        self.op_at = 0  # offset of the last opcode byte read by opcode()
 
     @property
     def offset(self) -> int:
         return self._pos + self._i
+
+    def _moved(self) -> None:
+        self._cap = self.limit + self._skipped - self._pos
 
     def _fill(self, need: int) -> bool:
         """Make `need` bytes available at _i; False at end of data."""
@@ -71,35 +84,67 @@ class Stream:
             self._pos += self._i
             self._buf = self._buf[self._i :] + chunk
             self._i = 0
+            self._moved()
         return True
 
     def at_end(self) -> bool:
-        return not self._fill(1)
+        return self._i >= len(self._buf) and not self._fill(1)
+
+    def opcode(self) -> int:
+        """The next byte as an opcode; -1 at end of data."""
+        i = self._i
+        if i >= len(self._buf):
+            if not self._fill(1):
+                return -1
+            i = self._i
+        at = self._pos + i
+        if i >= self._cap:
+            raise Truncated(self.base + at, "argument of 1 bytes exceeds the pickle size limit")
+        self.op_at = at
+        self._i = i + 1
+        return self._buf[i]
+
+    def read_byte(self) -> int:
+        """One argument byte (uint1 lengths, memo keys and small ints: the most common argument)."""
+        i = self._i
+        if i >= self._cap:
+            raise Truncated(self.base + self._pos + i, "argument of 1 bytes exceeds the pickle size limit")
+        if i >= len(self._buf):
+            if not self._fill(1):
+                raise Truncated(self.base + self._pos + i, "stream ends inside a 1-byte read")
+            i = self._i
+        self._i = i + 1
+        return self._buf[i]
 
     def peek(self, n: int) -> bytes:
         self._fill(n)
         return self._buf[self._i : self._i + n]
 
     def read(self, n: int) -> bytes:
-        start = self.offset
-        if start - self._skipped + n > self.limit:
-            raise Truncated(self.base + start, f"argument of {n} bytes exceeds the pickle size limit")
-        if not self._fill(n):
-            raise Truncated(self.base + start, f"stream ends inside a {n}-byte read")
-        data = self._buf[self._i : self._i + n]
-        self._i += n
-        return data
+        i = self._i
+        j = i + n
+        if j > self._cap:
+            raise Truncated(self.base + self._pos + i, f"argument of {n} bytes exceeds the pickle size limit")
+        if j > len(self._buf):
+            if not self._fill(n):
+                raise Truncated(self.base + self._pos + i, f"stream ends inside a {n}-byte read")
+            i = self._i
+            j = i + n
+        self._i = j
+        return self._buf[i:j]
 
     def skip(self, n: int) -> None:
         """Advance without keeping the bytes (tensor payloads): seek when possible, never hold them."""
         start = self.offset
         self._skipped += n
+        self._moved()
         buffered = len(self._buf) - self._i
         if self.size is not None and n > buffered and self._raw.seekable():
             if start + n > self.size:
                 raise Truncated(self.base + start, f"stream ends inside a {n}-byte argument")
             self._raw.seek(self.base + start + n)
             self._pos, self._buf, self._i = start + n, b"", 0
+            self._moved()
             return
         remaining = n
         while remaining:
@@ -147,77 +192,108 @@ def _unquote(line: bytes, offset: int) -> bytes:
     raise PickleSyntaxError(offset, "STRING argument is not quoted")
 
 
+_U2 = struct.Struct("<H").unpack
+_I4 = struct.Struct("<i").unpack
+_U4 = struct.Struct("<I").unpack
+_U8 = struct.Struct("<Q").unpack
+_F8 = struct.Struct(">d").unpack
+
+
+def _at(stream: Stream) -> int:
+    return stream.base + stream.offset
+
+
+def _long4(stream: Stream) -> int:
+    start = _at(stream)
+    n = int(_I4(stream.read(4))[0])
+    if n < 0:
+        raise PickleSyntaxError(start, "LONG4 with negative length")
+    if n > 1024:
+        stream.skip(n)
+        return 0  # a number that large is only ever data
+    return int.from_bytes(stream.read(n), "little", signed=True)
+
+
+def _long1(stream: Stream) -> int:
+    return int.from_bytes(stream.read(stream.read_byte()), "little", signed=True)
+
+
+def _stringnl(stream: Stream) -> bytes:
+    start = _at(stream)
+    return _unquote(stream.readline(), start)
+
+
+def _pair(stream: Stream) -> tuple[str, str]:
+    module = stream.readline().decode("utf-8", "replace")
+    qualname = stream.readline().decode("utf-8", "replace")
+    return (module, qualname)
+
+
+def _decimal_short(stream: Stream) -> int | bool:
+    start = _at(stream)
+    text = stream.readline()
+    if text == b"00":
+        return False
+    if text == b"01":
+        return True
+    return _parse_int(text, start)
+
+
+def _decimal_long(stream: Stream) -> int:
+    start = _at(stream)
+    text = stream.readline()
+    return _parse_int(text[:-1] if text.endswith(b"L") else text, start)
+
+
+def _floatnl(stream: Stream) -> float:
+    start = _at(stream)
+    text = stream.readline()
+    try:
+        return float(text)
+    except ValueError:
+        raise PickleSyntaxError(start, "FLOAT argument is not a number") from None
+
+
+Reader = Callable[[Stream], Arg]
+
+# How to read each argument type pickletools names; every type it defines is here.
+_READ_BY_TYPE: dict[str, Reader] = {
+    "uint1": Stream.read_byte,
+    "uint2": lambda s: int(_U2(s.read(2))[0]),
+    "int4": lambda s: int(_I4(s.read(4))[0]),
+    "uint4": lambda s: int(_U4(s.read(4))[0]),
+    "uint8": lambda s: int(_U8(s.read(8))[0]),
+    "float8": lambda s: float(_F8(s.read(8))[0]),
+    "long1": _long1,
+    "long4": _long4,
+    "string1": lambda s: _bytes_arg(s, s.read_byte()),
+    "bytes1": lambda s: _bytes_arg(s, s.read_byte()),
+    "string4": lambda s: _bytes_arg(s, int(_I4(s.read(4))[0])),
+    "bytes4": lambda s: _bytes_arg(s, int(_U4(s.read(4))[0])),
+    "bytes8": lambda s: _bytes_arg(s, int(_U8(s.read(8))[0])),
+    "bytearray8": lambda s: _bytes_arg(s, int(_U8(s.read(8))[0])),
+    "unicodestring1": lambda s: _text_arg(s, s.read_byte()),
+    "unicodestring4": lambda s: _text_arg(s, int(_U4(s.read(4))[0])),
+    "unicodestring8": lambda s: _text_arg(s, int(_U8(s.read(8))[0])),
+    "stringnl": _stringnl,
+    "stringnl_noescape": lambda s: s.readline().decode("utf-8", "replace"),
+    "stringnl_noescape_pair": _pair,
+    "unicodestringnl": lambda s: s.readline().decode("raw-unicode-escape"),
+    "decimalnl_short": _decimal_short,
+    "decimalnl_long": _decimal_long,
+    "floatnl": _floatnl,
+}
+
+# The argument reader of every opcode byte (None: no argument), looked up once per opcode by the VM.
+READERS: dict[int, Reader | None] = {
+    code: (_READ_BY_TYPE[op.arg.name] if op.arg is not None else None) for code, op in OPCODES.items()
+}
+
+
 def read_arg(stream: Stream, op: pickletools.OpcodeInfo) -> Arg:
     """Decode the argument of `op` from the stream, bounded."""
-    arg = op.arg
-    if arg is None:
-        return None
-    name = arg.name
-    start = stream.base + stream.offset
-    if name == "uint1":
-        return stream.read(1)[0]
-    if name == "uint2":
-        return int(struct.unpack("<H", stream.read(2))[0])
-    if name == "int4":
-        return int(struct.unpack("<i", stream.read(4))[0])
-    if name == "uint4":
-        return int(struct.unpack("<I", stream.read(4))[0])
-    if name == "uint8":
-        return int(struct.unpack("<Q", stream.read(8))[0])
-    if name == "float8":
-        return float(struct.unpack(">d", stream.read(8))[0])
-    if name == "long1":
-        n = stream.read(1)[0]
-        return int.from_bytes(stream.read(n), "little", signed=True)
-    if name == "long4":
-        n = int(struct.unpack("<i", stream.read(4))[0])
-        if n < 0:
-            raise PickleSyntaxError(start, "LONG4 with negative length")
-        if n > 1024:
-            stream.skip(n)
-            return 0  # a number that large is only ever data
-        return int.from_bytes(stream.read(n), "little", signed=True)
-    if name in ("string1", "bytes1"):
-        return _bytes_arg(stream, stream.read(1)[0])
-    if name == "string4":
-        return _bytes_arg(stream, int(struct.unpack("<i", stream.read(4))[0]))
-    if name == "bytes4":
-        return _bytes_arg(stream, int(struct.unpack("<I", stream.read(4))[0]))
-    if name in ("bytes8", "bytearray8"):
-        return _bytes_arg(stream, int(struct.unpack("<Q", stream.read(8))[0]))
-    if name == "unicodestring1":
-        return _text_arg(stream, stream.read(1)[0])
-    if name == "unicodestring4":
-        return _text_arg(stream, int(struct.unpack("<I", stream.read(4))[0]))
-    if name == "unicodestring8":
-        return _text_arg(stream, int(struct.unpack("<Q", stream.read(8))[0]))
-    if name == "stringnl":
-        return _unquote(stream.readline(), start)
-    if name == "stringnl_noescape":
-        return stream.readline().decode("utf-8", "replace")
-    if name == "stringnl_noescape_pair":
-        module = stream.readline().decode("utf-8", "replace")
-        qualname = stream.readline().decode("utf-8", "replace")
-        return (module, qualname)
-    if name == "unicodestringnl":
-        return stream.readline().decode("raw-unicode-escape")
-    if name == "decimalnl_short":
-        text = stream.readline()
-        if text == b"00":
-            return False
-        if text == b"01":
-            return True
-        return _parse_int(text, start)
-    if name == "decimalnl_long":
-        text = stream.readline()
-        return _parse_int(text[:-1] if text.endswith(b"L") else text, start)
-    if name == "floatnl":
-        text = stream.readline()
-        try:
-            return float(text)
-        except ValueError:
-            raise PickleSyntaxError(start, "FLOAT argument is not a number") from None
-    raise PickleSyntaxError(start, f"unsupported argument type {name}")
+    reader = READERS[ord(op.code.encode("latin-1"))]
+    return None if reader is None else reader(stream)
 
 
 def _parse_int(text: bytes, offset: int) -> int:

@@ -12,21 +12,39 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wscan.limits import BudgetExceeded, Limits
-from wscan.scanners.pickle_ops import OPCODES, LongBytes, PickleSyntaxError, Stream, Truncated, read_arg
+from wscan.scanners.pickle_ops import OPCODES, READERS, LongBytes, PickleSyntaxError, Stream, Truncated
 
 MAX_ITEMS = 4096  # items kept per container; more are counted, not kept
+
+# Opcode names by byte ("" for bytes that are not opcodes), and the groups the machine treats alike.
+NAMES = [OPCODES[code].name if code in OPCODES else "" for code in range(256)]
+_CONSTANTS = frozenset({
+    "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT", "STRING", "BINSTRING",
+    "SHORT_BINSTRING", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "UNICODE", "BINUNICODE", "SHORT_BINUNICODE",
+    "BINUNICODE8", "BYTEARRAY8",
+})  # fmt: skip
+_PY2_STRINGS = frozenset({"STRING", "BINSTRING", "SHORT_BINSTRING"})
+_MEMO_PUT = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
+_MEMO_GET = frozenset({"GET", "BINGET", "LONG_BINGET"})
+_SMALL_TUPLES = {"TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
+_EMPTY = {"EMPTY_LIST": "list", "EMPTY_TUPLE": "tuple", "EMPTY_SET": "set", "EMPTY_DICT": "dict"}
+_SET_ITEMS = frozenset({"SETITEM", "SETITEMS"})
+_APPENDS = frozenset({"APPEND", "APPENDS", "ADDITEMS"})
+_SINGLETONS = {"NONE": None, "NEWTRUE": True, "NEWFALSE": False}
 
 
 class Sym:
     """Base of every symbolic value."""
 
+    __slots__ = ()
 
-@dataclass(eq=False)
+
+@dataclass(eq=False, slots=True)
 class Const(Sym):
     value: object
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Global(Sym):
     """A name find_class would resolve: module plus (possibly dotted) qualified name."""
 
@@ -38,7 +56,7 @@ class Global(Sym):
         return f"{self.module}.{self.name}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Obj(Sym):
     """The result of calling `func` with `args`; `state` is what BUILD gave it."""
 
@@ -47,7 +65,7 @@ class Obj(Sym):
     state: Sym | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Seq(Sym):
     """list, tuple, set or frozenset; items past MAX_ITEMS are counted only."""
 
@@ -62,7 +80,7 @@ class Seq(Sym):
             self.dropped += 1
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Dict(Sym):
     items: list[tuple[Sym, Sym]] = field(default_factory=list)
     dropped: int = 0
@@ -80,7 +98,7 @@ class Dict(Sym):
         return None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Persistent(Sym):
     """What persistent_load returns for a persistent id (a PyTorch storage, usually)."""
 
@@ -89,6 +107,8 @@ class Persistent(Sym):
 
 class Unknown(Sym):
     """A value the machine cannot know (an out-of-band buffer)."""
+
+    __slots__ = ()
 
 
 @dataclass
@@ -215,138 +235,90 @@ class Machine:
         return res
 
     def _loop(self, res: PickleResult) -> None:
+        # One flat loop with the most frequent opcodes first: this is the hottest code in wscan.
         stream = self.stream
+        base = stream.base
         stack: list[Sym] = []
         metastack: list[list[Sym]] = []
         memo: dict[int, Sym] = {}
         limits = self.limits
+        max_memo = limits.max_memo_entries
+        max_depth = limits.max_stack_depth
+        max_opcodes = limits.max_pickle_opcodes
+        events = res.events
+        at = base + stream.offset
+        name = ""
 
         def pop() -> Sym:
             if not stack:
-                raise PickleSyntaxError(stream.base + pos, f"{name} on an empty stack")
+                raise PickleSyntaxError(at, f"{name} on an empty stack")
             return stack.pop()
 
         def top() -> Sym:
             if not stack:
-                raise PickleSyntaxError(stream.base + pos, f"{name} on an empty stack")
+                raise PickleSyntaxError(at, f"{name} on an empty stack")
             return stack[-1]
 
         def pop_mark() -> list[Sym]:
             nonlocal stack
             if not metastack:
-                raise PickleSyntaxError(stream.base + pos, f"{name} without a MARK")
+                raise PickleSyntaxError(at, f"{name} without a MARK")
             items = stack
             stack = metastack.pop()
             return items
 
         def memo_put(index: int, value: Sym) -> None:
-            if index not in memo and len(memo) >= limits.max_memo_entries:
-                raise BudgetExceeded("max-memo-entries", f"more than {limits.max_memo_entries} memo entries")
+            if index not in memo and len(memo) >= max_memo:
+                raise BudgetExceeded("max-memo-entries", f"more than {max_memo} memo entries")
             memo[index] = value
 
         while True:
-            pos = stream.offset
-            if stream.at_end():
-                raise Truncated(stream.base + pos, "stream ends before STOP")
-            code = stream.read(1)[0]
-            op = OPCODES.get(code)
-            if op is None:
-                raise PickleSyntaxError(stream.base + pos, f"invalid opcode 0x{code:02x}")
-            name = op.name
+            code = stream.opcode()
+            if code < 0:
+                raise Truncated(base + stream.offset, "stream ends before STOP")
+            at = base + stream.op_at
+            name = NAMES[code]
+            if not name:
+                raise PickleSyntaxError(at, f"invalid opcode 0x{code:02x}")
             res.opcodes += 1
             self.opcodes_total += 1
-            if self.opcodes_total > limits.max_pickle_opcodes:
-                raise BudgetExceeded("max-pickle-opcodes", f"more than {limits.max_pickle_opcodes} opcodes")
-            if len(stack) + len(metastack) > limits.max_stack_depth:
-                raise BudgetExceeded("max-stack-depth", f"stack deeper than {limits.max_stack_depth}")
-            arg = read_arg(stream, op)
-            at = stream.base + pos
+            if self.opcodes_total > max_opcodes:
+                raise BudgetExceeded("max-pickle-opcodes", f"more than {max_opcodes} opcodes")
+            if len(stack) + len(metastack) > max_depth:
+                raise BudgetExceeded("max-stack-depth", f"stack deeper than {max_depth}")
+            reader = READERS[code]
+            arg = None if reader is None else reader(stream)
 
-            if name == "STOP":
-                res.result = pop()
-                res.stopped = True
-                return
-            if name == "PROTO":
-                assert isinstance(arg, int)
-                res.protocol = arg
-                if arg > 5:
-                    res.events.append(Event("pickle.unsupported_protocol", at, {"protocol": arg}))
-                continue
-            if name in ("FRAME", "READONLY_BUFFER"):
-                continue
-            if name == "MARK":
-                metastack.append(stack)
-                stack = []
-                continue
-            if name == "POP":
-                if stack:
-                    stack.pop()
-                else:
-                    pop_mark()
-                continue
-            if name == "POP_MARK":
-                pop_mark()
-                continue
-            if name == "DUP":
-                stack.append(top())
-                continue
-            # -- constants
-            if name in ("NONE", "NEWTRUE", "NEWFALSE"):
-                stack.append(Const({"NONE": None, "NEWTRUE": True, "NEWFALSE": False}[name]))
-                continue
-            if name in (
-                "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT",
-                "STRING", "BINSTRING", "SHORT_BINSTRING", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8",
-                "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8", "BYTEARRAY8",
-            ):  # fmt: skip
-                if name in ("STRING", "BINSTRING", "SHORT_BINSTRING") and isinstance(arg, bytes):
+            if name in _CONSTANTS:
+                if name in _PY2_STRINGS and isinstance(arg, bytes):
                     # Python 3 decodes protocol 0-2 strings as ASCII by default; keep text for names.
                     arg = arg.decode("latin-1")
                 stack.append(Const(arg))
-                continue
-            if name == "NEXT_BUFFER":
-                stack.append(Unknown())
-                continue
-            # -- containers
-            if name in ("EMPTY_LIST", "EMPTY_TUPLE", "EMPTY_SET"):
-                stack.append(Seq({"EMPTY_LIST": "list", "EMPTY_TUPLE": "tuple", "EMPTY_SET": "set"}[name]))
-                continue
-            if name == "EMPTY_DICT":
-                stack.append(Dict())
-                continue
-            if name in ("LIST", "TUPLE", "FROZENSET"):
-                seq = Seq(name.lower())
-                for item in pop_mark():
-                    seq.add(item)
-                stack.append(seq)
-                continue
-            if name in ("TUPLE1", "TUPLE2", "TUPLE3"):
-                n = int(name[-1])
+            elif name in _MEMO_PUT:
+                index = int(arg) if isinstance(arg, int) else -1
+                if index < 0:
+                    raise PickleSyntaxError(at, "negative or invalid memo index")
+                memo_put(index, top())
+            elif name == "MEMOIZE":
+                memo_put(len(memo), top())
+            elif name in _MEMO_GET:
+                index = int(arg) if isinstance(arg, int) else -1
+                if index not in memo:
+                    raise PickleSyntaxError(at, f"memo key {index} not defined")
+                stack.append(memo[index])
+            elif name == "MARK":
+                metastack.append(stack)
+                stack = []
+            elif name in _SMALL_TUPLES:
+                n = _SMALL_TUPLES[name]
                 if len(stack) < n:
                     raise PickleSyntaxError(at, f"{name} on a stack of {len(stack)}")
                 items = stack[-n:]
                 del stack[-n:]
                 stack.append(Seq("tuple", items))
-                continue
-            if name == "DICT":
-                items = pop_mark()
-                if len(items) % 2:
-                    raise PickleSyntaxError(at, "DICT with an odd number of items")
-                d = Dict()
-                for i in range(0, len(items), 2):
-                    d.add(items[i], items[i + 1])
-                stack.append(d)
-                continue
-            if name in ("APPEND", "APPENDS", "ADDITEMS"):
-                values = [pop()] if name == "APPEND" else pop_mark()
-                target = top()
-                if isinstance(target, Seq):
-                    for v in values:
-                        target.add(v)
-                else:
-                    self._mutation(res, target, name, at)
-                continue
-            if name in ("SETITEM", "SETITEMS"):
+            elif name in _EMPTY:
+                stack.append(Seq(_EMPTY[name]) if name != "EMPTY_DICT" else Dict())
+            elif name in _SET_ITEMS:
                 if name == "SETITEM":
                     value = pop()
                     key = pop()
@@ -361,29 +333,23 @@ class Machine:
                         target.add(pairs[i], pairs[i + 1])
                 else:
                     self._mutation(res, target, name, at)
-                continue
-            # -- memo
-            if name in ("PUT", "BINPUT", "LONG_BINPUT"):
-                index = int(arg) if isinstance(arg, int) else -1
-                if index < 0:
-                    raise PickleSyntaxError(at, "negative or invalid memo index")
-                memo_put(index, top())
-                continue
-            if name == "MEMOIZE":
-                memo_put(len(memo), top())
-                continue
-            if name in ("GET", "BINGET", "LONG_BINGET"):
-                index = int(arg) if isinstance(arg, int) else -1
-                if index not in memo:
-                    raise PickleSyntaxError(at, f"memo key {index} not defined")
-                stack.append(memo[index])
-                continue
-            # -- names
-            if name == "GLOBAL":
-                assert isinstance(arg, tuple)
-                stack.append(self._record_import(res, arg[0], arg[1], at, name))
-                continue
-            if name == "STACK_GLOBAL":
+            elif name in _APPENDS:
+                values = [pop()] if name == "APPEND" else pop_mark()
+                target = top()
+                if isinstance(target, Seq):
+                    for v in values:
+                        target.add(v)
+                else:
+                    self._mutation(res, target, name, at)
+            elif name == "REDUCE" or name == "NEWOBJ":
+                args = pop()
+                func = pop()
+                stack.append(self._invoke(res, func, args, name, at))
+            elif name == "BUILD":
+                state = pop()
+                target = top()
+                self._build(res, target, state, at)
+            elif name == "STACK_GLOBAL":
                 qual = pop()
                 module = pop()
                 if (
@@ -394,64 +360,81 @@ class Machine:
                 ):
                     stack.append(self._record_import(res, module.value, qual.value, at, name))
                 else:
-                    res.events.append(
-                        Event(
-                            "pickle.dynamic_import", at, {"module": describe(module), "name": describe(qual)}
-                        )
+                    events.append(
+                        Event("pickle.dynamic_import", at, {"module": describe(module), "name": describe(qual)})
                     )
                     stack.append(Obj(Global("?", "?"), Seq("tuple", [module, qual])))
-                continue
-            if name in ("EXT1", "EXT2", "EXT4"):
+            elif name == "GLOBAL":
+                assert isinstance(arg, tuple)
+                stack.append(self._record_import(res, arg[0], arg[1], at, name))
+            elif name in _SINGLETONS:
+                stack.append(Const(_SINGLETONS[name]))
+            elif name == "FRAME" or name == "READONLY_BUFFER":
+                pass
+            elif name == "STOP":
+                res.result = pop()
+                res.stopped = True
+                return
+            elif name == "PROTO":
+                assert isinstance(arg, int)
+                res.protocol = arg
+                if arg > 5:
+                    events.append(Event("pickle.unsupported_protocol", at, {"protocol": arg}))
+            elif name in ("LIST", "TUPLE", "FROZENSET"):
+                seq = Seq(name.lower())
+                for item in pop_mark():
+                    seq.add(item)
+                stack.append(seq)
+            elif name == "DICT":
+                items = pop_mark()
+                if len(items) % 2:
+                    raise PickleSyntaxError(at, "DICT with an odd number of items")
+                d = Dict()
+                for i in range(0, len(items), 2):
+                    d.add(items[i], items[i + 1])
+                stack.append(d)
+            elif name == "POP":
+                if stack:
+                    stack.pop()
+                else:
+                    pop_mark()
+            elif name == "POP_MARK":
+                pop_mark()
+            elif name == "DUP":
+                stack.append(top())
+            elif name == "NEXT_BUFFER":
+                stack.append(Unknown())
+            elif name in ("EXT1", "EXT2", "EXT4"):
                 assert isinstance(arg, int)
                 registered = self.extensions.get(arg)
                 if registered is None:
-                    res.events.append(Event("pickle.unregistered_extension", at, {"code": arg}))
+                    events.append(Event("pickle.unregistered_extension", at, {"code": arg}))
                     stack.append(Unknown())
                 else:
                     stack.append(self._record_import(res, registered[0], registered[1], at, name))
-                continue
-            # -- calls
-            if name == "REDUCE":
-                args = pop()
-                func = pop()
-                stack.append(self._invoke(res, func, args, name, at))
-                continue
-            if name == "NEWOBJ":
-                args = pop()
-                cls = pop()
-                stack.append(self._invoke(res, cls, args, name, at))
-                continue
-            if name == "NEWOBJ_EX":
+            elif name == "NEWOBJ_EX":
                 kwargs = pop()
                 args = pop()
                 cls = pop()
                 stack.append(self._invoke(res, cls, Seq("tuple", [args, kwargs]), name, at))
-                continue
-            if name == "INST":
+            elif name == "INST":
                 assert isinstance(arg, tuple)
                 cls_global = self._record_import(res, arg[0], arg[1], at, name)
                 args_seq = Seq("tuple", pop_mark())
                 stack.append(self._invoke(res, cls_global, args_seq, name, at))
-                continue
-            if name == "OBJ":
+            elif name == "OBJ":
                 items = pop_mark()
                 if not items:
                     raise PickleSyntaxError(at, "OBJ without a class")
                 stack.append(self._invoke(res, items[0], Seq("tuple", items[1:]), name, at))
-                continue
-            if name == "BUILD":
-                state = pop()
-                target = top()
-                self._build(res, target, state, at)
-                continue
-            if name in ("PERSID", "BINPERSID"):
+            elif name == "PERSID" or name == "BINPERSID":
                 if name == "PERSID" and not (isinstance(arg, str) and arg.isascii()):
                     raise PickleSyntaxError(at, "protocol 0 persistent id is not ASCII")  # as CPython refuses it
                 pid: Sym = Const(arg) if name == "PERSID" else pop()
                 res.persistent_ids.append(pid)
                 stack.append(Persistent(pid))
-                continue
-            raise PickleSyntaxError(at, f"unhandled opcode {name}")
+            else:
+                raise PickleSyntaxError(at, f"unhandled opcode {name}")
 
     def _build(self, res: PickleResult, target: Sym, state: Sym, at: int) -> None:
         if isinstance(target, Global):
