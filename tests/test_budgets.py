@@ -150,3 +150,28 @@ def test_bad_limits_are_usage_errors(tmp_path: Path, argument: str, capsys: pyte
 def test_text_report_states_the_limits(tmp_path: Path) -> None:
     text = render_text(scan(_folder(tmp_path, count=1)))
     assert "Limits: max-depth 6, " in text and "max-seconds-per-file 300" in text
+
+
+def test_batches_keep_library_families_together_and_first(tmp_path: Path) -> None:
+    from wscan.discover import FileEntry
+    from wscan.engine import SMALL_BATCH, SMALL_FILE, plan_batches
+
+    names = ["a.pkl", "m1.onnx", "b.npy", "t.gguf", "m2.ONNX", "tokenizer_config.json", "big.safetensors"]
+    names += [f"small{i}.pkl" for i in range(SMALL_BATCH + 3)]
+    sizes = {"big.safetensors": SMALL_FILE * 4, "b.npy": SMALL_FILE * 2}
+    entries = [FileEntry(tmp_path / name, name, sizes.get(name, 100)) for name in names]
+    batches = plan_batches(entries, jobs=2)
+    planned = [[names[i] for i in batch] for batch in batches]
+    assert sorted(i for batch in batches for i in batch) == list(range(len(names)))  # each file exactly once
+    assert planned[:2] == [["m1.onnx", "m2.ONNX"], ["t.gguf", "tokenizer_config.json"]]
+    assert planned[2:4] == [["big.safetensors"], ["b.npy"]]  # large files alone, largest first
+    assert all(len(batch) <= SMALL_BATCH for batch in planned[4:])
+
+
+def test_a_large_family_is_shared_between_workers(tmp_path: Path) -> None:
+    from wscan.discover import FileEntry
+    from wscan.engine import FAMILY_BATCH, plan_batches
+
+    entries = [FileEntry(tmp_path / f"m{i}.onnx", f"m{i}.onnx", 100) for i in range(FAMILY_BATCH + 2)]
+    batches = plan_batches(entries, jobs=2)
+    assert [len(batch) for batch in batches] == [5, 5]

@@ -14,7 +14,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -32,26 +32,32 @@ def can_fork() -> bool:
 
 
 def scan_in_workers(
-    paths: Sequence[str], scan_one: ScanOne, jobs: int, seconds: float
+    paths: Sequence[str], batches: Sequence[Sequence[int]], scan_one: ScanOne, jobs: int, seconds: float
 ) -> Iterator[tuple[int, Outcome]]:
-    """(index, outcome) for every file in `paths` as workers finish them, in no particular order."""
+    """(index, outcome) for every file in `paths` as workers finish them, in no particular order.
+
+    `batches` (every index once) go out in the order given; a worker scans a batch in order and answers file
+    by file, so the hard deadline is per file. When a worker dies or is killed, that file fails and the rest
+    of its batch goes back to the front of the queue.
+    """
     context = multiprocessing.get_context("fork")
-    pending = deque(range(len(paths)))
-    workers = [_Worker.start(context, scan_one) for _ in range(min(jobs, len(paths)))]
+    pending = deque(list(batch) for batch in batches if batch)
+    hard = seconds * 1.1 + GRACE_SECONDS
+    workers = [_Worker.start(context, scan_one) for _ in range(min(jobs, len(pending)))]
     try:
-        while pending or any(w.task is not None for w in workers):
+        while pending or any(w.queue for w in workers):
             for worker in workers:
-                if worker.task is None and pending:
-                    worker.assign(pending.popleft(), seconds * 1.1 + GRACE_SECONDS)
-            busy = [w for w in workers if w.task is not None]
+                if not worker.queue and pending:
+                    worker.assign(pending.popleft(), hard)
+            busy = [w for w in workers if w.queue]
             next_deadline = min(w.deadline for w in busy)
             wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
                  timeout=max(0.0, next_deadline - time.monotonic()))  # fmt: skip
             for index, worker in enumerate(workers):
-                outcome = worker.collect(paths, seconds)
-                if outcome is None:
-                    continue
-                yield outcome
+                done, unstarted = worker.collect(paths, seconds, hard)
+                yield from done
+                if unstarted:
+                    pending.appendleft(unstarted)
                 if not worker.process.is_alive():
                     worker.close()
                     workers[index] = _Worker.start(context, scan_one)
@@ -64,8 +70,8 @@ def scan_in_workers(
 class _Worker:
     process: BaseProcess
     conn: Connection
-    task: int | None = None
-    deadline: float = 0.0
+    queue: deque[int] = field(default_factory=deque)  # the batch's files not answered yet, in scan order
+    deadline: float = 0.0  # for the file at the front of the queue
 
     @classmethod
     def start(cls, context: Any, scan_one: ScanOne) -> _Worker:
@@ -75,39 +81,45 @@ class _Worker:
         child.close()
         return cls(process, parent)
 
-    def assign(self, task: int, seconds: float) -> None:
-        self.task = task
-        self.deadline = time.monotonic() + seconds
-        self.conn.send_bytes(str(task).encode())
+    def assign(self, batch: list[int], hard: float) -> None:
+        self.queue = deque(batch)
+        self.deadline = time.monotonic() + hard
+        self.conn.send_bytes(json.dumps(batch).encode())
 
-    def collect(self, paths: Sequence[str], seconds: float) -> tuple[int, Outcome] | None:
-        """The finished task's outcome, or a failure once the worker died or ran out of time; None if busy."""
-        task = self.task
-        if task is None:
-            return None
-        dead = not self.process.is_alive()
-        if self.conn.poll():  # an answer, or the end of the pipe when the worker died
+    def collect(
+        self, paths: Sequence[str], seconds: float, hard: float
+    ) -> tuple[list[tuple[int, Outcome]], list[int]]:
+        """Outcomes answered so far; after a death or a timeout also that file's failure and the unstarted rest."""
+        done: list[tuple[int, Outcome]] = []
+        dead = not self.process.is_alive()  # checked first: whatever it sent before dying is in the pipe
+        while self.queue and self.conn.poll():  # answers, or the end of the pipe when the worker died
             try:
                 outcome = _decode(self.conn.recv_bytes())
-                self.task = None
-                return task, outcome
             except (EOFError, OSError, ValueError):
                 dead = True
                 self.process.join(timeout=5)  # hung up without an answer: let it finish dying, to learn why
+                break
+            done.append((self.queue.popleft(), outcome))
+            self.deadline = time.monotonic() + hard
+        if not self.queue:
+            return done, []
         if dead:
             self.process.kill()
             self.process.join()
-            self.task = None
             reason = f"the worker scanning this file died ({_exit_text(self.process.exitcode)})"
-            return task, _failure(paths[task], "scan.error", scanner="worker process", reason=reason)
-        if time.monotonic() > self.deadline:
+            failed = _failure(paths[self.queue[0]], "scan.error", scanner="worker process", reason=reason)
+        elif time.monotonic() > self.deadline:
             self.process.kill()
             self.process.join()
-            self.task = None
             detail = f"scan took longer than {seconds} s and did not stop; its worker was killed"
-            return task, _failure(paths[task], "scan.limit", limit="max-seconds-per-file", detail=detail,
-                                  scanner="worker process")
-        return None
+            failed = _failure(paths[self.queue[0]], "scan.limit", limit="max-seconds-per-file", detail=detail,
+                              scanner="worker process")  # fmt: skip
+        else:
+            return done, []
+        done.append((self.queue.popleft(), failed))
+        unstarted = list(self.queue)
+        self.queue.clear()
+        return done, unstarted
 
     def close(self) -> None:
         if self.process.is_alive():
@@ -117,14 +129,15 @@ class _Worker:
 
 
 def _serve(conn: Connection, scan_one: ScanOne) -> None:
-    """Worker loop: an index in, that file's outcome out as JSON, until the parent hangs up."""
+    """Worker loop: a batch of indices in, each file's outcome out as JSON, until the parent hangs up."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     while True:
         try:
-            task = int(conn.recv_bytes())
+            batch = json.loads(conn.recv_bytes())
         except (EOFError, OSError):
             return
-        conn.send_bytes(_encode(scan_one(task)))
+        for task in batch:
+            conn.send_bytes(_encode(scan_one(int(task))))
 
 
 def _encode(outcome: Outcome) -> bytes:

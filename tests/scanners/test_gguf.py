@@ -864,3 +864,13 @@ def test_anything_the_writer_writes_is_clean(
         writer.add_tensor("t", np.zeros(shape, dtype=np.float32))
 
     assert kinds(write_gguf(work_dir / "w.gguf", fill).read_bytes()) == set()
+
+
+def test_gguf_constants_load_without_numpy() -> None:
+    # The gguf package's __init__ imports NumPy (a fifth of a second); wscan needs only its constants module.
+    import subprocess
+    import sys
+
+    code = "import sys, wscan.scanners.gguf_header as h; print(h.GGUFValueType.UINT8, 'numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(int(GGUFValueType.UINT8)), "False"]

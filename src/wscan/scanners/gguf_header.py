@@ -13,22 +13,54 @@ deviation becomes a `Problem`; the scanner turns problems into observations.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import BinaryIO
-
-from gguf.constants import (
-    GGML_QUANT_SIZES,
-    GGUF_DEFAULT_ALIGNMENT,
-    GGUF_MAGIC,
-    GGMLQuantizationType,
-    GGUFValueType,
-    LlamaFileType,
-)
+from types import ModuleType
+from typing import TYPE_CHECKING, BinaryIO
 
 from wscan.model import AttrValue
 from wscan.scanners.problems import Problem
+
+
+def _gguf_constants() -> ModuleType:
+    """`gguf.constants` alone: the gguf package's __init__ imports NumPy (0.2 s) for a reader and writer that
+    wscan never uses, and constants.py imports only enum and typing."""
+    loaded = sys.modules.get("gguf.constants")
+    if loaded is not None:
+        return loaded
+    package = importlib.util.find_spec("gguf")  # finds the package without running its __init__
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("the gguf package is not installed")
+    path = f"{package.submodule_search_locations[0]}/constants.py"
+    spec = importlib.util.spec_from_file_location("wscan._gguf_constants", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # enum and dataclass machinery look the module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+if TYPE_CHECKING:
+    from gguf.constants import (
+        GGML_QUANT_SIZES,
+        GGUF_DEFAULT_ALIGNMENT,
+        GGUF_MAGIC,
+        GGMLQuantizationType,
+        GGUFValueType,
+        LlamaFileType,
+    )
+else:
+    _constants = _gguf_constants()
+    GGML_QUANT_SIZES = _constants.GGML_QUANT_SIZES
+    GGUF_DEFAULT_ALIGNMENT = _constants.GGUF_DEFAULT_ALIGNMENT
+    GGUF_MAGIC = _constants.GGUF_MAGIC
+    GGMLQuantizationType = _constants.GGMLQuantizationType
+    GGUFValueType = _constants.GGUFValueType
+    LlamaFileType = _constants.LlamaFileType
 
 MAGIC = struct.pack("<I", GGUF_MAGIC)
 KNOWN_VERSIONS = (1, 2, 3)

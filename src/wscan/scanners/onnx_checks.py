@@ -25,7 +25,6 @@ import onnx.checker
 from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, SparseTensorProto, TensorProto
 from onnx.onnx_cpp2py_export import defs as onnx_defs
 
-from wscan.chat_template import check_template
 from wscan.discover import _hf_repo_root
 from wscan.model import AttrValue, Issue
 from wscan.scanners.onnx_slim import stripped_length
@@ -629,6 +628,8 @@ def _check_texts(texts: list[tuple[str, str | bytes]], found: _Collector, check_
             continue
         content = full_text(value)
         if looks_like_template(content):
+            from wscan.chat_template import check_template  # jinja2 loads only when there is a template
+
             for issue in check_template(content):
                 found.add(issue.kind, **issue.attrs, field=text(where))
         code = find_code(content)

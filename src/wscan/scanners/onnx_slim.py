@@ -71,6 +71,9 @@ class _Slimmer:
         return self.window[:count]
 
     def varint(self, pos: int, end: int) -> tuple[int, int]:
+        offset = pos - self.window_start
+        if 0 <= offset < len(self.window) and pos < end and self.window[offset] < 0x80:
+            return self.window[offset], pos + 1  # one byte: most tags and lengths, so no slicing
         data = self.read(pos, min(10, end - pos))
         value = 0
         for index, byte in enumerate(data):

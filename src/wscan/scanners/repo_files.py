@@ -79,7 +79,8 @@ class RepoJsonScanner:
         if not isinstance(top, dict):
             yield artifact.observe("repo.json_invalid", role=role, reason="the top level is not an object")
             return
-        yield from _oversized(artifact, top, role)
+        if len(data) > MAX_FIELD_CHARS:  # a string is never longer in characters than in bytes
+            yield from _oversized(artifact, top, role)
         yield from _custom_code(artifact, top, role, data)
         yield from _templates(artifact, top, role, data)
         if role == "config":
@@ -93,17 +94,25 @@ class RepoJsonScanner:
 
 def _oversized(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[ScanItem]:
     """Strings longer than any real configuration needs: payload stores, or loader memory attacks."""
-    stack: list[tuple[str, Any]] = [("", top)]
+    stack: list[tuple[str, Any]] = [("", top)]  # containers only: a path is built for a container or a hit
     seen = 0
     while stack and seen < MAX_WALK_VALUES:
-        path, value = stack.pop()
-        seen += 1
-        if isinstance(value, dict):
-            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
-        elif isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
-            yield artifact.observe("repo.oversized_field", role=role, field=path[:200], length=len(value))
+        path, container = stack.pop()
+        items = container.items() if isinstance(container, dict) else enumerate(container)
+        for key, value in items:
+            seen += 1
+            if isinstance(value, str):
+                if len(value) > MAX_FIELD_CHARS:
+                    yield artifact.observe("repo.oversized_field", role=role, field=_join(path, key)[:200],
+                                           length=len(value))  # fmt: skip
+            elif isinstance(value, dict | list):
+                stack.append((_join(path, key), value))
+
+
+def _join(path: str, key: object) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
 
 
 def _references(auto_map: Any) -> list[str]:
