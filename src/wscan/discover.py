@@ -82,14 +82,17 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
             if (here / name).is_symlink():
                 dirnames.remove(name)
                 yield _skip(display_path(here / name), "file.symlink_dir")
+        shown = display_path(here)  # once per folder: a file's display name is its folder's plus its own
+        prefix = "" if shown == "." else shown.rstrip("/") + "/"
         for name in sorted(filenames):
-            yield from _entry(here / name, root)
+            yield from _entry(here / name, root, prefix + name)
 
 
-def _entry(path: Path, root: Path) -> Iterator[FileEntry | Observation]:
-    display = display_path(path)
+def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileEntry | Observation]:
+    display = display_path(path) if display is None else display
     try:
-        if path.is_symlink():
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
             target = Path(os.path.realpath(path))
             hf_root = _hf_repo_root(Path(os.path.abspath(path)))
             allowed = _inside(target, root) or (
@@ -101,7 +104,7 @@ def _entry(path: Path, root: Path) -> Iterator[FileEntry | Observation]:
             if not allowed:
                 yield _skip(display, "file.symlink_escape", target=target.as_posix())
                 return
-        info = os.stat(path)
+            info = os.stat(path)
     except OSError as exc:
         yield _skip(display, "file.unreadable", reason=exc.strerror or str(exc))
         return
@@ -111,13 +114,14 @@ def _entry(path: Path, root: Path) -> Iterator[FileEntry | Observation]:
     if info.st_size == 0:
         yield _skip(display, "file.empty")
         return
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(len(LFS_POINTER_PREFIX))
-    except OSError as exc:
-        yield _skip(display, "file.unreadable", reason=exc.strerror or str(exc))
-        return
-    if head == LFS_POINTER_PREFIX and info.st_size < 1024:
-        yield _skip(display, "file.lfs_pointer")
-        return
+    if info.st_size < 1024:  # a Git LFS pointer is a few lines of text
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(len(LFS_POINTER_PREFIX))
+        except OSError as exc:
+            yield _skip(display, "file.unreadable", reason=exc.strerror or str(exc))
+            return
+        if head == LFS_POINTER_PREFIX:
+            yield _skip(display, "file.lfs_pointer")
+            return
     yield FileEntry(path, display, info.st_size)

@@ -8,6 +8,7 @@ card's front matter), so no file is read twice.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -39,13 +40,21 @@ class _Model:
     facts: list[tuple[str, Observation]] = field(default_factory=list)  # (file path, observation)
 
 
+def _parent(path: str) -> str:
+    return posixpath.dirname(path) or "."
+
+
 def model_root(path: str, pipelines: set[str]) -> str:
     """The folder a file belongs to: its own, or the diffusers pipeline folder above it."""
-    folder = PurePosixPath(path).parent
-    for ancestor in [folder, *folder.parents]:
-        if str(ancestor) in pipelines:
-            return str(ancestor)
-    return str(folder)
+    folder = _parent(path)
+    ancestor = folder
+    while pipelines:
+        if ancestor in pipelines:
+            return ancestor
+        if ancestor in (".", "/"):
+            break
+        ancestor = _parent(ancestor)
+    return folder
 
 
 def summarize(
@@ -53,10 +62,11 @@ def summarize(
 ) -> list[ModelSummary]:
     """Group files into models and summarise each one that holds weights or a model config."""
     results = sorted(files, key=lambda f: f.path)
-    pipelines = {str(PurePosixPath(f.path).parent) for f in results if PurePosixPath(f.path).name == "model_index.json"}
+    pipelines = {_parent(f.path) for f in results if f.path.rsplit("/", 1)[-1] == "model_index.json"}
     models: dict[str, _Model] = {}
     for result in results:
-        model = models.setdefault(model_root(result.path, pipelines), _Model(model_root(result.path, pipelines)))
+        root = model_root(result.path, pipelines)
+        model = models.get(root) or models.setdefault(root, _Model(root))
         model.files.append(result)
         model.facts += [(result.path, obs) for obs in facts.get(result.path, [])]
     summaries = []

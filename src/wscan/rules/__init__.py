@@ -121,6 +121,14 @@ class RuleSet:
     lists: dict[str, frozenset[str]]
     ignores: list[tuple[str, str]] = field(default_factory=list)  # (rule id or *, path glob)
     digest: str = ""
+    # The rules that may match each observation kind, in rule order: most kinds have one to three rules.
+    by_kind: dict[str, list[Rule]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.by_kind = {}
+        for rule in self.rules:
+            for kind in rule.kinds:
+                self.by_kind.setdefault(kind, []).append(rule)
 
     @classmethod
     def load(cls, config: Config) -> RuleSet:
@@ -159,7 +167,10 @@ class RuleSet:
         seen: set[tuple[str, str, str]] = set()
         findings: list[Finding] = []
         for obs in observations:
-            matched = [r for r in self.rules if r.matches(obs, self.lists) and not self._ignored(r.id, obs)]
+            candidates = self.by_kind.get(obs.kind, ())
+            matched = [r for r in candidates if r.matches(obs, self.lists) and not self._ignored(r.id, obs)]
+            if not matched:
+                continue
             superseded = {rule_id for r in matched for rule_id in r.supersedes}
             for rule in matched:
                 if rule.id in superseded:
