@@ -11,6 +11,7 @@ import dataclasses
 import enum
 import importlib
 import inspect
+import json
 import pkgutil
 import sys
 import types
@@ -152,9 +153,9 @@ def architecture_names() -> list[str]:
 def write(name: str, description: str, entries: list[str], list_name: str = "allowed-callables",
           pack: str | None = None) -> None:
     pack = pack or f"allow-{name}"
-    lines = [f"pack: {pack}", f"description: >\n  {description}", "lists:", f"  {list_name}:"]
-    lines += [f"    - {entry}" for entry in sorted(set(entries))]
-    (RULES / f"{pack}.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data = {"pack": pack, "description": description, "lists": {list_name: sorted(set(entries))}}
+    # JSON is YAML too, and wscan reads a built-in pack that is JSON at C speed (see rules/loader.py).
+    (RULES / f"{pack}.yaml").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 def main() -> int:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import importlib
 import inspect
+import json
 import os
 import pkgutil
 import sys
@@ -126,16 +127,13 @@ def main() -> int:
     internal, bare = internal_classes()
     entries = names | internal | classes | bare | {"Functional", "Sequential", "Model"}
     entries |= builtin_function_names(REGISTERED_NAMES_TO_OBJS)
-    lines = [
-        "pack: allow-keras",
-        "description: >",
-        f"  Objects a Keras model config may name without custom code, generated from Keras {keras.__version__}'s",
-        "  own export registry by tools/gen_keras_allowlist.py (exact names; gadgets are never listed).",
-        "lists:",
-        "  allowed-keras-objects:",
-    ]
-    lines += [f"    - {entry}" for entry in sorted(entries)]
-    (RULES / "allow-keras.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    description = (
+        f"Objects a Keras model config may name without custom code, generated from Keras {keras.__version__}'s "
+        "own export registry by tools/gen_keras_allowlist.py (exact names; gadgets are never listed)."
+    )
+    data = {"pack": "allow-keras", "description": description, "lists": {"allowed-keras-objects": sorted(entries)}}
+    # JSON is YAML too, and wscan reads a built-in pack that is JSON at C speed (see rules/loader.py).
+    (RULES / "allow-keras.yaml").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(f"{len(entries)} names", file=sys.stderr)
     return 0
 
