@@ -8,6 +8,7 @@ pickle: they hold strings taken from hostile files, and wscan unpickles nothing.
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import signal
@@ -43,17 +44,29 @@ def scan_in_workers(
     context = multiprocessing.get_context("fork")
     pending = deque(list(batch) for batch in batches if batch)
     hard = seconds * 1.1 + GRACE_SECONDS
-    workers = [_Worker.start(context, scan_one) for _ in range(min(jobs, len(pending)))]
+    gc.freeze()  # the parent's objects are never traversed by the workers' collector, nor copied for it
+    try:
+        workers = [_Worker.start(context, scan_one) for _ in range(min(jobs, len(pending)))]
+    finally:
+        gc.unfreeze()
     try:
         while pending or any(w.queue for w in workers):
-            for worker in workers:
+            for index, worker in enumerate(workers):
                 if not worker.queue and pending:
+                    if not worker.process.is_alive():  # died between batches: nothing of it to report
+                        worker.close()
+                        worker = workers[index] = _Worker.start(context, scan_one)
                     worker.assign(pending.popleft(), hard)
             busy = [w for w in workers if w.queue]
             next_deadline = min(w.deadline for w in busy)
-            wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
-                 timeout=max(0.0, next_deadline - time.monotonic()))  # fmt: skip
+            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
+                             timeout=max(0.0, next_deadline - time.monotonic())))  # fmt: skip
+            now = time.monotonic()
             for index, worker in enumerate(workers):
+                if not worker.queue or (
+                    worker.conn not in ready and worker.process.sentinel not in ready and now <= worker.deadline
+                ):
+                    continue  # nothing new from this one
                 done, unstarted = worker.collect(paths, seconds, hard)
                 yield from done
                 if unstarted:
