@@ -7,19 +7,22 @@ import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wscan import __version__
 from wscan.config import Config
 from wscan.discover import FileEntry, discover
 from wscan.limits import Budget, BudgetExceeded, open_counted
 from wscan.model import Location, Observation
-from wscan.parallel import Outcome, can_fork, scan_in_workers
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
 from wscan.rules import RuleSet
 from wscan.scanners import all_scanners
 from wscan.scanners.base import CLAIM_KIND, HEAD_BYTES, TAIL_BYTES, Artifact, Head, ScanContext, Scanner
 from wscan.sniff import classify_unscanned
 from wscan.summary import FACT_KINDS, summarize
+
+if TYPE_CHECKING:
+    from wscan.parallel import Outcome
 
 # The last part of an observation kind that means "this could not be read in full".
 FAILURE_SUFFIXES = ("error", "limit", "malformed", "truncated", "corrupt", "invalid", "unreadable")
@@ -112,13 +115,16 @@ class Engine:
         """Every file's outcome in order: on all cores when there are several files, else in this process."""
         total = len(entries)
         jobs = min(self.config.jobs or min(os.cpu_count() or 1, DEFAULT_MAX_JOBS), total)
-        if jobs < 2 or not can_fork():
+        # Workers are forked (they inherit the loaded scanners); where fork is missing, files are scanned in turn.
+        if jobs < 2 or not hasattr(os, "fork"):
             outcomes = []
             for done, entry in enumerate(entries):
                 if progress is not None:
                     progress(done, total, entry.display)
                 outcomes.append(self.scan_file(entry))
         else:
+            from wscan.parallel import scan_in_workers
+
             by_index: dict[int, Outcome] = {}
             seconds = self.config.limits.max_seconds_per_file
             displays = [entry.display for entry in entries]

@@ -27,11 +27,6 @@ ScanOne = Callable[[int], Outcome]
 GRACE_SECONDS = 2.0  # plus a tenth of max-seconds-per-file: the parser's own check should fire first
 
 
-def can_fork() -> bool:
-    """Workers are forked so they share the loaded rules; where fork is missing, files are scanned in turn."""
-    return "fork" in multiprocessing.get_all_start_methods()
-
-
 def scan_in_workers(
     paths: Sequence[str], batches: Sequence[Sequence[int]], scan_one: ScanOne, jobs: int, seconds: float
 ) -> Iterator[tuple[int, Outcome]]:
