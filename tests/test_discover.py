@@ -86,3 +86,16 @@ def test_format_from_content_not_name(tmp_path: Path) -> None:
     (tmp_path / "weights.txt").write_bytes(PAYLOAD)
     report = wscan.scan([tmp_path])
     assert len([f for f in report.findings if f.rule_id == "WS-PKL-001"]) == 2
+
+
+def test_a_file_that_cannot_be_opened_is_unreadable_whatever_its_size(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import wscan.discover
+
+    for name, size in (("small.bin", 10), ("large.bin", 4096)):
+        (tmp_path / name).write_bytes(b"x" * size)
+
+    def refuse(path: object, mode: str = "r") -> object:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(wscan.discover, "open", refuse, raising=False)
+    assert kinds([tmp_path]) == {"small.bin": "file.unreadable", "large.bin": "file.unreadable"}

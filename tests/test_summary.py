@@ -135,3 +135,12 @@ def test_summary_in_every_format(hf_model: tuple[Path, int]) -> None:
     assert sarif["runs"][0]["properties"]["models"] == doc["models"]
     text = render_text(report)
     assert "Models:" in text and "2 shards" in text and "licence llama3.1" in text
+
+
+@pytest.mark.parametrize("path", ["//models/other/config.json", "/x/config.json", "x/config.json", "config.json"])
+def test_model_root_walk_ends_at_every_kind_of_top(path: str) -> None:
+    # "//" is its own parent, as "/" and "." are: a walk that stopped only at those two never ended.
+    from wscan.summary import model_root
+
+    folder = path.rsplit("/", 1)[0] if "/" in path else "."
+    assert model_root(path, {"//models/pipe"}) == folder

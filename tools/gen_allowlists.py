@@ -153,7 +153,9 @@ def architecture_names() -> list[str]:
 def write(name: str, description: str, entries: list[str], list_name: str = "allowed-callables",
           pack: str | None = None) -> None:
     pack = pack or f"allow-{name}"
-    data = {"pack": pack, "description": description, "lists": {list_name: sorted(set(entries))}}
+    # The description ends in a newline, as the folded YAML scalar these packs used to be: same content, same
+    # rules digest, so attestations made before the change still match.
+    data = {"pack": pack, "description": description + "\n", "lists": {list_name: sorted(set(entries))}}
     # JSON is YAML too, and wscan reads a built-in pack that is JSON at C speed (see rules/loader.py).
     (RULES / f"{pack}.yaml").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 

@@ -129,8 +129,8 @@ def main() -> int:
     entries |= builtin_function_names(REGISTERED_NAMES_TO_OBJS)
     description = (
         f"Objects a Keras model config may name without custom code, generated from Keras {keras.__version__}'s "
-        "own export registry by tools/gen_keras_allowlist.py (exact names; gadgets are never listed)."
-    )
+        "own export registry by tools/gen_keras_allowlist.py (exact names; gadgets are never listed).\n"
+    )  # the newline keeps the content (and the rules digest) of the folded YAML scalar this pack used to be
     data = {"pack": "allow-keras", "description": description, "lists": {"allowed-keras-objects": sorted(entries)}}
     # JSON is YAML too, and wscan reads a built-in pack that is JSON at C speed (see rules/loader.py).
     (RULES / "allow-keras.yaml").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -114,14 +114,13 @@ def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileE
     if info.st_size == 0:
         yield _skip(display, "file.empty")
         return
-    if info.st_size < 1024:  # a Git LFS pointer is a few lines of text
-        try:
-            with open(path, "rb") as handle:
-                head = handle.read(len(LFS_POINTER_PREFIX))
-        except OSError as exc:
-            yield _skip(display, "file.unreadable", reason=exc.strerror or str(exc))
-            return
-        if head == LFS_POINTER_PREFIX:
-            yield _skip(display, "file.lfs_pointer")
-            return
+    try:  # every file is opened here, so one that cannot be is reported as unreadable, not as damaged
+        with open(path, "rb") as handle:
+            head = handle.read(len(LFS_POINTER_PREFIX)) if info.st_size < 1024 else b""
+    except OSError as exc:
+        yield _skip(display, "file.unreadable", reason=exc.strerror or str(exc))
+        return
+    if head == LFS_POINTER_PREFIX:  # a Git LFS pointer is a few lines of text
+        yield _skip(display, "file.lfs_pointer")
+        return
     yield FileEntry(path, display, info.st_size)

@@ -39,11 +39,16 @@ def scan_in_workers(
     context = multiprocessing.get_context("fork")
     pending = deque(list(batch) for batch in batches if batch)
     hard = seconds * 1.1 + GRACE_SECONDS
-    gc.freeze()  # the parent's objects are never traversed by the workers' collector, nor copied for it
+    # Frozen, the parent's objects are never traversed by the workers' collector, nor copied for it. A host
+    # program that froze its own heap is left as it was.
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
     try:
         workers = [_Worker.start(context, scan_one) for _ in range(min(jobs, len(pending)))]
     finally:
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()
     try:
         while pending or any(w.queue for w in workers):
             for index, worker in enumerate(workers):

@@ -51,9 +51,10 @@ def model_root(path: str, pipelines: set[str]) -> str:
     while pipelines:
         if ancestor in pipelines:
             return ancestor
-        if ancestor in (".", "/"):
+        parent = _parent(ancestor)
+        if parent == ancestor:  # ".", "/" and "//" are their own parents
             break
-        ancestor = _parent(ancestor)
+        ancestor = parent
     return folder
 
 

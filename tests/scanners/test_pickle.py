@@ -299,3 +299,14 @@ def test_no_zip_is_taken_for_a_pickle(members: list[tuple[str, bytes]], compress
         for index, (name, data) in enumerate(members):
             archive.writestr(zipfile.ZipInfo(f"{index}{name}", (2026, 1, 1, 0, 0, 0)), data)
     assert not probe(buffer.getvalue()[:HEAD_BYTES], strict=False)
+
+
+def test_truncation_offset_across_a_buffer_refill(tmp_path: Path) -> None:
+    # The reader refills its buffer 64 KiB at a time; a pickle cut off inside an argument that straddles a refill
+    # is reported where that argument starts, not past the end of the file.
+    data = b"\x80\x02" + b"N0" * 32764 + b"N" + b"G" + b"\x00" * 6  # BINFLOAT needs 8 bytes, 6 remain
+    path = tmp_path / "cut.pkl"
+    path.write_bytes(data)
+    report = wscan.scan([path])
+    offsets = [f.location.offset for f in report.findings if f.evidence.get("reason", "").startswith("stream ends")]
+    assert offsets == [len(data) - 6]

@@ -177,3 +177,15 @@ def test_adapter_and_card_facts_make_no_findings(tmp_path: Path) -> None:
     write_json(tmp_path, "adapter_config.json", {"peft_type": "LORA", "base_model_name_or_path": "org/base"})
     (tmp_path / "README.md").write_text("---\nlicense: mit\nbase_model: [org/base]\n---\n")
     assert scan(tmp_path).findings == []
+
+
+def test_the_oversized_walk_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import wscan.scanners.repo_files as repo_files
+    from wscan.model import Location
+    from wscan.scanners.base import Artifact
+
+    monkeypatch.setattr(repo_files, "MAX_WALK_VALUES", 10)
+    big = "x" * (repo_files.MAX_FIELD_CHARS + 1)
+    artifact = Artifact(Location("t.json"), 0, lambda: None)  # type: ignore[arg-type, return-value]
+    found = list(repo_files._oversized(artifact, {"a": [big] * 30, "b": {"c": [big] * 30}}, "json"))
+    assert 1 <= len(found) <= 10

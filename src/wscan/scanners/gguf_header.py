@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import struct
 import sys
 from collections.abc import Callable
@@ -36,8 +37,8 @@ def _gguf_constants() -> ModuleType:
         raise ImportError("the gguf package is not installed")
     path = f"{package.submodule_search_locations[0]}/constants.py"
     spec = importlib.util.spec_from_file_location("wscan._gguf_constants", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
+    if spec is None or spec.loader is None or not os.path.isfile(path):  # laid out differently: the slow way
+        return importlib.import_module("gguf.constants")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # enum and dataclass machinery look the module up by name
     spec.loader.exec_module(module)

@@ -126,8 +126,9 @@ class Stream:
         if j > self._cap:
             raise Truncated(self.base + self._pos + i, f"argument of {n} bytes exceeds the pickle size limit")
         if j > len(self._buf):
+            start = self._pos + i  # before the refill, which moves _pos even when it then runs out
             if not self._fill(n):
-                raise Truncated(self.base + self._pos + i, f"stream ends inside a {n}-byte read")
+                raise Truncated(self.base + start, f"stream ends inside a {n}-byte read")
             i = self._i
             j = i + n
         self._i = j

@@ -101,6 +101,8 @@ def _oversized(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[S
         items = container.items() if isinstance(container, dict) else enumerate(container)
         for key, value in items:
             seen += 1
+            if seen > MAX_WALK_VALUES:
+                return
             if isinstance(value, str):
                 if len(value) > MAX_FIELD_CHARS:
                     yield artifact.observe("repo.oversized_field", role=role, field=_join(path, key)[:200],
