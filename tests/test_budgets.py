@@ -175,3 +175,23 @@ def test_a_large_family_is_shared_between_workers(tmp_path: Path) -> None:
     entries = [FileEntry(tmp_path / f"m{i}.onnx", f"m{i}.onnx", 100) for i in range(FAMILY_BATCH + 2)]
     batches = plan_batches(entries, jobs=2)
     assert [len(batch) for batch in batches] == [5, 5]
+
+
+@needs_fork
+def test_a_worker_that_dies_between_batches_is_replaced_and_nothing_is_lost() -> None:
+    from wscan.parallel import scan_in_workers
+
+    if not os.path.exists("/proc/self/stat"):
+        pytest.skip("tells a dead worker by its /proc state")
+    results = scan_in_workers(["a", "b", "c"], [[0], [1], [2]], lambda i: ([], [str(os.getpid())]), 1, 30.0)
+    first_index, (_, (first_pid,)) = next(results)
+    os.kill(int(first_pid), signal.SIGKILL)  # idle now, between its batch and the next
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # wait until it is a zombie, so the parent's next look sees it dead
+        with open(f"/proc/{first_pid}/stat") as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.01)
+    rest = dict(results)
+    assert first_index == 0 and sorted(rest) == [1, 2]
+    assert all(found == [] and pid != [first_pid] for found, pid in rest.values())  # a new worker did them

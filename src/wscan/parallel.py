@@ -53,10 +53,15 @@ def scan_in_workers(
         while pending or any(w.queue for w in workers):
             for index, worker in enumerate(workers):
                 if not worker.queue and pending:
-                    if not worker.process.is_alive():  # died between batches: nothing of it to report
+                    batch = pending.popleft()
+                    try:
+                        if not worker.process.is_alive():
+                            raise BrokenPipeError
+                        worker.assign(batch, hard)
+                    except OSError:  # died between batches, so nothing of it to report: a new one takes the batch
                         worker.close()
                         worker = workers[index] = _Worker.start(context, scan_one)
-                    worker.assign(pending.popleft(), hard)
+                        worker.assign(batch, hard)
             busy = [w for w in workers if w.queue]
             next_deadline = min(w.deadline for w in busy)
             ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
