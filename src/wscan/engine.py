@@ -205,9 +205,8 @@ def plan_batches(entries: list[FileEntry], jobs: int) -> list[list[int]]:
             families.setdefault(family, []).append(index)
     batches: list[list[int]] = []
     for members in sorted(families.values(), key=len, reverse=True):
-        chunk = members if len(members) <= FAMILY_BATCH else members[: -(-len(members) // jobs)]
-        for start in range(0, len(members), len(chunk)):
-            batches.append(members[start : start + len(chunk)])
+        size = len(members) if len(members) <= FAMILY_BATCH else -(-len(members) // jobs)
+        batches.extend(members[start : start + size] for start in range(0, len(members), size))
     rest.sort(key=lambda index: entries[index].size, reverse=True)
     batch: list[int] = []
     for index in rest:

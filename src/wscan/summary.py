@@ -67,7 +67,9 @@ def summarize(
     models: dict[str, _Model] = {}
     for result in results:
         root = model_root(result.path, pipelines)
-        model = models.get(root) or models.setdefault(root, _Model(root))
+        model = models.get(root)
+        if model is None:
+            model = models[root] = _Model(root)
         model.files.append(result)
         model.facts += [(result.path, obs) for obs in facts.get(result.path, [])]
     summaries = []

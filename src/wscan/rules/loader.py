@@ -99,6 +99,14 @@ def load_yaml(path: Path, schema_name: str | None) -> Any:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read: {exc}") from None
+    if schema_name is None and text.startswith("{"):
+        # A built-in file written as JSON, which is YAML too: the generated allowlists (thousands of names) load
+        # at C speed instead of through PyYAML's constructor, the larger part of start-up. The test suite checks
+        # that both parsers read every such pack alike.
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # not strict JSON after all: the YAML parser reads it, or says where it is broken
     try:
         data = yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
@@ -132,19 +140,6 @@ def _located(path: Path, text: str, where: list[str | int], message: str) -> Usa
 
 def load_pack(path: Path, validate: bool = True) -> dict[str, Any]:
     """A rule pack, validated unless it is one wscan ships (the test suite validates those)."""
-    data = None if validate else _builtin_json(path)
-    if data is None:
-        data = load_yaml(path, "pack.schema.json" if validate else None)
+    data = load_yaml(path, "pack.schema.json" if validate else None)
     assert isinstance(data, dict)
     return data
-
-
-def _builtin_json(path: Path) -> Any:
-    """A built-in pack written as JSON, which is YAML too: the generated allowlists (thousands of names) load
-    at C speed instead of through PyYAML's constructor, the larger part of start-up. None if not JSON; the test
-    suite checks that both parsers read every such pack alike."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        return json.loads(text) if text.startswith("{") else None
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None  # the YAML path reports it properly

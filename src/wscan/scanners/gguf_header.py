@@ -36,8 +36,8 @@ def _gguf_constants() -> ModuleType:
     if package is None or not package.submodule_search_locations:
         raise ImportError("the gguf package is not installed")
     path = f"{package.submodule_search_locations[0]}/constants.py"
-    spec = importlib.util.spec_from_file_location("wscan._gguf_constants", path)
-    if spec is None or spec.loader is None or not os.path.isfile(path):  # laid out differently: the slow way
+    spec = importlib.util.spec_from_file_location("wscan._gguf_constants", path) if os.path.isfile(path) else None
+    if spec is None or spec.loader is None:  # the package is laid out differently: import it the slow way
         return importlib.import_module("gguf.constants")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # enum and dataclass machinery look the module up by name

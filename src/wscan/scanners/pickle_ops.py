@@ -291,12 +291,6 @@ READERS: dict[int, Reader | None] = {
 }
 
 
-def read_arg(stream: Stream, op: pickletools.OpcodeInfo) -> Arg:
-    """Decode the argument of `op` from the stream, bounded."""
-    reader = READERS[ord(op.code.encode("latin-1"))]
-    return None if reader is None else reader(stream)
-
-
 def _parse_int(text: bytes, offset: int) -> int:
     if len(text) > 4300:
         raise PickleSyntaxError(offset, "integer literal too long")

@@ -370,7 +370,7 @@ class Machine:
             elif name in _SINGLETONS:
                 stack.append(Const(_SINGLETONS[name]))
             elif name == "FRAME" or name == "READONLY_BUFFER":
-                pass
+                pass  # framing and buffer flags change nothing a load would import or call
             elif name == "STOP":
                 res.result = pop()
                 res.stopped = True
