@@ -25,6 +25,9 @@ from wscan.model import Location, Observation
 Outcome = tuple[list[Observation], list[str]]  # a file's observations, and the formats that read it
 ScanOne = Callable[[int], Outcome]
 GRACE_SECONDS = 2.0  # plus a tenth of max-seconds-per-file: the parser's own check should fire first
+# True in a worker: a process that runs only wscan's scanners and exits after the scan, so a scanner may load a
+# library's parts without the rest of it (see `scanners.onnx_lib`).
+IN_WORKER = False
 
 
 def scan_in_workers(
@@ -148,6 +151,8 @@ class _Worker:
 
 def _serve(conn: Connection, scan_one: ScanOne) -> None:
     """Worker loop: a batch of indices in, each file's outcome out as JSON, until the parent hangs up."""
+    global IN_WORKER
+    IN_WORKER = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     while True:
         try:

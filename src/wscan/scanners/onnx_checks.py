@@ -20,13 +20,21 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-import onnx
-import onnx.checker
-from onnx import AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, SparseTensorProto, TensorProto
-from onnx.onnx_cpp2py_export import defs as onnx_defs
-
 from wscan.discover import _hf_repo_root
 from wscan.model import AttrValue, Issue
+from wscan.scanners.onnx_lib import (
+    AttributeProto,
+    FunctionProto,
+    GraphProto,
+    ModelProto,
+    NodeProto,
+    OperatorSetIdProto,
+    SparseTensorProto,
+    StringStringEntryProto,
+    TensorProto,
+    check_model,
+)
+from wscan.scanners.onnx_lib import defs as onnx_defs
 from wscan.scanners.onnx_slim import stripped_length
 
 INT64_MAX = 2**63 - 1
@@ -76,6 +84,7 @@ ORT_MEMORY_TAG = "*/_ORT_MEM_ADDR_/*"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[/\\]{2}")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _DECIMAL = re.compile(r"^[0-9]{1,19}$")
+
 
 @dataclass(slots=True)
 class Inspection:
@@ -184,7 +193,7 @@ def inspect_model(data: bytes, folder: Path | None, check_time: Callable[[], Non
 # --- the walk ------------------------------------------------------------------------------------------
 
 
-def _opset_map(entries: Iterable[onnx.OperatorSetIdProto]) -> dict[str, int]:
+def _opset_map(entries: Iterable[OperatorSetIdProto]) -> dict[str, int]:
     opsets: dict[str, int] = {}
     for entry in entries:
         domain = text(entry.domain, 1000)
@@ -293,7 +302,7 @@ def _walk_attribute(
     yield from ((f"{where}[{index}]", graph, opsets) for index, graph in enumerate(attribute.graphs))
 
 
-def _metadata(where: str, props: Iterable[onnx.StringStringEntryProto], walk: _Walk) -> None:
+def _metadata(where: str, props: Iterable[StringStringEntryProto], walk: _Walk) -> None:
     for prop in props:
         walk.texts.append((f"{where}.metadata_props key", prop.key))
         walk.texts.append((f"{where}.metadata_props[{text(prop.key, 80)}]", prop.value))
@@ -685,7 +694,7 @@ def _run_checker(model: ModelProto, checked: _Checked, unknown_ops: set[str], fo
     for sparse in checked.sparse:
         _empty_sparse(sparse)
     try:
-        onnx.checker.check_model(model, full_check=False)
+        check_model(model)
     except Exception as exc:  # the checker raises ValidationError, ValueError, and whatever its C++ throws
         message = str(exc).strip() or type(exc).__name__
         if any(message.startswith(f"No Op registered for {op} with") for op in unknown_ops):
