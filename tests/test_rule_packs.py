@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from wscan.config import Config
 from wscan.errors import UsageError
-from wscan.rules import builtin_rules_dir
+from wscan.model import Severity
+from wscan.rules import COMPILED_PACKS, RuleSet, builtin_packs, builtin_rules_dir
 from wscan.rules.loader import load_pack
 
 PACKS = sorted(builtin_rules_dir().glob("*.yaml"))
@@ -45,3 +48,63 @@ def test_a_json_pack_reads_the_same_as_yaml(path: Path) -> None:
 
     text = path.read_text(encoding="utf-8")
     assert json.loads(text) == yaml.safe_load(text) == load_pack(path, validate=False)
+
+
+# --- the compiled packs (tools/compile_rules.py) -------------------------------------------------------
+
+
+def test_the_compiled_packs_are_fresh() -> None:
+    """Run `python tools/compile_rules.py` after editing a pack: a stale entry only slows start-up, but it
+    should never ship."""
+    import hashlib
+    import json
+
+    compiled = json.loads((builtin_rules_dir() / COMPILED_PACKS).read_bytes())
+    assert sorted(compiled) == [p.name for p in PACKS]
+    for path in PACKS:
+        assert compiled[path.name]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest(), path.name
+        assert compiled[path.name]["pack"] == load_pack(path, validate=False), path.name
+    assert [pack for _, pack in builtin_packs()] == [load_pack(p, validate=False) for p in PACKS]
+
+
+def _edited_rules(tmp_path: Path) -> Path:
+    """A copy of the built-in rules with one rule's severity changed in its YAML, compiled file untouched."""
+    folder = tmp_path / "rules"
+    shutil.copytree(builtin_rules_dir(), folder)
+    pickle_pack = folder / "pickle.yaml"
+    text = pickle_pack.read_text(encoding="utf-8")
+    rule = load_pack(pickle_pack)["rules"][0]
+    start = text.index(f"id: {rule['id']}")
+    severity = text.index("severity:", start)
+    line_end = text.index("\n", severity)
+    pickle_pack.write_text(text[:severity] + "severity: info" + text[line_end:], encoding="utf-8")
+    return folder
+
+
+def test_an_edited_pack_is_read_from_its_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import wscan.rules
+
+    shipped = RuleSet.load(Config())
+    first_id = load_pack(builtin_rules_dir() / "pickle.yaml")["rules"][0]["id"]
+    assert shipped.get(first_id) is not None and shipped.get(first_id).severity != Severity.INFO  # type: ignore[union-attr]
+    folder = _edited_rules(tmp_path)
+    monkeypatch.setattr(wscan.rules, "builtin_rules_dir", lambda: folder)
+    edited = RuleSet.load(Config())
+    assert edited.get(first_id).severity == Severity.INFO  # type: ignore[union-attr]
+    assert edited.digest != shipped.digest
+    (folder / COMPILED_PACKS).write_text("not json", encoding="utf-8")  # a damaged compiled file: same rules
+    assert RuleSet.load(Config()).digest == edited.digest
+
+
+def test_a_scan_with_the_builtin_rules_never_imports_yaml(tmp_path: Path) -> None:
+    """PyYAML is imported only for a config file, a user pack or a model card: a tenth of start-up otherwise."""
+    import subprocess
+    import sys
+
+    (tmp_path / "config.json").write_text('{"model_type": "bert"}', encoding="utf-8")
+    code = (
+        "import sys; from wscan.cli import main; main(['scan', '--no-progress', sys.argv[1]]);"
+        "print('yaml' in sys.modules, file=sys.stderr)"
+    )
+    run = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert run.stderr.strip().splitlines()[-1] == "False"

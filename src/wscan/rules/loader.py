@@ -8,18 +8,24 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from wscan.errors import UsageError
 
 if TYPE_CHECKING:
     import jsonschema
+    import yaml
 
 SCHEMA_DIR = Path(__file__).resolve().parent
-# The C parser when libyaml is there: rule packs hold ~1,000 allowlist lines, parsed on every run.
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Values a config or pack may hold once aliases are expanded (the built-in packs hold a few thousand).
 MAX_EXPANDED_VALUES = 1_000_000
+
+
+@cache
+def _yaml() -> tuple[Any, type[yaml.SafeLoader]]:
+    """PyYAML and its safe loader (the C one when libyaml is there). Imported on first use: a scan with only the
+    built-in rules (read precompiled) and no config never needs it, and the import is a tenth of start-up."""
+    import yaml
+
+    return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @cache
@@ -33,6 +39,7 @@ def _validator(schema_name: str) -> jsonschema.protocols.Validator:
 
 def _line_of(node: yaml.Node | None, path: list[str | int]) -> int | None:
     """Walk the composed YAML node tree along a JSON path to find the 1-based line of the culprit."""
+    yaml, _ = _yaml()
     line = node.start_mark.line + 1 if node is not None else None
     for step in path:
         if isinstance(node, yaml.MappingNode):
@@ -107,8 +114,9 @@ def load_yaml(path: Path, schema_name: str | None) -> Any:
             return json.loads(text)
         except ValueError:
             pass  # not strict JSON after all: the YAML parser reads it, or says where it is broken
+    yaml, loader = _yaml()
     try:
-        data = yaml.load(text, Loader=_SAFE_LOADER)
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
@@ -130,8 +138,9 @@ def load_yaml(path: Path, schema_name: str | None) -> Any:
 def _located(path: Path, text: str, where: list[str | int], message: str) -> UsageError:
     """`file:line: field: message`. Only a failing file is composed a second time, to find the culprit's line,
     by the same parser (libyaml and PyYAML disagree on some input, e.g. a tab inside a plain scalar)."""
+    yaml, loader = _yaml()
     try:
-        line = _line_of(yaml.compose(text, Loader=_SAFE_LOADER), where)
+        line = _line_of(yaml.compose(text, Loader=loader), where)
     except (yaml.YAMLError, RecursionError):
         line = None
     field = "/".join(str(p) for p in where) or "(top level)"

@@ -6,7 +6,9 @@ both ways. Third parties add scanners through the `wscan.scanners` entry-point g
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
+import os
+import sys
+from importlib.machinery import PathFinder
 
 from wscan.scanners.archive import SevenZipScanner, TarScanner, ZipScanner
 from wscan.scanners.base import Scanner
@@ -45,9 +47,43 @@ def builtin_scanners() -> list[Scanner]:
     ]
 
 
+PLUGIN_GROUP = "wscan.scanners"
+
+
 def all_scanners() -> list[Scanner]:
     """Built-in scanners followed by those registered by installed plugins."""
     scanners = builtin_scanners()
-    for entry in entry_points(group="wscan.scanners"):
-        scanners.append(entry.load()())
+    if _plugins_may_be_installed():
+        from importlib.metadata import entry_points
+
+        for entry in entry_points(group=PLUGIN_GROUP):
+            scanners.append(entry.load()())
     return scanners
+
+
+def _plugins_may_be_installed() -> bool:
+    """Whether any installed distribution may declare a scanner. `importlib.metadata` takes 50 to 100 ms to
+    import and ask, a third of a scan's start-up, so the `entry_points.txt` files it would read are searched
+    for the group's name first. Anything this search cannot see into (a zip on sys.path, another kind of
+    distribution finder) counts as a yes, and `importlib.metadata` decides."""
+    if any(hasattr(finder, "find_distributions") and finder is not PathFinder for finder in sys.meta_path):
+        return True
+    for folder in sys.path:
+        try:
+            names = os.listdir(folder or ".")
+        except NotADirectoryError:
+            return True  # a zip archive on the path may hold distributions
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith((".dist-info", ".egg-info")):
+                continue
+            try:
+                with open(os.path.join(folder, name, "entry_points.txt"), "rb") as handle:
+                    if PLUGIN_GROUP.encode() in handle.read():
+                        return True
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError:
+                return True
+    return False

@@ -13,8 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.strict_json import JsonRejected, loads_strict
@@ -274,6 +272,8 @@ def _front_matter(text: str) -> dict[str, Any]:
     end = text.find("\n---", 3)
     if end < 0:
         return {}
+    import yaml  # only model cards with front matter need it
+
     try:
         loaded = yaml.load(text[3:end], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:

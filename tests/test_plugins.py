@@ -1,0 +1,73 @@
+"""Third-party scanners register through the `wscan.scanners` entry-point group; without one installed, a
+scan never pays for importlib.metadata."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wscan.config import Config
+from wscan.discover import FileEntry, discover
+from wscan.engine import Engine
+from wscan.scanners import PLUGIN_GROUP, all_scanners, builtin_scanners
+
+PLUGIN = '''
+from wscan.scanners.base import Artifact, Head, ScanContext
+
+class DemoScanner:
+    name = "demo"
+
+    def accepts(self, head: Head) -> bool:
+        return head.head.startswith(b"DEMO")
+
+    def scan(self, artifact: Artifact, ctx: ScanContext):
+        yield artifact.observe("fact.demo", 0, seen=True)
+'''
+
+
+def install_plugin(site: Path, group: str = PLUGIN_GROUP) -> None:
+    """A distribution as pip leaves it: a module and a dist-info folder with entry_points.txt."""
+    (site / "demo_wscan_plugin.py").write_text(PLUGIN)
+    info = site / "demo_wscan_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-wscan-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[{group}]\ndemo = demo_wscan_plugin:DemoScanner\n")
+
+
+def test_an_installed_plugin_scanner_runs_after_the_builtin_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_plugin(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names = [scanner.name for scanner in all_scanners()]
+    assert names == [scanner.name for scanner in builtin_scanners()] + ["demo"]
+    sample = tmp_path / "x.demo"
+    sample.write_bytes(b"DEMO and some bytes")
+    engine = Engine(Config())
+    (entry,) = [item for item in discover([sample]) if isinstance(item, FileEntry)]
+    found, formats = engine.scan_file(entry)
+    assert formats == ["demo"]
+    assert [(o.kind, dict(o.attrs)) for o in found] == [("fact.demo", {"seen": True})]
+
+
+def test_a_distribution_with_other_entry_points_adds_no_scanner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_plugin(tmp_path, group="console_scripts")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert [s.name for s in all_scanners()] == [s.name for s in builtin_scanners()]
+
+
+def test_without_plugins_a_scan_never_imports_importlib_metadata(tmp_path: Path) -> None:
+    """importlib.metadata costs 50-100 ms to import and ask: a third of start-up."""
+    sample = tmp_path / "weights.bin"
+    sample.write_bytes(b"\x80\x04K\x01.")
+    code = (
+        "import sys; from wscan.cli import main; code = main(['scan', '--no-progress', sys.argv[1]]);"
+        "print('importlib.metadata' in sys.modules, file=sys.stderr)"
+    )
+    run = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert run.stderr.strip().splitlines()[-1] == "False"
