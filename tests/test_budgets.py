@@ -19,6 +19,7 @@ from wscan.cli import main
 from wscan.config import Config
 from wscan.engine import Engine
 from wscan.limits import Limits
+from wscan.model import Observation
 from wscan.output import render, render_text
 from wscan.report import FILE_FAILED, FILE_SCANNED
 from wscan.scanners import builtin_scanners
@@ -195,3 +196,25 @@ def test_a_worker_that_dies_between_batches_is_replaced_and_nothing_is_lost() ->
     rest = dict(results)
     assert first_index == 0 and sorted(rest) == [1, 2]
     assert all(found == [] and pid != [first_pid] for found, pid in rest.values())  # a new worker did them
+
+
+def test_a_worker_that_dies_idle_while_another_works_does_not_busy_the_parent() -> None:
+    """A dead worker's sentinel stays readable: the parent must not wake on it again and again."""
+    from wscan.parallel import scan_in_workers
+
+    if not os.path.exists("/proc/self/stat"):
+        pytest.skip("tells a dead worker by its /proc state")
+
+    def scan_one(index: int) -> tuple[list[Observation], list[str]]:
+        if index == 1:
+            time.sleep(1.5)
+        return [], [str(os.getpid())]
+
+    results = scan_in_workers(["quick", "slow"], [[0], [1]], scan_one, 2, 30.0)
+    first_index, (_, (first_pid,)) = next(results)
+    assert first_index == 0
+    os.kill(int(first_pid), signal.SIGKILL)
+    cpu_before = time.process_time()
+    rest = dict(results)
+    assert sorted(rest) == [1]
+    assert time.process_time() - cpu_before < 0.5  # a spinning loop would burn the whole 1.5 s

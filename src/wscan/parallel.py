@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import multiprocessing
+import select
 import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
@@ -52,6 +54,18 @@ def scan_in_workers(
     finally:
         if freeze:
             gc.unfreeze()
+    poller = select.poll()  # kept for the whole scan: a wake-up costs one system call, for every answer
+    owners: dict[int, int] = {}  # file descriptor -> worker index
+    for index, worker in enumerate(workers):
+        _watch(poller, owners, index, worker)
+
+    def replace(index: int) -> _Worker:
+        _unwatch(poller, owners, workers[index])
+        workers[index].close()
+        workers[index] = _Worker.start(context, scan_one)
+        _watch(poller, owners, index, workers[index])
+        return workers[index]
+
     try:
         while pending or any(w.queue for w in workers):
             for index, worker in enumerate(workers):
@@ -62,29 +76,40 @@ def scan_in_workers(
                             raise BrokenPipeError
                         worker.assign(batch, hard)
                     except OSError:  # died between batches, so nothing of it to report: a new one takes the batch
-                        worker.close()
-                        worker = workers[index] = _Worker.start(context, scan_one)
-                        worker.assign(batch, hard)
-            busy = [w for w in workers if w.queue]
-            next_deadline = min(w.deadline for w in busy)
-            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
-                             timeout=max(0.0, next_deadline - time.monotonic())))  # fmt: skip
+                        replace(index).assign(batch, hard)
+            next_deadline = min(w.deadline for w in workers if w.queue)
+            events = poller.poll(max(0, math.ceil((next_deadline - time.monotonic()) * 1000)))
+            woken = {owners[fd] for fd, _ in events}
             now = time.monotonic()
             for index, worker in enumerate(workers):
-                if not worker.queue or (
-                    worker.conn not in ready and worker.process.sentinel not in ready and now <= worker.deadline
-                ):
+                if not worker.queue:
+                    if index in woken and not worker.process.is_alive():
+                        replace(index)  # died idle, so nothing lost; its sentinel would wake this loop forever
+                    continue
+                if index not in woken and now <= worker.deadline:
                     continue  # nothing new from this one
-                done, unstarted = worker.collect(paths, seconds, hard)
+                done, unstarted, ended = worker.collect(paths, seconds, hard)
                 yield from done
                 if unstarted:
                     pending.appendleft(unstarted)
-                if not worker.process.is_alive():
-                    worker.close()
-                    workers[index] = _Worker.start(context, scan_one)
+                if ended:
+                    replace(index)
     finally:
         for worker in workers:
             worker.close()
+
+
+def _watch(poller: select.poll, owners: dict[int, int], index: int, worker: _Worker) -> None:
+    """Wake up for the worker's answers and for its end (its sentinel becomes readable when it exits)."""
+    for fd in (worker.conn.fileno(), worker.process.sentinel):
+        poller.register(fd, select.POLLIN)
+        owners[fd] = index
+
+
+def _unwatch(poller: select.poll, owners: dict[int, int], worker: _Worker) -> None:
+    for fd in (worker.conn.fileno(), worker.process.sentinel):
+        poller.unregister(fd)
+        owners.pop(fd, None)
 
 
 @dataclass
@@ -109,8 +134,9 @@ class _Worker:
 
     def collect(
         self, paths: Sequence[str], seconds: float, hard: float
-    ) -> tuple[list[tuple[int, Outcome]], list[int]]:
-        """Outcomes answered so far; after a death or a timeout also that file's failure and the unstarted rest."""
+    ) -> tuple[list[tuple[int, Outcome]], list[int], bool]:
+        """Outcomes answered so far; after a death or a timeout also that file's failure and the unstarted rest,
+        and True: the worker is gone and needs replacing."""
         done: list[tuple[int, Outcome]] = []
         dead = not self.process.is_alive()  # checked first: whatever it sent before dying is in the pipe
         while self.queue and self.conn.poll():  # answers, or the end of the pipe when the worker died
@@ -123,7 +149,7 @@ class _Worker:
             done.append((self.queue.popleft(), outcome))
             self.deadline = time.monotonic() + hard
         if not self.queue:
-            return done, []
+            return done, [], False  # a worker that died after its last answer is replaced when next handed work
         if dead:
             self.process.kill()
             self.process.join()
@@ -136,11 +162,11 @@ class _Worker:
             failed = _failure(paths[self.queue[0]], "scan.limit", limit="max-seconds-per-file", detail=detail,
                               scanner="worker process")  # fmt: skip
         else:
-            return done, []
+            return done, [], False
         done.append((self.queue.popleft(), failed))
         unstarted = list(self.queue)
         self.queue.clear()
-        return done, unstarted
+        return done, unstarted, True
 
     def close(self) -> None:
         if self.process.is_alive():
