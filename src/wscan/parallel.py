@@ -118,6 +118,11 @@ class _Worker:
     conn: Connection
     queue: deque[int] = field(default_factory=deque)  # the batch's files not answered yet, in scan order
     deadline: float = 0.0  # for the file at the front of the queue
+    # Whether an answer (or the end of the pipe) is waiting: Connection.poll builds a selector on every call.
+    answers: select.poll = field(default_factory=select.poll)
+
+    def __post_init__(self) -> None:
+        self.answers.register(self.conn.fileno(), select.POLLIN)
 
     @classmethod
     def start(cls, context: Any, scan_one: ScanOne) -> _Worker:
@@ -139,7 +144,7 @@ class _Worker:
         and True: the worker is gone and needs replacing."""
         done: list[tuple[int, Outcome]] = []
         dead = not self.process.is_alive()  # checked first: whatever it sent before dying is in the pipe
-        while self.queue and self.conn.poll():  # answers, or the end of the pipe when the worker died
+        while self.queue and self.answers.poll(0):  # answers, or the end of the pipe when the worker died
             try:
                 outcome = _decode(self.conn.recv_bytes())
             except (EOFError, OSError, ValueError):

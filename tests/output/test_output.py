@@ -580,3 +580,13 @@ def test_render_dispatches_and_rejects_unknown_formats() -> None:
     assert render(report, "sarif") == render_sarif(report)
     with pytest.raises(ValueError, match="unknown output format"):
         render(report, "xml")
+
+
+def test_clean_escapes_every_control_format_and_unassigned_character() -> None:
+    from wscan.output.text import clean
+
+    assert clean("models/pytorch_model.bin!data.pkl") == "models/pytorch_model.bin!data.pkl"
+    assert clean("modèle/权重.bin") == "modèle/权重.bin"  # printable non-ASCII stays
+    for hostile in ("\x1b[31m", "a\nb", "\u202etxt.exe", "\u200b", "\x7f", "\ud800", "\U000e0001", "\u0378"):
+        cleaned = clean(hostile)
+        assert cleaned.isprintable() and cleaned != hostile, repr(hostile)

@@ -46,6 +46,8 @@ def render_text(report: Report, color: bool = False) -> str:
 
 def clean(text: str) -> str:
     """Escape control, format and unassigned characters so output cannot drive the terminal."""
+    if text.isprintable():  # no character of category C (nor a line break): nothing to escape
+        return text
     return "".join(_escape(ch) if unicodedata.category(ch)[0] == "C" else ch for ch in text)
 
 
