@@ -47,6 +47,7 @@ JOBLIB_WRAPPERS = {
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 _DTYPE_CODE = re.compile(r"[<>|=]?([bBiufcmMOSUVa?])(\d*)")
+_PROBE_LIMITS = Limits()  # a probe reads one head: the defaults bound it, built once (it runs for every file)
 
 
 def probe(head: bytes, strict: bool) -> bool:
@@ -61,7 +62,7 @@ def probe(head: bytes, strict: bool) -> bool:
         return False  # pickle refuses PROTO > 5 before running anything: raw tensor bytes, not a pickle
     if has_proto and not strict:
         return True
-    res = Machine(Stream(io.BytesIO(head), limit=len(head)), Limits()).run()
+    res = Machine(Stream(io.BytesIO(head), limit=len(head)), _PROBE_LIMITS).run()
     if res.stopped and res.opcodes >= 2:
         return True
     if res.events or any(r.invoked or _IDENTIFIER.fullmatch(r.raw) for r in res.imports.values()):
