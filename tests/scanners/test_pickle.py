@@ -7,6 +7,7 @@ import pickle
 import pickletools
 import struct
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wscan
+from wscan.limits import BudgetExceeded, Limits
 from wscan.report import Report
 from wscan.scanners.base import HEAD_BYTES
 from wscan.scanners.pickle import probe
@@ -310,3 +312,78 @@ def test_truncation_offset_across_a_buffer_refill(tmp_path: Path) -> None:
     report = wscan.scan([path])
     offsets = [f.location.offset for f in report.findings if f.evidence.get("reason", "").startswith("stream ends")]
     assert offsets == [len(data) - 6]
+
+
+# --- runs of fixed-width numbers are decoded in bulk, with the very same outcome ------------------------
+
+_NUMBER = st.one_of(
+    st.floats(allow_nan=False).map(lambda v: b"G" + struct.pack(">d", v)),  # BINFLOAT
+    st.integers(-(2**31), 2**31 - 1).map(lambda v: b"J" + struct.pack("<i", v)),  # BININT
+    st.integers(0, 255).map(lambda v: b"K" + bytes([v])),  # BININT1
+    st.integers(0, 65535).map(lambda v: b"M" + struct.pack("<H", v)),  # BININT2
+)
+_NUMBER_RUN = st.lists(_NUMBER, min_size=1, max_size=40).map(b"".join)
+_GLUE = [b"(", b"]", b"e", b"t", b"l", b"\x94", b"q\x00", b"h\x00", b"0", b"N", b"\x85", b"}", b"s", b"u", b"."]
+
+
+def _outcome(data: bytes, limits: Limits, size_limit: int | None) -> list[object]:
+    """Everything a scan takes from running the machine over `data`, or the budget that stopped it."""
+    from wscan.scanners.pickle_ops import Stream
+    from wscan.scanners.pickle_vm import Machine, describe
+
+    machine = Machine(Stream(io.BytesIO(data), limit=len(data) if size_limit is None else size_limit), limits)
+    try:
+        res = machine.run()
+    except BudgetExceeded as exc:
+        return ["budget", exc.limit, exc.detail]
+    stack = describe(res.result) if res.result is not None else None
+    return [res.start, res.end, res.opcodes, machine.opcodes_total, res.stopped, res.protocol, str(res.error),
+            stack, sorted(res.imports), [(e.kind, e.offset, e.attrs) for e in res.events]]  # fmt: skip
+
+
+def _same_with_and_without_runs(
+    data: bytes, limits: Limits, monkeypatch: pytest.MonkeyPatch, size_limit: int | None = None
+) -> None:
+    from wscan.scanners import pickle_vm
+
+    fast = _outcome(data, limits, size_limit)
+    with monkeypatch.context() as patch:
+        patch.setattr(pickle_vm, "_RUNS", {})
+        slow = _outcome(data, limits, size_limit)
+    assert fast == slow
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    chunks=st.lists(st.one_of(_NUMBER_RUN, st.sampled_from(_GLUE)), max_size=30),
+    cut=st.integers(0, 8),
+    opcodes=st.integers(1, 60),
+    depth=st.integers(1, 40),
+    size=st.integers(1, 400),
+)
+def test_number_runs_give_the_same_outcome_as_one_opcode_at_a_time(
+    chunks: list[bytes], cut: int, opcodes: int, depth: int, size: int
+) -> None:
+    """Budgets (opcodes, stack depth, pickle size) must stop a run at the very opcode they stop a slow one."""
+    data = PROTO4 + b"]\x94(" + b"".join(chunks) + b"e."
+    data = data[: len(data) - cut]
+    tight = replace(Limits(), max_pickle_opcodes=opcodes, max_stack_depth=depth)
+    with pytest.MonkeyPatch.context() as patch:
+        for limits in (Limits(), tight):
+            _same_with_and_without_runs(data, limits, patch)
+        _same_with_and_without_runs(data, Limits(), patch, size_limit=size)
+
+
+def test_number_runs_in_real_pickles_and_across_a_buffer_refill(monkeypatch: pytest.MonkeyPatch) -> None:
+    values: list[object] = [[0.5 * i for i in range(20_000)], list(range(300)), list(range(70_000, 90_000))]
+    for protocol in range(0, pickle.HIGHEST_PROTOCOL + 1):
+        data = pickle.dumps(values, protocol=protocol)
+        _same_with_and_without_runs(data, Limits(), monkeypatch)
+        _same_with_and_without_runs(data[:-1000], Limits(), monkeypatch)  # cut inside a run, past a refill
+
+
+@pytest.mark.parametrize("depth", range(1, 14))
+def test_a_run_that_ends_the_data_stops_at_the_same_depth_limit(depth: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = PROTO4 + b"(" + b"K\x07" * 10  # nothing after the run: the limit is the only thing that can stop it
+    _same_with_and_without_runs(data, replace(Limits(), max_stack_depth=depth), monkeypatch)
+    _same_with_and_without_runs(data, replace(Limits(), max_pickle_opcodes=depth), monkeypatch)

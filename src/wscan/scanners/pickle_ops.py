@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import pickletools
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -115,6 +116,19 @@ class Stream:
             i = self._i
         self._i = i + 1
         return self._buf[i]
+
+    def take_run(self, run: re.Pattern[bytes]) -> bytes:
+        """The bytes `run` matches at the current position, consumed; only what the buffer already holds and the
+        size limit allows (the next opcode is read the usual way, with its refill and its errors)."""
+        match = run.match(self._buf, self._i, min(len(self._buf), self._cap))
+        if match is None:
+            return b""
+        self._i = match.end()
+        return match.group()
+
+    def rewind(self, n: int) -> None:
+        """Give back the last `n` bytes taken from the buffer (by take_run)."""
+        self._i -= n
 
     def peek(self, n: int) -> bytes:
         self._fill(n)

@@ -8,6 +8,8 @@ extension codes registered by the same stream, and persistent ids (how PyTorch r
 from __future__ import annotations
 
 import _compat_pickle
+import re
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,6 +33,13 @@ _EMPTY = {"EMPTY_LIST": "list", "EMPTY_TUPLE": "tuple", "EMPTY_SET": "set", "EMP
 _SET_ITEMS = frozenset({"SETITEM", "SETITEMS"})
 _APPENDS = frozenset({"APPEND", "APPENDS", "ADDITEMS"})
 _SINGLETONS = {"NONE": None, "NEWTRUE": True, "NEWFALSE": False}
+# Fixed-width numbers by opcode byte (BINFLOAT, BININT, BININT1, BININT2): a run of one of them is matched and
+# unpacked in one go. Lists of numbers (metrics, shapes, sizes) are such runs; a loop turn per number was most of
+# the time spent on them.
+_RUNS: dict[int, tuple[re.Pattern[bytes], struct.Struct]] = {
+    code[0]: (re.compile(b"(?:%s.{%d})+" % (code, size), re.DOTALL), struct.Struct(layout))
+    for code, size, layout in ((b"G", 8, ">xd"), (b"J", 4, "<xi"), (b"K", 1, "<xB"), (b"M", 2, "<xH"))
+}
 
 
 class Sym:
@@ -294,6 +303,19 @@ class Machine:
                     # Python 3 decodes protocol 0-2 strings as ASCII by default; keep text for names.
                     arg = arg.decode("latin-1")
                 stack.append(Const(arg))
+                if code in _RUNS:
+                    run, layout = _RUNS[code]
+                    more = stream.take_run(run)
+                    count = len(more) // layout.size
+                    if count and (
+                        self.opcodes_total + count > max_opcodes
+                        or len(stack) + len(metastack) + count - 1 > max_depth
+                    ):
+                        stream.rewind(len(more))  # one at a time, so a limit stops at the very opcode it did
+                    elif count:
+                        stack.extend([Const(value) for (value,) in layout.iter_unpack(more)])
+                        res.opcodes += count
+                        self.opcodes_total += count
             elif name in _MEMO_PUT:
                 index = int(arg) if isinstance(arg, int) else -1
                 if index < 0:
