@@ -18,6 +18,14 @@ from wscan.scanners.pickle import analyze
 
 MAGIC = b"\x93NUMPY"
 _SIMPLE = re.compile(r"[<>|=]?([bBiuUfcmMOSVa?])(\d*)(?:\[[a-zA-Z0-9]+\])?")
+# The header exactly as numpy writes it for a plain dtype, read without the literal parser (which compiles the
+# text to a syntax tree first: most of a small array's scan time). Shapes are tuple reprs: (), (5,), (3, 4).
+# Any other spelling goes to the parser; the tests check both readings agree on everything this matches.
+_N = r"(?:0|[1-9][0-9]*)"
+_PLAIN_HEADER = re.compile(
+    rf"\{{'descr': '([<>|=]?[a-zA-Z?][0-9]*)', 'fortran_order': (True|False), "
+    rf"'shape': \((|{_N},|{_N}(?:, {_N})+)\), \}} *\n?"
+)
 
 
 def _itemsize(descr: object, depth: int = 0) -> tuple[int, bool] | None:
@@ -76,13 +84,26 @@ def read_header(raw: BinaryIO, max_header: int) -> tuple[dict[str, object], int]
     if len(text) != length:
         return "truncated npy header"
     try:
-        # A literal parser, not eval: it builds only str/int/tuple/list/dict/bool/None.
-        header = ast.literal_eval(text.decode("utf-8" if major == 3 else "latin-1"))
+        decoded = text.decode("utf-8" if major == 3 else "latin-1")
+        header = _plain_header(decoded)
+        if header is None:
+            # A literal parser, not eval: it builds only str/int/tuple/list/dict/bool/None.
+            header = ast.literal_eval(decoded)
     except (ValueError, SyntaxError, MemoryError, RecursionError, UnicodeDecodeError, TypeError):
         return "npy header is not a Python literal"
     if not isinstance(header, dict) or not {"descr", "fortran_order", "shape"} <= set(header):
         return "npy header lacks descr/fortran_order/shape"
     return header, len(prefix) + len(length_bytes) + length
+
+
+def _plain_header(text: str) -> dict[str, object] | None:
+    """The header numpy writes for a plain dtype, as `ast.literal_eval` would read it; None for any other text."""
+    match = _PLAIN_HEADER.fullmatch(text)
+    if match is None:
+        return None
+    descr, fortran, shape = match.groups()
+    dims = tuple(int(dim) for dim in shape.split(",") if dim)
+    return {"descr": descr, "fortran_order": fortran == "True", "shape": dims}
 
 
 class NpyScanner:
