@@ -38,7 +38,7 @@ LIBRARY_FAMILIES = {
 }  # fmt: skip
 FAMILY_BATCH = 8  # a larger family is split across workers: the library's cost is then spread thin anyway
 SMALL_FILE = 1024 * 1024  # files below this go out in batches, to save a round trip each
-SMALL_BATCH = 8
+SMALL_BATCH = 32
 
 
 def is_failure(kind: str) -> bool:
