@@ -285,7 +285,9 @@ class _Stream:
     def skip_strings(self, count: int, key: str, big: int) -> list[tuple[int, int, int]]:
         """Step over an array of strings, straight from the buffer (vocabularies hold 100,000s of them).
 
-        Returns (index, offset, length) of the strings longer than `big`. Same checks as `string`.
+        Returns (index, offset, length) of the strings longer than `big`. Same checks as `string`: the inner
+        loop only follows lengths (they never go backwards, so one bound check after it covers every string),
+        and a string that crosses the header's end is then read again by `string`, which names the problem.
         """
         found: list[tuple[int, int, int]] = []
         width, unpack = self.width, self._uint.unpack_from
@@ -295,21 +297,31 @@ class _Stream:
             self.read(width, "array item length")  # refills the buffer when needed, checks the bounds
             self.pos -= width
             buf, buf_at = self._buf, self._buf_at
-            start = self.pos - buf_at
-            while index < count and start + width <= len(buf):
+            start = first = self.pos - buf_at
+            last = len(buf) - width  # a length field must lie wholly in the buffer
+            stop = min(count, index + _TICK_EVERY)
+            while index < stop and start <= last:
                 (length,) = unpack(buf, start)
-                after = buf_at + start + width + length
-                if after > end_of_header:
-                    self.pos = buf_at + start
-                    self.string(0, "array item", key)  # raises the precise problem
                 if length > big:
                     found.append((index, buf_at + start, length))
                 start += width + length
                 index += 1
-                if not index % _TICK_EVERY and self._caps.check_time is not None:
-                    self._caps.check_time()
+            if buf_at + start > end_of_header:  # some string runs past the header: find it, one at a time
+                self._recheck(first, buf, buf_at, end_of_header, key)
             self.pos = buf_at + start
+            if self._caps.check_time is not None:
+                self._caps.check_time()
         return found
+
+    def _recheck(self, start: int, buf: bytes, buf_at: int, end_of_header: int, key: str) -> None:
+        """Walk the strings from `start` again and raise the problem of the first that crosses the header's end."""
+        width, unpack = self.width, self._uint.unpack_from
+        while start <= len(buf) - width:
+            (length,) = unpack(buf, start)
+            if buf_at + start + width + length > end_of_header:
+                self.pos = buf_at + start
+                self.string(0, "array item", key)  # raises the precise problem
+            start += width + length
 
     def tick(self) -> None:
         """Called once per array element: long arrays must still end within the file's time budget."""
