@@ -94,8 +94,12 @@ def test_a_file_that_cannot_be_opened_is_unreadable_whatever_its_size(tmp_path: 
     for name, size in (("small.bin", 10), ("large.bin", 4096)):
         (tmp_path / name).write_bytes(b"x" * size)
 
-    def refuse(path: object, mode: str = "r") -> object:
-        raise PermissionError(13, "Permission denied")
+    real_open = os.open
 
-    monkeypatch.setattr(wscan.discover, "open", refuse, raising=False)
+    def refuse(path: object, flags: int, *args: object) -> int:
+        if str(path).startswith(str(tmp_path)):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(wscan.discover.os, "open", refuse)
     assert kinds([tmp_path]) == {"small.bin": "file.unreadable", "large.bin": "file.unreadable"}

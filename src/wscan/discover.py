@@ -88,10 +88,21 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
             yield from _entry(here / name, root, prefix + name)
 
 
+def _lfs_head(path: str, size: int) -> bytes:
+    """Open the file (raising if that is refused) and return the start a Git LFS pointer would have. A bare
+    descriptor: a Python file object costs five times as much, on every file of the scan."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        return os.read(fd, len(LFS_POINTER_PREFIX)) if size < 1024 else b""
+    finally:
+        os.close(fd)
+
+
 def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileEntry | Observation]:
+    where = str(path)  # system calls take the string: converting once saves a conversion per call
     display = display_path(path) if display is None else display
     try:
-        info = os.lstat(path)
+        info = os.lstat(where)
         if stat.S_ISLNK(info.st_mode):
             target = Path(os.path.realpath(path))
             hf_root = _hf_repo_root(Path(os.path.abspath(path)))
@@ -115,8 +126,7 @@ def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileE
         yield _skip(display, "file.empty")
         return
     try:  # every file is opened here, so one that cannot be is reported as unreadable, not as damaged
-        with open(path, "rb") as handle:
-            head = handle.read(len(LFS_POINTER_PREFIX)) if info.st_size < 1024 else b""
+        head = _lfs_head(where, info.st_size)
     except OSError as exc:
         yield _skip(display, "file.unreadable", reason=exc.strerror or str(exc))
         return
