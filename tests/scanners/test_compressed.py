@@ -32,8 +32,8 @@ CODECS = {
     "lzma": lambda data: lzma.compress(data, format=lzma.FORMAT_ALONE),
     "zlib": zlib.compress,
 }
-if compressed_mod._zstd is not None:
-    CODECS["zstd"] = compressed_mod._zstd.compress
+if compressed_mod._zstd() is not None:
+    CODECS["zstd"] = compressed_mod._zstd().compress
 
 
 def run(data: bytes, limits: Limits | None = None, name: str = "model.pkl.gz") -> tuple[list[Observation], Any]:

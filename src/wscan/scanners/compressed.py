@@ -12,21 +12,32 @@ import gzip
 import io
 import lzma
 import posixpath
-import tempfile
 import zlib
 from collections.abc import Callable, Iterator
-from typing import IO, Any, BinaryIO
+from functools import cache
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from wscan.limits import MIB, Budget, BudgetExceeded
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 
-try:  # zstd ships with Python 3.14 and as a backport; it is optional
-    from compression import zstd as _zstd  # type: ignore[import-not-found,unused-ignore]
-except ImportError:
+if TYPE_CHECKING:
+    import tempfile
+
+
+
+@cache
+def _zstd() -> Any:
+    """The zstd module (Python 3.14's, else the backport), or None: it is optional, and imported only when a
+    file starts with zstd's magic (its native library takes several milliseconds to load)."""
     try:
-        from backports import zstd as _zstd  # type: ignore[import-not-found,no-redef,unused-ignore]
+        from compression import zstd  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
-        _zstd = None
+        try:
+            from backports import zstd  # type: ignore[import-not-found,no-redef,unused-ignore]
+        except ImportError:
+            return None
+    return zstd
+
 
 CHUNK = 1 * MIB
 SPOOL_BYTES = 16 * MIB
@@ -146,6 +157,8 @@ def view_opener(spool: IO[bytes]) -> Callable[[], BinaryIO]:
 
 def new_spool() -> tempfile.SpooledTemporaryFile[bytes]:
     """Memory up to 16 MiB, then a temporary file on disk."""
+    import tempfile  # imported by the few scans that decompress
+
     return tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
 
 
@@ -157,7 +170,7 @@ def sniff(head: bytes, strict: bool = False) -> str | None:
         return "bz2"
     if head.startswith(b"\xfd7zXZ\x00"):
         return "xz"
-    if _zstd is not None and head.startswith(b"\x28\xb5\x2f\xfd"):
+    if head.startswith(b"\x28\xb5\x2f\xfd") and _zstd() is not None:
         return "zstd"
     if strict:
         return None
@@ -200,7 +213,7 @@ def _reader(codec: str, raw: IO[bytes]) -> io.BufferedIOBase:
         return bz2.BZ2File(raw)
     if codec in ("xz", "lzma"):
         return lzma.LZMAFile(raw, format=lzma.FORMAT_XZ if codec == "xz" else lzma.FORMAT_ALONE)
-    reader: io.BufferedIOBase = _zstd.ZstdFile(raw)
+    reader: io.BufferedIOBase = _zstd().ZstdFile(raw)
     return reader
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -146,6 +145,8 @@ def _on_disk(artifact: Artifact, ctx: ScanContext) -> Iterator[Path]:
     if artifact.real_path is not None:
         yield artifact.real_path
         return
+    import tempfile  # only HDF5 members of archives need a copy on disk
+
     fd, temp = tempfile.mkstemp(prefix="wscan-h5-", suffix=".h5")
     try:
         with os.fdopen(fd, "wb") as out, artifact.opener() as raw:
