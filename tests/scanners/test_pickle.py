@@ -387,3 +387,23 @@ def test_a_run_that_ends_the_data_stops_at_the_same_depth_limit(depth: int, monk
     data = PROTO4 + b"(" + b"K\x07" * 10  # nothing after the run: the limit is the only thing that can stop it
     _same_with_and_without_runs(data, replace(Limits(), max_stack_depth=depth), monkeypatch)
     _same_with_and_without_runs(data, replace(Limits(), max_pickle_opcodes=depth), monkeypatch)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tail=st.binary(max_size=200), pick=st.integers(0, 1000))
+def test_an_opcode_that_cannot_start_a_pickle_fails_before_anything_runs(tail: bytes, pick: int) -> None:
+    """probe() says no at once to these first bytes: the machine agrees (an error at byte 0, nothing imported or
+    called), and so does CPython's unpickler."""
+    from wscan.scanners.pickle import CANNOT_START
+    from wscan.scanners.pickle_ops import PickleSyntaxError, Stream
+    from wscan.scanners.pickle_vm import Machine
+
+    code = sorted(CANNOT_START)[pick % len(CANNOT_START)]
+    head = bytes([code]) + tail
+    res = Machine(Stream(io.BytesIO(head), limit=len(head)), Limits()).run()
+    assert isinstance(res.error, PickleSyntaxError) and res.error.offset == 0
+    assert not res.events and not res.imports and res.opcodes == 1
+    assert not probe(head, strict=False) and not probe(head, strict=True)
+    with pytest.raises(Exception) as refused:
+        pickle.loads(head)
+    assert isinstance(refused.value, pickle.UnpicklingError | EOFError | IndexError | ValueError)

@@ -47,12 +47,18 @@ JOBLIB_WRAPPERS = {
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 _DTYPE_CODE = re.compile(r"[<>|=]?([bBiufcmMOSUVa?])(\d*)")
+# Opcodes that take something off the stack, with a fixed-size argument: a stream that starts with one fails on
+# its first opcode in any unpickler, before anything is imported or called. Most non-pickle files start with one
+# (.npy's 0x93 is STACK_GLOBAL), and saying no at once saves running the machine on every such file.
+CANNOT_START = frozenset(
+    code for code, op in OPCODES.items() if op.stack_before and (op.arg is None or op.arg.n >= 0)
+)
 _PROBE_LIMITS = Limits()  # a probe reads one head: the defaults bound it, built once (it runs for every file)
 
 
 def probe(head: bytes, strict: bool) -> bool:
     """Does this prefix look like a pickle? `strict` demands clear evidence (for raw tensor bytes)."""
-    if not head or head[0] not in OPCODES or head.startswith((ZIP_LOCAL, ZIP_END)):
+    if not head or head[0] not in OPCODES or head[0] in CANNOT_START or head.startswith((ZIP_LOCAL, ZIP_END)):
         # A zip opens with "PK", which pickle reads as a persistent id, and no unpickler gets past that without
         # a persistent_load hook. The only loader with one (torch) reads a file with this magic as a zip, and the
         # archive scanner does so here; a random CRC byte must not turn a real .keras or .pt into a "pickle".

@@ -391,8 +391,10 @@ class Machine:
                 stack.append(self._record_import(res, arg[0], arg[1], at, name))
             elif name in _SINGLETONS:
                 stack.append(Const(_SINGLETONS[name]))
-            elif name == "FRAME" or name == "READONLY_BUFFER":
-                pass  # framing and buffer flags change nothing a load would import or call
+            elif name == "FRAME":
+                pass  # framing changes nothing a load would import or call
+            elif name == "READONLY_BUFFER":
+                top()  # a flag on the buffer below it: nothing to import or call, but there must be one
             elif name == "STOP":
                 res.result = pop()
                 res.stopped = True
