@@ -407,3 +407,18 @@ def test_an_opcode_that_cannot_start_a_pickle_fails_before_anything_runs(tail: b
     with pytest.raises(Exception) as refused:
         pickle.loads(head)
     assert isinstance(refused.value, pickle.UnpicklingError | EOFError | IndexError | ValueError)
+
+
+@pytest.mark.parametrize("protocol", range(0, pickle.HIGHEST_PROTOCOL + 1))
+def test_a_long_list_keeps_its_first_items_and_counts_the_rest(protocol: int) -> None:
+    from wscan.scanners.pickle_ops import Stream
+    from wscan.scanners.pickle_vm import MAX_ITEMS, Const, Machine, Seq
+
+    data = pickle.dumps([list(range(MAX_ITEMS + 904)), tuple(range(7))], protocol=protocol)
+    res = Machine(Stream(io.BytesIO(data), limit=len(data)), Limits()).run()
+    assert isinstance(res.result, Seq) and res.stopped
+    long, short = res.result.items
+    assert isinstance(long, Seq) and isinstance(short, Seq)
+    assert [c.value for c in long.items if isinstance(c, Const)] == list(range(MAX_ITEMS))
+    assert long.dropped == 904
+    assert [c.value for c in short.items if isinstance(c, Const)] == list(range(7)) and short.dropped == 0

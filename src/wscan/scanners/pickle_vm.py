@@ -88,6 +88,12 @@ class Seq(Sym):
         else:
             self.dropped += 1
 
+    def extend(self, values: list[Sym]) -> None:
+        """`add` for each of `values`, in one step (APPENDS of a long list)."""
+        room = max(0, MAX_ITEMS - len(self.items))
+        self.items.extend(values[:room])
+        self.dropped += max(0, len(values) - room)
+
 
 @dataclass(eq=False, slots=True)
 class Dict(Sym):
@@ -359,8 +365,7 @@ class Machine:
                 values = [pop()] if name == "APPEND" else pop_mark()
                 target = top()
                 if isinstance(target, Seq):
-                    for v in values:
-                        target.add(v)
+                    target.extend(values)
                 else:
                     self._mutation(res, target, name, at)
             elif name == "REDUCE" or name == "NEWOBJ":
@@ -406,8 +411,7 @@ class Machine:
                     events.append(Event("pickle.unsupported_protocol", at, {"protocol": arg}))
             elif name in ("LIST", "TUPLE", "FROZENSET"):
                 seq = Seq(name.lower())
-                for item in pop_mark():
-                    seq.add(item)
+                seq.extend(pop_mark())
                 stack.append(seq)
             elif name == "DICT":
                 items = pop_mark()
