@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -159,10 +158,6 @@ class Engine:
         except (OSError, BudgetExceeded, EOFError, ValueError, RuntimeError) as exc:
             yield artifact.observe("scan.error", reason=f"cannot read: {type(exc).__name__}: {exc}"[:300])
             return
-        if len(head.head) == artifact.size:
-            # The whole blob is in memory already (most files are small): scanners read it from there, so a file
-            # is opened once, and what they judge is exactly what was sniffed.
-            artifact.opener = partial(io.BytesIO, head.head)
         matched = [s for s in self.scanners if _accepts(s, head)]
         if not matched:
             fallback = classify_unscanned(head)
