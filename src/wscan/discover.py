@@ -91,7 +91,7 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
 def _lfs_head(path: str, size: int) -> bytes:
     """Open the file (raising if that is refused) and return the start a Git LFS pointer would have. A bare
     descriptor: a Python file object costs five times as much, on every file of the scan."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
         return os.read(fd, len(LFS_POINTER_PREFIX)) if size < 1024 else b""
     finally:

@@ -76,7 +76,10 @@ def _plugins_may_be_installed() -> bool:
         except OSError:
             continue
         for name in names:
-            if not name.endswith((".dist-info", ".egg-info")):
+            lowered = name.lower()
+            if lowered.endswith(".egg"):
+                return True  # an egg keeps its metadata in EGG-INFO/: importlib.metadata decides
+            if not lowered.endswith((".dist-info", ".egg-info")):
                 continue
             try:
                 with open(os.path.join(folder, name, "entry_points.txt"), "rb") as handle:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from onnx import onnx_cpp2py_export as cpp
     from onnx import onnx_ml_pb2 as pb
 
-MAXIMUM_PROTOBUF = 2**31  # onnx.checker refuses a serialized model this large; so does protobuf
+MAXIMUM_PROTOBUF = 2147483647  # onnx.checker refuses a serialized model this large; so does protobuf
 
 
 def in_worker() -> bool:
@@ -72,5 +72,7 @@ def check_model(model: ModelProto) -> None:
     """What `onnx.checker.check_model(model, full_check=False)` does, raising what it raises."""
     data = model.SerializeToString()
     if len(data) > MAXIMUM_PROTOBUF:
-        raise ValueError("This protobuf of onnx model is too large (>2GiB).")
+        raise ValueError(
+            "This protobuf of onnx model is too large (>2GiB). Call check_model with model path instead."
+        )
     cpp.checker.check_model(data, False, False, False)

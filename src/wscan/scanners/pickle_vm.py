@@ -313,12 +313,12 @@ class Machine:
                     run, layout = _RUNS[code]
                     more = stream.take_run(run)
                     count = len(more) // layout.size
-                    if count and (
-                        self.opcodes_total + count > max_opcodes
-                        or len(stack) + len(metastack) + count - 1 > max_depth
-                    ):
-                        stream.rewind(len(more))  # one at a time, so a limit stops at the very opcode it did
-                    elif count:
+                    # Only as many as the limits let through: the next opcode then stops at the very one it did.
+                    allowed = max(0, min(max_opcodes - self.opcodes_total, max_depth - len(stack) - len(metastack) + 1))
+                    if count > allowed:
+                        stream.rewind((count - allowed) * layout.size)
+                        more, count = more[: allowed * layout.size], allowed
+                    if count:
                         stack.extend([Const(value) for (value,) in layout.iter_unpack(more)])
                         res.opcodes += count
                         self.opcodes_total += count
