@@ -1575,6 +1575,9 @@ def _normalize_keras(path: Path) -> None:
             archive.writestr(name, data)
 
 
+TF_DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "tensorflow"  # TensorFlow-made files
+
+
 def _build_benign_keras_tf(corpus: Corpus) -> None:
     keras_tests = _test_builders("test_keras")
     tf_tests = _test_builders("test_tf_graph")
@@ -1588,6 +1591,18 @@ def _build_benign_keras_tf(corpus: Corpus) -> None:
                made_by="protobuf GraphDef message")
     corpus.add("benign/tf-saved-model/saved_model.pb", tf_tests.benign_saved_model(),
                "SavedModel with the save/restore ops every SavedModel has", made_by="protobuf SavedModel message")
+    made = "tensorflow 2.21 (tests/data/tensorflow/make.py)"
+    for rel, technique in [
+        ("saved-model-text/saved_model.pbtxt", "TF1 SavedModel written as protobuf text, with two Savers"),
+        ("saved-model-text/variables/variables.index", "its variables (index table)"),
+        ("saved-model-text/variables/variables.data-00000-of-00001", "its variables (data shard)"),
+        ("tf1-checkpoint/model.ckpt.meta", "TF1 checkpoint: binary MetaGraphDef with a Saver"),
+        ("tf1-checkpoint/model.ckpt.index", "its index table"),
+        ("tf1-checkpoint/model.ckpt.data-00000-of-00001", "its data shard"),
+        ("graph.pbtxt", "GraphDef text of a graph holding a Saver, as Estimator writes it"),
+        ("model-text.meta", "TF1 MetaGraphDef written as text"),
+    ]:
+        corpus.add(f"benign/tf-written/{rel}", (TF_DATA / "benign" / rel).read_bytes(), technique, made_by=made)
 
 
 def _build_hostile_keras_tf(corpus: Corpus) -> None:
@@ -1606,6 +1621,13 @@ def _build_hostile_keras_tf(corpus: Corpus) -> None:
                rules=expect("WS-TF-001", "WS-TF-002", "WS-TF-003"))
     corpus.add("hostile/tf-saved-model/saved_model.pb", tf_tests.hostile_saved_model(), "SavedModel whose serving "
                "function writes a file and runs EagerPyFunc", rules=expect("WS-TF-001", "WS-TF-002", "WS-TF-003"))
+    # Written by TensorFlow, which also proved that loading each one writes a file (tests/data/tensorflow/make.py).
+    corpus.add("hostile/tf-saved-model-text/saved_model.pbtxt",
+               (TF_DATA / "hostile/saved-model-text/saved_model.pbtxt").read_bytes(), "SavedModel as protobuf text "
+               "(read when saved_model.pb is absent) whose main_op writes a file on load", rules=expect("WS-TF-002"))
+    corpus.add("hostile/tf1-checkpoint-meta/model.ckpt.meta",
+               (TF_DATA / "hostile/tf1-checkpoint/model.ckpt.meta").read_bytes(), "TF1 checkpoint whose restore op "
+               "(run by import_meta_graph + Saver.restore) depends on WriteFile", rules=expect("WS-TF-002"))
 
 
 # --- main -----------------------------------------------------------------------------------------

@@ -105,7 +105,7 @@ SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
         *_files("*.keras"),
         *(m for p in _files("*.keras") for m in _zip_members(p, lambda n: n == "config.json")),
     ],
-    "tf_graph": lambda: _files("*.pb"),
+    "tf_graph": lambda: _files("*.pb", "*.pbtxt", "*.meta"),
     "chat_template": _templates,
     "repo_json": lambda: [*(p for p in _files("*.json") if p.name != "MANIFEST.json"), *_files("README.md")],
     "python_code": lambda: [*_files("*.py"), *sorted((ROOT / "tools").glob("*.py"))],

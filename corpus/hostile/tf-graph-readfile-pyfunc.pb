@@ -1,12 +1,12 @@
 
 )
 pathConst*
-valueBB/etc/passwd
+valueBB/etc/passwd
 
 readReadFilepath
 -
 targetConst*
-valueBB/root/.bashrc
+valueBB/root/.bashrc
  
 write	WriteFiletargetread
 -

@@ -1,10 +1,12 @@
-"""TensorFlow SavedModel and frozen GraphDef protobufs (tf_graph.py), under both names."""
+"""TensorFlow SavedModel, MetaGraphDef and GraphDef protobufs, binary and text (tf_graph.py), under the names
+that are taken whatever the bytes and one that is not."""
 
 from __future__ import annotations
 
 from _boot import fuzz, instrument
 
 with instrument():
+    import google.protobuf.text_format  # noqa: F401  (imported by the scanner only when a graph is text)
     import harness
 
     from wscan.scanners.tf_graph import TfGraphScanner
@@ -14,6 +16,7 @@ SCANNERS = [TfGraphScanner()]
 
 def one_input(data: bytes) -> None:
     harness.drive(SCANNERS, data, "saved_model.pb")
+    harness.drive(SCANNERS, data, "saved_model.pbtxt")
     harness.drive(SCANNERS, data, "frozen_graph.pb")
 
 

@@ -42,7 +42,7 @@ def add_node(graph: Any, name: str, op: str, inputs: tuple[str, ...] = (), **att
     for key, value in attrs.items():
         entry = node.attr.add(key=key.encode())
         if isinstance(value, bytes):
-            entry.value.tensor.dtype = 7  # DT_STRING
+            entry.value.tensor.MergeFromString(b"\x08\x07")  # dtype DT_STRING: a field the scanner leaves out
             entry.value.tensor.string_val.append(value)
         else:
             entry.value.s = value.encode()
@@ -85,7 +85,7 @@ def _checkpoint_ops(graph: Any) -> None:
 
 def saved_model(build: Callable[[Any], None], saver: str = "save/Const:0") -> bytes:
     """A SavedModel (schema version 1, one meta graph with a saver) whose graph `build` fills."""
-    model = message_class("SavedModel")(schema_version=1)
+    model = message_class("SavedModel")(saved_model_schema_version=1)
     meta = model.meta_graphs.add()
     meta.saver_def.filename_tensor_name = saver.encode()
     build(meta.graph_def)
@@ -175,7 +175,7 @@ def test_keras_and_fingerprint_side_files_are_not_graphs() -> None:
 
 
 def _saved_model_without_graph() -> bytes:
-    return bytes(message_class("SavedModel")(schema_version=1).SerializeToString())
+    return bytes(message_class("SavedModel")(saved_model_schema_version=1).SerializeToString())
 
 
 HOSTILE: dict[str, tuple[bytes, str, Limits | None]] = {
@@ -361,3 +361,218 @@ def test_saved_model_folder_with_its_variables_is_clean(tmp_path: Path) -> None:
     # Claimed files are still sniffed: a pickle in the shards is found.
     (folder / "variables" / "variables.data-00000-of-00001").write_bytes(b"cposix\nsystem\n(S'id'\ntR.")
     assert "WS-PKL-001" in {f.rule_id for f in Engine(Config()).scan([folder]).findings}
+
+
+# --- text format, TF1 meta graphs, and files TensorFlow itself wrote --------------------------------------------
+
+TF_DATA = Path(__file__).resolve().parents[1] / "data" / "tensorflow"  # written by make.py there, with TensorFlow
+
+
+def as_text(blob: bytes, kind: str) -> bytes:
+    """A binary graph of this module's builders, printed as protobuf text (as TensorFlow prints it)."""
+    from google.protobuf import text_format
+
+    message = message_class(tf_graph.MESSAGE_OF[kind])()
+    message.ParseFromString(blob)
+    return text_format.MessageToString(message).encode()
+
+
+@pytest.mark.parametrize("text", ["", "a", "a\n", "\n\nb\n", "x\ny\r\nz\u2028w", "\n" * 20_000])
+def test_text_lines_are_what_text_format_merge_splits(text: str) -> None:
+    ticks: list[int] = []
+    assert list(tf_graph._lines(text, lambda: ticks.append(1))) == text.split("\n")
+    assert len(ticks) == (text.count("\n") + 1) // tf_graph._TICK
+
+
+def test_a_slow_text_graph_stops_at_the_time_limit(tmp_path: Path) -> None:
+    """Python's text parser reads about 1 MB/s: a large text graph is stopped by the per-file time budget."""
+    text = b"".join(b'node {\n  name: "n%d"\n  op: "Const"\n}\n' % i for i in range(100_000))
+    report = scan_bytes(tmp_path, text, "graph.pbtxt", Limits(max_seconds_per_file=0.2))
+    assert [(f.rule_id, f.evidence.get("limit")) for f in report.findings] == [("WS-FILE-002", "max-seconds-per-file")]
+
+
+def meta_graph(build: Callable[[Any], None], saver: str | None = "save/Const:0") -> bytes:
+    """A TF1 `.meta`: meta info (tags), a graph that `build` fills and, unless None, a saver."""
+    meta = message_class("MetaGraphDef")()
+    meta.MergeFromString(b"\x0a\x07\x22\x05serve")  # meta_info_def { tags: "serve" }, a field left out here
+    if saver is not None:
+        meta.saver_def.filename_tensor_name = saver.encode()
+    build(meta.graph_def)
+    return bytes(meta.SerializeToString())
+
+
+def test_files_tensorflow_wrote_are_read_and_clean() -> None:
+    """TF1 SavedModelBuilder(as_text=True), Saver.save, write_graph and export_meta_graph(as_text=True), each
+    with the save and restore ops a Saver adds (two Savers in the SavedModel: the loader's and the user's)."""
+    report = Engine(Config()).scan([TF_DATA / "benign"])
+    assert report.findings == []
+    formats = {Path(f.path).relative_to(TF_DATA.relative_to(Path.cwd()) / "benign").as_posix(): f.formats
+               for f in report.files}  # fmt: skip
+    assert formats == {
+        "graph.pbtxt": ("tf-graph",),
+        "model-text.meta": ("tf-graph",),
+        "saved-model-text/saved_model.pbtxt": ("tf-graph",),
+        "saved-model-text/variables/variables.data-00000-of-00001": ("tf-variables",),
+        "saved-model-text/variables/variables.index": ("tf-variables",),
+        "tf1-checkpoint/model.ckpt.meta": ("tf-graph",),
+        "tf1-checkpoint/model.ckpt.index": ("tf-checkpoint",),
+        "tf1-checkpoint/model.ckpt.data-00000-of-00001": ("tf-checkpoint",),
+    }
+
+
+@pytest.mark.parametrize(("folder", "file"), [("saved-model-text", "saved_model.pbtxt"),
+                                              ("tf1-checkpoint", "model.ckpt.meta")])  # fmt: skip
+def test_files_tensorflow_runs_a_write_from_are_flagged(folder: str, file: str) -> None:
+    """make.py proved it: loading the text SavedModel runs its main_op, restoring the checkpoint through its
+    `.meta` runs the restore op, and each writes the marker file."""
+    report = Engine(Config()).scan([TF_DATA / "hostile" / folder])
+    found = {(Path(f.location.path).name, f.rule_id, f.evidence["op"], f.evidence["target"]) for f in report.findings}
+    assert found == {(file, "WS-TF-002", "WriteFile", "wscan-tf-marker.txt")}
+    assert report.failed
+
+
+@pytest.mark.parametrize("kind", ["graph_def", "saved_model"])
+def test_text_graphs_are_judged_as_their_binary_form(tmp_path: Path, kind: str) -> None:
+    blob = hostile_graph_def() if kind == "graph_def" else hostile_saved_model()
+    name = "saved_model.pb" if kind == "saved_model" else "frozen.pb"
+    binary = scan_bytes(tmp_path / "binary", blob, name)
+    text = scan_bytes(tmp_path / "text", as_text(blob, kind), name + "txt")
+    assert len(binary.findings) == 3
+    assert [(f.rule_id, f.evidence) for f in text.findings] == [(f.rule_id, f.evidence) for f in binary.findings]
+
+
+def test_meta_graph_ops_are_judged_and_its_saver_is_fed(tmp_path: Path) -> None:
+    def build(graph: Any) -> None:
+        _checkpoint_ops(graph)
+        add_node(graph, "p", "Const", value=b"/root/.bashrc")
+        add_node(graph, "w", "WriteFile", ("p", "c"))
+
+    blob = meta_graph(build)
+    assert sniff(blob) == "meta_graph"
+    found = {(f.rule_id, f.evidence["node"]) for f in scan_bytes(tmp_path, blob, "model.ckpt-100.meta").findings}
+    assert found == {("WS-TF-002", "w")}
+    # Without the saver_def the restore path is a graph constant like any other.
+    no_saver = scan_bytes(tmp_path / "other", meta_graph(build, saver=None), "model.ckpt-100.meta")
+    assert rule_ids(no_saver) == {"WS-TF-002", "WS-TF-005"}  # save/Const, the restore's input, is a constant
+
+
+def _tf1_saver(graph: Any, default: bytes, scope: str = "save") -> None:
+    """What `tf.compat.v1.train.Saver()` adds: a filename placeholder with a default, fed by save and restore."""
+    add_node(graph, f"{scope}/filename/input", "Const", value=default)
+    add_node(graph, f"{scope}/filename", "PlaceholderWithDefault", (f"{scope}/filename/input",))
+    add_node(graph, f"{scope}/Const", "PlaceholderWithDefault", (f"{scope}/filename",))
+    add_node(graph, f"{scope}/SaveV2", "SaveV2", (f"{scope}/Const", "names", "slices", "w"))
+    add_node(graph, f"{scope}/RestoreV2", "RestoreV2", (f"{scope}/Const", "names", "slices"))
+
+
+@pytest.mark.parametrize(
+    ("default", "scope", "expected"),
+    [
+        (b"model", "save", set()),  # the Saver's own default: a file name save and restore replace
+        (b"model", "save_1", set()),  # a second Saver in the same graph
+        (b"ckpt", "outer/save", set()),
+        (b"/etc/cron.d/job", "save", {"WS-TF-004", "WS-TF-005"}),  # a default the graph chose, with a folder
+        (b"C:\\Users\\x", "save", {"WS-TF-004", "WS-TF-005"}),
+        (b"gs://bucket/x", "save", {"WS-TF-004", "WS-TF-005"}),
+    ],
+)
+def test_a_tf1_saver_in_a_bare_graph_is_fed(tmp_path: Path, default: bytes, scope: str, expected: set[str]) -> None:
+    graph = message_class("GraphDef")()
+    _tf1_saver(graph, default, scope)
+    assert rule_ids(scan_bytes(tmp_path, bytes(graph.SerializeToString()), "graph.pb")) == expected
+
+
+def test_only_the_savers_own_shape_is_fed(tmp_path: Path) -> None:
+    """A constant named like the Saver's input, or a placeholder over another node, is not the Saver's."""
+    graph = message_class("GraphDef")()
+    add_node(graph, "save/Const", "Const", value=b"model")
+    add_node(graph, "save/SaveV2", "SaveV2", ("save/Const", "names", "slices", "w"))
+    add_node(graph, "x/filename/input", "Const", value=b"model")
+    add_node(graph, "x/other", "PlaceholderWithDefault", ("x/filename/input",))
+    add_node(graph, "x/Const", "PlaceholderWithDefault", ("x/other",))
+    add_node(graph, "x/SaveV2", "SaveV2", ("x/Const", "names", "slices", "w"))
+    found = {f.evidence["node"] for f in scan_bytes(tmp_path, bytes(graph.SerializeToString())).findings}
+    assert found == {"save/SaveV2", "x/SaveV2"}
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (b'node {\n  name: "a"\n  op: "Const"\n}\n', "graph_def"),
+        (b"# written by hand\n\n  node < name: 'a' op: 'Const' >", "graph_def"),
+        (b"library {\n  function {\n", "graph_def"),
+        (b"saved_model_schema_version: 1\nmeta_graphs {\n", "saved_model"),
+        (b"meta_graphs {\n  graph_def {\n", "saved_model"),
+        (b"meta_info_def {\n  stripped_op_list {\n", "meta_graph"),
+        (b"graph_def {\n  node {\n", "meta_graph"),
+        (b"node {\n  stage('Build') {\n    sh 'make'\n  }\n}\n", None),  # a scripted Jenkinsfile
+        (b"name: my-model\nlibrary: transformers\n", None),
+        (b"{\"node\": {\"name\": 1}}", None),
+        (b"", None),
+    ],
+)
+def test_sniff_text(head: bytes, expected: str | None) -> None:
+    assert tf_graph.sniff_text(head) == expected
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"\n\n2024 results\nsee the tables below, which run long enough\n",  # a blank line, then text
+        b"\n\x05<unk>\x15\x00\x00\x00\x00\x18\x02\n\x03<s>",  # a SentencePiece model's first pieces
+        b"\n\x14VGG_ILSVRC_16_layers\x12\x04data",  # a Caffe model's name
+    ],
+)
+def test_other_length_delimited_starts_are_not_meta_graphs(blob: bytes) -> None:
+    assert sniff(blob) is None
+
+
+def test_tensorflows_own_meta_graph_and_text_are_sniffed() -> None:
+    assert sniff((TF_DATA / "benign" / "tf1-checkpoint" / "model.ckpt.meta").read_bytes()) == "meta_graph"
+    assert tf_graph.sniff_text((TF_DATA / "benign" / "graph.pbtxt").read_bytes()[:4096]) == "graph_def"
+    text_model = (TF_DATA / "benign" / "saved-model-text" / "saved_model.pbtxt").read_bytes()
+    assert tf_graph.sniff_text(text_model[:4096]) == "saved_model"
+
+
+@pytest.mark.parametrize(
+    ("blob", "name", "rule"),
+    [
+        (b'node {\n  name: "a"\n  op: "Const"\n  attr { key: "value" value { s: "x" }', "graph.pbtxt", "WS-TF-007"),
+        (b'node {\n  name: "a"\n  op: "Const" ( }\n', "graph.pbtxt", "WS-TF-007"),
+        (b'node {\n  name: "\xff\xfe"\n}\n', "graph.pbtxt", "WS-TF-007"),  # not UTF-8: TensorFlow refuses it too
+        (b"saved_model_schema_version: 1\n", "saved_model.pbtxt", "WS-TF-008"),
+        (b"\n\n", "saved_model.pbtxt", "WS-TF-008"),  # taken on its name, like saved_model.pb
+        (b"this is not protobuf text at all", "saved_model.pbtxt", "WS-TF-007"),
+    ],
+)
+def test_broken_text_graphs_fail_closed(tmp_path: Path, blob: bytes, name: str, rule: str) -> None:
+    report = scan_bytes(tmp_path, blob, name)
+    assert rule_ids(report) == {rule} and report.files[0].status == "failed"
+
+
+def test_text_fields_this_scanner_leaves_out_are_skipped_not_refused(tmp_path: Path) -> None:
+    """Enum values by name, Any expansions and unknown nested messages, as TensorFlow prints them."""
+    text = b"""saved_model_schema_version: 1
+meta_graphs {
+  meta_info_def { tags: "serve" any_info { [type.googleapis.com/tensorflow.Foo] { x: 1 } } }
+  graph_def {
+    node { name: "p" op: "Const" attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { }
+      string_val: "/root/.bashrc" } } } }
+    node { name: "w" op: "WriteFile" input: "p" input: "c" device: "/cpu:0" }
+    versions { producer: 1395 }
+  }
+  signature_def { key: "serving_default" value { method_name: "tensorflow/serving/predict" } }
+}
+"""
+    found = {(f.rule_id, f.evidence["target"]) for f in scan_bytes(tmp_path, text, "saved_model.pbtxt").findings}
+    assert found == {("WS-TF-002", "/root/.bashrc")}
+
+
+@pytest.mark.parametrize("sample", ["graph_def", "saved_model", "hostile"])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_text_mutations_never_raise(sample: str, data: st.DataObject) -> None:
+    blob = {"graph_def": benign_graph_def, "saved_model": benign_saved_model, "hostile": hostile_saved_model}[sample]()
+    text = as_text(blob, "graph_def" if sample == "graph_def" else "saved_model")
+    found = observe(_mutate(data, text), "saved_model.pbtxt")
+    assert not any(o.kind == "scan.error" for o in found)

