@@ -1478,10 +1478,18 @@ def _onnx_mlp(external: bool = False) -> Any:
 
 
 def build_benign_onnx(corpus: Corpus) -> None:
+    import numpy as np
     import onnx
 
     onnx.save_model(_onnx_mlp(), corpus.record("benign/onnx-mlp.onnx", "onnx.helper MLP, weights inside",
                                                made_by="onnx.save_model"))
+    typed = _onnx_mlp()
+    rng = np.random.default_rng(SEED)
+    values = [round(float(v), 4) for v in rng.normal(size=64 * 32)]  # 8 KiB of float_data: counted, not kept
+    typed.graph.initializer.append(onnx.helper.make_tensor("embedding", onnx.TensorProto.FLOAT, [64, 32], values))
+    onnx.checker.check_model(typed)
+    onnx.save_model(typed, corpus.record("benign/onnx-typed-data.onnx", "onnx.helper MLP plus an embedding given "
+                                         "as a Python list (float_data)", made_by="onnx.helper.make_tensor"))
     folder = corpus.out / "benign/onnx-external-data"
     folder.mkdir(parents=True, exist_ok=True)
     onnx.save_model(_onnx_mlp(), str(folder / "model.onnx"), save_as_external_data=True,

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import ModelProto, TensorProto, helper, numpy_helper
@@ -986,6 +987,120 @@ def test_a_file_cannot_forge_the_skipped_length(tmp_path: Path) -> None:
     forged = onnx_slim._varint(onnx_slim.STRIPPED_FIELD << 3) + onnx_slim._varint(40)
     model.graph.initializer[0].ParseFromString(model.graph.initializer[0].SerializeToString() + forged)
     assert rule_ids(scan(write(tmp_path, model))) == {"WS-ONNX-010"}
+
+
+_TYPED = [name for _, (name, _, _) in sorted(onnx_slim.TYPED_DATA.items())]
+
+
+def _typed_model(data_type: int, dims: list[int], field: str, count: int, value: int = 3) -> ModelProto:
+    """mlp() with one more initializer whose values sit in a typed field (what helper.make_tensor writes from a
+    list), `count` of them."""
+    model = mlp()
+    tensor = TensorProto(name="typed", data_type=data_type, dims=dims)
+    getattr(tensor, field).extend([b"abc"] * count if field == "string_data" else [value] * count)
+    model.graph.initializer.append(tensor)
+    return model
+
+
+def _checker_accepts(model: ModelProto) -> bool:
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError:
+        return False
+    return True
+
+
+def test_large_typed_data_is_counted_not_kept(tmp_path: Path) -> None:
+    """100 MB of float_data used to be held four times (file bytes, parsed copy, checker's copy and its parse)."""
+    path = write(tmp_path, _typed_model(T.FLOAT, [2_000_000], "float_data", 2_000_000))
+    with path.open("rb") as raw:
+        slim = onnx_slim.slim_model(raw, path.stat().st_size, lambda: None)
+    assert len(slim) < 4096
+    parsed = ModelProto()
+    parsed.ParseFromString(slim)
+    typed = next(t for t in parsed.graph.initializer if t.name == "typed")
+    assert len(typed.float_data) == 0 and onnx_slim.stripped_counts(typed) == {"float_data": 2_000_000}
+    report = scan(path, Config(limits=Limits(max_bytes_read=2_000_000)))  # packed floats are skipped, not read
+    assert rule_ids(report) == set() and report.files[0].status == "scanned"
+
+
+@pytest.mark.parametrize(
+    ("field", "values", "expected"),
+    [
+        ("int64_data", [1, 300, 2**40, -1], 4),  # varints of 1, 2, 6 and 10 bytes
+        ("uint64_data", [0, 2**64 - 1], 2),
+        ("int32_data", [-5, 7], 2),
+        ("double_data", [1.5, -2.0], 2),
+        ("string_data", [b"", b"x" * 5000], 2),
+    ],
+)
+def test_stripped_counts_are_exact(tmp_path: Path, field: str, values: list[Any], expected: int) -> None:
+    tensor = TensorProto(name="t", data_type=T.INT64, dims=[1])
+    getattr(tensor, field).extend(values * 2000)
+    model = mlp()
+    model.graph.initializer.append(tensor)
+    path = write(tmp_path, model)
+    with path.open("rb") as raw:
+        parsed = ModelProto.FromString(onnx_slim.slim_model(raw, path.stat().st_size, lambda: None))
+    assert onnx_slim.stripped_counts(parsed.graph.initializer[-1]) == {field: expected * 2000}
+
+
+@pytest.mark.parametrize(
+    ("tail", "reason"),
+    [
+        (b"\x80" * 11 + b"\x01", "more than ten bytes"),
+        (b"\x81", "ends inside a varint"),
+    ],
+)
+def test_broken_packed_varints_are_malformed(tmp_path: Path, tail: bytes, reason: str) -> None:
+    """protobuf refuses these too; the count must not paper over them."""
+    body = b"\x01" * 6000 + tail
+    tensor = TensorProto(name="t", data_type=T.INT64, dims=[6000]).SerializeToString()
+    tensor += b"\x3a" + onnx_slim._varint(len(body)) + body  # int64_data (7), packed
+    model = mlp()
+    graph = model.graph.SerializeToString() + b"\x2a" + onnx_slim._varint(len(tensor)) + tensor  # an initializer
+    model.ClearField("graph")
+    data = model.SerializeToString() + b"\x3a" + onnx_slim._varint(len(graph)) + graph  # the graph (7)
+    with pytest.raises(DecodeError):
+        ModelProto.FromString(data)
+    report = scan(write(tmp_path, data))
+    assert [(f.rule_id, reason in f.message) for f in report.findings] == [("WS-ONNX-001", True)]
+
+
+def test_a_file_cannot_forge_a_stripped_count(tmp_path: Path) -> None:
+    model = _typed_model(T.FLOAT, [10], "float_data", 3)  # too few: the checker refuses it
+    forged = onnx_slim._varint(onnx_slim.STRIPPED_COUNT_FIELD << 3 | 2) + b"\x02\x04\x0a"  # "10 float_data values"
+    tensor = model.graph.initializer[-1]
+    tensor.ParseFromString(tensor.SerializeToString() + forged)
+    assert rule_ids(scan(write(tmp_path, model))) == {"WS-ONNX-016"}
+
+
+_DATA_TYPES = [t for t in TensorProto.DataType.values() if t != T.UNDEFINED] + [99]
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(
+    data_type=st.sampled_from(_DATA_TYPES),
+    field=st.sampled_from(_TYPED),
+    elements=st.sampled_from([0, 1, 31, 6000, 40_000, 70_000]),  # 6,000 values and up are left out (> 4 KiB)
+    shift=st.sampled_from([-2, -1, 0, 1, 2]),
+    factor=st.sampled_from([1, 2, 4 / 32, 2 / 32]),
+    second_field=st.booleans(),
+)
+def test_stripped_typed_data_is_judged_as_onnx_checker_judges_it(
+    tmp_path: Path, data_type: int, field: str, elements: int, shift: int, factor: float, second_field: bool
+) -> None:
+    """Differential: for typed data large enough to be left out, a finding exactly when onnx.checker refuses the
+    whole model (WS-ONNX-016 with its reason, or WS-ONNX-010 for raw bytes beside the values); around the
+    counts each data type needs, in the right field and the wrong one."""
+    count = max(0, int(-(-elements * factor // 1)) + shift)
+    model = _typed_model(data_type, [elements], field, count, value=1)
+    if second_field and count:  # two value fields (raw bytes alone are WS-ONNX-010's, stricter than the checker)
+        model.graph.initializer[-1].raw_data = b"\x00" * 8
+    report = scan(write(tmp_path, model))
+    assert {f.rule_id for f in report.findings} <= {"WS-ONNX-016", "WS-ONNX-010"}
+    assert bool(report.findings) != _checker_accepts(model), [f.message for f in report.findings]
 
 
 # --- onnx loaded in part, in scan workers ----------------------------------------------------------------

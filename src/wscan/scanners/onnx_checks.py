@@ -18,6 +18,7 @@ import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from wscan.discover import _hf_repo_root
@@ -33,9 +34,10 @@ from wscan.scanners.onnx_lib import (
     StringStringEntryProto,
     TensorProto,
     check_model,
+    check_tensor,
 )
 from wscan.scanners.onnx_lib import defs as onnx_defs
-from wscan.scanners.onnx_slim import stripped_length
+from wscan.scanners.onnx_slim import stripped_counts, stripped_length
 
 INT64_MAX = 2**63 - 1
 MAX_ENTRIES = 10_000_000  # nodes, tensors, graphs and attributes together: real models have a few hundred thousand
@@ -442,11 +444,19 @@ def _check_tensor(where: str, tensor: TensorProto, external: _ExternalData, foun
     if _is_external(tensor):
         external.check(where, tensor, found)
         return True
+    stripped = stripped_counts(tensor)  # large typed data is never kept: only its value count (onnx_slim)
+    if len({*stripped, *(f for f in _DATA_FIELDS if _has_inline(tensor, f))}) > 1:  # checked here: it is emptied
+        found.add("onnx.checker_failed", reason=text(f"{where}: TensorProto (tensor name: {text(tensor.name, 200)}) "
+                                                     "should contain one and only one value field.", 300))  # fmt: skip
+        return True
+    if stripped:
+        _check_stripped(where, tensor, stripped, found)
+        return True
     if not tensor.HasField("raw_data"):
         return False  # typed fields (float_data, ...): onnx.checker compares their counts with the shape
     expected = expected_bytes(tensor)
-    stripped = stripped_length(tensor)  # large raw_data is never read: only its length (onnx_slim)
-    actual = len(tensor.raw_data) if stripped is None else stripped
+    length = stripped_length(tensor)  # large raw_data is never read: only its length (onnx_slim)
+    actual = len(tensor.raw_data) if length is None else length
     if tensor.data_type == TensorProto.STRING:
         found.add("onnx.size_mismatch", tensor=where, expected=0, actual=actual,
                   reason="a string tensor cannot hold raw bytes")  # fmt: skip
@@ -454,6 +464,59 @@ def _check_tensor(where: str, tensor: TensorProto, external: _ExternalData, foun
         found.add("onnx.size_mismatch", tensor=where, expected=expected, actual=actual,
                   reason=f"{_dims(tensor.dims)} of {_dtype_name(tensor.data_type)}")  # fmt: skip
     return True
+
+
+def _check_stripped(where: str, tensor: TensorProto, stripped: dict[str, int], found: _Collector) -> None:
+    """What onnx.checker checks of a tensor's typed data, for data left out by onnx_slim (the checker then sees
+    the tensor emptied): values in the field their data type belongs in, at least as many as the shape needs.
+    The checker's own rule for each data type is asked of the checker (`_typed_rule`)."""
+    tensor_name = f"tensor name: {text(tensor.name, 200)}"
+    (field_name, count), elements = next(iter(stripped.items())), numel(tensor.dims) or 0
+    rule = _typed_rule(tensor.data_type)
+    needed = -(-elements * rule[1] // 32) if rule is not None else 0
+    if rule is None:
+        reason = f"Unrecognized data_type ({tensor_name}): {tensor.data_type}"
+    elif elements == 0:
+        reason = f"TensorProto ({tensor_name}) is 0-element but contains data!"
+    elif rule[0] != field_name:
+        reason = f"values of data_type '{tensor.data_type}' should be stored in field '{rule[0]}' instead of " \
+                 f"'{field_name}'"  # fmt: skip
+    elif count < needed:
+        reason = f"TensorProto ({tensor_name}) {field_name} size ({count}) is too small for the declared shape " \
+                 f"({needed} {field_name.removesuffix('_data')} values required)."  # fmt: skip
+    else:
+        return
+    found.add("onnx.checker_failed", reason=text(f"{where}: {reason}", 300))
+
+
+def _has_inline(tensor: TensorProto, name: str) -> bool:
+    return tensor.HasField(name) if name == "raw_data" else len(getattr(tensor, name)) > 0
+
+
+@cache
+def _typed_rule(data_type: int) -> tuple[str, int] | None:
+    """(the field onnx.checker wants a data type's values in, how many values it needs for 32 elements): the
+    checker's own answer, from small probe tensors (its rule is linear in the element count: one value per
+    element, two for complex types, sub-byte types packed into int32 values). None: a type it refuses."""
+
+    def accepts(field_name: str, count: int) -> bool:
+        probe = TensorProto(name="probe", data_type=data_type, dims=[32])
+        values = getattr(probe, field_name)
+        values.extend([b"0"] * count if field_name == "string_data" else [0] * count)
+        try:
+            check_tensor(probe)
+        except Exception:  # the checker raises ValidationError, and whatever its C++ throws
+            return False
+        return True
+
+    for field_name in _DATA_FIELDS[1:]:
+        if accepts(field_name, 64):
+            low, high = 0, 64  # the fewest values it accepts, by bisection
+            while low < high:
+                middle = (low + high) // 2
+                low, high = (low, middle) if accepts(field_name, middle) else (middle + 1, high)
+            return field_name, low
+    return None
 
 
 def _dims(dims: Sequence[int]) -> str:
@@ -572,7 +635,7 @@ def _entries(where: str, tensor: TensorProto, found: _Collector) -> tuple[str, i
         values[key] = full_text(entry.value)
     if tensor.data_location != TensorProto.EXTERNAL:
         reasons.append("external_data entries on a tensor not marked EXTERNAL (loaders disagree on them)")
-    if any(tensor.HasField(f) if f == "raw_data" else len(getattr(tensor, f)) for f in _DATA_FIELDS):
+    if any(_has_inline(tensor, f) for f in _DATA_FIELDS) or stripped_counts(tensor):
         reasons.append("stored externally and inline at once")
     if tensor.data_type == TensorProto.STRING:
         reasons.append("string tensors cannot be stored externally")

@@ -68,6 +68,13 @@ TensorProto = pb.TensorProto
 defs = cpp.defs
 
 
+def check_tensor(tensor: TensorProto) -> None:
+    """What `onnx.checker.check_tensor(tensor)` does, raising what it raises."""
+    context = cpp.checker.CheckerContext()
+    context.ir_version = pb.IR_VERSION
+    cpp.checker.check_tensor(tensor.SerializeToString(), context)
+
+
 def check_model(model: ModelProto) -> None:
     """What `onnx.checker.check_model(model, full_check=False)` does, raising what it raises."""
     data = model.SerializeToString()

@@ -4,12 +4,16 @@ Parsing a whole ModelProto holds every initializer in memory, twice (the file's 
 copy): 600 MiB for a 280 MB model. The checks only need each tensor's shape, type and data length, so the
 protobuf wire format is walked here, message by message, and rewritten with every large `raw_data` left
 out: skipped with a seek, never read. Its length is kept in a field number onnx does not use, which
-`stripped_length` reads back. Memory is the size of the graph, not of the weights.
+`stripped_length` reads back. Large typed data (`float_data`, `int64_data`, ...: what `onnx.helper` writes
+from Python lists) is left out too; only its value count is kept (`stripped_counts`), counted in chunks for
+varint fields. Memory is the size of the graph, not of the weights.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from google.protobuf.message import Message
@@ -31,7 +35,17 @@ NESTED: dict[int, dict[int, int]] = {
 }
 RAW_DATA = 9
 STRIPPED_FIELD = (1 << 29) - 1  # the largest field number protobuf allows; onnx.proto stops far below
-KEEP_BYTES = 4096  # raw_data up to this size stays: not worth a seek
+STRIPPED_COUNT_FIELD = STRIPPED_FIELD - 1  # one per typed field left out: its field number, its value count
+KEEP_BYTES = 4096  # raw_data (or a typed field's encoding) up to this size stays: not worth a seek
+# TensorProto's typed data fields: field number -> (name, wire type of one value, bytes per packed value or 0
+# for varints). string_data is one length-delimited field per string, never packed.
+TYPED_DATA = {
+    4: ("float_data", 5, 4), 5: ("int32_data", 0, 0), 6: ("string_data", 2, -1), 7: ("int64_data", 0, 0),
+    10: ("double_data", 1, 8), 11: ("uint64_data", 0, 0),
+}  # fmt: skip
+_CHUNK = 1 << 20  # packed varints are counted a chunk at a time
+_HIGH = bytes(range(0x80, 0x100))  # bytes that continue a varint
+_LONG_VARINT = re.compile(rb"[\x80-\xff]{10}")  # protobuf refuses a varint of more than ten bytes
 MAX_DEPTH = 100  # protobuf's own recursion limit
 _WINDOW = 8 << 10  # small: a window that reached into the next tensor's data would read the bytes skipped
 
@@ -46,6 +60,27 @@ def stripped_length(tensor: Message) -> int | None:
         if item.field_number == STRIPPED_FIELD and item.wire_type == 0:
             return int(item.data)
     return None
+
+
+def stripped_counts(tensor: Message) -> dict[str, int]:
+    """Typed data fields left out of this tensor, by name, with how many values each held."""
+    counts: dict[str, int] = {}
+    for item in UnknownFieldSet(tensor):
+        if item.field_number == STRIPPED_COUNT_FIELD and item.wire_type == 2:
+            number, pos = _read_varint(item.data, 0)
+            count, _ = _read_varint(item.data, pos)
+            if number in TYPED_DATA:
+                counts[TYPED_DATA[number][0]] = counts.get(TYPED_DATA[number][0], 0) + count
+    return counts
+
+
+@dataclass(slots=True)
+class _Typed:
+    """One typed data field of a tensor, gathered over all its occurrences (protobuf concatenates them)."""
+
+    encoded: int = 0  # bytes of all its occurrences, tags included
+    count: int = 0  # values
+    kept: list[bytes] = field(default_factory=list)  # the occurrences, while `encoded` is within KEEP_BYTES
 
 
 def slim_model(raw: BinaryIO, size: int, check_time: Callable[[], None]) -> bytes:
@@ -87,6 +122,7 @@ class _Slimmer:
             raise SlimError(f"messages nested past the depth limit of {MAX_DEPTH} (protobuf's own)")
         nested = NESTED[kind]
         out = bytearray()
+        typed: dict[int, _Typed] = {}
         pos = start
         while pos < end:
             self.fields += 1
@@ -105,17 +141,64 @@ class _Slimmer:
                 raise SlimError(f"wire type {wire} (groups or worse) at byte {pos}")
             if after > end:
                 raise SlimError(f"field {number} at byte {pos} runs past its message")
-            if kind == TENSOR and number == STRIPPED_FIELD:
-                pass  # only the length this module writes may be read back as one
+            if kind == TENSOR and number in (STRIPPED_FIELD, STRIPPED_COUNT_FIELD):
+                pass  # only what this module writes may be read back as a stripped length or count
             elif wire == 2 and number in nested:
                 inner = self.message(body, after, nested[number], depth + 1)
                 out += _varint(tag) + _varint(len(inner)) + inner
             elif kind == TENSOR and number == RAW_DATA and after - body > KEEP_BYTES:
                 out += _varint(tag) + b"\x00" + _varint(STRIPPED_FIELD << 3) + _varint(after - body)
+            elif kind == TENSOR and number in TYPED_DATA and wire in (2, TYPED_DATA[number][1]):
+                gathered = typed.setdefault(number, _Typed())
+                gathered.encoded += after - pos
+                gathered.count += self.values(number, wire, pos, body, after)
+                if gathered.encoded <= KEEP_BYTES:
+                    gathered.kept.append(self.read(pos, after - pos))
+                else:
+                    gathered.kept.clear()
             else:
                 out += self.read(pos, after - pos)
             pos = after
+        for number, gathered in typed.items():
+            if gathered.encoded <= KEEP_BYTES:
+                out += b"".join(gathered.kept)
+            else:
+                record = _varint(number) + _varint(gathered.count)
+                out += _varint(STRIPPED_COUNT_FIELD << 3 | 2) + _varint(len(record)) + record
         return bytes(out)
+
+    def values(self, number: int, wire: int, pos: int, body: int, after: int) -> int:
+        """How many values one occurrence of a typed data field holds."""
+        _, one, width = TYPED_DATA[number]
+        if wire == one:
+            return 1  # a single value (string_data is always this)
+        if width:
+            if (after - body) % width:
+                raise SlimError(f"packed field {number} at byte {pos} is not a whole number of values")
+            return (after - body) // width
+        count, carry = 0, b""
+        for chunk_start in range(body, after, _CHUNK):
+            chunk = self.read(chunk_start, min(_CHUNK, after - chunk_start))
+            if _LONG_VARINT.search(carry + chunk):
+                raise SlimError(f"a varint of more than ten bytes in packed field {number} at byte {pos}")
+            count += len(chunk.translate(None, _HIGH))  # every varint ends in the one byte below 0x80
+            carry = chunk[-9:]
+            self.check_time()
+        if carry and carry[-1] >= 0x80:
+            raise SlimError(f"packed field {number} at byte {pos} ends inside a varint")
+        return count
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while pos < len(data):
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+    return value, pos
 
 
 def _varint(value: int) -> bytes:
