@@ -750,6 +750,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_gguf(corpus, payload, main_rules)
     build_hostile_onnx(corpus)
     build_hostile_keras_tf(corpus)
+    build_hostile_configs(corpus)
 
 
 def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
@@ -994,6 +995,7 @@ def build_benign(corpus: Corpus) -> None:
     build_benign_gguf(corpus)
     build_benign_onnx(corpus)
     build_benign_keras_tf(corpus)
+    build_benign_configs(corpus)
 
 
 def build_benign_torch(corpus: Corpus) -> None:
@@ -1636,6 +1638,28 @@ def _build_hostile_keras_tf(corpus: Corpus) -> None:
     corpus.add("hostile/tf1-checkpoint-meta/model.ckpt.meta",
                (TF_DATA / "hostile/tf1-checkpoint/model.ckpt.meta").read_bytes(), "TF1 checkpoint whose restore op "
                "(run by import_meta_graph + Saver.restore) depends on WriteFile", rules=expect("WS-TF-002"))
+
+
+# --- Hydra / NeMo configs --------------------------------------------------------------------------
+
+
+def build_benign_configs(corpus: Corpus) -> None:
+    tests = _test_builders("test_config_targets")
+    corpus.add("benign/nemo-asr.nemo", tests.nemo_archive(tests.omegaconf_yaml(tests.NEMO_CONFIG)),
+               "NeMo-style .nemo: a tar of model_config.yaml (NeMo and Hydra targets) and a torch state dict",
+               made_by="OmegaConf.to_yaml, torch.save, tarfile")  # fmt: skip
+    corpus.add("benign/hydra-training.yaml", tests.omegaconf_yaml(tests.HYDRA_TRAINING),
+               "Hydra training config: torch and Lightning targets", made_by="OmegaConf.to_yaml")
+
+
+def build_hostile_configs(corpus: Corpus) -> None:
+    tests = _test_builders("test_config_targets")
+    corpus.add("hostile/nemo-config-os-system.nemo", tests.hostile_nemo(), "a .nemo whose model_config.yaml "
+               "builds os.system for its encoder (CVE-2025-23304)",
+               rules=expect("WS-CFG-001", member="./model_config.yaml"))
+    corpus.add("hostile/hydra-target-exec.yaml", b"model:\n  _target_: builtins.exec\n  _args_:\n"
+               b"    - print('wscan corpus payload')\n", "Hydra config whose _target_ is builtins.exec",
+               rules=expect("WS-CFG-001"))
 
 
 # --- main -----------------------------------------------------------------------------------------

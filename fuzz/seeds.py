@@ -10,6 +10,7 @@ import hashlib
 import json
 import shutil
 import sys
+import tarfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -83,6 +84,14 @@ def _shards() -> Iterator[bytes]:
         yield index.read_bytes() + MARKER + shard
 
 
+def _tar_members(path: Path, keep: Callable[[str], bool]) -> Iterator[bytes]:
+    with tarfile.open(path) as tar:
+        for member in tar.getmembers():
+            handle = tar.extractfile(member) if member.isfile() and keep(member.name) else None
+            if handle is not None:
+                yield handle.read()
+
+
 def _pickles() -> Iterator[bytes]:
     for path in _files("*.pkl", "*.joblib", "*.pt", "*.pth", "*.bin", "*.safetensors"):
         if _magic(path, b"\x80", b"(", b"c", b"]", b"}"):
@@ -106,6 +115,10 @@ SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
         *(m for p in _files("*.keras") for m in _zip_members(p, lambda n: n == "config.json")),
     ],
     "tf_graph": lambda: _files("*.pb", "*.pbtxt", "*.meta"),
+    "config_targets": lambda: [
+        *_files("*.yaml", "*.yml"),
+        *(m for p in _files("*.nemo") for m in _tar_members(p, lambda n: n.endswith(".yaml"))),
+    ],
     "chat_template": _templates,
     "repo_json": lambda: [*(p for p in _files("*.json") if p.name != "MANIFEST.json"), *_files("README.md")],
     "python_code": lambda: [*_files("*.py"), *sorted((ROOT / "tools").glob("*.py"))],

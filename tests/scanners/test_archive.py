@@ -216,6 +216,32 @@ def test_zip_prepended_bytes() -> None:
     assert result.children == {"a.pkl": b"x"}
 
 
+def _tar_ending_in_zip(last: bytes) -> bytes:
+    """A tar (as a `.nemo` is) whose last member is a zip: its end record sits in the tar's tail."""
+    return make_tar([("model_config.yaml", b"target: nemo.X\n", None), ("model_weights.ckpt", last, None)])
+
+
+def test_a_zip_that_is_a_tars_last_member_has_no_hidden_head() -> None:
+    data = _tar_ending_in_zip(make_zip([("archive/data.pkl", b"x")]))
+    assert TarScanner().accepts(Head(data[:65536], data[-65536:], len(data), "a.nemo"))
+    result = run(ZipScanner(), data)
+    assert result.of("archive.prepended_bytes") == []
+    assert result.children == {"archive/data.pkl": b"x"}  # still read both ways
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: b"\x80\x02N." + b"\x00" * 508 + data[512:],  # the first block is not a tar header
+        lambda data: data + b"tail" + b"\x00" * 508,  # something follows the member besides the tar's zeros
+    ],
+    ids=["no-tar-at-the-start", "bytes-after-the-member"],
+)
+def test_a_zip_behind_other_bytes_that_only_look_like_a_tar_is_still_reported(damage: Callable[[bytes], bytes]) -> None:
+    data = damage(_tar_ending_in_zip(make_zip([("a.pkl", b"x")])))
+    assert run(ZipScanner(), data).of("archive.prepended_bytes") != []
+
+
 @pytest.mark.parametrize(
     ("name", "why"),
     [("../evil.pkl", "parent"), ("/etc/cron.d/x", "absolute"), ("a\\b.pkl", "backslash"), ("C:/x.pkl", "drive")],

@@ -13,6 +13,7 @@ from importlib.machinery import PathFinder
 from wscan.scanners.archive import SevenZipScanner, TarScanner, ZipScanner
 from wscan.scanners.base import Scanner
 from wscan.scanners.compressed import CompressedScanner
+from wscan.scanners.config_targets import ConfigTargetScanner
 from wscan.scanners.gguf import GgufScanner
 from wscan.scanners.keras import KerasScanner
 from wscan.scanners.numpy import NpyScanner
@@ -42,6 +43,7 @@ def builtin_scanners() -> list[Scanner]:
         ShardIndexScanner(),
         RepoJsonScanner(),
         TemplateFileScanner(),
+        ConfigTargetScanner(),
         ModelCardScanner(),
         PythonCodeScanner(),
     ]

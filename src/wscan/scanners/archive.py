@@ -275,7 +275,7 @@ def check_zip_member(artifact: Artifact, ctx: ScanContext, info: zipfile.ZipInfo
 def zip_structure(artifact: Artifact, infos: list[zipfile.ZipInfo], locals_: list[Any], start_dir: int) -> Emit:
     """Prepended bytes and overlapping entries: both are how polyglots and quine bombs are built."""
     first = min((i.header_offset for i in infos), default=0)
-    if first > 0:
+    if first > 0 and not _last_tar_member(artifact, first):
         yield artifact.observe("archive.prepended_bytes", 0, length=first)
     spans = sorted(
         (i.header_offset, local.data_start + i.compress_size, i.orig_filename)
@@ -290,6 +290,30 @@ def zip_structure(artifact: Artifact, infos: list[zipfile.ZipInfo], locals_: lis
             yield artifact.observe("archive.overlap", begin, member=name, other="<central directory>")
         if stop > end:
             end, owner = stop, name
+
+
+def _last_tar_member(artifact: Artifact, start: int) -> bool:
+    """Whether the zip at `start` is the last member of a tar (a `.nemo` ends with its weights, a torch zip):
+    the file opens with a tar header, a tar header sits just before the zip, and after that member's data
+    come only the tar's zero blocks. The bytes before the zip are then the tar, which is scanned as such, and
+    the zip is scanned both ways; they are not a polyglot's hidden head."""
+    if start < 512 or start % 512:
+        return False
+    with artifact.opener() as fh:
+        first = fh.read(512)
+        fh.seek(start - 512)
+        header = fh.read(512)
+        if not (tar_checksum_ok(first) and tar_checksum_ok(header)):
+            return False
+        try:
+            length = int(header[124:136].replace(b"\x00", b" ").strip() or b"0", 8)
+        except ValueError:
+            return False
+        rest = artifact.size - start - length
+        if rest < 0 or rest > TAIL_BYTES:
+            return False
+        fh.seek(start + length)
+        return not any(fh.read(rest))
 
 
 class ZipScanner:

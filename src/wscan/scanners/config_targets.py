@@ -1,0 +1,158 @@
+"""YAML configs that name Python callables to build: Hydra's `_target_` and NeMo's model `target`.
+
+Loading a NeMo `.nemo` file (a tar holding `model_config.yaml` and the weights) instantiates the classes its
+config names, and so does `hydra.utils.instantiate` on any Hydra config shipped with a model: a `_target_`
+of `os.system` or `builtins.exec` with an argument is code execution at load time, no pickle needed
+(CVE-2025-23304 in NeMo). Every `_target_` at any depth, and the `target` at the top of a config (NeMo's model
+class), is reported with where it sits; the rules judge the dotted name as they judge a pickle's imports.
+
+The YAML is read as a stream of parser events, never built into a document: aliases stay references (a
+"billion laughs" config costs what its text costs) and the time budget is checked as the events go. A
+target made of interpolations (`${...}`) is resolved only when the config is loaded, so it is reported as such.
+Files are taken by their `.yaml`/`.yml` name or, whatever the name, when the head holds a `_target_:` key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+
+TARGET_KEY = "_target_"  # Hydra, at any depth
+MODEL_TARGET_KEY = "target"  # NeMo's model class, at the top of model_config.yaml
+YAML_SUFFIXES = (".yaml", ".yml")
+_TARGET_IN_HEAD = re.compile(rb"(?m)^[ \t\-]*['\"]?_target_['\"]?[ \t]*:")
+_INTERPOLATION = "${"
+_TICK = 4096  # events between time checks
+_KEEP = 300
+MAX_REPORTED = 1000  # target observations per file; more are counted
+
+
+@dataclass(slots=True)
+class _Frame:
+    """One open mapping or sequence: the key whose value is being read, and where it sits."""
+
+    mapping: bool
+    path: str
+    key: str | None = None  # in a mapping: the key just read, None when a key comes next
+    key_pending: bool = True
+
+
+class ConfigTargetScanner:
+    """YAML configs, for the callables Hydra or NeMo would build from them."""
+
+    name = "config-targets"
+
+    def accepts(self, head: Head) -> bool:
+        if head.raw_data or b"\x00" in head.head:
+            return False
+        if head.name.lower().endswith(YAML_SUFFIXES):
+            return True
+        return _TARGET_IN_HEAD.search(head.head) is not None
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        limit = ctx.limits.max_json_bytes
+        if artifact.size > limit:
+            yield artifact.observe("config.size_limit", size=artifact.size, limit=limit)
+            return
+        with artifact.opener() as raw:
+            data = raw.read(limit + 1)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield from _unreadable(artifact, data, f"not UTF-8 at byte {exc.start}")
+            return
+        try:
+            found = _targets(text, ctx)
+        except _YamlError as exc:
+            yield from _unreadable(artifact, data, str(exc))
+            return
+        for index, (key, path, value) in enumerate(found):
+            if index == MAX_REPORTED:
+                yield artifact.observe("config.more_targets", count=len(found) - MAX_REPORTED)
+                break
+            kind = "config.dynamic_target" if _INTERPOLATION in value else "config.target"
+            yield artifact.observe(kind, callable=value[:_KEEP], key=key, path=path[:_KEEP] or "(top)")
+
+
+class _YamlError(Exception):
+    """The text is not YAML that PyYAML (which Hydra and OmegaConf use) reads."""
+
+
+def _unreadable(artifact: Artifact, data: bytes, reason: str) -> Iterator[ScanItem]:
+    """A config that cannot be read is only a finding when it is named as YAML and looks like it names
+    targets: other YAML files that do not parse are not configs anything instantiates, and a README or a
+    Python file that shows a `_target_:` line is not YAML at all."""
+    if artifact.name.lower().endswith(YAML_SUFFIXES) and _TARGET_IN_HEAD.search(data) is not None:
+        yield artifact.observe("config.malformed", reason=reason[:_KEEP])
+
+
+def _targets(text: str, ctx: ScanContext) -> list[tuple[str, str, str]]:
+    """(key, path, value) of every `_target_` scalar, and of a `target` scalar in a top-level mapping. libyaml
+    reads faster; what it refuses is read again with PyYAML's own parser, which OmegaConf uses."""
+    import yaml
+
+    try:
+        return list(_walk(text, ctx, getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    except _YamlError:
+        return list(_walk(text, ctx, yaml.SafeLoader))
+
+
+def _walk(text: str, ctx: ScanContext, loader: Any) -> Iterator[tuple[str, str, str]]:
+    import yaml
+
+    anchors: dict[str, str] = {}  # anchored scalars, for a target given as an alias
+    stack: list[_Frame] = []
+    try:
+        for count, event in enumerate(yaml.parse(text, Loader=loader)):
+            if count % _TICK == 0:
+                ctx.budget.check_time()
+            if isinstance(event, yaml.ScalarEvent):
+                value = str(event.value)
+                if event.anchor:
+                    anchors[event.anchor] = value
+                yield from _scalar(stack, value)
+            elif isinstance(event, yaml.AliasEvent):
+                yield from _scalar(stack, anchors.get(str(event.anchor), ""))
+            elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                stack.append(_Frame(isinstance(event, yaml.MappingStartEvent), _child_path(stack)))
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                stack.pop()
+                _value_done(stack)
+    except yaml.YAMLError as exc:
+        raise _YamlError(" ".join(str(exc).split())) from None
+    except RecursionError:
+        raise _YamlError("nested too deeply") from None
+
+
+def _child_path(stack: list[_Frame]) -> str:
+    if not stack:
+        return ""
+    top = stack[-1]
+    step = top.key if top.mapping and not top.key_pending and top.key is not None else "[]" if not top.mapping else ""
+    return f"{top.path}.{step}".strip(".") if step else top.path
+
+
+def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
+    if not stack or not stack[-1].mapping:
+        return
+    top = stack[-1]
+    if top.key_pending:
+        top.key, top.key_pending = value, False
+        return
+    if value and (top.key == TARGET_KEY or (top.key == MODEL_TARGET_KEY and len(stack) == 1)):
+        yield top.key, top.path, value
+    _value_done(stack)
+
+
+def _value_done(stack: list[_Frame]) -> None:
+    """A mapping's value is complete: a key comes next."""
+    if stack and stack[-1].mapping:
+        top = stack[-1]
+        if top.key_pending:  # the container that just ended was a key (YAML allows that): its value comes next
+            top.key, top.key_pending = None, False
+        else:
+            top.key, top.key_pending = None, True

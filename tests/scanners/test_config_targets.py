@@ -1,0 +1,228 @@
+"""Hydra `_target_` and NeMo `target` in YAML configs: configs written by OmegaConf (what NeMo saves into a
+`.nemo`) with NeMo and PyTorch classes are clean; a gadget is critical, and real `hydra.utils.instantiate`
+proves it runs; the YAML is streamed, so aliases, damage and size never hang or raise."""
+
+from __future__ import annotations
+
+import io
+import pickle
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from omegaconf import OmegaConf
+
+from tests.helpers.scanning import rule_ids, scan, scan_bytes
+from wscan.config import Config
+from wscan.limits import Budget, Limits
+from wscan.model import Location, Observation, Severity
+from wscan.scanners.base import Artifact, Head, ScanContext
+from wscan.scanners.config_targets import ConfigTargetScanner
+
+# What a NeMo ASR model's model_config.yaml looks like (NeMo's own layout: the model class at the top,
+# Hydra targets for its modules, an optimizer and scheduler by name), written by OmegaConf as NeMo writes it.
+NEMO_CONFIG = {
+    "target": "nemo.collections.asr.models.ctc_bpe_models.EncDecCTCModelBPE",
+    "sample_rate": 16000,
+    "tokenizer": {"dir": "tokenizer", "type": "bpe"},
+    "preprocessor": {
+        "_target_": "nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor",
+        "sample_rate": 16000, "normalize": "per_feature", "window_size": 0.025, "features": 80,
+    },
+    "spec_augment": {"_target_": "nemo.collections.asr.modules.SpectrogramAugmentation", "freq_masks": 2},
+    "encoder": {"_target_": "nemo.collections.asr.modules.ConformerEncoder", "feat_in": 80, "n_layers": 2},
+    "decoder": {"_target_": "nemo.collections.asr.modules.ConvASRDecoder", "feat_in": 176, "num_classes": 128},
+    "optim": {"name": "adamw", "lr": 2.0, "sched": {"name": "NoamAnnealing", "warmup_steps": 1000}},
+    "train_ds": {"manifest_filepath": "train.json", "batch_size": 16, "shuffle": True},
+}  # fmt: skip
+HYDRA_TRAINING = {
+    "model": {"_target_": "torch.nn.Linear", "in_features": 4, "out_features": 2},
+    "optimizer": {"_target_": "torch.optim.AdamW", "_partial_": True, "lr": 0.001},
+    "scheduler": {"_target_": "torch.optim.lr_scheduler.CosineAnnealingLR", "_partial_": True, "T_max": 10},
+    "callbacks": [{"_target_": "lightning.pytorch.callbacks.ModelCheckpoint", "save_top_k": 1},
+                  {"_target_": "pytorch_lightning.callbacks.EarlyStopping", "monitor": "val_loss"}],
+    "data": {"_target_": "torch.utils.data.DataLoader", "batch_size": 8},
+}  # fmt: skip
+
+
+def omegaconf_yaml(config: dict[str, object]) -> bytes:
+    return OmegaConf.to_yaml(OmegaConf.create(config)).encode()
+
+
+def nemo_archive(config: bytes, weights: bytes | None = None) -> bytes:
+    """A `.nemo` file: a tar of model_config.yaml and the weights (by default a torch state dict), as NeMo
+    packs it. Tar headers carry no time or owner, so the bytes are reproducible for given weights."""
+    if weights is None:
+        import torch
+
+        saved = io.BytesIO()
+        torch.save({"encoder.weight": torch.zeros(2, 2)}, saved)
+        weights = saved.getvalue()
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, data in (("./model_config.yaml", config), ("./model_weights.ckpt", weights)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def hostile_nemo() -> bytes:
+    """A `.nemo` whose model config builds `os.system` for its encoder (CVE-2025-23304's shape)."""
+    hostile = dict(NEMO_CONFIG, encoder={"_target_": "os.system", "command": "echo wscan-corpus-payload"})
+    return nemo_archive(omegaconf_yaml(hostile), weights=pickle.dumps({"encoder.weight": [0.0]}, protocol=2))
+
+
+def observe(text: bytes, name: str = "model_config.yaml", limits: Limits | None = None) -> list[Observation]:
+    limits = limits or Limits()
+    artifact = Artifact(Location(name), len(text), lambda: io.BytesIO(text), name=name)
+    scanned = ConfigTargetScanner().scan(artifact, ScanContext(limits, Budget(limits)))
+    return [o for o in scanned if isinstance(o, Observation)]
+
+
+# --- benign ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config", [NEMO_CONFIG, HYDRA_TRAINING], ids=["nemo", "hydra-training"])
+def test_configs_of_nemo_and_pytorch_classes_are_clean(tmp_path: Path, config: dict[str, object]) -> None:
+    report = scan_bytes(tmp_path, omegaconf_yaml(config), "model_config.yaml")
+    assert report.findings == []
+    assert report.files[0].formats == ("config-targets",)
+
+
+def test_every_target_is_seen_with_where_it_sits() -> None:
+    found = {(o.attrs["key"], o.attrs["path"], o.attrs["callable"]) for o in observe(omegaconf_yaml(HYDRA_TRAINING))}
+    assert found == {
+        ("_target_", "model", "torch.nn.Linear"),
+        ("_target_", "optimizer", "torch.optim.AdamW"),
+        ("_target_", "scheduler", "torch.optim.lr_scheduler.CosineAnnealingLR"),
+        ("_target_", "callbacks.[]", "lightning.pytorch.callbacks.ModelCheckpoint"),
+        ("_target_", "callbacks.[]", "pytorch_lightning.callbacks.EarlyStopping"),
+        ("_target_", "data", "torch.utils.data.DataLoader"),
+    }
+    nemo = {(o.attrs["key"], o.attrs["path"]) for o in observe(omegaconf_yaml(NEMO_CONFIG))}
+    assert ("target", "(top)") in nemo and ("_target_", "encoder") in nemo
+
+
+def test_a_nemo_archive_is_read_through_its_tar(tmp_path: Path) -> None:
+    clean = scan_bytes(tmp_path / "a", nemo_archive(omegaconf_yaml(NEMO_CONFIG)), "asr.nemo")
+    assert clean.findings == []
+    report = scan_bytes(tmp_path / "b", hostile_nemo(), "asr.nemo")
+    assert [(f.rule_id, f.location.member) for f in report.findings] == [("WS-CFG-001", "./model_config.yaml")]
+
+
+def test_other_yaml_and_text_are_not_configs(tmp_path: Path) -> None:
+    files = {
+        "workflow.yml": b"on: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n",
+        "README.md": b"# Model\n\nBuild it with:\n\n```yaml\n_target_: torch.nn.Linear\nin: {\n```\n",
+        "train.py": b'config = {\n"_target_": "torch.optim.Adam",\n  "lr": [1, 2\n',
+        "broken.yml": b"key: [unclosed\n",  # not a config: no target in it
+        "notes.txt": b"target: a note about targets, not a config\n",
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    report = scan(tmp_path)
+    assert report.findings == [], [f.message for f in report.findings]
+
+
+# --- hostile --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "rule", "callable_"),
+    [
+        (b"_target_: os.system\ncommand: id\n", "WS-CFG-001", "os.system"),
+        (b"model:\n  _target_: builtins.exec\n  _args_: ['import os']\n", "WS-CFG-001", "builtins.exec"),
+        (b"target: subprocess.Popen\nargs: [[sh]]\n", "WS-CFG-001", "subprocess.Popen"),  # NeMo's model class key
+        (b"cb:\n  - {_target_: 'os.system', command: id}\n", "WS-CFG-001", "os.system"),  # flow style, quoted
+        (b"x: &g os.system\nrun:\n  _target_: *g\n", "WS-CFG-001", "os.system"),  # through an alias
+        (b"'_target_': \"posix.system\"\n", "WS-CFG-001", "posix.system"),
+        (b"model:\n  _target_: mylib.models.Net\n", "WS-CFG-002", "mylib.models.Net"),
+        (b"target: mylib.models.Net\n", "WS-CFG-002", "mylib.models.Net"),
+        (b"model:\n  _target_: ${oc.env:MODEL_CLASS}\n", "WS-CFG-003", "${oc.env:MODEL_CLASS}"),
+        (b"a:\n  _target_: torch.nn.Linear\n  b: [unclosed\n", "WS-CFG-004", None),
+        (b"_target_: os.system\n\xff\xfe\n", "WS-CFG-004", None),
+    ],
+)
+def test_each_hostile_config_trips_its_rule(tmp_path: Path, text: bytes, rule: str, callable_: str | None) -> None:
+    report = scan_bytes(tmp_path, text, "config.yaml")
+    assert rule_ids(report) == {rule}, [f.message for f in report.findings]
+    if callable_ is not None:
+        assert report.findings[0].evidence["callable"] == callable_
+
+
+def test_a_target_only_nested_under_target_is_not_the_model_class(tmp_path: Path) -> None:
+    assert rule_ids(scan_bytes(tmp_path, b"loss:\n  target: my.thing\n", "config.yaml")) == set()
+
+
+def test_a_config_can_allow_its_own_library(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_bytes(b"model:\n  _target_: mylib.models.Net\nbad:\n  _target_: os.system\n")
+    allowed = scan(path, Config(allow=frozenset({"mylib.models.Net", "os.system"})))
+    assert [(f.rule_id, f.severity) for f in allowed.findings] == [("WS-CFG-001", Severity.CRITICAL)]
+
+
+def test_hydra_runs_what_wscan_flags(tmp_path: Path) -> None:
+    """Differential, with the real loader in a child process: instantiating the config creates the marker
+    folder, and wscan reports the callable that did it as critical."""
+    marker = tmp_path / "instantiated-marker"
+    config = tmp_path / "model_config.yaml"
+    config.write_text(f"model:\n  _target_: os.makedirs\n  name: {marker}\n", encoding="utf-8")
+    code = "import sys; from hydra.utils import instantiate; from omegaconf import OmegaConf; " \
+           "instantiate(OmegaConf.load(sys.argv[1]))"  # fmt: skip
+    subprocess.run([sys.executable, "-c", code, str(config)], check=True, timeout=120, capture_output=True)
+    assert marker.is_dir()
+    report = scan(config)
+    assert [(f.rule_id, f.evidence["callable"]) for f in report.findings] == [("WS-CFG-001", "os.makedirs")]
+
+
+# --- bounds ---------------------------------------------------------------------------------------------------
+
+
+def test_a_billion_laughs_config_is_read_as_written() -> None:
+    lines = ["a0: &a0 [_target_, os.system]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 12)]
+    text = ("\n".join(lines) + "\nrun:\n  _target_: torch.nn.Linear\n").encode()
+    started = time.monotonic()
+    found = observe(text)
+    assert time.monotonic() - started < 5
+    assert [o.attrs["callable"] for o in found] == ["torch.nn.Linear"]
+
+
+def test_size_and_time_limits(tmp_path: Path) -> None:
+    big = scan_bytes(tmp_path / "a", b"_target_: torch.nn.Linear\n" + b"# pad\n" * 100, "c.yaml",
+                     Config(limits=Limits(max_json_bytes=200)))  # fmt: skip
+    assert rule_ids(big) == {"WS-CFG-005"}
+    many = b"".join(b"k%d:\n  _target_: torch.nn.Linear\n" % i for i in range(300_000))
+    slow = scan_bytes(tmp_path / "b", many, "c.yaml", Config(limits=Limits(max_seconds_per_file=0.2)))
+    assert [(f.rule_id, f.evidence.get("limit")) for f in slow.findings] == [("WS-FILE-002", "max-seconds-per-file")]
+
+
+def test_more_targets_than_listed_are_counted() -> None:
+    text = b"".join(b"k%d:\n  _target_: torch.nn.Linear\n" % i for i in range(1003))
+    found = observe(text)
+    assert len([o for o in found if o.kind == "config.target"]) == 1000
+    assert [o.attrs["count"] for o in found if o.kind == "config.more_targets"] == [3]
+
+
+def test_sniffed_by_name_or_by_a_target_key() -> None:
+    scanner = ConfigTargetScanner()
+    assert scanner.accepts(Head(b"a: 1\n", b"", 5, "m/config.YAML"))
+    assert scanner.accepts(Head(b"x: 1\n  - _target_: a.b\n", b"", 20, "m/hparams"))
+    assert not scanner.accepts(Head(b"a: 1\n", b"", 5, "m/config.json"))
+    assert not scanner.accepts(Head(b"_target_: a\x00", b"", 12, "m/blob"))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_damaged_configs_never_raise(data: st.DataObject) -> None:
+    sample = bytearray(omegaconf_yaml(NEMO_CONFIG) + b"x: &r [*r]\ny: !!python/object:os.system {}\n")
+    for _ in range(data.draw(st.integers(0, 8))):
+        sample[data.draw(st.integers(0, len(sample) - 1))] = data.draw(st.sampled_from(b"{}[]&*!:-'\"\n \t#|>"))
+    found = observe(bytes(sample[: data.draw(st.integers(0, len(sample)))]))
+    assert all(o.kind.startswith("config.") for o in found)
