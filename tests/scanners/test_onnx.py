@@ -1019,7 +1019,7 @@ def test_large_typed_data_is_counted_not_kept(tmp_path: Path) -> None:
     parsed = ModelProto()
     parsed.ParseFromString(slim)
     typed = next(t for t in parsed.graph.initializer if t.name == "typed")
-    assert len(typed.float_data) == 0 and onnx_slim.stripped_counts(typed) == {"float_data": 2_000_000}
+    assert len(typed.float_data) == 0 and onnx_slim.stripped_counts(typed) == {"float_data": (2_000_000, False)}
     report = scan(path, Config(limits=Limits(max_bytes_read=2_000_000)))  # packed floats are skipped, not read
     assert rule_ids(report) == set() and report.files[0].status == "scanned"
 
@@ -1042,7 +1042,7 @@ def test_stripped_counts_are_exact(tmp_path: Path, field: str, values: list[Any]
     path = write(tmp_path, model)
     with path.open("rb") as raw:
         parsed = ModelProto.FromString(onnx_slim.slim_model(raw, path.stat().st_size, lambda: None))
-    assert onnx_slim.stripped_counts(parsed.graph.initializer[-1]) == {field: expected * 2000}
+    assert onnx_slim.stripped_counts(parsed.graph.initializer[-1])[field].values == expected * 2000
 
 
 @pytest.mark.parametrize(
@@ -1087,20 +1087,48 @@ _DATA_TYPES = [t for t in TensorProto.DataType.values() if t != T.UNDEFINED] + [
     shift=st.sampled_from([-2, -1, 0, 1, 2]),
     factor=st.sampled_from([1, 2, 4 / 32, 2 / 32]),
     second_field=st.booleans(),
+    value=st.sampled_from([1, 63, 64, 300, -1]),
 )
 def test_stripped_typed_data_is_judged_as_onnx_checker_judges_it(
-    tmp_path: Path, data_type: int, field: str, elements: int, shift: int, factor: float, second_field: bool
+    tmp_path: Path, data_type: int, field: str, elements: int, shift: int, factor: float, second_field: bool,
+    value: int,
 ) -> None:
     """Differential: for typed data large enough to be left out, a finding exactly when onnx.checker refuses the
     whole model (WS-ONNX-016 with its reason, or WS-ONNX-010 for raw bytes beside the values); around the
     counts each data type needs, in the right field and the wrong one."""
     count = max(0, int(-(-elements * factor // 1)) + shift)
-    model = _typed_model(data_type, [elements], field, count, value=1)
+    if field in ("float_data", "double_data", "string_data") or (field == "uint64_data" and value < 0):
+        value = 1
+    model = _typed_model(data_type, [elements], field, count, value=value)
     if second_field and count:  # two value fields (raw bytes alone are WS-ONNX-010's, stricter than the checker)
         model.graph.initializer[-1].raw_data = b"\x00" * 8
     report = scan(write(tmp_path, model))
     assert {f.rule_id for f in report.findings} <= {"WS-ONNX-016", "WS-ONNX-010"}
     assert bool(report.findings) != _checker_accepts(model), [f.message for f in report.findings]
+
+
+REVIEW = Path(__file__).resolve().parents[1] / "data" / "onnx_review"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "float6.onnx",  # 5,000 FLOAT6 values, one of them 200: the checker holds FLOAT6 to six bits
+        "empty-packed.onnx",  # 2,000+ empty packed float_data occurrences on a 0-element tensor: no values
+        "empty-packed-2.onnx",  # the same beside real int64_data
+    ],
+)
+def test_review_cases_are_judged_as_the_checker_judges_them(name: str) -> None:
+    model = onnx.load(str(REVIEW / name))
+    report = scan(REVIEW / name)
+    assert bool(report.findings) != _checker_accepts(model), [f.message for f in report.findings]
+
+
+@pytest.mark.parametrize(("value", "flagged"), [(63, False), (64, True), (-1, True)])
+def test_six_bit_values_are_checked_when_left_out(tmp_path: Path, value: int, flagged: bool) -> None:
+    model = _typed_model(T.FLOAT6E2M3, [6000], "int32_data", 6000, value=value)
+    assert rule_ids(scan(write(tmp_path, model))) == ({"WS-ONNX-016"} if flagged else set())
+    assert _checker_accepts(model) != flagged
 
 
 # --- onnx loaded in part, in scan workers ----------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers.scanning import default_engine, rule_ids
+from tests.helpers.scanning import default_engine, rule_ids, scan
 from tests.helpers.scanning import scan_bytes as _scan_bytes
 from wscan.config import Config
 from wscan.engine import Engine
@@ -576,3 +576,97 @@ def test_text_mutations_never_raise(sample: str, data: st.DataObject) -> None:
     text = as_text(blob, "graph_def" if sample == "graph_def" else "saved_model")
     found = observe(_mutate(data, text), "saved_model.pbtxt")
     assert not any(o.kind == "scan.error" for o in found)
+
+
+# --- evasions found in review, each run by TensorFlow (tests/data/tensorflow/evasions/README.md) ---------------
+
+EVASIONS = TF_DATA / "evasions"
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [
+        ("saverfirst-text.meta", "WS-TF-002"),
+        ("longcomment-text.meta", "WS-TF-002"),
+        ("saverfirst-bin.meta", "WS-TF-002"),
+        ("infoextra-bin.meta", "WS-TF-002"),
+        ("opfirst-graph.pbtxt", "WS-TF-002"),
+        ("versionsfirst-graph.pbtxt", "WS-TF-002"),
+        ("list-graph.pbtxt", "WS-TF-002"),
+        ("polyglot/saved_model.pbtxt", "WS-TF-002"),
+        ("long.pb", "WS-TF-004"),
+        ("content.pb", "WS-TF-004"),
+        ("oneof.pb", "WS-TF-004"),
+        ("saverdef-const.meta", "WS-TF-004"),
+    ],
+)
+def test_graphs_tensorflow_runs_are_read_whatever_their_layout(name: str, rule: str) -> None:
+    report = scan(EVASIONS / name)
+    assert rule in rule_ids(report), [f.message for f in report.findings]
+
+
+def test_the_name_decides_the_encoding_of_a_saved_model(tmp_path: Path) -> None:
+    """saved_model.pbtxt is text to TensorFlow even when its bytes also parse as a binary graph, and
+    saved_model.pb is binary even when it reads as text."""
+    text = as_text(hostile_saved_model(), "saved_model")
+    hidden = b"#" + benign_graph_def().replace(b"\n", b"") + b"\n" + text
+    assert sniff(hidden[:4096]) is not None or True  # whatever the sniff says, the name wins
+    assert rule_ids(scan_bytes(tmp_path / "a", hidden, "saved_model.pbtxt")) >= {"WS-TF-002"}
+    assert rule_ids(scan_bytes(tmp_path / "b", text, "saved_model.pb")) == {"WS-TF-007"}
+
+
+def test_a_meta_is_binary_if_it_parses_so_else_text(tmp_path: Path) -> None:
+    def build(graph: Any) -> None:
+        add_node(graph, "p", "Const", value=b"/root/.bashrc")
+        add_node(graph, "w", "WriteFile", ("p", "c"))
+
+    binary = meta_graph(build)
+    assert rule_ids(scan_bytes(tmp_path / "a", binary, "x.meta")) == {"WS-TF-002"}
+    assert rule_ids(scan_bytes(tmp_path / "b", as_text(binary, "meta_graph"), "x.meta")) == {"WS-TF-002"}
+    assert rule_ids(scan_bytes(tmp_path / "c", b"meta_info_def { tags: ", "x.meta")) == {"WS-TF-007"}
+    # Unity keeps YAML in .meta files beside every asset (ML-Agents models too): no graph, so no TF finding.
+    unity = b"fileFormatVersion: 2\nguid: 4b3e2d1f0a9c8b7e6d5c4b3a29181716\nScriptedImporter:\n  userData: \n"
+    assert rule_ids(scan_bytes(tmp_path / "d", unity, "Pyramids.onnx.meta")) == {"WS-FILE-006"}
+
+
+@pytest.mark.parametrize(
+    ("default", "expected"),
+    [
+        (b"a" * 300 + b"/../../tmp/x", {"WS-TF-004", "WS-TF-005"}),  # the whole default counts, not 200 characters
+        (b"model", set()),
+    ],
+)
+def test_the_savers_default_is_judged_whole(tmp_path: Path, default: bytes, expected: set[str]) -> None:
+    graph = message_class("GraphDef")()
+    _tf1_saver(graph, default)
+    assert rule_ids(scan_bytes(tmp_path, bytes(graph.SerializeToString()), "graph.pb")) == expected
+
+
+def test_the_last_member_of_an_attr_value_is_its_value() -> None:
+    value = message_class("AttrValue")()
+    value.MergeFromString(b"\x12\x05model")  # s
+    value.MergeFromString(b"\x42\x0b\x42\x09/tmp/evil")  # then tensor { string_val }
+    assert value.WhichOneof("value") == "tensor" and tf_graph._attr_value(value) == b"/tmp/evil"
+    value.MergeFromString(b"\x12\x05model")  # s again
+    assert tf_graph._attr_value(value) == b"model"
+
+
+def test_a_one_line_text_graph_stops_at_the_time_limit(tmp_path: Path) -> None:
+    text = b" ".join(b'node { name: "n%d" op: "Const" }' % i for i in range(200_000))  # 6 MB on one line
+    report = scan_bytes(tmp_path, text, "graph.pbtxt", Limits(max_seconds_per_file=0.5))
+    assert [(f.rule_id, f.evidence.get("limit")) for f in report.findings] == [("WS-FILE-002", "max-seconds-per-file")]
+
+
+@pytest.mark.parametrize("line", ['node { name: "a b" op: \'Const\' } ' * 5000, 'x: "' + "y " * 50_000 + '"'])
+def test_long_lines_are_cut_only_where_text_format_allows(line: str) -> None:
+    pieces = list(tf_graph._pieces(line))
+    assert all(len(piece) <= 2 * tf_graph._PIECE for piece in pieces[:-1]) or len(pieces) == 1
+    assert " ".join(pieces).split() == line.split()  # no token cut, none joined
+    for piece in pieces:
+        assert piece.count('"') % 2 == 0 or len(pieces) == 1  # never inside a string
+
+
+def test_text_larger_than_the_text_limit_is_not_parsed(tmp_path: Path) -> None:
+    text = as_text(hostile_graph_def(), "graph_def")
+    report = scan_bytes(tmp_path, text, "graph.pbtxt", Limits(max_json_bytes=100))
+    assert rule_ids(report) == {"WS-TF-009"}

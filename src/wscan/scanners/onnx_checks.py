@@ -37,7 +37,7 @@ from wscan.scanners.onnx_lib import (
     check_tensor,
 )
 from wscan.scanners.onnx_lib import defs as onnx_defs
-from wscan.scanners.onnx_slim import stripped_counts, stripped_length
+from wscan.scanners.onnx_slim import Stripped, stripped_counts, stripped_length
 
 INT64_MAX = 2**63 - 1
 MAX_ENTRIES = 10_000_000  # nodes, tensors, graphs and attributes together: real models have a few hundred thousand
@@ -466,12 +466,12 @@ def _check_tensor(where: str, tensor: TensorProto, external: _ExternalData, foun
     return True
 
 
-def _check_stripped(where: str, tensor: TensorProto, stripped: dict[str, int], found: _Collector) -> None:
+def _check_stripped(where: str, tensor: TensorProto, stripped: dict[str, Stripped], found: _Collector) -> None:
     """What onnx.checker checks of a tensor's typed data, for data left out by onnx_slim (the checker then sees
     the tensor emptied): values in the field their data type belongs in, at least as many as the shape needs.
     The checker's own rule for each data type is asked of the checker (`_typed_rule`)."""
     tensor_name = f"tensor name: {text(tensor.name, 200)}"
-    (field_name, count), elements = next(iter(stripped.items())), numel(tensor.dims) or 0
+    (field_name, (count, wide)), elements = next(iter(stripped.items())), numel(tensor.dims) or 0
     rule = _typed_rule(tensor.data_type)
     needed = -(-elements * rule[1] // 32) if rule is not None else 0
     if rule is None:
@@ -484,6 +484,8 @@ def _check_stripped(where: str, tensor: TensorProto, stripped: dict[str, int], f
     elif count < needed:
         reason = f"TensorProto ({tensor_name}) {field_name} size ({count}) is too small for the declared shape " \
                  f"({needed} {field_name.removesuffix('_data')} values required)."  # fmt: skip
+    elif wide and rule[2]:
+        reason = f"TensorProto ({tensor_name}) {field_name} values must use only bits 0-5."
     else:
         return
     found.add("onnx.checker_failed", reason=text(f"{where}: {reason}", 300))
@@ -494,15 +496,16 @@ def _has_inline(tensor: TensorProto, name: str) -> bool:
 
 
 @cache
-def _typed_rule(data_type: int) -> tuple[str, int] | None:
-    """(the field onnx.checker wants a data type's values in, how many values it needs for 32 elements): the
-    checker's own answer, from small probe tensors (its rule is linear in the element count: one value per
-    element, two for complex types, sub-byte types packed into int32 values). None: a type it refuses."""
+def _typed_rule(data_type: int) -> tuple[str, int, bool] | None:
+    """(the field onnx.checker wants a data type's values in, how many values it needs for 32 elements, whether
+    it holds values to six bits as for FLOAT6): the checker's own answer, from small probe tensors (its count
+    rule is linear in the element count: one value per element, two for complex types, sub-byte types
+    packed into int32 values). None: a type it refuses."""
 
-    def accepts(field_name: str, count: int) -> bool:
+    def accepts(field_name: str, count: int, value: int = 0) -> bool:
         probe = TensorProto(name="probe", data_type=data_type, dims=[32])
         values = getattr(probe, field_name)
-        values.extend([b"0"] * count if field_name == "string_data" else [0] * count)
+        values.extend([b"0"] * count if field_name == "string_data" else [value] * count)
         try:
             check_tensor(probe)
         except Exception:  # the checker raises ValidationError, and whatever its C++ throws
@@ -515,7 +518,8 @@ def _typed_rule(data_type: int) -> tuple[str, int] | None:
             while low < high:
                 middle = (low + high) // 2
                 low, high = (low, middle) if accepts(field_name, middle) else (middle + 1, high)
-            return field_name, low
+            six_bits = field_name == "int32_data" and accepts(field_name, 64, 63) and not accepts(field_name, 64, 64)
+            return field_name, low, six_bits
     return None
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from google.protobuf.message import Message
 from google.protobuf.unknown_fields import UnknownFieldSet
@@ -45,6 +45,7 @@ TYPED_DATA = {
 }  # fmt: skip
 _CHUNK = 1 << 20  # packed varints are counted a chunk at a time
 _HIGH = bytes(range(0x80, 0x100))  # bytes that continue a varint
+_LOW = bytes(range(0x40))  # the bytes of a one-byte varint below 64
 _LONG_VARINT = re.compile(rb"[\x80-\xff]{10}")  # protobuf refuses a varint of more than ten bytes
 MAX_DEPTH = 100  # protobuf's own recursion limit
 _WINDOW = 8 << 10  # small: a window that reached into the next tensor's data would read the bytes skipped
@@ -62,16 +63,27 @@ def stripped_length(tensor: Message) -> int | None:
     return None
 
 
-def stripped_counts(tensor: Message) -> dict[str, int]:
-    """Typed data fields left out of this tensor, by name, with how many values each held."""
-    counts: dict[str, int] = {}
+class Stripped(NamedTuple):
+    """A typed data field left out of a tensor: how many values it held, and whether any of them was outside
+    0..63 (onnx.checker holds FLOAT6 values to six bits; only varint fields can say so)."""
+
+    values: int
+    wide: bool
+
+
+def stripped_counts(tensor: Message) -> dict[str, Stripped]:
+    """Typed data fields left out of this tensor, by name."""
+    found: dict[str, Stripped] = {}
     for item in UnknownFieldSet(tensor):
         if item.field_number == STRIPPED_COUNT_FIELD and item.wire_type == 2:
             number, pos = _read_varint(item.data, 0)
-            count, _ = _read_varint(item.data, pos)
-            if number in TYPED_DATA:
-                counts[TYPED_DATA[number][0]] = counts.get(TYPED_DATA[number][0], 0) + count
-    return counts
+            count, pos = _read_varint(item.data, pos)
+            wide, _ = _read_varint(item.data, pos)
+            if number in TYPED_DATA and count:
+                name = TYPED_DATA[number][0]
+                before = found.get(name, Stripped(0, False))
+                found[name] = Stripped(before.values + count, before.wide or bool(wide))
+    return found
 
 
 @dataclass(slots=True)
@@ -80,6 +92,7 @@ class _Typed:
 
     encoded: int = 0  # bytes of all its occurrences, tags included
     count: int = 0  # values
+    wide: bool = False  # a value outside 0..63 (varint fields)
     kept: list[bytes] = field(default_factory=list)  # the occurrences, while `encoded` is within KEEP_BYTES
 
 
@@ -151,7 +164,9 @@ class _Slimmer:
             elif kind == TENSOR and number in TYPED_DATA and wire in (2, TYPED_DATA[number][1]):
                 gathered = typed.setdefault(number, _Typed())
                 gathered.encoded += after - pos
-                gathered.count += self.values(number, wire, pos, body, after)
+                count, wide = self.values(number, wire, pos, body, after)
+                gathered.count += count
+                gathered.wide = gathered.wide or wide
                 if gathered.encoded <= KEEP_BYTES:
                     gathered.kept.append(self.read(pos, after - pos))
                 else:
@@ -162,31 +177,34 @@ class _Slimmer:
         for number, gathered in typed.items():
             if gathered.encoded <= KEEP_BYTES:
                 out += b"".join(gathered.kept)
-            else:
-                record = _varint(number) + _varint(gathered.count)
+            elif gathered.count:  # empty occurrences only: protobuf holds no values, so no field either
+                record = _varint(number) + _varint(gathered.count) + _varint(int(gathered.wide))
                 out += _varint(STRIPPED_COUNT_FIELD << 3 | 2) + _varint(len(record)) + record
         return bytes(out)
 
-    def values(self, number: int, wire: int, pos: int, body: int, after: int) -> int:
-        """How many values one occurrence of a typed data field holds."""
+    def values(self, number: int, wire: int, pos: int, body: int, after: int) -> tuple[int, bool]:
+        """How many values one occurrence of a typed data field holds, and whether one is outside 0..63."""
         _, one, width = TYPED_DATA[number]
         if wire == one:
-            return 1  # a single value (string_data is always this)
+            if width:
+                return 1, False
+            return 1, any(byte >= 0x40 for byte in self.read(body, after - body)) if wire == 0 else False
         if width:
             if (after - body) % width:
                 raise SlimError(f"packed field {number} at byte {pos} is not a whole number of values")
-            return (after - body) // width
-        count, carry = 0, b""
+            return (after - body) // width, False
+        count, wide, carry = 0, False, b""
         for chunk_start in range(body, after, _CHUNK):
             chunk = self.read(chunk_start, min(_CHUNK, after - chunk_start))
             if _LONG_VARINT.search(carry + chunk):
                 raise SlimError(f"a varint of more than ten bytes in packed field {number} at byte {pos}")
             count += len(chunk.translate(None, _HIGH))  # every varint ends in the one byte below 0x80
+            wide = wide or len(chunk.translate(None, _LOW)) > 0  # a value of 64 or more has a byte of 0x40 or more
             carry = chunk[-9:]
             self.check_time()
         if carry and carry[-1] >= 0x80:
             raise SlimError(f"packed field {number} at byte {pos} ends inside a varint")
-        return count
+        return count, wide
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:

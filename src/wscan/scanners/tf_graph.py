@@ -23,14 +23,13 @@ the way TensorFlow writes each of them, or when it is named `saved_model.pbtxt`.
 from __future__ import annotations
 
 import glob
-import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from wscan.discover import display_path
-from wscan.model import AttrValue
+from wscan.model import AttrValue, Observation
 from wscan.scanners.base import CLAIM_KIND, HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 
 SAVED_MODEL_NAME = "saved_model.pb"
@@ -105,10 +104,12 @@ _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
     ("AttrValue", [("list", 1, _M, False, "ListValue"), ("s", 2, _B, False, ""),
                    ("tensor", 8, _M, False, "TensorProto")]),
     ("ListValue", [("s", 2, _B, True, "")]),
-    ("TensorProto", [("string_val", 8, _B, True, "")]),
+    ("TensorProto", [("tensor_content", 4, _B, False, ""), ("string_val", 8, _B, True, "")]),
 ]  # fmt: skip
 # Field names are TensorFlow's own, since text format names fields. Enum fields (a tensor's dtype) are left out:
-# text writes their values by name, and only the strings above are needed.
+# text writes their values by name, and only the strings above are needed. AttrValue's members are one oneof,
+# as in TensorFlow: of `s: "model"` followed by a `tensor`, the last one set is the value, here as there.
+_ONEOF = {"AttrValue": ("value", frozenset({"list", "s", "tensor"}))}
 MESSAGE_OF = {"saved_model": "SavedModel", "graph_def": "GraphDef", "meta_graph": "MetaGraphDef"}
 _PACKAGE = "wscan.tfgraph"
 _CLASSES: dict[str, Any] = {}
@@ -125,12 +126,17 @@ def message_class(name: str) -> Any:
                  _M: descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE}  # fmt: skip
         for message, fields in _MESSAGES:
             described = proto.message_type.add(name=message)
+            oneof, members = _ONEOF.get(message, ("", frozenset()))
+            if oneof:
+                described.oneof_decl.add(name=oneof)
             for field_name, number, kind, repeated, type_name in fields:
                 label = (descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED if repeated
                          else descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)  # fmt: skip
                 added = described.field.add(name=field_name, number=number, type=kinds[kind], label=label)
                 if type_name:
                     added.type_name = f".{_PACKAGE}.{type_name}"
+                if field_name in members:
+                    added.oneof_index = 0
         pool = descriptor_pool.DescriptorPool()
         pool.Add(proto)
         for message, _ in _MESSAGES:
@@ -287,15 +293,29 @@ def _text(data: bytes) -> str:
     return data[:_KEEP].decode("utf-8", "backslashreplace")
 
 
+def _attr_value(value: Any) -> bytes:
+    """A string attribute, a string list attribute, or a string tensor's first string, whole; a tensor whose
+    strings are packed in tensor_content comes back marked as such (it is never a bare file name)."""
+    member = value.WhichOneof("value")
+    if member == "s":
+        return bytes(value.s)
+    if member == "list":
+        return b", ".join(value.list.s)
+    if member == "tensor":
+        if value.tensor.tensor_content:
+            return b"tensor_content:" + bytes(value.tensor.tensor_content)
+        return bytes(value.tensor.string_val[0]) if value.tensor.string_val else b""
+    return b""
+
+
 def _attr_text(value: Any) -> str:
-    """A string attribute, a string list attribute, or the strings of a string tensor, as text."""
-    if value.s:
-        return _text(value.s)
-    if value.HasField("list") and value.list.s:
-        return _text(b", ".join(value.list.s))
-    if value.HasField("tensor") and value.tensor.string_val:
-        return _text(value.tensor.string_val[0])
-    return ""
+    """`_attr_value`, shortened for a report."""
+    return _text(_attr_value(value))
+
+
+def _bare_file_name(value: bytes) -> bool:
+    """A file name without a folder, drive or scheme: what a TF1 Saver writes by default (`model`)."""
+    return not any(c in value for c in b"/\\:")
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -313,25 +333,29 @@ class _Scope:
 
     nodes: list[Any]
     function: str
-    fed: frozenset[str]  # nodes the loader feeds (the saver's filename tensor)
+    fed: frozenset[str]  # the Saver's filename input: save and restore feed it a path
     by_name: dict[str, Any] | None = None
 
     def constant(self, node: Any) -> str:
-        """The string constant the node's first input comes from, through pass-through ops; '' if fed."""
+        """The string constant the node's first input comes from, through pass-through ops; '' if there is
+        none. Through the Saver's filename input only a folder-free default counts as '': that input is fed on
+        save and restore, but an op that runs at any other time, unfed, writes to the default."""
         if self.by_name is None:
             self.by_name = {n.name.decode("utf-8", "replace"): n for n in self.nodes}
-        current = node
+        current, fed = node, False
         for _ in range(MAX_HOPS):
             if not current.input:
                 return ""
             name = _source(current.input[0])
+            fed = fed or name in self.fed
             current = self.by_name.get(name)
-            if current is None or name in self.fed:
+            if current is None:
                 return ""
             op = current.op.decode("utf-8", "replace")
             if op == "Const":
                 value = _attrs(current).get("value")
-                return _attr_text(value) if value is not None else ""
+                whole = _attr_value(value) if value is not None else b""
+                return "" if fed and _bare_file_name(whole) else _text(whole)
             if op not in PASS_THROUGH:
                 return ""
         return ""
@@ -370,84 +394,153 @@ def _scopes(message: Any, kind: str) -> Iterator[_Scope]:
 
 def _tf1_saver_inputs(nodes: Iterable[Any]) -> frozenset[str]:
     """The filename inputs of every TF1 `tf.train.Saver` in a graph: `<scope>/Const`, a PlaceholderWithDefault
-    over `<scope>/filename`, another over a constant. Whoever calls save or restore feeds them. A meta graph's
-    saver_def names only the Saver its loader uses, and a bare GraphDef (Estimator's `graph.pbtxt`) names
-    none. Only a bare file name counts as the default (the Saver's own is `model`): a default with a folder in
-    it is a path the graph chose, and stays reported."""
-    by_name = {_source(n.name): n for n in nodes if n.op in (b"PlaceholderWithDefault", b"Const")}
+    over `<scope>/filename`, another PlaceholderWithDefault. A meta graph's saver_def names only the Saver its
+    loader uses, and a bare GraphDef (Estimator's `graph.pbtxt`) names none. What counts as fed is judged in
+    `_Scope.constant`."""
+    placeholders = {_source(n.name): n for n in nodes if n.op == b"PlaceholderWithDefault"}
     fed = set()
-    for name, node in by_name.items():
-        scope, _, last = name.rpartition("/")
-        if last != "Const" or node.op != b"PlaceholderWithDefault" or len(node.input) != 1:
-            continue
-        inner = by_name.get(_source(node.input[0]))
-        if inner is None or _source(node.input[0]) != f"{scope}/filename" or inner.op == b"Const":
-            continue
-        default = by_name.get(_source(inner.input[0])) if len(inner.input) == 1 else None
-        value = _attrs(default).get("value") if default is not None and default.op == b"Const" else None
-        if value is not None and not any(c in _attr_text(value) for c in "/\\:"):
+    for name, node in placeholders.items():
+        filename = f"{name.removesuffix('/Const')}/filename"
+        inner = _source(node.input[0]) if len(node.input) == 1 else ""
+        if name.endswith("/Const") and inner == filename and filename in placeholders:
             fed.add(name)
     return frozenset(fed)
 
 
 class TfGraphScanner:
-    """TensorFlow graphs, binary or text, whatever their name (saved_model.pb and .pbtxt are taken on it)."""
+    """TensorFlow graphs, binary or text: by the names TensorFlow's loaders read, else by their first bytes."""
 
     name = "tf-graph"
 
     def accepts(self, head: Head) -> bool:
         if head.raw_data:
             return False
-        base = head.name.replace("\\", "/").rsplit("/", 1)[-1]
-        if base in IGNORED_NAMES:
-            return False
-        return _kind(head.head, base) is not None
+        return _readings(head.head, _base(head.name)) is not None
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
-        from google.protobuf.message import DecodeError
-        from google.protobuf.text_format import ParseError
-
         limit = ctx.limits.max_member_bytes
         if artifact.size > limit:
             yield artifact.observe("tf.size_limit", size=artifact.size, limit=limit)
             return
         with artifact.opener() as raw:
             data = raw.read(limit + 1)
-        base = artifact.name.replace("\\", "/").rsplit("/", 1)[-1]
-        kind, text = _kind(data[:HEAD_BYTES], base) or ("graph_def", False)
-        message = message_class(MESSAGE_OF[kind])()
-        try:
-            if text:
-                _parse_text(data, message, ctx.budget.check_time)
+        base = _base(artifact.name)
+        readings = _readings(data[:HEAD_BYTES], base) or [("graph_def", BINARY)]
+        parsed: list[tuple[str, Any]] = []
+        failures: list[tuple[str, str]] = []
+        text_limit = ctx.limits.max_json_bytes  # Python's text parser takes about 18 bytes of memory per byte
+        for kind, encoding in readings:
+            if encoding == TEXT and not _may_hold_graphs(data, kind) and len(readings) > 1:
+                continue  # none of this message's graph fields is named anywhere in the text
+            try:
+                parsed.append((kind, _parse(data, kind, encoding, ctx, text=len(data) <= text_limit)))
+            except _Unparsable as exc:
+                failures.append((kind, str(exc)))
+        if not parsed:
+            kind, reason = failures[0] if failures else (readings[0][0], "nothing to read")
+            head = data[:HEAD_BYTES]
+            if base.lower().endswith(".meta") and sniff(head) is None and sniff_text(head) is None:
+                # Neither reading works, so import_meta_graph refuses it too; `.meta` is also Unity's suffix.
+                yield artifact.observe("file.unknown_format", head=head[:8].hex())
+            elif reason == _TOO_LONG:
+                yield artifact.observe("tf.size_limit", size=artifact.size, limit=text_limit)
             else:
-                message.ParseFromString(data)
-        except (DecodeError, ParseError, RecursionError, ValueError) as exc:
-            reason = f"{'text format: ' if text else ''}{type(exc).__name__}: {exc}"
-            yield artifact.observe("tf.malformed", format=kind, reason=reason[:200])
+                yield artifact.observe("tf.malformed", format=kind, reason=reason[:200])
             return
-        if kind == "saved_model" and not any(m.HasField("graph_def") for m in message.meta_graphs):
-            yield artifact.observe("tf.graph_invalid", format=kind, reason="no meta graph with a graph")
+        primary = readings[0][0]
+        if len(readings) == 1 and primary == "saved_model" and not any(
+            m.HasField("graph_def") for m in parsed[0][1].meta_graphs
+        ):
+            yield artifact.observe("tf.graph_invalid", format=primary, reason="no meta graph with a graph")
             return
-        yield from _ops(artifact, ctx, message, kind)
-        if kind == "saved_model":
+        seen: set[object] = set()  # a node two readings both find is reported once
+        for kind, message in parsed:
+            for item in _ops(artifact, ctx, message, kind):
+                key = (item.kind, tuple(sorted(item.attrs.items()))) if isinstance(item, Observation) else item
+                if key not in seen:
+                    seen.add(key)
+                    yield item
+        if base in (SAVED_MODEL_NAME, SAVED_MODEL_TEXT_NAME) or (len(readings) == 1 and primary == "saved_model"):
             yield from _claim_saved_model_files(artifact)
-        elif kind == "meta_graph":
+        elif any(kind == "meta_graph" for kind, _ in parsed):
             yield from _claim_checkpoint(artifact)
 
 
-def _kind(head: bytes, base: str) -> tuple[str, bool] | None:
-    """(kind, whether it is text) of a graph, from its first bytes, else from its name."""
+BINARY, TEXT, BINARY_THEN_TEXT = "binary", "text", "binary, else text"
+KINDS = ("saved_model", "meta_graph", "graph_def")
+# A reading of text as one message only finds graphs through its top-level fields, which text names.
+_GRAPH_FIELD_NAMES = {
+    "saved_model": re.compile(rb"\bmeta_graphs\b"),
+    "meta_graph": re.compile(rb"\bgraph_def\b"),
+    "graph_def": re.compile(rb"\b(node|library)\b"),
+}
+
+
+class _Unparsable(Exception):
+    """The bytes are not this message in this encoding; the message says why."""
+
+
+def _base(name: str) -> str:
+    return name.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _readings(head: bytes, base: str) -> list[tuple[str, str]] | None:
+    """How TensorFlow's loaders would read a file, as (message, encoding) pairs, or None if it is no graph.
+
+    By name first, as the loaders go: `saved_model.pb` is a binary SavedModel and `saved_model.pbtxt` a text
+    one; a `.meta` is a MetaGraphDef, binary if it parses so, else text (`import_meta_graph`); any other
+    `.pb` or `.pbtxt` is read as each message, and what each reading finds is reported (which one a program
+    expects is in the program, not the file). Other names by their first bytes, the way TensorFlow writes.
+    """
+    lowered = base.lower()
+    if base in IGNORED_NAMES:
+        return None
+    if base == SAVED_MODEL_NAME:
+        return [("saved_model", BINARY)]
+    if base == SAVED_MODEL_TEXT_NAME:
+        return [("saved_model", TEXT)]
+    if lowered.endswith(".meta"):
+        return [("meta_graph", BINARY_THEN_TEXT)]
+    if lowered.endswith(".pbtxt"):
+        return [(kind, TEXT) for kind in KINDS]
+    if lowered.endswith(".pb"):
+        return [(kind, BINARY) for kind in KINDS]
     binary = sniff(head)
     if binary is not None:
-        return binary, False
+        return [(binary, BINARY)]
     text = sniff_text(head)
-    if text is not None:
-        return text, True
-    if base == SAVED_MODEL_NAME:
-        return "saved_model", False
-    if base == SAVED_MODEL_TEXT_NAME:
-        return "saved_model", True
-    return None
+    return [(text, TEXT)] if text is not None else None
+
+
+def _may_hold_graphs(data: bytes, kind: str) -> bool:
+    return _GRAPH_FIELD_NAMES[kind].search(data) is not None
+
+
+_TOO_LONG = "too long to read as text"
+
+
+def _parse(data: bytes, kind: str, encoding: str, ctx: ScanContext, text: bool) -> Any:
+    """The message `kind` read from `data` (as text only when `text` allows it); raises _Unparsable with
+    protobuf's reason."""
+    from google.protobuf.message import DecodeError
+    from google.protobuf.text_format import ParseError
+
+    message = message_class(MESSAGE_OF[kind])()
+    if encoding != TEXT:
+        try:
+            message.ParseFromString(data)
+            return message
+        except (DecodeError, RecursionError, ValueError) as exc:
+            if encoding == BINARY:
+                raise _Unparsable(f"{type(exc).__name__}: {exc}") from None
+            message = message_class(MESSAGE_OF[kind])()
+    if not text:
+        raise _Unparsable(_TOO_LONG)
+    try:
+        _parse_text(data, message, ctx.budget.check_time)
+    except (ParseError, RecursionError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        raise _Unparsable(f"text format: {type(exc).__name__}: {exc}") from None
+    return message
 
 
 def _parse_text(data: bytes, message: Any, check_time: Callable[[], None]) -> None:
@@ -464,17 +557,40 @@ def _parse_text(data: bytes, message: Any, check_time: Callable[[], None]) -> No
 
 
 def _lines(text: str, check_time: Callable[[], None]) -> Iterator[str]:
-    """`text.split("\\n")` (what `text_format.Merge` parses), made lazily, with a time check every few lines."""
-    start = 0
-    for count in itertools.count(1):
-        if count % _TICK == 0:
-            check_time()
+    """`text.split("\\n")` (what `text_format.Merge` parses), made lazily, with a time check every few lines;
+    a very long line is cut into pieces (see `_pieces`), so that a one-line file is checked too."""
+    start = count = since_check = 0
+    while True:
         end = text.find("\n", start)
+        for piece in _pieces(text[start:] if end < 0 else text[start:end]):
+            count += 1
+            since_check += len(piece)
+            if count % _TICK == 0 or since_check >= _PIECE:  # the parser reads about 64 KiB in 60 ms
+                check_time()
+                since_check = 0
+            yield piece
         if end < 0:
-            yield text[start:]
             return
-        yield text[start:end]
         start = end + 1
+
+
+_PIECE = 1 << 16
+# Text format tokens as far as line breaks go: strings (no raw line breaks in them), comments, white space.
+_BREAKABLE = re.compile(r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|#[^\n]*|(\s+)|[^\s\"'#]+|.")
+
+
+def _pieces(line: str) -> Iterator[str]:
+    """A line of at most `_PIECE` characters as it is; a longer one cut at white space outside strings and
+    comments, where text format reads a line break as the same white space."""
+    if len(line) <= _PIECE:
+        yield line
+        return
+    start = 0
+    for token in _BREAKABLE.finditer(line):
+        if token.group(1) is not None and token.start() - start >= _PIECE:
+            yield line[start : token.start()]
+            start = token.end()
+    yield line[start:]
 
 
 MAX_CLAIMED = 10_000
