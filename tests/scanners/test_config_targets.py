@@ -96,7 +96,8 @@ def test_configs_of_nemo_and_pytorch_classes_are_clean(tmp_path: Path, config: d
 
 
 def test_every_target_is_seen_with_where_it_sits() -> None:
-    found = {(o.attrs["key"], o.attrs["path"], o.attrs["callable"]) for o in observe(omegaconf_yaml(HYDRA_TRAINING))}
+    found = {(o.attrs["key"], o.attrs["path"], o.attrs["callable"])
+             for o in observe(omegaconf_yaml(HYDRA_TRAINING)) if o.kind == "config.target"}  # fmt: skip
     assert found == {
         ("_target_", "model", "torch.nn.Linear"),
         ("_target_", "optimizer", "torch.optim.AdamW"),
@@ -105,7 +106,8 @@ def test_every_target_is_seen_with_where_it_sits() -> None:
         ("_target_", "callbacks.[]", "pytorch_lightning.callbacks.EarlyStopping"),
         ("_target_", "data", "torch.utils.data.DataLoader"),
     }
-    nemo = {(o.attrs["key"], o.attrs["path"]) for o in observe(omegaconf_yaml(NEMO_CONFIG))}
+    nemo = {(o.attrs["key"], o.attrs["path"])
+            for o in observe(omegaconf_yaml(NEMO_CONFIG)) if o.kind == "config.target"}  # fmt: skip
     assert ("target", "(top)") in nemo and ("_target_", "encoder") in nemo
 
 
@@ -156,8 +158,34 @@ def test_each_hostile_config_trips_its_rule(tmp_path: Path, text: bytes, rule: s
         assert report.findings[0].evidence["callable"] == callable_
 
 
-def test_a_target_only_nested_under_target_is_not_the_model_class(tmp_path: Path) -> None:
-    assert rule_ids(scan_bytes(tmp_path, b"loss:\n  target: my.thing\n", "config.yaml")) == set()
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (b"target: production\nloss:\n  target: 3\n", set()),  # not dotted names: no class
+        (b"model:\n  target: subprocess.Popen\n", {"WS-CFG-001"}),  # NeMo reads the model: section's target
+        (b"defaults_: &d {target: subprocess.Popen}\n<<: *d\n", {"WS-CFG-001"}),  # lifted by a merge key
+    ],
+)
+def test_nemo_targets_are_read_wherever_nemo_reads_them(tmp_path: Path, text: bytes, expected: set[str]) -> None:
+    assert rule_ids(scan_bytes(tmp_path, text, "model_config.yaml")) == expected
+
+
+@pytest.mark.parametrize(
+    ("target", "rule"),
+    [
+        ("omegaconf._utils.os.makedirs", "WS-CFG-007"),  # Hydra walks attributes: this is os.makedirs
+        ("torch.utils.data.dataloader.os.makedirs", "WS-CFG-007"),
+        ("torch.nn.modules.module.torch.load", "WS-CFG-007"),
+        ("builtins.len.__self__.exec", "WS-CFG-010"),
+        ("torch.utils.data.datapipes.utils.decoder.basichandlers", "WS-CFG-001"),  # unpickles its data
+        ("omegaconf.OmegaConf.save", "WS-CFG-001"),  # writes any text to any file
+        ("hydra.utils.instantiate", "WS-CFG-001"),  # builds whatever its arguments name
+        ("nemo.collections.asr.models.EncDecCTCModel.from_pretrained", "WS-CFG-008"),
+    ],
+)
+def test_gadgets_behind_allowed_names_are_flagged(tmp_path: Path, target: str, rule: str) -> None:
+    report = scan_bytes(tmp_path, f"model:\n  _target_: {target}\n".encode(), "config.yaml")
+    assert rule in rule_ids(report) and max(f.severity for f in report.findings) >= Severity.HIGH, report.findings
 
 
 def test_a_config_can_allow_its_own_library(tmp_path: Path) -> None:
@@ -167,18 +195,22 @@ def test_a_config_can_allow_its_own_library(tmp_path: Path) -> None:
     assert [(f.rule_id, f.severity) for f in allowed.findings] == [("WS-CFG-001", Severity.CRITICAL)]
 
 
-def test_hydra_runs_what_wscan_flags(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("target", "rule"),
+    [("os.makedirs", "WS-CFG-001"), ("omegaconf._utils.os.makedirs", "WS-CFG-007")],
+)
+def test_hydra_runs_what_wscan_flags(tmp_path: Path, target: str, rule: str) -> None:
     """Differential, with the real loader in a child process: instantiating the config creates the marker
     folder, and wscan reports the callable that did it as critical."""
     marker = tmp_path / "instantiated-marker"
     config = tmp_path / "model_config.yaml"
-    config.write_text(f"model:\n  _target_: os.makedirs\n  name: {marker}\n", encoding="utf-8")
+    config.write_text(f"model:\n  _target_: {target}\n  name: {marker}\n", encoding="utf-8")
     code = "import sys; from hydra.utils import instantiate; from omegaconf import OmegaConf; " \
            "instantiate(OmegaConf.load(sys.argv[1]))"  # fmt: skip
     subprocess.run([sys.executable, "-c", code, str(config)], check=True, timeout=120, capture_output=True)
     assert marker.is_dir()
     report = scan(config)
-    assert [(f.rule_id, f.evidence["callable"]) for f in report.findings] == [("WS-CFG-001", "os.makedirs")]
+    assert [(f.rule_id, f.severity) for f in report.findings] == [(rule, Severity.CRITICAL)]
 
 
 # --- bounds ---------------------------------------------------------------------------------------------------
@@ -191,7 +223,18 @@ def test_a_billion_laughs_config_is_read_as_written() -> None:
     started = time.monotonic()
     found = observe(text)
     assert time.monotonic() - started < 5
-    assert [o.attrs["callable"] for o in found] == ["torch.nn.Linear"]
+    assert [o.attrs["callable"] for o in found if o.kind == "config.target"] == ["torch.nn.Linear"]
+
+
+def test_deep_configs_keep_short_paths() -> None:
+    """Paths are built when a target is reported, from a few steps, not kept whole at every level (a 100 KB
+    key repeated 60 levels deep took gigabytes)."""
+    key = "k" * 100_000
+    text = f"a: &k {key}\n" + "".join(f"{'  ' * i}*k :\n" for i in range(60)) + "  " * 60 + "_target_: os.system\n"
+    started = time.monotonic()
+    found = [o for o in observe(text.encode()) if o.kind == "config.target"]
+    assert time.monotonic() - started < 10
+    assert [o.attrs["callable"] for o in found] == ["os.system"] and len(str(found[0].attrs["path"])) <= 300
 
 
 def test_size_and_time_limits(tmp_path: Path) -> None:

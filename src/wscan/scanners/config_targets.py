@@ -3,13 +3,16 @@
 Loading a NeMo `.nemo` file (a tar holding `model_config.yaml` and the weights) instantiates the classes its
 config names, and so does `hydra.utils.instantiate` on any Hydra config shipped with a model: a `_target_`
 of `os.system` or `builtins.exec` with an argument is code execution at load time, no pickle needed
-(CVE-2025-23304 in NeMo). Every `_target_` at any depth, and the `target` at the top of a config (NeMo's model
-class), is reported with where it sits; the rules judge the dotted name as they judge a pickle's imports.
+(CVE-2025-23304 in NeMo). Every `_target_` at any depth, and every `target` that is a dotted name (NeMo's model
+class, at the top or under `model:`), is reported with where it sits; the rules judge the dotted name as they
+judge a pickle's imports.
 
 The YAML is read as a stream of parser events, never built into a document: aliases stay references (a
 "billion laughs" config costs what its text costs) and the time budget is checked as the events go. A
 target made of interpolations (`${...}`) is resolved only when the config is loaded, so it is reported as such.
 Files are taken by their `.yaml`/`.yml` name or, whatever the name, when the head holds a `_target_:` key.
+Hydra resolves a dotted name attribute by attribute (`omegaconf._utils.os.makedirs` is `os.makedirs`), so
+every tail of a target's name is reported too, for the rules to judge.
 """
 
 from __future__ import annotations
@@ -22,21 +25,25 @@ from typing import Any
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 
 TARGET_KEY = "_target_"  # Hydra, at any depth
-MODEL_TARGET_KEY = "target"  # NeMo's model class, at the top of model_config.yaml
+MODEL_TARGET_KEY = "target"  # NeMo's model class: a dotted name, at any depth (NeMo reads the top or `model:`)
 YAML_SUFFIXES = (".yaml", ".yml")
 _TARGET_IN_HEAD = re.compile(rb"(?m)^[ \t\-]*['\"]?_target_['\"]?[ \t]*:")
 _INTERPOLATION = "${"
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+\Z")  # what NeMo's `target` must be to name a class
 _TICK = 4096  # events between time checks
+_STEP = 60  # characters of a key kept for a path
+_SHOWN_STEPS = 8
+_MAX_PARTS = 64  # dotted parts of a target whose tails are judged
 _KEEP = 300
 MAX_REPORTED = 1000  # target observations per file; more are counted
 
 
 @dataclass(slots=True)
 class _Frame:
-    """One open mapping or sequence: the key whose value is being read, and where it sits."""
+    """One open mapping or sequence: the key whose value is being read, and the step that led to it."""
 
     mapping: bool
-    path: str
+    step: str  # the key (shortened) or `[]` under which this container sits in its parent; '' at the top
     key: str | None = None  # in a mapping: the key just read, None when a key comes next
     key_pending: bool = True
 
@@ -66,16 +73,23 @@ class ConfigTargetScanner:
             yield from _unreadable(artifact, data, f"not UTF-8 at byte {exc.start}")
             return
         try:
-            found = _targets(text, ctx)
+            found, more = _targets(text, ctx)
         except _YamlError as exc:
             yield from _unreadable(artifact, data, str(exc))
             return
-        for index, (key, path, value) in enumerate(found):
-            if index == MAX_REPORTED:
-                yield artifact.observe("config.more_targets", count=len(found) - MAX_REPORTED)
-                break
-            kind = "config.dynamic_target" if _INTERPOLATION in value else "config.target"
-            yield artifact.observe(kind, callable=value[:_KEEP], key=key, path=path[:_KEEP] or "(top)")
+        for key, path, value in found:
+            if _INTERPOLATION in value:
+                yield artifact.observe("config.dynamic_target", callable=value[:_KEEP], key=key, path=path)
+                continue
+            parts = value.split(".")
+            yield artifact.observe("config.target", callable=value[:_KEEP], leaf=parts[-1][:_KEEP], key=key, path=path)
+            # Hydra resolves a dotted name attribute by attribute, so `omegaconf._utils.os.system` is os.system:
+            # each tail of the name is judged too.
+            for start in range(1, min(len(parts), _MAX_PARTS)):
+                tail = ".".join(parts[start:])[:_KEEP]
+                yield artifact.observe("config.target_walk", callable=tail, target=value[:_KEEP], key=key, path=path)
+        if more:
+            yield artifact.observe("config.more_targets", count=more)
 
 
 class _YamlError(Exception):
@@ -90,15 +104,26 @@ def _unreadable(artifact: Artifact, data: bytes, reason: str) -> Iterator[ScanIt
         yield artifact.observe("config.malformed", reason=reason[:_KEEP])
 
 
-def _targets(text: str, ctx: ScanContext) -> list[tuple[str, str, str]]:
-    """(key, path, value) of every `_target_` scalar, and of a `target` scalar in a top-level mapping. libyaml
-    reads faster; what it refuses is read again with PyYAML's own parser, which OmegaConf uses."""
+def _targets(text: str, ctx: ScanContext) -> tuple[list[tuple[str, str, str]], int]:
+    """(key, path, value) of the first MAX_REPORTED targets (every `_target_` scalar, and every `target`
+    scalar that is a dotted name: NeMo's model class, at the top or under `model:`), and how many more.
+    libyaml reads faster; what it refuses is read again with PyYAML's own parser, which OmegaConf uses."""
     import yaml
 
-    try:
-        return list(_walk(text, ctx, getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-    except _YamlError:
-        return list(_walk(text, ctx, yaml.SafeLoader))
+    for loader in (getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader):
+        found: list[tuple[str, str, str]] = []
+        more = 0
+        try:
+            for target in _walk(text, ctx, loader):
+                if len(found) < MAX_REPORTED:
+                    found.append(target)
+                else:
+                    more += 1
+            return found, more
+        except _YamlError:
+            if loader is yaml.SafeLoader:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _walk(text: str, ctx: ScanContext, loader: Any) -> Iterator[tuple[str, str, str]]:
@@ -118,7 +143,7 @@ def _walk(text: str, ctx: ScanContext, loader: Any) -> Iterator[tuple[str, str, 
             elif isinstance(event, yaml.AliasEvent):
                 yield from _scalar(stack, anchors.get(str(event.anchor), ""))
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                stack.append(_Frame(isinstance(event, yaml.MappingStartEvent), _child_path(stack)))
+                stack.append(_Frame(isinstance(event, yaml.MappingStartEvent), _step(stack)))
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 stack.pop()
                 _value_done(stack)
@@ -128,12 +153,22 @@ def _walk(text: str, ctx: ScanContext, loader: Any) -> Iterator[tuple[str, str, 
         raise _YamlError("nested too deeply") from None
 
 
-def _child_path(stack: list[_Frame]) -> str:
+def _step(stack: list[_Frame]) -> str:
+    """How a container about to open is reached from its parent: the key it is the value of, or `[]`."""
     if not stack:
         return ""
     top = stack[-1]
-    step = top.key if top.mapping and not top.key_pending and top.key is not None else "[]" if not top.mapping else ""
-    return f"{top.path}.{step}".strip(".") if step else top.path
+    if not top.mapping:
+        return "[]"
+    return (top.key or "")[:_STEP] if not top.key_pending else ""
+
+
+def _path(stack: list[_Frame]) -> str:
+    """Where the innermost container sits, for a report: the first and last steps of a deep one."""
+    steps = [frame.step for frame in stack if frame.step]
+    if len(steps) > 2 * _SHOWN_STEPS:
+        steps = [*steps[:_SHOWN_STEPS], "...", *steps[-_SHOWN_STEPS:]]
+    return ".".join(steps)[:_KEEP] or "(top)"
 
 
 def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
@@ -143,8 +178,8 @@ def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
     if top.key_pending:
         top.key, top.key_pending = value, False
         return
-    if value and (top.key == TARGET_KEY or (top.key == MODEL_TARGET_KEY and len(stack) == 1)):
-        yield top.key, top.path, value
+    if value and (top.key == TARGET_KEY or (top.key == MODEL_TARGET_KEY and _DOTTED.match(value))):
+        yield top.key, _path(stack), value
     _value_done(stack)
 
 
