@@ -17,6 +17,7 @@ every tail of a target's name is reported too, for the rules to judge.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -110,20 +111,16 @@ def _targets(text: str, ctx: ScanContext) -> tuple[list[tuple[str, str, str]], i
     libyaml reads faster; what it refuses is read again with PyYAML's own parser, which OmegaConf uses."""
     import yaml
 
-    for loader in (getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader):
-        found: list[tuple[str, str, str]] = []
-        more = 0
-        try:
-            for target in _walk(text, ctx, loader):
-                if len(found) < MAX_REPORTED:
-                    found.append(target)
-                else:
-                    more += 1
-            return found, more
-        except _YamlError:
-            if loader is yaml.SafeLoader:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
+    try:
+        return _first(_walk(text, ctx, getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    except _YamlError:
+        return _first(_walk(text, ctx, yaml.SafeLoader))
+
+
+def _first(targets: Iterator[tuple[str, str, str]]) -> tuple[list[tuple[str, str, str]], int]:
+    """The first MAX_REPORTED targets, and how many came after them (counted, not kept)."""
+    found = list(itertools.islice(targets, MAX_REPORTED))
+    return found, sum(1 for _ in targets)
 
 
 def _walk(text: str, ctx: ScanContext, loader: Any) -> Iterator[tuple[str, str, str]]:

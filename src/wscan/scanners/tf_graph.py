@@ -456,7 +456,7 @@ class TfGraphScanner:
         seen: set[object] = set()  # a node two readings both find is reported once
         for kind, message in parsed:
             for item in _ops(artifact, ctx, message, kind):
-                key = (item.kind, tuple(sorted(item.attrs.items()))) if isinstance(item, Observation) else item
+                key = (item.kind, tuple(sorted(item.attrs.items())))
                 if key not in seen:
                     seen.add(key)
                     yield item
@@ -625,7 +625,7 @@ def _claim_checkpoint(artifact: Artifact) -> Iterator[ScanItem]:
             yield artifact.observe(CLAIM_KIND, file=display_path(path), format="tf-checkpoint")
 
 
-def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Iterator[ScanItem]:
+def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Iterator[Observation]:
     """One observation per node whose op reaches outside the graph."""
     reported = walked = 0
     for scope in _scopes(message, kind):
