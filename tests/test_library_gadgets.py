@@ -4,6 +4,11 @@
   state in __setstate__. A RandomizedSearchCV with `scipy.stats` parameters pickles such objects.
 - scikit-learn: ScoringMonitor.__setstate__ opens a multiprocessing Client to the address in its state.
 
+- Allowlisted names used the way no real file uses them: TrainingArguments and accelerate's PartialState called
+  (their constructors set environment variables, read files, share state), objects called through helpers
+  that call their arguments (numpy's __generator_ctor, torch's _rebuild_from_type_v2, copyreg._reconstructor),
+  and functions real files only keep as values (np.mean, accuracy_score) called at load.
+
 Each proof loads the corpus sample's bytes (rebuilt with a marker payload or a local address) with plain
 `pickle.load` in a fresh interpreter, then checks that wscan calls the same bytes critical, and that an
 `allow` entry in the config cannot change that.
@@ -12,6 +17,8 @@ Each proof loads the corpus sample's bytes (rebuilt with a marker payload or a l
 from __future__ import annotations
 
 import importlib.util
+import io
+import pickle
 import socket
 import subprocess
 import sys
@@ -101,3 +108,99 @@ def test_functools_partial_is_judged_by_what_it_wraps(tmp_path: Path) -> None:
     hostile = pickle.dumps(functools.partial(os.system, "echo wscan"), protocol=4)
     found = _critical(tmp_path / "b", hostile, "partial.pkl")
     assert any(f.startswith("WS-PKL-001") and "system" in f for f in found), found
+
+
+# --- allowlisted names used the way no real file uses them (found by auditing every allowlisted callable) ---
+
+
+class _Call:
+    """Pickles as REDUCE: func(*args), then BUILD with `state` if given."""
+
+    def __init__(self, func: object, args: tuple[object, ...], state: object = None) -> None:
+        self.func, self.args, self.state = func, args, state
+
+
+class _Pickler(pickle.Pickler):
+    def reducer_override(self, obj: object) -> object:
+        if isinstance(obj, _Call):
+            return (obj.func, obj.args) if obj.state is None else (obj.func, obj.args, obj.state)
+        return NotImplemented
+
+
+def _dump(obj: object) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=2).dump(obj)
+    return buffer.getvalue()
+
+
+def _rules(folder: Path, blob: bytes) -> set[str]:
+    return {f.rule_id for f in scan_bytes(folder, blob, "model.pkl").findings if f.severity >= Severity.HIGH}
+
+
+def test_training_arguments_called_with_arguments_is_flagged(tmp_path: Path) -> None:
+    """TrainingArguments(...) runs __post_init__, which sets environment variables from its fields; a real
+    training_args.bin restores it from state and is clean."""
+    import dataclasses
+
+    from transformers.training_args import TrainingArguments
+
+    overrides = {"output_dir": str(tmp_path / "out"), "torch_compile_backend": "wscan_marker", "report_to": "none"}
+    fields = [f for f in dataclasses.fields(TrainingArguments) if f.init]
+    args = tuple(
+        overrides.get(f.name, f.default if f.default is not dataclasses.MISSING else f.default_factory())  # type: ignore[misc]
+        for f in fields
+    )
+    blob = _dump(_Call(TrainingArguments, args))
+    sample = tmp_path / "training_args.bin"
+    sample.write_bytes(blob)
+    shown = subprocess.run(
+        [sys.executable, "-I", "-c", LOAD.replace("pickle.load(", "x = pickle.load(") +
+         "; import os; print(os.environ.get('ACCELERATE_DYNAMO_BACKEND'))", str(sample)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert "WSCAN_MARKER" in shown.stdout.upper(), shown.stderr[-2000:]
+    assert "WS-PKL-014" in _rules(tmp_path / "called", blob)
+
+    real = TrainingArguments(output_dir=str(tmp_path / "out"), report_to="none")
+    assert not _rules(tmp_path / "real", pickle.dumps(real))
+
+
+def test_accelerate_partial_state_called_is_flagged(tmp_path: Path) -> None:
+    from accelerate.state import PartialState
+
+    blob = _dump(_Call(PartialState, (True,), {"num_processes": 1337}))
+    assert "WS-PKL-014" in _rules(tmp_path, blob)
+
+
+def test_a_call_laundered_through_an_allowed_helper_is_a_dynamic_call(tmp_path: Path) -> None:
+    """numpy's __generator_ctor(name, ctor) runs ctor(name), and torch's _rebuild_from_type_v2(func, ...) runs
+    func(*args): an object passed there (a joblib Parallel, a deprecation wrapper) is called at load."""
+    from numpy.random._pickle import __generator_ctor as generator_ctor
+    from sklearn.utils.deprecation import deprecated
+    from sklearn.utils.parallel import Parallel
+    from torch._tensor import _rebuild_from_type_v2
+
+    parallel = _Call(Parallel, (2,))
+    assert "WS-PKL-005" in _rules(tmp_path / "a", _dump(_Call(generator_ctor, ([], parallel))))
+    wrapper = _Call(deprecated, ("patched by a pickle",))
+    assert "WS-PKL-005" in _rules(tmp_path / "b", _dump(_Call(generator_ctor, (dict, wrapper))))
+    assert "WS-PKL-005" in _rules(tmp_path / "c", _dump(_Call(_rebuild_from_type_v2, (parallel, None, (), {}))))
+
+
+def test_a_score_function_passes_as_a_value_but_not_as_a_call(tmp_path: Path) -> None:
+    import numpy as np
+    from sklearn.metrics import accuracy_score
+
+    assert not _rules(tmp_path / "a", pickle.dumps({"pool": np.mean, "score": accuracy_score}))
+    assert "WS-PKL-003" in _rules(tmp_path / "b", _dump(_Call(np.mean, ([1.0, 2.0],))))
+    assert "WS-PKL-003" in _rules(tmp_path / "c", _dump(_Call(accuracy_score, ([1], [1]))))
+
+
+def test_copyreg_reconstructor_runs_its_base_init(tmp_path: Path) -> None:
+    """copyreg._reconstructor(cls, base, state) calls base.__init__(obj, state) unless base is object."""
+    import copyreg
+
+    from transformers.training_args import TrainingArguments
+
+    blob = _dump(_Call(copyreg._reconstructor, (TrainingArguments, TrainingArguments, str(tmp_path))))  # type: ignore[attr-defined]
+    assert "WS-PKL-014" in _rules(tmp_path, blob)

@@ -84,7 +84,8 @@ SKLEARN_SCORE_FUNCTIONS = {
     "chi2", "f_classif", "f_oneway", "f_regression", "r_regression", "mutual_info_classif", "mutual_info_regression",
 }
 # SplineTransformer keeps SciPy B-splines; their coefficients go through array-api-compat's asarray.
-SCIPY_NAMES = ["scipy.interpolate._bsplines.BSpline", "scipy._lib.array_api_compat.numpy._aliases.asarray"]
+SCIPY_CLASSES = ["scipy.interpolate._bsplines.BSpline"]
+SCIPY_FUNCTIONS = ["scipy._lib.array_api_compat.numpy._aliases.asarray"]
 # Classes that do something on load, so a pickle must not get them for free: ScoringMonitor connects to the
 # address in its state (multiprocessing Client) when unpickled and opens a listener when made. pickle.yaml lists
 # them as dangerous.
@@ -153,6 +154,20 @@ def training_args_names() -> list[str]:
             ):
                 names.add(f"{module}.{klass.__qualname__}")
     return sorted(names)
+
+
+def state_only_names() -> list[str]:
+    """The training_args.bin classes whose constructor acts: TrainingArguments' __post_init__ sets environment
+    variables and reads the files its fields name, PartialState.__init__ binds the instance to state shared by
+    the process. Real files restore them from state (cls.__new__, then BUILD); a call runs the constructor
+    (WS-PKL-014). Enums are left out: pickle rebuilds every member by calling its class with the value."""
+    names = []
+    for dotted in training_args_names():
+        module_name, _, class_name = dotted.rpartition(".")
+        value = getattr(importlib.import_module(module_name), class_name)
+        if not (isinstance(value, type) and issubclass(value, enum.Enum)):
+            names.append(dotted)
+    return names
 
 
 def classes_under(package: str, skip: tuple[str, ...] = ()) -> list[str]:
@@ -242,11 +257,13 @@ def architecture_names() -> list[str]:
 
 
 def write(name: str, description: str, entries: list[str], list_name: str = "allowed-callables",
-          pack: str | None = None) -> None:
+          pack: str | None = None, more: dict[str, list[str]] | None = None) -> None:
+    """One generated pack: `entries` under `list_name`, and any `more` named lists."""
     pack = pack or f"allow-{name}"
+    lists = {list_name: sorted(set(entries))} | {key: sorted(set(values)) for key, values in (more or {}).items()}
     # The description ends in a newline, as the folded YAML scalar these packs used to be: same content, same
     # rules digest, so attestations made before the change still match.
-    data = {"pack": pack, "description": description + "\n", "lists": {list_name: sorted(set(entries))}}
+    data = {"pack": pack, "description": description + "\n", "lists": lists}
     # JSON is YAML too, and wscan reads a built-in pack that is JSON at C speed (see rules/loader.py).
     (RULES / f"{pack}.yaml").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
@@ -256,10 +273,15 @@ def main() -> int:
     write(
         "torch", "Tensor, storage, dtype and rebuild helpers: torch's weights_only allowlist.", torch_names()
     )
+    # Functions real pickles keep as values (a pooling_func, a scorer's score function) are `referenced-callables`:
+    # looked up, never called, by the files that hold them. A call would run them on arguments the pickle chose,
+    # and NumPy and scikit-learn functions call methods of those arguments (np.mean(x) calls x.mean()).
     write(
         "core",
-        "Python containers, copyreg helpers, NumPy reconstruction (hand-picked), NumPy ufuncs and reductions.",
-        CORE + numpy_names + numpy_function_names(),
+        "Python containers, copyreg helpers, NumPy reconstruction (hand-picked); NumPy ufuncs and reductions "
+        "as values only.",
+        CORE + numpy_names,
+        more={"referenced-callables": numpy_function_names()},
     )
     sklearn_classes = [
         n for n in classes_under("sklearn", skip=("externals", "_build_utils", "experimental"))
@@ -269,10 +291,8 @@ def main() -> int:
         "sklearn",
         "Classes defined in scikit-learn (estimators, trees, losses; not the callbacks that open connections), "
         "its metric and score functions, SciPy sparse matrices and the B-splines SplineTransformer keeps.",
-        sklearn_classes
-        + sklearn_function_names()
-        + [n for n in classes_under("scipy.sparse") if "._" in n or n.count(".") == 2]
-        + SCIPY_NAMES,
+        sklearn_classes + [n for n in classes_under("scipy.sparse") if "._" in n or n.count(".") == 2] + SCIPY_CLASSES,
+        more={"referenced-callables": sklearn_function_names() + SCIPY_FUNCTIONS},
     )
     write(
         "omegaconf",
@@ -285,6 +305,7 @@ def main() -> int:
         "What transformers.Trainer pickles into training_args.bin: the arguments dataclasses, the enums and "
         "config classes their fields hold, and the accelerate state cached on them (exact names).",
         training_args_names(),
+        more={"state-only-classes": state_only_names()},
     )
     write(
         "architectures",

@@ -53,6 +53,7 @@ _DTYPE_CODE = re.compile(r"[<>|=]?([bBiufcmMOSUVa?])(\d*)")
 CANNOT_START = frozenset(
     code for code, op in OPCODES.items() if op.stack_before and (op.arg is None or op.arg.n >= 0)
 )
+_RUNS_INIT = frozenset({"REDUCE", "OBJ", "INST"})  # NEWOBJ and NEWOBJ_EX call cls.__new__ only
 PROTO_PEEK = 16  # enough for PROTO, then FRAME and its 8-byte length, then one more opcode
 _PROBE_LIMITS = Limits()  # a probe reads one head: the defaults bound it, built once (it runs for every file)
 
@@ -198,6 +199,11 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
                 count=rec.count,
                 invoked=",".join(sorted(rec.invoked)),
                 called=bool(rec.invoked),
+                # Whether the class's __init__ (or the function) runs, not only __new__ and BUILD.
+                runs_init=any(use in _RUNS_INIT or use.startswith("CALL ") for use in rec.invoked),
+                # The name when loading only looks it up (a score function a scorer keeps): see
+                # `referenced-callables` in the rule packs.
+                referenced="" if rec.invoked else key,
                 walk=walk,
                 leaf=rec.name.rsplit(".", 1)[-1],
                 **extra,

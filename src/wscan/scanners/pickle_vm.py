@@ -175,6 +175,31 @@ def _const(value: Sym | None) -> object:
     return value.value if isinstance(value, Const) else None
 
 
+# Allowlisted callables that call or instantiate one of their positional arguments. "call" runs it (a function,
+# or a class's __init__); "new" only makes an instance (cls.__new__(cls)). A name there is judged as called;
+# anything else there (the result of a call: an object with __call__) is a call of a computed value, which is how
+# an allowed helper would otherwise launder a call (numpy's __generator_ctor(name, ctor) runs ctor(name)).
+FORWARDERS: dict[str, tuple[tuple[int, str], ...]] = {
+    "copyreg.__newobj__": ((0, "new"),),
+    "copyreg.__newobj_ex__": ((0, "new"),),
+    "copyreg._reconstructor": ((0, "new"), (1, "call")),  # base.__new__(cls), then base.__init__(obj, state)
+    "numpy.random._pickle.__generator_ctor": ((1, "call"),),
+    "numpy.random._pickle.__randomstate_ctor": ((1, "call"),),
+    "numpy.random._pickle.__bit_generator_ctor": ((0, "call"),),
+    "torch._tensor._rebuild_from_type_v2": ((0, "call"),),
+}
+# Cython's __pyx_unpickle_<Class>(type, checksum, state) and scikit-learn's newObj(cls): cls.__new__ only.
+_NEW_HELPERS = ("__pyx_unpickle_", "newObj")
+
+
+def _forwarded(func: Global) -> tuple[tuple[int, str], ...]:
+    found = FORWARDERS.get(func.dotted)
+    if found is not None:
+        return found
+    leaf = func.name.rsplit(".", 1)[-1]
+    return ((0, "new"),) if leaf.startswith(_NEW_HELPERS[0]) or leaf == _NEW_HELPERS[1] else ()
+
+
 # Hook for format-aware scanners (joblib) that need to act when an object is built.
 BuildHook = Callable[["Machine", Obj], None]
 
@@ -210,6 +235,7 @@ class Machine:
                 record.count = 1
                 res.imports[func.dotted] = record
             record.invoked.add(how)
+            self._forward(res, func, args, how, offset)
             self._apply_effects(res, func, args)
             derived = self._derive(func, args)
             if derived is not None:
@@ -217,6 +243,30 @@ class Machine:
         else:
             res.events.append(Event("pickle.dynamic_call", offset, {"opcode": how, "callee": describe(func)}))
         return Obj(func, args)
+
+    def _forward(self, res: PickleResult, func: Global, args: Sym, how: str, offset: int) -> None:
+        """What an allowlisted helper does with its arguments: call them, or instantiate them."""
+        uses = _forwarded(func)
+        if not uses:
+            return
+        if not isinstance(args, Seq):  # arguments the machine cannot see: whatever they are gets called
+            res.events.append(Event("pickle.dynamic_call", offset, {"opcode": f"{how} via {func.dotted}",
+                                                                    "callee": describe(args)}))  # fmt: skip
+            return
+        for position, use in uses:
+            if position >= len(args.items):
+                continue
+            target = args.items[position]
+            if isinstance(target, Global):
+                record = res.imports.get(target.dotted)
+                if record is None:  # derived by getattr
+                    record = ImportRecord(target.module, target.name, target.dotted, offset, how)
+                    record.count = 1
+                    res.imports[target.dotted] = record
+                record.invoked.add(f"{use.upper()} via {func.dotted}")
+            elif not isinstance(target, Const):  # a string or None is looked up or skipped, never called
+                res.events.append(Event("pickle.dynamic_call", offset, {"opcode": f"{how} via {func.dotted}",
+                                                                        "callee": describe(target)}))  # fmt: skip
 
     def _apply_effects(self, res: PickleResult, func: Global, args: Sym) -> None:
         if func.dotted == "copyreg.add_extension" and isinstance(args, Seq) and len(args.items) == 3:
