@@ -229,6 +229,47 @@ def test_a_zip_that_is_a_tars_last_member_has_no_hidden_head() -> None:
     assert result.children == {"archive/data.pkl": b"x"}  # still read both ways
 
 
+def _nemo_with_big_weights(encoding: str, claimed_extra: int = 0) -> bytes:
+    """A .nemo laid out as a weights member of 8 GiB or more is: Python's tarfile (pax format) writes 0 in the
+    octal size field and the size in a pax record before the header; GNU tar writes it in base-256. The member
+    here is small; its header is written the big way (the size as Python's tarfile computes it)."""
+    weights = make_zip([("archive/data.pkl", b"x")])
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        config = tarfile.TarInfo("model_config.yaml")
+        config.size = 15
+        tar.addfile(config, io.BytesIO(b"target: nemo.X\n"))
+        info = tarfile.TarInfo("model_weights.ckpt")
+        info.size = len(weights)
+        if encoding == "pax":
+            info.pax_headers = {"size": str(len(weights) + claimed_extra)}
+        tar.addfile(info, io.BytesIO(weights))
+    data = bytearray(buffer.getvalue())
+    header_at = data.index(b"model_weights.ckpt", 1024) // 512 * 512  # the ustar header, after any pax record
+    field = bytes(12) if encoding == "pax" else b"\x80" + (len(weights) + claimed_extra).to_bytes(11, "big")
+    data[header_at + 124 : header_at + 136] = field
+    data[header_at + 148 : header_at + 156] = b" " * 8
+    data[header_at + 148 : header_at + 156] = b"%06o\x00 " % sum(data[header_at : header_at + 512])
+    return bytes(data)
+
+
+@pytest.mark.parametrize("encoding", ["pax", "base-256"])
+def test_a_tars_last_member_of_8_gib_or_more_is_no_hidden_head(encoding: str) -> None:
+    data = _nemo_with_big_weights(encoding)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:  # the layout is what tarfile reads
+        member = tar.getmember("model_weights.ckpt")
+        assert zipfile.is_zipfile(io.BytesIO(data[member.offset_data : member.offset_data + member.size]))
+    result = run(ZipScanner(), data)
+    assert result.of("archive.prepended_bytes") == []
+    assert result.children == {"archive/data.pkl": b"x"}
+
+
+@pytest.mark.parametrize("encoding", ["pax", "base-256"])
+def test_a_big_size_that_does_not_end_the_tar_is_still_reported(encoding: str) -> None:
+    data = _nemo_with_big_weights(encoding, claimed_extra=1 << 33)
+    assert run(ZipScanner(), data).of("archive.prepended_bytes") != []
+
+
 @pytest.mark.parametrize(
     "damage",
     [

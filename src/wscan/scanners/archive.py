@@ -300,20 +300,60 @@ def _last_tar_member(artifact: Artifact, start: int) -> bool:
     if start < 512 or start % 512:
         return False
     with artifact.opener() as fh:
-        first = fh.read(512)
-        fh.seek(start - 512)
-        header = fh.read(512)
-        if not (tar_checksum_ok(first) and tar_checksum_ok(header)):
+        if not tar_checksum_ok(fh.read(512)):
             return False
-        try:
-            length = int(header[124:136].replace(b"\x00", b" ").strip() or b"0", 8)
-        except ValueError:
+        length = _tar_member_size(fh, start - 512)
+        if length is None:
             return False
         rest = artifact.size - start - length
         if rest < 0 or rest > TAIL_BYTES:
             return False
         fh.seek(start + length)
         return not any(fh.read(rest))
+
+
+_PAX_SIZE = re.compile(rb"(?:^|\n)\d+ size=(\d+)\n")
+PAX_LOOKBACK_BLOCKS = 64  # a pax record set longer than 32 KiB before a weights member is no writer's
+
+
+def _tar_member_size(fh: IO[bytes], header_at: int) -> int | None:
+    """The data size of the tar member whose header block is at `header_at`, or None if it is no header.
+
+    A member of 8 GiB or more (a large `.nemo`'s weights) does not fit the octal field: GNU tar writes it in
+    base-256 there, and the pax format (Python's tarfile, GNU tar --format=pax)
+    writes 0 there and a `size=` record in an extended header just before."""
+    fh.seek(header_at)
+    header = fh.read(512)
+    if not tar_checksum_ok(header):
+        return None
+    size = _tar_number(header[124:136])
+    if size is None:
+        return None
+    for blocks in range(1, PAX_LOOKBACK_BLOCKS + 1):
+        at = header_at - 512 * (blocks + 1)
+        if at < 0:
+            break
+        fh.seek(at)
+        extended = fh.read(512)
+        if extended[156:157] != tarfile.XHDTYPE or not tar_checksum_ok(extended):
+            continue
+        length = _tar_number(extended[124:136])
+        if length is None or -(-length // 512) != blocks:
+            continue
+        fh.seek(at + 512)
+        match = _PAX_SIZE.search(fh.read(length))
+        return int(match.group(1)) if match else size
+    return size
+
+
+def _tar_number(field: bytes) -> int | None:
+    """A numeric tar header field: octal digits, or GNU base-256 (first byte 0x80) for what does not fit."""
+    if field[:1] == b"\x80":
+        return int.from_bytes(field[1:], "big")
+    try:
+        return int(field.replace(b"\x00", b" ").strip() or b"0", 8)
+    except ValueError:
+        return None
 
 
 class ZipScanner:
