@@ -6,8 +6,11 @@
 
 - Allowlisted names used the way no real file uses them: TrainingArguments and accelerate's PartialState called
   (their constructors set environment variables, read files, share state), objects called through helpers
-  that call their arguments (numpy's __generator_ctor, torch's _rebuild_from_type_v2, copyreg._reconstructor),
-  and functions real files only keep as values (np.mean, accuracy_score) called at load.
+  that call their arguments (numpy's __generator_ctor, torch's _rebuild_from_type_v2, copyreg._reconstructor,
+  functools.partial, a defaultdict's factory), and functions real files only keep as values (np.mean,
+  accuracy_score) called at load.
+- OmegaConf: comparing two DictConfigs (as dict keys) resolves their interpolations at load, so they stay off
+  the allowlist.
 
 Each proof loads the corpus sample's bytes (rebuilt with a marker payload or a local address) with plain
 `pickle.load` in a fresh interpreter, then checks that wscan calls the same bytes critical, and that an
@@ -204,3 +207,61 @@ def test_copyreg_reconstructor_runs_its_base_init(tmp_path: Path) -> None:
 
     blob = _dump(_Call(copyreg._reconstructor, (TrainingArguments, TrainingArguments, str(tmp_path))))  # type: ignore[attr-defined]
     assert "WS-PKL-014" in _rules(tmp_path, blob)
+
+
+def test_partial_and_defaultdict_calls_are_judged(tmp_path: Path) -> None:
+    """A defaultdict calls its factory on the first missing key, and allowlisted code looks keys up at load
+    (NumPy's MT19937 state setter reads value['state']['key']): defaultdict(partial(F, ...)) runs F(...)
+    with no opcode of its own. F is judged as called, and an object in F's place is a computed call."""
+    import collections
+    import functools
+
+    import numpy as np
+    from numpy.random.mtrand import RandomState
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.utils.deprecation import deprecated
+    from transformers.training_args import TrainingArguments
+
+    marker = tmp_path / "factory-ran"
+    factory = functools.partial(TrainingArguments, output_dir=str(tmp_path / "out"), report_to="none",
+                                torch_compile_backend="inductor", torch_compile_mode="wscan_marker")  # fmt: skip
+    state = {"bit_generator": "MT19937", "state": collections.defaultdict(factory)}
+    blob = _dump(_Call(RandomState, (), state))
+    sample = tmp_path / "rng.pkl"
+    sample.write_bytes(blob)
+    probe = "import os, pickle, sys\ntry:\n    pickle.load(open(sys.argv[1], 'rb'))\nexcept Exception:\n    pass\n"
+    probe += f"open({str(marker)!r}, 'w').write(os.environ.get('ACCELERATE_DYNAMO_MODE', ''))\n"
+    subprocess.run([sys.executable, "-I", "-c", probe, str(sample)], cwd=tmp_path, timeout=300, check=True)
+    assert marker.read_text() == "wscan_marker", "the defaultdict factory did not run at load"
+    assert "WS-PKL-014" in _rules(tmp_path / "a", blob)
+
+    patched = _Call(functools.partial, (_Call(deprecated, ("patched",)), LogisticRegression))
+    laundered = _Call(collections.defaultdict, (patched,))
+    blob = _dump(_Call(RandomState, (), {"bit_generator": "MT19937", "state": laundered}))
+    assert "WS-PKL-005" in _rules(tmp_path / "b", blob)
+    # copyreg.__newobj__(partial, F) makes the same partial as partial(F)
+    newobj = b"\x80\x02ccopyreg\n__newobj__\ncfunctools\npartial\ncnumpy\nmean\n\x86R."
+    assert pickle.loads(newobj).func is np.mean
+    assert "WS-PKL-003" in _rules(tmp_path / "c", newobj)
+    # what real files hold stays clean: nested defaultdicts, partial(check_array) (HistGradientBoosting)
+    clean = {"counts": collections.defaultdict(functools.partial(collections.defaultdict, list))}
+    assert not _rules(tmp_path / "d", pickle.dumps(clean))
+
+
+def test_omegaconf_containers_resolve_interpolations_at_load(tmp_path: Path) -> None:
+    """Two equal DictConfigs as dict keys are compared while the dict is built, and comparing resolves ${...}
+    with the resolvers the loading program registered (an `eval` resolver is a common Hydra idiom). So OmegaConf
+    containers stay off the allowlist: a pickled DictConfig is a finding."""
+    from omegaconf import OmegaConf
+
+    marker = tmp_path / "resolved"
+    payload = "${eval:'__import__(\"pathlib\").Path(\"" + str(marker) + "\").write_text(\"x\")'}"
+    first, second = OmegaConf.create({"x": payload}), OmegaConf.create({"x": payload})
+    blob = _dump(_Call(dict, ([(first, 1), (second, 2)],)))
+    sample = tmp_path / "hparams.pkl"
+    sample.write_bytes(blob)
+    loader = "import pickle, sys\nfrom omegaconf import OmegaConf\nOmegaConf.register_new_resolver('eval', eval)\n"
+    loader += "pickle.load(open(sys.argv[1], 'rb'))\n"
+    subprocess.run([sys.executable, "-I", "-c", loader, str(sample)], cwd=tmp_path, timeout=120, check=True)
+    assert marker.exists(), "comparing DictConfigs no longer resolves interpolations: revisit the allowlist"
+    assert "WS-PKL-003" in _rules(tmp_path / "scan", blob)

@@ -53,7 +53,9 @@ CORE = [
     "argparse.Namespace", "pathlib.Path", "pathlib.PurePath", "pathlib.PurePosixPath", "pathlib.PureWindowsPath",
     "pathlib._local.Path", "pathlib._local.PosixPath", "pathlib._local.WindowsPath", "pathlib._local.PurePath",
     "pathlib._local.PurePosixPath", "pathlib._local.PureWindowsPath",
-    # What OmegaConf records as a node's key, element and reference type (pickle.yaml excepts it from `typing`).
+    # A marker class (calling it raises) that configuration objects record as a type (pickle.yaml excepts it
+    # from `typing`). OmegaConf's own containers are not allowed: comparing two of them (a dict key) resolves
+    # their ${...} interpolations at load, with whatever resolvers the loading program registered.
     "typing.Any",
 ]  # fmt: skip
 
@@ -68,12 +70,11 @@ NUMPY_FUNCTIONS = [
 ]  # fmt: skip
 
 # scikit-learn functions that estimators keep as parameters or fitted attributes, found by pickling real
-# estimators (tests/test_benign_real.py keeps them honest): k-means' inner loops and HistGradientBoosting's
-# check_array (inside a functools.partial).
-SKLEARN_FUNCTIONS = [
-    "sklearn.cluster._kmeans._kmeans_single_lloyd", "sklearn.cluster._kmeans._kmeans_single_elkan",
-    "sklearn.utils.validation.check_array",
-]  # fmt: skip
+# estimators (tests/test_benign_real.py keeps them honest): k-means' inner loops.
+SKLEARN_FUNCTIONS = ["sklearn.cluster._kmeans._kmeans_single_lloyd", "sklearn.cluster._kmeans._kmeans_single_elkan"]
+# HistGradientBoosting with categorical features keeps functools.partial(check_array, ...): a partial calls its
+# function, so this one is an allowed callable (it validates and converts an array).
+SKLEARN_CALLED_FUNCTIONS = ["sklearn.utils.validation.check_array"]
 # Modules whose public functions are scores, metrics and kernels: what `scoring=`, `score_func=`, `metric=` and
 # fitted scorers hold. They compute on arrays; none reads or writes files.
 SKLEARN_FUNCTION_MODULES = [
@@ -232,18 +233,6 @@ def sklearn_function_names() -> list[str]:
     return sorted(names)
 
 
-def omegaconf_names() -> list[str]:
-    """OmegaConf's containers, metadata and value nodes. Their __setstate__ only stores the state it is given;
-    interpolations (${...}) are resolved when a program reads a value, with the resolvers that program
-    registered, never when the pickle loads."""
-    from omegaconf import base, dictconfig, listconfig, nodes
-
-    classes: list[type] = [dictconfig.DictConfig, listconfig.ListConfig, base.Metadata, base.ContainerMetadata,
-                           base.UnionNode]  # fmt: skip
-    classes += [c for c in vars(nodes).values() if isinstance(c, type) and issubclass(c, nodes.ValueNode)]
-    return sorted(f"{c.__module__}.{c.__qualname__}" for c in classes)
-
-
 def architecture_names() -> list[str]:
     """Every model class transformers' Auto classes map to: what `architectures` in config.json names."""
     names: set[str] = set()
@@ -291,14 +280,11 @@ def main() -> int:
         "sklearn",
         "Classes defined in scikit-learn (estimators, trees, losses; not the callbacks that open connections), "
         "its metric and score functions, SciPy sparse matrices and the B-splines SplineTransformer keeps.",
-        sklearn_classes + [n for n in classes_under("scipy.sparse") if "._" in n or n.count(".") == 2] + SCIPY_CLASSES,
+        sklearn_classes
+        + [n for n in classes_under("scipy.sparse") if "._" in n or n.count(".") == 2]
+        + SCIPY_CLASSES
+        + SKLEARN_CALLED_FUNCTIONS,
         more={"referenced-callables": sklearn_function_names() + SCIPY_FUNCTIONS},
-    )
-    write(
-        "omegaconf",
-        "OmegaConf containers, metadata and value nodes: the hyper-parameters Lightning and NeMo checkpoints keep "
-        "(state only; interpolations resolve when a program reads them, not on load).",
-        omegaconf_names(),
     )
     write(
         "transformers",

@@ -187,7 +187,26 @@ FORWARDERS: dict[str, tuple[tuple[int, str], ...]] = {
     "numpy.random._pickle.__randomstate_ctor": ((1, "call"),),
     "numpy.random._pickle.__bit_generator_ctor": ((0, "call"),),
     "torch._tensor._rebuild_from_type_v2": ((0, "call"),),
+    # partial(F, ...) and defaultdict(F) call F later, with no opcode of their own: a defaultdict's factory runs
+    # on the first missing key, and allowlisted code looks keys up at load (NumPy's bit-generator state setter).
+    # Calling the partial is calling F, so a partial passed on needs no second judgement (see `_forward`).
+    "functools.partial": ((0, "call"),),
+    "collections.defaultdict": ((0, "call"),),
 }
+PARTIAL = "functools.partial"
+_NEWOBJ_HELPERS = ("copyreg.__newobj__", "copyreg.__newobj_ex__")
+
+
+def _is_partial(value: Sym) -> bool:
+    return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted == PARTIAL
+
+
+def _newobj_partial(func: Global, args: Sym) -> Obj | None:
+    """The partial that copyreg.__newobj__(functools.partial, F, ...) makes, if that is the call."""
+    if func.dotted not in _NEWOBJ_HELPERS or not isinstance(args, Seq) or not args.items:
+        return None
+    made = Obj(args.items[0], Seq("tuple", args.items[1:]))
+    return made if _is_partial(made) else None
 # Cython's __pyx_unpickle_<Class>(type, checksum, state) and scikit-learn's newObj(cls): cls.__new__ only.
 _NEW_HELPERS = ("__pyx_unpickle_", "newObj")
 
@@ -237,6 +256,11 @@ class Machine:
             record.invoked.add(how)
             self._forward(res, func, args, how, offset)
             self._apply_effects(res, func, args)
+            made = _newobj_partial(func, args)
+            if made is not None:
+                # copyreg.__newobj__(partial, F, ...) makes a partial of F, as partial(F, ...) does.
+                self._forward(res, Global("functools", "partial"), made.args, how, offset)
+                return made
             derived = self._derive(func, args)
             if derived is not None:
                 return Obj(derived, args)
@@ -254,19 +278,23 @@ class Machine:
                                                                     "callee": describe(args)}))  # fmt: skip
             return
         for position, use in uses:
-            if position >= len(args.items):
-                continue
-            target = args.items[position]
-            if isinstance(target, Global):
-                record = res.imports.get(target.dotted)
-                if record is None:  # derived by getattr
-                    record = ImportRecord(target.module, target.name, target.dotted, offset, how)
-                    record.count = 1
-                    res.imports[target.dotted] = record
-                record.invoked.add(f"{use.upper()} via {func.dotted}")
-            elif not isinstance(target, Const):  # a string or None is looked up or skipped, never called
-                res.events.append(Event("pickle.dynamic_call", offset, {"opcode": f"{how} via {func.dotted}",
-                                                                        "callee": describe(target)}))  # fmt: skip
+            if position < len(args.items):
+                self._mark(res, func, args.items[position], use, how, offset)
+
+    def _mark(self, res: PickleResult, func: Global, target: Sym, use: str, how: str, offset: int) -> None:
+        """`func` calls or instantiates `target`: judge a name as called, anything computed as a dynamic call."""
+        if _is_partial(target):
+            return  # a partial's callable is judged as called where the partial is made or built
+        if isinstance(target, Global):
+            record = res.imports.get(target.dotted)
+            if record is None:  # derived by getattr
+                record = ImportRecord(target.module, target.name, target.dotted, offset, how)
+                record.count = 1
+                res.imports[target.dotted] = record
+            record.invoked.add(f"{use.upper()} via {func.dotted}")
+        elif not isinstance(target, Const):  # a string or None is looked up or skipped, never called
+            res.events.append(Event("pickle.dynamic_call", offset, {"opcode": f"{how} via {func.dotted}",
+                                                                    "callee": describe(target)}))  # fmt: skip
 
     def _apply_effects(self, res: PickleResult, func: Global, args: Sym) -> None:
         if func.dotted == "copyreg.add_extension" and isinstance(args, Seq) and len(args.items) == 3:
@@ -530,6 +558,9 @@ class Machine:
                 if record is not None:
                     record.invoked.add("BUILD")
             target.state = state
+            if _is_partial(target) and isinstance(state, Seq) and state.items:
+                # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls.
+                self._mark(res, Global("functools", "partial"), state.items[0], "call", "BUILD", at)
             if self.on_build is not None:
                 self.on_build(self, target)
 
