@@ -250,8 +250,9 @@ def test_partial_and_defaultdict_calls_are_judged(tmp_path: Path) -> None:
 
 def test_omegaconf_containers_resolve_interpolations_at_load(tmp_path: Path) -> None:
     """Two equal DictConfigs as dict keys are compared while the dict is built, and comparing resolves ${...}
-    with the resolvers the loading program registered (an `eval` resolver is a common Hydra idiom). So OmegaConf
-    containers stay off the allowlist: a pickled DictConfig is a finding."""
+    with the resolvers the loading program registered (an `eval` resolver is a common Hydra idiom). OmegaConf's
+    containers are allowed; what they would resolve is judged: WS-PKL-015 for code resolvers, anywhere in a
+    string, even past the part of a long string the machine keeps."""
     from omegaconf import OmegaConf
 
     marker = tmp_path / "resolved"
@@ -264,4 +265,12 @@ def test_omegaconf_containers_resolve_interpolations_at_load(tmp_path: Path) -> 
     loader += "pickle.load(open(sys.argv[1], 'rb'))\n"
     subprocess.run([sys.executable, "-I", "-c", loader, str(sample)], cwd=tmp_path, timeout=120, check=True)
     assert marker.exists(), "comparing DictConfigs no longer resolves interpolations: revisit the allowlist"
-    assert "WS-PKL-003" in _rules(tmp_path / "scan", blob)
+    assert _rules(tmp_path / "scan", blob) == {"WS-PKL-015"}
+
+    padded = OmegaConf.create({"x": "pad " * 5000 + payload})  # 20 kB: the machine keeps 4 KiB of it
+    assert _rules(tmp_path / "long", pickle.dumps({"a": padded})) == {"WS-PKL-015"}
+    own = OmegaConf.create({"x": "${mine:1}"})
+    found = scan_bytes(tmp_path / "own", pickle.dumps(own), "model.pkl").findings
+    assert [(f.rule_id, f.severity) for f in found] == [("WS-PKL-016", Severity.MEDIUM)]
+    hydra = OmegaConf.create({"run": "${now:%Y-%m-%d}", "home": "${oc.env:HOME}", "lr": 0.1, "copy": "${lr}"})
+    assert not scan_bytes(tmp_path / "hydra", pickle.dumps({"hyper_parameters": hydra}), "model.pkl").findings

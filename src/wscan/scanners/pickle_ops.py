@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 KEEP_BYTES = 4096  # prefix kept of long bytes/str arguments
+TEXT_CHUNK = 1 << 20  # long text is read through in chunks of this size, never held
+INTERPOLATION_SPAN = 128  # bytes kept from each `${` found in long text
+MAX_INTERPOLATIONS = 16
 MAX_LINE = 64 * 1024  # newline-terminated arguments (protocol 0)
 
 OPCODES: dict[int, pickletools.OpcodeInfo] = {
@@ -42,6 +45,8 @@ class LongBytes:
 
     length: int
     prefix: bytes
+    # For text: every `${` in the part not kept, with what follows it (see `_text_arg`).
+    interpolations: tuple[str, ...] = ()
 
 
 Arg = int | float | str | bytes | bool | None | tuple[str, str] | LongBytes
@@ -194,10 +199,29 @@ def _bytes_arg(stream: Stream, n: int) -> bytes | LongBytes:
 
 
 def _text_arg(stream: Stream, n: int) -> str | LongBytes:
+    if n > KEEP_BYTES:
+        return _long_text(stream, n)
     data = _bytes_arg(stream, n)
-    if isinstance(data, LongBytes):
-        return data
-    return data.decode("utf-8", "surrogatepass")
+    return data.decode("utf-8", "surrogatepass") if isinstance(data, bytes) else data
+
+
+def _long_text(stream: Stream, n: int) -> LongBytes:
+    """A text argument too long to keep, read through rather than skipped: a config interpolation
+    (`${eval:...}`) further in would run when OmegaConf resolves the value, so its starts are kept."""
+    prefix = stream.read(KEEP_BYTES)
+    found: list[str] = []
+    carry = prefix[-INTERPOLATION_SPAN:]
+    remaining = n - KEEP_BYTES
+    while remaining:
+        chunk = stream.read(min(remaining, TEXT_CHUNK))
+        remaining -= len(chunk)
+        window = carry + chunk
+        start = window.find(b"${")
+        while start != -1 and len(found) < MAX_INTERPOLATIONS:
+            found.append(window[start : start + INTERPOLATION_SPAN].decode("utf-8", "replace"))
+            start = window.find(b"${", start + 2)
+        carry = window[-INTERPOLATION_SPAN:]
+    return LongBytes(n, prefix, tuple(dict.fromkeys(found)))
 
 
 def _unquote(line: bytes, offset: int) -> bytes:

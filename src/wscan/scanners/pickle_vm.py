@@ -194,6 +194,8 @@ FORWARDERS: dict[str, tuple[tuple[int, str], ...]] = {
     "collections.defaultdict": ((0, "call"),),
 }
 PARTIAL = "functools.partial"
+_RESOLVER_CALL = re.compile(r"\$\{\s*([A-Za-z_][\w.\-]*)\s*:")  # OmegaConf's ${resolver:args}
+MAX_RESOLVERS = 32  # distinct resolver names reported per file
 _NEWOBJ_HELPERS = ("copyreg.__newobj__", "copyreg.__newobj_ex__")
 
 
@@ -232,6 +234,7 @@ class Machine:
         self.on_build = on_build
         self.extensions: dict[int, tuple[str, str]] = {}  # copyreg registrations seen in this file
         self.opcodes_total = 0
+        self.resolvers: set[str] = set()  # config resolvers already reported for this file
 
     # -- helpers -------------------------------------------------------------------------------------
 
@@ -295,6 +298,15 @@ class Machine:
         elif not isinstance(target, Const):  # a string or None is looked up or skipped, never called
             res.events.append(Event("pickle.dynamic_call", offset, {"opcode": f"{how} via {func.dotted}",
                                                                     "callee": describe(target)}))  # fmt: skip
+
+    def _resolver_calls(self, res: PickleResult, text: str, at: int) -> None:
+        """`${name:...}` in a string: OmegaConf calls the resolver registered as `name` when it resolves the
+        value, which comparing two configs does while a pickle loads (a config used as a dict key)."""
+        for name in _RESOLVER_CALL.findall(text):
+            if name in self.resolvers or len(self.resolvers) >= MAX_RESOLVERS:
+                continue
+            self.resolvers.add(name)
+            res.events.append(Event("pickle.config_resolver", at, {"resolver": name, "text": text[:120]}))
 
     def _apply_effects(self, res: PickleResult, func: Global, args: Sym) -> None:
         if func.dotted == "copyreg.add_extension" and isinstance(args, Seq) and len(args.items) == 3:
@@ -386,6 +398,11 @@ class Machine:
                 if name in _PY2_STRINGS and isinstance(arg, bytes):
                     # Python 3 decodes protocol 0-2 strings as ASCII by default; keep text for names.
                     arg = arg.decode("latin-1")
+                if isinstance(arg, str) and "${" in arg:
+                    self._resolver_calls(res, arg, at)
+                elif isinstance(arg, LongBytes) and (arg.interpolations or b"${" in arg.prefix):
+                    for text in (arg.prefix.decode("utf-8", "replace"), *arg.interpolations):
+                        self._resolver_calls(res, text, at)
                 stack.append(Const(arg))
                 if code in _RUNS:
                     run, layout = _RUNS[code]
