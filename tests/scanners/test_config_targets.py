@@ -269,3 +269,37 @@ def test_damaged_configs_never_raise(data: st.DataObject) -> None:
         sample[data.draw(st.integers(0, len(sample) - 1))] = data.draw(st.sampled_from(b"{}[]&*!:-'\"\n \t#|>"))
     found = observe(bytes(sample[: data.draw(st.integers(0, len(sample)))]))
     assert all(o.kind.startswith("config.") for o in found)
+
+
+def test_a_resolver_that_runs_code_is_flagged_and_runs(tmp_path: Path) -> None:
+    """OmegaConf calls the resolver the program registered under the interpolation's name: with the common
+    `eval` resolver, the config runs Python when it is resolved."""
+    marker = tmp_path / "resolved"
+    text = f'model:\n  lr: 0.1\n  hidden: ${{eval:\'__import__("pathlib").Path("{marker}").touch() or 4\'}}\n'
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    resolve = (
+        "import sys\nfrom omegaconf import OmegaConf\nOmegaConf.register_new_resolver('eval', eval)\n"
+        "OmegaConf.to_container(OmegaConf.load(sys.argv[1]), resolve=True)\n"
+    )
+    subprocess.run([sys.executable, "-I", "-c", resolve, str(path)], check=True, timeout=60)
+    assert marker.exists()
+    found = [(f.rule_id, f.severity) for f in scan(path).findings]
+    assert found == [("WS-CFG-011", Severity.HIGH)]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("${mine:4}", {"WS-CFG-012"}),  # the program defines it: medium
+        ("${eval:-1}", {"WS-CFG-011"}),  # a call, although it reads like a shell default
+        ("${now:%Y-%m-%d_%H-%M-%S}", set()),  # Hydra's own
+        ("${oc.env:HOME,/tmp}", set()),
+        ("${hydra:runtime.cwd}/outputs", set()),
+        ("${model.lr}", set()),  # a node reference, no resolver
+        ("${HOME:-/root}", set()),  # shell and compose syntax
+    ],
+)
+def test_resolvers_are_judged_by_name(tmp_path: Path, value: str, expected: set[str]) -> None:
+    report = scan_bytes(tmp_path, f"model:\n  lr: 0.1\n  value: {value}\n".encode(), "config.yaml")
+    assert rule_ids(report) == expected

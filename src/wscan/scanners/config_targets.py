@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.pickle_vm import RESOLVER_CALL
 
 TARGET_KEY = "_target_"  # Hydra, at any depth
 MODEL_TARGET_KEY = "target"  # NeMo's model class: a dotted name, at any depth (NeMo reads the top or `model:`)
@@ -37,6 +38,7 @@ _SHOWN_STEPS = 8
 _MAX_PARTS = 64  # dotted parts of a target whose tails are judged
 _KEEP = 300
 MAX_REPORTED = 1000  # target observations per file; more are counted
+MAX_RESOLVERS = 32  # distinct resolver names reported per file
 
 
 @dataclass(slots=True)
@@ -78,6 +80,7 @@ class ConfigTargetScanner:
         except _YamlError as exc:
             yield from _unreadable(artifact, data, str(exc))
             return
+        yield from _resolvers(artifact, text)
         for key, path, value in found:
             if _INTERPOLATION in value:
                 yield artifact.observe("config.dynamic_target", callable=value[:_KEEP], key=key, path=path)
@@ -91,6 +94,23 @@ class ConfigTargetScanner:
                 yield artifact.observe("config.target_walk", callable=tail, target=value[:_KEEP], key=key, path=path)
         if more:
             yield artifact.observe("config.more_targets", count=more)
+
+
+def _resolvers(artifact: Artifact, text: str) -> Iterator[ScanItem]:
+    """Each resolver the config's `${name:...}` interpolations call, once: OmegaConf calls the function the
+    loading program registered under that name when it resolves the value (Hydra does so on compose and
+    instantiate), and Hydra projects commonly register `eval`."""
+    seen: set[str] = set()
+    for match in RESOLVER_CALL.finditer(text):
+        name, shell = match.groups()
+        if name in seen or len(seen) >= MAX_RESOLVERS:
+            continue
+        seen.add(name)
+        start = match.start()
+        line_end = text.find("\n", start)
+        shown = text[start : min(start + 120, len(text) if line_end < 0 else line_end)]
+        line = text.count("\n", 0, start) + 1
+        yield artifact.observe("config.resolver", resolver=name, text=shown, line=line, shell_like=bool(shell))
 
 
 class _YamlError(Exception):

@@ -194,7 +194,9 @@ FORWARDERS: dict[str, tuple[tuple[int, str], ...]] = {
     "collections.defaultdict": ((0, "call"),),
 }
 PARTIAL = "functools.partial"
-_RESOLVER_CALL = re.compile(r"\$\{\s*([A-Za-z_][\w.\-]*)\s*:")  # OmegaConf's ${resolver:args}
+# OmegaConf's ${resolver:args}. What follows the colon tells a shell default (${VAR:-x}) from most calls, but
+# `${eval:-...}` is a call too: the rules decide (`shell_like`).
+RESOLVER_CALL = re.compile(r"\$\{\s*([A-Za-z_][\w.\-]*)\s*:([-=?+]?)")
 MAX_RESOLVERS = 32  # distinct resolver names reported per file
 _NEWOBJ_HELPERS = ("copyreg.__newobj__", "copyreg.__newobj_ex__")
 
@@ -302,11 +304,12 @@ class Machine:
     def _resolver_calls(self, res: PickleResult, text: str, at: int) -> None:
         """`${name:...}` in a string: OmegaConf calls the resolver registered as `name` when it resolves the
         value, which comparing two configs does while a pickle loads (a config used as a dict key)."""
-        for name in _RESOLVER_CALL.findall(text):
+        for name, shell in RESOLVER_CALL.findall(text):
             if name in self.resolvers or len(self.resolvers) >= MAX_RESOLVERS:
                 continue
             self.resolvers.add(name)
-            res.events.append(Event("pickle.config_resolver", at, {"resolver": name, "text": text[:120]}))
+            attrs: dict[str, str | int | bool] = {"resolver": name, "text": text[:120], "shell_like": bool(shell)}
+            res.events.append(Event("pickle.config_resolver", at, attrs))
 
     def _apply_effects(self, res: PickleResult, func: Global, args: Sym) -> None:
         if func.dotted == "copyreg.add_extension" and isinstance(args, Seq) and len(args.items) == 3:
