@@ -250,13 +250,14 @@ def test_partial_and_defaultdict_calls_are_judged(tmp_path: Path) -> None:
 
 def test_omegaconf_containers_resolve_interpolations_at_load(tmp_path: Path) -> None:
     """Two equal DictConfigs as dict keys are compared while the dict is built, and comparing resolves ${...}
-    with the resolvers the loading program registered (an `eval` resolver is a common Hydra idiom). OmegaConf's
-    containers are allowed; what they would resolve is judged: WS-PKL-015 for code resolvers, anywhere in a
-    string, even past the part of a long string the machine keeps."""
+    with the resolvers the loading program registered (an `eval` resolver is a common Hydra idiom). A resolver's
+    name or argument can itself be computed there (${${n}:...}, oc.decode), so OmegaConf's containers stay off
+    the allowlist; the resolvers strings name are judged as well."""
     from omegaconf import OmegaConf
 
     marker = tmp_path / "resolved"
-    payload = "${eval:'__import__(\"pathlib\").Path(\"" + str(marker) + "\").write_text(\"x\")'}"
+    code = '__import__("pathlib").Path("' + str(marker) + '").write_text("x")'
+    payload = "${eval:'" + code + "'}"
     first, second = OmegaConf.create({"x": payload}), OmegaConf.create({"x": payload})
     blob = _dump(_Call(dict, ([(first, 1), (second, 2)],)))
     sample = tmp_path / "hparams.pkl"
@@ -265,12 +266,38 @@ def test_omegaconf_containers_resolve_interpolations_at_load(tmp_path: Path) -> 
     loader += "pickle.load(open(sys.argv[1], 'rb'))\n"
     subprocess.run([sys.executable, "-I", "-c", loader, str(sample)], cwd=tmp_path, timeout=120, check=True)
     assert marker.exists(), "comparing DictConfigs no longer resolves interpolations: revisit the allowlist"
-    assert _rules(tmp_path / "scan", blob) == {"WS-PKL-015"}
+    assert _rules(tmp_path / "scan", blob) == {"WS-PKL-003", "WS-PKL-015"}
 
-    padded = OmegaConf.create({"x": "pad " * 5000 + payload})  # 20 kB: the machine keeps 4 KiB of it
-    assert _rules(tmp_path / "long", pickle.dumps({"a": padded})) == {"WS-PKL-015"}
-    own = OmegaConf.create({"x": "${mine:1}"})
-    found = scan_bytes(tmp_path / "own", pickle.dumps(own), "model.pkl").findings
-    assert [(f.rule_id, f.severity) for f in found] == [("WS-PKL-016", Severity.MEDIUM)]
-    hydra = OmegaConf.create({"run": "${now:%Y-%m-%d}", "home": "${oc.env:HOME}", "lr": 0.1, "copy": "${lr}"})
-    assert not scan_bytes(tmp_path / "hydra", pickle.dumps({"hyper_parameters": hydra}), "model.pkl").findings
+    computed = {"n": "eval", "x": "${${n}:'" + code + "'}"}  # the name is only known when the value resolves
+    assert "WS-PKL-003" in _rules(tmp_path / "computed", pickle.dumps(OmegaConf.create(computed)))
+    assert _rules(tmp_path / "computed-plain", pickle.dumps(computed)) == {"WS-PKL-015"}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("pad " * 5000 + "${eval:1}", {("WS-PKL-015", Severity.HIGH)}),  # past the 4 KiB the machine keeps
+        ("${mine:4}", {("WS-PKL-016", Severity.MEDIUM)}),
+        ("${now:%Y-%m-%d} ${oc.env:HOME,/tmp} ${hydra:runtime.cwd} ${lr} ${PYTHON:-python3}", set()),
+    ],
+    ids=["long-text", "own-resolver", "hydra-and-shell"],
+)
+def test_config_resolvers_in_pickled_strings(tmp_path: Path, value: str, expected: set[tuple[str, Severity]]) -> None:
+    found = scan_bytes(tmp_path, pickle.dumps({"hyper_parameters": {"x": value}}), "model.pkl").findings
+    assert {(f.rule_id, f.severity) for f in found} == expected
+
+
+def test_a_partial_or_defaultdict_given_its_callable_by_build_is_judged(tmp_path: Path) -> None:
+    """partial(dict), then BUILD with a state tuple made by a call (builtins.tuple([F, ...])): the machine cannot
+    read which callable the partial gets, so that is a call of an unknown callable. A defaultdict's factory can
+    be set from BUILD's slot state, which real files never do."""
+    import collections
+    import functools
+
+    from transformers.training_args import TrainingArguments
+
+    state = _Call(tuple, ([TrainingArguments, (), {"output_dir": "x"}, None],))
+    blob = _dump(_Call(functools.partial, (dict,), state))
+    assert "WS-PKL-005" in _rules(tmp_path / "partial", blob)
+    slot = _dump(_Call(collections.defaultdict, (), (None, {"default_factory": TrainingArguments})))
+    assert "WS-PKL-005" in _rules(tmp_path / "defaultdict", slot)

@@ -53,8 +53,10 @@ CORE = [
     "argparse.Namespace", "pathlib.Path", "pathlib.PurePath", "pathlib.PurePosixPath", "pathlib.PureWindowsPath",
     "pathlib._local.Path", "pathlib._local.PosixPath", "pathlib._local.WindowsPath", "pathlib._local.PurePath",
     "pathlib._local.PurePosixPath", "pathlib._local.PureWindowsPath",
-    # A marker class (calling it raises) that OmegaConf records as a node's type (pickle.yaml excepts it from
-    # `typing`).
+    # A marker class (calling it raises) that configuration objects record as a type (pickle.yaml excepts it
+    # from `typing`). OmegaConf's containers are not allowed: comparing two of them (dict keys) resolves their
+    # interpolations at load, and a resolver's name or argument can be computed there (${${n}:...},
+    # oc.decode), so no look at the strings can clear them.
     "typing.Any",
 ]  # fmt: skip
 
@@ -232,18 +234,6 @@ def sklearn_function_names() -> list[str]:
     return sorted(names)
 
 
-def omegaconf_names() -> list[str]:
-    """OmegaConf's containers, metadata and value nodes. Their __setstate__ only stores the state it is given;
-    what can act is an interpolation, resolved when two configs are compared (at load, when one is a dict key)
-    or read: pickle.yaml judges every `${resolver:...}` in a pickle (WS-PKL-015, WS-PKL-016)."""
-    from omegaconf import base, dictconfig, listconfig, nodes
-
-    classes: list[type] = [dictconfig.DictConfig, listconfig.ListConfig, base.Metadata, base.ContainerMetadata,
-                           base.UnionNode]  # fmt: skip
-    classes += [c for c in vars(nodes).values() if isinstance(c, type) and issubclass(c, nodes.ValueNode)]
-    return sorted(f"{c.__module__}.{c.__qualname__}" for c in classes)
-
-
 def architecture_names() -> list[str]:
     """Every model class transformers' Auto classes map to: what `architectures` in config.json names."""
     names: set[str] = set()
@@ -296,12 +286,6 @@ def main() -> int:
         + SCIPY_CLASSES
         + SKLEARN_CALLED_FUNCTIONS,
         more={"referenced-callables": sklearn_function_names() + SCIPY_FUNCTIONS},
-    )
-    write(
-        "omegaconf",
-        "OmegaConf containers, metadata and value nodes: the hyper-parameters Lightning and NeMo checkpoints keep. "
-        "Their interpolations are judged apart (pickle.yaml, WS-PKL-015).",
-        omegaconf_names(),
     )
     write(
         "transformers",

@@ -298,6 +298,8 @@ def test_a_resolver_that_runs_code_is_flagged_and_runs(tmp_path: Path) -> None:
         ("${hydra:runtime.cwd}/outputs", set()),
         ("${model.lr}", set()),  # a node reference, no resolver
         ("${HOME:-/root}", set()),  # shell and compose syntax
+        ("${${name}:1}", {"WS-CFG-011"}),  # the resolver's name is computed when the value resolves
+        ("${oc.decode:${oc.env:X}}", {"WS-CFG-012"}),  # re-parses its argument as config: anything can come of it
     ],
 )
 def test_resolvers_are_judged_by_name(tmp_path: Path, value: str, expected: set[str]) -> None:

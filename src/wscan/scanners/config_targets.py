@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.pickle_vm import RESOLVER_CALL
+from wscan.scanners.pickle_vm import COMPUTED_RESOLVER, RESOLVER_CALL, TOO_MANY_RESOLVERS
 
 TARGET_KEY = "_target_"  # Hydra, at any depth
 MODEL_TARGET_KEY = "target"  # NeMo's model class: a dotted name, at any depth (NeMo reads the top or `model:`)
@@ -38,7 +38,7 @@ _SHOWN_STEPS = 8
 _MAX_PARTS = 64  # dotted parts of a target whose tails are judged
 _KEEP = 300
 MAX_REPORTED = 1000  # target observations per file; more are counted
-MAX_RESOLVERS = 32  # distinct resolver names reported per file
+MAX_RESOLVERS = 1000  # distinct resolver names reported per file; past it, one "(too many)"
 
 
 @dataclass(slots=True)
@@ -103,8 +103,13 @@ def _resolvers(artifact: Artifact, text: str) -> Iterator[ScanItem]:
     seen: set[str] = set()
     for match in RESOLVER_CALL.finditer(text):
         name, shell = match.groups()
-        if name in seen or len(seen) >= MAX_RESOLVERS:
+        if name is None:  # ${${n}:...}: the name is computed when the value resolves
+            name, shell = COMPUTED_RESOLVER, ""
+        if name in seen:
             continue
+        if len(seen) >= MAX_RESOLVERS:  # fail closed: what is not listed may be anything
+            yield artifact.observe("config.resolver", resolver=TOO_MANY_RESOLVERS, text="", line=0, shell_like=False)
+            return
         seen.add(name)
         start = match.start()
         line_end = text.find("\n", start)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import _compat_pickle
 import re
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from wscan.limits import BudgetExceeded, Limits
@@ -195,14 +195,28 @@ FORWARDERS: dict[str, tuple[tuple[int, str], ...]] = {
 }
 PARTIAL = "functools.partial"
 # OmegaConf's ${resolver:args}. What follows the colon tells a shell default (${VAR:-x}) from most calls, but
-# `${eval:-...}` is a call too: the rules decide (`shell_like`).
-RESOLVER_CALL = re.compile(r"\$\{\s*([A-Za-z_][\w.\-]*)\s*:([-=?+]?)")
-MAX_RESOLVERS = 32  # distinct resolver names reported per file
+# `${eval:-...}` is a call too: the rules decide (`shell_like`). A name that is itself an interpolation
+# (`${${n}:...}`) is computed when the value resolves: reported as COMPUTED_RESOLVER.
+RESOLVER_CALL = re.compile(r"\$\{\s*(?:([A-Za-z_][\w.\-]*)\s*:([-=?+]?)|\$\{)")
+COMPUTED_RESOLVER = "(computed)"
+TOO_MANY_RESOLVERS = "(too many)"
+
+
+def resolver_calls(text: str) -> Iterator[tuple[str, str]]:
+    """(resolver name, what follows its colon when that reads like a shell default) for each call in `text`."""
+    for match in RESOLVER_CALL.finditer(text):
+        name, shell = match.groups()
+        yield (COMPUTED_RESOLVER, "") if name is None else (name, shell)
+MAX_RESOLVERS = 1000  # distinct resolver names reported per file; past it, one TOO_MANY_RESOLVERS
 _NEWOBJ_HELPERS = ("copyreg.__newobj__", "copyreg.__newobj_ex__")
 
 
 def _is_partial(value: Sym) -> bool:
     return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted == PARTIAL
+
+
+def _is_defaultdict(value: Sym) -> bool:
+    return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted == "collections.defaultdict"
 
 
 def _newobj_partial(func: Global, args: Sym) -> Obj | None:
@@ -304,9 +318,13 @@ class Machine:
     def _resolver_calls(self, res: PickleResult, text: str, at: int) -> None:
         """`${name:...}` in a string: OmegaConf calls the resolver registered as `name` when it resolves the
         value, which comparing two configs does while a pickle loads (a config used as a dict key)."""
-        for name, shell in RESOLVER_CALL.findall(text):
-            if name in self.resolvers or len(self.resolvers) >= MAX_RESOLVERS:
+        for name, shell in resolver_calls(text):
+            if name in self.resolvers:
                 continue
+            if len(self.resolvers) >= MAX_RESOLVERS:  # fail closed: what is not listed may be anything
+                name, shell = TOO_MANY_RESOLVERS, ""
+                if name in self.resolvers:
+                    return
             self.resolvers.add(name)
             attrs: dict[str, str | int | bool] = {"resolver": name, "text": text[:120], "shell_like": bool(shell)}
             res.events.append(Event("pickle.config_resolver", at, attrs))
@@ -578,9 +596,13 @@ class Machine:
                 if record is not None:
                     record.invoked.add("BUILD")
             target.state = state
-            if _is_partial(target) and isinstance(state, Seq) and state.items:
-                # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls.
-                self._mark(res, Global("functools", "partial"), state.items[0], "call", "BUILD", at)
+            if _is_partial(target) or _is_defaultdict(target):
+                # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
+                # defaultdict's factory can be set from BUILD's slot state: what they will call comes from here.
+                # A tuple the machine cannot read (built by a call) is a call of an unknown callable.
+                first = state.items[0] if isinstance(state, Seq) and state.items and _is_partial(target) else state
+                owner = Global("functools", "partial") if _is_partial(target) else Global("collections", "defaultdict")
+                self._mark(res, owner, first, "call", "BUILD", at)
             if self.on_build is not None:
                 self.on_build(self, target)
 
