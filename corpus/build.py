@@ -856,10 +856,27 @@ def build_hostile_numpy(corpus: Corpus, p: Payload, rules: list[str]) -> None:
                 {"compress": 3},
                 "joblib.dump(compress=3) (zlib) of a __reduce__ payload",
             ),
+            (
+                "joblib-lz4-payload.joblib",
+                {"model": evil},
+                {"compress": ("lz4", 3)},
+                "joblib.dump(compress='lz4') of a __reduce__ payload: an LZ4 frame",
+            ),
         ]:
             path = Path(tmp) / rel
             joblib.dump(value, path, **kwargs)
             corpus.add(f"hostile/{rel}", path.read_bytes(), technique, rules=expect(*rules), made_by="joblib.dump")
+        from joblib.numpy_pickle_compat import write_zfile
+
+        zfile = io.BytesIO()
+        write_zfile(zfile, pickle.dumps({"model": evil}, protocol=2))
+        corpus.add(
+            "hostile/joblib-zfile-payload.pkl",
+            zfile.getvalue(),
+            "joblib's pre-0.10 Z-file ('ZF', hex length, zlib): joblib.load still reads it",
+            rules=expect(*rules),
+            made_by="joblib.numpy_pickle_compat.write_zfile",
+        )
         npy = io.BytesIO()
         np.save(npy, objects, allow_pickle=True)
     corpus.add(

@@ -467,3 +467,48 @@ def test_torch_behaviour_matches_expectations(differential: Differential) -> Non
     executed = {name for name, outcome in differential.unsafe.items() if outcome.executed}
     summary = {name: differential.unsafe[name].result for name in CASES}
     assert executed == EXPECTED_EXECUTES, json.dumps(summary, indent=1)
+
+
+# --- legacy (non-zip) torch.save: persistent ids that stand for classes --------------------------------------
+
+
+def _legacy_header() -> bytes:
+    """The three pickles torch's legacy loader reads before the object: magic number, protocol, system info."""
+    import pickle
+
+    info = {"protocol_version": 1001, "little_endian": True, "type_sizes": {"short": 2, "int": 4, "long": 4}}
+    return b"".join(pickle.dumps(value, protocol=2) for value in (0x1950A86A20F9469CFC6C, 1001, info))
+
+
+def test_legacy_module_persistent_id_is_the_class_torch_calls(tmp_path: Path) -> None:
+    """Legacy torch.load returns `cls` for a persistent id ('module', cls, file, source): a pickle calling that
+    id calls `cls`. Proved with the real loader and a marker, then wscan must name the callable, critical."""
+    marker = tmp_path / "marker"
+    path = str(marker).encode()
+    pid = b"(X\x06\x00\x00\x00modulecos\nmkdir\nX\x00\x00\x00\x00X\x00\x00\x00\x00tQ"
+    main = b"\x80\x02" + pid + b"X" + struct.pack("<I", len(path)) + path + b"\x85R."
+    checkpoint = tmp_path / "legacy.pt"
+    checkpoint.write_bytes(_legacy_header() + main)
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    outcome = run_torch([("unsafe", checkpoint, False, marker)], workdir)["unsafe"]
+    assert outcome.executed, outcome.result
+    report = scan(checkpoint)
+    critical = {f.message for f in report.findings if f.severity >= Severity.CRITICAL}
+    assert any("os.mkdir" in message for message in critical), critical
+
+
+def test_legacy_whole_model_save_is_judged_like_the_zip_one(tmp_path: Path) -> None:
+    """torch.save of a whole module refers to each nn.Module class through such an id in the legacy format and
+    through GLOBAL in the zip format: wscan reports the same classes, high (not on the allowlist), for both."""
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
+    legacy, current = tmp_path / "legacy.pt", tmp_path / "current.pt"
+    torch.save(model, legacy, _use_new_zipfile_serialization=False)
+    torch.save(model, current)
+    judged = []
+    for path in (legacy, current):
+        findings = scan(path).findings
+        assert max(f.severity for f in findings) == Severity.HIGH, [f.message for f in findings]
+        judged.append({(f.rule_id, f.message.split(" (")[0]) for f in findings})
+    assert judged[0] == judged[1]
+    assert ("WS-PKL-003", "Loading imports torch.nn.modules.linear.Linear, which is not on the allowlist") in judged[0]

@@ -1,4 +1,4 @@
-"""Single-stream compression (gzip, bz2, xz, lzma-alone, zlib as joblib writes it, zstd).
+"""Single-stream compression (gzip, bz2, xz, lzma-alone, zlib as joblib writes it, zstd, LZ4 frames, joblib's Z-file).
 
 The stream is inflated in bounded chunks into a spooled temporary file that becomes the child, so a
 pickle inside is scanned like any other. Bombs and broken streams are observations; the bytes inflated
@@ -39,6 +39,14 @@ def _zstd() -> Any:
     return zstd
 
 
+def _lz4_frame() -> Any:
+    """lz4.frame, imported only when a file starts with the LZ4 frame magic (joblib's compress="lz4")."""
+    import lz4.frame
+
+    return lz4.frame
+
+
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
 CHUNK = 1 * MIB
 SPOOL_BYTES = 16 * MIB
 
@@ -47,7 +55,7 @@ Stream = IO[bytes] | io.BufferedIOBase
 # What a file name turns into once its compression suffix is undone.
 SUFFIXES = {
     ".tgz": ".tar", ".tbz2": ".tar", ".txz": ".tar", ".gz": "", ".bz2": "", ".xz": "", ".lzma": "",
-    ".zst": "", ".zstd": "", ".zlib": "", ".z": "",
+    ".zst": "", ".zstd": "", ".zlib": "", ".z": "", ".lz4": "",
 }  # fmt: skip
 
 
@@ -162,8 +170,25 @@ def new_spool() -> tempfile.SpooledTemporaryFile[bytes]:
     return tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
 
 
+# joblib's pre-0.10 format, which joblib.load still reads (numpy_pickle_compat): "ZF", the pickle's length in hex
+# padded to 19 bytes, perhaps one space, then the zlib-compressed pickle. joblib takes every file starting with
+# "ZF" for one, and refuses it only when the length does not parse.
+ZFILE_MAGIC = b"ZF"
+ZFILE_HEADER = len(ZFILE_MAGIC) + 19
+
+
+def zfile_length(head: bytes) -> int | None:
+    """The length a Z-file header declares, parsed as joblib parses it (int(field, 16)), or None if it would not."""
+    if not head.startswith(ZFILE_MAGIC):
+        return None
+    try:
+        return int(head[len(ZFILE_MAGIC) : ZFILE_HEADER], 16)
+    except ValueError:
+        return None
+
+
 def sniff(head: bytes, strict: bool = False) -> str | None:
-    """Name the codec `head` starts with; weak magics (zlib, lzma-alone) are confirmed by decoding."""
+    """Name the codec `head` starts with; weak magics (zlib, lzma-alone, Z-file) are confirmed by decoding."""
     if head.startswith(b"\x1f\x8b\x08"):
         return "gzip"
     if head[:3] == b"BZh" and head[3:4].isdigit() and head[3:4] != b"0":
@@ -172,12 +197,16 @@ def sniff(head: bytes, strict: bool = False) -> str | None:
         return "xz"
     if head.startswith(b"\x28\xb5\x2f\xfd") and _zstd() is not None:
         return "zstd"
+    if head.startswith(LZ4_MAGIC):
+        return "lz4"
     if strict:
         return None
     if head.startswith(b"\x5d\x00\x00") and _decodes(lzma.LZMADecompressor(lzma.FORMAT_ALONE), head):
         return "lzma"
     if len(head) >= 2 and head[0] == 0x78 and (head[0] * 256 + head[1]) % 31 == 0 and not head[1] & 0x20:
         return "zlib" if _decodes(zlib.decompressobj(), head) else None
+    if zfile_length(head) is not None:
+        return "joblib-zfile"
     return None
 
 
@@ -192,7 +221,11 @@ def _decodes(decompressor: Any, head: bytes) -> bool:
 
 def _chunks(codec: str, raw: IO[bytes]) -> Iterator[bytes]:
     """Decompressed output in chunks of at most CHUNK bytes; stdlib rules for members and trailers."""
-    if codec == "zlib":
+    if codec in ("zlib", "joblib-zfile"):
+        if codec == "joblib-zfile":  # past the header, and the space joblib <= 0.8.4 wrote after it
+            raw.seek(ZFILE_HEADER)
+            if raw.read(1) != b" ":
+                raw.seek(ZFILE_HEADER)
         decompressor = zlib.decompressobj()
         while not decompressor.eof:
             data = decompressor.unconsumed_tail or raw.read(CHUNK)
@@ -213,6 +246,9 @@ def _reader(codec: str, raw: IO[bytes]) -> io.BufferedIOBase:
         return bz2.BZ2File(raw)
     if codec in ("xz", "lzma"):
         return lzma.LZMAFile(raw, format=lzma.FORMAT_XZ if codec == "xz" else lzma.FORMAT_ALONE)
+    if codec == "lz4":  # the reader joblib.load uses for these files
+        lz4_file: io.BufferedIOBase = _lz4_frame().LZ4FrameFile(raw, mode="rb")
+        return lz4_file
     reader: io.BufferedIOBase = _zstd().ZstdFile(raw)
     return reader
 
@@ -227,7 +263,8 @@ def _member_name(name: str, codec: str) -> str:
 
 
 class CompressedScanner:
-    """gzip / bz2 / xz / lzma / zlib / zstd streams: one child holding the decompressed bytes."""
+    """gzip / bz2 / xz / lzma / zlib / zstd / lz4 streams and joblib Z-files: one child holding the decompressed
+    bytes."""
 
     name = "compressed"
 

@@ -211,6 +211,19 @@ MAX_RESOLVERS = 1000  # distinct resolver names reported per file; past it, one 
 _NEWOBJ_HELPERS = ("copyreg.__newobj__", "copyreg.__newobj_ex__")
 
 
+def _module_class(value: Sym) -> Sym:
+    """The class a legacy torch.save persistent id ('module', cls, source_file, source) stands for.
+
+    torch.load's legacy persistent_load returns `cls` itself for such an id (torch.save writes one for every
+    nn.Module class of a whole-model save), so calling it calls `cls`. No other loader returns anything for a
+    persistent id: plain pickle refuses it, torch's zip loader accepts only storages."""
+    if isinstance(value, Persistent) and isinstance(value.pid, Seq) and len(value.pid.items) >= 2:
+        kind, cls = value.pid.items[0], value.pid.items[1]
+        if isinstance(kind, Const) and kind.value == "module" and isinstance(cls, Global):
+            return cls
+    return value
+
+
 def _is_partial(value: Sym) -> bool:
     return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted == PARTIAL
 
@@ -266,6 +279,7 @@ class Machine:
 
     def _invoke(self, res: PickleResult, func: Sym, args: Sym, how: str, offset: int) -> Obj:
         """A call loading would make: record it, apply the few effects that change later resolution."""
+        func = _module_class(func)
         if isinstance(func, Global):
             record = res.imports.get(func.dotted)
             if record is None:  # a name derived from getattr on a global

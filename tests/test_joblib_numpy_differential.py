@@ -1,0 +1,331 @@
+"""Loader differential for joblib and NumPy: whatever `joblib.load` or `np.load(allow_pickle=True)` would run,
+wscan must have inspected.
+
+Each case is a file the real library wrote (or joblib's own legacy writer, or bytes damaged one way) holding a
+payload that creates a marker folder (os.mkdir, harmless). The real loader runs in a forked child of a fresh,
+isolated interpreter; if the marker appears, wscan must report a critical pickle finding for the file, and if
+the loader refuses the file wscan must still report it at high or above. Two bypasses were found this way and
+fixed: joblib's pre-0.10 Z-file ("ZF" header, zlib body), which joblib 1.x still loads, and joblib's
+compress="lz4" files; wscan called both an unknown format (low).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pytest
+from joblib.numpy_pickle_compat import write_zfile
+
+from tests.helpers.scanning import rule_ids, scan
+from tests.test_loader_differential import CRITICAL_PICKLE, Entry, build_zip
+from wscan.model import Severity
+
+
+class Payload:
+    """Pickles as os.mkdir(marker): proof of execution that harms nothing."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return os.mkdir, (self.marker,)
+
+
+def _pickled(marker: Path, protocol: int = 2) -> bytes:
+    return pickle.dumps({"model": Payload(marker)}, protocol=protocol)
+
+
+# --- joblib ------------------------------------------------------------------------------------------------
+
+
+def joblib_dump(compress: object) -> Callable[[Path], bytes]:
+    def make(marker: Path) -> bytes:
+        buffer = io.BytesIO()
+        joblib.dump({"weights": np.arange(4.0), "model": Payload(marker)}, buffer, compress=compress)
+        return buffer.getvalue()
+
+    return make
+
+
+def joblib_object_array(marker: Path) -> bytes:
+    """An object array: joblib pickles its items inline after the NumpyArrayWrapper."""
+    buffer = io.BytesIO()
+    joblib.dump({"column": np.array([1, Payload(marker)], dtype=object)}, buffer)
+    return buffer.getvalue()
+
+
+def zfile(spell: Callable[[int], bytes] | None = None, space: bool = False, cut: int = 0) -> Callable[[Path], bytes]:
+    """joblib's pre-0.10 Z-file, as its own write_zfile writes it, optionally with the length spelled by `spell`,
+    the extra space joblib <= 0.8.4 wrote, or the last `cut` bytes missing."""
+
+    def make(marker: Path) -> bytes:
+        buffer = io.BytesIO()
+        data = _pickled(marker)
+        write_zfile(buffer, data)
+        blob = buffer.getvalue()
+        if spell is not None:
+            blob = blob[:2] + spell(len(data)).ljust(19) + blob[21:]
+        if space:
+            blob = blob[:21] + b" " + blob[21:]
+        return blob[: len(blob) - cut]
+
+    return make
+
+
+def truncated(make: Callable[[Path], bytes], cut: int) -> Callable[[Path], bytes]:
+    return lambda marker: make(marker)[:-cut]
+
+
+def trailing(make: Callable[[Path], bytes]) -> Callable[[Path], bytes]:
+    return lambda marker: make(marker) + b"\x00trailing bytes" * 8
+
+
+# --- NumPy -------------------------------------------------------------------------------------------------
+
+
+def npy(array_of: Callable[[Path], np.ndarray], version: tuple[int, int] | None = None) -> Callable[[Path], bytes]:
+    def make(marker: Path) -> bytes:
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, array_of(marker), version=version, allow_pickle=True)
+        return buffer.getvalue()
+
+    return make
+
+
+def object_vector(marker: Path) -> np.ndarray:
+    return np.array([1, Payload(marker)], dtype=object)
+
+
+def object_scalar(marker: Path) -> np.ndarray:
+    array = np.empty((), dtype=object)
+    array[()] = Payload(marker)
+    return array
+
+
+def object_field(marker: Path) -> np.ndarray:
+    return np.array([(1.0, Payload(marker))], dtype=[("x", "f8"), ("obj", "O")])
+
+
+def object_subarray(marker: Path) -> np.ndarray:
+    array = np.zeros(1, dtype=[("obj", "O", (2,))])
+    array[0]["obj"][1] = Payload(marker)
+    return array
+
+
+def npy_empty_with_payload(marker: Path) -> bytes:
+    """An empty object array whose header is followed by a payload pickle: np.load unpickles it anyway."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.empty((0,), dtype=object), allow_pickle=True)
+    header_end = buffer.getvalue().index(b"\n") + 1
+    return buffer.getvalue()[:header_end] + _pickled(marker)
+
+
+def npz(compressed: bool) -> Callable[[Path], bytes]:
+    def make(marker: Path) -> bytes:
+        buffer = io.BytesIO()
+        save = np.savez_compressed if compressed else np.savez
+        save(buffer, weights=np.arange(4.0), column=object_vector(marker))
+        return buffer.getvalue()
+
+    return make
+
+
+def npz_member(name: str, **damage: object) -> Callable[[Path], bytes]:
+    """An npz whose object member is stored under `name` and damaged by `damage` (Entry fields)."""
+
+    def make(marker: Path) -> bytes:
+        member = npy(object_vector)(marker)
+        entries = [Entry("weights.npy", npy(lambda _: np.arange(4.0))(marker)), Entry(name, member, **damage)]  # type: ignore[arg-type]
+        return build_zip(entries)
+
+    return make
+
+
+def npz_prefixed(marker: Path) -> bytes:
+    with zipfile.ZipFile(io.BytesIO(npz(False)(marker))) as archive:
+        entries = [Entry(info.filename, archive.read(info)) for info in archive.infolist()]
+    return build_zip(entries, prefix=b"\x00" * 100, adjust=False)
+
+
+def plain_pickle(marker: Path) -> bytes:
+    """np.load falls back to pickle.load for anything that is neither .npy nor zip."""
+    return _pickled(marker)
+
+
+@dataclass(frozen=True)
+class Case:
+    loader: str  # "joblib" or "numpy"
+    make: Callable[[Path], bytes]
+    suffix: str
+
+
+CASES: dict[str, Case] = {
+    "joblib-plain": Case("joblib", joblib_dump(0), ".joblib"),
+    "joblib-zlib": Case("joblib", joblib_dump(3), ".joblib"),
+    "joblib-gzip": Case("joblib", joblib_dump(("gzip", 3)), ".joblib"),
+    "joblib-bz2": Case("joblib", joblib_dump(("bz2", 3)), ".joblib"),
+    "joblib-lzma": Case("joblib", joblib_dump(("lzma", 3)), ".joblib"),
+    "joblib-xz": Case("joblib", joblib_dump(("xz", 3)), ".joblib"),
+    "joblib-lz4": Case("joblib", joblib_dump(("lz4", 3)), ".joblib"),
+    "joblib-object-array": Case("joblib", joblib_object_array, ".joblib"),
+    "joblib-zlib-truncated": Case("joblib", truncated(joblib_dump(3), 4), ".joblib"),
+    "joblib-gzip-truncated": Case("joblib", truncated(joblib_dump(("gzip", 3)), 4), ".joblib"),
+    "joblib-lz4-truncated": Case("joblib", truncated(joblib_dump(("lz4", 3)), 4), ".joblib"),
+    # (not zlib or gzip: joblib's readers spend a minute on trailing bytes before a MemoryError)
+    "joblib-plain-trailing": Case("joblib", trailing(joblib_dump(0)), ".joblib"),
+    "joblib-bz2-trailing": Case("joblib", trailing(joblib_dump(("bz2", 3))), ".joblib"),
+    "joblib-zfile": Case("joblib", zfile(), ".pkl"),
+    "joblib-zfile-space": Case("joblib", zfile(space=True), ".pkl"),
+    "joblib-zfile-length-spelled-otherwise": Case("joblib", zfile(lambda n: b" +0X0_%x" % n), ".pkl"),
+    "joblib-zfile-wrong-length": Case("joblib", zfile(lambda n: b"0x1"), ".pkl"),
+    "joblib-zfile-truncated": Case("joblib", zfile(cut=4), ".bin"),
+    "numpy-npy-v1": Case("numpy", npy(object_vector, (1, 0)), ".npy"),
+    "numpy-npy-v2": Case("numpy", npy(object_vector, (2, 0)), ".npy"),
+    "numpy-npy-v3": Case("numpy", npy(object_vector, (3, 0)), ".npy"),
+    "numpy-npy-0d": Case("numpy", npy(object_scalar), ".npy"),
+    "numpy-npy-object-field": Case("numpy", npy(object_field), ".npy"),
+    "numpy-npy-object-subarray": Case("numpy", npy(object_subarray), ".npy"),
+    "numpy-npy-empty-with-payload": Case("numpy", npy_empty_with_payload, ".npy"),
+    "numpy-npy-truncated": Case("numpy", truncated(npy(object_vector), 2), ".npy"),
+    "numpy-npz": Case("numpy", npz(False), ".npz"),
+    "numpy-npz-compressed": Case("numpy", npz(True), ".npz"),
+    "numpy-npz-member-not-named-npy": Case("numpy", npz_member("column"), ".npz"),
+    "numpy-npz-crc-wrong": Case("numpy", npz_member("column.npy", crc_local=1, crc_central=1), ".npz"),
+    "numpy-npz-data-descriptor": Case("numpy", npz_member("column.npy", descriptor=True), ".npz"),
+    "numpy-npz-deflated": Case("numpy", npz_member("column.npy", method=zipfile.ZIP_DEFLATED), ".npz"),
+    "numpy-npz-prefixed": Case("numpy", npz_prefixed, ".npz"),
+    "numpy-plain-pickle": Case("numpy", plain_pickle, ".npy"),
+}
+
+# What the loaders do with each case (a tripwire for loader upgrades; the safety assertion never depends on it).
+# Refused before the payload runs: joblib checks a Z-file's length and zlib its end before unpickling, the LZ4
+# reader fails on its first read, np.load reads a zip only from byte 0 and checks a
+# member's CRC (the member is small enough to be read whole), and pickle reads a truncated .npy whole first.
+EXPECTED_EXECUTES = set(CASES) - {
+    "joblib-zfile-wrong-length", "joblib-zfile-truncated", "joblib-lz4-truncated",
+    "numpy-npz-prefixed", "numpy-npz-crc-wrong", "numpy-npy-truncated",
+}  # fmt: skip
+
+DRIVER = r"""
+import json, os, sys, warnings
+warnings.simplefilter("ignore")
+import joblib, numpy as np
+results = {}
+for key, loader, path, marker in json.loads(sys.stdin.read()):
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            if loader == "joblib":
+                joblib.load(path)
+            else:
+                loaded = np.load(path, allow_pickle=True)
+                if hasattr(loaded, "files"):
+                    for name in loaded.files:
+                        loaded[name]
+            message = "loaded"
+        except BaseException as exc:
+            message = f"error: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}"
+        os.write(write_fd, message.encode())
+        os._exit(0)
+    os.close(write_fd)
+    chunks = []
+    while chunk := os.read(read_fd, 4096):
+        chunks.append(chunk)
+    os.close(read_fd)
+    _, status = os.waitpid(pid, 0)
+    text = b"".join(chunks).decode(errors="replace") or f"crashed: wait status {status}"
+    results[key] = [text, os.path.exists(marker)]
+print(json.dumps(results))
+"""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    result: str
+    executed: bool
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Loaded]]:
+    """Every case written to a file and loaded by the real library, each with its own marker."""
+    root = tmp_path_factory.mktemp("joblib-numpy")
+    for folder in ("files", "markers", "cwd"):
+        (root / folder).mkdir()
+    files, jobs = {}, []
+    for name, case in CASES.items():
+        marker = root / "markers" / name
+        files[name] = root / "files" / f"{name}{case.suffix}"
+        files[name].write_bytes(case.make(marker))
+        jobs.append((name, case.loader, str(files[name]), str(marker)))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(root / "cwd"), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", DRIVER], input=json.dumps(jobs), capture_output=True, text=True,
+        cwd=root / "cwd", env=env, timeout=180, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    raw: dict[str, list[str | bool]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {name: (files[name], Loaded(str(raw[name][0]), bool(raw[name][1]))) for name in CASES}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_wscan_inspects_what_the_loader_runs(loaded: dict[str, tuple[Path, Loaded]], case: str) -> None:
+    path, outcome = loaded[case]
+    report = scan(path)
+    ids = rule_ids(report)
+    worst = max((f.severity for f in report.findings), default=Severity.INFO)
+    if outcome.executed:
+        assert ids & CRITICAL_PICKLE, (
+            f"bypass: {CASES[case].loader} ran the payload of {case}, wscan said {sorted(ids)}"
+        )
+    else:
+        assert worst >= Severity.HIGH, f"{case}: the loader refused it ({outcome.result}); wscan said {sorted(ids)}"
+
+
+def test_loader_behaviour_matches_expectations(loaded: dict[str, tuple[Path, Loaded]]) -> None:
+    executed = {name for name, (_, outcome) in loaded.items() if outcome.executed}
+    assert executed == EXPECTED_EXECUTES, json.dumps({name: o.result for name, (_, o) in loaded.items()}, indent=1)
+
+
+def test_zfile_magic_alone_is_not_claimed(tmp_path: Path) -> None:
+    """joblib refuses a "ZF" file whose length does not parse, before unpickling: text that happens to start
+    with "ZF" is not a corrupt Z-file."""
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"ZFS pool notes: scrub weekly\n")
+    assert not any(f.rule_id == "WS-ARC-001" for f in scan(path).findings)
+
+
+def test_legacy_array_wrapper_loads_the_file_it_names(tmp_path: Path) -> None:
+    """joblib.load np.loads, with allow_pickle=True, the file a pickled NDArrayWrapper names, even outside the
+    model folder: the wrapper itself is critical, and no allow entry lowers it."""
+    from joblib.numpy_pickle_compat import NDArrayWrapper
+
+    from wscan.config import Config
+
+    marker = tmp_path / "marker"
+    (tmp_path / "elsewhere").mkdir()
+    np.save(tmp_path / "elsewhere" / "evil.npy", object_vector(marker), allow_pickle=True)
+    model = tmp_path / "model" / "model.joblib"
+    model.parent.mkdir()
+    wrapper = NDArrayWrapper("../elsewhere/evil.npy", np.ndarray, allow_mmap=False)
+    model.write_bytes(pickle.dumps({"weights": wrapper}, protocol=2))
+    load = "import sys, warnings, joblib; warnings.simplefilter('ignore'); joblib.load(sys.argv[1])"
+    subprocess.run([sys.executable, "-I", "-c", load, str(model)], cwd=tmp_path, capture_output=True, timeout=120)
+    assert marker.exists()
+    name = "joblib.numpy_pickle_compat.NDArrayWrapper"
+    for config in (None, Config(allow=frozenset({name}))):
+        critical = {(f.rule_id, f.evidence.get("callable")) for f in scan(model.parent, config).findings
+                    if f.severity >= Severity.CRITICAL}  # fmt: skip
+        assert ("WS-PKL-013", name) in critical
