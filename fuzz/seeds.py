@@ -100,11 +100,14 @@ def _pickles() -> Iterator[bytes]:
             yield from _zip_members(path, lambda n: n.endswith(".pkl"))
 
 
+# gzip, bz2, xz, lzma-alone, zlib (joblib's compress=3), LZ4 frames, joblib's Z-file.
+COMPRESSION_MAGICS = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x5d\x00\x00", b"\x78", b"\x04\x22\x4d\x18", b"ZF")
+
 SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
     "pickle": _pickles,
     "archive": lambda: [p for p in _files("*") if _magic(p, b"PK\x03\x04", b"7z\xbc\xaf") or p.suffix == ".tar"],
     "pytorch": lambda: [p for p in _files("*.pt", "*.pth", "*.bin") if _is_torch_zip(p)],
-    "compressed": lambda: [p for p in _files("*") if _magic(p, b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x5d\x00\x00")],
+    "compressed": lambda: [p for p in _files("*") if _magic(p, *COMPRESSION_MAGICS)],
     "numpy": lambda: _files("*.npy", "*.npz"),
     "safetensors": lambda: _files("*.safetensors"),
     "shards": _shards,

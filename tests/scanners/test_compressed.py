@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import joblib
+import lz4.frame
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from joblib.numpy_pickle_compat import write_zfile
 
 from wscan.limits import Budget, BudgetExceeded, Limits
 from wscan.model import Location, Observation
@@ -34,6 +36,17 @@ CODECS = {
 }
 if compressed_mod._zstd() is not None:
     CODECS["zstd"] = compressed_mod._zstd().compress
+
+
+def _zfile(data: bytes) -> bytes:
+    """joblib's pre-0.10 Z-file, written by joblib's own writer."""
+    buffer = io.BytesIO()
+    write_zfile(buffer, data)
+    return buffer.getvalue()
+
+
+CODECS["lz4"] = lz4.frame.compress
+CODECS["joblib-zfile"] = _zfile
 
 
 def run(data: bytes, limits: Limits | None = None, name: str = "model.pkl.gz") -> tuple[list[Observation], Any]:
@@ -130,6 +143,23 @@ def test_member_limit() -> None:
     observations, child = run(data, Limits(max_member_bytes=1_000_000))
     assert next(dict(o.attrs) for o in observations if o.kind == "archive.member_limit")["limit"] == 1_000_000
     assert child[1] <= 1_000_000 + compressed_mod.CHUNK
+
+
+@pytest.mark.parametrize("codec", ["lz4", "joblib-zfile"])
+def test_bomb_in_joblib_codecs(codec: str) -> None:
+    data = CODECS[codec](PICKLE + b"\x00" * 5_000_000)
+    observations, child = run(data, Limits(ratio_floor_bytes=1_000_000, max_compression_ratio=50), "m.joblib")
+    assert any(o.kind == "archive.bomb" for o in observations)
+    assert child[2].startswith(PICKLE)
+
+
+def test_zfile_header_as_joblib_reads_it() -> None:
+    """The space joblib <= 0.8.4 wrote after the length is skipped; a length joblib cannot parse is no Z-file."""
+    data = _zfile(PICKLE)
+    observations, child = run(data[:21] + b" " + data[21:], name="m.pkl")
+    assert kinds(observations) == ["compressed.layout"] and child[2] == PICKLE
+    assert sniff(b"ZF" + b"not hex".ljust(19) + data[21:]) is None
+    assert sniff(b"ZF" + b" +0X1_0".ljust(19) + data[21:]) == "joblib-zfile"  # int(field, 16) accepts it
 
 
 def test_budget_is_charged() -> None:
