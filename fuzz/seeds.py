@@ -101,7 +101,7 @@ def _pickles() -> Iterator[bytes]:
 
 
 # gzip, bz2, xz, lzma-alone, zlib (joblib's compress=3), LZ4 frames, joblib's Z-file.
-COMPRESSION_MAGICS = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x5d\x00\x00", b"\x78", b"\x04\x22\x4d\x18", b"ZF")
+COMPRESSION_MAGICS = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x5d\x00", b"\x78", b"\x04\x22\x4d\x18", b"ZF")
 
 SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
     "pickle": _pickles,

@@ -15,6 +15,7 @@ import io
 import json
 import os
 import pickle
+import struct
 import subprocess
 import sys
 import zipfile
@@ -91,6 +92,82 @@ def trailing(make: Callable[[Path], bytes]) -> Callable[[Path], bytes]:
     return lambda marker: make(marker) + b"\x00trailing bytes" * 8
 
 
+# Hand-written joblib streams (from a bypass hunt): a NumpyArrayWrapper whose attributes make joblib step over a
+# different number of array bytes than a naive reader, so that the payload sits where one of them reads "array".
+
+
+def _text(value: str) -> bytes:
+    return b"X" + struct.pack("<I", len(value.encode())) + value.encode()
+
+
+def _p0_payload(marker: Path) -> bytes:
+    """os.mkdir(marker) in protocol 0 opcodes, its result popped."""
+    return b"cos\nmkdir\n(V" + str(marker).encode() + b"\ntR0"
+
+
+def _dtype(code: str = "f8", elsize: int = -1, extra: bytes = b"") -> bytes:
+    """numpy.dtype(code, False, True) with the BUILD state numpy writes, its size field set to `elsize`."""
+    state = b"(K\x03" + _text("<") + b"NNNJ" + struct.pack("<i", elsize) + b"J\xff\xff\xff\xffK\x00" + extra + b"tb"
+    return b"cnumpy\ndtype\n" + _text(code) + b"\x89\x88\x87R" + state
+
+
+def _wrapper(count: int, dtype: bytes, alignment: bytes | None = b"K\x10") -> bytes:
+    """A protocol 2 joblib.numpy_pickle.NumpyArrayWrapper of `count` items, up to its BUILD state."""
+    items = _text("subclass") + b"cnumpy\nndarray\n" + _text("shape") + b"K" + bytes([count]) + b"\x85"
+    items += _text("order") + _text("C") + _text("dtype") + dtype + _text("allow_mmap") + b"\x88"
+    if alignment is not None:
+        items += _text("numpy_array_alignment_bytes") + alignment
+    return b"\x80\x02cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81}(" + items + b"u"
+
+
+def _hidden_after(head: bytes, marker: Path, skipped: int, naive: int) -> bytes:
+    """`head` (ending in BUILD), then `skipped` bytes joblib steps over before the payload; a reader stepping over
+    only `naive` bytes lands on a BINBYTES whose body swallows the payload."""
+    payload = _p0_payload(marker)
+    filler = bytearray(b"\x00" * skipped)
+    filler[naive : naive + 5] = b"B" + struct.pack("<I", skipped + len(payload) - naive - 5)
+    return head + bytes(filler) + payload + b"."
+
+
+def joblib_wrong_elsize(marker: Path) -> bytes:
+    """float64 with a size field of 1: NumPy ignores it for a non-flexible type, so joblib steps over the padding
+    byte (0) and 32 bytes, not 4."""
+    return _hidden_after(_wrapper(4, _dtype("f8", 1)) + b"b", marker, 1 + 32, 1 + 4)
+
+
+def joblib_alignment_not_none(marker: Path) -> bytes:
+    """Alignment `()`: not None, so joblib reads a padding byte (20), then 20 bytes, then the 8-byte array."""
+    head = _wrapper(1, _dtype("f8"), alignment=b")") + b"b"
+    data = _hidden_after(head, marker, 1 + 20 + 8, 8)
+    return data[: len(head)] + bytes([20]) + data[len(head) + 1 :]
+
+
+def joblib_state_and_slotstate(marker: Path) -> bytes:
+    """BUILD (None, {...}): pickle sets the attributes from the slot state, and joblib reads the array. The
+    padding byte is "B" (66), which a reader that misses the wrapper takes for BINBYTES."""
+    head = _wrapper(4, _dtype("f8")).replace(b"\x81}(", b"\x81N}(") + b"\x86b"
+    return _hidden_after(head, marker, 1 + 66 + 32, 0)
+
+
+def joblib_object_in_metadata(marker: Path) -> bytes:
+    """float64 whose metadata holds an object dtype: the array holds no objects, its bytes are raw."""
+    metadata = b"}" + _text("x") + _dtype("O") + b"s"
+    return _hidden_after(_wrapper(4, _dtype("f8", -1, metadata)) + b"b", marker, 1 + 66 + 32, 0)
+
+
+def joblib_lzma_small_dictionary(marker: Path) -> bytes:
+    """lzma-alone with a 4 KiB dictionary: the header reads 5d 00 10 00 00; joblib takes any 5d 00 for lzma."""
+    import lzma
+
+    filters = [{"id": lzma.FILTER_LZMA1, "dict_size": 4096}]
+    return lzma.compress(_pickled(marker), format=lzma.FORMAT_ALONE, filters=filters)
+
+
+def none_filler(marker: Path) -> bytes:
+    """70,000 NONE opcodes before the payload: nothing in the first 64 KiB but harmless opcodes."""
+    return b"N" * 70000 + _p0_payload(marker) + b"."
+
+
 # --- NumPy -------------------------------------------------------------------------------------------------
 
 
@@ -129,6 +206,17 @@ def npy_empty_with_payload(marker: Path) -> bytes:
     np.lib.format.write_array(buffer, np.empty((0,), dtype=object), allow_pickle=True)
     header_end = buffer.getvalue().index(b"\n") + 1
     return buffer.getvalue()[:header_end] + _pickled(marker)
+
+
+def npy_descr(descr: str) -> Callable[[Path], bytes]:
+    """A .npy whose header spells an object dtype some other way NumPy accepts, then a payload pickle."""
+
+    def make(marker: Path) -> bytes:
+        header = "{'descr': " + descr + ", 'fortran_order': False, 'shape': (1,), }"
+        header += " " * (63 - (10 + len(header)) % 64) + "\n"
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + _pickled(marker)
+
+    return make
 
 
 def npz(compressed: bool) -> Callable[[Path], bytes]:
@@ -190,6 +278,13 @@ CASES: dict[str, Case] = {
     "joblib-zfile-length-spelled-otherwise": Case("joblib", zfile(lambda n: b" +0X0_%x" % n), ".pkl"),
     "joblib-zfile-wrong-length": Case("joblib", zfile(lambda n: b"0x1"), ".pkl"),
     "joblib-zfile-truncated": Case("joblib", zfile(cut=4), ".bin"),
+    "joblib-wrong-elsize": Case("joblib", joblib_wrong_elsize, ".joblib"),
+    "joblib-alignment-not-none": Case("joblib", joblib_alignment_not_none, ".joblib"),
+    "joblib-state-and-slotstate": Case("joblib", joblib_state_and_slotstate, ".joblib"),
+    "joblib-object-in-metadata": Case("joblib", joblib_object_in_metadata, ".joblib"),
+    "joblib-lzma-small-dictionary": Case("joblib", joblib_lzma_small_dictionary, ".joblib"),
+    "joblib-none-filler": Case("joblib", none_filler, ".pkl"),
+    "numpy-none-filler": Case("numpy", none_filler, ".npy"),
     "numpy-npy-v1": Case("numpy", npy(object_vector, (1, 0)), ".npy"),
     "numpy-npy-v2": Case("numpy", npy(object_vector, (2, 0)), ".npy"),
     "numpy-npy-v3": Case("numpy", npy(object_vector, (3, 0)), ".npy"),
@@ -198,6 +293,9 @@ CASES: dict[str, Case] = {
     "numpy-npy-object-subarray": Case("numpy", npy(object_subarray), ".npy"),
     "numpy-npy-empty-with-payload": Case("numpy", npy_empty_with_payload, ".npy"),
     "numpy-npy-truncated": Case("numpy", truncated(npy(object_vector), 2), ".npy"),
+    "numpy-npy-descr-object": Case("numpy", npy_descr("'object'"), ".npy"),
+    "numpy-npy-descr-comma-string": Case("numpy", npy_descr("'f8,O'"), ".npy"),
+    "numpy-npy-descr-subarray-tuple": Case("numpy", npy_descr("('O', (2,))"), ".npy"),
     "numpy-npz": Case("numpy", npz(False), ".npz"),
     "numpy-npz-compressed": Case("numpy", npz(True), ".npz"),
     "numpy-npz-member-not-named-npy": Case("numpy", npz_member("column"), ".npz"),

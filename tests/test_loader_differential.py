@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bz2
 import json
+import pickle
 import struct
 import subprocess
 import sys
@@ -512,3 +513,57 @@ def test_legacy_whole_model_save_is_judged_like_the_zip_one(tmp_path: Path) -> N
         judged.append({(f.rule_id, f.message.split(" (")[0]) for f in findings})
     assert judged[0] == judged[1]
     assert ("WS-PKL-003", "Loading imports torch.nn.modules.linear.Linear, which is not on the allowlist") in judged[0]
+
+
+# --- torch.save's tar format (before 0.4), which torch.load still reads ------------------------------------------
+
+
+def _tar_checkpoint(storages: bytes, tensors: bytes, main: bytes) -> bytes:
+    import io
+    import tarfile
+
+    info = pickle.dumps({"protocol_version": 1001, "little_endian": True, "type_sizes": {}}, protocol=2)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in (("sys_info", info), ("storages", storages), ("tensors", tensors), ("pickle", main)):
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _tar_cases(hostile: bytes) -> dict[str, bytes]:
+    """The payload in each pickle torch's tar reader loads, behind the raw records it steps over."""
+
+    def dump(value: object) -> bytes:
+        return pickle.dumps(value, protocol=2)
+
+    storage = dump(("0", "cpu", torch.FloatStorage)) + struct.pack("<q", 4) + b"\0" * 16
+    tensor = dump(("t0", "0", torch.FloatTensor)) + struct.pack("<i", 1) + b"\0" * 4 + struct.pack("<3q", 4, 1, 0)
+    storages, tensors, main = dump(1) + storage + dump([]), dump(1) + tensor, dump({"w": "ok"})
+    return {
+        "tar-pickle": _tar_checkpoint(storages, tensors, hostile),
+        "tar-storage-views": _tar_checkpoint(dump(1) + storage + hostile, tensors, main),
+        "tar-storage-record": _tar_checkpoint(dump(2) + storage + hostile, tensors, main),
+        "tar-tensor-record": _tar_checkpoint(storages, dump(2) + tensor + hostile, main),
+    }
+
+
+def test_tar_checkpoints_torch_runs_are_flagged(tmp_path: Path) -> None:
+    """Every pickle of the tar format is found behind the storage and tensor records (a bypass hunt found the
+    storage views pickle hidden behind one storage's raw bytes)."""
+    markers = {name: tmp_path / f"marker-{name}" for name in _tar_cases(b"")}
+    files, jobs = {}, []
+    for name, marker in markers.items():
+        files[name] = tmp_path / f"{name}.pt"
+        files[name].write_bytes(_tar_cases(marker_pickle(marker))[name])
+        jobs.append((name, files[name], False, marker))
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    outcomes = run_torch(jobs, workdir)
+    assert all(outcome.executed for outcome in outcomes.values()), outcomes
+    for name, path in files.items():
+        assert rule_ids(scan(path)) & CRITICAL_PICKLE, name
+    benign = tmp_path / "benign.pt"
+    benign.write_bytes(_tar_cases(pickle.dumps({"weights": [1.0, 2.0]}, protocol=2))["tar-pickle"])
+    assert not {f.rule_id for f in scan(benign).findings if f.severity >= Severity.HIGH}

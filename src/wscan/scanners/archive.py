@@ -43,7 +43,7 @@ Emit = Iterator[Observation]
 
 
 def classify_layout(names: Iterable[str]) -> tuple[str, str]:
-    """What produced this archive (pytorch, torchscript, npz, keras, generic), and its top folder."""
+    """What produced this archive (pytorch, torchscript, npz, keras, torch-tar, generic), and its top folder."""
     names = [n for n in names if not n.endswith("/")]
     found = set(names)
     tops = [n[: -len("/data.pkl")] for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
@@ -56,6 +56,8 @@ def classify_layout(names: Iterable[str]) -> tuple[str, str]:
         return "npz", ""
     if "config.json" in found and ({"model.weights.h5", "metadata.json"} & found):
         return "keras", ""
+    if {"pickle", "storages", "tensors"} <= found:  # torch.save's oldest format, which torch.load still reads
+        return "torch-tar", ""
     return "generic", ""
 
 

@@ -201,7 +201,8 @@ def sniff(head: bytes, strict: bool = False) -> str | None:
         return "lz4"
     if strict:
         return None
-    if head.startswith(b"\x5d\x00\x00") and _decodes(lzma.LZMADecompressor(lzma.FORMAT_ALONE), head):
+    # joblib takes any 5d 00 for lzma-alone: the next bytes are the dictionary size, 4 KiB (5d 00 10 00 00) or more.
+    if head.startswith(b"\x5d\x00") and _decodes(lzma.LZMADecompressor(lzma.FORMAT_ALONE), head):
         return "lzma"
     if len(head) >= 2 and head[0] == 0x78 and (head[0] * 256 + head[1]) % 31 == 0 and not head[1] & 0x20:
         return "zlib" if _decodes(zlib.decompressobj(), head) else None

@@ -13,8 +13,8 @@ import struct
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.pickle import analyze
+from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.pickle import analyze, probe
 
 MAGIC = b"\x93NUMPY"
 _SIMPLE = re.compile(r"[<>|=]?([bBiuUfcmMOSVa?])(\d*)(?:\[[a-zA-Z0-9]+\])?")
@@ -129,6 +129,12 @@ class NpyScanner:
                 or not all(isinstance(d, int) and d >= 0 for d in shape)
             ):
                 yield artifact.observe("npy.invalid", 0, reason=f"unsupported descr/shape {header!r:.120}")
+                # NumPy reads descrs wscan does not ('object', 'f8,O', ...): if what follows the header reads as a
+                # pickle, np.load(allow_pickle=True) may unpickle it, so it is simulated all the same.
+                raw.seek(data_start)
+                if probe(raw.read(HEAD_BYTES), strict=False):
+                    raw.seek(data_start)
+                    yield from analyze(artifact, raw, data_start, ctx)
                 return
             itemsize, has_object = info
             yield artifact.observe("npy.layout", 0, descr=str(header["descr"])[:200], object=has_object)

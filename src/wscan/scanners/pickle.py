@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import BinaryIO
 
 from wscan.limits import Limits
@@ -73,7 +73,8 @@ def probe(head: bytes, strict: bool) -> bool:
         # unpickler refuses at the very next byte is not: a safetensors header of 640 bytes opens with 80 02 00.
         first = Machine(Stream(io.BytesIO(head[:PROTO_PEEK]), limit=PROTO_PEEK), _PROBE_LIMITS).run()
         return first.opcodes >= 2 or isinstance(first.error, Truncated)
-    res = Machine(Stream(io.BytesIO(head), limit=len(head)), _PROBE_LIMITS).run()
+    machine = Machine(Stream(io.BytesIO(head), limit=len(head)), _PROBE_LIMITS)
+    res = machine.run()
     if strict:
         # Raw tensor bytes, which no loader unpickles: only a stream that imports a name is a payload worth
         # reading. Random floats decode as a few opcodes often enough (an EXT code, "N.") to flag a checkpoint.
@@ -83,9 +84,12 @@ def probe(head: bytes, strict: bool) -> bool:
     if _acts(res):
         # An import alone already runs a module's import-time code when the file is unpickled.
         return True
-    # Every byte of a full head decoded as opcodes and a string runs past it: a protocol 0/1 pickle opening with
-    # a long string would otherwise pass as text (or as an unknown format).
-    return isinstance(res.error, Truncated) and len(head) >= HEAD_BYTES and _long_string_at(head, res.end)
+    # A full head decoded as opcodes up to its end: a protocol 0/1 pickle whose payload lies past the head, behind
+    # 64 KiB of harmless opcodes (70,000 NONEs) or one long string, would otherwise pass as text or an unknown
+    # format. Text fails within a few bytes, or reads as a string opcode claiming gigabytes at its start.
+    if not isinstance(res.error, Truncated) or len(head) < HEAD_BYTES:
+        return False
+    return machine.stream.op_at >= len(head) // 2 or _long_string_at(head, res.end)
 
 
 class PickleScanner:
@@ -105,8 +109,9 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
     """Simulate every pickle in `raw` (positioned at artifact offset `base`) and report what it does."""
     stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base, size=artifact.size - base)
     nested: list[PickleResult] = []
-    machine = Machine(stream, ctx.limits, on_build=lambda m, obj: _joblib_build(m, obj, nested))
+    machine = Machine(stream, ctx.limits, on_build=_JoblibArrays(nested))
     legacy = stream.peek(len(LEGACY_TORCH_MAGIC)) == LEGACY_TORCH_MAGIC
+    tar_member = artifact.name if artifact.context.get("container") == "torch-tar" else None
     results: list[PickleResult] = []
     while not stream.at_end():
         ctx.budget.check_time()
@@ -126,6 +131,8 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
             yield from _skip_legacy_storages(artifact, stream, results)
             if stream.at_end():
                 break
+        if tar_member in TAR_RECORDS and not (yield from _skip_tar_record(artifact, stream, results, tar_member)):
+            break
     yield artifact.observe(
         "pickle.summary",
         base,
@@ -271,83 +278,193 @@ def _skip_legacy_storages(
             return
 
 
+# -- torch.save's tar format (before 0.4): "storages" and "tensors" interleave pickles with raw records -----
+
+TAR_RECORDS = ("storages", "tensors")
+
+
+def _skip_tar_record(
+    artifact: Artifact, stream: Stream, results: list[PickleResult], member: str
+) -> Generator[Observation, None, bool]:
+    """Step over the raw bytes torch's tar reader reads after a record's pickle; False when the layout ends.
+
+    "storages": a count, then per storage its (key, location, type) pickle, an int64 element count and the data,
+    then the storage views pickle. "tensors": a count, then per tensor its pickle, an int32 ndim, 4 bytes, sizes
+    and strides (2 * ndim int64) and an int64 offset."""
+    first = results[0].result
+    count = _const_int(first) if first is not None else None
+    if count is None or count < 0:
+        yield artifact.observe("torch.legacy_malformed", results[0].start, reason=f"{member}: count is not a number")
+        return False
+    if len(results) == 1 or len(results) > count + 1:
+        return True  # the count, or the pickles after the records: read on as pickles
+    at = stream.base + stream.offset
+    try:
+        if member == "tensors":
+            (ndim,) = struct.unpack("<i", stream.read(4))
+            if ndim < 0:
+                raise PickleSyntaxError(at, "negative ndim")
+            stream.skip(4 + 16 * ndim + 8)
+            return True
+        args = results[-1].result
+        storage_type = args.items[2] if isinstance(args, Seq) and len(args.items) == 3 else None
+        name = storage_type.name.rsplit(".", 1)[-1] if isinstance(storage_type, Global) else ""
+        size = STORAGE_ELEMENT_SIZE.get(name)
+        if not size:
+            raise PickleSyntaxError(at, "storage type unknown")
+        (elements,) = struct.unpack("<q", stream.read(8))
+        if elements < 0:
+            raise PickleSyntaxError(at, "negative storage size")
+        stream.skip(elements * size)
+    except PickleSyntaxError as exc:
+        yield artifact.observe("torch.legacy_malformed", at, reason=f"{member}: {exc.reason}")
+        return False
+    return True
+
+
 # -- joblib: arrays are written raw into the pickle stream right after the wrapper's BUILD ----------
+#
+# joblib's unpickler reads an array's bytes from the stream after every BUILD of a NumpyArrayWrapper, as many as
+# the wrapper's attributes say; wscan must step over exactly as many, or a payload hides in "array bytes" (or array
+# bytes pass for opcodes). Attributes and dtypes are read as pickle and NumPy apply them; any form NumPy or joblib
+# would read in a way wscan cannot be sure of fails closed (pickle.malformed).
+
+_MAKERS = {"copyreg._reconstructor", "copyreg.__newobj__", "copyreg.__newobj_ex__"}  # make an instance of args[0]
+_FLEXIBLE = "SUVa"  # dtypes whose pickled state sets their size (NumPy ignores it for the others)
 
 
-def _joblib_build(machine: Machine, obj: Obj, nested: list[PickleResult]) -> None:
-    if not (
-        isinstance(obj.func, Global) and obj.func.dotted in JOBLIB_WRAPPERS and isinstance(obj.state, Dict)
-    ):
-        return
-    state = obj.state
-    dtype = state.get("dtype")
-    shape = state.get("shape")
-    count = 1
-    if isinstance(shape, Seq):
+class _JoblibArrays:
+    """The on_build hook: steps over the raw array after each wrapper BUILD, or runs its nested pickle."""
+
+    def __init__(self, nested: list[PickleResult]) -> None:
+        self.nested = nested
+        self.attrs: dict[int, tuple[Obj, dict[str, Sym]]] = {}  # per wrapper: every attribute BUILD set so far
+
+    def __call__(self, machine: Machine, obj: Obj) -> None:
+        if not _is_wrapper(obj):
+            return
+        at = machine.stream.base + machine.stream.offset
+        attrs = self.attrs.setdefault(id(obj), (obj, {}))[1]
+        _apply_build_state(obj.state, attrs, at)
+        shape = attrs.get("shape")
+        if not isinstance(shape, Seq) or shape.dropped:
+            raise PickleSyntaxError(at, "joblib array shape unknown")
+        count = 1
         for dim in shape.items:
             value = dim.value if isinstance(dim, Const) else None
-            if not isinstance(value, int) or value < 0:
-                raise PickleSyntaxError(
-                    machine.stream.base + machine.stream.offset, "joblib array shape unknown"
-                )
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise PickleSyntaxError(at, "joblib array shape unknown")
             count *= value
-    else:
-        raise PickleSyntaxError(machine.stream.base + machine.stream.offset, "joblib array shape unknown")
-    info = _dtype_info(dtype)
-    if info is None:
-        raise PickleSyntaxError(machine.stream.base + machine.stream.offset, "joblib array dtype unknown")
-    itemsize, has_object = info
-    if has_object:
-        # Object arrays are a nested pickle in the same stream, loaded with a fresh unpickler.
-        nested.append(machine.run())
-        return
-    alignment = state.get("numpy_array_alignment_bytes")
-    if isinstance(alignment, Const) and alignment.value is not None:
-        padding = machine.stream.read(1)[0]
-        machine.stream.skip(padding)
-    machine.stream.skip(count * itemsize)
+        info = _dtype_info(attrs.get("dtype"), 0)
+        if info is None:
+            raise PickleSyntaxError(at, "joblib array dtype unknown")
+        itemsize, has_object = info
+        if has_object:
+            if count:  # joblib reads no pickle for an empty object array
+                self.nested.append(machine.run())  # a nested pickle in the same stream, with a fresh unpickler
+            return
+        alignment = attrs.get("numpy_array_alignment_bytes")
+        if alignment is not None and not (isinstance(alignment, Const) and alignment.value is None):
+            padding = machine.stream.read(1)  # any value but None means a padding byte, then that many bytes
+            machine.stream.skip(padding[0] if padding else 0)
+        machine.stream.skip(count * itemsize)
 
 
-def _dtype_info(dtype: Sym | None) -> tuple[int, bool] | None:
-    """(itemsize, holds Python objects) of a symbolic numpy.dtype(...) call."""
-    if not (isinstance(dtype, Obj) and isinstance(dtype.func, Global) and dtype.func.name == "dtype"):
+def _is_wrapper(obj: Obj) -> bool:
+    func = obj.func
+    if not isinstance(func, Global):
+        return False
+    if func.dotted in _MAKERS and isinstance(obj.args, Seq) and obj.args.items:
+        func = obj.args.items[0]
+    return isinstance(func, Global) and func.dotted in JOBLIB_WRAPPERS
+
+
+def _apply_build_state(state: Sym | None, attrs: dict[str, Sym], at: int) -> None:
+    """What pickle's BUILD sets on an object without __setstate__: a dict state, or (state, slotstate)."""
+    parts: list[Sym | None] = [state]
+    if isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2 and not state.dropped:
+        parts = list(state.items)
+    for part in parts:
+        if part is None or (isinstance(part, Const) and not part.value):
+            continue  # falsy: BUILD skips it
+        if not isinstance(part, Dict) or part.dropped:
+            raise PickleSyntaxError(at, "joblib array wrapper state unreadable")
+        for key, value in part.items:
+            if not (isinstance(key, Const) and isinstance(key.value, str)):
+                raise PickleSyntaxError(at, "joblib array wrapper state unreadable")
+            attrs[key.value] = value
+
+
+def _dtype_info(dtype: Sym | None, depth: int) -> tuple[int, bool] | None:
+    """(itemsize, holds Python objects) of a symbolic numpy.dtype(code, ...) with its BUILD state, as NumPy
+    reads it; None when unknown, or when NumPy releases could disagree (a state no NumPy writes)."""
+    if depth > 8 or not (isinstance(dtype, Obj) and isinstance(dtype.func, Global) and dtype.func.name == "dtype"):
         return None
     if not (isinstance(dtype.args, Seq) and dtype.args.items and isinstance(dtype.args.items[0], Const)):
         return None
     code = dtype.args.items[0].value
-    if not isinstance(code, str):
-        return None
-    match = _DTYPE_CODE.fullmatch(code)
+    match = _DTYPE_CODE.fullmatch(code) if isinstance(code, str) else None
     if match is None:
         return None
     kind, digits = match.group(1), match.group(2)
-    elsize = None
-    if isinstance(dtype.state, Seq) and len(dtype.state.items) >= 6:
-        value = dtype.state.items[5]
-        if isinstance(value, Const) and isinstance(value.value, int) and value.value > 0:
-            elsize = value.value
-    has_object = kind == "O" or _contains_object_dtype(dtype.state, 0)
-    if elsize is None:
-        if not digits:
-            return (1, has_object) if kind in "?bB" else None
-        elsize = int(digits) * (4 if kind == "U" else 1)
-    return elsize, has_object
+    items: list[Sym] | None = None
+    if dtype.state is not None:
+        if not (isinstance(dtype.state, Seq) and len(dtype.state.items) in (8, 9) and not dtype.state.dropped):
+            return None
+        items = dtype.state.items
+    elsize = _const_int(items[5]) if items else None
+    flags = _const_int(items[7]) if items else None
+    inner = _holds_object([items[2], items[4]], depth) if items else False
+    if inner is None:
+        return None
+    if kind in _FLEXIBLE:  # the state's size is the size
+        if items is not None:
+            if elsize is None or elsize < 0:
+                return None
+            itemsize = elsize
+        elif digits:
+            itemsize = int(digits) * (4 if kind == "U" else 1)
+        else:
+            return None
+    else:  # NumPy ignores the state's size and flags for the other kinds
+        natural = int(digits) if digits else 8 if kind == "O" else 1 if kind in "?bB" else None
+        if natural is None:
+            return None
+        itemsize = natural
+    if kind == "O":
+        return itemsize, True
+    if kind == "V" and items is not None:
+        # A structured dtype takes "holds objects" from the state's flags (NumPy 2); where its fields disagree,
+        # another NumPy release may read the array the other way.
+        if flags is None or bool(flags & 1) != inner:
+            return None
+        return itemsize, inner
+    return (itemsize, False) if not inner else None
 
 
-def _contains_object_dtype(value: Sym | None, depth: int) -> bool:
-    if depth > 20 or value is None:
-        return False
-    if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.name == "dtype":
-        code = value.args.items[0] if isinstance(value.args, Seq) and value.args.items else None
-        if (
-            isinstance(code, Const)
-            and isinstance(code.value, str)
-            and code.value.lstrip("<>|=").startswith("O")
-        ):
-            return True
-        return _contains_object_dtype(value.state, depth + 1)
-    if isinstance(value, Seq):
-        return any(_contains_object_dtype(v, depth + 1) for v in value.items)
-    if isinstance(value, Dict):
-        return any(_contains_object_dtype(v, depth + 1) for _, v in value.items)
-    return False
+def _const_int(value: Sym) -> int | None:
+    if isinstance(value, Const) and isinstance(value.value, int) and not isinstance(value.value, bool):
+        return value.value
+    return None
+
+
+def _holds_object(values: list[Sym], depth: int) -> bool | None:
+    """Whether the sub-array dtype or field dtypes in a dtype's state hold objects; None when unknown."""
+    found = False
+    pending = list(values)
+    while pending:
+        value = pending.pop()
+        if isinstance(value, Obj):
+            info = _dtype_info(value, depth + 1)
+            if info is None:
+                return None
+            found = found or info[1]
+        elif isinstance(value, Seq):
+            pending.extend(value.items)
+        elif isinstance(value, Dict):
+            pending.extend(v for _, v in value.items)
+        elif not isinstance(value, Const):
+            return None
+        if len(pending) > 10_000:
+            return None
+    return found
