@@ -292,6 +292,14 @@ def _duplicate_key(path: Path) -> Path:
     return path
 
 
+def _nested_too_deep(path: Path) -> Path:
+    """A config Python's json cannot read (RecursionError): nothing in it can be checked."""
+    config, _, _ = _sequential_archive()
+    text = json.dumps(config)
+    path.write_text(text[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    return path
+
+
 def _json_file(path: Path, top: dict[str, Any]) -> Path:
     path.write_text(json.dumps(top), encoding="utf-8")
     return path
@@ -354,6 +362,7 @@ HOSTILE: dict[str, tuple[Callable[[Path], Path], str, Limits]] = {
     "WS-KERAS-016": (lambda p: h5_file(p, lambda h: h.create_dataset("big", shape=(2**31,), dtype="f4",
                                                                      chunks=(1024,))), "oversized.h5", Limits()),
     "WS-KERAS-017": (_not_hdf5_inside, "broken.h5", Limits()),
+    "WS-KERAS-020": (_nested_too_deep, "model.json", Limits()),
     "WS-KERAS-019": (lambda p: benign_keras_file(p, "sequential"), "member-limit.keras",
                      Limits(max_member_bytes=2048)),
 }  # fmt: skip
@@ -620,4 +629,4 @@ def test_every_kind_the_scanner_emits_has_a_rule() -> None:
 
 def test_a_truncated_stand_alone_keras_json_fails_closed() -> None:
     blob = b'{"module": "keras", "class_name": "Sequential", "config": {"layers": [{"class_na'
-    assert [o.kind for o in observe_json(blob)] == ["keras.config_invalid"]
+    assert [o.kind for o in observe_json(blob)] == ["keras.config_unreadable"]

@@ -427,7 +427,8 @@ class ZipScanner:
         if len(infos) > ctx.limits.max_members:
             yield artifact.observe("archive.too_many_members", count=len(infos), limit=ctx.limits.max_members)
             infos = infos[: ctx.limits.max_members]
-        layout, top = classify_layout(i.orig_filename for i in infos)
+        # Layout and member names as Python's zipfile (Keras, NumPy) sees them: cut at the first NUL.
+        layout, top = classify_layout(i.filename for i in infos)
         yield artifact.observe("archive.layout", format="zip", layout=layout)
         locals_ = [read_local_header(fh, i) for i in infos]
         yield from zip_structure(artifact, infos, locals_, archive.start_dir)
@@ -461,14 +462,14 @@ class ZipScanner:
                 yield from names.link(name, target, offset)
             if info.filename.endswith("/"):
                 continue
-            context = member_context(layout, top, name)
+            context = member_context(layout, top, info.filename)
             if info.compress_type != zipfile.ZIP_STORED:
                 context["cheap_seek"] = False  # the engine must not inflate a whole tensor to read its tail
             # Small members are read once in full (CRC, decompression); tensor storages never are.
             checked = info.file_size < FULL_READ_BYTES and not bombs and not context.get("raw_data")
             if checked:
                 yield from check_zip_member(artifact, ctx, info, local.data_start)
-            yield artifact.child(name, info.file_size, opener, context)
+            yield artifact.child(info.filename, info.file_size, opener, context)
             if errors and not checked:
                 yield artifact.observe("archive.member_unreadable", offset, member=name, reason=errors[0])
 

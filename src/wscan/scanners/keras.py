@@ -28,8 +28,8 @@ from wscan.strict_json import JsonRejected, loads_strict
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 HDF5_SECONDS = 120.0  # one HDF5 file's metadata; real files take well under a second
 MAX_CONFIG_NODES = 20_000_000  # JSON values walked in one config (a 64 MiB config has fewer)
-_CLASS_NAME = re.compile(rb'"class_name"\s*:')
-_KERAS_KEY = re.compile(rb'"(module|registered_name|keras_version)"\s*:')
+_CLASS_NAME = re.compile(r'"class_name"\s*:')
+_KERAS_KEY = re.compile(r'"(module|registered_name|keras_version)"\s*:')
 _COPY_CHUNK = 1 << 20
 
 
@@ -47,14 +47,25 @@ def _base(name: str) -> str:
     return name.replace("\\", "/").rsplit("/", 1)[-1]
 
 
+def json_text(data: bytes) -> str:
+    """Bytes decoded as `json.loads` decodes them (UTF-8 with or without a BOM, UTF-16, UTF-32): Keras hands the
+    member's bytes to json.loads, so a config in UTF-16 loads. A cut multi-byte character at the end is dropped."""
+    return data.decode(json.detect_encoding(data), "ignore")
+
+
 def _keras_json(head: Head) -> bool:
-    """config.json of a Keras archive, or a JSON file whose head reads like a serialized Keras object."""
-    if not head.head.lstrip(b" \t\r\n").startswith(b"{"):
-        return False
+    """config.json of an archive (Keras opens any zip by its config.json), or a JSON file whose head reads like a
+    serialized Keras object."""
+    text = json_text(head.head)
+    start = text.lstrip(" \t\r\n")
     base = _base(head.name)
-    if head.container == "keras" and base == "config.json":
+    if not start:  # only whitespace so far: json.loads skips any amount of it
+        return head.size > len(head.head) and base.endswith(".json")
+    if not start.startswith("{"):
+        return False
+    if head.container and base == "config.json":
         return True
-    return base.endswith(".json") and bool(_CLASS_NAME.search(head.head)) and bool(_KERAS_KEY.search(head.head))
+    return base.endswith(".json") and bool(_CLASS_NAME.search(text)) and bool(_KERAS_KEY.search(text))
 
 
 class KerasScanner:
@@ -99,7 +110,9 @@ def _check_json(
     except JsonRejected as exc:
         top = _lenient(data)
         # A stand-alone file was taken for Keras on its head: unreadable, it fails; read, it must still be Keras.
-        if top is None or not standalone or looks_like_keras(top):
+        if top is None:
+            yield artifact.observe("keras.config_unreadable", source=source, reason=str(exc))
+        elif not standalone or looks_like_keras(top):
             yield artifact.observe("keras.config_invalid", source=source, reason=str(exc))
     if top is None or (standalone and not looks_like_keras(top)):
         return  # unreadable (reported above), or some other JSON that happens to mention class_name
@@ -108,11 +121,15 @@ def _check_json(
 
 
 def _lenient(data: bytes) -> Any:
-    """What Python's json (and so Keras) makes of a config strict parsing refused: last duplicate wins."""
-    try:
-        return json.loads(data.decode("utf-8", "replace"))
-    except (ValueError, RecursionError):
-        return None
+    """What Python's json (and so Keras) makes of a config strict parsing refused: the last duplicate wins, and the
+    encoding is detected (a BOM, UTF-16, UTF-32); else a UTF-8 reading that replaces what does not decode."""
+    readings: tuple[bytes | str, ...] = (data, data.decode("utf-8", "replace"))
+    for reading in readings:
+        try:
+            return json.loads(reading)
+        except (ValueError, RecursionError):
+            continue
+    return None
 
 
 # --- HDF5 --------------------------------------------------------------------------------------------
