@@ -47,16 +47,15 @@ def _base(name: str) -> str:
     return name.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def json_text(data: bytes) -> str:
-    """Bytes decoded as `json.loads` decodes them (UTF-8 with or without a BOM, UTF-16, UTF-32): Keras hands the
-    member's bytes to json.loads, so a config in UTF-16 loads. A cut multi-byte character at the end is dropped."""
-    return data.decode(json.detect_encoding(data), "ignore")
-
-
 def _keras_json(head: Head) -> bool:
     """config.json of an archive (Keras opens any zip by its config.json), or a JSON file whose head reads like a
-    serialized Keras object."""
-    text = json_text(head.head)
+    serialized Keras object. The head is decoded as json.loads decodes bytes (UTF-8 with or without a BOM,
+    UTF-16, UTF-32): Keras hands config.json's bytes to json.loads, so a config in UTF-16 loads."""
+    encoding = json.detect_encoding(head.head)
+    first = head.head[:256].decode(encoding, "ignore").lstrip(" \t\r\n")
+    if first and not first.startswith("{"):
+        return False  # decided on the first bytes: most files are not JSON at all
+    text = head.head.decode(encoding, "ignore")
     start = text.lstrip(" \t\r\n")
     base = _base(head.name)
     if not start:  # only whitespace so far: json.loads skips any amount of it
