@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 # The built-in packs, parsed, with the SHA-256 of each source: written by tools/compile_rules.py.
 COMPILED_PACKS = "compiled-packs.json"
-SET_OPERATORS = ("in-set", "not-in-set", "prefix-in-set", "not-prefix-in-set")
+SET_OPERATORS = ("in-set", "not-in-set", "prefix-in-set", "not-prefix-in-set", "segment-in-set")
 
 
 def builtin_rules_dir() -> Path:
@@ -65,6 +65,12 @@ def _prefixes(value: str) -> Iterable[str]:
     return (".".join(parts[: i + 1]) for i in range(len(parts)))
 
 
+def _segments(value: str) -> Iterable[str]:
+    """Every run of consecutive dotted parts: `platform.os.mkdir` walks through `os` and `os.mkdir` too."""
+    parts = value.split(".")[:64]
+    return (".".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 1, len(parts) + 1))
+
+
 @dataclass(frozen=True)
 class Condition:
     """One attribute test; every operator present must hold."""
@@ -99,6 +105,8 @@ def _check(op: str, expected: Any, value: AttrValue | None, lists: Mapping[str, 
         return text in members
     if op == "not-in-set":
         return text not in members
+    if op == "segment-in-set":
+        return bool(text) and any(p in members for p in _segments(text))
     hit = bool(text) and any(p in members for p in _prefixes(text))
     return hit if op == "prefix-in-set" else not hit
 

@@ -132,7 +132,7 @@ class NpyScanner:
                 # NumPy reads descrs wscan does not ('object', 'f8,O', ...): if what follows the header reads as a
                 # pickle, np.load(allow_pickle=True) may unpickle it, so it is simulated all the same.
                 raw.seek(data_start)
-                if probe(raw.read(HEAD_BYTES), strict=False):
+                if probe(raw.read(HEAD_BYTES), strict=False, size=artifact.size - data_start):
                     raw.seek(data_start)
                     yield from analyze(artifact, raw, data_start, ctx)
                 return

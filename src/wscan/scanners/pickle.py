@@ -58,8 +58,9 @@ PROTO_PEEK = 16  # enough for PROTO, then FRAME and its 8-byte length, then one 
 _PROBE_LIMITS = Limits()  # a probe reads one head: the defaults bound it, built once (it runs for every file)
 
 
-def probe(head: bytes, strict: bool) -> bool:
-    """Does this prefix look like a pickle? `strict` demands clear evidence (for raw tensor bytes)."""
+def probe(head: bytes, strict: bool, size: int | None = None) -> bool:
+    """Does this prefix look like a pickle? `strict` demands clear evidence (for raw tensor bytes). `size`, the
+    whole blob's, tells a long argument that runs past the head from text read as a length."""
     if not head or head[0] not in OPCODES or head[0] in CANNOT_START or head.startswith((ZIP_LOCAL, ZIP_END)):
         # A zip opens with "PK", which pickle reads as a persistent id, and no unpickler gets past that without
         # a persistent_load hook. The only loader with one (torch) reads a file with this magic as a zip, and the
@@ -89,7 +90,8 @@ def probe(head: bytes, strict: bool) -> bool:
     # format. Text fails within a few bytes, or reads as a string opcode claiming gigabytes at its start.
     if not isinstance(res.error, Truncated) or len(head) < HEAD_BYTES:
         return False
-    return machine.stream.op_at >= len(head) // 2 or _long_string_at(head, res.end)
+    at = machine.stream.op_at
+    return at >= len(head) // 2 or _argument_runs_on(head, at, size)
 
 
 class PickleScanner:
@@ -98,7 +100,7 @@ class PickleScanner:
     name = "pickle"
 
     def accepts(self, head: Head) -> bool:
-        return probe(head.head, strict=head.raw_data)
+        return probe(head.head, strict=head.raw_data, size=head.size)
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as raw:
@@ -222,18 +224,32 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
             yield artifact.observe(kind, sub.error.offset, reason=sub.error.reason)
 
 
-def _long_string_at(head: bytes, arg_start: int) -> bool:
-    """The opcode before `arg_start` carries a string (not a number, memo key or module name: those are short)."""
-    if arg_start < 1 or arg_start > len(head):
-        return False
-    op = head[arg_start - 1 : arg_start]
+_BINARY_LENGTHS = {b"T": "<i", b"X": "<I", b"B": "<I", b"\x8d": "<Q", b"\x8e": "<Q", b"\x96": "<Q"}
+_NUMBER_LINE = re.compile(rb"\s*[+-]?[0-9a-fA-FxXoObB_.eEL]*")
+
+
+def _argument_runs_on(head: bytes, at: int, size: int | None) -> bool:
+    """The opcode at `at`, cut off by the end of the head, has an argument a real pickle could have: a quoted or
+    unicode line, a number padded with whitespace, or a string whose length fits in the blob. Text read as opcodes
+    fails these ("The ..." is a BINSTRING claiming 1.9 GB)."""
+    op = head[at : at + 1]
+    arg = head[at + 1 :]
     if op == b"S":  # STRING: a quoted Python literal
-        return head[arg_start : arg_start + 1] in (b"'", b'"')
+        return arg[:1] in (b"'", b'"')
     if op == b"V":  # UNICODE: one line of raw-unicode-escape text
         return True
-    # Binary string opcodes: their length field has NUL bytes unless it claims gigabytes, which plain text
-    # ("The ..." reads as BINSTRING of 0x71206568 bytes) always does.
-    return b"\x00" in head and op not in (b"c", b"i", b"I", b"F", b"L", b"p", b"g", b"P")
+    if op in (b"I", b"L", b"F", b"g", b"p"):  # a number, which int() and float() read past any whitespace
+        return _NUMBER_LINE.fullmatch(arg) is not None
+    fmt = _BINARY_LENGTHS.get(op)
+    if fmt is None:
+        return False
+    width = struct.calcsize(fmt)
+    if len(arg) < width:
+        return False
+    length = int(struct.unpack(fmt, arg[:width])[0])
+    if size is None:  # no size to compare with: a length with a NUL byte is a plausible one
+        return b"\x00" in arg[:width]
+    return 0 <= length <= size - (at + 1 + width)
 
 
 # -- legacy torch.save(..., _use_new_zipfile_serialization=False) ---------------------------------------

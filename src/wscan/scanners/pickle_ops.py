@@ -49,6 +49,66 @@ class LongBytes:
     interpolations: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class LongLine:
+    """A newline-terminated argument longer than MAX_LINE: its first bytes, its last byte, its length, and its
+    core (the line without surrounding whitespace) when that is short, as a number's must be."""
+
+    length: int
+    prefix: bytes
+    last: bytes
+    core: bytes | None  # None: longer than KEEP_CORE
+    core_is_hex: bool  # the core (kept or not) holds only characters of a hexadecimal literal
+    interpolations: tuple[str, ...]
+
+
+KEEP_CORE = 8192
+
+
+class _LineReader:
+    """Reads a long line in pieces, keeping only what LongLine holds."""
+
+    def __init__(self) -> None:
+        self.length = 0
+        self.prefix = b""
+        self.last = b""
+        self.core = bytearray()
+        self.core_long = False
+        self.core_is_hex = True
+        self.found: list[str] = []
+        self.carry = b""
+
+    def feed(self, piece: bytes) -> None:
+        if not piece:
+            return
+        if len(self.prefix) < KEEP_BYTES:
+            self.prefix += piece[: KEEP_BYTES - len(self.prefix)]
+        self.length += len(piece)
+        self.last = piece[-1:]
+        body = piece if self.core else piece.lstrip()
+        if body and not self.core_long:
+            self.core += body
+            if len(self.core.rstrip()) > KEEP_CORE:
+                self.core_long = True
+                self.core_is_hex = self.core_is_hex and _HEXISH.fullmatch(bytes(self.core)) is not None
+                self.core = bytearray(b"x")  # non-empty: what follows is not leading whitespace
+        elif body and self.core_is_hex:
+            self.core_is_hex = _HEXISH.fullmatch(body.rstrip()) is not None
+        window = self.carry + piece
+        at = window.find(b"${")
+        while at != -1 and len(self.found) < MAX_INTERPOLATIONS:
+            self.found.append(window[at : at + INTERPOLATION_SPAN].decode("utf-8", "replace"))
+            at = window.find(b"${", at + 2)
+        self.carry = window[-INTERPOLATION_SPAN:]
+
+    def result(self) -> LongLine:
+        core = None if self.core_long else bytes(self.core).rstrip()
+        is_hex = self.core_is_hex and (core is None or _HEXISH.fullmatch(core) is not None)
+        return LongLine(self.length, self.prefix, self.last, core, is_hex, tuple(dict.fromkeys(self.found)))
+
+
+_HEXISH = re.compile(rb"[+-]?(0[xX])?[0-9a-fA-F_]*\s*")
+
 Arg = int | float | str | bytes | bool | None | tuple[str, str] | LongBytes
 
 
@@ -174,7 +234,9 @@ class Stream:
             self._i += take
             remaining -= take
 
-    def readline(self) -> bytes:
+    def readline(self) -> bytes | LongLine:
+        """A newline-terminated argument; one longer than MAX_LINE is read through (CPython reads lines of any
+        length) and comes back as a LongLine, which keeps what the argument's readers need."""
         start = self.offset
         while True:
             end = self._buf.find(b"\n", self._i)
@@ -183,8 +245,21 @@ class Stream:
                 self._i = end + 1
                 return line
             if len(self._buf) - self._i > MAX_LINE:
-                raise PickleSyntaxError(self.base + start, "line argument longer than 64 KiB")
+                return self._long_line(start)
             if not self._fill(len(self._buf) - self._i + 1):
+                raise Truncated(self.base + start, "stream ends inside a line argument")
+
+    def _long_line(self, start: int) -> LongLine:
+        line = _LineReader()
+        while True:
+            end = self._buf.find(b"\n", self._i)
+            stop = end if end >= 0 else len(self._buf)
+            line.feed(bytes(self._buf[self._i : stop]))
+            self._i = stop
+            if end >= 0:
+                self._i = end + 1
+                return line.result()
+            if self._i >= self._cap or not self._fill(1):
                 raise Truncated(self.base + start, "stream ends inside a line argument")
 
 
@@ -257,36 +332,75 @@ def _long1(stream: Stream) -> int:
     return int.from_bytes(stream.read(stream.read_byte()), "little", signed=True)
 
 
-def _stringnl(stream: Stream) -> bytes:
+def _short_line(stream: Stream, what: str) -> bytes:
+    """A line argument that must be short: a module or class name, a persistent id."""
     start = _at(stream)
-    return _unquote(stream.readline(), start)
+    line = stream.readline()
+    if isinstance(line, LongLine):
+        raise PickleSyntaxError(start, f"{what} longer than 64 KiB")
+    return line
+
+
+def _stringnl(stream: Stream) -> bytes | LongBytes:
+    start = _at(stream)
+    line = stream.readline()
+    if isinstance(line, LongLine):
+        if line.prefix[:1] in (b"'", b'"') and line.last == line.prefix[:1]:
+            return LongBytes(line.length, line.prefix[1:], line.interpolations)
+        raise PickleSyntaxError(start, "STRING argument is not quoted")
+    return _unquote(line, start)
+
+
+def _unicodenl(stream: Stream) -> str | LongBytes:
+    line = stream.readline()
+    if isinstance(line, LongLine):
+        return LongBytes(line.length, line.prefix, line.interpolations)
+    return line.decode("raw-unicode-escape")
 
 
 def _pair(stream: Stream) -> tuple[str, str]:
-    module = stream.readline().decode("utf-8", "replace")
-    qualname = stream.readline().decode("utf-8", "replace")
+    module = _short_line(stream, "module name").decode("utf-8", "replace")
+    qualname = _short_line(stream, "name").decode("utf-8", "replace")
     return (module, qualname)
 
 
+def _number_text(line: bytes | LongLine, start: int) -> bytes:
+    """The text of a numeric line argument; a long one is mostly whitespace, which int() and float() skip."""
+    if not isinstance(line, LongLine):
+        return line
+    if line.core is not None:
+        return line.core
+    if line.core_is_hex:
+        return b"0"  # a hexadecimal literal longer than 8 KiB: valid, and its value is only data
+    raise PickleSyntaxError(start, "numeric argument longer than 8 KiB")
+
+
 def _decimal_short(stream: Stream) -> int | bool:
+    """INT: CPython reads it with strtol(..., 0), else int(..., 0): hex, octal and underscores are numbers."""
     start = _at(stream)
-    text = stream.readline()
+    text = _number_text(stream.readline(), start)
     if text == b"00":
         return False
     if text == b"01":
         return True
-    return _parse_int(text, start)
+    return _parse_int(text, start, 0)
+
+
+def _memo_index(stream: Stream) -> int:
+    """GET and PUT: a base-10 index (CPython: PyLong_FromString(s, NULL, 10))."""
+    start = _at(stream)
+    return _parse_int(_number_text(stream.readline(), start), start, 10)
 
 
 def _decimal_long(stream: Stream) -> int:
     start = _at(stream)
-    text = stream.readline()
-    return _parse_int(text[:-1] if text.endswith(b"L") else text, start)
+    text = _number_text(stream.readline(), start)
+    return _parse_int(text[:-1] if text.endswith(b"L") else text, start, 0)
 
 
 def _floatnl(stream: Stream) -> float:
     start = _at(stream)
-    text = stream.readline()
+    text = _number_text(stream.readline(), start)
     try:
         return float(text)
     except ValueError:
@@ -315,9 +429,9 @@ _READ_BY_TYPE: dict[str, Reader] = {
     "unicodestring4": lambda s: _text_arg(s, int(_U4(s.read(4))[0])),
     "unicodestring8": lambda s: _text_arg(s, int(_U8(s.read(8))[0])),
     "stringnl": _stringnl,
-    "stringnl_noescape": lambda s: s.readline().decode("utf-8", "replace"),
+    "stringnl_noescape": lambda s: _short_line(s, "line argument").decode("utf-8", "replace"),
     "stringnl_noescape_pair": _pair,
-    "unicodestringnl": lambda s: s.readline().decode("raw-unicode-escape"),
+    "unicodestringnl": _unicodenl,
     "decimalnl_short": _decimal_short,
     "decimalnl_long": _decimal_long,
     "floatnl": _floatnl,
@@ -327,12 +441,20 @@ _READ_BY_TYPE: dict[str, Reader] = {
 READERS: dict[int, Reader | None] = {
     code: (_READ_BY_TYPE[op.arg.name] if op.arg is not None else None) for code, op in OPCODES.items()
 }
+READERS[ord("g")] = READERS[ord("p")] = _memo_index  # pickletools shares INT's argument type with them
 
 
-def _parse_int(text: bytes, offset: int) -> int:
-    if len(text) > 4300:
-        raise PickleSyntaxError(offset, "integer literal too long")
+_OCTAL = re.compile(rb"\s*([+-]?)0([0-7]+)\s*")
+
+
+def _parse_int(text: bytes, offset: int, base: int) -> int:
+    """As CPython reads it: int() (whitespace and underscores allowed, at most 4300 decimal digits), and for base
+    0 also strtol's C octal ("010" is 8)."""
     try:
-        return int(text)
+        return int(text, base)
     except ValueError:
-        raise PickleSyntaxError(offset, "INT/LONG argument is not an integer") from None
+        pass
+    octal = _OCTAL.fullmatch(text) if base == 0 else None
+    if octal is not None:
+        return int(octal.group(1) + octal.group(2), 8)
+    raise PickleSyntaxError(offset, "INT/LONG argument is not an integer")

@@ -211,6 +211,13 @@ MAX_RESOLVERS = 1000  # distinct resolver names reported per file; past it, one 
 _NEWOBJ_HELPERS = ("copyreg.__newobj__", "copyreg.__newobj_ex__")
 
 
+# Allowlisted functions that return their first argument: TorchScript's list and type-tag helpers.
+IDENTITY_FUNCTIONS = frozenset(
+    f"torch.jit._pickle.{name}"
+    for name in ("build_intlist", "build_tensorlist", "build_doublelist", "build_boollist", "restore_type_tag")
+)
+
+
 def _module_class(value: Sym) -> Sym:
     """The class a legacy torch.save persistent id ('module', cls, source_file, source) stands for.
 
@@ -277,7 +284,7 @@ class Machine:
         record.count += 1
         return Global(mapped_module, mapped_name)
 
-    def _invoke(self, res: PickleResult, func: Sym, args: Sym, how: str, offset: int) -> Obj:
+    def _invoke(self, res: PickleResult, func: Sym, args: Sym, how: str, offset: int) -> Sym:
         """A call loading would make: record it, apply the few effects that change later resolution."""
         func = _module_class(func)
         if isinstance(func, Global):
@@ -297,6 +304,8 @@ class Machine:
             derived = self._derive(func, args)
             if derived is not None:
                 return Obj(derived, args)
+            if func.dotted in IDENTITY_FUNCTIONS and isinstance(args, Seq) and args.items:
+                return args.items[0]  # what it was given, itself: a class BUILD then patches is still that class
         else:
             res.events.append(Event("pickle.dynamic_call", offset, {"opcode": how, "callee": describe(func)}))
         return Obj(func, args)

@@ -1,0 +1,130 @@
+"""Pickle semantics differential: streams CPython's unpicklers run, proved with a marker, must be critical.
+
+Each case is hand-written opcode bytes whose payload creates a marker folder (os.mkdir, harmless). Both of
+CPython's unpicklers load it in a fresh, isolated interpreter: the C one (`pickle.load`) and the pure-Python one
+(`pickle._Unpickler`, which joblib subclasses). Where the marker appears, wscan must report a critical pickle
+finding. The cases come from a review of how CPython reads arguments and resolves names; before the fixes, wscan
+took the first five for text (no finding at all) and the rest for high only.
+"""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.scanning import scan
+from wscan.model import Severity
+
+LOADERS = {
+    "c": "import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))",
+    "python": "import pickle, sys; pickle._Unpickler(open(sys.argv[1], 'rb')).load()",
+}
+
+
+def _call(marker: Path) -> bytes:
+    """posix.mkdir(marker) in protocol 0, its result popped."""
+    return b"cposix\nmkdir\n(S'" + str(marker).encode() + b"'\ntR0"
+
+
+def _stack_global(module: str, name: str, arg: str) -> bytes:
+    def text(value: str) -> bytes:
+        return b"\x8c" + bytes([len(value)]) + value.encode()
+
+    return b"\x80\x04" + text(module) + text(name) + b"\x93" + text(arg) + b"\x85R."
+
+
+CASES: dict[str, Callable[[Path], bytes]] = {
+    # CPython reads INT with strtol(..., 0) or int(..., 0), LONG with int(..., 0): hex, octal, underscores.
+    "int-hex": lambda m: b"I0x1\n0" + _call(m) + b".",
+    "int-c-octal": lambda m: b"I010\n0" + _call(m) + b".",  # the C unpickler only
+    "long-hex": lambda m: b"L0x1L\n0" + _call(m) + b".",
+    # Whitespace before a number is skipped, however long (5,000 spaces; 70,000 fill the whole 64 KiB head).
+    "int-5k-spaces": lambda m: b"I" + b" " * 5000 + b"1\n0" + _call(m) + b".",
+    "int-70k-spaces": lambda m: b"I" + b" " * 70000 + b"1\n0" + _call(m) + b".",
+    # A binary string whose length field has no NUL byte (16.8 MB) fills the head with text.
+    "nul-free-string-length": lambda m: b"X\x01\x01\x01\x01" + b"a" * 0x01010101 + b"0" + _call(m) + b".",
+    # Lines have no length limit in CPython.
+    "unicode-line-300k": lambda m: b"\x80\x02V" + b"a" * 300000 + b"\n0" + _call(m) + b".",
+    "string-line-300k": lambda m: b"\x80\x02S'" + b"a" * 300000 + b"'\n0" + _call(m) + b".",
+    # A dangerous module in the middle of a dotted name: uuid.platform.os.mkdir is os.mkdir.
+    "walk-through-middle-module": lambda m: _stack_global("uuid", "platform.os.mkdir", str(m)),
+    # Private helpers of standard modules that run a command (os.system, subprocess).
+    "osx-support-read-output": lambda m: _stack_global("_osx_support", "_read_output", f"mkdir {m}"),
+    "uuid-get-command-stdout": lambda m: (
+        b"\x80\x04\x8c\x04uuid\x8c\x13_get_command_stdout\x93\x8c\x05mkdir"
+        + b"\x8c"
+        + bytes([len(str(m))])
+        + str(m).encode()
+        + b"\x86R."
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, bool]]]:
+    """Each case written once and loaded by both unpicklers, each load with its own marker."""
+    root = tmp_path_factory.mktemp("semantics")
+    out: dict[str, tuple[Path, dict[str, bool]]] = {}
+    for name, make in CASES.items():
+        ran: dict[str, bool] = {}
+        for loader, code in LOADERS.items():
+            marker = root / f"marker-{name}-{loader}"
+            path = root / f"{name}-{loader}.pkl"
+            path.write_bytes(make(marker))
+            subprocess.run([sys.executable, "-I", "-c", code, str(path)], cwd=root, capture_output=True, timeout=120)
+            ran[loader] = marker.exists()
+        out[name] = (path, ran)
+    return out
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_what_cpython_runs_is_critical(files: dict[str, tuple[Path, dict[str, bool]]], case: str) -> None:
+    path, ran = files[case]
+    assert any(ran.values()), f"{case}: CPython did not run it ({ran}): the case proves nothing"
+    critical = {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL}
+    assert critical, f"bypass: CPython runs {case}, wscan has no critical finding"
+
+
+def test_a_class_patched_through_an_identity_function_is_tampering(tmp_path: Path) -> None:
+    """torch.jit._pickle.build_intlist (allowlisted) returns its argument: BUILD on its result patches the class
+    itself, as BUILD on the class does."""
+    data = (
+        b"\x80\x02ctorch.jit._pickle\nbuild_intlist\ncpathlib\nPurePath\n\x85R"
+        b"N}X\x08\x00\x00\x00__repr__cnumpy\nnegative\ns\x86b."
+    )
+    path = tmp_path / "patch.pkl"
+    path.write_bytes(data)
+    check = "import pickle, pathlib, sys; pickle.load(open(sys.argv[1], 'rb')); print(pathlib.PurePath.__repr__)"
+    done = subprocess.run([sys.executable, "-I", "-c", check, str(path)], capture_output=True, text=True, timeout=120)
+    assert "negative" in done.stdout, done.stderr
+    assert "WS-PKL-006" in {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"The quick brown fox jumps over the lazy dog. " * 3000,  # 'T': a BINSTRING claiming 1.9 GB
+        b"I am a note, not a number. " * 3000,  # 'I': an INT whose line is not a number
+        b"Version 1.0\n" + b"x" * 70000,  # 'V': one unicode line, then 'x' is no opcode
+        b"pandas notes\n" * 6000,
+    ],
+    ids=["binstring", "int", "unicode-then-junk", "put"],
+)
+def test_text_is_still_text(tmp_path: Path, text: bytes) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(text)
+    assert not [f for f in scan(path).findings if f.severity >= Severity.HIGH]
+
+
+def test_binary_length_is_judged_against_the_file_size() -> None:
+    from wscan.scanners.pickle import probe
+
+    head = b"X\x01\x01\x01\x01" + b"a" * (64 * 1024 - 5)
+    assert probe(head, strict=False, size=0x01010101 + 100)
+    assert not probe(head, strict=False, size=1_000_000)  # claims more than the file holds
+    assert struct.unpack("<I", head[1:5])[0] == 0x01010101
