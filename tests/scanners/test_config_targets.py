@@ -195,16 +195,30 @@ def test_a_config_can_allow_its_own_library(tmp_path: Path) -> None:
     assert [(f.rule_id, f.severity) for f in allowed.findings] == [("WS-CFG-001", Severity.CRITICAL)]
 
 
+FLOW = "{{_target_: {target}, name: {marker}}}\n"  # a YAML flow mapping: OmegaConf.load reads any file name
+COMPACT_JSON = '{{"_target_": "{target}", "name": "{marker}"}}'
+
+
 @pytest.mark.parametrize(
-    ("target", "rule"),
-    [("os.makedirs", "WS-CFG-001"), ("omegaconf._utils.os.makedirs", "WS-CFG-007")],
-)
-def test_hydra_runs_what_wscan_flags(tmp_path: Path, target: str, rule: str) -> None:
+    ("target", "rule", "name", "layout"),
+    [
+        ("os.makedirs", "WS-CFG-001", "model_config.yaml", "model:\n  _target_: {target}\n  name: {marker}\n"),
+        ("omegaconf._utils.os.makedirs", "WS-CFG-007", "model_config.yaml",
+         "model:\n  _target_: {target}\n  name: {marker}\n"),
+        ("os.makedirs", "WS-CFG-001", "hparams.json", COMPACT_JSON),
+        ("os.makedirs", "WS-CFG-001", "model.conf", FLOW),
+        # torch.fx rebuilds modules by exec-ing source; a walk from an allowlisted prefix reaches it.
+        ("torch.nn.modules.module.torch.fx.graph_module._exec_with_source", "WS-CFG-007", "model.yaml",
+         "_target_: {target}\n_convert_: all\nsrc: 'import os; os.makedirs(\"{marker}\")'\nglobals: {{}}\n"),
+    ],
+    ids=["yaml", "walk", "compact-json", "flow-conf", "fx-walk"],
+)  # fmt: skip
+def test_hydra_runs_what_wscan_flags(tmp_path: Path, target: str, rule: str, name: str, layout: str) -> None:
     """Differential, with the real loader in a child process: instantiating the config creates the marker
     folder, and wscan reports the callable that did it as critical."""
     marker = tmp_path / "instantiated-marker"
-    config = tmp_path / "model_config.yaml"
-    config.write_text(f"model:\n  _target_: {target}\n  name: {marker}\n", encoding="utf-8")
+    config = tmp_path / name
+    config.write_text(layout.format(target=target, marker=marker), encoding="utf-8")
     code = "import sys; from hydra.utils import instantiate; from omegaconf import OmegaConf; " \
            "instantiate(OmegaConf.load(sys.argv[1]))"  # fmt: skip
     subprocess.run([sys.executable, "-c", code, str(config)], check=True, timeout=120, capture_output=True)

@@ -29,7 +29,9 @@ from wscan.scanners.pickle_vm import COMPUTED_RESOLVER, RESOLVER_CALL, TOO_MANY_
 TARGET_KEY = "_target_"  # Hydra, at any depth
 MODEL_TARGET_KEY = "target"  # NeMo's model class: a dotted name, at any depth (NeMo reads the top or `model:`)
 YAML_SUFFIXES = (".yaml", ".yml")
-_TARGET_IN_HEAD = re.compile(rb"(?m)^[ \t\-]*['\"]?_target_['\"]?[ \t]*:")
+# `_target_` as a key: at a line's start (block YAML) or after `{` or `,` (JSON and YAML flow mappings, which
+# OmegaConf.load reads whatever the file is called).
+_TARGET_IN_HEAD = re.compile(rb"(?m)(?:^[ \t\-]*|[{,][ \t\r\n]*)['\"]?_target_['\"]?[ \t]*:")
 _INTERPOLATION = "${"
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+\Z")  # what NeMo's `target` must be to name a class
 _TICK = 4096  # events between time checks
