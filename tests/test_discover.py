@@ -8,6 +8,7 @@ from pathlib import Path
 
 import wscan
 from wscan.discover import FileEntry, discover
+from wscan.model import Observation, Severity
 
 PAYLOAD = b"cos\nsystem\n(S'id'\ntR."
 
@@ -103,3 +104,37 @@ def test_a_file_that_cannot_be_opened_is_unreadable_whatever_its_size(tmp_path: 
 
     monkeypatch.setattr(wscan.discover.os, "open", refuse)
     assert kinds([tmp_path]) == {"small.bin": "file.unreadable", "large.bin": "file.unreadable"}
+
+
+def test_symlinked_folders_are_reported_with_where_they_lead(tmp_path: Path) -> None:
+    """Loaders follow a symlinked custom_generate/ or module folder; a scan does not walk it."""
+    root = tmp_path / "model"
+    (root / "code").mkdir(parents=True)
+    (root / "config.json").write_text('{"model_type": "gpt2"}')
+    (root / "code" / "generate.py").write_text("def generate(model):\n    return None\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "generate.py").write_text("import os\nos.system('id')\n")
+    (root / "inner").symlink_to(root / "code")
+    (root / "custom_generate").symlink_to(outside)
+    found = {o.location.path.rsplit("/", 1)[-1]: o for o in discover([root]) if isinstance(o, Observation)}
+    assert (found["inner"].kind, found["inner"].attrs["outside"]) == ("file.symlink_dir", False)
+    assert found["custom_generate"].attrs == {"target": outside.resolve().as_posix(), "outside": True}
+    report = wscan.scan([root])
+    by_path = {(Path(f.location.path).name, f.rule_id, f.severity) for f in report.findings
+               if f.rule_id.startswith("WS-FILE")}  # fmt: skip
+    assert by_path == {("inner", "WS-FILE-011", Severity.MEDIUM), ("custom_generate", "WS-FILE-012", Severity.HIGH)}
+
+
+def test_python_file_linked_outside_is_high(tmp_path: Path) -> None:
+    root = tmp_path / "model"
+    root.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "modeling_y.py").write_text("import subprocess\n")
+    (outside / "w.pkl").write_bytes(pickle.dumps([1]))
+    (root / "modeling_y.py").symlink_to(outside / "modeling_y.py")
+    (root / "weights.pkl").symlink_to(outside / "w.pkl")
+    report = wscan.scan([root])
+    assert {(Path(f.location.path).name, f.rule_id, f.severity) for f in report.findings} == {
+        ("modeling_y.py", "WS-FILE-013", Severity.HIGH), ("weights.pkl", "WS-FILE-004", Severity.MEDIUM)}

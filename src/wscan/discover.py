@@ -1,8 +1,10 @@
 """Turn command-line paths into the files to scan, reporting everything that will not be scanned.
 
 Symlinks are followed only while they stay inside the scan root; a Hugging Face cache is the one
-layout where snapshot links point outside their folder (into the repo's `blobs/`) by design.
-Special files are never opened (a FIFO would block the scan).
+layout where snapshot links point outside their folder (into the repo's `blobs/`) by design. Symlinked
+folders are never walked (their target is scanned where it lies, when that is inside the root), but loaders
+follow them, so each is reported with where it leads. Special files are never opened (a FIFO would block the
+scan).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from wscan.model import Location, Observation
 
 LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1"
+CODE_SUFFIXES = (".py",)  # what transformers and sentence-transformers import from a model folder
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,12 @@ def _hf_repo_root(link: Path) -> Path | None:
     return None
 
 
+def _allowed(link: Path, target: Path, root: Path) -> bool:
+    """Whether a link's resolved target stays inside the scan root (or, in a Hugging Face cache, its repo)."""
+    hf_root = _hf_repo_root(Path(os.path.abspath(link)))
+    return _inside(target, root) or (hf_root is not None and _inside(target, Path(os.path.realpath(hf_root))))
+
+
 def _skip(display: str, kind: str, **attrs: str | int | bool) -> Observation:
     return Observation(kind, Location(display), attrs)
 
@@ -79,9 +88,12 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
             dirnames.remove("blobs")
         dirnames.sort()
         for name in list(dirnames):
-            if (here / name).is_symlink():
+            link = here / name
+            if link.is_symlink():
                 dirnames.remove(name)
-                yield _skip(display_path(here / name), "file.symlink_dir")
+                target = Path(os.path.realpath(link))
+                yield _skip(display_path(link), "file.symlink_dir", target=target.as_posix(),
+                            outside=not _allowed(link, target, root))  # fmt: skip
         shown = display_path(here)  # once per folder: a file's display name is its folder's plus its own
         prefix = "" if shown == "." else shown.rstrip("/") + "/"
         for name in sorted(filenames):
@@ -105,15 +117,12 @@ def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileE
         info = os.lstat(where)
         if stat.S_ISLNK(info.st_mode):
             target = Path(os.path.realpath(path))
-            hf_root = _hf_repo_root(Path(os.path.abspath(path)))
-            allowed = _inside(target, root) or (
-                hf_root is not None and _inside(target, Path(os.path.realpath(hf_root)))
-            )
             if not os.path.exists(target):
                 yield _skip(display, "file.broken_symlink", target=os.readlink(path))
                 return
-            if not allowed:
-                yield _skip(display, "file.symlink_escape", target=target.as_posix())
+            if not _allowed(path, target, root):
+                code = path.name.endswith(CODE_SUFFIXES) or target.name.endswith(CODE_SUFFIXES)
+                yield _skip(display, "file.symlink_escape", target=target.as_posix(), code=code)
                 return
             info = os.stat(path)
     except OSError as exc:

@@ -111,3 +111,67 @@ def test_severities(tmp_path: Path) -> None:
     report = scan_code(tmp_path, "import os\nos.system('id')\n")
     assert {f.rule_id: f.severity for f in report.findings} == {
         "WS-CODE-001": Severity.MEDIUM, "WS-CODE-002": Severity.CRITICAL}
+
+
+def model_folder(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text('{"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"}')
+    (folder / "model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
+    return folder
+
+
+def test_custom_generate_is_high_by_itself(tmp_path: Path) -> None:
+    """from_pretrained(folder) imports custom_generate/generate.py even with trust_remote_code=False."""
+    model = model_folder(tmp_path / "model")
+    (model / "custom_generate").mkdir()
+    (model / "custom_generate" / "generate.py").write_text("def generate(model, **kwargs):\n    return None\n")
+    (model / "custom_generate" / "helpers.py").write_text("def top_k(x):\n    return x\n")
+    report = default_engine().scan([model])
+    found = {(f.rule_id, f.severity, Path(f.location.path).name) for f in report.findings}
+    assert found == {
+        ("WS-CODE-011", Severity.HIGH, "generate.py"), ("WS-CODE-001", Severity.MEDIUM, "generate.py"),
+        ("WS-CODE-011", Severity.HIGH, "helpers.py"), ("WS-CODE-001", Severity.MEDIUM, "helpers.py")}
+
+
+def test_custom_generate_code_is_read_like_model_code(tmp_path: Path) -> None:
+    model = model_folder(tmp_path / "model")
+    (model / "custom_generate").mkdir()
+    (model / "custom_generate" / "generate.py").write_text("import subprocess\nsubprocess.run(['id'])\n")
+    report = default_engine().scan([model / "custom_generate" / "generate.py"])
+    assert {f.rule_id for f in report.findings} == {"WS-CODE-001", "WS-CODE-002", "WS-CODE-011"}
+
+
+def test_custom_generate_needs_a_model_beside_it(tmp_path: Path) -> None:
+    (tmp_path / "custom_generate").mkdir()
+    (tmp_path / "custom_generate" / "generate.py").write_text("def generate(model):\n    return None\n")
+    assert default_engine().scan([tmp_path]).findings == []
+
+
+def test_code_in_a_model_subfolder_is_model_code(tmp_path: Path) -> None:
+    model = model_folder(tmp_path / "model")
+    deep = model / "pkg" / "layers" / "ops"
+    deep.mkdir(parents=True)
+    (deep / "kernel.py").write_text("import subprocess\n")
+    report = default_engine().scan([model])
+    assert {f.rule_id for f in report.findings} == {"WS-CODE-001", "WS-CODE-002"}
+
+
+def test_a_config_far_above_or_past_a_repository_top_does_not_count(tmp_path: Path) -> None:
+    model_folder(tmp_path)
+    far = tmp_path / "a" / "b" / "c" / "d" / "e"
+    far.mkdir(parents=True)
+    (far / "tool.py").write_text("import subprocess\n")
+    repo = tmp_path / "src" / "project"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "tool.py").write_text("import subprocess\n")
+    assert default_engine().scan([far, repo]).findings == []
+
+
+@pytest.mark.parametrize("marker", ["modules.json", "config_sentence_transformers.json"])
+def test_sentence_transformers_files_mark_a_model(tmp_path: Path, marker: str) -> None:
+    (tmp_path / marker).write_text('[{"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"}]'
+                                   if marker == "modules.json" else '{"prompts": {}}')
+    (tmp_path / "1_Custom").mkdir()
+    (tmp_path / "1_Custom" / "layer.py").write_text("import os\nos.system('id')\n")
+    report = default_engine().scan([tmp_path])
+    assert {f.rule_id for f in report.findings} == {"WS-CODE-001", "WS-CODE-002"}

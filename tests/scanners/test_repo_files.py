@@ -11,6 +11,7 @@ from tests.helpers.scanning import rule_ids, scan
 from wscan.config import Config
 from wscan.engine import Engine
 from wscan.limits import Limits
+from wscan.model import Severity
 
 CHATML = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>'"
@@ -140,24 +141,112 @@ def test_unknown_architecture(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("data", "reason"),
+    ("data", "reason", "also"),
     [
-        (b'{"auto_map": {}, "auto_map": {"AutoModel": "x.Y"}}', "duplicate key"),
-        (b'{"temperature": NaN}', "NaN"),
-        (b'{"a": 1', "Expecting"),
-        (b'{"a": "\xff"}', "not UTF-8"),
-        (b"[1, 2]", "not an object"),
+        (b'{"auto_map": {}, "auto_map": {"AutoModel": "x.Y"}}', "duplicate key", {"WS-REPO-001"}),
+        (b'{"temperature": NaN}', "NaN", set()),
+        (b'{"a": 1', "Expecting", set()),
+        (b'{"a": "\xff"}', "not UTF-8", set()),
+        (b"[1, 2]", "not an object", set()),
     ],
 )
-def test_invalid_json(tmp_path: Path, data: bytes, reason: str) -> None:
+def test_invalid_json(tmp_path: Path, data: bytes, reason: str, also: set[str]) -> None:
     (tmp_path / "config.json").write_bytes(data)
     report = scan(tmp_path)
     if data.startswith(b"["):  # not sniffed as a JSON object: an ordinary text file
         assert rule_ids(report) == set()
         return
-    assert rule_ids(report) == {"WS-REPO-005"}
-    assert reason in report.findings[0].message
+    assert rule_ids(report) == {"WS-REPO-005"} | also
+    assert reason in next(f for f in report.findings if f.rule_id == "WS-REPO-005").message
     assert report.files[0].status == "failed"
+
+
+def test_content_of_a_file_python_reads_is_judged_though_not_strict(tmp_path: Path) -> None:
+    """transformers reads config.json with Python's json (NaN accepted, the last duplicate wins): a NaN or a
+    duplicate key must not hide the auto_map, trust_remote_code and template it would act on."""
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"auto_map": {"AutoModel": "evil/repo--modeling_x.X"}, "layer_norm_scale": float("nan")}))
+    assert rule_ids(scan(tmp_path)) == {"WS-REPO-005", "WS-REPO-002"}
+    (tmp_path / "config.json").unlink()
+    (tmp_path / "tokenizer_config.json").write_text(
+        '{"chat_template": "{{ messages }}", "trust_remote_code": true, "chat_template": ' + json.dumps(ESCAPE) + "}"
+    )
+    report = scan(tmp_path)
+    assert {"WS-REPO-005", "WS-REPO-003", "WS-TPL-001"} <= rule_ids(report)
+    assert report.files[0].status == "failed"
+
+
+def test_json_python_cannot_read_either_is_only_invalid(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_bytes(b'{"auto_map": {"AutoModel": "a--b.C"}, NaN')
+    assert rule_ids(scan(tmp_path)) == {"WS-REPO-005"}
+
+
+def test_local_custom_pipeline(tmp_path: Path) -> None:
+    write_json(tmp_path, "config.json", {"architectures": ["LlamaForCausalLM"], "custom_pipelines": {
+        "pair-classification": {"impl": "custom_pipe.PairPipeline", "pt": ["AutoModelForSequenceClassification"]}}})
+    report = scan(tmp_path)
+    assert rule_ids(report) == {"WS-REPO-001"}
+    (finding,) = report.findings
+    assert finding.evidence["field"] == "custom_pipelines"
+    assert finding.evidence["missing"] == "custom_pipe.py"
+
+
+def test_custom_pipeline_from_another_repository(tmp_path: Path) -> None:
+    write_json(tmp_path, "config.json", {"custom_pipelines": {
+        "text-generation": {"impl": "modeling_x.X"}, "evil-task": {"impl": "evil/repo--pipe.EvilPipe", "pt": []}}})
+    report = scan(tmp_path)
+    assert rule_ids(report) == {"WS-REPO-002"}
+    assert "evil/repo--pipe.EvilPipe" in report.findings[0].message
+
+
+def test_custom_pipelines_without_impl_load_nothing(tmp_path: Path) -> None:
+    write_json(tmp_path, "config.json", {"custom_pipelines": {"x": {"pt": []}, "y": "z"}})
+    assert rule_ids(scan(tmp_path)) == set()
+
+
+ST_MODULES = [
+    {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+    {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+]
+
+
+def test_sentence_transformers_modules_are_clean(tmp_path: Path) -> None:
+    write_json(tmp_path, "modules.json", ST_MODULES)
+    write_json(tmp_path, "config_sentence_transformers.json",
+               {"__version__": {"sentence_transformers": "5.1.2"}, "prompts": {}, "similarity_fn_name": "cosine"})
+    write_json(tmp_path / "1_Pooling", "config.json", {"word_embedding_dimension": 16, "pooling_mode_mean": True})
+    report = scan(tmp_path)
+    assert report.findings == []
+    assert {fmt for result in report.files for fmt in result.formats} == {"model-config"}
+
+
+def test_sentence_transformers_module_outside_the_library(tmp_path: Path) -> None:
+    """SentenceTransformer(folder) imports `custom_pool.Evil` from the folder, trust_remote_code or not."""
+    custom = {"idx": 1, "name": "1", "path": "", "type": "custom_pool.Evil"}
+    write_json(tmp_path, "modules.json", [*ST_MODULES[:1], custom])
+    (tmp_path / "custom_pool.py").write_text("import torch\n\n\nclass Evil(torch.nn.Module):\n    pass\n")
+    report = scan(tmp_path)
+    assert rule_ids(report) == {"WS-REPO-008", "WS-CODE-001"}  # modules.json marks the folder: its code is read
+    finding = next(f for f in report.findings if f.rule_id == "WS-REPO-008")
+    assert finding.severity == Severity.HIGH
+    assert finding.evidence["references"] == "custom_pool.Evil"
+    assert finding.evidence["missing"] == ""
+
+
+@pytest.mark.parametrize("ref", ["evil/repo--custom_pool.Evil", "not a class"])
+def test_sentence_transformers_module_from_another_repository(tmp_path: Path, ref: str) -> None:
+    write_json(tmp_path, "modules.json", [{"idx": 0, "name": "0", "path": "", "type": ref}])
+    report = scan(tmp_path)
+    assert rule_ids(report) == {"WS-REPO-002"}
+    assert report.findings[0].evidence["field"] == "type"
+
+
+def test_modules_json_not_strict_is_judged_all_the_same(tmp_path: Path) -> None:
+    (tmp_path / "modules.json").write_text('[{"type": "x.Y", "type": "custom_pool.Evil", "idx": NaN}]')
+    report = scan(tmp_path)
+    assert rule_ids(report) == {"WS-REPO-005", "WS-REPO-008"}
+    assert next(f for f in report.findings if f.rule_id == "WS-REPO-008").evidence["references"] == "custom_pool.Evil"
 
 
 def test_oversized_field(tmp_path: Path) -> None:

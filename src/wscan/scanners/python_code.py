@@ -73,9 +73,16 @@ SENSITIVE_LITERAL = re.compile(
     r"\.cache/huggingface/token|^/etc/(passwd|shadow|sudoers)|^/proc/self/|id_rsa|\.kube/config"
 )
 _BLOB = re.compile(r"^[A-Za-z0-9+/=\s]+$|^[0-9a-fA-F\s]+$")
-_MODEL_FILES = ("config.json", "tokenizer_config.json", "adapter_config.json")
+# Files that make a folder a model: transformers, peft and sentence-transformers configs.
+_MODEL_FILES = frozenset(
+    {"config.json", "tokenizer_config.json", "adapter_config.json", "modules.json", "config_sentence_transformers.json"}
+)
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".keras", ".pkl",
                     ".npz", ".msgpack", ".joblib")
+MAX_PARENT_LEVELS = 4  # code in a model's subfolders (custom_generate/, 0_Transformer/, packages) is model code
+MAX_LISTING = 10_000
+# The folder transformers' from_pretrained imports `generate.py` from, with or without trust_remote_code.
+CUSTOM_GENERATE = "custom_generate"
 
 
 def category_of(name: str) -> str | None:
@@ -209,20 +216,54 @@ def _is_blob(value: object) -> bool:
     return _BLOB.match(text) is not None and " " not in text.strip()[:MIN_BLOB_CHARS]
 
 
-def in_model_folder(artifact: Artifact) -> bool:
-    """Inside an archive, or beside weights or a model config: code a loader may import."""
-    if artifact.real_path is None:
-        return True
-    folder: Path = artifact.real_path.parent
+def _listing(folder: Path) -> list[str] | None:
     try:
-        names = [entry.name for _, entry in zip(range(10_000), folder.iterdir(), strict=False)]
+        return [entry.name for _, entry in zip(range(MAX_LISTING), folder.iterdir(), strict=False)]
     except OSError:
-        return True
-    return any(n in _MODEL_FILES or n.endswith(_WEIGHT_SUFFIXES) for n in names)
+        return None
+
+
+def _model_root(path: Path) -> Path | None:
+    """The nearest folder at or above the file's own that holds a model config, looking at most
+    MAX_PARENT_LEVELS up and never past a repository's top (`.git`, a Hugging Face snapshot): a stray config
+    higher up is not this code's model. Weights mark only the file's own folder, for the same reason."""
+    folder = path.absolute().parent  # a relative path's parents end at the working folder
+    for level in range(MAX_PARENT_LEVELS + 1):
+        names = _listing(folder)
+        if names is None:
+            return folder if level == 0 else None  # an unlistable folder of its own: fail closed
+        if any(n in _MODEL_FILES for n in names) or (level == 0 and any(n.endswith(_WEIGHT_SUFFIXES) for n in names)):
+            return folder
+        if ".git" in names or folder.parent.name == "snapshots" or folder.parent == folder:
+            return None
+        folder = folder.parent
+    return None
+
+
+def in_model_folder(artifact: Artifact) -> bool:
+    """Inside an archive, or in a folder of a model (beside its weights or config, or below its config): code a
+    loader may import."""
+    return artifact.real_path is None or _model_root(artifact.real_path) is not None
+
+
+def custom_generate(artifact: Artifact) -> bool:
+    """Code under a model's `custom_generate/`: transformers imports custom_generate/generate.py (and what it
+    imports beside it) from a local model folder even with trust_remote_code=False."""
+    if artifact.real_path is None:
+        parts = artifact.name.replace("\\", "/").split("/")[:-1]
+        return CUSTOM_GENERATE in parts
+    folder = artifact.real_path.absolute().parent
+    for _ in range(MAX_PARENT_LEVELS):
+        if folder.name == CUSTOM_GENERATE and (folder.parent / "config.json").is_file():
+            return True
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return False
 
 
 class PythonCodeScanner:
-    """`.py` files next to model weights, read with `ast`, never imported."""
+    """`.py` files in a model's folders, read with `ast`, never imported."""
 
     name = "python"
 
@@ -239,7 +280,10 @@ class PythonCodeScanner:
             return
         with artifact.opener() as raw:
             source = raw.read(MAX_SOURCE_BYTES + 1)
-        yield artifact.observe("code.python", lines=source.count(b"\n") + 1)
+        lines = source.count(b"\n") + 1
+        yield artifact.observe("code.python", lines=lines)
+        if custom_generate(artifact):
+            yield artifact.observe("code.custom_generate", lines=lines)
         try:
             tree = ast.parse(source, filename=artifact.name)
         except (SyntaxError, ValueError) as exc:  # ValueError: null bytes

@@ -1,13 +1,15 @@
 """The JSON and template files of a model repository: config.json, tokenizer files, chat templates, cards.
 
-None of these run code themselves, but they decide what does: `auto_map` makes transformers import Python
-files from the repository (or from another one, `repo--module.Class`) when a user passes
-`trust_remote_code=True`, and chat templates are rendered by a Jinja sandbox that hostile templates try to
-escape. The file's role comes from its name, as loaders pick it; its format is checked from its bytes.
+None of these run code themselves, but they decide what does: `auto_map` and `custom_pipelines` make
+transformers import Python files from the repository (or from another one, `repo--module.Class`) when a user
+passes `trust_remote_code=True`, sentence-transformers imports the class a `modules.json` entry names with no
+opt-in at all, and chat templates are rendered by a Jinja sandbox that hostile templates try to escape. The
+file's role comes from its name, as loaders pick it; its format is checked from its bytes.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +34,12 @@ JSON_ROLES = {
     "feature_extractor_config.json": "preprocessor-config",
     "image_processor_config.json": "preprocessor-config",
     "adapter_config.json": "adapter-config",
+    "modules.json": "sentence-transformers-modules",
+    "config_sentence_transformers.json": "sentence-transformers-config",
 }
+# Roles whose file is a JSON list, not an object (sentence-transformers' modules.json).
+LIST_ROLES = frozenset({"sentence-transformers-modules"})
+ST_PREFIX = "sentence_transformers."  # module classes sentence-transformers imports from itself
 MAX_FIELD_CHARS = 1024 * 1024  # no real config string is this long; tokenizer vocabularies are many short ones
 MAX_WALK_VALUES = 5_000_000
 _SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code)"\s*:')
@@ -58,9 +65,13 @@ class RepoJsonScanner:
     name = "model-config"
 
     def accepts(self, head: Head) -> bool:
-        if head.raw_data or not _json_start(head.head) or head.name.endswith(".index.json"):
+        if head.raw_data or head.name.endswith(".index.json"):
             return False
         base = head.name.rsplit("/", 1)[-1]
+        if JSON_ROLES.get(base) in LIST_ROLES and head.head.lstrip(b" \t\r\n").startswith(b"["):
+            return True
+        if not _json_start(head.head):
+            return False
         return base in JSON_ROLES or (base.endswith(".json") and _SIGNAL.search(head.head) is not None)
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
@@ -69,13 +80,22 @@ class RepoJsonScanner:
             yield data
             return
         role = JSON_ROLES.get(artifact.name.rsplit("/", 1)[-1], "json")
+        strict = True
         try:
             top = loads_strict(data)
         except JsonRejected as exc:
+            strict = False
             yield artifact.observe("repo.json_invalid", role=role, reason=str(exc))
+            # The loaders read it with Python's json all the same: what they would act on is judged too.
+            top = loads_lenient(data)
+            if top is None:
+                return
+        if role in LIST_ROLES and isinstance(top, list):
+            yield from _st_modules(artifact, top, role, data)
             return
         if not isinstance(top, dict):
-            yield artifact.observe("repo.json_invalid", role=role, reason="the top level is not an object")
+            if strict:  # a file already reported as not strict JSON is not reported twice
+                yield artifact.observe("repo.json_invalid", role=role, reason="the top level is not an object")
             return
         if len(data) > MAX_FIELD_CHARS:  # a string is never longer in characters than in bytes
             yield from _oversized(artifact, top, role)
@@ -88,6 +108,14 @@ class RepoJsonScanner:
             yield artifact.observe(
                 "fact.adapter", peft_type=str(top.get("peft_type", ""))[:64], base_model=str(base or "")[:200]
             )
+
+
+def loads_lenient(data: bytes) -> Any:
+    """The value Python's json reads (last duplicate wins, NaN accepted, encoding detected), None if it cannot."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, integers too long
+        return None
 
 
 def _oversized(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[ScanItem]:
@@ -127,29 +155,81 @@ def _references(auto_map: Any) -> list[str]:
     return refs
 
 
+def _pipeline_impls(pipelines: Any) -> list[str]:
+    """Every `impl` of config.json `custom_pipelines` ({task: {"impl": "module.Class", ...}}): what
+    transformers' pipeline() imports with trust_remote_code=True. Entries without one load nothing."""
+    if not isinstance(pipelines, dict):
+        return []
+    return [str(task["impl"]) for task in pipelines.values() if isinstance(task, dict) and "impl" in task]
+
+
+def _split_references(refs: list[str]) -> tuple[list[str], bool]:
+    """The local modules the references name, and whether any comes from elsewhere (or has no loader form)."""
+    modules: list[str] = []
+    remote = False
+    for ref in refs:
+        match = _MODULE_REF.match(ref)
+        if match is None:
+            remote = True  # a reference no loader form explains: treat as the worst case
+            continue
+        remote = remote or match.group("repo") is not None
+        if match.group("repo") is None:
+            modules.append(match.group("module"))
+    return modules, remote
+
+
 def _custom_code(artifact: Artifact, top: dict[str, Any], role: str, data: bytes) -> Iterator[ScanItem]:
+    fields: list[tuple[str, list[str]]] = []
     if "auto_map" in top:
-        refs = _references(top["auto_map"])
-        modules: list[str] = []
-        remote = False
-        for ref in refs:
-            match = _MODULE_REF.match(ref)
-            if match is None:
-                remote = True  # a reference no loader form explains: treat as the worst case
-                continue
-            remote = remote or match.group("repo") is not None
-            if match.group("repo") is None:
-                modules.append(match.group("module"))
+        fields.append(("auto_map", _references(top["auto_map"])))
+    impls = _pipeline_impls(top.get("custom_pipelines"))
+    if impls:
+        fields.append(("custom_pipelines", impls))
+    for field, refs in fields:
+        modules, remote = _split_references(refs)
         yield artifact.observe(
             "repo.custom_code",
-            _offset(data, "auto_map"),
+            _offset(data, field),
             role=role,
+            field=field,
             references=", ".join(refs)[:400],
             remote=remote,
             missing=", ".join(_missing_modules(artifact, modules))[:300],
         )
     if top.get("trust_remote_code") is True:
         yield artifact.observe("repo.trust_remote_code", _offset(data, "trust_remote_code"), role=role)
+
+
+def _st_modules(artifact: Artifact, modules: list[Any], role: str, data: bytes) -> Iterator[ScanItem]:
+    """sentence-transformers' modules.json: SentenceTransformer(folder) imports each entry's `type` that is not
+    one of its own classes from the folder (or from the repository it names), trust_remote_code or not."""
+    refs = [entry["type"] for entry in modules if isinstance(entry, dict) and isinstance(entry.get("type"), str)]
+    local: list[str] = []
+    elsewhere: list[str] = []
+    for ref in refs:
+        if not ref.startswith(ST_PREFIX):
+            match = _MODULE_REF.match(ref)
+            (local if match is not None and match.group("repo") is None else elsewhere).append(ref)
+    offset = _offset(data, "type")
+    if local:
+        modules_named, _ = _split_references(local)
+        yield artifact.observe(
+            "repo.module_class",
+            offset,
+            role=role,
+            references=", ".join(local)[:400],
+            missing=", ".join(_missing_modules(artifact, modules_named))[:300],
+        )
+    if elsewhere:
+        yield artifact.observe(
+            "repo.custom_code",
+            offset,
+            role=role,
+            field="type",
+            references=", ".join(elsewhere)[:400],
+            remote=True,
+            missing="",
+        )
 
 
 def _missing_modules(artifact: Artifact, modules: list[str]) -> list[str]:
