@@ -387,6 +387,18 @@ def test_external_data_escape(tmp_path: Path, location: str) -> None:
     assert report.findings[0].severity == Severity.HIGH
 
 
+@pytest.mark.parametrize("offset", ["00000000000000000000", "+0", " 0", "0_0"])
+def test_an_escape_with_a_malformed_offset_is_still_an_escape(tmp_path: Path, offset: str) -> None:
+    """onnxruntime 1.19 reads an offset of twenty zeros or "+0" and then the file outside the folder: the malformed
+    number is one finding, the location still another."""
+    def edit(tensor: TensorProto) -> None:
+        set_entry("location", "../../secret.bin")(tensor)
+        set_entry("offset", offset)(tensor)
+
+    report = scan(external_variant(tmp_path, edit))
+    assert rule_ids(report) == {"WS-ONNX-004", "WS-ONNX-009"}
+
+
 def test_external_data_symlink_out_of_the_folder(tmp_path: Path) -> None:
     secret = tmp_path / "outside" / "secret.bin"
     secret.parent.mkdir()

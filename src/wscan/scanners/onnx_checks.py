@@ -650,10 +650,21 @@ def _entries(where: str, tensor: TensorProto, found: _Collector) -> tuple[str, i
         reasons.append("no location")
     if reasons:
         found.add("onnx.external_data_bad_entry", tensor=where, reason=text("; ".join(reasons)))
-    if "location" not in values or any("decimal" in r for r in reasons):
+    if "location" not in values:
         return None
-    length = int(values["length"]) if "length" in values else None
-    return values["location"], int(values.get("offset", "0")), length
+    # A malformed offset or length is reported above, and the location is still judged: some loaders read it
+    # anyway (onnxruntime 1.19 takes "+0" or twenty zeros and reads outside the folder).
+    length = _lenient_int(values["length"]) if "length" in values else None
+    return values["location"], _lenient_int(values.get("offset", "0")) or 0, length
+
+
+def _lenient_int(value: str) -> int | None:
+    """A number as Python's int() (onnx) reads it, or None."""
+    try:
+        number = int(value.strip()[:40])
+    except ValueError:
+        return None
+    return number if number >= 0 else None
 
 
 def _check_range(
