@@ -567,3 +567,120 @@ def test_tar_checkpoints_torch_runs_are_flagged(tmp_path: Path) -> None:
     benign = tmp_path / "benign.pt"
     benign.write_bytes(_tar_cases(pickle.dumps({"weights": [1.0, 2.0]}, protocol=2))["tar-pickle"])
     assert not {f.rule_id for f in scan(benign).findings if f.severity >= Severity.HIGH}
+
+
+# --- zip64: miniz follows the zip64 locator wherever it points; Python's zipfile reads the record before it ------
+
+
+def _z_local(name: str, data: bytes) -> bytes:
+    n = name.encode()
+    return (
+        struct.pack("<4s5H3I2H", b"PK\x03\x04", 20, 0, 0, 0, 0x21, zlib.crc32(data), len(data), len(data), len(n), 0)
+        + n
+        + data
+    )
+
+
+def _z_central(name: str, data: bytes, offset: int) -> bytes:
+    n = name.encode()
+    return struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 45, 45, 0, 0, 0, 0x21, zlib.crc32(data), len(data), len(data),
+                       len(n), 0, 0, 0, 0, 0, offset) + n  # fmt: skip
+
+
+def _z64_end(count: int, size: int, offset: int, extensible: bytes = b"") -> bytes:
+    return (
+        struct.pack("<4sQ2H2I4Q", b"PK\x06\x06", 44 + len(extensible), 45, 45, 0, 0, count, count, size, offset)
+        + extensible
+    )
+
+
+def _z64_locator(offset: int) -> bytes:
+    return struct.pack("<4sIQI", b"PK\x06\x07", 0, offset, 1)
+
+
+def _end(count: int, size: int, offset: int) -> bytes:
+    return struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, count, count, size, offset, 0)
+
+
+_END_FFFF = struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+
+
+def _zip64_case(layout: str) -> Callable[[bytes], bytes]:
+    """A checkpoint with a hostile central directory A that miniz reads and a benign one B that zipfile reads."""
+
+    def make(hostile: bytes) -> bytes:
+        members = [(name, hostile if name.endswith("/data.pkl") else data) for name, data in saved_members()]
+        body = bytearray()
+        offsets = []
+        for name, data in members:
+            offsets.append(len(body))
+            body += _z_local(name, data)
+            if len(offsets) == 1:  # room to shift offsets back by a directory's size
+                body += _z_local("archive/padding", bytes(4096))
+        benign_at = len(body)
+        body += _z_local(members[0][0], BENIGN_PICKLE)
+        assert members[0][0].endswith("/data.pkl")
+        cd_a = b"".join(_z_central(n, d, o) for (n, d), o in zip(members, offsets, strict=True))
+        count = len(members)
+
+        def cd_b(shift: int = 0) -> bytes:
+            entries = [
+                (members[0][0], BENIGN_PICKLE, benign_at),
+                *[(n, d, o) for (n, d), o in zip(members[1:], offsets[1:], strict=True)],
+            ]
+            return b"".join(_z_central(n, d, o - shift) for n, d, o in entries)
+
+        a_at = len(body)
+        body += cd_a
+        if layout in ("locator-names-other-record", "locator-names-other-record-plain-end"):
+            record_a = len(body)
+            body += _z64_end(count, len(cd_a), a_at)
+            b = cd_b()
+            b_at = len(body)
+            body += b + _z64_end(count, len(b), b_at) + _z64_locator(record_a)
+            body += _END_FFFF if layout == "locator-names-other-record" else _end(count, len(b), b_at)
+        elif layout in ("shifted-directory", "shifted-directory-ffff"):
+            b = cd_b(shift=len(cd_a))  # zipfile shifts offsets by the distance to the directory it finds
+            b_at = len(body)
+            body += b
+            record = len(body)
+            body += _z64_end(count, len(cd_a), a_at) + _z64_locator(record)
+            body += _END_FFFF if layout == "shifted-directory-ffff" else _end(count, len(b), b_at)
+        elif layout == "directory-in-extensible-data":
+            record = len(body)
+            b = cd_b()
+            inner = b + _z64_end(count, len(b), record + 56)
+            body += _z64_end(count, len(cd_a), a_at, extensible=inner) + _z64_locator(record) + _END_FFFF
+        elif layout == "data-pkl-only-in-miniz-view":
+            record_a = len(body)
+            body += _z64_end(count, len(cd_a), a_at)
+            b = b"".join(_z_central(n, d, o) for (n, d), o in zip(members[1:], offsets[1:], strict=True))
+            b_at = len(body)
+            body += b + _z64_end(count - 1, len(b), b_at) + _z64_locator(record_a) + _END_FFFF
+        return bytes(body)
+
+    return make
+
+
+ZIP64_LAYOUTS = [
+    "locator-names-other-record", "locator-names-other-record-plain-end", "shifted-directory", "shifted-directory-ffff",
+    "directory-in-extensible-data", "data-pkl-only-in-miniz-view",
+]  # fmt: skip
+
+
+def test_zip64_directories_miniz_reads_are_scanned(tmp_path: Path) -> None:
+    """miniz takes the zip64 record the locator names, wherever it is, and its values over the classic record's;
+    zipfile reads the record right before the locator, or the classic one. Whatever torch runs is critical (a
+    review found wscan scanned only zipfile's view of these)."""
+    files, jobs = {}, []
+    for layout in ZIP64_LAYOUTS:
+        marker = tmp_path / f"marker-{layout}"
+        files[layout] = tmp_path / f"{layout}.pt"
+        files[layout].write_bytes(_zip64_case(layout)(marker_pickle(marker)))
+        jobs.append((layout, files[layout], False, marker))
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    outcomes = run_torch(jobs, workdir)
+    assert all(outcome.executed for outcome in outcomes.values()), outcomes
+    for layout, path in files.items():
+        assert rule_ids(scan(path)) & CRITICAL_PICKLE, layout

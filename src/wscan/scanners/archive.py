@@ -157,16 +157,46 @@ def eocd_entries(tail: bytes, size: int) -> int | None:
     return None
 
 
-def eocd_record(tail: bytes, size: int) -> tuple[int, int, int] | None:
-    """Entries, size and offset of the central directory in the last end record, as miniz reads it;
-    None without one or for zip64, whose directory Python's zipfile never shifts."""
+ZIP64_END = b"PK\x06\x06"
+ZIP64_LOCATOR = b"PK\x06\x07"
+
+
+def miniz_directory(fh: IO[bytes], size: int) -> tuple[int, int, int] | None:
+    """Entries, size and offset of the central directory as miniz (PyTorch's reader) finds it, or None where it
+    finds none: the last end record; then, if a zip64 locator sits right before it and names a zip64 end record,
+    that record's values, whatever the classic record says. Offsets are taken as recorded, never shifted."""
+    start = max(0, size - TAIL_BYTES)
+    fh.seek(start)
+    tail = fh.read(TAIL_BYTES)
     pos = tail.rfind(ZIP_END)
     if pos < 0 or pos + 22 > len(tail):
         return None
     _, _, count, cd_size, cd_offset, _ = struct.unpack_from("<IHHIIH", tail, pos + 4)
-    if count == 0xFFFF or cd_offset == 0xFFFFFFFF or cd_offset + cd_size > size:
+    record: tuple[int, int, int] = (count, cd_size, cd_offset)
+    at = start + pos - 20
+    if at >= 56:
+        fh.seek(at)
+        locator = fh.read(20)
+        if locator[:4] == ZIP64_LOCATOR:
+            (where,) = struct.unpack_from("<Q", locator, 8)
+            if where <= size - 56:
+                fh.seek(where)
+                end64 = fh.read(56)
+                if end64[:4] == ZIP64_END:
+                    record = struct.unpack_from("<3Q", end64, 32)
+    count, cd_size, cd_offset = record
+    if cd_offset + cd_size > size:
         return None
     return int(count), int(cd_size), int(cd_offset)
+
+
+def _directory_tail(directory: bytes, count: int, where: int) -> bytes:
+    """`directory` followed by zip64 and classic end records that place it at `where` with no shift, so that
+    Python's zipfile reads member offsets exactly as recorded (as miniz does), whatever their size."""
+    end64 = struct.pack("<4sQ2H2I4Q", ZIP64_END, 44, 45, 45, 0, 0, count, count, len(directory), where)
+    locator = struct.pack("<4sIQI", ZIP64_LOCATOR, 0, where + len(directory), 1)
+    end = struct.pack("<4s4H2IH", ZIP_END, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    return directory + end64 + locator + end
 
 
 class _WithTail(io.RawIOBase):
@@ -380,37 +410,39 @@ class ZipScanner:
                 raise
             except Exception as exc:
                 yield artifact.observe("archive.corrupt", reason=reason(exc))
+                # Python's zipfile gave up; miniz may not (it trusts a zip64 locator zipfile ignores).
+                yield from self._absolute_reading(artifact, ctx, fh, None)
                 return
             with archive:
                 yield from self._members(artifact, ctx, fh, archive)
                 yield from self._absolute_reading(artifact, ctx, fh, archive.start_dir)
 
     def _absolute_reading(
-        self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], start_dir: int
+        self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], start_dir: int | None
     ) -> Iterator[ScanItem]:
-        """Read the directory the end record names, when Python's zipfile read another one.
+        """Read the directory miniz (PyTorch's reader) reads, when Python's zipfile read another one or none.
 
-        Python's zipfile finds the central directory just before the end record and shifts every offset by
-        the difference; miniz (PyTorch's reader) takes the recorded offset as it is. A file with a directory
-        at each place shows Python one set of members and torch.load another, so both are scanned.
+        Python's zipfile finds the central directory just before the end record (or the zip64 record right
+        before its locator) and shifts every offset by the difference; miniz follows the zip64 locator wherever
+        it points and takes the recorded offsets as they are. A file with a directory at each place shows Python
+        one set of members and torch.load another, so both are scanned.
         """
-        fh.seek(max(0, artifact.size - TAIL_BYTES))
-        record = eocd_record(fh.read(TAIL_BYTES), artifact.size)
+        record = miniz_directory(fh, artifact.size)
         if record is None or record[2] == start_dir:
             return
         count, cd_size, cd_offset = record
         fh.seek(cd_offset)
         if fh.read(4) != b"PK\x01\x02":
             return  # nothing there: miniz refuses the file too
-        reason = f"the end record names a central directory at {cd_offset}, Python's zipfile reads one at {start_dir}"
-        if cd_size > ctx.limits.max_header_bytes:
+        python_view = "none" if start_dir is None else f"one at {start_dir}"
+        reason = f"the end record names a central directory at {cd_offset}, Python's zipfile reads {python_view}"
+        if cd_size > ctx.limits.max_header_bytes or count > ctx.limits.max_members:
             yield artifact.observe("archive.corrupt", cd_offset, reason=f"{reason}; too large to read as well")
             return
         fh.seek(cd_offset)
         directory = fh.read(cd_size)
-        end = struct.pack("<4s4H2IH", ZIP_END, 0, 0, count, count, cd_size, artifact.size, 0)
         try:
-            second = zipfile.ZipFile(_WithTail(fh, artifact.size, directory + end))
+            second = zipfile.ZipFile(_WithTail(fh, artifact.size, _directory_tail(directory, count, artifact.size)))
         except BudgetExceeded:
             raise
         except Exception as exc:  # what miniz would read there cannot be checked: fail closed
