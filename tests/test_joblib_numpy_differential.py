@@ -105,16 +105,19 @@ def _p0_payload(marker: Path) -> bytes:
     return b"cos\nmkdir\n(V" + str(marker).encode() + b"\ntR0"
 
 
-def _dtype(code: str = "f8", elsize: int = -1, extra: bytes = b"") -> bytes:
-    """numpy.dtype(code, False, True) with the BUILD state numpy writes, its size field set to `elsize`."""
-    state = b"(K\x03" + _text("<") + b"NNNJ" + struct.pack("<i", elsize) + b"J\xff\xff\xff\xffK\x00" + extra + b"tb"
+def _dtype(code: str = "f8", elsize: int = -1, extra: bytes = b"", flags: int = 0) -> bytes:
+    """numpy.dtype(code, False, True) with the BUILD state numpy writes, its size and flags fields set."""
+    state = b"(K\x03" + _text("<") + b"NNNJ" + struct.pack("<i", elsize) + b"J\xff\xff\xff\xffK" + bytes([flags])
+    state += extra + b"tb"
     return b"cnumpy\ndtype\n" + _text(code) + b"\x89\x88\x87R" + state
 
 
-def _wrapper(count: int, dtype: bytes, alignment: bytes | None = b"K\x10") -> bytes:
+def _wrapper(
+    count: int, dtype: bytes, alignment: bytes | None = b"K\x10", mmap: bytes = b"\x88", extra: bytes = b""
+) -> bytes:
     """A protocol 2 joblib.numpy_pickle.NumpyArrayWrapper of `count` items, up to its BUILD state."""
     items = _text("subclass") + b"cnumpy\nndarray\n" + _text("shape") + b"K" + bytes([count]) + b"\x85"
-    items += _text("order") + _text("C") + _text("dtype") + dtype + _text("allow_mmap") + b"\x88"
+    items += _text("order") + _text("C") + _text("dtype") + dtype + _text("allow_mmap") + mmap + extra
     if alignment is not None:
         items += _text("numpy_array_alignment_bytes") + alignment
     return b"\x80\x02cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81}(" + items + b"u"
@@ -153,6 +156,30 @@ def joblib_object_in_metadata(marker: Path) -> bytes:
     """float64 whose metadata holds an object dtype: the array holds no objects, its bytes are raw."""
     metadata = b"}" + _text("x") + _dtype("O") + b"s"
     return _hidden_after(_wrapper(4, _dtype("f8", -1, metadata)) + b"b", marker, 1 + 66 + 32, 0)
+
+
+def joblib_flags_hold_objects(marker: Path) -> bytes:
+    """float64 whose state's flags say "holds objects": NumPy takes the flags, so joblib unpickles what follows."""
+    return _wrapper(0, _dtype("f8", flags=1), mmap=b"\x89") + b"b" + _pickled(marker) + b"."
+
+
+def joblib_object_flags_cleared(marker: Path) -> bytes:
+    """An object dtype whose state's flags are 0: no objects, so joblib reads a padding byte ("B", 66) and skips."""
+    return _hidden_after(_wrapper(0, _dtype("O8", flags=0)) + b"b", marker, 1 + 66, 0)
+
+
+def joblib_empty_object_array(marker: Path) -> bytes:
+    """An empty object array: joblib still unpickles its (empty) array, and the payload follows in the outer one."""
+    import numpy as np
+
+    nested = pickle.dumps(np.empty(0, dtype=object), protocol=2)
+    return _wrapper(0, _dtype("O8", flags=63), mmap=b"\x89") + b"b" + nested + b"0" + _p0_payload(marker) + b"N."
+
+
+def joblib_wrapper_in_nested_pickle(marker: Path) -> bytes:
+    """A wrapper inside an object array's nested pickle: a plain unpickler reads it, so no array bytes follow."""
+    nested = b"\x80\x02" + _wrapper(0, _dtype("f8"))[2:] + b"b0" + _p0_payload(marker) + b"N."
+    return _wrapper(1, _dtype("O8", flags=63), mmap=b"\x89") + b"b" + nested + b"."
 
 
 def joblib_lzma_small_dictionary(marker: Path) -> bytes:
@@ -283,6 +310,10 @@ CASES: dict[str, Case] = {
     "joblib-state-and-slotstate": Case("joblib", joblib_state_and_slotstate, ".joblib"),
     "joblib-object-in-metadata": Case("joblib", joblib_object_in_metadata, ".joblib"),
     "joblib-lzma-small-dictionary": Case("joblib", joblib_lzma_small_dictionary, ".joblib"),
+    "joblib-flags-hold-objects": Case("joblib", joblib_flags_hold_objects, ".joblib"),
+    "joblib-object-flags-cleared": Case("joblib", joblib_object_flags_cleared, ".joblib"),
+    "joblib-empty-object-array": Case("joblib", joblib_empty_object_array, ".joblib"),
+    "joblib-wrapper-in-nested-pickle": Case("joblib", joblib_wrapper_in_nested_pickle, ".joblib"),
     "joblib-none-filler": Case("joblib", none_filler, ".pkl"),
     "numpy-none-filler": Case("numpy", none_filler, ".npy"),
     "numpy-npy-v1": Case("numpy", npy(object_vector, (1, 0)), ".npy"),
@@ -427,3 +458,37 @@ def test_legacy_array_wrapper_loads_the_file_it_names(tmp_path: Path) -> None:
         critical = {(f.rule_id, f.evidence.get("callable")) for f in scan(model.parent, config).findings
                     if f.severity >= Severity.CRITICAL}  # fmt: skip
         assert ("WS-PKL-013", name) in critical
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        # BUILD sets `read` on the wrapper: joblib calls that instead of its method (found with builtins.slice).
+        _wrapper(4, _dtype("f8"), extra=_text("read") + b"cbuiltins\nslice\n") + b"b" + bytes(200) + b".",
+        # Built by a call with arguments: __init__ sets the alignment a state may leave out.
+        b"\x80\x02cjoblib.numpy_pickle\nNumpyArrayWrapper\n(cnumpy\nndarray\nK\x00\x85"
+        + _text("C")
+        + _dtype("f8")
+        + b"tR"
+        + b"}"
+        + b"b"
+        + bytes(200)
+        + b".",
+        # An object array that allows mmap: joblib.load(mmap_mode="r") maps its bytes raw, without it unpickles.
+        _wrapper(1, _dtype("O8", flags=63)) + b"b" + bytes(200) + b".",
+        # A wrapper BUILD inside a protocol 4 frame: joblib reads the array from after the frame.
+        b"\x80\x04\x95" + struct.pack("<Q", 400) + _wrapper(0, _dtype("f8"))[2:] + b"b" + bytes(400) + b".",
+    ],
+    ids=["read-attribute", "built-by-call", "object-array-mmap", "array-inside-frame"],
+)
+def test_wrapper_forms_joblib_never_writes_fail_closed(tmp_path: Path, blob: bytes) -> None:
+    """A bypass hunt proved joblib runs a payload hidden behind each of these; wscan does not emulate them, it
+    stops reading there and fails the file (high)."""
+    report = scan(_write(tmp_path, blob))
+    assert any(f.rule_id == "WS-PKL-008" and f.severity >= Severity.HIGH for f in report.findings)
+
+
+def _write(folder: Path, blob: bytes) -> Path:
+    path = folder / "model.joblib"
+    path.write_bytes(blob)
+    return path

@@ -346,6 +346,7 @@ def _skip_tar_record(
 # would read in a way wscan cannot be sure of fails closed (pickle.malformed).
 
 _MAKERS = {"copyreg._reconstructor", "copyreg.__newobj__", "copyreg.__newobj_ex__"}  # make an instance of args[0]
+WRAPPER_ATTRIBUTES = frozenset({"subclass", "shape", "order", "dtype", "allow_mmap", "numpy_array_alignment_bytes"})
 _FLEXIBLE = "SUVa"  # dtypes whose pickled state sets their size (NumPy ignores it for the others)
 
 
@@ -360,8 +361,19 @@ class _JoblibArrays:
         if not _is_wrapper(obj):
             return
         at = machine.stream.base + machine.stream.offset
+        if isinstance(obj.func, Global) and isinstance(obj.args, Seq) and obj.args.items:
+            # joblib makes its wrappers with NEWOBJ and no arguments; a call with arguments runs __init__, whose
+            # defaults (alignment 16) a state may leave out.
+            raise PickleSyntaxError(at, "joblib array wrapper built by a call with arguments")
+        if at < machine.frame_end:
+            # joblib commits the frame before it writes an array; inside one, the unpickler reads the array from
+            # after the frame and runs the rest of the frame as opcodes.
+            raise PickleSyntaxError(at, "joblib array inside a pickle frame")
         attrs = self.attrs.setdefault(id(obj), (obj, {}))[1]
         _apply_build_state(obj.state, attrs, at)
+        unknown = set(attrs) - WRAPPER_ATTRIBUTES
+        if unknown:  # `read` or another method name set on the instance replaces what joblib calls
+            raise PickleSyntaxError(at, f"joblib array wrapper state sets {sorted(unknown)[0][:40]!r}")
         shape = attrs.get("shape")
         if not isinstance(shape, Seq) or shape.dropped:
             raise PickleSyntaxError(at, "joblib array shape unknown")
@@ -376,8 +388,17 @@ class _JoblibArrays:
             raise PickleSyntaxError(at, "joblib array dtype unknown")
         itemsize, has_object = info
         if has_object:
-            if count:  # joblib reads no pickle for an empty object array
-                self.nested.append(machine.run())  # a nested pickle in the same stream, with a fresh unpickler
+            mmap = attrs.get("allow_mmap")
+            if mmap is not None and not (isinstance(mmap, Const) and not mmap.value):
+                # joblib.load(mmap_mode=...) maps these bytes raw, without it they are a pickle: two readings.
+                raise PickleSyntaxError(at, "joblib object array that allows memory mapping")
+            # A nested pickle in the same stream (even for an empty array), read by a plain unpickler: its own
+            # BUILDs read no array bytes.
+            hook, machine.on_build = machine.on_build, None
+            try:
+                self.nested.append(machine.run())
+            finally:
+                machine.on_build = hook
             return
         alignment = attrs.get("numpy_array_alignment_bytes")
         if alignment is not None and not (isinstance(alignment, Const) and alignment.value is None):
@@ -442,20 +463,26 @@ def _dtype_info(dtype: Sym | None, depth: int) -> tuple[int, bool] | None:
             itemsize = int(digits) * (4 if kind == "U" else 1)
         else:
             return None
-    else:  # NumPy ignores the state's size and flags for the other kinds
+    else:  # NumPy ignores the state's size for the other kinds
         natural = int(digits) if digits else 8 if kind == "O" else 1 if kind in "?bB" else None
         if natural is None:
             return None
         itemsize = natural
-    if kind == "O":
-        return itemsize, True
-    if kind == "V" and items is not None:
-        # A structured dtype takes "holds objects" from the state's flags (NumPy 2); where its fields disagree,
-        # another NumPy release may read the array the other way.
-        if flags is None or bool(flags & 1) != inner:
+    copied = len(dtype.args.items) >= 3 and _truthy(dtype.args.items[2])
+    if items is not None and (copied or kind in _FLEXIBLE):
+        # A new descriptor takes "holds objects" from the state's flags, whatever its kind (NumPy 2: float64 with
+        # flags 1 holds objects, an object dtype with flags 0 does not). Where the fields say otherwise, another
+        # NumPy release may read the array the other way.
+        if flags is None or (inner and not flags & 1):
             return None
-        return itemsize, inner
-    return (itemsize, False) if not inner else None
+        return itemsize, bool(flags & 1)
+    if inner:
+        return None
+    return itemsize, kind == "O"  # a shared built-in descriptor, which BUILD does not change
+
+
+def _truthy(value: Sym) -> bool:
+    return not isinstance(value, Const) or bool(value.value)
 
 
 def _const_int(value: Sym) -> int | None:

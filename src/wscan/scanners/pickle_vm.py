@@ -268,6 +268,7 @@ class Machine:
         self.stream = stream
         self.limits = limits
         self.on_build = on_build
+        self.frame_end = -1  # where the last FRAME ends (protocol 4+)
         self.extensions: dict[int, tuple[str, str]] = {}  # copyreg registrations seen in this file
         self.opcodes_total = 0
         self.resolvers: set[str] = set()  # config resolvers already reported for this file
@@ -536,7 +537,10 @@ class Machine:
             elif name in _SINGLETONS:
                 stack.append(Const(_SINGLETONS[name]))
             elif name == "FRAME":
-                pass  # framing changes nothing a load would import or call
+                # Framing changes nothing a load imports or calls, but a reader that takes raw bytes from the file
+                # (joblib's arrays) takes them from after the frame: the hook needs to know where it ends.
+                assert isinstance(arg, int)
+                self.frame_end = base + stream.offset + arg
             elif name == "READONLY_BUFFER":
                 top()  # a flag on the buffer below it: nothing to import or call, but there must be one
             elif name == "STOP":
