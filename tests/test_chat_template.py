@@ -106,3 +106,25 @@ def test_deep_nesting_is_a_finding_not_a_crash() -> None:
 def test_arbitrary_text_never_raises(source: str) -> None:
     for issue in check_template(source):
         assert issue.kind.startswith("template.")
+
+
+ALIASED_NAMES = {
+    "string-multiplied": "{{ ''['_'*2~'class'~'_'*2] }}",
+    "loop-variable": "{% for k in ['__class__'] %}{{ ''[k] }}{% endfor %}",
+    "macro-argument": "{% macro g(o,a) %}{{ o[a] }}{% endmacro %}{{ g('', '__class__') }}",
+    "slice": "{{ ''['x__class__'[1:]] }}",
+    "format": "{{ ''['%sclass%s'|format('__','__')] }}",
+    "escape-filter": "{{ ''['__class__'|e] }}",
+    "dict-value": "{% set d = {'k': '__class__'} %}{{ ''[d.k] }}",
+    "namespace": "{% set ns = namespace(k='__class__') %}{{ ''[ns.k] }}",
+    "selectattr": "{{ ['']|selectattr('__class__')|list }}",
+    "map-attr": "{{ ['']|map('attr','__class__')|list }}",
+    "map-attribute-variable": "{% set c = '__class__' %}{{ ['']|map(attribute=c)|list }}",
+}
+
+
+@pytest.mark.parametrize("source", list(ALIASED_NAMES.values()), ids=list(ALIASED_NAMES))
+def test_internal_names_kept_anywhere_are_found(source: str) -> None:
+    """A review reached `os.system` with plain Jinja through names kept in variables, macro arguments, namespaces
+    or filter arguments, none of them a constant subscript: any string naming Python's internals is a finding."""
+    assert "template.dunder_access" in {issue.kind for issue in check_template(source)}

@@ -41,6 +41,9 @@ CORE = [
     "numpy.random.bit_generator.SeedSequence", "numpy.random.bit_generator.__pyx_unpickle_SeedSequence",
     # NumPy 2 records a masked array's class by its public module.
     "numpy.ma.MaskedArray",
+    # np.matrix, an ndarray subclass that old scikit-learn and SciPy code pickles (joblib's own test data has it):
+    # rebuilt through _reconstruct, its constructor parses strings with ast.literal_eval only.
+    "numpy.matrixlib.defmatrix.matrix", "numpy.matrix",
     # functools.partial(sklearn.utils.validation.check_array, ...) is what HistGradientBoosting with
     # categorical features stores. Making a partial calls nothing: the wrapped callable is a global of its own,
     # judged like any other, and calling the partial at load time is WS-PKL-005. The rest of functools

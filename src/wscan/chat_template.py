@@ -47,6 +47,13 @@ DANGEROUS_ATTRIBUTES = frozenset({
 ATTRIBUTE_FILTERS = frozenset({"attr", "map", "selectattr", "rejectattr", "sum", "groupby", "sort", "unique",
                                "min", "max"})
 _FORMAT_FIELD = re.compile(r"\{[^{}]*?[.\[]\s*['\"]?_")
+# Python's internals by name, in any string the template holds or builds: a name kept in a variable, a macro
+# argument, a namespace or a filter's positional argument becomes an attribute lookup later (`''[c]`).
+_INTERNAL_NAME = re.compile(
+    r"__(class|base|bases|mro|subclasses|init|globals|builtins|import|getattribute|dict|code|func|self|reduce"
+    r"|reduce_ex|closure|loader|spec|call|getitem|subclasshook|init_subclass|new)__"
+)
+_STRING_BUILDERS = (nodes.Concat, nodes.Add, nodes.Mul, nodes.Filter)
 
 
 class _Generation(Extension):
@@ -111,6 +118,11 @@ def _issue(kind: str, node: nodes.Node, **attrs: AttrValue) -> Issue:
 
 
 def _inspect(node: nodes.Node, assigned: set[str]) -> Iterator[Issue]:
+    if (isinstance(node, nodes.Const) and isinstance(node.value, str)) or isinstance(node, _STRING_BUILDERS):
+        text = node.value if isinstance(node, nodes.Const) else _fold(node)
+        found = _INTERNAL_NAME.search(text) if isinstance(text, str) else None
+        if found is not None:
+            yield _issue("template.dunder_access", node, name=found.group(0))
     if isinstance(node, nodes.Getattr):
         yield from _attribute(node, node.attr)
         if isinstance(node.node, nodes.Name) and node.node.name in TEMPLATE_GLOBALS - assigned:
@@ -182,6 +194,9 @@ def _fold(node: nodes.Node, depth: int = 0) -> str | None:
     if isinstance(node, nodes.Add):
         left, right = _fold(node.left, depth + 1), _fold(node.right, depth + 1)
         return None if left is None or right is None else left + right
+    if isinstance(node, nodes.Mul) and isinstance(node.right, nodes.Const) and isinstance(node.right.value, int):
+        left = _fold(node.left, depth + 1)  # '_' * 2
+        return None if left is None or not 0 <= node.right.value <= 64 else left * node.right.value
     if isinstance(node, nodes.Filter) and node.node is not None:
         return _fold_filter(node, depth)
     if isinstance(node, nodes.List | nodes.Tuple):
@@ -199,6 +214,14 @@ def _fold_filter(node: nodes.Filter, depth: int) -> str | None:
         return {"lower": inner.lower(), "upper": inner.upper(), "trim": inner.strip()}.get(node.name, inner)
     if node.name == "reverse":
         return inner[::-1]
+    if node.name == "format" and node.args and not node.kwargs:
+        args = [_fold(a, depth + 1) for a in node.args]
+        if any(a is None for a in args):
+            return None
+        try:
+            return inner % tuple(args)
+        except (TypeError, ValueError):
+            return None
     if node.name == "replace" and len(node.args) >= 2:
         old, new = _fold(node.args[0], depth + 1), _fold(node.args[1], depth + 1)
         return None if old is None or new is None else inner.replace(old, new)

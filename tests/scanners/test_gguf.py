@@ -659,6 +659,9 @@ HOSTILE: dict[str, tuple[bytes, Limits]] = {
     "gguf.overlap": (build(infos=[info("a", [8]), info("b", [2])], data=bytes(32)), Limits()),
     "gguf.gap": (build(infos=[info("a", [1]), info("b", [1], offset=64)], data=bytes(68)), Limits()),
     "gguf.trailing_data": (build(data=b"surprise"), Limits()),
+    "gguf.template_not_string": (
+        build([kv("tokenizer.chat_template", T.ARRAY, array(T.STRING, [gstr(HOSTILE_TEMPLATE)]))]), Limits()
+    ),
 }
 
 
@@ -874,3 +877,12 @@ def test_gguf_constants_load_without_numpy() -> None:
     code = "import sys, wscan.scanners.gguf_header as h; print(h.GGUFValueType.UINT8, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == [str(int(GGUFValueType.UINT8)), "False"]
+
+
+def test_a_template_transformers_rewrites_with_the_architecture_name_is_judged_rewritten() -> None:
+    """transformers replaces the architecture name in every metadata string (qwen3moe -> qwen3_moe): a name that
+    holds a comment opener turns the stored comment into code (found by a review, rendered with plain Jinja)."""
+    template = "{{ messages[0]['content'] }}qwen3moe{# {{ ''.__class__.__mro__ }} #}"
+    blob = build([kv_str("general.architecture", "qwen3moe{#"), kv_str("tokenizer.chat_template", template)])
+    found = [o for o in observe(blob) if o.kind == "template.dunder_access"]
+    assert found and all("(as rewritten)" in str(o.attrs["field"]) for o in found)

@@ -36,8 +36,17 @@ class GgufScanner:
         with artifact.opener() as raw:
             parsed = parse_gguf(raw, artifact.size, caps)
         yield from problem_items(artifact, parsed.problems)
+        architecture = str(parsed.values.get("general.architecture", ""))
         for template in parsed.templates:
             yield from _template_observations(artifact, template.key, template.offset, template.length, template.text)
+            if architecture and template.text is not None and architecture in template.text:
+                # transformers rewrites every metadata string containing the architecture name (qwen3moe becomes
+                # qwen3_moe): the template it renders is not the one stored. A name that hides a comment marker
+                # turns stored text into code, so the rewritten forms are judged too.
+                for rewritten in {template.text.replace(architecture, "_"), template.text.replace(architecture, "")}:
+                    yield from _template_observations(
+                        artifact, f"{template.key} (as rewritten)", template.offset, len(rewritten), rewritten
+                    )
         if parsed.complete:
             yield artifact.observe("fact.gguf", 0, **summary(parsed))
 

@@ -433,6 +433,9 @@ class _Parser:
         """The value; the few keys the summary and the template checker need are kept, the rest stepped over."""
         if c_key in FACT_KEYS:
             self.fact_types[c_key] = (vtype, at)
+        if vtype != GGUFValueType.STRING and (c_key == TEMPLATE_KEY or c_key.startswith(TEMPLATE_KEY + ".")):
+            # transformers takes a one-string array as the string itself: a template wscan would not read.
+            self.problem("template_not_string", at, key=name, type=vtype.name)
         if vtype == GGUFValueType.STRING:
             self._string_value(c_key, name)
         elif vtype == GGUFValueType.ARRAY:
