@@ -19,6 +19,9 @@ from wscan.model import Location, Observation
 
 LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1"
 CODE_SUFFIXES = (".py",)  # what transformers and sentence-transformers import from a model folder
+# What loaders open by name from a model folder (from_pretrained's model.safetensors, pytorch_model.bin, ...).
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".keras", ".pkl",
+                   ".npz", ".npy", ".joblib", ".msgpack", ".pb", ".index.json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +125,8 @@ def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileE
                 return
             if not _allowed(path, target, root):
                 code = path.name.endswith(CODE_SUFFIXES) or target.name.endswith(CODE_SUFFIXES)
-                yield _skip(display, "file.symlink_escape", target=target.as_posix(), code=code)
+                weights = not code and path.name.lower().endswith(WEIGHT_SUFFIXES)
+                yield _skip(display, "file.symlink_escape", target=target.as_posix(), code=code, weights=weights)
                 return
             info = os.stat(path)
     except OSError as exc:

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -173,13 +174,32 @@ def test_absolute_shard_name(tmp_path: Path) -> None:
     assert report.findings[0].evidence["reason"] == "absolute path"
 
 
+@pytest.mark.parametrize(
+    "spell",
+    [
+        lambda text: text.replace('"weight_map"', '"weight\\u005fmap"'),  # json.loads reads the escape
+        lambda text: text.replace("{", "{" + " " * 70_000, 1),  # the key past the 64 KiB head
+        lambda text: " " * 70_000 + text,  # nothing but whitespace in the head
+    ],
+    ids=["escaped-key", "key-past-the-head", "whitespace-head"],
+)
+def test_an_index_is_known_by_its_name(tmp_path: Path, spell: Callable[[str], str]) -> None:
+    """transformers finds the index by its name and reads it with json.loads: a review read a file outside the
+    folder through indexes whose `weight_map` key wscan's sniffing did not see (they were skipped as text)."""
+    outside = tmp_path / S2
+    folder = make_model(tmp_path / "m", weight_map={"a": S1, "b": str(outside), "c": str(outside)})
+    shutil.move(folder / S2, outside)
+    (folder / INDEX).write_text(spell((folder / INDEX).read_text()))
+    assert "WS-SHD-002" in rule_ids(scan(folder))
+
+
 def test_shard_symlink_leaving_the_folder(tmp_path: Path) -> None:
     folder = make_model(tmp_path / "m")
     shutil.move(folder / S2, tmp_path / "elsewhere.safetensors")
     os.symlink("../elsewhere.safetensors", folder / S2)
     report = scan(folder)
-    # Discovery also reports the link itself and does not follow it.
-    assert rule_ids(report) == {"WS-SHD-002", "WS-FILE-004"}
+    # Discovery also reports the link itself (a weights file: high) and does not follow it.
+    assert rule_ids(report) == {"WS-SHD-002", "WS-FILE-014"}
     (escape,) = [f for f in report.findings if f.rule_id == "WS-SHD-002"]
     assert escape.evidence["reason"] == "symbolic link leaves the folder"
 

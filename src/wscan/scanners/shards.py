@@ -60,8 +60,13 @@ class ShardIndexScanner:
     name = "shards"
 
     def accepts(self, head: Head) -> bool:
-        data = head.head
-        return not head.raw_data and data.lstrip(b" \t\r\n").startswith(b"{") and bool(_INDEX_HINT.search(data))
+        """An index by its name (how loaders find it: `model.safetensors.index.json`, ...) or by its key. The key
+        alone misses an index that writes it as `weight\\u005fmap` or puts it past the head, which json.loads
+        and so transformers still read."""
+        start = head.head.lstrip(b" \t\r\n")
+        if head.raw_data or (start and not start.startswith(b"{")):
+            return False
+        return head.name.lower().endswith(".index.json") or bool(_INDEX_HINT.search(head.head))
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         if artifact.size > ctx.limits.max_header_bytes:
