@@ -518,3 +518,12 @@ def test_files_every_joblib_release_wrote_are_read(tmp_path: Path) -> None:
         }
         allowed = {"WS-PKL-013"} if name.startswith(("joblib_0.8", "joblib_0.9")) else set()
         assert found <= allowed, (name, found)
+
+
+@pytest.mark.parametrize("protocol", range(6))
+def test_joblib_dump_at_every_protocol_is_clean(tmp_path: Path, protocol: int) -> None:
+    """Protocols 0 and 1 make the wrapper with copyreg._reconstructor(cls, object, None), a call with arguments
+    that is not the wrapper's constructor: joblib's own files must not fail closed."""
+    path = tmp_path / "model.joblib"
+    joblib.dump({"a": np.arange(3.0), "o": np.array(["x", 1], dtype=object)}, path, protocol=protocol)
+    assert not [f for f in scan(path).findings if f.severity >= Severity.HIGH]

@@ -361,7 +361,8 @@ class _JoblibArrays:
         if not _is_wrapper(obj):
             return
         at = machine.stream.base + machine.stream.offset
-        if isinstance(obj.func, Global) and isinstance(obj.args, Seq) and obj.args.items:
+        made_by_class = isinstance(obj.func, Global) and obj.func.dotted in JOBLIB_WRAPPERS
+        if made_by_class and isinstance(obj.args, Seq) and obj.args.items:
             # joblib makes its wrappers with NEWOBJ and no arguments; a call with arguments runs __init__, whose
             # defaults (alignment 16) a state may leave out.
             raise PickleSyntaxError(at, "joblib array wrapper built by a call with arguments")
