@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 from joblib.numpy_pickle_compat import write_zfile
 
+from tests.helpers.sandbox import Outcome, load_each
 from tests.helpers.scanning import rule_ids, scan
 from tests.test_loader_differential import CRITICAL_PICKLE, Entry, build_zip
 from wscan.model import Severity
@@ -346,49 +347,20 @@ EXPECTED_EXECUTES = set(CASES) - {
     "numpy-npz-prefixed", "numpy-npz-crc-wrong", "numpy-npy-truncated",
 }  # fmt: skip
 
-DRIVER = r"""
-import json, os, sys, warnings
-warnings.simplefilter("ignore")
+LOAD = """
 import joblib, numpy as np
-results = {}
-for key, loader, path, marker in json.loads(sys.stdin.read()):
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_fd)
-        try:
-            if loader == "joblib":
-                joblib.load(path)
-            else:
-                loaded = np.load(path, allow_pickle=True)
-                if hasattr(loaded, "files"):
-                    for name in loaded.files:
-                        loaded[name]
-            message = "loaded"
-        except BaseException as exc:
-            message = f"error: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}"
-        os.write(write_fd, message.encode())
-        os._exit(0)
-    os.close(write_fd)
-    chunks = []
-    while chunk := os.read(read_fd, 4096):
-        chunks.append(chunk)
-    os.close(read_fd)
-    _, status = os.waitpid(pid, 0)
-    text = b"".join(chunks).decode(errors="replace") or f"crashed: wait status {status}"
-    results[key] = [text, os.path.exists(marker)]
-print(json.dumps(results))
+def load(path, loader):
+    if loader == "joblib":
+        joblib.load(path)
+        return
+    loaded = np.load(path, allow_pickle=True)
+    for name in getattr(loaded, "files", ()):  # an npz unpickles a member when it is read
+        loaded[name]
 """
 
 
-@dataclass(frozen=True)
-class Loaded:
-    result: str
-    executed: bool
-
-
 @pytest.fixture(scope="module")
-def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Loaded]]:
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Outcome]]:
     """Every case written to a file and loaded by the real library, each with its own marker."""
     root = tmp_path_factory.mktemp("joblib-numpy")
     for folder in ("files", "markers", "cwd"):
@@ -398,19 +370,13 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Lo
         marker = root / "markers" / name
         files[name] = root / "files" / f"{name}{case.suffix}"
         files[name].write_bytes(case.make(marker))
-        jobs.append((name, case.loader, str(files[name]), str(marker)))
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(root / "cwd"), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-I", "-c", DRIVER], input=json.dumps(jobs), capture_output=True, text=True,
-        cwd=root / "cwd", env=env, timeout=180, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    raw: dict[str, list[str | bool]] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {name: (files[name], Loaded(str(raw[name][0]), bool(raw[name][1]))) for name in CASES}
+        jobs.append((name, files[name], case.loader, marker))
+    outcomes = load_each(LOAD, jobs, root / "cwd", 180)
+    return {name: (files[name], outcomes[name]) for name in CASES}
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_wscan_inspects_what_the_loader_runs(loaded: dict[str, tuple[Path, Loaded]], case: str) -> None:
+def test_wscan_inspects_what_the_loader_runs(loaded: dict[str, tuple[Path, Outcome]], case: str) -> None:
     path, outcome = loaded[case]
     report = scan(path)
     ids = rule_ids(report)
@@ -423,7 +389,7 @@ def test_wscan_inspects_what_the_loader_runs(loaded: dict[str, tuple[Path, Loade
         assert worst >= Severity.HIGH, f"{case}: the loader refused it ({outcome.result}); wscan said {sorted(ids)}"
 
 
-def test_loader_behaviour_matches_expectations(loaded: dict[str, tuple[Path, Loaded]]) -> None:
+def test_loader_behaviour_matches_expectations(loaded: dict[str, tuple[Path, Outcome]]) -> None:
     executed = {name for name, (_, outcome) in loaded.items() if outcome.executed}
     assert executed == EXPECTED_EXECUTES, json.dumps({name: o.result for name, (_, o) in loaded.items()}, indent=1)
 

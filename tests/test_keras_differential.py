@@ -36,6 +36,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.sandbox import Outcome, load_each
 from tests.helpers.scanning import rule_ids, scan
 from tests.test_loader_differential import Entry, build_zip
 from wscan.model import Severity
@@ -537,46 +538,7 @@ EXPECTED_EXECUTES = set(CASES) - {
 
 # --- the real loader, sandboxed -----------------------------------------------------------------------------
 
-# Forks once per load from an interpreter that imported keras once.
-DRIVER = r"""
-import json, os, sys, warnings
-warnings.simplefilter("ignore")
-import keras
-results = {}
-for key, path, marker in json.loads(sys.stdin.read()):
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_fd)
-        try:
-            keras.saving.load_model(path, safe_mode=False)
-            message = "loaded"
-        except BaseException as exc:
-            message = f"error: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}"
-        os.write(write_fd, message.encode())
-        os._exit(0)
-    os.close(write_fd)
-    chunks = []
-    while chunk := os.read(read_fd, 4096):
-        chunks.append(chunk)
-    os.close(read_fd)
-    _, status = os.waitpid(pid, 0)
-    text = b"".join(chunks).decode(errors="replace") or f"crashed: wait status {status}"
-    results[key] = [text, os.path.exists(marker)]
-print(json.dumps(results))
-"""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What load_model did with one file, and whether the payload ran."""
-
-    result: str
-    executed: bool
-
-    @property
-    def loaded(self) -> bool:
-        return self.result == "loaded"
+KERAS_LOAD = "import keras\ndef load(path, _):\n    keras.saving.load_model(path, safe_mode=False)\n"
 
 
 def write_case(path: Path, made: bytes | dict[str, bytes]) -> None:
@@ -600,11 +562,9 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Ou
         marker = root / "markers" / name
         files[name] = root / "files" / f"{name}{case.suffix}"
         write_case(files[name], case.make(templates, marker))
-        jobs.append((name, str(files[name]), str(marker)))
-    raw: dict[str, list[str | bool]] = json.loads(
-        run_isolated("load_models", DRIVER, root / "cwd", stdin=json.dumps(jobs)).strip().splitlines()[-1]
-    )
-    return {name: (files[name], Outcome(str(raw[name][0]), bool(raw[name][1]))) for name in CASES}
+        jobs.append((name, files[name], None, marker))
+    outcomes = load_each(KERAS_LOAD, jobs, root / "cwd", LOAD_TIMEOUT, env={"KERAS_BACKEND": "torch"})
+    return {name: (files[name], outcomes[name]) for name in CASES}
 
 
 @pytest.mark.parametrize("case", list(CASES))

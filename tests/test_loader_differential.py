@@ -12,8 +12,6 @@ import bz2
 import json
 import pickle
 import struct
-import subprocess
-import sys
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -24,6 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.helpers.sandbox import Outcome, load_each
 from tests.helpers.scanning import rule_ids, scan
 from wscan.model import Severity
 
@@ -317,64 +316,12 @@ CASES: dict[str, Callable[[bytes], bytes]] = {
 
 # Forks once per load from an interpreter that imported torch once, so 60 loads cost one torch import.
 # Each job notes whether its marker exists right after the load; weights_only=True jobs run first.
-DRIVER = r"""
-import json, os, sys, warnings
-warnings.simplefilter("ignore")
-import torch
-results = {}
-for key, path, weights_only, marker in json.loads(sys.stdin.read()):
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_fd)
-        try:
-            torch.load(path, weights_only=weights_only)
-            message = "loaded"
-        except BaseException as exc:
-            message = f"error: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}"
-        os.write(write_fd, message.encode())
-        os._exit(0)
-    os.close(write_fd)
-    chunks = []
-    while chunk := os.read(read_fd, 4096):
-        chunks.append(chunk)
-    os.close(read_fd)
-    _, status = os.waitpid(pid, 0)
-    text = b"".join(chunks).decode(errors="replace") or f"crashed: wait status {status}"
-    results[key] = [text, os.path.exists(marker)]
-print(json.dumps(results))
-"""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What torch.load did with one file, and whether the payload ran."""
-
-    result: str
-    executed: bool
-
-    @property
-    def loaded(self) -> bool:
-        return self.result == "loaded"
+TORCH_LOAD = "import torch\ndef load(path, weights_only):\n    torch.load(path, weights_only=weights_only)\n"
 
 
 def run_torch(jobs: list[tuple[str, Path, bool, Path]], workdir: Path) -> dict[str, Outcome]:
-    """torch.load each file in a child of a fresh interpreter: no inherited environment, cwd a temp dir."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "OMP_NUM_THREADS": "1"}
-    payload = json.dumps([(key, str(path), weights_only, str(marker)) for key, path, weights_only, marker in jobs])
-    proc = subprocess.run(
-        [sys.executable, "-I", "-c", DRIVER],
-        input=payload,
-        capture_output=True,
-        text=True,
-        cwd=workdir,
-        env=env,
-        timeout=LOAD_TIMEOUT,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    raw: dict[str, list[str | bool]] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {key: Outcome(str(result), bool(executed)) for key, (result, executed) in raw.items()}
+    """torch.load each file (weights_only as the job says) in a sandboxed child: see tests/helpers/sandbox.py."""
+    return load_each(TORCH_LOAD, jobs, workdir, LOAD_TIMEOUT)
 
 
 @dataclass(frozen=True)
@@ -552,18 +499,7 @@ def _tar_cases(hostile: bytes) -> dict[str, bytes]:
 def test_tar_checkpoints_torch_runs_are_flagged(tmp_path: Path) -> None:
     """Every pickle of the tar format is found behind the storage and tensor records (a bypass hunt found the
     storage views pickle hidden behind one storage's raw bytes)."""
-    markers = {name: tmp_path / f"marker-{name}" for name in _tar_cases(b"")}
-    files, jobs = {}, []
-    for name, marker in markers.items():
-        files[name] = tmp_path / f"{name}.pt"
-        files[name].write_bytes(_tar_cases(marker_pickle(marker))[name])
-        jobs.append((name, files[name], False, marker))
-    workdir = tmp_path / "cwd"
-    workdir.mkdir()
-    outcomes = run_torch(jobs, workdir)
-    assert all(outcome.executed for outcome in outcomes.values()), outcomes
-    for name, path in files.items():
-        assert rule_ids(scan(path)) & CRITICAL_PICKLE, name
+    _torch_runs_and_wscan_flags(tmp_path, list(_tar_cases(b"")), lambda name, hostile: _tar_cases(hostile)[name])
     benign = tmp_path / "benign.pt"
     benign.write_bytes(_tar_cases(pickle.dumps({"weights": [1.0, 2.0]}, protocol=2))["tar-pickle"])
     assert not {f.rule_id for f in scan(benign).findings if f.severity >= Severity.HIGH}
@@ -672,15 +608,21 @@ def test_zip64_directories_miniz_reads_are_scanned(tmp_path: Path) -> None:
     """miniz takes the zip64 record the locator names, wherever it is, and its values over the classic record's;
     zipfile reads the record right before the locator, or the classic one. Whatever torch runs is critical (a
     review found wscan scanned only zipfile's view of these)."""
+    _torch_runs_and_wscan_flags(tmp_path, ZIP64_LAYOUTS, lambda layout, hostile: _zip64_case(layout)(hostile))
+
+
+def _torch_runs_and_wscan_flags(tmp_path: Path, names: list[str], build: Callable[[str, bytes], bytes]) -> None:
+    """Each named file, built around a payload making its own marker: torch.load (weights_only off) runs every
+    one, and wscan calls every one critical."""
     files, jobs = {}, []
-    for layout in ZIP64_LAYOUTS:
-        marker = tmp_path / f"marker-{layout}"
-        files[layout] = tmp_path / f"{layout}.pt"
-        files[layout].write_bytes(_zip64_case(layout)(marker_pickle(marker)))
-        jobs.append((layout, files[layout], False, marker))
+    for name in names:
+        marker = tmp_path / f"marker-{name}"
+        files[name] = tmp_path / f"{name}.pt"
+        files[name].write_bytes(build(name, marker_pickle(marker)))
+        jobs.append((name, files[name], False, marker))
     workdir = tmp_path / "cwd"
     workdir.mkdir()
     outcomes = run_torch(jobs, workdir)
     assert all(outcome.executed for outcome in outcomes.values()), outcomes
-    for layout, path in files.items():
-        assert rule_ids(scan(path)) & CRITICAL_PICKLE, layout
+    for name, path in files.items():
+        assert rule_ids(scan(path)) & CRITICAL_PICKLE, name

@@ -1,4 +1,4 @@
-"""Loader differential for model folders: code transformers (and sentence-transformers, when installed) imports
+"""Loader differential for model folders: code transformers (and sentence-transformers) imports
 from a folder's files must be named by wscan at the severity its opt-in deserves.
 
 Each case is a real tiny GPT-2 folder written by transformers, plus one file that makes a loader import a
@@ -9,44 +9,31 @@ the same folder must hold the rules the case names.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.sandbox import Outcome, load_each
 from tests.helpers.scanning import rule_ids, scan
 
 LOAD_TIMEOUT = 300.0
-HAS_ST = importlib.util.find_spec("sentence_transformers") is not None
-
-DRIVER = r"""
-import json, os, sys
-cases = json.loads(sys.stdin.read())
-results = {}
-for name, how, folder in cases:
-    try:
-        if how == "model":
-            from transformers import AutoModelForCausalLM
-            AutoModelForCausalLM.from_pretrained(folder)  # default arguments: trust_remote_code not given
-        elif how == "model-trusted":
-            from transformers import AutoModelForCausalLM
-            AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)
-        elif how == "pipeline-trusted":
-            from transformers import pipeline
-            pipeline(model=folder, trust_remote_code=True)
-        elif how == "sentence-transformers":
-            from sentence_transformers import SentenceTransformer
-            SentenceTransformer(folder)  # default arguments
-        results[name] = "loaded"
-    except BaseException as exc:
-        results[name] = f"error: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:160]}"
-print(json.dumps(results))
+LOAD = """
+def load(folder, how):
+    if how == "model":
+        from transformers import AutoModelForCausalLM
+        AutoModelForCausalLM.from_pretrained(folder)  # default arguments: trust_remote_code not given
+    elif how == "model-trusted":
+        from transformers import AutoModelForCausalLM
+        AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)
+    elif how == "pipeline-trusted":
+        from transformers import pipeline
+        pipeline(model=folder, trust_remote_code=True)
+    elif how == "sentence-transformers":
+        from sentence_transformers import SentenceTransformer
+        SentenceTransformer(folder)  # default arguments
 """
 
 
@@ -140,47 +127,31 @@ CASES = {
 }
 
 
-@dataclass(frozen=True)
-class Built:
-    folders: dict[str, Path]
-    results: dict[str, str]
-    markers: dict[str, Path]
-
-
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Outcome]]:
+    """Each case's model folder, loaded the way a user would in a sandboxed child (tests/helpers/sandbox.py)."""
     base = tmp_path_factory.mktemp("loader-paths")
     folders: dict[str, Path] = {}
-    markers: dict[str, Path] = {}
     jobs = []
     for name, case in CASES.items():
-        if case.how == "sentence-transformers" and not HAS_ST:
-            continue
         model = tiny_gpt2(base / name / "model")
         outside = base / name / "outside"
         outside.mkdir()
-        markers[name] = base / name / "MARKER"
-        case.build(model, outside, markers[name])
+        marker = base / name / "MARKER"
+        case.build(model, outside, marker)
         folders[name] = model
-        jobs.append((name, case.how, str(model)))
+        jobs.append((name, model, case.how, marker))
     workdir = base / "work"
     workdir.mkdir()
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "HF_HOME": str(workdir / "hf"), "OMP_NUM_THREADS": "1",
-           "HF_MODULES_CACHE": str(workdir / "modules"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]  # where sentence-transformers is
-    proc = subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path[:0] = {extra!r}\n" + DRIVER],
-        input=json.dumps(jobs), capture_output=True, text=True, cwd=workdir, env=env, timeout=LOAD_TIMEOUT,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return Built(folders, json.loads(proc.stdout.strip().splitlines()[-1]), markers)
+    env = {"HF_HOME": str(workdir / "hf"), "HF_MODULES_CACHE": str(workdir / "modules"), "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1"}  # fmt: skip
+    outcomes = load_each(LOAD, jobs, workdir, LOAD_TIMEOUT, env)
+    return {name: (folders[name], outcomes[name]) for name in CASES}
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_code_the_loader_runs_is_named(built: Built, name: str) -> None:
-    if name not in built.folders:
-        pytest.skip("sentence-transformers is not installed")
-    assert built.markers[name].is_dir(), f"the loader did not run the code: {built.results[name]}"
-    found = rule_ids(scan(built.folders[name]))
+def test_code_the_loader_runs_is_named(built: dict[str, tuple[Path, Outcome]], name: str) -> None:
+    folder, outcome = built[name]
+    assert outcome.executed, f"the loader did not run the code: {outcome.result}"
+    found = rule_ids(scan(folder))
     assert CASES[name].rules <= found, found

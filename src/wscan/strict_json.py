@@ -43,3 +43,12 @@ def loads_strict(data: bytes) -> Any:
         raise
     except ValueError as exc:  # JSONDecodeError, integers too long to convert
         raise JsonRejected(str(exc)[:200]) from None
+
+
+def loads_lenient(data: bytes | str) -> Any:
+    """What Python's json (and so the loaders) reads when strict parsing refused: the last duplicate wins, NaN is
+    accepted, the encoding of bytes is detected (a BOM, UTF-16, UTF-32). None if even that fails."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, integers too long
+        return None

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
-from wscan.strict_json import JsonRejected, loads_strict
+from wscan.strict_json import JsonRejected, loads_lenient, loads_strict
 
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 HDF5_SECONDS = 120.0  # one HDF5 file's metadata; real files take well under a second
@@ -120,15 +120,10 @@ def _check_json(
 
 
 def _lenient(data: bytes) -> Any:
-    """What Python's json (and so Keras) makes of a config strict parsing refused: the last duplicate wins, and the
-    encoding is detected (a BOM, UTF-16, UTF-32); else a UTF-8 reading that replaces what does not decode."""
-    readings: tuple[bytes | str, ...] = (data, data.decode("utf-8", "replace"))
-    for reading in readings:
-        try:
-            return json.loads(reading)
-        except (ValueError, RecursionError):
-            continue
-    return None
+    """What Keras's json.loads makes of a config strict parsing refused; else a UTF-8 reading that replaces what
+    does not decode (what is in it is still checked)."""
+    top = loads_lenient(data)
+    return top if top is not None else loads_lenient(data.decode("utf-8", "replace"))
 
 
 # --- HDF5 --------------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ file's role comes from its name, as loaders pick it; its format is checked from 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.strict_json import JsonRejected, loads_strict
+from wscan.strict_json import JsonRejected, loads_lenient, loads_strict
 
 # File name -> role. These are the files transformers, tokenizers, diffusers and peft read by name.
 JSON_ROLES = {
@@ -108,14 +107,6 @@ class RepoJsonScanner:
             yield artifact.observe(
                 "fact.adapter", peft_type=str(top.get("peft_type", ""))[:64], base_model=str(base or "")[:200]
             )
-
-
-def loads_lenient(data: bytes) -> Any:
-    """The value Python's json reads (last duplicate wins, NaN accepted, encoding detected), None if it cannot."""
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, integers too long
-        return None
 
 
 def _oversized(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[ScanItem]:
