@@ -79,13 +79,58 @@ def test_user_rule_pack_adds_rules(tmp_path: Path) -> None:
     assert main(["scan", "--config", str(config), str(tmp_path / "m.pkl")]) == 1
 
 
-def test_ignore_and_severity_override(folder: Path) -> None:
-    config = folder / ".wscan.yaml"
+def test_ignore_and_severity_override(folder: Path, tmp_path: Path) -> None:
+    config = tmp_path / "mine.yaml"
     config.write_text("ignore:\n  - rule: WS-PKL-001\n    paths: ['*evil.pkl']\n")
-    assert main([str(folder)]) == 0
+    assert main(["--config", str(config), str(folder)]) == 0
     config.write_text("severity: {WS-FILE-006: high}\n")
     (folder / "odd.bin").write_bytes(b"\x00\x01binary")
-    assert main([str(folder / "odd.bin")]) == 1
+    assert main(["--config", str(config), str(folder / "odd.bin")]) == 1
+
+
+def test_a_config_is_read_only_when_named(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model folder's own .wscan.yaml comes with the model: read from the scanned folder (or from the working
+    directory, when the user ran wscan inside the download) it set the verdict, a gadget at info."""
+    (folder / ".wscan.yaml").write_text("severity: {WS-PKL-001: info}\nignore:\n  - rule: '*'\n    paths: ['*']\n")
+    assert main(["--format", "json", str(folder)]) == 1
+    assert "config" not in json.loads(capsys.readouterr().out)["settings"]
+    monkeypatch.chdir(folder)
+    assert main(["--format", "json", "."]) == 1
+    assert main(["--format", "json", "evil.pkl"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("./.wscan.yaml was not read") == 2
+    # Named, it is used, and the report says which config the scan ran with.
+    assert main(["--format", "json", "--config", ".wscan.yaml", "."]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["config"] == ".wscan.yaml"
+    assert main(["--config", ".wscan.yaml", "evil.pkl"]) == 0
+    assert "Config: .wscan.yaml" in capsys.readouterr().out
+
+
+def test_terminal_output_shows_escape_sequences_instead_of_obeying_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rule id in a config, or a file name in the progress bar, could clear the screen or fake a verdict."""
+    (tmp_path / "c.yaml").write_text('severity: {"X\\e]0;owned\\a\\e[2J\\e[HVerdict: PASS": info}\n')
+    (tmp_path / "m.pkl").write_bytes(pickle.dumps({"a": 1}))
+    assert main(["--config", str(tmp_path / "c.yaml"), str(tmp_path / "m.pkl")]) == 2
+    error = capsys.readouterr().err
+    assert "\x1b" not in error and "\x07" not in error and "\\x1b]0;owned" in error
+    from wscan.cli import _progress_bar
+
+    class Tty:
+        text = ""
+
+        def write(self, chunk: str) -> None:
+            self.text += chunk
+
+        def flush(self) -> None:
+            pass
+
+    stream = Tty()
+    _progress_bar(stream)(1, 2, "m/\x1b]52;c;Y3VybA==\x07\x1b[8m.pkl")  # type: ignore[arg-type]
+    assert "\x1b]52" not in stream.text and "\x07" not in stream.text and "\x1b[8m" not in stream.text
 
 
 def test_rules_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:

@@ -162,8 +162,10 @@ def github_env(repo: Repo, tmp: Path, event_name: str = "pull_request", **wscan:
     return env
 
 
-def run_entry_point(repo: Repo, tmp: Path, event_name: str = "pull_request", **wscan: str) -> Run:
-    env = github_env(repo, tmp, event_name, **wscan)
+def run_entry_point(
+    repo: Repo, tmp: Path, event_name: str = "pull_request", extra_env: dict[str, str] | None = None, **wscan: str
+) -> Run:
+    env = {**github_env(repo, tmp, event_name, **wscan), **(extra_env or {})}
     done = subprocess.run(
         [sys.executable, "-m", "wscan.github_action"], cwd=tmp, env=env, capture_output=True, text=True, timeout=120
     )
@@ -414,6 +416,29 @@ def test_hostile_file_names_cannot_forge_workflow_commands(tmp_path: Path) -> No
     assert "::error::forged" not in run.summary
     assert "| evil\\\\x0a\\:\\:error\\:\\:forged%0A,title=x\\:y\\.bin" in run.summary
     assert_valid_sarif(run.sarif)
+
+
+def test_parser_warnings_cannot_forge_workflow_commands(tmp_path: Path) -> None:
+    """Python printed a warning headed by a hostile file name (a SyntaxWarning on 3.12, a DeprecationWarning
+    shown when warnings are on) to stderr before the report's stop-commands: the runner would have masked
+    'CRITICAL' and stopped every later annotation with the attacker's own token."""
+    name = "models/m/x\n::add-mask::CRITICAL\n::stop-commands::attacker\ny.py"
+
+    def files(r: Repo) -> None:
+        r.write("models/m/config.json", '{"model_type": "bert"}')
+        r.write(name, 'pattern = "\\d+"\n')
+        r.write("models/m/pytorch_model.bin", HOSTILE_PICKLE)
+
+    repo = make_repo(tmp_path / "repo", files)
+    run = run_entry_point(repo, tmp_path / "gh", extra_env={"PYTHONWARNINGS": "always"})
+    assert run.code == 1
+    assert "::" not in run.stderr and "Warning" not in run.stderr
+    first = run.stdout.splitlines()[0]
+    token = re.fullmatch(r"::stop-commands::([0-9a-f]{32})", first)
+    assert token is not None  # commands are off before the scan opens a file
+    after = run.stdout.split(f"\n::{token.group(1)}::\n", 1)[1]
+    assert not any(line.startswith(("::add-mask", "::stop-commands")) for line in after.splitlines())
+    assert any("WS-PKL-001" in line for line in run.annotations("error"))
 
 
 @pytest.mark.parametrize(

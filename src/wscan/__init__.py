@@ -22,7 +22,7 @@ def scan(paths: Iterable[str | Path], config: Config | None = None) -> Report:
     from wscan.engine import Engine
 
     path_list = [Path(p) for p in paths]
-    return Engine(config or Config.discover(None, path_list)).scan(path_list)
+    return Engine(config or Config()).scan(path_list)
 
 
 __all__ = ["__version__", "scan"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from wscan import __version__
-from wscan.config import Config
+from wscan.config import load_config
 from wscan.errors import UsageError
 from wscan.limits import Limits
 from wscan.model import Severity
@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument(
         "--fail-on", choices=SEVERITIES, help="lowest severity that fails the scan (default high)"
     )
-    scan.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the scanned folder)")
+    scan.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the working directory)")
     scan.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     scan.add_argument("--jobs", type=_positive_int, metavar="N",
                       help="files scanned at once (default: one per core, at most 8)")
@@ -80,8 +80,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     except UsageError as exc:
-        print(f"wscan: error: {exc}", file=sys.stderr)
+        from wscan.output.text import lines_safe
+
+        print(f"wscan: error: {lines_safe(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
+
 
 
 def _signing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -104,7 +107,7 @@ def _signing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     verify.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     verify.add_argument("-o", "--output", type=Path, help="write the report here instead of standard output")
     verify.add_argument("--fail-on", choices=SEVERITIES, help="lowest severity that fails (default high)")
-    verify.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the model folder)")
+    verify.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the working directory)")
 
 
 def _signer_options(command: argparse.ArgumentParser) -> None:
@@ -143,7 +146,7 @@ def _scan(args: argparse.Namespace) -> int:
     for path in args.paths:
         if not os.path.lexists(path):
             raise UsageError(f"no such file or folder: {path}")
-    config = Config.discover(args.config, list(args.paths))
+    config = load_config(args.config)
     if args.fail_on:
         config = replace(config, fail_on=Severity.parse(args.fail_on))
     if args.limit:
@@ -207,13 +210,15 @@ def emit(text: str, output: Path | None) -> None:
 
 
 def _progress_bar(stream: TextIO):  # type: ignore[no-untyped-def]
+    from wscan.output.text import clean  # a file name can hold escape sequences
+
     width = 30
 
     def show(done: int, total: int, current: str) -> None:
         if total == 0:
             return
         filled = width * done // total
-        name = current[-40:] if current else "done"
+        name = clean(current[-40:]) if current else "done"
         end = "\n" if done >= total else ""
         stream.write(f"\r\x1b[2K[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name}{end}")
         stream.flush()
@@ -224,7 +229,7 @@ def _progress_bar(stream: TextIO):  # type: ignore[no-untyped-def]
 def _rules(args: argparse.Namespace, out: TextIO) -> int:
     from wscan.rules import RuleSet
 
-    config = Config.discover(args.config, [])
+    config = load_config(args.config)
     ruleset = RuleSet.load(config)
     if args.action == "list":
         for rule in ruleset.rules:

@@ -1,12 +1,13 @@
-"""User configuration: `.wscan.yaml` in the scanned folder, or `--config FILE`.
+"""User configuration: the file named by `--config` (conventionally `.wscan.yaml`).
 
-A config found inside a scanned repository may come from whoever sent the model: it can lower
-severities and allow callables, but it can never allow a known code-execution gadget (those rules do
-not consult the allowlist).
+A config can lower severities, ignore rules and allow callables (never a known code-execution gadget:
+those rules do not consult the allowlist), so it is only read when named: one found beside scanned
+files may have come with them.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,15 +52,24 @@ class Config:
         )
 
     @classmethod
-    def discover(cls, explicit: Path | None, scan_paths: list[Path]) -> Config:
-        """The explicit file, else the first `.wscan.yaml` in the working directory or a scanned folder."""
-        if explicit is not None:
-            if not explicit.is_file():
-                raise UsageError(f"config file not found: {explicit}")
-            return cls.from_file(explicit)
-        candidates = [Path.cwd()] + [p if p.is_dir() else p.parent for p in scan_paths]
-        for folder in candidates:
-            found = folder / CONFIG_NAME
-            if found.is_file():
-                return cls.from_file(found)
-        return cls()
+    def load(cls, explicit: Path | None) -> Config:
+        """The named file, else the defaults. A config is never found by looking around: one in a scanned
+        folder, or in the folder a scan runs in, may have come with the model, and could lower any severity,
+        ignore every rule or silence a signature check. The report names the config it ran with."""
+        if explicit is None:
+            return cls()
+        if not explicit.is_file():
+            raise UsageError(f"config file not found: {explicit}")
+        return cls.from_file(explicit)
+
+
+def load_config(explicit: Path | None) -> Config:
+    """`Config.load` for the command line, with a note on stderr when `.wscan.yaml` sits in the working
+    directory but was not named (it used to be read from there)."""
+    if explicit is None and Path(CONFIG_NAME).is_file():
+        print(
+            f"wscan: note: ./{CONFIG_NAME} was not read: a config is read only when named (--config {CONFIG_NAME}),"
+            " since one beside the files scanned may have come with them",
+            file=sys.stderr,
+        )
+    return Config.load(explicit)

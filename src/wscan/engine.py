@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -68,13 +69,23 @@ class Engine:
         self.rules = RuleSet.load(config)
 
     def scan(self, paths: list[Path], progress: Progress | None = None) -> Report:
-        """Scan files and folders; never raises for what a file contains."""
+        """Scan files and folders; never raises for what a file contains.
+
+        Warnings are off meanwhile (workers inherit that): a parser's warning may quote a hostile name or
+        string straight to stderr, where a terminal or a CI log would act on it; everything worth saying
+        about a file is an observation."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return self._scan_paths(paths, progress)
+
+    def _scan_paths(self, paths: list[Path], progress: Progress | None) -> Report:
         started = time.monotonic()
         report = Report(
             tool_version=__version__,
             rules_digest=self.rules.digest,
             fail_on=self.config.fail_on,
             limits=self.config.limits.as_dict(),
+            config=str(self.config.source or ""),
         )
         items = list(discover(paths))
         entries = [item for item in items if isinstance(item, FileEntry)]

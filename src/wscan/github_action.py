@@ -151,11 +151,10 @@ def run(settings: Settings, out: TextIO, tmp: Path) -> int:
     if settings.fail_on is not None:
         config = replace(config, fail_on=settings.fail_on)
     engine = Engine(config)
-    report = engine.scan(selection.paths)
+    report = _scan_with_commands_off(engine, selection.paths, out)
     links = rule_links(engine.rules, {f.rule_id for f in report.findings}, settings, origin)
     sarif_path = settings.root / settings.sarif
     _write(sarif_path, render_sarif(report, srcroot=settings.root, help_uris=links))
-    _print_report(report, out)
     lfs = [f for f in report.files if f.reason in LFS_REASONS]
     for line in lfs_errors(lfs):
         out.write(line)
@@ -534,12 +533,20 @@ def _level(severity: Severity, fail_on: Severity) -> str | None:
     return "notice" if severity >= Severity.LOW else None
 
 
-def _print_report(report: Report, out: TextIO) -> None:
-    """The text report for the log, with workflow commands off: a file named `::error::x` stays text."""
+def _scan_with_commands_off(engine: Engine, paths: list[Path], out: TextIO) -> Report:
+    """Scan, then print the text report, with workflow commands off from before the first file is opened:
+    whatever reaches the log meanwhile (the report, a parser's message on stderr) may quote a hostile name,
+    and a file named `::error::x` must stay text. Annotations are written after, escaped."""
     token = secrets.token_hex(16)
     out.write(f"::stop-commands::{token}\n")
-    out.write(_utf8(render_text(report, color=False)))
-    out.write(f"::{token}::\n")
+    out.flush()  # before anything the scan may write to stderr
+    try:
+        report = engine.scan(paths)
+        out.write(_utf8(render_text(report, color=False)))
+    finally:
+        out.write(f"::{token}::\n")
+        out.flush()
+    return report
 
 
 def _intro(selection: Selection, lfs: list[FileResult]) -> str:

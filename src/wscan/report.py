@@ -72,6 +72,7 @@ class Report:
     limits: dict[str, int | float] = field(default_factory=dict)
     duration_seconds: float = 0.0
     models: list[ModelSummary] = field(default_factory=list)
+    config: str = ""  # the config file the scan ran with, if any
 
     def count(self, status: str) -> int:
         return sum(1 for f in self.files if f.status == status)

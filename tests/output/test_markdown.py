@@ -89,3 +89,18 @@ def test_verdict_override_and_clean_report() -> None:
     assert "### Rules" not in clean
     forced = render_markdown(Report("0.1.0", "", Severity.HIGH), verdict="fail")
     assert forced.startswith("## :x: wscan: fail")
+
+
+def test_long_hostile_names_cannot_crowd_out_the_findings() -> None:
+    """A name of 4 KiB of undecodable bytes grows sevenfold when escaped: 40 of them in 'Not scanned' took the
+    whole budget (no finding row left, yet 'more findings are not shown') or went past GitHub's 1 MiB."""
+    name = "m/" + "\udcff" * 3800
+    files = [FileResult(f"{name}{i}.bin", 10, (), "failed", "pickle.truncated") for i in range(40)]
+    findings = [gadget("models/evil/x.pkl"), gadget("m/" + "\udcfe" * 3800 + ".pkl", message="y" * 5000)]
+    text = render_markdown(Report("0.1.0", "", Severity.HIGH, files=files, findings=findings, rules={RULE.id: RULE}))
+    assert len(text.encode()) <= 900_000
+    assert "x\\.pkl" in text and text.count("| critical | WS") == 2
+    assert "more findings are not shown" not in text
+    row = next(line for line in text.splitlines() if "\\\\udcfe" in line)
+    assert len(row) < 4000 and "…" in row  # cut in the middle, both ends kept
+    assert "- and" in text or text.count("- failed m/") == 40

@@ -172,3 +172,35 @@ def test_every_sarif_writer_is_valid_and_stable(tmp_path: Path) -> None:
 
     assert prints(outputs[0]) == prints(outputs[1]) == prints(via_render) == prints(via_dict)
     assert len(prints(via_render)) >= 2
+
+
+def test_names_that_are_not_utf8_come_out_as_valid_unicode(tmp_path: Path) -> None:
+    """A tar member name read with surrogateescape reached SARIF's member and evidence as a lone surrogate,
+    which UTF-8 consumers reject or merge with other names; failed-file notifications were not escaped."""
+    from wscan.report import FileResult, Report
+
+    finding = Finding(
+        "WS-PKL-001", Severity.CRITICAL, "imports os.system", Location("m/a\udcff.tar", "x\udcfe.pkl", 3),
+        {"module": "os\udcfd", "count": 1},
+    )
+    failed = FileResult("m/b\udcfc[x](https://evil).bin", 4, (), "failed", "pickle.truncated")
+    report = Report("0.1.0", "", Severity.HIGH, files=[failed], findings=[finding])
+    text = render_sarif(report, srcroot=tmp_path)
+
+    def strings(value: Any) -> list[str]:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, dict):
+            return [s for item in value.values() for s in strings(item)]
+        if isinstance(value, list):
+            return [s for item in value for s in strings(item)]
+        return []
+
+    log = json.loads(text)
+    for value in strings(log):
+        value.encode("utf-8")  # a lone surrogate would raise here
+    result = log["runs"][0]["results"][0]
+    assert result["properties"]["member"] == "x\\udcfe.pkl"
+    assert result["properties"]["evidence"]["module"] == "os\\udcfd"
+    (note,) = log["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert "\\[x\\]" in note["message"]["text"] and "\\\\udcfc" in note["message"]["text"]

@@ -15,16 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wscan
+from wscan.config import Config
 from wscan.limits import BudgetExceeded, Limits
 from wscan.report import Report
 from wscan.scanners.base import HEAD_BYTES
 from wscan.scanners.pickle import probe
 
 
-def scan_bytes(tmp_path: Path, data: bytes, name: str = "sample.bin") -> Report:
+def scan_bytes(tmp_path: Path, data: bytes, name: str = "sample.bin", config: Config | None = None) -> Report:
     path = tmp_path / name
     path.write_bytes(data)
-    return wscan.scan([path])
+    return wscan.scan([path], config)
 
 
 def rule_ids(report: Report) -> set[str]:
@@ -215,13 +216,14 @@ def test_unknown_import_is_high_and_allowable(tmp_path: Path) -> None:
     report = scan_bytes(tmp_path, data)
     (finding,) = report.findings
     assert finding.rule_id == "WS-PKL-003" and finding.severity.label == "high"
-    (tmp_path / ".wscan.yaml").write_text("allow: [mypackage.models.Thing]\n")
-    assert scan_bytes(tmp_path, data).findings == []
+    (tmp_path / "mine.yaml").write_text("allow: [mypackage.models.Thing]\n")
+    assert scan_bytes(tmp_path, data, config=Config.from_file(tmp_path / "mine.yaml")).findings == []
 
 
 def test_config_cannot_allow_a_gadget(tmp_path: Path) -> None:
-    (tmp_path / ".wscan.yaml").write_text("allow: [os.system]\n")
-    assert "WS-PKL-001" in rule_ids(scan_bytes(tmp_path, b"cos\nsystem\n(S'id'\ntR."))
+    (tmp_path / "mine.yaml").write_text("allow: [os.system]\n")
+    config = Config.from_file(tmp_path / "mine.yaml")
+    assert "WS-PKL-001" in rule_ids(scan_bytes(tmp_path, b"cos\nsystem\n(S'id'\ntR.", config=config))
 
 
 @pytest.mark.parametrize("protocol", range(6))

@@ -48,6 +48,7 @@ def to_document(report: Report) -> JsonObject:
         "settings": {
             "fail_on": report.fail_on.label,
             "limits": {key: report.limits[key] for key in sorted(report.limits)},
+            **({"config": report.config} if report.config else {}),
         },
         "summary": {
             "files": {

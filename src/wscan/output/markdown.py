@@ -19,6 +19,7 @@ from wscan.summary import model_root
 MAX_ROWS = 200             # findings shown in tables; the SARIF and JSON reports have all of them
 MAX_BYTES = 900_000        # GitHub rejects a step summary above 1 MiB; leave room for other steps' text
 MAX_NOT_SCANNED = 50
+MAX_CELL_CHARS = 300       # a name or message longer than this is cut in the middle (the reports keep it whole)
 # Files no scanner read because they are text or media: not model files, so not worth a line.
 NOT_MODEL_REASONS = frozenset({"file.text", "text", "file.media", "media"})
 MARKDOWN_SPECIAL = set("\\`*_{}[]()<>#!|~&:@$.")  # '.' and ':' break autolinks (www.x, https:)
@@ -28,8 +29,11 @@ ICON = {"fail": ":x:", "pass": ":white_check_mark:"}
 def md(text: str) -> str:
     """Escape text from a scanned file so it renders literally on one line (no links, HTML or math).
 
-    Control characters (a newline in a file name included) stay visible as escapes.
+    Control characters (a newline in a file name included) stay visible as escapes. Long text is cut in the
+    middle, keeping both ends: a name can be 4 KiB, and escaping can grow it sevenfold.
     """
+    if len(text) > MAX_CELL_CHARS:
+        text = f"{text[: MAX_CELL_CHARS * 2 // 3]}…{text[-(MAX_CELL_CHARS // 3) :]}"
     flat = clean(text).encode("utf-8", "backslashreplace").decode("utf-8")
     return "".join("\\" + ch if ch in MARKDOWN_SPECIAL else ch for ch in flat)
 
@@ -60,7 +64,7 @@ def render_markdown(
     links = rule_links or {}
     findings = ordered_findings(report.findings)
     head = _header(report, intro, verdict or report.verdict())
-    tail = _rules_section(report, findings, links) + _not_scanned(report.files)
+    tail = _rules_section(report, findings, links) + _not_scanned(report.files, max_bytes // 4)
     budget = max_bytes - len(_encode(head + tail)) - 400
     body, shown = _folders(report, findings, links, max_rows, budget)
     if shown < len(findings):
@@ -208,18 +212,24 @@ def _rule_line(rule_id: str, rule: RuleInfo | None, links: Mapping[str, str]) ->
     return text
 
 
-def _not_scanned(files: Iterable[FileResult]) -> list[str]:
+def _not_scanned(files: Iterable[FileResult], budget: int) -> list[str]:
+    """Files not read in full, up to a count and a byte budget, so the findings above always have room."""
     missed = sorted(
         (f for f in files if f.status != FILE_SCANNED and is_model_file(f)), key=lambda f: (f.status, f.path)
     )
     if not missed:
         return []
     lines = ["### Not scanned", ""]
+    used = 0
     for result in missed[:MAX_NOT_SCANNED]:
         reason = f": {md(result.reason)}" if result.reason else ""
-        lines.append(f"- {result.status} {md(result.path)}{reason}")
-    if len(missed) > MAX_NOT_SCANNED:
-        lines.append(f"- and {len(missed) - MAX_NOT_SCANNED} more")
+        line = f"- {result.status} {md(result.path)}{reason}"
+        used += len(line.encode("utf-8")) + 1
+        if used > budget:
+            break
+        lines.append(line)
+    if len(lines) - 2 < len(missed):
+        lines.append(f"- and {len(missed) - (len(lines) - 2)} more")
     return [*lines, ""]
 
 

@@ -269,7 +269,19 @@ def _log(report: Report, root: Path, kept: list[Finding], cut: _Cut, help_uris: 
 
 
 def _dump(log: SarifLog) -> str:
-    return json.dumps(log, indent=2, ensure_ascii=True) + "\n"
+    return json.dumps(_valid_unicode(log), indent=2, ensure_ascii=True) + "\n"
+
+
+def _valid_unicode(value: Any) -> Any:
+    """Every string as valid Unicode: a name that is not UTF-8 (surrogate escapes) shows them as `\\udcff`.
+    SARIF consumers read UTF-8 and reject or merge what is not; messages are escaped this way already."""
+    if isinstance(value, str):
+        return _printable(value)
+    if isinstance(value, dict):
+        return {key: _valid_unicode(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_valid_unicode(item) for item in value]
+    return value
 
 
 def _gzip_size(log: SarifLog) -> int:
@@ -317,7 +329,7 @@ def _driver(report: Report, rules: list[ReportingDescriptor]) -> ToolComponent:
 def _failed_files(report: Report) -> list[Notification]:
     """Files that could not be read are not clean: say so where GitHub shows tool problems."""
     return [
-        _notification("error", f"Could not scan {f.path}: {f.reason or 'unknown error'}")
+        _notification("error", _escape_brackets(_printable(f"Could not scan {f.path}: {f.reason or 'unknown error'}")))
         for f in sorted(report.files, key=lambda f: f.path)
         if f.status == FILE_FAILED
     ]
@@ -399,10 +411,13 @@ def _result(finding: Finding, rule_index: int, root: Path) -> Result:
     artifact, stable_path = artifact_location(loc.path, root)
     properties: dict[str, Any] = {"severity": finding.severity.label}
     if loc.member:
-        properties["member"] = loc.member
+        properties["member"] = _printable(loc.member)
     if loc.offset is not None:
         properties["offset"] = loc.offset
-    properties["evidence"] = sorted_evidence(finding.evidence)
+    properties["evidence"] = {
+        key: _printable(value) if isinstance(value, str) else value
+        for key, value in sorted_evidence(finding.evidence).items()
+    }
     return {
         "ruleId": finding.rule_id,
         "ruleIndex": rule_index,

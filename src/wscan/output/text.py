@@ -51,6 +51,12 @@ def clean(text: str) -> str:
     return "".join(_escape(ch) if unicodedata.category(ch)[0] == "C" else ch for ch in text)
 
 
+def lines_safe(text: str) -> str:
+    """`clean` line by line, for messages that may quote a scanned file (a name, a config value) and may
+    span lines: a name could otherwise clear the screen, retitle the window or hide the report."""
+    return "\n".join(clean(line) for line in text.split("\n"))
+
+
 class _Painter:
     """Wraps text in ANSI styles, or leaves it alone when colour is off."""
 
@@ -165,6 +171,8 @@ def _summary(report: Report, paint: _Painter) -> list[str]:
         f"{report.count(FILE_FAILED)} failed, {len(report.files)} total",
         "Findings: " + ", ".join(f"{n} {label}" for label, n in counts.items()),
     ]
+    if report.config:
+        lines.append(f"Config: {clean(report.config)}")
     if report.limits:
         lines.append("Limits: " + ", ".join(f"{name} {_amount(name, value)}" for name, value in report.limits.items()))
     return [*lines, f"Verdict: {verdict}"]

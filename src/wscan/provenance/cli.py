@@ -7,9 +7,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from wscan.config import Config
+from wscan.config import Config, load_config
 from wscan.errors import UsageError
 from wscan.model import Severity
+from wscan.output.text import lines_safe
 from wscan.provenance.oms import DEFAULT_SIGNATURE, CertificateMethod, KeylessMethod, KeyMethod, Method
 from wscan.report import Report
 
@@ -36,7 +37,7 @@ def _sign(args: argparse.Namespace, model: Path, signature: Path) -> int:
         sign(model, signature, list(args.ignore_paths), method, args.shard_size)
     except Exception as exc:  # the library's errors (bad key, password, OIDC) are the user's to fix
         raise UsageError(f"signing failed: {type(exc).__name__}: {exc}") from None
-    print(f"wscan: signed {model} -> {signature}", file=sys.stderr)
+    print(lines_safe(f"wscan: signed {model} -> {signature}"), file=sys.stderr)
     return EXIT_OK
 
 
@@ -125,7 +126,7 @@ def attest_folders(report: Report, args: argparse.Namespace) -> None:
             digest = attest(folder, report, method, output, ignore)
         except Exception as exc:  # key, password or OIDC problems are the user's to fix
             raise UsageError(f"attestation failed: {type(exc).__name__}: {exc}") from None
-        print(f"wscan: attested {folder} (sha256 {digest[:16]}...) -> {output}", file=sys.stderr)
+        print(lines_safe(f"wscan: attested {folder} (sha256 {digest[:16]}...) -> {output}"), file=sys.stderr)
 
 
 def _verify(args: argparse.Namespace, model: Path, signature: Path) -> int:
@@ -134,7 +135,7 @@ def _verify(args: argparse.Namespace, model: Path, signature: Path) -> int:
     from wscan.provenance.verify import verify_model
 
     method = verify_method(args)
-    config = Config.discover(args.config, [model])
+    config = load_config(args.config)
     if args.fail_on:
         config = replace(config, fail_on=Severity.parse(args.fail_on))
     attestation = args.attestation is not None

@@ -285,7 +285,9 @@ class PythonCodeScanner:
         if custom_generate(artifact):
             yield artifact.observe("code.custom_generate", lines=lines)
         try:
-            tree = ast.parse(source, filename=artifact.name)
+            # A fixed name: Python prints SyntaxWarnings headed by the file name, which a hostile member name
+            # could turn into workflow commands in a CI log (warnings are also off during a scan).
+            tree = ast.parse(source, filename="<model code>")
         except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
             yield artifact.observe("code.malformed", reason=f"{type(exc).__name__}: {exc}"[:200])
             return
