@@ -492,8 +492,8 @@ class ZipScanner:
                 with opener() as link:
                     target = link.read(LINK_TARGET_BYTES).decode("utf-8", errors="replace")
                 yield from names.link(name, target, offset)
-            if info.filename.endswith("/"):
-                continue
+            if info.filename.endswith("/") and not info.file_size:
+                continue  # a folder; one holding data is read like a file (np.load opens it by that name)
             context = member_context(layout, top, info.filename)
             if info.compress_type != zipfile.ZIP_STORED:
                 context["cheap_seek"] = False  # the engine must not inflate a whole tensor to read its tail
@@ -508,20 +508,22 @@ class ZipScanner:
 
 # --- tar ---------------------------------------------------------------------------------------------
 
+TORCH_TAR_NAMES = ("storages", "tensors", "pickle")  # the members torch.load's tar reader opens, by name
+
 _TAR_EXTENDED = b"xgLKX"  # pax and GNU long-name headers: tarfile reads their whole body into memory
 _TAR_SPECIAL = {tarfile.CHRTYPE: "char", tarfile.BLKTYPE: "block", tarfile.FIFOTYPE: "fifo"}
 
 
 def tar_checksum_ok(block: bytes) -> bool:
-    """The header checksum of a tar block (unsigned or signed sum, as tarfile accepts)."""
+    """Whether tarfile would take this block for a header: its checksum field read by tarfile's own number
+    parser (octal cut at a NUL, or base-256), against the unsigned or signed sum, as tarfile accepts."""
     if len(block) < 512 or not any(block[:512]):
         return False
     try:
-        stored = int(block[148:156].replace(b"\x00", b" ").strip() or b"-1", 8)
-    except ValueError:
+        stored = tarfile.nti(block[148:156])  # type: ignore[attr-defined]
+    except (tarfile.HeaderError, ValueError):
         return False
-    header = block[:148] + b" " * 8 + block[156:512]
-    return stored in (sum(header), sum(struct.unpack("148b8x356b", block[:512])) + 256)
+    return stored in tarfile.calc_chksums(block[:512])  # type: ignore[attr-defined]
 
 
 def oversized_extended_header(fh: IO[bytes], offset: int, limit: int) -> bool:
@@ -600,6 +602,8 @@ class TarScanner:
             if tar is None:
                 return
             layout, top = classify_layout(m.name for m in members if m.isreg())
+            if any(m.name == "storages" for m in members):
+                layout, top = "torch-tar", ""  # torch.load's tar reader begins with this member, whatever else is there
             yield artifact.observe("archive.layout", format="tar", layout=layout)
             names = NameChecks(artifact)
             for member in members:
@@ -610,6 +614,8 @@ class TarScanner:
                     yield from names.link(name, member.linkname, offset, hard=member.islnk())
                 if member.type in _TAR_SPECIAL:
                     yield artifact.observe("archive.special_file", offset, member=name, type=_TAR_SPECIAL[member.type])
+                if layout == "torch-tar" and name in TORCH_TAR_NAMES and (member.issym() or member.islnk()):
+                    yield from self._torch_link(artifact, tar, member)
                 if not member.isreg():
                     continue
                 errors: list[str] = []
@@ -618,6 +624,20 @@ class TarScanner:
                 )
                 if errors:
                     yield artifact.observe("archive.member_unreadable", offset, member=name, reason=errors[0])
+
+    def _torch_link(self, artifact: Artifact, tar: tarfile.TarFile, member: tarfile.TarInfo) -> Iterator[ScanItem]:
+        """torch reads `storages`, `tensors` and `pickle` by name, through links as tarfile resolves them: the
+        target's bytes are read again under the link's name, so torch's records are stepped over as torch does."""
+        try:
+            target = tar._find_link_target(member)  # type: ignore[attr-defined]  # what extract/extractfile use
+        except (KeyError, tarfile.TarError):
+            return
+        if target.isreg():
+            errors: list[str] = []
+            opener = self._opener(tar, target, errors)
+            yield artifact.child(member.name, target.size, opener, {"container": "torch-tar"})
+            if errors:
+                yield artifact.observe("archive.member_unreadable", member.offset, member=member.name, reason=errors[0])
 
     @staticmethod
     def _opener(tar: tarfile.TarFile, member: tarfile.TarInfo, errors: list[str]) -> Callable[[], BinaryIO]:

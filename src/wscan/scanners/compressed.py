@@ -12,6 +12,7 @@ import gzip
 import io
 import lzma
 import posixpath
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -47,6 +48,7 @@ def _lz4_frame() -> Any:
 
 
 LZ4_MAGIC = b"\x04\x22\x4d\x18"
+SNIFF_BYTES = 64 * 1024  # what the engine's head holds, and what the scanner re-reads to pick the codec
 CHUNK = 1 * MIB
 SPOOL_BYTES = 16 * MIB
 
@@ -189,6 +191,8 @@ def zfile_length(head: bytes) -> int | None:
 
 def sniff(head: bytes, strict: bool = False) -> str | None:
     """Name the codec `head` starts with; weak magics (zlib, lzma-alone, Z-file) are confirmed by decoding."""
+    if _SKIPPABLE.match(head):
+        return _after_skippable(head)
     if head.startswith(b"\x1f\x8b\x08"):
         return "gzip"
     if head[:3] == b"BZh" and head[3:4].isdigit() and head[3:4] != b"0":
@@ -212,12 +216,46 @@ def sniff(head: bytes, strict: bool = False) -> str | None:
 
 
 def _decodes(decompressor: Any, head: bytes) -> bool:
-    """Does a prefix decode cleanly? Random bytes fail within a few kilobytes."""
+    """Does a prefix decode cleanly? Random bytes fail within a few kilobytes. A whole head that decodes to
+    nothing yet is a stream too (64 KiB of empty deflate blocks, then the pickle: joblib reads through them);
+    a shorter one that decodes to nothing holds nothing a loader could run."""
     try:
         out = decompressor.decompress(head, 64 * 1024)
     except (zlib.error, lzma.LZMAError, EOFError, ValueError):
         return False
-    return bool(out) or bool(decompressor.eof)
+    return bool(out) or bool(decompressor.eof) or len(head) >= SNIFF_BYTES
+
+
+# zstd and LZ4 frames may be preceded by skippable frames (magic 0x184D2A50 to 0x184D2A5F, a 32-bit length, that
+# many bytes), which both libraries' readers step over.
+_SKIPPABLE = re.compile(rb"[\x50-\x5f]\x2a\x4d\x18", re.DOTALL)
+MAX_SKIPPABLE_FRAMES = 64
+
+
+def _after_skippable(head: bytes) -> str | None:
+    """The codec after leading skippable frames: zstd or LZ4 by the magic that follows, zstd (or, without the
+    zstd module, LZ4) when the frames run past a whole head, so the file is decoded rather than passed over."""
+    at = 0
+    for _ in range(MAX_SKIPPABLE_FRAMES):
+        if not _SKIPPABLE.match(head, at):
+            break
+        if at + 8 > len(head):
+            return _skippable_default(head)
+        at += 8 + int.from_bytes(head[at + 4 : at + 8], "little")
+        if at + 4 > len(head):
+            return _skippable_default(head)
+    if head.startswith(b"\x28\xb5\x2f\xfd", at) and _zstd() is not None:
+        return "zstd"
+    if head.startswith(LZ4_MAGIC, at):
+        return "lz4"
+    return None
+
+
+def _skippable_default(head: bytes) -> str | None:
+    """Frames that run past a whole head may hide a stream behind them; past the end of a shorter file, nothing."""
+    if len(head) < SNIFF_BYTES:
+        return None
+    return "zstd" if _zstd() is not None else "lz4"
 
 
 def _chunks(codec: str, raw: IO[bytes]) -> Iterator[bytes]:
@@ -246,7 +284,9 @@ def _reader(codec: str, raw: IO[bytes]) -> io.BufferedIOBase:
     if codec == "bz2":
         return bz2.BZ2File(raw)
     if codec in ("xz", "lzma"):
-        return lzma.LZMAFile(raw, format=lzma.FORMAT_XZ if codec == "xz" else lzma.FORMAT_ALONE)
+        # FORMAT_AUTO, as joblib and lzma.open read: each concatenated stream may be either format, and a
+        # reader fixed to one takes the other for trailing garbage and stops.
+        return lzma.LZMAFile(raw, format=lzma.FORMAT_AUTO)
     if codec == "lz4":  # the reader joblib.load uses for these files
         lz4_file: io.BufferedIOBase = _lz4_frame().LZ4FrameFile(raw, mode="rb")
         return lz4_file
@@ -275,7 +315,7 @@ class CompressedScanner:
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         limits = ctx.limits
         with artifact.opener() as raw, new_spool() as spool:
-            codec = sniff(raw.read(64 * 1024))
+            codec = sniff(raw.read(SNIFF_BYTES))
             if codec is None:
                 yield artifact.observe("compressed.corrupt", reason="no known compression magic")
                 return

@@ -1,0 +1,262 @@
+"""Loader differential for the containers a pickle hides in: compressed streams, .npz members and torch's tar
+format. Whatever the real loader would run, wscan must have inspected.
+
+Every case was proved by a review (a loader made the marker folder, wscan passed the file):
+- an lzma-alone stream followed by an xz stream, or the reverse: joblib and lzma.open read each concatenated
+  stream in whichever format it is (FORMAT_AUTO); wscan's reader, fixed to one format, took the second for
+  trailing garbage;
+- a zlib stream whose first 64 KiB are empty stored blocks: joblib inflates anything starting with 0x78; wscan
+  wanted output within the head before calling it zlib;
+- an .npz member named like a folder (`weights/`) that holds data: np.load opens it by that name;
+- torch's tar format with `storages` alone, `storages` a hard link, or `pickle` a symlink: torch reads
+  `storages` by name first, whatever else is there (wscan wanted all three as regular members);
+- a tar header whose checksum is spelled as tarfile reads it (base-256, octal cut at a NUL);
+- zstd and LZ4 frames behind a skippable frame, which both libraries' readers step over.
+"""
+
+from __future__ import annotations
+
+import io
+import lzma
+import pickle
+import struct
+import tarfile
+import zipfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.sandbox import Outcome, load_each
+from tests.helpers.scanning import rule_ids, scan
+from tests.test_loader_differential import CRITICAL_PICKLE
+
+
+def payload(marker: Path) -> bytes:
+    """A protocol-2 pickle calling os.mkdir(marker)."""
+    name = str(marker).encode()
+    return b"\x80\x02cos\nmkdir\nX" + struct.pack("<I", len(name)) + name + b"\x85R."
+
+
+def lzma_mixed(first: int, second: int) -> Callable[[Path], bytes]:
+    def make(marker: Path) -> bytes:
+        return lzma.compress(b"", format=first) + lzma.compress(payload(marker), format=second)
+
+    return make
+
+
+def zlib_after_empty_blocks(marker: Path) -> bytes:
+    data = payload(marker)
+    deflate = zlib.compressobj(wbits=-15)
+    body = deflate.compress(data) + deflate.flush()
+    return b"\x78\x9c" + b"\x00\x00\x00\xff\xff" * 13_200 + body + struct.pack(">I", zlib.adler32(data))
+
+
+def npz_folder_member(stored: bool) -> Callable[[Path], bytes]:
+    def make(marker: Path) -> bytes:
+        header = "{'descr': '|O', 'fortran_order': False, 'shape': (1,), }"
+        header += " " * (-(10 + len(header) + 1) % 64) + "\n"
+        npy = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + payload(marker)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(zipfile.ZipInfo("weights/" if not stored else "x.npy/"), npy)
+        return buffer.getvalue()
+
+    return make
+
+
+def storages_record(marker: Path) -> bytes:
+    """torch's `storages` member: a count, one (key, location, type) pickle, an int64 size, the floats, then the
+    storage views pickle (here the payload)."""
+    return (
+        pickle.dumps(1, protocol=2)
+        + b"\x80\x02X\x01\x00\x00\x000X\x03\x00\x00\x00cpuctorch\nFloatStorage\n\x87."
+        + struct.pack("<q", 2)
+        + bytes(range(1, 9))
+        + payload(marker)
+    )
+
+
+Entry = tuple[str, str, bytes | str]  # name, "reg" / "hard" / "sym", data or link target
+
+
+def torch_tar(entries: Callable[[bytes], list[Entry]]) -> Callable[[Path], bytes]:
+    def make(marker: Path) -> bytes:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+            for name, kind, data in entries(storages_record(marker)):
+                info = tarfile.TarInfo(name)
+                if kind == "reg":
+                    assert isinstance(data, bytes)
+                    info.size = len(data)
+                    archive.addfile(info, io.BytesIO(data))
+                else:
+                    assert isinstance(data, str)
+                    info.type = tarfile.LNKTYPE if kind == "hard" else tarfile.SYMTYPE
+                    info.linkname = data
+                    archive.addfile(info)
+        return buffer.getvalue()
+
+    return make
+
+
+ZERO = pickle.dumps(0, protocol=2)
+
+
+def storages_hard_link(storages: bytes) -> list[Entry]:
+    return [("blob", "reg", storages), ("storages", "hard", "blob"), ("tensors", "reg", ZERO), ("pickle", "reg", ZERO)]
+
+
+def pickle_symlink(storages: bytes) -> list[Entry]:
+    return [("storages", "reg", storages), ("tensors", "reg", ZERO), ("p2", "reg", ZERO), ("pickle", "sym", "p2")]
+
+
+def v7_tar_checksum(style: str) -> Callable[[Path], bytes]:
+    """One member `storages` in a v7 header (no ustar magic) whose checksum is spelled as `style`."""
+
+    def make(marker: Path) -> bytes:
+        data = payload(marker)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as archive:
+            info = tarfile.TarInfo("storages")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        raw = bytearray(buffer.getvalue())
+        raw[257:265] = bytes(8)
+        raw[148:156] = b" " * 8
+        total = sum(raw[:512])
+        field = b"\x80" + total.to_bytes(7, "big") if style == "base256" else (b"%o\0" % total).ljust(8, b"Z")
+        raw[148:156] = field
+        return bytes(raw)
+
+    return make
+
+
+SKIPPABLE = struct.pack("<II", 0x184D2A50, 4) + bytes(4)
+
+
+def skippable(codec: str) -> Callable[[Path], bytes]:
+    def make(marker: Path) -> bytes:
+        if codec == "zstd":
+            from backports import zstd
+
+            return SKIPPABLE + bytes(zstd.compress(payload(marker)))
+        import lz4.frame
+
+        return SKIPPABLE + bytes(lz4.frame.compress(payload(marker)))
+
+    return make
+
+
+@dataclass(frozen=True)
+class Case:
+    loader: str
+    make: Callable[[Path], bytes]
+    suffix: str
+
+
+CASES: dict[str, Case] = {
+    "lzma-alone-then-xz": Case("joblib", lzma_mixed(lzma.FORMAT_ALONE, lzma.FORMAT_XZ), ".pkl"),
+    "xz-then-lzma-alone": Case("joblib", lzma_mixed(lzma.FORMAT_XZ, lzma.FORMAT_ALONE), ".pkl"),
+    "lzma-open-mixed": Case("lzma.open", lzma_mixed(lzma.FORMAT_ALONE, lzma.FORMAT_XZ), ".pkl.xz"),
+    "zlib-empty-stored-blocks": Case("joblib", zlib_after_empty_blocks, ".pkl"),
+    "npz-folder-member-deflated": Case("np.load", npz_folder_member(stored=False), ".npz"),
+    "npz-folder-member-stored": Case("np.load", npz_folder_member(stored=True), ".npz"),
+    "torch-tar-storages-only": Case("torch.load", torch_tar(lambda s: [("storages", "reg", s)]), ".pt"),
+    "torch-tar-storages-hard-link": Case("torch.load", torch_tar(storages_hard_link), ".pt"),
+    "torch-tar-pickle-symlink": Case("torch.load", torch_tar(pickle_symlink), ".pt"),
+    "tar-checksum-base256": Case("torch.load", v7_tar_checksum("base256"), ".pt"),
+    "tar-checksum-nul-then-junk": Case("torch.load", v7_tar_checksum("nul"), ".pt"),
+    "zstd-after-skippable-frame": Case("zstd.open", skippable("zstd"), ".pkl.zst"),
+    "lz4-after-skippable-frame": Case("lz4.frame.open", skippable("lz4"), ".pkl.lz4"),
+}
+
+LOAD = """
+import pickle
+def load(path, loader):
+    if loader == "joblib":
+        import joblib
+        joblib.load(path)
+    elif loader == "lzma.open":
+        import lzma
+        pickle.load(lzma.open(path))
+    elif loader == "np.load":
+        import numpy as np
+        loaded = np.load(path, allow_pickle=True)
+        for name in loaded.files:
+            loaded[name]
+    elif loader == "torch.load":
+        import torch
+        torch.load(path, weights_only=False)
+    elif loader == "zstd.open":
+        from backports import zstd
+        pickle.load(zstd.open(path))
+    else:
+        import lz4.frame
+        pickle.load(lz4.frame.open(path))
+"""
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Outcome]]:
+    root = tmp_path_factory.mktemp("containers")
+    for folder in ("files", "markers", "cwd"):
+        (root / folder).mkdir()
+    files, jobs = {}, []
+    for name, case in CASES.items():
+        marker = root / "markers" / name
+        files[name] = root / "files" / f"{name}{case.suffix}"
+        files[name].write_bytes(case.make(marker))
+        jobs.append((name, files[name], case.loader, marker))
+    outcomes = load_each(LOAD, jobs, root / "cwd", 300)
+    return {name: (files[name], outcomes[name]) for name in CASES}
+
+
+def test_every_case_runs_its_payload_in_the_real_loader(loaded: dict[str, tuple[Path, Outcome]]) -> None:
+    """Each case is a real bypass shape: the loader ran the payload (a tripwire for loader upgrades)."""
+    missed = {name: outcome.result for name, (_, outcome) in loaded.items() if not outcome.executed}
+    assert missed == {}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_wscan_flags_what_the_loader_runs(loaded: dict[str, tuple[Path, Outcome]], case: str) -> None:
+    path, outcome = loaded[case]
+    ids = rule_ids(scan(path))
+    if outcome.executed:
+        assert ids & CRITICAL_PICKLE, (
+            f"bypass: {CASES[case].loader} ran the payload of {case}; wscan said {sorted(ids)}"
+        )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b"x^2 + y^2 = z^2\n", b"x\x01 short", b"x\x9c" + b"\x00\x00\x00\xff\xff" * 10, b"\x50\x2a\x4d\x18 notes"],
+)
+def test_short_files_that_decode_to_nothing_are_not_claimed(tmp_path: Path, text: bytes) -> None:
+    """A head that decodes to nothing counts as a stream only when it is the whole 64 KiB head: shorter ones hold
+    nothing a loader could run, and text starting 'x^' must not become a corrupt-compression finding."""
+    path = tmp_path / "notes.txt"
+    path.write_bytes(text)
+    report = scan(path)
+    assert all(f.severity.label in ("info", "low") for f in report.findings), [f.rule_id for f in report.findings]
+
+
+def test_ordinary_tar_and_lzma_files_stay_clean(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        data = b"hello\n"
+        info = tarfile.TarInfo("docs/readme.txt")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    (tmp_path / "docs.tar").write_bytes(buffer.getvalue())
+    (tmp_path / "state.pkl.xz").write_bytes(lzma.compress(pickle.dumps({"a": [1, 2]})))
+    (tmp_path / "state.pkl.lzma").write_bytes(lzma.compress(pickle.dumps({"a": [1, 2]}), format=lzma.FORMAT_ALONE))
+    report = scan(tmp_path)
+    assert report.findings == [] or all(f.severity.label in ("info", "low") for f in report.findings)
+    assert {f.path for f in report.files if f.status == "scanned"} >= {
+        str(tmp_path / "docs.tar"),
+        str(tmp_path / "state.pkl.xz"),
+        str(tmp_path / "state.pkl.lzma"),
+    }
