@@ -59,6 +59,11 @@ def _hf_repo_root(link: Path) -> Path | None:
     return None
 
 
+def _hf_cache_repo(folder: Path) -> bool:
+    """A Hugging Face cache repo folder: models--org--name, datasets--org--name or spaces--org--name."""
+    return os.path.basename(os.path.abspath(folder)).startswith(("models--", "datasets--", "spaces--"))
+
+
 def _allowed(link: Path, target: Path, root: Path) -> bool:
     """Whether a link's resolved target stays inside the scan root (or, in a Hugging Face cache, its repo)."""
     hf_root = _hf_repo_root(Path(os.path.abspath(link)))
@@ -86,8 +91,9 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
     root = Path(os.path.realpath(top))
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
         here = Path(dirpath)
-        # In a Hugging Face cache, blobs are reached through the snapshots that name them.
-        if "blobs" in dirnames and "snapshots" in dirnames:
+        # In a Hugging Face cache, blobs are reached through the snapshots that name them. Only in a real cache
+        # repo folder: elsewhere blobs/ is just a folder (a loader reads it; an attestation hashes it).
+        if "blobs" in dirnames and "snapshots" in dirnames and _hf_cache_repo(here):
             dirnames.remove("blobs")
         dirnames.sort()
         for name in list(dirnames):

@@ -5,18 +5,25 @@ that an OMS signature's subject carries, so the two can be matched) and whose pr
 version, the rule-pack digest, the threshold, the verdict, every file's digest and worst severity, and
 the findings. It is signed into the same Sigstore bundle format as a model signature, by the same
 `model_signing` signers (key, certificate or keyless), so the same trust roots verify it.
+
+A clean verdict is only as good as the settings it was reached with, so the predicate also records the
+config's effect (`config`: threshold, ignores, severity overrides, allowed callables, replaced rules, and
+how many findings the default settings report that this scan did not); a consumer is told when the scan
+ran with settings that loosen the rules, and when the attestation vouches for bytes the scan never read.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from wscan.config import Config
 from wscan.discover import display_path
-from wscan.model import Location, Observation
+from wscan.model import Finding, Location, Observation, Severity
 from wscan.provenance.oms import (
     CertificateMethod,
     KeyMethod,
@@ -36,8 +43,18 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 DEFAULT_ATTESTATION = "wscan.attestation.sig"
 
 
-def attest(model_dir: Path, report: Report, method: Method, output: Path, ignore: list[Path]) -> str:
-    """Sign a scan attestation for `model_dir` into `output`; returns the root digest it attests."""
+def attest(
+    model_dir: Path,
+    report: Report,
+    method: Method,
+    output: Path,
+    ignore: list[Path],
+    settings: Mapping[str, Any] | None = None,
+) -> str:
+    """Sign a scan attestation for `model_dir` into `output`; returns the root digest it attests.
+
+    `settings` is the config's effect (`scan_settings`); without it the attestation says nothing about the
+    config, and a consumer is told so."""
     from in_toto_attestation.v1 import statement
     from model_signing._signing import signing as oms_signing
 
@@ -60,6 +77,8 @@ def attest(model_dir: Path, report: Report, method: Method, output: Path, ignore
             if _inside(model_dir, f.location.path) is not None
         ],
     }
+    if settings is not None:
+        predicate["config"] = dict(settings)
     signed = statement.Statement(subjects=[subject], predicate_type=PREDICATE_TYPE, predicate=predicate)
     signer = _signer(method)
     signer.sign(SimpleNamespace(statement=signed)).write(output)
@@ -95,8 +114,15 @@ def read_attestation(path: Path, method: Method) -> Attestation:
     return Attestation(str(root), statement["predicate"])
 
 
-def attestation_observations(attestation: Attestation, location: Location, rules_digest: str) -> list[Observation]:
-    """Facts from a verified attestation: its verdict and whether it was made with today's rules."""
+def attestation_observations(
+    attestation: Attestation,
+    location: Location,
+    rules_digest: str,
+    model_dir: Path | None = None,
+    fail_on: Severity = Severity.HIGH,
+) -> list[Observation]:
+    """Facts from a verified attestation: its verdict, whether it was made with today's rules, which attested
+    files the scan never read, and whether its settings loosened the rules (judged at `fail_on`)."""
     predicate = attestation.predicate
     scanner = predicate.get("scanner", {})
     observations = [
@@ -112,7 +138,150 @@ def attestation_observations(attestation: Attestation, location: Location, rules
         observations.append(Observation("provenance.attestation_rules_differ", location,
                                         {"attested": str(scanner.get("rules_digest", ""))[:16],
                                          "current": rules_digest[:16]}))
+    if model_dir is not None:
+        observations.extend(_unscanned(attestation, model_dir))
+    observations.extend(_settings_observations(predicate, location, fail_on))
     return observations
+
+
+def _unscanned(attestation: Attestation, model_dir: Path) -> list[Observation]:
+    """Attested files the scan never listed: their digests are vouched for, their content was never read
+    (a scan can leave a folder out, as it leaves out a Hugging Face cache's blobs/, while hashing takes all)."""
+    scanned = {str(f.get("path", "")) for f in _list(attestation.predicate.get("files")) if isinstance(f, Mapping)}
+    serialization = attestation.predicate.get("serialization")
+    sharded = isinstance(serialization, Mapping) and serialization.get("method") == "shards"
+    names = sorted({_file_of(r.identifier, sharded) for r in attestation.resources})
+    base = model_dir if model_dir.is_dir() else model_dir.parent
+    return [Observation("provenance.attested_unscanned", Location(display_path(base / name)), {"file": name})
+            for name in names if name not in scanned]
+
+
+def _file_of(identifier: str, sharded: bool) -> str:
+    parts = identifier.rsplit(":", 2)
+    if sharded and len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+        return parts[0]
+    return identifier
+
+
+def _settings_observations(predicate: Mapping[str, Any], location: Location, fail_on: Severity) -> list[Observation]:
+    """What the attested scan's settings did: loosened nothing, loosened rules (and hid how many findings),
+    or, for an attestation made before settings were recorded, unknown."""
+    observations: list[Observation] = []
+    settings = predicate.get("config")
+    parts: list[str] = []
+    hidden, worst = 0, None
+    if isinstance(settings, Mapping):
+        parts = _loosening(settings)
+        recorded = settings.get("hidden", {})
+        if isinstance(recorded, Mapping):
+            hidden = _int(recorded.get("count"))
+            worst = _severity(recorded.get("worst"))
+    else:
+        scanner = predicate.get("scanner", {})
+        observations.append(Observation("provenance.attestation_config_unknown", location,
+                                        {"version": str(scanner.get("version", "") if isinstance(scanner, Mapping)
+                                                        else "")}))
+    # A laxer threshold than this verification's lets recorded findings pass; count those that would fail here.
+    attested_fail_on = _severity(predicate.get("fail_on"))
+    if attested_fail_on is not None and attested_fail_on > fail_on:
+        recorded_findings = [f for f in _list(predicate.get("findings")) if isinstance(f, Mapping)]
+        passed = [s for s in (_severity(f.get("severity")) for f in recorded_findings)
+                  if s is not None and fail_on <= s < attested_fail_on]
+        if passed:
+            parts.append(f"fail-on {attested_fail_on.label} (passed {len(passed)} at or above {fail_on.label})")
+            hidden += len(passed)
+            worst = max([*passed, *([worst] if worst is not None else [])])
+    if parts or hidden:
+        observations.append(Observation("provenance.attestation_lenient", location,
+                                        {"settings": "; ".join(parts) or "unrecorded settings", "hidden": hidden,
+                                         "worst": worst.label if worst is not None else "none"}))
+    return observations
+
+
+def _loosening(settings: Mapping[str, Any]) -> list[str]:
+    """The recorded settings that loosen the built-in rules, in words."""
+    parts = []
+    ignores = _list(settings.get("ignores"))
+    if ignores:
+        shown = ", ".join(f"{i.get('rule')} in {i.get('paths')}" for i in ignores[:3] if isinstance(i, Mapping))
+        parts.append(f"ignores {shown}{', ...' if len(ignores) > 3 else ''}")
+    lowered = _list(settings.get("lowered"))
+    if lowered:
+        parts.append(f"lowered severities of {', '.join(map(str, lowered[:5]))}{', ...' if len(lowered) > 5 else ''}")
+    allow = _list(settings.get("allow"))
+    if allow:
+        parts.append(f"allowed {_int(settings.get('allow_count')) or len(allow)} more callables "
+                     f"({', '.join(map(str, allow[:3]))}{', ...' if len(allow) > 3 else ''})")
+    replaced = _list(settings.get("replaced_rules"))
+    if replaced:
+        parts.append(f"replaced rules {', '.join(map(str, replaced[:5]))}{', ...' if len(replaced) > 5 else ''}")
+    return parts
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int:
+    """A recorded count (the signed statement stores numbers as floats), 0 when absent or nonsense."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        return 0
+    return int(min(value, 2**31))
+
+
+def _severity(value: Any) -> Severity | None:
+    try:
+        return Severity.parse(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def scan_settings(config: Config, report: Report, model_dir: Path, unfiltered: Report | None) -> dict[str, Any]:
+    """The effect of the scan's config, to record in the attestation.
+
+    `unfiltered` is the same scan run without the config's ignores and severity overrides (only needed when it
+    has any); a finding it reports that `report` does not, or reports lower, was hidden. A finding reported
+    below its rule's built-in severity (a rule pack may redefine a rule) was hidden too.
+    """
+    from wscan.rules import RuleSet
+
+    defaults, current = RuleSet.load(Config()), RuleSet.load(config)
+    default_rules = {r.id: r for r in defaults.rules}
+    lowered = sorted(r.id for r in current.rules if r.id in default_rules and r.severity < default_rules[r.id].severity)
+    replaced = sorted(r.id for r in current.rules if r.id in default_rules and r.source != default_rules[r.id].source)
+    allow = sorted({name for list_name, values in current.lists.items() if list_name.startswith("allowed-")
+                    for name in values - defaults.lists.get(list_name, frozenset())})
+
+    def inside(findings: list[Finding]) -> dict[tuple[str, str, str], Severity]:
+        return {(f.rule_id, f.location.describe(), json.dumps(dict(f.evidence), sort_keys=True, default=str)):
+                f.severity for f in findings if _inside(model_dir, f.location.path) is not None}
+
+    reported = inside(report.findings)
+    hidden: dict[tuple[str, str, str], Severity] = {}
+    for key, severity in reported.items():
+        rule = default_rules.get(key[0])
+        if rule is not None and rule.severity > severity:
+            hidden[key] = rule.severity
+    if unfiltered is not None:
+        for key, severity in inside(unfiltered.findings).items():
+            rule = default_rules.get(key[0])
+            severity = max(severity, rule.severity) if rule is not None else severity
+            if reported.get(key, Severity.INFO) < severity:
+                hidden[key] = max(severity, hidden.get(key, Severity.INFO))
+    hidden = {key: severity for key, severity in hidden.items() if severity > Severity.INFO}
+    return {
+        "file": config.source.name if config.source is not None else "",
+        "fail_on": report.fail_on.label,
+        "ignores": [{"rule": rule, "paths": glob} for rule, glob in config.ignores],
+        "severity": {rule: severity.label for rule, severity in sorted(config.severity.items())},
+        "lowered": lowered,
+        "allow": allow[:100],
+        "allow_count": len(allow),
+        "rule_files": [p.name for p in config.rule_files],
+        "replaced_rules": replaced,
+        "hidden": {"count": len(hidden), "worst": max(hidden.values()).label if hidden else None,
+                   "rules": sorted({key[0] for key in hidden})[:20]},
+    }
 
 
 def _signer(method: Method) -> Any:

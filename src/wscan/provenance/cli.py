@@ -115,18 +115,37 @@ def merge(report: Report, verification: Report) -> None:
 
 
 def attest_folders(report: Report, args: argparse.Namespace) -> None:
-    """`scan --attest`: sign, per scanned folder, what this scan found in exactly these bytes."""
-    from wscan.provenance.attest import DEFAULT_ATTESTATION, attest
+    """`scan --attest`: sign, per scanned folder, what this scan found in exactly these bytes, and the effect of
+    the config it ran with (a config that ignores or lowers rules can make any model "clean")."""
+    from wscan.provenance.attest import DEFAULT_ATTESTATION, attest, scan_settings
 
     method = sign_method(args)
-    for folder in _folders(args.paths, "--attest", args.attestation is not None):
+    folders = _folders(args.paths, "--attest", args.attestation is not None)
+    config = _scan_config(report, args)
+    unfiltered = None
+    if config.ignores or config.severity:  # what they hid: the same scan without them (costs a second scan)
+        from wscan.engine import Engine
+
+        unfiltered = Engine(replace(config, ignores=(), severity={})).scan(folders)
+    for folder in folders:
         output = args.attestation or folder / DEFAULT_ATTESTATION
         ignore = [*args.ignore_paths, folder / DEFAULT_SIGNATURE]
+        settings = scan_settings(config, report, folder, unfiltered)
         try:
-            digest = attest(folder, report, method, output, ignore)
+            digest = attest(folder, report, method, output, ignore, settings)
         except Exception as exc:  # key, password or OIDC problems are the user's to fix
             raise UsageError(f"attestation failed: {type(exc).__name__}: {exc}") from None
         print(lines_safe(f"wscan: attested {folder} (sha256 {digest[:16]}...) -> {output}"), file=sys.stderr)
+
+
+def _scan_config(report: Report, args: argparse.Namespace) -> Config:
+    """The config the scan ran with: its file (already read once by the scan), with the command line's
+    threshold, limits and jobs as the report records them."""
+    from wscan.limits import Limits
+
+    config = Config.load(getattr(args, "config", None))
+    limits = Limits.from_mapping(dict(report.limits)) if report.limits else config.limits
+    return replace(config, fail_on=report.fail_on, limits=limits, jobs=getattr(args, "jobs", None) or config.jobs)
 
 
 def _verify(args: argparse.Namespace, model: Path, signature: Path) -> int:

@@ -11,10 +11,12 @@ so this module is pinned to model-signing 1.1.x and tested against real signatur
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 DEFAULT_SIGNATURE = "model.sig"
@@ -96,9 +98,18 @@ def hashing_config(model_dir: Path, ignore: Iterable[Path], shard_size: int | No
 def sign(
     model_dir: Path, signature: Path, ignore: Sequence[Path], method: Method, shard_size: int | None = None
 ) -> None:
-    """Write an OMS signature of every file under `model_dir` (the signature file itself excluded)."""
+    """Write an OMS signature of every file under `model_dir` (the signature file itself excluded).
+
+    With `shard_size`, an empty file is refused: the OMS `shards` method records no shard for it, so the
+    signature could not cover it and verification could not tell it from one added later."""
     from model_signing import signing
 
+    if shard_size is not None and model_dir.is_dir():
+        empty = _empty_files(model_dir, [*ignore, signature])
+        if empty:
+            shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
+            raise ValueError(f"--shard-size cannot cover empty files ({shown}): the shards method records no "
+                             "shard for them; sign per file, or leave them out with --ignore-paths")
     config = signing.Config().set_hashing_config(  # type: ignore[no-untyped-call]
         hashing_config(model_dir, [*ignore, signature], shard_size))
     if isinstance(method, KeyMethod):
@@ -120,6 +131,28 @@ def sign(
             trust_config=method.trust_config,
         )
     config.sign(model_dir, signature)
+
+
+GIT_PATHS = (".git", ".gitattributes", ".github", ".gitignore")  # what model_signing leaves out
+
+
+def _empty_files(model_dir: Path, ignore: Iterable[Path]) -> list[str]:
+    """Empty regular files the signature would take in (relative names; links are not followed)."""
+    ignored = [PurePosixPath(p) for p in GIT_PATHS]
+    for path in ignore:
+        full = path if path.is_absolute() else model_dir / path
+        with contextlib.suppress(ValueError):
+            ignored.append(PurePosixPath(Path(os.path.abspath(full)).relative_to(os.path.abspath(model_dir)).as_posix()))
+    empty = []
+    for dirpath, _, filenames in os.walk(model_dir):
+        for name in filenames:
+            path = Path(dirpath) / name
+            rel = PurePosixPath(path.relative_to(model_dir).as_posix())
+            with contextlib.suppress(OSError):
+                info = os.lstat(path)
+                if stat.S_ISREG(info.st_mode) and info.st_size == 0 and not any(rel.is_relative_to(i) for i in ignored):
+                    empty.append(rel.as_posix())
+    return sorted(empty)
 
 
 def _verifier_config(method: Method) -> Any:

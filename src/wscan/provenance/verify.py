@@ -2,20 +2,23 @@
 
 The signature is checked first (by `model_signing`); then the folder is hashed the way the signature says it
 was hashed and compared file by file, so a report names the file that changed, appeared, disappeared, moved
-or became a symbolic link, instead of one "mismatch".
+or became a symbolic link, instead of one "mismatch". Whatever the walk cannot vouch for is a finding too:
+a signature file that is a link, a FIFO, socket or device node, a folder that cannot be listed.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 
 from wscan import __version__
 from wscan.config import Config
 from wscan.discover import display_path
-from wscan.model import AttrValue, Location, Observation
+from wscan.model import AttrValue, Location, Observation, Severity
 from wscan.provenance.oms import Method, Resource, SignatureProblem, hash_model, hashing_for, signed_manifest
 from wscan.report import FILE_SCANNED, FileResult, Report
 from wscan.rules import RuleSet
@@ -35,7 +38,8 @@ def verify_model(
     started = time.monotonic()
     rules = RuleSet.load(config)
     if attestation:
-        observations, files = observe_attestation(model_dir, signature, method, ignore, rules.digest)
+        observations, files = observe_attestation(model_dir, signature, method, ignore, rules.digest,
+                                                  config.fail_on)
     else:
         observations, files = observe(model_dir, signature, method, ignore)
     report = Report(__version__, rules.digest, config.fail_on, limits=config.limits.as_dict())
@@ -53,12 +57,14 @@ def observe(
 ) -> tuple[list[Observation], list[tuple[str, int]]]:
     """Observations of one signature verification, and the (display path, size) of every file it hashed."""
     signature_location = Location(display_path(signature))
+    link = _signature_link(model_dir, signature)  # before anything else: model_signing refuses a linked signature
     try:
         manifest, hashing = signed_manifest(signature, method)
     except SignatureProblem as problem:
-        return [Observation(problem.kind, signature_location, {"reason": problem.reason})], []
+        return [*link, Observation(problem.kind, signature_location, {"reason": problem.reason})], []
     observations, files, count = _against(model_dir, signature, manifest.resources, manifest.serialization,
                                           hashing, ignore)
+    observations = [*link, *observations]
     if not observations:
         facts: dict[str, AttrValue] = {"files": count, "signer": _describe(method),
                                        "method": str(manifest.serialization.get("method", ""))}
@@ -67,20 +73,27 @@ def observe(
 
 
 def observe_attestation(
-    model_dir: Path, path: Path, method: Method, ignore: Sequence[Path], rules_digest: str
+    model_dir: Path,
+    path: Path,
+    method: Method,
+    ignore: Sequence[Path],
+    rules_digest: str,
+    fail_on: Severity = Severity.HIGH,
 ) -> tuple[list[Observation], list[tuple[str, int]]]:
     """A scan attestation: its signature, then the folder against the digests it attests."""
     from wscan.provenance.attest import attestation_observations, read_attestation
 
     location = Location(display_path(path))
+    link = _signature_link(model_dir, path)
     try:
         attested = read_attestation(path, method)
         serialization = dict(attested.predicate.get("serialization", {}))
         hashing = hashing_for(serialization)
     except SignatureProblem as problem:
-        return [Observation(problem.kind, location, {"reason": problem.reason})], []
+        return [*link, Observation(problem.kind, location, {"reason": problem.reason})], []
     observations, files, _ = _against(model_dir, path, attested.resources, serialization, hashing, ignore)
-    return [*observations, *attestation_observations(attested, location, rules_digest)], files
+    facts = attestation_observations(attested, location, rules_digest, model_dir, fail_on)
+    return [*link, *observations, *facts], files
 
 
 def _against(
@@ -94,23 +107,45 @@ def _against(
     """The folder hashed the signed way and compared with the signed resources, file by file."""
     raw_ignores = serialization.get("ignore_paths", [])
     signed_ignores = [str(p) for p in raw_ignores] if isinstance(raw_ignores, list) else []
-    user_ignores = [_relative(model_dir, p) for p in ignore]
-    excluded = {signature.resolve(), *(model_dir / p for p in [*signed_ignores, *user_ignores])}
-    links, regular = _walk(model_dir, excluded) if model_dir.is_dir() else ([], [model_dir])
-    actual = hash_model(model_dir, hashing, [*signed_ignores, *user_ignores, _relative(model_dir, signature)], regular)
-    observations = _compare(model_dir, _by_file(resources), _by_file(actual), links)
-    files = [(display_path(model_dir / name), _size(model_dir / name)) for name in sorted(_by_file(actual))]
-    return observations, files, len(_by_file(actual))
+    user_ignores = [_lexical(model_dir, p) for p in ignore]
+    # The signature is left out by the name it was given, never by what it points to: a linked signature
+    # would otherwise take its target (an unsigned file the attacker named) out of the comparison.
+    ignores = [*signed_ignores, *user_ignores, _lexical(model_dir, signature)]
+    walk = _walk(model_dir, ignores) if model_dir.is_dir() else Walk(regular=[model_dir])
+    actual = hash_model(model_dir, hashing, ignores, walk.regular)
+    sharded = serialization.get("method") == "shards"
+    expected_files, actual_files = _by_file(resources, sharded), _by_file(actual, sharded)
+    if model_dir.is_dir():
+        # Every regular file counts, whatever its size: an empty file makes no shard, hence no resource.
+        for path in walk.regular:
+            actual_files.setdefault(path.relative_to(model_dir).as_posix(), ())
+    observations = _compare(model_dir, expected_files, actual_files, walk)
+    files = [(display_path(model_dir / name), _size(model_dir / name)) for name in sorted(actual_files)]
+    return observations, files, len(actual_files)
 
 
 Files = dict[str, tuple[Resource, ...]]
 
 
-def _compare(model_dir: Path, expected: Files, actual: Files, links: list[str]) -> list[Observation]:
+@dataclass
+class Walk:
+    """What a model folder holds, by kind; nothing is followed or opened."""
+
+    links: list[str] = field(default_factory=list)  # symbolic links (relative names)
+    regular: list[Path] = field(default_factory=list)  # regular files
+    special: list[tuple[str, str]] = field(default_factory=list)  # (relative name, "FIFO" | "socket" | ...)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (relative name, why it could not be read)
+
+
+def _compare(model_dir: Path, expected: Files, actual: Files, walk: Walk) -> list[Observation]:
     def at(name: str) -> Location:
         return Location(display_path(model_dir / name))
 
     observations: list[Observation] = []
+    for name, reason in walk.unreadable:
+        observations.append(Observation("provenance.unlisted", at(name), {"file": name, "reason": reason}))
+    links = set(walk.links)
+    special = dict(walk.special)
     removed = sorted(set(expected) - set(actual))
     added = sorted(set(actual) - set(expected))
     for name in sorted(set(expected) & set(actual)):
@@ -122,6 +157,8 @@ def _compare(model_dir: Path, expected: Files, actual: Files, links: list[str]) 
             observations.append(Observation("provenance.symlink", at(old), {"file": old, "signed": True,
                                                                              "target": _target(model_dir / old)}))
             continue
+        if old in special:
+            continue  # reported below, as what it now is
         new = next((n for n in added if n not in renamed and _digests(actual[n]) == _digests(expected[old])), None)
         if new is not None:
             renamed.add(new)
@@ -131,20 +168,24 @@ def _compare(model_dir: Path, expected: Files, actual: Files, links: list[str]) 
     for name in added:
         if name not in renamed:
             observations.append(Observation("provenance.file_added", at(name), {"file": name}))
-    for name in links:
+    for name in walk.links:
         if name not in expected:
             observations.append(Observation("provenance.symlink", at(name), {"file": name, "signed": False,
                                                                               "target": _target(model_dir / name)}))
+    for name, kind in walk.special:
+        observations.append(Observation("provenance.special_file", at(name),
+                                        {"file": name, "type": kind, "signed": name in expected}))
     return observations
 
 
-def _by_file(resources: Sequence[Resource]) -> dict[str, tuple[Resource, ...]]:
-    """Resources grouped by file: shard identifiers are `path:start:end`."""
+def _by_file(resources: Sequence[Resource], sharded: bool) -> dict[str, tuple[Resource, ...]]:
+    """Resources grouped by file: shard identifiers are `path:start:end`, file identifiers are the path (which
+    may hold colons of its own: `model.safetensors:0:1` is a file name under the `files` method)."""
     files: dict[str, list[Resource]] = {}
     for resource in resources:
         name = resource.identifier
         parts = name.rsplit(SHARD_SEPARATOR, 2)
-        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+        if sharded and len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
             name = parts[0]
         files.setdefault(name, []).append(resource)
     return {name: tuple(sorted(group, key=lambda r: r.identifier)) for name, group in files.items()}
@@ -155,29 +196,73 @@ def _digests(resources: tuple[Resource, ...]) -> tuple[tuple[str, str], ...]:
     return tuple((r.algorithm, r.digest) for r in resources)
 
 
-def _walk(model_dir: Path, excluded: set[Path]) -> tuple[list[str], list[Path]]:
-    """Symbolic links (relative names, never followed: a link can leave the model) and regular files."""
-    links: list[str] = []
-    regular: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(model_dir):
+_SPECIAL = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+            (stat.S_ISBLK, "block device"))
+
+
+def _walk(model_dir: Path, ignores: Sequence[str]) -> Walk:
+    """Every entry under `model_dir` by kind (links are never followed: a link can leave the model). An entry
+    that is not a regular file, folder or link, and a folder that cannot be listed, is kept too: a loader may
+    still open it by name, so skipping it would vouch for bytes nobody checked."""
+    walk = Walk()
+    ignored = [PurePosixPath(p) for p in ignores]
+
+    def relative(path: Path | str) -> str:
+        return Path(path).relative_to(model_dir).as_posix()
+
+    def failed(error: OSError) -> None:
+        where = error.filename if error.filename is not None else model_dir
+        walk.unreadable.append((relative(where), error.strerror or type(error).__name__))
+
+    for dirpath, dirnames, filenames in os.walk(model_dir, onerror=failed):
         base = Path(dirpath)
+        keep: list[str] = []
         for name in [*dirnames, *filenames]:
             path = base / name
-            if path in excluded:
+            rel = relative(path)
+            if any(PurePosixPath(rel).is_relative_to(p) for p in ignored):
                 continue
-            if path.is_symlink():
-                links.append(path.relative_to(model_dir).as_posix())
-            elif name in filenames and path.is_file():
-                regular.append(path)
-        dirnames[:] = [d for d in dirnames if not (base / d).is_symlink() and (base / d) not in excluded]
-    return sorted(links), regular
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError as exc:
+                walk.unreadable.append((rel, exc.strerror or type(exc).__name__))
+                continue
+            if stat.S_ISLNK(mode):
+                walk.links.append(rel)
+            elif stat.S_ISDIR(mode):
+                keep.append(name)
+            elif stat.S_ISREG(mode):
+                walk.regular.append(path)
+            else:
+                walk.special.append((rel, next((k for test, k in _SPECIAL if test(mode)), "special file")))
+        dirnames[:] = [d for d in dirnames if d in keep]
+    walk.links.sort()
+    walk.special.sort()
+    walk.unreadable.sort()
+    return walk
 
 
-def _relative(model_dir: Path, path: Path) -> str:
-    try:
-        return path.resolve().relative_to(model_dir.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+def _signature_link(model_dir: Path, signature: Path) -> list[Observation]:
+    """A signature (or attestation) file that is a symbolic link: model_signing refuses one, and its target
+    is whatever file the link names, so it is reported first, whatever the rest of the check says."""
+    if not signature.is_symlink():
+        return []
+    name = _lexical(model_dir, signature)
+    return [Observation("provenance.symlink", Location(display_path(signature)),
+                        {"file": name, "signed": False, "target": _target(signature), "role": "signature"})]
+
+
+def _lexical(model_dir: Path, path: Path) -> str:
+    """`path` relative to the model folder by its name: its last component is never followed (a linked
+    signature must not take its target out of the comparison), the folders above it may be. A path outside
+    the folder is returned as given (it then matches nothing, as in model_signing)."""
+    base = model_dir if model_dir.is_dir() else model_dir.parent
+    absolute = os.path.abspath(path)
+    real = os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))
+    for name in (os.path.relpath(absolute, os.path.abspath(base)), os.path.relpath(real, os.path.realpath(base))):
+        if name != ".." and not name.startswith(".." + os.sep):
+            return Path(name).as_posix()
+    return path.as_posix()
 
 
 def _target(path: Path) -> str:
