@@ -157,32 +157,49 @@ def _hidden_folder(tmp_path: Path, keys: dict[str, Path]) -> Path:  # noqa: F811
     return model
 
 
+def _verify_as_ordinary_user(model: Path, keys: dict[str, Path]) -> list[tuple[str, str]]:  # noqa: F811
+    """(rule, file) of each finding of `wscan verify`, run as a user permissions apply to: root drops its DAC
+    capabilities with setpriv first, as the review did."""
+    if os.geteuid() != 0:
+        report = verified(model, keys)
+        return [(f.rule_id, str(f.evidence["file"])) for f in report.findings]
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: permissions cannot fail (see the simulated test)")
+    drop = "-dac_override,-dac_read_search"
+    code = ("import sys; from wscan.cli import main; "
+            "sys.exit(main(['verify', sys.argv[1], '--public-key', sys.argv[2], '--format', 'json']))")
+    result = subprocess.run([setpriv, "--bounding-set", drop, "--inh-caps", drop, sys.executable, "-c", code,
+                             str(model), str(keys["public"])],
+                            capture_output=True, text=True, timeout=120, check=False)
+    if result.returncode == 2 and "setpriv" in result.stderr:
+        pytest.skip(f"setpriv cannot drop capabilities here: {result.stderr.strip()}")
+    assert result.returncode == 1, result.stdout + result.stderr
+    return [(f["rule_id"], f["evidence"]["file"]) for f in json.loads(result.stdout)["findings"]]
+
+
 def test_unlistable_folder_is_a_finding(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
-    """A real listing failure: mode 0o000 (root is made an ordinary user first, by dropping its DAC
-    capabilities with setpriv, as the review did)."""
+    """A real listing failure: mode 0o000."""
     model = _hidden_folder(tmp_path, keys)
     os.chmod(model / "extra", 0o000)
     try:
-        if os.geteuid() != 0:
-            report = verified(model, keys)
-            rules = [(f.rule_id, f.evidence["file"]) for f in report.findings]
-        else:
-            setpriv = shutil.which("setpriv")
-            if setpriv is None:
-                pytest.skip("running as root without setpriv: permissions cannot fail (see the simulated test)")
-            drop = "-dac_override,-dac_read_search"
-            code = ("import sys; from wscan.cli import main; "
-                    "sys.exit(main(['verify', sys.argv[1], '--public-key', sys.argv[2], '--format', 'json']))")
-            result = subprocess.run([setpriv, "--bounding-set", drop, "--inh-caps", drop, sys.executable, "-c", code,
-                                     str(model), str(keys["public"])],
-                                    capture_output=True, text=True, timeout=120, check=False)
-            if result.returncode == 2 and "setpriv" in result.stderr:
-                pytest.skip(f"setpriv cannot drop capabilities here: {result.stderr.strip()}")
-            assert result.returncode == 1, result.stdout + result.stderr
-            rules = [(f["rule_id"], f["evidence"]["file"]) for f in json.loads(result.stdout)["findings"]]
+        rules = _verify_as_ordinary_user(model, keys)
     finally:
         os.chmod(model / "extra", 0o755)
     assert rules == [("WS-SIG-015", "extra")]
+
+
+def test_unreadable_signed_file_is_a_finding_not_a_traceback(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
+    """Hashing opened every file at once and a PermissionError ended verify with a traceback (exit 0 from the
+    shell's view of a crash is not the point: nothing was verified and nothing said why)."""
+    model = signed(tmp_path / "m", keys)
+    target = model / "config.json"
+    os.chmod(target, 0o000)
+    try:
+        rules = _verify_as_ordinary_user(model, keys)
+    finally:
+        os.chmod(target, 0o644)
+    assert rules == [("WS-SIG-015", "config.json")]
 
 
 def test_listing_error_is_a_finding_simulated(

@@ -146,7 +146,8 @@ def _compare(model_dir: Path, expected: Files, actual: Files, walk: Walk) -> lis
         observations.append(Observation("provenance.unlisted", at(name), {"file": name, "reason": reason}))
     links = set(walk.links)
     special = dict(walk.special)
-    removed = sorted(set(expected) - set(actual))
+    unread = {name for name, _ in walk.unreadable}
+    removed = sorted(set(expected) - set(actual) - unread)  # an unreadable file is reported as that, not missing
     added = sorted(set(actual) - set(expected))
     for name in sorted(set(expected) & set(actual)):
         if expected[name] != actual[name]:
@@ -232,7 +233,11 @@ def _walk(model_dir: Path, ignores: Sequence[str]) -> Walk:
             elif stat.S_ISDIR(mode):
                 keep.append(name)
             elif stat.S_ISREG(mode):
-                walk.regular.append(path)
+                problem = _unopenable(path)  # hashing it would fail mid-way, for every file at once
+                if problem is None:
+                    walk.regular.append(path)
+                else:
+                    walk.unreadable.append((rel, problem))
             else:
                 walk.special.append((rel, next((k for test, k in _SPECIAL if test(mode)), "special file")))
         dirnames[:] = [d for d in dirnames if d in keep]
@@ -240,6 +245,15 @@ def _walk(model_dir: Path, ignores: Sequence[str]) -> Walk:
     walk.special.sort()
     walk.unreadable.sort()
     return walk
+
+
+def _unopenable(path: Path) -> str | None:
+    """Why a regular file cannot be opened for reading, or None when it can (nothing is read)."""
+    try:
+        os.close(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)))
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
 
 
 def _signature_link(model_dir: Path, signature: Path) -> list[Observation]:
