@@ -1,5 +1,6 @@
 """Repository JSON and cards (repo_files.py + strict_json.py): config, tokenizer, adapter files, README front
-matter, each read under the file name that gives it its role."""
+matter, each read under the file name that gives it its role; MLflow's MLmodel and diffusers' model_index.json
+(framework_code.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from _boot import fuzz, instrument
 with instrument():
     import harness
 
+    from wscan.scanners.framework_code import FrameworkCodeScanner
     from wscan.scanners.repo_files import ModelCardScanner, RepoJsonScanner
     from wscan.strict_json import JsonRejected, loads_strict
 
 JSON = [RepoJsonScanner()]
 CARD = [ModelCardScanner()]
+FRAMEWORK = [FrameworkCodeScanner()]
 NAMES = ("config.json", "tokenizer_config.json", "adapter_config.json")
 
 
@@ -21,6 +24,8 @@ def one_input(data: bytes) -> None:
     for name in NAMES:
         harness.drive(JSON, data, name)
     harness.drive(CARD, data, "README.md")
+    harness.drive(FRAMEWORK, data, "MLmodel")
+    harness.drive(FRAMEWORK, data, "model_index.json")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from wscan.scanners.archive import SevenZipScanner, TarScanner, ZipScanner
 from wscan.scanners.base import Scanner
 from wscan.scanners.compressed import CompressedScanner
 from wscan.scanners.config_targets import ConfigTargetScanner
+from wscan.scanners.framework_code import FrameworkCodeScanner
 from wscan.scanners.gguf import GgufScanner
 from wscan.scanners.keras import KerasScanner
 from wscan.scanners.numpy import NpyScanner
@@ -44,6 +45,7 @@ def builtin_scanners() -> list[Scanner]:
         RepoJsonScanner(),
         TemplateFileScanner(),
         ConfigTargetScanner(),
+        FrameworkCodeScanner(),
         ModelCardScanner(),
         PythonCodeScanner(),
     ]

@@ -10,7 +10,11 @@ judge a pickle's imports.
 The YAML is read as a stream of parser events, never built into a document: aliases stay references (a
 "billion laughs" config costs what its text costs) and the time budget is checked as the events go. A
 target made of interpolations (`${...}`) is resolved only when the config is loaded, so it is reported as such.
-Files are taken by their `.yaml`/`.yml` name or, whatever the name, when the head holds a `_target_:` key.
+Tags that name a callable count the same: HyperPyYAML's `!new:`, `!apply:`, `!name:` (SpeechBrain's
+`hyperparams.yaml` calls what they name when `from_hparams` loads it) and PyYAML's `!!python/object/apply:` and
+kin; so do pyannote.audio's `pipeline.name` and `preprocessors.*.name`, which `Pipeline.from_pretrained` imports
+and calls. Files are taken by their `.yaml`/`.yml` name or, whatever the name, when the head holds a
+`_target_:` key or such a tag.
 Hydra resolves a dotted name attribute by attribute (`omegaconf._utils.os.makedirs` is `os.makedirs`), so
 every tail of a target's name is reported too, for the rules to judge.
 """
@@ -28,10 +32,23 @@ from wscan.scanners.pickle_vm import COMPUTED_RESOLVER, RESOLVER_CALL, TOO_MANY_
 
 TARGET_KEY = "_target_"  # Hydra, at any depth
 MODEL_TARGET_KEY = "target"  # NeMo's model class: a dotted name, at any depth (NeMo reads the top or `model:`)
+NAME_KEY = "name"  # pyannote.audio's config.yaml: `pipeline.name` and each `preprocessors.<x>.name` are imported
+_NAMED_PATHS = re.compile(r"(?:pipeline|preprocessors\.[^.]+)\Z")
+# Tags that make a loader import and call what they name. HyperPyYAML (SpeechBrain's hyperparams.yaml):
+# `!new:X` calls X, `!apply:X` / `!applyref:X` call X, `!name:X` binds X, `!module:X` imports X. PyYAML's
+# unsafe Python tags (`!!python/object/apply:X` and its kin, which yaml.unsafe_load and FullLoader act on).
+_CALLING_TAG = re.compile(
+    r"(?:!(?P<hyper>new|name|apply|applyref|module):|tag:yaml\.org,2002:python/(?P<py>object/apply|object/new|object"
+    r"|name|module):)(?P<target>.*)\Z",
+    re.DOTALL,
+)
 YAML_SUFFIXES = (".yaml", ".yml")
 # `_target_` as a key: at a line's start (block YAML) or after `{` or `,` (JSON and YAML flow mappings, which
 # OmegaConf.load reads whatever the file is called).
-_TARGET_IN_HEAD = re.compile(rb"(?m)(?:^[ \t\-]*|[{,][ \t\r\n]*)['\"]?_target_['\"]?[ \t]*:")
+_TARGET_IN_HEAD = re.compile(
+    rb"(?m)(?:^[ \t\-]*|[{,][ \t\r\n]*)['\"]?_target_['\"]?[ \t]*:|!(?:new|apply|applyref|name|module):[A-Za-z_]"
+    rb"|!!python/|tag:yaml\.org,2002:python/"
+)
 _INTERPOLATION = "${"
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+\Z")  # what NeMo's `target` must be to name a class
 _TICK = 4096  # events between time checks
@@ -159,6 +176,11 @@ def _walk(text: str, ctx: ScanContext, loader: Any) -> Iterator[tuple[str, str, 
         for count, event in enumerate(yaml.parse(text, Loader=loader)):
             if count % _TICK == 0:
                 ctx.budget.check_time()
+            if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)) and event.tag:
+                tagged = _CALLING_TAG.match(str(event.tag))
+                if tagged is not None:
+                    kind = f"!{tagged.group('hyper')}" if tagged.group("hyper") else f"!!python/{tagged.group('py')}"
+                    yield kind, _tagged_path(stack), tagged.group("target").strip() or "(empty)"
             if isinstance(event, yaml.ScalarEvent):
                 value = str(event.value)
                 if event.anchor:
@@ -195,6 +217,16 @@ def _path(stack: list[_Frame]) -> str:
     return ".".join(steps)[:_KEEP] or "(top)"
 
 
+def _tagged_path(stack: list[_Frame]) -> str:
+    """Where a tagged node sits: its container's path, and its key when it is a mapping's value."""
+    where = _path(stack)
+    top = stack[-1] if stack else None
+    if top is None or not top.mapping or top.key_pending or not top.key:
+        return where
+    key = top.key[:_STEP]
+    return key if where == "(top)" else f"{where}.{key}"[:_KEEP]
+
+
 def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
     if not stack or not stack[-1].mapping:
         return
@@ -202,7 +234,11 @@ def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
     if top.key_pending:
         top.key, top.key_pending = value, False
         return
-    if value and (top.key == TARGET_KEY or (top.key == MODEL_TARGET_KEY and _DOTTED.match(value))):
+    if value and (
+        top.key == TARGET_KEY
+        or (top.key == MODEL_TARGET_KEY and _DOTTED.match(value))
+        or (top.key == NAME_KEY and _DOTTED.match(value) and _NAMED_PATHS.match(_path(stack)))
+    ):
         yield top.key, _path(stack), value
     _value_done(stack)
 

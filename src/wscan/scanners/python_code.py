@@ -74,9 +74,13 @@ SENSITIVE_LITERAL = re.compile(
 )
 _BLOB = re.compile(r"^[A-Za-z0-9+/=\s]+$|^[0-9a-fA-F\s]+$")
 # Files that make a folder a model: transformers, peft and sentence-transformers configs.
-_MODEL_FILES = frozenset(
-    {"config.json", "tokenizer_config.json", "adapter_config.json", "modules.json", "config_sentence_transformers.json"}
-)
+# Files that mark a model's folder, by the loaders that import code from it: transformers, PEFT,
+# sentence-transformers, MLflow (`MLmodel`: models from code, loader_module with `code:`), diffusers
+# (model_index.json: pipeline and component modules beside it) and SpeechBrain (hyperparams.yaml: custom.py).
+_MODEL_FILES = frozenset({
+    "config.json", "tokenizer_config.json", "adapter_config.json", "modules.json", "config_sentence_transformers.json",
+    "MLmodel", "model_index.json", "modular_model_index.json", "hyperparams.yaml",
+})  # fmt: skip
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".keras", ".pkl",
                     ".npz", ".msgpack", ".joblib")
 MAX_PARENT_LEVELS = 4  # code in a model's subfolders (custom_generate/, 0_Transformer/, packages) is model code

@@ -1,0 +1,167 @@
+"""Framework loaders that run code from a local model folder with default settings (a review proved each with
+the real library and a marker payload; wscan passed every folder):
+
+- MLflow 3.17 `mlflow.pyfunc.load_model`: "models from code" (MLmodel `model_code_path`) runs model.py, and a
+  `loader_module` is imported from the folder's `code:` directory;
+- diffusers 0.35-0.37 `DiffusionPipeline.from_pretrained`: model_index.json `_class_name: [module, Class]`
+  imports module.py beside it, a component `[library, Class]` imports `<component>/<library>.py`;
+- SpeechBrain 1.1 `from_hparams`: hyperparams.yaml's HyperPyYAML tags (`!apply:os.makedirs`, `!new:X`) call
+  what they name;
+- pyannote.audio 4.0 `Pipeline.from_pretrained`: config.yaml `pipeline.name` and `preprocessors.*.name` are
+  imported and called with their params.
+
+The manifests below are the files those libraries wrote in the review (MLflow's own save_model output, cut to
+the fields its loader reads), with the payloads the review used. The libraries themselves are not in the test
+extra (MLflow alone pulls in a web stack); what is asserted is that wscan reports what they would run, and
+stays quiet on the benign forms the same libraries write.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.scanning import rule_ids, scan
+from wscan.model import Severity
+
+MLMODEL_FROM_CODE = """\
+flavors:
+  python_function:
+    cloudpickle_version: 3.1.3
+    code: null
+    env:
+      conda: conda.yaml
+      virtualenv: python_env.yaml
+    loader_module: mlflow.pyfunc.loaders.code_model
+    model_code_path: /tmp/tmpxi7yt4tm/model.py
+    python_version: 3.11.7
+    streamable: false
+mlflow_version: 3.17.2
+model_size_bytes: 188
+"""
+MLMODEL_LOADER_MODULE = """\
+flavors:
+  python_function:
+    code: code
+    env:
+      conda: conda.yaml
+      virtualenv: python_env.yaml
+    loader_module: evil_loader
+    python_version: 3.11.7
+mlflow_version: 3.17.2
+"""
+MLMODEL_SKLEARN = """\
+flavors:
+  python_function:
+    env:
+      conda: conda.yaml
+      virtualenv: python_env.yaml
+    loader_module: mlflow.sklearn
+    model_path: model.pkl
+    predict_fn: predict
+    python_version: 3.11.7
+  sklearn:
+    code: null
+    pickled_model: model.pkl
+    serialization_format: cloudpickle
+    sklearn_version: 1.5.2
+mlflow_version: 3.17.2
+"""
+MAKEDIRS = "import os\nos.makedirs('/tmp/marker', exist_ok=True)\n"
+SYSTEM = "import os\nos.system('id')\n"
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+CASES: dict[str, tuple[dict[str, str], str]] = {
+    "mlflow-models-from-code": ({"MLmodel": MLMODEL_FROM_CODE, "model.py": MAKEDIRS}, "WS-REPO-009"),
+    "mlflow-models-from-code-system": ({"MLmodel": MLMODEL_FROM_CODE, "model.py": SYSTEM}, "WS-CODE-002"),
+    "mlflow-loader-module": (
+        {"MLmodel": MLMODEL_LOADER_MODULE, "code/evil_loader.py": MAKEDIRS + "def _load_pyfunc(path):\n    pass\n"},
+        "WS-REPO-009",
+    ),
+    "diffusers-custom-pipeline": (
+        {
+            "model_index.json": '{"_class_name": ["mypipe", "MyPipe"], "_diffusers_version": "0.30.0"}',
+            "mypipe.py": MAKEDIRS,
+        },
+        "WS-REPO-009",
+    ),
+    "diffusers-custom-component": (
+        {
+            "model_index.json": '{"_class_name": "DDPMPipeline", "unet": ["my_unet", "MyUNet"], '
+            '"scheduler": ["diffusers", "DDPMScheduler"]}',
+            "unet/my_unet.py": MAKEDIRS,
+            "unet/config.json": "{}",
+        },
+        "WS-REPO-009",
+    ),
+    "speechbrain-apply": (
+        {"hyperparams.yaml": "sample_rate: 16000\nlog_dir: !apply:os.makedirs ['/tmp/marker', 0o777, True]\n"},
+        "WS-CFG-001",
+    ),
+    "speechbrain-new-popen": (
+        {"hyperparams.yaml": "worker: !new:subprocess.Popen\n    args: ['mkdir', '-p', '/tmp/marker']\n"},
+        "WS-CFG-001",
+    ),
+    "pyyaml-python-tag": ({"params.yaml": "cmd: !!python/object/apply:os.system ['id']\n"}, "WS-CFG-001"),
+    "pyannote-preprocessor": (
+        {
+            "config.yaml": "pipeline:\n  name: types.SimpleNamespace\npreprocessors:\n  audio:\n    name: os.makedirs\n"
+            "    params:\n      name: /tmp/marker\n"
+        },
+        "WS-CFG-001",
+    ),
+    "pyannote-pipeline": ({"config.yaml": "pipeline:\n  name: subprocess.Popen\n  params: {}\n"}, "WS-CFG-001"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_code_a_framework_loader_runs_is_reported(tmp_path: Path, case: str) -> None:
+    files, rule = CASES[case]
+    report = scan(write(tmp_path / case, files))
+    assert rule in rule_ids(report), sorted(rule_ids(report))
+    assert report.failed  # at or above high: the gate fails
+
+
+def test_where_a_tag_sits_is_named(tmp_path: Path) -> None:
+    report = scan(write(tmp_path, {"hyperparams.yaml": "model:\n  enc: !new:os.system\n    - id\n"}))
+    (finding,) = [f for f in report.findings if f.rule_id == "WS-CFG-001"]
+    assert "!new at model.enc" in finding.message
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"MLmodel": MLMODEL_SKLEARN},
+        {
+            "model_index.json": '{"_class_name": "StableDiffusionPipeline", "_diffusers_version": "0.30.0", '
+            '"safety_checker": ["stable_diffusion", "StableDiffusionSafetyChecker"], '
+            '"unet": ["diffusers", "UNet2DConditionModel"], "tokenizer": ["transformers", '
+            '"CLIPTokenizer"], "feature_extractor": [null, null]}',
+            "unet/config.json": "{}",
+        },
+        {
+            "hyperparams.yaml": "n_mels: 80\ncompute_features: !new:speechbrain.lobes.features.Fbank\n"
+            "    n_mels: !ref <n_mels>\nmodel: !new:torch.nn.Linear [80, 10]\n"
+            "opt_class: !name:torch.optim.Adam\n    lr: 0.001\npair: !tuple (1, 2)\n"
+        },
+        {
+            "config.yaml": "pipeline:\n  name: pyannote.audio.pipelines.SpeakerDiarization\n  params:\n"
+            "    segmentation: pyannote/segmentation-3.0\n"
+        },
+    ],
+    ids=["mlflow-sklearn", "diffusers-stable-diffusion", "speechbrain-ecapa", "pyannote-diarization"],
+)
+def test_the_forms_these_libraries_write_for_data_models_pass(tmp_path: Path, files: dict[str, str]) -> None:
+    report = scan(write(tmp_path, files))
+    assert max((f.severity for f in report.findings), default=Severity.INFO) < Severity.HIGH, [
+        (f.rule_id, f.message) for f in report.findings
+    ]
