@@ -325,7 +325,7 @@ def test_default_attestation_records_default_settings(tmp_path: Path, keys: dict
     assert _attest(model, keys) == 0
     recorded = predicate_of(model / "wscan.attestation.sig")["config"]
     assert recorded == {"file": "", "fail_on": "high", "ignores": [], "severity": {}, "lowered": [], "allow": [],
-                        "allow_count": 0, "rule_files": [], "replaced_rules": [],
+                        "allow_count": 0, "rule_files": [], "replaced_rules": [], "changed_lists": [],
                         "hidden": {"count": 0, "worst": None, "rules": []}}
     assert [f.rule_id for f in _verify_attestation(model, keys).findings] == ["WS-SIG-011"]
 
@@ -350,3 +350,31 @@ def test_file_named_like_a_shard(tmp_path: Path, keys: dict[str, Path]) -> None:
     model = signed(tmp_path / "m", keys)
     (model / "weights" / "model.safetensors:0:1").write_bytes(b"unsigned")
     assert found(verified(model, keys)) == {("WS-SIG-005", "weights/model.safetensors:0:1")}
+
+
+def test_attestation_whose_rule_pack_hid_findings(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
+    """A pack that only moves os.system to `dangerous-exceptions` made a 'clean' attestation that verified with a
+    low digest mismatch: the built-in rules' scan is compared whenever packs are named, and list changes recorded."""
+    model = a_model(tmp_path / "m")
+    (model / "payload.pkl").write_bytes(PAYLOAD)
+    pack = tmp_path / "quiet.yaml"
+    pack.write_text("pack: quiet\nlists:\n  dangerous-exceptions: [os.system, posix.system]\nrules: []\n")
+    assert _attest(model, keys, "--config", str(_config(tmp_path, f"rules: [{pack}]\n"))) == 0  # "clean"
+    recorded = predicate_of(model / "wscan.attestation.sig")["config"]
+    assert isinstance(recorded, dict) and "dangerous-exceptions" in recorded["changed_lists"]
+    report = _verify_attestation(model, keys)
+    rules = {f.rule_id: f for f in report.findings}
+    assert "WS-SIG-018" in rules and report.failed
+    assert "dangerous-exceptions" in rules["WS-SIG-018"].message
+
+
+def test_attestation_made_inside_the_model_folder(
+    tmp_path: Path, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    """`cd model && wscan scan . --attest`: report paths have no './', so every file looked unscanned (WS-SIG-016)."""
+    model = a_model(tmp_path / "m")
+    monkeypatch.chdir(model)
+    assert main(["scan", ".", "--attest", "--private-key", str(keys["private"])]) == 0
+    files = predicate_of(model / "wscan.attestation.sig")["files"]
+    assert isinstance(files, list) and {"config.json"} <= {entry["path"] for entry in files}
+    assert {f.rule_id for f in _verify_attestation(model, keys).findings} == {"WS-SIG-011"}

@@ -15,6 +15,7 @@ ran with settings that loosen the rules, and when the attestation vouches for by
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,6 +216,9 @@ def _loosening(settings: Mapping[str, Any]) -> list[str]:
     replaced = _list(settings.get("replaced_rules"))
     if replaced:
         parts.append(f"replaced rules {', '.join(map(str, replaced[:5]))}{', ...' if len(replaced) > 5 else ''}")
+    lists = _list(settings.get("changed_lists"))
+    if lists:
+        parts.append(f"changed rule lists {', '.join(map(str, lists[:5]))}{', ...' if len(lists) > 5 else ''}")
     return parts
 
 
@@ -239,9 +243,10 @@ def _severity(value: Any) -> Severity | None:
 def scan_settings(config: Config, report: Report, model_dir: Path, unfiltered: Report | None) -> dict[str, Any]:
     """The effect of the scan's config, to record in the attestation.
 
-    `unfiltered` is the same scan run without the config's ignores and severity overrides (only needed when it
-    has any); a finding it reports that `report` does not, or reports lower, was hidden. A finding reported
-    below its rule's built-in severity (a rule pack may redefine a rule) was hidden too.
+    `unfiltered` is the same scan run with the built-in rules (only needed when the config has ignores, severities
+    or rule packs; its allowed callables are kept, and recorded on their own); a finding it reports that `report`
+    does not, or reports lower, was hidden. A finding reported below its rule's built-in severity (a pack may
+    redefine a rule) was hidden too.
     """
     from wscan.rules import RuleSet
 
@@ -251,6 +256,9 @@ def scan_settings(config: Config, report: Report, model_dir: Path, unfiltered: R
     replaced = sorted(r.id for r in current.rules if r.id in default_rules and r.source != default_rules[r.id].source)
     allow = sorted({name for list_name, values in current.lists.items() if list_name.startswith("allowed-")
                     for name in values - defaults.lists.get(list_name, frozenset())})
+    # Any other list a pack changed (a gadget moved to `dangerous-exceptions`, a library added to a trusted set).
+    changed_lists = sorted(name for name in {*current.lists, *defaults.lists} if not name.startswith("allowed-")
+                           and current.lists.get(name) != defaults.lists.get(name))
 
     def inside(findings: list[Finding]) -> dict[tuple[str, str, str], Severity]:
         return {(f.rule_id, f.location.describe(), json.dumps(dict(f.evidence), sort_keys=True, default=str)):
@@ -279,6 +287,7 @@ def scan_settings(config: Config, report: Report, model_dir: Path, unfiltered: R
         "allow_count": len(allow),
         "rule_files": [p.name for p in config.rule_files],
         "replaced_rules": replaced,
+        "changed_lists": changed_lists[:20],
         "hidden": {"count": len(hidden), "worst": max(hidden.values()).label if hidden else None,
                    "rules": sorted({key[0] for key in hidden})[:20]},
     }
@@ -314,8 +323,10 @@ def _file_verdicts(model_dir: Path, report: Report) -> list[dict[str, Any]]:
 
 
 def _inside(model_dir: Path, reported: str) -> str | None:
-    """A report path relative to the model folder, or None when it is elsewhere."""
-    root = display_path(model_dir).rstrip("/")
-    if reported == root:
+    """A report path relative to the model folder, or None when it is elsewhere. Compared as absolute paths: a
+    scan of `.` reports `config.json`, not `./config.json`."""
+    root = os.path.abspath(model_dir)
+    path = os.path.abspath(reported)
+    if path == root:
         return "."
-    return reported[len(root) + 1:] if reported.startswith(root + "/") else None
+    return path[len(root.rstrip("/")) + 1 :].replace(os.sep, "/") if path.startswith(root.rstrip("/") + "/") else None

@@ -123,10 +123,13 @@ def attest_folders(report: Report, args: argparse.Namespace) -> None:
     folders = _folders(args.paths, "--attest", args.attestation is not None)
     config = _scan_config(report, args)
     unfiltered = None
-    if config.ignores or config.severity:  # what they hid: the same scan without them (costs a second scan)
+    if config.ignores or config.severity or config.rule_files:
+        # What they hid: the same scan with the built-in rules and only the config's allowed callables, which are
+        # recorded and reported on their own (costs a second scan).
         from wscan.engine import Engine
 
-        unfiltered = Engine(replace(config, ignores=(), severity={})).scan(folders)
+        builtin = Config(fail_on=config.fail_on, allow=config.allow, limits=config.limits, jobs=config.jobs)
+        unfiltered = Engine(builtin).scan(folders)
     for folder in folders:
         output = args.attestation or folder / DEFAULT_ATTESTATION
         ignore = [*args.ignore_paths, folder / DEFAULT_SIGNATURE]

@@ -8,6 +8,7 @@ goes unscanned. Tensor members are only opened lazily by the child opener, never
 
 from __future__ import annotations
 
+import bisect
 import io
 import posixpath
 import re
@@ -606,7 +607,8 @@ class TarScanner:
                 layout, top = "torch-tar", ""  # torch.load's tar reader begins with this member, whatever else is there
             yield artifact.observe("archive.layout", format="tar", layout=layout)
             names = NameChecks(artifact)
-            for member in members:
+            links = _LinkIndex(members) if layout == "torch-tar" else None
+            for position, member in enumerate(members):
                 ctx.budget.check_time()
                 name, offset = member.name, member.offset
                 yield from names.member(name, offset)
@@ -614,8 +616,8 @@ class TarScanner:
                     yield from names.link(name, member.linkname, offset, hard=member.islnk())
                 if member.type in _TAR_SPECIAL:
                     yield artifact.observe("archive.special_file", offset, member=name, type=_TAR_SPECIAL[member.type])
-                if layout == "torch-tar" and name in TORCH_TAR_NAMES and (member.issym() or member.islnk()):
-                    yield from self._torch_link(artifact, tar, member)
+                if links is not None and name in TORCH_TAR_NAMES and (member.issym() or member.islnk()):
+                    yield from self._torch_link(artifact, tar, member, links.target(position))
                 if not member.isreg():
                     continue
                 errors: list[str] = []
@@ -625,14 +627,12 @@ class TarScanner:
                 if errors:
                     yield artifact.observe("archive.member_unreadable", offset, member=name, reason=errors[0])
 
-    def _torch_link(self, artifact: Artifact, tar: tarfile.TarFile, member: tarfile.TarInfo) -> Iterator[ScanItem]:
+    def _torch_link(
+        self, artifact: Artifact, tar: tarfile.TarFile, member: tarfile.TarInfo, target: tarfile.TarInfo | None
+    ) -> Iterator[ScanItem]:
         """torch reads `storages`, `tensors` and `pickle` by name, through links as tarfile resolves them: the
         target's bytes are read again under the link's name, so torch's records are stepped over as torch does."""
-        try:
-            target = tar._find_link_target(member)  # type: ignore[attr-defined]  # what extract/extractfile use
-        except (KeyError, tarfile.TarError):
-            return
-        if target.isreg():
+        if target is not None:
             errors: list[str] = []
             opener = self._opener(tar, target, errors)
             yield artifact.child(member.name, target.size, opener, {"container": "torch-tar"})
@@ -648,6 +648,41 @@ class TarScanner:
             return guarded(stream, None, errors)
 
         return open_member
+
+
+MAX_LINK_STEPS = 64  # links followed to reach a member's bytes; a longer chain (or a loop) reads nothing
+
+
+class _LinkIndex:
+    """Resolves links among the members already read, as tarfile's extract and extractfile do (a hard link: the
+    last member of that name before it; a symbolic link: the last of its folder-relative name anywhere), chains
+    followed. tarfile's own lookup scans every member per link and reads the rest of the archive first."""
+
+    def __init__(self, members: list[tarfile.TarInfo]) -> None:
+        self.members = members
+        self.positions: dict[str, list[int]] = {}
+        for position, member in enumerate(members):
+            self.positions.setdefault(posixpath.normpath(member.name), []).append(position)
+
+    def target(self, position: int) -> tarfile.TarInfo | None:
+        """The regular member a link reads, or None (dead end, loop, too long a chain)."""
+        member = self.members[position]
+        for _ in range(MAX_LINK_STEPS):
+            if not (member.issym() or member.islnk()):
+                return member if member.isreg() else None
+            if member.issym():
+                joined = "/".join(filter(None, (posixpath.dirname(member.name), member.linkname)))  # as tarfile joins
+                name = posixpath.normpath(joined)
+                limit = len(self.members)
+            else:
+                name, limit = posixpath.normpath(member.linkname), position
+            found = self.positions.get(name, [])
+            before = bisect.bisect_left(found, limit)
+            if before == 0:
+                return None
+            position = found[before - 1]
+            member = self.members[position]
+        return None
 
 
 # --- 7z ----------------------------------------------------------------------------------------------

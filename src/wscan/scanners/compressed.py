@@ -48,6 +48,8 @@ def _lz4_frame() -> Any:
 
 
 LZ4_MAGIC = b"\x04\x22\x4d\x18"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+LZMA_SUFFIXES = (".lzma", ".lz", ".xz", ".txz", ".tlz")
 SNIFF_BYTES = 64 * 1024  # what the engine's head holds, and what the scanner re-reads to pick the codec
 CHUNK = 1 * MIB
 SPOOL_BYTES = 16 * MIB
@@ -189,30 +191,59 @@ def zfile_length(head: bytes) -> int | None:
         return None
 
 
-def sniff(head: bytes, strict: bool = False) -> str | None:
-    """Name the codec `head` starts with; weak magics (zlib, lzma-alone, Z-file) are confirmed by decoding."""
-    if _SKIPPABLE.match(head):
-        return _after_skippable(head)
+def sniff(head: bytes, strict: bool = False, name: str = "") -> str | None:
+    """Name the codec `head` starts with; weak magics (zlib, lzma-alone, Z-file, skippable frames) are confirmed by
+    decoding or by what follows, and never taken in tensor bytes (`strict`). The name only adds a reading: a file
+    named `.lzma` is read as liblzma would read it whatever its properties byte."""
     if head.startswith(b"\x1f\x8b\x08"):
         return "gzip"
     if head[:3] == b"BZh" and head[3:4].isdigit() and head[3:4] != b"0":
         return "bz2"
     if head.startswith(b"\xfd7zXZ\x00"):
         return "xz"
-    if head.startswith(b"\x28\xb5\x2f\xfd") and _zstd() is not None:
+    if head.startswith(ZSTD_MAGIC) and _zstd() is not None:
         return "zstd"
     if head.startswith(LZ4_MAGIC):
         return "lz4"
     if strict:
         return None
-    # joblib takes any 5d 00 for lzma-alone: the next bytes are the dictionary size, 4 KiB (5d 00 10 00 00) or more.
-    if head.startswith(b"\x5d\x00") and _decodes(lzma.LZMADecompressor(lzma.FORMAT_ALONE), head):
+    if _SKIPPABLE.match(head):
+        at, magic = skip_frames(lambda offset, count: head[offset : offset + count])
+        if at + len(magic) <= len(head) and len(magic) == 4:
+            return codec_after_frames(magic)
+        return SKIPPABLE if len(head) >= SNIFF_BYTES else None  # past a whole head: read on in the file
+    # joblib takes any 5d 00 for lzma-alone. lzma.open takes any header liblzma's .lzma decoder accepts (a
+    # properties byte, a dictionary size of 2^n or 2^n + 2^(n-1), a size below 2^38 or unknown), which zeros and
+    # much else satisfy: that reading is for files named as .lzma, which is what such code opens.
+    lzma_named = name.lower().endswith(LZMA_SUFFIXES)
+    if (head.startswith(b"\x5d\x00") or (lzma_named and _lzma_alone_header(head))) and _decodes(
+        lzma.LZMADecompressor(lzma.FORMAT_ALONE), head
+    ):
         return "lzma"
     if len(head) >= 2 and head[0] == 0x78 and (head[0] * 256 + head[1]) % 31 == 0 and not head[1] & 0x20:
         return "zlib" if _decodes(zlib.decompressobj(), head) else None
     if zfile_length(head) is not None:
         return "joblib-zfile"
     return None
+
+
+def _lzma_alone_header(head: bytes) -> bool:
+    """Whether liblzma's auto decoder (lzma.open, LZMAFile) would read `head` as an .lzma header."""
+    if len(head) < 13 or head[0] > 224:
+        return False
+    pb, rest = divmod(head[0], 45)
+    lp, lc = divmod(rest, 9)
+    if lc + lp > 4 or pb > 4:
+        return False
+    dictionary = int.from_bytes(head[1:5], "little")
+    if dictionary != 0xFFFFFFFF:
+        d = dictionary - 1
+        for shift in (2, 3, 4, 8, 16):
+            d |= d >> shift
+        if d + 1 != dictionary:
+            return False
+    size = int.from_bytes(head[5:13], "little")
+    return size == 2**64 - 1 or size < 2**38
 
 
 def _decodes(decompressor: Any, head: bytes) -> bool:
@@ -227,35 +258,31 @@ def _decodes(decompressor: Any, head: bytes) -> bool:
 
 
 # zstd and LZ4 frames may be preceded by skippable frames (magic 0x184D2A50 to 0x184D2A5F, a 32-bit length, that
-# many bytes), which both libraries' readers step over.
+# many bytes), which both libraries' readers step over, as many as there are.
 _SKIPPABLE = re.compile(rb"[\x50-\x5f]\x2a\x4d\x18", re.DOTALL)
-MAX_SKIPPABLE_FRAMES = 64
+SKIPPABLE = "skippable"  # frames run past the head: the codec is read from the file, after them
+_FRAMES_PER_CHECK = 4096
 
 
-def _after_skippable(head: bytes) -> str | None:
-    """The codec after leading skippable frames: zstd or LZ4 by the magic that follows, zstd (or, without the
-    zstd module, LZ4) when the frames run past a whole head, so the file is decoded rather than passed over."""
-    at = 0
-    for _ in range(MAX_SKIPPABLE_FRAMES):
-        if not _SKIPPABLE.match(head, at):
-            break
-        if at + 8 > len(head):
-            return _skippable_default(head)
-        at += 8 + int.from_bytes(head[at + 4 : at + 8], "little")
-        if at + 4 > len(head):
-            return _skippable_default(head)
-    if head.startswith(b"\x28\xb5\x2f\xfd", at) and _zstd() is not None:
+def skip_frames(peek: Callable[[int, int], bytes], check: Callable[[], None] | None = None) -> tuple[int, bytes]:
+    """The offset after the leading skippable frames and up to 4 bytes found there; `peek(offset, count)` reads."""
+    at = frames = 0
+    while True:
+        header = peek(at, 8)
+        if len(header) < 4 or not _SKIPPABLE.match(header):
+            return at, header[:4]
+        if len(header) < 8:
+            return at + len(header), b""  # a cut frame header: nothing follows
+        at += 8 + int.from_bytes(header[4:8], "little")
+        frames += 1
+        if check is not None and frames % _FRAMES_PER_CHECK == 0:
+            check()
+
+
+def codec_after_frames(magic: bytes) -> str | None:
+    if magic == ZSTD_MAGIC and _zstd() is not None:
         return "zstd"
-    if head.startswith(LZ4_MAGIC, at):
-        return "lz4"
-    return None
-
-
-def _skippable_default(head: bytes) -> str | None:
-    """Frames that run past a whole head may hide a stream behind them; past the end of a shorter file, nothing."""
-    if len(head) < SNIFF_BYTES:
-        return None
-    return "zstd" if _zstd() is not None else "lz4"
+    return "lz4" if magic == LZ4_MAGIC else None
 
 
 def _chunks(codec: str, raw: IO[bytes]) -> Iterator[bytes]:
@@ -294,6 +321,11 @@ def _reader(codec: str, raw: IO[bytes]) -> io.BufferedIOBase:
     return reader
 
 
+def _peek(raw: IO[bytes], offset: int, count: int) -> bytes:
+    raw.seek(offset)
+    return raw.read(count)
+
+
 def _member_name(name: str, codec: str) -> str:
     """`model.pkl.gz` holds `model.pkl`, `x.tgz` holds `x.tar`; a hint for layout checks only."""
     base = posixpath.basename(name.replace("\\", "/"))
@@ -310,12 +342,18 @@ class CompressedScanner:
     name = "compressed"
 
     def accepts(self, head: Head) -> bool:
-        return sniff(head.head, strict=head.raw_data) is not None
+        return sniff(head.head, strict=head.raw_data, name=head.name) is not None
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         limits = ctx.limits
         with artifact.opener() as raw, new_spool() as spool:
-            codec = sniff(raw.read(SNIFF_BYTES))
+            codec = sniff(raw.read(SNIFF_BYTES), name=artifact.name)
+            if codec == SKIPPABLE:
+                _, magic = skip_frames(lambda offset, count: _peek(raw, offset, count), ctx.budget.check_time)
+                codec = codec_after_frames(magic)
+                if codec is None:
+                    yield artifact.observe("compressed.corrupt", reason="skippable frames, then no zstd or LZ4 frame")
+                    return
             if codec is None:
                 yield artifact.observe("compressed.corrupt", reason="no known compression magic")
                 return
