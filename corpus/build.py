@@ -950,6 +950,26 @@ def build_hostile_archives(corpus: Corpus, payload: bytes, rules: list[str]) -> 
         "zip inside zip inside tar",
         rules=expect(*rules, member="outer.zip!inner.zip!payload.pkl"),
     )
+    storages = (
+        pickle.dumps(1, protocol=2)
+        + b"\x80\x02X\x01\x00\x00\x000X\x03\x00\x00\x00cpuctorch\nFloatStorage\n\x87."
+        + struct.pack("<q", 2)
+        + bytes(8)
+        + payload
+    )
+    add(
+        "hostile/torch-tar-storages-only.pt",
+        tar_bytes([("storages", storages)]),
+        "torch.save's oldest (tar) format with only its storages member: torch.load reads a storage record, then "
+        "the payload where the storage views pickle goes",
+        rules=expect(*rules, member="storages"),
+    )
+    add(
+        "hostile/lzma-then-xz-payload.pkl.xz",
+        lzma.compress(b"", format=lzma.FORMAT_ALONE) + lzma.compress(payload, format=lzma.FORMAT_XZ),
+        "an empty .lzma stream, then an xz stream holding the payload: lzma.open and joblib read both",
+        rules=expect(*rules, member="lzma-then-xz-payload.pkl"),
+    )
     add(
         "hostile/zip-path-traversal.zip",
         zip_bytes([("../evil.pkl", payload)]),
@@ -1369,6 +1389,21 @@ def build_hostile_repo(corpus: Corpus) -> None:
     )
     corpus.add(f"{folder}/modeling_tiny.py", code.encode(), "custom modelling code that starts a process and runs "
                "decoded code", rules=expect("WS-CODE-001", "WS-CODE-002", "WS-CODE-005"))
+    mlflow = "hostile/mlflow-model-from-code"
+    corpus.add(f"{mlflow}/MLmodel",
+               b"flavors:\n  python_function:\n    code: null\n    loader_module: mlflow.pyfunc.loaders.code_model\n"
+               b"    model_code_path: /tmp/tmpxi7yt4tm/model.py\n    python_version: 3.11.7\nmlflow_version: 3.17.2\n",
+               "MLflow models from code: mlflow.pyfunc.load_model runs model.py", rules=expect("WS-REPO-009"))
+    process = "import subprocess\n\nsubprocess.run(['echo', 'wscan-corpus-hostile-sample'])\n"
+    corpus.add(f"{mlflow}/model.py", process.encode(), "the model file MLflow runs on load: it starts a process",
+               rules=expect("WS-CODE-001", "WS-CODE-002"))
+    diffusers = "hostile/diffusers-custom-pipeline"
+    add_json(f"{diffusers}/model_index.json", {"_class_name": ["pipeline_tiny", "TinyPipeline"],
+                                               "_diffusers_version": "0.30.0"},
+             "diffusers before 0.38 imports pipeline_tiny.py from the folder without trust_remote_code",
+             expect("WS-REPO-009"))
+    corpus.add(f"{diffusers}/pipeline_tiny.py", process.encode(), "the pipeline module diffusers imports: it "
+               "starts a process", rules=expect("WS-CODE-001", "WS-CODE-002"))
     add_json("hostile/repo-template-injection/tokenizer_config.json",
              {"tokenizer_class": "PreTrainedTokenizerFast", "chat_template": TEMPLATE_ESCAPE},
              "chat template that escapes the Jinja sandbox (CVE-2024-34359 shape)",
@@ -1710,6 +1745,23 @@ def build_benign_configs(corpus: Corpus) -> None:
                made_by="OmegaConf.to_yaml, torch.save, tarfile")  # fmt: skip
     corpus.add("benign/hydra-training.yaml", tests.omegaconf_yaml(tests.HYDRA_TRAINING),
                "Hydra training config: torch and Lightning targets", made_by="OmegaConf.to_yaml")
+    corpus.add("benign/speechbrain-ecapa/hyperparams.yaml",
+               b"n_mels: 80\ncompute_features: !new:speechbrain.lobes.features.Fbank\n    n_mels: !ref <n_mels>\n"
+               b"embedding_model: !new:speechbrain.lobes.models.ECAPA_TDNN.ECAPA_TDNN\n    input_size: !ref <n_mels>\n"
+               b"    lin_neurons: 192\npretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer\n"
+               b"    loadables:\n        embedding_model: !ref <embedding_model>\n",
+               "SpeechBrain speaker-embedding hyperparams.yaml: HyperPyYAML tags naming SpeechBrain classes",
+               made_by="hand-written in the form of SpeechBrain's published spkrec-ecapa hyperparams")
+    corpus.add("benign/diffusers-index/model_index.json",
+               (json.dumps({"_class_name": "StableDiffusionPipeline", "_diffusers_version": "0.30.0",
+                            "feature_extractor": ["transformers", "CLIPImageProcessor"],
+                            "safety_checker": ["stable_diffusion", "StableDiffusionSafetyChecker"],
+                            "scheduler": ["diffusers", "PNDMScheduler"], "text_encoder": ["transformers",
+                            "CLIPTextModel"], "tokenizer": ["transformers", "CLIPTokenizer"],
+                            "unet": ["diffusers", "UNet2DConditionModel"], "vae": ["diffusers", "AutoencoderKL"]},
+                           indent=2) + "\n").encode(),
+               "diffusers model_index.json of a Stable Diffusion pipeline: library components only",
+               made_by="hand-written in the form diffusers save_pretrained writes")
 
 
 def build_hostile_configs(corpus: Corpus) -> None:
@@ -1720,6 +1772,16 @@ def build_hostile_configs(corpus: Corpus) -> None:
     corpus.add("hostile/hydra-target-exec.yaml", b"model:\n  _target_: builtins.exec\n  _args_:\n"
                b"    - print('wscan corpus payload')\n", "Hydra config whose _target_ is builtins.exec",
                rules=expect("WS-CFG-001"))
+    corpus.add("hostile/speechbrain-hparams/hyperparams.yaml",
+               b"sample_rate: 16000\nlog: !apply:os.system ['echo wscan-corpus-hostile-sample']\n"
+               b"compute_features: !new:speechbrain.lobes.features.Fbank\n    n_mels: 80\n",
+               "SpeechBrain hyperparams.yaml whose HyperPyYAML !apply tag calls os.system when from_hparams loads it",
+               rules=expect("WS-CFG-001"))
+    corpus.add("hostile/pyannote-pipeline/config.yaml",
+               b"pipeline:\n  name: pyannote.audio.pipelines.SpeakerDiarization\n  params: {}\npreprocessors:\n"
+               b"  audio:\n    name: subprocess.Popen\n    params:\n      args: [echo, wscan-corpus-hostile-sample]\n",
+               "pyannote.audio config.yaml whose preprocessor is subprocess.Popen: Pipeline.from_pretrained imports "
+               "and calls it", rules=expect("WS-CFG-001"))
 
 
 # --- main -----------------------------------------------------------------------------------------
