@@ -123,6 +123,67 @@ CASES: dict[str, tuple[dict[str, str], str]] = {
 }
 
 
+LOADER = "def _load_pyfunc(path, model_config=None):\n    return None\n"
+ENV = "    python_version: 3.11.7\nmlflow_version: 3.17.2\n"
+SUPERPOWERS = """sp: !module:speechbrain.utils.superpowers
+sub: !ref <sp.subprocess>
+popen: !ref <sub.Popen>
+setup: !apply:speechbrain.utils.distributed.run_on_main
+    func: !ref <popen>
+    args: [[mkdir, -p, /tmp/marker]]
+"""
+# A second review proved each of these with the real loader after the first fix (wscan passed every one).
+CASES.update({
+    "diffusers-None-py": ({"model_index.json": '{"_class_name": "DDPMPipeline"}', "None.py": MAKEDIRS}, "WS-REPO-009"),
+    "diffusers-three-item-class-name": (
+        {"model_index.json": '{"_class_name": ["mypipe", "MyPipe", ""]}', "mypipe.py": MAKEDIRS}, "WS-REPO-009"),
+    "diffusers-component-library-with-dotdot": (
+        {"model_index.json": '{"_class_name": "DDPMPipeline", "unet": ["../unet_code", "MyUNet"]}',
+         "unet/config.json": "{}", "unet_code.py": MAKEDIRS}, "WS-REPO-009"),
+    "mlflow-duplicate-loader-module": (
+        {"MLmodel": "flavors:\n  python_function:\n    code: code\n    loader_module: mlflow.sklearn\n"
+                    "    loader_module: evil_loader\n" + ENV, "code/evil_loader.py": MAKEDIRS + LOADER}, "WS-REPO-009"),
+    "mlflow-duplicate-flavor": (
+        {"MLmodel": "flavors:\n  python_function:\n    loader_module: mlflow.sklearn\n  python_function:\n"
+                    "    code: code\n    loader_module: evil_loader\n" + ENV,
+         "code/evil_loader.py": MAKEDIRS + LOADER}, "WS-REPO-009"),
+    "mlflow-merge-key": (
+        {"MLmodel": "flavors:\n  python_function:\n    <<: {code: code, loader_module: evil_loader}\n" + ENV,
+         "code/evil_loader.py": MAKEDIRS + LOADER}, "WS-REPO-009"),
+    "mlflow-loader-package": (
+        {"MLmodel": "flavors:\n  python_function:\n    code: code\n    loader_module: evil_loader\n" + ENV,
+         "code/evil_loader/__init__.py": MAKEDIRS + LOADER}, "WS-REPO-009"),
+    "mlflow-code-zip": (
+        {"MLmodel": "flavors:\n  python_function:\n    code: code.zip\n    loader_module: evil_loader\n" + ENV,
+         "code.zip": "PK (a zip zipimport reads)"}, "WS-REPO-009"),
+    "mlflow-backslash-in-model-code-path": (
+        {"MLmodel": "flavors:\n  python_function:\n    loader_module: mlflow.pyfunc.loaders.code_model\n"
+                    "    model_code_path: 'x\\model.py'\n" + ENV, "x\\model.py": MAKEDIRS}, "WS-REPO-009"),
+    "mlflow-code-shadows-an-import": (
+        {"MLmodel": "flavors:\n  python_function:\n    code: code\n    loader_module: mlflow.pytorch\n" + ENV,
+         "code/torch.py": MAKEDIRS}, "WS-REPO-009"),
+    "speechbrain-escaped-tag-in-an-include": (
+        {"hyperparams.yaml": "sample_rate: 16000\nextra: !include:extra.txt\n",
+         "extra.txt": "log_dir: !apply:%6Fs.makedirs ['/tmp/marker', 0o777, True]\n"}, "WS-CFG-001"),
+    "speechbrain-ruamel-only-yaml": (
+        {"hyperparams.yaml": "sample_rate: &sr.v 16000\nrate2: *sr.v\nlog_dir: !apply:%6Fs.makedirs ['/tmp/m']\n"},
+        "WS-CFG-001"),
+    "speechbrain-module-and-references": ({"hyperparams.yaml": SUPERPOWERS}, "WS-CFG-001"),
+    "pyannote-merge-keys": (
+        {"config.yaml": "pipeline:\n  <<: {name: types.SimpleNamespace}\npreprocessors:\n  audio:\n    <<:\n"
+                        "      name: os.makedirs\n      params: {name: /tmp/marker}\n"}, "WS-CFG-001"),
+    "pyannote-aliases": (
+        {"config.yaml": "defs:\n  p: &p {name: types.SimpleNamespace}\n  a: &a {name: os.makedirs}\n"
+                        "pipeline: *p\npreprocessors: {audio: *a}\n"}, "WS-CFG-001"),
+    "pyannote-dotted-preprocessor-key": (
+        {"config.yaml": "pipeline: {<<: {name: types.SimpleNamespace}}\npreprocessors:\n  a.b:\n"
+                        "    name: os.makedirs\n"}, "WS-CFG-001"),
+    "hyperpyyaml-dunder-reference": (
+        {"hyperparams.yaml": "fb: !new:speechbrain.lobes.features.Fbank\ng: !ref <fb.__init__.__globals__>\n"},
+        "WS-CFG-010"),
+})  # fmt: skip
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_code_a_framework_loader_runs_is_reported(tmp_path: Path, case: str) -> None:
     files, rule = CASES[case]

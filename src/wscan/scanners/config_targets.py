@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, unquote_to_bytes
 
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.pickle_vm import COMPUTED_RESOLVER, RESOLVER_CALL, TOO_MANY_RESOLVERS
@@ -33,7 +34,7 @@ from wscan.scanners.pickle_vm import COMPUTED_RESOLVER, RESOLVER_CALL, TOO_MANY_
 TARGET_KEY = "_target_"  # Hydra, at any depth
 MODEL_TARGET_KEY = "target"  # NeMo's model class: a dotted name, at any depth (NeMo reads the top or `model:`)
 NAME_KEY = "name"  # pyannote.audio's config.yaml: `pipeline.name` and each `preprocessors.<x>.name` are imported
-_NAMED_PATHS = re.compile(r"(?:pipeline|preprocessors\.[^.]+)\Z")
+_PYANNOTE_KEYS = (b"pipeline", b"preprocessors")  # a document holding either is read as pyannote reads it
 # Tags that make a loader import and call what they name. HyperPyYAML (SpeechBrain's hyperparams.yaml):
 # `!new:X` calls X, `!apply:X` / `!applyref:X` call X, `!name:X` binds X, `!module:X` imports X. PyYAML's
 # unsafe Python tags (`!!python/object/apply:X` and its kin, which yaml.unsafe_load and FullLoader act on).
@@ -42,6 +43,9 @@ _CALLING_TAG = re.compile(
     r"|name|module):)(?P<target>.*)\Z",
     re.DOTALL,
 )
+REF_TAG = "!ref"  # HyperPyYAML's reference: `<a.b>` walks attributes of what `a` names (getattr)
+# Calling tags as text, for a file PyYAML cannot read: HyperPyYAML reads YAML with ruamel, which takes some of it.
+_TAG_TEXT = re.compile(r"!(new|apply|applyref|name|module):([^\s\[\]{},]+)")
 YAML_SUFFIXES = (".yaml", ".yml")
 # `_target_` as a key: at a line's start (block YAML) or after `{` or `,` (JSON and YAML flow mappings, which
 # OmegaConf.load reads whatever the file is called).
@@ -80,7 +84,7 @@ class ConfigTargetScanner:
             return False
         if head.name.lower().endswith(YAML_SUFFIXES):
             return True
-        return _TARGET_IN_HEAD.search(head.head) is not None
+        return _names_targets(head.head)
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         limit = ctx.limits.max_json_bytes
@@ -98,7 +102,12 @@ class ConfigTargetScanner:
             found, more = _targets(text, ctx)
         except _YamlError as exc:
             yield from _unreadable(artifact, data, str(exc))
-            return
+            # HyperPyYAML reads with ruamel, which takes YAML PyYAML refuses: its calling tags are judged as text.
+            found, more = _first(_tags_in_text(text))
+            if not found:
+                return
+        if any(key in data for key in _PYANNOTE_KEYS):
+            found += _pyannote_names(data)
         yield from _resolvers(artifact, text)
         for key, path, value in found:
             if _INTERPOLATION in value:
@@ -113,6 +122,13 @@ class ConfigTargetScanner:
                 yield artifact.observe("config.target_walk", callable=tail, target=value[:_KEEP], key=key, path=path)
         if more:
             yield artifact.observe("config.more_targets", count=more)
+
+
+def _names_targets(data: bytes) -> bool:
+    """A `_target_` key or a calling tag, also with the tag's letters %-escaped (YAML decodes tag URIs)."""
+    if _TARGET_IN_HEAD.search(data) is not None:
+        return True
+    return b"%" in data and _TARGET_IN_HEAD.search(unquote_to_bytes(data)) is not None
 
 
 def _resolvers(artifact: Artifact, text: str) -> Iterator[ScanItem]:
@@ -177,7 +193,10 @@ def _walk(text: str, ctx: ScanContext, loader: Any) -> Iterator[tuple[str, str, 
             if count % _TICK == 0:
                 ctx.budget.check_time()
             if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)) and event.tag:
-                tagged = _CALLING_TAG.match(str(event.tag))
+                tag = str(event.tag)
+                if tag == REF_TAG and isinstance(event, yaml.ScalarEvent) and "__" in str(event.value):
+                    yield REF_TAG, _tagged_path(stack), str(event.value).strip().strip("<>").strip()
+                tagged = _CALLING_TAG.match(tag)
                 if tagged is not None:
                     kind = f"!{tagged.group('hyper')}" if tagged.group("hyper") else f"!!python/{tagged.group('py')}"
                     yield kind, _tagged_path(stack), tagged.group("target").strip() or "(empty)"
@@ -217,6 +236,33 @@ def _path(stack: list[_Frame]) -> str:
     return ".".join(steps)[:_KEEP] or "(top)"
 
 
+def _tags_in_text(text: str) -> Iterator[tuple[str, str, str]]:
+    """Calling tags found as text (tag URIs %-decoded, as YAML decodes them)."""
+    for match in _TAG_TEXT.finditer(unquote(text) if "%" in text else text):
+        yield f"!{match.group(1)}", "(unparsed)", match.group(2)
+
+
+def _pyannote_names(data: bytes) -> list[tuple[str, str, str]]:
+    """pyannote.audio's `pipeline.name` and `preprocessors.<x>.name`, read as pyannote reads config.yaml
+    (yaml.SafeLoader: the last of duplicate keys, merge keys and aliases resolved), whatever keys or anchors
+    lead there. Only names with a dot: pyannote splits module and class at the last one."""
+    from wscan.scanners.framework_code import load_yaml_document
+
+    document = load_yaml_document(data)
+    if not isinstance(document, dict):
+        return []
+    found: list[tuple[str, str, str]] = []
+    pipeline = document.get("pipeline")
+    if isinstance(pipeline, dict) and isinstance(pipeline.get(NAME_KEY), str) and "." in pipeline[NAME_KEY]:
+        found.append((NAME_KEY, "pipeline", pipeline[NAME_KEY]))
+    preprocessors = document.get("preprocessors")
+    if isinstance(preprocessors, dict):
+        for key, entry in list(preprocessors.items())[:MAX_REPORTED]:
+            if isinstance(entry, dict) and isinstance(entry.get(NAME_KEY), str) and "." in entry[NAME_KEY]:
+                found.append((NAME_KEY, f"preprocessors.{str(key)[:_STEP]}", entry[NAME_KEY]))
+    return found
+
+
 def _tagged_path(stack: list[_Frame]) -> str:
     """Where a tagged node sits: its container's path, and its key when it is a mapping's value."""
     where = _path(stack)
@@ -237,7 +283,6 @@ def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
     if value and (
         top.key == TARGET_KEY
         or (top.key == MODEL_TARGET_KEY and _DOTTED.match(value))
-        or (top.key == NAME_KEY and _DOTTED.match(value) and _NAMED_PATHS.match(_path(stack)))
     ):
         yield top.key, _path(stack), value
     _value_done(stack)
