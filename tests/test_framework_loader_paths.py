@@ -161,7 +161,7 @@ CASES.update({
                     "    model_code_path: 'x\\model.py'\n" + ENV, "x\\model.py": MAKEDIRS}, "WS-REPO-009"),
     "mlflow-code-shadows-an-import": (
         {"MLmodel": "flavors:\n  python_function:\n    code: code\n    loader_module: mlflow.pytorch\n" + ENV,
-         "code/torch.py": MAKEDIRS}, "WS-REPO-009"),
+         "code/torch.py": MAKEDIRS}, "WS-REPO-011"),
     "speechbrain-escaped-tag-in-an-include": (
         {"hyperparams.yaml": "sample_rate: 16000\nextra: !include:extra.txt\n",
          "extra.txt": "log_dir: !apply:%6Fs.makedirs ['/tmp/marker', 0o777, True]\n"}, "WS-CFG-001"),
@@ -182,6 +182,56 @@ CASES.update({
         {"hyperparams.yaml": "fb: !new:speechbrain.lobes.features.Fbank\ng: !ref <fb.__init__.__globals__>\n"},
         "WS-CFG-010"),
 })  # fmt: skip
+
+
+FROM_CODE = "    loader_module: mlflow.pyfunc.loaders.code_model\n    model_code_path: /tmp/t/model.py\n"
+# A third review proved each of these with the real loaders after the second fix.
+CASES.update({
+    "hyperpyyaml-implicit-tuple-runs-the-unsafe-loader": (
+        {"hyperparams.yaml": "kernel_sizes: (!!python/object/apply:os.makedirs [/tmp/marker, 511, True], 3)\n"},
+        "WS-CFG-001"),
+    "hyperpyyaml-implicit-tuple-verbatim-escaped-tag": (
+        {"hyperparams.yaml": "k: (!<tag:yaml.org,2002:%70ython/object/apply:%6Fs.makedirs> [/tmp/m, 511, True], 3)\n"},
+        "WS-CFG-001"),
+    "speechbrain-reexported-load-hyperpyyaml": (
+        {"hyperparams.yaml": 'extra: !apply:speechbrain.inference.interfaces.load_hyperpyyaml ["x: \\x21apply:os.mkdir '
+                             '[/tmp/m]"]\n'}, "WS-CFG-009"),
+    "speechbrain-reexported-import-from-path": (
+        {"hyperparams.yaml": "helper: !apply:speechbrain.inference.interfaces.import_from_path [audio_norm.py]\n",
+         "audio_norm.py": MAKEDIRS}, "WS-CFG-009"),
+    "speechbrain-name-of-a-module-and-references": (
+        {"hyperparams.yaml": "der: !name:speechbrain.utils.DER\nsub: !ref <der.subprocess>\n"
+                             "popen: !ref <sub.check_call>\nprocs: !apply:speechbrain.utils.parallel.parallel_map\n"
+                             "    fn: !ref <popen>\n    source: [[mkdir, -p, /tmp/m]]\n"}, "WS-CFG-007"),
+    "speechbrain-include-past-the-head": (
+        {"hyperparams.yaml": "extra: !include:extra.txt\n",
+         "extra.txt": "#" * 70_000 + "\nlog_dir: !apply:os.makedirs [/tmp/m, 0o777, True]\n"}, "WS-CFG-015"),
+    "speechbrain-tag-directive-in-ruamel-only-yaml": (
+        {"hyperparams.yaml": "%TAG !e! !apply:\n---\nsr: &sr.v 16000\nr2: *sr.v\nlog: !e!os.makedirs ['/tmp/m']\n"},
+        "WS-CFG-014"),
+    "mlflow-reserved-directive": ({"MLmodel": "%FOO bar\n---\nflavors:\n  python_function:\n" + FROM_CODE + ENV,
+                                   "model.py": MAKEDIRS}, "WS-REPO-009"),
+    "mlflow-lone-surrogate-escape": ({"MLmodel": "flavors:\n  python_function:\n" + FROM_CODE + ENV
+                                      + 'note: "\\ud800"\n', "model.py": MAKEDIRS}, "WS-REPO-009"),
+    "mlflow-langchain-model-code-path": (
+        {"MLmodel": "flavors:\n  langchain:\n    model_code_path: /tmp/x/model.py\n  python_function:\n"
+                    "    loader_module: mlflow.langchain\n" + ENV, "model.py": MAKEDIRS}, "WS-REPO-009"),
+    "pyannote-reserved-directive": (
+        {"config.yaml": "%FOO bar\n---\npipeline:\n  name: types.SimpleNamespace\npreprocessors:\n  audio:\n"
+                        "    name: os.makedirs\n"}, "WS-CFG-001"),
+})  # fmt: skip
+
+
+def test_mlflow_code_paths_of_a_helper_are_medium(tmp_path: Path) -> None:
+    """mlflow.sklearn.save_model(code_paths=["helpers.py"]) puts code/ on sys.path: a helper that shadows nothing
+    is listed for review (medium), a file named like a module the loader imports is high."""
+    mlmodel = (
+        "flavors:\n  python_function:\n    code: code\n    loader_module: mlflow.sklearn\n  sklearn:\n    code: code\n"
+    )
+    report = scan(write(tmp_path / "m", {"MLmodel": mlmodel + ENV, "code/helpers.py": "def f():\n    return 1\n"}))
+    assert not report.failed and "WS-REPO-012" in rule_ids(report)
+    report = scan(write(tmp_path / "n", {"MLmodel": mlmodel + ENV, "code/json.py": "X = 1\n"}))
+    assert report.failed and "WS-REPO-011" in rule_ids(report)
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -43,9 +43,12 @@ _CALLING_TAG = re.compile(
     r"|name|module):)(?P<target>.*)\Z",
     re.DOTALL,
 )
+INCLUDE_TAG = "!include:"  # HyperPyYAML reads the named file as hyperparameters too, whatever its name
+_IMPLICIT_TUPLE = re.compile(r"\(.*\)\Z", re.DOTALL)  # HyperPyYAML's implicit resolver for tuples
 REF_TAG = "!ref"  # HyperPyYAML's reference: `<a.b>` walks attributes of what `a` names (getattr)
 # Calling tags as text, for a file PyYAML cannot read: HyperPyYAML reads YAML with ruamel, which takes some of it.
 _TAG_TEXT = re.compile(r"!(new|apply|applyref|name|module):([^\s\[\]{},]+)")
+_CALLS_IN_TEXT = re.compile(rb"!(?:new|apply|applyref|name|module|include):|%TAG|!<|python/")
 YAML_SUFFIXES = (".yaml", ".yml")
 # `_target_` as a key: at a line's start (block YAML) or after `{` or `,` (JSON and YAML flow mappings, which
 # OmegaConf.load reads whatever the file is called).
@@ -110,6 +113,19 @@ class ConfigTargetScanner:
             found += _pyannote_names(data)
         yield from _resolvers(artifact, text)
         for key, path, value in found:
+            if key == INCLUDE_TAG.rstrip(":"):
+                yield artifact.observe("config.include", file=value[:_KEEP], path=path)
+                continue
+            if key == REF_TAG:  # an attribute walk: only where it leads is judged (and a dunder on the way)
+                parts = value.split(".")
+                if "__" in value:
+                    yield artifact.observe("config.target", callable=value[:_KEEP], leaf=parts[-1][:_KEEP], key=key,
+                                           path=path)  # fmt: skip
+                for start in range(1, min(len(parts), _MAX_PARTS)):
+                    tail = ".".join(parts[start:])[:_KEEP]
+                    yield artifact.observe("config.target_walk", callable=tail, target=value[:_KEEP], key=key,
+                                           path=path)  # fmt: skip
+                continue
             if _INTERPOLATION in value:
                 yield artifact.observe("config.dynamic_target", callable=value[:_KEEP], key=key, path=path)
                 continue
@@ -163,6 +179,10 @@ def _unreadable(artifact: Artifact, data: bytes, reason: str) -> Iterator[ScanIt
     Python file that shows a `_target_:` line is not YAML at all."""
     if artifact.name.lower().endswith(YAML_SUFFIXES) and _TARGET_IN_HEAD.search(data) is not None:
         yield artifact.observe("config.malformed", reason=reason[:_KEEP])
+    if _CALLS_IN_TEXT.search(data) is not None or (b"%" in data and _CALLS_IN_TEXT.search(unquote_to_bytes(data))):
+        # HyperPyYAML reads with ruamel, which takes YAML that PyYAML refuses, and %TAG can spell any tag: a file
+        # with calling tags that cannot be read here is judged unread, not passed.
+        yield artifact.observe("config.unreadable_calls", reason=reason[:_KEEP])
 
 
 def _targets(text: str, ctx: ScanContext) -> tuple[list[tuple[str, str, str]], int]:
@@ -183,7 +203,7 @@ def _first(targets: Iterator[tuple[str, str, str]]) -> tuple[list[tuple[str, str
     return found, sum(1 for _ in targets)
 
 
-def _walk(text: str, ctx: ScanContext, loader: Any) -> Iterator[tuple[str, str, str]]:
+def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iterator[tuple[str, str, str]]:
     import yaml
 
     anchors: dict[str, str] = {}  # anchored scalars, for a target given as an alias
@@ -194,8 +214,12 @@ def _walk(text: str, ctx: ScanContext, loader: Any) -> Iterator[tuple[str, str, 
                 ctx.budget.check_time()
             if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)) and event.tag:
                 tag = str(event.tag)
-                if tag == REF_TAG and isinstance(event, yaml.ScalarEvent) and "__" in str(event.value):
-                    yield REF_TAG, _tagged_path(stack), str(event.value).strip().strip("<>").strip()
+                if tag == REF_TAG and isinstance(event, yaml.ScalarEvent):
+                    reference = str(event.value).strip().strip("<>").strip()
+                    if "." in reference:  # `<a.b>` walks attributes of what `a` holds (a module reaches anything)
+                        yield REF_TAG, _tagged_path(stack), reference
+                if tag.startswith(INCLUDE_TAG) and not tag[len(INCLUDE_TAG) :].lower().endswith(YAML_SUFFIXES):
+                    yield INCLUDE_TAG.rstrip(":"), _tagged_path(stack), tag[len(INCLUDE_TAG) :] or "(empty)"
                 tagged = _CALLING_TAG.match(tag)
                 if tagged is not None:
                     kind = f"!{tagged.group('hyper')}" if tagged.group("hyper") else f"!!python/{tagged.group('py')}"
@@ -204,6 +228,8 @@ def _walk(text: str, ctx: ScanContext, loader: Any) -> Iterator[tuple[str, str, 
                 value = str(event.value)
                 if event.anchor:
                     anchors[event.anchor] = value
+                if not inner and not event.style and _IMPLICIT_TUPLE.match(value):  # plain: None (pure), "" (libyaml)
+                    yield from _tuple_targets(value, _tagged_path(stack), ctx)
                 yield from _scalar(stack, value)
             elif isinstance(event, yaml.AliasEvent):
                 yield from _scalar(stack, anchors.get(str(event.anchor), ""))
@@ -234,6 +260,18 @@ def _path(stack: list[_Frame]) -> str:
     if len(steps) > 2 * _SHOWN_STEPS:
         steps = [*steps[:_SHOWN_STEPS], "...", *steps[-_SHOWN_STEPS:]]
     return ".".join(steps)[:_KEEP] or "(top)"
+
+
+def _tuple_targets(value: str, where: str, ctx: ScanContext) -> Iterator[tuple[str, str, str]]:
+    """HyperPyYAML reads a plain `( ... )` as a tuple by loading `[ ... ]` with PyYAML's unsafe Loader, which
+    acts on `!!python/object/apply:` and kin: the tags inside are judged as the file's own."""
+    import yaml
+
+    try:
+        for key, _, target in list(_walk(f"[{value[1:-1]}]", ctx, yaml.SafeLoader, inner=True)):
+            yield key, f"{where} (tuple)"[:_KEEP], target
+    except _YamlError:
+        return  # the loader cannot read it either
 
 
 def _tags_in_text(text: str) -> Iterator[tuple[str, str, str]]:
@@ -280,10 +318,7 @@ def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
     if top.key_pending:
         top.key, top.key_pending = value, False
         return
-    if value and (
-        top.key == TARGET_KEY
-        or (top.key == MODEL_TARGET_KEY and _DOTTED.match(value))
-    ):
+    if value and (top.key == TARGET_KEY or (top.key == MODEL_TARGET_KEY and _DOTTED.match(value))):
         yield top.key, _path(stack), value
     _value_done(stack)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import sys
 from collections.abc import Iterator
 from typing import Any, TypeGuard
 
@@ -28,6 +29,7 @@ from wscan.strict_json import loads_lenient
 MLMODEL = "MLmodel"
 DIFFUSERS_INDEXES = frozenset({"model_index.json", "modular_model_index.json"})
 MLFLOW_PREFIX = "mlflow."  # loader modules MLflow ships (mlflow.pyfunc.model, mlflow.sklearn, ...)
+PURE_PARSER_BYTES = 1024 * 1024  # manifests this small are parsed by PyYAML's own (pure) parser, as loaders do
 _KEEP = 300
 
 
@@ -78,19 +80,21 @@ def _mlflow(artifact: Artifact, data: bytes) -> Iterator[ScanItem]:
     if not isinstance(flavors, dict):
         return
     for flavor, conf in flavors.items():
-        code = conf.get("code") if isinstance(conf, dict) else None
-        if code:  # put first on sys.path before the flavour's loader imports anything: its files shadow any module
-            for entry in code if isinstance(code, list) else [code]:
-                yield _code(artifact, "mlflow", f"{flavor}.code", str(entry), str(entry), _exists(artifact, str(entry)))
+        if not isinstance(conf, dict):
+            continue
+        code_path = conf.get("model_code_path")  # any flavour's loader (pyfunc, langchain, ...) runs this file
+        if isinstance(code_path, str) and code_path:
+            name = code_path.rsplit("/", 1)[-1]  # posixpath.basename, as MLflow takes it: a backslash is a character
+            yield _code(artifact, "mlflow", f"{flavor}.model_code_path", code_path, name, _exists(artifact, name))
+        code = conf.get("code")
+        for entry in (code if isinstance(code, list) else [code]) if code else []:
+            # Put first on sys.path before the flavour's loader imports anything.
+            folder = str(entry)
+            yield artifact.observe("repo.code_path", loader="mlflow", field=f"{flavor}.code", folder=folder[:_KEEP],
+                                   shadows=", ".join(_shadowed(artifact, folder))[:_KEEP])  # fmt: skip
     pyfunc = flavors.get("python_function")
-    if not isinstance(pyfunc, dict):
-        return
-    code_path = pyfunc.get("model_code_path")
-    if isinstance(code_path, str) and code_path:
-        name = code_path.rsplit("/", 1)[-1]  # posixpath.basename, as MLflow takes it: a backslash is a character
-        yield _code(artifact, "mlflow", "python_function.model_code_path", code_path, name, _exists(artifact, name))
-    module = pyfunc.get("loader_module")
-    if isinstance(module, str) and module and not module.startswith(MLFLOW_PREFIX):
+    module = pyfunc.get("loader_module") if isinstance(pyfunc, dict) else None
+    if isinstance(pyfunc, dict) and isinstance(module, str) and module and not module.startswith(MLFLOW_PREFIX):
         code = pyfunc.get("code")
         folder = str(code[0] if isinstance(code, list) and code else code or "")
         file = "/".join(filter(None, [folder.strip("/"), module.replace(".", "/") + ".py"]))
@@ -98,14 +102,47 @@ def _mlflow(artifact: Artifact, data: bytes) -> Iterator[ScanItem]:
         yield _code(artifact, "mlflow", "python_function.loader_module", module, file, local)
 
 
+# Modules a flavour's loader goes on to import (besides the standard library): a file of that name in a `code:`
+# folder, first on sys.path, runs instead.
+COMMON_IMPORTS = frozenset({
+    "mlflow", "torch", "numpy", "pandas", "sklearn", "scipy", "cloudpickle", "yaml", "packaging", "requests",
+    "transformers", "tensorflow", "keras", "PIL", "joblib", "pyarrow", "sqlalchemy", "click", "importlib_metadata",
+    "google", "cachetools", "sentence_transformers", "huggingface_hub", "tokenizers", "safetensors", "onnx",
+    "onnxruntime", "xgboost", "lightgbm", "catboost", "langchain", "openai", "pydantic", "typing_extensions",
+})  # fmt: skip
+
+
+def _shadowed(artifact: Artifact, folder: str) -> list[str]:
+    """Modules a `code:` entry would shadow; inside an archive or for a zip, that cannot be listed, so "(unknown)"."""
+    if artifact.real_path is None or not folder.strip("/"):
+        return ["(unknown)"]
+    path = artifact.real_path.parent / folder
+    if not path.is_dir():
+        return ["(unknown)"] if _exists(artifact, folder) else []  # a zip (zipimport) or another file
+    known = COMMON_IMPORTS | frozenset(sys.stdlib_module_names)
+    try:
+        names = sorted(os.listdir(path))[:10_000]
+    except OSError:
+        return ["(unknown)"]
+    stems = {name.split(".", 1)[0] for name in names}
+    return sorted(stems & known)
+
+
 def load_yaml_document(data: bytes) -> Any:
-    """A YAML document as a loader's yaml.safe_load builds it (aliases are shared objects, never copies), or None."""
+    """A YAML document as yaml.safe_load builds it (aliases are shared objects, never copies), or None. The
+    loaders use PyYAML's own parser; libyaml (faster) takes a large file first, and the pure parser what libyaml
+    refuses (`%YAML 1.9`, a reserved directive, a lone surrogate escape: the pure parser accepts them)."""
     import yaml
 
-    try:
-        return yaml.load(data.decode("utf-8", "replace"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (yaml.YAMLError, RecursionError, ValueError, TypeError):
-        return None
+    text = data.decode("utf-8", "replace")
+    loaders = [yaml.SafeLoader] if len(data) <= PURE_PARSER_BYTES else [getattr(yaml, "CSafeLoader", yaml.SafeLoader),
+                                                                        yaml.SafeLoader]  # fmt: skip
+    for loader in loaders:
+        try:
+            return yaml.load(text, Loader=loader)
+        except (yaml.YAMLError, RecursionError, ValueError, TypeError):
+            continue
+    return None
 
 
 # --- diffusers --------------------------------------------------------------------------------------------
