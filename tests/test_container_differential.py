@@ -24,12 +24,11 @@ import tarfile
 import zipfile
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.sandbox import Outcome, load_each
+from tests.helpers.sandbox import Case, Outcome, write_and_load
 from tests.helpers.scanning import rule_ids, scan
 from tests.test_loader_differential import CRITICAL_PICKLE
 
@@ -179,13 +178,6 @@ def skippable(codec: str, frames: int = 1, size: int = 4) -> Callable[[Path], by
     return make
 
 
-@dataclass(frozen=True)
-class Case:
-    loader: str
-    make: Callable[[Path], bytes]
-    suffix: str
-
-
 CASES: dict[str, Case] = {
     "lzma-alone-then-xz": Case("joblib", lzma_mixed(lzma.FORMAT_ALONE, lzma.FORMAT_XZ), ".pkl"),
     "xz-then-lzma-alone": Case("joblib", lzma_mixed(lzma.FORMAT_XZ, lzma.FORMAT_ALONE), ".pkl"),
@@ -239,17 +231,8 @@ def load(path, loader):
 
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Outcome]]:
-    root = tmp_path_factory.mktemp("containers")
-    for folder in ("files", "markers", "cwd"):
-        (root / folder).mkdir()
-    files, jobs = {}, []
-    for name, case in CASES.items():
-        marker = root / "markers" / name
-        files[name] = root / "files" / f"{name}{case.suffix}"
-        files[name].write_bytes(case.make(marker))
-        jobs.append((name, files[name], case.loader, marker))
-    outcomes = load_each(LOAD, jobs, root / "cwd", 300)
-    return {name: (files[name], outcomes[name]) for name in CASES}
+    """Every case written to a file and loaded by the real library, each with its own marker."""
+    return write_and_load(LOAD, CASES, tmp_path_factory.mktemp("containers"), 300)
 
 
 def test_every_case_runs_its_payload_in_the_real_loader(loaded: dict[str, tuple[Path, Outcome]]) -> None:

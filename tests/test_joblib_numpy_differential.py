@@ -20,7 +20,6 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import joblib
@@ -28,7 +27,7 @@ import numpy as np
 import pytest
 from joblib.numpy_pickle_compat import write_zfile
 
-from tests.helpers.sandbox import Outcome, load_each
+from tests.helpers.sandbox import Case, Outcome, write_and_load
 from tests.helpers.scanning import rule_ids, scan
 from tests.test_loader_differential import CRITICAL_PICKLE, Entry, build_zip
 from wscan.model import Severity
@@ -279,13 +278,6 @@ def plain_pickle(marker: Path) -> bytes:
     return _pickled(marker)
 
 
-@dataclass(frozen=True)
-class Case:
-    loader: str  # "joblib" or "numpy"
-    make: Callable[[Path], bytes]
-    suffix: str
-
-
 CASES: dict[str, Case] = {
     "joblib-plain": Case("joblib", joblib_dump(0), ".joblib"),
     "joblib-zlib": Case("joblib", joblib_dump(3), ".joblib"),
@@ -362,17 +354,7 @@ def load(path, loader):
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Outcome]]:
     """Every case written to a file and loaded by the real library, each with its own marker."""
-    root = tmp_path_factory.mktemp("joblib-numpy")
-    for folder in ("files", "markers", "cwd"):
-        (root / folder).mkdir()
-    files, jobs = {}, []
-    for name, case in CASES.items():
-        marker = root / "markers" / name
-        files[name] = root / "files" / f"{name}{case.suffix}"
-        files[name].write_bytes(case.make(marker))
-        jobs.append((name, files[name], case.loader, marker))
-    outcomes = load_each(LOAD, jobs, root / "cwd", 180)
-    return {name: (files[name], outcomes[name]) for name in CASES}
+    return write_and_load(LOAD, CASES, tmp_path_factory.mktemp("joblib-numpy"), 180)
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,3 +75,30 @@ def load_each(
     assert proc.returncode == 0, proc.stderr[-2000:]
     raw: dict[str, list[str | bool]] = json.loads(proc.stdout.strip().splitlines()[-1])
     return {key: Outcome(str(result), bool(executed)) for key, (result, executed) in raw.items()}
+
+
+@dataclass(frozen=True)
+class Case:
+    """A hostile file: the loader that reads it (an option for `load`), how to make it with a marker, its suffix."""
+
+    loader: str
+    make: Callable[[Path], bytes]
+    suffix: str
+
+
+def write_and_load(
+    setup: str, cases: Mapping[str, Case], root: Path, timeout: float
+) -> dict[str, tuple[Path, Outcome]]:
+    """Every case written under `root/files` with its own marker under `root/markers`, then loaded by `setup`'s
+    `load(path, case.loader)` (see `load_each`); the file and what the load did, per case."""
+    for folder in ("files", "markers", "cwd"):
+        (root / folder).mkdir()
+    files: dict[str, Path] = {}
+    jobs: list[Job] = []
+    for name, case in cases.items():
+        marker = root / "markers" / name
+        files[name] = root / "files" / f"{name}{case.suffix}"
+        files[name].write_bytes(case.make(marker))
+        jobs.append((name, files[name], case.loader, marker))
+    outcomes = load_each(setup, jobs, root / "cwd", timeout)
+    return {name: (files[name], outcomes[name]) for name in cases}
