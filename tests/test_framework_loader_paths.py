@@ -222,6 +222,21 @@ CASES.update({
 })  # fmt: skip
 
 
+# A fourth, short review proved these three after the third fix.
+CASES.update({
+    "hyperpyyaml-quoted-implicit-tuple": (
+        {"hyperparams.yaml": 'kernel_sizes: "(!!python/object/apply:os.makedirs [/tmp/m, 511, True], 3)"\n'},
+        "WS-CFG-001"),
+    "speechbrain-lazy-module": (
+        {"hyperparams.yaml": "ops: !new:speechbrain.utils.importutils.LazyModule\n"
+                             "    {name: ops, target: os, package: null}\n"
+                             "dirs: !new:list [!new:map [!ref <ops.makedirs>, [/tmp/m]]]\n"}, "WS-CFG-001"),
+    "mlflow-code-folder-shadows-threadpoolctl": (
+        {"MLmodel": "flavors:\n  python_function:\n    code: code\n    loader_module: mlflow.sklearn\n" + ENV,
+         "code/threadpoolctl.py": MAKEDIRS}, "WS-REPO-011"),
+})  # fmt: skip
+
+
 def test_mlflow_code_paths_of_a_helper_are_medium(tmp_path: Path) -> None:
     """mlflow.sklearn.save_model(code_paths=["helpers.py"]) puts code/ on sys.path: a helper that shadows nothing
     is listed for review (medium), a file named like a module the loader imports is high."""

@@ -228,7 +228,9 @@ def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iter
                 value = str(event.value)
                 if event.anchor:
                     anchors[event.anchor] = value
-                if not inner and not event.style and _IMPLICIT_TUPLE.match(value):  # plain: None (pure), "" (libyaml)
+                # Quoted too: HyperPyYAML's first pass (ruamel) writes a quoted string back plain, and the second
+                # pass resolves it as a tuple.
+                if not inner and _IMPLICIT_TUPLE.match(value):
                     yield from _tuple_targets(value, _tagged_path(stack), ctx)
                 yield from _scalar(stack, value)
             elif isinstance(event, yaml.AliasEvent):

@@ -104,11 +104,21 @@ def _mlflow(artifact: Artifact, data: bytes) -> Iterator[ScanItem]:
 
 # Modules a flavour's loader goes on to import (besides the standard library): a file of that name in a `code:`
 # folder, first on sys.path, runs instead.
+# The list is of names seen imported while MLflow loads sklearn, pytorch and pyfunc models (sys.modules before and
+# after), plus the usual ML stack; a name outside it is medium (WS-REPO-012), and the files are read as code anyway.
 COMMON_IMPORTS = frozenset({
     "mlflow", "torch", "numpy", "pandas", "sklearn", "scipy", "cloudpickle", "yaml", "packaging", "requests",
     "transformers", "tensorflow", "keras", "PIL", "joblib", "pyarrow", "sqlalchemy", "click", "importlib_metadata",
     "google", "cachetools", "sentence_transformers", "huggingface_hub", "tokenizers", "safetensors", "onnx",
     "onnxruntime", "xgboost", "lightgbm", "catboost", "langchain", "openai", "pydantic", "typing_extensions",
+    "threadpoolctl", "narwhals", "rich", "lz4", "tqdm", "filelock", "fsspec", "regex", "urllib3", "certifi",
+    "charset_normalizer", "idna", "six", "attr", "attrs", "jinja2", "markupsafe", "psutil", "dateutil", "pytz",
+    "tzdata", "sqlparse", "grpc", "opentelemetry", "databricks", "flask", "werkzeug", "docker", "git", "alembic",
+    "graphene", "matplotlib", "numba", "llvmlite", "sentencepiece", "accelerate", "peft", "datasets", "diffusers",
+    "einops", "timm", "torchvision", "torchaudio", "triton", "sympy", "networkx", "mpmath", "fastapi", "starlette",
+    "uvicorn", "anyio", "httpx", "h11", "sniffio", "annotated_types", "typing_inspection", "pydantic_core",
+    "cryptography", "cffi", "pygments", "markdown_it", "mdurl", "zstandard", "pyparsing", "kiwisolver", "cycler",
+    "fonttools", "contourpy", "gunicorn", "waitress", "setuptools", "pkg_resources", "wheel", "pip", "distutils",
 })  # fmt: skip
 
 
