@@ -237,6 +237,13 @@ CASES.update({
 })  # fmt: skip
 
 
+CASES["hyperpyyaml-map-over-a-reference"] = (
+    {"hyperparams.yaml": "f: !new:speechbrain.lobes.features.Fbank\n"
+                         "run: !new:list [!new:map [!ref <f.execlp>, [x]]]\n"},
+    "WS-CFG-016",
+)
+
+
 def test_mlflow_code_paths_of_a_helper_are_medium(tmp_path: Path) -> None:
     """mlflow.sklearn.save_model(code_paths=["helpers.py"]) puts code/ on sys.path: a helper that shadows nothing
     is listed for review (medium), a file named like a module the loader imports is high."""
