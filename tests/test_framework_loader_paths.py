@@ -290,8 +290,19 @@ def test_where_a_tag_sits_is_named(tmp_path: Path) -> None:
             "config.yaml": "pipeline:\n  name: pyannote.audio.pipelines.SpeakerDiarization\n  params:\n"
             "    segmentation: pyannote/segmentation-3.0\n"
         },
+        # A false-positive sweep: `!ref` text outside `<...>` is a string (a path with an extension, not a walk);
+        # a conda recipe that PyYAML cannot read (Jinja) mentions github.com/python/ in a URL.
+        {
+            "hyperparams.yaml": "output_folder: results\nsave_folder: !ref <output_folder>/save\n"
+            "cfg: !ref <save_folder>/hparams.yaml\ndb: !ref <output_folder>/cache.pickle\n"
+        },
+        {
+            "meta.yaml": '{% set version = "3.12" %}\npackage:\n  name: python\n  version: {{ version }}\n'
+            "about:\n  home: https://github.com/python/cpython\n"
+        },
     ],
-    ids=["mlflow-sklearn", "diffusers-stable-diffusion", "speechbrain-ecapa", "pyannote-diarization"],
+    ids=["mlflow-sklearn", "diffusers-stable-diffusion", "speechbrain-ecapa", "pyannote-diarization",
+         "speechbrain-path-references", "conda-recipe-with-jinja-and-a-python-url"],
 )
 def test_the_forms_these_libraries_write_for_data_models_pass(tmp_path: Path, files: dict[str, str]) -> None:
     report = scan(write(tmp_path, files))

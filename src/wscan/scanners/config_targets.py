@@ -45,10 +45,13 @@ _CALLING_TAG = re.compile(
 )
 INCLUDE_TAG = "!include:"  # HyperPyYAML reads the named file as hyperparameters too, whatever its name
 _IMPLICIT_TUPLE = re.compile(r"\(.*\)\Z", re.DOTALL)  # HyperPyYAML's implicit resolver for tuples
+_REFERENCE = re.compile(r"<([^<>]*)>")
 REF_TAG = "!ref"  # HyperPyYAML's reference: `<a.b>` walks attributes of what `a` names (getattr)
 # Calling tags as text, for a file PyYAML cannot read: HyperPyYAML reads YAML with ruamel, which takes some of it.
 _TAG_TEXT = re.compile(r"!(new|apply|applyref|name|module):([^\s\[\]{},]+)")
-_CALLS_IN_TEXT = re.compile(rb"!(?:new|apply|applyref|name|module|include):|%TAG|!<|python/")
+_CALLS_IN_TEXT = re.compile(
+    rb"!(?:new|apply|applyref|name|module|include):|(?m:^%TAG)|!<|!!python/|tag:yaml\.org,2002:python/"
+)
 YAML_SUFFIXES = (".yaml", ".yml")
 # `_target_` as a key: at a line's start (block YAML) or after `{` or `,` (JSON and YAML flow mappings, which
 # OmegaConf.load reads whatever the file is called).
@@ -215,9 +218,11 @@ def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iter
             if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)) and event.tag:
                 tag = str(event.tag)
                 if tag == REF_TAG and isinstance(event, yaml.ScalarEvent):
-                    reference = str(event.value).strip().strip("<>").strip()
-                    if "." in reference:  # `<a.b>` walks attributes of what `a` holds (a module reaches anything)
-                        yield REF_TAG, _tagged_path(stack), reference
+                    # Only inside `<...>`: `<a.b>` walks attributes of what `a` holds (a module reaches anything);
+                    # the text around is joined as a string (`<save_folder>/hparams.yaml`).
+                    for reference in _REFERENCE.findall(str(event.value)):
+                        if "." in reference:
+                            yield REF_TAG, _tagged_path(stack), reference.strip()
                 if tag.startswith(INCLUDE_TAG) and not tag[len(INCLUDE_TAG) :].lower().endswith(YAML_SUFFIXES):
                     yield INCLUDE_TAG.rstrip(":"), _tagged_path(stack), tag[len(INCLUDE_TAG) :] or "(empty)"
                 tagged = _CALLING_TAG.match(tag)
