@@ -96,3 +96,25 @@ def test_config_with_a_few_aliases_still_loads(tmp_path: Path) -> None:
     path = tmp_path / ".wscan.yaml"
     path.write_text("allow: &names [mypkg.layers.A, mypkg.layers.B]\n", encoding="utf-8")
     assert Config.from_file(path).allow == frozenset({"mypkg.layers.A", "mypkg.layers.B"})
+
+
+def test_shard_index_naming_a_huge_shard_count_is_a_finding_not_an_oom(tmp_path: Path) -> None:
+    """fuzz_shards (the CI smoke run, 2026-12-01): `model-00001-of-4444...00002.safetensors` made the naming check
+    build the set 1..4.4e40 (2 GiB and counting); a count too large for a real model is now a naming finding."""
+    import json
+
+    import wscan
+
+    huge = "4" * 40 + "00002"
+    index = {"metadata": {"total_size": 8}, "weight_map": {"a": f"model-00001-of-{huge}.safetensors",
+                                                           "b": "model-00002-of-00002.safetensors"}}  # fmt: skip
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    started = time.monotonic()
+    report = wscan.scan([tmp_path / "model.safetensors.index.json"])
+    assert time.monotonic() - started < 30
+    kinds = {f.evidence.get("reason", "") for f in report.findings}
+    assert any("disagree" in str(k) or "too large" in str(k) for k in kinds), [f.message for f in report.findings]
+    index["weight_map"] = {"a": f"model-00001-of-{huge}.safetensors", "b": f"model-00002-of-{huge}.safetensors"}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    report = wscan.scan([tmp_path / "model.safetensors.index.json"])
+    assert any("too large" in f.message for f in report.findings), [f.message for f in report.findings]

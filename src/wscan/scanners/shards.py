@@ -23,6 +23,7 @@ from wscan.scanners.safetensors import looks_like_safetensors
 from wscan.scanners.safetensors_header import ParsedHeader, parse_header
 from wscan.strict_json import JsonRejected, loads_strict
 
+MAX_SHARD_DIGITS = 9  # no model has a billion shards; longer numbers are not counted (int() refuses past 4300)
 SHARD_NAME = re.compile(r"(?P<prefix>.+)-(?P<index>\d{5,})-of-(?P<total>\d{5,})(?P<ext>\..+)?")
 _INDEX_HINT = re.compile(rb'"weight_map"\s*:')
 
@@ -202,11 +203,17 @@ def _check_naming(artifact: Artifact, names: list[str]) -> Iterator[Observation]
     if len(groups) > 1:
         yield artifact.observe("shards.naming", reason="shards disagree on prefix, total or extension")
         return
+    numbers = [m["total"] for m in good.values()] + [m["index"] for m in good.values()]
+    if any(len(number.lstrip("0")) > MAX_SHARD_DIGITS for number in numbers):
+        yield artifact.observe("shards.naming", reason="a shard number is too large to be a real count")
+        return
     total = int(next(iter(good.values()))["total"])
     seen = sorted(int(m["index"]) for m in good.values())
-    missing = sorted(set(range(1, total + 1)) - set(seen))
-    if missing:
-        yield artifact.observe("shards.naming", reason=f"shard {missing[0]} of {total} is not in the index")
+    present = {i for i in seen if 1 <= i <= total}
+    # The first gap is at most one past the shards present: never build 1..total (a name can say 10^40).
+    missing = next((i for i in range(1, min(total, len(present) + 1) + 1) if i not in present), None)
+    if missing is not None:
+        yield artifact.observe("shards.naming", reason=f"shard {missing} of {total} is not in the index")
     extra = [i for i in seen if not 1 <= i <= total]
     if extra:
         yield artifact.observe("shards.naming", reason=f"shard number {extra[0]} is outside 1..{total}")
