@@ -105,10 +105,25 @@ def test_special_files_are_unsigned_files(tmp_path: Path, keys: dict[str, Path])
     assert all(f.severity == Severity.HIGH for f in report.findings)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root can make a device node")
-def test_device_node_is_an_unsigned_file(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
+def test_device_node_is_an_unsigned_file(
+    tmp_path: Path, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    """A real character device where root can make one; elsewhere the walk is shown one (lstat says so)."""
     model = signed(tmp_path / "m", keys)
-    os.mknod(model / "weights" / "zero.bin", 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    node = model / "weights" / "zero.bin"
+    if os.geteuid() == 0:
+        os.mknod(node, 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    else:
+        node.write_bytes(b"")
+        real_lstat = os.lstat
+
+        def lstat(path: object) -> os.stat_result:
+            result = real_lstat(path)  # type: ignore[arg-type]
+            if os.fspath(path) != os.fspath(node):  # type: ignore[arg-type]
+                return result
+            return os.stat_result((stat.S_IFCHR | 0o600, *tuple(result)[1:]))
+
+        monkeypatch.setattr(os, "lstat", lstat)
     report = verified(model, keys)
     assert [(f.rule_id, f.evidence["type"]) for f in report.findings] == [("WS-SIG-014", "character device")]
 
@@ -157,46 +172,67 @@ def _hidden_folder(tmp_path: Path, keys: dict[str, Path]) -> Path:  # noqa: F811
     return model
 
 
-def _verify_as_ordinary_user(model: Path, keys: dict[str, Path]) -> list[tuple[str, str]]:  # noqa: F811
+def _verify_as_ordinary_user(
+    model: Path, keys: dict[str, Path], refused: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> list[tuple[str, str]]:
     """(rule, file) of each finding of `wscan verify`, run as a user permissions apply to: root drops its DAC
-    capabilities with setpriv first, as the review did."""
-    if os.geteuid() != 0:
-        report = verified(model, keys)
-        return [(f.rule_id, str(f.evidence["file"])) for f in report.findings]
+    capabilities with setpriv first, as the review did. Where that cannot be done, the permission error is
+    raised for `refused` in this process instead (os.open and os.scandir refuse it), so the test always runs."""
     setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("running as root without setpriv: permissions cannot fail (see the simulated test)")
-    drop = "-dac_override,-dac_read_search"
-    code = ("import sys; from wscan.cli import main; "
-            "sys.exit(main(['verify', sys.argv[1], '--public-key', sys.argv[2], '--format', 'json']))")
-    result = subprocess.run([setpriv, "--bounding-set", drop, "--inh-caps", drop, sys.executable, "-c", code,
-                             str(model), str(keys["public"])],
-                            capture_output=True, text=True, timeout=120, check=False)
-    if result.returncode == 2 and "setpriv" in result.stderr:
-        pytest.skip(f"setpriv cannot drop capabilities here: {result.stderr.strip()}")
-    assert result.returncode == 1, result.stdout + result.stderr
-    return [(f["rule_id"], f["evidence"]["file"]) for f in json.loads(result.stdout)["findings"]]
+    if os.geteuid() == 0 and setpriv is not None:
+        drop = "-dac_override,-dac_read_search"
+        code = ("import sys; from wscan.cli import main; "
+                "sys.exit(main(['verify', sys.argv[1], '--public-key', sys.argv[2], '--format', 'json']))")
+        result = subprocess.run([setpriv, "--bounding-set", drop, "--inh-caps", drop, sys.executable, "-c", code,
+                                 str(model), str(keys["public"])],
+                                capture_output=True, text=True, timeout=120, check=False)
+        if not (result.returncode == 2 and "setpriv" in result.stderr):
+            assert result.returncode == 1, result.stdout + result.stderr
+            return [(f["rule_id"], f["evidence"]["file"]) for f in json.loads(result.stdout)["findings"]]
+    if os.geteuid() == 0:  # root without a way to drop its override: refuse the path here
+        real_open, real_scandir = os.open, os.scandir
+
+        def refuse(path: object) -> None:
+            if os.fspath(path) == os.fspath(refused):  # type: ignore[arg-type]
+                raise PermissionError(13, "Permission denied", os.fspath(path))  # type: ignore[arg-type]
+
+        def fake_open(path: object, *args: object, **kwargs: object) -> int:
+            refuse(path)
+            return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+        def fake_scandir(path: object = ".") -> object:
+            refuse(path)
+            return real_scandir(path)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(os, "open", fake_open)
+        monkeypatch.setattr(os, "scandir", fake_scandir)
+    report = verified(model, keys)
+    return [(f.rule_id, str(f.evidence["file"])) for f in report.findings]
 
 
-def test_unlistable_folder_is_a_finding(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
+def test_unlistable_folder_is_a_finding(
+    tmp_path: Path, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
     """A real listing failure: mode 0o000."""
     model = _hidden_folder(tmp_path, keys)
     os.chmod(model / "extra", 0o000)
     try:
-        rules = _verify_as_ordinary_user(model, keys)
+        rules = _verify_as_ordinary_user(model, keys, model / "extra", monkeypatch)
     finally:
         os.chmod(model / "extra", 0o755)
     assert rules == [("WS-SIG-015", "extra")]
 
 
-def test_unreadable_signed_file_is_a_finding_not_a_traceback(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
+def test_unreadable_signed_file_is_a_finding_not_a_traceback(
+    tmp_path: Path, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
     """Hashing opened every file at once and a PermissionError ended verify with a traceback (exit 0 from the
     shell's view of a crash is not the point: nothing was verified and nothing said why)."""
     model = signed(tmp_path / "m", keys)
     target = model / "config.json"
     os.chmod(target, 0o000)
     try:
-        rules = _verify_as_ordinary_user(model, keys)
+        rules = _verify_as_ordinary_user(model, keys, target, monkeypatch)
     finally:
         os.chmod(target, 0o644)
     assert rules == [("WS-SIG-015", "config.json")]
