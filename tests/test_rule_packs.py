@@ -108,3 +108,25 @@ def test_a_scan_with_the_builtin_rules_never_imports_yaml(tmp_path: Path) -> Non
     )
     run = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
     assert run.stderr.strip().splitlines()[-1] == "False"
+
+
+def test_unless_makes_an_exception_to_a_rule(tmp_path: Path) -> None:
+    """`unless:` conditions that all hold stop the rule; one that fails leaves it matching."""
+    from wscan.model import Location, Observation
+
+    pack = tmp_path / "mine.yaml"
+    pack.write_text(
+        "pack: mine\nlists:\n  quiet: [a.b]\nrules:\n  - id: MY-1\n    name: x\n    severity: high\n"
+        "    summary: s\n    message: '{thing}'\n    match:\n      kind: my.kind\n      where:\n"
+        "        thing: {matches: '^a'}\n      unless:\n        thing: {in-set: quiet}\n        n: {gte: 2}\n"
+        "    metadata: {help: h}\n",
+        encoding="utf-8",
+    )
+    rules = RuleSet.load(Config(rule_files=(pack,)))
+
+    def judged(thing: str, n: int) -> bool:
+        obs = Observation("my.kind", Location("f"), {"thing": thing, "n": n})
+        return any(f.rule_id == "MY-1" for f in rules.judge([obs]))
+
+    assert judged("a.c", 5) and judged("a.b", 1) and not judged("a.b", 2) and not judged("z", 5)
+

@@ -249,6 +249,10 @@ def _rules(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"\nmatches:  {', '.join(sorted(rule.kinds))}\n")
     for cond in rule.conditions:
         out.write(f"  {cond.attr}: {dict(cond.ops)}\n")
+    if rule.unless:
+        out.write("unless all of:\n")
+        for cond in rule.unless:
+            out.write(f"  {cond.attr}: {dict(cond.ops)}\n")
     if rule.cwe:
         out.write(f"cwe:      {', '.join(rule.cwe)}\n")
     if rule.tags:

@@ -188,6 +188,74 @@ def test_gadgets_behind_allowed_names_are_flagged(tmp_path: Path, target: str, r
     assert rule in rule_ids(report) and max(f.severity for f in report.findings) >= Severity.HIGH, report.findings
 
 
+# Targets from real configs that a sweep of real-world files found flagged critical: each tail of the name was
+# judged as a standard module (`io`, `signal`, `profile`), or the name was in a dangerous module although the
+# pickle rules know it as harmless (a Path holds parts; a partial stores a callable that is judged by itself).
+REAL_TARGETS = {
+    "nemo.lightning.io.pl.MegatronCheckpointIO": "NeMo 2's checkpoint IO (nemo/lightning/io is NeMo's package)",
+    "scipy.signal.windows.hann": "a window function (scipy.signal, not the standard signal)",
+    "torch.profiler.profile": "PyTorch's profiler class: `profile` alone is a module, and a module is not callable",
+    "pathlib.Path": "a path; its methods stay dangerous",
+    "functools.partial": "stores a callable, judged where it is named",
+}
+
+
+@pytest.mark.parametrize("target", REAL_TARGETS, ids=list(REAL_TARGETS))
+def test_real_targets_inside_other_libraries_are_not_gadgets(tmp_path: Path, target: str) -> None:
+    report = scan_bytes(tmp_path, f"trainer:\n  _target_: {target}\n".encode(), "config.yaml")
+    assert all(f.severity < Severity.HIGH for f in report.findings), [f.message for f in report.findings]
+
+
+@pytest.mark.parametrize(
+    ("target", "key"),
+    [
+        ("nemo.lightning.io.open", "_target_"),  # io.open: a member of the real io
+        ("scipy.signal.windows.signal.pthread_kill", "_target_"),
+        ("torch.profiler.profile.run", "_target_"),  # profile.run execs its string
+        ("nemo.utils.os.path.os.system", "_target_"),
+        ("mylib.sqlite3.connect", "_target_"),  # a module this interpreter cannot list: judged whole
+        ("mylib.logging.config.fileConfig", "_target_"),  # a two-part dangerous module: judged whole
+        ("speechbrain.utils.os", "!name"),  # binds the module: `!ref <name.system>` then reaches os.system
+        ("torch.nn.modules.module.pathlib.Path.write_text", "_target_"),  # a Path method is not the Path
+    ],
+)
+def test_walks_into_real_members_of_dangerous_modules_stay_critical(tmp_path: Path, target: str, key: str) -> None:
+    text = f"model:\n  _target_: {target}\n" if key == "_target_" else f"model: {key}:{target}\n"
+    report = scan_bytes(tmp_path, text.encode(), "hyperparams.yaml")
+    assert "WS-CFG-007" in rule_ids(report), [f.message for f in report.findings]
+
+
+def test_a_called_module_is_not_judged_as_its_name(tmp_path: Path) -> None:
+    """`_target_: torch.os` would be the os module, which Hydra refuses to call: no walk finding; the name
+    outside the libraries configs build from is still medium."""
+    report = scan_bytes(tmp_path, b"model:\n  _target_: torch.os\n", "config.yaml")
+    assert rule_ids(report) == {"WS-CFG-002"}
+    code = "import sys; from hydra.utils import instantiate; from omegaconf import OmegaConf; " \
+           "instantiate(OmegaConf.create({'_target_': 'torch.os'}))"  # fmt: skip
+    refused = subprocess.run([sys.executable, "-c", code], timeout=120, capture_output=True, text=True)
+    assert refused.returncode != 0 and "Expected a callable target" in refused.stderr
+
+
+def test_stdlib_member_lists_hold_every_real_member() -> None:
+    """The generated lists (tools/gen_stdlib_members.py) may only leave a tail unjudged when the standard
+    module has no such member: every name this interpreter's module holds must be listed."""
+    import importlib
+    import pkgutil
+
+    from wscan.rules import builtin_packs
+
+    lists = {name: set(values) for _, pack in builtin_packs() for name, values in pack.get("lists", {}).items()}
+    members = lists["stdlib-module-members"]
+    assert len(lists["member-listed-modules"]) > 80
+    for name in lists["member-listed-modules"]:
+        module = importlib.import_module(name)
+        real = {*dir(module), *(i.name for p in getattr(module, "__path__", []) for i in pkgutil.iter_modules([p]))}
+        # A dunder that appears at run time (`__warningregistry__`) need not be listed: a walk through a dunder is
+        # WS-CFG-010 (high) whatever the module.
+        missing = {f"{name}.{m}" for m in real if not m.startswith("__")} - members
+        assert not missing, missing
+
+
 def test_a_config_can_allow_its_own_library(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_bytes(b"model:\n  _target_: mylib.models.Net\nbad:\n  _target_: os.system\n")
@@ -306,7 +374,10 @@ def test_a_resolver_that_runs_code_is_flagged_and_runs(tmp_path: Path) -> None:
     ("value", "expected"),
     [
         ("${mine:4}", {"WS-CFG-012"}),  # the program defines it: medium
-        ("${eval:-1}", {"WS-CFG-011"}),  # a call, although it reads like a shell default
+        ("${eval:-__import__('os').system('id')}", {"WS-CFG-011"}),  # a call, although it reads like a default
+        ("${eval:-1}", set()),  # a call too, of one plain word: evaluated or run, it does nothing
+        ("${python:-python3}", set()),  # a docker-compose default
+        ("${cmd:-${payload}}", {"WS-CFG-011"}),  # not one plain word: another value is spliced into the call
         ("${now:%Y-%m-%d_%H-%M-%S}", set()),  # Hydra's own
         ("${oc.env:HOME,/tmp}", set()),
         ("${hydra:runtime.cwd}/outputs", set()),
@@ -319,3 +390,25 @@ def test_a_resolver_that_runs_code_is_flagged_and_runs(tmp_path: Path) -> None:
 def test_resolvers_are_judged_by_name(tmp_path: Path, value: str, expected: set[str]) -> None:
     report = scan_bytes(tmp_path, f"model:\n  lr: 0.1\n  value: {value}\n".encode(), "config.yaml")
     assert rule_ids(report) == expected
+
+
+def test_a_plain_default_never_hides_a_call_of_the_same_resolver(tmp_path: Path) -> None:
+    text = "a: ${eval:-python3}\nb: ${eval:-${code}}\n"
+    report = scan_bytes(tmp_path, text.encode(), "config.yaml")
+    assert [(f.rule_id, f.evidence["line"]) for f in report.findings] == [("WS-CFG-011", 2)]
+
+
+@pytest.mark.parametrize(("default", "runs"), [("python3", False), ("${code}", True)])
+def test_a_shell_default_runs_under_eval_only_when_it_is_code(tmp_path: Path, default: str, runs: bool) -> None:
+    """With the common `eval` resolver, `${eval:-X}` evaluates `-X`: a plain word raises; OmegaConf takes no
+    parenthesis there unquoted, but splices in another value, which can be code."""
+    marker = tmp_path / "resolved"
+    path = tmp_path / "config.yaml"
+    path.write_text(f"code: \"__import__('pathlib').Path('{marker}').touch()\"\nvalue: ${{eval:-{default}}}\n")
+    resolve = (
+        "import sys\nfrom omegaconf import OmegaConf\nOmegaConf.register_new_resolver('eval', eval)\n"
+        "try:\n    OmegaConf.to_container(OmegaConf.load(sys.argv[1]), resolve=True)\nexcept Exception: pass\n"
+    )
+    subprocess.run([sys.executable, "-I", "-c", resolve, str(path)], check=True, timeout=60)
+    assert marker.exists() is runs
+    assert ("WS-CFG-011" in rule_ids(scan(path))) is runs

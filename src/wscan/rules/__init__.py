@@ -124,6 +124,7 @@ class Rule:
     kinds: frozenset[str]
     conditions: tuple[Condition, ...]
     help: str
+    unless: tuple[Condition, ...] = ()  # all of these holding makes the rule not match (an exception)
     cwe: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     precision: str = "high"
@@ -131,7 +132,9 @@ class Rule:
     source: str = ""
 
     def matches(self, obs: Observation, lists: Mapping[str, frozenset[str]]) -> bool:
-        return obs.kind in self.kinds and all(c.holds(obs.attrs, lists) for c in self.conditions)
+        if obs.kind not in self.kinds or not all(c.holds(obs.attrs, lists) for c in self.conditions):
+            return False
+        return not (self.unless and all(c.holds(obs.attrs, lists) for c in self.unless))
 
     def render(self, obs: Observation) -> str:
         values: dict[str, str] = {k: str(v) for k, v in obs.attrs.items()}
@@ -177,7 +180,7 @@ class RuleSet:
                 rules[raw["id"]] = _build_rule(raw, str(path))  # a later pack may replace a rule by id
         lists.setdefault("allowed-callables", set()).update(config.allow)
         for rule in rules.values():
-            for cond in rule.conditions:
+            for cond in (*rule.conditions, *rule.unless):
                 for op, ref in cond.ops.items():
                     if op in SET_OPERATORS and ref not in lists:
                         raise UsageError(f"{rule.source}: rule {rule.id} uses unknown list {ref!r}")
@@ -241,19 +244,23 @@ class RuleSet:
         }
 
 
-def _build_rule(raw: Mapping[str, Any], source: str) -> Rule:
-    match = raw["match"]
-    kinds = match["kind"]
-    meta = raw["metadata"]
+def _conditions(block: Mapping[str, Any] | None, rule_id: str, source: str) -> tuple[Condition, ...]:
     conditions = []
-    for attr, ops in (match.get("where") or {}).items():
+    for attr, ops in (block or {}).items():
         for op in ("matches", "not-matches"):
             if op in ops:
                 try:
                     re.compile(ops[op])
                 except re.error as exc:
-                    raise UsageError(f"{source}: rule {raw['id']}: bad regular expression: {exc}") from None
+                    raise UsageError(f"{source}: rule {rule_id}: bad regular expression: {exc}") from None
         conditions.append(Condition(attr, dict(ops)))
+    return tuple(conditions)
+
+
+def _build_rule(raw: Mapping[str, Any], source: str) -> Rule:
+    match = raw["match"]
+    kinds = match["kind"]
+    meta = raw["metadata"]
     return Rule(
         id=raw["id"],
         name=raw["name"],
@@ -262,7 +269,8 @@ def _build_rule(raw: Mapping[str, Any], source: str) -> Rule:
         description=raw.get("description", ""),
         message=raw["message"],
         kinds=frozenset([kinds] if isinstance(kinds, str) else kinds),
-        conditions=tuple(conditions),
+        conditions=_conditions(match.get("where"), raw["id"], source),
+        unless=_conditions(match.get("unless"), raw["id"], source),
         help=meta["help"],
         cwe=tuple(meta.get("cwe", ())),
         tags=tuple(meta.get("tags", ())),

@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import unquote, unquote_to_bytes
 
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.pickle_vm import COMPUTED_RESOLVER, RESOLVER_CALL, TOO_MANY_RESOLVERS
+from wscan.scanners.pickle_vm import TOO_MANY_RESOLVERS, resolver_calls
 
 TARGET_KEY = "_target_"  # Hydra, at any depth
 MODEL_TARGET_KEY = "target"  # NeMo's model class: a dotted name, at any depth (NeMo reads the top or `model:`)
@@ -65,6 +65,8 @@ _TICK = 4096  # events between time checks
 _STEP = 60  # characters of a key kept for a path
 _SHOWN_STEPS = 8
 _MAX_PARTS = 64  # dotted parts of a target whose tails are judged
+# Tags and keys whose loader binds the object it names rather than calling it: a module is a value there.
+_BINDING_KEYS = frozenset({"!name", "!module", "!!python/name", "!!python/module", REF_TAG})
 _KEEP = 300
 MAX_REPORTED = 1000  # target observations per file; more are counted
 MAX_RESOLVERS = 1000  # distinct resolver names reported per file; past it, one "(too many)"
@@ -124,23 +126,34 @@ class ConfigTargetScanner:
                 if "__" in value:
                     yield artifact.observe("config.target", callable=value[:_KEEP], leaf=parts[-1][:_KEEP], key=key,
                                            path=path)  # fmt: skip
-                for start in range(1, min(len(parts), _MAX_PARTS)):
-                    tail = ".".join(parts[start:])[:_KEEP]
-                    yield artifact.observe("config.target_walk", callable=tail, target=value[:_KEEP], key=key,
-                                           path=path)  # fmt: skip
+                yield from _walk_tails(artifact, key, path, value, binds=True)
                 continue
             if _INTERPOLATION in value:
                 yield artifact.observe("config.dynamic_target", callable=value[:_KEEP], key=key, path=path)
                 continue
             parts = value.split(".")
             yield artifact.observe("config.target", callable=value[:_KEEP], leaf=parts[-1][:_KEEP], key=key, path=path)
-            # Hydra resolves a dotted name attribute by attribute, so `omegaconf._utils.os.system` is os.system:
-            # each tail of the name is judged too.
-            for start in range(1, min(len(parts), _MAX_PARTS)):
-                tail = ".".join(parts[start:])[:_KEEP]
-                yield artifact.observe("config.target_walk", callable=tail, target=value[:_KEEP], key=key, path=path)
+            yield from _walk_tails(artifact, key, path, value, binds=key in _BINDING_KEYS)
         if more:
             yield artifact.observe("config.more_targets", count=more)
+
+
+def _walk_tails(artifact: Artifact, key: str, path: str, value: str, binds: bool) -> Iterator[ScanItem]:
+    """Each tail of a dotted name, for the rules to judge: Hydra, pydoc.locate and `!ref` resolve a name
+    attribute by attribute, so `omegaconf._utils.os.system` is os.system when `_utils` imports os.
+
+    `through` is the module the walk would pass through and `member` the attribute it takes from it, which the
+    rules check against that module's real members (a NeMo `nemo.lightning.io.pl` cannot be the standard `io`).
+    A one-part tail is a module itself: only judged where the loader binds the object (`!name:`, `!ref`,
+    `!!python/name:`), since a called module raises TypeError before anything runs."""
+    parts = value.split(".")
+    for start in range(1, min(len(parts), _MAX_PARTS)):
+        rest = parts[start:]
+        if len(rest) == 1 and not binds:
+            continue
+        yield artifact.observe("config.target_walk", callable=".".join(rest)[:_KEEP], target=value[:_KEEP],
+                               key=key, path=path, through=rest[0][:_KEEP],
+                               member=".".join(rest[:2])[:_KEEP])  # fmt: skip
 
 
 def _names_targets(data: bytes) -> bool:
@@ -155,21 +168,20 @@ def _resolvers(artifact: Artifact, text: str) -> Iterator[ScanItem]:
     loading program registered under that name when it resolves the value (Hydra does so on compose and
     instantiate), and Hydra projects commonly register `eval`."""
     seen: set[str] = set()
-    for match in RESOLVER_CALL.finditer(text):
-        name, shell = match.groups()
-        if name is None:  # ${${n}:...}: the name is computed when the value resolves
-            name, shell = COMPUTED_RESOLVER, ""
-        if name in seen:
+    for call in resolver_calls(text):
+        key = call.key
+        if key in seen:
             continue
         if len(seen) >= MAX_RESOLVERS:  # fail closed: what is not listed may be anything
-            yield artifact.observe("config.resolver", resolver=TOO_MANY_RESOLVERS, text="", line=0, shell_like=False)
+            yield artifact.observe("config.resolver", resolver=TOO_MANY_RESOLVERS, text="", line=0, shell_like=False,
+                                   plain_default=False)  # fmt: skip
             return
-        seen.add(name)
-        start = match.start()
-        line_end = text.find("\n", start)
-        shown = text[start : min(start + 120, len(text) if line_end < 0 else line_end)]
-        line = text.count("\n", 0, start) + 1
-        yield artifact.observe("config.resolver", resolver=name, text=shown, line=line, shell_like=bool(shell))
+        seen.add(key)
+        line_end = text.find("\n", call.start)
+        shown = text[call.start : min(call.start + 120, len(text) if line_end < 0 else line_end)]
+        line = text.count("\n", 0, call.start) + 1
+        yield artifact.observe("config.resolver", resolver=call.name, text=shown, line=line,
+                               shell_like=call.shell_like, plain_default=call.plain_default)  # fmt: skip
 
 
 class _YamlError(Exception):

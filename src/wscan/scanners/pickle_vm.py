@@ -202,11 +202,35 @@ COMPUTED_RESOLVER = "(computed)"
 TOO_MANY_RESOLVERS = "(too many)"
 
 
-def resolver_calls(text: str) -> Iterator[tuple[str, str]]:
-    """(resolver name, what follows its colon when that reads like a shell default) for each call in `text`."""
+# A shell default that is one plain word (`${python:-python3}` in a docker-compose file): a resolver given it runs
+# nothing, whether it evaluates Python (a negated name) or a command (one word, no metacharacters).
+_PLAIN_DEFAULT = re.compile(r"[\w./-]*\}")
+
+
+@dataclass(frozen=True, slots=True)
+class ResolverCall:
+    """One `${name:...}` in a text: the resolver, and whether its argument reads as a shell default."""
+
+    name: str
+    shell_like: bool  # what follows the colon starts like a shell default (`-`, `=`, `?`, `+`)
+    plain_default: bool  # ... and is one plain word
+    start: int
+
+    @property
+    def key(self) -> str:
+        """What a file reports once: a plain default never stands for a real call of the same resolver."""
+        return f"{self.name} (plain default)" if self.plain_default else self.name
+
+
+def resolver_calls(text: str) -> Iterator[ResolverCall]:
+    """Each resolver call in `text`, in order."""
     for match in RESOLVER_CALL.finditer(text):
         name, shell = match.groups()
-        yield (COMPUTED_RESOLVER, "") if name is None else (name, shell)
+        if name is None:
+            yield ResolverCall(COMPUTED_RESOLVER, False, False, match.start())
+        else:
+            plain = bool(shell) and _PLAIN_DEFAULT.match(text, match.end()) is not None
+            yield ResolverCall(name, bool(shell), plain, match.start())
 MAX_RESOLVERS = 1000  # distinct resolver names reported per file; past it, one TOO_MANY_RESOLVERS
 _NEWOBJ_HELPERS = ("copyreg.__newobj__", "copyreg.__newobj_ex__")
 
@@ -342,15 +366,19 @@ class Machine:
     def _resolver_calls(self, res: PickleResult, text: str, at: int) -> None:
         """`${name:...}` in a string: OmegaConf calls the resolver registered as `name` when it resolves the
         value, which comparing two configs does while a pickle loads (a config used as a dict key)."""
-        for name, shell in resolver_calls(text):
-            if name in self.resolvers:
+        for call in resolver_calls(text):
+            seen = call.key
+            if seen in self.resolvers:
                 continue
             if len(self.resolvers) >= MAX_RESOLVERS:  # fail closed: what is not listed may be anything
-                name, shell = TOO_MANY_RESOLVERS, ""
-                if name in self.resolvers:
+                call = ResolverCall(TOO_MANY_RESOLVERS, False, False, 0)
+                if call.name in self.resolvers:
                     return
-            self.resolvers.add(name)
-            attrs: dict[str, str | int | bool] = {"resolver": name, "text": text[:120], "shell_like": bool(shell)}
+                seen = call.name
+            self.resolvers.add(seen)
+            attrs: dict[str, str | int | bool] = {"resolver": call.name, "text": text[:120],
+                                                  "shell_like": call.shell_like,
+                                                  "plain_default": call.plain_default}  # fmt: skip
             res.events.append(Event("pickle.config_resolver", at, attrs))
 
     def _apply_effects(self, res: PickleResult, func: Global, args: Sym) -> None:

@@ -1,0 +1,124 @@
+"""Regenerate rules/stdlib-members.yaml: the members of each standard module the `dangerous` list names whole.
+
+A config target is resolved attribute by attribute, so each tail of its dotted name is judged as if a library
+had re-exported a standard module there (`that.module.os.system`). The tail only reaches the standard module
+if the next part is one of that module's members: NeMo's `nemo.lightning.io.pl` is not the standard `io`, and
+scipy's `scipy.signal.windows` is not `signal`. Members are the union of what this interpreter's module holds
+(`dir()`, private names included, and a package's submodules) and what typeshed's stubs declare for every
+Python version (mypy ships them). A module with a module-level `__getattr__` can have any member and is left
+out, as is one this interpreter cannot import: the rules then judge its tails as before (fail closed).
+
+Run at development time: `python tools/gen_stdlib_members.py`. The scanner never imports these modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import pkgutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES = ROOT / "rules"
+OUT = RULES / "stdlib-members.yaml"
+SKIP_IMPORT = {"this", "antigravity"}  # importing them prints or opens a browser
+# Module `__getattr__`s read and found to answer a fixed set of names (io's, in 3.10 and 3.11, is a deprecation
+# shim for OpenWrapper): those names are members, and the module is listed.
+FINITE_GETATTR = {"io": {"OpenWrapper"}}
+
+
+def dangerous_modules() -> list[str]:
+    """One-part entries of every built-in `dangerous` list that are standard modules."""
+    names: set[str] = set()
+    for path in sorted(RULES.glob("*.yaml")):
+        if path == OUT:
+            continue
+        pack = yaml.safe_load(path.read_text())
+        names.update(e for e in pack.get("lists", {}).get("dangerous", []) if "." not in e)
+    return sorted(n for n in names if n in sys.stdlib_module_names and n not in SKIP_IMPORT)
+
+
+def _stub_names(tree: ast.Module) -> Iterator[str]:
+    """Top-level names a stub declares, in every `if sys.version_info`/`sys.platform` branch."""
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+        elif isinstance(node, ast.Assign):
+            yield from (t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            yield node.target.id
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield from ((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif isinstance(node, ast.If):
+            stack.extend(node.body)
+            stack.extend(node.orelse)
+        elif isinstance(node, ast.Try):
+            stack.extend([*node.body, *node.orelse, *node.finalbody])
+            for handler in node.handlers:
+                stack.extend(handler.body)
+
+
+def stub_members(name: str) -> set[str] | None:
+    """Names typeshed declares for the module (and its submodules' names), None if it has no stub."""
+    import mypy
+
+    stdlib = Path(mypy.__file__).parent / "typeshed" / "stdlib"
+    package = stdlib / name
+    module = package / "__init__.pyi" if package.is_dir() else stdlib / f"{name}.pyi"
+    if not module.is_file():
+        return None
+    names = set(_stub_names(ast.parse(module.read_text())))
+    if package.is_dir():
+        names.update(p.stem if p.is_file() else p.name for p in package.iterdir() if p.stem != "__init__")
+    return names
+
+
+def runtime_members(name: str) -> set[str] | None:
+    """What this interpreter's module holds, None if it cannot be imported or has a module `__getattr__`."""
+    try:
+        module = importlib.import_module(name)
+    except ImportError:
+        return None
+    names = set(dir(module))
+    if "__getattr__" in vars(module):
+        if name not in FINITE_GETATTR:
+            return None
+        names |= FINITE_GETATTR[name]
+    for path in getattr(module, "__path__", []) or []:
+        names.update(info.name for info in pkgutil.iter_modules([path]))
+    return names
+
+
+def main() -> None:
+    members: list[str] = []
+    listed: list[str] = []
+    for name in dangerous_modules():
+        runtime = runtime_members(name)
+        stub = stub_members(name)
+        if runtime is None or (stub is not None and "__getattr__" in stub and name not in FINITE_GETATTR):
+            print(f"  {name}: not listed (cannot import here, or any attribute may exist)")
+            continue
+        listed.append(name)
+        members.extend(f"{name}.{m}" for m in sorted(runtime | (stub or set())) if m.isidentifier())
+    pack = {
+        "pack": "stdlib-members",
+        "description": (
+            "Generated by tools/gen_stdlib_members.py: the members of each standard module the `dangerous` "
+            "list names whole, from this interpreter and typeshed's stubs, so a config target's dotted tail is "
+            "judged as that module only when it takes one of its members.\n"
+        ),
+        "lists": {"member-listed-modules": listed, "stdlib-module-members": members},
+    }
+    OUT.write_text(json.dumps(pack, indent=2) + "\n")
+    print(f"{OUT.relative_to(ROOT)}: {len(listed)} modules, {len(members)} members")
+
+
+if __name__ == "__main__":
+    main()
