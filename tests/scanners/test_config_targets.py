@@ -180,7 +180,7 @@ def test_nemo_targets_are_read_wherever_nemo_reads_them(tmp_path: Path, text: by
         ("torch.utils.data.datapipes.utils.decoder.basichandlers", "WS-CFG-001"),  # unpickles its data
         ("omegaconf.OmegaConf.save", "WS-CFG-001"),  # writes any text to any file
         ("hydra.utils.instantiate", "WS-CFG-001"),  # builds whatever its arguments name
-        ("nemo.collections.asr.models.EncDecCTCModel.from_pretrained", "WS-CFG-008"),
+        ("nemo.collections.asr.models.EncDecCTCModel.from_pretrained", "WS-CFG-020"),  # instantiates the .nemo's config
     ],
 )
 def test_gadgets_behind_allowed_names_are_flagged(tmp_path: Path, target: str, rule: str) -> None:
@@ -254,6 +254,48 @@ def test_stdlib_member_lists_hold_every_real_member() -> None:
         # WS-CFG-010 (high) whatever the module.
         missing = {f"{name}.{m}" for m in real if not m.startswith("__")} - members
         assert not missing, missing
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # quadra's datamodule configs: Hydra's getter returns the class its path names.
+        ("_target_: hydra.utils.get_method\npath: quadra.datasets.ClassificationDataset\n", {"WS-CFG-002"}),
+        ("_target_: hydra.utils.get_method\npath: os.system\n", {"WS-CFG-001"}),
+        ("_target_: hydra.utils.get_object\n_args_: [subprocess.Popen]\n", {"WS-CFG-001"}),
+        ("path: os.system\n_target_: hydra.utils.get_class\n", {"WS-CFG-001"}),  # in any order
+        ("_target_: hydra.utils.get_method\npath: torch.nn.modules.module.os.system\n", {"WS-CFG-007", "WS-CFG-009"}),
+        ("_target_: hydra.utils.get_method\npath: ${oc.env:X}\n", {"WS-CFG-003"}),
+        ("_target_: hydra.utils.instantiate\nconfig: {}\n", {"WS-CFG-001"}),  # the rest of hydra.utils stays
+        # Hydra projects build hub models this way (genrl, espnet3, trident): a model fetched, no code run.
+        ("_target_: transformers.AutoModelForCausalLM.from_pretrained\n"
+         "pretrained_model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\n", {"WS-CFG-017"}),
+        ("_target_: transformers.AutoModel.from_pretrained\npretrained_model_name_or_path: x/y\n"
+         "trust_remote_code: true\n", {"WS-CFG-017", "WS-CFG-018"}),
+        ("_target_: diffusers.DiffusionPipeline.from_pretrained\ncustom_pipeline: x/pipe\n",
+         {"WS-CFG-017", "WS-CFG-018"}),
+        ("_target_: transformers.AutoModel.from_pretrained\ntrust_remote_code: ${oc.env:T}\n",
+         {"WS-CFG-017", "WS-CFG-018"}),
+        ("_target_: transformers.AutoModel.from_pretrained\ntrust_remote_code: False\n", {"WS-CFG-017"}),
+        ("_target_: nemo.collections.asr.models.ASRModel.restore_from\n", {"WS-CFG-008"}),
+        # torchtune's config.instantiate reads `_component_` as Hydra reads `_target_`.
+        ("model:\n  _component_: os.system\n  command: id\n", {"WS-CFG-001"}),
+        ("model:\n  _component_: torchtune.models.llama3_2.llama3_2_1b\n", {"WS-CFG-002"}),
+    ],
+)  # fmt: skip
+def test_what_a_target_does_depends_on_its_mapping(tmp_path: Path, text: str, expected: set[str]) -> None:
+    assert rule_ids(scan_bytes(tmp_path, text.encode(), "config.yaml")) == expected
+
+
+def test_hydra_getter_returns_what_its_path_names(tmp_path: Path) -> None:
+    """The real Hydra: instantiating the getter imports what `path` names and hands it back to the program, so
+    that name is the target wscan reports (Hydra 1.3.8 itself refuses os.system there)."""
+    config = tmp_path / "config.yaml"
+    config.write_text("_target_: hydra.utils.get_class\npath: json.JSONDecoder\n")
+    code = "import json, sys; from hydra.utils import instantiate; from omegaconf import OmegaConf; " \
+           "assert instantiate(OmegaConf.load(sys.argv[1])) is json.JSONDecoder"  # fmt: skip
+    subprocess.run([sys.executable, "-c", code, str(config)], check=True, timeout=120, capture_output=True)
+    assert [f.evidence["callable"] for f in scan(config).findings] == ["json.JSONDecoder"]
 
 
 def test_a_config_can_allow_its_own_library(tmp_path: Path) -> None:

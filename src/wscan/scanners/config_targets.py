@@ -21,6 +21,7 @@ every tail of a target's name is reported too, for the rules to judge.
 
 from __future__ import annotations
 
+import ast
 import itertools
 import re
 from collections.abc import Iterator
@@ -32,6 +33,15 @@ from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.pickle_vm import TOO_MANY_RESOLVERS, resolver_calls
 
 TARGET_KEY = "_target_"  # Hydra, at any depth
+COMPONENT_KEY = "_component_"  # torchtune's config.instantiate, at any depth, resolved the same way
+# Hydra's getters return what their `path` (or first positional argument) names: that name is the target.
+HYDRA_GETTERS = frozenset({"hydra.utils.get_method", "hydra.utils.get_class", "hydra.utils.get_object"})
+GETTER_PATH = "_target_ path"  # the key a getter's path is reported under
+# from_pretrained runs the repository's own code when asked to: reported as its own observation.
+_REMOTE_CODE_KEYS = ("trust_remote_code", "custom_pipeline")
+REMOTE_CODE = "remote code"
+_FALSE = frozenset({"", "false", "no", "off", "0", "null", "~", "none"})
+_SIBLINGS = frozenset({"path", *_REMOTE_CODE_KEYS})  # scalars of a target's mapping that say what it does
 MODEL_TARGET_KEY = "target"  # NeMo's model class: a dotted name, at any depth (NeMo reads the top or `model:`)
 NAME_KEY = "name"  # pyannote.audio's config.yaml: `pipeline.name` and each `preprocessors.<x>.name` are imported
 _PYANNOTE_KEYS = (b"pipeline", b"preprocessors")  # a document holding either is read as pyannote reads it
@@ -47,17 +57,28 @@ INCLUDE_TAG = "!include:"  # HyperPyYAML reads the named file as hyperparameters
 _IMPLICIT_TUPLE = re.compile(r"\(.*\)\Z", re.DOTALL)  # HyperPyYAML's implicit resolver for tuples
 _REFERENCE = re.compile(r"<([^<>]*)>")
 REF_TAG = "!ref"  # HyperPyYAML's reference: `<a.b>` walks attributes of what `a` names (getattr)
+COPY_TAG = "!copy"  # a reference that deep-copies what it names
+COMPUTED_REF = "!ref (computed)"  # the key under which a reference that may resolve to a tuple is reported
+_MAX_SCALARS = 100_000  # values remembered per file for resolving references
+_MAX_COMPUTED = 1_000  # interpolating references resolved per file; past it, the rest count as computed
+_UNKNOWN = "\ue000"  # stands for a referenced value that is not a plain scalar of the file
 # Calling tags as text, for a file PyYAML cannot read: HyperPyYAML reads YAML with ruamel, which takes some of it.
 _TAG_TEXT = re.compile(r"!(new|apply|applyref|name|module):([^\s\[\]{},]+)")
 _CALLS_IN_TEXT = re.compile(
     rb"!(?:new|apply|applyref|name|module|include):|(?m:^%TAG)|!<|!!python/|tag:yaml\.org,2002:python/"
 )
+# Calling tags as text inside a string value: a loader that reads the string as YAML again (HyperPyYAML overrides,
+# speechbrain's hpopt arguments) runs them.
+_TAGS_IN_STRING = re.compile(r"!(?:new|apply|applyref|name|module|include|tuple):|!!python/|tag:yaml\.org,2002:python/")
+TUPLE_TAG = "!tuple"  # HyperPyYAML drops the first and last characters and reads the rest with PyYAML's unsafe Loader
+STRING_TAGS = "!string"  # the key under which a string holding calling tags is reported
+_DECODES = 4  # ruamel %-decodes a tag twice; a few more rounds cost nothing
 YAML_SUFFIXES = (".yaml", ".yml")
 # `_target_` as a key: at a line's start (block YAML) or after `{` or `,` (JSON and YAML flow mappings, which
 # OmegaConf.load reads whatever the file is called).
 _TARGET_IN_HEAD = re.compile(
-    rb"(?m)(?:^[ \t\-]*|[{,][ \t\r\n]*)['\"]?_target_['\"]?[ \t]*:|!(?:new|apply|applyref|name|module):[A-Za-z_]"
-    rb"|!!python/|tag:yaml\.org,2002:python/"
+    rb"(?m)(?:^[ \t\-]*|[{,][ \t\r\n]*)['\"]?_(?:target|component)_['\"]?[ \t]*:"
+    rb"|!(?:new|apply|applyref|name|module):[A-Za-z_]|!!python/|tag:yaml\.org,2002:python/"
 )
 _INTERPOLATION = "${"
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+\Z")  # what NeMo's `target` must be to name a class
@@ -80,6 +101,8 @@ class _Frame:
     step: str  # the key (shortened) or `[]` under which this container sits in its parent; '' at the top
     key: str | None = None  # in a mapping: the key just read, None when a key comes next
     key_pending: bool = True
+    target: str | None = None  # in a mapping: its `_target_`, when that is a name
+    siblings: dict[str, str] | None = None  # in a mapping: scalars under _SIBLINGS, and the first of `_args_`
 
 
 class ConfigTargetScanner:
@@ -121,6 +144,16 @@ class ConfigTargetScanner:
             if key == INCLUDE_TAG.rstrip(":"):
                 yield artifact.observe("config.include", file=value[:_KEEP], path=path)
                 continue
+            if key == STRING_TAGS:
+                yield artifact.observe("config.tags_in_string", text=value[:120], path=path)
+                continue
+            if key == COMPUTED_REF:
+                yield artifact.observe("config.dynamic_target", callable=f"{value[:200]} (may resolve to a tuple)",
+                                       key=REF_TAG, path=path)  # fmt: skip
+                continue
+            if key == REMOTE_CODE:
+                yield artifact.observe("config.remote_code", callable=value[:_KEEP], path=path)
+                continue
             if key == REF_TAG:  # an attribute walk: only where it leads is judged (and a dunder on the way)
                 parts = value.split(".")
                 if "__" in value:
@@ -133,7 +166,7 @@ class ConfigTargetScanner:
                 continue
             parts = value.split(".")
             yield artifact.observe("config.target", callable=value[:_KEEP], leaf=parts[-1][:_KEEP], key=key, path=path)
-            yield from _walk_tails(artifact, key, path, value, binds=key in _BINDING_KEYS)
+            yield from _walk_tails(artifact, key, path, value, binds=key in _BINDING_KEYS or key == GETTER_PATH)
         if more:
             yield artifact.observe("config.more_targets", count=more)
 
@@ -156,11 +189,29 @@ def _walk_tails(artifact: Artifact, key: str, path: str, value: str, binds: bool
                                member=".".join(rest[:2])[:_KEEP])  # fmt: skip
 
 
+def _decoded(data: bytes) -> Iterator[bytes]:
+    """The text, then each round of %-decoding while it changes: YAML decodes a tag's %-escapes, and ruamel
+    (HyperPyYAML's reader) does so twice, so `!%2561pply:` is `!apply:` to it."""
+    yield data
+    for _ in range(_DECODES):
+        if b"%" not in data or (decoded := unquote_to_bytes(data)) == data:
+            return
+        data = decoded
+        yield data
+
+
+def decode_tag(tag: str) -> str:
+    """A tag as the loader that decodes most sees it (see `_decoded`)."""
+    for _ in range(_DECODES):
+        if "%" not in tag or (decoded := unquote(tag)) == tag:
+            break
+        tag = decoded
+    return tag
+
+
 def _names_targets(data: bytes) -> bool:
     """A `_target_` key or a calling tag, also with the tag's letters %-escaped (YAML decodes tag URIs)."""
-    if _TARGET_IN_HEAD.search(data) is not None:
-        return True
-    return b"%" in data and _TARGET_IN_HEAD.search(unquote_to_bytes(data)) is not None
+    return any(_TARGET_IN_HEAD.search(text) is not None for text in _decoded(data))
 
 
 def _resolvers(artifact: Artifact, text: str) -> Iterator[ScanItem]:
@@ -177,11 +228,23 @@ def _resolvers(artifact: Artifact, text: str) -> Iterator[ScanItem]:
                                    plain_default=False)  # fmt: skip
             return
         seen.add(key)
-        line_end = text.find("\n", call.start)
-        shown = text[call.start : min(call.start + 120, len(text) if line_end < 0 else line_end)]
+        shown = _interpolation_at(text, call.start)
         line = text.count("\n", 0, call.start) + 1
         yield artifact.observe("config.resolver", resolver=call.name, text=shown, line=line,
                                shell_like=call.shell_like, plain_default=call.plain_default)  # fmt: skip
+
+
+def _interpolation_at(text: str, start: int) -> str:
+    """The `${...}` starting at `start`, to its closing brace (or the line's end), at most 120 characters."""
+    depth = 0
+    for at in range(start, min(start + 120, len(text))):
+        char = text[at]
+        if char == "\n":
+            return text[start:at]
+        depth += (char == "{") - (char == "}")
+        if depth == 0 and char == "}":
+            return text[start : at + 1]
+    return text[start : start + 120]
 
 
 class _YamlError(Exception):
@@ -194,7 +257,7 @@ def _unreadable(artifact: Artifact, data: bytes, reason: str) -> Iterator[ScanIt
     Python file that shows a `_target_:` line is not YAML at all."""
     if artifact.name.lower().endswith(YAML_SUFFIXES) and _TARGET_IN_HEAD.search(data) is not None:
         yield artifact.observe("config.malformed", reason=reason[:_KEEP])
-    if _CALLS_IN_TEXT.search(data) is not None or (b"%" in data and _CALLS_IN_TEXT.search(unquote_to_bytes(data))):
+    if any(_CALLS_IN_TEXT.search(text) is not None for text in _decoded(data)):
         # HyperPyYAML reads with ruamel, which takes YAML that PyYAML refuses, and %TAG can spell any tag: a file
         # with calling tags that cannot be read here is judged unread, not passed.
         yield artifact.observe("config.unreadable_calls", reason=reason[:_KEEP])
@@ -223,12 +286,13 @@ def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iter
 
     anchors: dict[str, str] = {}  # anchored scalars, for a target given as an alias
     stack: list[_Frame] = []
+    values = _References()
     try:
         for count, event in enumerate(yaml.parse(text, Loader=loader)):
             if count % _TICK == 0:
                 ctx.budget.check_time()
             if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)) and event.tag:
-                tag = str(event.tag)
+                tag = decode_tag(str(event.tag))
                 if tag == REF_TAG and isinstance(event, yaml.ScalarEvent):
                     # Only inside `<...>`: `<a.b>` walks attributes of what `a` holds (a module reaches anything);
                     # the text around is joined as a string (`<save_folder>/hparams.yaml`).
@@ -245,22 +309,124 @@ def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iter
                 value = str(event.value)
                 if event.anchor:
                     anchors[event.anchor] = value
+                if not inner:
+                    values.read(stack, value, decode_tag(event.tag) if event.tag else None, _tagged_path(stack))
                 # Quoted too: HyperPyYAML's first pass (ruamel) writes a quoted string back plain, and the second
-                # pass resolves it as a tuple.
-                if not inner and _IMPLICIT_TUPLE.match(value):
+                # pass resolves it as a tuple; `!tuple` makes any string one.
+                if not inner and (_IMPLICIT_TUPLE.match(value) or (event.tag and decode_tag(event.tag) == TUPLE_TAG)):
                     yield from _tuple_targets(value, _tagged_path(stack), ctx)
+                elif not inner and event.tag != REF_TAG and _TAGS_IN_STRING.search(decode_tag(value)):
+                    yield STRING_TAGS, _tagged_path(stack), value[:_KEEP]
+                if stack and not stack[-1].mapping:
+                    _first_argument(stack, value)
                 yield from _scalar(stack, value)
             elif isinstance(event, yaml.AliasEvent):
                 yield from _scalar(stack, anchors.get(str(event.anchor), ""))
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 stack.append(_Frame(isinstance(event, yaml.MappingStartEvent), _step(stack)))
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                stack.pop()
+                where = _path(stack)
+                frame = stack.pop()
+                if frame.mapping:
+                    yield from _mapping_done(frame, where)
                 _value_done(stack)
     except yaml.YAMLError as exc:
         raise _YamlError(" ".join(str(exc).split())) from None
     except RecursionError:
         raise _YamlError("nested too deeply") from None
+    yield from values.computed(ctx)
+
+
+class _References:
+    """HyperPyYAML's interpolating references (`!ref (<a><b> [...], 3)`, `!ref <x>'(' + ...`): it substitutes
+    each `<key>` with that value's text, evaluates `+`-style arithmetic of constants, and writes the result back
+    as YAML, which it reads again; a result shaped `( ... )` is then a tuple, read with PyYAML's unsafe Loader.
+    The file's plain scalars are remembered by their reference path, and each such reference is resolved here
+    the same way, without evaluating anything: a tuple is judged for its tags like a written one, and a result
+    that cannot be worked out (string arithmetic, a value that is not a plain scalar) but may be a tuple is
+    reported as computed."""
+
+    def __init__(self) -> None:
+        self.scalars: dict[tuple[str, ...], tuple[str, str | None]] = {}
+        self.pending: list[tuple[str, str]] = []
+
+    def read(self, stack: list[_Frame], value: str, tag: str | None, where: str) -> None:
+        top = stack[-1] if stack else None
+        if top is None or not top.mapping or top.key_pending or top.key is None:
+            return
+        if tag in (REF_TAG, COPY_TAG) and _REFERENCE.search(value) and not _WHOLE_REFERENCE.fullmatch(value):
+            self.pending.append((value, where))
+        if all(frame.mapping and frame.key is not None for frame in stack) and len(self.scalars) < _MAX_SCALARS:
+            path = tuple(frame.key or "" for frame in stack)
+            self.scalars[path] = (value, tag)
+
+    def computed(self, ctx: ScanContext) -> Iterator[tuple[str, str, str]]:
+        for number, (text, where) in enumerate(self.pending):
+            if number % 64 == 0:
+                ctx.budget.check_time()
+            result = self._resolve(text, 0) if number < _MAX_COMPUTED else _UNKNOWN
+            if _UNKNOWN in result:
+                if result[:1] in ("(", _UNKNOWN) and result[-1:] in (")", _UNKNOWN):
+                    yield COMPUTED_REF, where, text
+            elif _IMPLICIT_TUPLE.match(result):
+                yield from _tuple_targets(result, f"{where} (resolved)", ctx)
+
+    def _resolve(self, text: str, depth: int) -> str:
+        if depth > 16:
+            return _UNKNOWN
+        whole = _WHOLE_REFERENCE.fullmatch(text)
+        if whole is not None:
+            return self._value(whole.group(1), depth)
+        joined = _REFERENCE.sub(lambda m: self._value(m.group(1), depth), text)[:65536]
+        if _UNKNOWN in joined:
+            return _UNKNOWN if "'" in joined or '"' in joined else joined
+        summed = _string_sum(joined)
+        return joined if summed is None else summed
+
+    def _value(self, name: str, depth: int) -> str:
+        if "." in name:  # an attribute of an object: not a plain value
+            return _UNKNOWN
+        found = self.scalars.get(tuple(part.strip("]") for part in name.split("[")))
+        if found is None:
+            return _UNKNOWN
+        value, tag = found
+        if tag in (REF_TAG, COPY_TAG):
+            return self._resolve(value, depth + 1)
+        return value if tag is None else _UNKNOWN
+
+
+_WHOLE_REFERENCE = re.compile(r"<([^>]*)>")
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow, ast.Mod)
+
+
+def _string_sum(text: str) -> str | None:
+    """What HyperPyYAML's arithmetic makes of `text` when that is a string: the joined constants of a sum of
+    string literals, `_UNKNOWN` when other arithmetic on strings is involved (`'%c' % 33` is `!`), None when the
+    result is not a string (numbers, or not arithmetic at all: the text stays as it is)."""
+    if "'" not in text and '"' not in text:
+        return None
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    parts: list[str] = []
+    stack: list[ast.AST] = [tree]
+    exact = True
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
+            if isinstance(node.value, str):
+                parts.append(node.value)
+            else:
+                exact = False
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC):
+            exact = exact and isinstance(node.op, ast.Add)
+            stack += [node.right, node.left]
+        else:
+            return None  # _ast_eval raises, and the text is kept as written
+    if not parts:
+        return None
+    return "".join(parts) if exact else _UNKNOWN
 
 
 def _step(stack: list[_Frame]) -> str:
@@ -295,7 +461,7 @@ def _tuple_targets(value: str, where: str, ctx: ScanContext) -> Iterator[tuple[s
 
 def _tags_in_text(text: str) -> Iterator[tuple[str, str, str]]:
     """Calling tags found as text (tag URIs %-decoded, as YAML decodes them)."""
-    for match in _TAG_TEXT.finditer(unquote(text) if "%" in text else text):
+    for match in _TAG_TEXT.finditer(decode_tag(text)):
         yield f"!{match.group(1)}", "(unparsed)", match.group(2)
 
 
@@ -337,9 +503,33 @@ def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
     if top.key_pending:
         top.key, top.key_pending = value, False
         return
-    if value and (top.key == TARGET_KEY or (top.key == MODEL_TARGET_KEY and _DOTTED.match(value))):
+    if value and (top.key in (TARGET_KEY, COMPONENT_KEY) or (top.key == MODEL_TARGET_KEY and _DOTTED.match(value))):
         yield top.key, _path(stack), value
+        top.target = value
+    elif top.key in _SIBLINGS:
+        top.siblings = {**(top.siblings or {}), top.key: value}
     _value_done(stack)
+
+
+def _first_argument(stack: list[_Frame], value: str) -> None:
+    """The first scalar of a mapping's `_args_` list: a getter's path when given by position."""
+    if len(stack) >= 2 and stack[-1].step == "_args_" and stack[-2].mapping:
+        parent = stack[-2]
+        if parent.siblings is None or "_args_" not in parent.siblings:
+            parent.siblings = {**(parent.siblings or {}), "_args_": value}
+
+
+def _mapping_done(frame: _Frame, where: str) -> Iterator[tuple[str, str, str]]:
+    """What a target's mapping adds once it is read: the name a Hydra getter returns, and a from_pretrained
+    that is told to run the repository's code."""
+    if frame.target is None or frame.siblings is None:
+        return
+    if frame.target in HYDRA_GETTERS:
+        named = frame.siblings.get("path", frame.siblings.get("_args_"))
+        if named:
+            yield GETTER_PATH, where, named
+    if any(frame.siblings.get(k, "false").strip().lower() not in _FALSE for k in _REMOTE_CODE_KEYS):
+        yield REMOTE_CODE, where, frame.target
 
 
 def _value_done(stack: list[_Frame]) -> None:

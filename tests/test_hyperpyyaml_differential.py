@@ -1,0 +1,74 @@
+"""HyperPyYAML (SpeechBrain's hyperparameter reader) on hostile files: the real `load_hyperpyyaml`, each file in
+a sandboxed child with a marker payload. Every case must run its payload there and be reported at high or
+critical by wscan; the benign shapes real recipes use must load and pass.
+
+The shapes come from reviews that proved them through SpeechBrain's `from_hparams`, which reads
+hyperparams.yaml with this function.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.sandbox import Case, Outcome, write_and_load
+from tests.helpers.scanning import scan
+from wscan.model import Severity
+
+LOAD = "from hyperpyyaml import load_hyperpyyaml\ndef load(path, option):\n    with open(path) as f:\n" \
+       "        load_hyperpyyaml(f)\n"  # fmt: skip
+
+
+def text(template: str) -> Case:
+    """A hyperparams file whose payload makes the marker folder (`{m}`) when the loader runs it."""
+    return Case("hyperpyyaml", lambda marker: template.replace("{m}", str(marker)).encode(), ".yaml")
+
+
+MAKEDIRS = "!!python/object/apply:os.makedirs [{m}, 511, True]"
+CASES = {
+    "apply": text("log_dir: !apply:os.makedirs [{m}]\n"),
+    "apply-escaped-twice": text("log_dir: !apply:%256Fs.makedirs [{m}]\n"),  # ruamel decodes a tag twice
+    "tag-name-escaped-twice": text("log_dir: !%2561pply:%256Fs.makedirs [{m}]\n"),
+    "implicit-tuple": text(f"kernel: ({MAKEDIRS}, 3)\n"),
+    "quoted-implicit-tuple": text(f'kernel: "({MAKEDIRS}, 3)"\n'),
+    "explicit-tuple-tag": text(f'kernel: !tuple "x{MAKEDIRS}x"\n'),
+    "reference-joins-a-tuple": text('t1: "!!python/object/apply:o"\nt2: "s.makedirs"\n'
+                                    "kernel: !ref (<t1><t2> [{m}, 511, True], 3)\n"),
+    "reference-through-a-reference": text('t1: "!!python/object/apply:o"\nt2: "s.makedirs"\na: !ref <t1><t2>\n'
+                                          "kernel: !ref (<a> [{m}, 511, True], 3)\n"),
+    "reference-adds-escaped-strings": text(
+        "empty: ''\nkernel: !ref <empty>'(\\x21\\x21pyth' + 'on/object/apply:o' + 's.makedirs [{m}, 511, True], 3)'\n"
+    ),
+    "reference-formats-a-string": text(
+        "empty: ''\nkernel: !ref <empty>'(%c' % 33 + '!python/object/apply:os.makedirs [{m}, 511, True], 3)'\n"
+    ),
+    "copy-joins-a-tuple": text('t1: "!!python/object/apply:o"\nt2: "s.makedirs"\n'
+                               "kernel: !copy (<t1><t2> [{m}, 511, True], 3)\n"),
+}
+# What recipes write: references to numbers and folders, arithmetic, tuples of numbers, seeding.
+BENIGN = (
+    "seed: 1986\nsample_rate: 16000\noutput_folder: results/xvect\nsave_folder: !ref <output_folder>/save\n"
+    "n_fft: 400\nbins: !ref <n_fft> // 2 + 1\nkernel: !ref (<n_fft>, 3)\npool: (2, 2)\nlr: !ref 0.001 * 2\n"
+    "name: !ref <output_folder>/'ckpt'\nshape: !tuple (1, 2)\nsizes: !copy <pool>\n"
+)
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Outcome]]:
+    cases = {**CASES, "benign": Case("hyperpyyaml", lambda _: BENIGN.encode(), ".yaml")}
+    return dict(write_and_load(LOAD, cases, tmp_path_factory.mktemp("hyperpyyaml"), timeout=300))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_what_hyperpyyaml_runs_wscan_flags(outcomes: dict[str, tuple[Path, Outcome]], name: str) -> None:
+    path, outcome = outcomes[name]
+    assert outcome.executed, outcome  # the real loader ran the payload
+    report = scan(path)
+    assert max((f.severity for f in report.findings), default=Severity.INFO) >= Severity.HIGH, report.findings
+
+
+def test_recipe_shapes_load_and_pass(outcomes: dict[str, tuple[Path, Outcome]]) -> None:
+    path, outcome = outcomes["benign"]
+    assert outcome.loaded, outcome
+    assert [f for f in scan(path).findings if f.severity >= Severity.MEDIUM] == []
