@@ -280,7 +280,8 @@ def test_stdlib_member_lists_hold_every_real_member() -> None:
         ("_target_: nemo.collections.asr.models.ASRModel.restore_from\n", {"WS-CFG-008"}),
         # torchtune's config.instantiate reads `_component_` as Hydra reads `_target_`.
         ("model:\n  _component_: os.system\n  command: id\n", {"WS-CFG-001"}),
-        ("model:\n  _component_: torchtune.models.llama3_2.llama3_2_1b\n", {"WS-CFG-002"}),
+        ("model:\n  _component_: torchtune.models.llama3_2.llama3_2_1b\n", set()),
+        ("model:\n  _component_: mylib.models.Net\n", {"WS-CFG-002"}),
     ],
 )  # fmt: skip
 def test_what_a_target_does_depends_on_its_mapping(tmp_path: Path, text: str, expected: set[str]) -> None:
