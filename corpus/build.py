@@ -416,7 +416,7 @@ def technique_pickles(p: Payload) -> list[PickleSample]:
             "pickle-builtins-getattr.pkl",
             stream(getattr_of(posix_os, "system") + then_call((p.cmd,))),
             "builtins.getattr(os, 'system') then called",
-            ["WS-PKL-001", "WS-PKL-005"],
+            ["WS-PKL-002", "WS-PKL-017"],  # posixpath.os walks into os; the looked-up os.system is not allowed
         ),
         (
             "pickle-builtins-import.pkl",

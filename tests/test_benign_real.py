@@ -594,6 +594,43 @@ def _sevenzip(out: Path) -> None:
         archive.writestr(inner.getvalue(), "model/weights.pt")
 
 
+def _tabular(objects: Callable[[], dict[str, Any]], name: str, how: str) -> Builder:
+    def build(out: Path) -> None:
+        import joblib
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            obj = objects()[name]
+        if how == "joblib":
+            joblib.dump(obj, out / "data.joblib")
+        else:
+            for protocol in (2, pickle.HIGHEST_PROTOCOL):
+                (out / f"data-p{protocol}.pkl").write_bytes(pickle.dumps(obj, protocol=protocol))
+        if hasattr(obj, "to_pickle"):  # pandas' own writer, compressed as its users write it
+            obj.to_pickle(out / "frame.pkl.gz")
+
+    return build
+
+
+def _tabular_kinds() -> None:
+    """pandas frames, indexes and scalars of every dtype; XGBoost and LightGBM models alone and in pipelines
+    (tests/helpers/tabular.py, the catalogue tools/gen_tabular_allowlist.py records)."""
+    from tests.helpers.tabular import boosting_objects, pandas_objects
+
+    names = {
+        "pandas": (pandas_objects, ["frame", "frame-transposed", "series-datetime-index", "series-multi-index",
+                                    "index-interval", "index-period", "scalars", "grouped-stats", "attrs"]),
+        "boosting": (boosting_objects, ["xgb-classifier", "xgb-ranker", "xgb-booster", "xgb-categorical-frame",
+                                        "xgb-in-pipeline", "lgb-classifier", "lgb-ranker", "lgb-booster",
+                                        "lgb-categorical-frame", "lgb-in-pipeline"]),
+    }  # fmt: skip
+    for family, (objects, chosen) in names.items():
+        for name in chosen:
+            for how in ("pickle", "joblib"):
+                kind(f"{family}-{name}-{how}")(_tabular(objects, name, how))
+
+
+_tabular_kinds()
 KINDS = sorted(BUILDERS)
 
 

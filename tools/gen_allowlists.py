@@ -61,6 +61,10 @@ CORE = [
     # interpolations at load, and a resolver's name or argument can be computed there (${${n}:...},
     # oc.decode), so no look at the strings can clear them.
     "typing.Any",
+    # A datetime's named time zone (pandas Timestamps, checkpoint timestamps): ZoneInfo pickles as
+    # getattr(ZoneInfo, "_unpickle")(key, from_cache), which reads that zone from the system's tz database (keys
+    # are refused unless they are normalized relative paths).
+    "zoneinfo.ZoneInfo", "zoneinfo.ZoneInfo._unpickle",
 ]  # fmt: skip
 
 # NumPy reductions that estimators keep as parameters (FeatureAgglomeration's pooling_func, ...): pure array

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import wscan
 from wscan.config import Config
 from wscan.limits import BudgetExceeded, Limits
+from wscan.model import Severity
 from wscan.report import Report
 from wscan.scanners.base import HEAD_BYTES
 from wscan.scanners.pickle import probe
@@ -176,7 +177,37 @@ def test_call_of_call_result(tmp_path: Path) -> None:
     data = get + sbu("system") + b"\x86R" + sbu("id") + b"\x85R."
     report = scan_bytes(tmp_path, data)
     callables = {e["callable"] for e in evidence(report, "WS-PKL-001")}
-    assert "builtins.getattr" in callables
+    assert "os.getcwd.system" in callables  # getattr only looked a name up: that name is what is judged
+
+
+def _getattr_lookup(target: bytes, attr: str) -> bytes:
+    return sbu("builtins") + sbu("getattr") + b"\x93" + target + sbu(attr) + b"\x86R"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # A named time zone, as Python pickles ZoneInfo: an exact name the allowlist holds.
+        (_getattr_lookup(sbu("zoneinfo") + sbu("ZoneInfo") + b"\x93", "_unpickle") + sbu("UTC") + b"K\x01\x86R",
+         set()),
+        # The method of an allowed class: a lookup not on the allowlist is critical.
+        (_getattr_lookup(sbu("collections") + sbu("OrderedDict") + b"\x93", "fromkeys") + b")R", {"WS-PKL-017"}),
+        (_getattr_lookup(sbu("os") + sbu("path") + b"\x93", "os") + b")R", {"WS-PKL-001"}),  # os.path.os
+        # getattr pushed and kept as data (memoized, then put in a list): not only a lookup, so getattr itself.
+        (sbu("builtins") + sbu("getattr") + b"\x93\x94]\x94h\x00a" + _getattr_lookup(
+            sbu("zoneinfo") + sbu("ZoneInfo") + b"\x93", "_unpickle") + b"\x86", {"WS-PKL-001"}),
+        # getattr reused from the memo for a second lookup: both are lookups.
+        (sbu("builtins") + sbu("getattr") + b"\x93\x94" + sbu("zoneinfo") + sbu("ZoneInfo") + b"\x93\x94"
+         + sbu("_unpickle") + b"\x86R" + b"h\x00h\x01" + sbu("_unpickle") + b"\x86R\x86", set()),
+        # getattr on an object built by the stream (not an import): its attribute cannot be named.
+        (_getattr_lookup(sbu("collections") + sbu("OrderedDict") + b"\x93)R", "update") + b")R",
+         {"WS-PKL-001", "WS-PKL-005"}),
+    ],
+    ids=["zoneinfo", "method-of-allowed-class", "dangerous-module", "getattr-as-data", "memo-reuse", "on-object"],
+)  # fmt: skip
+def test_getattr_is_judged_by_the_name_it_looks_up(tmp_path: Path, body: bytes, expected: set[str]) -> None:
+    report = scan_bytes(tmp_path, PROTO4 + body + b".")
+    assert {f.rule_id for f in report.findings if f.severity >= Severity.HIGH} == expected, report.findings
 
 
 def test_build_on_module_sleepy_pickle(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from wscan.model import AttrValue, Observation
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.pickle_ops import OPCODES, PickleSyntaxError, Stream, Truncated
-from wscan.scanners.pickle_vm import Const, Dict, Global, Machine, Obj, PickleResult, Seq, Sym
+from wscan.scanners.pickle_vm import GETATTR, Const, Dict, Global, Machine, Obj, PickleResult, Seq, Sym
 
 LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."
 
@@ -193,6 +193,8 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
             # The attribute path with leading underscores dropped: `_os.system` walks through `os`.
             walk = ".".join(part.lstrip("_") for part in rec.name.split("."))
             extra: dict[str, AttrValue] = {}
+            if key == GETATTR:
+                extra["only_looks_up"] = sub.getattr_only_looks_up
             if artifact.context.get("container") == "torchscript" and rec.module.split(".")[0] == "__torch__":
                 # torch.jit.load's C++ unpickler resolves __torch__ names to classes compiled from the
                 # archive's own code/ folder, never to Python modules.

@@ -162,6 +162,15 @@ class PickleResult:
     stopped: bool = False  # reached STOP
     error: PickleSyntaxError | None = None
     result: Sym | None = None
+    # builtins.getattr on the stack: how often it was put there, and how often it was then called (REDUCE) on an
+    # import and a constant name, which is the import of that dotted name (see `Machine._invoke`).
+    getattr_pushes: int = 0
+    getattr_lookups: int = 0
+
+    @property
+    def getattr_only_looks_up(self) -> bool:
+        """Every builtins.getattr the stream pushed was called on an import and a constant, and nothing else."""
+        return self.getattr_pushes > 0 and self.getattr_pushes == self.getattr_lookups
 
 
 def map_py2_name(module: str, name: str) -> tuple[str, str]:
@@ -194,6 +203,7 @@ FORWARDERS: dict[str, tuple[tuple[int, str], ...]] = {
     "collections.defaultdict": ((0, "call"),),
 }
 PARTIAL = "functools.partial"
+GETATTR = "builtins.getattr"
 # OmegaConf's ${resolver:args}. What follows the colon tells a shell default (${VAR:-x}) from most calls, but
 # `${eval:-...}` is a call too: the rules decide (`shell_like`). A name that is itself an interpolation
 # (`${${n}:...}`) is computed when the value resolves: reported as COMPUTED_RESOLVER.
@@ -296,6 +306,7 @@ class Machine:
         self.extensions: dict[int, tuple[str, str]] = {}  # copyreg registrations seen in this file
         self.opcodes_total = 0
         self.resolvers: set[str] = set()  # config resolvers already reported for this file
+        self.getattr = Global("builtins", "getattr")  # one object, so a push of it is told by identity
 
     # -- helpers -------------------------------------------------------------------------------------
 
@@ -307,6 +318,9 @@ class Machine:
             record = ImportRecord(mapped_module, mapped_name, f"{module}.{name}", offset, opcode)
             res.imports[key] = record
         record.count += 1
+        if key == GETATTR:
+            res.getattr_pushes += 1
+            return self.getattr
         return Global(mapped_module, mapped_name)
 
     def _invoke(self, res: PickleResult, func: Sym, args: Sym, how: str, offset: int) -> Sym:
@@ -327,6 +341,14 @@ class Machine:
                 self._forward(res, Global("functools", "partial"), made.args, how, offset)
                 return made
             derived = self._derive(func, args)
+            if derived is not None and isinstance(args, Seq) and isinstance(args.items[0], Global):
+                # getattr(<import>, "name") is the import of the dotted name (as protocol 4 writes a qualified
+                # name): recorded as one, so the allowlist judges it whether or not it is called.
+                if derived.dotted not in res.imports:
+                    res.imports[derived.dotted] = ImportRecord(derived.module, derived.name, derived.dotted, offset,
+                                                               "getattr")  # fmt: skip
+                res.imports[derived.dotted].count += 1
+                return derived
             if derived is not None:
                 return Obj(derived, args)
             if func.dotted in IDENTITY_FUNCTIONS and isinstance(args, Seq) and args.items:
@@ -501,7 +523,10 @@ class Machine:
                 index = int(arg) if isinstance(arg, int) else -1
                 if index not in memo:
                     raise PickleSyntaxError(at, f"memo key {index} not defined")
-                stack.append(memo[index])
+                value = memo[index]
+                if value is self.getattr:
+                    res.getattr_pushes += 1
+                stack.append(value)
             elif name == "MARK":
                 metastack.append(stack)
                 stack = []
@@ -539,7 +564,10 @@ class Machine:
             elif name == "REDUCE" or name == "NEWOBJ":
                 args = pop()
                 func = pop()
-                stack.append(self._invoke(res, func, args, name, at))
+                called = self._invoke(res, func, args, name, at)
+                if func is self.getattr and isinstance(called, Global):
+                    res.getattr_lookups += 1
+                stack.append(called)
             elif name == "BUILD":
                 state = pop()
                 target = top()
@@ -601,6 +629,8 @@ class Machine:
                 pop_mark()
             elif name == "DUP":
                 stack.append(top())
+                if stack[-1] is self.getattr:
+                    res.getattr_pushes += 1
             elif name == "NEXT_BUFFER":
                 stack.append(Unknown())
             elif name in ("EXT1", "EXT2", "EXT4"):

@@ -1,0 +1,88 @@
+"""Tabular objects people pickle beside their models: pandas frames of every dtype, and XGBoost and LightGBM
+models, alone and inside scikit-learn pipelines. tools/gen_tabular_allowlist.py records the names their pickles
+import; tests/test_benign_real.py scans them and must find nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SEED = 7
+
+
+def pandas_objects() -> dict[str, Any]:
+    import numpy as np
+    import pandas as pd
+
+    n = 4
+    frame = pd.DataFrame(
+        {
+            "int": np.arange(n),
+            "float": np.linspace(0, 1, n),
+            "bool": [True, False, True, False],
+            "object": ["a", 1, None, 2.5],
+            "string": pd.array(["a", "b", None, "d"], dtype="string"),
+            "datetime": pd.date_range("2020-01-01", periods=n, freq="D"),
+            "datetime_tz": pd.date_range("2020-01-01", periods=n, freq="h", tz="UTC"),
+            "timedelta": pd.to_timedelta(np.arange(n), unit="s"),
+            "period": pd.period_range("2020-01", periods=n, freq="M"),
+            "interval": pd.interval_range(0, n),
+            "category": pd.Categorical(["x", "y", "x", "z"]),
+            "Int64": pd.array([1, None, 3, 4], dtype="Int64"),
+            "Float64": pd.array([1.5, None, 3.0, 4.0], dtype="Float64"),
+            "boolean": pd.array([True, None, False, True], dtype="boolean"),
+            "sparse": pd.arrays.SparseArray([0, 0, 1, 0]),
+        }
+    )
+    indexes = {
+        "range": pd.RangeIndex(n),
+        "int": pd.Index([3, 1, 2, 0]),
+        "str": pd.Index(list("abcd")),
+        "datetime": pd.date_range("2021-01-01", periods=n, freq="W"),
+        "timedelta": pd.timedelta_range(0, periods=n, freq="min"),
+        "period": pd.period_range("2021", periods=n, freq="Y"),
+        "interval": pd.interval_range(0, n),
+        "category": pd.CategoricalIndex(list("abab")),
+        "multi": pd.MultiIndex.from_product([[1, 2], ["u", "v"]]),
+    }
+    objects: dict[str, Any] = {"frame": frame, "frame-transposed": frame.T}
+    for name, index in indexes.items():
+        objects[f"series-{name}-index"] = pd.Series(np.arange(n), index=index, name=name)
+        objects[f"index-{name}"] = index
+    objects["scalars"] = [pd.Timestamp("2020-01-01", tz="Europe/Berlin"), pd.Timedelta("1h"), pd.Period("2020Q1"),
+                          pd.Interval(0, 1), pd.NaT, pd.NA, pd.offsets.BDay(2), pd.offsets.MonthEnd()]  # fmt: skip
+    objects["grouped-stats"] = frame.groupby("category", observed=True)["float"].agg(["mean", "max"])
+    objects["attrs"] = frame.assign(extra=1)
+    objects["attrs"].attrs["source"] = "test"
+    return objects
+
+
+def boosting_objects() -> dict[str, Any]:
+    import lightgbm as lgb
+    import numpy as np
+    import pandas as pd
+    import xgboost as xgb
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(60, 4))
+    y = (x[:, 0] > 0).astype(int)
+    frame = pd.DataFrame(x, columns=list("abcd")).assign(kind=pd.Categorical(rng.choice(["p", "q"], 60)))
+    small = {"n_estimators": 3, "max_depth": 2}
+    quiet = {**small, "verbose": -1}
+    return {
+        "xgb-classifier": xgb.XGBClassifier(**small).fit(x, y),
+        "xgb-regressor": xgb.XGBRegressor(**small).fit(x, x[:, 1]),
+        "xgb-ranker": xgb.XGBRanker(**small).fit(x, y, qid=np.repeat(np.arange(6), 10)),
+        "xgb-rf-classifier": xgb.XGBRFClassifier(**small).fit(x, y),
+        "xgb-rf-regressor": xgb.XGBRFRegressor(**small).fit(x, x[:, 1]),
+        "xgb-booster": xgb.train({"max_depth": 2}, xgb.DMatrix(x, y), 3),
+        "xgb-categorical-frame": xgb.XGBClassifier(**small, enable_categorical=True).fit(frame, y),
+        "xgb-in-pipeline": make_pipeline(StandardScaler(), xgb.XGBClassifier(**small)).fit(x, y),
+        "lgb-classifier": lgb.LGBMClassifier(**quiet).fit(x, y),
+        "lgb-regressor": lgb.LGBMRegressor(**quiet).fit(x, x[:, 1]),
+        "lgb-ranker": lgb.LGBMRanker(**quiet, min_child_samples=1).fit(x, y, group=[10] * 6),
+        "lgb-booster": lgb.train({"verbose": -1}, lgb.Dataset(x, y), 3),
+        "lgb-categorical-frame": lgb.LGBMClassifier(**quiet).fit(frame, y),
+        "lgb-in-pipeline": make_pipeline(StandardScaler(), lgb.LGBMClassifier(**quiet)).fit(x, y),
+    }
