@@ -619,7 +619,9 @@ def _tabular_kinds() -> None:
 
     names = {
         "pandas": (pandas_objects, ["frame", "frame-transposed", "series-datetime-index", "series-multi-index",
-                                    "index-interval", "index-period", "scalars", "grouped-stats", "attrs"]),
+                                    "index-interval", "index-period", "scalars", "grouped-stats", "attrs", "offsets",
+                                    "frequencies", "timedelta-frequencies", "masked-dtypes", "dateutil-zones",
+                                    "classes-as-values"]),
         "boosting": (boosting_objects, ["xgb-classifier", "xgb-ranker", "xgb-booster", "xgb-categorical-frame",
                                         "xgb-in-pipeline", "lgb-classifier", "lgb-ranker", "lgb-booster",
                                         "lgb-categorical-frame", "lgb-in-pipeline"]),
@@ -631,6 +633,20 @@ def _tabular_kinds() -> None:
 
 
 _tabular_kinds()
+
+
+@kind("sklearn-text-str-methods")
+def _sklearn_text(out: Path) -> None:
+    """Text vectorizers keep str methods as values; pickle writes them as getattr(str, "lower")."""
+    import joblib
+    from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+
+    docs = ["a model file", "another model file", "weights and more weights"]
+    for name, model in {"count": CountVectorizer(preprocessor=str.lower), "tfidf": TfidfVectorizer(tokenizer=str.split,
+                        token_pattern=None)}.items():  # fmt: skip
+        model.fit(docs)
+        joblib.dump(model, out / f"{name}.joblib")
+        (out / f"{name}.pkl").write_bytes(pickle.dumps(model, protocol=2))
 KINDS = sorted(BUILDERS)
 
 

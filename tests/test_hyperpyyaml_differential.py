@@ -11,10 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.helpers.sandbox import Case, Outcome, write_and_load
 from tests.helpers.scanning import scan
 from wscan.model import Severity
+from wscan.scanners.config_targets import _WHOLE_REFERENCE, _References
+from wscan.scanners.hyperpyyaml_refs import UNKNOWN
 
 LOAD = "from hyperpyyaml import load_hyperpyyaml\ndef load(path, option):\n    with open(path) as f:\n" \
        "        load_hyperpyyaml(f)\n"  # fmt: skip
@@ -72,3 +76,47 @@ def test_recipe_shapes_load_and_pass(outcomes: dict[str, tuple[Path, Outcome]]) 
     path, outcome = outcomes["benign"]
     assert outcome.loaded, outcome
     assert [f for f in scan(path).findings if f.severity >= Severity.MEDIUM] == []
+
+
+# --- reference resolution, against HyperPyYAML's own -----------------------------------------------------
+
+# Reference texts as recipes and attacks write them: references, quoted strings, numbers, joined bare or by the
+# arithmetic HyperPyYAML folds (no `*`: HyperPyYAML's own folding of `'x' * 33 * 33 * ...` runs out of memory).
+_TERM = st.sampled_from(["<a>", "<b>", "<c>", "'('", "')'", "'!'", "'x'", '"!!python/"', "1", "2", "33", "'%c'",
+                         "(", ")", "!!python/", "x", "\\x21"])  # fmt: skip
+_OP = st.sampled_from([" + ", " - ", " % ", " // ", " / ", "", " ", ", "])
+
+
+def _joined(terms: st.SearchStrategy[str], most: int) -> st.SearchStrategy[str]:
+    """Terms with an operator (or nothing) between each two."""
+    pairs = st.lists(st.tuples(_OP, terms), max_size=most - 1)
+    return st.tuples(terms, pairs).map(lambda t: t[0] + "".join(o + x for o, x in t[1]))
+
+
+_TEXT = _joined(_TERM, 6)
+# Values hold references too, but only to `z` (no cycles: HyperPyYAML's own resolution of `a: <b><b>`,
+# `b: <a><a>` doubles the text at each step until memory runs out).
+_PLAIN = st.one_of(st.just(""), _joined(_TERM.filter(lambda t: not t.startswith("<")), 3))
+_VALUE = st.one_of(_PLAIN, _PLAIN.map(lambda v: v + "<z>"), _PLAIN.map(lambda v: "<z>" + v))
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.fixed_dictionaries({k: _VALUE for k in "abc"}), z=_PLAIN, text=_TEXT)
+def test_references_resolve_as_hyperpyyaml_resolves_them(values: dict[str, str], z: str, text: str) -> None:
+    """Whatever HyperPyYAML's `recursive_resolve` makes of a reference, wscan's reading (`_References`) makes the
+    same string, or knows it cannot tell; a tuple-shaped result is never missed."""
+    from hyperpyyaml.core import recursive_resolve
+
+    values = {**values, "z": z}
+    if "<" not in text or _WHOLE_REFERENCE.fullmatch(text):
+        return
+    try:
+        real = recursive_resolve(text, [], dict(values))
+    except Exception:  # arithmetic that raises: the loader stops there
+        return
+    references = _References()
+    references.scalars = {(key,): (value, None) for key, value in values.items()}
+    ours = references.resolve(text, 0)
+    if UNKNOWN in ours:
+        return
+    assert ours == str(real) or not isinstance(real, str), (ours, real)

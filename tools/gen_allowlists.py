@@ -75,6 +75,15 @@ NUMPY_FUNCTIONS = [
     "quantile", "nanmean", "nanmedian", "nanmax", "nanmin", "nansum", "nanstd", "nanvar", "nanprod",
     "nanpercentile", "nanquantile", "argmax", "argmin", "nanargmax", "nanargmin", "cumsum", "cumprod",
     "nancumsum", "nancumprod", "clip", "round", "around", "all", "any", "count_nonzero",
+    # Shape functions FunctionTransformer(func=...) keeps: they return views or copies of the array.
+    "ravel", "transpose", "squeeze", "atleast_1d", "atleast_2d", "asarray",
+]  # fmt: skip
+# str methods text pipelines keep as values (CountVectorizer(preprocessor=str.lower), tokenizer=str.split); pickle
+# writes them as getattr(str, "lower"), which wscan judges as the name `builtins.str.lower`. Values only: called
+# while loading they are still unknown.
+STR_METHODS = [
+    "lower", "upper", "casefold", "title", "capitalize", "swapcase", "strip", "lstrip", "rstrip", "split", "rsplit",
+    "splitlines", "isalpha", "isdigit", "isnumeric", "isalnum", "isspace", "islower", "isupper",
 ]  # fmt: skip
 
 # scikit-learn functions that estimators keep as parameters or fitted attributes, found by pickling real
@@ -278,7 +287,7 @@ def main() -> int:
         "Python containers, copyreg helpers, NumPy reconstruction (hand-picked); NumPy ufuncs and reductions "
         "as values only.",
         CORE + numpy_names,
-        more={"referenced-callables": numpy_function_names()},
+        more={"referenced-callables": numpy_function_names() + [f"builtins.str.{m}" for m in STR_METHODS]},
     )
     sklearn_classes = [
         n for n in classes_under("sklearn", skip=("externals", "_build_utils", "experimental"))

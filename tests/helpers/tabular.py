@@ -50,10 +50,48 @@ def pandas_objects() -> dict[str, Any]:
         objects[f"index-{name}"] = index
     objects["scalars"] = [pd.Timestamp("2020-01-01", tz="Europe/Berlin"), pd.Timedelta("1h"), pd.Period("2020Q1"),
                           pd.Interval(0, 1), pd.NaT, pd.NA, pd.offsets.BDay(2), pd.offsets.MonthEnd()]  # fmt: skip
+    objects["offsets"] = _offsets()
+    objects["frequencies"] = [pd.date_range("2020-01-01", periods=3, freq=f) for f in
+                              ("D", "h", "min", "s", "ms", "us", "ns", "B", "C", "W", "MS", "ME", "BMS", "BME", "SME",
+                               "QS", "QE", "YS", "YE", "bh")]  # fmt: skip
+    objects["timedelta-frequencies"] = [pd.timedelta_range(0, periods=3, freq=f) for f in ("D", "h", "s")]
+    objects["masked-dtypes"] = pd.DataFrame(
+        {d: pd.array([1, None], dtype=d) for d in ("Int8", "Int16", "Int32", "UInt8", "UInt16", "UInt32", "UInt64")}
+        | {"Float32": pd.array([1.0, None], dtype="Float32")}
+    )
+    objects["dateutil-zones"] = _dateutil_zones()
+    objects["classes-as-values"] = {"types": [pd.Timestamp, pd.Timedelta, pd.Period, pd.DataFrame, pd.Series]}
     objects["grouped-stats"] = frame.groupby("category", observed=True)["float"].agg(["mean", "max"])
     objects["attrs"] = frame.assign(extra=1)
     objects["attrs"].attrs["source"] = "test"
     return objects
+
+
+def _offsets() -> list[Any]:
+    """An instance of every offset pandas exports (those that need arguments, with typical ones)."""
+    import pandas as pd
+
+    needs = {"FY5253": {"weekday": 4, "startingMonth": 12, "variation": "nearest"},
+             "FY5253Quarter": {"weekday": 4, "startingMonth": 12, "qtr_with_extra_week": 1, "variation": "nearest"},
+             "WeekOfMonth": {"week": 1, "weekday": 2}, "LastWeekOfMonth": {"weekday": 4}}  # fmt: skip
+    made = [pd.DateOffset(months=1, days=2), pd.DateOffset(weeks=1)]
+    for name in sorted(dir(pd.offsets)):
+        cls = getattr(pd.offsets, name)
+        if isinstance(cls, type) and issubclass(cls, pd.offsets.BaseOffset) and cls is not pd.offsets.BaseOffset:
+            try:
+                made.append(cls(**needs.get(name, {})))
+            except (TypeError, ValueError, NotImplementedError):
+                continue
+    return made
+
+
+def _dateutil_zones() -> list[Any]:
+    """Timestamps in dateutil's fixed zones (pandas' own are zoneinfo; a tzfile names a file to read, so it is left
+    for the rules)."""
+    import pandas as pd
+    from dateutil import tz
+
+    return [pd.Timestamp("2020-01-01", tz=zone) for zone in (tz.tzutc(), tz.tzoffset("X", 3600), tz.tzlocal())]
 
 
 def boosting_objects() -> dict[str, Any]:

@@ -288,6 +288,52 @@ def test_what_a_target_does_depends_on_its_mapping(tmp_path: Path, text: str, ex
     assert rule_ids(scan_bytes(tmp_path, text.encode(), "config.yaml")) == expected
 
 
+# A review of the relaxed rules proved each of these with the real loader (Hydra 1.3.2/1.3.8, HyperPyYAML,
+# transformers, sentence-transformers, Lightning) and a marker; wscan had reported medium or nothing.
+RELAXED_REVIEW = {
+    "library-multiprocessing-package": (
+        "h:\n  _target_: torch.distributed.elastic.multiprocessing.subprocess_handler.SubprocessHandler\n"
+        "  entrypoint: /bin/sh\n", "WS-CFG-001"),
+    "virtualenv-subprocess": ("h:\n  _target_: virtualenv.util.subprocess.run_cmd\n  cmd: [touch, x]\n", "WS-CFG-001"),
+    "lightning-checkpoint-io": ("c:\n  _target_: lightning.pytorch.plugins.io.TorchCheckpointIO.load_checkpoint\n"
+                                "  path: http://x/m.ckpt\n  weights_only: false\n", "WS-CFG-008"),
+    "lightning-pl-load": ("c:\n  _target_: lightning.pytorch.core.saving.pl_load\n  path_or_url: http://x\n",
+                          "WS-CFG-008"),
+    "pandas-io-api": ("d:\n  _target_: pandas.io.api.read_pickle\n  filepath_or_buffer: x.pkl\n", "WS-CFG-001"),
+    "private-os-alias": ("r: !apply:random._os.spawnlp [0, touch, touch, /tmp/m]\n", "WS-CFG-007"),
+    "exec-underscore": ("r: !apply:mpmath.libmp.backend.exec_ ['import os']\n", "WS-CFG-009"),
+    "getter-path-by-alias": ("cmd: &cmd subprocess.call\nf:\n  _target_: functools.partial\n  _args_:\n"
+                             "    - _target_: hydra.utils.get_method\n      _args_: [*cmd]\n", "WS-CFG-001"),
+    "getter-path-by-merge-key": ("base: &base {path: subprocess.call}\nf:\n  _target_: functools.partial\n"
+                                 "  _args_:\n    - {<<: *base, _target_: hydra.utils.get_method}\n", "WS-CFG-003"),
+    "remote-code-by-merge-key": ("hub: &hub\n  trust_remote_code: true\nc:\n  <<: *hub\n"
+                                 "  _target_: transformers.AutoConfig.from_pretrained\n", "WS-CFG-018"),
+    "remote-code-in-nested-kwargs": ("e:\n  _target_: sentence_transformers.SentenceTransformer\n"
+                                     "  config_kwargs:\n    trust_remote_code: true\n", "WS-CFG-018"),
+    "remote-code-on-a-tag": ("config: !apply:transformers.AutoConfig.from_pretrained\n"
+                             "  pretrained_model_name_or_path: x\n  trust_remote_code: true\n", "WS-CFG-018"),
+    "applyref-result-re-read": ("layers: !applyref:str.replace ['(??python/object/apply:os.system [id])', '??', "
+                                "'!!']\n", "WS-CFG-003"),
+    "escaped-interpolation": ('model:\n  name: "\\x24{eval:\'1\'}"\n', "WS-CFG-011"),
+    "continued-interpolation": ('model:\n  name: "$\\\n    {eval:\'1\'}"\n', "WS-CFG-011"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(RELAXED_REVIEW))
+def test_shapes_a_review_of_the_relaxed_rules_proved(tmp_path: Path, case: str) -> None:
+    text, rule = RELAXED_REVIEW[case]
+    name = "hyperparams.yaml" if "!apply" in text else "config.yaml"
+    report = scan_bytes(tmp_path, text.encode(), name)
+    assert rule in rule_ids(report), [f.message for f in report.findings]
+    assert max(f.severity for f in report.findings) >= Severity.HIGH
+
+
+def test_remote_code_is_only_judged_in_a_config_that_names_targets(tmp_path: Path) -> None:
+    """An axolotl-style training config sets trust_remote_code for its own loader: no targets, no finding."""
+    text = b"base_model: Qwen/Qwen2.5-0.5B\ntrust_remote_code: true\nsequence_len: 2048\n"
+    assert rule_ids(scan_bytes(tmp_path, text, "config.yaml")) == set()
+
+
 def test_hydra_getter_returns_what_its_path_names(tmp_path: Path) -> None:
     """The real Hydra: instantiating the getter imports what `path` names and hands it back to the program, so
     that name is the target wscan reports (Hydra 1.3.8 itself refuses os.system there)."""

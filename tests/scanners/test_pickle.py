@@ -180,6 +180,16 @@ def test_call_of_call_result(tmp_path: Path) -> None:
     assert "os.getcwd.system" in callables  # getattr only looked a name up: that name is what is judged
 
 
+@pytest.mark.parametrize("helper", ["base._new_Index", "datetimes._new_DatetimeIndex",
+                                    "timedeltas._new_TimedeltaIndex", "interval._new_IntervalIndex"])
+def test_pandas_index_rebuilders_call_their_first_argument(tmp_path: Path, helper: str) -> None:
+    """pandas' _new_*Index(cls, d) call cls.__new__, _simple_new or from_arrays: an object there (a Namespace
+    holding a function) is a call of a computed value, not a class the allowlist knows."""
+    module, name = f"pandas.core.indexes.{helper}".rsplit(".", 1)
+    data = PROTO4 + sbu(module) + sbu(name) + b"\x93" + sbu("argparse") + sbu("Namespace") + b"\x93)R}\x86R."
+    assert "WS-PKL-005" in rule_ids(scan_bytes(tmp_path, data))
+
+
 def _getattr_lookup(target: bytes, attr: str) -> bytes:
     return sbu("builtins") + sbu("getattr") + b"\x93" + target + sbu(attr) + b"\x86R"
 
@@ -190,6 +200,9 @@ def _getattr_lookup(target: bytes, attr: str) -> bytes:
         # A named time zone, as Python pickles ZoneInfo: an exact name the allowlist holds.
         (_getattr_lookup(sbu("zoneinfo") + sbu("ZoneInfo") + b"\x93", "_unpickle") + sbu("UTC") + b"K\x01\x86R",
          set()),
+        # A str method kept as a value (a vectorizer's preprocessor) passes; called while loading, it does not.
+        (_getattr_lookup(sbu("builtins") + sbu("str") + b"\x93", "lower") + b"\x85", set()),
+        (_getattr_lookup(sbu("builtins") + sbu("str") + b"\x93", "lower") + sbu("X") + b"\x85R", {"WS-PKL-017"}),
         # The method of an allowed class: a lookup not on the allowlist is critical.
         (_getattr_lookup(sbu("collections") + sbu("OrderedDict") + b"\x93", "fromkeys") + b")R", {"WS-PKL-017"}),
         (_getattr_lookup(sbu("os") + sbu("path") + b"\x93", "os") + b")R", {"WS-PKL-001"}),  # os.path.os
@@ -199,11 +212,17 @@ def _getattr_lookup(target: bytes, attr: str) -> bytes:
         # getattr reused from the memo for a second lookup: both are lookups.
         (sbu("builtins") + sbu("getattr") + b"\x93\x94" + sbu("zoneinfo") + sbu("ZoneInfo") + b"\x93\x94"
          + sbu("_unpickle") + b"\x86R" + b"h\x00h\x01" + sbu("_unpickle") + b"\x86R\x86", set()),
+        # getattr copied out of a tuple by an allowed identity helper (torch.jit's build_intlist), one copy making
+        # an allowed lookup: the copies are uses the lookups do not account for (a review's bypass).
+        (sbu("builtins") + sbu("getattr") + b"\x93\x85\x94" + b"0" + sbu("torch.jit._pickle") + sbu("build_intlist")
+         + b"\x93\x94" + b"0" + b"h\x01h\x00R" + sbu("zoneinfo") + sbu("ZoneInfo") + b"\x93" + sbu("_unpickle")
+         + b"\x86R", {"WS-PKL-001"}),
         # getattr on an object built by the stream (not an import): its attribute cannot be named.
         (_getattr_lookup(sbu("collections") + sbu("OrderedDict") + b"\x93)R", "update") + b")R",
          {"WS-PKL-001", "WS-PKL-005"}),
     ],
-    ids=["zoneinfo", "method-of-allowed-class", "dangerous-module", "getattr-as-data", "memo-reuse", "on-object"],
+    ids=["zoneinfo", "str-method-as-value", "str-method-called", "method-of-allowed-class", "dangerous-module",
+         "getattr-as-data", "memo-reuse", "identity-copy", "on-object"],
 )  # fmt: skip
 def test_getattr_is_judged_by_the_name_it_looks_up(tmp_path: Path, body: bytes, expected: set[str]) -> None:
     report = scan_bytes(tmp_path, PROTO4 + body + b".")

@@ -21,8 +21,6 @@ every tail of a target's name is reported too, for the rules to judge.
 
 from __future__ import annotations
 
-import ast
-import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from typing import Any
 from urllib.parse import unquote, unquote_to_bytes
 
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.hyperpyyaml_refs import MAX_TEXT, UNKNOWN, reference_arithmetic
 from wscan.scanners.pickle_vm import TOO_MANY_RESOLVERS, resolver_calls
 
 TARGET_KEY = "_target_"  # Hydra, at any depth
@@ -37,11 +36,11 @@ COMPONENT_KEY = "_component_"  # torchtune's config.instantiate, at any depth, r
 # Hydra's getters return what their `path` (or first positional argument) names: that name is the target.
 HYDRA_GETTERS = frozenset({"hydra.utils.get_method", "hydra.utils.get_class", "hydra.utils.get_object"})
 GETTER_PATH = "_target_ path"  # the key a getter's path is reported under
+GETTER_UNREAD = "_target_ path (unread)"  # a getter whose path is not a plain scalar of its mapping
 # from_pretrained runs the repository's own code when asked to: reported as its own observation.
 _REMOTE_CODE_KEYS = ("trust_remote_code", "custom_pipeline")
 REMOTE_CODE = "remote code"
 _FALSE = frozenset({"", "false", "no", "off", "0", "null", "~", "none"})
-_SIBLINGS = frozenset({"path", *_REMOTE_CODE_KEYS})  # scalars of a target's mapping that say what it does
 MODEL_TARGET_KEY = "target"  # NeMo's model class: a dotted name, at any depth (NeMo reads the top or `model:`)
 NAME_KEY = "name"  # pyannote.audio's config.yaml: `pipeline.name` and each `preprocessors.<x>.name` are imported
 _PYANNOTE_KEYS = (b"pipeline", b"preprocessors")  # a document holding either is read as pyannote reads it
@@ -61,7 +60,7 @@ COPY_TAG = "!copy"  # a reference that deep-copies what it names
 COMPUTED_REF = "!ref (computed)"  # the key under which a reference that may resolve to a tuple is reported
 _MAX_SCALARS = 100_000  # values remembered per file for resolving references
 _MAX_COMPUTED = 1_000  # interpolating references resolved per file; past it, the rest count as computed
-_UNKNOWN = "\ue000"  # stands for a referenced value that is not a plain scalar of the file
+_MAX_DEPTH = 16  # references through references
 # Calling tags as text, for a file PyYAML cannot read: HyperPyYAML reads YAML with ruamel, which takes some of it.
 _TAG_TEXT = re.compile(r"!(new|apply|applyref|name|module):([^\s\[\]{},]+)")
 _CALLS_IN_TEXT = re.compile(
@@ -72,6 +71,7 @@ _CALLS_IN_TEXT = re.compile(
 _TAGS_IN_STRING = re.compile(r"!(?:new|apply|applyref|name|module|include|tuple):|!!python/|tag:yaml\.org,2002:python/")
 TUPLE_TAG = "!tuple"  # HyperPyYAML drops the first and last characters and reads the rest with PyYAML's unsafe Loader
 STRING_TAGS = "!string"  # the key under which a string holding calling tags is reported
+QUOTED_INTERPOLATION = "${ (quoted)"  # a double-quoted value with an interpolation: (key, line, decoded value)
 _DECODES = 4  # ruamel %-decodes a tag twice; a few more rounds cost nothing
 YAML_SUFFIXES = (".yaml", ".yml")
 # `_target_` as a key: at a line's start (block YAML) or after `{` or `,` (JSON and YAML flow mappings, which
@@ -88,6 +88,8 @@ _SHOWN_STEPS = 8
 _MAX_PARTS = 64  # dotted parts of a target whose tails are judged
 # Tags and keys whose loader binds the object it names rather than calling it: a module is a value there.
 _BINDING_KEYS = frozenset({"!name", "!module", "!!python/name", "!!python/module", REF_TAG})
+# What `_walk` reports besides targets: a file with only these names no callable.
+_NOT_TARGETS = frozenset({REMOTE_CODE, STRING_TAGS, INCLUDE_TAG.rstrip(":")})
 _KEEP = 300
 MAX_REPORTED = 1000  # target observations per file; more are counted
 MAX_RESOLVERS = 1000  # distinct resolver names reported per file; past it, one "(too many)"
@@ -102,7 +104,7 @@ class _Frame:
     key: str | None = None  # in a mapping: the key just read, None when a key comes next
     key_pending: bool = True
     target: str | None = None  # in a mapping: its `_target_`, when that is a name
-    siblings: dict[str, str] | None = None  # in a mapping: scalars under _SIBLINGS, and the first of `_args_`
+    siblings: dict[str, str] | None = None  # in a mapping: its `path` scalar, and the first of its `_args_`
 
 
 class ConfigTargetScanner:
@@ -139,7 +141,9 @@ class ConfigTargetScanner:
                 return
         if any(key in data for key in _PYANNOTE_KEYS):
             found += _pyannote_names(data)
-        yield from _resolvers(artifact, text)
+        quoted = [(value, int(line)) for key, line, value in found if key == QUOTED_INTERPOLATION]
+        found = [item for item in found if item[0] != QUOTED_INTERPOLATION]
+        yield from _resolvers(artifact, text, quoted)
         for key, path, value in found:
             if key == INCLUDE_TAG.rstrip(":"):
                 yield artifact.observe("config.include", file=value[:_KEEP], path=path)
@@ -152,8 +156,16 @@ class ConfigTargetScanner:
                                        key=REF_TAG, path=path)  # fmt: skip
                 continue
             if key == REMOTE_CODE:
-                yield artifact.observe("config.remote_code", callable=value[:_KEEP], path=path)
+                if any(other not in _NOT_TARGETS for other, _, _ in found):
+                    yield artifact.observe("config.remote_code", callable=value[:_KEEP], path=path)
                 continue
+            if key == GETTER_UNREAD:
+                yield artifact.observe("config.dynamic_target", callable=f"{value} (its path is not a plain value)",
+                                       key=TARGET_KEY, path=path)  # fmt: skip
+                continue
+            if key == "!applyref":  # its result is written back as YAML and read again: a tuple of tags, even
+                yield artifact.observe("config.dynamic_target", callable=f"{value[:_KEEP]} (its result is re-read)",
+                                       key=key, path=path)  # fmt: skip
             if key == REF_TAG:  # an attribute walk: only where it leads is judged (and a dunder on the way)
                 parts = value.split(".")
                 if "__" in value:
@@ -214,24 +226,26 @@ def _names_targets(data: bytes) -> bool:
     return any(_TARGET_IN_HEAD.search(text) is not None for text in _decoded(data))
 
 
-def _resolvers(artifact: Artifact, text: str) -> Iterator[ScanItem]:
+def _resolvers(artifact: Artifact, text: str, quoted: list[tuple[str, int]]) -> Iterator[ScanItem]:
     """Each resolver the config's `${name:...}` interpolations call, once: OmegaConf calls the function the
     loading program registered under that name when it resolves the value (Hydra does so on compose and
     instantiate), and Hydra projects commonly register `eval`."""
     seen: set[str] = set()
-    for call in resolver_calls(text):
-        key = call.key
-        if key in seen:
-            continue
-        if len(seen) >= MAX_RESOLVERS:  # fail closed: what is not listed may be anything
-            yield artifact.observe("config.resolver", resolver=TOO_MANY_RESOLVERS, text="", line=0, shell_like=False,
-                                   plain_default=False)  # fmt: skip
-            return
-        seen.add(key)
-        shown = _interpolation_at(text, call.start)
-        line = text.count("\n", 0, call.start) + 1
-        yield artifact.observe("config.resolver", resolver=call.name, text=shown, line=line,
-                               shell_like=call.shell_like, plain_default=call.plain_default)  # fmt: skip
+    sources = [(text, 0), *quoted]  # the raw text; then decoded double-quoted values, at their line
+    for source, at_line in sources:
+        for call in resolver_calls(source):
+            key = call.key
+            if key in seen:
+                continue
+            if len(seen) >= MAX_RESOLVERS:  # fail closed: what is not listed may be anything
+                yield artifact.observe("config.resolver", resolver=TOO_MANY_RESOLVERS, text="", line=0,
+                                       shell_like=False, plain_default=False)  # fmt: skip
+                return
+            seen.add(key)
+            shown = _interpolation_at(source, call.start)
+            line = at_line or source.count("\n", 0, call.start) + 1
+            yield artifact.observe("config.resolver", resolver=call.name, text=shown, line=line,
+                                   shell_like=call.shell_like, plain_default=call.plain_default)  # fmt: skip
 
 
 def _interpolation_at(text: str, start: int) -> str:
@@ -276,9 +290,20 @@ def _targets(text: str, ctx: ScanContext) -> tuple[list[tuple[str, str, str]], i
 
 
 def _first(targets: Iterator[tuple[str, str, str]]) -> tuple[list[tuple[str, str, str]], int]:
-    """The first MAX_REPORTED targets, and how many came after them (counted, not kept)."""
-    found = list(itertools.islice(targets, MAX_REPORTED))
-    return found, sum(1 for _ in targets)
+    """The first MAX_REPORTED targets, and how many came after them (counted, not kept); double-quoted values
+    with an interpolation come along outside that count (their resolvers are judged by name, once each)."""
+    found: list[tuple[str, str, str]] = []
+    quoted: list[tuple[str, str, str]] = []
+    more = 0
+    for item in targets:
+        if item[0] == QUOTED_INTERPOLATION:
+            if len(quoted) < MAX_RESOLVERS:
+                quoted.append(item)
+        elif len(found) < MAX_REPORTED:
+            found.append(item)
+        else:
+            more += 1
+    return found + quoted, more
 
 
 def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iterator[tuple[str, str, str]]:
@@ -319,8 +344,13 @@ def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iter
                     yield STRING_TAGS, _tagged_path(stack), value[:_KEEP]
                 if stack and not stack[-1].mapping:
                     _first_argument(stack, value)
+                if not inner and event.style == '"' and "${" in value:
+                    # Escapes (`\x24{`, a `$\` line continuation) can spell an interpolation the raw text hides.
+                    yield QUOTED_INTERPOLATION, str(event.start_mark.line + 1 if event.start_mark else 0), value
                 yield from _scalar(stack, value)
             elif isinstance(event, yaml.AliasEvent):
+                if stack and not stack[-1].mapping:
+                    _first_argument(stack, anchors.get(str(event.anchor), ""))
                 yield from _scalar(stack, anchors.get(str(event.anchor), ""))
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 stack.append(_Frame(isinstance(event, yaml.MappingStartEvent), _step(stack)))
@@ -339,94 +369,64 @@ def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iter
 
 class _References:
     """HyperPyYAML's interpolating references (`!ref (<a><b> [...], 3)`, `!ref <x>'(' + ...`): it substitutes
-    each `<key>` with that value's text, evaluates `+`-style arithmetic of constants, and writes the result back
-    as YAML, which it reads again; a result shaped `( ... )` is then a tuple, read with PyYAML's unsafe Loader.
-    The file's plain scalars are remembered by their reference path, and each such reference is resolved here
-    the same way, without evaluating anything: a tuple is judged for its tags like a written one, and a result
-    that cannot be worked out (string arithmetic, a value that is not a plain scalar) but may be a tuple is
-    reported as computed."""
+    each `<key>` with that value's text, resolves what that brings in, evaluates arithmetic of constants, and
+    writes the result back as YAML, which it reads again; a result shaped `( ... )` is then a tuple, read with
+    PyYAML's unsafe Loader. The file's scalars are remembered by their reference path, and each such reference
+    is resolved here as `hyperpyyaml.core.recursive_resolve` does (see `reference_arithmetic`): a tuple is judged
+    for its tags like a written one, and a result that cannot be worked out but may be a tuple is reported as
+    computed."""
 
     def __init__(self) -> None:
         self.scalars: dict[tuple[str, ...], tuple[str, str | None]] = {}
         self.pending: list[tuple[str, str]] = []
 
     def read(self, stack: list[_Frame], value: str, tag: str | None, where: str) -> None:
+        if tag in (REF_TAG, COPY_TAG) and _REFERENCE.search(value) and not _WHOLE_REFERENCE.fullmatch(value):
+            self.pending.append((value, where))  # in a mapping or a list alike
         top = stack[-1] if stack else None
         if top is None or not top.mapping or top.key_pending or top.key is None:
             return
-        if tag in (REF_TAG, COPY_TAG) and _REFERENCE.search(value) and not _WHOLE_REFERENCE.fullmatch(value):
-            self.pending.append((value, where))
         if all(frame.mapping and frame.key is not None for frame in stack) and len(self.scalars) < _MAX_SCALARS:
-            path = tuple(frame.key or "" for frame in stack)
-            self.scalars[path] = (value, tag)
+            self.scalars[tuple(frame.key or "" for frame in stack)] = (value, tag)
 
     def computed(self, ctx: ScanContext) -> Iterator[tuple[str, str, str]]:
         for number, (text, where) in enumerate(self.pending):
             if number % 64 == 0:
                 ctx.budget.check_time()
-            result = self._resolve(text, 0) if number < _MAX_COMPUTED else _UNKNOWN
-            if _UNKNOWN in result:
-                if result[:1] in ("(", _UNKNOWN) and result[-1:] in (")", _UNKNOWN):
+            result = self.resolve(text, 0) if number < _MAX_COMPUTED else UNKNOWN
+            if UNKNOWN in result:
+                if result[:1] in ("(", UNKNOWN) and result[-1:] in (")", UNKNOWN):
                     yield COMPUTED_REF, where, text
             elif _IMPLICIT_TUPLE.match(result):
                 yield from _tuple_targets(result, f"{where} (resolved)", ctx)
 
-    def _resolve(self, text: str, depth: int) -> str:
-        if depth > 16:
-            return _UNKNOWN
+    def resolve(self, text: str, depth: int) -> str:
+        """recursive_resolve: a whole `<ref>` is the value it names, resolved again; otherwise each `<ref>` is
+        replaced by its value's text, the result resolved again, then its arithmetic evaluated."""
+        if depth > _MAX_DEPTH:
+            return UNKNOWN
+        if not _REFERENCE.search(text):
+            return text
         whole = _WHOLE_REFERENCE.fullmatch(text)
         if whole is not None:
-            return self._value(whole.group(1), depth)
-        joined = _REFERENCE.sub(lambda m: self._value(m.group(1), depth), text)[:65536]
-        if _UNKNOWN in joined:
-            return _UNKNOWN if "'" in joined or '"' in joined else joined
-        summed = _string_sum(joined)
-        return joined if summed is None else summed
+            value = self._value(whole.group(1))
+            return value if value == UNKNOWN else self.resolve(value, depth + 1)
+        joined = _REFERENCE.sub(lambda m: self._value(m.group(1)), text)[:MAX_TEXT]
+        if UNKNOWN in joined:
+            return UNKNOWN if "'" in joined or '"' in joined else joined
+        return reference_arithmetic(self.resolve(joined, depth + 1))
 
-    def _value(self, name: str, depth: int) -> str:
-        if "." in name:  # an attribute of an object: not a plain value
-            return _UNKNOWN
+    def _value(self, name: str) -> str:
+        """deref: the text of the scalar a reference names; UNKNOWN for an attribute or a non-scalar."""
+        if "." in name:
+            return UNKNOWN
         found = self.scalars.get(tuple(part.strip("]") for part in name.split("[")))
-        if found is None:
-            return _UNKNOWN
-        value, tag = found
-        if tag in (REF_TAG, COPY_TAG):
-            return self._resolve(value, depth + 1)
-        return value if tag is None else _UNKNOWN
+        if found is None or found[1] not in (None, REF_TAG, COPY_TAG):
+            return UNKNOWN
+        return found[0]
 
 
 _WHOLE_REFERENCE = re.compile(r"<([^>]*)>")
-_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow, ast.Mod)
-
-
-def _string_sum(text: str) -> str | None:
-    """What HyperPyYAML's arithmetic makes of `text` when that is a string: the joined constants of a sum of
-    string literals, `_UNKNOWN` when other arithmetic on strings is involved (`'%c' % 33` is `!`), None when the
-    result is not a string (numbers, or not arithmetic at all: the text stays as it is)."""
-    if "'" not in text and '"' not in text:
-        return None
-    try:
-        tree = ast.parse(text.strip(), mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    parts: list[str] = []
-    stack: list[ast.AST] = [tree]
-    exact = True
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
-            if isinstance(node.value, str):
-                parts.append(node.value)
-            else:
-                exact = False
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC):
-            exact = exact and isinstance(node.op, ast.Add)
-            stack += [node.right, node.left]
-        else:
-            return None  # _ast_eval raises, and the text is kept as written
-    if not parts:
-        return None
-    return "".join(parts) if exact else _UNKNOWN
 
 
 def _step(stack: list[_Frame]) -> str:
@@ -506,8 +506,12 @@ def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
     if value and (top.key in (TARGET_KEY, COMPONENT_KEY) or (top.key == MODEL_TARGET_KEY and _DOTTED.match(value))):
         yield top.key, _path(stack), value
         top.target = value
-    elif top.key in _SIBLINGS:
+    elif top.key == "path":
         top.siblings = {**(top.siblings or {}), top.key: value}
+    elif top.key in _REMOTE_CODE_KEYS and value.strip().lower() not in _FALSE:
+        # Wherever it is set (a target's mapping, a merge key's anchor, nested kwargs, a tag-built call): the loader
+        # a config calls passes it on.
+        yield REMOTE_CODE, _path(stack), f"{top.key}: {value}"[:_KEEP]
     _value_done(stack)
 
 
@@ -520,16 +524,13 @@ def _first_argument(stack: list[_Frame], value: str) -> None:
 
 
 def _mapping_done(frame: _Frame, where: str) -> Iterator[tuple[str, str, str]]:
-    """What a target's mapping adds once it is read: the name a Hydra getter returns, and a from_pretrained
-    that is told to run the repository's code."""
-    if frame.target is None or frame.siblings is None:
+    """What a Hydra getter's mapping returns once it is read: the name its `path` (or first argument) gives, or,
+    when that is not a plain scalar here (a merge key, an alias of a mapping), a target that cannot be read."""
+    if frame.target not in HYDRA_GETTERS:
         return
-    if frame.target in HYDRA_GETTERS:
-        named = frame.siblings.get("path", frame.siblings.get("_args_"))
-        if named:
-            yield GETTER_PATH, where, named
-    if any(frame.siblings.get(k, "false").strip().lower() not in _FALSE for k in _REMOTE_CODE_KEYS):
-        yield REMOTE_CODE, where, frame.target
+    siblings = frame.siblings or {}
+    named = siblings.get("path", siblings.get("_args_"))
+    yield (GETTER_PATH, where, named) if named else (GETTER_UNREAD, where, str(frame.target))
 
 
 def _value_done(stack: list[_Frame]) -> None:

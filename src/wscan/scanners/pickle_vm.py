@@ -162,15 +162,19 @@ class PickleResult:
     stopped: bool = False  # reached STOP
     error: PickleSyntaxError | None = None
     result: Sym | None = None
-    # builtins.getattr on the stack: how often it was put there, and how often it was then called (REDUCE) on an
-    # import and a constant name, which is the import of that dotted name (see `Machine._invoke`).
-    getattr_pushes: int = 0
+    # builtins.getattr: whether the stream imports it, whether it ever went anywhere but the callee's place (into a
+    # tuple, list, dict, call arguments, object state, a persistent id, the result), how often it was called,
+    # and how often such a call looked a constant name up on an import (see `Machine._invoke`).
+    getattr_seen: bool = False
+    getattr_escaped: bool = False
+    getattr_calls: int = 0
     getattr_lookups: int = 0
 
     @property
     def getattr_only_looks_up(self) -> bool:
-        """Every builtins.getattr the stream pushed was called on an import and a constant, and nothing else."""
-        return self.getattr_pushes > 0 and self.getattr_pushes == self.getattr_lookups
+        """builtins.getattr was only ever called, each time on an import and a constant name: the load then only
+        looks those dotted names up, and they are judged as imports of their own."""
+        return self.getattr_seen and not self.getattr_escaped and self.getattr_calls == self.getattr_lookups
 
 
 def map_py2_name(module: str, name: str) -> tuple[str, str]:
@@ -201,6 +205,11 @@ FORWARDERS: dict[str, tuple[tuple[int, str], ...]] = {
     # Calling the partial is calling F, so a partial passed on needs no second judgement (see `_forward`).
     "functools.partial": ((0, "call"),),
     "collections.defaultdict": ((0, "call"),),
+    # pandas' index rebuilders call their first argument's __new__, _simple_new or from_arrays.
+    "pandas.core.indexes.base._new_Index": ((0, "new"),),
+    "pandas.core.indexes.datetimes._new_DatetimeIndex": ((0, "new"),),
+    "pandas.core.indexes.timedeltas._new_TimedeltaIndex": ((0, "new"),),
+    "pandas.core.indexes.interval._new_IntervalIndex": ((0, "call"),),
 }
 PARTIAL = "functools.partial"
 GETATTR = "builtins.getattr"
@@ -319,13 +328,15 @@ class Machine:
             res.imports[key] = record
         record.count += 1
         if key == GETATTR:
-            res.getattr_pushes += 1
+            res.getattr_seen = True
             return self.getattr
         return Global(mapped_module, mapped_name)
 
     def _invoke(self, res: PickleResult, func: Sym, args: Sym, how: str, offset: int) -> Sym:
         """A call loading would make: record it, apply the few effects that change later resolution."""
         func = _module_class(func)
+        if func is self.getattr:
+            res.getattr_calls += 1
         if isinstance(func, Global):
             record = res.imports.get(func.dotted)
             if record is None:  # a name derived from getattr on a global
@@ -348,6 +359,8 @@ class Machine:
                     res.imports[derived.dotted] = ImportRecord(derived.module, derived.name, derived.dotted, offset,
                                                                "getattr")  # fmt: skip
                 res.imports[derived.dotted].count += 1
+                if func is self.getattr:
+                    res.getattr_lookups += 1
                 return derived
             if derived is not None:
                 return Obj(derived, args)
@@ -467,6 +480,13 @@ class Machine:
             stack = metastack.pop()
             return items
 
+        getattr_global = self.getattr
+
+        def escape(values: list[Sym]) -> None:
+            """builtins.getattr put anywhere but the callee's place: no longer only a lookup."""
+            if res.getattr_seen and any(v is getattr_global for v in values):
+                res.getattr_escaped = True
+
         def memo_put(index: int, value: Sym) -> None:
             if index not in memo and len(memo) >= max_memo:
                 raise BudgetExceeded("max-memo-entries", f"more than {max_memo} memo entries")
@@ -523,10 +543,7 @@ class Machine:
                 index = int(arg) if isinstance(arg, int) else -1
                 if index not in memo:
                     raise PickleSyntaxError(at, f"memo key {index} not defined")
-                value = memo[index]
-                if value is self.getattr:
-                    res.getattr_pushes += 1
-                stack.append(value)
+                stack.append(memo[index])
             elif name == "MARK":
                 metastack.append(stack)
                 stack = []
@@ -536,6 +553,7 @@ class Machine:
                     raise PickleSyntaxError(at, f"{name} on a stack of {len(stack)}")
                 items = stack[-n:]
                 del stack[-n:]
+                escape(items)
                 stack.append(Seq("tuple", items))
             elif name in _EMPTY:
                 stack.append(Seq(_EMPTY[name]) if name != "EMPTY_DICT" else Dict())
@@ -548,6 +566,7 @@ class Machine:
                     pairs = pop_mark()
                     if len(pairs) % 2:
                         raise PickleSyntaxError(at, "SETITEMS with an odd number of items")
+                escape(pairs)
                 target = top()
                 if isinstance(target, Dict):
                     for i in range(0, len(pairs), 2):
@@ -556,6 +575,7 @@ class Machine:
                     self._mutation(res, target, name, at)
             elif name in _APPENDS:
                 values = [pop()] if name == "APPEND" else pop_mark()
+                escape(values)
                 target = top()
                 if isinstance(target, Seq):
                     target.extend(values)
@@ -564,12 +584,11 @@ class Machine:
             elif name == "REDUCE" or name == "NEWOBJ":
                 args = pop()
                 func = pop()
-                called = self._invoke(res, func, args, name, at)
-                if func is self.getattr and isinstance(called, Global):
-                    res.getattr_lookups += 1
-                stack.append(called)
+                escape([args])
+                stack.append(self._invoke(res, func, args, name, at))
             elif name == "BUILD":
                 state = pop()
+                escape([state])
                 target = top()
                 self._build(res, target, state, at)
             elif name == "STACK_GLOBAL":
@@ -601,6 +620,7 @@ class Machine:
                 top()  # a flag on the buffer below it: nothing to import or call, but there must be one
             elif name == "STOP":
                 res.result = pop()
+                escape([res.result])
                 res.stopped = True
                 return
             elif name == "PROTO":
@@ -610,10 +630,13 @@ class Machine:
                     events.append(Event("pickle.unsupported_protocol", at, {"protocol": arg}))
             elif name in ("LIST", "TUPLE", "FROZENSET"):
                 seq = Seq(name.lower())
-                seq.extend(pop_mark())
+                popped = pop_mark()
+                escape(popped)  # all of them: a Seq keeps only the first MAX_ITEMS
+                seq.extend(popped)
                 stack.append(seq)
             elif name == "DICT":
                 items = pop_mark()
+                escape(items)
                 if len(items) % 2:
                     raise PickleSyntaxError(at, "DICT with an odd number of items")
                 d = Dict()
@@ -629,8 +652,6 @@ class Machine:
                 pop_mark()
             elif name == "DUP":
                 stack.append(top())
-                if stack[-1] is self.getattr:
-                    res.getattr_pushes += 1
             elif name == "NEXT_BUFFER":
                 stack.append(Unknown())
             elif name in ("EXT1", "EXT2", "EXT4"):
@@ -645,21 +666,25 @@ class Machine:
                 kwargs = pop()
                 args = pop()
                 cls = pop()
+                escape([args, kwargs])
                 stack.append(self._invoke(res, cls, Seq("tuple", [args, kwargs]), name, at))
             elif name == "INST":
                 assert isinstance(arg, tuple)
                 cls_global = self._record_import(res, arg[0], arg[1], at, name)
                 args_seq = Seq("tuple", pop_mark())
+                escape(args_seq.items)
                 stack.append(self._invoke(res, cls_global, args_seq, name, at))
             elif name == "OBJ":
                 items = pop_mark()
                 if not items:
                     raise PickleSyntaxError(at, "OBJ without a class")
+                escape(items[1:])
                 stack.append(self._invoke(res, items[0], Seq("tuple", items[1:]), name, at))
             elif name == "PERSID" or name == "BINPERSID":
                 if name == "PERSID" and not (isinstance(arg, str) and arg.isascii()):
                     raise PickleSyntaxError(at, "protocol 0 persistent id is not ASCII")  # as CPython refuses it
                 pid: Sym = Const(arg) if name == "PERSID" else pop()
+                escape([pid])
                 res.persistent_ids.append(pid)
                 stack.append(Persistent(pid))
             else:
