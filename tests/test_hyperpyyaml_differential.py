@@ -49,6 +49,14 @@ CASES = {
     ),
     "copy-joins-a-tuple": text('t1: "!!python/object/apply:o"\nt2: "s.makedirs"\n'
                                "kernel: !copy (<t1><t2> [{m}, 511, True], 3)\n"),
+    # A final review's three: HyperPyYAML's reference pattern (`<a<b>` is the key `a<b`), the loaded value of a
+    # plain scalar (`true` is True, and '(!' * True is '(!'), and a result longer than wscan keeps.
+    "reference-key-with-angle-bracket": text(
+        "\"a<b\": \"'(!' + '!python/object/apply:os.makedirs [{m}, 511, True], 3)'\"\nb: 1\nc: !ref <a<b> + ''\n"),
+    "reference-to-a-boolean": text(
+        "t: true\nc: !ref \"'(!' * <t> + '!python/object/apply:os.makedirs [{m}, 511, True], 3)'\"\n"),
+    "reference-longer-than-kept": text(
+        "pad: " + "a" * 70_000 + "\nc: !ref \"'(<pad>, !' + '!python/object/apply:os.makedirs [{m}, 511, True])'\"\n"),
 }
 # What recipes write: references to numbers and folders, arithmetic, tuples of numbers, seeding.
 BENIGN = (
@@ -120,3 +128,27 @@ def test_references_resolve_as_hyperpyyaml_resolves_them(values: dict[str, str],
     if UNKNOWN in ours:
         return
     assert ours == str(real) or not isinstance(real, str), (ours, real)
+
+
+@pytest.mark.parametrize(
+    "reference",
+    ["'(%.1500000000d' % <n> + ')'", "(" + "<b>" * 2000 + ")"],
+    ids=["format-precision", "repeated-large-value"],
+)
+def test_pathological_references_stay_in_bounds(tmp_path: Path, reference: str) -> None:
+    """A 50-byte reference HyperPyYAML would turn into gigabytes: wscan reports it as computed, in bounded memory
+    (the scan runs under a 1 GiB address-space limit)."""
+    import resource
+    import subprocess
+    import sys
+
+    path = tmp_path / "hyperparams.yaml"
+    path.write_text(f"n: 1\nb: {'x' * 1_000_000}\nc: !ref \"{reference}\"\n")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    run = subprocess.run([sys.executable, "-m", "wscan", "scan", "--no-progress", str(path)], preexec_fn=limit,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert run.returncode == 1 and "WS-CFG-003" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+

@@ -217,12 +217,16 @@ def _getattr_lookup(target: bytes, attr: str) -> bytes:
         (sbu("builtins") + sbu("getattr") + b"\x93\x85\x94" + b"0" + sbu("torch.jit._pickle") + sbu("build_intlist")
          + b"\x93\x94" + b"0" + b"h\x01h\x00R" + sbu("zoneinfo") + sbu("ZoneInfo") + b"\x93" + sbu("_unpickle")
          + b"\x86R", {"WS-PKL-001"}),
+        # Arguments given as a list (joblib's and pandas' unpicklers call func(*args) with any iterable), and a list
+        # rewritten by SETITEMS after it was built: a review turned the one allowed lookup into getattr(os, ...).
+        (sbu("builtins") + sbu("getattr") + b"\x93]\x94(" + sbu("zoneinfo") + sbu("ZoneInfo") + b"\x93"
+         + sbu("_unpickle") + b"eR", {"WS-PKL-001"}),
         # getattr on an object built by the stream (not an import): its attribute cannot be named.
         (_getattr_lookup(sbu("collections") + sbu("OrderedDict") + b"\x93)R", "update") + b")R",
          {"WS-PKL-001", "WS-PKL-005"}),
     ],
     ids=["zoneinfo", "str-method-as-value", "str-method-called", "method-of-allowed-class", "dangerous-module",
-         "getattr-as-data", "memo-reuse", "identity-copy", "on-object"],
+         "getattr-as-data", "memo-reuse", "identity-copy", "list-arguments", "on-object"],
 )  # fmt: skip
 def test_getattr_is_judged_by_the_name_it_looks_up(tmp_path: Path, body: bytes, expected: set[str]) -> None:
     report = scan_bytes(tmp_path, PROTO4 + body + b".")

@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import unquote, unquote_to_bytes
 
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.hyperpyyaml_refs import MAX_TEXT, UNKNOWN, reference_arithmetic
+from wscan.scanners.hyperpyyaml_refs import MAX_TEXT, UNKNOWN, plain_scalar_text, reference_arithmetic
 from wscan.scanners.pickle_vm import TOO_MANY_RESOLVERS, resolver_calls
 
 TARGET_KEY = "_target_"  # Hydra, at any depth
@@ -54,7 +54,7 @@ _CALLING_TAG = re.compile(
 )
 INCLUDE_TAG = "!include:"  # HyperPyYAML reads the named file as hyperparameters too, whatever its name
 _IMPLICIT_TUPLE = re.compile(r"\(.*\)\Z", re.DOTALL)  # HyperPyYAML's implicit resolver for tuples
-_REFERENCE = re.compile(r"<([^<>]*)>")
+_REFERENCE = re.compile(r"<([^>]*)>")  # HyperPyYAML's own pattern: `<a<b>` is the key `a<b`
 REF_TAG = "!ref"  # HyperPyYAML's reference: `<a.b>` walks attributes of what `a` names (getattr)
 COPY_TAG = "!copy"  # a reference that deep-copies what it names
 COMPUTED_REF = "!ref (computed)"  # the key under which a reference that may resolve to a tuple is reported
@@ -335,7 +335,8 @@ def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iter
                 if event.anchor:
                     anchors[event.anchor] = value
                 if not inner:
-                    values.read(stack, value, decode_tag(event.tag) if event.tag else None, _tagged_path(stack))
+                    values.read(stack, value, decode_tag(event.tag) if event.tag else None, not event.style,
+                                _tagged_path(stack))  # fmt: skip
                 # Quoted too: HyperPyYAML's first pass (ruamel) writes a quoted string back plain, and the second
                 # pass resolves it as a tuple; `!tuple` makes any string one.
                 if not inner and (_IMPLICIT_TUPLE.match(value) or (event.tag and decode_tag(event.tag) == TUPLE_TAG)):
@@ -380,14 +381,16 @@ class _References:
         self.scalars: dict[tuple[str, ...], tuple[str, str | None]] = {}
         self.pending: list[tuple[str, str]] = []
 
-    def read(self, stack: list[_Frame], value: str, tag: str | None, where: str) -> None:
+    def read(self, stack: list[_Frame], value: str, tag: str | None, plain: bool, where: str) -> None:
         if tag in (REF_TAG, COPY_TAG) and _REFERENCE.search(value) and not _WHOLE_REFERENCE.fullmatch(value):
             self.pending.append((value, where))  # in a mapping or a list alike
         top = stack[-1] if stack else None
         if top is None or not top.mapping or top.key_pending or top.key is None:
             return
         if all(frame.mapping and frame.key is not None for frame in stack) and len(self.scalars) < _MAX_SCALARS:
-            self.scalars[tuple(frame.key or "" for frame in stack)] = (value, tag)
+            # A plain scalar is substituted as the value ruamel loads (`true` is `True`), a quoted one as written.
+            text = plain_scalar_text(value) if plain and tag is None else value
+            self.scalars[tuple(frame.key or "" for frame in stack)] = (text, tag)
 
     def computed(self, ctx: ScanContext) -> Iterator[tuple[str, str, str]]:
         for number, (text, where) in enumerate(self.pending):
@@ -411,10 +414,27 @@ class _References:
         if whole is not None:
             value = self._value(whole.group(1))
             return value if value == UNKNOWN else self.resolve(value, depth + 1)
-        joined = _REFERENCE.sub(lambda m: self._value(m.group(1)), text)[:MAX_TEXT]
+        joined = self._substituted(text)
         if UNKNOWN in joined:
             return UNKNOWN if "'" in joined or '"' in joined else joined
         return reference_arithmetic(self.resolve(joined, depth + 1))
+
+    def _substituted(self, text: str) -> str:
+        """Each `<ref>` replaced by its value's text, built piece by piece: past MAX_TEXT it is UNKNOWN (the
+        loader would still build it, so a cut string could hide a tuple)."""
+        pieces: list[str] = []
+        size = last = 0
+        for match in _REFERENCE.finditer(text):
+            for piece in (text[last : match.start()], self._value(match.group(1))):
+                size += len(piece)
+                if size > MAX_TEXT:
+                    return UNKNOWN
+                pieces.append(piece)
+            last = match.end()
+        if size + len(text) - last > MAX_TEXT:
+            return UNKNOWN
+        pieces.append(text[last:])
+        return "".join(pieces)
 
     def _value(self, name: str) -> str:
         """deref: the text of the scalar a reference names; UNKNOWN for an attribute or a non-scalar."""
@@ -426,7 +446,7 @@ class _References:
         return found[0]
 
 
-_WHOLE_REFERENCE = re.compile(r"<([^>]*)>")
+_WHOLE_REFERENCE = _REFERENCE
 
 
 def _step(stack: list[_Frame]) -> str:

@@ -18,7 +18,8 @@ from collections.abc import Callable
 UNKNOWN = "\ue000"  # a value the checks cannot work out (a private-use character no YAML text needs)
 MAX_TEXT = 65_536  # characters of a computed string
 _MAX_DIGITS = 400  # of a computed integer
-_FORMAT_WIDTH = re.compile(r"%[-#0 +]*(\d|\*)")  # a width or precision: '%999999999d' % 1 would be a gigabyte
+# A width or precision ('%999999999d' % 1, '%.1500000000d' % 1 would be gigabytes): any digit, `*` or `.` after %.
+_FORMAT_WIDTH = re.compile(r"%[^a-zA-Z%]*[\d*.]")
 
 _Value = str | int | float | bool | None
 _OPERATORS: dict[type[ast.operator], Callable[[object, object], object]] = {
@@ -38,6 +39,41 @@ class _KeepText(Exception):
 
 class _Unknown(Exception):
     """Past the bounds, or an error that stops the loader: the result is not worked out."""
+
+
+_BOOL = {"true": "True", "True": "True", "TRUE": "True", "false": "False", "False": "False", "FALSE": "False"}
+_NULL = {"null", "Null", "NULL", "~", ""}
+_INT = re.compile(r"[-+]?(0b[01_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*)\Z")
+_FLOAT = re.compile(r"[-+]?(\.[0-9_]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?\Z")
+_SPECIAL_FLOAT = {".inf": "inf", ".Inf": "inf", ".INF": "inf", "+.inf": "inf", "+.Inf": "inf", "+.INF": "inf",
+                  "-.inf": "-inf", "-.Inf": "-inf", "-.INF": "-inf", ".nan": "nan", ".NaN": "nan", ".NAN": "nan"}
+
+
+def plain_scalar_text(text: str) -> str:
+    """What `str()` of a plain (unquoted) YAML scalar is once ruamel has loaded it, which is what HyperPyYAML puts
+    in place of a reference to it: `true` is `True`, `~` is `None`, `0x1F` is `31`, `1e3` is `1000.0`."""
+    if text in _BOOL:
+        return _BOOL[text]
+    if text in _NULL:
+        return "None"
+    if text in _SPECIAL_FLOAT:
+        return _SPECIAL_FLOAT[text]
+    if len(text) > 400:
+        return text if not (_INT.match(text) or _FLOAT.match(text)) else UNKNOWN
+    digits = text.replace("_", "")
+    if _INT.match(text):
+        sign, body = (digits[0], digits[1:]) if digits[0] in "+-" else ("", digits)
+        base = {"0b": 2, "0o": 8, "0x": 16}.get(body[:2].lower(), 10)
+        try:
+            return str(int(sign + (body[2:] if base != 10 else body), base))
+        except ValueError:
+            return UNKNOWN
+    if _FLOAT.match(text) and any(c in text for c in ".eE"):
+        try:
+            return str(float(digits))
+        except ValueError:
+            return UNKNOWN
+    return text
 
 
 def reference_arithmetic(text: str) -> str:

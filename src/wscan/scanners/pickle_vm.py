@@ -425,7 +425,7 @@ class Machine:
     @staticmethod
     def _derive(func: Global, args: Sym) -> Global | None:
         """getattr(<global>, "name") yields another global we can name."""
-        if func.dotted in ("builtins.getattr",) and isinstance(args, Seq) and len(args.items) >= 2:
+        if func.dotted == GETATTR and isinstance(args, Seq) and args.type == "tuple" and len(args.items) >= 2:
             target, attr = args.items[0], _const(args.items[1])
             if isinstance(target, Global) and isinstance(attr, str):
                 return Global(target.module, f"{target.name}.{attr}")
@@ -720,6 +720,10 @@ class Machine:
     def _mutation(res: PickleResult, target: Sym, opcode: str, at: int) -> None:
         if isinstance(target, Global):
             res.events.append(Event("pickle.build_global", at, {"callable": target.dotted, "opcode": opcode}))
+        elif isinstance(target, Seq):
+            # list[i] = v: which item changed is not followed, so none of them is known any more (a list can be a
+            # call's arguments: joblib's and pandas' unpicklers call func(*args) with any iterable).
+            target.items = [Unknown() for _ in target.items]
 
 
 def describe(value: Sym | None) -> str:
