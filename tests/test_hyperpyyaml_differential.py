@@ -55,6 +55,9 @@ CASES = {
         "\"a<b\": \"'(!' + '!python/object/apply:os.makedirs [{m}, 511, True], 3)'\"\nb: 1\nc: !ref <a<b> + ''\n"),
     "reference-to-a-boolean": text(
         "t: true\nc: !ref \"'(!' * <t> + '!python/object/apply:os.makedirs [{m}, 511, True], 3)'\"\n"),
+    "reference-with-extra-angle-brackets": text(  # deref strips every < and >: `<<a>` names `a`, not `<a`
+        "a: \"'(!' + '!python/object/apply:os.makedirs [{m}, 511, True], 3)'\"\n\"<a\": \"'x'\"\n"
+        "c: !ref <<a> + ''\n"),
     "reference-longer-than-kept": text(
         "pad: " + "a" * 70_000 + "\nc: !ref \"'(<pad>, !' + '!python/object/apply:os.makedirs [{m}, 511, True])'\"\n"),
 }

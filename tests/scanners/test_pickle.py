@@ -221,12 +221,15 @@ def _getattr_lookup(target: bytes, attr: str) -> bytes:
         # rewritten by SETITEMS after it was built: a review turned the one allowed lookup into getattr(os, ...).
         (sbu("builtins") + sbu("getattr") + b"\x93]\x94(" + sbu("zoneinfo") + sbu("ZoneInfo") + b"\x93"
          + sbu("_unpickle") + b"eR", {"WS-PKL-001"}),
+        # getattr with a default: a name the installed library lacks yields the default, whatever it is.
+        (sbu("builtins") + sbu("getattr") + b"\x93" + sbu("zoneinfo") + sbu("ZoneInfo") + b"\x93" + sbu("_unpickle")
+         + b"N\x87R", {"WS-PKL-001"}),
         # getattr on an object built by the stream (not an import): its attribute cannot be named.
         (_getattr_lookup(sbu("collections") + sbu("OrderedDict") + b"\x93)R", "update") + b")R",
          {"WS-PKL-001", "WS-PKL-005"}),
     ],
     ids=["zoneinfo", "str-method-as-value", "str-method-called", "method-of-allowed-class", "dangerous-module",
-         "getattr-as-data", "memo-reuse", "identity-copy", "list-arguments", "on-object"],
+         "getattr-as-data", "memo-reuse", "identity-copy", "list-arguments", "with-default", "on-object"],
 )  # fmt: skip
 def test_getattr_is_judged_by_the_name_it_looks_up(tmp_path: Path, body: bytes, expected: set[str]) -> None:
     report = scan_bytes(tmp_path, PROTO4 + body + b".")
@@ -496,3 +499,12 @@ def test_a_long_list_keeps_its_first_items_and_counts_the_rest(protocol: int) ->
     assert [c.value for c in long.items if isinstance(c, Const)] == list(range(MAX_ITEMS))
     assert long.dropped == 904
     assert [c.value for c in short.items if isinstance(c, Const)] == list(range(7)) and short.dropped == 0
+
+
+def test_python2_names_are_mapped_only_below_protocol_3(tmp_path: Path) -> None:
+    """find_class applies the Python 2 name mapping only below protocol 3: `copy_reg._reconstructor` is copyreg's
+    at protocol 2 (allowed) and a module that does not exist at protocol 4 (unknown, and the load fails there)."""
+    body = b"ccopy_reg\n_reconstructor\n."
+    assert rule_ids(scan_bytes(tmp_path, b"\x80\x02" + body)) == set()
+    assert "WS-PKL-003" in rule_ids(scan_bytes(tmp_path, b"\x80\x04" + body))
+

@@ -438,6 +438,7 @@ class _References:
 
     def _value(self, name: str) -> str:
         """deref: the text of the scalar a reference names; UNKNOWN for an attribute or a non-scalar."""
+        name = name.strip("<>")  # deref's own: `<<a>` and `<a<>` both name `a`
         if "." in name:
             return UNKNOWN
         found = self.scalars.get(tuple(part.strip("]") for part in name.split("[")))

@@ -320,7 +320,8 @@ class Machine:
     # -- helpers -------------------------------------------------------------------------------------
 
     def _record_import(self, res: PickleResult, module: str, name: str, offset: int, opcode: str) -> Global:
-        mapped_module, mapped_name = map_py2_name(module, name)
+        # find_class maps Python 2 names only below protocol 3 (fix_imports); a stream without PROTO is protocol 0.
+        mapped_module, mapped_name = map_py2_name(module, name) if res.protocol < 3 else (module, name)
         key = f"{mapped_module}.{mapped_name}"
         record = res.imports.get(key)
         if record is None:
@@ -425,7 +426,8 @@ class Machine:
     @staticmethod
     def _derive(func: Global, args: Sym) -> Global | None:
         """getattr(<global>, "name") yields another global we can name."""
-        if func.dotted == GETATTR and isinstance(args, Seq) and args.type == "tuple" and len(args.items) >= 2:
+        # Exactly (target, name): with a default, a name missing from the installed library yields the default.
+        if func.dotted == GETATTR and isinstance(args, Seq) and args.type == "tuple" and len(args.items) == 2:
             target, attr = args.items[0], _const(args.items[1])
             if isinstance(target, Global) and isinstance(attr, str):
                 return Global(target.module, f"{target.name}.{attr}")
