@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tests.helpers.sandbox import Case, Outcome, write_and_load
 from tests.helpers.scanning import scan
 from wscan.model import Severity
-from wscan.scanners.config_targets import _WHOLE_REFERENCE, _References
+from wscan.scanners.config_targets import _REFERENCE, _References
 from wscan.scanners.hyperpyyaml_refs import UNKNOWN
 
 LOAD = "from hyperpyyaml import load_hyperpyyaml\ndef load(path, option):\n    with open(path) as f:\n" \
@@ -119,7 +119,7 @@ def test_references_resolve_as_hyperpyyaml_resolves_them(values: dict[str, str],
     from hyperpyyaml.core import recursive_resolve
 
     values = {**values, "z": z}
-    if "<" not in text or _WHOLE_REFERENCE.fullmatch(text):
+    if "<" not in text or _REFERENCE.fullmatch(text):
         return
     try:
         real = recursive_resolve(text, [], dict(values))

@@ -104,7 +104,7 @@ def main() -> None:
     previous: dict[str, dict[str, str]] = {}
     if OUT.exists() and not args.fresh:
         for line in json.loads(OUT.read_text())["lists"].get("library-alias-record", []):
-            library, alias, real = line.split(" ")[0], line.split(" ")[1], line.split(" ")[-1]
+            library, alias, _, real = line.split(" ")  # "<library> <alias> -> <real>"
             previous.setdefault(library, {})[alias] = real
     listed, exceptions = _lists()
     dangerous = set(listed)

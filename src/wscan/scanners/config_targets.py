@@ -104,7 +104,8 @@ class _Frame:
     key: str | None = None  # in a mapping: the key just read, None when a key comes next
     key_pending: bool = True
     target: str | None = None  # in a mapping: its `_target_`, when that is a name
-    siblings: dict[str, str] | None = None  # in a mapping: its `path` scalar, and the first of its `_args_`
+    path: str | None = None  # in a mapping: its `path` scalar (a Hydra getter's argument)
+    first_arg: str | None = None  # in a mapping: the first scalar of its `_args_` list
 
 
 class ConfigTargetScanner:
@@ -316,8 +317,9 @@ def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iter
         for count, event in enumerate(yaml.parse(text, Loader=loader)):
             if count % _TICK == 0:
                 ctx.budget.check_time()
-            if isinstance(event, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)) and event.tag:
-                tag = decode_tag(str(event.tag))
+            raw_tag = getattr(event, "tag", None)  # scalars and collection starts carry one
+            tag = decode_tag(str(raw_tag)) if raw_tag else None
+            if tag is not None:
                 if tag == REF_TAG and isinstance(event, yaml.ScalarEvent):
                     # Only inside `<...>`: `<a.b>` walks attributes of what `a` holds (a module reaches anything);
                     # the text around is joined as a string (`<save_folder>/hparams.yaml`).
@@ -335,11 +337,10 @@ def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iter
                 if event.anchor:
                     anchors[event.anchor] = value
                 if not inner:
-                    values.read(stack, value, decode_tag(event.tag) if event.tag else None, not event.style,
-                                _tagged_path(stack))  # fmt: skip
+                    values.read(stack, value, tag, not event.style, _tagged_path(stack))
                 # Quoted too: HyperPyYAML's first pass (ruamel) writes a quoted string back plain, and the second
                 # pass resolves it as a tuple; `!tuple` makes any string one.
-                if not inner and (_IMPLICIT_TUPLE.match(value) or (event.tag and decode_tag(event.tag) == TUPLE_TAG)):
+                if not inner and (_IMPLICIT_TUPLE.match(value) or tag == TUPLE_TAG):
                     yield from _tuple_targets(value, _tagged_path(stack), ctx)
                 elif not inner and event.tag != REF_TAG and _TAGS_IN_STRING.search(decode_tag(value)):
                     yield STRING_TAGS, _tagged_path(stack), value[:_KEEP]
@@ -382,7 +383,7 @@ class _References:
         self.pending: list[tuple[str, str]] = []
 
     def read(self, stack: list[_Frame], value: str, tag: str | None, plain: bool, where: str) -> None:
-        if tag in (REF_TAG, COPY_TAG) and _REFERENCE.search(value) and not _WHOLE_REFERENCE.fullmatch(value):
+        if tag in (REF_TAG, COPY_TAG) and _REFERENCE.search(value) and not _REFERENCE.fullmatch(value):
             self.pending.append((value, where))  # in a mapping or a list alike
         top = stack[-1] if stack else None
         if top is None or not top.mapping or top.key_pending or top.key is None:
@@ -410,7 +411,7 @@ class _References:
             return UNKNOWN
         if not _REFERENCE.search(text):
             return text
-        whole = _WHOLE_REFERENCE.fullmatch(text)
+        whole = _REFERENCE.fullmatch(text)
         if whole is not None:
             value = self._value(whole.group(1))
             return value if value == UNKNOWN else self.resolve(value, depth + 1)
@@ -445,9 +446,6 @@ class _References:
         if found is None or found[1] not in (None, REF_TAG, COPY_TAG):
             return UNKNOWN
         return found[0]
-
-
-_WHOLE_REFERENCE = _REFERENCE
 
 
 def _step(stack: list[_Frame]) -> str:
@@ -528,7 +526,7 @@ def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
         yield top.key, _path(stack), value
         top.target = value
     elif top.key == "path":
-        top.siblings = {**(top.siblings or {}), top.key: value}
+        top.path = value
     elif top.key in _REMOTE_CODE_KEYS and value.strip().lower() not in _FALSE:
         # Wherever it is set (a target's mapping, a merge key's anchor, nested kwargs, a tag-built call): the loader
         # a config calls passes it on.
@@ -538,10 +536,8 @@ def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
 
 def _first_argument(stack: list[_Frame], value: str) -> None:
     """The first scalar of a mapping's `_args_` list: a getter's path when given by position."""
-    if len(stack) >= 2 and stack[-1].step == "_args_" and stack[-2].mapping:
-        parent = stack[-2]
-        if parent.siblings is None or "_args_" not in parent.siblings:
-            parent.siblings = {**(parent.siblings or {}), "_args_": value}
+    if len(stack) >= 2 and stack[-1].step == "_args_" and stack[-2].mapping and stack[-2].first_arg is None:
+        stack[-2].first_arg = value
 
 
 def _mapping_done(frame: _Frame, where: str) -> Iterator[tuple[str, str, str]]:
@@ -549,8 +545,7 @@ def _mapping_done(frame: _Frame, where: str) -> Iterator[tuple[str, str, str]]:
     when that is not a plain scalar here (a merge key, an alias of a mapping), a target that cannot be read."""
     if frame.target not in HYDRA_GETTERS:
         return
-    siblings = frame.siblings or {}
-    named = siblings.get("path", siblings.get("_args_"))
+    named = frame.path if frame.path is not None else frame.first_arg
     yield (GETTER_PATH, where, named) if named else (GETTER_UNREAD, where, str(frame.target))
 
 

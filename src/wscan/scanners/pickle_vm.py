@@ -353,7 +353,7 @@ class Machine:
                 self._forward(res, Global("functools", "partial"), made.args, how, offset)
                 return made
             derived = self._derive(func, args)
-            if derived is not None and isinstance(args, Seq) and isinstance(args.items[0], Global):
+            if isinstance(derived, Global):
                 # getattr(<import>, "name") is the import of the dotted name (as protocol 4 writes a qualified
                 # name): recorded as one, so the allowlist judges it whether or not it is called.
                 if derived.dotted not in res.imports:
@@ -364,7 +364,7 @@ class Machine:
                     res.getattr_lookups += 1
                 return derived
             if derived is not None:
-                return Obj(derived, args)
+                return derived
             if func.dotted in IDENTITY_FUNCTIONS and isinstance(args, Seq) and args.items:
                 return args.items[0]  # what it was given, itself: a class BUILD then patches is still that class
         else:
@@ -403,15 +403,13 @@ class Machine:
         """`${name:...}` in a string: OmegaConf calls the resolver registered as `name` when it resolves the
         value, which comparing two configs does while a pickle loads (a config used as a dict key)."""
         for call in resolver_calls(text):
-            seen = call.key
-            if seen in self.resolvers:
+            if call.key in self.resolvers:
                 continue
             if len(self.resolvers) >= MAX_RESOLVERS:  # fail closed: what is not listed may be anything
                 call = ResolverCall(TOO_MANY_RESOLVERS, False, False, 0)
-                if call.name in self.resolvers:
+                if call.key in self.resolvers:
                     return
-                seen = call.name
-            self.resolvers.add(seen)
+            self.resolvers.add(call.key)
             attrs: dict[str, str | int | bool] = {"resolver": call.name, "text": text[:120],
                                                   "shell_like": call.shell_like,
                                                   "plain_default": call.plain_default}  # fmt: skip
@@ -424,15 +422,16 @@ class Machine:
                 self.extensions[code] = (module, name)
 
     @staticmethod
-    def _derive(func: Global, args: Sym) -> Global | None:
-        """getattr(<global>, "name") yields another global we can name."""
+    def _derive(func: Global, args: Sym) -> Global | Obj | None:
+        """getattr(<import>, "name") is the import of the dotted name; getattr(<built object>, "name") an object
+        named after it, whose calls stay computed."""
         # Exactly (target, name): with a default, a name missing from the installed library yields the default.
         if func.dotted == GETATTR and isinstance(args, Seq) and args.type == "tuple" and len(args.items) == 2:
             target, attr = args.items[0], _const(args.items[1])
             if isinstance(target, Global) and isinstance(attr, str):
                 return Global(target.module, f"{target.name}.{attr}")
             if isinstance(target, Obj) and isinstance(target.func, Global) and isinstance(attr, str):
-                return Global(target.func.module, f"{target.func.name}().{attr}")
+                return Obj(Global(target.func.module, f"{target.func.name}().{attr}"), args)
         return None
 
     # -- the machine ---------------------------------------------------------------------------------
