@@ -17,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus"
+TF_KERAS = ROOT / "tests" / "data" / "tf_keras"  # files tf_keras wrote (TensorFlow is not installed to make more)
 MARKER = b"\n--8<--\n"  # harness.split: fields of a multi-part input
 MAX_SEED_BYTES = 256 * 1024
 
@@ -116,8 +117,9 @@ SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
     "keras": lambda: [
         *_files("*.keras"),
         *(m for p in _files("*.keras") for m in _zip_members(p, lambda n: n == "config.json")),
+        *sorted(TF_KERAS.rglob("keras_metadata.pb")),
     ],
-    "tf_graph": lambda: _files("*.pb", "*.pbtxt", "*.meta"),
+    "tf_graph": lambda: [*_files("*.pb", "*.pbtxt", "*.meta"), *sorted(TF_KERAS.rglob("saved_model.pb"))],
     "config_targets": lambda: [
         *_files("*.yaml", "*.yml"),
         *(m for p in _files("*.nemo") for m in _tar_members(p, lambda n: n.endswith(".yaml"))),

@@ -1,4 +1,5 @@
-"""Keras (keras.py + keras_config.py): config.json of a .keras archive, stand-alone model JSON, .keras zips.
+"""Keras (keras.py + keras_config.py): config.json of a .keras archive, stand-alone model JSON, .keras zips,
+and a SavedModel's keras_metadata.pb (tf_keras' protobuf of JSON configs).
 
 The HDF5 probe forks a child process per file and is not fuzzed here (NoHdf5Keras skips HDF5 heads).
 """
@@ -22,6 +23,7 @@ def one_input(data: bytes) -> None:
         return
     harness.drive(KERAS, data, "config.json", {"container": "keras"})
     harness.drive(KERAS, data, "model.json")
+    harness.drive(KERAS, data, "keras_metadata.pb")
 
 
 if __name__ == "__main__":

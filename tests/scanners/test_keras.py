@@ -442,7 +442,8 @@ def test_tf_op_lambda_functions_are_tensorflow_references() -> None:
     objects = {str(i.attrs["callable"]) for i in check_config(config, 1000) if i.kind == "keras.object"}
     assert "tensorflow.io.write_file" in objects
     found = default_engine().rules.judge(observe_json(json.dumps(config).encode()))
-    assert {f.rule_id for f in found} == {"WS-KERAS-002", "WS-KERAS-005"}
+    # TFOpLambda is tf_keras' own layer (allow-tf-keras); writing a file is a gadget whatever calls it
+    assert {f.rule_id for f in found} == {"WS-KERAS-003"}
 
 
 def test_walk_limit(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.tf_graph import KERAS_METADATA_NAME
 from wscan.strict_json import JsonRejected, loads_lenient, loads_strict
 
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
@@ -73,13 +74,17 @@ class KerasScanner:
     name = "keras"
 
     def accepts(self, head: Head) -> bool:
-        return not head.raw_data and (hdf5_offset(head.head) is not None or _keras_json(head))
+        if head.raw_data:
+            return False
+        return hdf5_offset(head.head) is not None or _base(head.name) == KERAS_METADATA_NAME or _keras_json(head)
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as raw:
             head = raw.read(HEAD_BYTES)
         if hdf5_offset(head) is not None:
             yield from _scan_hdf5(artifact, ctx)
+        elif _base(artifact.name) == KERAS_METADATA_NAME:
+            yield from _scan_saved_metadata(artifact, ctx)
         else:
             yield from _scan_json(artifact, ctx)
 
@@ -95,10 +100,10 @@ def _scan_json(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
     with artifact.opener() as raw:
         data = raw.read(limit + 1)
     in_archive = artifact.context.get("container") == "keras"
-    yield from _check_json(artifact, ctx, data, _base(artifact.name) or "config", standalone=not in_archive)
+    yield from check_json(artifact, ctx, data, _base(artifact.name) or "config", standalone=not in_archive)
 
 
-def _check_json(
+def check_json(
     artifact: Artifact, ctx: ScanContext, data: bytes, source: str, standalone: bool = False
 ) -> Iterator[ScanItem]:
     """Parse a config strictly (a lenient reread still gets checked) and report what it would load."""
@@ -117,6 +122,32 @@ def _check_json(
         return  # unreadable (reported above), or some other JSON that happens to mention class_name
     for issue in check_config(top, MAX_CONFIG_NODES, ctx.budget.check_time):
         yield artifact.observe(issue.kind, **{**issue.attrs, "source": source})
+
+
+def _scan_saved_metadata(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+    """keras_metadata.pb: tf_keras' SavedMetadata protobuf, one JSON config per saved object, from which
+    `tf_keras.models.load_model` revives the layers of a SavedModel."""
+    from google.protobuf.message import DecodeError
+
+    from wscan.scanners.tf_graph import message_class
+
+    limit = ctx.limits.max_json_bytes
+    if artifact.size > limit:
+        yield artifact.observe("keras.size_limit", source=KERAS_METADATA_NAME, size=artifact.size, limit=limit)
+        return
+    with artifact.opener() as raw:
+        data = raw.read(limit + 1)
+    metadata = message_class("KerasSavedMetadata")()
+    try:
+        metadata.ParseFromString(data)
+    except (DecodeError, RecursionError, ValueError) as exc:
+        reason = f"not a SavedMetadata protobuf: {type(exc).__name__}: {exc}"
+        yield artifact.observe("keras.config_unreadable", source=KERAS_METADATA_NAME, reason=reason[:300])
+        return
+    for node in metadata.nodes:
+        if node.metadata:
+            source = f"{KERAS_METADATA_NAME} {node.node_path.decode('utf-8', 'replace')[:80]}"
+            yield from check_json(artifact, ctx, node.metadata, source)
 
 
 def _lenient(data: bytes) -> Any:
@@ -204,7 +235,7 @@ def _hdf5_configs(artifact: Artifact, ctx: ScanContext, attrs: dict[str, Any]) -
         elif "error" in value:
             yield artifact.observe("hdf5.attribute_unreadable", attribute=source, reason=_s(value["error"]))
         elif isinstance(value.get("text"), str):
-            yield from _check_json(artifact, ctx, value["text"].encode("utf-8", "surrogatepass"), source)
+            yield from check_json(artifact, ctx, value["text"].encode("utf-8", "surrogatepass"), source)
 
 
 def _s(value: Any) -> str:

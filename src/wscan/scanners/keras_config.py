@@ -24,14 +24,21 @@ from wscan.model import AttrValue, Issue
 DATA_CLASSES = frozenset(
     {"__keras_tensor__", "__tensor__", "__numpy__", "__bytes__", "__ellipsis__", "__slice__"}
 )
+# ...and what tf_keras' legacy JSON encoder writes for values (json_utils): rebuilt as data when, as there, the
+# object names no module (with a module, Keras 3 would import it).
+LEGACY_DATA_CLASSES = frozenset({"__tuple__", "TensorShape", "TypeSpec", "CompositeTensor"})
 LAMBDA_CLASS = "__lambda__"
 # tf.keras 2 wrapped TensorFlow API calls in these layers; `function` is a tf API symbol name.
 TF_OP_LAYERS = frozenset({"TFOpLambda", "SlicingOpLambda"})
+# ...a class method of a tf API class (`cls_symbol`, `method_name`), and any attribute of its input tensor.
+TF_CLASS_METHOD_LAYER = "ClassMethod"
+TF_ATTRIBUTE_LAYERS = frozenset({"InstanceProperty", "InstanceMethod"})
 # Layers whose config may name a file the loader reads (CVE-2025-12058) or a SavedModel it loads
 # (TFSMLayer, CVE-2026-1462).
 PATH_FIELDS = {
     "StringLookup": "vocabulary",
     "IntegerLookup": "vocabulary",
+    "IndexLookup": "vocabulary",
     "TextVectorization": "vocabulary",
     "TFSMLayer": "filepath",
 }
@@ -131,20 +138,36 @@ def _check_object(obj: dict[str, Any], path: str, layer: str, found: _Found) -> 
         code = inner.get("code", inner.get("value")) if isinstance(inner, dict) else None
         _lambda(code, "keras3", path, layer, found)
         return
-    if class_name in DATA_CLASSES:
+    if class_name in DATA_CLASSES or (class_name in LEGACY_DATA_CLASSES and "module" not in obj):
         return
     _reference(obj, class_name, path, layer, found)
     inner = obj.get("config")
     if not isinstance(inner, dict):
         return
-    if class_name in TF_OP_LAYERS and isinstance(inner.get("function"), str):
-        name = inner["function"]
-        found.reference(f"tensorflow.{name}"[:_KEEP], "function", "", module="tensorflow", name=name[:_KEEP],
-                        layer=layer, field=_join(path, "config.function"))  # fmt: skip
+    _tf_op(class_name, inner, path, layer, found)
     key = PATH_FIELDS.get(class_name)
     if key is not None and isinstance(inner.get(key), str) and inner[key]:
         found.add("keras.external_path", layer=layer, class_name=class_name, field=_join(path, f"config.{key}"),
                   path=inner[key][:_KEEP])  # fmt: skip
+
+
+def _tf_op(class_name: str, inner: dict[str, Any], path: str, layer: str, found: _Found) -> None:
+    """The TensorFlow function, class method or tensor attribute a tf.keras 2 op layer calls when it runs."""
+    if class_name in TF_OP_LAYERS:
+        name, key, type_ = inner.get("function"), "function", "function"
+    elif class_name == TF_CLASS_METHOD_LAYER:
+        cls, method = inner.get("cls_symbol"), inner.get("method_name")
+        name = f"{cls}.{method}" if isinstance(cls, str) and isinstance(method, str) else None
+        key, type_ = "cls_symbol", "method"
+    elif class_name in TF_ATTRIBUTE_LAYERS:
+        attr = inner.get("attr_name")
+        name = f"<tensor>.{attr}" if isinstance(attr, str) else None
+        key, type_ = "attr_name", "attribute"
+    else:
+        return
+    if isinstance(name, str):
+        found.reference(f"tensorflow.{name}"[:_KEEP], type_, "", module="tensorflow", name=name[:_KEEP],
+                        layer=layer, field=_join(path, f"config.{key}"))  # fmt: skip
 
 
 def _reference(obj: dict[str, Any], class_name: str, path: str, layer: str, found: _Found) -> None:
@@ -186,6 +209,8 @@ def _legacy_functions(obj: dict[str, Any], path: str, layer: str, found: _Found)
 
 def _lambda(code: Any, form: str, path: str, layer: str, found: _Found) -> None:
     """Marshalled bytecode: its size and the identifiers and strings it holds, for the reviewer."""
+    if isinstance(code, dict) and code.get("class_name") == "__tuple__":
+        code = code.get("items")  # the same tuple as tf_keras' legacy JSON encoder writes it
     if isinstance(code, list | tuple) and code:
         code = code[0]  # python_utils.func_dump's (code, defaults, closure)
     raw = _decode(code) if isinstance(code, str) else b""

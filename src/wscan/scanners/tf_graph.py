@@ -26,6 +26,7 @@ import glob
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from wscan.discover import display_path
@@ -34,7 +35,8 @@ from wscan.scanners.base import CLAIM_KIND, HEAD_BYTES, Artifact, Head, ScanCont
 
 SAVED_MODEL_NAME = "saved_model.pb"
 SAVED_MODEL_TEXT_NAME = "saved_model.pbtxt"
-IGNORED_NAMES = frozenset({"keras_metadata.pb", "fingerprint.pb"})  # Keras and SavedModel side files, no graph
+KERAS_METADATA_NAME = "keras_metadata.pb"  # a SavedModel's Keras configs: read by scanners.keras
+IGNORED_NAMES = frozenset({KERAS_METADATA_NAME, "fingerprint.pb"})  # Keras and SavedModel side files, no graph
 
 # Ops that reach outside the graph, by what they reach. Judged by rules/tensorflow.yaml.
 OP_CATEGORIES: dict[str, str] = {
@@ -92,7 +94,16 @@ _B, _M, _I = "bytes", "message", "int64"
 _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
     ("SavedModel", [("saved_model_schema_version", 1, _I, False, ""),
                     ("meta_graphs", 2, _M, True, "MetaGraphDef")]),
-    ("MetaGraphDef", [("graph_def", 2, _M, False, "GraphDef"), ("saver_def", 3, _M, False, "SaverDef")]),
+    ("MetaGraphDef", [("graph_def", 2, _M, False, "GraphDef"), ("saver_def", 3, _M, False, "SaverDef"),
+                      ("object_graph_def", 7, _M, False, "SavedObjectGraph")]),
+    # Keras' object metadata: tf_keras rebuilds layers from these JSON configs when a SavedModel has no
+    # keras_metadata.pb (SavedUserObject.metadata), and from keras_metadata.pb itself otherwise.
+    ("SavedObjectGraph", [("nodes", 1, _M, True, "SavedObject")]),
+    ("SavedObject", [("user_object", 4, _M, False, "SavedUserObject")]),
+    ("SavedUserObject", [("identifier", 1, _B, False, ""), ("metadata", 3, _B, False, "")]),
+    ("KerasSavedMetadata", [("nodes", 1, _M, True, "KerasSavedNode")]),
+    ("KerasSavedNode", [("node_path", 3, _B, False, ""), ("identifier", 4, _B, False, ""),
+                        ("metadata", 5, _B, False, "")]),
     ("SaverDef", [("filename_tensor_name", 1, _B, False, "")]),
     ("GraphDef", [("node", 1, _M, True, "NodeDef"), ("library", 2, _M, False, "FunctionDefLibrary")]),
     ("FunctionDefLibrary", [("function", 1, _M, True, "FunctionDef")]),
@@ -455,7 +466,7 @@ class TfGraphScanner:
             return
         seen: set[object] = set()  # a node two readings both find is reported once
         for kind, message in parsed:
-            for item in _ops(artifact, ctx, message, kind):
+            for item in chain(_ops(artifact, ctx, message, kind), _keras_objects(artifact, ctx, message, kind)):
                 key = (item.kind, tuple(sorted(item.attrs.items())))
                 if key not in seen:
                     seen.add(key)
@@ -594,6 +605,22 @@ def _pieces(line: str) -> Iterator[str]:
 
 
 MAX_CLAIMED = 10_000
+
+
+def _keras_objects(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Iterator[Observation]:
+    """The Keras configs a SavedModel's object graph carries (what tf_keras revives layers from when there is no
+    keras_metadata.pb), checked like any Keras config."""
+    if kind != "saved_model":
+        return
+    from wscan.scanners.keras import check_json
+
+    for graph in message.meta_graphs:
+        for index, node in enumerate(graph.object_graph_def.nodes):
+            if node.user_object.metadata:
+                source = f"object {index} ({_text(node.user_object.identifier)[:60]})"
+                for item in check_json(artifact, ctx, node.user_object.metadata, source):
+                    if isinstance(item, Observation):
+                        yield item
 
 
 def _claim_saved_model_files(artifact: Artifact) -> Iterator[ScanItem]:
