@@ -1681,6 +1681,7 @@ def _normalize_keras(path: Path) -> None:
 
 
 TF_DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "tensorflow"  # TensorFlow-made files
+TF_KERAS_DATA = TF_DATA.parent / "tf_keras"  # tf_keras-made files (tests/data/tf_keras/make.py)
 
 
 def _build_benign_keras_tf(corpus: Corpus) -> None:
@@ -1708,6 +1709,13 @@ def _build_benign_keras_tf(corpus: Corpus) -> None:
         ("model-text.meta", "TF1 MetaGraphDef written as text"),
     ]:
         corpus.add(f"benign/tf-written/{rel}", (TF_DATA / "benign" / rel).read_bytes(), technique, made_by=made)
+    made = "tf_keras 2.21 (tests/data/tf_keras/make.py)"
+    for rel, technique in [
+        ("tfops.h5", "tf.keras 2 functional model using TensorFlow ops on Keras tensors (TFOpLambda), legacy HDF5"),
+        ("tfops-savedmodel/keras_metadata.pb", "the same model's Keras metadata from a SavedModel"),
+        ("rnn.keras", "tf.keras 2 Embedding, LSTM, GRU and BatchNormalization model, tf_keras' .keras archive"),
+    ]:
+        corpus.add(f"benign/tf-keras/{rel}", (TF_KERAS_DATA / "benign" / rel).read_bytes(), technique, made_by=made)
 
 
 def _build_hostile_keras_tf(corpus: Corpus) -> None:
@@ -1733,6 +1741,14 @@ def _build_hostile_keras_tf(corpus: Corpus) -> None:
     corpus.add("hostile/tf1-checkpoint-meta/model.ckpt.meta",
                (TF_DATA / "hostile/tf1-checkpoint/model.ckpt.meta").read_bytes(), "TF1 checkpoint whose restore op "
                "(run by import_meta_graph + Saver.restore) depends on WriteFile", rules=expect("WS-TF-002"))
+    # Written by tf_keras, which also proved that loading and running each one runs the payload.
+    corpus.add("hostile/tf-keras-lambda-savedmodel/keras_metadata.pb",
+               (TF_KERAS_DATA / "hostile/lambda-savedmodel/keras_metadata.pb").read_bytes(), "SavedModel Keras "
+               "metadata whose Lambda layer carries bytecode that tf_keras.models.load_model revives",
+               rules=expect("WS-KERAS-001"))
+    corpus.add("hostile/tf-keras-read-file.keras", (TF_KERAS_DATA / "hostile/read-file.keras").read_bytes(),
+               "tf.keras 2 model whose TFOpLambda calls tf.io.read_file: its output is a file's content",
+               rules=expect("WS-KERAS-003"))
 
 
 # --- Hydra / NeMo configs --------------------------------------------------------------------------
