@@ -27,6 +27,7 @@ import inspect
 import json
 import os
 import pkgutil
+import re
 import sys
 from pathlib import Path
 
@@ -38,7 +39,7 @@ PURE_OP_MODULES = frozenset({
     "special_math_ops", "sort_ops", "image_ops_impl", "random_ops", "stateless_random_ops", "random_crop_ops",
     "string_ops", "sparse_ops", "embedding_ops", "histogram_ops", "manip_ops", "check_ops", "confusion_matrix",
     "bincount_ops", "ctc_ops", "numerics", "sets_impl", "tensor_getitem_override", "nn_impl_distribute",
-    "candidate_sampling_ops", "weights_broadcast_ops",
+    "candidate_sampling_ops", "weights_broadcast_ops", "parsing_ops", "gen_parsing_ops",
     "ragged.ragged_array_ops", "ragged.ragged_concat_ops", "ragged.ragged_factory_ops", "ragged.ragged_getitem",
     "ragged.ragged_math_ops", "ragged.ragged_string_ops", "ragged.segment_id_ops",
     "signal.dct_ops", "signal.fft_ops", "signal.mel_ops", "signal.mfcc_ops", "signal.reconstruction_ops",
@@ -49,7 +50,14 @@ PURE_OP_MODULES = frozenset({
     "gen_sparse_ops", "gen_string_ops", "gen_special_math_ops", "gen_set_ops", "gen_ragged_array_ops",
     "gen_ragged_math_ops", "gen_ragged_conversion_ops", "gen_manip_ops", "gen_ctc_ops", "gen_count_ops",
 })
-PURE_FRAMEWORK = frozenset({"tensorflow.python.framework.constant_op"})  # tf.constant
+PURE_FRAMEWORK = frozenset({"tensorflow.python.framework.constant_op",  # tf.constant
+                            "tensorflow.python.framework.tensor_conversion"})  # tf.convert_to_tensor
+# Single functions of modules that also hold state or queue ops (tf.dynamic_partition, tf.dynamic_stitch).
+PURE_FUNCTIONS = frozenset({("gen_data_flow_ops", "dynamic_partition"), ("gen_data_flow_ops", "dynamic_stitch"),
+                            ("gen_data_flow_ops", "parallel_dynamic_stitch")})
+# ...and even there, a function that takes a file, path, stream or URL is left out (a review found
+# fixed_unigram_candidate_sampler reading its vocab_file through TensorFlow's file systems).
+FILE_PARAMETER = re.compile(r"(^|_)(file|filename|filepath|path|stream|url|urls|dir|directory)$")
 # Modelling namespaces of tf_keras' API whose functions a config may name.
 MODELLING_FUNCTIONS = ("activations", "losses", "metrics", "initializers", "regularizers", "constraints")
 # tf_keras packages that hold modelling classes (unexported ones are written by their defining module).
@@ -121,14 +129,23 @@ def tf_ops(mapping: dict[str, object], prefixes: tuple[str, ...]) -> set[str]:
         if not inspect.isfunction(target):
             continue
         module = target.__module__ or ""
+        local = module.removeprefix("tensorflow.python.ops.")
         pure = module in PURE_FRAMEWORK or (
             module.startswith("tensorflow.python.ops.")
-            and module.removeprefix("tensorflow.python.ops.") in PURE_OP_MODULES
+            and (local in PURE_OP_MODULES or (local, target.__name__) in PURE_FUNCTIONS)
         )
         qualified = f"tensorflow.{name}"
-        if pure and not _gadget(qualified, prefixes):
+        if pure and not _gadget(qualified, prefixes) and not _takes_a_file(target):
             names.add(qualified)
     return names
+
+
+def _takes_a_file(function: object) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return True  # cannot tell: not listed
+    return any(FILE_PARAMETER.search(name) for name in parameters)
 
 
 def tensor_methods(mapping: dict[str, object]) -> set[str]:

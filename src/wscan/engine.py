@@ -18,7 +18,16 @@ from wscan.model import Location, Observation
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
 from wscan.rules import RuleSet
 from wscan.scanners import all_scanners
-from wscan.scanners.base import CLAIM_KIND, HEAD_BYTES, TAIL_BYTES, Artifact, Head, ScanContext, Scanner
+from wscan.scanners.base import (
+    CLAIM_KIND,
+    HEAD_BYTES,
+    NOT_MINE_KIND,
+    TAIL_BYTES,
+    Artifact,
+    Head,
+    ScanContext,
+    Scanner,
+)
 from wscan.sniff import classify_unscanned
 from wscan.summary import FACT_KINDS, summarize
 
@@ -169,16 +178,24 @@ class Engine:
         except (OSError, BudgetExceeded, EOFError, ValueError, RuntimeError) as exc:
             yield artifact.observe("scan.error", reason=f"cannot read: {type(exc).__name__}: {exc}"[:300])
             return
-        matched = [s for s in self.scanners if _accepts(s, head)]
-        if not matched:
+        read_by = 0
+        for scanner in (s for s in self.scanners if _accepts(s, head)):
+            added = scanner.name not in formats
+            if added:
+                formats.append(scanner.name)
+            declined = False
+            for item in self._run(scanner, artifact, ctx, formats):
+                if item.kind == NOT_MINE_KIND and item.location == artifact.location:
+                    declined = True
+                else:
+                    yield item
+            if declined and added:
+                formats.remove(scanner.name)
+            read_by += not declined
+        if not read_by:
             fallback = classify_unscanned(head)
             if fallback is not None:
                 yield Observation(fallback[0], artifact.location, fallback[1])
-            return
-        for scanner in matched:
-            if scanner.name not in formats:
-                formats.append(scanner.name)
-            yield from self._run(scanner, artifact, ctx, formats)
 
     def _run(
         self, scanner: Scanner, artifact: Artifact, ctx: ScanContext, formats: list[str]

@@ -38,7 +38,7 @@ from wscan.rules import builtin_rules_dir
 from wscan.rules.loader import load_pack
 from wscan.scanners import hdf5_probe
 from wscan.scanners import keras as keras_scanner
-from wscan.scanners.base import Artifact, Head, ScanContext
+from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext
 from wscan.scanners.hdf5_probe import ProbeFailure
 from wscan.scanners.keras import KerasScanner, hdf5_offset
 from wscan.scanners.keras_config import MAX_ISSUES, bytecode_names, check_config
@@ -557,7 +557,8 @@ def test_hdf5_is_no_longer_unchecked(work: Path) -> None:
 
 def test_other_json_is_left_alone() -> None:
     blob = b'{"class_name": "Thing", "module": "x", "config": 3}'
-    assert observe_json(blob) == []  # config is not an object: not a Keras model
+    # config is not an object: not a Keras model, and the scanner hands the file back
+    assert [o.kind for o in observe_json(blob)] == [NOT_MINE_KIND]
 
 
 def test_bytecode_names_are_bounded() -> None:

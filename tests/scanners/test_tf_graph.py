@@ -192,6 +192,9 @@ HOSTILE: dict[str, tuple[bytes, str, Limits | None]] = {
     "WS-TF-007": (b"\x12\x05ab", "saved_model.pb", None),  # a meta graph of 5 bytes with 2 left
     "WS-TF-008": (_saved_model_without_graph(), "saved_model.pb", None),
     "WS-TF-009": (benign_graph_def(), "g.pb", Limits(max_member_bytes=8)),
+    # tf_keras' adapted Discretization layer, saved as a SavedModel by tf_keras 2.21 (tests/data/tf_keras)
+    "WS-TF-011": ((Path(__file__).resolve().parents[1] / "data" / "tf_keras" / "benign" / "discretization-savedmodel"
+                   / "saved_model.pb").read_bytes(), "saved_model.pb", None),
 }  # fmt: skip
 
 

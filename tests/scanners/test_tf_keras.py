@@ -20,13 +20,24 @@ from wscan.rules.loader import load_pack
 from wscan.scanners.keras_config import check_config
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tf_keras"
-BENIGN = sorted(p for p in (DATA / "benign").rglob("*") if p.is_file())
+EXTRA = ("tfops-checkpoint", "discretization-savedmodel")  # judged by their own tests below
+BENIGN = sorted(p for p in (DATA / "benign").rglob("*") if p.is_file() and p.parent.name not in EXTRA)
 HOSTILE = {
     "read-file.h5": "WS-KERAS-003",
     "read-file.json": "WS-KERAS-003",
     "read-file.keras": "WS-KERAS-003",
     "lambda-savedmodel": "WS-KERAS-001",  # keras_metadata.pb
     "lambda-legacy-savedmodel": "WS-KERAS-001",  # saved_model.pb's object graph, no keras_metadata.pb
+}
+
+
+# Proved with tf_keras by a review, then fixed (reviewed/README.md says how each one works).
+REVIEWED = {
+    "sampler.json": "WS-KERAS-003",
+    "print-dynamic.json": "WS-KERAS-003",
+    "print-dynamic.keras": "WS-KERAS-003",
+    "lambda-polyglot": "WS-KERAS-001",
+    "read-file-padded.json": "WS-KERAS-003",
 }
 
 
@@ -37,6 +48,7 @@ def _allowed() -> set[str]:
 def test_the_kept_files_are_there() -> None:
     suffixes = {p.suffix for p in BENIGN}
     assert {".h5", ".keras", ".json", ".pb"} <= suffixes and len(BENIGN) == 12
+    assert all((DATA / "benign" / name).is_dir() for name in EXTRA)
 
 
 @pytest.mark.parametrize("path", BENIGN, ids=lambda p: str(p.relative_to(DATA / "benign")))
@@ -61,6 +73,19 @@ def test_tf_op_layers_of_real_configs_are_each_on_the_allowlist() -> None:
 def test_proved_hostile_files_are_critical(name: str, rule: str) -> None:
     report = scan(DATA / "hostile" / name)
     assert rule in {f.rule_id for f in report.findings if f.severity == Severity.CRITICAL}, report.findings
+
+
+@pytest.mark.parametrize(("name", "rule"), sorted(REVIEWED.items()))
+def test_reviewed_bypasses_are_critical(name: str, rule: str) -> None:
+    report = scan(DATA / "reviewed" / name)
+    assert rule in {f.rule_id for f in report.findings if f.severity == Severity.CRITICAL}, report.findings
+
+
+def test_keras_metadata_that_is_also_hdf5_is_read_as_both() -> None:
+    path = DATA / "reviewed" / "lambda-polyglot" / "keras_metadata.pb"
+    assert path.read_bytes()[8192:8200] == b"\x89HDF\r\n\x1a\n"  # an HDF5 file after an 8 KiB user block
+    report = scan(path)
+    assert report.files[0].formats == ("keras",) and "WS-KERAS-001" in rule_ids(report)
 
 
 def test_the_lambda_is_found_in_the_legacy_object_graph_not_only_in_keras_metadata(tmp_path: Path) -> None:
@@ -135,3 +160,96 @@ def test_keras_metadata_over_the_json_limit_is_not_read(tmp_path: Path) -> None:
     data = (DATA / "benign" / "rnn-savedmodel" / "keras_metadata.pb").read_bytes()
     report = scan_bytes(tmp_path, data, "keras_metadata.pb", Config(limits=Limits(max_json_bytes=1000)))
     assert rule_ids(report) == {"WS-KERAS-009"}
+
+
+def test_a_registered_name_is_judged_where_keras_falls_back_to_it(tmp_path: Path) -> None:
+    function = {"module": "tensorflow", "class_name": "function", "config": "a.b.c", "registered_name": "print"}
+    layer = {"class_name": "Lambda", "config": {"name": "op", "function": function, "function_type": "function"}}
+    # tensorflow.a.b.c does not exist (high), and what Keras then takes, tensorflow.print, is a gadget
+    assert rule_ids(scan_bytes(tmp_path, _op_model(layer), "model.json")) == {"WS-KERAS-003", "WS-KERAS-004"}
+    same = {**function, "config": "relu", "registered_name": "relu", "module": "keras.activations"}
+    layer["config"]["function"] = same  # Keras writes a function's own name there: one reference, allowed
+    assert rule_ids(scan_bytes(tmp_path, _op_model(layer), "model.json")) == set()
+
+
+def _padded(tmp_path: Path, key: str, size: int) -> Path:
+    config = json.loads((DATA / "hostile" / "read-file.json").read_text())
+    text = json.dumps({"_": " " * size, **config})
+    path = tmp_path / "model.json"
+    path.write_text(text.replace('"class_name"', key))
+    return path
+
+
+@pytest.mark.parametrize("key", ['"class_name"', '"class\\u005fname"', '"\\u0063lass_name"'])
+def test_a_model_json_is_found_whatever_comes_first_and_however_keys_are_escaped(tmp_path: Path, key: str) -> None:
+    path = _padded(tmp_path, key, 70_000)
+    assert json.loads(path.read_text())["class_name"] == "Functional"  # what model_from_json reads
+    assert "WS-KERAS-003" in rule_ids(scan(path))
+
+
+def test_a_model_json_over_the_json_limit_is_not_passed(tmp_path: Path) -> None:
+    from wscan.config import Config
+    from wscan.limits import Limits
+
+    path = _padded(tmp_path, '"class_name"', 70_000)
+    assert rule_ids(scan(path, Config(limits=Limits(max_json_bytes=4096)))) == {"WS-KERAS-009"}
+
+
+def test_large_json_that_names_no_class_is_not_called_keras(tmp_path: Path) -> None:
+    """A tokenizer.json-sized file is searched, then handed back: no finding, and not reported as Keras."""
+    path = tmp_path / "vocab.json"
+    path.write_text(json.dumps({f"tok{i}\u00e9": i for i in range(20_000)}))
+    report = scan(path)
+    assert report.findings == [] and "keras" not in report.files[0].formats
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"data": "x" * 5000}) * 1)
+    from wscan.config import Config
+    from wscan.limits import Limits
+
+    report = scan(big, Config(limits=Limits(max_json_bytes=1000)))
+    assert report.findings == [] and report.files[0].status == "skipped"
+
+
+def test_a_save_weights_checkpoint_is_read_as_one() -> None:
+    """`<prefix>.index` (a TensorBundle table) and its data shard are known files, not unknown formats."""
+    report = scan(DATA / "benign" / "tfops-checkpoint")
+    assert report.findings == []
+    formats = {Path(f.path).name: (f.formats, f.status) for f in report.files}
+    assert formats["tfops.index"] == (("tf-checkpoint",), "scanned")
+    assert formats["tfops.data-00000-of-00001"] == (("tf-checkpoint",), "scanned")
+    assert formats["checkpoint"][1] == "skipped"  # the text file naming the latest checkpoint
+
+
+def test_an_index_without_the_table_magic_is_still_unknown(tmp_path: Path) -> None:
+    data = (DATA / "benign" / "tfops-checkpoint" / "tfops.index").read_bytes()
+    assert rule_ids(scan_bytes(tmp_path, data[:-1] + b"\x00", "tfops.index")) == {"WS-FILE-006"}
+
+
+def test_adapted_discretization_keeps_a_pyfunc_that_is_only_medium() -> None:
+    report = scan(DATA / "benign" / "discretization-savedmodel")
+    assert [(f.rule_id, f.severity) for f in report.findings] == [("WS-TF-011", Severity.MEDIUM)]
+
+
+def test_application_layers_pass_and_application_builders_stay_gadgets(tmp_path: Path) -> None:
+    scale = {"module": "keras.src.applications.convnext", "class_name": "LayerScale",
+             "config": {"name": "op", "init_values": 1e-6, "projection_dim": 4}, "registered_name": "LayerScale"}
+    assert rule_ids(scan_bytes(tmp_path, _op_model(scale), "model.json")) == set()
+    builder = {"module": "keras.src.applications.resnet", "class_name": "ResNet50", "config": {"name": "op"}}
+    assert rule_ids(scan_bytes(tmp_path, _op_model(builder), "model.json")) == {"WS-KERAS-003"}
+
+
+@pytest.mark.parametrize("function", ["io.decode_csv", "convert_to_tensor", "dynamic_stitch"])
+def test_pure_tensorflow_functions_in_io_and_framework_pass(tmp_path: Path, function: str) -> None:
+    layer = {"class_name": "TFOpLambda", "config": {"name": "op", "function": function}}
+    assert rule_ids(scan_bytes(tmp_path, _op_model(layer), "model.json")) == set()
+
+
+def test_a_registered_custom_function_is_custom_code_not_an_import(tmp_path: Path) -> None:
+    """tf_keras writes a registered activation as {"module": "builtins", "config": "MyPkg>my_act",
+    "registered_name": "function"}: only the custom-object registry resolves it (medium), and builtins has no
+    attribute "function" for Keras to fall back to."""
+    function = {"module": "builtins", "class_name": "function", "config": "MyPkg>my_act",
+                "registered_name": "function"}
+    layer = {"class_name": "Dense", "config": {"name": "op", "units": 1, "activation": function}}
+    report = scan_bytes(tmp_path, _op_model(layer), "model.json")
+    assert [(f.rule_id, f.evidence["callable"]) for f in report.findings] == [("WS-KERAS-005", "MyPkg>my_act")]

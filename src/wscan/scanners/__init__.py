@@ -24,6 +24,7 @@ from wscan.scanners.python_code import PythonCodeScanner
 from wscan.scanners.repo_files import ModelCardScanner, RepoJsonScanner, TemplateFileScanner
 from wscan.scanners.safetensors import SafetensorsScanner
 from wscan.scanners.shards import ShardIndexScanner
+from wscan.scanners.tf_checkpoint import TfCheckpointScanner
 from wscan.scanners.tf_graph import TfGraphScanner
 
 
@@ -39,6 +40,7 @@ def builtin_scanners() -> list[Scanner]:
         GgufScanner(),
         KerasScanner(),
         TfGraphScanner(),
+        TfCheckpointScanner(),
         OnnxScanner(),
         PickleScanner(),
         ShardIndexScanner(),

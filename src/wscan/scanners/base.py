@@ -15,6 +15,9 @@ from wscan.scanners.slice import open_slice
 # An observation by which a scanner says another top-level file is data it reads (attrs: file = that file's
 # report path, format = what it holds), so the engine does not call it an unknown format.
 CLAIM_KIND = "fact.claims"
+# Yielded by a scanner that accepted a blob on its head and, having read the rest, finds it is not its format
+# (a large JSON file that names no Keras class): the engine drops the format, as if it had never accepted.
+NOT_MINE_KIND = "scan.not_this_format"
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 64 * 1024 + 22  # a zip end-of-central-directory record with the longest comment
 

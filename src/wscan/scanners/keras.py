@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import HEAD_BYTES, NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.tf_graph import KERAS_METADATA_NAME
 from wscan.strict_json import JsonRejected, loads_lenient, loads_strict
 
@@ -30,7 +30,7 @@ HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 HDF5_SECONDS = 120.0  # one HDF5 file's metadata; real files take well under a second
 MAX_CONFIG_NODES = 20_000_000  # JSON values walked in one config (a 64 MiB config has fewer)
 _CLASS_NAME = re.compile(r'"class_name"\s*:')
-_KERAS_KEY = re.compile(r'"(module|registered_name|keras_version)"\s*:')
+_ESCAPED_KEY_LETTER = re.compile(r"\\u00(?:6[135cdeCDE]|5[fF]|73)")  # c l a s _ n m e, \u-escaped
 _COPY_CHUNK = 1 << 20
 
 
@@ -65,7 +65,16 @@ def _keras_json(head: Head) -> bool:
         return False
     if head.container and base == "config.json":
         return True
-    return base.endswith(".json") and bool(_CLASS_NAME.search(text)) and bool(_KERAS_KEY.search(text))
+    if not base.endswith(".json"):
+        return False
+    # The rest of a larger file is searched when it is scanned: padding can push every key past the head.
+    return head.size > len(head.head) or _may_name_a_class(text)
+
+
+def _may_name_a_class(text: str) -> bool:
+    """Whether JSON text can hold a "class_name" key: spelt out, or with a letter of it escaped (json.loads
+    decodes escapes in keys too). False means it certainly holds none."""
+    return _CLASS_NAME.search(text) is not None or _ESCAPED_KEY_LETTER.search(text) is not None
 
 
 class KerasScanner:
@@ -81,11 +90,13 @@ class KerasScanner:
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as raw:
             head = raw.read(HEAD_BYTES)
+        if _base(artifact.name) == KERAS_METADATA_NAME:
+            # tf_keras reads this file by its name, as protobuf, whatever else it may also be (an HDF5 user block
+            # can hold the protobuf, which then skips the HDF5 as an unknown field)
+            yield from _scan_saved_metadata(artifact, ctx)
         if hdf5_offset(head) is not None:
             yield from _scan_hdf5(artifact, ctx)
-        elif _base(artifact.name) == KERAS_METADATA_NAME:
-            yield from _scan_saved_metadata(artifact, ctx)
-        else:
+        elif _base(artifact.name) != KERAS_METADATA_NAME:
             yield from _scan_json(artifact, ctx)
 
 
@@ -94,13 +105,35 @@ class KerasScanner:
 
 def _scan_json(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
     limit = ctx.limits.max_json_bytes
+    in_archive = artifact.context.get("container") == "keras"
     if artifact.size > limit:
-        yield artifact.observe("keras.size_limit", source=_base(artifact.name), size=artifact.size, limit=limit)
+        if in_archive or _stream_names_a_class(artifact):
+            yield artifact.observe("keras.size_limit", source=_base(artifact.name), size=artifact.size, limit=limit)
+        else:
+            yield artifact.observe(NOT_MINE_KIND)
         return
     with artifact.opener() as raw:
         data = raw.read(limit + 1)
-    in_archive = artifact.context.get("container") == "keras"
+    if not in_archive and not _may_name_a_class(data.decode(json.detect_encoding(data), "ignore")):
+        yield artifact.observe(NOT_MINE_KIND)  # a large JSON file that names no class: not a model
+        return
     yield from check_json(artifact, ctx, data, _base(artifact.name) or "config", standalone=not in_archive)
+
+
+def _stream_names_a_class(artifact: Artifact) -> bool:
+    """`_may_name_a_class` over a file too large to parse, read a chunk at a time (UTF-8 only: another encoding
+    counts as naming one)."""
+    with artifact.opener() as raw:
+        first = raw.read(4)
+        if json.detect_encoding(first) not in ("utf-8", "utf-8-sig"):
+            return True
+        tail = first
+        while chunk := raw.read(_COPY_CHUNK):
+            text = (tail + chunk).decode("utf-8", "ignore")
+            if _may_name_a_class(text):
+                return True
+            tail = chunk[-16:]
+    return False
 
 
 def check_json(
@@ -118,8 +151,10 @@ def check_json(
             yield artifact.observe("keras.config_unreadable", source=source, reason=str(exc))
         elif not standalone or looks_like_keras(top):
             yield artifact.observe("keras.config_invalid", source=source, reason=str(exc))
+    if top is not None and standalone and not looks_like_keras(top):
+        yield artifact.observe(NOT_MINE_KIND)  # some other JSON that happens to mention class_name
     if top is None or (standalone and not looks_like_keras(top)):
-        return  # unreadable (reported above), or some other JSON that happens to mention class_name
+        return  # unreadable (reported above), or not Keras
     for issue in check_config(top, MAX_CONFIG_NODES, ctx.budget.check_time):
         yield artifact.observe(issue.kind, **{**issue.attrs, "source": source})
 

@@ -13,6 +13,7 @@ generated from Keras' own export registry, and a list of gadgets).
 from __future__ import annotations
 
 import binascii
+import builtins
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -33,6 +34,9 @@ TF_OP_LAYERS = frozenset({"TFOpLambda", "SlicingOpLambda"})
 # ...a class method of a tf API class (`cls_symbol`, `method_name`), and any attribute of its input tensor.
 TF_CLASS_METHOD_LAYER = "ClassMethod"
 TF_ATTRIBUTE_LAYERS = frozenset({"InstanceProperty", "InstanceMethod"})
+# The reference types of what those layers call, which the rules tell apart from objects a config imports.
+TF_FUNCTION, TF_METHOD, TF_ATTRIBUTE = "tf-function", "tf-method", "tf-attribute"
+_BUILTIN_NAMES = frozenset(dir(builtins))
 # Layers whose config may name a file the loader reads (CVE-2025-12058) or a SavedModel it loads
 # (TFSMLayer, CVE-2026-1462).
 PATH_FIELDS = {
@@ -154,15 +158,15 @@ def _check_object(obj: dict[str, Any], path: str, layer: str, found: _Found) -> 
 def _tf_op(class_name: str, inner: dict[str, Any], path: str, layer: str, found: _Found) -> None:
     """The TensorFlow function, class method or tensor attribute a tf.keras 2 op layer calls when it runs."""
     if class_name in TF_OP_LAYERS:
-        name, key, type_ = inner.get("function"), "function", "function"
+        name, key, type_ = inner.get("function"), "function", TF_FUNCTION
     elif class_name == TF_CLASS_METHOD_LAYER:
         cls, method = inner.get("cls_symbol"), inner.get("method_name")
         name = f"{cls}.{method}" if isinstance(cls, str) and isinstance(method, str) else None
-        key, type_ = "cls_symbol", "method"
+        key, type_ = "cls_symbol", TF_METHOD
     elif class_name in TF_ATTRIBUTE_LAYERS:
         attr = inner.get("attr_name")
         name = f"<tensor>.{attr}" if isinstance(attr, str) else None
-        key, type_ = "attr_name", "attribute"
+        key, type_ = "attr_name", TF_ATTRIBUTE
     else:
         return
     if isinstance(name, str):
@@ -172,7 +176,7 @@ def _tf_op(class_name: str, inner: dict[str, Any], path: str, layer: str, found:
 
 def _reference(obj: dict[str, Any], class_name: str, path: str, layer: str, found: _Found) -> None:
     """The callable a serialized object resolves to: module + class, function name or TypeSpec name."""
-    module = obj.get("module") if isinstance(obj.get("module"), str) else ""
+    module = obj["module"] if isinstance(obj.get("module"), str) else ""
     if class_name == "function":
         name, type_ = obj.get("config"), "function"
     elif class_name == "__typespec__":
@@ -183,9 +187,25 @@ def _reference(obj: dict[str, Any], class_name: str, path: str, layer: str, foun
         name = f"<{type(name).__name__}>"
     registered = obj.get("registered_name")
     custom = registered if isinstance(registered, str) and ">" in registered else ""
-    callable_ = f"{module}.{name}" if module else name
-    found.reference(callable_[:_KEEP], type_, custom[:_KEEP], module=str(module)[:_KEEP], name=name[:_KEEP],
+    # A registered name (package>name) is no module attribute: only custom objects resolve it, as a bare name.
+    owner = "" if ">" in name else module
+    callable_ = f"{owner}.{name}" if owner else name
+    found.reference(callable_[:_KEEP], type_, custom[:_KEEP], module=owner[:_KEEP], name=name[:_KEEP],
                     layer=layer, field=path)  # fmt: skip
+    if _falls_back(module, registered, name) and isinstance(registered, str):
+        # When the module has no attribute `name`, Keras (3 and tf_keras) takes the module's attribute called
+        # `registered_name` instead: {"module": "tensorflow", "config": "a.b.c", "registered_name": "print"}.
+        found.reference(f"{module}.{registered}"[:_KEEP], type_, "", module=module[:_KEEP],
+                        name=registered[:_KEEP], layer=layer, field=_join(path, "registered_name"))  # fmt: skip
+
+
+def _falls_back(module: str, registered: Any, name: str) -> bool:
+    """Whether `module.registered_name` is something else Keras may resolve. Keras writes the name itself, a
+    package>name, or for a function `"function"` (the class of a function object), which no module used in a
+    config defines as a callable worth the name; builtins' own names are known."""
+    if not module or not isinstance(registered, str) or registered in ("", name, "function") or ">" in registered:
+        return False
+    return module != "builtins" or registered in _BUILTIN_NAMES
 
 
 def _legacy_functions(obj: dict[str, Any], path: str, layer: str, found: _Found) -> None:

@@ -642,9 +642,14 @@ def _claim_saved_model_files(artifact: Artifact) -> Iterator[ScanItem]:
 
 def _claim_checkpoint(artifact: Artifact) -> Iterator[ScanItem]:
     """A TF1 checkpoint `model.ckpt.meta` restores `model.ckpt.index` and `model.ckpt.data-*` beside it."""
-    if artifact.real_path is None or not artifact.real_path.name.endswith(".meta"):
+    if artifact.real_path is not None and artifact.real_path.name.endswith(".meta"):
+        yield from claim_checkpoint_files(artifact, artifact.real_path.name.removesuffix(".meta"))
+
+
+def claim_checkpoint_files(artifact: Artifact, prefix: str) -> Iterator[ScanItem]:
+    """`<prefix>.index` and `<prefix>.data-*` beside the artifact, claimed as a checkpoint's tensors."""
+    if artifact.real_path is None:
         return
-    prefix = artifact.real_path.name.removesuffix(".meta")
     found = sorted(artifact.real_path.parent.glob(glob.escape(prefix) + ".*"))
     for _, path in zip(range(MAX_CLAIMED), found, strict=False):
         rest = path.name[len(prefix) :]

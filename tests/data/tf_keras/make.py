@@ -9,6 +9,8 @@ which this script checks.
 benign/      what tf_keras writes for a few real architectures: legacy HDF5 (`.h5`, with the training config),
              the tf_keras v3 archive (`.keras`), `model.to_json()`, and a SavedModel's `keras_metadata.pb`.
              The functional model `tfops` uses TensorFlow ops on Keras tensors (TFOpLambda, SlicingOpLambda).
+             Also a `save_weights` checkpoint (`tfops-checkpoint/`) and the saved_model.pb of an adapted
+             Discretization layer, whose adapt step tf_keras traces with a tf.numpy_function (a PyFunc node).
 hostile/     read-file.{h5,keras,json}: a model of string ops whose last TFOpLambda is renamed from strings.lower
              to io.read_file: the model's output is the content of a file named in the config
              lambda-savedmodel/keras_metadata.pb: a Lambda layer's bytecode, revived by load_model
@@ -90,8 +92,29 @@ def lambda_model():  # type: ignore[no-untyped-def]
     return keras.Model(inp, out)
 
 
+def discretization():  # type: ignore[no-untyped-def]
+    import numpy as np
+    import tf_keras as keras
+    from tf_keras import layers
+
+    inp = keras.Input((1,))
+    bins = layers.Discretization(num_bins=4)
+    bins.adapt(np.arange(100, dtype="float32").reshape(-1, 1))  # traced with a tf.numpy_function inside
+    return keras.Model(inp, layers.Dense(1)(bins(inp)))
+
+
+def _write_extra_benign(folder: Path) -> None:
+    """A Keras `save_weights` checkpoint (index table and data shard) and an adapted Discretization SavedModel."""
+    tfops().save_weights(folder / "tfops-checkpoint" / "tfops")
+    with tempfile.TemporaryDirectory() as tmp:
+        discretization().save(f"{tmp}/sm", save_format="tf")
+        (folder / "discretization-savedmodel").mkdir()
+        shutil.copy(f"{tmp}/sm/saved_model.pb", folder / "discretization-savedmodel" / "saved_model.pb")
+
+
 def _write_benign(folder: Path) -> None:
     folder.mkdir(parents=True)
+    _write_extra_benign(folder)
     for name, make in (("tfops", tfops), ("rnn", rnn), ("conv", conv)):
         model = make()
         model.save(folder / f"{name}.h5")
