@@ -38,6 +38,9 @@ REVIEWED = {
     "print-dynamic.keras": "WS-KERAS-003",
     "lambda-polyglot": "WS-KERAS-001",
     "read-file-padded.json": "WS-KERAS-003",
+    "no-version-keys.json": "WS-KERAS-003",
+    "sequential-list-config.json": "WS-KERAS-003",
+    "print-model.txt": "WS-KERAS-003",
 }
 
 
@@ -253,3 +256,20 @@ def test_a_registered_custom_function_is_custom_code_not_an_import(tmp_path: Pat
     layer = {"class_name": "Dense", "config": {"name": "op", "units": 1, "activation": function}}
     report = scan_bytes(tmp_path, _op_model(layer), "model.json")
     assert [(f.rule_id, f.evidence["callable"]) for f in report.findings] == [("WS-KERAS-005", "MyPkg>my_act")]
+
+
+def test_a_gap_between_the_key_and_its_colon_does_not_hide_an_oversized_model(tmp_path: Path) -> None:
+    from wscan.config import Config
+    from wscan.limits import Limits
+
+    path = tmp_path / "model.json"
+    path.write_text('{"class_name"' + " " * (1 << 20) + ': "Functional", "config": {"layers": []}}')
+    assert json.loads(path.read_text())["class_name"] == "Functional"
+    assert rule_ids(scan(path, Config(limits=Limits(max_json_bytes=4096)))) == {"WS-KERAS-009"}
+
+
+def test_text_that_only_opens_with_a_brace_is_handed_back(tmp_path: Path) -> None:
+    report = scan_bytes(tmp_path, b'{ "class_name": not json at all', "notes.txt")
+    assert report.findings == [] and report.files[0].status == "skipped"
+    report = scan_bytes(tmp_path, b'{ "class_name": not json at all', "model.json")  # named JSON: fails closed
+    assert rule_ids(report) == {"WS-KERAS-020"}

@@ -29,7 +29,7 @@ from wscan.strict_json import JsonRejected, loads_lenient, loads_strict
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 HDF5_SECONDS = 120.0  # one HDF5 file's metadata; real files take well under a second
 MAX_CONFIG_NODES = 20_000_000  # JSON values walked in one config (a 64 MiB config has fewer)
-_CLASS_NAME = re.compile(r'"class_name"\s*:')
+_CLASS_NAME = '"class_name"'
 _ESCAPED_KEY_LETTER = re.compile(r"\\u00(?:6[135cdeCDE]|5[fF]|73)")  # c l a s _ n m e, \u-escaped
 _COPY_CHUNK = 1 << 20
 
@@ -60,21 +60,25 @@ def _keras_json(head: Head) -> bool:
     start = text.lstrip(" \t\r\n")
     base = _base(head.name)
     if not start:  # only whitespace so far: json.loads skips any amount of it
-        return head.size > len(head.head) and base.endswith(".json")
+        return head.size > len(head.head) and _named_json(base)
     if not start.startswith("{"):
         return False
     if head.container and base == "config.json":
         return True
-    if not base.endswith(".json"):
-        return False
-    # The rest of a larger file is searched when it is scanned: padding can push every key past the head.
+    # model_from_json takes text from any file, so the name does not decide. The rest of a larger file is searched
+    # when it is scanned: padding can push every key past the head.
     return head.size > len(head.head) or _may_name_a_class(text)
+
+
+def _named_json(base: str) -> bool:
+    return base.lower().endswith(".json")
 
 
 def _may_name_a_class(text: str) -> bool:
     """Whether JSON text can hold a "class_name" key: spelt out, or with a letter of it escaped (json.loads
-    decodes escapes in keys too). False means it certainly holds none."""
-    return _CLASS_NAME.search(text) is not None or _ESCAPED_KEY_LETTER.search(text) is not None
+    decodes escapes in keys too). False means it certainly holds none. The key alone is looked for, not its
+    colon: JSON allows any amount of whitespace between the two."""
+    return _CLASS_NAME in text or _ESCAPED_KEY_LETTER.search(text) is not None
 
 
 class KerasScanner:
@@ -117,6 +121,9 @@ def _scan_json(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
     if not in_archive and not _may_name_a_class(data.decode(json.detect_encoding(data), "ignore")):
         yield artifact.observe(NOT_MINE_KIND)  # a large JSON file that names no class: not a model
         return
+    if not in_archive and not _named_json(_base(artifact.name)) and _lenient(data) is None:
+        yield artifact.observe(NOT_MINE_KIND)  # some other text that opens with a brace
+        return
     yield from check_json(artifact, ctx, data, _base(artifact.name) or "config", standalone=not in_archive)
 
 
@@ -132,7 +139,7 @@ def _stream_names_a_class(artifact: Artifact) -> bool:
             text = (tail + chunk).decode("utf-8", "ignore")
             if _may_name_a_class(text):
                 return True
-            tail = chunk[-16:]
+            tail = chunk[-16:]  # longer than the key and than an escape
     return False
 
 

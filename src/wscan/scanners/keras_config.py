@@ -75,12 +75,13 @@ class _Found:
 
 
 def looks_like_keras(top: Any) -> bool:
-    """A stand-alone JSON file that is a serialized Keras model (model.to_json(), a copied config.json)."""
+    """A stand-alone JSON file that a Keras loader would rebuild (model.to_json(), a copied config.json): what
+    tf_keras' model_from_json needs, a class name and a config (a list for an old Sequential). Keras 3 also wants
+    a module; tf_keras looks the class name up in its own table without one."""
     return (
         isinstance(top, dict)
         and isinstance(top.get("class_name"), str)
-        and isinstance(top.get("config"), dict)
-        and any(key in top for key in ("module", "registered_name", "keras_version", "backend"))
+        and isinstance(top.get("config"), dict | list)
     )
 
 
