@@ -1731,9 +1731,9 @@ def _build_hostile_keras_tf(corpus: Corpus) -> None:
                                              "in a legacy HDF5 model_config", rules=expect("WS-KERAS-001")))
     corpus.add("hostile/tf-graph-readfile-pyfunc.pb", tf_tests.hostile_graph_def(), "frozen GraphDef that reads "
                "/etc/passwd, writes a file and calls a Python callback",
-               rules=expect("WS-TF-001", "WS-TF-002", "WS-TF-003"))
+               rules=expect("WS-TF-001", "WS-TF-002", "WS-TF-012"))
     corpus.add("hostile/tf-saved-model/saved_model.pb", tf_tests.hostile_saved_model(), "SavedModel whose serving "
-               "function writes a file and runs EagerPyFunc", rules=expect("WS-TF-001", "WS-TF-002", "WS-TF-003"))
+               "function writes a file and runs EagerPyFunc", rules=expect("WS-TF-001", "WS-TF-002", "WS-TF-012"))
     # Written by TensorFlow, which also proved that loading each one writes a file (tests/data/tensorflow/make.py).
     corpus.add("hostile/tf-saved-model-text/saved_model.pbtxt",
                (TF_DATA / "hostile/saved-model-text/saved_model.pbtxt").read_bytes(), "SavedModel as protobuf text "

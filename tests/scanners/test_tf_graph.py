@@ -182,7 +182,8 @@ HOSTILE: dict[str, tuple[bytes, str, Limits | None]] = {
     "WS-TF-001": (graph_with(("py", "PyFunc", ("x",), {"token": "pyfunc_0"})), "g.pb", None),
     "WS-TF-002": (graph_with(("p", "Const", (), {"value": b"/root/.bashrc"}), ("w", "WriteFile", ("p", "c"), {})),
                   "g.pb", None),
-    "WS-TF-003": (graph_with(("p", "Const", (), {"value": b"/etc/passwd"}), ("r", "ReadFile", ("p",), {})),
+    "WS-TF-003": (graph_with(("r", "ReadFile", ("fed_path",), {})), "g.pb", None),  # a path fed in at run time
+    "WS-TF-012": (graph_with(("p", "Const", (), {"value": b"/etc/passwd"}), ("r", "ReadFile", ("p",), {})),
                   "g.pb", None),
     "WS-TF-004": (saved_model(lambda g: (add_node(g, "p", "Const", value=b"/tmp/x"),
                                          add_node(g, "s", "SaveV2", ("p", "n", "s", "t")))), "saved_model.pb", None),
@@ -214,7 +215,7 @@ def test_hostile_graph_def_names_nodes_and_paths(tmp_path: Path) -> None:
     report = scan_bytes(tmp_path, hostile_graph_def(), "frozen.pb")
     found = {(f.rule_id, f.evidence["node"], f.evidence["target"]) for f in report.findings}
     assert found == {
-        ("WS-TF-003", "read", "/etc/passwd"),
+        ("WS-TF-012", "read", "/etc/passwd"),
         ("WS-TF-002", "write", "/root/.bashrc"),
         ("WS-TF-001", "callback", "token=pyfunc_0"),
     }
@@ -224,7 +225,7 @@ def test_hostile_saved_model_ops_inside_functions_and_through_identity(tmp_path:
     report = scan_bytes(tmp_path / "model", hostile_saved_model(), "saved_model.pb")
     found = {(f.rule_id, f.evidence["function"], f.evidence["node"], f.evidence["path"]) for f in report.findings}
     assert found == {
-        ("WS-TF-003", "<graph>", "read", "/etc/shadow"),
+        ("WS-TF-012", "<graph>", "read", "/etc/shadow"),
         ("WS-TF-002", "__inference_serve_7", "write", "/root/.ssh/authorized_keys"),
         ("WS-TF-001", "__inference_serve_7", "py", ""),
     }
@@ -235,11 +236,11 @@ def test_hostile_saved_model_ops_inside_functions_and_through_identity(tmp_path:
     [
         ("PrintV2", "output_stream", "file:///home/u/.profile", "WS-TF-002"),
         ("PrintV2", "output_stream", "stderr", None),
-        ("DecodeProtoV2", "descriptor_source", "/etc/descriptors.bin", "WS-TF-003"),
+        ("DecodeProtoV2", "descriptor_source", "/etc/descriptors.bin", "WS-TF-012"),
         ("DecodeProtoV2", "descriptor_source", "local://", None),
         ("DebugIdentity", "debug_urls", "grpc://attacker:6064", "WS-TF-006"),
         ("DebugIdentity", "debug_urls", "file:///tmp/dump", "WS-TF-002"),
-        ("ImmutableConst", "memory_region_name", "/dev/mem", "WS-TF-003"),
+        ("ImmutableConst", "memory_region_name", "/dev/mem", "WS-TF-012"),
     ],
 )
 def test_ops_judged_by_their_attributes(tmp_path: Path, op: str, attr: str, value: str, rule: str | None) -> None:

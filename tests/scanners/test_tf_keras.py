@@ -41,7 +41,10 @@ REVIEWED = {
     "no-version-keys.json": "WS-KERAS-003",
     "sequential-list-config.json": "WS-KERAS-003",
     "print-model.txt": "WS-KERAS-003",
+    "userblock-64k.h5": "WS-KERAS-003",
 }
+# ...and found high, not critical: external storage and a graph reading a file at a fixed path.
+REVIEWED_HIGH = {"external-weights-userblock.keras": "WS-KERAS-013", "readfile-savedmodel": "WS-TF-012"}
 
 
 def _allowed() -> set[str]:
@@ -273,3 +276,30 @@ def test_text_that_only_opens_with_a_brace_is_handed_back(tmp_path: Path) -> Non
     assert report.findings == [] and report.files[0].status == "skipped"
     report = scan_bytes(tmp_path, b'{ "class_name": not json at all', "model.json")  # named JSON: fails closed
     assert rule_ids(report) == {"WS-KERAS-020"}
+
+
+@pytest.mark.parametrize(("name", "rule"), sorted(REVIEWED_HIGH.items()))
+def test_reviewed_reads_of_outside_files_are_high(name: str, rule: str) -> None:
+    report = scan(DATA / "reviewed" / name)
+    assert rule in {f.rule_id for f in report.findings if f.severity == Severity.HIGH}, report.findings
+
+
+@pytest.mark.parametrize("block", [1 << 16, 1 << 20])
+def test_hdf5_behind_a_user_block_of_any_size_is_read(tmp_path: Path, block: int) -> None:
+    """h5py (libhdf5) finds the superblock at any power of two; so must wscan, past its 64 KiB head."""
+    import h5py
+
+    path = tmp_path / "model.h5"
+    with h5py.File(DATA / "hostile" / "read-file.h5", "r") as src, h5py.File(path, "w", userblock_size=block) as dst:
+        for key, value in src.attrs.items():
+            dst.attrs[key] = value
+        for name in src:
+            src.copy(src[name], dst, name=name)
+    assert path.read_bytes()[block : block + 8] == b"\x89HDF\r\n\x1a\n"
+    report = scan(path)
+    assert "WS-KERAS-003" in rule_ids(report) and report.files[0].formats == ("keras",)
+
+
+def test_a_large_file_without_a_late_signature_is_handed_back(tmp_path: Path) -> None:
+    report = scan_bytes(tmp_path, b"\x00" * (1 << 18), "blob.bin")
+    assert "keras" not in report.files[0].formats

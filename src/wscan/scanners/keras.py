@@ -27,6 +27,7 @@ from wscan.scanners.tf_graph import KERAS_METADATA_NAME
 from wscan.strict_json import JsonRejected, loads_lenient, loads_strict
 
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+HDF5_SUFFIXES = (".h5", ".hdf5", ".keras")
 HDF5_SECONDS = 120.0  # one HDF5 file's metadata; real files take well under a second
 MAX_CONFIG_NODES = 20_000_000  # JSON values walked in one config (a 64 MiB config has fewer)
 _CLASS_NAME = '"class_name"'
@@ -89,19 +90,63 @@ class KerasScanner:
     def accepts(self, head: Head) -> bool:
         if head.raw_data:
             return False
-        return hdf5_offset(head.head) is not None or _base(head.name) == KERAS_METADATA_NAME or _keras_json(head)
+        return (
+            hdf5_offset(head.head) is not None
+            or _base(head.name) == KERAS_METADATA_NAME
+            or _keras_json(head)
+            or _may_hold_late_hdf5(head)
+        )
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as raw:
             head = raw.read(HEAD_BYTES)
-        if _base(artifact.name) == KERAS_METADATA_NAME:
+        base = _base(artifact.name)
+        if base == KERAS_METADATA_NAME:
             # tf_keras reads this file by its name, as protobuf, whatever else it may also be (an HDF5 user block
             # can hold the protobuf, which then skips the HDF5 as an unknown field)
             yield from _scan_saved_metadata(artifact, ctx)
-        if hdf5_offset(head) is not None:
+        if hdf5_offset(head) is not None or (_late_search_pays(artifact) and late_hdf5_offset(artifact, len(head))):
             yield from _scan_hdf5(artifact, ctx)
-        elif _base(artifact.name) != KERAS_METADATA_NAME:
+        elif base == KERAS_METADATA_NAME:
+            return
+        elif _keras_json(Head(head, b"", artifact.size, artifact.name, container=_container(artifact))):
             yield from _scan_json(artifact, ctx)
+        else:
+            yield artifact.observe(NOT_MINE_KIND)  # accepted for a signature past the head, and there is none
+
+
+def _container(artifact: Artifact) -> str:
+    return str(artifact.context.get("container", ""))
+
+
+def _may_hold_late_hdf5(head: Head) -> bool:
+    """Whether the HDF5 signature could sit past the head: libhdf5 looks at every power of two up to the end of
+    the file, so a user block of 64 KiB or more hides it from the head."""
+    return head.size > len(head.head)
+
+
+def _late_search_pays(artifact: Artifact) -> bool:
+    """A file on disk or a member that seeks cheaply is searched; a compressed member only when it is named like
+    HDF5 (Keras opens `model.weights.h5` by name), since each seek there decompresses up to the offset."""
+    return (
+        artifact.real_path is not None
+        or bool(artifact.context.get("cheap_seek", True))
+        or _base(artifact.name).lower().endswith(HDF5_SUFFIXES)
+    )
+
+
+def late_hdf5_offset(artifact: Artifact, start: int) -> int | None:
+    """The first power of two at or past `start` where the HDF5 signature is, up to the end of the blob."""
+    offset = 512
+    while offset < start:
+        offset *= 2
+    with artifact.opener() as raw:
+        while offset + len(HDF5_MAGIC) <= artifact.size:
+            raw.seek(offset)
+            if raw.read(len(HDF5_MAGIC)) == HDF5_MAGIC:
+                return offset
+            offset *= 2
+    return None
 
 
 # --- JSON --------------------------------------------------------------------------------------------

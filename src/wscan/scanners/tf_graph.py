@@ -679,6 +679,7 @@ def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Itera
                 "op": op[:_KEEP], "category": category, "node": _text(node.name),
                 "function": scope.function or MAIN_GRAPH, "path": path, "detail": detail[:_KEEP],
                 "target": path or detail[:_KEEP] or "not a constant", "format": kind,
+                "fixed": bool(path or detail),  # where it reaches is written into the graph
             }  # fmt: skip
             yield artifact.observe("tf.op", **attrs)
     if reported > MAX_REPORTED:
