@@ -309,6 +309,10 @@ def _dense_registered(config: dict[str, Any]) -> None:
     config["config"]["layers"][1]["registered_name"] = "evil>Dense"
 
 
+def _dense_registered_as_gadget(config: dict[str, Any]) -> None:
+    config["config"]["layers"][1]["registered_name"] = "keras_hub>upload_preset"
+
+
 def _bare_custom(config: dict[str, Any]) -> None:
     config["config"]["layers"].append({"class_name": "MyAttention", "config": {"name": "att"}})
 
@@ -346,6 +350,8 @@ HOSTILE: dict[str, tuple[Callable[[Path], Path], str, Limits]] = {
                      "custom.keras", Limits()),
     "WS-KERAS-005": (lambda p: h5_with_config(p, _bare_custom), "custom.h5", Limits()),
     "WS-KERAS-006": (lambda p: keras_with_layers(p, edit=_dense_registered), "registered.keras", Limits()),
+    "WS-KERAS-021": (lambda p: keras_with_layers(p, edit=_dense_registered_as_gadget), "registered-gadget.keras",
+                     Limits()),
     "WS-KERAS-007": (lambda p: keras_with_layers(p, {"module": "keras.layers", "class_name": "StringLookup",
                                                      "config": {"name": "lookup", "vocabulary": "/etc/passwd"},
                                                      "registered_name": None}), "vocabulary.keras", Limits()),

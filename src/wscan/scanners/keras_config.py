@@ -46,6 +46,10 @@ PATH_FIELDS = {
     "TextVectorization": "vocabulary",
     "TFSMLayer": "filepath",
 }
+# KerasHub's (and KerasNLP's) tokenizers read a vocabulary, merges or SentencePiece model from a path given
+# as a string; a preset stores them as assets and writes null there.
+HUB_PACKAGES = ("keras_hub.", "keras_nlp.")
+HUB_PATH_FIELDS = ("vocabulary", "merges", "proto")
 MAX_ISSUES = 200  # per kind: beyond this a model is hostile anyway and the count is reported
 _TICK = 1 << 14  # nodes between two deadline checks
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_.]+")
@@ -150,10 +154,12 @@ def _check_object(obj: dict[str, Any], path: str, layer: str, found: _Found) -> 
     if not isinstance(inner, dict):
         return
     _tf_op(class_name, inner, path, layer, found)
-    key = PATH_FIELDS.get(class_name)
-    if key is not None and isinstance(inner.get(key), str) and inner[key]:
-        found.add("keras.external_path", layer=layer, class_name=class_name, field=_join(path, f"config.{key}"),
-                  path=inner[key][:_KEEP])  # fmt: skip
+    module = obj.get("module")
+    keys = HUB_PATH_FIELDS if isinstance(module, str) and module.startswith(HUB_PACKAGES) else ()
+    for key in (*keys, PATH_FIELDS.get(class_name)):
+        if key is not None and isinstance(inner.get(key), str) and inner[key]:
+            found.add("keras.external_path", layer=layer, class_name=class_name, field=_join(path, f"config.{key}"),
+                      path=inner[key][:_KEEP])  # fmt: skip
 
 
 def _tf_op(class_name: str, inner: dict[str, Any], path: str, layer: str, found: _Found) -> None:

@@ -1,0 +1,76 @@
+"""Regenerate rules/allow-keras-hub.yaml: the KerasHub objects a preset's configs may name.
+
+A KerasHub preset (`config.json`, `task.json`, `preprocessor.json`, `tokenizer.json` beside `model.weights.h5`)
+names KerasHub's own classes by defining module and registered name (`keras_hub>LlamaBackbone`); Keras resolves
+the registered name among the objects KerasHub registered when it was imported. Run at development time with
+keras-hub installed (it is not a test dependency): `KERAS_BACKEND=tensorflow python tools/gen_keras_hub_allowlist.py`.
+
+Listed, from KerasHub's own registry: the Keras-saveable classes it registered (backbones, tasks, preprocessors,
+tokenizers, layers), its samplers and activations, each by `module.Name` and by `keras_hub>Name`. Its utilities
+that upload presets or write vocabulary files are not listed; rules/keras.yaml names them as gadgets.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import pkgutil
+import sys
+from pathlib import Path
+
+RULES = Path(__file__).resolve().parents[1] / "rules"
+PACKAGE = "keras_hub"
+NOT_MODELLING = (
+    "upload_preset", "compute_", "coco_", "imagenet_", "decode_imagenet", "serialize", "deserialize", "get",
+)
+
+
+def _import_all() -> None:
+    module = importlib.import_module(f"{PACKAGE}.src")
+    for info in pkgutil.walk_packages(module.__path__, f"{PACKAGE}.src."):
+        if "_test" in info.name or ".tests" in info.name:
+            continue
+        try:
+            importlib.import_module(info.name)
+        except Exception:
+            continue
+
+
+def _modelling(key: str, obj: object) -> bool:
+    from keras.src.saving.keras_saveable import KerasSaveable
+
+    name = key.split(">", 1)[1]
+    if any(name == skip or name.startswith(skip) for skip in NOT_MODELLING):
+        return False
+    if inspect.isclass(obj):
+        return issubclass(obj, KerasSaveable) or obj.__module__.startswith(f"{PACKAGE}.src.samplers")
+    return inspect.isfunction(obj) and ".layers." in obj.__module__  # activations such as gelu_approximate
+
+
+def main() -> int:
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import keras
+    import keras_hub
+
+    _import_all()
+    entries: set[str] = set()
+    for key, obj in keras.saving.get_custom_objects().items():
+        if key.startswith(f"{PACKAGE}>") and _modelling(key, obj):
+            entries.add(key)
+            entries.add(f"{obj.__module__}.{getattr(obj, '__name__', key.split('>', 1)[1])}")
+    description = (
+        f"KerasHub objects a preset's configs may name, generated from keras-hub {keras_hub.__version__}'s own "
+        "registry by tools/gen_keras_hub_allowlist.py (exact names; its upload and vocabulary-writing utilities are "
+        "never listed).\n"
+    )
+    data = {"pack": "allow-keras-hub", "description": description, "lists": {"allowed-keras-objects": sorted(entries)}}
+    (RULES / "allow-keras-hub.yaml").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print(f"{len(entries)} names", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
