@@ -303,3 +303,86 @@ def test_hdf5_behind_a_user_block_of_any_size_is_read(tmp_path: Path, block: int
 def test_a_large_file_without_a_late_signature_is_handed_back(tmp_path: Path) -> None:
     report = scan_bytes(tmp_path, b"\x00" * (1 << 18), "blob.bin")
     assert "keras" not in report.files[0].formats
+
+
+# --- bounds (a robustness review of this work found each of these unbounded) ------------------------------
+
+
+def _saved_metadata(configs: list[dict[str, object]]) -> bytes:
+    from wscan.scanners.tf_graph import message_class
+
+    metadata = message_class("KerasSavedMetadata")()
+    for index, config in enumerate(configs):
+        metadata.nodes.add(node_path=f"root.layer-{index}".encode(), metadata=json.dumps(config).encode())
+    return bytes(metadata.SerializeToString())
+
+
+def test_many_saved_objects_are_one_walk_with_one_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wscan.scanners import keras as keras_scanner
+    from wscan.scanners import keras_config
+
+    monkeypatch.setattr(keras_config, "MAX_OBJECTS", 50)
+    configs = [{"class_name": f"C{i}", "config": {}} for i in range(80)]
+    report = scan_bytes(tmp_path, _saved_metadata(configs), "keras_metadata.pb")
+    assert "WS-KERAS-022" in rule_ids(report)
+    assert len([f for f in report.findings if f.rule_id == "WS-KERAS-005"]) == 50  # not one per object
+    monkeypatch.setattr(keras_scanner, "MAX_SAVED_CONFIGS", 10)
+    assert "WS-KERAS-010" in rule_ids(scan_bytes(tmp_path, _saved_metadata(configs), "keras_metadata.pb"))
+
+
+def test_the_walk_holds_the_nesting_not_the_width() -> None:
+    import tracemalloc
+
+    from wscan.scanners.keras_config import check_config
+
+    top = {"class_name": "Sequential", "config": [{} for _ in range(300_000)]}
+    tracemalloc.start()
+    check_config(top, 10**7)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8 * 2**20, peak  # a stack entry per element took hundreds of bytes each
+
+
+def test_a_folder_of_checkpoint_indexes_is_listed_once(tmp_path: Path) -> None:
+    from tests.helpers.scanning import default_engine  # noqa: F401  (the engine module loads the scanners)
+    from wscan.limits import Budget, Limits
+    from wscan.model import Location
+    from wscan.scanners.base import Artifact, ScanContext
+    from wscan.scanners.tf_checkpoint import TABLE_MAGIC, TfCheckpointScanner
+    from wscan.scanners.tf_graph import _names_in
+
+    for index in range(200):
+        (tmp_path / f"m{index}.index").write_bytes(bytes(40) + TABLE_MAGIC)
+        (tmp_path / f"m{index}.data-00000-of-00001").write_bytes(b"\0" * 8)
+    _names_in.cache_clear()
+    ctx = ScanContext(Limits(), Budget(Limits()))
+    claims = 0
+    for index in range(200):
+        path = tmp_path / f"m{index}.index"
+        artifact = Artifact(Location(str(path)), path.stat().st_size, path.open, name=path.name, real_path=path)
+        claims += len(list(TfCheckpointScanner().scan(artifact, ctx)))
+    assert claims == 400 and _names_in.cache_info().misses == 1
+
+
+def test_a_large_binary_that_only_looks_like_utf32_json_is_handed_back(tmp_path: Path) -> None:
+    from wscan.config import Config
+    from wscan.limits import Limits
+
+    report = scan_bytes(tmp_path, b"{\0\0\0" + bytes(8000), "blob.bin", Config(limits=Limits(max_json_bytes=1000)))
+    assert rule_ids(report) == {"WS-FILE-006"}  # an unknown format (low), as before; it was a failed Keras config
+    assert "keras" not in report.files[0].formats
+
+
+def test_hdf5_behind_a_user_block_in_a_deflated_member_is_found(tmp_path: Path) -> None:
+    import zipfile
+
+    import h5py
+
+    h5 = tmp_path / "weights.h5"
+    with h5py.File(DATA / "hostile" / "read-file.h5", "r") as src, h5py.File(h5, "w", userblock_size=1 << 16) as dst:
+        for key, value in src.attrs.items():
+            dst.attrs[key] = value
+    archive = tmp_path / "model.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as out:
+        out.write(h5, "model.weights.h5")
+    assert "WS-KERAS-003" in rule_ids(scan(archive))

@@ -17,11 +17,12 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from wscan.model import Observation
 from wscan.scanners.base import HEAD_BYTES, NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.tf_graph import KERAS_METADATA_NAME
 from wscan.strict_json import JsonRejected, loads_lenient, loads_strict
@@ -29,6 +30,7 @@ from wscan.strict_json import JsonRejected, loads_lenient, loads_strict
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 HDF5_SUFFIXES = (".h5", ".hdf5", ".keras")
 HDF5_SECONDS = 120.0  # one HDF5 file's metadata; real files take well under a second
+MAX_SAVED_CONFIGS = 100_000  # saved objects with a config in one SavedModel (real ones hold a few thousand)
 MAX_CONFIG_NODES = 20_000_000  # JSON values walked in one config (a 64 MiB config has fewer)
 _CLASS_NAME = '"class_name"'
 _ESCAPED_KEY_LETTER = re.compile(r"\\u00(?:6[135cdeCDE]|5[fF]|73)")  # c l a s _ n m e, \u-escaped
@@ -105,7 +107,9 @@ class KerasScanner:
             # tf_keras reads this file by its name, as protobuf, whatever else it may also be (an HDF5 user block
             # can hold the protobuf, which then skips the HDF5 as an unknown field)
             yield from _scan_saved_metadata(artifact, ctx)
-        if hdf5_offset(head) is not None or (_late_search_pays(artifact) and late_hdf5_offset(artifact, len(head))):
+        if hdf5_offset(head) is not None or (
+            _late_search_pays(artifact) and late_hdf5_offset(artifact, len(head), ctx) is not None
+        ):
             yield from _scan_hdf5(artifact, ctx)
         elif base == KERAS_METADATA_NAME:
             return
@@ -135,16 +139,29 @@ def _late_search_pays(artifact: Artifact) -> bool:
     )
 
 
-def late_hdf5_offset(artifact: Artifact, start: int) -> int | None:
-    """The first power of two at or past `start` where the HDF5 signature is, up to the end of the blob."""
+def late_hdf5_offset(artifact: Artifact, start: int, ctx: ScanContext) -> int | None:
+    """The first power of two at or past `start` where the HDF5 signature is, up to the end of the blob. Where
+    seeking means decompressing, the blob is read forward a chunk at a time, under the time budget."""
     offset = 512
     while offset < start:
         offset *= 2
+    cheap = artifact.real_path is not None or bool(artifact.context.get("cheap_seek", True))
     with artifact.opener() as raw:
+        position = 0
         while offset + len(HDF5_MAGIC) <= artifact.size:
-            raw.seek(offset)
-            if raw.read(len(HDF5_MAGIC)) == HDF5_MAGIC:
+            ctx.budget.check_time()
+            if cheap:
+                raw.seek(offset)
+            else:
+                while position < offset and (skipped := len(raw.read(min(_COPY_CHUNK, offset - position)))):
+                    position += skipped
+                    ctx.budget.check_time()
+            found = raw.read(len(HDF5_MAGIC))
+            position = offset + len(found)
+            if found == HDF5_MAGIC:
                 return offset
+            if len(found) < len(HDF5_MAGIC):
+                return None  # shorter than it said
             offset *= 2
     return None
 
@@ -156,7 +173,7 @@ def _scan_json(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
     limit = ctx.limits.max_json_bytes
     in_archive = artifact.context.get("container") == "keras"
     if artifact.size > limit:
-        if in_archive or _stream_names_a_class(artifact):
+        if in_archive or _stream_names_a_class(artifact, ctx):
             yield artifact.observe("keras.size_limit", source=_base(artifact.name), size=artifact.size, limit=limit)
         else:
             yield artifact.observe(NOT_MINE_KIND)
@@ -166,39 +183,42 @@ def _scan_json(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
     if not in_archive and not _may_name_a_class(data.decode(json.detect_encoding(data), "ignore")):
         yield artifact.observe(NOT_MINE_KIND)  # a large JSON file that names no class: not a model
         return
-    if not in_archive and not _named_json(_base(artifact.name)) and _lenient(data) is None:
-        yield artifact.observe(NOT_MINE_KIND)  # some other text that opens with a brace
-        return
-    yield from check_json(artifact, ctx, data, _base(artifact.name) or "config", standalone=not in_archive)
+    base = _base(artifact.name)
+    named = _named_json(base)
+    yield from check_json(artifact, ctx, data, base or "config", standalone=not in_archive, named_json=named)
 
 
-def _stream_names_a_class(artifact: Artifact) -> bool:
-    """`_may_name_a_class` over a file too large to parse, read a chunk at a time (UTF-8 only: another encoding
-    counts as naming one)."""
+def _stream_names_a_class(artifact: Artifact, ctx: ScanContext) -> bool:
+    """`_may_name_a_class` over a file too large to parse, read a chunk at a time up to its stated size, in the
+    encoding json.loads would detect (chunks and overlap are whole UTF-32 units)."""
     with artifact.opener() as raw:
         first = raw.read(4)
-        if json.detect_encoding(first) not in ("utf-8", "utf-8-sig"):
-            return True
-        tail = first
-        while chunk := raw.read(_COPY_CHUNK):
-            text = (tail + chunk).decode("utf-8", "ignore")
-            if _may_name_a_class(text):
+        encoding = json.detect_encoding(first)
+        tail, read = first, len(first)
+        while read < artifact.size and (chunk := raw.read(min(_COPY_CHUNK, artifact.size - read))):
+            ctx.budget.check_time()
+            read += len(chunk)
+            if _may_name_a_class((tail + chunk).decode(encoding, "ignore")):
                 return True
-            tail = chunk[-16:]  # longer than the key and than an escape
+            tail = chunk[-64:]  # longer than the key in any encoding, and than an escape
     return False
 
 
 def check_json(
-    artifact: Artifact, ctx: ScanContext, data: bytes, source: str, standalone: bool = False
+    artifact: Artifact, ctx: ScanContext, data: bytes, source: str, standalone: bool = False, named_json: bool = True
 ) -> Iterator[ScanItem]:
-    """Parse a config strictly (a lenient reread still gets checked) and report what it would load."""
+    """Parse a config strictly (a lenient reread still gets checked) and report what it would load. A stand-alone
+    file must turn out to be a Keras model, else it is handed back; one not named .json that is no JSON at all is
+    some other text, handed back too, while a .json file that cannot be read fails."""
     from wscan.scanners.keras_config import check_config, looks_like_keras
 
     try:
         top = loads_strict(data)
     except JsonRejected as exc:
         top = _lenient(data)
-        # A stand-alone file was taken for Keras on its head: unreadable, it fails; read, it must still be Keras.
+        if top is None and standalone and not named_json:
+            yield artifact.observe(NOT_MINE_KIND)
+            return
         if top is None:
             yield artifact.observe("keras.config_unreadable", source=source, reason=str(exc))
         elif not standalone or looks_like_keras(top):
@@ -231,10 +251,37 @@ def _scan_saved_metadata(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanI
         reason = f"not a SavedMetadata protobuf: {type(exc).__name__}: {exc}"
         yield artifact.observe("keras.config_unreadable", source=KERAS_METADATA_NAME, reason=reason[:300])
         return
-    for node in metadata.nodes:
-        if node.metadata:
-            source = f"{KERAS_METADATA_NAME} {node.node_path.decode('utf-8', 'replace')[:80]}"
-            yield from check_json(artifact, ctx, node.metadata, source)
+    yield from check_many(artifact, ctx, (node.metadata for node in metadata.nodes), KERAS_METADATA_NAME)
+
+
+def check_many(artifact: Artifact, ctx: ScanContext, blobs: Iterable[bytes], source: str) -> Iterator[Observation]:
+    """The configs of one file's saved objects (a SavedModel's, one per layer) judged as one list, so a file holds
+    one walk, one time budget and one cap on what is reported, however many objects it declares. A config's
+    field reads `[i]...`: the i-th object with metadata."""
+    from wscan.scanners.keras_config import MAX_ISSUES, check_config
+
+    tops: list[Any] = []
+    failures = 0
+    for data in blobs:
+        if not data:
+            continue
+        if len(tops) == MAX_SAVED_CONFIGS:
+            yield artifact.observe("keras.walk_limit", source=source, limit=MAX_SAVED_CONFIGS)
+            break
+        ctx.budget.check_time()
+        try:
+            tops.append(loads_strict(data))
+            continue
+        except JsonRejected as exc:
+            top, reason = _lenient(data), str(exc)
+        failures += 1
+        if failures <= MAX_ISSUES:
+            kind = "keras.config_unreadable" if top is None else "keras.config_invalid"
+            yield artifact.observe(kind, source=f"{source} [{len(tops)}]", reason=reason)
+        if top is not None:
+            tops.append(top)
+    for issue in check_config(tops, MAX_CONFIG_NODES, ctx.budget.check_time):
+        yield artifact.observe(issue.kind, **{**issue.attrs, "source": source})
 
 
 def _lenient(data: bytes) -> Any:

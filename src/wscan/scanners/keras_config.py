@@ -51,6 +51,7 @@ PATH_FIELDS = {
 HUB_PACKAGES = ("keras_hub.", "keras_nlp.")
 HUB_PATH_FIELDS = ("vocabulary", "merges", "proto")
 MAX_ISSUES = 200  # per kind: beyond this a model is hostile anyway and the count is reported
+MAX_OBJECTS = 10_000  # distinct classes and functions one config names (real models name a few hundred)
 _TICK = 1 << 14  # nodes between two deadline checks
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_.]+")
 _KEEP = 200
@@ -72,10 +73,12 @@ class _Found:
     def reference(self, callable_: str, type_: str, registered: str, **attrs: AttrValue) -> None:
         key = (callable_, type_, registered)
         seen = self.objects.get(key)
-        if seen is None:
-            self.objects[key] = {"callable": callable_, "type": type_, "registered": registered, "count": 1, **attrs}
-        else:
+        if seen is not None:
             seen["count"] = int(seen["count"]) + 1
+        elif len(self.objects) < MAX_OBJECTS:
+            self.objects[key] = {"callable": callable_, "type": type_, "registered": registered, "count": 1, **attrs}
+        else:  # past this a config is built to drown the report; what is left is not judged, and that fails
+            self.add("keras.object_limit", limit=MAX_OBJECTS)
 
 
 def looks_like_keras(top: Any) -> bool:
@@ -108,20 +111,39 @@ def check_config(top: Any, max_nodes: int, tick: Callable[[], None] | None = Non
     return issues
 
 
+_Frame = tuple[Iterator[tuple[str, Any, bool, bool]], str, str]  # (key, value, is a layer, by index), path, layer
+
+
 def _walk(top: Any) -> Iterator[tuple[Any, str, str]]:
     """Every value with its JSON path and the name of the innermost layer around it (the model's own name
-    at the top, then each entry of a `layers` list, however deeply models nest)."""
-    stack: list[tuple[Any, str, str, bool]] = [(top, "", "", True)]
+    at the top, then each entry of a `layers` list, however deeply models nest). Depth first, in document order,
+    holding one iterator per open container: memory follows the nesting, not the width (a list of twenty million
+    empty objects stays small)."""
+    layer = (_name(top) or "") if isinstance(top, dict) else ""
+    yield top, "", layer
+    stack: list[_Frame] = []
+    _push(stack, top, "", layer, True)
     while stack:
-        value, path, layer, is_layer = stack.pop()
-        if is_layer and isinstance(value, dict):
-            layer = _name(value) or layer
-        yield value, path, layer
-        if isinstance(value, dict):
-            for key, item in reversed(value.items()):
-                stack.append((item, _join(path, str(key)), layer, key == "layers" and isinstance(item, list)))
-        elif isinstance(value, list):
-            stack.extend((v, f"{path}[{i}]", layer, is_layer) for i, v in reversed(list(enumerate(value))))
+        children, path, layer = stack[-1]
+        step = next(children, None)
+        if step is None:
+            stack.pop()
+            continue
+        key, value, is_layer, indexed = step
+        child_path = f"{path}[{key}]" if indexed else _join(path, key)
+        child_layer = (_name(value) or layer) if is_layer and isinstance(value, dict) else layer
+        yield value, child_path, child_layer
+        _push(stack, value, child_path, child_layer, is_layer)
+
+
+def _push(stack: list[_Frame], value: Any, path: str, layer: str, is_layer: bool) -> None:
+    """A dict's items (the items of its `layers` list are layers), or a list's items, which are layers when the
+    list is."""
+    if isinstance(value, dict):
+        items = ((str(k), v, k == "layers" and isinstance(v, list), False) for k, v in value.items())
+        stack.append((items, path, layer))
+    elif isinstance(value, list):
+        stack.append((((str(i), v, is_layer, True) for i, v in enumerate(value)), path, layer))
 
 
 def _name(obj: dict[str, Any]) -> str:

@@ -22,11 +22,14 @@ the way TensorFlow writes each of them, or when it is named `saved_model.pbtxt`.
 
 from __future__ import annotations
 
-import glob
+import bisect
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain
+from pathlib import Path
 from typing import Any
 
 from wscan.discover import display_path
@@ -612,15 +615,10 @@ def _keras_objects(artifact: Artifact, ctx: ScanContext, message: Any, kind: str
     keras_metadata.pb), checked like any Keras config."""
     if kind != "saved_model":
         return
-    from wscan.scanners.keras import check_json
+    from wscan.scanners.keras import check_many
 
-    for graph in message.meta_graphs:
-        for index, node in enumerate(graph.object_graph_def.nodes):
-            if node.user_object.metadata:
-                source = f"object {index} ({_text(node.user_object.identifier)[:60]})"
-                for item in check_json(artifact, ctx, node.user_object.metadata, source):
-                    if isinstance(item, Observation):
-                        yield item
+    blobs = (node.user_object.metadata for graph in message.meta_graphs for node in graph.object_graph_def.nodes)
+    yield from check_many(artifact, ctx, blobs, "the object graph's Keras metadata")
 
 
 def _claim_saved_model_files(artifact: Artifact) -> Iterator[ScanItem]:
@@ -650,11 +648,28 @@ def claim_checkpoint_files(artifact: Artifact, prefix: str) -> Iterator[ScanItem
     """`<prefix>.index` and `<prefix>.data-*` beside the artifact, claimed as a checkpoint's tensors."""
     if artifact.real_path is None:
         return
-    found = sorted(artifact.real_path.parent.glob(glob.escape(prefix) + ".*"))
-    for _, path in zip(range(MAX_CLAIMED), found, strict=False):
-        rest = path.name[len(prefix) :]
+    folder = artifact.real_path.parent
+    try:
+        names = _names_in(folder, folder.stat().st_mtime_ns)
+    except OSError:
+        return
+    start = bisect.bisect_left(names, prefix + ".")
+    claimed = 0
+    for name in names[start:]:
+        if not name.startswith(prefix + ".") or claimed == MAX_CLAIMED:
+            break
+        rest = name[len(prefix) :]
+        path = folder / name
         if (rest == ".index" or rest.startswith(".data-")) and path.is_file() and not path.is_symlink():
+            claimed += 1
             yield artifact.observe(CLAIM_KIND, file=display_path(path), format="tf-checkpoint")
+
+
+@lru_cache(maxsize=16)
+def _names_in(folder: Path, stamp: int) -> tuple[str, ...]:
+    """A folder's file names, sorted, listed once per change of the folder (`stamp`): a folder of many
+    checkpoints costs one listing, not one per index."""
+    return tuple(sorted(entry.name for entry in os.scandir(folder)))
 
 
 def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Iterator[Observation]:
