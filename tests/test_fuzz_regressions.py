@@ -118,3 +118,14 @@ def test_shard_index_naming_a_huge_shard_count_is_a_finding_not_an_oom(tmp_path:
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
     report = wscan.scan([tmp_path / "model.safetensors.index.json"])
     assert any("too large" in f.message for f in report.findings), [f.message for f in report.findings]
+
+
+# fuzz_keras (2026-12-01, on a damaged .keras seed): the HDF5 signature search past the head seeks a zip member
+# whose local header lies about where it starts; the member stream raised OSError(EOFError), which ended the
+# Keras scanner with "could not be parsed" instead of leaving the damage to the archive scanner's findings.
+def test_late_hdf5_search_in_an_unreadable_member_is_not_a_keras_failure() -> None:
+    from tests.helpers.scanning import scan
+
+    report = scan(Path(__file__).parent / "data" / "fuzz" / "keras-late-hdf5-truncated-member.keras")
+    assert "WS-FILE-001" not in {f.rule_id for f in report.findings}
+    assert {"WS-ARC-017", "WS-ARC-018"} <= {f.rule_id for f in report.findings}  # the archive says what is wrong

@@ -58,7 +58,8 @@ def main() -> int:
     _import_all()
     entries: set[str] = set()
     for key, obj in keras.saving.get_custom_objects().items():
-        if key.startswith(f"{PACKAGE}>") and _modelling(key, obj):
+        # KerasHub registers everything twice: as keras_hub>Name and, for older presets, keras_nlp>Name
+        if key.startswith((f"{PACKAGE}>", "keras_nlp>")) and _modelling(key, obj):
             entries.add(key)
             entries.add(f"{obj.__module__}.{getattr(obj, '__name__', key.split('>', 1)[1])}")
     description = (

@@ -72,3 +72,25 @@ def test_a_gadget_behind_a_registered_name_is_critical(tmp_path: Path) -> None:
     upload_preset."""
     folder = _edited(tmp_path, "config.json", {"registered_name": "keras_hub>upload_preset"}, where="")
     assert "WS-KERAS-021" in rule_ids(scan(folder))
+
+
+REVIEWED = Path(__file__).resolve().parents[1] / "data" / "keras_hub" / "reviewed"
+# Proved with KerasHub by a review, then fixed (reviewed/README.md says how each one works).
+REVIEWED_RULES = {
+    "f1-config-file-abs": "WS-KERAS-007",
+    "f2-whisper-language-tokens": "WS-KERAS-007",
+    "f3-spoof-none-BertTokenizer": "WS-KERAS-007",
+    "f3-spoof-keras.layers-Dense": "WS-KERAS-007",
+    "f4-parseq-vocab-nomodule": "WS-KERAS-007",
+    "f6-keras-nlp-alias-gadget": "WS-KERAS-003",
+}
+
+
+@pytest.mark.parametrize(("name", "rule"), sorted(REVIEWED_RULES.items()))
+def test_reviewed_bypasses_fail_the_scan(name: str, rule: str) -> None:
+    assert rule in rule_ids(scan(REVIEWED / name))
+
+
+def test_the_older_keras_nlp_spellings_are_listed_too() -> None:
+    assert {"keras_nlp>BertBackbone", "keras_nlp>LlamaCausalLM"} <= _allowed()
+    assert not [name for name in _allowed() if name.endswith(("upload_preset", "compute_sentence_piece_proto"))]

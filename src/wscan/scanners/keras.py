@@ -142,6 +142,13 @@ def _late_search_pays(artifact: Artifact) -> bool:
 def late_hdf5_offset(artifact: Artifact, start: int, ctx: ScanContext) -> int | None:
     """The first power of two at or past `start` where the HDF5 signature is, up to the end of the blob. Where
     seeking means decompressing, the blob is read forward a chunk at a time, under the time budget."""
+    try:
+        return _late_hdf5_offset(artifact, start, ctx)
+    except (OSError, EOFError, ValueError):
+        return None  # a blob that cannot be read that far: its container reports the damage
+
+
+def _late_hdf5_offset(artifact: Artifact, start: int, ctx: ScanContext) -> int | None:
     offset = 512
     while offset < start:
         offset *= 2

@@ -49,7 +49,9 @@ PATH_FIELDS = {
 # KerasHub's (and KerasNLP's) tokenizers read a vocabulary, merges or SentencePiece model from a path given
 # as a string; a preset stores them as assets and writes null there.
 HUB_PACKAGES = ("keras_hub.", "keras_nlp.")
-HUB_PATH_FIELDS = ("vocabulary", "merges", "proto")
+HUB_REGISTERED = ("keras_hub>", "keras_nlp>")
+# ...and Whisper's tokenizer opens its special and language token tables the same way.
+HUB_PATH_FIELDS = ("vocabulary", "merges", "proto", "special_tokens", "language_tokens")
 MAX_ISSUES = 200  # per kind: beyond this a model is hostile anyway and the count is reported
 MAX_OBJECTS = 10_000  # distinct classes and functions one config names (real models name a few hundred)
 _TICK = 1 << 14  # nodes between two deadline checks
@@ -176,12 +178,24 @@ def _check_object(obj: dict[str, Any], path: str, layer: str, found: _Found) -> 
     if not isinstance(inner, dict):
         return
     _tf_op(class_name, inner, path, layer, found)
-    module = obj.get("module")
-    keys = HUB_PATH_FIELDS if isinstance(module, str) and module.startswith(HUB_PACKAGES) else ()
+    keys = HUB_PATH_FIELDS if _from_hub(obj) else ()
     for key in (*keys, PATH_FIELDS.get(class_name)):
         if key is not None and isinstance(inner.get(key), str) and inner[key]:
             found.add("keras.external_path", layer=layer, class_name=class_name, field=_join(path, f"config.{key}"),
                       path=inner[key][:_KEEP])  # fmt: skip
+    where = inner.get("config_file")
+    if isinstance(where, str) and any(mark in where for mark in ("/", "\\", ":")):
+        # KerasHub joins it under assets/ with os.path.join, which an absolute path replaces
+        found.add("keras.external_path", layer=layer, class_name=class_name, field=_join(path, "config.config_file"),
+                  path=str(where)[:_KEEP])  # fmt: skip
+
+
+def _from_hub(obj: dict[str, Any]) -> bool:
+    """A KerasHub (or KerasNLP) object: by its module, or by the registered name Keras resolves first."""
+    module, registered = obj.get("module"), obj.get("registered_name")
+    return (isinstance(module, str) and module.startswith(HUB_PACKAGES)) or (
+        isinstance(registered, str) and registered.startswith(HUB_REGISTERED)
+    )
 
 
 def _tf_op(class_name: str, inner: dict[str, Any], path: str, layer: str, found: _Found) -> None:
