@@ -23,11 +23,12 @@ from __future__ import annotations
 import builtins
 import importlib
 import inspect
-import json
 import os
 import pkgutil
 import sys
 from pathlib import Path
+
+from pack_file import write_pack
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 
@@ -131,10 +132,7 @@ def main() -> int:
         f"Objects a Keras model config may name without custom code, generated from Keras {keras.__version__}'s "
         "own export registry by tools/gen_keras_allowlist.py (exact names; gadgets are never listed).\n"
     )  # the newline keeps the content (and the rules digest) of the folded YAML scalar this pack used to be
-    data = {"pack": "allow-keras", "description": description, "lists": {"allowed-keras-objects": sorted(entries)}}
-    # JSON is YAML too, and wscan reads a built-in pack that is JSON at C speed (see rules/loader.py).
-    (RULES / "allow-keras.yaml").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(f"{len(entries)} names", file=sys.stderr)
+    write_pack("allow-keras", description, {"allowed-keras-objects": sorted(entries)})
     return 0
 
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 import os
 import pkgutil
 import sys
 from pathlib import Path
+
+from pack_file import write_pack
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 PACKAGE = "keras_hub"
@@ -67,9 +68,7 @@ def main() -> int:
         "registry by tools/gen_keras_hub_allowlist.py (exact names; its upload and vocabulary-writing utilities are "
         "never listed).\n"
     )
-    data = {"pack": "allow-keras-hub", "description": description, "lists": {"allowed-keras-objects": sorted(entries)}}
-    (RULES / "allow-keras-hub.yaml").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(f"{len(entries)} names", file=sys.stderr)
+    write_pack("allow-keras-hub", description, {"allowed-keras-objects": sorted(entries)})
     return 0
 
 

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 import os
 import pkgutil
 import re
 import sys
 from pathlib import Path
+
+from pack_file import write_pack
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 
@@ -181,10 +182,7 @@ def main() -> int:
         f"{tf_keras.__version__} and TensorFlow {tf.__version__} by tools/gen_tf_keras_allowlist.py (exact names; "
         "gadgets and TensorFlow's file, print, callback and raw ops are never listed).\n"
     )
-    data = {"pack": "allow-tf-keras", "description": description,
-            "lists": {"allowed-keras-objects": sorted(entries)}}
-    (RULES / "allow-tf-keras.yaml").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(f"{len(entries)} names", file=sys.stderr)
+    write_pack("allow-tf-keras", description, {"allowed-keras-objects": sorted(entries)})
     return 0
 
 
