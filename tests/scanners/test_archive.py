@@ -643,3 +643,23 @@ def test_truncated_or_bit_flipped_archives_never_raise(which: str, cut: float, f
     data = data[: max(1, int(cut * len(data)))] if cut < 0.97 else data
     with contextlib.suppress(BudgetExceeded):
         run(scanner, bytes(data), Limits(max_decompressed_bytes=50_000_000))
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_bzip2_and_lzma_members_are_decompressed_a_piece_at_a_time(tmp_path: Path, method: int) -> None:
+    """zipfile gives these two decompressors no output cap: one read of a small member returned the whole
+    member as one buffer (a 3 KB bzip2 member, 4 GiB). Members stream in bounded pieces now, and read right."""
+    import tracemalloc
+
+    from tests.helpers.scanning import scan
+
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", method) as archive:
+        archive.writestr("model.weights.h5", bytes(48 << 20))
+        archive.writestr("payload.pkl", b"cos\nsystem\n(S'echo x'\ntR.")
+    tracemalloc.start()
+    report = scan(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 40 << 20, peak  # was about three times the member
+    assert "WS-PKL-001" in {f.rule_id for f in report.findings}  # what follows is still read, and read right

@@ -9,7 +9,9 @@ goes unscanned. Tensor members are only opened lazily by the child opener, never
 from __future__ import annotations
 
 import bisect
+import bz2
 import io
+import lzma
 import posixpath
 import re
 import stat
@@ -18,7 +20,7 @@ import tarfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from wscan.limits import MIB, BudgetExceeded
 from wscan.model import AttrValue, Observation
@@ -257,7 +259,63 @@ def read_local_header(fh: IO[bytes], info: zipfile.ZipInfo) -> LocalHeader | str
     return LocalHeader(info.header_offset + 30 + name_len + extra_len, name, flags)
 
 
-class _NoCrcZipExtFile(zipfile.ZipExtFile):
+class _CappedZipExtFile(zipfile.ZipExtFile):
+    """A member stream whose bzip2 and LZMA output comes a bounded piece at a time. zipfile hands those two
+    decompressors no max_length, so one read of a 3 KB bzip2 member returned a single 4 GiB buffer; deflate
+    already gets one. Only the decompression step differs from zipfile's own `_read1`."""
+
+    _capped: Any = None  # bz2.BZ2Decompressor or lzma.LZMADecompressor, created on the first read
+    _header = b""  # an LZMA member's 4-byte version/size header and its filter properties, until complete
+    if TYPE_CHECKING:  # zipfile's private state, which typeshed does not declare
+
+        _compress_type: int
+        _compress_left: int
+        _left: int
+        _eof: bool
+
+        def _read2(self, n: int) -> bytes: ...
+        def _update_crc(self, newdata: bytes) -> None: ...
+
+    def _read1(self, n: int) -> bytes:
+        if self._compress_type not in (zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
+            return super()._read1(n)  # type: ignore[misc, no-any-return]
+        if self._eof or n <= 0:
+            return b""
+        limit = max(n, self.MIN_READ_SIZE)
+        if self._capped is None or self._capped.needs_input:
+            data = self._read2(n)
+            if self._capped is None:
+                data = self._start(data)
+        else:
+            data = b""
+        out = b"" if self._capped is None else self._capped.decompress(data, limit)
+        drained = self._capped is not None and self._capped.needs_input
+        self._eof = (self._capped is not None and self._capped.eof) or (self._compress_left <= 0 and drained)
+        out = out[: self._left]
+        self._left -= len(out)
+        if self._left <= 0:
+            self._eof = True
+        self._update_crc(out)
+        return bytes(out)
+
+    def _start(self, data: bytes) -> bytes:
+        """Create the decompressor once its header is in; return the compressed bytes that follow it."""
+        if self._compress_type == zipfile.ZIP_BZIP2:
+            self._capped = bz2.BZ2Decompressor()
+            return data
+        self._header += data
+        if len(self._header) <= 4:
+            return b""
+        (size,) = struct.unpack("<H", self._header[2:4])
+        if len(self._header) <= 4 + size:
+            return b""
+        properties = lzma._decode_filter_properties(lzma.FILTER_LZMA1, self._header[4 : 4 + size])  # type: ignore[attr-defined]
+        self._capped = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[properties])
+        rest, self._header = self._header[4 + size :], b""
+        return rest
+
+
+class _NoCrcZipExtFile(_CappedZipExtFile):
     """A member stream that reads past a bad CRC: the scanner reports it once, children still see the bytes."""
 
     def _update_crc(self, newdata: bytes) -> None:
@@ -288,7 +346,7 @@ def check_zip_member(artifact: Artifact, ctx: ScanContext, info: zipfile.ZipInfo
     fh = artifact.opener()
     try:
         fh.seek(start)
-        with zipfile.ZipExtFile(fh, "r", info, None, True) as member:
+        with _CappedZipExtFile(fh, "r", info, None, True) as member:
             while chunk := member.read(CHUNK):
                 if info.compress_type != zipfile.ZIP_STORED:
                     ctx.budget.charge_decompressed(len(chunk))
