@@ -663,3 +663,30 @@ def test_bzip2_and_lzma_members_are_decompressed_a_piece_at_a_time(tmp_path: Pat
     tracemalloc.stop()
     assert peak < 40 << 20, peak  # was about three times the member
     assert "WS-PKL-001" in {f.rule_id for f in report.findings}  # what follows is still read, and read right
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    payload=st.binary(max_size=5000)
+    | st.builds(lambda n, b: b * n, st.integers(0, 300_000), st.binary(min_size=1, max_size=3)),
+    method=st.sampled_from([zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA]),
+    piece=st.integers(1, 70_000),
+)
+def test_capped_members_read_what_zipfile_reads(payload: bytes, method: int, piece: int) -> None:
+    """Differential: the bounded bzip2/LZMA reader gives the bytes zipfile gives, in any read sizes."""
+    from wscan.scanners.archive import _CappedZipExtFile
+
+    blob = io.BytesIO()
+    with zipfile.ZipFile(blob, "w", method) as archive:
+        archive.writestr("m.bin", payload)
+    with zipfile.ZipFile(blob) as archive:
+        info = archive.infolist()[0]
+        expected = archive.read(info)
+        blob.seek(info.header_offset)
+        header = blob.read(30)
+        name_length, extra_length = int.from_bytes(header[26:28], "little"), int.from_bytes(header[28:30], "little")
+        start = info.header_offset + 30 + name_length + extra_length
+    blob.seek(start)
+    member = _CappedZipExtFile(blob, "r", info, None, True)
+    got = b"".join(iter(lambda: member.read(piece), b""))
+    assert got == expected == payload
