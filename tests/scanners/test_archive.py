@@ -690,3 +690,25 @@ def test_capped_members_read_what_zipfile_reads(payload: bytes, method: int, pie
     member = _CappedZipExtFile(blob, "r", info, None, True)
     got = b"".join(iter(lambda: member.read(piece), b""))
     assert got == expected == payload
+
+
+def test_an_lzma_member_that_ends_inside_its_header_ends(tmp_path: Path) -> None:
+    """Its decompressor is never created; the stream must still reach its end (it looped for ever), as zipfile's
+    own reader does."""
+    from wscan.scanners.archive import _CappedZipExtFile
+
+    blob = io.BytesIO()
+    with zipfile.ZipFile(blob, "w", zipfile.ZIP_LZMA) as archive:
+        archive.writestr("m.bin", b"hello" * 100)
+    with zipfile.ZipFile(blob) as archive:
+        info = archive.infolist()[0]
+    data = bytearray(blob.getvalue())
+    info.compress_size = 3  # the member says it holds 3 compressed bytes: less than the LZMA header
+    blob.seek(info.header_offset + 30 + len(info.filename))
+    assert _CappedZipExtFile(blob, "r", info, None, True).read() == b""
+    path = tmp_path / "cut.zip"
+    data[info.header_offset + 18 : info.header_offset + 22] = (3).to_bytes(4, "little")  # local header too
+    path.write_bytes(bytes(data))
+    from tests.helpers.scanning import scan
+
+    assert scan(path).files[0].status in ("scanned", "failed")  # answered, not hung

@@ -288,9 +288,11 @@ class _CappedZipExtFile(zipfile.ZipExtFile):
                 data = self._start(data)
         else:
             data = b""
-        out = b"" if self._capped is None else self._capped.decompress(data, limit)
-        drained = self._capped is not None and self._capped.needs_input
-        self._eof = (self._capped is not None and self._capped.eof) or (self._compress_left <= 0 and drained)
+        if self._capped is None:  # an LZMA header not complete yet, or never: the member ended inside it
+            self._eof = self._compress_left <= 0
+            return b""
+        out = self._capped.decompress(data, limit)
+        self._eof = self._capped.eof or (self._compress_left <= 0 and self._capped.needs_input)
         out = out[: self._left]
         self._left -= len(out)
         if self._left <= 0:
