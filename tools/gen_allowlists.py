@@ -11,12 +11,13 @@ import dataclasses
 import enum
 import importlib
 import inspect
-import json
 import pkgutil
 import sys
 import types
 import typing
 from pathlib import Path
+
+from pack_file import write_pack
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 
@@ -269,9 +270,7 @@ def write(name: str, description: str, entries: list[str], list_name: str = "all
     lists = {list_name: sorted(set(entries))} | {key: sorted(set(values)) for key, values in (more or {}).items()}
     # The description ends in a newline, as the folded YAML scalar these packs used to be: same content, same
     # rules digest, so attestations made before the change still match.
-    data = {"pack": pack, "description": description + "\n", "lists": lists}
-    # JSON is YAML too, and wscan reads a built-in pack that is JSON at C speed (see rules/loader.py).
-    (RULES / f"{pack}.yaml").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    write_pack(pack, description + "\n", lists)
 
 
 def main() -> int:

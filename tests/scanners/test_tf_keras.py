@@ -312,8 +312,8 @@ def _saved_metadata(configs: list[dict[str, object]]) -> bytes:
     from wscan.scanners.tf_graph import message_class
 
     metadata = message_class("KerasSavedMetadata")()
-    for index, config in enumerate(configs):
-        metadata.nodes.add(node_path=f"root.layer-{index}".encode(), metadata=json.dumps(config).encode())
+    for config in configs:
+        metadata.nodes.add(metadata=json.dumps(config).encode())
     return bytes(metadata.SerializeToString())
 
 

@@ -132,11 +132,11 @@ def _may_hold_late_hdf5(head: Head) -> bool:
 def _late_search_pays(artifact: Artifact) -> bool:
     """A file on disk or a member that seeks cheaply is searched; a compressed member only when it is named like
     HDF5 (Keras opens `model.weights.h5` by name), since each seek there decompresses up to the offset."""
-    return (
-        artifact.real_path is not None
-        or bool(artifact.context.get("cheap_seek", True))
-        or _base(artifact.name).lower().endswith(HDF5_SUFFIXES)
-    )
+    return _seeks_cheaply(artifact) or _base(artifact.name).lower().endswith(HDF5_SUFFIXES)
+
+
+def _seeks_cheaply(artifact: Artifact) -> bool:
+    return artifact.real_path is not None or bool(artifact.context.get("cheap_seek", True))
 
 
 def late_hdf5_offset(artifact: Artifact, start: int, ctx: ScanContext) -> int | None:
@@ -152,7 +152,7 @@ def _late_hdf5_offset(artifact: Artifact, start: int, ctx: ScanContext) -> int |
     offset = 512
     while offset < start:
         offset *= 2
-    cheap = artifact.real_path is not None or bool(artifact.context.get("cheap_seek", True))
+    cheap = _seeks_cheaply(artifact)
     with artifact.opener() as raw:
         position = 0
         while offset + len(HDF5_MAGIC) <= artifact.size:
@@ -228,12 +228,12 @@ def check_json(
             return
         if top is None:
             yield artifact.observe("keras.config_unreadable", source=source, reason=str(exc))
-        elif not standalone or looks_like_keras(top):
+            return
+        if not standalone or looks_like_keras(top):
             yield artifact.observe("keras.config_invalid", source=source, reason=str(exc))
-    if top is not None and standalone and not looks_like_keras(top):
+    if standalone and not looks_like_keras(top):
         yield artifact.observe(NOT_MINE_KIND)  # some other JSON that happens to mention class_name
-    if top is None or (standalone and not looks_like_keras(top)):
-        return  # unreadable (reported above), or not Keras
+        return
     for issue in check_config(top, MAX_CONFIG_NODES, ctx.budget.check_time):
         yield artifact.observe(issue.kind, **{**issue.attrs, "source": source})
 

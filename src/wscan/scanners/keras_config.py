@@ -121,7 +121,7 @@ def _walk(top: Any) -> Iterator[tuple[Any, str, str]]:
     at the top, then each entry of a `layers` list, however deeply models nest). Depth first, in document order,
     holding one iterator per open container: memory follows the nesting, not the width (a list of twenty million
     empty objects stays small)."""
-    layer = (_name(top) or "") if isinstance(top, dict) else ""
+    layer = _name(top) if isinstance(top, dict) else ""
     yield top, "", layer
     stack: list[_Frame] = []
     _push(stack, top, "", layer, True)
@@ -187,7 +187,7 @@ def _check_object(obj: dict[str, Any], path: str, layer: str, found: _Found) -> 
     if isinstance(where, str) and any(mark in where for mark in ("/", "\\", ":")):
         # KerasHub joins it under assets/ with os.path.join, which an absolute path replaces
         found.add("keras.external_path", layer=layer, class_name=class_name, field=_join(path, "config.config_file"),
-                  path=str(where)[:_KEEP])  # fmt: skip
+                  path=where[:_KEEP])  # fmt: skip
 
 
 def _from_hub(obj: dict[str, Any]) -> bool:
@@ -235,18 +235,18 @@ def _reference(obj: dict[str, Any], class_name: str, path: str, layer: str, foun
     callable_ = f"{owner}.{name}" if owner else name
     found.reference(callable_[:_KEEP], type_, custom[:_KEEP], module=owner[:_KEEP], name=name[:_KEEP],
                     layer=layer, field=path)  # fmt: skip
-    if _falls_back(module, registered, name) and isinstance(registered, str):
+    if isinstance(registered, str) and _falls_back(module, registered, name):
         # When the module has no attribute `name`, Keras (3 and tf_keras) takes the module's attribute called
         # `registered_name` instead: {"module": "tensorflow", "config": "a.b.c", "registered_name": "print"}.
         found.reference(f"{module}.{registered}"[:_KEEP], type_, "", module=module[:_KEEP],
                         name=registered[:_KEEP], layer=layer, field=_join(path, "registered_name"))  # fmt: skip
 
 
-def _falls_back(module: str, registered: Any, name: str) -> bool:
+def _falls_back(module: str, registered: str, name: str) -> bool:
     """Whether `module.registered_name` is something else Keras may resolve. Keras writes the name itself, a
     package>name, or for a function `"function"` (the class of a function object), which no module used in a
     config defines as a callable worth the name; builtins' own names are known."""
-    if not module or not isinstance(registered, str) or registered in ("", name, "function") or ">" in registered:
+    if not module or registered in ("", name, "function") or ">" in registered:
         return False
     return module != "builtins" or registered in _BUILTIN_NAMES
 

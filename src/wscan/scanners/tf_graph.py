@@ -103,10 +103,9 @@ _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
     # keras_metadata.pb (SavedUserObject.metadata), and from keras_metadata.pb itself otherwise.
     ("SavedObjectGraph", [("nodes", 1, _M, True, "SavedObject")]),
     ("SavedObject", [("user_object", 4, _M, False, "SavedUserObject")]),
-    ("SavedUserObject", [("identifier", 1, _B, False, ""), ("metadata", 3, _B, False, "")]),
+    ("SavedUserObject", [("metadata", 3, _B, False, "")]),
     ("KerasSavedMetadata", [("nodes", 1, _M, True, "KerasSavedNode")]),
-    ("KerasSavedNode", [("node_path", 3, _B, False, ""), ("identifier", 4, _B, False, ""),
-                        ("metadata", 5, _B, False, "")]),
+    ("KerasSavedNode", [("metadata", 5, _B, False, "")]),
     ("SaverDef", [("filename_tensor_name", 1, _B, False, "")]),
     ("GraphDef", [("node", 1, _M, True, "NodeDef"), ("library", 2, _M, False, "FunctionDefLibrary")]),
     ("FunctionDefLibrary", [("function", 1, _M, True, "FunctionDef")]),
