@@ -377,3 +377,11 @@ def test_the_forms_these_libraries_write_for_data_models_pass(tmp_path: Path, fi
     assert max((f.severity for f in report.findings), default=Severity.INFO) < Severity.HIGH, [
         (f.rule_id, f.message) for f in report.findings
     ]
+
+
+def test_aliases_of_gadgets_added_after_the_pack_was_made_are_listed(tmp_path: Path) -> None:
+    """Lightning's launchers became gadgets after tools/gen_library_aliases.py last ran, so the strategies that
+    import them (`lightning.pytorch.strategies.ddp._SubprocessScriptLauncher`) passed until it was run again."""
+    config = ("trainer:\n  _target_: lightning.pytorch.Trainer\n  strategy:\n"
+              "    _target_: lightning.pytorch.strategies.ddp._SubprocessScriptLauncher\n")
+    assert "WS-CFG-001" in rule_ids(scan(write(tmp_path, {"config.yaml": config})))
