@@ -128,6 +128,36 @@ def _torch_storage_bytes(out: Path) -> None:
     torch.save(tensors, out / "legacy.bin", _use_new_zipfile_serialization=False)
 
 
+@kind("torch-whole-model")
+def _torch_whole_model(out: Path) -> None:
+    """torch.save(model): every layer by its class, restored from state. Layers of each family, weight and
+    spectral norm hooks, a Transformer (which keeps F.relu as a value), a DataParallel wrapper, in the zip and
+    legacy formats and every pickle protocol."""
+    import torch
+    from torch import nn
+    from torch.nn.utils import spectral_norm, weight_norm
+
+    _seed()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # weight_norm is deprecated in favour of parametrizations
+        model = nn.Sequential(
+            nn.Conv1d(2, 4, 3), weight_norm(nn.Conv1d(4, 4, 3)), spectral_norm(nn.Linear(4, 4)),
+            nn.BatchNorm1d(4), nn.LayerNorm(4), nn.GroupNorm(2, 4), nn.Dropout(0.1), nn.GELU(), nn.Softmax(-1),
+            nn.Embedding(10, 4), nn.LSTM(4, 4, 2, batch_first=True), nn.GRU(4, 4),
+            nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=8),
+            nn.TransformerEncoderLayer(8, 2, 8, activation="gelu"), nn.MultiheadAttention(8, 2),
+            nn.ModuleList([nn.Identity()]), nn.ModuleDict({"a": nn.ReLU()}),
+            nn.ParameterList([nn.Parameter(torch.zeros(1))]), nn.Upsample(scale_factor=2),
+            nn.ConvTranspose2d(2, 2, 2), nn.PixelShuffle(2), nn.CrossEntropyLoss(), nn.PReLU(),
+        )  # fmt: skip
+    torch.save(model, out / "model.pt")
+    torch.save(model, out / "model-legacy.pt", _use_new_zipfile_serialization=False)
+    torch.save({"model": model, "epoch": 3}, out / "checkpoint.pt")
+    torch.save(nn.DataParallel(nn.Linear(2, 2)), out / "data-parallel.pt")
+    for protocol in range(6):
+        torch.save(nn.Linear(2, 2), out / f"linear-protocol{protocol}.pt", pickle_protocol=protocol)
+
+
 @kind("torch-optimizers-and-schedulers")
 def _torch_optimizers(out: Path) -> None:
     """The state_dict of every optimizer and LR scheduler torch ships, after a step (as Trainer and Lightning

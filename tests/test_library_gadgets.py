@@ -175,6 +175,25 @@ def test_accelerate_partial_state_called_is_flagged(tmp_path: Path) -> None:
     assert "WS-PKL-014" in _rules(tmp_path, blob)
 
 
+def test_torch_layers_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:
+    """A whole-model save restores torch.nn layers with cls.__new__ and their attributes and keeps F.relu as a
+    value: clean. A layer constructor called with the pickle's arguments (an allocation of any size, or a hook
+    registered through it), a torch.nn.functional call, and a layer's method reached with getattr are not."""
+    import copyreg
+
+    import torch
+    from torch import nn
+
+    saved = io.BytesIO()
+    torch.save(nn.TransformerEncoderLayer(8, 2, 8), saved)
+    assert not _rules(tmp_path / "real", saved.getvalue())
+    assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(nn.Linear, (1 << 20, 1 << 20))))
+    assert "WS-PKL-014" in _rules(tmp_path / "ex", _dump(_Call(copyreg._reconstructor, (nn.Linear, nn.Linear, 2))))  # type: ignore[attr-defined]
+    assert "WS-PKL-003" in _rules(tmp_path / "f", _dump(_Call(nn.functional.relu, (torch.zeros(1),))))
+    method = _Call(getattr, (nn.Module, "register_forward_hook"))
+    assert "WS-PKL-017" in _rules(tmp_path / "getattr", _dump(method))
+
+
 def test_a_call_laundered_through_an_allowed_helper_is_a_dynamic_call(tmp_path: Path) -> None:
     """numpy's __generator_ctor(name, ctor) runs ctor(name), and torch's _rebuild_from_type_v2(func, ...) runs
     func(*args): an object passed there (a joblib Parallel, a deprecation wrapper) is called at load."""

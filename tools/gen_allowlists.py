@@ -131,6 +131,62 @@ def torch_names() -> list[str]:
     return sorted(names)
 
 
+# A whole-model torch.save pickles each layer by its class, restored with cls.__new__ and its attribute dict (the
+# __setstate__ of Module and of the few layers with their own only fill in defaults), and a DataParallel wrapper.
+# Their constructors are never run by a real file: they are state-only classes (WS-PKL-014 if a pickle calls one).
+TORCH_LAYER_PACKAGES = ("torch.nn.modules", "torch.nn.parallel.data_parallel")
+# Objects layers keep beside them: the hooks weight_norm and spectral_norm register (plain objects holding a name and
+# a dim) and the wrapper Module keeps for a hook registered with its module.
+TORCH_LAYER_HOOKS = [
+    "torch.nn.utils.weight_norm.WeightNorm", "torch.nn.utils.spectral_norm.SpectralNorm",
+    "torch.nn.utils.spectral_norm.SpectralNormStateDictHook",
+    "torch.nn.utils.spectral_norm.SpectralNormLoadStateDictPreHook", "torch.nn.modules.module._WrappedHook",
+]  # fmt: skip
+
+
+def torch_layer_names() -> list[str]:
+    """Every nn.Module subclass torch.nn defines (not DistributedDataParallel, whose __setstate__ joins the
+    process group, nor parametrizations, which torch.save refuses), and the hooks above."""
+    import torch.nn
+
+    names = set(TORCH_LAYER_HOOKS)
+    for package in TORCH_LAYER_PACKAGES:
+        root = importlib.import_module(package)
+        modules = [root]
+        if hasattr(root, "__path__"):
+            modules += [importlib.import_module(i.name) for i in pkgutil.walk_packages(root.__path__, package + ".")]
+        for module in modules:
+            for _, obj in inspect.getmembers(module, inspect.isclass):
+                if obj.__module__.startswith(package) and issubclass(obj, torch.nn.Module):
+                    names.add(f"{obj.__module__}.{obj.__qualname__}")
+    return sorted(names)
+
+
+def torch_function_names() -> list[str]:
+    """The functions of torch.nn.functional (activations some layers keep as values, TransformerEncoderLayer's
+    relu or gelu), each by the name pickle records: tensor maths, looked up and never called by a real file."""
+    import pickle
+    import pickletools
+
+    import torch.nn.functional as F
+
+    names = set()
+    for attr, value in vars(F).items():
+        if isinstance(value, type) or not callable(value) or attr.startswith("__"):
+            continue
+        module = getattr(value, "__module__", None) or ""
+        if module not in ("torch.nn.functional", "torch._C._nn"):
+            continue
+        try:
+            data = pickle.dumps(value, protocol=2)
+        except Exception:
+            continue
+        for opcode, arg, _ in pickletools.genops(data):
+            if opcode.name == "GLOBAL":
+                names.add(str(arg).replace(" ", "."))
+    return sorted(names)
+
+
 # transformers.Trainer saves its arguments with torch.save (training_args.bin). Besides the classes named
 # by the dataclass fields (walked below), __post_init__ stores these objects on the instance, and they
 # are pickled with it. Exact names only.
@@ -275,8 +331,13 @@ def write(name: str, description: str, entries: list[str], list_name: str = "all
 
 def main() -> int:
     numpy_names = [f"numpy.{s}" for s in NUMPY_SCALARS]
+    layers = torch_layer_names()
     write(
-        "torch", "Tensor, storage, dtype and rebuild helpers: torch's weights_only allowlist.", torch_names()
+        "torch",
+        "Tensor, storage, dtype and rebuild helpers (torch's weights_only allowlist); torch.nn's layer classes and "
+        "norm hooks, which a whole-model save restores from state only; torch.nn.functional as values only.",
+        torch_names() + layers,
+        more={"state-only-classes": layers, "referenced-callables": torch_function_names()},
     )
     # Functions real pickles keep as values (a pooling_func, a scorer's score function) are `referenced-callables`:
     # looked up, never called, by the files that hold them. A call would run them on arguments the pickle chose,
