@@ -645,13 +645,15 @@ def _tabular(objects: Callable[[], dict[str, Any]], name: str, how: str) -> Buil
 def _tabular_kinds() -> None:
     """pandas frames, indexes and scalars of every dtype; XGBoost and LightGBM models alone and in pipelines
     (tests/helpers/tabular.py, the catalogue tools/gen_tabular_allowlist.py records)."""
-    from tests.helpers.tabular import boosting_objects, pandas_objects
+    from tests.helpers.tabular import arrow_objects, boosting_objects, pandas_objects
 
     names = {
         "pandas": (pandas_objects, ["frame", "frame-transposed", "series-datetime-index", "series-multi-index",
                                     "index-interval", "index-period", "scalars", "grouped-stats", "attrs", "offsets",
                                     "frequencies", "timedelta-frequencies", "masked-dtypes", "dateutil-zones",
                                     "classes-as-values"]),
+        "arrow": (arrow_objects, ["default-strings", "arrow-dtypes", "string-storages", "arrow-table", "arrow-batch",
+                                  "arrow-chunked"]),
         "boosting": (boosting_objects, ["xgb-classifier", "xgb-ranker", "xgb-booster", "xgb-categorical-frame",
                                         "xgb-in-pipeline", "lgb-classifier", "lgb-ranker", "lgb-booster",
                                         "lgb-categorical-frame", "lgb-in-pipeline"]),

@@ -320,3 +320,29 @@ def test_a_partial_or_defaultdict_given_its_callable_by_build_is_judged(tmp_path
     assert "WS-PKL-005" in _rules(tmp_path / "partial", blob)
     slot = _dump(_Call(collections.defaultdict, (), (None, {"default_factory": TrainingArguments})))
     assert "WS-PKL-005" in _rules(tmp_path / "defaultdict", slot)
+
+
+def test_arrow_extension_types_stay_unknown(tmp_path: Path) -> None:
+    """pyarrow's array and table rebuilders are allowed (pandas 3 keeps strings there), extension types are not:
+    an extension type deserializes a payload of its own (PyExtensionType unpickled it, CVE-2023-47248), so the
+    class a pickle names for one is judged like any unknown import."""
+    import pyarrow as pa
+
+    class Payload(pa.ExtensionType):
+        def __init__(self) -> None:
+            super().__init__(pa.binary(), "wscan.payload")
+
+        def __arrow_ext_serialize__(self) -> bytes:
+            return b""
+
+        @classmethod
+        def __arrow_ext_deserialize__(cls, storage_type: object, serialized: bytes) -> Payload:
+            return cls()
+
+    Payload.__module__, Payload.__qualname__ = __name__, "_PayloadType"
+    globals()["_PayloadType"] = Payload  # where pickle looks the class up by the name it records
+    array = pa.ExtensionArray.from_storage(Payload(), pa.array([b"x"]))
+    found = scan_bytes(tmp_path, pickle.dumps(pa.table({"a": array}), protocol=5), "table.pkl").findings
+    flagged = {f.evidence.get("callable") for f in found if f.rule_id == "WS-PKL-003"}
+    assert flagged == {f"{__name__}._PayloadType"}, [f.message for f in found]
+    assert not _rules(tmp_path / "plain", pickle.dumps(pa.table({"a": [1]})))

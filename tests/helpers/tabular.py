@@ -94,6 +94,37 @@ def _dateutil_zones() -> list[Any]:
     return [pd.Timestamp("2020-01-01", tz=zone) for zone in (tz.tzutc(), tz.tzoffset("X", 3600), tz.tzlocal())]
 
 
+def arrow_objects() -> dict[str, Any]:
+    """Frames backed by pyarrow (pandas 3 stores every string column there when pyarrow is installed), a column
+    of each Arrow type pandas wraps in ArrowDtype, and the pyarrow tables and batches datasets pickles."""
+    import datetime
+    import decimal
+
+    import pandas as pd
+    import pyarrow as pa
+
+    typed = {
+        "int64": ([1, None], pa.int64()), "int8": ([1, None], pa.int8()), "float32": ([1.5, None], pa.float32()),
+        "bool": ([True, None], pa.bool_()), "string": (["a", None], pa.string()),
+        "large_string": (["a", None], pa.large_string()), "binary": ([b"a", None], pa.binary()),
+        "list": ([[1, 2], None], pa.list_(pa.int64())), "struct": ([{"x": 1}, None], pa.struct([("x", pa.int64())])),
+        "timestamp_tz": ([pd.Timestamp("2020-01-01"), None], pa.timestamp("us", tz="UTC")),
+        "timestamp": ([pd.Timestamp("2020-01-01"), None], pa.timestamp("ns")),
+        "date32": ([datetime.date(2020, 1, 1), None], pa.date32()),
+        "duration": ([pd.Timedelta(1), None], pa.duration("ns")),
+        "decimal": ([decimal.Decimal("1.5"), None], pa.decimal128(5, 2)),
+        "dictionary": (["a", "b"], pa.dictionary(pa.int32(), pa.string())),
+    }  # fmt: skip
+    return {
+        "default-strings": pd.DataFrame({"name": ["x", "y", None], "n": [1, 2, 3]}).set_index("name"),
+        "arrow-dtypes": pd.DataFrame({name: pd.array(v, dtype=pd.ArrowDtype(t)) for name, (v, t) in typed.items()}),
+        "string-storages": [pd.array(["a", None], dtype=f"string[{s}]") for s in ("pyarrow", "python")],
+        "arrow-table": pa.table({"a": [1, 2], "b": ["x", "y"], "c": [[1], None]}),
+        "arrow-batch": pa.record_batch({"a": [1, 2]}),
+        "arrow-chunked": pa.chunked_array([[1, 2], [3]]),
+    }
+
+
 def boosting_objects() -> dict[str, Any]:
     import lightgbm as lgb
     import numpy as np
