@@ -346,3 +346,106 @@ def test_arrow_extension_types_stay_unknown(tmp_path: Path) -> None:
     flagged = {f.evidence.get("callable") for f in found if f.rule_id == "WS-PKL-003"}
     assert flagged == {f"{__name__}._PayloadType"}, [f.message for f in found]
     assert not _rules(tmp_path / "plain", pickle.dumps(pa.table({"a": [1]})))
+
+
+# --- hand-assembled streams (a review of the torch.nn allowlist proved each shape with the real loaders) ----------
+
+
+def _g(module: str, name: str) -> bytes:
+    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+
+
+def _s(text: str) -> bytes:
+    raw = text.encode()
+    return b"X" + len(raw).to_bytes(4, "little") + raw
+
+
+def _tuple(*items: bytes) -> bytes:
+    return b"(" + b"".join(items) + b"t"
+
+
+def _dict(*pairs: tuple[bytes, bytes]) -> bytes:
+    return b"}" + (b"(" + b"".join(k + v for k, v in pairs) + b"u" if pairs else b"")
+
+
+def _legacy_torch(main: bytes) -> bytes:
+    """A legacy (non-zip) torch.save file around one hand-made main pickle, with no storages."""
+    sys_info = {"protocol_version": 1001, "little_endian": True, "type_sizes": {"short": 2, "int": 4, "long": 4}}
+    head = b"".join(pickle.dumps(v, protocol=2) for v in (0x1950A86A20F9469CFC6C, 1001, sys_info))
+    return head + main + b"\x80\x02]."
+
+
+def _load_in_subprocess(path: Path, how: str) -> None:
+    code = {
+        "torch": "import sys, torch; torch.load(sys.argv[1], weights_only=False)",
+        "pickle": "import sys, pickle; pickle.load(open(sys.argv[1], 'rb'))",
+    }[how]
+    subprocess.run([sys.executable, "-c", code, str(path)], cwd=path.parent, capture_output=True, timeout=300)
+
+
+def test_a_legacy_module_id_patched_by_build_is_critical(tmp_path: Path) -> None:
+    """Legacy torch.load returns X itself for a ('module', X, file, source) id. BUILD on it patched the real
+    function (dump_patches, __name__), and a second id with other source made torch write `<__name__>.patch`
+    with lines the pickle chose: a file written at load, with no finding. Now BUILD on such an id is BUILD on X."""
+    target = tmp_path / "written"
+    relu = _g("torch.nn.functional", "relu")
+    main = b"\x80\x02" + relu + b"q\x010"
+    main += _tuple(_s("module"), b"h\x01", _s(""), _s("")) + b"Q"
+    main += _tuple(b"N", _dict((_s("dump_patches"), b"\x88"), (_s("__name__"), _s(str(target))))) + b"b0"
+    main += _tuple(_s("module"), b"h\x01", _s("x\nattacker line\n#"), _s("other source")) + b"Q0}."
+    sample = tmp_path / "legacy.pt"
+    sample.write_bytes(_legacy_torch(main))
+    _load_in_subprocess(sample, "torch")
+    assert "attacker line" in (tmp_path / "written.patch").read_text()
+    found = scan_bytes(tmp_path / "scan", sample.read_bytes(), "legacy.pt").findings
+    assert "WS-PKL-006" in {f.rule_id for f in found if f.severity >= Severity.CRITICAL}
+
+
+def _restored_module(cls: tuple[str, str], extra: tuple[bytes, bytes]) -> bytes:
+    """cls restored as torch.save writes a layer (NEWOBJ, then BUILD of its attribute dict) with one more entry."""
+    empty = _g("collections", "OrderedDict") + b")R"
+    state = _dict(*[(_s(k), empty) for k in ("_parameters", "_buffers", "_modules", "_forward_hooks")], extra)
+    return _g(*cls) + b")\x81" + state + b"b"
+
+
+def test_callables_in_restored_state_run_when_the_object_changes_later(tmp_path: Path) -> None:
+    """Restored state sits in the instance's dict, ahead of the class's methods: a ModuleDict whose state holds
+    add_module=F runs F(key, value) on a later SETITEMS (proved with os.mkdir), a second BUILD runs a stored
+    __setstate__, an argparse.Namespace's stored `extend` runs on APPENDS. No writer changes an object after
+    restoring its state (WS-PKL-018), and callables in that state are judged as called: a layer constructor
+    (state-only, WS-PKL-014), F.relu (referenced only, WS-PKL-003)."""
+    module_dict = ("torch.nn.modules.container", "ModuleDict")
+    marker = tmp_path / "made-by-setitems"
+    proof = b"\x80\x02" + _restored_module(module_dict, (_s("add_module"), _g("os", "mkdir")))
+    proof += b"(" + _s(str(marker)) + b"J\xed\x01\x00\x00u."
+    (tmp_path / "proof.pkl").write_bytes(proof)
+    _load_in_subprocess(tmp_path / "proof.pkl", "pickle")
+    assert marker.is_dir(), "SETITEMS did not call the add_module stored in the state"
+
+    linear = _g("torch.nn.modules.linear", "Linear")
+    setitems = _restored_module(module_dict, (_s("add_module"), linear)) + b"(K\x03K\x03u"
+    second_build = _restored_module(("torch.nn.modules.linear", "Identity"), (_s("__setstate__"), linear))
+    second_build += b"(K\x03K\x03tb"
+    namespace = _g("argparse", "Namespace") + b")R" + _dict((_s("extend"), _g("torch.nn.functional", "relu")))
+    namespace += b"b(K\x01e"
+    for name, body, called in (("setitems", setitems, "WS-PKL-014"), ("second-build", second_build, "WS-PKL-014"),
+                               ("namespace", namespace, "WS-PKL-003")):  # fmt: skip
+        assert {"WS-PKL-018", called} <= _rules(tmp_path / name, b"\x80\x02" + body + b"."), name
+    real = io.BytesIO()
+    import torch
+
+    torch.save(torch.nn.ModuleDict({"a": torch.nn.Linear(2, 2)}), real)
+    assert not _rules(tmp_path / "real", real.getvalue())
+
+
+def test_forwarders_are_followed_through_partials(tmp_path: Path) -> None:
+    """partial(_rebuild_from_type_v2, Linear, Linear, (n, n), {}) called by an outer _rebuild_from_type_v2 runs
+    Linear(n, n): a partial of a forwarder forwards too, and so does the callable a forwarder calls with
+    arguments (_rebuild_from_type_v2(partial, type, (F, ...), state) calls partial(F, ...))."""
+    rebuild, linear = _g("torch._tensor", "_rebuild_from_type_v2"), _g("torch.nn.modules.linear", "Linear")
+    inner = _g("functools", "partial") + _tuple(rebuild, linear, linear, _tuple(b"K\x03", b"K\x03"), b"}") + b"R"
+    nested = b"\x80\x02" + rebuild + _tuple(inner, linear, b")", b"}") + b"R."
+    assert "WS-PKL-014" in _rules(tmp_path / "nested", nested)
+    partial = _g("functools", "partial")
+    through = b"\x80\x02" + rebuild + _tuple(partial, partial, _tuple(linear, b"K\x03", b"K\x03"), b"}") + b"R."
+    assert "WS-PKL-014" in _rules(tmp_path / "through", through)

@@ -12,6 +12,8 @@ import bz2
 import json
 import pickle
 import struct
+import subprocess
+import sys
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -636,3 +638,51 @@ def _torch_runs_and_wscan_flags(tmp_path: Path, names: list[str], build: Callabl
     assert all(outcome.executed for outcome in outcomes.values()), outcomes
     for name, path in files.items():
         assert rule_ids(scan(path)) & CRITICAL_PICKLE, name
+
+
+# --- torch.distributed.checkpoint: a .distcp file is torch.save after torch.save ---------------------------------
+
+_DCP = """
+import os, sys, warnings
+import torch
+import torch.distributed.checkpoint as dcp
+
+warnings.simplefilter("ignore")  # saving without a process group warns
+
+
+class Payload:
+    def __reduce__(self):
+        return (os.mkdir, (sys.argv[3],))
+
+
+folder, action = sys.argv[1], sys.argv[2]
+item = Payload() if sys.argv[3] else "benign"
+if action == "save":
+    dcp.save({"a": item, "b": {"x": 1}, "c": "text", "t": torch.zeros(3)}, checkpoint_id=folder)
+else:
+    dcp.load({"a": None, "b": {"x": None}, "c": None, "t": torch.empty(3)}, checkpoint_id=folder)
+"""
+
+
+def _dcp(folder: Path, action: str, marker: Path | None) -> None:
+    subprocess.run(
+        [sys.executable, "-c", _DCP, str(folder), action, str(marker or "")],
+        cwd=folder.parent, check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_distributed_checkpoint_items_are_scanned(tmp_path: Path) -> None:
+    """dcp.load unpickles each non-tensor item of a .distcp with torch.load(weights_only=False), reading it from
+    the offset the metadata records; zip readers see only the file's last zip. A payload in the first item ran
+    while wscan saw nothing; now every item is scanned, and a real checkpoint has no finding at all."""
+    marker = tmp_path / "marker"
+    hostile, benign = tmp_path / "hostile", tmp_path / "benign"
+    _dcp(hostile, "save", marker)
+    _dcp(benign, "save", None)
+    assert not marker.exists()
+    _dcp(hostile, "load", None)
+    assert marker.exists(), "dcp.load did not run the payload"
+    report = scan(hostile)
+    critical = [f for f in report.findings if f.rule_id in CRITICAL_PICKLE]
+    assert critical and all(f.location.path.endswith("__0_0.distcp") for f in critical), report.findings
+    assert scan(benign).findings == []

@@ -162,6 +162,19 @@ def torch_layer_names() -> list[str]:
     return sorted(names)
 
 
+def torch_checkpoint_names() -> list[str]:
+    """What a torch.distributed.checkpoint `.metadata` pickle names (its loader reads it with plain pickle.load):
+    the dataclasses and enum of torch.distributed.checkpoint.metadata and the storage record its file system
+    writer keeps. They hold offsets, sizes and dtypes; none touches a file."""
+    import torch.distributed.checkpoint.metadata as metadata
+
+    names = {"torch.distributed.checkpoint.filesystem._StorageInfo"}
+    for _, obj in inspect.getmembers(metadata, inspect.isclass):
+        if obj.__module__ == metadata.__name__:
+            names.add(f"{obj.__module__}.{obj.__qualname__}")
+    return sorted(names)
+
+
 def torch_function_names() -> list[str]:
     """The functions of torch.nn.functional (activations some layers keep as values, TransformerEncoderLayer's
     relu or gelu), each by the name pickle records: tensor maths, looked up and never called by a real file."""
@@ -335,8 +348,9 @@ def main() -> int:
     write(
         "torch",
         "Tensor, storage, dtype and rebuild helpers (torch's weights_only allowlist); torch.nn's layer classes and "
-        "norm hooks, which a whole-model save restores from state only; torch.nn.functional as values only.",
-        torch_names() + layers,
+        "norm hooks, which a whole-model save restores from state only; torch.nn.functional as values only; "
+        "torch.distributed.checkpoint's metadata records.",
+        torch_names() + layers + torch_checkpoint_names(),
         more={"state-only-classes": layers, "referenced-callables": torch_function_names()},
     )
     # Functions real pickles keep as values (a pooling_func, a scorer's score function) are `referenced-callables`:

@@ -216,6 +216,46 @@ def test_zip_prepended_bytes() -> None:
     assert result.children == {"a.pkl": b"x"}
 
 
+def _torch_zip(value: object) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(value, buffer)  # with zip64 end records, as torch always writes them
+    return buffer.getvalue()
+
+
+def test_zips_written_one_after_another_are_each_a_blob() -> None:
+    """A torch.distributed.checkpoint `.distcp` is torch.save after torch.save; its loader reads each from its
+    offset. Every earlier zip is handed on as a blob of its own; nothing is left over to report."""
+    # (sizes differ: miniz would take the last zip's directory offset as absolute, and find the first zip's there)
+    parts = [make_zip([("a.pkl", b"the first")]), _torch_zip({"b": 1}), make_zip([("c.pkl", b"third")])]
+    data = b"".join(parts)
+    result = run(ZipScanner(), data)
+    starts = [0, len(parts[0])]
+    hidden = {f"@{start}": data[start : start + len(parts[i])] for i, start in enumerate(starts)}
+    assert result.children == {"c.pkl": b"third"} | hidden
+    assert "archive.prepended_bytes" not in result.kinds()
+
+
+def test_leading_bytes_with_unlisted_entries_are_high_and_reported() -> None:
+    """A zip behind junk is no longer 'written right before': the walk stops there, the leading bytes are reported,
+    and entry headers in them are entries no directory lists (a reader given their offset opens them)."""
+    hidden = make_zip([("data.pkl", b"payload")])
+    last = make_zip([("c.pkl", b"x")])
+    result = run(ZipScanner(), hidden + b"\0" * 100 + last)
+    assert result.of("archive.prepended_bytes") == [{"length": len(hidden) + 100}]
+    assert result.of("archive.unlisted_entries") == [{"length": len(hidden) + 100}]
+    assert result.children == {"c.pkl": b"x"}
+    plain = run(ZipScanner(), b"\x80\x02N." + b"\0" * 100 + last)
+    assert "archive.unlisted_entries" not in plain.kinds()
+
+
+def test_zips_before_stop_at_the_member_limit() -> None:
+    parts = [make_zip([(f"{i}.pkl", b"x")]) for i in range(5)]
+    result = run(ZipScanner(), b"".join(parts), Limits(max_members=2))
+    assert sorted(n for n in result.children if n.startswith("@")) == [f"@{len(parts[0]) * i}" for i in (2, 3)]
+    assert result.of("archive.too_many_members") == [{"count": 2, "limit": 2}]
+    assert result.of("archive.prepended_bytes") == [{"length": len(parts[0]) * 2}]
+
+
 def _tar_ending_in_zip(last: bytes) -> bytes:
     """A tar (as a `.nemo` is) whose last member is a zip: its end record sits in the tar's tail."""
     return make_tar([("model_config.yaml", b"target: nemo.X\n", None), ("model_weights.ckpt", last, None)])

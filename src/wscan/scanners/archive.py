@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
-from wscan.limits import MIB, BudgetExceeded
+from wscan.limits import MIB, Budget, BudgetExceeded
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import TAIL_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.compressed import CHUNK, guarded, reason
@@ -366,10 +366,7 @@ def check_zip_member(artifact: Artifact, ctx: ScanContext, info: zipfile.ZipInfo
 
 
 def zip_structure(artifact: Artifact, infos: list[zipfile.ZipInfo], locals_: list[Any], start_dir: int) -> Emit:
-    """Prepended bytes and overlapping entries: both are how polyglots and quine bombs are built."""
-    first = min((i.header_offset for i in infos), default=0)
-    if first > 0 and not _last_tar_member(artifact, first):
-        yield artifact.observe("archive.prepended_bytes", 0, length=first)
+    """Overlapping entries: how quine bombs are built."""
     spans = sorted(
         (i.header_offset, local.data_start + i.compress_size, i.orig_filename)
         for i, local in zip(infos, locals_, strict=True)
@@ -383,6 +380,73 @@ def zip_structure(artifact: Artifact, infos: list[zipfile.ZipInfo], locals_: lis
             yield artifact.observe("archive.overlap", begin, member=name, other="<central directory>")
         if stop > end:
             end, owner = stop, name
+
+
+def zips_before(fh: IO[bytes], end: int, limit: int) -> list[tuple[int, int]]:
+    """(start, end) of the zips written one right after another before `end`, the last first.
+
+    torch.distributed.checkpoint writes each item of a `.distcp` file with torch.save, one after another, and its
+    loader reads each from the offset its metadata records (non-tensor items with weights_only=False). Python's
+    zipfile and miniz see only the last. Each earlier zip ends where the next begins: its end record is the last
+    thing before that start, and its offsets count from its own first byte."""
+    found: list[tuple[int, int]] = []
+    while end > 0 and len(found) < limit:
+        start = _zip_ending_at(fh, end)
+        if start is None:
+            break
+        found.append((start, end))
+        end = start
+    return found
+
+
+def _zip_ending_at(fh: IO[bytes], end: int) -> int | None:
+    """The first byte of a self-contained zip whose end record (with its comment) ends right at `end`: its
+    central directory sits right before the end record (or before the zip64 record and locator), and a local
+    header or another end record at the start it implies."""
+    window = min(end, 22 + 0xFFFF)
+    fh.seek(end - window)
+    tail = fh.read(window)
+    pos = tail.rfind(ZIP_END)
+    while pos >= 0:
+        if pos + 22 <= len(tail):
+            disks, _, count, cd_size, cd_offset, comment_len = struct.unpack_from("<IHHIIH", tail, pos + 4)
+            at = end - window + pos
+            if disks == 0 and pos + 22 + comment_len == len(tail):
+                # A zip64 end record and its locator before the end record take over, as zipfile reads them
+                # (torch.save always writes them); the record sits right before its locator.
+                fh.seek(max(0, at - 20 - 56))
+                record = fh.read(56 + 4) if at >= 20 + 56 else b""
+                if record[:4] == ZIP64_END and record[56:] == ZIP64_LOCATOR:
+                    at -= 20 + 56
+                    count, cd_size, cd_offset = struct.unpack_from("<3Q", record, 32)
+                elif count == 0xFFFF or 0xFFFFFFFF in (cd_size, cd_offset):
+                    return None
+                start = at - cd_size - cd_offset
+                if start >= 0:
+                    fh.seek(start)
+                    if fh.read(4) == (ZIP_LOCAL if count else ZIP_END):
+                        fh.seek(at - cd_size)
+                        if not count or fh.read(4) == b"PK\x01\x02":
+                            return int(start)
+        pos = tail.rfind(ZIP_END, 0, pos)
+    return None
+
+
+def _holds_local_header(fh: IO[bytes], length: int, budget: Budget) -> bool:
+    """Whether the first `length` bytes hold a zip local header signature (read in pieces, time-checked)."""
+    fh.seek(0)
+    carry = b""
+    done = 0
+    while done < length:
+        budget.check_time()
+        piece = fh.read(min(CHUNK, length - done))
+        if not piece:
+            break
+        if ZIP_LOCAL in carry + piece:
+            return True
+        carry = piece[-3:]
+        done += len(piece)
+    return False
 
 
 def _last_tar_member(artifact: Artifact, start: int) -> bool:
@@ -477,6 +541,30 @@ class ZipScanner:
             with archive:
                 yield from self._members(artifact, ctx, fh, archive)
                 yield from self._absolute_reading(artifact, ctx, fh, archive.start_dir)
+                yield from self._before(artifact, ctx, fh, archive.infolist())
+
+    def _before(
+        self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], infos: list[zipfile.ZipInfo]
+    ) -> Iterator[ScanItem]:
+        """What precedes the zip: zips written before it one after another (a `.distcp`), each scanned as a blob
+        of its own; then any other leading bytes, a polyglot's other head, reported (the engine has read the
+        file's start with every scanner). Zip entry headers among those bytes are entries no directory lists,
+        which a reader given an offset opens."""
+        first = min((i.header_offset for i in infos), default=0)
+        if first <= 0 or _last_tar_member(artifact, first):
+            return
+        earlier = zips_before(fh, first, ctx.limits.max_members)
+        for start, end in reversed(earlier):
+            ctx.budget.check_time()
+            yield artifact.hidden(start, end - start)
+        rest = earlier[-1][0] if earlier else first
+        if rest <= 0:
+            return
+        if len(earlier) == ctx.limits.max_members:
+            yield artifact.observe("archive.too_many_members", count=len(earlier), limit=ctx.limits.max_members)
+        yield artifact.observe("archive.prepended_bytes", 0, length=rest)
+        if _holds_local_header(fh, rest, ctx.budget):
+            yield artifact.observe("archive.unlisted_entries", 0, length=rest)
 
     def _absolute_reading(
         self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], start_dir: int | None

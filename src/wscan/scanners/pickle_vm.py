@@ -212,6 +212,7 @@ FORWARDERS: dict[str, tuple[tuple[int, str], ...]] = {
     "pandas.core.indexes.interval._new_IntervalIndex": ((0, "call"),),
 }
 PARTIAL = "functools.partial"
+REBUILD_FROM_TYPE = "torch._tensor._rebuild_from_type_v2"
 GETATTR = "builtins.getattr"
 # OmegaConf's ${resolver:args}. What follows the colon tells a shell default (${VAR:-x}) from most calls, but
 # `${eval:-...}` is a call too: the rules decide (`shell_like`). A name that is itself an interpolation
@@ -290,6 +291,20 @@ def _newobj_partial(func: Global, args: Sym) -> Obj | None:
     return made if _is_partial(made) else None
 # Cython's __pyx_unpickle_<Class>(type, checksum, state) and scikit-learn's newObj(cls): cls.__new__ only.
 _NEW_HELPERS = ("__pyx_unpickle_", "newObj")
+
+
+MAX_FORWARD_DEPTH = 32  # forwarders passed to forwarders: each level is one nesting of the stream's tuples
+
+
+def _inner_call(func: Global, args: Seq) -> tuple[Global, Seq] | None:
+    """The forwarder and arguments that `func(*args)` calls in turn, if its forwarded callable forwards too."""
+    items = args.items
+    if func.dotted == PARTIAL and items and isinstance(items[0], Global):
+        return items[0], Seq("tuple", items[1:])  # partial binds the leading positions
+    if func.dotted == REBUILD_FROM_TYPE and len(items) > 2 and isinstance(items[0], Global):
+        called = items[2]
+        return (items[0], called) if isinstance(called, Seq) else None
+    return None
 
 
 def _forwarded(func: Global) -> tuple[tuple[int, str], ...]:
@@ -371,7 +386,7 @@ class Machine:
             res.events.append(Event("pickle.dynamic_call", offset, {"opcode": how, "callee": describe(func)}))
         return Obj(func, args)
 
-    def _forward(self, res: PickleResult, func: Global, args: Sym, how: str, offset: int) -> None:
+    def _forward(self, res: PickleResult, func: Global, args: Sym, how: str, offset: int, depth: int = 0) -> None:
         """What an allowlisted helper does with its arguments: call them, or instantiate them."""
         uses = _forwarded(func)
         if not uses:
@@ -383,6 +398,11 @@ class Machine:
         for position, use in uses:
             if position < len(args.items):
                 self._mark(res, func, args.items[position], use, how, offset)
+        # What the forwarded callable does with its own arguments, when it forwards too: partial(F, *bound) calls
+        # F(*bound, ...), and _rebuild_from_type_v2(F, type, args, state) calls F(*args).
+        inner = _inner_call(func, args)
+        if inner is not None and depth < MAX_FORWARD_DEPTH:
+            self._forward(res, inner[0], inner[1], how, offset, depth + 1)
 
     def _mark(self, res: PickleResult, func: Global, target: Sym, use: str, how: str, offset: int) -> None:
         """`func` calls or instantiates `target`: judge a name as called, anything computed as a dynamic call."""
@@ -692,6 +712,7 @@ class Machine:
                 raise PickleSyntaxError(at, f"unhandled opcode {name}")
 
     def _build(self, res: PickleResult, target: Sym, state: Sym, at: int) -> None:
+        target = _module_class(target)  # legacy torch: the id is the class (or whatever it names) itself
         if isinstance(target, Global):
             # BUILD on a module or class sets attributes on it: the load patches the interpreter.
             res.events.append(
@@ -706,6 +727,8 @@ class Machine:
                 record = res.imports.get(target.func.dotted)
                 if record is not None:
                     record.invoked.add("BUILD")
+            if target.state is not None:
+                self._after_build(res, target, "BUILD", at)
             target.state = state
             if _is_partial(target) or _is_defaultdict(target):
                 # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
@@ -714,17 +737,38 @@ class Machine:
                 first = state.items[0] if isinstance(state, Seq) and state.items and _is_partial(target) else state
                 owner = Global("functools", "partial") if _is_partial(target) else Global("collections", "defaultdict")
                 self._mark(res, owner, first, "call", "BUILD", at)
+                bound = state.items[1] if isinstance(state, Seq) and len(state.items) > 1 else None
+                if _is_partial(target) and isinstance(first, Global) and isinstance(bound, Seq):
+                    self._forward(res, owner, Seq("tuple", [first, *bound.items]), "BUILD", at)
             if self.on_build is not None:
                 self.on_build(self, target)
 
-    @staticmethod
-    def _mutation(res: PickleResult, target: Sym, opcode: str, at: int) -> None:
+    def _mutation(self, res: PickleResult, target: Sym, opcode: str, at: int) -> None:
+        target = _module_class(target)
         if isinstance(target, Global):
             res.events.append(Event("pickle.build_global", at, {"callable": target.dotted, "opcode": opcode}))
+        elif isinstance(target, Obj) and (target.state is not None or not isinstance(target.func, Global)):
+            self._after_build(res, target, opcode, at)
         elif isinstance(target, Seq):
             # list[i] = v: which item changed is not followed, so none of them is known any more (a list can be a
             # call's arguments: joblib's and pandas' unpicklers call func(*args) with any iterable).
             target.items = [Unknown() for _ in target.items]
+
+
+    def _after_build(self, res: PickleResult, target: Obj, opcode: str, at: int) -> None:
+        """An object changed after its state was restored, or one a computed callable made: no writer does this.
+        The change runs the object's own methods (SETITEMS its __setitem__, a second BUILD its __setstate__), and
+        restored state put in the instance's dict comes before the class's: a callable stored under a method name
+        runs. So every callable in that state counts as called."""
+        res.events.append(Event("pickle.changed_after_build", at, {"opcode": opcode, "callee": describe(target)}))
+        state = target.state
+        if isinstance(state, Seq) and state.type == "tuple" and state.items:  # (dict, slots) state
+            state = state.items[0]
+        if isinstance(state, Dict):
+            owner = target.func if isinstance(target.func, Global) else Global("builtins", "object")
+            for _, value in state.items:
+                if isinstance(value, Global | Obj):
+                    self._mark(res, owner, value, "call", opcode, at)
 
 
 def describe(value: Sym | None) -> str:
