@@ -282,6 +282,26 @@ def _savez_compressed(out: Path) -> None:
     np.savez_compressed(out / "arrays.npz", a=np.arange(5), b=np.ones((2, 2)))
 
 
+@kind("numpy-pickled-subclasses")
+def _numpy_subclasses(out: Path) -> None:
+    """NumPy objects pickled as they are: record and char arrays, a record, polynomials of each basis, poly1d, a
+    StringDType array, and an attribute bag (statsmodels' ARIMA keeps one)."""
+    import types
+
+    import numpy as np
+
+    records = np.rec.array([(1, 2.0), (3, 4.0)], dtype=[("a", "i4"), ("b", "f8")])
+    poly = np.polynomial
+    objects = {
+        "records": records, "record": records[0], "chars": np.char.array(["ab", "c"]), "poly1d": np.poly1d([1, 2]),
+        "bases": [cls([1.0, 2.0]) for cls in (poly.Polynomial, poly.Chebyshev, poly.Legendre, poly.Laguerre,
+                                                poly.Hermite, poly.HermiteE)],
+        "strings": np.array(["a", "bc"], dtype=np.dtypes.StringDType()), "bag": types.SimpleNamespace(k=1),
+    }  # fmt: skip
+    for protocol in (2, pickle.HIGHEST_PROTOCOL):
+        (out / f"numpy-p{protocol}.pkl").write_bytes(pickle.dumps(objects, protocol=protocol))
+
+
 for _suffix, _compress in [
     ("plain", 0),
     ("zlib3", 3),

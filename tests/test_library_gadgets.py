@@ -449,3 +449,16 @@ def test_forwarders_are_followed_through_partials(tmp_path: Path) -> None:
     partial = _g("functools", "partial")
     through = b"\x80\x02" + rebuild + _tuple(partial, partial, _tuple(linear, b"K\x03", b"K\x03"), b"}") + b"R."
     assert "WS-PKL-014" in _rules(tmp_path / "through", through)
+
+
+@pytest.mark.parametrize(
+    "cls", ["statsmodels.base.data.PandasData", "skorch.classifier.NeuralNetClassifier", "skorch.net.NeuralNet"]
+)
+def test_library_classes_that_run_their_state_are_critical(tmp_path: Path, cls: str) -> None:
+    """statsmodels' ModelData re-evaluates the formula its state holds (formulaic evaluates Python expressions),
+    and skorch's nets unpickle the bytes their state holds: restored from state alone, they are carriers (a
+    review proved both with the real libraries, which are not test dependencies)."""
+    module, name = cls.rsplit(".", 1)
+    blob = b"\x80\x02" + _g(module, name) + b")\x81" + _dict((_s("formula"), _s("y ~ x"))) + b"b."
+    found = scan_bytes(tmp_path, blob, "results.pickle").findings
+    assert [f.rule_id for f in found if f.severity >= Severity.CRITICAL] == ["WS-PKL-013"]

@@ -62,6 +62,14 @@ CORE = [
     # interpolations at load, and a resolver's name or argument can be computed there (${${n}:...},
     # oc.decode), so no look at the strings can clear them.
     "typing.Any",
+    # ndarray subclasses restored by ndarray's own __setstate__ (record arrays, char arrays), NumPy's polynomial
+    # classes and poly1d (a plain attribute dict of coefficient arrays), and the StringDType rebuilder (NumPy 2).
+    "numpy.rec.recarray", "numpy.recarray", "numpy.record", "numpy.char.chararray", "numpy.chararray", "numpy.poly1d",
+    "numpy.polynomial.polynomial.Polynomial", "numpy.polynomial.chebyshev.Chebyshev",
+    "numpy.polynomial.legendre.Legendre", "numpy.polynomial.laguerre.Laguerre", "numpy.polynomial.hermite.Hermite",
+    "numpy.polynomial.hermite_e.HermiteE", "numpy._core._internal._convert_to_stringdtype_kwargs",
+    # An attribute bag statsmodels' ARIMA results keep (pickle.yaml excepts it from the dangerous `types`).
+    "types.SimpleNamespace",
     # A datetime's named time zone (pandas Timestamps, checkpoint timestamps): ZoneInfo pickles as
     # getattr(ZoneInfo, "_unpickle")(key, from_cache), which reads that zone from the system's tz database (keys
     # are refused unless they are normalized relative paths).
