@@ -462,3 +462,74 @@ def test_library_classes_that_run_their_state_are_critical(tmp_path: Path, cls: 
     blob = b"\x80\x02" + _g(module, name) + b")\x81" + _dict((_s("formula"), _s("y ~ x"))) + b"b."
     found = scan_bytes(tmp_path, blob, "results.pickle").findings
     assert [f.rule_id for f in found if f.severity >= Severity.CRITICAL] == ["WS-PKL-013"]
+
+
+class _Payload:
+    """Pickles as os.mkdir(path): nothing runs when saved."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        import os
+
+        return (os.mkdir, (str(self.path),))
+
+
+class _LoadBytes:
+    """Pickles as torch.storage._load_from_bytes(data), as a tensor's storage does under pickle.dump."""
+
+    def __init__(self, data: object) -> None:
+        self.data = data
+
+    def __reduce__(self) -> tuple[object, tuple[object]]:
+        from torch.storage import _load_from_bytes
+
+        return (_load_from_bytes, (self.data,))
+
+
+def test_pickled_tensors_are_judged_by_the_torch_files_they_hold(tmp_path: Path) -> None:
+    """pickle.dump (and joblib.dump) of tensors stores each storage as torch.storage._load_from_bytes(b), which
+    torch.load(weights_only=False)s the bytes b: always critical before. The bytes are a constant, so they are now
+    scanned as a torch file of their own, for every protocol and for bytes past the kept prefix; a payload in
+    them is critical (proved with plain pickle.load), a real pickle of tensors is clean."""
+    import joblib
+    import torch
+
+    tensors = {"small": torch.arange(3), "big": torch.randn(3000), "half": torch.ones(2, dtype=torch.float16)}
+    for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+        assert not _rules(tmp_path / f"real-{protocol}", pickle.dumps(tensors, protocol=protocol)), protocol
+    joblib.dump(tensors, tmp_path / "tensors.joblib", compress=3)
+    assert not _rules(tmp_path / "joblib", (tmp_path / "tensors.joblib").read_bytes())
+
+    marker = tmp_path / "marker"
+    held = io.BytesIO()
+    torch.save({"pad": "x" * 9000, "payload": _Payload(marker)}, held, _use_new_zipfile_serialization=False)
+    for protocol in (2, 5):
+        blob = pickle.dumps({"t": _LoadBytes(held.getvalue())}, protocol=protocol)
+        sample = tmp_path / f"hostile-{protocol}.pkl"
+        sample.write_bytes(blob)
+        _load_in_subprocess(sample, "pickle")
+        assert marker.is_dir(), protocol
+        marker.rmdir()
+        found = scan_bytes(tmp_path / f"scan-{protocol}", blob, "tensors.pkl").findings
+        critical = [f for f in found if f.severity >= Severity.CRITICAL]
+        assert [f.evidence.get("callable") for f in critical] == ["posix.mkdir"], protocol
+        assert str(critical[0].location.member).startswith("@"), critical[0].location  # inside the held bytes
+
+
+def test_load_from_bytes_on_anything_but_a_constant_stays_critical(tmp_path: Path) -> None:
+    """What the scanner cannot open is judged as the call it is: bytes computed by a call, the loader passed to
+    a partial, reached with getattr, or kept in a tuple for a helper to call."""
+    loader = _g("torch.storage", "_load_from_bytes")
+    computed = _g("_codecs", "encode") + _tuple(_s("payload"), _s("rot13")) + b"R"
+    cases = {
+        "computed": loader + _tuple(computed) + b"R",
+        "partial": _g("functools", "partial") + _tuple(loader, b"C\x03abc") + b"R)R",
+        "getattr": _g("builtins", "getattr") + _tuple(_g("torch", "storage"), _s("_load_from_bytes")) + b"R"
+        + _tuple(b"C\x03abc") + b"R",
+        "escaped": _tuple(loader, b"C\x03abc") + b"0" + loader + _tuple(b"C\x03abc") + b"R",
+    }
+    for name, body in cases.items():
+        found = _rules(tmp_path / name, b"\x80\x03" + body + b".")
+        assert found & {"WS-PKL-001", "WS-PKL-017"}, (name, found)

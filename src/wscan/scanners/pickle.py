@@ -11,6 +11,7 @@ import io
 import re
 import struct
 from collections.abc import Generator, Iterator
+from functools import partial
 from typing import BinaryIO
 
 from wscan.limits import Limits
@@ -18,7 +19,20 @@ from wscan.model import AttrValue, Observation
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.pickle_ops import OPCODES, PickleSyntaxError, Stream, Truncated
-from wscan.scanners.pickle_vm import GETATTR, Const, Dict, Global, Machine, Obj, PickleResult, Seq, Sym
+from wscan.scanners.pickle_vm import (
+    GETATTR,
+    NESTED_LOADER,
+    Const,
+    Dict,
+    Global,
+    Machine,
+    NestedBytes,
+    Obj,
+    PickleResult,
+    Seq,
+    Sym,
+)
+from wscan.scanners.slice import open_slice
 
 LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."
 
@@ -56,6 +70,8 @@ CANNOT_START = frozenset(
 _RUNS_INIT = frozenset({"REDUCE", "OBJ", "INST"})  # NEWOBJ and NEWOBJ_EX call cls.__new__ only
 PROTO_PEEK = 16  # enough for PROTO, then FRAME and its 8-byte length, then one more opcode
 _PROBE_LIMITS = Limits()  # a probe reads one head: the defaults bound it, built once (it runs for every file)
+# Protocol-2 bytes are stored as UTF-8 text the loader encodes to latin-1: decoded in memory up to this size.
+MAX_TRANSCODED = 64 * 1024 * 1024
 
 
 def probe(head: bytes, strict: bool, size: int | None = None) -> bool:
@@ -107,7 +123,7 @@ class PickleScanner:
             yield from analyze(artifact, raw, 0, ctx)
 
 
-def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> Iterator[Observation]:
+def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> Iterator[ScanItem]:
     """Simulate every pickle in `raw` (positioned at artifact offset `base`) and report what it does."""
     stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base, size=artifact.size - base)
     nested: list[PickleResult] = []
@@ -125,7 +141,9 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
             )
             break
         results.append(res)
+        loaded = [blob for sub in [res, *nested] for blob in _nested_blobs(artifact, sub)]
         yield from _report(artifact, res, nested)
+        yield from loaded
         nested.clear()
         if not res.stopped:
             break
@@ -187,9 +205,45 @@ def _acts(res: PickleResult) -> bool:
     return _imports_names(res) or any(e.kind != "pickle.unregistered_extension" for e in res.events)
 
 
+def _nested_blobs(artifact: Artifact, res: PickleResult) -> list[Artifact]:
+    """The bytes each torch.storage._load_from_bytes call hands torch.load, as blobs of their own: a plain pickle
+    of tensors (pickle.dump, joblib.dump) holds each storage as a legacy torch.save file there. Text too long to
+    decode in memory, or that the loader could not encode either, leaves the call unread (judged as a call)."""
+    blobs = []
+    for offset, source in res.nested_loads:
+        blob = _nested_blob(artifact, offset, source)
+        if blob is None:
+            res.nested_unread = True
+        else:
+            blobs.append(blob)
+    return blobs
+
+
+def _nested_blob(artifact: Artifact, offset: int, source: NestedBytes) -> Artifact | None:
+    name = f"@{offset}"
+    if isinstance(source, bytes):
+        return artifact.child(name, len(source), partial(io.BytesIO, source))
+    if not source.text:
+        return artifact.child(name, source.length, partial(open_slice, artifact.opener, source.start, source.length))
+    if source.length > MAX_TRANSCODED:
+        return None
+    with open_slice(artifact.opener, source.start, source.length) as fh:
+        text = fh.read(source.length)
+    try:
+        data = text.decode("utf-8", "surrogatepass").encode("latin-1")
+    except UnicodeError:
+        return None
+    return artifact.child(name, len(data), partial(io.BytesIO, data))
+
+
 def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -> Iterator[Observation]:
     for sub in [res, *nested]:
+        for offset, source in sub.nested_loads if sub.nested_all_read else ():
+            length = len(source) if isinstance(source, bytes) else source.length
+            yield artifact.observe("pickle.nested_torch_load", offset, callable=NESTED_LOADER, length=length)
         for key, rec in sub.imports.items():
+            if key == NESTED_LOADER and sub.nested_all_read and rec.invoked <= {"REDUCE"}:
+                continue  # each call's bytes are scanned as a torch file of their own, judged by what they hold
             # The attribute path with leading underscores dropped: `_os.system` walks through `os`.
             walk = ".".join(part.lstrip("_") for part in rec.name.split("."))
             extra: dict[str, AttrValue] = {}

@@ -47,6 +47,8 @@ class LongBytes:
     prefix: bytes
     # For text: every `${` in the part not kept, with what follows it (see `_text_arg`).
     interpolations: tuple[str, ...] = ()
+    start: int = -1  # where the whole argument sits in the blob
+    text: bool = False  # UTF-8 text (a unicode opcode's argument), not bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,9 +270,10 @@ def _bytes_arg(stream: Stream, n: int) -> bytes | LongBytes:
         raise PickleSyntaxError(stream.base + stream.offset, "negative length")
     if n <= KEEP_BYTES:
         return stream.read(n)
+    start = stream.base + stream.offset
     prefix = stream.read(KEEP_BYTES)
     stream.skip(n - KEEP_BYTES)
-    return LongBytes(n, prefix)
+    return LongBytes(n, prefix, start=start)
 
 
 def _text_arg(stream: Stream, n: int) -> str | LongBytes:
@@ -283,6 +286,7 @@ def _text_arg(stream: Stream, n: int) -> str | LongBytes:
 def _long_text(stream: Stream, n: int) -> LongBytes:
     """A text argument too long to keep, read through rather than skipped: a config interpolation
     (`${eval:...}`) further in would run when OmegaConf resolves the value, so its starts are kept."""
+    at = stream.base + stream.offset
     prefix = stream.read(KEEP_BYTES)
     found: list[str] = []
     carry = prefix[-INTERPOLATION_SPAN:]
@@ -296,7 +300,7 @@ def _long_text(stream: Stream, n: int) -> LongBytes:
             found.append(window[start : start + INTERPOLATION_SPAN].decode("utf-8", "replace"))
             start = window.find(b"${", start + 2)
         carry = window[-INTERPOLATION_SPAN:]
-    return LongBytes(n, prefix, tuple(dict.fromkeys(found)))
+    return LongBytes(n, prefix, tuple(dict.fromkeys(found)), start=at, text=True)
 
 
 def _unquote(line: bytes, offset: int) -> bytes:

@@ -8,6 +8,7 @@ extension codes registered by the same stream, and persistent ids (how PyTorch r
 from __future__ import annotations
 
 import _compat_pickle
+import codecs
 import re
 import struct
 from collections.abc import Callable, Iterator
@@ -126,6 +127,9 @@ class Unknown(Sym):
     __slots__ = ()
 
 
+NestedBytes = bytes | LongBytes  # a constant's bytes, or where a long one sits in the blob
+
+
 @dataclass
 class ImportRecord:
     """Every way one resolved name was reached in one stream."""
@@ -169,6 +173,16 @@ class PickleResult:
     getattr_escaped: bool = False
     getattr_calls: int = 0
     getattr_lookups: int = 0
+    # torch.storage._load_from_bytes(b), which torch.load(weights_only=False)s the bytes b: each direct call whose
+    # argument is a constant (offset of the call, the bytes or where they sit), and whether it was ever used
+    # any other way (put anywhere but the callee's place, called with an argument that is not a constant).
+    nested_loads: list[tuple[int, NestedBytes]] = field(default_factory=list)
+    nested_unread: bool = False
+
+    @property
+    def nested_all_read(self) -> bool:
+        """Every use of torch.storage._load_from_bytes was a direct call on bytes the scanner can open."""
+        return bool(self.nested_loads) and not self.nested_unread
 
     @property
     def getattr_only_looks_up(self) -> bool:
@@ -212,6 +226,8 @@ FORWARDERS: dict[str, tuple[tuple[int, str], ...]] = {
     "pandas.core.indexes.interval._new_IntervalIndex": ((0, "call"),),
 }
 PARTIAL = "functools.partial"
+NESTED_LOADER = "torch.storage._load_from_bytes"  # torch.load(io.BytesIO(b), weights_only=False)
+MAX_NESTED_LOADS = 10_000  # per stream; more is read as a use the scanner did not follow
 REBUILD_FROM_TYPE = "torch._tensor._rebuild_from_type_v2"
 GETATTR = "builtins.getattr"
 # OmegaConf's ${resolver:args}. What follows the colon tells a shell default (${VAR:-x}) from most calls, but
@@ -293,6 +309,39 @@ def _newobj_partial(func: Global, args: Sym) -> Obj | None:
 _NEW_HELPERS = ("__pyx_unpickle_", "newObj")
 
 
+LATIN1 = codecs.lookup("latin-1").name
+
+
+def _nested_bytes(args: Sym) -> NestedBytes | None:
+    """The bytes `_load_from_bytes(b)` loads, when b is a constant: bytes (protocol 3 and up), or text the stream
+    turns into bytes with _codecs.encode(text, "latin1") (protocol 2)."""
+    if not isinstance(args, Seq) or len(args.items) != 1:
+        return None
+    arg = args.items[0]
+    if isinstance(arg, Const) and isinstance(arg.value, bytes | bytearray):
+        return bytes(arg.value)
+    if isinstance(arg, Const) and isinstance(arg.value, LongBytes) and not arg.value.text and arg.value.start >= 0:
+        return arg.value
+    if not (isinstance(arg, Obj) and isinstance(arg.func, Global) and arg.func.dotted == "_codecs.encode"):
+        return None
+    if not isinstance(arg.args, Seq) or len(arg.args.items) != 2:
+        return None
+    text, encoding = (_const(item) for item in arg.args.items)
+    try:
+        if not isinstance(encoding, str) or codecs.lookup(encoding).name != LATIN1:
+            return None
+    except LookupError:
+        return None
+    if isinstance(text, str):
+        try:
+            return text.encode("latin-1")
+        except UnicodeEncodeError:  # the loader fails there too
+            return None
+    if isinstance(text, LongBytes) and text.text and text.start >= 0:
+        return text
+    return None
+
+
 MAX_FORWARD_DEPTH = 32  # forwarders passed to forwarders: each level is one nesting of the stream's tuples
 
 
@@ -331,6 +380,7 @@ class Machine:
         self.opcodes_total = 0
         self.resolvers: set[str] = set()  # config resolvers already reported for this file
         self.getattr = Global("builtins", "getattr")  # one object, so a push of it is told by identity
+        self.nested_loader = Global("torch.storage", "_load_from_bytes")  # the same, for the same reason
 
     # -- helpers -------------------------------------------------------------------------------------
 
@@ -346,6 +396,8 @@ class Machine:
         if key == GETATTR:
             res.getattr_seen = True
             return self.getattr
+        if key == NESTED_LOADER:
+            return self.nested_loader
         return Global(mapped_module, mapped_name)
 
     def _invoke(self, res: PickleResult, func: Sym, args: Sym, how: str, offset: int) -> Sym:
@@ -353,6 +405,12 @@ class Machine:
         func = _module_class(func)
         if func is self.getattr:
             res.getattr_calls += 1
+        if isinstance(func, Global) and func.dotted == NESTED_LOADER:
+            source = _nested_bytes(args) if func is self.nested_loader and how == "REDUCE" else None
+            if source is None or len(res.nested_loads) >= MAX_NESTED_LOADS:
+                res.nested_unread = True
+            else:
+                res.nested_loads.append((offset, source))
         if isinstance(func, Global):
             record = res.imports.get(func.dotted)
             if record is None:  # a name derived from getattr on a global
@@ -503,10 +561,15 @@ class Machine:
 
         getattr_global = self.getattr
 
+        nested_loader = self.nested_loader
+
         def escape(values: list[Sym]) -> None:
-            """builtins.getattr put anywhere but the callee's place: no longer only a lookup."""
+            """builtins.getattr put anywhere but the callee's place: no longer only a lookup (the same for the
+            nested loader: no longer only called where the machine sees its argument)."""
             if res.getattr_seen and any(v is getattr_global for v in values):
                 res.getattr_escaped = True
+            if any(v is nested_loader for v in values):
+                res.nested_unread = True
 
         def memo_put(index: int, value: Sym) -> None:
             if index not in memo and len(memo) >= max_memo:
