@@ -686,3 +686,48 @@ def test_distributed_checkpoint_items_are_scanned(tmp_path: Path) -> None:
     critical = [f for f in report.findings if f.rule_id in CRITICAL_PICKLE]
     assert critical and all(f.location.path.endswith("__0_0.distcp") for f in critical), report.findings
     assert scan(benign).findings == []
+
+
+# --- torch.package: PackageImporter resolves a pickle's names to the archive's own modules first ----------------
+
+
+def test_torch_package_records_are_not_pickles(tmp_path: Path) -> None:
+    """A package of tensors: its storages (raw bytes that may open like a pickle: 0x80 0x17) and its
+    extern_modules list ("collections\\n...", a protocol-0 GLOBAL to a pickle reader) were a failed scan and a
+    high finding. They are what PackageImporter reads them as, raw bytes and text."""
+    from torch.package import PackageExporter
+
+    tensor = torch.frombuffer(bytearray(b"\x80\x17" + bytes(range(30))), dtype=torch.uint8)
+    path = tmp_path / "package.pt"
+    with PackageExporter(str(path)) as exporter:
+        exporter.extern(["collections", "torch.**"])
+        exporter.save_pickle("res", "state.pkl", {"t": tensor, "order": __import__("collections").OrderedDict(a=1)})
+    assert scan(path).findings == []
+
+
+def test_torch_package_modules_run_even_behind_allowed_names(tmp_path: Path) -> None:
+    """The archive's collections.py shadows the standard module: a pickle naming collections.OrderedDict (on the
+    allowlist) runs it when PackageImporter loads the pickle (proved with a marker). Every module in a package
+    is high (WS-ARC-020)."""
+    from torch.package import PackageExporter
+
+    marker = tmp_path / "marker"
+    plain = tmp_path / "plain.pt"
+    with PackageExporter(str(plain)) as exporter:
+        exporter.extern(["collections"])
+        exporter.save_pickle("model", "model.pkl", __import__("collections").OrderedDict(a=1))
+    shadowing = tmp_path / "shadowing.pt"
+    source = zipfile.ZipFile(plain)
+    with zipfile.ZipFile(shadowing, "w") as out:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            if info.filename.endswith("/.data/extern_modules"):
+                data = b"os\n"  # what the shadowing module imports from outside
+            out.writestr(info, data)
+        top = source.namelist()[0].split("/")[0]
+        out.writestr(f"{top}/collections.py", f"import os\nos.mkdir({str(marker)!r})\nOrderedDict = dict\n")
+    load = "import sys, torch.package as p; p.PackageImporter(sys.argv[1]).load_pickle('model', 'model.pkl')"
+    ran = subprocess.run([sys.executable, "-c", load, str(shadowing)], capture_output=True, text=True, timeout=300)
+    assert marker.is_dir(), ran.stderr[-2000:]
+    found = scan(shadowing).findings
+    assert [f.rule_id for f in found if f.severity >= Severity.HIGH] == ["WS-ARC-020"], found

@@ -55,6 +55,9 @@ def classify_layout(names: Iterable[str]) -> tuple[str, str]:
             return "torchscript", top
     if tops:
         return "pytorch", tops[0]
+    packages = [n[: -len("/.data/version")] for n in names if n.endswith("/.data/version") and n.count("/") == 2]
+    if packages and f"{packages[0]}/.data/extern_modules" in found:  # torch.package's PackageExporter
+        return "torch-package", packages[0]
     if names and all(n.endswith(".npy") for n in names):
         return "npz", ""
     if "config.json" in found and ({"model.weights.h5", "metadata.json"} & found):
@@ -70,6 +73,10 @@ def member_context(layout: str, top: str, name: str) -> dict[str, AttrValue]:
     folders = {"pytorch": ("data",), "torchscript": ("data", "constants")}.get(layout, ())
     head, _, leaf = name.rpartition("/")
     if leaf.isdigit() and head in {f"{top}/{folder}" for folder in folders}:
+        context["raw_data"] = True
+    # torch.package keeps tensor bytes (<n>.storage) and its own records (extern module names, versions) in
+    # .data/, and the byte order beside it: read as text or raw bytes by PackageImporter, never unpickled.
+    if layout == "torch-package" and (head == f"{top}/.data" or name == f"{top}/byteorder"):
         context["raw_data"] = True
     return context
 
@@ -643,6 +650,10 @@ class ZipScanner:
                 yield from names.link(name, target, offset)
             if info.filename.endswith("/") and not info.file_size:
                 continue  # a folder; one holding data is read like a file (np.load opens it by that name)
+            if layout == "torch-package" and info.filename.endswith(".py"):
+                # PackageImporter resolves a pickle's names to the package's own modules first, and imports them:
+                # this source runs when a pickle loads, even for a name that looks like a standard one.
+                yield artifact.observe("archive.package_code", offset, member=name)
             context = member_context(layout, top, info.filename)
             if info.compress_type != zipfile.ZIP_STORED:
                 context["cheap_seek"] = False  # the engine must not inflate a whole tensor to read its tail

@@ -116,6 +116,8 @@ class PickleScanner:
     name = "pickle"
 
     def accepts(self, head: Head) -> bool:
+        if head.container == "torch-package" and head.name.endswith("/.data/extern_modules"):
+            return False  # module names, one per line, that PackageImporter reads as text ("collections\n...")
         return probe(head.head, strict=head.raw_data, size=head.size)
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
