@@ -533,3 +533,19 @@ def test_load_from_bytes_on_anything_but_a_constant_stays_critical(tmp_path: Pat
     for name, body in cases.items():
         found = _rules(tmp_path / name, b"\x80\x03" + body + b".")
         assert found & {"WS-PKL-001", "WS-PKL-017"}, (name, found)
+
+
+def test_a_bytearray_changed_before_the_load_is_not_read_as_written(tmp_path: Path) -> None:
+    """BYTEARRAY8 makes a mutable constant, and APPENDS extends it in place: the bytes _load_from_bytes gets are
+    not the ones written (a review built a payload byte by byte from an empty bytearray; torch.load ran it while
+    its magic number was being read). A changed constant is unknown, so the call stays critical."""
+    marker = tmp_path / "marker"
+    payload = b"cos\nmkdir\n(S'" + str(marker).encode() + b"'\ntR."
+    appends = b"(" + b"".join(b"K" + bytes([c]) for c in payload) + b"e"
+    blob = b"\x80\x05" + _g("torch.storage", "_load_from_bytes") + b"\x96" + (0).to_bytes(8, "little")
+    blob += appends + b"\x85R."
+    sample = tmp_path / "changed.pkl"
+    sample.write_bytes(blob)
+    _load_in_subprocess(sample, "pickle")
+    assert marker.is_dir(), "the extended bytearray did not run"
+    assert "WS-PKL-001" in _rules(tmp_path / "scan", blob)

@@ -128,6 +128,7 @@ class Unknown(Sym):
 
 
 NestedBytes = bytes | LongBytes  # a constant's bytes, or where a long one sits in the blob
+CHANGED = object()  # the value of a constant the stream changed in place
 
 
 @dataclass
@@ -808,7 +809,11 @@ class Machine:
 
     def _mutation(self, res: PickleResult, target: Sym, opcode: str, at: int) -> None:
         target = _module_class(target)
-        if isinstance(target, Global):
+        if isinstance(target, Const):
+            # A bytearray (BYTEARRAY8) changed in place (SETITEMS sets bytes, APPENDS extends it): what it holds
+            # is no longer known, wherever the memo shares it (a review passed it to _load_from_bytes so).
+            target.value = CHANGED
+        elif isinstance(target, Global):
             res.events.append(Event("pickle.build_global", at, {"callable": target.dotted, "opcode": opcode}))
         elif isinstance(target, Obj) and (target.state is not None or not isinstance(target.func, Global)):
             self._after_build(res, target, opcode, at)
