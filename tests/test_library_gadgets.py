@@ -549,3 +549,13 @@ def test_a_bytearray_changed_before_the_load_is_not_read_as_written(tmp_path: Pa
     _load_in_subprocess(sample, "pickle")
     assert marker.is_dir(), "the extended bytearray did not run"
     assert "WS-PKL-001" in _rules(tmp_path / "scan", blob)
+
+
+def test_a_checkpoint_item_placed_by_a_computed_value_is_high(tmp_path: Path) -> None:
+    """A `.metadata` record whose offset the pickle computes (int("5")): where dcp.load reads cannot be known."""
+    info = _g("torch.distributed.checkpoint.filesystem", "_StorageInfo") + b")\x81"
+    offset = _g("builtins", "int") + _tuple(_s("5")) + b"R"
+    state = _dict((_s("relative_path"), _s("__0_0.distcp")), (_s("offset"), offset), (_s("length"), b"K\x0a"))
+    (tmp_path / "__0_0.distcp").write_bytes(b"\0" * 32)
+    found = scan_bytes(tmp_path, b"\x80\x02" + info + state + b"b.", ".metadata").findings
+    assert "WS-PKL-020" in {f.rule_id for f in found}, found

@@ -684,7 +684,8 @@ def test_distributed_checkpoint_items_are_scanned(tmp_path: Path) -> None:
     assert marker.exists(), "dcp.load did not run the payload"
     report = scan(hostile)
     critical = [f for f in report.findings if f.rule_id in CRITICAL_PICKLE]
-    assert critical and all(f.location.path.endswith("__0_0.distcp") for f in critical), report.findings
+    # found twice: walking the .distcp, and at the offset .metadata names
+    assert {f.location.path.rsplit("/", 1)[-1] for f in critical} == {"__0_0.distcp", ".metadata"}, critical
     assert scan(benign).findings == []
 
 
@@ -731,3 +732,45 @@ def test_torch_package_modules_run_even_behind_allowed_names(tmp_path: Path) -> 
     assert marker.is_dir(), ran.stderr[-2000:]
     found = scan(shadowing).findings
     assert [f.rule_id for f in found if f.severity >= Severity.HIGH] == ["WS-ARC-020"], found
+
+
+_DCP_POINTED = """
+import pickle, sys, warnings
+import torch
+import torch.distributed.checkpoint as dcp
+
+warnings.simplefilter("ignore")
+folder, payload, action = sys.argv[1], sys.argv[2].encode("latin-1"), sys.argv[3]
+blob = b"\\0" * 64 + payload + b"\\0" * 64
+if action == "save":
+    dcp.save({"w": torch.frombuffer(bytearray(blob), dtype=torch.uint8).clone(), "extra": {"step": 3}},
+             checkpoint_id=folder)
+    at = open(folder + "/__0_0.distcp", "rb").read().index(payload)
+    metadata = pickle.load(open(folder + "/.metadata", "rb"))  # this test's own file, written a moment ago
+    for index, info in metadata.storage_data.items():
+        if index.fqn == "extra.step":
+            info.offset, info.length = at, len(payload)
+            info.relative_path = sys.argv[4] if len(sys.argv) > 4 else info.relative_path
+    pickle.dump(metadata, open(folder + "/.metadata", "wb"))
+else:
+    dcp.load({"w": torch.zeros(len(blob), dtype=torch.uint8), "extra": {"step": 0}}, checkpoint_id=folder)
+"""
+
+
+def test_distributed_checkpoint_items_are_read_where_the_metadata_says(tmp_path: Path) -> None:
+    """dcp.load reads an item from whatever offset `.metadata` records: a review pointed the `step` item into a
+    tensor's bytes, where a pickle sat (dcp.load ran it; wscan passed the folder). Every slice the metadata names
+    is now scanned; a file name that leaves the folder is high."""
+    marker = tmp_path / "marker"
+    payload = b"cos\nmkdir\n(S'" + str(marker).encode() + b"'\ntR."
+    folder = tmp_path / "pointed"
+    run = [sys.executable, "-c", _DCP_POINTED, str(folder), payload.decode("latin-1")]
+    subprocess.run([*run, "save"], check=True, capture_output=True, timeout=300)
+    subprocess.run([*run, "load"], capture_output=True, timeout=300)
+    assert marker.is_dir(), "dcp.load did not run the pickle the metadata pointed at"
+    assert rule_ids(scan(folder)) & CRITICAL_PICKLE
+
+    outside = tmp_path / "outside"
+    named = [sys.executable, "-c", _DCP_POINTED, str(outside), "plain bytes", "save", "../elsewhere.distcp"]
+    subprocess.run(named, check=True, capture_output=True, timeout=300)
+    assert "WS-PKL-019" in rule_ids(scan(outside))

@@ -16,6 +16,7 @@ from typing import BinaryIO
 
 from wscan.limits import Limits
 from wscan.model import AttrValue, Observation
+from wscan.scanners import dcp
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.pickle_ops import OPCODES, PickleSyntaxError, Stream, Truncated
@@ -146,6 +147,8 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         loaded = [blob for sub in [res, *nested] for blob in _nested_blobs(artifact, sub)]
         yield from _report(artifact, res, nested)
         yield from loaded
+        if dcp.is_metadata(artifact, res):
+            yield from dcp.item_blobs(artifact, res, ctx)
         nested.clear()
         if not res.stopped:
             break

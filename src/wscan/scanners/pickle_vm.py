@@ -179,6 +179,9 @@ class PickleResult:
     # any other way (put anywhere but the callee's place, called with an argument that is not a constant).
     nested_loads: list[tuple[int, NestedBytes]] = field(default_factory=list)
     nested_unread: bool = False
+    # torch.distributed.checkpoint's storage records, as made (a container keeps only MAX_ITEMS of its items).
+    storage_infos: list[Obj] = field(default_factory=list)
+    storage_infos_dropped: int = 0
 
     @property
     def nested_all_read(self) -> bool:
@@ -229,6 +232,8 @@ FORWARDERS: dict[str, tuple[tuple[int, str], ...]] = {
 PARTIAL = "functools.partial"
 NESTED_LOADER = "torch.storage._load_from_bytes"  # torch.load(io.BytesIO(b), weights_only=False)
 MAX_NESTED_LOADS = 10_000  # per stream; more is read as a use the scanner did not follow
+STORAGE_INFO = "torch.distributed.checkpoint.filesystem._StorageInfo"  # where dcp.load reads an item (dcp.py)
+MAX_STORAGE_INFOS = 1_000_000
 REBUILD_FROM_TYPE = "torch._tensor._rebuild_from_type_v2"
 GETATTR = "builtins.getattr"
 # OmegaConf's ${resolver:args}. What follows the colon tells a shell default (${VAR:-x}) from most calls, but
@@ -443,7 +448,13 @@ class Machine:
                 return args.items[0]  # what it was given, itself: a class BUILD then patches is still that class
         else:
             res.events.append(Event("pickle.dynamic_call", offset, {"opcode": how, "callee": describe(func)}))
-        return Obj(func, args)
+        made = Obj(func, args)
+        if isinstance(func, Global) and func.dotted == STORAGE_INFO:
+            if len(res.storage_infos) < MAX_STORAGE_INFOS:
+                res.storage_infos.append(made)
+            else:
+                res.storage_infos_dropped += 1
+        return made
 
     def _forward(self, res: PickleResult, func: Global, args: Sym, how: str, offset: int, depth: int = 0) -> None:
         """What an allowlisted helper does with its arguments: call them, or instantiate them."""
