@@ -559,3 +559,14 @@ def test_a_checkpoint_item_placed_by_a_computed_value_is_high(tmp_path: Path) ->
     (tmp_path / "__0_0.distcp").write_bytes(b"\0" * 32)
     found = scan_bytes(tmp_path, b"\x80\x02" + info + state + b"b.", ".metadata").findings
     assert "WS-PKL-020" in {f.rule_id for f in found}, found
+
+
+def test_rebuild_from_type_on_a_restored_object_is_a_second_build(tmp_path: Path) -> None:
+    """_rebuild_from_type_v2(restore_type_tag, type, (X, tag), state) returns X itself and sets `state` on it
+    (its __setstate__, which the first BUILD may have replaced): a second BUILD by another name (a review)."""
+    identity = ("torch.nn.modules.linear", "Identity")
+    restored = _restored_module(identity, (_s("__setstate__"), _g("torch.nn.modules.linear", "Linear"))) + b"q\x050"
+    again = _g("torch._tensor", "_rebuild_from_type_v2") + _tuple(
+        _g("torch.jit._pickle", "restore_type_tag"), _g(*identity), _tuple(b"h\x05", _s("tag")), _tuple(b"K\x03")
+    ) + b"R"
+    assert {"WS-PKL-018", "WS-PKL-014"} <= _rules(tmp_path, b"\x80\x02" + restored + again + b".")

@@ -446,6 +446,14 @@ class Machine:
                 return derived
             if func.dotted in IDENTITY_FUNCTIONS and isinstance(args, Seq) and args.items:
                 return args.items[0]  # what it was given, itself: a class BUILD then patches is still that class
+            if func.dotted == REBUILD_FROM_TYPE and isinstance(args, Seq) and len(args.items) > 3:
+                # _rebuild_from_type_v2(func, type, args, state) sets `state` on what func(*args) returns; through an
+                # identity helper that is an object the stream already restored: a second BUILD by another name.
+                inner, called = args.items[0], args.items[2]
+                if isinstance(inner, Global) and inner.dotted in IDENTITY_FUNCTIONS and isinstance(called, Seq):
+                    target = called.items[0] if called.items else None
+                    if isinstance(target, Obj) and target.state is not None:
+                        self._after_build(res, target, f"{how} via {func.dotted}", offset)
         else:
             res.events.append(Event("pickle.dynamic_call", offset, {"opcode": how, "callee": describe(func)}))
         made = Obj(func, args)
