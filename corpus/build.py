@@ -794,6 +794,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_onnx(corpus)
     build_hostile_keras_tf(corpus)
     build_hostile_configs(corpus)
+    build_distributed_checkpoint(corpus, payload, main_rules)
 
 
 def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
@@ -1040,6 +1041,52 @@ def build_hostile_archives(corpus: Corpus, payload: bytes, rules: list[str]) -> 
 # --- benign samples (the real libraries) ----------------------------------------------------------
 
 
+def _dcp_save(folder: Path, blob: bytes) -> None:
+    """dcp.save of a small training state (a uint8 tensor holding `blob`, plain values), with the metadata's
+    per-save identity (the folder path, a random id) taken out so the files are reproducible."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # saving without a process group warns
+        state = {"w": torch.frombuffer(bytearray(blob), dtype=torch.uint8).clone(), "extra": {"step": 3}}
+        dcp.save(state, checkpoint_id=str(folder))
+    metadata = pickle.loads((folder / ".metadata").read_bytes())  # written a moment ago by dcp.save, here
+    metadata.storage_meta = None  # dcp.load fills in a fresh one
+    (folder / ".metadata").write_bytes(pickle.dumps(metadata))
+
+
+DCP_WHAT = "torch.distributed.checkpoint folder (dcp.save)"
+
+
+def build_benign_distributed_checkpoint(corpus: Corpus) -> None:
+    benign = corpus.out / "benign/dcp-checkpoint"
+    _dcp_save(benign, b"\0" * 64)
+    for name in (".metadata", "__0_0.distcp"):
+        corpus.record(f"benign/dcp-checkpoint/{name}", DCP_WHAT, made_by="torch.distributed.checkpoint.save")
+
+
+def build_distributed_checkpoint(corpus: Corpus, payload: bytes, rules: list[str]) -> None:
+    """A torch.distributed.checkpoint folder whose `.metadata` points the `step` item (which dcp.load torch.loads
+    with weights_only=False) at a pickle inside a tensor's bytes."""
+    what = DCP_WHAT
+    hostile = corpus.out / "hostile/dcp-item-in-tensor-bytes"
+    _dcp_save(hostile, b"\0" * 64 + payload + b"\0" * 64)
+    at = (hostile / "__0_0.distcp").read_bytes().index(payload)
+    metadata = pickle.loads((hostile / ".metadata").read_bytes())  # this builder's own file
+    for index, info in metadata.storage_data.items():
+        if index.fqn == "extra.step":
+            info.offset, info.length = at, len(payload)
+    (hostile / ".metadata").write_bytes(pickle.dumps(metadata))
+    corpus.record(
+        "hostile/dcp-item-in-tensor-bytes/.metadata",
+        f"{what} whose metadata points a non-tensor item at a pickle inside a tensor's bytes",
+        rules=expect(*rules, member=f"__0_0.distcp@{at}"),
+    )
+    corpus.record("hostile/dcp-item-in-tensor-bytes/__0_0.distcp", f"{what}: the items",
+                  part_of="hostile/dcp-item-in-tensor-bytes/.metadata")  # fmt: skip
+
+
 def _scripted_class() -> type:
     import torch
 
@@ -1065,6 +1112,7 @@ def seed_everything() -> None:
 
 def build_benign(corpus: Corpus) -> None:
     """Every benign sample, written by the library that normally writes it."""
+    build_benign_distributed_checkpoint(corpus)
     build_benign_torch(corpus)
     build_benign_numpy(corpus)
     build_benign_sklearn(corpus)

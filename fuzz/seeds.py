@@ -94,6 +94,9 @@ def _tar_members(path: Path, keep: Callable[[str], bool]) -> Iterator[bytes]:
 
 
 def _pickles() -> Iterator[bytes]:
+    for metadata in _files(".metadata"):  # a torch.distributed.checkpoint folder: metadata, then its items
+        items = metadata.parent / "__0_0.distcp"
+        yield metadata.read_bytes() + MARKER + (items.read_bytes()[:MAX_SEED_BYTES] if items.is_file() else b"")
     for path in _files("*.pkl", "*.joblib", "*.pt", "*.pth", "*.bin", "*.safetensors"):
         if _magic(path, b"\x80", b"(", b"c", b"]", b"}"):
             yield path.read_bytes()
