@@ -389,7 +389,7 @@ def zip_structure(artifact: Artifact, infos: list[zipfile.ZipInfo], locals_: lis
             end, owner = stop, name
 
 
-def zips_before(fh: IO[bytes], end: int, limit: int) -> list[tuple[int, int]]:
+def zips_before(fh: IO[bytes], end: int, limit: int, budget: Budget) -> list[tuple[int, int]]:
     """(start, end) of the zips written one right after another before `end`, the last first.
 
     torch.distributed.checkpoint writes each item of a `.distcp` file with torch.save, one after another, and its
@@ -398,6 +398,7 @@ def zips_before(fh: IO[bytes], end: int, limit: int) -> list[tuple[int, int]]:
     thing before that start, and its offsets count from its own first byte."""
     found: list[tuple[int, int]] = []
     while end > 0 and len(found) < limit:
+        budget.check_time()
         start = _zip_ending_at(fh, end)
         if start is None:
             break
@@ -560,9 +561,10 @@ class ZipScanner:
         first = min((i.header_offset for i in infos), default=0)
         if first <= 0 or _last_tar_member(artifact, first):
             return
-        earlier = zips_before(fh, first, ctx.limits.max_members)
+        earlier = zips_before(fh, first, ctx.limits.max_members, ctx.budget)
         for start, end in reversed(earlier):
             ctx.budget.check_time()
+            ctx.budget.charge_read(0)  # nothing more is opened once the file's read budget is spent
             yield artifact.hidden(start, end - start)
         rest = earlier[-1][0] if earlier else first
         if rest <= 0:

@@ -42,6 +42,8 @@ def item_blobs(artifact: Artifact, res: PickleResult, ctx: ScanContext) -> Itera
         yield artifact.observe("dcp.item_unread", reason=unread)
     seen: set[tuple[str, int, int]] = set()
     for path, offset, length in records:
+        ctx.budget.check_time()
+        ctx.budget.charge_read(0)  # nothing more is opened once the file's read budget is spent
         if (path, offset, length) in seen:
             continue
         seen.add((path, offset, length))
@@ -52,7 +54,7 @@ def item_blobs(artifact: Artifact, res: PickleResult, ctx: ScanContext) -> Itera
         if target is None:
             yield artifact.observe("dcp.item_outside", path=path[:200])
             continue
-        size = target.stat().st_size
+        size = os.stat(target).st_size
         if offset >= size:
             continue  # nothing there: the loader reads no bytes
         length = min(length, size - offset)
@@ -68,7 +70,7 @@ def _inside(folder: Path, name: str) -> Path | None:
     target = folder / name
     try:
         mode = os.lstat(target).st_mode
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a name the file system cannot take (a lone surrogate)
         return None
     return target if stat.S_ISREG(mode) else None
 

@@ -19,7 +19,7 @@ from wscan.model import AttrValue, Observation
 from wscan.scanners import dcp
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.pickle_ops import OPCODES, PickleSyntaxError, Stream, Truncated
+from wscan.scanners.pickle_ops import OPCODES, LongBytes, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_vm import (
     GETATTR,
     NESTED_LOADER,
@@ -130,7 +130,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
     """Simulate every pickle in `raw` (positioned at artifact offset `base`) and report what it does."""
     stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base, size=artifact.size - base)
     nested: list[PickleResult] = []
-    machine = Machine(stream, ctx.limits, on_build=_JoblibArrays(nested))
+    machine = Machine(stream, ctx.limits, on_build=_JoblibArrays(nested), check_time=ctx.budget.check_time)
     legacy = stream.peek(len(LEGACY_TORCH_MAGIC)) == LEGACY_TORCH_MAGIC
     tar_member = artifact.name if artifact.context.get("container") == "torch-tar" else None
     results: list[PickleResult] = []
@@ -144,9 +144,12 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
             )
             break
         results.append(res)
-        loaded = [blob for sub in [res, *nested] for blob in _nested_blobs(artifact, sub)]
+        loaded = [blob for sub in [res, *nested] for blob in _nested_blobs(artifact, sub, ctx)]
         yield from _report(artifact, res, nested)
-        yield from loaded
+        for blob in loaded:
+            ctx.budget.check_time()
+            ctx.budget.charge_read(0)  # nothing more is opened once the file's read budget is spent
+            yield blob
         if dcp.is_metadata(artifact, res):
             yield from dcp.item_blobs(artifact, res, ctx)
         nested.clear()
@@ -210,18 +213,30 @@ def _acts(res: PickleResult) -> bool:
     return _imports_names(res) or any(e.kind != "pickle.unregistered_extension" for e in res.events)
 
 
-def _nested_blobs(artifact: Artifact, res: PickleResult) -> list[Artifact]:
+def _nested_blobs(artifact: Artifact, res: PickleResult, ctx: ScanContext) -> list[Artifact]:
     """The bytes each torch.storage._load_from_bytes call hands torch.load, as blobs of their own: a plain pickle
-    of tensors (pickle.dump, joblib.dump) holds each storage as a legacy torch.save file there. Text too long to
-    decode in memory, or that the loader could not encode either, leaves the call unread (judged as a call)."""
-    blobs = []
+    of tensors (pickle.dump, joblib.dump) holds each storage as a legacy torch.save file there. The same bytes
+    (a memoised constant, or the same argument) are one blob however often they are loaded. Protocol-2 text is
+    decoded in memory, MAX_TRANSCODED in all per stream; past that, or text the loader could not encode either,
+    the call is unread (judged as a call)."""
+    blobs: dict[object, Artifact] = {}
+    decoded = 0
     for offset, source in res.nested_loads:
+        ctx.budget.check_time()
+        key: object = source if isinstance(source, bytes) else (source.start, source.length, source.text)
+        if key in blobs:
+            continue
+        if isinstance(source, LongBytes) and source.text:
+            decoded += source.length
+            if decoded > MAX_TRANSCODED:
+                res.nested_unread = True
+                continue
         blob = _nested_blob(artifact, offset, source)
         if blob is None:
             res.nested_unread = True
         else:
-            blobs.append(blob)
-    return blobs
+            blobs[key] = blob
+    return list(blobs.values())
 
 
 def _nested_blob(artifact: Artifact, offset: int, source: NestedBytes) -> Artifact | None:
@@ -230,8 +245,6 @@ def _nested_blob(artifact: Artifact, offset: int, source: NestedBytes) -> Artifa
         return artifact.child(name, len(source), partial(io.BytesIO, source))
     if not source.text:
         return artifact.child(name, source.length, partial(open_slice, artifact.opener, source.start, source.length))
-    if source.length > MAX_TRANSCODED:
-        return None
     with open_slice(artifact.opener, source.start, source.length) as fh:
         text = fh.read(source.length)
     try:

@@ -182,6 +182,8 @@ class PickleResult:
     # torch.distributed.checkpoint's storage records, as made (a container keeps only MAX_ITEMS of its items).
     storage_infos: list[Obj] = field(default_factory=list)
     storage_infos_dropped: int = 0
+    # Objects (and states) `_after_build` judged, by id; kept alive here so an id is never reused.
+    changed: dict[int, Sym] = field(default_factory=dict)
 
     @property
     def nested_all_read(self) -> bool:
@@ -348,6 +350,8 @@ def _nested_bytes(args: Sym) -> NestedBytes | None:
     return None
 
 
+TIME_CHECK_MASK = 0x3FF  # the deadline is looked at every 1,024 opcodes
+
 MAX_FORWARD_DEPTH = 32  # forwarders passed to forwarders: each level is one nesting of the stream's tuples
 
 
@@ -377,10 +381,17 @@ BuildHook = Callable[["Machine", Obj], None]
 class Machine:
     """One symbolic unpickler. `run` simulates a single pickle (to STOP) from the stream's position."""
 
-    def __init__(self, stream: Stream, limits: Limits, on_build: BuildHook | None = None) -> None:
+    def __init__(
+        self,
+        stream: Stream,
+        limits: Limits,
+        on_build: BuildHook | None = None,
+        check_time: Callable[[], None] | None = None,
+    ) -> None:
         self.stream = stream
         self.limits = limits
         self.on_build = on_build
+        self.check_time = check_time  # raises BudgetExceeded past the file's deadline
         self.frame_end = -1  # where the last FRAME ends (protocol 4+)
         self.extensions: dict[int, tuple[str, str]] = {}  # copyreg registrations seen in this file
         self.opcodes_total = 0
@@ -608,6 +619,8 @@ class Machine:
             self.opcodes_total += 1
             if self.opcodes_total > max_opcodes:
                 raise BudgetExceeded("max-pickle-opcodes", f"more than {max_opcodes} opcodes")
+            if not self.opcodes_total & TIME_CHECK_MASK and self.check_time is not None:
+                self.check_time()  # an opcode can cost much (a call forwarded through nested partials)
             if len(stack) + len(metastack) > max_depth:
                 raise BudgetExceeded("max-stack-depth", f"stack deeper than {max_depth}")
             reader = READERS[code]
@@ -847,15 +860,18 @@ class Machine:
         The change runs the object's own methods (SETITEMS its __setitem__, a second BUILD its __setstate__), and
         restored state put in the instance's dict comes before the class's: a callable stored under a method name
         runs. So every callable in that state counts as called."""
+        if id(target) in res.changed:  # reported, and its state judged, at the first change
+            return
+        res.changed[id(target)] = target
         res.events.append(Event("pickle.changed_after_build", at, {"opcode": opcode, "callee": describe(target)}))
         state = target.state
         if isinstance(state, Seq) and state.type == "tuple" and state.items:  # (dict, slots) state
             state = state.items[0]
-        if isinstance(state, Dict):
+        if isinstance(state, Dict) and id(state) not in res.changed:  # one state shared by many objects: once
+            res.changed[id(state)] = state
             owner = target.func if isinstance(target.func, Global) else Global("builtins", "object")
-            for _, value in state.items:
-                if isinstance(value, Global | Obj):
-                    self._mark(res, owner, value, "call", opcode, at)
+            for value in {id(v): v for _, v in state.items if isinstance(v, Global | Obj)}.values():
+                self._mark(res, owner, value, "call", opcode, at)  # each distinct value once
 
 
 def describe(value: Sym | None) -> str:
