@@ -158,6 +158,17 @@ def _torch_whole_model(out: Path) -> None:
         torch.save(nn.Linear(2, 2), out / f"linear-protocol{protocol}.pt", pickle_protocol=protocol)
 
 
+@kind("easydict-config-in-checkpoint")
+def _easydict_config(out: Path) -> None:
+    """A research checkpoint: the weights and the EasyDict config the run was made with (nested, with lists)."""
+    import torch
+    from easydict import EasyDict
+
+    cfg = EasyDict({"lr": 0.1, "model": {"depth": 3, "widths": [8, 16]}, "data": {"root": "/data", "aug": ["flip"]}})
+    torch.save({"cfg": cfg, "state": torch.nn.Linear(2, 2).state_dict()}, out / "checkpoint.pth")
+    (out / "cfg.pkl").write_bytes(pickle.dumps(cfg))
+
+
 @kind("torch-optimizers-and-schedulers")
 def _torch_optimizers(out: Path) -> None:
     """The state_dict of every optimizer and LR scheduler torch ships, after a step (as Trainer and Lightning

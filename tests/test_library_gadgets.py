@@ -643,3 +643,26 @@ def test_the_machine_looks_at_the_deadline_while_it_runs() -> None:
     with pytest.raises(BudgetExceeded):
         Machine(Stream(io.BytesIO(blob), limit=len(blob)), Limits(), check_time=deadline).run()
     assert asked == [1]
+
+
+def test_an_item_named_like_a_method_pickle_calls_is_high(tmp_path: Path) -> None:
+    """EasyDict makes every item an attribute, and BUILD calls the instance's `__setstate__`: an item by that name
+    runs (proved with os.mkdir and plain pickle.load). Real EasyDict configs pass; an allowed callable stored so is
+    judged as called (WS-PKL-021, and a layer constructor's WS-PKL-014)."""
+    from easydict import EasyDict
+
+    assert not _rules(tmp_path / "real", pickle.dumps(EasyDict({"lr": 0.1, "model": {"depth": 3}, "add": 1})))
+    marker = tmp_path / "marker"
+    made = _g("easydict", "EasyDict") + b")\x81"
+
+    def stream(method: bytes, argument: bytes) -> bytes:
+        return b"\x80\x02" + made + b"(" + _s("__setstate__") + method + b"u" + argument + b"b."
+
+    sample = tmp_path / "config.pkl"
+    sample.write_bytes(stream(_g("os", "mkdir"), _s(str(marker))))
+    _load_in_subprocess(sample, "pickle")
+    assert marker.is_dir(), "BUILD did not call the __setstate__ item"
+    found = _rules(tmp_path / "layer", stream(_g("torch.nn.modules.linear", "Linear"), b"K\x03"))
+    assert {"WS-PKL-021", "WS-PKL-014"} <= found, found
+    appended = b"\x80\x02" + made + b"(" + _s("extend") + _g("torch.nn.functional", "relu") + b"u(K\x01e."
+    assert {"WS-PKL-021", "WS-PKL-003"} <= _rules(tmp_path / "appends", appended)

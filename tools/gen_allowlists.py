@@ -70,6 +70,9 @@ CORE = [
     "numpy.polynomial.hermite_e.HermiteE", "numpy._core._internal._convert_to_stringdtype_kwargs",
     # An attribute bag statsmodels' ARIMA results keep (pickle.yaml excepts it from the dangerous `types`).
     "types.SimpleNamespace",
+    # The config dict research checkpoints keep (a dict whose items are attributes too; an item named like a
+    # method pickle calls is WS-PKL-021).
+    "easydict.EasyDict",
     # A datetime's named time zone (pandas Timestamps, checkpoint timestamps): ZoneInfo pickles as
     # getattr(ZoneInfo, "_unpickle")(key, from_cache), which reads that zone from the system's tz database (keys
     # are refused unless they are normalized relative paths).

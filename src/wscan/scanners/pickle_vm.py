@@ -182,6 +182,8 @@ class PickleResult:
     # torch.distributed.checkpoint's storage records, as made (a container keeps only MAX_ITEMS of its items).
     storage_infos: list[Obj] = field(default_factory=list)
     storage_infos_dropped: int = 0
+    # Items set on objects under names pickle later looks up on the instance (see `_items_on_object`), by id.
+    item_methods: dict[int, tuple[Obj, dict[str, Sym]]] = field(default_factory=dict)
     # Objects (and states) `_after_build` judged, by id; kept alive here so an id is never reused.
     changed: dict[int, Sym] = field(default_factory=dict)
 
@@ -349,6 +351,10 @@ def _nested_bytes(args: Sym) -> NestedBytes | None:
         return text
     return None
 
+
+# Names pickle looks up on an instance to rebuild it, by the opcode that looks them up.
+APPEND_METHODS = {"APPEND": ("append",), "APPENDS": ("extend", "append"), "ADDITEMS": ("add",)}
+INSTANCE_LOOKUPS = frozenset({"__setstate__", "append", "extend", "add"})
 
 TIME_CHECK_MASK = 0x3FF  # the deadline is looked at every 1,024 opcodes
 
@@ -689,6 +695,7 @@ class Machine:
                     for i in range(0, len(pairs), 2):
                         target.add(pairs[i], pairs[i + 1])
                 else:
+                    self._items_on_object(res, target, pairs, name, at)
                     self._mutation(res, target, name, at)
             elif name in _APPENDS:
                 values = [pop()] if name == "APPEND" else pop_mark()
@@ -697,6 +704,7 @@ class Machine:
                 if isinstance(target, Seq):
                     target.extend(values)
                 else:
+                    self._method_from_items(res, target, APPEND_METHODS[name], name, at)
                     self._mutation(res, target, name, at)
             elif name == "REDUCE" or name == "NEWOBJ":
                 args = pop()
@@ -854,6 +862,36 @@ class Machine:
             # call's arguments: joblib's and pandas' unpicklers call func(*args) with any iterable).
             target.items = [Unknown() for _ in target.items]
 
+
+    def _items_on_object(self, res: PickleResult, target: Sym, pairs: list[Sym], opcode: str, at: int) -> None:
+        """Items set on an object (a dict subclass). Classes such as EasyDict and Lightning's AttributeDict make an
+        item an attribute too, and pickle looks `__setstate__` (BUILD), `extend`/`append` (APPENDS) and `add`
+        (ADDITEMS) up on the instance: an item by one of those names is what those opcodes then call."""
+        if not isinstance(target, Obj):
+            return
+        for i in range(0, len(pairs) - 1, 2):
+            key = _const(pairs[i])
+            if isinstance(key, str) and key in INSTANCE_LOOKUPS:
+                res.item_methods.setdefault(id(target), (target, {}))[1][key] = pairs[i + 1]
+                if key == "__setstate__":
+                    self._method_from_items(res, target, ("__setstate__",), opcode, at)
+
+    def _method_from_items(
+        self, res: PickleResult, target: Sym, names: tuple[str, ...], opcode: str, at: int
+    ) -> None:
+        """`opcode` looks one of `names` up on the instance, and an item set it: that item is what runs."""
+        entry = res.item_methods.get(id(target))
+        if entry is None or entry[0] is not target:
+            return
+        owner = entry[0].func if isinstance(entry[0].func, Global) else Global("builtins", "object")
+        for name in names:
+            value = entry[1].get(name)
+            if value is None:
+                continue
+            attrs: dict[str, str | int | bool] = {"opcode": opcode, "name": name, "callee": describe(target)}
+            res.events.append(Event("pickle.method_from_items", at, attrs))
+            if isinstance(value, Global | Obj):
+                self._mark(res, owner, value, "call", opcode, at)
 
     def _after_build(self, res: PickleResult, target: Obj, opcode: str, at: int) -> None:
         """An object changed after its state was restored, or one a computed callable made: no writer does this.
