@@ -666,3 +666,13 @@ def test_an_item_named_like_a_method_pickle_calls_is_high(tmp_path: Path) -> Non
     assert {"WS-PKL-021", "WS-PKL-014"} <= found, found
     appended = b"\x80\x02" + made + b"(" + _s("extend") + _g("torch.nn.functional", "relu") + b"u(K\x01e."
     assert {"WS-PKL-021", "WS-PKL-003"} <= _rules(tmp_path / "appends", appended)
+
+
+def test_lightning_attribute_dicts_pass_and_their_method_items_do_not(tmp_path: Path) -> None:
+    """A checkpoint Lightning wrote with an AttributeDict in its hyperparameters passes. AttributeDict answers a
+    missing attribute from its items, so an item named `__setstate__` is what BUILD calls (WS-PKL-021)."""
+    real = Path(__file__).parent / "data" / "lightning" / "attributedict_hparams.ckpt"
+    assert not _rules(tmp_path / "real", real.read_bytes())
+    made = _g("lightning.pytorch.utilities.parsing", "AttributeDict") + b")\x81"
+    hostile = b"\x80\x02" + made + b"(" + _s("__setstate__") + _g("torch.nn.modules.linear", "Linear") + b"uK\x03b."
+    assert {"WS-PKL-021", "WS-PKL-014"} <= _rules(tmp_path / "hostile", hostile)

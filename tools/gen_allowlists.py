@@ -73,6 +73,10 @@ CORE = [
     # The config dict research checkpoints keep (a dict whose items are attributes too; an item named like a
     # method pickle calls is WS-PKL-021).
     "easydict.EasyDict",
+    # Lightning's AttributeDict, in the hyperparameters of its checkpoints (the same kind of dict; each spelling
+    # Lightning and its standalone packages define it under).
+    "lightning.fabric.utilities.data.AttributeDict", "lightning.pytorch.utilities.parsing.AttributeDict",
+    "lightning_fabric.utilities.data.AttributeDict", "pytorch_lightning.utilities.parsing.AttributeDict",
     # A datetime's named time zone (pandas Timestamps, checkpoint timestamps): ZoneInfo pickles as
     # getattr(ZoneInfo, "_unpickle")(key, from_cache), which reads that zone from the system's tz database (keys
     # are refused unless they are normalized relative paths).
