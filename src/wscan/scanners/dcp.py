@@ -19,6 +19,7 @@ from pathlib import Path
 from wscan.limits import open_counted
 from wscan.scanners.base import Artifact, ScanContext, ScanItem
 from wscan.scanners.pickle_vm import STORAGE_INFO, Const, Dict, Obj, PickleResult, Seq
+from wscan.scanners.shards import folder_escape_reason
 from wscan.scanners.slice import open_slice
 
 METADATA_NAME = re.compile(r"(__\d+)?\.metadata")  # FileSystemReader's `.metadata`, or `__<rank>.metadata`
@@ -50,11 +51,11 @@ def item_blobs(artifact: Artifact, res: PickleResult, ctx: ScanContext) -> Itera
         if len(seen) > ctx.limits.max_members:
             yield artifact.observe("dcp.item_unread", reason=f"more than {ctx.limits.max_members} items")
             return
-        target = _inside(folder, path)
-        if target is None:
+        found = _item_file(folder, path)
+        if found is None:
             yield artifact.observe("dcp.item_outside", path=path[:200])
             continue
-        size = os.stat(target).st_size
+        target, size = found
         if offset >= size:
             continue  # nothing there: the loader reads no bytes
         length = min(length, size - offset)
@@ -62,17 +63,17 @@ def item_blobs(artifact: Artifact, res: PickleResult, ctx: ScanContext) -> Itera
         yield artifact.child(f"{path}@{offset}", length, opener, {"container": "dcp-item"})
 
 
-def _inside(folder: Path, name: str) -> Path | None:
-    """The regular file `name` names in `folder`, if it is one: the reader joins the path to the checkpoint folder
-    as given, so a separator, `..` or a link reaches elsewhere."""
-    if not name or name in (".", "..") or "/" in name or "\\" in name or "\x00" in name:
+def _item_file(folder: Path, name: str) -> tuple[Path, int] | None:
+    """The regular file `name` names in `folder`, and its size, if it is one. The reader joins the name to the
+    checkpoint folder as given; it is judged as a shard index's names are (a Hugging Face snapshot's links into
+    its blobs stay inside)."""
+    try:  # ValueError: a name the file system cannot take (a lone surrogate)
+        if folder_escape_reason(folder, name) is not None:
+            return None
+        info = os.stat(folder / name)
+    except (OSError, ValueError):
         return None
-    target = folder / name
-    try:
-        mode = os.lstat(target).st_mode
-    except (OSError, ValueError):  # ValueError: a name the file system cannot take (a lone surrogate)
-        return None
-    return target if stat.S_ISREG(mode) else None
+    return (folder / name, info.st_size) if stat.S_ISREG(info.st_mode) else None
 
 
 def _records(res: PickleResult) -> tuple[list[tuple[str, int, int]], str]:

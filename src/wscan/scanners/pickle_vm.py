@@ -174,7 +174,7 @@ class PickleResult:
     getattr_escaped: bool = False
     getattr_calls: int = 0
     getattr_lookups: int = 0
-    # torch.storage._load_from_bytes(b), which torch.load(weights_only=False)s the bytes b: each direct call whose
+    # torch.storage._load_from_bytes(b), which hands the bytes b to torch's full unpickler: each direct call whose
     # argument is a constant (offset of the call, the bytes or where they sit), and whether it was ever used
     # any other way (put anywhere but the callee's place, called with an argument that is not a constant).
     nested_loads: list[tuple[int, NestedBytes]] = field(default_factory=list)
@@ -234,7 +234,7 @@ FORWARDERS: dict[str, tuple[tuple[int, str], ...]] = {
     "pandas.core.indexes.interval._new_IntervalIndex": ((0, "call"),),
 }
 PARTIAL = "functools.partial"
-NESTED_LOADER = "torch.storage._load_from_bytes"  # torch.load(io.BytesIO(b), weights_only=False)
+NESTED_LOADER = "torch.storage._load_from_bytes"  # loads its bytes with torch's loader, weights_only off
 MAX_NESTED_LOADS = 10_000  # per stream; more is read as a use the scanner did not follow
 STORAGE_INFO = "torch.distributed.checkpoint.filesystem._StorageInfo"  # where dcp.load reads an item (dcp.py)
 MAX_STORAGE_INFOS = 1_000_000
@@ -880,10 +880,10 @@ class Machine:
         self, res: PickleResult, target: Sym, names: tuple[str, ...], opcode: str, at: int
     ) -> None:
         """`opcode` looks one of `names` up on the instance, and an item set it: that item is what runs."""
-        entry = res.item_methods.get(id(target))
-        if entry is None or entry[0] is not target:
+        entry = res.item_methods.get(id(target))  # kept alive there, so an equal id is the same object
+        if entry is None:
             return
-        owner = entry[0].func if isinstance(entry[0].func, Global) else Global("builtins", "object")
+        owner = _owner(entry[0])
         for name in names:
             value = entry[1].get(name)
             if value is None:
@@ -907,9 +907,14 @@ class Machine:
             state = state.items[0]
         if isinstance(state, Dict) and id(state) not in res.changed:  # one state shared by many objects: once
             res.changed[id(state)] = state
-            owner = target.func if isinstance(target.func, Global) else Global("builtins", "object")
+            owner = _owner(target)
             for value in {id(v): v for _, v in state.items if isinstance(v, Global | Obj)}.values():
                 self._mark(res, owner, value, "call", opcode, at)  # each distinct value once
+
+
+def _owner(target: Obj) -> Global:
+    """What calls a callable stored in `target`'s state or items, for the record of that call."""
+    return target.func if isinstance(target.func, Global) else Global("builtins", "object")
 
 
 def describe(value: Sym | None) -> str:

@@ -100,7 +100,7 @@ def _check(
     shards: dict[str, _Shard] = {}
     for name in names:
         ctx.budget.check_time()
-        escape = _escape_reason(folder, name)
+        escape = folder_escape_reason(folder, name)
         if escape is not None:
             yield artifact.observe("shards.path_escape", shard=name, reason=escape)
         elif not _is_file(folder / name):
@@ -127,7 +127,7 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def _escape_reason(folder: Path, name: str) -> str | None:
+def folder_escape_reason(folder: Path, name: str) -> str | None:
     """Why loading `name` relative to `folder` would leave it, or None when it stays inside."""
     if not name or "\x00" in name:
         return "empty name or NUL byte"
