@@ -519,6 +519,55 @@ def _sklearn_every_estimator(out: Path) -> None:
     assert written > 150, f"only {written} estimators could be fitted: the sweep no longer covers scikit-learn"
 
 
+@kind("sklearn-ecosystem-every-estimator")
+def _sklearn_ecosystem(out: Path) -> None:
+    """Every sampler and ensemble imbalanced-learn exports (fitted, alone and in its Pipeline) and every
+    category_encoders encoder (fitted on a frame with text categories), pickled and joblib-dumped."""
+    import category_encoders
+    import imblearn.combine
+    import imblearn.ensemble
+    import imblearn.over_sampling
+    import imblearn.under_sampling
+    import joblib
+    import numpy as np
+    import pandas as pd
+    from imblearn.pipeline import make_pipeline
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(120, 3))
+    y = (rng.random(120) < 0.25).astype(int)
+    written = 0
+
+    def dump(name: str, obj: object) -> None:
+        nonlocal written
+        (out / f"{name}.pkl").write_bytes(pickle.dumps(obj, protocol=2))
+        joblib.dump(obj, out / f"{name}.joblib")
+        written += 1
+
+    modules = (imblearn.over_sampling, imblearn.under_sampling, imblearn.combine, imblearn.ensemble)
+    special: dict[str, dict[str, Any]] = {"SMOTENC": {"categorical_features": [0]},
+                                          "KMeansSMOTE": {"cluster_balance_threshold": 0.0}}  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for module in modules:
+            for name in module.__all__:
+                model = getattr(module, name)(**special.get(name, {}))
+                if hasattr(model, "fit_resample"):
+                    model.fit_resample(np.round(x) if name in ("SMOTEN", "SMOTENC") else x, y)
+                    dump(f"{name}-pipeline", make_pipeline(model, LogisticRegression()).fit(x, y))
+                else:
+                    model.fit(x, y)
+                dump(name, model)
+        frame = pd.DataFrame({"colour": rng.choice(["red", "green", "blue"], 120), "size": rng.normal(size=120),
+                              "shape": rng.choice(["round", "square"], 120)})  # fmt: skip
+        for name in category_encoders.__all__:
+            if name == "GLMMEncoder":  # needs statsmodels, whose model data re-evaluates formulas (WS-PKL-013)
+                continue
+            dump(name, getattr(category_encoders, name)().fit(frame, y))
+    assert written > 40, f"only {written} objects written: the sweep no longer covers these libraries"
+
+
 # --- plain pickles --------------------------------------------------------------------------------
 
 PLAIN = {

@@ -194,6 +194,19 @@ def test_torch_layers_pass_restored_from_state_but_not_called(tmp_path: Path) ->
     assert "WS-PKL-017" in _rules(tmp_path / "getattr", _dump(method))
 
 
+def test_sklearn_ecosystem_classes_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:
+    """imbalanced-learn and category_encoders objects are restored with copyreg and BUILD: clean. Calling one of
+    their classes is not what a real file does (WS-PKL-014), and imblearn's LazyLoader, which imports the module
+    its state names when an attribute is read, was screened out of the allowlist."""
+    from category_encoders import TargetEncoder
+    from imblearn import LazyLoader
+    from imblearn.over_sampling import SMOTE
+
+    assert not _rules(tmp_path / "real", pickle.dumps([SMOTE(k_neighbors=3), TargetEncoder()], protocol=2))
+    assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(SMOTE, ())))
+    assert "WS-PKL-003" in _rules(tmp_path / "lazy", _dump(_Call(LazyLoader, ("x", {}, "os"))))
+
+
 def test_a_call_laundered_through_an_allowed_helper_is_a_dynamic_call(tmp_path: Path) -> None:
     """numpy's __generator_ctor(name, ctor) runs ctor(name), and torch's _rebuild_from_type_v2(func, ...) runs
     func(*args): an object passed there (a joblib Parallel, a deprecation wrapper) is called at load."""

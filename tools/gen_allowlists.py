@@ -125,6 +125,31 @@ SCIPY_FUNCTIONS = ["scipy._lib.array_api_compat.numpy._aliases.asarray"]
 # them as dangerous.
 SKLEARN_EXCLUDED = {"sklearn.callback._scoring_monitor.ScoringMonitor", "sklearn.callback._transport.ListenerHandle"}
 
+# scikit-learn-compatible libraries whose estimators sit in ordinary pipelines. Their classes are allowed as
+# state-only: real files restore them with cls.__new__ and BUILD (copyreg), never call them. Each class is screened
+# for the hooks loading can run (LOAD_HOOKS); one that defines a hook in its own code is left out unless
+# REVIEWED_HOOKS says why that hook is harmless.
+SKLEARN_ECOSYSTEM = ["imblearn", "category_encoders"]
+LOAD_HOOKS = (
+    "__new__", "__setstate__", "__setattr__", "__getattr__", "__getattribute__", "__del__", "__hash__", "__eq__",
+    "__setitem__", "extend", "append", "add",
+)  # fmt: skip
+REVIEWED_HOOKS = {
+    # dataclasses: the generated __eq__/__hash__ compare fields
+    "imblearn.utils._tags.InputTags": "dataclass",
+    "imblearn.utils._tags.SamplerTags": "dataclass",
+    "imblearn.utils._tags.Tags": "dataclass",
+    "category_encoders.utils.EncoderTags": "dataclass",
+    # a NamedTuple: __new__ is tuple's
+    "category_encoders._contrasts.ContrastMatrix": "NamedTuple",
+    # an Enum: pickle calls the class with the member's value, which looks the member up
+    "category_encoders.utils.EncodingRelation": "Enum",
+}
+# Base classes whose hooks were reviewed with their own packs (BaseEstimator.__setstate__ checks the version and
+# updates __dict__; ABCMeta and enum are the standard library).
+REVIEWED_BASES = ("sklearn.", "abc", "builtins", "enum", "typing")
+
+
 NUMPY_SCALARS = [
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
     "float64", "longdouble", "complex64", "complex128", "clongdouble", "str_", "bytes_", "void",
@@ -305,6 +330,34 @@ def reduce_helpers(module: types.ModuleType) -> list[str]:
     return found
 
 
+def screened_classes(package: str, skip: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    """Classes of `package` that run nothing of their own when restored from state: (allowed, state-only). Enums
+    are allowed but not state-only (pickle rebuilds a member by calling its class with the value)."""
+    allowed: list[str] = []
+    state_only: list[str] = []
+    for name in classes_under(package, skip):
+        module_name, _, qualname = name.rpartition(".")
+        klass = getattr(importlib.import_module(module_name), qualname, None)
+        if not isinstance(klass, type):
+            continue  # a reduce helper; these libraries define none
+        hooks = [
+            f"{hook} of {base.__module__}.{base.__qualname__}"
+            for hook in LOAD_HOOKS
+            for base in [next((b for b in klass.__mro__ if hook in vars(b)), object)]
+            if not (base.__module__ or "").startswith(REVIEWED_BASES)
+        ]
+        meta = type(klass)
+        if not (meta.__module__ or "").startswith(REVIEWED_BASES):
+            hooks.append(f"metaclass {meta.__module__}.{meta.__qualname__}")
+        if hooks and name not in REVIEWED_HOOKS:
+            print(f"left out {name}: {', '.join(hooks)}", file=sys.stderr)
+            continue
+        allowed.append(name)
+        if not issubclass(klass, enum.Enum):
+            state_only.append(name)
+    return allowed, state_only
+
+
 def numpy_function_names() -> list[str]:
     """Every ufunc in the numpy namespace (elementwise maths, pickled by name) and the reductions above, each by
     the name pickle records for it."""
@@ -391,6 +444,14 @@ def main() -> int:
         + SCIPY_CLASSES
         + SKLEARN_CALLED_FUNCTIONS,
         more={"referenced-callables": sklearn_function_names() + SCIPY_FUNCTIONS},
+    )
+    ecosystem = [screened_classes(package) for package in SKLEARN_ECOSYSTEM]
+    write(
+        "sklearn-ecosystem",
+        "Classes of scikit-learn-compatible libraries (imbalanced-learn, category_encoders), restored from state "
+        "only; each screened for the hooks loading runs.",
+        [name for allowed, _ in ecosystem for name in allowed],
+        more={"state-only-classes": [name for _, state_only in ecosystem for name in state_only]},
     )
     write(
         "transformers",
