@@ -158,6 +158,29 @@ def _torch_whole_model(out: Path) -> None:
         torch.save(nn.Linear(2, 2), out / f"linear-protocol{protocol}.pt", pickle_protocol=protocol)
 
 
+@kind("torch-distributions-and-generators")
+def _torch_distributions(out: Path) -> None:
+    """What policies and probabilistic models keep: distributions (mixtures, transformed, multivariate) and a seeded
+    generator, in torch.save and in plain pickles."""
+    from torch import distributions as d
+
+    _seed()
+    loc, scale = torch.zeros(3), torch.ones(3)
+    objects = {
+        "normal": d.Normal(loc, scale), "categorical": d.Categorical(logits=torch.randn(4)),
+        "beta": d.Beta(torch.tensor(2.0), torch.tensor(3.0)), "dirichlet": d.Dirichlet(torch.ones(3)),
+        "mvn": d.MultivariateNormal(loc, torch.eye(3)), "independent": d.Independent(d.Normal(loc, scale), 1),
+        "mixture": d.MixtureSameFamily(d.Categorical(torch.ones(2)), d.Normal(torch.zeros(2), torch.ones(2))),
+        "transformed": d.TransformedDistribution(d.Normal(loc, scale), [d.transforms.ExpTransform(),
+                                                 d.transforms.AffineTransform(1.0, 2.0)]),
+        "squashed": d.TransformedDistribution(d.Normal(loc, scale), [d.transforms.TanhTransform(cache_size=1)]),
+        "generator": torch.Generator().manual_seed(SEED),
+    }  # fmt: skip
+    torch.save(objects, out / "policy.pt")
+    torch.save(objects, out / "policy-legacy.pt", _use_new_zipfile_serialization=False)
+    (out / "policy.pkl").write_bytes(pickle.dumps(objects, protocol=2))
+
+
 @kind("easydict-config-in-checkpoint")
 def _easydict_config(out: Path) -> None:
     """A research checkpoint: the weights and the EasyDict config the run was made with (nested, with lists)."""
@@ -566,6 +589,100 @@ def _sklearn_ecosystem(out: Path) -> None:
                 continue
             dump(name, getattr(category_encoders, name)().fit(frame, y))
     assert written > 40, f"only {written} objects written: the sweep no longer covers these libraries"
+
+
+@kind("gensim-models")
+def _gensim_models(out: Path) -> None:
+    """gensim's own save (a pickle, large arrays beside it as .npy files) of its word-vector, document, topic and
+    phrase models, and the word2vec formats."""
+    import numpy as np
+    from gensim.corpora import Dictionary
+    from gensim.models import (
+        Doc2Vec,
+        FastText,
+        HdpModel,
+        KeyedVectors,
+        LdaModel,
+        LogEntropyModel,
+        LsiModel,
+        Nmf,
+        Phrases,
+        RpModel,
+        TfidfModel,
+        Word2Vec,
+    )
+    from gensim.models.doc2vec import TaggedDocument
+    from gensim.models.phrases import npmi_scorer
+
+    sentences = [["the", "cat", "sat", "on", "the", "mat"], ["dogs", "ran", "fast"], ["a", "big", "red", "dog"]] * 20
+    words = Word2Vec(sentences, vector_size=8, min_count=1, workers=1, seed=SEED)
+    words.save(str(out / "w2v.model"))
+    words.wv.save(str(out / "w2v.kv"))
+    words.wv.save_word2vec_format(str(out / "w2v.bin"), binary=True)
+    Word2Vec([[f"w{i}" for i in range(j, j + 20)] for j in range(0, 1500, 5)], vector_size=32, min_count=1, workers=1,
+             seed=SEED).save(str(out / "w2v-big.model"), sep_limit=1000)  # fmt: skip
+    FastText(sentences, vector_size=8, min_count=1, workers=1, seed=SEED, bucket=500).save(
+        str(out / "fasttext.model"), sep_limit=1000
+    )
+    tagged = [TaggedDocument(s, [i]) for i, s in enumerate(sentences)]
+    Doc2Vec(tagged, vector_size=8, min_count=1, workers=1, seed=SEED).save(str(out / "doc2vec.model"))
+    vectors = KeyedVectors(4)
+    vectors.add_vectors(["a", "b"], np.ones((2, 4), dtype=np.float32))
+    vectors.save(str(out / "manual.kv"))
+    dictionary = Dictionary(sentences)
+    dictionary.save(str(out / "corpus.dict"))
+    corpus = [dictionary.doc2bow(s) for s in sentences]
+    LdaModel(corpus, num_topics=2, id2word=dictionary, random_state=SEED).save(str(out / "lda.model"))
+    LsiModel(corpus, num_topics=2, id2word=dictionary).save(str(out / "lsi.model"))
+    HdpModel(corpus, id2word=dictionary, random_state=SEED).save(str(out / "hdp.model"))
+    Nmf(corpus, num_topics=2, id2word=dictionary, random_state=SEED).save(str(out / "nmf.model"))
+    TfidfModel(corpus).save(str(out / "tfidf.model"))
+    LogEntropyModel(corpus).save(str(out / "logentropy.model"))
+    RpModel(corpus, num_topics=2).save(str(out / "rp.model"))
+    Phrases(sentences, min_count=1, threshold=0.1).save(str(out / "phrases.model"))
+    Phrases(sentences, min_count=1, threshold=0.1, scoring=npmi_scorer).freeze().save(str(out / "frozen.model"))
+
+
+@kind("optuna-studies")
+def _optuna_studies(out: Path) -> None:
+    """joblib.dump(study), optuna's documented way to keep an in-memory study, after a few trials with each
+    sampler (but CMA-ES, see test_library_gadgets) and pruner; the samplers, trials and best parameters alone."""
+    import joblib
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+    def objective(trial: Any) -> float:
+        x = trial.suggest_float("x", -10, 10)
+        trial.suggest_categorical("c", ["a", "b"])
+        n = trial.suggest_int("n", 1, 5, log=True)
+        trial.set_user_attr("note", "tuned")
+        trial.report(x * x, step=1)
+        return float((x - 2) ** 2 + n)
+
+    samplers = {
+        "tpe": optuna.samplers.TPESampler(seed=SEED), "random": optuna.samplers.RandomSampler(seed=SEED),
+        "qmc": optuna.samplers.QMCSampler(seed=SEED),
+        "grid": optuna.samplers.GridSampler({"x": [0.0, 1.0], "c": ["a"], "n": [1, 2]}),
+        "nsga2": optuna.samplers.NSGAIISampler(seed=SEED), "gp": optuna.samplers.GPSampler(seed=SEED),
+        "brute": optuna.samplers.BruteForceSampler(seed=SEED),
+    }  # fmt: skip
+    pruners = [optuna.pruners.MedianPruner(), optuna.pruners.HyperbandPruner(), optuna.pruners.PercentilePruner(25.0),
+               optuna.pruners.SuccessiveHalvingPruner(), optuna.pruners.ThresholdPruner(upper=100.0)]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for index, (name, sampler) in enumerate(samplers.items()):
+            if name == "brute":
+                study = optuna.create_study(sampler=sampler)
+                study.optimize(lambda t: t.suggest_int("k", 0, 3), n_trials=4)
+            else:
+                study = optuna.create_study(sampler=sampler, pruner=pruners[index % len(pruners)])
+                study.optimize(objective, n_trials=4 if name == "grid" else 6)
+            joblib.dump(study, out / f"study-{name}.pkl")
+            (out / f"sampler-{name}.pkl").write_bytes(pickle.dumps(sampler, protocol=2))
+        (out / "trials.pkl").write_bytes(pickle.dumps(study.trials))
+        joblib.dump(study.best_params, out / "best.joblib")
+        (out / "pruners.pkl").write_bytes(pickle.dumps(pruners))
 
 
 # --- plain pickles --------------------------------------------------------------------------------

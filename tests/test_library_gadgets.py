@@ -188,6 +188,8 @@ def test_torch_layers_pass_restored_from_state_but_not_called(tmp_path: Path) ->
     torch.save(nn.TransformerEncoderLayer(8, 2, 8), saved)
     assert not _rules(tmp_path / "real", saved.getvalue())
     assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(nn.Linear, (1 << 20, 1 << 20))))
+    normal = torch.distributions.Normal
+    assert "WS-PKL-014" in _rules(tmp_path / "dist", _dump(_Call(normal, (torch.zeros(1), torch.ones(1)))))
     assert "WS-PKL-014" in _rules(tmp_path / "ex", _dump(_Call(copyreg._reconstructor, (nn.Linear, nn.Linear, 2))))  # type: ignore[attr-defined]
     assert "WS-PKL-003" in _rules(tmp_path / "f", _dump(_Call(nn.functional.relu, (torch.zeros(1),))))
     method = _Call(getattr, (nn.Module, "register_forward_hook"))
@@ -205,6 +207,67 @@ def test_sklearn_ecosystem_classes_pass_restored_from_state_but_not_called(tmp_p
     assert not _rules(tmp_path / "real", pickle.dumps([SMOTE(k_neighbors=3), TargetEncoder()], protocol=2))
     assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(SMOTE, ())))
     assert "WS-PKL-003" in _rules(tmp_path / "lazy", _dump(_Call(LazyLoader, ("x", {}, "os"))))
+
+
+def test_gensim_models_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:
+    """gensim's models are restored from state: clean. A model constructor called by the pickle trains on what the
+    pickle gives it (WS-PKL-014). EnsembleLda imports the module and calls the class its state names once it is
+    used, and a similarity shard unpickles the file its state names: both stay unknown (WS-PKL-003)."""
+    import copyreg
+
+    from gensim.models import Word2Vec
+    from gensim.models.ensemblelda import EnsembleLda
+    from gensim.similarities.docsim import Shard
+
+    model = Word2Vec([["a", "b"]], vector_size=4, min_count=1, workers=1)
+    assert not _rules(tmp_path / "real", pickle.dumps(model, protocol=2))
+    assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(Word2Vec, ([["a"]] * 1000,))))
+    for name, cls in {"ensemble": EnsembleLda, "shard": Shard}.items():
+        state = {"topic_model_module_string": "os", "topic_model_class_string": "system", "fname": "/tmp/x"}
+        restored = _Call(copyreg._reconstructor, (cls, object, None), state)  # type: ignore[attr-defined]
+        assert "WS-PKL-003" in _rules(tmp_path / name, _dump(restored))
+
+
+class _Marker:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (Path.touch, (str(self.path),))  # type: ignore[return-value]
+
+
+def test_optuna_cma_es_study_unpickles_its_trials_when_resumed(tmp_path: Path) -> None:
+    """An in-memory study passes (optuna's documented joblib.dump(study)). With the CMA-ES sampler, resuming it
+    unpickles the hex string a trial's system attributes hold: a file that ran nothing at load ran the marker at
+    study.optimize. So CmaEsSampler is not on the allowlist: such a study is high."""
+    import joblib
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+    def objective(trial: optuna.Trial) -> float:
+        return trial.suggest_float("x", -1, 1) ** 2 + trial.suggest_float("y", -1, 1) ** 2
+
+    plain = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    plain.optimize(objective, n_trials=3)
+    joblib.dump(plain, tmp_path / "plain.pkl")
+    assert not _rules(tmp_path / "real", (tmp_path / "plain.pkl").read_bytes())
+
+    study = optuna.create_study(sampler=optuna.samplers.CmaEsSampler(seed=1))
+    study.optimize(objective, n_trials=4)
+    marker = tmp_path / "MARKER"
+    for trial in study._storage._studies[study._study_id].trials:  # type: ignore[attr-defined]
+        trial._system_attrs["cma:optimizer:0"] = pickle.dumps(_Marker(marker)).hex()
+    joblib.dump(study, tmp_path / "study.pkl")
+    resume = (
+        "import joblib, sys; s = joblib.load(sys.argv[1]); "
+        "s.optimize(lambda t: t.suggest_float('x', -1, 1) + t.suggest_float('y', -1, 1), n_trials=1)"
+    )
+    command = [sys.executable, "-c", resume, str(tmp_path / "study.pkl")]
+    subprocess.run(command, cwd=tmp_path, capture_output=True, timeout=300)
+    assert marker.exists(), "resuming the study no longer unpickles its trials: revisit the CMA-ES exclusion"
+    found = scan_bytes(tmp_path / "hostile", (tmp_path / "study.pkl").read_bytes(), "study.pkl").findings
+    assert any(f.rule_id == "WS-PKL-003" and "CmaEsSampler" in f.message for f in found)
 
 
 def test_a_call_laundered_through_an_allowed_helper_is_a_dynamic_call(tmp_path: Path) -> None:

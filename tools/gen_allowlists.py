@@ -144,7 +144,73 @@ REVIEWED_HOOKS = {
     "category_encoders._contrasts.ContrastMatrix": "NamedTuple",
     # an Enum: pickle calls the class with the member's value, which looks the member up
     "category_encoders.utils.EncodingRelation": "Enum",
+    # gensim: dataclasses and NamedTuples; Dictionary's __eq__ is Mapping's (compares items); a KeyedVectors'
+    # __setitem__ (SETITEMS on one) adds vectors with NumPy, nothing else
+    "gensim.models.doc2vec.Doctag": "dataclass",
+    "gensim.models.ensemblelda.Cluster": "dataclass",
+    "gensim.models.ensemblelda.Topic": "dataclass",
+    "gensim.models.doc2vec.TaggedDocument": "NamedTuple",
+    "gensim.models.word2vec.Heapitem": "NamedTuple",
+    "gensim.models.coherencemodel.Coherence_Measure": "NamedTuple",
+    "gensim.models._fasttext_bin.Model": "NamedTuple",
+    "gensim.corpora.dictionary.Dictionary": "Mapping",
+    "gensim.models.keyedvectors.KeyedVectors": "add_vectors",
+    "gensim.models.fasttext.FastTextKeyedVectors": "add_vectors",
+    "gensim.models.poincare.PoincareKeyedVectors": "add_vectors",
+    "gensim.models.rpmodel.RpModel": "__setstate__ sets __dict__ and a flag",
+    # optuna: __setstate__ updates __dict__ and makes a fresh lock; __eq__/__hash__ compare and hash the fields;
+    # NamedTuples
+    "optuna.study.study.Study": "__setstate__: __dict__ and a thread-local",
+    "optuna.storages._in_memory.InMemoryStorage": "__setstate__: __dict__ and a lock",
+    "optuna.distributions.BaseDistribution": "fields",
+    "optuna.distributions.CategoricalDistribution": "fields",
+    "optuna.distributions.DiscreteUniformDistribution": "fields",
+    "optuna.distributions.FloatDistribution": "fields",
+    "optuna.distributions.IntDistribution": "fields",
+    "optuna.distributions.IntLogUniformDistribution": "fields",
+    "optuna.distributions.IntUniformDistribution": "fields",
+    "optuna.distributions.LogUniformDistribution": "fields",
+    "optuna.distributions.UniformDistribution": "fields",
+    "optuna.trial._frozen.FrozenTrial": "fields",
+    "optuna.study._frozen.FrozenStudy": "fields",
+    "optuna.study._study_summary.StudySummary": "fields",
+    "optuna.samplers._tpe.parzen_estimator._ParzenEstimatorParameters": "NamedTuple",
+    "optuna.samplers._tpe.probability_distributions._BatchedCategoricalDistributions": "NamedTuple",
+    "optuna.samplers._tpe.probability_distributions._BatchedDiscreteTruncLogNormDistributions": "NamedTuple",
+    "optuna.samplers._tpe.probability_distributions._BatchedDiscreteTruncNormDistributions": "NamedTuple",
+    "optuna.samplers._tpe.probability_distributions._BatchedTruncLogNormDistributions": "NamedTuple",
+    "optuna.samplers._tpe.probability_distributions._BatchedTruncNormDistributions": "NamedTuple",
+    "optuna.samplers._tpe.probability_distributions._MixtureOfProductDistribution": "NamedTuple",
 }
+# optuna's documented way to keep an in-memory study is joblib.dump(study). Storages other than the in-memory one
+# connect to databases, Redis or gRPC servers, or read and write the journal file their state names; artifact
+# stores hold cloud clients: those subpackages are left out, and the in-memory storage is added by hand. So is the
+# CMA-ES sampler: it unpickles the hex string a trial's system attributes hold when the study is resumed (proved in
+# tests/test_library_gadgets.py).
+OPTUNA_SKIP = (
+    "optuna.storages", "optuna.artifacts", "optuna.testing", "optuna.visualization", "optuna.cli", "optuna._gp",
+    "optuna.dashboard", "optuna.integration", "optuna.samplers._cmaes",
+)  # fmt: skip
+OPTUNA_STORAGE = ["optuna.storages._in_memory.InMemoryStorage", "optuna.storages._in_memory._StudyInfo"]
+# Functions optuna's samplers keep as defaults (TPE's gamma and weights, the GP sampler's prior).
+OPTUNA_FUNCTIONS = [
+    "optuna.samplers._tpe.sampler.default_gamma", "optuna.samplers._tpe.sampler.default_weights",
+    "optuna.samplers._tpe.sampler.hyperopt_default_gamma", "optuna._gp.prior.default_log_prior",
+]  # fmt: skip
+# Classes that, once loaded, import or unpickle what their state names: a similarity index's shard and a sharded
+# corpus unpickle the files their state names on first use, and EnsembleLda imports the module and calls the class
+# its state names when it builds its topic model. Files that hold them stay unknown.
+GENSIM_EXCLUDED = {
+    "gensim.similarities.docsim.Shard", "gensim.corpora.sharded_corpus.ShardedCorpus",
+    "gensim.models.ensemblelda.EnsembleLda",
+}  # fmt: skip
+# gensim's SaveLoad.save pickles the model (its arrays beside it as .npy files, read back with allow_pickle off).
+# Its models keep a few functions as attributes: TfidfModel's weighting functions, `load` replaced by
+# call_on_class_only (which raises), Word2Vec's hashfxn (builtins.hash), Phrases' scorers.
+GENSIM_FUNCTIONS = [
+    "gensim.utils.call_on_class_only", "gensim.utils.identity", "gensim.models.tfidfmodel.df2idf", "builtins.hash",
+    "gensim.models.phrases.original_scorer", "gensim.models.phrases.npmi_scorer",
+]  # fmt: skip
 # Base classes whose hooks were reviewed with their own packs (BaseEstimator.__setstate__ checks the version and
 # updates __dict__; ABCMeta and enum are the standard library).
 REVIEWED_BASES = ("sklearn.", "abc", "builtins", "enum", "typing")
@@ -155,6 +221,10 @@ NUMPY_SCALARS = [
     "float64", "longdouble", "complex64", "complex128", "clongdouble", "str_", "bytes_", "void",
     "datetime64", "timedelta64", "object_", "intc", "uintc", "longlong", "ulonglong",
 ]  # fmt: skip
+
+
+# A pickled torch.Generator is Generator(device) and BUILD with its seed, offset and state tensor (set_state).
+TORCH_GENERATORS = ["torch._C.Generator", "torch.Generator"]
 
 
 def torch_names() -> list[str]:
@@ -200,6 +270,18 @@ def torch_layer_names() -> list[str]:
                 if obj.__module__.startswith(package) and issubclass(obj, torch.nn.Module):
                     names.add(f"{obj.__module__}.{obj.__qualname__}")
     return sorted(names)
+
+
+def torch_distribution_names() -> tuple[list[str], list[str]]:
+    """torch.distributions' distributions, constraints and transforms, which policies and probabilistic models keep
+    (whole-model saves, RL checkpoints), screened like the other libraries' classes: (allowed, state-only)."""
+    import torch.distributions.transforms as transforms
+
+    for klass in vars(transforms).values():  # Transform.__eq__/__hash__: identity, type or parameter compares
+        if isinstance(klass, type) and issubclass(klass, transforms.Transform):
+            REVIEWED_HOOKS[f"{klass.__module__}.{klass.__qualname__}"] = "compares parameters"
+    REVIEWED_HOOKS["torch.distributions.kl._Match"] = "compares the types it matches"
+    return screened_classes("torch.distributions")
 
 
 def torch_checkpoint_names() -> list[str]:
@@ -330,25 +412,41 @@ def reduce_helpers(module: types.ModuleType) -> list[str]:
     return found
 
 
+def _reviewed(klass: type) -> bool:
+    return (klass.__module__ or "").startswith(REVIEWED_BASES)
+
+
+def own_hooks(klass: type) -> list[str]:
+    """The load hooks `klass` gets from code outside the reviewed bases. A hook copied from a reviewed base (every
+    Enum's __new__ is Enum.__new__) is the base's."""
+    found = []
+    for hook in LOAD_HOOKS:
+        owner = next((b for b in klass.__mro__ if hook in vars(b)), object)
+        value = vars(owner).get(hook)
+        if not _reviewed(owner) and not any(_reviewed(b) and vars(b).get(hook) is value for b in klass.__mro__):
+            found.append(f"{hook} of {owner.__module__}.{owner.__qualname__}")
+    if not _reviewed(type(klass)):
+        found.append(f"metaclass {type(klass).__module__}.{type(klass).__qualname__}")
+    return found
+
+
 def screened_classes(package: str, skip: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
     """Classes of `package` that run nothing of their own when restored from state: (allowed, state-only). Enums
     are allowed but not state-only (pickle rebuilds a member by calling its class with the value)."""
+    defined = classes_under(package, skip)  # also what the other modules import from a skipped one:
+    return screened_names([name for name in defined if not any(part in name.rpartition(".")[0] for part in skip)])
+
+
+def screened_names(names: list[str]) -> tuple[list[str], list[str]]:
+    """`screened_classes` for the classes named."""
     allowed: list[str] = []
     state_only: list[str] = []
-    for name in classes_under(package, skip):
+    for name in names:
         module_name, _, qualname = name.rpartition(".")
         klass = getattr(importlib.import_module(module_name), qualname, None)
         if not isinstance(klass, type):
             continue  # a reduce helper; these libraries define none
-        hooks = [
-            f"{hook} of {base.__module__}.{base.__qualname__}"
-            for hook in LOAD_HOOKS
-            for base in [next((b for b in klass.__mro__ if hook in vars(b)), object)]
-            if not (base.__module__ or "").startswith(REVIEWED_BASES)
-        ]
-        meta = type(klass)
-        if not (meta.__module__ or "").startswith(REVIEWED_BASES):
-            hooks.append(f"metaclass {meta.__module__}.{meta.__qualname__}")
+        hooks = own_hooks(klass)
         if hooks and name not in REVIEWED_HOOKS:
             print(f"left out {name}: {', '.join(hooks)}", file=sys.stderr)
             continue
@@ -413,13 +511,14 @@ def write(name: str, description: str, entries: list[str], list_name: str = "all
 def main() -> int:
     numpy_names = [f"numpy.{s}" for s in NUMPY_SCALARS]
     layers = torch_layer_names()
+    distributions, distributions_state_only = torch_distribution_names()
     write(
         "torch",
         "Tensor, storage, dtype and rebuild helpers (torch's weights_only allowlist); torch.nn's layer classes and "
-        "norm hooks, which a whole-model save restores from state only; torch.nn.functional as values only; "
-        "torch.distributed.checkpoint's metadata records.",
-        torch_names() + layers + torch_checkpoint_names(),
-        more={"state-only-classes": layers, "referenced-callables": torch_function_names()},
+        "norm hooks and torch.distributions' classes, which a whole-model save restores from state only; "
+        "torch.nn.functional as values only; torch.distributed.checkpoint's metadata records; random generators.",
+        torch_names() + layers + distributions + torch_checkpoint_names() + TORCH_GENERATORS,
+        more={"state-only-classes": layers + distributions_state_only, "referenced-callables": torch_function_names()},
     )
     # Functions real pickles keep as values (a pooling_func, a scorer's score function) are `referenced-callables`:
     # looked up, never called, by the files that hold them. A call would run them on arguments the pickle chose,
@@ -452,6 +551,27 @@ def main() -> int:
         "only; each screened for the hooks loading runs.",
         [name for allowed, _ in ecosystem for name in allowed],
         more={"state-only-classes": [name for _, state_only in ecosystem for name in state_only]},
+    )
+    gensim_allowed, gensim_state_only = (
+        [name for name in names if name not in GENSIM_EXCLUDED]
+        for names in screened_classes("gensim", skip=(".test.", "gensim.test"))
+    )
+    write(
+        "gensim",
+        "Classes of gensim (word vectors, topic and similarity models), restored from state only; each screened "
+        "for the hooks loading runs. The functions its models keep as attributes, as values only.",
+        gensim_allowed,
+        more={"state-only-classes": gensim_state_only, "referenced-callables": GENSIM_FUNCTIONS},
+    )
+    optuna_allowed, optuna_state_only = screened_classes("optuna", skip=OPTUNA_SKIP)
+    storage_allowed, storage_state_only = screened_names(OPTUNA_STORAGE)
+    write(
+        "optuna",
+        "Classes of optuna that an in-memory study holds (study, trials, distributions, samplers, pruners), restored "
+        "from state only; each screened for the hooks loading runs. Not its database, journal, Redis or gRPC "
+        "storages, nor its artifact stores. The functions its samplers keep as defaults, as values only.",
+        optuna_allowed + storage_allowed,
+        more={"state-only-classes": optuna_state_only + storage_state_only, "referenced-callables": OPTUNA_FUNCTIONS},
     )
     write(
         "transformers",
