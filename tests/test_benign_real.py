@@ -853,7 +853,8 @@ def _tabular_kinds() -> None:
                                   "arrow-chunked"]),
         "boosting": (boosting_objects, ["xgb-classifier", "xgb-ranker", "xgb-booster", "xgb-categorical-frame",
                                         "xgb-in-pipeline", "lgb-classifier", "lgb-ranker", "lgb-booster",
-                                        "lgb-categorical-frame", "lgb-in-pipeline"]),
+                                        "lgb-categorical-frame", "lgb-in-pipeline", "cb-classifier", "cb-ranker",
+                                        "cb-categorical-frame", "cb-with-eval-set", "cb-in-pipeline", "cb-booster"]),
     }  # fmt: skip
     for family, (objects, chosen) in names.items():
         for name in chosen:

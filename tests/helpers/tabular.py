@@ -126,6 +126,7 @@ def arrow_objects() -> dict[str, Any]:
 
 
 def boosting_objects() -> dict[str, Any]:
+    import catboost as cb
     import lightgbm as lgb
     import numpy as np
     import pandas as pd
@@ -139,6 +140,7 @@ def boosting_objects() -> dict[str, Any]:
     frame = pd.DataFrame(x, columns=list("abcd")).assign(kind=pd.Categorical(rng.choice(["p", "q"], 60)))
     small = {"n_estimators": 3, "max_depth": 2}
     quiet = {**small, "verbose": -1}
+    cat = {"iterations": 3, "depth": 2, "verbose": False, "allow_writing_files": False, "thread_count": 1}
     return {
         "xgb-classifier": xgb.XGBClassifier(**small).fit(x, y),
         "xgb-regressor": xgb.XGBRegressor(**small).fit(x, x[:, 1]),
@@ -154,4 +156,12 @@ def boosting_objects() -> dict[str, Any]:
         "lgb-booster": lgb.train({"verbose": -1}, lgb.Dataset(x, y), 3),
         "lgb-categorical-frame": lgb.LGBMClassifier(**quiet).fit(frame, y),
         "lgb-in-pipeline": make_pipeline(StandardScaler(), lgb.LGBMClassifier(**quiet)).fit(x, y),
+        "cb-classifier": cb.CatBoostClassifier(**cat).fit(x, y),
+        "cb-regressor": cb.CatBoostRegressor(**cat).fit(x, x[:, 1]),
+        "cb-ranker": cb.CatBoostRanker(**cat).fit(x, y, group_id=np.repeat(np.arange(6), 10)),
+        "cb-categorical-frame": cb.CatBoostClassifier(**cat, cat_features=["kind"]).fit(frame, y),
+        "cb-with-eval-set": cb.CatBoostClassifier(**cat).fit(x[:40], y[:40], eval_set=(x[40:], y[40:])),
+        "cb-in-pipeline": make_pipeline(StandardScaler(), cb.CatBoostClassifier(**cat)).fit(x, y),
+        "cb-booster": cb.train(cb.Pool(x, y), {"iterations": 3, "depth": 2, "verbose": False,
+                                                "allow_writing_files": False, "thread_count": 1}),
     }
