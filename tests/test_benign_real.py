@@ -593,54 +593,11 @@ def _sklearn_ecosystem(out: Path) -> None:
 
 @kind("gensim-models")
 def _gensim_models(out: Path) -> None:
-    """gensim's own save (a pickle, large arrays beside it as .npy files) of its word-vector, document, topic and
-    phrase models, and the word2vec formats."""
-    import numpy as np
-    from gensim.corpora import Dictionary
-    from gensim.models import (
-        Doc2Vec,
-        FastText,
-        HdpModel,
-        KeyedVectors,
-        LdaModel,
-        LogEntropyModel,
-        LsiModel,
-        Nmf,
-        Phrases,
-        RpModel,
-        TfidfModel,
-        Word2Vec,
-    )
-    from gensim.models.doc2vec import TaggedDocument
-    from gensim.models.phrases import npmi_scorer
+    """gensim's own save of its word-vector, document, topic, phrase and similarity models (the catalogue
+    tools/gen_allowlists.py records), and the word2vec formats."""
+    from tests.helpers.gensim_models import save_models
 
-    sentences = [["the", "cat", "sat", "on", "the", "mat"], ["dogs", "ran", "fast"], ["a", "big", "red", "dog"]] * 20
-    words = Word2Vec(sentences, vector_size=8, min_count=1, workers=1, seed=SEED)
-    words.save(str(out / "w2v.model"))
-    words.wv.save(str(out / "w2v.kv"))
-    words.wv.save_word2vec_format(str(out / "w2v.bin"), binary=True)
-    Word2Vec([[f"w{i}" for i in range(j, j + 20)] for j in range(0, 1500, 5)], vector_size=32, min_count=1, workers=1,
-             seed=SEED).save(str(out / "w2v-big.model"), sep_limit=1000)  # fmt: skip
-    FastText(sentences, vector_size=8, min_count=1, workers=1, seed=SEED, bucket=500).save(
-        str(out / "fasttext.model"), sep_limit=1000
-    )
-    tagged = [TaggedDocument(s, [i]) for i, s in enumerate(sentences)]
-    Doc2Vec(tagged, vector_size=8, min_count=1, workers=1, seed=SEED).save(str(out / "doc2vec.model"))
-    vectors = KeyedVectors(4)
-    vectors.add_vectors(["a", "b"], np.ones((2, 4), dtype=np.float32))
-    vectors.save(str(out / "manual.kv"))
-    dictionary = Dictionary(sentences)
-    dictionary.save(str(out / "corpus.dict"))
-    corpus = [dictionary.doc2bow(s) for s in sentences]
-    LdaModel(corpus, num_topics=2, id2word=dictionary, random_state=SEED).save(str(out / "lda.model"))
-    LsiModel(corpus, num_topics=2, id2word=dictionary).save(str(out / "lsi.model"))
-    HdpModel(corpus, id2word=dictionary, random_state=SEED).save(str(out / "hdp.model"))
-    Nmf(corpus, num_topics=2, id2word=dictionary, random_state=SEED).save(str(out / "nmf.model"))
-    TfidfModel(corpus).save(str(out / "tfidf.model"))
-    LogEntropyModel(corpus).save(str(out / "logentropy.model"))
-    RpModel(corpus, num_topics=2).save(str(out / "rp.model"))
-    Phrases(sentences, min_count=1, threshold=0.1).save(str(out / "phrases.model"))
-    Phrases(sentences, min_count=1, threshold=0.1, scoring=npmi_scorer).freeze().save(str(out / "frozen.model"))
+    save_models(out)
 
 
 @kind("optuna-studies")

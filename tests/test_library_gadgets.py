@@ -211,10 +211,12 @@ def test_sklearn_ecosystem_classes_pass_restored_from_state_but_not_called(tmp_p
 
 def test_gensim_models_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:
     """gensim's models are restored from state: clean. A model constructor called by the pickle trains on what the
-    pickle gives it (WS-PKL-014). EnsembleLda imports the module and calls the class its state names once it is
-    used, and a similarity shard unpickles the file its state names: both stay unknown (WS-PKL-003)."""
+    pickle gives it (WS-PKL-014). Only what saved models import is allowed: EnsembleLda (imports the module its
+    state names once used), a similarity shard (unpickles the file its state names) and the corpus readers stay
+    unknown (WS-PKL-003)."""
     import copyreg
 
+    from gensim.corpora.lowcorpus import LowCorpus
     from gensim.models import Word2Vec
     from gensim.models.ensemblelda import EnsembleLda
     from gensim.similarities.docsim import Shard
@@ -222,18 +224,58 @@ def test_gensim_models_pass_restored_from_state_but_not_called(tmp_path: Path) -
     model = Word2Vec([["a", "b"]], vector_size=4, min_count=1, workers=1)
     assert not _rules(tmp_path / "real", pickle.dumps(model, protocol=2))
     assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(Word2Vec, ([["a"]] * 1000,))))
-    for name, cls in {"ensemble": EnsembleLda, "shard": Shard}.items():
+    for name, cls in {"ensemble": EnsembleLda, "shard": Shard, "reader": LowCorpus}.items():
         state = {"topic_model_module_string": "os", "topic_model_class_string": "system", "fname": "/tmp/x"}
         restored = _Call(copyreg._reconstructor, (cls, object, None), state)  # type: ignore[attr-defined]
         assert "WS-PKL-003" in _rules(tmp_path / name, _dump(restored))
+
+
+def test_a_class_kept_under_a_method_name_runs_when_the_library_calls_the_method(tmp_path: Path) -> None:
+    """A review's bypass: a pickle keeps a class in an object's state under the name of one of its methods, and
+    the library's next call of that method runs the class's constructor. gensim's KeyedVectors.load upgrades an
+    old vocabulary with self.set_vecattr(index, ...): kept as LowCorpus, that unpickles `index + ".index"`, here a
+    file outside the model folder. The corpus reader is not on the allowlist, and an allowed model class kept as a
+    value is WS-PKL-022; a torch layer or an estimator (constructors that only store parameters) passes."""
+    import copyreg
+
+    import numpy as np
+    from gensim.corpora.lowcorpus import LowCorpus
+    from gensim.models import Word2Vec
+    from gensim.models.keyedvectors import CompatVocab, KeyedVectors
+    from imblearn.over_sampling import SMOTE
+    from torch import nn
+
+    def restored(cls: type, state: dict[str, object]) -> _Call:
+        return _Call(copyreg._reconstructor, (cls, object, None), state)  # type: ignore[attr-defined]
+
+    outside, model = tmp_path / "outside", tmp_path / "model"
+    outside.mkdir()
+    model.mkdir()
+    marker = tmp_path / "MARKER"
+    (outside / "kv.index").write_bytes(pickle.dumps(_Marker(marker), protocol=2))
+    state = {"vector_size": 4, "index_to_key": ["king"], "vectors": np.zeros((1, 4), np.float32),
+             "norms": None, "expandos": {}, "next_index": 1, "mapfile_path": None, "set_vecattr": LowCorpus,
+             "vocab": {"king": restored(CompatVocab, {"index": str(outside / "kv")})}}  # fmt: skip
+    (model / "vectors.kv").write_bytes(_dump(restored(KeyedVectors, state)))
+    load = "import sys; from gensim.models import KeyedVectors; KeyedVectors.load(sys.argv[1])"
+    subprocess.run([sys.executable, "-c", load, str(model / "vectors.kv")], capture_output=True, timeout=300)
+    assert marker.exists(), "gensim no longer runs a kept class: revisit this review's case"
+    found = scan_bytes(tmp_path / "scan", (model / "vectors.kv").read_bytes(), "vectors.kv").findings
+    assert any(f.rule_id == "WS-PKL-003" and "LowCorpus" in f.message for f in found)
+
+    kept = {"words": Word2Vec, "vectors": KeyedVectors}
+    assert "WS-PKL-022" in _rules(tmp_path / "kept", _dump(restored(KeyedVectors, {"set_vecattr": kept["words"]})))
+    assert "WS-PKL-022" in _rules(tmp_path / "kept2", _dump([kept["vectors"]]))
+    harmless = restored(KeyedVectors, {"set_vecattr": nn.Linear, "other": SMOTE})
+    assert not _rules(tmp_path / "values", _dump(harmless))
 
 
 class _Marker:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def __reduce__(self) -> tuple[object, tuple[str]]:
-        return (Path.touch, (str(self.path),))  # type: ignore[return-value]
+    def __reduce__(self) -> tuple[object, tuple[Path]]:
+        return (Path.touch, (Path(self.path),))
 
 
 def test_optuna_cma_es_study_unpickles_its_trials_when_resumed(tmp_path: Path) -> None:

@@ -11,13 +11,17 @@ import dataclasses
 import enum
 import importlib
 import inspect
+import pickle
 import pkgutil
 import sys
+import tempfile
 import types
 import typing
 from pathlib import Path
 
 from pack_file import write_pack
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.helpers: the catalogues real files come from
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 
@@ -144,19 +148,11 @@ REVIEWED_HOOKS = {
     "category_encoders._contrasts.ContrastMatrix": "NamedTuple",
     # an Enum: pickle calls the class with the member's value, which looks the member up
     "category_encoders.utils.EncodingRelation": "Enum",
-    # gensim: dataclasses and NamedTuples; Dictionary's __eq__ is Mapping's (compares items); a KeyedVectors'
-    # __setitem__ (SETITEMS on one) adds vectors with NumPy, nothing else
-    "gensim.models.doc2vec.Doctag": "dataclass",
-    "gensim.models.ensemblelda.Cluster": "dataclass",
-    "gensim.models.ensemblelda.Topic": "dataclass",
-    "gensim.models.doc2vec.TaggedDocument": "NamedTuple",
-    "gensim.models.word2vec.Heapitem": "NamedTuple",
-    "gensim.models.coherencemodel.Coherence_Measure": "NamedTuple",
-    "gensim.models._fasttext_bin.Model": "NamedTuple",
+    # gensim: Dictionary's __eq__ is Mapping's (compares items); a KeyedVectors' __setitem__ (SETITEMS on one) adds
+    # vectors with NumPy, nothing else
     "gensim.corpora.dictionary.Dictionary": "Mapping",
     "gensim.models.keyedvectors.KeyedVectors": "add_vectors",
     "gensim.models.fasttext.FastTextKeyedVectors": "add_vectors",
-    "gensim.models.poincare.PoincareKeyedVectors": "add_vectors",
     "gensim.models.rpmodel.RpModel": "__setstate__ sets __dict__ and a flag",
     # optuna: __setstate__ updates __dict__ and makes a fresh lock; __eq__/__hash__ compare and hash the fields;
     # NamedTuples
@@ -192,25 +188,22 @@ OPTUNA_SKIP = (
     "optuna.dashboard", "optuna.integration", "optuna.samplers._cmaes",
 )  # fmt: skip
 OPTUNA_STORAGE = ["optuna.storages._in_memory.InMemoryStorage", "optuna.storages._in_memory._StudyInfo"]
+# State-only classes real files also keep as values (`value-classes`, which WS-PKL-022 lets pass): optuna's
+# TPESampler keeps its estimator factory, which computes a mixture from the observations it is given.
+OPTUNA_VALUE_CLASSES = ["optuna.samplers._tpe.parzen_estimator._ParzenEstimator"]
 # Functions optuna's samplers keep as defaults (TPE's gamma and weights, the GP sampler's prior).
 OPTUNA_FUNCTIONS = [
     "optuna.samplers._tpe.sampler.default_gamma", "optuna.samplers._tpe.sampler.default_weights",
     "optuna.samplers._tpe.sampler.hyperopt_default_gamma", "optuna._gp.prior.default_log_prior",
 ]  # fmt: skip
-# Classes that, once loaded, import or unpickle what their state names: a similarity index's shard and a sharded
-# corpus unpickle the files their state names on first use, and EnsembleLda imports the module and calls the class
-# its state names when it builds its topic model. Files that hold them stay unknown.
-GENSIM_EXCLUDED = {
-    "gensim.similarities.docsim.Shard", "gensim.corpora.sharded_corpus.ShardedCorpus",
-    "gensim.models.ensemblelda.EnsembleLda",
-}  # fmt: skip
 # gensim's SaveLoad.save pickles the model (its arrays beside it as .npy files, read back with allow_pickle off).
-# Its models keep a few functions as attributes: TfidfModel's weighting functions, `load` replaced by
-# call_on_class_only (which raises), Word2Vec's hashfxn (builtins.hash), Phrases' scorers.
-GENSIM_FUNCTIONS = [
-    "gensim.utils.call_on_class_only", "gensim.utils.identity", "gensim.models.tfidfmodel.df2idf", "builtins.hash",
-    "gensim.models.phrases.original_scorer", "gensim.models.phrases.npmi_scorer",
-]  # fmt: skip
+# The pack is what the pickles of tests/helpers/gensim_models.py import, not every class gensim defines: gensim
+# also defines corpus readers whose constructor unpickles (IndexedCorpus), reads or fetches (smart_open takes URLs)
+# the path it is given, and a review proved that any allowed class can be made to run from a loaded object (kept
+# under a method's name); WS-PKL-022 flags these classes kept as values. Its models keep a few functions as
+# attributes (TfidfModel's weighting functions, `load` replaced by call_on_class_only, which raises, Word2Vec's
+# hashfxn, builtins.hash, Phrases' scorers): values only.
+GENSIM_FUNCTIONS = ["builtins.hash"]
 # Base classes whose hooks were reviewed with their own packs (BaseEstimator.__setstate__ checks the version and
 # updates __dict__; ABCMeta and enum are the standard library).
 REVIEWED_BASES = ("sklearn.", "abc", "builtins", "enum", "typing")
@@ -430,6 +423,38 @@ def own_hooks(klass: type) -> list[str]:
     return found
 
 
+class _Recorder(pickle.Unpickler):
+    """Loads this tool's own pickles, made a moment before, and notes every global they import."""
+
+    names: set[str]
+
+    def find_class(self, module: str, name: str) -> object:
+        self.names.add(f"{module}.{name}")
+        return super().find_class(module, name)
+
+
+def gensim_names() -> tuple[list[str], list[str]]:
+    """(classes, functions) the pickles of the gensim catalogue import: gensim's own names, and builtins.hash."""
+    from tests.helpers.gensim_models import save_models
+
+    names: set[str] = set()
+    with tempfile.TemporaryDirectory() as folder:
+        save_models(Path(folder))
+        for path in sorted(Path(folder).iterdir()):
+            if path.suffix in (".npy", ".bin"):
+                continue  # arrays (read with allow_pickle off) and the word2vec binary format
+            with path.open("rb") as stream:
+                recorder = _Recorder(stream)
+                recorder.names = names
+                recorder.load()
+    classes, functions = [], []
+    for name in sorted(n for n in names if n.startswith("gensim.") or n in GENSIM_FUNCTIONS):
+        module_name, _, attr = name.rpartition(".")
+        value = getattr(importlib.import_module(module_name), attr)
+        (classes if isinstance(value, type) else functions).append(name)
+    return classes, functions
+
+
 def screened_classes(package: str, skip: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
     """Classes of `package` that run nothing of their own when restored from state: (allowed, state-only). Enums
     are allowed but not state-only (pickle rebuilds a member by calling its class with the value)."""
@@ -518,7 +543,13 @@ def main() -> int:
         "norm hooks and torch.distributions' classes, which a whole-model save restores from state only; "
         "torch.nn.functional as values only; torch.distributed.checkpoint's metadata records; random generators.",
         torch_names() + layers + distributions + torch_checkpoint_names() + TORCH_GENERATORS,
-        more={"state-only-classes": layers + distributions_state_only, "referenced-callables": torch_function_names()},
+        # Layer and distribution constructors only set parameters and allocate: safe to keep as values (skorch's
+        # criterion, a config's activation class), unlike the state-only classes of the other packs (WS-PKL-022).
+        more={
+            "state-only-classes": layers + distributions_state_only,
+            "value-classes": layers + distributions_state_only,
+            "referenced-callables": torch_function_names(),
+        },
     )
     # Functions real pickles keep as values (a pooling_func, a scorer's score function) are `referenced-callables`:
     # looked up, never called, by the files that hold them. A call would run them on arguments the pickle chose,
@@ -550,18 +581,21 @@ def main() -> int:
         "Classes of scikit-learn-compatible libraries (imbalanced-learn, category_encoders), restored from state "
         "only; each screened for the hooks loading runs.",
         [name for allowed, _ in ecosystem for name in allowed],
-        more={"state-only-classes": [name for _, state_only in ecosystem for name in state_only]},
+        # scikit-learn-style constructors only store their parameters: safe to keep as values too (WS-PKL-022)
+        more={
+            "state-only-classes": [name for _, state_only in ecosystem for name in state_only],
+            "value-classes": [name for _, state_only in ecosystem for name in state_only],
+        },
     )
-    gensim_allowed, gensim_state_only = (
-        [name for name in names if name not in GENSIM_EXCLUDED]
-        for names in screened_classes("gensim", skip=(".test.", "gensim.test"))
-    )
+    gensim_classes, gensim_functions = gensim_names()
+    gensim_allowed, gensim_state_only = screened_names(gensim_classes)
     write(
         "gensim",
-        "Classes of gensim (word vectors, topic and similarity models), restored from state only; each screened "
-        "for the hooks loading runs. The functions its models keep as attributes, as values only.",
-        gensim_allowed,
-        more={"state-only-classes": gensim_state_only, "referenced-callables": GENSIM_FUNCTIONS},
+        "What gensim's saved models import (word vectors, topic, phrase and similarity models, recorded from real "
+        "saves): classes restored from state only, each screened for the hooks loading runs; the functions its "
+        "models keep as attributes, as values only.",
+        gensim_allowed + gensim_functions,
+        more={"state-only-classes": gensim_state_only, "referenced-callables": gensim_functions},
     )
     optuna_allowed, optuna_state_only = screened_classes("optuna", skip=OPTUNA_SKIP)
     storage_allowed, storage_state_only = screened_names(OPTUNA_STORAGE)
@@ -571,7 +605,11 @@ def main() -> int:
         "from state only; each screened for the hooks loading runs. Not its database, journal, Redis or gRPC "
         "storages, nor its artifact stores. The functions its samplers keep as defaults, as values only.",
         optuna_allowed + storage_allowed,
-        more={"state-only-classes": optuna_state_only + storage_state_only, "referenced-callables": OPTUNA_FUNCTIONS},
+        more={
+            "state-only-classes": optuna_state_only + storage_state_only,
+            "value-classes": OPTUNA_VALUE_CLASSES,
+            "referenced-callables": OPTUNA_FUNCTIONS,
+        },
     )
     write(
         "transformers",

@@ -1,0 +1,70 @@
+"""gensim models as its users save them: the catalogue tests/test_benign_real.py scans and tools/gen_allowlists.py
+records the gensim names of (the allowlist is what these pickles import, not every class gensim defines)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SEED = 7
+
+
+def save_models(out: Path) -> None:
+    """Each model kind saved with gensim's own save (a pickle, large arrays beside it as .npy files), plus the
+    word2vec text and binary formats."""
+    import numpy as np
+    from gensim.corpora import Dictionary
+    from gensim.models import (
+        Doc2Vec,
+        FastText,
+        HdpModel,
+        KeyedVectors,
+        LdaModel,
+        LdaMulticore,
+        LogEntropyModel,
+        LsiModel,
+        Nmf,
+        OkapiBM25Model,
+        Phrases,
+        RpModel,
+        TfidfModel,
+        Word2Vec,
+    )
+    from gensim.models.doc2vec import TaggedDocument
+    from gensim.models.phrases import npmi_scorer
+    from gensim.similarities import MatrixSimilarity, SparseMatrixSimilarity
+
+    sentences = [["the", "cat", "sat", "on", "the", "mat"], ["dogs", "ran", "fast"], ["a", "big", "red", "dog"]] * 20
+    words = Word2Vec(sentences, vector_size=8, min_count=1, workers=1, seed=SEED)
+    words.save(str(out / "w2v.model"))
+    words.wv.save(str(out / "w2v.kv"))
+    words.wv.save_word2vec_format(str(out / "w2v.bin"), binary=True)
+    Word2Vec(sentences, vector_size=8, min_count=1, workers=1, seed=SEED, hs=1, negative=0, sg=1).save(
+        str(out / "w2v-hs.model")
+    )
+    Word2Vec([[f"w{i}" for i in range(j, j + 20)] for j in range(0, 1500, 5)], vector_size=32, min_count=1, workers=1,
+             seed=SEED).save(str(out / "w2v-big.model"), sep_limit=1000)  # fmt: skip
+    fast = FastText(sentences, vector_size=8, min_count=1, workers=1, seed=SEED, bucket=500)
+    fast.save(str(out / "fasttext.model"), sep_limit=1000)
+    fast.wv.save(str(out / "fasttext.kv"))
+    tagged = [TaggedDocument(s, [i]) for i, s in enumerate(sentences)]
+    Doc2Vec(tagged, vector_size=8, min_count=1, workers=1, seed=SEED).save(str(out / "doc2vec.model"))
+    vectors = KeyedVectors(4)
+    vectors.add_vectors(["a", "b"], np.ones((2, 4), dtype=np.float32))
+    vectors.save(str(out / "manual.kv"))
+    dictionary = Dictionary(sentences)
+    dictionary.save(str(out / "corpus.dict"))
+    corpus = [dictionary.doc2bow(s) for s in sentences]
+    LdaModel(corpus, num_topics=2, id2word=dictionary, random_state=SEED).save(str(out / "lda.model"))
+    LdaMulticore(corpus, num_topics=2, id2word=dictionary, random_state=SEED, workers=1).save(str(out / "ldam.model"))
+    LsiModel(corpus, num_topics=2, id2word=dictionary).save(str(out / "lsi.model"))
+    HdpModel(corpus, id2word=dictionary, random_state=SEED).save(str(out / "hdp.model"))
+    Nmf(corpus, num_topics=2, id2word=dictionary, random_state=SEED).save(str(out / "nmf.model"))
+    tfidf = TfidfModel(corpus)
+    tfidf.save(str(out / "tfidf.model"))
+    LogEntropyModel(corpus).save(str(out / "logentropy.model"))
+    RpModel(corpus, num_topics=2).save(str(out / "rp.model"))
+    OkapiBM25Model(corpus).save(str(out / "bm25.model"))
+    MatrixSimilarity(tfidf[corpus], num_features=len(dictionary)).save(str(out / "matrix.index"))
+    SparseMatrixSimilarity(tfidf[corpus], num_features=len(dictionary)).save(str(out / "sparse.index"))
+    Phrases(sentences, min_count=1, threshold=0.1).save(str(out / "phrases.model"))
+    Phrases(sentences, min_count=1, threshold=0.1, scoring=npmi_scorer).freeze().save(str(out / "frozen.model"))
