@@ -270,6 +270,26 @@ def test_a_class_kept_under_a_method_name_runs_when_the_library_calls_the_method
     assert not _rules(tmp_path / "values", _dump(harmless))
 
 
+def test_slot_state_runs_setters_so_it_is_judged(tmp_path: Path) -> None:
+    """BUILD's (dict, slots) state sets the slot items with setattr, which runs property setters: a review ran a
+    gensim CoherenceModel's `topics` setter at pickle.load that way. Writers produce it only for classes that
+    keep attributes in __slots__: on an allowed class that does not, it is WS-PKL-023; a class outside the
+    allowlist is WS-PKL-003 already."""
+    import copyreg
+
+    from gensim.models import Word2Vec
+    from gensim.models.coherencemodel import CoherenceModel
+
+    def slotted(cls: type) -> _Call:
+        return _Call(copyreg._reconstructor, (cls, object, None), ({}, {"topics": [["a"]]}))  # type: ignore[attr-defined]
+
+    assert "WS-PKL-023" in _rules(tmp_path / "allowed", _dump(slotted(Word2Vec)))
+    unknown = _rules(tmp_path / "unknown", _dump(slotted(CoherenceModel)))
+    assert "WS-PKL-003" in unknown and "WS-PKL-023" not in unknown
+    plain = _Call(copyreg._reconstructor, (Word2Vec, object, None), ({}, {}))  # type: ignore[attr-defined]
+    assert not _rules(tmp_path / "empty", _dump(plain))
+
+
 class _Marker:
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -87,6 +87,10 @@ CORE = [
     "zoneinfo.ZoneInfo", "zoneinfo.ZoneInfo._unpickle",
 ]  # fmt: skip
 
+# Allowed classes that keep attributes in __slots__, so real pickles restore them with BUILD's slot state
+# (setattr): found by scanning the real files of tests/test_benign_real.py (WS-PKL-023 flags any other).
+SLOT_CLASSES: list[str] = []
+
 # NumPy reductions that estimators keep as parameters (FeatureAgglomeration's pooling_func, ...): pure array
 # maths. Not the module: numpy also holds load, fromfile, vectorize, apply_along_axis and add_newdoc (which
 # imports a module named by its argument).
@@ -559,7 +563,10 @@ def main() -> int:
         "Python containers, copyreg helpers, NumPy reconstruction (hand-picked); NumPy ufuncs and reductions "
         "as values only.",
         CORE + numpy_names,
-        more={"referenced-callables": numpy_function_names() + [f"builtins.str.{m}" for m in STR_METHODS]},
+        more={
+            "referenced-callables": numpy_function_names() + [f"builtins.str.{m}" for m in STR_METHODS],
+            "slot-classes": SLOT_CLASSES,
+        },
     )
     sklearn_classes = [
         n for n in classes_under("sklearn", skip=("externals", "_build_utils", "experimental"))

@@ -834,6 +834,7 @@ class Machine:
             if target.state is not None:
                 self._after_build(res, target, "BUILD", at)
             target.state = state
+            _slot_state(res, target, state, at)
             if _is_partial(target) or _is_defaultdict(target):
                 # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
                 # defaultdict's factory can be set from BUILD's slot state: what they will call comes from here.
@@ -910,6 +911,27 @@ class Machine:
             owner = _owner(target)
             for value in {id(v): v for _, v in state.items if isinstance(v, Global | Obj)}.values():
                 self._mark(res, owner, value, "call", opcode, at)  # each distinct value once
+
+
+def _slot_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
+    """(dict, slots) state: pickle sets each slot item with setattr, which runs the class's __setattr__ and property
+    setters (a review reached a library call through one). Real files write it only for classes that keep
+    attributes in __slots__."""
+    if not (isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2):
+        return
+    slots = state.items[1]
+    if isinstance(slots, Dict) and (slots.items or slots.dropped):
+        keys = ",".join(str(k.value)[:40] for k, _ in slots.items[:8] if isinstance(k, Const))
+        res.events.append(Event("pickle.slot_state", at, {"callable": _restored_class(target), "keys": keys}))
+
+
+def _restored_class(target: Obj) -> str:
+    """The class an object was made from: the class copyreg's helpers get, else what was called."""
+    func, args = target.func, target.args
+    if isinstance(func, Global) and func.dotted in (*_NEWOBJ_HELPERS, "copyreg._reconstructor"):
+        first = args.items[0] if isinstance(args, Seq) and args.items else None
+        return first.dotted if isinstance(first, Global) else describe(first)
+    return func.dotted if isinstance(func, Global) else describe(func)
 
 
 def _owner(target: Obj) -> Global:
