@@ -290,6 +290,56 @@ def test_slot_state_runs_setters_so_it_is_judged(tmp_path: Path) -> None:
     assert not _rules(tmp_path / "empty", _dump(plain))
 
 
+def test_second_review_shapes_are_high(tmp_path: Path) -> None:
+    """A second review's bypasses, each flagged now: a state-only class kept as a value while the stream also
+    restores one (WS-PKL-022 looks at every use), slot state computed by dict(...) or tuple(...) (WS-PKL-023),
+    and boosters called with a model file outside the folder (their constructors read it: WS-PKL-014)."""
+    import copyreg
+
+    import lightgbm
+    import xgboost
+    from optuna.study.study import Study
+    from sklearn.gaussian_process.kernels import RBF
+    from sklearn.preprocessing import FunctionTransformer
+
+    transformer = FunctionTransformer(func=Study, kw_args={"storage": "sqlite:////tmp/outside.db"})
+    restored = Study.__new__(Study)  # pickled as NEWOBJ of Study and its state
+    restored.__dict__["_thread_local"] = None
+    assert "WS-PKL-022" in _rules(tmp_path / "kept", _dump([restored, transformer]))
+    made = _Call(copyreg._reconstructor, (RBF, object, None))  # type: ignore[attr-defined]
+    for name, state in {
+        "dict": ({}, _Call(dict, ([("theta", [])],))),
+        "tuple": _Call(tuple, ([{}, {"theta": []}],)),
+    }.items():
+        made.state = state
+        assert "WS-PKL-023" in _rules(tmp_path / name, _dump(made)), name
+    for booster in (lightgbm.Booster, xgboost.Booster):
+        called = _Call(booster, (None, None, "/elsewhere/model.txt"))
+        assert "WS-PKL-014" in _rules(tmp_path / booster.__module__, _dump(called))
+
+
+def test_gensim_side_file_outside_the_folder_is_high(tmp_path: Path) -> None:
+    """gensim's load unpickles `<file>.<name>.npy` for each name in the model's __scipys list; a name walking
+    through a directory the folder ships leaves it. Proved with gensim's own load and a marker outside the folder;
+    WS-PKL-024. A real model with side files passes (test_benign_real's w2v-big.model)."""
+    import numpy as np
+    from gensim.models.keyedvectors import KeyedVectors
+
+    outside, model = tmp_path / "outside", tmp_path / "model"
+    outside.mkdir()
+    (model / "vectors.kv.d").mkdir(parents=True)
+    marker = tmp_path / "MARKER"
+    (outside / "evil.npy").write_bytes(pickle.dumps(_Marker(marker), protocol=2))
+    vectors = KeyedVectors(4)
+    vectors.add_vectors(["a", "b"], np.ones((2, 4), dtype=np.float32))
+    vectors.__dict__["__scipys"] = ["d/../../outside/evil"]
+    (model / "vectors.kv").write_bytes(pickle.dumps(vectors, protocol=4))
+    load = "import sys; from gensim.models import KeyedVectors; KeyedVectors.load(sys.argv[1])"
+    subprocess.run([sys.executable, "-c", load, str(model / "vectors.kv")], capture_output=True, timeout=300)
+    assert marker.exists(), "gensim's load no longer follows the name: revisit WS-PKL-024"
+    assert "WS-PKL-024" in _rules(tmp_path / "scan", (model / "vectors.kv").read_bytes())
+
+
 class _Marker:
     def __init__(self, path: Path) -> None:
         self.path = path

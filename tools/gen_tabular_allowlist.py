@@ -30,6 +30,9 @@ LIBRARIES = ("pandas.", "xgboost.", "lightgbm.", "catboost.", "dateutil.", "pyar
 # Never recorded, whatever a catalogue object pickles: an extension type unpickles its serialized payload
 # (pyarrow's PyExtensionType, CVE-2023-47248), so it stays for the rules.
 NEVER = ("ExtensionType",)
+# Boosters real pickles restore with cls.__new__ and their state (NEWOBJ, BUILD): their constructors read the model
+# file they are given (a review loaded models from outside the folder by calling them), so they are state-only.
+STATE_ONLY = ["lightgbm.basic.Booster", "xgboost.core.Booster"]
 
 
 class _Recorder(pickle.Unpickler):
@@ -62,7 +65,7 @@ def main() -> None:
         "pyarrow-backed ones too), pyarrow tables and XGBoost, LightGBM and CatBoost models import, recorded from "
         "real pickles, never a package wildcard.\n"
     )
-    write_pack("allow-tabular", description, {"allowed-callables": listed})
+    write_pack("allow-tabular", description, {"allowed-callables": listed, "state-only-classes": STATE_ONLY})
     others = sorted(names - set(listed))
     print(f"{len(listed)} names; imported too, judged by the other packs: {others}", file=sys.stderr)
 

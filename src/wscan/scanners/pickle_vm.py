@@ -186,6 +186,10 @@ class PickleResult:
     item_methods: dict[int, tuple[Obj, dict[str, Sym]]] = field(default_factory=dict)
     # Objects (and states) `_after_build` judged, by id; kept alive here so an id is never reused.
     changed: dict[int, Sym] = field(default_factory=dict)
+    # Names the stream keeps as plain values (in a list, dict, set, object state or items, call arguments, the
+    # result), not only calls or restores; and the containers already walked for them, by id (kept alive here).
+    kept: set[str] = field(default_factory=set)
+    walked: dict[int, Sym] = field(default_factory=dict)
 
     @property
     def nested_all_read(self) -> bool:
@@ -426,6 +430,7 @@ class Machine:
     def _invoke(self, res: PickleResult, func: Sym, args: Sym, how: str, offset: int) -> Sym:
         """A call loading would make: record it, apply the few effects that change later resolution."""
         func = _module_class(func)
+        _keep_arguments(res, func, args)
         if func is self.getattr:
             res.getattr_calls += 1
         if isinstance(func, Global) and func.dotted == NESTED_LOADER:
@@ -690,6 +695,7 @@ class Machine:
                     if len(pairs) % 2:
                         raise PickleSyntaxError(at, "SETITEMS with an odd number of items")
                 escape(pairs)
+                _keep(res, pairs)
                 target = top()
                 if isinstance(target, Dict):
                     for i in range(0, len(pairs), 2):
@@ -700,6 +706,7 @@ class Machine:
             elif name in _APPENDS:
                 values = [pop()] if name == "APPEND" else pop_mark()
                 escape(values)
+                _keep(res, values)
                 target = top()
                 if isinstance(target, Seq):
                     target.extend(values)
@@ -714,6 +721,7 @@ class Machine:
             elif name == "BUILD":
                 state = pop()
                 escape([state])
+                _keep(res, [state])
                 target = top()
                 self._build(res, target, state, at)
             elif name == "STACK_GLOBAL":
@@ -746,6 +754,7 @@ class Machine:
             elif name == "STOP":
                 res.result = pop()
                 escape([res.result])
+                _keep(res, [res.result])
                 res.stopped = True
                 return
             elif name == "PROTO":
@@ -757,11 +766,14 @@ class Machine:
                 seq = Seq(name.lower())
                 popped = pop_mark()
                 escape(popped)  # all of them: a Seq keeps only the first MAX_ITEMS
+                if name != "TUPLE":  # a tuple's items are values once the tuple is (it may be a restore's arguments)
+                    _keep(res, popped)
                 seq.extend(popped)
                 stack.append(seq)
             elif name == "DICT":
                 items = pop_mark()
                 escape(items)
+                _keep(res, items)
                 if len(items) % 2:
                     raise PickleSyntaxError(at, "DICT with an odd number of items")
                 d = Dict()
@@ -810,6 +822,7 @@ class Machine:
                     raise PickleSyntaxError(at, "protocol 0 persistent id is not ASCII")  # as CPython refuses it
                 pid: Sym = Const(arg) if name == "PERSID" else pop()
                 escape([pid])
+                _keep(res, [pid])
                 res.persistent_ids.append(pid)
                 stack.append(Persistent(pid))
             else:
@@ -835,6 +848,7 @@ class Machine:
                 self._after_build(res, target, "BUILD", at)
             target.state = state
             _slot_state(res, target, state, at)
+            _side_file_names(res, state, at)
             if _is_partial(target) or _is_defaultdict(target):
                 # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
                 # defaultdict's factory can be set from BUILD's slot state: what they will call comes from here.
@@ -913,16 +927,80 @@ class Machine:
                 self._mark(res, owner, value, "call", opcode, at)  # each distinct value once
 
 
+# Restores: the class a copyreg helper makes is not a value the object keeps (nor _reconstructor's base).
+_RESTORED_POSITIONS = {"copyreg.__newobj__": 1, "copyreg.__newobj_ex__": 1, "copyreg._reconstructor": 2}
+
+
+def _keep_arguments(res: PickleResult, func: Sym, args: Sym) -> None:
+    """A call's arguments are values the callee may keep, but for the class a restore helper makes."""
+    skip = _RESTORED_POSITIONS.get(func.dotted, 0) if isinstance(func, Global) else 0
+    if isinstance(args, Seq) and args.type == "tuple":
+        _keep(res, args.items[skip:])
+    else:
+        _keep(res, [args])
+
+
+def _keep(res: PickleResult, values: list[Sym]) -> None:
+    """Note the names `values` hold, inside the lists, tuples, sets and dicts among them (each container walked
+    once; what is added to it later is noted as it is added). A class kept as a value can be called later by
+    whatever holds it (WS-PKL-022)."""
+    pending = list(values)
+    while pending:
+        value = pending.pop()
+        if isinstance(value, Global):
+            res.kept.add(value.dotted)
+        elif isinstance(value, Seq | Dict) and id(value) not in res.walked:
+            res.walked[id(value)] = value
+            if isinstance(value, Seq):
+                pending.extend(value.items)
+            else:
+                pending.extend(item for pair in value.items for item in pair)
+
+
+_TUPLE_CLASSES = frozenset({"builtins.tuple", "__builtin__.tuple"})
+# gensim's SaveLoad.load reads the attributes these lists name from files beside the model, `<file>.<name>.npy`
+# (the __scipys ones unpickled), and loads __recursive_saveloads attributes' own side files the same way.
+SIDE_FILE_LISTS = ("__numpys", "__scipys", "__ignoreds", "__recursive_saveloads")
+
+
+def _side_file_names(res: PickleResult, state: Sym, at: int) -> None:
+    """A side-file name with a path separator or `..` makes gensim read (and for __scipys unpickle) a file outside
+    the folder: the folder can ship the directory `<file>.<prefix>` the path walks through (a review proved it)."""
+    if isinstance(state, Seq) and state.type == "tuple" and state.items:
+        state = state.items[0]
+    if not isinstance(state, Dict):
+        return
+    for key, value in state.items:
+        if isinstance(key, Const) and key.value in SIDE_FILE_LISTS:
+            names = value.items if isinstance(value, Seq) else [value]
+            for name in names:
+                text = name.value if isinstance(name, Const) else None
+                if not isinstance(text, str) or "/" in text or "\\" in text or ".." in text:
+                    attrs: dict[str, str | int | bool] = {"list": str(key.value), "name": describe(name)}
+                    res.events.append(Event("pickle.side_file_outside", at, attrs))
+
+
 def _slot_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     """(dict, slots) state: pickle sets each slot item with setattr, which runs the class's __setattr__ and property
     setters (a review reached a library call through one). Real files write it only for classes that keep
     attributes in __slots__."""
-    if not (isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2):
+    if isinstance(state, Obj) and _restored_class(state) in _TUPLE_CLASSES:  # tuple(...): it may be such a pair
+        slots: Sym = state
+    elif isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2:
+        slots = state.items[1]
+    else:
         return
-    slots = state.items[1]
+    restored = _restored_class(target)
     if isinstance(slots, Dict) and (slots.items or slots.dropped):
         keys = ",".join(str(k.value)[:40] for k, _ in slots.items[:8] if isinstance(k, Const))
-        res.events.append(Event("pickle.slot_state", at, {"callable": _restored_class(target), "keys": keys}))
+    elif isinstance(slots, Obj | Unknown) and restored.rpartition(".")[2][:1].isupper():
+        # Computed: an object with .items() (dict(...), a Series) works as slot state. Only for what is named like
+        # a class (a plain instance takes the default BUILD): the objects Cython and NumPy helpers return
+        # (__pyx_unpickle_*, _reconstruct) have a __setstate__ of their own that takes such pairs.
+        keys = f"what {describe(slots)} returns"
+    else:
+        return
+    res.events.append(Event("pickle.slot_state", at, {"callable": restored, "keys": keys}))
 
 
 def _restored_class(target: Obj) -> str:
