@@ -340,6 +340,50 @@ def test_gensim_side_file_outside_the_folder_is_high(tmp_path: Path) -> None:
     assert "WS-PKL-024" in _rules(tmp_path / "scan", (model / "vectors.kv").read_bytes())
 
 
+def test_third_review_shapes_are_high(tmp_path: Path) -> None:
+    """A third review hid the same things from the checks above, each now caught: a class kept inside a joblib
+    object array's own pickle (WS-PKL-022 per stream), a side-file list changed by APPENDS after its BUILD
+    (checked at the end of the stream, WS-PKL-024), an attribute named by str(...) or a state past what wscan
+    reads (WS-PKL-025), slot state made by a tuple subclass (WS-PKL-023), a kept class past a long tuple's first
+    4,096 items (WS-PKL-022)."""
+    import copyreg
+    import io
+    import pickletools
+
+    import joblib
+    import numpy as np
+    from gensim.models import KeyedVectors
+    from optuna.study.study import Study
+    from sklearn.preprocessing import FunctionTransformer
+    from sklearn.utils._pprint import KeyValTuple
+
+    nested = io.BytesIO()
+    joblib.dump(np.array([FunctionTransformer(func=Study)], dtype=object), nested)
+    assert "WS-PKL-022" in _rules(tmp_path / "nested", nested.getvalue())
+
+    vectors = KeyedVectors(4)
+    vectors.add_vectors(["a"], np.ones((1, 4), dtype=np.float32))
+    vectors.__dict__["__scipys"] = []
+    data = pickle.dumps(vectors, protocol=2)
+    ops = list(pickletools.genops(data))
+    memo = next(ops[i + 3][1] for i, (op, arg, _) in enumerate(ops) if arg == "__scipys")
+    name = b"/../../outside/evil"
+    later = b"h" + bytes([memo]) + b"(X" + len(name).to_bytes(4, "little") + name + b"e0."  # BINGET, APPENDS, POP
+    assert "WS-PKL-024" in _rules(tmp_path / "appended", data[:-1] + later)
+
+    def restored(cls: type, state: object) -> _Call:
+        return _Call(copyreg._reconstructor, (cls, object, None), state)  # type: ignore[attr-defined]
+
+    computed = restored(KeyedVectors, {_Call(str, ("__scipys",)): ["x"]})
+    assert "WS-PKL-025" in _rules(tmp_path / "computed", _dump(computed))
+    crowded = restored(KeyedVectors, {**{f"a{i}": i for i in range(4100)}, "__scipys": ["x"]})
+    assert "WS-PKL-025" in _rules(tmp_path / "crowded", _dump(crowded))
+    slots = restored(KeyedVectors, KeyValTuple(({}, {"__scipys": ["/../x"]})))
+    assert "WS-PKL-023" in _rules(tmp_path / "subclass", _dump(slots))
+    long_tuple = tuple([("k", i) for i in range(4100)] + [("func", Study)])
+    assert "WS-PKL-022" in _rules(tmp_path / "long", _dump(restored(FunctionTransformer, _Call(dict, (long_tuple,)))))
+
+
 class _Marker:
     def __init__(self, path: Path) -> None:
         self.path = path

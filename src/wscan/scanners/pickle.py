@@ -284,7 +284,7 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
                 called=bool(rec.invoked),
                 # Whether the class's __init__ (or the function) runs, not only __new__ and BUILD.
                 runs_init=any(use in _RUNS_INIT or use.startswith("CALL ") for use in rec.invoked),
-                kept=key in res.kept,  # kept as a plain value somewhere, not only called or restored
+                kept=key in sub.kept,  # kept as a plain value somewhere, not only called or restored
                 # The name when loading only looks it up (a score function a scorer keeps): see
                 # `referenced-callables` in the rule packs.
                 referenced="" if rec.invoked else key,

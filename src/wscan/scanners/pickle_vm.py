@@ -190,6 +190,9 @@ class PickleResult:
     # result), not only calls or restores; and the containers already walked for them, by id (kept alive here).
     kept: set[str] = field(default_factory=set)
     walked: dict[int, Sym] = field(default_factory=dict)
+    # The dict states BUILD gave objects, with where: judged at the end of the stream (`check_states`), since the
+    # stream can still change a state's lists after the BUILD.
+    states: list[tuple[Dict, int]] = field(default_factory=list)
 
     @property
     def nested_all_read(self) -> bool:
@@ -566,6 +569,7 @@ class Machine:
         except (RecursionError, MemoryError, OverflowError, ValueError, UnicodeError) as exc:
             res.error = PickleSyntaxError(self.stream.base + self.stream.offset, f"undecodable: {exc}")
         res.end = self.stream.base + self.stream.offset
+        check_states(res)
         return res
 
     def _loop(self, res: PickleResult) -> None:
@@ -768,6 +772,8 @@ class Machine:
                 escape(popped)  # all of them: a Seq keeps only the first MAX_ITEMS
                 if name != "TUPLE":  # a tuple's items are values once the tuple is (it may be a restore's arguments)
                     _keep(res, popped)
+                else:
+                    _keep(res, popped[MAX_ITEMS:])  # not kept by the Seq, so never walked later: values now
                 seq.extend(popped)
                 stack.append(seq)
             elif name == "DICT":
@@ -848,7 +854,9 @@ class Machine:
                 self._after_build(res, target, "BUILD", at)
             target.state = state
             _slot_state(res, target, state, at)
-            _side_file_names(res, state, at)
+            dict_state = state.items[0] if isinstance(state, Seq) and state.type == "tuple" and state.items else state
+            if isinstance(dict_state, Dict) and len(res.states) < MAX_STATES:
+                res.states.append((dict_state, at))
             if _is_partial(target) or _is_defaultdict(target):
                 # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
                 # defaultdict's factory can be set from BUILD's slot state: what they will call comes from here.
@@ -957,34 +965,44 @@ def _keep(res: PickleResult, values: list[Sym]) -> None:
                 pending.extend(item for pair in value.items for item in pair)
 
 
-_TUPLE_CLASSES = frozenset({"builtins.tuple", "__builtin__.tuple"})
 # gensim's SaveLoad.load reads the attributes these lists name from files beside the model, `<file>.<name>.npy`
 # (the __scipys ones unpickled), and loads __recursive_saveloads attributes' own side files the same way.
 SIDE_FILE_LISTS = ("__numpys", "__scipys", "__ignoreds", "__recursive_saveloads")
+MAX_STATES = 1_000_000  # dict states kept for the end-of-stream check (the opcode limit bounds them anyway)
 
 
-def _side_file_names(res: PickleResult, state: Sym, at: int) -> None:
-    """A side-file name with a path separator or `..` makes gensim read (and for __scipys unpickle) a file outside
-    the folder: the folder can ship the directory `<file>.<prefix>` the path walks through (a review proved it)."""
-    if isinstance(state, Seq) and state.type == "tuple" and state.items:
-        state = state.items[0]
-    if not isinstance(state, Dict):
-        return
-    for key, value in state.items:
-        if isinstance(key, Const) and key.value in SIDE_FILE_LISTS:
+def check_states(res: PickleResult) -> None:
+    """What the objects' states hold once the stream is done. gensim's SaveLoad.load reads the attributes a model
+    lists in __numpys, __scipys and __recursive_saveloads from `<file>.<name>.npy` (unpickling the __scipys ones):
+    a name with a path separator or `..` walks out of the folder through a directory the folder ships (a review
+    proved it). A name the machine cannot read (computed, past MAX_ITEMS) counts the same. Writers name
+    attributes with constants, so a state with a computed name, or more names than the machine keeps, is
+    reported too."""
+    seen: set[int] = set()
+    for state, at in res.states:
+        if id(state) in seen:
+            continue
+        seen.add(id(state))
+        if state.dropped or any(not isinstance(key, Const) for key, _ in state.items):
+            res.events.append(Event("pickle.unread_attribute_names", at, {"count": len(state.items) + state.dropped}))
+        for key, value in state.items:
+            if not (isinstance(key, Const) and key.value in SIDE_FILE_LISTS):
+                continue
             names = value.items if isinstance(value, Seq) else [value]
+            unread = isinstance(value, Seq) and value.dropped > 0
             for name in names:
                 text = name.value if isinstance(name, Const) else None
-                if not isinstance(text, str) or "/" in text or "\\" in text or ".." in text:
+                if unread or not isinstance(text, str) or "/" in text or "\\" in text or ".." in text:
                     attrs: dict[str, str | int | bool] = {"list": str(key.value), "name": describe(name)}
                     res.events.append(Event("pickle.side_file_outside", at, attrs))
+                    break
 
 
 def _slot_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     """(dict, slots) state: pickle sets each slot item with setattr, which runs the class's __setattr__ and property
     setters (a review reached a library call through one). Real files write it only for classes that keep
     attributes in __slots__."""
-    if isinstance(state, Obj) and _restored_class(state) in _TUPLE_CLASSES:  # tuple(...): it may be such a pair
+    if isinstance(state, Obj | Unknown):  # computed: a tuple or any tuple subclass of two makes such a pair
         slots: Sym = state
     elif isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2:
         slots = state.items[1]
