@@ -117,15 +117,19 @@ def test_functools_partial_is_judged_by_what_it_wraps(tmp_path: Path) -> None:
 
 
 class _Call:
-    """Pickles as REDUCE: func(*args), then BUILD with `state` if given."""
+    """Pickles as REDUCE: func(*args), then BUILD with `state` if given, then SETITEMS with `items` if given."""
 
-    def __init__(self, func: object, args: tuple[object, ...], state: object = None) -> None:
-        self.func, self.args, self.state = func, args, state
+    def __init__(
+        self, func: object, args: tuple[object, ...], state: object = None, items: dict[object, object] | None = None
+    ) -> None:
+        self.func, self.args, self.state, self.items = func, args, state, items
 
 
 class _Pickler(pickle.Pickler):
     def reducer_override(self, obj: object) -> object:
         if isinstance(obj, _Call):
+            if obj.items is not None:
+                return (obj.func, obj.args, obj.state, None, iter(obj.items.items()))
             return (obj.func, obj.args) if obj.state is None else (obj.func, obj.args, obj.state)
         return NotImplemented
 
@@ -345,7 +349,8 @@ def test_third_review_shapes_are_high(tmp_path: Path) -> None:
     object array's own pickle (WS-PKL-022 per stream), a side-file list changed by APPENDS after its BUILD
     (checked at the end of the stream, WS-PKL-024), an attribute named by str(...) or a state past what wscan
     reads (WS-PKL-025), slot state made by a tuple subclass (WS-PKL-023), a kept class past a long tuple's first
-    4,096 items (WS-PKL-022)."""
+    4,096 items (WS-PKL-022). And an EasyDict item named by str(...), which pickle's BUILD would call if it
+    spells __setstate__ (WS-PKL-021)."""
     import copyreg
     import io
     import pickletools
@@ -380,6 +385,11 @@ def test_third_review_shapes_are_high(tmp_path: Path) -> None:
     assert "WS-PKL-025" in _rules(tmp_path / "crowded", _dump(crowded))
     slots = restored(KeyedVectors, KeyValTuple(({}, {"__scipys": ["/../x"]})))
     assert "WS-PKL-023" in _rules(tmp_path / "subclass", _dump(slots))
+    from easydict import EasyDict
+
+    items: dict[object, object] = {_Call(str, ("__setstate__",)): Study}
+    named = _Call(copyreg._reconstructor, (EasyDict, dict, {}), None, items)  # type: ignore[attr-defined]
+    assert "WS-PKL-021" in _rules(tmp_path / "item", _dump(named))
     long_tuple = tuple([("k", i) for i in range(4100)] + [("func", Study)])
     assert "WS-PKL-022" in _rules(tmp_path / "long", _dump(restored(FunctionTransformer, _Call(dict, (long_tuple,)))))
 

@@ -893,6 +893,14 @@ class Machine:
         if not isinstance(target, Obj):
             return
         for i in range(0, len(pairs) - 1, 2):
+            name = pairs[i]
+            if isinstance(name, Obj) and _restored_class(name) in _STR_CLASSES:
+                # A name built by str(...): no writer does that, and it may be any of the names above.
+                attrs: dict[str, str | int | bool] = {"opcode": opcode, "name": describe(name),
+                                                      "callee": describe(target)}  # fmt: skip
+                res.events.append(Event("pickle.method_from_items", at, attrs))
+                self._mark(res, _owner(target), pairs[i + 1], "call", opcode, at)
+                continue
             key = _const(pairs[i])
             if isinstance(key, str) and key in INSTANCE_LOOKUPS:
                 res.item_methods.setdefault(id(target), (target, {}))[1][key] = pairs[i + 1]
@@ -935,6 +943,7 @@ class Machine:
                 self._mark(res, owner, value, "call", opcode, at)  # each distinct value once
 
 
+_STR_CLASSES = frozenset({"builtins.str", "__builtin__.str", "__builtin__.unicode"})
 # Restores: the class a copyreg helper makes is not a value the object keeps (nor _reconstructor's base).
 _RESTORED_POSITIONS = {"copyreg.__newobj__": 1, "copyreg.__newobj_ex__": 1, "copyreg._reconstructor": 2}
 
