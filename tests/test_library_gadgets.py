@@ -394,6 +394,24 @@ def test_third_review_shapes_are_high(tmp_path: Path) -> None:
     assert "WS-PKL-022" in _rules(tmp_path / "long", _dump(restored(FunctionTransformer, _Call(dict, (long_tuple,)))))
 
 
+def test_a_state_mapping_made_by_a_call_is_unread(tmp_path: Path) -> None:
+    """A fourth review hid gensim's side-file lists in a (mapping, {}) BUILD state whose mapping is made by a call,
+    OrderedDict() filled by SETITEMS or dict([...]): pickle copies its items into the instance's dict, and
+    KeyedVectors.load read (and for __scipys unpickled) a file outside the folder. WS-PKL-025."""
+    import copyreg
+    from collections import OrderedDict
+
+    from gensim.models import KeyedVectors
+
+    def restored(state: object) -> _Call:
+        return _Call(copyreg._reconstructor, (KeyedVectors, object, None), state)  # type: ignore[attr-defined]
+
+    ordered = _Call(OrderedDict, (), None, {"__numpys": ["d/../../outside/secret"]})
+    assert "WS-PKL-025" in _rules(tmp_path / "ordered", _dump(restored((ordered, {}))))
+    made = _Call(dict, ([("__scipys", ["d/../../outside/x"])],))
+    assert "WS-PKL-025" in _rules(tmp_path / "dict", _dump(restored((made, {}))))
+
+
 class _Marker:
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -854,9 +854,17 @@ class Machine:
                 self._after_build(res, target, "BUILD", at)
             target.state = state
             _slot_state(res, target, state, at)
-            dict_state = state.items[0] if isinstance(state, Seq) and state.type == "tuple" and state.items else state
+            pair = isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2
+            dict_state = state.items[0] if pair and isinstance(state, Seq) else state
             if isinstance(dict_state, Dict) and len(res.states) < MAX_STATES:
                 res.states.append((dict_state, at))
+            elif pair and isinstance(dict_state, Obj | Unknown) and _class_like(_restored_class(target)):
+                # (mapping, slots) with the mapping made by a call (OrderedDict(), dict([...])): pickle copies its
+                # items into the instance's dict, names wscan cannot check (a review hid gensim's side-file lists
+                # so). The objects Cython and NumPy helpers return take such pairs in their own __setstate__.
+                detail = f"names from what {describe(dict_state)} returns"
+                attrs: dict[str, str | int | bool] = {"detail": detail, "callable": _restored_class(target)}
+                res.events.append(Event("pickle.unread_attribute_names", at, attrs))
             if _is_partial(target) or _is_defaultdict(target):
                 # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
                 # defaultdict's factory can be set from BUILD's slot state: what they will call comes from here.
@@ -993,7 +1001,8 @@ def check_states(res: PickleResult) -> None:
             continue
         seen.add(id(state))
         if state.dropped or any(not isinstance(key, Const) for key, _ in state.items):
-            res.events.append(Event("pickle.unread_attribute_names", at, {"count": len(state.items) + state.dropped}))
+            detail = f"{len(state.items) + state.dropped} names, some computed or past what wscan keeps"
+            res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": ""}))
         for key, value in state.items:
             if not (isinstance(key, Const) and key.value in SIDE_FILE_LISTS):
                 continue
@@ -1020,7 +1029,7 @@ def _slot_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     restored = _restored_class(target)
     if isinstance(slots, Dict) and (slots.items or slots.dropped):
         keys = ",".join(str(k.value)[:40] for k, _ in slots.items[:8] if isinstance(k, Const))
-    elif isinstance(slots, Obj | Unknown) and restored.rpartition(".")[2][:1].isupper():
+    elif isinstance(slots, Obj | Unknown) and _class_like(restored):
         # Computed: an object with .items() (dict(...), a Series) works as slot state. Only for what is named like
         # a class (a plain instance takes the default BUILD): the objects Cython and NumPy helpers return
         # (__pyx_unpickle_*, _reconstruct) have a __setstate__ of their own that takes such pairs.
@@ -1028,6 +1037,12 @@ def _slot_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     else:
         return
     res.events.append(Event("pickle.slot_state", at, {"callable": restored, "keys": keys}))
+
+
+def _class_like(dotted: str) -> bool:
+    """Named like a class (CamelCase): an instance pickle rebuilds with the default BUILD, unlike the objects
+    Cython's and NumPy's helper functions (__pyx_unpickle_*, _reconstruct) return."""
+    return dotted.rpartition(".")[2][:1].isupper()
 
 
 def _restored_class(target: Obj) -> str:
