@@ -19,6 +19,7 @@ Each proof loads the corpus sample's bytes (rebuilt with a marker payload or a l
 
 from __future__ import annotations
 
+import copyreg
 import importlib.util
 import io
 import pickle
@@ -134,6 +135,11 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
+def _restored(cls: type, state: object = None) -> _Call:
+    """What a writer makes of an instance: copyreg._reconstructor(cls, object, None), then BUILD with `state`."""
+    return _Call(copyreg._reconstructor, (cls, object, None), state)  # type: ignore[attr-defined]
+
+
 def _dump(obj: object) -> bytes:
     buffer = io.BytesIO()
     _Pickler(buffer, protocol=2).dump(obj)
@@ -218,7 +224,6 @@ def test_gensim_models_pass_restored_from_state_but_not_called(tmp_path: Path) -
     pickle gives it (WS-PKL-014). Only what saved models import is allowed: EnsembleLda (imports the module its
     state names once used), a similarity shard (unpickles the file its state names) and the corpus readers stay
     unknown (WS-PKL-003)."""
-    import copyreg
 
     from gensim.corpora.lowcorpus import LowCorpus
     from gensim.models import Word2Vec
@@ -230,8 +235,7 @@ def test_gensim_models_pass_restored_from_state_but_not_called(tmp_path: Path) -
     assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(Word2Vec, ([["a"]] * 1000,))))
     for name, cls in {"ensemble": EnsembleLda, "shard": Shard, "reader": LowCorpus}.items():
         state = {"topic_model_module_string": "os", "topic_model_class_string": "system", "fname": "/tmp/x"}
-        restored = _Call(copyreg._reconstructor, (cls, object, None), state)  # type: ignore[attr-defined]
-        assert "WS-PKL-003" in _rules(tmp_path / name, _dump(restored))
+        assert "WS-PKL-003" in _rules(tmp_path / name, _dump(_restored(cls, state)))
 
 
 def test_a_class_kept_under_a_method_name_runs_when_the_library_calls_the_method(tmp_path: Path) -> None:
@@ -240,7 +244,6 @@ def test_a_class_kept_under_a_method_name_runs_when_the_library_calls_the_method
     old vocabulary with self.set_vecattr(index, ...): kept as LowCorpus, that unpickles `index + ".index"`, here a
     file outside the model folder. The corpus reader is not on the allowlist, and an allowed model class kept as a
     value is WS-PKL-022; a torch layer or an estimator (constructors that only store parameters) passes."""
-    import copyreg
 
     import numpy as np
     from gensim.corpora.lowcorpus import LowCorpus
@@ -249,9 +252,6 @@ def test_a_class_kept_under_a_method_name_runs_when_the_library_calls_the_method
     from imblearn.over_sampling import SMOTE
     from torch import nn
 
-    def restored(cls: type, state: dict[str, object]) -> _Call:
-        return _Call(copyreg._reconstructor, (cls, object, None), state)  # type: ignore[attr-defined]
-
     outside, model = tmp_path / "outside", tmp_path / "model"
     outside.mkdir()
     model.mkdir()
@@ -259,8 +259,8 @@ def test_a_class_kept_under_a_method_name_runs_when_the_library_calls_the_method
     (outside / "kv.index").write_bytes(pickle.dumps(_Marker(marker), protocol=2))
     state = {"vector_size": 4, "index_to_key": ["king"], "vectors": np.zeros((1, 4), np.float32),
              "norms": None, "expandos": {}, "next_index": 1, "mapfile_path": None, "set_vecattr": LowCorpus,
-             "vocab": {"king": restored(CompatVocab, {"index": str(outside / "kv")})}}  # fmt: skip
-    (model / "vectors.kv").write_bytes(_dump(restored(KeyedVectors, state)))
+             "vocab": {"king": _restored(CompatVocab, {"index": str(outside / "kv")})}}  # fmt: skip
+    (model / "vectors.kv").write_bytes(_dump(_restored(KeyedVectors, state)))
     load = "import sys; from gensim.models import KeyedVectors; KeyedVectors.load(sys.argv[1])"
     subprocess.run([sys.executable, "-c", load, str(model / "vectors.kv")], capture_output=True, timeout=300)
     assert marker.exists(), "gensim no longer runs a kept class: revisit this review's case"
@@ -268,9 +268,9 @@ def test_a_class_kept_under_a_method_name_runs_when_the_library_calls_the_method
     assert any(f.rule_id == "WS-PKL-003" and "LowCorpus" in f.message for f in found)
 
     kept = {"words": Word2Vec, "vectors": KeyedVectors}
-    assert "WS-PKL-022" in _rules(tmp_path / "kept", _dump(restored(KeyedVectors, {"set_vecattr": kept["words"]})))
+    assert "WS-PKL-022" in _rules(tmp_path / "kept", _dump(_restored(KeyedVectors, {"set_vecattr": kept["words"]})))
     assert "WS-PKL-022" in _rules(tmp_path / "kept2", _dump([kept["vectors"]]))
-    harmless = restored(KeyedVectors, {"set_vecattr": nn.Linear, "other": SMOTE})
+    harmless = _restored(KeyedVectors, {"set_vecattr": nn.Linear, "other": SMOTE})
     assert not _rules(tmp_path / "values", _dump(harmless))
 
 
@@ -279,18 +279,15 @@ def test_slot_state_runs_setters_so_it_is_judged(tmp_path: Path) -> None:
     gensim CoherenceModel's `topics` setter at pickle.load that way. Writers produce it only for classes that
     keep attributes in __slots__: on an allowed class that does not, it is WS-PKL-023; a class outside the
     allowlist is WS-PKL-003 already."""
-    import copyreg
 
     from gensim.models import Word2Vec
     from gensim.models.coherencemodel import CoherenceModel
 
-    def slotted(cls: type) -> _Call:
-        return _Call(copyreg._reconstructor, (cls, object, None), ({}, {"topics": [["a"]]}))  # type: ignore[attr-defined]
-
-    assert "WS-PKL-023" in _rules(tmp_path / "allowed", _dump(slotted(Word2Vec)))
-    unknown = _rules(tmp_path / "unknown", _dump(slotted(CoherenceModel)))
+    slotted = ({}, {"topics": [["a"]]})
+    assert "WS-PKL-023" in _rules(tmp_path / "allowed", _dump(_restored(Word2Vec, slotted)))
+    unknown = _rules(tmp_path / "unknown", _dump(_restored(CoherenceModel, slotted)))
     assert "WS-PKL-003" in unknown and "WS-PKL-023" not in unknown
-    plain = _Call(copyreg._reconstructor, (Word2Vec, object, None), ({}, {}))  # type: ignore[attr-defined]
+    plain = _restored(Word2Vec, ({}, {}))
     assert not _rules(tmp_path / "empty", _dump(plain))
 
 
@@ -298,7 +295,6 @@ def test_second_review_shapes_are_high(tmp_path: Path) -> None:
     """A second review's bypasses, each flagged now: a state-only class kept as a value while the stream also
     restores one (WS-PKL-022 looks at every use), slot state computed by dict(...) or tuple(...) (WS-PKL-023),
     and boosters called with a model file outside the folder (their constructors read it: WS-PKL-014)."""
-    import copyreg
 
     import lightgbm
     import xgboost
@@ -310,7 +306,7 @@ def test_second_review_shapes_are_high(tmp_path: Path) -> None:
     restored = Study.__new__(Study)  # pickled as NEWOBJ of Study and its state
     restored.__dict__["_thread_local"] = None
     assert "WS-PKL-022" in _rules(tmp_path / "kept", _dump([restored, transformer]))
-    made = _Call(copyreg._reconstructor, (RBF, object, None))  # type: ignore[attr-defined]
+    made = _restored(RBF)
     for name, state in {
         "dict": ({}, _Call(dict, ([("theta", [])],))),
         "tuple": _Call(tuple, ([{}, {"theta": []}],)),
@@ -376,14 +372,11 @@ def test_third_review_shapes_are_high(tmp_path: Path) -> None:
     later = b"h" + bytes([memo]) + b"(X" + len(name).to_bytes(4, "little") + name + b"e0."  # BINGET, APPENDS, POP
     assert "WS-PKL-024" in _rules(tmp_path / "appended", data[:-1] + later)
 
-    def restored(cls: type, state: object) -> _Call:
-        return _Call(copyreg._reconstructor, (cls, object, None), state)  # type: ignore[attr-defined]
-
-    computed = restored(KeyedVectors, {_Call(str, ("__scipys",)): ["x"]})
+    computed = _restored(KeyedVectors, {_Call(str, ("__scipys",)): ["x"]})
     assert "WS-PKL-025" in _rules(tmp_path / "computed", _dump(computed))
-    crowded = restored(KeyedVectors, {**{f"a{i}": i for i in range(4100)}, "__scipys": ["x"]})
+    crowded = _restored(KeyedVectors, {**{f"a{i}": i for i in range(4100)}, "__scipys": ["x"]})
     assert "WS-PKL-025" in _rules(tmp_path / "crowded", _dump(crowded))
-    slots = restored(KeyedVectors, KeyValTuple(({}, {"__scipys": ["/../x"]})))
+    slots = _restored(KeyedVectors, KeyValTuple(({}, {"__scipys": ["/../x"]})))
     assert "WS-PKL-023" in _rules(tmp_path / "subclass", _dump(slots))
     from easydict import EasyDict
 
@@ -391,25 +384,21 @@ def test_third_review_shapes_are_high(tmp_path: Path) -> None:
     named = _Call(copyreg._reconstructor, (EasyDict, dict, {}), None, items)  # type: ignore[attr-defined]
     assert "WS-PKL-021" in _rules(tmp_path / "item", _dump(named))
     long_tuple = tuple([("k", i) for i in range(4100)] + [("func", Study)])
-    assert "WS-PKL-022" in _rules(tmp_path / "long", _dump(restored(FunctionTransformer, _Call(dict, (long_tuple,)))))
+    assert "WS-PKL-022" in _rules(tmp_path / "long", _dump(_restored(FunctionTransformer, _Call(dict, (long_tuple,)))))
 
 
 def test_a_state_mapping_made_by_a_call_is_unread(tmp_path: Path) -> None:
     """A fourth review hid gensim's side-file lists in a (mapping, {}) BUILD state whose mapping is made by a call,
     OrderedDict() filled by SETITEMS or dict([...]): pickle copies its items into the instance's dict, and
     KeyedVectors.load read (and for __scipys unpickled) a file outside the folder. WS-PKL-025."""
-    import copyreg
     from collections import OrderedDict
 
     from gensim.models import KeyedVectors
 
-    def restored(state: object) -> _Call:
-        return _Call(copyreg._reconstructor, (KeyedVectors, object, None), state)  # type: ignore[attr-defined]
-
     ordered = _Call(OrderedDict, (), None, {"__numpys": ["d/../../outside/secret"]})
-    assert "WS-PKL-025" in _rules(tmp_path / "ordered", _dump(restored((ordered, {}))))
+    assert "WS-PKL-025" in _rules(tmp_path / "ordered", _dump(_restored(KeyedVectors, (ordered, {}))))
     made = _Call(dict, ([("__scipys", ["d/../../outside/x"])],))
-    assert "WS-PKL-025" in _rules(tmp_path / "dict", _dump(restored((made, {}))))
+    assert "WS-PKL-025" in _rules(tmp_path / "dict", _dump(_restored(KeyedVectors, (made, {}))))
 
 
 class _Marker:

@@ -11,7 +11,6 @@ import dataclasses
 import enum
 import importlib
 import inspect
-import pickle
 import pkgutil
 import sys
 import tempfile
@@ -19,7 +18,7 @@ import types
 import typing
 from pathlib import Path
 
-from pack_file import write_pack
+from pack_file import record_imports, write_pack
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.helpers: the catalogues real files come from
 
@@ -274,11 +273,11 @@ def torch_distribution_names() -> tuple[list[str], list[str]]:
     (whole-model saves, RL checkpoints), screened like the other libraries' classes: (allowed, state-only)."""
     import torch.distributions.transforms as transforms
 
+    reviewed = {"torch.distributions.kl._Match": "compares the types it matches"}
     for klass in vars(transforms).values():  # Transform.__eq__/__hash__: identity, type or parameter compares
         if isinstance(klass, type) and issubclass(klass, transforms.Transform):
-            REVIEWED_HOOKS[f"{klass.__module__}.{klass.__qualname__}"] = "compares parameters"
-    REVIEWED_HOOKS["torch.distributions.kl._Match"] = "compares the types it matches"
-    return screened_classes("torch.distributions")
+            reviewed[f"{klass.__module__}.{klass.__qualname__}"] = "compares parameters"
+    return screened_classes("torch.distributions", reviewed=reviewed)
 
 
 def torch_checkpoint_names() -> list[str]:
@@ -427,16 +426,6 @@ def own_hooks(klass: type) -> list[str]:
     return found
 
 
-class _Recorder(pickle.Unpickler):
-    """Loads this tool's own pickles, made a moment before, and notes every global they import."""
-
-    names: set[str]
-
-    def find_class(self, module: str, name: str) -> object:
-        self.names.add(f"{module}.{name}")
-        return super().find_class(module, name)
-
-
 def gensim_names() -> tuple[list[str], list[str]]:
     """(classes, functions) the pickles of the gensim catalogue import: gensim's own names, and builtins.hash."""
     from tests.helpers.gensim_models import save_models
@@ -448,9 +437,7 @@ def gensim_names() -> tuple[list[str], list[str]]:
             if path.suffix in (".npy", ".bin"):
                 continue  # arrays (read with allow_pickle off) and the word2vec binary format
             with path.open("rb") as stream:
-                recorder = _Recorder(stream)
-                recorder.names = names
-                recorder.load()
+                record_imports(stream, names)
     classes, functions = [], []
     for name in sorted(n for n in names if n.startswith("gensim.") or n in GENSIM_FUNCTIONS):
         module_name, _, attr = name.rpartition(".")
@@ -459,15 +446,19 @@ def gensim_names() -> tuple[list[str], list[str]]:
     return classes, functions
 
 
-def screened_classes(package: str, skip: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+def screened_classes(
+    package: str, skip: tuple[str, ...] = (), reviewed: dict[str, str] | None = None
+) -> tuple[list[str], list[str]]:
     """Classes of `package` that run nothing of their own when restored from state: (allowed, state-only). Enums
     are allowed but not state-only (pickle rebuilds a member by calling its class with the value)."""
     defined = classes_under(package, skip)  # also what the other modules import from a skipped one:
-    return screened_names([name for name in defined if not any(part in name.rpartition(".")[0] for part in skip)])
+    kept = [name for name in defined if not any(part in name.rpartition(".")[0] for part in skip)]
+    return screened_names(kept, reviewed)
 
 
-def screened_names(names: list[str]) -> tuple[list[str], list[str]]:
-    """`screened_classes` for the classes named."""
+def screened_names(names: list[str], reviewed: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """`screened_classes` for the classes named; `reviewed` adds to REVIEWED_HOOKS."""
+    reviewed = REVIEWED_HOOKS | (reviewed or {})
     allowed: list[str] = []
     state_only: list[str] = []
     for name in names:
@@ -476,7 +467,7 @@ def screened_names(names: list[str]) -> tuple[list[str], list[str]]:
         if not isinstance(klass, type):
             continue  # a reduce helper; these libraries define none
         hooks = own_hooks(klass)
-        if hooks and name not in REVIEWED_HOOKS:
+        if hooks and name not in reviewed:
             print(f"left out {name}: {', '.join(hooks)}", file=sys.stderr)
             continue
         allowed.append(name)

@@ -17,7 +17,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from pack_file import write_pack
+from pack_file import record_imports, write_pack
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -35,22 +35,10 @@ NEVER = ("ExtensionType",)
 STATE_ONLY = ["lightgbm.basic.Booster", "xgboost.core.Booster"]
 
 
-class _Recorder(pickle.Unpickler):
-    """Loads this tool's own pickles and notes every global they import."""
-
-    names: set[str]
-
-    def find_class(self, module: str, name: str) -> object:
-        self.names.add(f"{module}.{name}")
-        return super().find_class(module, name)
-
-
 def imported(obj: object) -> set[str]:
     names: set[str] = set()
     for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
-        recorder = _Recorder(io.BytesIO(pickle.dumps(obj, protocol=protocol)))
-        recorder.names = names
-        recorder.load()
+        record_imports(io.BytesIO(pickle.dumps(obj, protocol=protocol)), names)
     return names
 
 

@@ -1,10 +1,13 @@
-"""Writing a generated rule pack: one place for the format every generator in tools/ writes."""
+"""What the generators in tools/ share: the format they write a rule pack in, and how they record the names
+their own freshly made pickles import."""
 
 from __future__ import annotations
 
 import json
+import pickle
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 
@@ -15,3 +18,21 @@ def write_pack(name: str, description: str, lists: dict[str, list[str]]) -> None
     data = {"pack": name, "description": description, "lists": lists}
     (RULES / f"{name}.yaml").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(f"{sum(len(values) for values in lists.values())} names", file=sys.stderr)
+
+
+class _Recorder(pickle.Unpickler):
+    """Loads a pickle and notes every global it imports. Only for this tool's own pickles, made a moment before:
+    loading runs them."""
+
+    def __init__(self, stream: BinaryIO, names: set[str]) -> None:
+        super().__init__(stream)
+        self.names = names
+
+    def find_class(self, module: str, name: str) -> object:
+        self.names.add(f"{module}.{name}")
+        return super().find_class(module, name)
+
+
+def record_imports(stream: BinaryIO, names: set[str]) -> None:
+    """Add to `names` the globals the pickle in `stream` (one this tool just wrote) imports."""
+    _Recorder(stream, names).load()

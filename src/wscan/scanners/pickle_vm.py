@@ -853,18 +853,7 @@ class Machine:
             if target.state is not None:
                 self._after_build(res, target, "BUILD", at)
             target.state = state
-            _slot_state(res, target, state, at)
-            pair = isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2
-            dict_state = state.items[0] if pair and isinstance(state, Seq) else state
-            if isinstance(dict_state, Dict) and len(res.states) < MAX_STATES:
-                res.states.append((dict_state, at))
-            elif pair and isinstance(dict_state, Obj | Unknown) and _class_like(_restored_class(target)):
-                # (mapping, slots) with the mapping made by a call (OrderedDict(), dict([...])): pickle copies its
-                # items into the instance's dict, names wscan cannot check (a review hid gensim's side-file lists
-                # so). The objects Cython and NumPy helpers return take such pairs in their own __setstate__.
-                detail = f"names from what {describe(dict_state)} returns"
-                attrs: dict[str, str | int | bool] = {"detail": detail, "callable": _restored_class(target)}
-                res.events.append(Event("pickle.unread_attribute_names", at, attrs))
+            _judge_state(res, target, state, at)
             if _is_partial(target) or _is_defaultdict(target):
                 # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
                 # defaultdict's factory can be set from BUILD's slot state: what they will call comes from here.
@@ -1016,17 +1005,32 @@ def check_states(res: PickleResult) -> None:
                     break
 
 
-def _slot_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
-    """(dict, slots) state: pickle sets each slot item with setattr, which runs the class's __setattr__ and property
-    setters (a review reached a library call through one). Real files write it only for classes that keep
-    attributes in __slots__."""
-    if isinstance(state, Obj | Unknown):  # computed: a tuple or any tuple subclass of two makes such a pair
-        slots: Sym = state
-    elif isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2:
-        slots = state.items[1]
-    else:
-        return
+def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
+    """What BUILD's state does besides filling the instance's dict. A (mapping, slots) pair, as pickle splits it:
+    the slots are set with setattr (`_slot_state`); a mapping made by a call (OrderedDict(), dict([...])) has its
+    items copied into the instance's dict under names wscan cannot check (a review hid gensim's side-file lists
+    so). A plain dict state is kept for the end of the stream (`check_states`)."""
+    pair = isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2
+    mapping, slots = (state.items[0], state.items[1]) if pair and isinstance(state, Seq) else (state, None)
     restored = _restored_class(target)
+    if isinstance(state, Obj | Unknown):  # computed: a tuple or any tuple subclass of two makes such a pair
+        _slot_state(res, restored, state, at)
+    elif slots is not None:
+        _slot_state(res, restored, slots, at)
+    if isinstance(mapping, Dict):
+        if len(res.states) < MAX_STATES:
+            res.states.append((mapping, at))
+    elif pair and isinstance(mapping, Obj | Unknown) and _class_like(restored):
+        # The objects Cython and NumPy helpers return take such pairs in their own __setstate__.
+        attrs: dict[str, str | int | bool] = {"detail": f"names from what {describe(mapping)} returns",
+                                              "callable": restored}  # fmt: skip
+        res.events.append(Event("pickle.unread_attribute_names", at, attrs))
+
+
+def _slot_state(res: PickleResult, restored: str, slots: Sym, at: int) -> None:
+    """Slot state: pickle sets each item with setattr, which runs the class's __setattr__ and property setters (a
+    review reached a library call through one). Real files write it only for classes that keep attributes in
+    __slots__."""
     if isinstance(slots, Dict) and (slots.items or slots.dropped):
         keys = ",".join(str(k.value)[:40] for k, _ in slots.items[:8] if isinstance(k, Const))
     elif isinstance(slots, Obj | Unknown) and _class_like(restored):
@@ -1048,7 +1052,7 @@ def _class_like(dotted: str) -> bool:
 def _restored_class(target: Obj) -> str:
     """The class an object was made from: the class copyreg's helpers get, else what was called."""
     func, args = target.func, target.args
-    if isinstance(func, Global) and func.dotted in (*_NEWOBJ_HELPERS, "copyreg._reconstructor"):
+    if isinstance(func, Global) and func.dotted in _RESTORED_POSITIONS:
         first = args.items[0] if isinstance(args, Seq) and args.items else None
         return first.dotted if isinstance(first, Global) else describe(first)
     return func.dotted if isinstance(func, Global) else describe(func)
