@@ -600,6 +600,17 @@ def _gensim_models(out: Path) -> None:
     save_models(out)
 
 
+@kind("torchmetrics-metrics")
+def _torchmetrics_metrics(out: Path) -> None:
+    """Every classification, regression, aggregation, clustering, nominal and retrieval metric a number configures,
+    after one batch, pickled; wrappers, a collection, and torch.save of metrics in a checkpoint (the catalogue
+    tools/gen_allowlists.py records)."""
+    from tests.helpers.torchmetrics_models import save_models
+
+    save_models(out)
+    assert len(list(out.glob("*.pkl"))) > 100, "the catalogue no longer covers torchmetrics' metric modules"
+
+
 @kind("optuna-studies")
 def _optuna_studies(out: Path) -> None:
     """joblib.dump(study), optuna's documented way to keep an in-memory study, after a few trials with each

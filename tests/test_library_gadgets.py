@@ -238,6 +238,28 @@ def test_gensim_models_pass_restored_from_state_but_not_called(tmp_path: Path) -
         assert "WS-PKL-003" in _rules(tmp_path / name, _dump(_restored(cls, state)))
 
 
+def test_torchmetrics_metrics_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:
+    """A metric pickled, or saved with torch.save in a checkpoint, is restored from state: clean. A metric class
+    called by the pickle (a constructor that allocates its state) or kept as a value is not what a real file does,
+    and the metrics that load a network from the path or hub name their state holds stay unknown."""
+    import torch
+    from torchmetrics.classification import MulticlassAccuracy
+    from torchmetrics.multimodal.clip_score import CLIPScore
+    from torchmetrics.text.bert import BERTScore
+
+    metric = MulticlassAccuracy(3)
+    metric.update(torch.tensor([0, 1, 2]), torch.tensor([0, 1, 1]))
+    saved = io.BytesIO()
+    torch.save({"metric": metric, "epoch": 1}, saved)
+    assert not _rules(tmp_path / "real", saved.getvalue())
+    assert not _rules(tmp_path / "pickled", pickle.dumps(metric))
+    assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(MulticlassAccuracy, (1 << 24,))))
+    assert "WS-PKL-022" in _rules(tmp_path / "value", _dump(_restored(MulticlassAccuracy, {"_wrap_update": MulticlassAccuracy})))
+    for name, cls in {"bert": BERTScore, "clip": CLIPScore}.items():
+        state = {"model_name_or_path": str(tmp_path / "outside"), "model": None}
+        assert "WS-PKL-003" in _rules(tmp_path / name, _dump(_restored(cls, state)))
+
+
 def test_a_class_kept_under_a_method_name_runs_when_the_library_calls_the_method(tmp_path: Path) -> None:
     """A review's bypass: a pickle keeps a class in an object's state under the name of one of its methods, and
     the library's next call of that method runs the class's constructor. gensim's KeyedVectors.load upgrades an

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 
 from pack_file import record_imports, write_pack
@@ -210,6 +211,28 @@ GENSIM_FUNCTIONS = ["builtins.hash"]
 # Base classes whose hooks were reviewed with their own packs (BaseEstimator.__setstate__ checks the version and
 # updates __dict__; ABCMeta and enum are the standard library).
 REVIEWED_BASES = ("sklearn.", "abc", "builtins", "enum", "typing")
+# Hooks reviewed where they are defined, for every class that inherits them (REVIEWED_HOOKS is per class).
+_MODULE = "torch.nn's layers restore through it too (allow-torch)"
+REVIEWED_OWNER_HOOKS = {
+    "__getattr__ of torch.nn.modules.module.Module": _MODULE,
+    "__setstate__ of torch.nn.modules.module.Module": _MODULE,
+    "__setattr__ of torch.nn.modules.module.Module": _MODULE,
+    "__setitem__ of torch.nn.modules.container.ModuleDict": "add_module",
+    "__setitem__ of torch.nn.modules.container.ModuleList": "add_module",
+    "extend of torch.nn.modules.container.ModuleList": "add_module",
+    "append of torch.nn.modules.container.ModuleList": "add_module",
+    # __dict__.update(state), then wraps update and compute in closures that count calls; a state can shadow
+    # those methods as it can any class's, with allowed callables only
+    "__setstate__ of torchmetrics.metric.Metric": "dict, then wraps two methods",
+    "__setattr__ of torchmetrics.metric.Metric": "refuses six constant names, else Module's",
+    "__hash__ of torchmetrics.metric.Metric": "hashes its state values",
+    "__eq__ of torchmetrics.metric.Metric": "builds a CompositionalMetric of torch.eq",
+    "__getattr__ of torchmetrics.wrappers.classwise.ClasswiseWrapper": "reads from its metric",
+    "__setattr__ of torchmetrics.wrappers.classwise.ClasswiseWrapper": "writes state names to its metric",
+    "__hash__ of lightning_utilities.core.enums.StrEnum": "lower-cased value",
+    "__eq__ of lightning_utilities.core.enums.StrEnum": "lower-cased value",
+    "__new__ of torchmetrics.functional.regression.kendall._MetricVariant": "Enum",
+}
 
 
 NUMPY_SCALARS = [
@@ -419,31 +442,41 @@ def own_hooks(klass: type) -> list[str]:
     for hook in LOAD_HOOKS:
         owner = next((b for b in klass.__mro__ if hook in vars(b)), object)
         value = vars(owner).get(hook)
-        if not _reviewed(owner) and not any(_reviewed(b) and vars(b).get(hook) is value for b in klass.__mro__):
-            found.append(f"{hook} of {owner.__module__}.{owner.__qualname__}")
+        described = f"{hook} of {owner.__module__}.{owner.__qualname__}"
+        inherited = any(_reviewed(b) and vars(b).get(hook) is value for b in klass.__mro__)
+        if not _reviewed(owner) and not inherited and described not in REVIEWED_OWNER_HOOKS:
+            found.append(described)
     if not _reviewed(type(klass)):
         found.append(f"metaclass {type(klass).__module__}.{type(klass).__qualname__}")
     return found
+
+
+def recorded_names(
+    save_models: Callable[[Path], None], package: str, functions: list[str]
+) -> tuple[list[str], list[str]]:
+    """(classes, functions) the pickles a catalogue's `save_models` writes (`.pkl` and `.model`-style files; not
+    its arrays, word2vec binaries or torch zips) import from `package`, and the `functions` named."""
+    names: set[str] = set()
+    with tempfile.TemporaryDirectory() as folder:
+        save_models(Path(folder))
+        for path in sorted(Path(folder).iterdir()):
+            if path.suffix in (".npy", ".bin", ".pt"):
+                continue  # arrays (read with allow_pickle off), the word2vec binary format, torch zips (same pickles)
+            with path.open("rb") as stream:
+                record_imports(stream, names)
+    classes, found = [], []
+    for name in sorted(n for n in names if n.startswith(package + ".") or n in functions):
+        module_name, _, attr = name.rpartition(".")
+        value = getattr(importlib.import_module(module_name), attr)
+        (classes if isinstance(value, type) else found).append(name)
+    return classes, found
 
 
 def gensim_names() -> tuple[list[str], list[str]]:
     """(classes, functions) the pickles of the gensim catalogue import: gensim's own names, and builtins.hash."""
     from tests.helpers.gensim_models import save_models
 
-    names: set[str] = set()
-    with tempfile.TemporaryDirectory() as folder:
-        save_models(Path(folder))
-        for path in sorted(Path(folder).iterdir()):
-            if path.suffix in (".npy", ".bin"):
-                continue  # arrays (read with allow_pickle off) and the word2vec binary format
-            with path.open("rb") as stream:
-                record_imports(stream, names)
-    classes, functions = [], []
-    for name in sorted(n for n in names if n.startswith("gensim.") or n in GENSIM_FUNCTIONS):
-        module_name, _, attr = name.rpartition(".")
-        value = getattr(importlib.import_module(module_name), attr)
-        (classes if isinstance(value, type) else functions).append(name)
-    return classes, functions
+    return recorded_names(save_models, "gensim", GENSIM_FUNCTIONS)
 
 
 def screened_classes(
@@ -608,6 +641,19 @@ def main() -> int:
             "value-classes": OPTUNA_VALUE_CLASSES,
             "referenced-callables": OPTUNA_FUNCTIONS,
         },
+    )
+    from tests.helpers.torchmetrics_models import save_models as save_metrics
+
+    metric_classes, metric_functions = recorded_names(save_metrics, "torchmetrics", [])
+    metric_allowed, metric_state_only = screened_names(metric_classes)
+    write(
+        "torchmetrics",
+        "What torchmetrics' metrics import when pickled or saved with a model (classification, regression, "
+        "aggregation, clustering, nominal and retrieval metrics, collections and wrappers, recorded from real "
+        "saves; not the metrics that wrap networks): classes restored from state only, each screened for the hooks "
+        "loading runs; the reduction functions they keep, as values only.",
+        metric_allowed + metric_functions,
+        more={"state-only-classes": metric_state_only, "referenced-callables": metric_functions},
     )
     write(
         "transformers",
