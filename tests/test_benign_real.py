@@ -611,6 +611,16 @@ def _torchmetrics_metrics(out: Path) -> None:
     assert len(list(out.glob("*.pkl"))) > 100, "the catalogue no longer covers torchmetrics' metric modules"
 
 
+@kind("scipy-models")
+def _scipy_models(out: Path) -> None:
+    """Fitted SciPy interpolators and splines, a kernel density estimate, optimizer results, linear systems and an
+    FFT plan, pickled and in one joblib dump (the catalogue tools/gen_allowlists.py records)."""
+    from tests.helpers.scipy_models import save_models
+
+    save_models(out)
+    assert len(list(out.glob("*.pkl"))) > 25, "the catalogue no longer covers SciPy's interpolators"
+
+
 @kind("optuna-studies")
 def _optuna_studies(out: Path) -> None:
     """joblib.dump(study), optuna's documented way to keep an in-memory study, after a few trials with each

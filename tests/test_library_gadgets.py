@@ -254,10 +254,113 @@ def test_torchmetrics_metrics_pass_restored_from_state_but_not_called(tmp_path: 
     assert not _rules(tmp_path / "real", saved.getvalue())
     assert not _rules(tmp_path / "pickled", pickle.dumps(metric))
     assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(MulticlassAccuracy, (1 << 24,))))
-    assert "WS-PKL-022" in _rules(tmp_path / "value", _dump(_restored(MulticlassAccuracy, {"_wrap_update": MulticlassAccuracy})))
+    kept = _restored(MulticlassAccuracy, {"metric": MulticlassAccuracy})
+    assert "WS-PKL-022" in _rules(tmp_path / "value", _dump(kept))
     for name, cls in {"bert": BERTScore, "clip": CLIPScore}.items():
         state = {"model_name_or_path": str(tmp_path / "outside"), "model": None}
         assert "WS-PKL-003" in _rules(tmp_path / name, _dump(_restored(cls, state)))
+
+
+_METRIC_USE = (
+    "import pickle, sys, warnings, torch; warnings.simplefilter('ignore'); "
+    "m = pickle.load(open(sys.argv[1], 'rb')); m.update(torch.tensor([0.9, 0.1]), torch.tensor([1, 0])); m.compute()"
+)
+
+
+def _metric_with_compute(compute: object, extra: dict[str, object], df: object, tags: object) -> bytes:
+    """A real BinaryAccuracy after one batch, its state's `compute` replaced, `extra` added to its state, and
+    `__sklearn_tags__` added to the DataFrame's (when `tags` is given)."""
+    import pandas as pd
+    import torch
+    from torchmetrics.classification import BinaryAccuracy
+
+    metric = BinaryAccuracy()
+    metric.update(torch.tensor([0.2, 0.8, 0.6]), torch.tensor([0, 1, 0]))
+
+    class Writer(pickle.Pickler):
+        def reducer_override(self, obj: object) -> object:
+            if obj is df and tags is not None:
+                assert isinstance(obj, pd.DataFrame)
+                reduced = list(obj.__reduce_ex__(2))
+                reduced[2] = dict(reduced[2], __sklearn_tags__=tags)
+                return tuple(reduced)
+            if obj is metric:
+                return (copyreg.__newobj__, (type(obj),), {**metric.__getstate__(), "compute": compute, **extra})  # type: ignore[attr-defined]
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    Writer(buffer, protocol=2).dump(metric)
+    return buffer.getvalue()
+
+
+def test_a_callable_stored_under_a_method_name_is_high(tmp_path: Path) -> None:
+    """A review's bypass, 0 findings before: a torchmetrics metric whose state sets `compute` (Metric.__setstate__
+    wraps it, the user's compute() calls it) to a torch hook object that calls its hook with its module, here a
+    restored scikit-learn Parallel running a task list: a scorer that calls the method its state names on a
+    DataFrame, whose state's `__sklearn_tags__` passes scikit-learn's check. DataFrame.to_csv then wrote a file
+    outside the folder at compute() (DataFrame.eval ran a shell command the same way). Every object was on an
+    allowlist; what no writer makes is a callable under a method's name (WS-PKL-026). Parallel is off the
+    allowlist now as well."""
+    import collections
+    import functools
+    import types
+
+    import numpy as np
+    import pandas as pd
+    from sklearn.metrics import make_scorer
+    from sklearn.utils.parallel import Parallel
+    from torch.nn.modules.module import _WrappedHook
+
+    outside, model = tmp_path / "outside", tmp_path / "model"
+    outside.mkdir()
+    model.mkdir()
+    written = outside / "written.csv"
+    df = pd.DataFrame({"x": [1]}, index=pd.Index(["attacker-chosen content"], dtype=object))
+    scorer = make_scorer(np.equal, response_method=("to_csv",))
+    tags = functools.partial(types.SimpleNamespace, estimator_type="regressor")
+    parallel = Parallel.__new__(Parallel)  # restored from state: sequential, no backend
+    parallel.__dict__.update(n_jobs=1, batch_size=1, verbose=0, timeout=None, pre_dispatch="all", return_as="list",
+                             return_generator=False, return_ordered=True, _backend=None, _managed_backend=True,
+                             _running=False, _backend_kwargs={})  # fmt: skip
+    tasks = collections.deque([(scorer, (df, str(written), 0), {})])
+    blob = _metric_with_compute(_WrappedHook(parallel, module=tasks), {"_tasks": tasks}, df, tags)
+    sample = model / "metric.pkl"
+    sample.write_bytes(blob)
+    used = subprocess.run([sys.executable, "-c", _METRIC_USE, str(sample)], cwd=model, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert written.is_file() and "attacker-chosen content" in written.read_text(), used.stderr[-2000:]
+    found = scan_bytes(tmp_path / "scan", blob, "metric.pkl").findings
+    flagged = {(f.rule_id, str(f.evidence.get("name"))) for f in found if f.severity >= Severity.HIGH}
+    assert {("WS-PKL-026", "compute"), ("WS-PKL-026", "__sklearn_tags__"), ("WS-PKL-003", "")} <= {
+        (rule, name if rule == "WS-PKL-026" else "") for rule, name in flagged
+    }
+    # Each link alone: a named function under the method's name, and the metric's own load-time call.
+    assert "WS-PKL-026" in _rules(tmp_path / "named", _metric_with_compute(np.mean, {}, df, None))
+    wrapped = _metric_with_compute(None, {"_wrap_update": np.mean, "update": np.mean}, df, None)
+    assert "WS-PKL-026" in _rules(tmp_path / "load-time", wrapped)
+    # What real files keep under such names passes: gensim's `load` replaced by one that raises, interp1d's `_call`.
+    from gensim.models import Word2Vec
+    from scipy.interpolate import interp1d
+
+    word2vec = Word2Vec([["a", "b"]], vector_size=4, min_count=1, workers=1)
+    spline = interp1d(np.arange(6.0), np.arange(6.0) ** 2, kind="cubic")
+    assert not _rules(tmp_path / "real", pickle.dumps([word2vec, spline]))
+
+
+def test_scipy_objects_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:
+    """Fitted interpolators pass restored from state (slot state included: PPoly and interp1d keep attributes in
+    __slots__). A constructor called by the pickle is not what a real file does, and the classes whose restore
+    trusts compiled buffers or asks the state's objects for their array namespace stay unknown."""
+    import numpy as np
+    from scipy.interpolate import CubicSpline, RBFInterpolator
+    from scipy.spatial import KDTree
+    from scipy.spatial.transform import Rotation
+
+    x = np.linspace(0.0, 1.0, 8)
+    assert not _rules(tmp_path / "real", pickle.dumps(CubicSpline(x, x**2)))
+    assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(CubicSpline, (x, x**2))))
+    for name, cls in {"rbf": RBFInterpolator, "tree": KDTree, "rotation": Rotation}.items():
+        assert "WS-PKL-003" in _rules(tmp_path / name, _dump(_restored(cls, {"x": 1})))
 
 
 def test_a_class_kept_under_a_method_name_runs_when_the_library_calls_the_method(tmp_path: Path) -> None:
@@ -265,7 +368,8 @@ def test_a_class_kept_under_a_method_name_runs_when_the_library_calls_the_method
     the library's next call of that method runs the class's constructor. gensim's KeyedVectors.load upgrades an
     old vocabulary with self.set_vecattr(index, ...): kept as LowCorpus, that unpickles `index + ".index"`, here a
     file outside the model folder. The corpus reader is not on the allowlist, and an allowed model class kept as a
-    value is WS-PKL-022; a torch layer or an estimator (constructors that only store parameters) passes."""
+    value is WS-PKL-022; a torch layer or an estimator (constructors that only store parameters) passes as a value,
+    but not under a method's name (WS-PKL-026)."""
 
     import numpy as np
     from gensim.corpora.lowcorpus import LowCorpus
@@ -292,8 +396,10 @@ def test_a_class_kept_under_a_method_name_runs_when_the_library_calls_the_method
     kept = {"words": Word2Vec, "vectors": KeyedVectors}
     assert "WS-PKL-022" in _rules(tmp_path / "kept", _dump(_restored(KeyedVectors, {"set_vecattr": kept["words"]})))
     assert "WS-PKL-022" in _rules(tmp_path / "kept2", _dump([kept["vectors"]]))
-    harmless = _restored(KeyedVectors, {"set_vecattr": nn.Linear, "other": SMOTE})
+    harmless = _restored(KeyedVectors, {"layer": nn.Linear, "other": SMOTE})
     assert not _rules(tmp_path / "values", _dump(harmless))
+    # Under a method's name even a class whose constructor only stores parameters is what no writer makes.
+    assert _rules(tmp_path / "method", _dump(_restored(KeyedVectors, {"set_vecattr": nn.Linear}))) == {"WS-PKL-026"}
 
 
 def test_slot_state_runs_setters_so_it_is_judged(tmp_path: Path) -> None:

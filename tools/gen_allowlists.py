@@ -19,6 +19,7 @@ import typing
 from collections.abc import Callable
 from pathlib import Path
 
+import yaml
 from pack_file import record_imports, write_pack
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.helpers: the catalogues real files come from
@@ -131,7 +132,12 @@ SCIPY_FUNCTIONS = ["scipy._lib.array_api_compat.numpy._aliases.asarray"]
 # Classes that do something on load, so a pickle must not get them for free: ScoringMonitor connects to the
 # address in its state (multiprocessing Client) when unpickled and opens a listener when made. pickle.yaml lists
 # them as dangerous.
-SKLEARN_EXCLUDED = {"sklearn.callback._scoring_monitor.ScoringMonitor", "sklearn.callback._transport.ListenerHandle"}
+SKLEARN_EXCLUDED = {
+    "sklearn.callback._scoring_monitor.ScoringMonitor", "sklearn.callback._transport.ListenerHandle",
+    # Called, they run what their state holds: a task list, a wrapped function (a review chained Parallel so).
+    # No model keeps one.
+    "sklearn.utils.parallel.Parallel", "sklearn.utils.parallel._FuncWrapper",
+}
 
 # scikit-learn-compatible libraries whose estimators sit in ordinary pipelines. Their classes are allowed as
 # state-only: real files restore them with cls.__new__ and BUILD (copyreg), never call them. Each class is screened
@@ -232,6 +238,16 @@ REVIEWED_OWNER_HOOKS = {
     "__hash__ of lightning_utilities.core.enums.StrEnum": "lower-cased value",
     "__eq__ of lightning_utilities.core.enums.StrEnum": "lower-cased value",
     "__new__ of torchmetrics.functional.regression.kendall._MetricVariant": "Enum",
+    # pickle's APPENDS calls extend(items): these take (c, x, ...) and raise, or raise NotImplementedError
+    "extend of scipy.interpolate._interpolate._PPolyBase": "needs two arguments, pickle passes one",
+    "extend of scipy.interpolate._interpolate.BPoly": "needs two arguments, pickle passes one",
+    "extend of scipy.interpolate._cubic.Akima1DInterpolator": "raises NotImplementedError",
+    "__setattr__ of scipy._lib._util._RichResult": "dict.__setitem__",
+    "__getattr__ of scipy._lib._util._RichResult": "self[name]",
+    # given an lti instance, converts it with its own method; given nothing, object.__new__
+    "__new__ of scipy.signal._ltisys.StateSpace": "picks a subclass",
+    "__new__ of scipy.signal._ltisys.TransferFunction": "picks a subclass",
+    "__new__ of scipy.signal._ltisys.ZerosPolesGain": "picks a subclass",
 }
 
 
@@ -460,16 +476,30 @@ def recorded_names(
     with tempfile.TemporaryDirectory() as folder:
         save_models(Path(folder))
         for path in sorted(Path(folder).iterdir()):
-            if path.suffix in (".npy", ".bin", ".pt"):
-                continue  # arrays (read with allow_pickle off), the word2vec binary format, torch zips (same pickles)
+            if path.suffix in (".npy", ".bin", ".pt", ".joblib"):
+                continue  # arrays (read with allow_pickle off), word2vec's binary format; torch zips and joblib
+                # dumps hold the same pickles as the catalogue's .pkl files, with arrays between opcodes
             with path.open("rb") as stream:
                 record_imports(stream, names)
     classes, found = [], []
     for name in sorted(n for n in names if n.startswith(package + ".") or n in functions):
-        module_name, _, attr = name.rpartition(".")
-        value = getattr(importlib.import_module(module_name), attr)
-        (classes if isinstance(value, type) else found).append(name)
+        (classes if isinstance(_resolve(name), type) else found).append(name)
     return classes, found
+
+
+def _resolve(name: str) -> object:
+    """The object a pickle's dotted name stands for; the name may go on past the module (`interp1d._call_spline`,
+    a method a SciPy interpolator keeps as a value)."""
+    parts = name.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        try:
+            value: object = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for attr in parts[split:]:
+            value = getattr(value, attr)
+        return value
+    raise ImportError(name)
 
 
 def gensim_names() -> tuple[list[str], list[str]]:
@@ -549,6 +579,62 @@ def architecture_names() -> list[str]:
                 for entry in value.values():
                     names.update(e for e in (entry if isinstance(entry, tuple | list) else (entry,)) if e)
     return sorted(names)
+
+
+# Functions real files keep under a method's name, harmless whatever calls them: gensim replaces `load` on a saved
+# model with one that raises (load is for the class), and interp1d keeps the method it evaluates with as `_call`.
+INERT_FUNCTIONS = [
+    "gensim.utils.call_on_class_only",
+    "scipy.interpolate._interpolate.interp1d._call_linear",
+    "scipy.interpolate._interpolate.interp1d._call_linear_np",
+    "scipy.interpolate._interpolate.interp1d._call_nearest",
+    "scipy.interpolate._interpolate.interp1d._call_previousnext",
+    "scipy.interpolate._interpolate.interp1d._call_spline",
+    "scipy.interpolate._interpolate.interp1d._call_nan_spline",
+]
+# Attributes real files give a callable, named like a method of some other allowed class (the names are one set for
+# all classes): scikit-learn's metadata requests keep the scorer they describe as `owner` (pathlib.Path.owner).
+CALLABLE_MEMBERS = [
+    "sklearn.utils._metadata_requests.MetadataRequest.owner",
+    "sklearn.utils._metadata_requests.MethodMetadataRequest.owner",
+]
+# Attributes looked up on the instance, not the class, by code that every library runs: copy and pickle.
+COPY_LOOKUPS = ["__deepcopy__", "__copy__", "__reduce_ex__", "__reduce__", "__getstate__", "__setstate__"]
+
+
+def method_lists() -> tuple[list[str], list[str]]:
+    """(method names, values harmless to call), over every allowed name of every pack in rules/. A method
+    is any attribute a class of the allowlist (or object) defines that an instance's own dict can hide: a
+    function, a classmethod, a builtin method, a nested class, not a property (a data descriptor wins over the
+    instance's dict). What cannot be called: the allowed classes whose instances define no __call__, and the
+    allowed functions, which rebuild arrays, tensors and library objects (the ones real files only keep as
+    values are `referenced-callables`, left out); and, as `name:<function>`, the INERT_FUNCTIONS themselves."""
+    allowed: set[str] = set()
+    referenced: set[str] = set()
+    for path in sorted(RULES.glob("*.yaml")):
+        if path.stem == "method-names":
+            continue
+        lists = yaml.safe_load(path.read_text(encoding="utf-8")).get("lists") or {}
+        allowed.update(lists.get("allowed-callables", []))
+        referenced.update(lists.get("referenced-callables", []))
+    methods: set[str] = set(COPY_LOOKUPS) | {n for n in dir(object) if callable(getattr(object, n))}
+    plain: set[str] = set()
+    for name in sorted(allowed - referenced):
+        try:
+            value = _resolve(name)
+        except (ImportError, AttributeError):
+            continue  # a name of another version of its library (pathlib._local on 3.11): nothing to read
+        if not isinstance(value, type):
+            plain.add(name)
+            continue
+        if not any("__call__" in vars(base) for base in value.__mro__ if base not in (object, type)):
+            plain.add(name)
+        for base in value.__mro__:
+            for attr, member in vars(base).items():
+                data = hasattr(type(member), "__set__") or hasattr(type(member), "__delete__")
+                if not data and (callable(member) or isinstance(member, classmethod | staticmethod)):
+                    methods.add(attr)
+    return sorted(methods), sorted(plain | {f"name:{name}" for name in INERT_FUNCTIONS})
 
 
 def write(name: str, description: str, entries: list[str], list_name: str = "allowed-callables",
@@ -655,12 +741,44 @@ def main() -> int:
         metric_allowed + metric_functions,
         more={"state-only-classes": metric_state_only, "referenced-callables": metric_functions},
     )
+    from tests.helpers.scipy_models import save_models as save_scipy
+
+    scipy_classes, scipy_functions = recorded_names(save_scipy, "scipy", [])
+    scipy_allowed, scipy_state_only = screened_names(scipy_classes)
+    # Their pickles carry slot state (BUILD sets it with setattr): the property setters it can reach (PPoly's x and
+    # c, interp1d's fill_value) only convert and check arrays.
+    slot_classes = [name for name in scipy_allowed if any(vars(b).get("__slots__") for b in _resolve(name).__mro__)]  # type: ignore[attr-defined]
+    write(
+        "scipy",
+        "What fitted SciPy interpolators, splines, kernel density estimates, optimizer results, linear systems and "
+        "FFT plans import (recorded from real pickles; not SciPy's distributions, spatial trees, triangulations or "
+        "rotations): classes restored from state, each screened for the hooks loading runs, whose constructors only "
+        "compute from arrays (a spline keeps its class as a value); the methods interp1d keeps, as values only.",
+        scipy_allowed + scipy_functions,
+        # Their constructors only compute from the arrays they are given; a fitted UnivariateSpline keeps its own
+        # class as `_spline_class`.
+        more={
+            "state-only-classes": scipy_state_only,
+            "value-classes": scipy_state_only,
+            "referenced-callables": scipy_functions,
+            "slot-classes": slot_classes,
+        },
+    )
     write(
         "transformers",
         "What transformers.Trainer pickles into training_args.bin: the arguments dataclasses, the enums and "
         "config classes their fields hold, and the accelerate state cached on them (exact names).",
         training_args_names(),
         more={"state-only-classes": state_only_names()},
+    )
+    methods, plain = method_lists()  # last: over every pack just written, and the hand-written ones
+    write_pack(
+        "method-names",
+        "The names of the methods of every allowed class, and the allowed values harmless to call (objects without "
+        "__call__, and name:<function> for a few functions): an object's state that sets a method's name to anything "
+        "else replaces the method (WS-PKL-026). Generated from every "
+        "allowlist in rules/, so tools/gen_tabular_allowlist.py runs first.\n",
+        {"method-names": methods, "inert-values": plain, "callable-members": CALLABLE_MEMBERS},
     )
     write(
         "architectures",

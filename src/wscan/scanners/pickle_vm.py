@@ -192,7 +192,7 @@ class PickleResult:
     walked: dict[int, Sym] = field(default_factory=dict)
     # The dict states BUILD gave objects, with where: judged at the end of the stream (`check_states`), since the
     # stream can still change a state's lists after the BUILD.
-    states: list[tuple[Dict, int]] = field(default_factory=list)
+    states: list[tuple[Dict, int, str]] = field(default_factory=list)  # with the restored class's name
 
     @property
     def nested_all_read(self) -> bool:
@@ -985,10 +985,11 @@ def check_states(res: PickleResult) -> None:
     attributes with constants, so a state with a computed name, or more names than the machine keeps, is
     reported too."""
     seen: set[int] = set()
-    for state, at in res.states:
+    for state, at, restored in res.states:
         if id(state) in seen:
             continue
         seen.add(id(state))
+        _callable_members(res, state, restored, at)
         if state.dropped or any(not isinstance(key, Const) for key, _ in state.items):
             detail = f"{len(state.items) + state.dropped} names, some computed or past what wscan keeps"
             res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": ""}))
@@ -1005,6 +1006,27 @@ def check_states(res: PickleResult) -> None:
                     break
 
 
+def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) -> None:
+    """The attributes a state gives a value that may be callable: a name, an object (but a constant, a list or
+    a dict), something computed. Put in the instance's dict, such an attribute comes before the class's method
+    of the same name, so the library's or the user's next call of that method runs it (a review ran code at a
+    torchmetrics metric's `compute()` so, and sklearn's tag check through a DataFrame's `__sklearn_tags__`). The
+    rules know the method names and which objects cannot be called (WS-PKL-026)."""
+    for key, value in state.items:
+        name = key.value if isinstance(key, Const) else None
+        if not isinstance(name, str) or isinstance(value, Const | Seq | Dict | Persistent):
+            continue
+        if isinstance(value, Obj):
+            made = _restored_class(value)
+        elif isinstance(value, Global):
+            made = f"name:{value.dotted}"  # the function or class itself, not an instance of it
+        else:
+            made = "<computed>"
+        attrs: dict[str, str | int | bool] = {"name": name[:200], "callable": restored, "value": describe(value),
+                                              "value_class": made, "member": f"{restored}.{name[:200]}"}  # fmt: skip
+        res.events.append(Event("pickle.state_member", at, attrs))
+
+
 def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     """What BUILD's state does besides filling the instance's dict. A (mapping, slots) pair, as pickle splits it:
     the slots are set with setattr (`_slot_state`); a mapping made by a call (OrderedDict(), dict([...])) has its
@@ -1019,7 +1041,7 @@ def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
         _slot_state(res, restored, slots, at)
     if isinstance(mapping, Dict):
         if len(res.states) < MAX_STATES:
-            res.states.append((mapping, at))
+            res.states.append((mapping, at, restored))
     elif pair and isinstance(mapping, Obj | Unknown) and _class_like(restored):
         # The objects Cython and NumPy helpers return take such pairs in their own __setstate__.
         attrs: dict[str, str | int | bool] = {"detail": f"names from what {describe(mapping)} returns",

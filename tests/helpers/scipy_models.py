@@ -1,0 +1,68 @@
+"""SciPy objects as scientific models keep them: the catalogue tests/test_benign_real.py scans and
+tools/gen_allowlists.py records the SciPy names of. Fitted interpolators and splines (calibration curves,
+emulators), a kernel density estimate, optimizer results, linear systems and a short-time FFT plan, pickled on
+their own or in a joblib dump with NumPy arrays.
+
+Not here, and so not allowed: SciPy's distributions (their pickled state carries code their loader runs; see
+test_library_gadgets), the spatial trees and triangulations (compiled classes that trust the buffers their state
+gives), rotations and RBFInterpolator (their __setstate__ asks objects of the state for their array namespace)."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+SEED = 7
+
+
+def models() -> dict[str, Any]:
+    import numpy as np
+    from scipy import interpolate, optimize, signal, stats
+
+    rng = np.random.default_rng(SEED)
+    x = np.linspace(0.0, 10.0, 24)
+    y = np.sin(x)
+    grid = np.linspace(0.0, 1.0, 6)
+    found: dict[str, Any] = {
+        "CubicSpline": interpolate.CubicSpline(x, y),
+        "CubicSpline-periodic": interpolate.CubicSpline(x, np.cos(x * 2 * np.pi / 10), bc_type="periodic"),
+        "PchipInterpolator": interpolate.PchipInterpolator(x, y),
+        "Akima1DInterpolator": interpolate.Akima1DInterpolator(x, y),
+        "makima": interpolate.Akima1DInterpolator(x, y, method="makima"),
+        "PPoly": interpolate.PPoly.from_spline(interpolate.splrep(x, y)),
+        "BPoly": interpolate.BPoly.from_derivatives([0, 1, 2], [[0, 1], [1, 0], [2, 1]]),
+        "UnivariateSpline": interpolate.UnivariateSpline(x, y),
+        "InterpolatedUnivariateSpline": interpolate.InterpolatedUnivariateSpline(x, y),
+        "LSQUnivariateSpline": interpolate.LSQUnivariateSpline(x, y, [3.0, 6.0]),
+        "make_interp_spline": interpolate.make_interp_spline(x, y),
+        "splrep": interpolate.splrep(x, y),
+        "RegularGridInterpolator": interpolate.RegularGridInterpolator((grid, grid), np.outer(grid, grid)),
+        "gaussian_kde": stats.gaussian_kde(rng.normal(size=(2, 40))),
+        "OptimizeResult": optimize.minimize(lambda v: float((v**2).sum()), np.ones(3), method="BFGS"),
+        "linprog": optimize.linprog(c=[1, 2], A_ub=[[1, 1]], b_ub=[3]),
+        "least_squares": optimize.least_squares(lambda v: v - 1.0, np.zeros(2)),
+        "curve_fit": optimize.curve_fit(lambda t, a, b: a * t + b, x, 2 * x + 1)[0],
+        "sos": signal.butter(4, 0.2, output="sos"),
+        "ShortTimeFFT": signal.ShortTimeFFT(signal.windows.hann(32), hop=8, fs=100),
+    }
+    for kind in ("linear", "nearest", "quadratic", "cubic", "previous"):
+        found[f"interp1d-{kind}"] = interpolate.interp1d(x, y, kind=kind, fill_value="extrapolate")
+    systems = {"lti": signal.lti([1], [1, 2, 1]), "dlti": signal.dlti([1], [1, 0.5], dt=0.1)}
+    for name, system in systems.items():
+        found[name] = system
+        found[f"{name}-zpk"] = system.to_zpk()
+        found[f"{name}-ss"] = system.to_ss()
+    # an OptimizeResult's lambda-free fields only: a result keeps no callable, but minimize's keeps the inverse
+    # Hessian approximation, a plain array
+    return found
+
+
+def save_models(out: Path) -> None:
+    """Each object pickled on its own, and all of them in one joblib dump."""
+    import joblib
+
+    found = models()
+    for name, value in found.items():
+        (out / f"{name}.pkl").write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    joblib.dump(found, out / "all.joblib")
