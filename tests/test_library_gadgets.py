@@ -347,6 +347,48 @@ def test_a_callable_stored_under_a_method_name_is_high(tmp_path: Path) -> None:
     assert not _rules(tmp_path / "real", pickle.dumps([word2vec, spline]))
 
 
+def test_an_object_in_an_attribute_the_library_calls_is_high(tmp_path: Path) -> None:
+    """A second review's bypass, 0 findings before, no method name involved: FunctionTransformer calls its `func`,
+    here torch's _WrappedHook, which calls its hook (a scorer) with the module it keeps (a real regressor); the
+    scorer's score function is another _WrappedHook, whose scorer calls `transform` on a StackingRegressor, which
+    calls the method its state names (`tofile`) on the array its state holds, with the path the transformer's
+    kw_args gave: a file written outside the folder at the user's transform(). Such attributes hold named
+    functions in real files (WS-PKL-027)."""
+    import numpy as np
+    from sklearn.dummy import DummyRegressor
+    from sklearn.ensemble import StackingRegressor
+    from sklearn.metrics._scorer import _Scorer
+    from sklearn.preprocessing import FunctionTransformer, StandardScaler
+    from torch.nn.modules.module import _WrappedHook
+
+    outside, model = tmp_path / "outside", tmp_path / "model"
+    outside.mkdir()
+    model.mkdir()
+    written = outside / "written.bin"
+    regressor = DummyRegressor().fit([[0.0]], [0.0])
+    stack = StackingRegressor(estimators=[("a", DummyRegressor())])
+    stack.estimators_ = [np.array([b"attacker bytes"])]
+    stack.stack_method_ = ["tofile"]
+    stack.final_estimator_ = DummyRegressor().fit([[0.0]], [0.0])
+    inner = _WrappedHook(_Scorer(score_func=DummyRegressor, sign=1, kwargs={}, response_method="transform"),
+                         module=stack)  # fmt: skip
+    outer = _WrappedHook(_Scorer(score_func=inner, sign=1, kwargs={}, response_method="predict"), module=regressor)
+    transformer = FunctionTransformer(func=outer, kw_args={"y_true": str(written)}, validate=False).fit([[0.0]])
+    transformer.inv_kw_args = {"keep": (regressor, stack)}  # the hooks keep weak references only
+    sample = model / "transformer.pkl"
+    sample.write_bytes(pickle.dumps(transformer, protocol=4))
+    use = "import pickle, sys, numpy as np; pickle.load(open(sys.argv[1], 'rb')).transform(np.zeros((3, 1)))"
+    used = subprocess.run([sys.executable, "-c", use, str(sample)], capture_output=True, text=True, timeout=300)
+    assert written.is_file() and b"attacker bytes" in written.read_bytes(), used.stderr[-2000:]
+    assert "WS-PKL-027" in _rules(tmp_path / "scan", sample.read_bytes())
+    # Made by a call instead, the attribute is no state: scikit-learn's constructors are never called by real files.
+    scorer = _Call(_Scorer, (DummyRegressor, 1, {}, "transform"))
+    assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(FunctionTransformer, (scorer,))))
+    # A named function there passes, as real files keep it.
+    real = [FunctionTransformer(np.log1p).fit([[1.0]]), FunctionTransformer(np.sqrt, inverse_func=np.square)]
+    assert not _rules(tmp_path / "real", pickle.dumps([*real, StandardScaler()]))
+
+
 def test_scipy_objects_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:
     """Fitted interpolators pass restored from state (slot state included: PPoly and interp1d keep attributes in
     __slots__). A constructor called by the pickle is not what a real file does, and the classes whose restore

@@ -539,6 +539,21 @@ def screened_names(names: list[str], reviewed: dict[str, str] | None = None) -> 
     return allowed, state_only
 
 
+def restored_only(names: list[str]) -> list[str]:
+    """The classes among `names` that pickle restores with copyreg and BUILD: not enums (pickle calls the class with
+    the value) nor classes whose own __reduce__ or __getnewargs__ has pickle call them (Cython classes, named
+    tuples)."""
+    hooks = ("__reduce__", "__reduce_ex__", "__getnewargs__", "__getnewargs_ex__")
+    found = []
+    for name in names:
+        klass = _resolve(name)
+        if not isinstance(klass, type) or issubclass(klass, enum.Enum):
+            continue
+        if not any(hook in vars(base) for base in klass.__mro__[:-1] for hook in hooks):
+            found.append(name)
+    return found
+
+
 def numpy_function_names() -> list[str]:
     """Every ufunc in the numpy namespace (elementwise maths, pickled by name) and the reductions above, each by
     the name pickle records for it."""
@@ -598,6 +613,15 @@ CALLABLE_MEMBERS = [
     "sklearn.utils._metadata_requests.MetadataRequest.owner",
     "sklearn.utils._metadata_requests.MethodMetadataRequest.owner",
 ]
+# Attributes the libraries call by design, with arguments of their own or from the state: real files keep a named
+# function there (a score function, FunctionTransformer's func, a torchmetrics metric's sync functions) or a
+# partial. An object there can be one that calls what its own state holds: reviews chained torch's _WrappedHook
+# (which calls its hook with the module it keeps) and scikit-learn's scorers (which call a method their state
+# names on the estimator they are given) into DataFrame.eval and ndarray.tofile.
+CALLED_ATTRIBUTES = ["_score_func", "func", "inverse_func", "distributed_available_fn", "dist_sync_fn", "hook"]
+CALLED_ATTRIBUTE_OBJECTS = ["functools.partial"] + [
+    name for name in TORCH_LAYER_HOOKS if not name.endswith("._WrappedHook")
+]  # _WrappedHook's hook in a whole-model save: a weight or spectral norm hook
 # Attributes looked up on the instance, not the class, by code that every library runs: copy and pickle.
 COPY_LOOKUPS = ["__deepcopy__", "__copy__", "__reduce_ex__", "__reduce__", "__getstate__", "__setstate__"]
 
@@ -690,7 +714,13 @@ def main() -> int:
         + [n for n in classes_under("scipy.sparse") if "._" in n or n.count(".") == 2]
         + SCIPY_CLASSES
         + SKLEARN_CALLED_FUNCTIONS,
-        more={"referenced-callables": sklearn_function_names() + SCIPY_FUNCTIONS},
+        # Constructors only store parameters, so kept as values they pass; but a pickle that calls one with its
+        # arguments (a scorer's score function, a transformer's func) sets what WS-PKL-027 judges in a state.
+        more={
+            "referenced-callables": sklearn_function_names() + SCIPY_FUNCTIONS,
+            "state-only-classes": restored_only(sklearn_classes),
+            "value-classes": restored_only(sklearn_classes),
+        },
     )
     ecosystem = [screened_classes(package) for package in SKLEARN_ECOSYSTEM]
     write(
@@ -778,7 +808,8 @@ def main() -> int:
         "__call__, and name:<function> for a few functions): an object's state that sets a method's name to anything "
         "else replaces the method (WS-PKL-026). Generated from every "
         "allowlist in rules/, so tools/gen_tabular_allowlist.py runs first.\n",
-        {"method-names": methods, "inert-values": plain, "callable-members": CALLABLE_MEMBERS},
+        {"method-names": methods, "inert-values": plain, "callable-members": CALLABLE_MEMBERS,
+         "called-attributes": CALLED_ATTRIBUTES, "called-attribute-objects": CALLED_ATTRIBUTE_OBJECTS},
     )
     write(
         "architectures",

@@ -1011,19 +1011,21 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
     a dict), something computed. Put in the instance's dict, such an attribute comes before the class's method
     of the same name, so the library's or the user's next call of that method runs it (a review ran code at a
     torchmetrics metric's `compute()` so, and sklearn's tag check through a DataFrame's `__sklearn_tags__`). The
-    rules know the method names and which objects cannot be called (WS-PKL-026)."""
+    rules know the method names and which objects cannot be called (WS-PKL-026), and the attributes libraries call
+    by design, which real files fill with a named function or a known object only (WS-PKL-027)."""
     for key, value in state.items:
         name = key.value if isinstance(key, Const) else None
         if not isinstance(name, str) or isinstance(value, Const | Seq | Dict | Persistent):
             continue
         if isinstance(value, Obj):
-            made = _restored_class(value)
+            made, kind = _restored_class(value), "object"
         elif isinstance(value, Global):
-            made = f"name:{value.dotted}"  # the function or class itself, not an instance of it
+            made, kind = f"name:{value.dotted}", "name"  # the function or class itself, not an instance of it
         else:
-            made = "<computed>"
+            made, kind = "<computed>", "computed"
         attrs: dict[str, str | int | bool] = {"name": name[:200], "callable": restored, "value": describe(value),
-                                              "value_class": made, "member": f"{restored}.{name[:200]}"}  # fmt: skip
+                                              "value_class": made, "value_kind": kind,
+                                              "member": f"{restored}.{name[:200]}"}  # fmt: skip
         res.events.append(Event("pickle.state_member", at, attrs))
 
 
