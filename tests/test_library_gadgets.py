@@ -384,9 +384,17 @@ def test_an_object_in_an_attribute_the_library_calls_is_high(tmp_path: Path) -> 
     # Made by a call instead, the attribute is no state: scikit-learn's constructors are never called by real files.
     scorer = _Call(_Scorer, (DummyRegressor, 1, {}, "transform"))
     assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(FunctionTransformer, (scorer,))))
+    # The method a scorer or a stacking ensemble calls by name is a prediction method in real files (WS-PKL-028).
+    from sklearn.metrics import get_scorer, make_scorer
+
+    assert "WS-PKL-028" in _rules(tmp_path / "query", pickle.dumps(make_scorer(np.equal, response_method=("query",))))
+    stack.stack_method_ = ["predict"]
+    assert _rules(tmp_path / "stack", pickle.dumps(stack)) == set()
+    stack.stack_method_ = ["tofile"]
+    assert _rules(tmp_path / "tofile", pickle.dumps(stack)) == {"WS-PKL-028"}
     # A named function there passes, as real files keep it.
     real = [FunctionTransformer(np.log1p).fit([[1.0]]), FunctionTransformer(np.sqrt, inverse_func=np.square)]
-    assert not _rules(tmp_path / "real", pickle.dumps([*real, StandardScaler()]))
+    assert not _rules(tmp_path / "real", pickle.dumps([*real, StandardScaler(), get_scorer("roc_auc")]))
 
 
 def test_scipy_objects_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:

@@ -622,6 +622,10 @@ CALLED_ATTRIBUTES = ["_score_func", "func", "inverse_func", "distributed_availab
 CALLED_ATTRIBUTE_OBJECTS = ["functools.partial"] + [
     name for name in TORCH_LAYER_HOOKS if not name.endswith("._WrappedHook")
 ]  # _WrappedHook's hook in a whole-model save: a weight or spectral norm hook
+# What scikit-learn's scorers and stacking ensembles keep as the method they call on an estimator ("auto" is resolved
+# by the library itself).
+RESPONSE_METHODS = ["auto", "decision_function", "predict", "predict_log_proba", "predict_proba", "score_samples",
+                    "transform"]  # fmt: skip
 # Attributes looked up on the instance, not the class, by code that every library runs: copy and pickle.
 COPY_LOOKUPS = ["__deepcopy__", "__copy__", "__reduce_ex__", "__reduce__", "__getstate__", "__setstate__"]
 
@@ -809,7 +813,8 @@ def main() -> int:
         "else replaces the method (WS-PKL-026). Generated from every "
         "allowlist in rules/, so tools/gen_tabular_allowlist.py runs first.\n",
         {"method-names": methods, "inert-values": plain, "callable-members": CALLABLE_MEMBERS,
-         "called-attributes": CALLED_ATTRIBUTES, "called-attribute-objects": CALLED_ATTRIBUTE_OBJECTS},
+         "called-attributes": CALLED_ATTRIBUTES, "called-attribute-objects": CALLED_ATTRIBUTE_OBJECTS,
+         "response-methods": RESPONSE_METHODS},
     )
     write(
         "architectures",

@@ -1015,6 +1015,8 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
     by design, which real files fill with a named function or a known object only (WS-PKL-027)."""
     for key, value in state.items:
         name = key.value if isinstance(key, Const) else None
+        if name in METHOD_NAME_ATTRIBUTES:
+            _method_names(res, name, value, restored, at)
         if not isinstance(name, str) or isinstance(value, Const | Seq | Dict | Persistent):
             continue
         if isinstance(value, Obj):
@@ -1027,6 +1029,24 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
                                               "value_class": made, "value_kind": kind,
                                               "member": f"{restored}.{name[:200]}"}  # fmt: skip
         res.events.append(Event("pickle.state_member", at, attrs))
+
+
+# scikit-learn's scorers and stacking ensembles call, on the estimator they are given, the method these attributes
+# name: a review named DataFrame.query and ndarray.tofile there.
+METHOD_NAME_ATTRIBUTES = frozenset({"_response_method", "response_method", "stack_method_"})
+
+
+def _method_names(res: PickleResult, name: str, value: Sym, restored: str, at: int) -> None:
+    """Each method name such an attribute holds (a string, or a list or tuple of them); anything else as
+    `<computed>`."""
+    items = value.items if isinstance(value, Seq) else [value]
+    for item in items[:64]:
+        text = item.value if isinstance(item, Const) else "<computed>"
+        if text is None or text == "":
+            continue  # nothing named: the library resolves it or calls nothing
+        method = text[:200] if isinstance(text, str) else "<computed>"
+        attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "method": method}
+        res.events.append(Event("pickle.state_method_name", at, attrs))
 
 
 def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
