@@ -26,6 +26,7 @@ import pickle
 import socket
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from types import ModuleType
 
@@ -395,6 +396,62 @@ def test_an_object_in_an_attribute_the_library_calls_is_high(tmp_path: Path) -> 
     # A named function there passes, as real files keep it.
     real = [FunctionTransformer(np.log1p).fit([[1.0]]), FunctionTransformer(np.sqrt, inverse_func=np.square)]
     assert not _rules(tmp_path / "real", pickle.dumps([*real, StandardScaler(), get_scorer("roc_auc")]))
+
+
+def test_callables_in_hook_tables_and_long_method_lists_are_high(tmp_path: Path) -> None:
+    """A third review's bypasses, 0 findings before: a KNeighborsRegressor whose `effective_metric_` (called on
+    every pair of rows) was scikit-learn's validation-score callback, which calls its estimator's score with data
+    of its state, through a grid search's scorer whose method list held 64 prediction methods and then
+    `save_model`: XGBoost wrote a model file outside the folder at the user's predict(). The same callback in a
+    torch module's `_forward_pre_hooks` did it at model(x). The callback is off the allowlist, the metric and the
+    hook tables are judged like the other attributes libraries call (WS-PKL-027), and a method list is read to
+    its end (WS-PKL-028)."""
+    import numpy as np
+    import torch
+    import xgboost
+    from sklearn.linear_model import LinearRegression
+    from sklearn.linear_model._stochastic_gradient import _ValidationScoreCallback
+    from sklearn.metrics import r2_score
+    from sklearn.metrics._scorer import _Scorer
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.neighbors import KNeighborsRegressor
+    from sklearn.pipeline import Pipeline
+
+    outside, model = tmp_path / "outside", tmp_path / "model"
+    outside.mkdir()
+    model.mkdir()
+    written = outside / "model.json"
+    booster = xgboost.XGBRegressor(n_estimators=1, max_depth=1).fit(np.arange(8.0).reshape(4, 2), np.arange(4.0))
+    scorer = object.__new__(_Scorer)
+    scorer.__dict__.update(_score_func=r2_score, _sign=1, _kwargs={},
+                           _response_method=tuple(["decision_function"] * 64 + ["save_model"]))  # fmt: skip
+    search = object.__new__(GridSearchCV)
+    search.__dict__.update(estimator=LinearRegression(), scoring=None, refit=True, multimetric_=False,
+                           scorer_=scorer, best_estimator_=booster, n_splits_=2)  # fmt: skip
+    pipeline = object.__new__(Pipeline)
+    pipeline.__dict__.update(steps=[("search", search)], transform_input=None, memory=None, verbose=False)
+    callback = object.__new__(_ValidationScoreCallback)
+    callback.__dict__.update(estimator=pipeline, X_val=str(written), y_val=None, sample_weight_val=None)
+    knn = KNeighborsRegressor(n_neighbors=1, algorithm="brute").fit(np.arange(8.0).reshape(4, 2), np.arange(4.0))
+    knn.metric = knn.effective_metric_ = callback
+    sample = model / "knn.pkl"
+    sample.write_bytes(pickle.dumps(knn))
+    use = "import pickle, sys; pickle.load(open(sys.argv[1], 'rb')).predict([[1.0, 2.0]])"
+    used = subprocess.run([sys.executable, "-c", use, str(sample)], capture_output=True, text=True, timeout=300)
+    assert written.is_file(), used.stderr[-2000:]
+    assert {"WS-PKL-003", "WS-PKL-027", "WS-PKL-028"} <= _rules(tmp_path / "knn", sample.read_bytes())
+    # Each check alone, on objects that are all allowed.
+    scorer.__dict__["_response_method"] = tuple(["predict"] * 64 + ["save_model"])
+    assert _rules(tmp_path / "long", pickle.dumps(scorer)) == {"WS-PKL-028"}
+    layer = torch.nn.Identity()
+    layer._forward_pre_hooks[0] = scorer
+    scorer.__dict__["_response_method"] = "predict"
+    assert _rules(tmp_path / "hooks", pickle.dumps(layer)) == {"WS-PKL-027"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the hook-based norms are deprecated, still in saved models
+        hooked = [torch.nn.utils.weight_norm(torch.nn.Linear(2, 2)),
+                  torch.nn.utils.spectral_norm(torch.nn.Linear(2, 2))]
+    assert not _rules(tmp_path / "real", pickle.dumps(hooked))
 
 
 def test_scipy_objects_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:

@@ -134,9 +134,10 @@ SCIPY_FUNCTIONS = ["scipy._lib.array_api_compat.numpy._aliases.asarray"]
 # them as dangerous.
 SKLEARN_EXCLUDED = {
     "sklearn.callback._scoring_monitor.ScoringMonitor", "sklearn.callback._transport.ListenerHandle",
-    # Called, they run what their state holds: a task list, a wrapped function (a review chained Parallel so).
-    # No model keeps one.
+    # Called, they run what their state holds: a task list, a wrapped function, an estimator's score method on data
+    # of its state (reviews chained Parallel and the validation callback so). No model keeps one.
     "sklearn.utils.parallel.Parallel", "sklearn.utils.parallel._FuncWrapper",
+    "sklearn.linear_model._stochastic_gradient._ValidationScoreCallback",
 }
 
 # scikit-learn-compatible libraries whose estimators sit in ordinary pipelines. Their classes are allowed as
@@ -618,10 +619,16 @@ CALLABLE_MEMBERS = [
 # partial. An object there can be one that calls what its own state holds: reviews chained torch's _WrappedHook
 # (which calls its hook with the module it keeps) and scikit-learn's scorers (which call a method their state
 # names on the estimator they are given) into DataFrame.eval and ndarray.tofile.
-CALLED_ATTRIBUTES = ["_score_func", "func", "inverse_func", "distributed_available_fn", "dist_sync_fn", "hook"]
-CALLED_ATTRIBUTE_OBJECTS = ["functools.partial"] + [
-    name for name in TORCH_LAYER_HOOKS if not name.endswith("._WrappedHook")
-]  # _WrappedHook's hook in a whole-model save: a weight or spectral norm hook
+# The dict attributes whose values are called (torch's hook tables, a metric's reductions) are named in the pickle
+# machine (CALLED_TABLES) and judged here under the table's name.
+CALLED_ATTRIBUTES = [
+    "_score_func", "func", "inverse_func", "distributed_available_fn", "dist_sync_fn", "hook", "metric",
+    "effective_metric_", "importance_getter", "_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks",
+    "_backward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+    "_load_state_dict_post_hooks", "_reductions",
+]  # fmt: skip
+# A weight or spectral norm hook, in a hook table or as _WrappedHook's hook (whose own hook is judged the same way).
+CALLED_ATTRIBUTE_OBJECTS = ["functools.partial", *TORCH_LAYER_HOOKS]
 # What scikit-learn's scorers and stacking ensembles keep as the method they call on an estimator ("auto" is resolved
 # by the library itself).
 RESPONSE_METHODS = ["auto", "decision_function", "predict", "predict_log_proba", "predict_proba", "score_samples",

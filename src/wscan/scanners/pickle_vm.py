@@ -183,6 +183,8 @@ class PickleResult:
     storage_infos: list[Obj] = field(default_factory=list)
     storage_infos_dropped: int = 0
     # Items set on objects under names pickle later looks up on the instance (see `_items_on_object`), by id.
+    # The values SETITEMS put in objects (an OrderedDict of torch hooks), by id, for `_callable_members`.
+    object_items: dict[int, tuple[Obj, list[Sym]]] = field(default_factory=dict)
     item_methods: dict[int, tuple[Obj, dict[str, Sym]]] = field(default_factory=dict)
     # Objects (and states) `_after_build` judged, by id; kept alive here so an id is never reused.
     changed: dict[int, Sym] = field(default_factory=dict)
@@ -705,6 +707,8 @@ class Machine:
                     for i in range(0, len(pairs), 2):
                         target.add(pairs[i], pairs[i + 1])
                 else:
+                    if isinstance(target, Obj):
+                        _note_items(res, target, pairs[1::2])
                     self._items_on_object(res, target, pairs, name, at)
                     self._mutation(res, target, name, at)
             elif name in _APPENDS:
@@ -1017,18 +1021,63 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
         name = key.value if isinstance(key, Const) else None
         if name in METHOD_NAME_ATTRIBUTES:
             _method_names(res, name, value, restored, at)
+        if isinstance(name, str) and name in CALLED_TABLES:
+            for item in _table_values(res, value):
+                _member_event(res, name, item, restored, at)
+            continue  # the table itself is data; its values are what is called
         if not isinstance(name, str) or isinstance(value, Const | Seq | Dict | Persistent):
             continue
-        if isinstance(value, Obj):
-            made, kind = _restored_class(value), "object"
-        elif isinstance(value, Global):
-            made, kind = f"name:{value.dotted}", "name"  # the function or class itself, not an instance of it
-        else:
-            made, kind = "<computed>", "computed"
-        attrs: dict[str, str | int | bool] = {"name": name[:200], "callable": restored, "value": describe(value),
-                                              "value_class": made, "value_kind": kind,
-                                              "member": f"{restored}.{name[:200]}"}  # fmt: skip
-        res.events.append(Event("pickle.state_member", at, attrs))
+        _member_event(res, name, value, restored, at)
+
+
+def _member_event(res: PickleResult, name: str, value: Sym, restored: str, at: int) -> None:
+    """`name` on an object of class `restored` holds `value`, which may be called (see `_callable_members`)."""
+    if isinstance(value, Const | Seq | Dict | Persistent):
+        return
+    if isinstance(value, Obj):
+        made, kind = _restored_class(value), "object"
+    elif isinstance(value, Global):
+        made, kind = f"name:{value.dotted}", "name"  # the function or class itself, not an instance of it
+    else:
+        made, kind = "<computed>", "computed"
+    attrs: dict[str, str | int | bool] = {"name": name[:200], "callable": restored, "value": describe(value),
+                                          "value_class": made, "value_kind": kind,
+                                          "member": f"{restored}.{name[:200]}"}  # fmt: skip
+    res.events.append(Event("pickle.state_member", at, attrs))
+
+
+# Dict attributes whose values the libraries call: torch's module hooks (at model(x), state_dict(), load) and a
+# torchmetrics metric's reductions (at compute()). A review put scikit-learn's validation callback among the hooks.
+CALLED_TABLES = frozenset({
+    "_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks", "_state_dict_hooks",
+    "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_reductions",
+})  # fmt: skip
+MAX_OBJECT_ITEMS = 1_000_000  # objects whose SETITEMS values are kept (the opcode limit bounds them anyway)
+
+
+def _note_items(res: PickleResult, target: Obj, values: list[Sym]) -> None:
+    """Keep what SETITEMS put in an object (an OrderedDict), so a table of callables is read like a dict."""
+    entry = res.object_items.get(id(target))
+    if entry is None:
+        if len(res.object_items) >= MAX_OBJECT_ITEMS:
+            return
+        entry = res.object_items[id(target)] = (target, [])
+    entry[1].extend(values[: max(0, MAX_ITEMS - len(entry[1]))])
+    if len(entry[1]) >= MAX_ITEMS:
+        entry[1].append(Unknown())  # past what is kept: judged as computed
+
+
+def _table_values(res: PickleResult, table: Sym) -> list[Sym]:
+    """The values of a dict, or of an object SETITEMS filled; a table made any other way, as one computed value."""
+    if isinstance(table, Dict):
+        return [value for _, value in table.items] + ([Unknown()] if table.dropped else [])
+    if isinstance(table, Obj):
+        entry = res.object_items.get(id(table))
+        made = entry[1] if entry is not None else []
+        # Writers make an OrderedDict empty and fill it with SETITEMS; one made from arguments holds what they hold.
+        given = not (isinstance(table.args, Seq) and not table.args.items)
+        return [*made, Unknown()] if given else made
+    return [] if isinstance(table, Const) else [table]
 
 
 # scikit-learn's scorers and stacking ensembles call, on the estimator they are given, the method these attributes
@@ -1040,7 +1089,9 @@ def _method_names(res: PickleResult, name: str, value: Sym, restored: str, at: i
     """Each method name such an attribute holds (a string, or a list or tuple of them); anything else as
     `<computed>`."""
     items = value.items if isinstance(value, Seq) else [value]
-    for item in items[:64]:
+    if len(items) > 64 or (isinstance(value, Seq) and value.dropped):
+        items = [*items[:64], Unknown()]  # the library takes the first name the estimator has: all must be read
+    for item in items:
         text = item.value if isinstance(item, Const) else "<computed>"
         if text is None or text == "":
             continue  # nothing named: the library resolves it or calls nothing
