@@ -447,6 +447,14 @@ def test_callables_in_hook_tables_and_long_method_lists_are_high(tmp_path: Path)
     layer._forward_pre_hooks[0] = scorer
     scorer.__dict__["_response_method"] = "predict"
     assert _rules(tmp_path / "hooks", pickle.dumps(layer)) == {"WS-PKL-027"}
+    # torch's Module answers a name its class lacks from its submodules, scikit-learn's Bunch from its items: copy
+    # asks the instance for __deepcopy__, scikit-learn for __sklearn_tags__.
+    from sklearn.utils import Bunch
+
+    proxy = torch.nn.Identity()
+    proxy._modules["__deepcopy__"] = scorer  # type: ignore[assignment]
+    assert _rules(tmp_path / "proxy", pickle.dumps(proxy)) == {"WS-PKL-026"}
+    assert _rules(tmp_path / "bunch", pickle.dumps(Bunch(__sklearn_tags__=scorer))) == {"WS-PKL-026"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the hook-based norms are deprecated, still in saved models
         hooked = [torch.nn.utils.weight_norm(torch.nn.Linear(2, 2)),

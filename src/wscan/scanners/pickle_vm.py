@@ -709,6 +709,7 @@ class Machine:
                 else:
                     if isinstance(target, Obj):
                         _note_items(res, target, pairs[1::2])
+                        _dunder_items(res, pairs, _restored_class(target), at)
                     self._items_on_object(res, target, pairs, name, at)
                     self._mutation(res, target, name, at)
             elif name in _APPENDS:
@@ -1021,6 +1022,8 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
         name = key.value if isinstance(key, Const) else None
         if name in METHOD_NAME_ATTRIBUTES:
             _method_names(res, name, value, restored, at)
+        if name in PROXY_TABLES and isinstance(value, Dict):
+            _dunder_items(res, [item for pair in value.items for item in pair], restored, at)
         if isinstance(name, str) and name in CALLED_TABLES:
             for item in _table_values(res, value):
                 _member_event(res, name, item, restored, at)
@@ -1052,6 +1055,8 @@ CALLED_TABLES = frozenset({
     "_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks", "_state_dict_hooks",
     "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_reductions",
 })  # fmt: skip
+# What torch's Module.__getattr__ answers a name the class lacks from: `copy.deepcopy(model)` asks for __deepcopy__.
+PROXY_TABLES = frozenset({"_modules", "_parameters", "_buffers"})
 MAX_OBJECT_ITEMS = 1_000_000  # objects whose SETITEMS values are kept (the opcode limit bounds them anyway)
 
 
@@ -1065,6 +1070,17 @@ def _note_items(res: PickleResult, target: Obj, values: list[Sym]) -> None:
     entry[1].extend(values[: max(0, MAX_ITEMS - len(entry[1]))])
     if len(entry[1]) >= MAX_ITEMS:
         entry[1].append(Unknown())  # past what is kept: judged as computed
+
+
+def _dunder_items(res: PickleResult, pairs: list[Sym], owner: str, at: int) -> None:
+    """Items named like a special method (`__deepcopy__`, `__array__`) set on an object, or in a torch module's
+    submodule table: classes that answer attribute lookups from their items (torch's Module, scikit-learn's Bunch,
+    EasyDict) hand them to code that looks such names up on the instance (copy, NumPy, scikit-learn). Judged as
+    the object's own attributes (WS-PKL-026); writers never use such names."""
+    for i in range(0, len(pairs) - 1, 2):
+        key = _const(pairs[i])
+        if isinstance(key, str) and key.startswith("__") and key.endswith("__"):
+            _member_event(res, key, pairs[i + 1], owner, at)
 
 
 def _table_values(res: PickleResult, table: Sym) -> list[Sym]:
