@@ -462,6 +462,37 @@ def test_callables_in_hook_tables_and_long_method_lists_are_high(tmp_path: Path)
     assert not _rules(tmp_path / "real", pickle.dumps(hooked))
 
 
+def test_states_and_items_given_by_calls_are_judged(tmp_path: Path) -> None:
+    """A fourth review's bypass, 0 findings before: torch's _rebuild_from_type_v2(copyreg.__newobj__, T, (T,),
+    state) restores any allowed class T with a state of its own, which the checks of BUILD's state never saw; the
+    earlier chains hidden that way ran a shell command at transform(). Now that state, a parameter's, the
+    backward hooks torch's tensor rebuilds set, and a dict a call fills an object with are judged like BUILD's;
+    ClassifierChain's chain_method_ is a method name like the scorers'."""
+    from collections import OrderedDict
+
+    import torch
+    from sklearn.dummy import DummyRegressor
+    from sklearn.metrics._scorer import _Scorer
+    from sklearn.multioutput import ClassifierChain
+    from sklearn.preprocessing import FunctionTransformer
+    from sklearn.utils import Bunch
+
+    rebuild = torch._tensor._rebuild_from_type_v2  # type: ignore[attr-defined]
+    scorer = _Scorer(DummyRegressor, 1, {}, "predict")
+    hidden = _Call(rebuild, (copyreg.__newobj__, FunctionTransformer, (FunctionTransformer,), {"func": scorer}))  # type: ignore[attr-defined]
+    assert "WS-PKL-027" in _rules(tmp_path / "rebuild", _dump(hidden))
+    ordered = _Call(rebuild, (copyreg.__newobj__, FunctionTransformer, (FunctionTransformer,),  # type: ignore[attr-defined]
+                              _Call(OrderedDict, (), items={"func": scorer})))  # fmt: skip
+    assert "WS-PKL-027" in _rules(tmp_path / "ordered", _dump(ordered))
+    hooks = _Call(torch._utils._rebuild_parameter, (torch.zeros(1), True, _Call(OrderedDict, (), items={0: scorer})))
+    assert "WS-PKL-027" in _rules(tmp_path / "hooks", _dump(hooks))
+    filled = _Call(copyreg._reconstructor, (Bunch, dict, {"__deepcopy__": scorer}))  # type: ignore[attr-defined]
+    assert "WS-PKL-026" in _rules(tmp_path / "bunch", _dump(filled))
+    assert "WS-PKL-028" in _rules(tmp_path / "chain", _dump(_restored(ClassifierChain, {"chain_method_": "fit"})))
+    real = [torch.nn.Parameter(torch.zeros(2)), torch.nn.Linear(2, 2), Bunch(a=1, b=[2])]
+    assert not _rules(tmp_path / "real", pickle.dumps(real))
+
+
 def test_scipy_objects_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:
     """Fitted interpolators pass restored from state (slot state included: PPoly and interp1d keep attributes in
     __slots__). A constructor called by the pickle is not what a real file does, and the classes whose restore

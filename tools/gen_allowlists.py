@@ -625,10 +625,11 @@ CALLED_ATTRIBUTES = [
     "_score_func", "func", "inverse_func", "distributed_available_fn", "dist_sync_fn", "hook", "metric",
     "effective_metric_", "importance_getter", "_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks",
     "_backward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
-    "_load_state_dict_post_hooks", "_reductions",
+    "_load_state_dict_post_hooks", "_reductions", "kernel", "weights", "analyzer", "preprocessor", "tokenizer",
+    "score_func", "activation", "op", "transform_pred", "transform_target",
 ]  # fmt: skip
-# A weight or spectral norm hook, in a hook table or as _WrappedHook's hook (whose own hook is judged the same way).
-CALLED_ATTRIBUTE_OBJECTS = ["functools.partial", *TORCH_LAYER_HOOKS]
+# A weight or spectral norm hook, in a hook table or as _WrappedHook's hook (whose own hook is judged the same way);
+# a torch layer as a transformer layer's activation (nn.GELU()): its call is its forward, whose state is judged.
 # What scikit-learn's scorers and stacking ensembles keep as the method they call on an estimator ("auto" is resolved
 # by the library itself).
 RESPONSE_METHODS = ["auto", "decision_function", "predict", "predict_log_proba", "predict_proba", "score_samples",
@@ -813,6 +814,7 @@ def main() -> int:
         more={"state-only-classes": state_only_names()},
     )
     methods, plain = method_lists()  # last: over every pack just written, and the hand-written ones
+    called_objects = ["functools.partial", *TORCH_LAYER_HOOKS, *layers]
     write_pack(
         "method-names",
         "The names of the methods of every allowed class, and the allowed values harmless to call (objects without "
@@ -820,7 +822,7 @@ def main() -> int:
         "else replaces the method (WS-PKL-026). Generated from every "
         "allowlist in rules/, so tools/gen_tabular_allowlist.py runs first.\n",
         {"method-names": methods, "inert-values": plain, "callable-members": CALLABLE_MEMBERS,
-         "called-attributes": CALLED_ATTRIBUTES, "called-attribute-objects": CALLED_ATTRIBUTE_OBJECTS,
+         "called-attributes": CALLED_ATTRIBUTES, "called-attribute-objects": called_objects,
          "response-methods": RESPONSE_METHODS},
     )
     write(

@@ -184,7 +184,7 @@ class PickleResult:
     storage_infos_dropped: int = 0
     # Items set on objects under names pickle later looks up on the instance (see `_items_on_object`), by id.
     # The values SETITEMS put in objects (an OrderedDict of torch hooks), by id, for `_callable_members`.
-    object_items: dict[int, tuple[Obj, list[Sym]]] = field(default_factory=dict)
+    object_items: dict[int, tuple[Obj, list[tuple[Sym, Sym]]]] = field(default_factory=dict)
     item_methods: dict[int, tuple[Obj, dict[str, Sym]]] = field(default_factory=dict)
     # Objects (and states) `_after_build` judged, by id; kept alive here so an id is never reused.
     changed: dict[int, Sym] = field(default_factory=dict)
@@ -481,6 +481,7 @@ class Machine:
                     target = called.items[0] if called.items else None
                     if isinstance(target, Obj) and target.state is not None:
                         self._after_build(res, target, f"{how} via {func.dotted}", offset)
+            _state_from_call(res, func, args, offset)
         else:
             res.events.append(Event("pickle.dynamic_call", offset, {"opcode": how, "callee": describe(func)}))
         made = Obj(func, args)
@@ -708,7 +709,7 @@ class Machine:
                         target.add(pairs[i], pairs[i + 1])
                 else:
                     if isinstance(target, Obj):
-                        _note_items(res, target, pairs[1::2])
+                        _note_items(res, target, list(zip(pairs[::2], pairs[1::2], strict=True)))
                         _dunder_items(res, pairs, _restored_class(target), at)
                     self._items_on_object(res, target, pairs, name, at)
                     self._mutation(res, target, name, at)
@@ -1060,16 +1061,75 @@ PROXY_TABLES = frozenset({"_modules", "_parameters", "_buffers"})
 MAX_OBJECT_ITEMS = 1_000_000  # objects whose SETITEMS values are kept (the opcode limit bounds them anyway)
 
 
-def _note_items(res: PickleResult, target: Obj, values: list[Sym]) -> None:
+def _note_items(res: PickleResult, target: Obj, pairs: list[tuple[Sym, Sym]]) -> None:
     """Keep what SETITEMS put in an object (an OrderedDict), so a table of callables is read like a dict."""
     entry = res.object_items.get(id(target))
     if entry is None:
         if len(res.object_items) >= MAX_OBJECT_ITEMS:
             return
         entry = res.object_items[id(target)] = (target, [])
-    entry[1].extend(values[: max(0, MAX_ITEMS - len(entry[1]))])
+    entry[1].extend(pairs[: max(0, MAX_ITEMS - len(entry[1]))])
     if len(entry[1]) >= MAX_ITEMS:
-        entry[1].append(Unknown())  # past what is kept: judged as computed
+        entry[1].append((Unknown(), Unknown()))  # past what is kept: judged as computed
+
+
+# Helpers that give the object they make a state of their own, as BUILD would: (position of the state, position of
+# the class, or the class they always make). torch sets it with __setstate__ or setattr (_set_obj_state).
+STATE_SETTERS: dict[str, tuple[int, int | str]] = {
+    "torch._tensor._rebuild_from_type_v2": (3, 1),
+    "torch._utils._rebuild_parameter_with_state": (3, "torch.nn.parameter.Parameter"),
+}
+
+
+# torch's tensor rebuilds set the hooks at this position as the tensor's backward hooks, run by backward().
+BACKWARD_HOOKS = {
+    "torch._utils._rebuild_tensor_v2": 5,
+    "torch._utils._rebuild_parameter": 2,
+    "torch._utils._rebuild_parameter_with_state": 2,
+}
+
+
+def _state_from_call(res: PickleResult, func: Global, args: Sym, at: int) -> None:
+    """The state a call gives what it makes (a review restored any allowed class with any state through
+    _rebuild_from_type_v2(copyreg.__newobj__, T, (T,), state), past every check of BUILD's state), and the items
+    of a dict a call is given: copyreg._reconstructor(Bunch, dict, {...}) fills a dict subclass with them."""
+    if not isinstance(args, Seq):
+        return
+    for item in args.items:
+        if isinstance(item, Dict):
+            _dunder_items(res, [part for pair in item.items for part in pair], func.dotted, at)
+    hooks = BACKWARD_HOOKS.get(func.dotted)
+    if hooks is not None and len(args.items) > hooks:
+        for value in _table_values(res, args.items[hooks]):
+            _member_event(res, "_backward_hooks", value, func.dotted, at)
+    where = STATE_SETTERS.get(func.dotted)
+    if where is None or len(args.items) <= where[0]:
+        return
+    state, made = args.items[where[0]], where[1]
+    if isinstance(made, int):
+        kind = args.items[made] if len(args.items) > made else None
+        made = kind.dotted if isinstance(kind, Global) else describe(kind)
+    pair = isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2
+    for part in state.items if pair and isinstance(state, Seq) else [state]:  # (dict, slots), as torch writes
+        mapping = _as_mapping(res, part)
+        if mapping is not None:
+            if len(res.states) < MAX_STATES:
+                res.states.append((mapping, at, made))
+        elif not isinstance(part, Const):
+            attrs: dict[str, str | int | bool] = {"detail": f"a state made by {describe(part)}", "callable": made}
+            res.events.append(Event("pickle.unread_attribute_names", at, attrs))
+
+
+def _as_mapping(res: PickleResult, state: Sym) -> Dict | None:
+    """`state` as a dict: a dict, or an OrderedDict made empty and filled by SETITEMS (what torch writes)."""
+    if isinstance(state, Dict):
+        return state
+    if isinstance(state, Obj) and isinstance(state.func, Global) and state.func.dotted == "collections.OrderedDict":
+        empty = isinstance(state.args, Seq) and not state.args.items
+        entry = res.object_items.get(id(state))
+        if empty:
+            return Dict(list(entry[1]) if entry is not None else [])
+    return None
 
 
 def _dunder_items(res: PickleResult, pairs: list[Sym], owner: str, at: int) -> None:
@@ -1089,7 +1149,7 @@ def _table_values(res: PickleResult, table: Sym) -> list[Sym]:
         return [value for _, value in table.items] + ([Unknown()] if table.dropped else [])
     if isinstance(table, Obj):
         entry = res.object_items.get(id(table))
-        made = entry[1] if entry is not None else []
+        made = [value for _, value in entry[1]] if entry is not None else []
         # Writers make an OrderedDict empty and fill it with SETITEMS; one made from arguments holds what they hold.
         given = not (isinstance(table.args, Seq) and not table.args.items)
         return [*made, Unknown()] if given else made
@@ -1098,7 +1158,7 @@ def _table_values(res: PickleResult, table: Sym) -> list[Sym]:
 
 # scikit-learn's scorers and stacking ensembles call, on the estimator they are given, the method these attributes
 # name: a review named DataFrame.query and ndarray.tofile there.
-METHOD_NAME_ATTRIBUTES = frozenset({"_response_method", "response_method", "stack_method_"})
+METHOD_NAME_ATTRIBUTES = frozenset({"_response_method", "response_method", "stack_method_", "chain_method_"})
 
 
 def _method_names(res: PickleResult, name: str, value: Sym, restored: str, at: int) -> None:
