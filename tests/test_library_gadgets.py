@@ -489,7 +489,18 @@ def test_states_and_items_given_by_calls_are_judged(tmp_path: Path) -> None:
     filled = _Call(copyreg._reconstructor, (Bunch, dict, {"__deepcopy__": scorer}))  # type: ignore[attr-defined]
     assert "WS-PKL-026" in _rules(tmp_path / "bunch", _dump(filled))
     assert "WS-PKL-028" in _rules(tmp_path / "chain", _dump(_restored(ClassifierChain, {"chain_method_": "fit"})))
-    real = [torch.nn.Parameter(torch.zeros(2)), torch.nn.Linear(2, 2), Bunch(a=1, b=[2])]
+    # A fifth review: an EasyDict whose `transform` item (EasyDict makes items attributes) was scikit-learn's L-BFGS
+    # callback bridge, as a pipeline step, reached a progress bar that connected to an address and unpickled the
+    # reply at predict(). Every item of such a dict is an attribute; the fit-time callbacks are off the allowlist.
+    from easydict import EasyDict
+    from sklearn.callback import ProgressBar
+
+    step = EasyDict()
+    step["transform"] = scorer
+    assert _rules(tmp_path / "easydict", pickle.dumps(step)) == {"WS-PKL-026"}
+    assert "WS-PKL-003" in _rules(tmp_path / "progress", _dump(_restored(ProgressBar, {"_listener_handles": {}})))
+    config = EasyDict(weights={"path": "w.bin"}, transform="resize", lr=0.1)
+    real = [torch.nn.Parameter(torch.zeros(2)), torch.nn.Linear(2, 2), Bunch(a=1, b=[2]), config]
     assert not _rules(tmp_path / "real", pickle.dumps(real))
 
 

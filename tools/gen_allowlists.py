@@ -138,7 +138,12 @@ SKLEARN_EXCLUDED = {
     # of its state (reviews chained Parallel and the validation callback so). No model keeps one.
     "sklearn.utils.parallel.Parallel", "sklearn.utils.parallel._FuncWrapper",
     "sklearn.linear_model._stochastic_gradient._ValidationScoreCallback",
+    "sklearn.linear_model._logistic._LbfgsCallbackBridge",
 }
+
+# Fit-time callbacks: progress bars and monitors that talk to other processes (a review's progress bar connected to
+# an address and unpickled the reply). A fitted model keeps none.
+SKLEARN_EXCLUDED_PACKAGES = ("sklearn.callback.",)
 
 # scikit-learn-compatible libraries whose estimators sit in ordinary pipelines. Their classes are allowed as
 # state-only: real files restore them with cls.__new__ and BUILD (copyreg), never call them. Each class is screened
@@ -716,7 +721,7 @@ def main() -> int:
     )
     sklearn_classes = [
         n for n in classes_under("sklearn", skip=("externals", "_build_utils", "experimental"))
-        if n not in SKLEARN_EXCLUDED
+        if n not in SKLEARN_EXCLUDED and not n.startswith(SKLEARN_EXCLUDED_PACKAGES)
     ]  # fmt: skip
     write(
         "sklearn",

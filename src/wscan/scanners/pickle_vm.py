@@ -1031,11 +1031,13 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
             continue  # the table itself is data; its values are what is called
         if not isinstance(name, str) or isinstance(value, Const | Seq | Dict | Persistent):
             continue
-        _member_event(res, name, value, restored, at)
+        # A config dict's state mirrors its items (EasyDict keeps both): no library calls its `weights`.
+        _member_event(res, name, value, restored, at, via="items" if restored in ATTRIBUTE_DICTS else "state")
 
 
-def _member_event(res: PickleResult, name: str, value: Sym, restored: str, at: int) -> None:
-    """`name` on an object of class `restored` holds `value`, which may be called (see `_callable_members`)."""
+def _member_event(res: PickleResult, name: str, value: Sym, restored: str, at: int, via: str = "state") -> None:
+    """`name` on an object of class `restored` holds `value`, which may be called (see `_callable_members`); `via`
+    says whether a state or items set it (the attributes libraries call are judged on states only)."""
     if isinstance(value, Const | Seq | Dict | Persistent):
         return
     if isinstance(value, Obj):
@@ -1045,7 +1047,7 @@ def _member_event(res: PickleResult, name: str, value: Sym, restored: str, at: i
     else:
         made, kind = "<computed>", "computed"
     attrs: dict[str, str | int | bool] = {"name": name[:200], "callable": restored, "value": describe(value),
-                                          "value_class": made, "value_kind": kind,
+                                          "value_class": made, "value_kind": kind, "via": via,
                                           "member": f"{restored}.{name[:200]}"}  # fmt: skip
     res.events.append(Event("pickle.state_member", at, attrs))
 
@@ -1055,6 +1057,12 @@ def _member_event(res: PickleResult, name: str, value: Sym, restored: str, at: i
 CALLED_TABLES = frozenset({
     "_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks", "_state_dict_hooks",
     "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_reductions",
+})  # fmt: skip
+# Dicts whose items are also their attributes (set by __setitem__ or __getattr__).
+ATTRIBUTE_DICTS = frozenset({
+    "easydict.EasyDict", "sklearn.utils._bunch.Bunch", "lightning.fabric.utilities.data.AttributeDict",
+    "lightning.pytorch.utilities.parsing.AttributeDict", "lightning_fabric.utilities.data.AttributeDict",
+    "pytorch_lightning.utilities.parsing.AttributeDict",
 })  # fmt: skip
 # What torch's Module.__getattr__ answers a name the class lacks from: `copy.deepcopy(model)` asks for __deepcopy__.
 PROXY_TABLES = frozenset({"_modules", "_parameters", "_buffers"})
@@ -1095,9 +1103,11 @@ def _state_from_call(res: PickleResult, func: Global, args: Sym, at: int) -> Non
     of a dict a call is given: copyreg._reconstructor(Bunch, dict, {...}) fills a dict subclass with them."""
     if not isinstance(args, Seq):
         return
+    made_class = args.items[0].dotted if func.dotted in _RESTORED_POSITIONS and args.items and isinstance(
+        args.items[0], Global) else func.dotted
     for item in args.items:
         if isinstance(item, Dict):
-            _dunder_items(res, [part for pair in item.items for part in pair], func.dotted, at)
+            _dunder_items(res, [part for pair in item.items for part in pair], made_class, at)
     hooks = BACKWARD_HOOKS.get(func.dotted)
     if hooks is not None and len(args.items) > hooks:
         for value in _table_values(res, args.items[hooks]):
@@ -1136,11 +1146,14 @@ def _dunder_items(res: PickleResult, pairs: list[Sym], owner: str, at: int) -> N
     """Items named like a special method (`__deepcopy__`, `__array__`) set on an object, or in a torch module's
     submodule table: classes that answer attribute lookups from their items (torch's Module, scikit-learn's Bunch,
     EasyDict) hand them to code that looks such names up on the instance (copy, NumPy, scikit-learn). Judged as
-    the object's own attributes (WS-PKL-026); writers never use such names."""
+    the object's own attributes (WS-PKL-026); writers never use such names. Every item of a dict whose items are
+    its attributes (ATTRIBUTE_DICTS) is judged so: a review made an EasyDict's `transform` item a pipeline step's
+    transform."""
+    every = owner in ATTRIBUTE_DICTS
     for i in range(0, len(pairs) - 1, 2):
         key = _const(pairs[i])
-        if isinstance(key, str) and key.startswith("__") and key.endswith("__"):
-            _member_event(res, key, pairs[i + 1], owner, at)
+        if isinstance(key, str) and (every or (key.startswith("__") and key.endswith("__"))):
+            _member_event(res, key, pairs[i + 1], owner, at, via="items")
 
 
 def _table_values(res: PickleResult, table: Sym) -> list[Sym]:
