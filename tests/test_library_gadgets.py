@@ -393,8 +393,15 @@ def test_an_object_in_an_attribute_the_library_calls_is_high(tmp_path: Path) -> 
     assert _rules(tmp_path / "stack", pickle.dumps(stack)) == set()
     stack.stack_method_ = ["tofile"]
     assert _rules(tmp_path / "tofile", pickle.dumps(stack)) == {"WS-PKL-028"}
-    # A named function there passes, as real files keep it.
-    real = [FunctionTransformer(np.log1p).fit([[1.0]]), FunctionTransformer(np.sqrt, inverse_func=np.square)]
+    # torch calls a module's _compiled_call_impl at model(x) when it is set (a sixth review reached a scorer so).
+    import torch
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    state = {**torch.nn.Identity().__dict__, "_compiled_call_impl": make_scorer(np.equal)}  # __getstate__ drops it
+    assert "WS-PKL-027" in _rules(tmp_path / "compiled", _dump(_restored(torch.nn.Identity, state)))
+    # A named function there passes, as real files keep it; so do a Gaussian process's kernels.
+    real = [FunctionTransformer(np.log1p).fit([[1.0]]), FunctionTransformer(np.sqrt, inverse_func=np.square),
+            GaussianProcessRegressor().fit([[0.0], [1.0]], [0.0, 1.0])]  # fmt: skip
     assert not _rules(tmp_path / "real", pickle.dumps([*real, StandardScaler(), get_scorer("roc_auc")]))
 
 

@@ -631,7 +631,8 @@ CALLED_ATTRIBUTES = [
     "effective_metric_", "importance_getter", "_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks",
     "_backward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
     "_load_state_dict_post_hooks", "_reductions", "kernel", "weights", "analyzer", "preprocessor", "tokenizer",
-    "score_func", "activation", "op", "transform_pred", "transform_target",
+    "score_func", "activation", "op", "transform_pred", "transform_target", "_compiled_call_impl", "strip_accents",
+    "kernel_", "k1", "k2",
 ]  # fmt: skip
 # A weight or spectral norm hook, in a hook table or as _WrappedHook's hook (whose own hook is judged the same way);
 # a torch layer as a transformer layer's activation (nn.GELU()): its call is its forward, whose state is judged.
@@ -819,7 +820,9 @@ def main() -> int:
         more={"state-only-classes": state_only_names()},
     )
     methods, plain = method_lists()  # last: over every pack just written, and the hand-written ones
-    called_objects = ["functools.partial", *TORCH_LAYER_HOOKS, *layers]
+    # and a Gaussian process's kernels (a sum's k1 and k2 are kernels, judged the same way)
+    kernels = [name for name in sklearn_classes if name.startswith("sklearn.gaussian_process.kernels.")]
+    called_objects = ["functools.partial", *TORCH_LAYER_HOOKS, *layers, *kernels]
     write_pack(
         "method-names",
         "The names of the methods of every allowed class, and the allowed values harmless to call (objects without "
