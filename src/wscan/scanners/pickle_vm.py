@@ -1029,10 +1029,9 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
             for item in _table_values(res, value):
                 _member_event(res, name, item, restored, at)
             continue  # the table itself is data; its values are what is called
-        if not isinstance(name, str) or isinstance(value, Const | Seq | Dict | Persistent):
-            continue
-        # A config dict's state mirrors its items (EasyDict keeps both): no library calls its `weights`.
-        _member_event(res, name, value, restored, at, via="items" if restored in ATTRIBUTE_DICTS else "state")
+        if isinstance(name, str):
+            # A config dict's state mirrors its items (EasyDict keeps both): no library calls its `weights`.
+            _member_event(res, name, value, restored, at, via="items" if restored in ATTRIBUTE_DICTS else "state")
 
 
 def _member_event(res: PickleResult, name: str, value: Sym, restored: str, at: int, via: str = "state") -> None:
@@ -1103,8 +1102,7 @@ def _state_from_call(res: PickleResult, func: Global, args: Sym, at: int) -> Non
     of a dict a call is given: copyreg._reconstructor(Bunch, dict, {...}) fills a dict subclass with them."""
     if not isinstance(args, Seq):
         return
-    made_class = args.items[0].dotted if func.dotted in _RESTORED_POSITIONS and args.items and isinstance(
-        args.items[0], Global) else func.dotted
+    made_class = _restored_class(Obj(func, args))
     for item in args.items:
         if isinstance(item, Dict):
             _dunder_items(res, [part for pair in item.items for part in pair], made_class, at)
@@ -1130,15 +1128,22 @@ def _state_from_call(res: PickleResult, func: Global, args: Sym, at: int) -> Non
             res.events.append(Event("pickle.unread_attribute_names", at, attrs))
 
 
+def _filled_items(res: PickleResult, table: Obj) -> list[tuple[Sym, Sym]] | None:
+    """What SETITEMS put in an object made with no arguments (writers make an OrderedDict empty and fill it so);
+    None for one made from arguments, which holds what they hold."""
+    if not (isinstance(table.args, Seq) and not table.args.items):
+        return None
+    entry = res.object_items.get(id(table))
+    return list(entry[1]) if entry is not None else []
+
+
 def _as_mapping(res: PickleResult, state: Sym) -> Dict | None:
     """`state` as a dict: a dict, or an OrderedDict made empty and filled by SETITEMS (what torch writes)."""
     if isinstance(state, Dict):
         return state
     if isinstance(state, Obj) and isinstance(state.func, Global) and state.func.dotted == "collections.OrderedDict":
-        empty = isinstance(state.args, Seq) and not state.args.items
-        entry = res.object_items.get(id(state))
-        if empty:
-            return Dict(list(entry[1]) if entry is not None else [])
+        items = _filled_items(res, state)
+        return Dict(items) if items is not None else None
     return None
 
 
@@ -1161,11 +1166,11 @@ def _table_values(res: PickleResult, table: Sym) -> list[Sym]:
     if isinstance(table, Dict):
         return [value for _, value in table.items] + ([Unknown()] if table.dropped else [])
     if isinstance(table, Obj):
-        entry = res.object_items.get(id(table))
-        made = [value for _, value in entry[1]] if entry is not None else []
-        # Writers make an OrderedDict empty and fill it with SETITEMS; one made from arguments holds what they hold.
-        given = not (isinstance(table.args, Seq) and not table.args.items)
-        return [*made, Unknown()] if given else made
+        items = _filled_items(res, table)
+        if items is None:  # made from arguments: what they hold, with whatever SETITEMS added
+            entry = res.object_items.get(id(table))
+            return [*(value for _, value in (entry[1] if entry is not None else [])), Unknown()]
+        return [value for _, value in items]
     return [] if isinstance(table, Const) else [table]
 
 
