@@ -460,7 +460,7 @@ def test_callables_in_hook_tables_and_long_method_lists_are_high(tmp_path: Path)
 
     proxy = torch.nn.Identity()
     proxy._modules["__deepcopy__"] = scorer  # type: ignore[assignment]
-    assert _rules(tmp_path / "proxy", pickle.dumps(proxy)) == {"WS-PKL-026"}
+    assert _rules(tmp_path / "proxy", pickle.dumps(proxy)) == {"WS-PKL-026", "WS-PKL-029"}  # not a module either
     assert _rules(tmp_path / "bunch", pickle.dumps(Bunch(__sklearn_tags__=scorer))) == {"WS-PKL-026"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the hook-based norms are deprecated, still in saved models
@@ -509,6 +509,48 @@ def test_states_and_items_given_by_calls_are_judged(tmp_path: Path) -> None:
     config = EasyDict(weights={"path": "w.bin"}, transform="resize", lr=0.1)
     real = [torch.nn.Parameter(torch.zeros(2)), torch.nn.Linear(2, 2), Bunch(a=1, b=[2]), config]
     assert not _rules(tmp_path / "real", pickle.dumps(real))
+
+
+class _OwnBlock:  # stands for a model's own block class: a torch module the allowlist does not know
+    pass
+
+
+def test_submodules_and_scorers_the_libraries_call_are_judged_by_their_class(tmp_path: Path) -> None:
+    """A torch container calls every value of its `_modules` at model(x), and a multi-metric scorer every value of
+    its `_scorers` with the estimator its search keeps: the last two tables the reviews found holding any allowed
+    object unjudged. Real files keep modules and scorers there (WS-PKL-029); a class outside the allowlist is
+    WS-PKL-003 alone."""
+    import numpy as np
+    import torch
+    import torchmetrics
+    from sklearn.datasets import make_classification
+    from sklearn.dummy import DummyRegressor
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import check_scoring
+    from sklearn.metrics._scorer import _MultimetricScorer, _Scorer
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.preprocessing import FunctionTransformer
+
+    scorer = _Scorer(DummyRegressor, 1, {}, "predict")
+    wrapped = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    wrapped._modules["1"] = scorer  # type: ignore[assignment]
+    assert _rules(tmp_path / "scorer", pickle.dumps(wrapped)) == {"WS-PKL-029"}
+    wrapped._modules["1"] = torch.nn.functional.relu  # type: ignore[assignment]
+    assert _rules(tmp_path / "function", pickle.dumps(wrapped)) == {"WS-PKL-029"}
+    wrapped._modules["1"] = FunctionTransformer(np.sum)  # type: ignore[assignment]
+    assert _rules(tmp_path / "estimator", pickle.dumps(wrapped)) == {"WS-PKL-029"}
+    multi = _MultimetricScorer(scorers={"a": scorer, "b": FunctionTransformer(np.sum)})
+    assert _rules(tmp_path / "multi", pickle.dumps(multi)) == {"WS-PKL-029"}
+    # Real files: layers, containers and metrics as submodules; the scorers a multi-metric search makes.
+    x, y = make_classification(n_samples=40, random_state=0)
+    search = GridSearchCV(LogisticRegression(), {"C": [1.0]}, scoring=["accuracy", "f1"], refit="f1", cv=2)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ModuleList([torch.nn.ReLU()]),
+                                torchmetrics.MetricCollection([torchmetrics.MeanMetric()]))  # fmt: skip
+    both = check_scoring(LogisticRegression(), scoring=["accuracy", "f1", "neg_log_loss"])  # a _MultimetricScorer
+    assert not _rules(tmp_path / "real", pickle.dumps([model, search.fit(x, y), both]))
+    own = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    own._modules["1"] = _OwnBlock()  # type: ignore[assignment]
+    assert _rules(tmp_path / "own", pickle.dumps(own)) == {"WS-PKL-003"}
 
 
 def test_scipy_objects_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:

@@ -640,6 +640,13 @@ CALLED_ATTRIBUTES = [
 # by the library itself).
 RESPONSE_METHODS = ["auto", "decision_function", "predict", "predict_log_proba", "predict_proba", "score_samples",
                     "transform"]  # fmt: skip
+# Tables whose values the libraries call, judged by the class of each value (WS-PKL-029): a torch module's
+# submodules (every allowed torch.nn.Module subclass, found by `table_members`) and a multi-metric scorer's scorers.
+TYPED_TABLES = ["_modules", "_scorers"]
+SCORER_CLASSES = [
+    "sklearn.metrics._scorer._CurveScorer", "sklearn.metrics._scorer._PassthroughScorer",
+    "sklearn.metrics._scorer._Scorer",
+]  # fmt: skip
 # Attributes looked up on the instance, not the class, by code that every library runs: copy and pickle.
 COPY_LOOKUPS = ["__deepcopy__", "__copy__", "__reduce_ex__", "__reduce__", "__getstate__", "__setstate__"]
 
@@ -677,6 +684,32 @@ def method_lists() -> tuple[list[str], list[str]]:
                 if not data and (callable(member) or isinstance(member, classmethod | staticmethod)):
                     methods.add(attr)
     return sorted(methods), sorted(plain | {f"name:{name}" for name in INERT_FUNCTIONS})
+
+
+def table_members() -> list[str]:
+    """`table=class` for what real files keep in the TYPED_TABLES: every allowed class that is a torch module (torch
+    layers and containers, torchmetrics metrics) in `_modules`, scikit-learn's scorers in `_scorers`."""
+    import torch.nn
+
+    modules = []
+    for name in sorted(_allowed_names()):
+        try:
+            value = _resolve(name)
+        except (ImportError, AttributeError):
+            continue
+        if isinstance(value, type) and issubclass(value, torch.nn.Module):
+            modules.append(f"_modules={name}")
+    return modules + [f"_scorers={name}" for name in SCORER_CLASSES]
+
+
+def _allowed_names() -> set[str]:
+    """Every name in `allowed-callables` of every pack in rules/ but the generated method names."""
+    allowed: set[str] = set()
+    for path in sorted(RULES.glob("*.yaml")):
+        if path.stem != "method-names":
+            lists = yaml.safe_load(path.read_text(encoding="utf-8")).get("lists") or {}
+            allowed.update(lists.get("allowed-callables", []))
+    return allowed
 
 
 def write(name: str, description: str, entries: list[str], list_name: str = "allowed-callables",
@@ -827,11 +860,12 @@ def main() -> int:
         "method-names",
         "The names of the methods of every allowed class, and the allowed values harmless to call (objects without "
         "__call__, and name:<function> for a few functions): an object's state that sets a method's name to anything "
-        "else replaces the method (WS-PKL-026). Generated from every "
+        "else replaces the method (WS-PKL-026); the attributes and tables libraries call, and what real files keep "
+        "there (WS-PKL-027, WS-PKL-029). Generated from every "
         "allowlist in rules/, so tools/gen_tabular_allowlist.py runs first.\n",
         {"method-names": methods, "inert-values": plain, "callable-members": CALLABLE_MEMBERS,
          "called-attributes": CALLED_ATTRIBUTES, "called-attribute-objects": called_objects,
-         "response-methods": RESPONSE_METHODS},
+         "response-methods": RESPONSE_METHODS, "typed-tables": TYPED_TABLES, "table-members": table_members()},
     )
     write(
         "architectures",

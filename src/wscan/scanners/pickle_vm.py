@@ -1047,15 +1047,19 @@ def _member_event(res: PickleResult, name: str, value: Sym, restored: str, at: i
         made, kind = "<computed>", "computed"
     attrs: dict[str, str | int | bool] = {"name": name[:200], "callable": restored, "value": describe(value),
                                           "value_class": made, "value_kind": kind, "via": via,
-                                          "member": f"{restored}.{name[:200]}"}  # fmt: skip
+                                          "member": f"{restored}.{name[:200]}",
+                                          "entry": f"{name[:200]}={made}"}  # fmt: skip
     res.events.append(Event("pickle.state_member", at, attrs))
 
 
-# Dict attributes whose values the libraries call: torch's module hooks (at model(x), state_dict(), load) and a
-# torchmetrics metric's reductions (at compute()). A review put scikit-learn's validation callback among the hooks.
+# Dict attributes whose values the libraries call: torch's module hooks (at model(x), state_dict(), load), a
+# torchmetrics metric's reductions (at compute()), a torch module's submodules (a container's forward calls each)
+# and a multi-metric scorer's scorers (each called with the estimator its search keeps). A review put
+# scikit-learn's validation callback among the hooks; the rules judge submodules and scorers by their class.
 CALLED_TABLES = frozenset({
     "_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks", "_state_dict_hooks",
     "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_reductions",
+    "_modules", "_scorers",
 })  # fmt: skip
 # Dicts whose items are also their attributes (set by __setitem__ or __getattr__).
 ATTRIBUTE_DICTS = frozenset({
