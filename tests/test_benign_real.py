@@ -276,18 +276,26 @@ def _torch_legacy(out: Path) -> None:
 
 
 class _Scripted(torch.nn.Module):
+    """Submodules named like methods and like attributes libraries call (`norm`, `activation`, `kernel`, `func`),
+    as real networks name them (silero-vad's TorchScript model has `activation` and `stft`)."""
+
     def __init__(self) -> None:
         super().__init__()
         self.weight = torch.nn.Parameter(torch.randn(2, 3))
+        self.activation = torch.nn.ReLU()
+        self.norm = torch.nn.LayerNorm(2)
+        self.kernel = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh())
+        self.func = torch.nn.Identity()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x @ self.weight.t()
+        return self.func(self.kernel(self.norm(self.activation(x @ self.weight.t()))))
 
 
 @kind("torchscript")
 def _torchscript(out: Path) -> None:
     _seed()
     torch.jit.save(torch.jit.script(_Scripted()), out / "scripted.pt")
+    torch.jit.save(torch.jit.trace(_Scripted(), torch.zeros(1, 3)), out / "traced.pt")
 
 
 # --- numpy and joblib -----------------------------------------------------------------------------

@@ -255,6 +255,7 @@ def _nested_blob(artifact: Artifact, offset: int, source: NestedBytes) -> Artifa
 
 
 def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -> Iterator[Observation]:
+    torchscript = artifact.context.get("container") == "torchscript"
     for sub in [res, *nested]:
         for offset, source in sub.nested_loads if sub.nested_all_read else ():
             length = len(source) if isinstance(source, bytes) else source.length
@@ -267,7 +268,7 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
             extra: dict[str, AttrValue] = {}
             if key == GETATTR:
                 extra["only_looks_up"] = sub.getattr_only_looks_up
-            if artifact.context.get("container") == "torchscript" and rec.module.split(".")[0] == "__torch__":
+            if torchscript and rec.module.split(".")[0] == "__torch__":
                 # torch.jit.load's C++ unpickler resolves __torch__ names to classes compiled from the
                 # archive's own code/ folder, never to Python modules.
                 extra["archive_type"] = True
@@ -293,7 +294,13 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
                 **extra,
             )
         for event in sub.events:
-            yield artifact.observe(event.kind, event.offset, **event.attrs)
+            owner = event.attrs.get("callable")
+            if torchscript and isinstance(owner, str) and owner.startswith("__torch__."):
+                # A TorchScript object's attributes are typed slots of a class compiled from code/: its submodules
+                # (`activation`, `norm`) never stand in for methods, which that code defines.
+                yield artifact.observe(event.kind, event.offset, **event.attrs, archive_type=True)
+            else:
+                yield artifact.observe(event.kind, event.offset, **event.attrs)
         if sub.error is not None:
             kind = "pickle.truncated" if isinstance(sub.error, Truncated) else "pickle.malformed"
             yield artifact.observe(kind, sub.error.offset, reason=sub.error.reason)
