@@ -851,6 +851,13 @@ def _tabular_kinds() -> None:
 _tabular_kinds()
 
 
+@kind("pandas-2-pickles")
+def _old_pandas(out: Path) -> None:
+    """Frames, indexes, scalars and Arrow-backed columns pickled by pandas 2.2.3 with NumPy 1 and 2: pandas 2 names
+    `pandas.core.frame.DataFrame` where pandas 3 names `pandas.DataFrame` (tools/record_old_pandas.py wrote them)."""
+    shutil.copytree(Path(__file__).parent / "data" / "old_pandas", out / "old_pandas")
+
+
 @kind("sklearn-text-str-methods")
 def _sklearn_text(out: Path) -> None:
     """Text vectorizers keep str methods as values; pickle writes them as getattr(str, "lower")."""

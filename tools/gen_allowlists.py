@@ -73,6 +73,12 @@ CORE = [
     "numpy.polynomial.polynomial.Polynomial", "numpy.polynomial.chebyshev.Chebyshev",
     "numpy.polynomial.legendre.Legendre", "numpy.polynomial.laguerre.Laguerre", "numpy.polynomial.hermite.Hermite",
     "numpy.polynomial.hermite_e.HermiteE", "numpy._core._internal._convert_to_stringdtype_kwargs",
+    # Older NumPy's spellings of the same (real files from NumPy 1.x and before 1.0, found by a sweep of test data
+    # shipped on PyPI): record and char arrays by module, the pre-1.0 array rebuilder (ndarray.__new__ of the
+    # subtype, which is judged on its own) and the pre-1.17 RandomState rebuilder (a fresh RandomState(seed=0)).
+    "numpy.core.records.recarray", "numpy.core.records.record", "numpy._core.records.recarray",
+    "numpy._core.records.record", "numpy.core.defchararray.chararray", "numpy._core.defchararray.chararray",
+    "numpy.core._internal._reconstruct", "numpy.random.__RandomState_ctor",
     # An attribute bag statsmodels' ARIMA results keep (pickle.yaml excepts it from the dangerous `types`).
     "types.SimpleNamespace",
     # The config dict research checkpoints keep (a dict whose items are attributes too; an item named like a

@@ -563,6 +563,21 @@ def test_hdf5_is_no_longer_unchecked(work: Path) -> None:
     assert rule_ids(report) == set() and report.files[0].formats == ("keras",)
 
 
+def test_hdf5_of_types_numpy_cannot_hold_is_read(work: Path) -> None:
+    """PyTables' test data (shipped on PyPI) has quadruple precision floats and HDF5 time types, which h5py cannot
+    map to a NumPy dtype: libhdf5 still knows their size, so the file is read, not failed (a sweep found three)."""
+
+    def quad(handle: Any) -> None:
+        space = h5py.h5s.create_simple((3,))
+        h5py.h5d.create(handle.id, b"quad", h5py.h5t.IEEE_F128LE.copy(), space)
+
+    path = h5_file(work / "quad.h5", quad)
+    with h5py.File(path) as handle, pytest.raises(ValueError, match="Insufficient precision"):
+        handle["quad"].dtype  # noqa: B018  (what the probe asked before)
+    report = scan(path)
+    assert rule_ids(report) == set() and report.files[0].status == "scanned"
+
+
 def test_other_json_is_left_alone() -> None:
     blob = b'{"class_name": "Thing", "module": "x", "config": 3}'
     # config is not an object: not a Keras model, and the scanner hands the file back

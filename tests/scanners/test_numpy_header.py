@@ -62,3 +62,26 @@ def test_a_file_header_reads_the_same_as_numpy_reads_it() -> None:
     shape, fortran, dtype = read(buffer)
     assert header[0] == {"descr": dtype.str, "fortran_order": fortran, "shape": shape}
     assert header[1] == buffer.tell()
+
+
+def test_python2_long_suffixes_are_read_as_numpy_reads_them() -> None:
+    """Python 2 wrote `(3L, 4L)` in headers (numpy ships such a file, win64python2.npy); numpy drops the `L` after a
+    number in a version 1 or 2 header that is no literal, and reads the array. An `L` anywhere else stays invalid,
+    for both."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.arange(12, dtype="<i8").reshape(3, 4))
+    data = buffer.getvalue()
+    length = int.from_bytes(data[8:10], "little")
+    text = data[10 : 10 + length].decode("latin-1")
+    for shape, valid in (("(3L, 4L)", True), ("(3, 4L)", True), ("(L, 4)", False), ("(3 L, 4)", True)):
+        edited = text.replace("(3, 4)", shape).rstrip("\n ")
+        edited += " " * (length - len(edited) - 1) + "\n"  # the same length, so the data stays where it was
+        blob = data[:10] + edited.encode("latin-1") + data[10 + length :]
+        header = read_header(io.BytesIO(blob), 1 << 16)
+        try:
+            loaded = np.load(io.BytesIO(blob))
+        except ValueError:
+            loaded = None
+        assert (loaded is not None) == valid == (not isinstance(header, str)), shape
+        if loaded is not None and not isinstance(header, str):
+            assert header[0]["shape"] == loaded.shape == (3, 4)

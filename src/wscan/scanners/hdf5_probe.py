@@ -131,7 +131,7 @@ def _dataset(handle: Any, name: str, result: dict[str, Any]) -> None:
         count = min(plist.get_external_count(), MAX_LISTED)
         external = [plist.get_external(i)[0].decode("utf-8", "replace") for i in range(count)]
         virtual = [str(s.file_name) for s in obj.virtual_sources()[:MAX_LISTED]] if obj.is_virtual else []
-        declared = int(obj.size) * int(obj.dtype.itemsize)
+        declared = int(obj.size) * _item_size(obj)
         stored = int(obj.id.get_storage_size())
     except Exception as exc:
         result["datasets"].append({"path": name, "error": _reason(exc)})
@@ -142,6 +142,15 @@ def _dataset(handle: Any, name: str, result: dict[str, Any]) -> None:
             {"path": name, "external": external, "virtual": virtual, "declared": declared, "stored": stored,
              "oversized": oversized}
         )
+
+
+def _item_size(dataset: Any) -> int:
+    """Bytes per element as NumPy sees it, or as libhdf5 stores it for a type NumPy has no equivalent of
+    (PyTables' time types, quadruple precision floats)."""
+    try:
+        return int(dataset.dtype.itemsize)
+    except (TypeError, ValueError):
+        return int(dataset.id.get_type().get_size())
 
 
 def _reason(exc: BaseException) -> str:

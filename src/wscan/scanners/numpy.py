@@ -8,8 +8,10 @@ sniffed, never loaded.
 from __future__ import annotations
 
 import ast
+import io
 import re
 import struct
+import tokenize
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -17,6 +19,7 @@ from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanIte
 from wscan.scanners.pickle import analyze, probe
 
 MAGIC = b"\x93NUMPY"
+MAX_PY2_HEADER = 65_536  # a header re-read without Python 2's long suffixes (numpy writes a few hundred bytes)
 _SIMPLE = re.compile(r"[<>|=]?([bBiuUfcmMOSVa?])(\d*)(?:\[[a-zA-Z0-9]+\])?")
 # The header exactly as numpy writes it for a plain dtype, read without the literal parser (which compiles the
 # text to a syntax tree first: most of a small array's scan time). Shapes are tuple reprs: (), (5,), (3, 4).
@@ -85,15 +88,31 @@ def read_header(raw: BinaryIO, max_header: int) -> tuple[dict[str, object], int]
         return "truncated npy header"
     try:
         decoded = text.decode("utf-8" if major == 3 else "latin-1")
-        header = _plain_header(decoded)
-        if header is None:
-            # A literal parser, not eval: it builds only str/int/tuple/list/dict/bool/None.
-            header = ast.literal_eval(decoded)
-    except (ValueError, SyntaxError, MemoryError, RecursionError, UnicodeDecodeError, TypeError):
+        plain = _plain_header(decoded)
+        header = _literal(decoded, py2_longs=major < 3) if plain is None else plain
+    except (ValueError, SyntaxError, tokenize.TokenError, MemoryError, RecursionError, UnicodeDecodeError, TypeError):
         return "npy header is not a Python literal"
     if not isinstance(header, dict) or not {"descr", "fortran_order", "shape"} <= set(header):
         return "npy header lacks descr/fortran_order/shape"
     return header, len(prefix) + len(length_bytes) + length
+
+
+def _literal(text: str, py2_longs: bool) -> object:
+    """The header as `ast.literal_eval` reads it (a literal parser, not eval: only str/int/tuple/list/dict/bool/
+    None). Like numpy, a version 1 or 2 header that is no literal is read again without the `L` Python 2 wrote
+    after long integers (`(3L, 4L)`), when it is short enough for the tokenizer to be cheap."""
+    try:
+        return ast.literal_eval(text)
+    except SyntaxError:
+        if not py2_longs or len(text) > MAX_PY2_HEADER:
+            raise
+    kept: list[tokenize.TokenInfo] = []
+    after_number = False
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if not (after_number and token.type == tokenize.NAME and token.string == "L"):
+            kept.append(token)
+        after_number = token.type == tokenize.NUMBER
+    return ast.literal_eval(tokenize.untokenize(kept))
 
 
 def _plain_header(text: str) -> dict[str, object] | None:
