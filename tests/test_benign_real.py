@@ -858,6 +858,13 @@ def _old_pandas(out: Path) -> None:
     shutil.copytree(Path(__file__).parent / "data" / "old_pandas", out / "old_pandas")
 
 
+@kind("gensim-3-models")
+def _old_gensim(out: Path) -> None:
+    """Word vectors, phrasers and a SMART TfidfModel saved by gensim 0.x to 3.8 (from gensim's own test data): the
+    names gensim 4 keeps so they still load (Word2VecKeyedVectors, Vocab, Phraser, ...)."""
+    shutil.copytree(Path(__file__).parent / "data" / "old_gensim", out / "old_gensim")
+
+
 @kind("sklearn-text-str-methods")
 def _sklearn_text(out: Path) -> None:
     """Text vectorizers keep str methods as values; pickle writes them as getattr(str, "lower")."""

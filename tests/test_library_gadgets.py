@@ -553,6 +553,26 @@ def test_submodules_and_scorers_the_libraries_call_are_judged_by_their_class(tmp
     assert _rules(tmp_path / "own", pickle.dumps(own)) == {"WS-PKL-003"}
 
 
+def test_a_tfidf_models_weighting_functions_are_judged_as_called(tmp_path: Path) -> None:
+    """gensim's TfidfModel calls its `normalize`, `wlocal` and `wglobal` on every document it transforms; gensim 3's
+    SMART models keep partials of its weighting functions there (tests/data/old_gensim). An object there is
+    WS-PKL-027, like any attribute a library calls; `normalize` is a method's name too, so that exception is named
+    in `callable-members`."""
+    from gensim.corpora import Dictionary
+    from gensim.models import TfidfModel
+    from sklearn.dummy import DummyRegressor
+    from sklearn.metrics._scorer import _Scorer
+
+    texts = [["a", "b"], ["b", "c"]]
+    dictionary = Dictionary(texts)
+    model = TfidfModel([dictionary.doc2bow(t) for t in texts], smartirs="ntc")
+    assert not _rules(tmp_path / "real", pickle.dumps(model))
+    for name in ("normalize", "wlocal", "wglobal"):
+        setattr(model, name, _Scorer(DummyRegressor, 1, {}, "predict"))
+        assert _rules(tmp_path / name, pickle.dumps(model)) == {"WS-PKL-027"}, name
+        setattr(model, name, TfidfModel(dictionary=dictionary).normalize)
+
+
 def test_scipy_objects_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:
     """Fitted interpolators pass restored from state (slot state included: PPoly and interp1d keep attributes in
     __slots__). A constructor called by the pickle is not what a real file does, and the classes whose restore

@@ -175,6 +175,10 @@ REVIEWED_HOOKS = {
     "gensim.corpora.dictionary.Dictionary": "Mapping",
     "gensim.models.keyedvectors.KeyedVectors": "add_vectors",
     "gensim.models.fasttext.FastTextKeyedVectors": "add_vectors",
+    # gensim 3's names of the same two classes (GENSIM_LEGACY)
+    "gensim.models.keyedvectors.EuclideanKeyedVectors": "add_vectors",
+    "gensim.models.keyedvectors.Word2VecKeyedVectors": "add_vectors",
+    "gensim.models.keyedvectors.FastTextKeyedVectors": "add_vectors",
     "gensim.models.rpmodel.RpModel": "__setstate__ sets __dict__ and a flag",
     # optuna: __setstate__ updates __dict__ and makes a fresh lock; __eq__/__hash__ compare and hash the fields;
     # NamedTuples
@@ -226,6 +230,17 @@ OPTUNA_FUNCTIONS = [
 # attributes (TfidfModel's weighting functions, `load` replaced by call_on_class_only, which raises, Word2Vec's
 # hashfxn, builtins.hash, Phrases' scorers): values only.
 GENSIM_FUNCTIONS = ["builtins.hash"]
+# Names gensim 3 (and before) wrote that gensim 4 keeps so old models still load: aliases of recorded classes and
+# empty load-compatibility classes (gensim's own test data, models saved by gensim 0.12 to 3.8, found by a sweep of
+# files shipped on PyPI). Screened like the recorded ones.
+GENSIM_LEGACY = [
+    "gensim.models.keyedvectors.EuclideanKeyedVectors", "gensim.models.keyedvectors.Word2VecKeyedVectors",
+    "gensim.models.keyedvectors.FastTextKeyedVectors", "gensim.models.phrases.Phraser",
+    "gensim.models.keyedvectors.Vocab", "gensim.models.word2vec.Vocab", "gensim.models.word2vec.Word2VecVocab",
+    "gensim.models.word2vec.Word2VecTrainables", "gensim.models.fasttext.FastTextVocab",
+    "gensim.models.fasttext.FastTextTrainables",
+]  # fmt: skip
+GENSIM_LEGACY_FUNCTIONS = ["gensim.models.tfidfmodel.smartirs_normalize"]  # gensim 3's TfidfModel kept it, as a value
 # Base classes whose hooks were reviewed with their own packs (BaseEstimator.__setstate__ checks the version and
 # updates __dict__; ABCMeta and enum are the standard library).
 REVIEWED_BASES = ("sklearn.", "abc", "builtins", "enum", "typing")
@@ -624,6 +639,7 @@ INERT_FUNCTIONS = [
 CALLABLE_MEMBERS = [
     "sklearn.utils._metadata_requests.MetadataRequest.owner",
     "sklearn.utils._metadata_requests.MethodMetadataRequest.owner",
+    "gensim.models.tfidfmodel.TfidfModel.normalize",  # the normalization function it calls (CALLED_ATTRIBUTES)
 ]
 # Attributes the libraries call by design, with arguments of their own or from the state: real files keep a named
 # function there (a score function, FunctionTransformer's func, a torchmetrics metric's sync functions) or a
@@ -638,7 +654,7 @@ CALLED_ATTRIBUTES = [
     "_backward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
     "_load_state_dict_post_hooks", "_reductions", "kernel", "weights", "analyzer", "preprocessor", "tokenizer",
     "score_func", "activation", "op", "transform_pred", "transform_target", "_compiled_call_impl", "strip_accents",
-    "kernel_", "k1", "k2",
+    "kernel_", "k1", "k2", "normalize", "wlocal", "wglobal",
 ]  # fmt: skip
 # A weight or spectral norm hook, in a hook table or as _WrappedHook's hook (whose own hook is judged the same way);
 # a torch layer as a transformer layer's activation (nn.GELU()): its call is its forward, whose state is judged.
@@ -792,7 +808,8 @@ def main() -> int:
         },
     )
     gensim_classes, gensim_functions = gensim_names()
-    gensim_allowed, gensim_state_only = screened_names(gensim_classes)
+    gensim_allowed, gensim_state_only = screened_names(sorted(set(gensim_classes) | set(GENSIM_LEGACY)))
+    gensim_functions = sorted(set(gensim_functions) | set(GENSIM_LEGACY_FUNCTIONS))
     write(
         "gensim",
         "What gensim's saved models import (word vectors, topic, phrase and similarity models, recorded from real "

@@ -61,6 +61,7 @@ def save_models(out: Path) -> None:
     Nmf(corpus, num_topics=2, id2word=dictionary, random_state=SEED).save(str(out / "nmf.model"))
     tfidf = TfidfModel(corpus)
     tfidf.save(str(out / "tfidf.model"))
+    TfidfModel(corpus, smartirs="ntc").save(str(out / "tfidf-smartirs.model"))  # keeps its weighting partials
     LogEntropyModel(corpus).save(str(out / "logentropy.model"))
     RpModel(corpus, num_topics=2).save(str(out / "rp.model"))
     OkapiBM25Model(corpus).save(str(out / "bm25.model"))
