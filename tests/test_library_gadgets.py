@@ -553,6 +553,53 @@ def test_submodules_and_scorers_the_libraries_call_are_judged_by_their_class(tmp
     assert _rules(tmp_path / "own", pickle.dumps(own)) == {"WS-PKL-003"}
 
 
+def test_a_state_of_name_value_pairs_is_judged_like_a_dict(tmp_path: Path) -> None:
+    """A seventh review's bypass, 0 findings before: torch's Module.__setstate__ updates its __dict__ with the state,
+    which takes a list or tuple of (name, value) pairs as well as a dict, and no check read such a state; a scorer
+    among a Sequential's submodules, or a callable as its `forward`, passed."""
+    import torch
+    from sklearn.dummy import DummyRegressor
+    from sklearn.metrics._scorer import _Scorer
+
+    scorer = _Scorer(DummyRegressor, 1, {}, "predict")
+    state = dict(torch.nn.Sequential(torch.nn.Linear(2, 2)).__dict__)
+    state["_modules"] = {"0": torch.nn.Linear(2, 2), "1": scorer}
+    for name, shape in {"list": list(state.items()), "tuple": tuple(state.items())}.items():
+        assert _rules(tmp_path / name, _dump(_restored(torch.nn.Sequential, shape))) == {"WS-PKL-029"}, name
+    forward = dict(torch.nn.Identity().__dict__, forward=scorer)
+    assert _rules(tmp_path / "forward", _dump(_restored(torch.nn.Identity, list(forward.items())))) == {"WS-PKL-026"}
+    real = dict(torch.nn.Sequential(torch.nn.Linear(2, 2)).__dict__)
+    assert not _rules(tmp_path / "real", _dump(_restored(torch.nn.Sequential, list(real.items()))))
+
+
+def test_a_time_zone_name_that_opens_a_file_is_high(tmp_path: Path) -> None:
+    """The same review: pandas hands a zone named `dateutil/<path>` to dateutil's gettz, which opens any path, while
+    the pickle loads (DatetimeTZDtype) or at the first call (a partial of Timestamp in a hook table). Proved here
+    with the real loader and an audit hook; WS-PKL-030. Real pickles keep zone objects."""
+    import functools
+
+    import pandas as pd
+
+    outside = tmp_path / "outside" / "zone"
+    outside.parent.mkdir()
+    outside.write_bytes(b"not a zone")
+    name = f"dateutil/{outside}"
+    sample = tmp_path / "dtype.pkl"
+    sample.write_bytes(_dump(_Call(pd.DatetimeTZDtype, ("ns", name))))
+    probe = ("import pickle, sys\n"
+             "sys.addaudithook(lambda e, a: e == 'open' and str(a[0]) == sys.argv[2] and print('OPENED'))\n"
+             "try:\n    pickle.load(open(sys.argv[1], 'rb'))\nexcept Exception:\n    pass\n")  # fmt: skip
+    used = subprocess.run([sys.executable, "-c", probe, str(sample), str(outside)], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert "OPENED" in used.stdout, used.stderr[-2000:]
+    assert _rules(tmp_path / "dtype", sample.read_bytes()) == {"WS-PKL-030"}
+    later = functools.partial(pd.Timestamp, tz=name)
+    assert _rules(tmp_path / "partial", pickle.dumps(later)) == {"WS-PKL-030"}
+    real = [pd.DatetimeTZDtype("ns", "UTC"), pd.Timestamp("2020-01-01", tz="Europe/Berlin"),
+            functools.partial(pd.Timestamp, tz="UTC")]  # fmt: skip
+    assert not _rules(tmp_path / "real", pickle.dumps(real))
+
+
 def test_a_tfidf_models_weighting_functions_are_judged_as_called(tmp_path: Path) -> None:
     """gensim's TfidfModel calls its `normalize`, `wlocal` and `wglobal` on every document it transforms; gensim 3's
     SMART models keep partials of its weighting functions there (tests/data/old_gensim). An object there is

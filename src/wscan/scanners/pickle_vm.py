@@ -436,6 +436,7 @@ class Machine:
         """A call loading would make: record it, apply the few effects that change later resolution."""
         func = _module_class(func)
         _keep_arguments(res, func, args)
+        _zone_files(res, func, args, offset)
         if func is self.getattr:
             res.getattr_calls += 1
         if isinstance(func, Global) and func.dotted == NESTED_LOADER:
@@ -860,6 +861,8 @@ class Machine:
                 self._after_build(res, target, "BUILD", at)
             target.state = state
             _judge_state(res, target, state, at)
+            if _is_partial(target):
+                _zone_files(res, target.func, state, at)  # (func, args, keywords, dict): what the call is given
             if _is_partial(target) or _is_defaultdict(target):
                 # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
                 # defaultdict's factory can be set from BUILD's slot state: what they will call comes from here.
@@ -949,6 +952,29 @@ class Machine:
 _STR_CLASSES = frozenset({"builtins.str", "__builtin__.str", "__builtin__.unicode"})
 # Restores: the class a copyreg helper makes is not a value the object keeps (nor _reconstructor's base).
 _RESTORED_POSITIONS = {"copyreg.__newobj__": 1, "copyreg.__newobj_ex__": 1, "copyreg._reconstructor": 2}
+
+
+ZONE_FILE_PREFIX = "dateutil/"
+
+
+def _zone_files(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
+    """Strings a call is given (or a partial will give) that pandas reads as a time zone file: it hands what follows
+    `dateutil/` to dateutil's gettz, which opens any path (a review read a file outside the folder through
+    DatetimeTZDtype and Timestamp so). Real pickles give pandas zone objects, never such names."""
+    if not isinstance(args, Seq | Dict):
+        return
+    values = [value for pair in args.items for value in pair] if isinstance(args, Dict) else list(args.items)
+    for value in list(values):  # one level down: a partial's keywords, a tuple of arguments
+        if isinstance(value, Seq):
+            values.extend(value.items)
+        elif isinstance(value, Dict):
+            values.extend(item for pair in value.items for item in pair)
+    for value in values:
+        text = value.value if isinstance(value, Const) else None
+        if isinstance(text, str) and text.startswith(ZONE_FILE_PREFIX):
+            attrs: dict[str, str | int | bool] = {"callable": describe(func), "name": describe(value)}
+            res.events.append(Event("pickle.zone_file", at, attrs))
+            return
 
 
 def _keep_arguments(res: PickleResult, func: Sym, args: Sym) -> None:
@@ -1203,9 +1229,18 @@ def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     the slots are set with setattr (`_slot_state`); a mapping made by a call (OrderedDict(), dict([...])) has its
     items copied into the instance's dict under names wscan cannot check (a review hid gensim's side-file lists
     so). A plain dict state is kept for the end of the stream (`check_states`)."""
+    restored = _restored_class(target)
+    pairs = _pairs(state)
+    if pairs is not None:  # __dict__.update(state), as torch's Module.__setstate__ does, takes (name, value) pairs
+        if len(res.states) < MAX_STATES:
+            res.states.append((pairs, at, restored))
+        return
+    if isinstance(state, Seq) and _class_like(restored) and _hides_pairs(state):
+        hidden = {"detail": "(name, value) pairs, some computed or past what wscan keeps", "callable": restored}
+        res.events.append(Event("pickle.unread_attribute_names", at, dict[str, str | int | bool](hidden)))
+        return
     pair = isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2
     mapping, slots = (state.items[0], state.items[1]) if pair and isinstance(state, Seq) else (state, None)
-    restored = _restored_class(target)
     if isinstance(state, Obj | Unknown):  # computed: a tuple or any tuple subclass of two makes such a pair
         _slot_state(res, restored, state, at)
     elif slots is not None:
@@ -1218,6 +1253,26 @@ def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
         attrs: dict[str, str | int | bool] = {"detail": f"names from what {describe(mapping)} returns",
                                               "callable": restored}  # fmt: skip
         res.events.append(Event("pickle.unread_attribute_names", at, attrs))
+
+
+def _pairs(state: Sym) -> Dict | None:
+    """A list or tuple state whose every item is a (name, value) pair, as a dict: a class whose __setstate__ updates
+    its __dict__ with the state (torch's Module, torchmetrics' Metric) takes pairs as well as a dict, and a review
+    hid a scorer among a Sequential's submodules so, past every check of a dict state. Writers give such classes a
+    dict."""
+    if not (isinstance(state, Seq) and state.items) or state.dropped:
+        return None
+    if not all(isinstance(item, Seq) and len(item.items) == 2 and not item.dropped for item in state.items):
+        return None
+    return Dict([(item.items[0], item.items[1]) for item in state.items if isinstance(item, Seq)])
+
+
+def _hides_pairs(state: Seq) -> bool:
+    """A list or tuple state of (name, value) pairs, some of which are computed (an object's items, a call's
+    result) or were not kept: the names __dict__.update would set are unknown."""
+    literal = [isinstance(item, Seq) and len(item.items) == 2 for item in state.items]
+    computed = any(isinstance(item, Obj | Unknown) for item in state.items)
+    return any(literal) and (computed or bool(state.dropped))
 
 
 def _slot_state(res: PickleResult, restored: str, slots: Sym, at: int) -> None:
