@@ -33,8 +33,5 @@ def classify_unscanned(head: Head) -> tuple[str, dict[str, AttrValue]] | None:
         if data.startswith(magic):
             return "file.media", {"format": name}
     if _is_text(data):
-        if head.container == "torchscript" and "/code/" in "/" + head.name:
-            # TorchScript code runs when the archive is loaded with torch.jit.load: list it for review.
-            return "torchscript.code", {"size": head.size}
         return "file.text", {}
     return "file.unknown_format", {"head": data[:8].hex()}

@@ -34,6 +34,42 @@ def test_torchscript_is_clean_but_code_is_listed(scripted: Path) -> None:
     assert all(f.severity.label == "info" for f in report.findings)
 
 
+class _Writer(torch.nn.Module):  # type: ignore[misc]
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        torch.save(x, self.path)
+        return x
+
+
+class _Reader(torch.nn.Module):  # type: ignore[misc]
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.from_file(self.path, False, 4, dtype=torch.uint8)
+
+
+def test_torchscript_that_writes_or_reads_files_is_high(tmp_path: Path) -> None:
+    """A seventh review: TorchScript alone wrote a file outside the folder at model(x) (torch.save) and read one
+    (torch.from_file), while wscan listed the code as info only. Proved here with torch.jit.load; WS-TS-002."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_bytes(b"SECRET")
+    modules = {"writer": _Writer(str(outside / "written")), "reader": _Reader(str(outside / "secret"))}
+    for name, module in modules.items():
+        path = tmp_path / f"{name}.pt"
+        torch.jit.save(torch.jit.script(module), str(path))
+        result = torch.jit.load(str(path))(torch.zeros(2))
+        report = wscan.scan([path])
+        assert "WS-TS-002" in {f.rule_id for f in report.findings if f.severity.label == "high"}, name
+    assert (outside / "written").is_file()
+    assert bytes(result.tolist()) == b"SECR"
+
+
 def test_payload_in_torchscript_data_pkl_is_caught(scripted: Path, tmp_path: Path) -> None:
     hostile = tmp_path / "hostile.pt"
     with zipfile.ZipFile(scripted) as src, zipfile.ZipFile(hostile, "w") as dst:

@@ -26,6 +26,7 @@ from wscan.scanners.safetensors import SafetensorsScanner
 from wscan.scanners.shards import ShardIndexScanner
 from wscan.scanners.tf_checkpoint import TfCheckpointScanner
 from wscan.scanners.tf_graph import TfGraphScanner
+from wscan.scanners.torchscript_code import TorchScriptCodeScanner
 
 
 def builtin_scanners() -> list[Scanner]:
@@ -50,6 +51,7 @@ def builtin_scanners() -> list[Scanner]:
         FrameworkCodeScanner(),
         ModelCardScanner(),
         PythonCodeScanner(),
+        TorchScriptCodeScanner(),
     ]
 
 

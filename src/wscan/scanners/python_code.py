@@ -272,7 +272,7 @@ class PythonCodeScanner:
     name = "python"
 
     def accepts(self, head: Head) -> bool:
-        # TorchScript archives store their compiled code as .py members: that code is listed by WS-TS-001.
+        # TorchScript archives store their compiled code as .py members: the torchscript scanner reads those.
         return (not head.raw_data and head.container != "torchscript" and head.name.endswith(".py")
                 and b"\x00" not in head.head)
 
