@@ -19,6 +19,7 @@ Each proof loads the corpus sample's bytes (rebuilt with a marker payload or a l
 
 from __future__ import annotations
 
+import codecs
 import copyreg
 import importlib.util
 import io
@@ -570,6 +571,9 @@ def test_a_state_of_name_value_pairs_is_judged_like_a_dict(tmp_path: Path) -> No
     assert _rules(tmp_path / "forward", _dump(_restored(torch.nn.Identity, list(forward.items())))) == {"WS-PKL-026"}
     real = dict(torch.nn.Sequential(torch.nn.Linear(2, 2)).__dict__)
     assert not _rules(tmp_path / "real", _dump(_restored(torch.nn.Sequential, list(real.items()))))
+    # An eighth review: dict.update takes a dict of two keys as the pair of its keys.
+    keys = [*dict(torch.nn.Identity().__dict__).items(), {"forward": 0, scorer: 0}]  # type: ignore[dict-item]
+    assert _rules(tmp_path / "keys", _dump(_restored(torch.nn.Identity, keys))) == {"WS-PKL-026"}
 
 
 def test_a_time_zone_name_that_opens_a_file_is_high(tmp_path: Path) -> None:
@@ -595,6 +599,13 @@ def test_a_time_zone_name_that_opens_a_file_is_high(tmp_path: Path) -> None:
     assert _rules(tmp_path / "dtype", sample.read_bytes()) == {"WS-PKL-030"}
     later = functools.partial(pd.Timestamp, tz=name)
     assert _rules(tmp_path / "partial", pickle.dumps(later)) == {"WS-PKL-030"}
+    # An eighth review: the name inside a dtype string, or computed with a codec where no constant shows it.
+    series = _Call(pd.Series, ([], None, f"datetime64[ns, {name}]"))
+    assert _rules(tmp_path / "series", _dump(series)) == {"WS-PKL-030"}
+    rot13 = _Call(codecs.encode, (codecs.encode(name, "rot13"), "rot13"))
+    assert _rules(tmp_path / "rot13", _dump(_Call(pd.DatetimeTZDtype, ("ns", rot13)))) == {"WS-PKL-031"}
+    decoded = _Call(str, (name.encode(), "ascii"))
+    assert "WS-PKL-031" in _rules(tmp_path / "decoded", _dump(_Call(pd.DatetimeTZDtype, ("ns", decoded))))
     real = [pd.DatetimeTZDtype("ns", "UTC"), pd.Timestamp("2020-01-01", tz="Europe/Berlin"),
             functools.partial(pd.Timestamp, tz="UTC")]  # fmt: skip
     assert not _rules(tmp_path / "real", pickle.dumps(real))

@@ -1,4 +1,5 @@
-"""PyTorch zip checkpoints (archive/data.pkl, data/0, ...): zip walker, layout, pickle with storages."""
+"""PyTorch zip checkpoints (archive/data.pkl, data/0, ...): zip walker, layout, pickle with storages, and
+TorchScript archives' code/ files."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ with instrument():
     from wscan.scanners.archive import ZipScanner
     from wscan.scanners.base import Scanner
     from wscan.scanners.pickle import PickleScanner
+    from wscan.scanners.torchscript_code import TorchScriptCodeScanner
 
-SCANNERS: list[Scanner] = [ZipScanner(), PickleScanner()]
+SCANNERS: list[Scanner] = [ZipScanner(), PickleScanner(), TorchScriptCodeScanner()]
 
 
 def one_input(data: bytes) -> None:

@@ -70,6 +70,43 @@ def test_torchscript_that_writes_or_reads_files_is_high(tmp_path: Path) -> None:
     assert bytes(result.tolist()) == b"SECR"
 
 
+@pytest.mark.parametrize(
+    "spelling",
+    ['getattr(torch, "save")', "torch.\\\n    save", "(torch.  # a comment\n    save)", 'getattr(ops.aten, "sa" "ve")',
+     "torch . save"],
+)
+def test_every_spelling_of_a_file_operator_is_found(tmp_path: Path, spelling: str) -> None:
+    """An eighth review spelled torch.save five more ways torch.jit.load compiles (getattr with a literal, a line
+    continuation, a comment inside brackets) and wrote files while a regular expression saw nothing; the code is
+    read with Python's tokenizer now, and names and joined string literals are compared."""
+    path = tmp_path / "writer.pt"
+    torch.jit.save(torch.jit.script(_Writer(str(tmp_path / "written"))), str(path))
+    edited = tmp_path / "edited.pt"
+    replaced = 0
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(edited, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if "/code/" in info.filename and info.filename.endswith(".py"):
+                replaced += data.count(b"torch.save")
+                data = data.replace(b"torch.save", spelling.encode())
+            dst.writestr(info, data)
+    assert replaced == 1
+    torch.jit.load(str(edited))(torch.zeros(2))  # torch compiles the spelling and runs it
+    assert (tmp_path / "written").is_file()
+    assert "WS-TS-002" in {f.rule_id for f in wscan.scan([edited]).findings}
+
+
+def test_torchscript_code_the_tokenizer_cannot_read_is_high(scripted: Path, tmp_path: Path) -> None:
+    hostile = tmp_path / "odd.pt"
+    with zipfile.ZipFile(scripted) as src, zipfile.ZipFile(hostile, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if "/code/" in info.filename and info.filename.endswith(".py"):
+                data += b"\n$ = 1\n"
+            dst.writestr(info, data)
+    assert "WS-TS-003" in {f.rule_id for f in wscan.scan([hostile]).findings}
+
+
 def test_payload_in_torchscript_data_pkl_is_caught(scripted: Path, tmp_path: Path) -> None:
     hostile = tmp_path / "hostile.pt"
     with zipfile.ZipFile(scripted) as src, zipfile.ZipFile(hostile, "w") as dst:

@@ -437,6 +437,7 @@ class Machine:
         func = _module_class(func)
         _keep_arguments(res, func, args)
         _zone_files(res, func, args, offset)
+        _computed_text(res, func, args, offset)
         if func is self.getattr:
             res.getattr_calls += 1
         if isinstance(func, Global) and func.dotted == NESTED_LOADER:
@@ -954,13 +955,33 @@ _STR_CLASSES = frozenset({"builtins.str", "__builtin__.str", "__builtin__.unicod
 _RESTORED_POSITIONS = {"copyreg.__newobj__": 1, "copyreg.__newobj_ex__": 1, "copyreg._reconstructor": 2}
 
 
-ZONE_FILE_PREFIX = "dateutil/"
+ZONE_FILE_MARK = "dateutil/"
+
+
+def _computed_text(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
+    """Text the stream computes with a codec: _codecs.encode with any codec but latin-1 (rot13 turns text into
+    text), or str(bytes, encoding). Writers put strings in the stream as they are and use _codecs.encode only to
+    make bytes from latin-1 text (protocol 2); a review hid a time zone file name from WS-PKL-030 both ways."""
+    if not (isinstance(func, Global) and isinstance(args, Seq)):
+        return
+    if func.dotted == "_codecs.encode":
+        encoding = _const(args.items[1]) if len(args.items) > 1 else None
+        try:
+            if isinstance(encoding, str) and codecs.lookup(encoding).name == LATIN1 and len(args.items) == 2:
+                return
+        except LookupError:
+            pass
+    elif not (func.dotted in _STR_CLASSES and len(args.items) > 1):
+        return
+    attrs: dict[str, str | int | bool] = {"callable": func.dotted, "args": describe(args)}
+    res.events.append(Event("pickle.computed_text", at, attrs))
 
 
 def _zone_files(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
     """Strings a call is given (or a partial will give) that pandas reads as a time zone file: it hands what follows
-    `dateutil/` to dateutil's gettz, which opens any path (a review read a file outside the folder through
-    DatetimeTZDtype and Timestamp so). Real pickles give pandas zone objects, never such names."""
+    `dateutil/` to dateutil's gettz, which opens any path (reviews read a file outside the folder through
+    DatetimeTZDtype, Timestamp and a Series' dtype string so). Real pickles give pandas zone objects, never such
+    names."""
     if not isinstance(args, Seq | Dict):
         return
     values = [value for pair in args.items for value in pair] if isinstance(args, Dict) else list(args.items)
@@ -971,7 +992,7 @@ def _zone_files(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
             values.extend(item for pair in value.items for item in pair)
     for value in values:
         text = value.value if isinstance(value, Const) else None
-        if isinstance(text, str) and text.startswith(ZONE_FILE_PREFIX):
+        if isinstance(text, str) and ZONE_FILE_MARK in text:  # a name, or a dtype: "datetime64[ns, dateutil/...]"
             attrs: dict[str, str | int | bool] = {"callable": describe(func), "name": describe(value)}
             res.events.append(Event("pickle.zone_file", at, attrs))
             return
@@ -1259,20 +1280,38 @@ def _pairs(state: Sym) -> Dict | None:
     """A list or tuple state whose every item is a (name, value) pair, as a dict: a class whose __setstate__ updates
     its __dict__ with the state (torch's Module, torchmetrics' Metric) takes pairs as well as a dict, and a review
     hid a scorer among a Sequential's submodules so, past every check of a dict state. Writers give such classes a
-    dict."""
+    dict. dict.update takes any iterable of two as a pair: a dict of two keys is the pair of its keys (another
+    review hid `forward` so), a set of two either way round, a string of two its characters."""
     if not (isinstance(state, Seq) and state.items) or state.dropped:
         return None
-    if not all(isinstance(item, Seq) and len(item.items) == 2 and not item.dropped for item in state.items):
-        return None
-    return Dict([(item.items[0], item.items[1]) for item in state.items if isinstance(item, Seq)])
+    pairs: list[tuple[Sym, Sym]] = []
+    for item in state.items:
+        pair = _pair(item)
+        if pair is None:
+            return None
+        pairs.append(pair)
+        if isinstance(item, Seq) and item.type in ("set", "frozenset"):
+            pairs.append((pair[1], pair[0]))  # a set's order is its hashes': judged both ways
+    return Dict(pairs)
+
+
+def _pair(item: Sym) -> tuple[Sym, Sym] | None:
+    """The (name, value) dict.update takes from `item`, when it is an iterable of two the machine can read."""
+    if isinstance(item, Seq) and len(item.items) == 2 and not item.dropped:
+        return item.items[0], item.items[1]
+    if isinstance(item, Dict) and len(item.items) == 2 and not item.dropped:
+        return item.items[0][0], item.items[1][0]
+    if isinstance(item, Const) and isinstance(item.value, str | bytes) and len(item.value) == 2:
+        first, second = item.value[:1], item.value[1:]
+        return (Const(first), Const(second)) if isinstance(first, str) else (Const(first[0]), Const(second[0]))
+    return None
 
 
 def _hides_pairs(state: Seq) -> bool:
     """A list or tuple state of (name, value) pairs, some of which are computed (an object's items, a call's
     result) or were not kept: the names __dict__.update would set are unknown."""
-    literal = [isinstance(item, Seq) and len(item.items) == 2 for item in state.items]
     computed = any(isinstance(item, Obj | Unknown) for item in state.items)
-    return any(literal) and (computed or bool(state.dropped))
+    return any(_pair(item) is not None for item in state.items) and (computed or bool(state.dropped))
 
 
 def _slot_state(res: PickleResult, restored: str, slots: Sym, at: int) -> None:

@@ -1,24 +1,26 @@
 """The code/ files of a TorchScript archive: torch.jit.load compiles and runs them, never importing Python.
 
-TorchScript cannot import modules, but its operators include file I/O: `torch.save` writes any path and
-`torch.from_file` reads one, from `__setstate__` (while the archive loads) or `forward` (at model(x)); a review
-proved both. Each file is listed for review (WS-TS-001) and those operators are reported where they are named.
-The text is searched, never compiled.
+TorchScript cannot import modules, but two of its operators do file I/O: `aten::save` writes any path and
+`aten::from_file` reads one, from `__setstate__` (while the archive loads) or `forward` (at model(x)); reviews
+proved both, spelled `torch.save`, `ops.aten.save`, `getattr(torch, "save")`, split by line continuations and
+comments. The code is Python syntax: it is read with Python's tokenizer (never compiled), and every name or
+string literal (adjacent literals joined, escapes decoded) that spells one of those operators is reported. Each
+file is also listed for review (WS-TS-001). Code the tokenizer cannot read is a finding of its own.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+import ast
+import io
+import tokenize
+from collections.abc import Callable, Iterator
 
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 
-MAX_CODE_BYTES = 64 * 1024 * 1024  # TorchScript code of a large model is a few MB
+MAX_CODE_BYTES = 16 * 1024 * 1024  # TorchScript code of a large model is a few MB; tokenizing takes ~1 s per MB
 MAX_REPORTED = 20
-# The operators that read or write a file, as serialized TorchScript spells them (`torch.save(...)`) or through
-# the operator namespace (`ops.aten.save`, `torch.ops.aten.from_file`).
-_ATEN = rb"ops\s*\.\s*aten\s*\.\s*"
-FILE_OPERATORS = re.compile(rb"\b(?:torch\s*\.\s*(?:" + _ATEN + rb")?|" + _ATEN + rb")(save|from_file)\b")
+FILE_OPERATORS = frozenset({"save", "from_file"})
+_INSIDE_LINE = (tokenize.COMMENT, tokenize.NL)  # what may sit between adjacent literals of one logical line
 
 
 def is_torchscript_code(head: Head) -> bool:
@@ -27,8 +29,43 @@ def is_torchscript_code(head: Head) -> bool:
             and not head.raw_data)  # fmt: skip
 
 
+def file_operators(source: str, check_time: Callable[[], None] | None = None) -> Iterator[tuple[str, int]]:
+    """(operator, line) for every name or string literal in `source` that spells a file operator. Raises
+    SyntaxError for text the tokenizer cannot read cleanly (an error token): generated code never has one."""
+    pending: list[tokenize.TokenInfo] = []  # adjacent string literals, which the parser joins
+    for count, token in enumerate(tokenize.generate_tokens(io.StringIO(source).readline)):
+        if check_time is not None and count % 10_000 == 0:
+            check_time()
+        if token.type == tokenize.ERRORTOKEN and not token.string.isspace():
+            raise SyntaxError(f"unreadable token {token.string[:20]!r} at line {token.start[0]}")
+        if token.type == tokenize.STRING:
+            pending.append(token)
+            continue
+        if token.type in _INSIDE_LINE and pending:
+            continue  # literals split over lines inside brackets are still adjacent
+        if pending:
+            text = _joined(pending)
+            if text is not None and text in FILE_OPERATORS:
+                yield text, pending[0].start[0]
+            pending = []
+        if token.type == tokenize.NAME and token.string in FILE_OPERATORS:
+            yield token.string, token.start[0]
+    text = _joined(pending) if pending else None
+    if text in FILE_OPERATORS:
+        yield str(text), pending[0].start[0]
+
+
+def _joined(tokens: list[tokenize.TokenInfo]) -> str | None:
+    """The value of adjacent string literals, read by `ast.literal_eval` (a literal parser, not eval)."""
+    try:
+        value = ast.literal_eval(" ".join(t.string for t in tokens))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
 class TorchScriptCodeScanner:
-    """Code files of TorchScript archives: listed, and searched for operators that read or write files."""
+    """Code files of TorchScript archives: listed, and searched for the operators that read or write files."""
 
     name = "torchscript"
 
@@ -38,13 +75,15 @@ class TorchScriptCodeScanner:
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         yield artifact.observe("torchscript.code", size=artifact.size)
         if artifact.size > MAX_CODE_BYTES:
-            detail = f"TorchScript code of {artifact.size} bytes, more than the {MAX_CODE_BYTES} searched"
+            detail = f"TorchScript code of {artifact.size} bytes, more than the {MAX_CODE_BYTES} read"
             yield artifact.observe("scan.limit", limit="max-code-bytes", detail=detail)
             return
         with artifact.opener() as raw:
-            source = raw.read(MAX_CODE_BYTES)
-        for count, match in enumerate(FILE_OPERATORS.finditer(source)):
-            if count >= MAX_REPORTED:
-                break
-            line = source.count(b"\n", 0, match.start()) + 1
-            yield artifact.observe("torchscript.file_operator", operator=match.group(1).decode(), line=line)
+            data = raw.read(MAX_CODE_BYTES)
+        try:
+            found = list(file_operators(data.decode("utf-8"), ctx.budget.check_time))
+        except (UnicodeDecodeError, tokenize.TokenError, SyntaxError) as exc:  # IndentationError is a SyntaxError
+            yield artifact.observe("torchscript.unreadable", reason=f"{type(exc).__name__}: {exc}"[:200])
+            return
+        for operator, line in found[:MAX_REPORTED]:
+            yield artifact.observe("torchscript.file_operator", operator=operator, line=line)
