@@ -571,6 +571,9 @@ def test_a_state_of_name_value_pairs_is_judged_like_a_dict(tmp_path: Path) -> No
     assert _rules(tmp_path / "forward", _dump(_restored(torch.nn.Identity, list(forward.items())))) == {"WS-PKL-026"}
     real = dict(torch.nn.Sequential(torch.nn.Linear(2, 2)).__dict__)
     assert not _rules(tmp_path / "real", _dump(_restored(torch.nn.Sequential, list(real.items()))))
+    # A ninth review: every pair a call's result.
+    made = [_Call(tuple, ([key, value],)) for key, value in dict(torch.nn.Identity().__dict__, forward=scorer).items()]
+    assert _rules(tmp_path / "made", _dump(_restored(torch.nn.Identity, made))) == {"WS-PKL-025"}
     # An eighth review: dict.update takes a dict of two keys as the pair of its keys.
     keys = [*dict(torch.nn.Identity().__dict__).items(), {"forward": 0, scorer: 0}]  # type: ignore[dict-item]
     assert _rules(tmp_path / "keys", _dump(_restored(torch.nn.Identity, keys))) == {"WS-PKL-026"}
@@ -606,6 +609,10 @@ def test_a_time_zone_name_that_opens_a_file_is_high(tmp_path: Path) -> None:
     assert _rules(tmp_path / "rot13", _dump(_Call(pd.DatetimeTZDtype, ("ns", rot13)))) == {"WS-PKL-031"}
     decoded = _Call(str, (name.encode(), "ascii"))
     assert "WS-PKL-031" in _rules(tmp_path / "decoded", _dump(_Call(pd.DatetimeTZDtype, ("ns", decoded))))
+    # A ninth review: the zone restored as a dtype's state, and str(dtype) as the Series' dtype string.
+    restored = _restored(pd.DatetimeTZDtype, {"tz": name, "unit": "ns"})
+    assert _rules(tmp_path / "state", _dump(_Call(pd.Series, ([], None, _Call(str, (restored,)))))) == {
+        "WS-PKL-030", "WS-PKL-031"}
     real = [pd.DatetimeTZDtype("ns", "UTC"), pd.Timestamp("2020-01-01", tz="Europe/Berlin"),
             functools.partial(pd.Timestamp, tz="UTC")]  # fmt: skip
     assert not _rules(tmp_path / "real", pickle.dumps(real))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -96,15 +97,43 @@ def test_every_spelling_of_a_file_operator_is_found(tmp_path: Path, spelling: st
     assert "WS-TS-002" in {f.rule_id for f in wscan.scan([edited]).findings}
 
 
-def test_torchscript_code_the_tokenizer_cannot_read_is_high(scripted: Path, tmp_path: Path) -> None:
-    hostile = tmp_path / "odd.pt"
-    with zipfile.ZipFile(scripted) as src, zipfile.ZipFile(hostile, "w") as dst:
+def _edited(source: Path, target: Path, edit: Callable[[str, bytes], tuple[str, bytes]]) -> Path:
+    """`source` with each code/ file's name and text changed by `edit`."""
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(target, "w") as dst:
         for info in src.infolist():
-            data = src.read(info)
-            if "/code/" in info.filename and info.filename.endswith(".py"):
-                data += b"\n$ = 1\n"
-            dst.writestr(info, data)
-    assert "WS-TS-003" in {f.rule_id for f in wscan.scan([hostile]).findings}
+            name, data = info.filename, src.read(info)
+            if "/code/" in name and name.endswith(".py"):
+                name, data = edit(name, data)
+            dst.writestr(name, data)
+    return target
+
+
+def test_torchscript_code_the_tokenizer_cannot_read_is_high(scripted: Path, tmp_path: Path) -> None:
+    """Text Python's tokenizer reads otherwise than TorchScript's lexer: a ninth review hid a torch.save line behind
+    a carriage return in a comment (Python ends the comment there, then reads a string over the next lines;
+    TorchScript compiled the line and wrote the file). Control characters, and tokens Python cannot read, are
+    WS-TS-003."""
+    odd = _edited(scripted, tmp_path / "odd.pt", lambda name, data: (name, data + b"\n$ = 1\n"))
+    assert "WS-TS-003" in {f.rule_id for f in wscan.scan([odd]).findings}
+    hidden = b'  # note\r"""\n    torch.save(x, "/tmp/nowhere")\n    # """\n'
+    carriage = _edited(scripted, tmp_path / "cr.pt", lambda name, data: (name, data.replace(b"\n", hidden, 1)))
+    assert "WS-TS-003" in {f.rule_id for f in wscan.scan([carriage]).findings}
+
+
+def test_code_named_in_any_case_is_read(tmp_path: Path) -> None:
+    """torch finds archive members whatever their case: a ninth review's `code/__torch__.PY` and `CODE/` folder
+    wrote files while wscan read no code."""
+    path = tmp_path / "writer.pt"
+    torch.jit.save(torch.jit.script(_Writer(str(tmp_path / "written"))), str(path))
+    changes: dict[str, Callable[[str, bytes], tuple[str, bytes]]] = {
+        "suffix": lambda name, data: (name[:-3] + ".PY", data),
+        "folder": lambda name, data: (name.replace("/code/", "/CODE/"), data),
+    }
+    for label, change in changes.items():
+        renamed = _edited(path, tmp_path / f"{label}.pt", change)
+        torch.jit.load(str(renamed))(torch.zeros(2))
+        assert "WS-TS-002" in {f.rule_id for f in wscan.scan([renamed]).findings}, label
+    assert (tmp_path / "written").is_file()
 
 
 def test_payload_in_torchscript_data_pkl_is_caught(scripted: Path, tmp_path: Path) -> None:

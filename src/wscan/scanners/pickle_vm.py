@@ -862,8 +862,9 @@ class Machine:
                 self._after_build(res, target, "BUILD", at)
             target.state = state
             _judge_state(res, target, state, at)
-            if _is_partial(target):
-                _zone_files(res, target.func, state, at)  # (func, args, keywords, dict): what the call is given
+            # A partial's (func, args, keywords, dict) is what its call is given; any other state, what pandas reads
+            # (a DatetimeTZDtype restored with a `tz` of such a name).
+            _zone_files(res, target.func, state, at)
             if _is_partial(target) or _is_defaultdict(target):
                 # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
                 # defaultdict's factory can be set from BUILD's slot state: what they will call comes from here.
@@ -958,10 +959,15 @@ _RESTORED_POSITIONS = {"copyreg.__newobj__": 1, "copyreg.__newobj_ex__": 1, "cop
 ZONE_FILE_MARK = "dateutil/"
 
 
+def _is_text(value: Sym) -> bool:
+    return isinstance(value, Const) and isinstance(value.value, str)
+
+
 def _computed_text(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
-    """Text the stream computes with a codec: _codecs.encode with any codec but latin-1 (rot13 turns text into
-    text), or str(bytes, encoding). Writers put strings in the stream as they are and use _codecs.encode only to
-    make bytes from latin-1 text (protocol 2); a review hid a time zone file name from WS-PKL-030 both ways."""
+    """Text the stream computes: _codecs.encode with any codec but latin-1 (rot13 turns text into text),
+    str(bytes, encoding), str(object). Writers put strings in the stream as they are and use _codecs.encode only to
+    make bytes from latin-1 text (protocol 2); reviews hid a time zone file name from WS-PKL-030 all three ways
+    (str of a DatetimeTZDtype restored with that zone is its dtype string)."""
     if not (isinstance(func, Global) and isinstance(args, Seq)):
         return
     if func.dotted == "_codecs.encode":
@@ -971,8 +977,8 @@ def _computed_text(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
                 return
         except LookupError:
             pass
-    elif not (func.dotted in _STR_CLASSES and len(args.items) > 1):
-        return
+    elif not (func.dotted in _STR_CLASSES and (len(args.items) > 1 or not all(map(_is_text, args.items)))):
+        return  # str(text) is the text; str(bytes, encoding) decodes, str(object) asks the object (a dtype's name)
     attrs: dict[str, str | int | bool] = {"callable": func.dotted, "args": describe(args)}
     res.events.append(Event("pickle.computed_text", at, attrs))
 
@@ -1308,10 +1314,12 @@ def _pair(item: Sym) -> tuple[Sym, Sym] | None:
 
 
 def _hides_pairs(state: Seq) -> bool:
-    """A list or tuple state of (name, value) pairs, some of which are computed (an object's items, a call's
+    """A list or tuple state of (name, value) pairs, some or all of which are computed (an object's items, a call's
     result) or were not kept: the names __dict__.update would set are unknown."""
-    computed = any(isinstance(item, Obj | Unknown) for item in state.items)
-    return any(_pair(item) is not None for item in state.items) and (computed or bool(state.dropped))
+    computed = [isinstance(item, Obj | Unknown) for item in state.items]
+    if all(computed):  # every pair a call's result (tuple([name, value])): a ninth review set `forward` so
+        return True
+    return any(_pair(item) is not None for item in state.items) and (any(computed) or bool(state.dropped))
 
 
 def _slot_state(res: PickleResult, restored: str, slots: Sym, at: int) -> None:

@@ -5,13 +5,15 @@ TorchScript cannot import modules, but two of its operators do file I/O: `aten::
 proved both, spelled `torch.save`, `ops.aten.save`, `getattr(torch, "save")`, split by line continuations and
 comments. The code is Python syntax: it is read with Python's tokenizer (never compiled), and every name or
 string literal (adjacent literals joined, escapes decoded) that spells one of those operators is reported. Each
-file is also listed for review (WS-TS-001). Code the tokenizer cannot read is a finding of its own.
+file is also listed for review (WS-TS-001). Code the tokenizer cannot read, or with control characters where the
+two lexers part ways, is a finding of its own.
 """
 
 from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
 from collections.abc import Callable, Iterator
 
@@ -20,13 +22,16 @@ from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 MAX_CODE_BYTES = 16 * 1024 * 1024  # TorchScript code of a large model is a few MB; tokenizing takes ~1 s per MB
 MAX_REPORTED = 20
 FILE_OPERATORS = frozenset({"save", "from_file"})
+# TorchScript's printer writes newlines and spaces; a carriage return in a comment ends it for Python's tokenizer
+# but not for TorchScript's lexer (a review hid a torch.save line so), and other control characters may differ too.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _INSIDE_LINE = (tokenize.COMMENT, tokenize.NL)  # what may sit between adjacent literals of one logical line
 
 
 def is_torchscript_code(head: Head) -> bool:
     """A source file under code/ of an archive laid out as TorchScript (the `.debug_pkl` beside each is a pickle)."""
-    return (head.container == "torchscript" and "/code/" in "/" + head.name and head.name.endswith(".py")
-            and not head.raw_data)  # fmt: skip
+    name = head.name.lower()  # torch finds archive members whatever their case (a review named one `.PY`)
+    return head.container == "torchscript" and "/code/" in "/" + name and name.endswith(".py") and not head.raw_data
 
 
 def file_operators(source: str, check_time: Callable[[], None] | None = None) -> Iterator[tuple[str, int]]:
@@ -81,7 +86,12 @@ class TorchScriptCodeScanner:
         with artifact.opener() as raw:
             data = raw.read(MAX_CODE_BYTES)
         try:
-            found = list(file_operators(data.decode("utf-8"), ctx.budget.check_time))
+            text = data.decode("utf-8")
+            odd = CONTROL.search(text)
+            if odd is not None:
+                line = text.count("\n", 0, odd.start()) + 1
+                raise SyntaxError(f"control character {odd.group()!r} at line {line}")
+            found = list(file_operators(text, ctx.budget.check_time))
         except (UnicodeDecodeError, tokenize.TokenError, SyntaxError) as exc:  # IndentationError is a SyntaxError
             yield artifact.observe("torchscript.unreadable", reason=f"{type(exc).__name__}: {exc}"[:200])
             return
