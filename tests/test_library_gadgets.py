@@ -613,9 +613,24 @@ def test_a_time_zone_name_that_opens_a_file_is_high(tmp_path: Path) -> None:
     restored = _restored(pd.DatetimeTZDtype, {"tz": name, "unit": "ns"})
     assert _rules(tmp_path / "state", _dump(_Call(pd.Series, ([], None, _Call(str, (restored,)))))) == {
         "WS-PKL-030", "WS-PKL-031"}
+    # A tenth review: the name as a NumPy string scalar (its text kept as UCS-4 bytes), or decoded by numpy.str_.
+    import numpy as np
+
+    for protocol in (2, 4):
+        scalar = _Call(pd.DatetimeTZDtype, ("ns", np.str_(name)))
+        buffer = io.BytesIO()
+        _Pickler(buffer, protocol=protocol).dump(scalar)
+        assert _rules(tmp_path / f"scalar{protocol}", buffer.getvalue()) == {"WS-PKL-030"}, protocol
+    assert "WS-PKL-031" in _rules(tmp_path / "np-decoded", _dump(_Call(np.str_, (name.encode(), "utf-8"))))
     real = [pd.DatetimeTZDtype("ns", "UTC"), pd.Timestamp("2020-01-01", tz="Europe/Berlin"),
             functools.partial(pd.Timestamp, tz="UTC")]  # fmt: skip
     assert not _rules(tmp_path / "real", pickle.dumps(real))
+    # Data that mentions such a path is data: string arrays, a frame's string column, a string scalar.
+    data = [np.array(["dateutil/parser.py", "x"]), np.array(["dateutil/tz", 1], dtype=object), np.str_("dateutil/"),
+            pd.DataFrame({"path": ["dateutil/parser.py", "x"]})]  # fmt: skip
+    for protocol in (2, 4):
+        assert not _rules(tmp_path / f"data{protocol}", pickle.dumps(data[:3], protocol=protocol)), protocol
+        assert not _rules(tmp_path / f"frame{protocol}", pickle.dumps(data[3], protocol=protocol)), protocol
 
 
 def test_a_tfidf_models_weighting_functions_are_judged_as_called(tmp_path: Path) -> None:

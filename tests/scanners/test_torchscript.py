@@ -120,6 +120,29 @@ def test_torchscript_code_the_tokenizer_cannot_read_is_high(scripted: Path, tmp_
     assert "WS-TS-003" in {f.rule_id for f in wscan.scan([carriage]).findings}
 
 
+def test_a_statement_after_a_type_comment_is_read(tmp_path: Path) -> None:
+    """TorchScript's lexer makes a token of `# type:` and a one-line def parses a statement after it, which Python
+    reads as part of the comment: a tenth review wrote a file at model(x) from there. Such comments are read as
+    code."""
+    path = tmp_path / "writer.pt"
+    torch.jit.save(torch.jit.script(Doubler()), str(path))
+    marker = tmp_path / "written"
+
+    def one_line(name: str, data: bytes) -> tuple[str, bytes]:
+        text = data.decode()
+        head, sep, _ = text.partition("  def forward(")
+        if not sep:
+            return name, data
+        line = (f'  def forward(self: __torch__.{name.split("/code/")[1][:-3].replace("/", ".")}.Doubler, x: Tensor)'
+                f' -> Tensor: # type: (Tensor) -> Tensor return (torch.save(x, "{marker}"), x)[1]\n')  # fmt: skip
+        return name, (head + line).encode()
+
+    edited = _edited(path, tmp_path / "typed.pt", one_line)
+    torch.jit.load(str(edited))(torch.zeros(2))
+    assert marker.is_file()
+    assert "WS-TS-002" in {f.rule_id for f in wscan.scan([edited]).findings}
+
+
 def test_code_named_in_any_case_is_read(tmp_path: Path) -> None:
     """torch finds archive members whatever their case: a ninth review's `code/__torch__.PY` and `CODE/` folder
     wrote files while wscan read no code."""

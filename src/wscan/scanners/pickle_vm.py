@@ -863,8 +863,9 @@ class Machine:
             target.state = state
             _judge_state(res, target, state, at)
             # A partial's (func, args, keywords, dict) is what its call is given; any other state, what pandas reads
-            # (a DatetimeTZDtype restored with a `tz` of such a name).
-            _zone_files(res, target.func, state, at)
+            # (a DatetimeTZDtype restored with a `tz` of such a name), but an array's: its items are data.
+            if _restored_class(target) not in _ARRAY_REBUILDERS:
+                _zone_files(res, target.func, state, at)
             if _is_partial(target) or _is_defaultdict(target):
                 # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
                 # defaultdict's factory can be set from BUILD's slot state: what they will call comes from here.
@@ -959,6 +960,25 @@ _RESTORED_POSITIONS = {"copyreg.__newobj__": 1, "copyreg.__newobj_ex__": 1, "cop
 ZONE_FILE_MARK = "dateutil/"
 
 
+def _literal_bytes(value: Sym) -> bool:
+    """Bytes written as they are: a constant (Python 2 wrote them as text), or protocol 2's
+    _codecs.encode(text, "latin1") of a constant."""
+    if isinstance(value, Const):
+        return isinstance(value.value, bytes | bytearray | LongBytes | str)
+    if not (isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted == "_codecs.encode"):
+        return False
+    parts = value.args.items if isinstance(value.args, Seq) else []
+    return len(parts) == 2 and isinstance(parts[0], Const) and _is_latin1(parts[1])
+
+
+def _is_latin1(value: Sym) -> bool:
+    name = _const(value)
+    try:
+        return isinstance(name, str) and codecs.lookup(name).name == LATIN1
+    except LookupError:
+        return False
+
+
 def _is_text(value: Sym) -> bool:
     return isinstance(value, Const) and isinstance(value.value, str)
 
@@ -971,37 +991,87 @@ def _computed_text(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
     if not (isinstance(func, Global) and isinstance(args, Seq)):
         return
     if func.dotted == "_codecs.encode":
-        encoding = _const(args.items[1]) if len(args.items) > 1 else None
-        try:
-            if isinstance(encoding, str) and codecs.lookup(encoding).name == LATIN1 and len(args.items) == 2:
-                return
-        except LookupError:
-            pass
-    elif not (func.dotted in _STR_CLASSES and (len(args.items) > 1 or not all(map(_is_text, args.items)))):
+        if len(args.items) == 2 and _is_latin1(args.items[1]):
+            return
+    elif func.dotted in _NUMPY_SCALAR:
+        if len(args.items) == 2 and _literal_bytes(args.items[1]):
+            return  # what NumPy writes: the scalar's own bytes (a string scalar's text as UCS-4)
+    elif not (func.dotted in _TEXT_CLASSES and (len(args.items) > 1 or not all(map(_is_text, args.items)))):
         return  # str(text) is the text; str(bytes, encoding) decodes, str(object) asks the object (a dtype's name)
     attrs: dict[str, str | int | bool] = {"callable": func.dotted, "args": describe(args)}
     res.events.append(Event("pickle.computed_text", at, attrs))
 
 
+ZONE_CODECS = ("latin-1", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")  # how bytes may carry the name
+ZONE_WALK = 256  # values looked at per call or state
+ZONE_DEPTH = 6  # a call's arguments, a scalar made in them, its bytes made by protocol 2's _codecs.encode, its text
+_NUMPY_SCALAR = frozenset({"numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar"})
+_ARRAY_REBUILDERS = frozenset({"numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct"})
+_TEXT_CLASSES = _STR_CLASSES | {"numpy.str_", "numpy.unicode_"}
+
+
+def _names_zone_file(value: Sym, decoded: bool) -> bool:
+    """A constant naming a `dateutil/` zone as pandas reads one: a name that starts so, or a dtype string
+    (`datetime64[ns, dateutil/...]`); a long constant by its kept start. Where the constant is decoded into text
+    (`decoded`: a NumPy string scalar keeps its text as UCS-4 bytes, str(bytes, encoding)), its bytes too, in the
+    encodings that could carry the name (protocol 2 writes bytes as latin-1 text)."""
+    if not isinstance(value, Const):
+        return False
+    data = value.value.prefix if isinstance(value.value, LongBytes) else value.value
+    if isinstance(data, str):
+        if _zone_text(data):
+            return True
+        if not decoded:
+            return False
+        try:
+            data = data.encode("latin-1")
+        except UnicodeEncodeError:
+            return False
+    if not (decoded and isinstance(data, bytes | bytearray)):
+        return False
+    return any(_zone_text(bytes(data[skip:]).decode(codec, "ignore")) for codec in ZONE_CODECS for skip in range(4))
+
+
+def _zone_text(text: str) -> bool:
+    text = text.strip("\x00")
+    return text.startswith(ZONE_FILE_MARK) or (ZONE_FILE_MARK in text and ("64[" in text or "M8[" in text))
+
+
+# Calls that make bytes: their text arguments are data (a string column's buffer), not names pandas reads.
+_BYTES_MAKERS = frozenset({"_codecs.encode", "builtins.bytearray", "builtins.bytes", "pyarrow.lib.py_buffer"})
+
+
 def _zone_files(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
     """Strings a call is given (or a partial will give) that pandas reads as a time zone file: it hands what follows
     `dateutil/` to dateutil's gettz, which opens any path (reviews read a file outside the folder through
-    DatetimeTZDtype, Timestamp and a Series' dtype string so). Real pickles give pandas zone objects, never such
-    names."""
-    if not isinstance(args, Seq | Dict):
-        return
-    values = [value for pair in args.items for value in pair] if isinstance(args, Dict) else list(args.items)
-    for value in list(values):  # one level down: a partial's keywords, a tuple of arguments
-        if isinstance(value, Seq):
-            values.extend(value.items)
-        elif isinstance(value, Dict):
-            values.extend(item for pair in value.items for item in pair)
-    for value in values:
-        text = value.value if isinstance(value, Const) else None
-        if isinstance(text, str) and ZONE_FILE_MARK in text:  # a name, or a dtype: "datetime64[ns, dateutil/...]"
-            attrs: dict[str, str | int | bool] = {"callable": describe(func), "name": describe(value)}
-            res.events.append(Event("pickle.zone_file", at, attrs))
+    DatetimeTZDtype, Timestamp, a Series' dtype string and NumPy string scalars so). Real pickles give pandas
+    zone objects, never such names. Looked for a few levels into the arguments (keywords, tuples, the calls that
+    make them); bytes only where they become text."""
+    if isinstance(func, Global) and func.dotted in _BYTES_MAKERS | _NUMPY_SCALAR | _TEXT_CLASSES:
+        return  # bytes are data, and a string scalar or decoded text is judged where a call is given it
+    level: list[tuple[Sym, bool]] = [(args, False)]
+    seen = 0
+    for _ in range(ZONE_DEPTH):
+        inner: list[tuple[Sym, bool]] = []
+        for value, decoded in level:
+            if _names_zone_file(value, decoded):
+                attrs: dict[str, str | int | bool] = {"callable": describe(func), "name": describe(value)}
+                res.events.append(Event("pickle.zone_file", at, attrs))
+                return
+            if isinstance(value, Seq):
+                inner.extend((item, decoded) for item in value.items)
+            elif isinstance(value, Dict):
+                inner.extend((item, decoded) for pair in value.items for item in pair)
+            elif isinstance(value, Obj) and isinstance(value.func, Global):
+                maker = value.func.dotted
+                if maker in _NUMPY_SCALAR or maker in _TEXT_CLASSES or (decoded and maker in _BYTES_MAKERS):
+                    inner.append((value.args, True))
+                elif maker not in _BYTES_MAKERS:
+                    inner.append((value.args, False))
+        seen += len(level)
+        if seen > ZONE_WALK:
             return
+        level = inner[:ZONE_WALK]
 
 
 def _keep_arguments(res: PickleResult, func: Sym, args: Sym) -> None:

@@ -6,7 +6,7 @@ proved both, spelled `torch.save`, `ops.aten.save`, `getattr(torch, "save")`, sp
 comments. The code is Python syntax: it is read with Python's tokenizer (never compiled), and every name or
 string literal (adjacent literals joined, escapes decoded) that spells one of those operators is reported. Each
 file is also listed for review (WS-TS-001). Code the tokenizer cannot read, or with control characters where the
-two lexers part ways, is a finding of its own.
+two lexers part ways, is a finding of its own; `# type:` comments, which TorchScript parses, are read as code.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ FILE_OPERATORS = frozenset({"save", "from_file"})
 # TorchScript's printer writes newlines and spaces; a carriage return in a comment ends it for Python's tokenizer
 # but not for TorchScript's lexer (a review hid a torch.save line so), and other control characters may differ too.
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# TorchScript's lexer makes a token of a `# type:` comment, and a one-line def parses a statement after it; Python
+# skips the whole comment (a review hid torch.save there). Such comments are read as code: the `#` becomes a space.
+TYPE_COMMENT = re.compile(r"#(?=[ \t]*type[ \t]*:)")
 _INSIDE_LINE = (tokenize.COMMENT, tokenize.NL)  # what may sit between adjacent literals of one logical line
 
 
@@ -91,7 +94,7 @@ class TorchScriptCodeScanner:
             if odd is not None:
                 line = text.count("\n", 0, odd.start()) + 1
                 raise SyntaxError(f"control character {odd.group()!r} at line {line}")
-            found = list(file_operators(text, ctx.budget.check_time))
+            found = list(file_operators(TYPE_COMMENT.sub(" ", text), ctx.budget.check_time))
         except (UnicodeDecodeError, tokenize.TokenError, SyntaxError) as exc:  # IndentationError is a SyntaxError
             yield artifact.observe("torchscript.unreadable", reason=f"{type(exc).__name__}: {exc}"[:200])
             return
