@@ -605,6 +605,8 @@ def test_a_time_zone_name_that_opens_a_file_is_high(tmp_path: Path) -> None:
     # An eighth review: the name inside a dtype string, or computed with a codec where no constant shows it.
     series = _Call(pd.Series, ([], None, f"datetime64[ns, {name}]"))
     assert _rules(tmp_path / "series", _dump(series)) == {"WS-PKL-030"}
+    arrow = _Call(pd.Series, ([], None, f"timestamp[ns, tz={name}][pyarrow]"))  # an eleventh review's spelling
+    assert _rules(tmp_path / "arrow", _dump(arrow)) == {"WS-PKL-030"}
     rot13 = _Call(codecs.encode, (codecs.encode(name, "rot13"), "rot13"))
     assert _rules(tmp_path / "rot13", _dump(_Call(pd.DatetimeTZDtype, ("ns", rot13)))) == {"WS-PKL-031"}
     decoded = _Call(str, (name.encode(), "ascii"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from wscan.model import AttrValue
 from wscan.scanners.base import Head
 
+TORCHSCRIPT_FLATBUFFER = b"PTMF"  # the flatbuffer file identifier, at offset 4
 MEDIA_MAGIC = {
     b"\x89PNG\r\n\x1a\n": "png",
     b"\xff\xd8\xff": "jpeg",
@@ -29,6 +30,9 @@ def classify_unscanned(head: Head) -> tuple[str, dict[str, AttrValue]] | None:
     data = head.head
     if head.raw_data:
         return None
+    if data[4:8] == TORCHSCRIPT_FLATBUFFER:
+        # torch.jit.load also takes TorchScript saved as a flatbuffer, with its code inside: not a format wscan reads.
+        return "torchscript.flatbuffer", {}
     for magic, name in MEDIA_MAGIC.items():
         if data.startswith(magic):
             return "file.media", {"format": name}

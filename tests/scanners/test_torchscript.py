@@ -143,6 +143,38 @@ def test_a_statement_after_a_type_comment_is_read(tmp_path: Path) -> None:
     assert "WS-TS-002" in {f.rule_id for f in wscan.scan([edited]).findings}
 
 
+def _hash_type(name: str, data: bytes) -> tuple[str, bytes]:
+    """The eleventh review's shape: `#type: '''` opens a string for a reader that un-comments it, not for torch."""
+    quotes = b"'" * 3
+    data = data.replace(b"torch.save", b"#type: " + quotes + b"\n    torch.save", 1)
+    return name, data.replace(b"\n    return", b"\n    # " + quotes + b"\n    return", 1)
+
+
+def test_an_eleventh_reviews_shapes_are_high(tmp_path: Path) -> None:
+    """`#type:` is a plain comment to TorchScript (only `# type:` is its token), so it stays one here; an archive
+    whose data.pkl is named DATA.PKL is still TorchScript to torch; a flatbuffer module (PTMF) runs its code on
+    torch.jit.load and is not read (WS-TS-004); the lite interpreter runs bytecode.pkl, not code/."""
+    path = tmp_path / "writer.pt"
+    module = torch.jit.script(_Writer(str(tmp_path / "written")))
+    torch.jit.save(module, str(path))
+    hidden = _edited(path, tmp_path / "hash.pt", _hash_type)
+    torch.jit.load(str(hidden))(torch.zeros(2))
+    assert (tmp_path / "written").is_file()
+    assert "WS-TS-002" in {f.rule_id for f in wscan.scan([hidden]).findings}
+    upper = tmp_path / "upper.pt"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(upper, "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename.replace("/data.pkl", "/DATA.PKL"), src.read(info))
+    assert "WS-TS-002" in {f.rule_id for f in wscan.scan([upper]).findings}
+    flat = tmp_path / "flat.pt"
+    torch.jit.save_jit_module_to_flatbuffer(module, str(flat))
+    assert "WS-TS-004" in {f.rule_id for f in wscan.scan([flat]).findings}
+    lite = tmp_path / "lite.ptl"
+    module._save_for_lite_interpreter(str(lite))
+    located = {f.location.describe() for f in wscan.scan([lite]).findings if f.rule_id == "WS-TS-002"}
+    assert any("/bytecode.pkl" in where for where in located), located
+
+
 def test_code_named_in_any_case_is_read(tmp_path: Path) -> None:
     """torch finds archive members whatever their case: a ninth review's `code/__torch__.PY` and `CODE/` folder
     wrote files while wscan read no code."""

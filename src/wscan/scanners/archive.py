@@ -50,8 +50,8 @@ def classify_layout(names: Iterable[str]) -> tuple[str, str]:
     names = [n for n in names if not n.endswith("/")]
     found = set(names)
     tops = [n[: -len("/data.pkl")] for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
-    folded = {n.lower() for n in names}  # torch finds members whatever their case
-    for top in tops:
+    folded = {n.lower() for n in names}  # torch finds members whatever their case (a review named one DATA.PKL)
+    for top in [n[: -len("/data.pkl")] for n in names if n.lower().endswith("/data.pkl") and n.count("/") == 1]:
         prefix = top.lower()
         if f"{prefix}/constants.pkl" in folded and any(n.startswith(f"{prefix}/code/") for n in folded):
             return "torchscript", top

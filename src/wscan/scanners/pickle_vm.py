@@ -1034,7 +1034,8 @@ def _names_zone_file(value: Sym, decoded: bool) -> bool:
 
 def _zone_text(text: str) -> bool:
     text = text.strip("\x00")
-    return text.startswith(ZONE_FILE_MARK) or (ZONE_FILE_MARK in text and ("64[" in text or "M8[" in text))
+    # a name, or a type string pandas parses: datetime64[ns, ...], M8[...], pyarrow's timestamp[ns, tz=...]
+    return text.startswith(ZONE_FILE_MARK) or (ZONE_FILE_MARK in text and "[" in text)
 
 
 # Calls that make bytes: their text arguments are data (a string column's buffer), not names pandas reads.

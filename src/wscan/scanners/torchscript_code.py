@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import io
+import pickletools
 import re
 import tokenize
 from collections.abc import Callable, Iterator
@@ -27,14 +28,32 @@ FILE_OPERATORS = frozenset({"save", "from_file"})
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # TorchScript's lexer makes a token of a `# type:` comment, and a one-line def parses a statement after it; Python
 # skips the whole comment (a review hid torch.save there). Such comments are read as code: the `#` becomes a space.
-TYPE_COMMENT = re.compile(r"#(?=[ \t]*type[ \t]*:)")
+TYPE_COMMENT = re.compile(r"#(?= type:)")  # exactly TorchScript's spelling: `#type:` is a plain comment to it
 _INSIDE_LINE = (tokenize.COMMENT, tokenize.NL)  # what may sit between adjacent literals of one logical line
 
 
 def is_torchscript_code(head: Head) -> bool:
-    """A source file under code/ of an archive laid out as TorchScript (the `.debug_pkl` beside each is a pickle)."""
+    """A source file under code/ of an archive laid out as TorchScript (the `.debug_pkl` beside each is a pickle),
+    or the lite interpreter's bytecode.pkl, which `_load_for_lite_interpreter` runs instead of code/."""
     name = head.name.lower()  # torch finds archive members whatever their case (a review named one `.PY`)
-    return head.container == "torchscript" and "/code/" in "/" + name and name.endswith(".py") and not head.raw_data
+    if head.container != "torchscript" or head.raw_data:
+        return False
+    return ("/code/" in "/" + name and name.endswith(".py")) or _is_bytecode(name)
+
+
+def _is_bytecode(name: str) -> bool:
+    return name == "bytecode.pkl" or name.endswith("/bytecode.pkl")
+
+
+def bytecode_operators(data: bytes) -> Iterator[tuple[str, int]]:
+    """(operator, byte offset) for every string in the lite interpreter's bytecode pickle that names a file
+    operator (`aten::save`, `aten::from_file.<overload>`): disassembled by pickletools, never loaded. torch's own
+    unpickler has no opcode that builds a string from parts, so a name is a literal."""
+    for _opcode, arg, offset in pickletools.genops(io.BytesIO(data)):
+        if isinstance(arg, str) and arg.startswith("aten::"):
+            name = arg[len("aten::") :].split(".", 1)[0]
+            if name in FILE_OPERATORS:
+                yield name, offset or 0
 
 
 def file_operators(source: str, check_time: Callable[[], None] | None = None) -> Iterator[tuple[str, int]]:
@@ -88,6 +107,15 @@ class TorchScriptCodeScanner:
             return
         with artifact.opener() as raw:
             data = raw.read(MAX_CODE_BYTES)
+        if _is_bytecode(artifact.name.lower()):
+            try:
+                hits = list(bytecode_operators(data))
+            except Exception as exc:  # pickletools raises ValueError and others on damage: the pickle scanner says so
+                yield artifact.observe("torchscript.unreadable", reason=f"{type(exc).__name__}: {exc}"[:200])
+                return
+            for operator, offset in hits[:MAX_REPORTED]:
+                yield artifact.observe("torchscript.file_operator", operator=operator, line=0, offset=offset)
+            return
         try:
             text = data.decode("utf-8")
             odd = CONTROL.search(text)
