@@ -680,14 +680,8 @@ def method_lists() -> tuple[list[str], list[str]]:
     instance's dict). What cannot be called: the allowed classes whose instances define no __call__, and the
     allowed functions, which rebuild arrays, tensors and library objects (the ones real files only keep as
     values are `referenced-callables`, left out); and, as `name:<function>`, the INERT_FUNCTIONS themselves."""
-    allowed: set[str] = set()
-    referenced: set[str] = set()
-    for path in sorted(RULES.glob("*.yaml")):
-        if path.stem == "method-names":
-            continue
-        lists = yaml.safe_load(path.read_text(encoding="utf-8")).get("lists") or {}
-        allowed.update(lists.get("allowed-callables", []))
-        referenced.update(lists.get("referenced-callables", []))
+    allowed = _pack_names("allowed-callables")
+    referenced = _pack_names("referenced-callables")
     methods: set[str] = set(COPY_LOOKUPS) | {n for n in dir(object) if callable(getattr(object, n))}
     plain: set[str] = set()
     for name in sorted(allowed - referenced):
@@ -714,7 +708,7 @@ def table_members() -> list[str]:
     import torch.nn
 
     modules = []
-    for name in sorted(_allowed_names()):
+    for name in sorted(_pack_names("allowed-callables")):
         try:
             value = _resolve(name)
         except (ImportError, AttributeError):
@@ -724,14 +718,14 @@ def table_members() -> list[str]:
     return modules + [f"_scorers={name}" for name in SCORER_CLASSES]
 
 
-def _allowed_names() -> set[str]:
-    """Every name in `allowed-callables` of every pack in rules/ but the generated method names."""
-    allowed: set[str] = set()
+def _pack_names(list_name: str) -> set[str]:
+    """Every name in `list_name` of every pack in rules/ but the generated method names."""
+    names: set[str] = set()
     for path in sorted(RULES.glob("*.yaml")):
         if path.stem != "method-names":
             lists = yaml.safe_load(path.read_text(encoding="utf-8")).get("lists") or {}
-            allowed.update(lists.get("allowed-callables", []))
-    return allowed
+            names.update(lists.get(list_name, []))
+    return names
 
 
 def write(name: str, description: str, entries: list[str], list_name: str = "allowed-callables",

@@ -49,12 +49,14 @@ def classify_layout(names: Iterable[str]) -> tuple[str, str]:
     """What produced this archive (pytorch, torchscript, npz, keras, torch-tar, generic), and its top folder."""
     names = [n for n in names if not n.endswith("/")]
     found = set(names)
-    tops = [n[: -len("/data.pkl")] for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
-    folded = {n.lower() for n in names}  # torch finds members whatever their case (a review named one DATA.PKL)
-    for top in [n[: -len("/data.pkl")] for n in names if n.lower().endswith("/data.pkl") and n.count("/") == 1]:
+    # torch finds members whatever their case (a review named one DATA.PKL): TorchScript is told apart so
+    folded = {n.lower() for n in names}
+    candidates = [n[: -len("/data.pkl")] for n in names if n.lower().endswith("/data.pkl") and n.count("/") == 1]
+    for top in candidates:
         prefix = top.lower()
         if f"{prefix}/constants.pkl" in folded and any(n.startswith(f"{prefix}/code/") for n in folded):
             return "torchscript", top
+    tops = [top for top in candidates if f"{top}/data.pkl" in found]
     if tops:
         return "pytorch", tops[0]
     packages = [n[: -len("/.data/version")] for n in names if n.endswith("/.data/version") and n.count("/") == 2]

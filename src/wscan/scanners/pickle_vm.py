@@ -345,12 +345,9 @@ def _nested_bytes(args: Sym) -> NestedBytes | None:
         return None
     if not isinstance(arg.args, Seq) or len(arg.args.items) != 2:
         return None
-    text, encoding = (_const(item) for item in arg.args.items)
-    try:
-        if not isinstance(encoding, str) or codecs.lookup(encoding).name != LATIN1:
-            return None
-    except LookupError:
+    if not _is_latin1(arg.args.items[1]):
         return None
+    text = _const(arg.args.items[0])
     if isinstance(text, str):
         try:
             return text.encode("latin-1")
@@ -1249,8 +1246,7 @@ def _state_from_call(res: PickleResult, func: Global, args: Sym, at: int) -> Non
     for part in state.items if pair and isinstance(state, Seq) else [state]:  # (dict, slots), as torch writes
         mapping = _as_mapping(res, part)
         if mapping is not None:
-            if len(res.states) < MAX_STATES:
-                res.states.append((mapping, at, made))
+            _keep_state(res, mapping, at, made)
         elif not isinstance(part, Const):
             attrs: dict[str, str | int | bool] = {"detail": f"a state made by {describe(part)}", "callable": made}
             res.events.append(Event("pickle.unread_attribute_names", at, attrs))
@@ -1330,8 +1326,7 @@ def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     restored = _restored_class(target)
     pairs = _pairs(state)
     if pairs is not None:  # __dict__.update(state), as torch's Module.__setstate__ does, takes (name, value) pairs
-        if len(res.states) < MAX_STATES:
-            res.states.append((pairs, at, restored))
+        _keep_state(res, pairs, at, restored)
         return
     if isinstance(state, Seq) and _class_like(restored) and _hides_pairs(state):
         hidden = {"detail": "(name, value) pairs, some computed or past what wscan keeps", "callable": restored}
@@ -1344,13 +1339,18 @@ def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     elif slots is not None:
         _slot_state(res, restored, slots, at)
     if isinstance(mapping, Dict):
-        if len(res.states) < MAX_STATES:
-            res.states.append((mapping, at, restored))
+        _keep_state(res, mapping, at, restored)
     elif pair and isinstance(mapping, Obj | Unknown) and _class_like(restored):
         # The objects Cython and NumPy helpers return take such pairs in their own __setstate__.
         attrs: dict[str, str | int | bool] = {"detail": f"names from what {describe(mapping)} returns",
                                               "callable": restored}  # fmt: skip
         res.events.append(Event("pickle.unread_attribute_names", at, attrs))
+
+
+def _keep_state(res: PickleResult, mapping: Dict, at: int, restored: str) -> None:
+    """A dict state, judged once the stream ends (`check_states`), up to MAX_STATES of them."""
+    if len(res.states) < MAX_STATES:
+        res.states.append((mapping, at, restored))
 
 
 def _pairs(state: Sym) -> Dict | None:
