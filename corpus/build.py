@@ -767,7 +767,7 @@ def library_gadget_pickles(p: Payload) -> list[PickleSample]:
             "gadget-scipy-distribution-template.pkl",
             scipy_distribution_pickle(p.code),
             "library gadget: a scipy.stats distribution whose pickled argument-parser template SciPy execs on load",
-            ["WS-PKL-013"],
+            ["WS-PKL-032"],
         ),
         (
             "gadget-sklearn-scoring-monitor.pkl",

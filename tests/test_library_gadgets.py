@@ -73,9 +73,55 @@ def test_scipy_distribution_runs_its_pickled_template(tmp_path: Path) -> None:
     assert marker.exists(), "SciPy no longer execs the pickled template: revisit the rule"
 
     found = _critical(tmp_path / "scan", blob, "search.pkl")
-    assert any(f.startswith("WS-PKL-013") and "norm_gen" in f for f in found), found
+    assert any(f.startswith("WS-PKL-032") and "norm_gen" in f for f in found), found
     allowed = Config(allow=frozenset({"scipy.stats._continuous_distns.norm_gen"}))
-    assert any(f.startswith("WS-PKL-013") for f in _critical(tmp_path / "allowed", blob, "search.pkl", allowed))
+    assert any(f.startswith("WS-PKL-032") for f in _critical(tmp_path / "allowed", blob, "search.pkl", allowed))
+
+
+def test_scipy_distributions_as_scipy_writes_them_pass(tmp_path: Path) -> None:
+    """The template SciPy writes passes: a RandomizedSearchCV with continuous and discrete distributions (whose
+    vecentropy is np.vectorize of getattr(self, "_entropy")), as scikit-learn pickles it."""
+    pytest.importorskip("scipy")
+    from scipy import stats
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import RandomizedSearchCV
+
+    space = {"C": stats.loguniform(1e-3, 1e2), "intercept_scaling": stats.uniform(0.5, 2.0),
+             "max_iter": stats.randint(20, 60)}  # fmt: skip
+    search = RandomizedSearchCV(LogisticRegression(max_iter=50), space, n_iter=2, cv=2, random_state=0)
+    search.fit([[0.0, 1.0], [1.0, 0.0], [0.2, 0.9], [0.9, 0.1], [0.1, 0.8], [0.8, 0.3]], [0, 1, 0, 1, 0, 1])
+    report = scan_bytes(tmp_path / "scan", pickle.dumps(search, protocol=5), "search.pkl")
+    assert not [f for f in report.findings if f.severity >= Severity.HIGH], report.findings
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["statement-after", "default-argument", "bytes", "computed-state", "pairs-state", "shape-name-expression"],
+)
+def test_scipy_distribution_template_variants_are_critical(tmp_path: Path, shape: str) -> None:
+    """Text SciPy never writes, however it reaches the state: another statement, code in a default, bytes (exec
+    takes those too), a state a call computes, (name, value) pairs; each is critical."""
+    pytest.importorskip("scipy")
+    from scipy import stats
+
+    real = stats.gamma.__getstate__()["_parse_arg_template"]
+    body = _build()
+    cls = body.glob("scipy.stats._continuous_distns", "gamma_gen") + body.const(()) + pickle.NEWOBJ
+    texts: dict[str, object] = {
+        "statement-after": real + "import os\n",
+        "default-argument": real.replace("(self, a, ", "(self, a=print(1), ", 1),
+        "bytes": real.encode(),
+        "shape-name-expression": real.replace("a, ", "a.b, "),
+    }
+    if shape in texts:
+        state = body.const({"_parse_arg_template": texts[shape]})
+    elif shape == "computed-state":  # dict(...) of a list of pairs: a call's result
+        state = body.call(body.glob("builtins", "dict"), ([("_parse_arg_template", real + "x = 1\n")],))
+    else:  # a list of (name, value) pairs, which __dict__.update takes as well
+        state = body.const([("_parse_arg_template", real + "x = 1\n")])
+    blob = body.stream(cls + state + pickle.BUILD, 4)
+    found = _critical(tmp_path / "scan", blob, "dist.pkl")
+    assert any(f.startswith("WS-PKL-032") and "gamma_gen" in f for f in found), found
 
 
 def test_sklearn_scoring_monitor_connects_on_load(tmp_path: Path) -> None:
@@ -1361,3 +1407,122 @@ def test_lightning_attribute_dicts_pass_and_their_method_items_do_not(tmp_path: 
     made = _g("lightning.pytorch.utilities.parsing", "AttributeDict") + b")\x81"
     hostile = b"\x80\x02" + made + b"(" + _s("__setstate__") + _g("torch.nn.modules.linear", "Linear") + b"uK\x03b."
     assert {"WS-PKL-021", "WS-PKL-014"} <= _rules(tmp_path / "hostile", hostile)
+
+
+def test_sklearn_memory_folder_is_written_at_fit(tmp_path: Path) -> None:
+    """A thirteenth review's bypass: a Pipeline whose `memory` names a folder writes a joblib cache there when the
+    loaded pipeline is fitted (refit, cross-validated). Proved with the real loader; high whatever the path."""
+    import joblib
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    x = np.linspace(0.0, 1.0, 24).reshape(8, 3)
+    y = np.array([0, 1] * 4)
+    pipeline = Pipeline([("scale", StandardScaler()), ("model", LogisticRegression())]).fit(x, y)
+    cache = tmp_path / "elsewhere" / "cache"
+    pipeline.memory = str(cache)
+    sample = tmp_path / "model" / "pipeline.joblib"
+    sample.parent.mkdir()
+    joblib.dump(pipeline, sample)
+
+    fit = "import joblib, sys, numpy as np; p = joblib.load(sys.argv[1]); p.fit(np.eye(4, 3), [0, 1, 0, 1])"
+    subprocess.run([sys.executable, "-I", "-c", fit, str(sample)], check=True, capture_output=True, timeout=120)
+    assert any(cache.rglob("output.pkl")), "scikit-learn no longer caches at the pipeline's memory: revisit the rule"
+
+    report = scan_bytes(tmp_path / "scan", sample.read_bytes(), "pipeline.joblib")
+    high = [f for f in report.findings if f.severity >= Severity.HIGH]
+    assert [f.rule_id for f in high] == ["WS-PKL-033"], high
+    pipeline.memory = None
+    assert not scan_bytes(tmp_path / "plain", pickle.dumps(pipeline, protocol=5), "pipeline.pkl").findings
+
+
+def test_optimize_result_items_are_its_attributes(tmp_path: Path) -> None:
+    """scipy's OptimizeResult answers attribute lookups from its items, so a pipeline step that is one calls the
+    item named `transform` (a review's shape): its items are judged as attributes (WS-PKL-026)."""
+    import numpy as np
+    from scipy.optimize import OptimizeResult
+    from sklearn.dummy import DummyClassifier
+    from sklearn.pipeline import Pipeline
+
+    step = OptimizeResult(transform=np.negative, x=np.zeros(2), success=True)
+    pipeline = Pipeline([("step", step), ("model", DummyClassifier().fit([[0.0], [1.0]], [0, 1]))])
+    found = scan_bytes(tmp_path / "a", pickle.dumps(pipeline, protocol=5), "pipeline.pkl").findings
+    assert any(f.rule_id == "WS-PKL-026" and "transform" in f.message for f in found), found
+    plain = OptimizeResult(x=np.zeros(2), fun=0.5, success=True, message="ok", nit=3)
+    assert not scan_bytes(tmp_path / "b", pickle.dumps(plain, protocol=5), "result.pkl").findings
+
+
+def _text(value: str) -> bytes:
+    raw = value.encode()
+    if len(raw) < 256:
+        return pickle.SHORT_BINUNICODE + bytes([len(raw)]) + raw
+    return pickle.BINUNICODE + len(raw).to_bytes(4, "little") + raw
+
+
+def test_scipy_template_in_a_dict_written_with_a_duplicate_key(tmp_path: Path) -> None:
+    """A fourteenth review's bypass: a pair state whose last item is a dict written with a key twice, so a dict of
+    two keys (which dict.update takes as the pair name, value) looked like one of three. Proved with the real
+    loader; the dict's keys are now merged as Python merges them."""
+    pytest.importorskip("scipy")
+    from scipy import stats
+
+    marker = tmp_path / "ran"
+    evil = f"open({str(marker)!r}, 'w').close()\n" + stats.norm.__getstate__()["_parse_arg_template"]
+    small = [pickle.BININT1 + b"\x00"]
+    twice = pickle.EMPTY_DICT + pickle.MARK + (_text("_parse_arg_template") + small[0]) * 2 + _text(evil) + small[0]
+    state = pickle.MARK + _text("numargs") + small[0] + pickle.TUPLE2 + twice + pickle.SETITEMS + pickle.TUPLE
+    cls = _text("scipy.stats._continuous_distns") + _text("norm_gen") + pickle.STACK_GLOBAL
+    blob = pickle.PROTO + b"\x05" + cls + pickle.EMPTY_TUPLE + pickle.NEWOBJ + state + pickle.BUILD + pickle.STOP
+    sample = tmp_path / "dist.pkl"
+    sample.write_bytes(blob)
+    _load_in_child(sample, tmp_path)
+    assert marker.exists(), "SciPy no longer takes a two-key dict as a pair: revisit the test"
+    found = _critical(tmp_path / "scan", blob, "dist.pkl")
+    assert any(f.startswith("WS-PKL-032") for f in found), found
+
+
+def test_scipy_state_from_another_objects_attribute(tmp_path: Path) -> None:
+    """A fourteenth review's bypass: getattr(built_object, "_entropy") named the allowed method, but the object's
+    state had put a dict under that name, which became a distribution's state. Once an object has a state,
+    getattr on it is a computed lookup (critical), and a state that is a name is read as unknown."""
+    pytest.importorskip("scipy")
+    import copyreg
+
+    from scipy import stats
+
+    holder = stats.rv_discrete(values=([0, 1], [0.5, 0.5]))
+    evil = stats.norm.__getstate__()
+    evil["_parse_arg_template"] = "x = 1\n" + evil["_parse_arg_template"]
+    holder._entropy = evil
+    target = object.__new__(type(stats.norm))
+    stand_in = object()
+
+    class Writer(pickle.Pickler):
+        def reducer_override(self, obj: object) -> object:
+            if obj is target:
+                return (copyreg.__newobj__, (type(stats.norm),), stand_in)
+            if obj is stand_in:
+                return (getattr, (holder, "_entropy"))
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    Writer(buffer, protocol=5).dump([holder, target])
+    found = _critical(tmp_path, buffer.getvalue(), "dists.pkl")
+    assert any(f.startswith("WS-PKL-001") and "getattr" in f for f in found), found
+
+
+def test_scipy_template_in_sets_written_with_a_duplicate_member(tmp_path: Path) -> None:
+    """A frozenset written with a member twice is a set of two, which dict.update takes as a pair in hash order."""
+    pytest.importorskip("scipy")
+    from scipy import stats
+
+    evil = "x = 1\n" + stats.norm.__getstate__()["_parse_arg_template"]
+    members = _text("_parse_arg_template") * 2 + _text(evil)
+    state = pickle.MARK + pickle.MARK + members + pickle.FROZENSET + pickle.TUPLE
+    cls = _text("scipy.stats._continuous_distns") + _text("norm_gen") + pickle.STACK_GLOBAL
+    blob = pickle.PROTO + b"\x05" + cls + pickle.EMPTY_TUPLE + pickle.NEWOBJ + state + pickle.BUILD + pickle.STOP
+    assert len(pickle.loads(pickle.PROTO + b"\x05" + pickle.MARK + members + pickle.FROZENSET + pickle.STOP)) == 2
+    found = _critical(tmp_path, blob, "dist.pkl")
+    assert any(f.startswith("WS-PKL-032") for f in found), found

@@ -43,6 +43,9 @@ CORE = [
     "numpy.random._pcg64.PCG64DXSM", "numpy.random._philox.Philox", "numpy.random._sfc64.SFC64",
     "numpy.random._generator.Generator", "numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer",
     "joblib.numpy_pickle.NumpyArrayWrapper",
+    # np.vectorize keeps the function it calls as `pyfunc` (judged as a called attribute); a SciPy discrete
+    # distribution pickles its `vecentropy` so.
+    "numpy.vectorize",
     # SeedSequence (a random_state of HistGradientBoosting & co.) and its Cython unpickle helper.
     "numpy.random.bit_generator.SeedSequence", "numpy.random.bit_generator.__pyx_unpickle_SeedSequence",
     # NumPy 2 records a masked array's class by its public module.
@@ -247,6 +250,10 @@ REVIEWED_BASES = ("sklearn.", "abc", "builtins", "enum", "typing")
 # Hooks reviewed where they are defined, for every class that inherits them (REVIEWED_HOOKS is per class).
 _MODULE = "torch.nn's layers restore through it too (allow-torch)"
 REVIEWED_OWNER_HOOKS = {
+    # Every SciPy distribution execs the `_parse_arg_template` text of its state here: WS-PKL-032 checks that the
+    # text is the argument parser SciPy writes from its one template.
+    "__setstate__ of scipy.stats._distn_infrastructure.rv_generic": "execs the state's checked template",
+    "__new__ of scipy.stats._distn_infrastructure.rv_discrete": "makes an rv_sample when given values",
     "__getattr__ of torch.nn.modules.module.Module": _MODULE,
     "__setstate__ of torch.nn.modules.module.Module": _MODULE,
     "__setattr__ of torch.nn.modules.module.Module": _MODULE,
@@ -474,6 +481,10 @@ def reduce_helpers(module: types.ModuleType) -> list[str]:
     return found
 
 
+def _subclass(value: object, base: object) -> bool:
+    return isinstance(value, type) and isinstance(base, type) and issubclass(value, base)
+
+
 def _reviewed(klass: type) -> bool:
     return (klass.__module__ or "").startswith(REVIEWED_BASES)
 
@@ -634,6 +645,9 @@ INERT_FUNCTIONS = [
     "scipy.interpolate._interpolate.interp1d._call_spline",
     "scipy.interpolate._interpolate.interp1d._call_nan_spline",
 ]
+# Classes whose instances' __call__ is harmless whatever their state: a SciPy distribution's call freezes it, making a
+# new distribution from the constructor parameters SciPy checks (a frozen one keeps it as `dist`).
+INERT_CALL_BASES = ["scipy.stats._distn_infrastructure.rv_generic"]
 # Attributes real files give a callable, named like a method of some other allowed class (the names are one set for
 # all classes): scikit-learn's metadata requests keep the scorer they describe as `owner` (pathlib.Path.owner).
 CALLABLE_MEMBERS = [
@@ -654,7 +668,7 @@ CALLED_ATTRIBUTES = [
     "_backward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
     "_load_state_dict_post_hooks", "_reductions", "kernel", "weights", "analyzer", "preprocessor", "tokenizer",
     "score_func", "activation", "op", "transform_pred", "transform_target", "_compiled_call_impl", "strip_accents",
-    "kernel_", "k1", "k2", "normalize", "wlocal", "wglobal",
+    "kernel_", "k1", "k2", "normalize", "wlocal", "wglobal", "pyfunc",
 ]  # fmt: skip
 # A weight or spectral norm hook, in a hook table or as _WrappedHook's hook (whose own hook is judged the same way);
 # a torch layer as a transformer layer's activation (nn.GELU()): its call is its forward, whose state is judged.
@@ -692,7 +706,10 @@ def method_lists() -> tuple[list[str], list[str]]:
         if not isinstance(value, type):
             plain.add(name)
             continue
-        if not any("__call__" in vars(base) for base in value.__mro__ if base not in (object, type)):
+        bases = {f"{base.__module__}.{base.__qualname__}" for base in value.__mro__}
+        if bases & set(INERT_CALL_BASES) or not any(
+            "__call__" in vars(base) for base in value.__mro__ if base not in (object, type)
+        ):
             plain.add(name)
         for base in value.__mro__:
             for attr, member in vars(base).items():
@@ -843,15 +860,20 @@ def main() -> int:
 
     scipy_classes, scipy_functions = recorded_names(save_scipy, "scipy", [])
     scipy_allowed, scipy_state_only = screened_names(scipy_classes)
+    # A discrete distribution pickles `vecentropy`, np.vectorize of its own bound _entropy (getattr(self, "_entropy")):
+    # kept as a value, called by its entropy().
+    discrete = _resolve("scipy.stats._distn_infrastructure.rv_discrete")
+    scipy_functions += [f"{name}._entropy" for name in scipy_allowed if _subclass(_resolve(name), discrete)]
     # Their pickles carry slot state (BUILD sets it with setattr): the property setters it can reach (PPoly's x and
     # c, interp1d's fill_value) only convert and check arrays.
     slot_classes = [name for name in scipy_allowed if any(vars(b).get("__slots__") for b in _resolve(name).__mro__)]  # type: ignore[attr-defined]
     write(
         "scipy",
-        "What fitted SciPy interpolators, splines, kernel density estimates, optimizer results, linear systems and "
-        "FFT plans import (recorded from real pickles; not SciPy's distributions, spatial trees, triangulations or "
-        "rotations): classes restored from state, each screened for the hooks loading runs, whose constructors only "
-        "compute from arrays (a spline keeps its class as a value); the methods interp1d keeps, as values only.",
+        "What fitted SciPy interpolators, splines, kernel density estimates, optimizer results, linear systems, "
+        "FFT plans and distributions import (recorded from real pickles; not SciPy's spatial trees, triangulations "
+        "or rotations): classes restored from state, each screened for the hooks loading runs, whose constructors "
+        "only compute from arrays (a spline keeps its class as a value); a distribution's state holds code SciPy "
+        "execs, judged by WS-PKL-032; the methods interp1d keeps, as values only.",
         scipy_allowed + scipy_functions,
         # Their constructors only compute from the arrays they are given; a fitted UnivariateSpline keeps its own
         # class as `_spline_class`.

@@ -3,9 +3,13 @@ tools/gen_allowlists.py records the SciPy names of. Fitted interpolators and spl
 emulators), a kernel density estimate, optimizer results, linear systems and a short-time FFT plan, pickled on
 their own or in a joblib dump with NumPy arrays.
 
-Not here, and so not allowed: SciPy's distributions (their pickled state carries code their loader runs; see
-test_library_gadgets), the spatial trees and triangulations (compiled classes that trust the buffers their state
-gives), rotations and RBFInterpolator (their __setstate__ asks objects of the state for their array namespace)."""
+SciPy's distributions are here, each of them as it is shipped and some frozen with parameters (what a
+RandomizedSearchCV keeps): their pickled state carries the argument-parser code SciPy execs on load, which wscan
+checks is the template SciPy writes (WS-PKL-032; a hostile one is in test_library_gadgets).
+
+Not here, and so not allowed: the spatial trees and triangulations (compiled classes that trust the buffers their
+state gives), rotations and RBFInterpolator (their __setstate__ asks objects of the state for their array
+namespace)."""
 
 from __future__ import annotations
 
@@ -53,8 +57,31 @@ def models() -> dict[str, Any]:
         found[name] = system
         found[f"{name}-zpk"] = system.to_zpk()
         found[f"{name}-ss"] = system.to_ss()
+    found.update(distributions())
     # an OptimizeResult's lambda-free fields only: a result keeps no callable, but minimize's keeps the inverse
     # Hessian approximation, a plain array
+    return found
+
+
+def distributions() -> dict[str, Any]:
+    """Every distribution scipy.stats ships, and frozen ones as a parameter search keeps them (loguniform, randint),
+    a histogram distribution and one made from values (rv_sample)."""
+    import numpy as np
+    from scipy import stats
+    from scipy.stats import _continuous_distns, _discrete_distns
+
+    found: dict[str, Any] = {}
+    for name in [*_continuous_distns._distn_names, *_discrete_distns._distn_names]:
+        found[f"dist-{name}"] = getattr(stats, name)
+    rng = np.random.default_rng(SEED)
+    found["frozen-loguniform"] = stats.loguniform(1e-3, 1e3)
+    found["frozen-randint"] = stats.randint(1, 50)
+    found["frozen-uniform"] = stats.uniform(0.0, 1.0)
+    found["frozen-gamma"] = stats.gamma(2.0, scale=3.0)
+    found["frozen-norm-seeded"] = stats.norm(0.0, 1.0)
+    found["frozen-norm-seeded"].random_state = 5
+    found["rv_histogram"] = stats.rv_histogram(np.histogram(rng.normal(size=200), bins=12))
+    found["rv_discrete-values"] = stats.rv_discrete(values=([1, 2, 3], [0.2, 0.5, 0.3]), name="three")
     return found
 
 

@@ -508,3 +508,28 @@ def test_python2_names_are_mapped_only_below_protocol_3(tmp_path: Path) -> None:
     assert rule_ids(scan_bytes(tmp_path, b"\x80\x02" + body)) == set()
     assert "WS-PKL-003" in rule_ids(scan_bytes(tmp_path, b"\x80\x04" + body))
 
+
+
+def _instance_method_call(module: str, cls: str, method: str) -> bytes:
+    """getattr(<cls instance made by NEWOBJ>, method)() in protocol 4."""
+    def text(value: str) -> bytes:
+        return pickle.SHORT_BINUNICODE + bytes([len(value)]) + value.encode()
+
+    instance = text(module) + text(cls) + pickle.STACK_GLOBAL + pickle.EMPTY_TUPLE + pickle.NEWOBJ
+    getattr_ = text("builtins") + text("getattr") + pickle.STACK_GLOBAL
+    looked_up = getattr_ + instance + text(method) + pickle.TUPLE2 + pickle.REDUCE
+    return pickle.PROTO + b"\x04" + looked_up + pickle.EMPTY_TUPLE + pickle.REDUCE + pickle.STOP
+
+
+def test_method_of_a_restored_instance_is_judged_by_its_name(tmp_path: Path) -> None:
+    """getattr(instance, "name") is the class's function of that name, judged by the allowlist: a DataFrame's
+    to_pickle is not on it (critical), a SciPy discrete distribution's _entropy (what its pickled vecentropy
+    wraps) is, and calling it computes an entropy."""
+    hostile = scan_bytes(tmp_path, _instance_method_call("pandas.core.frame", "DataFrame", "to_pickle"))
+    assert any(f.rule_id == "WS-PKL-017" and "DataFrame.to_pickle" in f.message for f in hostile.findings), (
+        hostile.findings
+    )
+    scipy = scan_bytes(tmp_path, _instance_method_call("scipy.stats._discrete_distns", "poisson_gen", "_entropy"))
+    assert not [f for f in scipy.findings if f.severity >= Severity.HIGH], scipy.findings
+    dunder = scan_bytes(tmp_path, _instance_method_call("scipy.stats._discrete_distns", "poisson_gen", "__reduce__"))
+    assert any(f.severity >= Severity.CRITICAL for f in dunder.findings), dunder.findings

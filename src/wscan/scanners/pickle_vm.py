@@ -73,6 +73,7 @@ class Obj(Sym):
     func: Sym
     args: Sym
     state: Sym | None = None
+    instance: bool = False  # made by NEWOBJ: an instance of `func`, a class (REDUCE may call any function)
 
 
 @dataclass(eq=False, slots=True)
@@ -108,10 +109,12 @@ class Dict(Sym):
             self.dropped += 1
 
     def get(self, key: str) -> Sym | None:
+        """The value of `key`: the last one set, as a dict keeps it when a key is written twice."""
+        found = None
         for k, v in self.items:
             if isinstance(k, Const) and k.value == key:
-                return v
-        return None
+                found = v
+        return found
 
 
 @dataclass(eq=False, slots=True)
@@ -555,6 +558,13 @@ class Machine:
             target, attr = args.items[0], _const(args.items[1])
             if isinstance(target, Global) and isinstance(attr, str):
                 return Global(target.module, f"{target.name}.{attr}")
+            made = _made_from(target) if isinstance(target, Obj) and target.state is None else None
+            if made is not None and isinstance(attr, str) and attr.isidentifier() and not attr.startswith("__"):
+                # A method of an object the stream restored and has not given a state yet (a SciPy discrete
+                # distribution keeps its own _entropy in a vectorize, before its BUILD): the class's function of
+                # that name, judged by the allowlist like an import. Once BUILD gave the object a state, the name
+                # may be an attribute of that state instead (a review handed a payload dict on so).
+                return Global(made.module, f"{made.name}.{attr}")
             if isinstance(target, Obj) and isinstance(target.func, Global) and isinstance(attr, str):
                 return Obj(Global(target.func.module, f"{target.func.name}().{attr}"), args)
         return None
@@ -726,7 +736,10 @@ class Machine:
                 args = pop()
                 func = pop()
                 escape([args])
-                stack.append(self._invoke(res, func, args, name, at))
+                made = self._invoke(res, func, args, name, at)
+                if name == "NEWOBJ" and isinstance(made, Obj) and made.func is func:
+                    made.instance = True
+                stack.append(made)
             elif name == "BUILD":
                 state = pop()
                 escape([state])
@@ -1120,7 +1133,13 @@ def check_states(res: PickleResult) -> None:
         if state.dropped or any(not isinstance(key, Const) for key, _ in state.items):
             detail = f"{len(state.items) + state.dropped} names, some computed or past what wscan keeps"
             res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": ""}))
+            _state_code(res, restored, "<unread>", Unknown(), at)
         for key, value in state.items:
+            if isinstance(key, Const) and key.value in CODE_STATE_KEYS:
+                _state_code(res, restored, str(key.value), value, at)
+            elif isinstance(key, Const) and key.value in FOLDER_STATE_KEYS and not _is_none(value):
+                folder = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
+                res.events.append(Event("pickle.state_folder", at, dict[str, str | int | bool](folder)))
             if not (isinstance(key, Const) and key.value in SIDE_FILE_LISTS):
                 continue
             names = value.items if isinstance(value, Seq) else [value]
@@ -1131,6 +1150,33 @@ def check_states(res: PickleResult) -> None:
                     attrs: dict[str, str | int | bool] = {"list": str(key.value), "name": describe(name)}
                     res.events.append(Event("pickle.side_file_outside", at, attrs))
                     break
+
+
+# State attributes whose text a library runs as code when it restores the object: every SciPy distribution execs
+# `_parse_arg_template` in __setstate__ (the rules check it is the argument parser SciPy writes, WS-PKL-032).
+CODE_STATE_KEYS = frozenset({"_parse_arg_template"})
+# State attributes naming a folder the library writes to when the object is used: scikit-learn's `memory` (a
+# Pipeline's, an agglomerative clustering's) becomes a joblib.Memory cache at fit(); a review wrote files anywhere so.
+FOLDER_STATE_KEYS = frozenset({"memory"})
+MAX_CODE_TEXT = 8192  # SciPy's template is under 1 KiB for every distribution it ships
+
+
+def _is_none(value: Sym) -> bool:
+    return isinstance(value, Const) and value.value is None
+
+
+def _state_code(res: PickleResult, restored: str, name: str, value: Sym, at: int) -> None:
+    """A state attribute whose text a library runs (CODE_STATE_KEYS), or a state whose names cannot be read, so that
+    it may hold one (`name` "<unread>"): the text, or what stands for text the rules cannot check."""
+    text = value.value if isinstance(value, Const) else None
+    if not isinstance(text, str):
+        shown = "<computed>" if text is None else f"<{type(text).__name__}, not text>"
+    elif len(text) > MAX_CODE_TEXT:
+        shown = f"<text of {len(text)} characters>"
+    else:
+        shown = text
+    attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "text": shown}
+    res.events.append(Event("pickle.state_code", at, attrs))
 
 
 def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) -> None:
@@ -1187,6 +1233,8 @@ ATTRIBUTE_DICTS = frozenset({
     "easydict.EasyDict", "sklearn.utils._bunch.Bunch", "lightning.fabric.utilities.data.AttributeDict",
     "lightning.pytorch.utilities.parsing.AttributeDict", "lightning_fabric.utilities.data.AttributeDict",
     "pytorch_lightning.utilities.parsing.AttributeDict",
+    # SciPy's result objects answer attribute lookups from their items (a review made one a pipeline step)
+    "scipy.optimize._optimize.OptimizeResult", "scipy._lib._util._RichResult",
 })  # fmt: skip
 # What torch's Module.__getattr__ answers a name the class lacks from: `copy.deepcopy(model)` asks for __deepcopy__.
 PROXY_TABLES = frozenset({"_modules", "_parameters", "_buffers"})
@@ -1328,12 +1376,18 @@ def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     if pairs is not None:  # __dict__.update(state), as torch's Module.__setstate__ does, takes (name, value) pairs
         _keep_state(res, pairs, at, restored)
         return
-    if isinstance(state, Seq) and _class_like(restored) and _hides_pairs(state):
-        hidden = {"detail": "(name, value) pairs, some computed or past what wscan keeps", "callable": restored}
-        res.events.append(Event("pickle.unread_attribute_names", at, dict[str, str | int | bool](hidden)))
-        return
+    hidden_names = isinstance(state, Seq) and _hides_pairs(state)
+    if hidden_names:
+        _state_code(res, restored, "<unread>", Unknown(), at)
+        if _class_like(restored):
+            hidden = {"detail": "(name, value) pairs, some computed or past what wscan keeps", "callable": restored}
+            res.events.append(Event("pickle.unread_attribute_names", at, dict[str, str | int | bool](hidden)))
+            return
     pair = isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2
     mapping, slots = (state.items[0], state.items[1]) if pair and isinstance(state, Seq) else (state, None)
+    if isinstance(mapping, Obj | Unknown | Global) and not hidden_names:  # names a call's result (or a named
+        # object, which may be a dict) gives: any may be code
+        _state_code(res, restored, "<unread>", Unknown(), at)
     if isinstance(state, Obj | Unknown):  # computed: a tuple or any tuple subclass of two makes such a pair
         _slot_state(res, restored, state, at)
     elif slots is not None:
@@ -1372,12 +1426,49 @@ def _pairs(state: Sym) -> Dict | None:
     return Dict(pairs)
 
 
+def _distinct(values: list[Sym]) -> list[Sym] | None:
+    """`values` with equal constants merged, as a dict's keys and a set's members are (a review wrote a key twice to
+    make a dict of two look like one of three); None when one is computed, whose equality is unknown."""
+    seen: dict[object, None] = {}
+    kept: list[Sym] = []
+    for value in values:
+        if not isinstance(value, Const):
+            return None
+        try:
+            if value.value in seen:
+                continue
+            seen[value.value] = None
+        except TypeError:
+            return None
+        kept.append(value)
+    return kept
+
+
+def _members(item: Sym) -> list[Sym] | None:
+    """What iterating `item` gives when it is a dict (its keys) or a set (its members), duplicates merged; None when
+    that cannot be known. Two written are two (or one, which no update takes): either way read as two."""
+    if isinstance(item, Dict) and not item.dropped:
+        keys = [key for key, _ in item.items]
+        return keys if len(keys) == 2 else _distinct(keys)
+    if isinstance(item, Seq) and item.type in ("set", "frozenset") and not item.dropped:
+        return item.items if len(item.items) == 2 else _distinct(item.items)
+    return None
+
+
+def _maybe_pair(item: Sym) -> bool:
+    """A dict or set of two or more whose members' equality is unknown: it may iterate as a pair."""
+    if isinstance(item, Dict) or (isinstance(item, Seq) and item.type in ("set", "frozenset")):
+        return _members(item) is None and len(item.items) + item.dropped >= 2
+    return False
+
+
 def _pair(item: Sym) -> tuple[Sym, Sym] | None:
     """The (name, value) dict.update takes from `item`, when it is an iterable of two the machine can read."""
+    if isinstance(item, Dict) or (isinstance(item, Seq) and item.type in ("set", "frozenset")):
+        members = _members(item)
+        return (members[0], members[1]) if members is not None and len(members) == 2 else None
     if isinstance(item, Seq) and len(item.items) == 2 and not item.dropped:
         return item.items[0], item.items[1]
-    if isinstance(item, Dict) and len(item.items) == 2 and not item.dropped:
-        return item.items[0][0], item.items[1][0]
     if isinstance(item, Const) and isinstance(item.value, str | bytes) and len(item.value) == 2:
         first, second = item.value[:1], item.value[1:]
         return (Const(first), Const(second)) if isinstance(first, str) else (Const(first[0]), Const(second[0]))
@@ -1387,7 +1478,7 @@ def _pair(item: Sym) -> tuple[Sym, Sym] | None:
 def _hides_pairs(state: Seq) -> bool:
     """A list or tuple state of (name, value) pairs, some or all of which are computed (an object's items, a call's
     result) or were not kept: the names __dict__.update would set are unknown."""
-    computed = [isinstance(item, Obj | Unknown) for item in state.items]
+    computed = [isinstance(item, Obj | Unknown) or _maybe_pair(item) for item in state.items]
     if all(computed):  # every pair a call's result (tuple([name, value])): a ninth review set `forward` so
         return True
     return any(_pair(item) is not None for item in state.items) and (any(computed) or bool(state.dropped))
@@ -1413,6 +1504,16 @@ def _class_like(dotted: str) -> bool:
     """Named like a class (CamelCase): an instance pickle rebuilds with the default BUILD, unlike the objects
     Cython's and NumPy's helper functions (__pyx_unpickle_*, _reconstruct) return."""
     return dotted.rpartition(".")[2][:1].isupper()
+
+
+def _made_from(target: Obj) -> Global | None:
+    """The class an object is an instance of, when pickle restored it so: the class NEWOBJ or copyreg's helpers
+    were given. What REDUCE made (a function's result, a module import_module returned) is not named so."""
+    func, args = target.func, target.args
+    if isinstance(func, Global) and func.dotted in _RESTORED_POSITIONS:
+        first = args.items[0] if isinstance(args, Seq) and args.items else None
+        return first if isinstance(first, Global) else None
+    return func if target.instance and isinstance(func, Global) else None
 
 
 def _restored_class(target: Obj) -> str:
