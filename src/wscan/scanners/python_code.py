@@ -57,6 +57,10 @@ CATEGORIES: dict[str, str] = {
         "filesystem",
     ),
 }
+# os's functions are posix's (nt's on Windows), which a review called directly to pass as harmless code.
+CATEGORIES.update({f"{native}.{name[3:]}": category for name, category in list(CATEGORIES.items())
+                   if name.startswith("os.") for native in ("posix", "nt")})  # fmt: skip
+CATEGORIES.update(dict.fromkeys(["_posixsubprocess", "multiprocessing.util.spawnv_passfds"], "process"))
 # Modules whose mere import in model code reaches outside the model (os and shutil are too common for that).
 IMPORT_CATEGORIES = ("subprocess", "pty", "socket", "ctypes", "cffi", "requests", "httpx", "urllib.request",
                      "http.client", "paramiko", "marshal", "ftplib", "telnetlib", "smtplib", "runpy")

@@ -16,8 +16,16 @@ from typing import Any
 
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.loader_keys import join_field, loader_keys
 from wscan.strict_json import JsonRejected, loads_lenient, loads_strict
 
+# The files sentence-transformers modules keep their settings in (older versions named the first after the model).
+ST_MODULE_CONFIGS = [
+    *(f"sentence_{name}_config.json" for name in ("bert", "roberta", "distilbert", "camembert", "albert", "xlm-roberta",
+                                                  "xlnet")),
+    "router_config.json",
+    "wordembedding_config.json",
+]
 # File name -> role. These are the files transformers, tokenizers, diffusers and peft read by name.
 JSON_ROLES = {
     "config.json": "config",
@@ -35,6 +43,9 @@ JSON_ROLES = {
     "adapter_config.json": "adapter-config",
     "modules.json": "sentence-transformers-modules",
     "config_sentence_transformers.json": "sentence-transformers-config",
+    # a sentence-transformers module's own file (its keyword arguments for from_pretrained, a Router's types)
+    **dict.fromkeys(ST_MODULE_CONFIGS, "sentence-transformers-module-config"),
+    "audio_tokenizer_config.json": "audio-tokenizer-config",
 }
 # Roles whose file is a JSON list, not an object (sentence-transformers' modules.json).
 LIST_ROLES = frozenset({"sentence-transformers-modules"})
@@ -91,6 +102,7 @@ class RepoJsonScanner:
                 return
         if role in LIST_ROLES and isinstance(top, list):
             yield from _st_modules(artifact, top, role, data)
+            yield from loader_keys(artifact, top, role)
             return
         if not isinstance(top, dict):
             if strict:  # a file already reported as not strict JSON is not reported twice
@@ -99,6 +111,7 @@ class RepoJsonScanner:
         if len(data) > MAX_FIELD_CHARS:  # a string is never longer in characters than in bytes
             yield from _oversized(artifact, top, role)
         yield from _custom_code(artifact, top, role, data)
+        yield from loader_keys(artifact, top, role)
         yield from _templates(artifact, top, role, data)
         if role == "config":
             yield from _config_facts(artifact, top)
@@ -122,16 +135,10 @@ def _oversized(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[S
                 return
             if isinstance(value, str):
                 if len(value) > MAX_FIELD_CHARS:
-                    yield artifact.observe("repo.oversized_field", role=role, field=_join(path, key)[:200],
+                    yield artifact.observe("repo.oversized_field", role=role, field=join_field(path, key)[:200],
                                            length=len(value))  # fmt: skip
             elif isinstance(value, dict | list):
-                stack.append((_join(path, key), value))
-
-
-def _join(path: str, key: object) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else str(key)
+                stack.append((join_field(path, key), value))
 
 
 def _references(auto_map: Any) -> list[str]:
