@@ -386,7 +386,7 @@ def test_zfile_magic_alone_is_not_claimed(tmp_path: Path) -> None:
 
 def test_legacy_array_wrapper_loads_the_file_it_names(tmp_path: Path) -> None:
     """joblib.load np.loads, with allow_pickle=True, the file a pickled NDArrayWrapper names, even outside the
-    model folder: the wrapper itself is critical, and no allow entry lowers it."""
+    model folder: a name that leaves the folder is critical (WS-PKL-034), and no allow entry lowers it."""
     from joblib.numpy_pickle_compat import NDArrayWrapper
 
     from wscan.config import Config
@@ -405,7 +405,7 @@ def test_legacy_array_wrapper_loads_the_file_it_names(tmp_path: Path) -> None:
     for config in (None, Config(allow=frozenset({name}))):
         critical = {(f.rule_id, f.evidence.get("callable")) for f in scan(model.parent, config).findings
                     if f.severity >= Severity.CRITICAL}  # fmt: skip
-        assert ("WS-PKL-013", name) in critical
+        assert ("WS-PKL-034", name) in critical
 
 
 @pytest.mark.parametrize(

@@ -141,7 +141,7 @@ def _one(tmp_path: Path, files: dict[str, object]) -> set[str]:
     for name, content in files.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(content))
+        path.write_text(content if isinstance(content, str) else json.dumps(content))  # a string is the file's text
     return rule_ids(scan(tmp_path))
 
 
@@ -171,10 +171,20 @@ def _one(tmp_path: Path, files: dict[str, object]) -> set[str]:
         ({"router_config.json": {"types": {"query": "gensim.models.Word2Vec"}}}, "WS-REPO-015"),
         ({"0_WordEmbeddings/wordembedding_config.json": {"tokenizer_class": "pickle.Unpickler"}}, "WS-REPO-015"),
         ({"0_Transformer/sentence_bert_config.json": {"model_args": {"trust_remote_code": True}}}, "WS-REPO-003"),
+        # A fifteenth review: a list of files, a name relative to the working folder (opened as given), a weights
+        # variant that walks into folders, a sentence-transformers tokenizer path.
+        ({"tokenizer_config.json": {"fast_tokenizer_files": ["/opt/tokenizer.1.json"]}}, "WS-REPO-013"),
+        ({"tokenizer_config.json": {"tokenizer_file": "elsewhere/tokenizer.json"}}, "WS-REPO-013"),
+        ({"sentence_bert_config.json": {"tokenizer_args": {"tokenizer_file": "tokenizer.json"}}}, "WS-REPO-013"),
+        ({"sentence_bert_config.json": {"model_args": {"variant": "x/../../../outside/evil"}}}, "WS-REPO-013"),
+        ({"sentence_bert_config.json": {"tokenizer_name_or_path": "/opt/models/other"}}, "WS-REPO-013"),
+        ({"modules.json": '[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer", '
+                          '"zz": ' + "[" * 990 + "0" + "]" * 990 + "}]"}, "WS-REPO-017"),
     ],
     ids=["tokenizer-file", "merges-file", "tokenizer-args", "offload-folder", "cross-encoder", "cross-encoder-legacy",
          "backbone", "audio-tokenizer", "processor-audio-tokenizer", "router-folder", "router-type",
-         "word-embeddings-tokenizer", "nested-trust-remote-code"],
+         "word-embeddings-tokenizer", "nested-trust-remote-code", "fast-tokenizer-files", "working-folder-relative",
+         "tokenizer-args-relative", "variant", "tokenizer-name-or-path", "nested-too-deep"],
 )  # fmt: skip
 def test_loader_keys_at_scan_level(tmp_path: Path, files: dict[str, object], rule: str) -> None:
     assert rule in _one(tmp_path, files)
@@ -186,7 +196,8 @@ def test_plain_values_of_those_keys_pass(tmp_path: Path) -> None:
         "config.json": {"architectures": ["GPT2LMHeadModel"], "activation_function": "gelu_new",
                         "_name_or_path": "/home/someone/models/gpt2", "backbone": "microsoft/resnet-50",
                         "sentence_transformers": {"activation_fn": "torch.nn.modules.activation.Sigmoid"}},
-        "tokenizer_config.json": {"tokenizer_class": "BertTokenizer", "vocab_file": "vocab.txt",
+        # save_pretrained leaves the file arguments out (a value there is opened as given, not from the folder)
+        "tokenizer_config.json": {"tokenizer_class": "BertTokenizer",
                                   "special_tokens_map_file": "/home/someone/.cache/special_tokens_map.json"},
         "router_config.json": {"types": {"query": "sentence_transformers.models.Transformer"}},
         "2_Dense/config.json": {"in_features": 8, "out_features": 4,
@@ -194,3 +205,26 @@ def test_plain_values_of_those_keys_pass(tmp_path: Path) -> None:
     }  # fmt: skip
     found = _one(tmp_path, files)
     assert not found & {"WS-REPO-013", "WS-REPO-014", "WS-REPO-015", "WS-REPO-016"}, found
+
+
+def test_role_files_are_read_by_name_whatever_they_start_with(tmp_path: Path) -> None:
+    """A fifteenth review padded modules.json and tokenizer_config.json with 80 KB of whitespace, which json skips
+    and the loaders read, past the first 64 KiB wscan looked at to recognise JSON."""
+    entry = [{"idx": 0, "name": "0", "path": "", "type": "mypool.MyPooling"}]
+    (tmp_path / "modules.json").write_text(" \n" * 40_000 + json.dumps(entry))
+    (tmp_path / "mypool.py").write_text("class MyPooling:\n    pass\n")
+    (tmp_path / "tokenizer_config.json").write_text("\n" * 70_000 + json.dumps({"tokenizer_file": "/etc/x.json"}))
+    (tmp_path / "padded.json").write_text(" " * 70_000 + json.dumps({"auto_map": {"AutoModel": "a--b.C"}}))
+    assert {"WS-REPO-008", "WS-REPO-013", "WS-REPO-002"} <= rule_ids(scan(tmp_path))
+
+
+def test_a_loader_file_linked_outside_the_folder_is_high(tmp_path: Path) -> None:
+    """The same review linked tokenizer.json and tokenizer_config.json to files elsewhere, which transformers read."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "tokenizer.json").write_text("{}")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "tokenizer.json").symlink_to(outside / "tokenizer.json")
+    report = scan(model)
+    assert [f.rule_id for f in report.findings if f.severity >= Severity.HIGH] == ["WS-FILE-014"], report.findings

@@ -43,6 +43,10 @@ CORE = [
     "numpy.random._pcg64.PCG64DXSM", "numpy.random._philox.Philox", "numpy.random._sfc64.SFC64",
     "numpy.random._generator.Generator", "numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer",
     "joblib.numpy_pickle.NumpyArrayWrapper",
+    # joblib 0.9's wrappers of arrays kept beside the pickle: the file their state names is judged and scanned
+    # (scanners/joblib_legacy.py, WS-PKL-034).
+    "joblib.numpy_pickle.NDArrayWrapper", "joblib.numpy_pickle_compat.NDArrayWrapper",
+    "joblib.numpy_pickle.ZNDArrayWrapper", "joblib.numpy_pickle_compat.ZNDArrayWrapper",
     # np.vectorize keeps the function it calls as `pyfunc` (judged as a called attribute); a SciPy discrete
     # distribution pickles its `vecentropy` so.
     "numpy.vectorize",

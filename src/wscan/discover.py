@@ -22,6 +22,15 @@ CODE_SUFFIXES = (".py",)  # what transformers and sentence-transformers import f
 # What loaders open by name from a model folder (from_pretrained's model.safetensors, pytorch_model.bin, ...).
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".keras", ".pkl",
                    ".npz", ".npy", ".joblib", ".msgpack", ".pb", ".index.json")
+# ... and the configuration and tokenizer files they open by name: a link out feeds the loader a file nobody scanned
+# (a review's tokenizer.json and tokenizer_config.json linked to files elsewhere, which transformers followed).
+LOADER_FILES = frozenset({
+    "config.json", "generation_config.json", "tokenizer_config.json", "tokenizer.json", "special_tokens_map.json",
+    "added_tokens.json", "chat_template.json", "chat_template.jinja", "preprocessor_config.json",
+    "processor_config.json", "adapter_config.json", "modules.json", "config_sentence_transformers.json",
+    "sentence_bert_config.json", "vocab.txt", "vocab.json", "merges.txt", "tokenizer.model", "spiece.model",
+    "sentencepiece.bpe.model", "model_index.json", "MLmodel",
+})  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +140,7 @@ def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileE
                 return
             if not _allowed(path, target, root):
                 code = path.name.endswith(CODE_SUFFIXES) or target.name.endswith(CODE_SUFFIXES)
-                weights = not code and path.name.lower().endswith(WEIGHT_SUFFIXES)
+                weights = not code and (path.name.lower().endswith(WEIGHT_SUFFIXES) or path.name in LOADER_FILES)
                 yield _skip(display, "file.symlink_escape", target=target.as_posix(), code=code, weights=weights)
                 return
             info = os.stat(path)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+TOO_DEEP = "JSON nested too deeply"
+
 
 class JsonRejected(ValueError):
     """Not strict JSON; the message says why, short enough for a finding."""
@@ -38,7 +40,7 @@ def loads_strict(data: bytes) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
     except RecursionError:
-        raise JsonRejected("JSON nested too deeply") from None
+        raise JsonRejected(TOO_DEEP) from None
     except JsonRejected:
         raise
     except ValueError as exc:  # JSONDecodeError, integers too long to convert

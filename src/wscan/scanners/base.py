@@ -18,6 +18,9 @@ CLAIM_KIND = "fact.claims"
 # Yielded by a scanner that accepted a blob on its head and, having read the rest, finds it is not its format
 # (a large JSON file that names no Keras class): the engine drops the format, as if it had never accepted.
 NOT_MINE_KIND = "scan.not_this_format"
+# Context key: the folder a loader resolves the names inside a blob against (the folder of the compressed file the
+# blob was decompressed from); a top-level file's own folder is its real path's parent.
+LOADER_FOLDER = "loader_folder"
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 64 * 1024 + 22  # a zip end-of-central-directory record with the longest comment
 

@@ -19,7 +19,7 @@ from functools import cache
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from wscan.limits import MIB, Budget, BudgetExceeded
-from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import LOADER_FOLDER, Artifact, Head, ScanContext, ScanItem
 
 if TYPE_CHECKING:
     import tempfile
@@ -378,4 +378,7 @@ class CompressedScanner:
             except Exception as exc:
                 yield artifact.observe("compressed.corrupt", reason=reason(exc), codec=codec, decompressed=total)
             name = _member_name(artifact.name or artifact.location.path, codec)
-            yield artifact.child(name, total, view_opener(spool))
+            # Loaders that decompress a file as they read it (joblib.load of a .gz, .z, .xz) resolve the names it
+            # holds against its folder: the stream is that file, read from there.
+            where = {LOADER_FOLDER: str(artifact.real_path.parent)} if artifact.real_path is not None else None
+            yield artifact.child(name, total, view_opener(spool), where)

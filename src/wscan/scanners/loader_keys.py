@@ -18,15 +18,20 @@ from wscan.model import Observation
 from wscan.scanners.base import Artifact
 from wscan.scanners.python_code import OUTSIDE_PATH
 
-# Keys whose string value the loaders open as a file, a folder or a model, where they read them: a tokenizer's
-# `*_file` arguments at the top of tokenizer_config.json (the file's value wins over the folder's file), the keyword
-# arguments sentence-transformers hands from_pretrained (`model_args`, `tokenizer_args`, `config_args`), a module's
-# `path` in modules.json, a config's `backbone`, an audio tokenizer's path. Not the paths `save_pretrained` records
-# and nothing reads back, nor a training script's paths in config.json, which no loader reads.
-PATH_SUFFIXES = ("_file", "_folder", "_dir", "_directory")
-ARGUMENT_PATHS = frozenset({"subfolder", "gguf_file", "pretrained_model_name_or_path"})
-ANYWHERE_PATHS = frozenset({"backbone", "audio_tokenizer_name_or_path"})
+# Keys whose value the loaders open as a path, and how they resolve it:
+# - "as given": a tokenizer's file arguments (`vocab_file`, `tokenizer_file`, `fast_tokenizer_files`) at the top of
+#   tokenizer_config.json or in sentence-transformers' `tokenizer_args`: the file's value wins over the folder's own
+#   file and is opened as it is, absolute or relative to the working folder, so any value reads outside the model;
+# - "in the repository": from_pretrained's keyword arguments (`model_args`, `config_args`: `subfolder`, `gguf_file`,
+#   `variant`) and a modules.json `path`, joined to the model folder: a value that climbs out leaves it;
+# - "a model": a `backbone`, an audio tokenizer's or a sentence-transformers tokenizer's path or hub id.
+# Not the paths `save_pretrained` records and nothing reads back, nor a training script's paths in config.json.
+FILE_SUFFIXES = ("_file", "_files")
+PATH_SUFFIXES = ("_file", "_files", "_folder", "_dir", "_directory")
+ARGUMENT_PATHS = frozenset({"subfolder", "gguf_file", "variant", "pretrained_model_name_or_path"})
+MODEL_PATHS = frozenset({"backbone", "audio_tokenizer_name_or_path", "tokenizer_name_or_path"})
 NOT_PATHS = frozenset({"special_tokens_map_file", "added_tokens_file", "tokenizer_config_file", "chat_template_file"})
+AS_GIVEN, IN_REPOSITORY, MODEL = "as given", "in the repository", "a model"
 # Keyword arguments naming a folder the loader writes to: accelerate's disk offload, the hub's download cache.
 WRITE_KEYS = frozenset({"offload_folder", "offload_dir", "cache_dir", "cache_folder"})
 # Keys whose dotted value sentence-transformers imports and calls with no arguments (an activation) ...
@@ -61,11 +66,15 @@ def loader_keys(artifact: Artifact, top: Any, role: str) -> Iterator[Observation
 
 def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, value: Any) -> Iterator[Observation]:
     """One key: `holder` is the key of the dict it sits in ("" at the top; a list's key for its items)."""
-    arguments = holder.endswith("_args")  # keyword arguments of from_pretrained
+    arguments = holder.endswith("_args")  # keyword arguments of from_pretrained or of the tokenizer
     if arguments and key in WRITE_KEYS and isinstance(value, str) and value:
         yield artifact.observe("repo.write_folder", role=role, field=field[:MAX_SHOWN], value=value[:MAX_SHOWN])
-    elif _read_as_path(role, field, arguments, key) and isinstance(value, str) and OUTSIDE_PATH.search(value):
-        yield artifact.observe("repo.outside_path", role=role, field=field[:MAX_SHOWN], value=value[:MAX_SHOWN])
+    else:
+        how = _read_as(role, field, holder, key) or ""
+        for path in _strings(value) if how else []:
+            if _leaves(how, key, path):
+                yield artifact.observe("repo.outside_path", role=role, field=field[:MAX_SHOWN], value=path[:MAX_SHOWN],
+                                       how=how)  # fmt: skip
     if key in CALLED_KEYS or key in LOADED_KEYS:
         use = "called" if key in CALLED_KEYS else "loaded"
         for reference in _dotted(value):
@@ -75,22 +84,36 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
         for folder in value:
             if isinstance(folder, str) and OUTSIDE_PATH.search(folder):
                 yield artifact.observe("repo.outside_path", role=role, field=f"{field}.{folder}"[:MAX_SHOWN],
-                                       value=folder[:MAX_SHOWN])  # fmt: skip
+                                       value=folder[:MAX_SHOWN], how=IN_REPOSITORY)  # fmt: skip
     if key == "trust_remote_code" and value is True and field != key:  # top-level ones are reported already
         yield artifact.observe("repo.trust_remote_code", role=role, field=field[:MAX_SHOWN])
 
 
-def _read_as_path(role: str, field: str, arguments: bool, key: str) -> bool:
-    """Whether a loader opens this key's value as a path (see PATH_SUFFIXES)."""
+def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
+    """How a loader resolves this key's value as a path (see AS_GIVEN), None when it does not open it."""
     if key in NOT_PATHS:
-        return False
-    if key in ANYWHERE_PATHS:
+        return None
+    if (role == "tokenizer-config" and field == key) or holder == "tokenizer_args":
+        return AS_GIVEN if key.endswith(FILE_SUFFIXES) else None
+    if holder.endswith("_args") and (key in ARGUMENT_PATHS or key.endswith(PATH_SUFFIXES)):
+        return IN_REPOSITORY
+    if key in MODEL_PATHS:
+        return MODEL
+    return IN_REPOSITORY if role == "sentence-transformers-modules" and key == "path" else None
+
+
+def _leaves(how: str, key: str, path: str) -> bool:
+    """Whether the loader, resolving `path` `how`, opens something outside the model folder. A `variant` is put in
+    a weights file name (model.<variant>.safetensors): a separator there walks into folders."""
+    if how == AS_GIVEN or OUTSIDE_PATH.search(path):
         return True
-    if arguments:
-        return key in ARGUMENT_PATHS or key.endswith(PATH_SUFFIXES)
-    if role == "tokenizer-config" and field == key:
-        return key.endswith(PATH_SUFFIXES)
-    return role == "sentence-transformers-modules" and key == "path"
+    return key == "variant" and ("/" in path or "\\" in path)
+
+
+def _strings(value: Any) -> list[str]:
+    """A value's non-empty strings: itself, or the items of a list (`fast_tokenizer_files`)."""
+    items = value if isinstance(value, list) else [value]
+    return [item for item in items if isinstance(item, str) and item]
 
 
 def _dotted(value: Any) -> list[str]:

@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 from wscan.limits import Limits
 from wscan.model import AttrValue, Observation
-from wscan.scanners import dcp
+from wscan.scanners import dcp, joblib_legacy
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.pickle_ops import OPCODES, LongBytes, PickleSyntaxError, Stream, Truncated
@@ -32,6 +32,7 @@ from wscan.scanners.pickle_vm import (
     PickleResult,
     Seq,
     Sym,
+    restored_class,
 )
 from wscan.scanners.slice import open_slice
 
@@ -130,7 +131,8 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
     """Simulate every pickle in `raw` (positioned at artifact offset `base`) and report what it does."""
     stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base, size=artifact.size - base)
     nested: list[PickleResult] = []
-    machine = Machine(stream, ctx.limits, on_build=_JoblibArrays(nested), check_time=ctx.budget.check_time)
+    arrays = _JoblibArrays(nested)
+    machine = Machine(stream, ctx.limits, on_build=arrays, check_time=ctx.budget.check_time)
     legacy = stream.peek(len(LEGACY_TORCH_MAGIC)) == LEGACY_TORCH_MAGIC
     tar_member = artifact.name if artifact.context.get("container") == "torch-tar" else None
     results: list[PickleResult] = []
@@ -152,6 +154,8 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
             yield blob
         if dcp.is_metadata(artifact, res):
             yield from dcp.item_blobs(artifact, res, ctx)
+        yield from joblib_legacy.side_files(artifact, arrays.side_files, ctx)
+        arrays.side_files.clear()
         nested.clear()
         if not res.stopped:
             break
@@ -438,8 +442,13 @@ class _JoblibArrays:
     def __init__(self, nested: list[PickleResult]) -> None:
         self.nested = nested
         self.attrs: dict[int, tuple[Obj, dict[str, Sym]]] = {}  # per wrapper: every attribute BUILD set so far
+        self.side_files: list[joblib_legacy.SideFile] = []  # joblib 0.9's wrappers: the files their BUILDs name
 
     def __call__(self, machine: Machine, obj: Obj) -> None:
+        legacy = restored_class(obj)
+        if legacy in joblib_legacy.LEGACY_WRAPPERS:
+            self._legacy(machine, obj, legacy)
+            return
         if not _is_wrapper(obj):
             return
         at = machine.stream.base + machine.stream.offset
@@ -488,6 +497,17 @@ class _JoblibArrays:
             padding = machine.stream.read(1)  # any value but None means a padding byte, then that many bytes
             machine.stream.skip(padding[0] if padding else 0)
         machine.stream.skip(count * itemsize)
+
+
+    def _legacy(self, machine: Machine, obj: Obj, wrapper: str) -> None:
+        """joblib.load reads the file a legacy wrapper's state names at its BUILD (see `joblib_legacy`): the name as
+        it is then, whatever the stream does to the state afterwards."""
+        at = machine.stream.base + machine.stream.offset
+        if isinstance(obj.func, Global) and obj.func.dotted == wrapper and isinstance(obj.args, Seq) and obj.args.items:
+            raise PickleSyntaxError(at, "joblib array wrapper built by a call with arguments")  # __init__ names a file
+        attrs = self.attrs.setdefault(id(obj), (obj, {}))[1]
+        _apply_build_state(obj.state, attrs, at)
+        self.side_files.append(joblib_legacy.SideFile(at, wrapper, attrs.get("filename")))
 
 
 def _is_wrapper(obj: Obj) -> bool:

@@ -719,7 +719,7 @@ class Machine:
                 else:
                     if isinstance(target, Obj):
                         _note_items(res, target, list(zip(pairs[::2], pairs[1::2], strict=True)))
-                        _dunder_items(res, pairs, _restored_class(target), at)
+                        _dunder_items(res, pairs, restored_class(target), at)
                     self._items_on_object(res, target, pairs, name, at)
                     self._mutation(res, target, name, at)
             elif name in _APPENDS:
@@ -874,7 +874,7 @@ class Machine:
             _judge_state(res, target, state, at)
             # A partial's (func, args, keywords, dict) is what its call is given; any other state, what pandas reads
             # (a DatetimeTZDtype restored with a `tz` of such a name), but an array's: its items are data.
-            if _restored_class(target) not in _ARRAY_REBUILDERS:
+            if restored_class(target) not in _ARRAY_REBUILDERS:
                 _zone_files(res, target.func, state, at)
             if _is_partial(target) or _is_defaultdict(target):
                 # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
@@ -913,7 +913,7 @@ class Machine:
             return
         for i in range(0, len(pairs) - 1, 2):
             name = pairs[i]
-            if isinstance(name, Obj) and _restored_class(name) in _STR_CLASSES:
+            if isinstance(name, Obj) and restored_class(name) in _STR_CLASSES:
                 # A name built by str(...): no writer does that, and it may be any of the names above.
                 attrs: dict[str, str | int | bool] = {"opcode": opcode, "name": describe(name),
                                                       "callee": describe(target)}  # fmt: skip
@@ -1207,7 +1207,7 @@ def _member_event(res: PickleResult, name: str, value: Sym, restored: str, at: i
     if isinstance(value, Const | Seq | Dict | Persistent):
         return
     if isinstance(value, Obj):
-        made, kind = _restored_class(value), "object"
+        made, kind = restored_class(value), "object"
     elif isinstance(value, Global):
         made, kind = f"name:{value.dotted}", "name"  # the function or class itself, not an instance of it
     else:
@@ -1275,7 +1275,7 @@ def _state_from_call(res: PickleResult, func: Global, args: Sym, at: int) -> Non
     of a dict a call is given: copyreg._reconstructor(Bunch, dict, {...}) fills a dict subclass with them."""
     if not isinstance(args, Seq):
         return
-    made_class = _restored_class(Obj(func, args))
+    made_class = restored_class(Obj(func, args))
     for item in args.items:
         if isinstance(item, Dict):
             _dunder_items(res, [part for pair in item.items for part in pair], made_class, at)
@@ -1371,7 +1371,7 @@ def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     the slots are set with setattr (`_slot_state`); a mapping made by a call (OrderedDict(), dict([...])) has its
     items copied into the instance's dict under names wscan cannot check (a review hid gensim's side-file lists
     so). A plain dict state is kept for the end of the stream (`check_states`)."""
-    restored = _restored_class(target)
+    restored = restored_class(target)
     pairs = _pairs(state)
     if pairs is not None:  # __dict__.update(state), as torch's Module.__setstate__ does, takes (name, value) pairs
         _keep_state(res, pairs, at, restored)
@@ -1516,7 +1516,7 @@ def _made_from(target: Obj) -> Global | None:
     return func if target.instance and isinstance(func, Global) else None
 
 
-def _restored_class(target: Obj) -> str:
+def restored_class(target: Obj) -> str:
     """The class an object was made from: the class copyreg's helpers get, else what was called."""
     func, args = target.func, target.args
     if isinstance(func, Global) and func.dotted in _RESTORED_POSITIONS:

@@ -17,7 +17,7 @@ from typing import Any
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.loader_keys import join_field, loader_keys
-from wscan.strict_json import JsonRejected, loads_lenient, loads_strict
+from wscan.strict_json import TOO_DEEP, JsonRejected, loads_lenient, loads_strict
 
 # The files sentence-transformers modules keep their settings in (older versions named the first after the model).
 ST_MODULE_CONFIGS = [
@@ -78,11 +78,11 @@ class RepoJsonScanner:
         if head.raw_data or head.name.endswith(".index.json"):
             return False
         base = head.name.rsplit("/", 1)[-1]
-        if JSON_ROLES.get(base) in LIST_ROLES and head.head.lstrip(b" \t\r\n").startswith(b"["):
-            return True
-        if not _json_start(head.head):
-            return False
-        return base in JSON_ROLES or (base.endswith(".json") and _SIGNAL.search(head.head) is not None)
+        if base in JSON_ROLES:
+            return True  # the loaders read it by name, with whatever it starts with (json skips any whitespace)
+        if not head.head.strip(b" \t\r\n"):  # all whitespace so far: what follows decides
+            return base.endswith(".json")
+        return _json_start(head.head) and base.endswith(".json") and _SIGNAL.search(head.head) is not None
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         data = read_bounded(artifact, ctx)
@@ -96,6 +96,8 @@ class RepoJsonScanner:
         except JsonRejected as exc:
             strict = False
             yield artifact.observe("repo.json_invalid", role=role, reason=str(exc))
+            if str(exc) == TOO_DEEP:  # the loader's json, called from a shallower stack, may read it all the same
+                yield artifact.observe("repo.json_too_deep", role=role)
             # The loaders read it with Python's json all the same: what they would act on is judged too.
             top = loads_lenient(data)
             if top is None:
