@@ -228,3 +228,11 @@ def test_a_loader_file_linked_outside_the_folder_is_high(tmp_path: Path) -> None
     (model / "tokenizer.json").symlink_to(outside / "tokenizer.json")
     report = scan(model)
     assert [f.rule_id for f in report.findings if f.severity >= Severity.HIGH] == ["WS-FILE-014"], report.findings
+
+
+def test_a_chat_template_in_tokenizer_args_is_checked(tmp_path: Path) -> None:
+    """sentence-transformers hands `tokenizer_args` to the tokenizer, whose chat_template it overrides (a fifteenth
+    review noticed that template was never read)."""
+    payload = "{{ ''.__class__.__mro__[1].__subclasses__() }}"
+    files = {"sentence_bert_config.json": {"max_seq_length": 32, "tokenizer_args": {"chat_template": payload}}}
+    assert "WS-TPL-001" in _one(tmp_path, files)

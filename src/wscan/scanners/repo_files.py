@@ -245,21 +245,28 @@ def _missing_modules(artifact: Artifact, modules: list[str]) -> list[str]:
 
 
 def _templates(artifact: Artifact, top: dict[str, Any], role: str, data: bytes) -> Iterator[ScanItem]:
-    if "chat_template" not in top:
-        return
+    """The chat templates a file holds: its own, and the one sentence-transformers hands the tokenizer through
+    `tokenizer_args` (which overrides the tokenizer's)."""
+    arguments = top.get("tokenizer_args")
+    holders = [("", top)] + ([("tokenizer_args.", arguments)] if isinstance(arguments, dict) else [])
+    for prefix, holder in holders:
+        if "chat_template" in holder:
+            yield from _template_value(artifact, holder["chat_template"], prefix, role, data)
+
+
+def _template_value(artifact: Artifact, value: Any, prefix: str, role: str, data: bytes) -> Iterator[ScanItem]:
     from wscan.chat_template import check_template  # jinja2 loads only when there is a template
 
     offset = _offset(data, "chat_template")
-    value = top["chat_template"]
     named: list[tuple[str, Any]]
     if isinstance(value, list):  # [{"name": "default", "template": "..."}, {"name": "tool_use", ...}]
         named = [
-            (f"chat_template[{item.get('name', i)}]", item.get("template")) if isinstance(item, dict)
-            else (f"chat_template[{i}]", item)
+            (f"{prefix}chat_template[{item.get('name', i)}]", item.get("template")) if isinstance(item, dict)
+            else (f"{prefix}chat_template[{i}]", item)
             for i, item in enumerate(value)
         ]
     else:
-        named = [("chat_template", value)]
+        named = [(f"{prefix}chat_template", value)]
     for field, source in named:
         if source is None and role != "chat-template":
             continue
