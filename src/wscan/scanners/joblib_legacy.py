@@ -57,7 +57,7 @@ def side_files(artifact: Artifact, found: list[SideFile], ctx: ScanContext) -> I
             yield _outside(artifact, side, "inside a container, the folder joblib.load reads from is unknown")
             continue
         try:  # ValueError: a name the file system cannot take (a lone surrogate)
-            reason = folder_escape_reason(folder, text) or (":" in text and "drive-relative name") or None
+            reason = folder_escape_reason(folder, text) or ("drive-relative name" if ":" in text else None)
             info = os.stat(folder / text) if reason is None else None
         except FileNotFoundError:
             continue  # nothing there: the load fails before anything is read
