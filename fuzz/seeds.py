@@ -113,6 +113,7 @@ SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
     "pytorch": lambda: [p for p in _files("*.pt", "*.pth", "*.bin") if _is_torch_zip(p)],
     "compressed": lambda: [p for p in _files("*") if _magic(p, *COMPRESSION_MAGICS)],
     "numpy": lambda: _files("*.npy", "*.npz"),
+    "pyliteral": lambda: _files("*.npy"),
     "safetensors": lambda: _files("*.safetensors"),
     "shards": _shards,
     "onnx": lambda: _files("*.onnx"),

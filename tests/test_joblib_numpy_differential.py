@@ -320,6 +320,14 @@ CASES: dict[str, Case] = {
     "numpy-npy-descr-object": Case("numpy", npy_descr("'object'"), ".npy"),
     "numpy-npy-descr-comma-string": Case("numpy", npy_descr("'f8,O'"), ".npy"),
     "numpy-npy-descr-subarray-tuple": Case("numpy", npy_descr("('O', (2,))"), ".npy"),
+    # Spellings wscan's own literal reader (not ast.literal_eval, which numpy calls) must read as numpy does:
+    "numpy-npy-descr-adjacent-strings": Case("numpy", npy_descr("'|' # the byte order\n 'O'"), ".npy"),
+    "numpy-npy-descr-escapes": Case("numpy", npy_descr("'\\x7c\\N{LATIN CAPITAL LETTER O}'"), ".npy"),
+    "numpy-npy-descr-crlf-continuation": Case("numpy", npy_descr("'|\\\r\nO'"), ".npy"),
+    "numpy-npy-descr-float-title": Case("numpy", npy_descr("[((1.5, 'a'), '|O')]"), ".npy"),
+    "numpy-npy-descr-complex-title": Case("numpy", npy_descr("[((-1-2_0j, 'a'), '|O', (0b1,))]"), ".npy"),
+    # ... and one it refuses (a bytes title): the pickle after the header is simulated all the same.
+    "numpy-npy-descr-bytes-title": Case("numpy", npy_descr("[((b'x', 'a'), '|O')]"), ".npy"),
     "numpy-npz": Case("numpy", npz(False), ".npz"),
     "numpy-npz-compressed": Case("numpy", npz(True), ".npz"),
     "numpy-npz-member-not-named-npy": Case("numpy", npz_member("column"), ".npz"),

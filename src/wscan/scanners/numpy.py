@@ -7,22 +7,21 @@ sniffed, never loaded.
 
 from __future__ import annotations
 
-import ast
-import io
 import re
 import struct
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
+from wscan.pyliteral import NotALiteral, read_tokens, tokens_of
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.pickle import analyze, probe
 
 MAGIC = b"\x93NUMPY"
 MAX_PY2_HEADER = 65_536  # a header re-read without Python 2's long suffixes (numpy writes a few hundred bytes)
 _SIMPLE = re.compile(r"[<>|=]?([bBiuUfcmMOSVa?])(\d*)(?:\[[a-zA-Z0-9]+\])?")
-# The header exactly as numpy writes it for a plain dtype, read without the literal parser (which compiles the
-# text to a syntax tree first: most of a small array's scan time). Shapes are tuple reprs: (), (5,), (3, 4).
+# The header exactly as numpy writes it for a plain dtype, read without the literal reader (which tokenizes the
+# text first: most of a small array's scan time). Shapes are tuple reprs: (), (5,), (3, 4).
 # Any other spelling goes to the parser; the tests check both readings agree on everything this matches.
 _N = r"(?:0|[1-9][0-9]*)"
 _PLAIN_HEADER = re.compile(
@@ -66,53 +65,56 @@ def _itemsize(descr: object, depth: int = 0) -> tuple[int, bool] | None:
     return None
 
 
-def read_header(raw: BinaryIO, max_header: int) -> tuple[dict[str, object], int] | str:
-    """Parse the npy header; returns (header, data offset) or the reason it is invalid."""
+def read_header(
+    raw: BinaryIO, max_header: int, check_time: Callable[[], None] | None = None
+) -> tuple[dict[str, object] | str, int]:
+    """The npy header, or the reason it is invalid, and where the data after it starts (0 when unknown)."""
     prefix = raw.read(len(MAGIC) + 2)
     if len(prefix) < len(MAGIC) + 2 or not prefix.startswith(MAGIC):
-        return "not an npy file"
+        return "not an npy file", 0
     major = prefix[len(MAGIC)]
     if major == 1:
         length_bytes, fmt = raw.read(2), "<H"
     elif major in (2, 3):
         length_bytes, fmt = raw.read(4), "<I"
     else:
-        return f"unknown npy version {major}"
+        return f"unknown npy version {major}", 0
     if len(length_bytes) != struct.calcsize(fmt):
-        return "truncated npy header length"
+        return "truncated npy header length", 0
     (length,) = struct.unpack(fmt, length_bytes)
     if length > max_header:
-        return f"npy header of {length} bytes exceeds the limit"
+        return f"npy header of {length} bytes exceeds the limit", 0
     text = raw.read(length)
     if len(text) != length:
-        return "truncated npy header"
+        return "truncated npy header", 0
+    data_start = len(prefix) + len(length_bytes) + length
     try:
         decoded = text.decode("utf-8" if major == 3 else "latin-1")
         plain = _plain_header(decoded)
-        header = _literal(decoded, py2_longs=major < 3) if plain is None else plain
-    except (ValueError, SyntaxError, tokenize.TokenError, MemoryError, RecursionError, UnicodeDecodeError, TypeError):
-        return "npy header is not a Python literal"
+        header = _literal(decoded, major < 3, check_time) if plain is None else plain
+    except (NotALiteral, UnicodeDecodeError, RecursionError, MemoryError):
+        return "npy header is not a literal wscan reads", data_start
     if not isinstance(header, dict) or not {"descr", "fortran_order", "shape"} <= set(header):
-        return "npy header lacks descr/fortran_order/shape"
-    return header, len(prefix) + len(length_bytes) + length
+        return "npy header lacks descr/fortran_order/shape", data_start
+    return header, data_start
 
 
-def _literal(text: str, py2_longs: bool) -> object:
-    """The header as `ast.literal_eval` reads it (a literal parser, not eval: only str/int/tuple/list/dict/bool/
-    None). Like numpy, a version 1 or 2 header that is no literal is read again without the `L` Python 2 wrote
-    after long integers (`(3L, 4L)`), when it is short enough for the tokenizer to be cheap."""
+def _literal(text: str, py2_longs: bool, check_time: Callable[[], None] | None) -> object:
+    """The header as numpy's `ast.literal_eval` reads it, read by wscan's own literal reader (never evaluated).
+    Like numpy, a version 1 or 2 header that is no literal is read again without the `L` Python 2 wrote after
+    long integers (`(3L, 4L)`), when it is short enough for that second pass to be cheap."""
     try:
-        return ast.literal_eval(text)
-    except SyntaxError:
+        return read_tokens(tokens_of(text, check_time))
+    except NotALiteral:
         if not py2_longs or len(text) > MAX_PY2_HEADER:
             raise
     kept: list[tokenize.TokenInfo] = []
     after_number = False
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+    for token in tokens_of(text):
         if not (after_number and token.type == tokenize.NAME and token.string == "L"):
             kept.append(token)
         after_number = token.type == tokenize.NUMBER
-    return ast.literal_eval(tokenize.untokenize(kept))
+    return read_tokens(kept)
 
 
 def _plain_header(text: str) -> dict[str, object] | None:
@@ -135,21 +137,21 @@ class NpyScanner:
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as raw:
-            parsed = read_header(raw, ctx.limits.max_header_bytes)
-            if isinstance(parsed, str):
-                yield artifact.observe("npy.invalid", 0, reason=parsed)
-                return
-            header, data_start = parsed
-            info = _itemsize(header["descr"])
-            shape = header["shape"]
+            header, data_start = read_header(raw, ctx.limits.max_header_bytes, ctx.budget.check_time)
+            info = None if isinstance(header, str) else _itemsize(header["descr"])
+            shape = None if isinstance(header, str) else header["shape"]
             if (
-                info is None
+                isinstance(header, str)
+                or info is None
                 or not isinstance(shape, tuple)
                 or not all(isinstance(d, int) and d >= 0 for d in shape)
             ):
-                yield artifact.observe("npy.invalid", 0, reason=f"unsupported descr/shape {header!r:.120}")
-                # NumPy reads descrs wscan does not ('object', 'f8,O', ...): if what follows the header reads as a
-                # pickle, np.load(allow_pickle=True) may unpickle it, so it is simulated all the same.
+                reason = header if isinstance(header, str) else f"unsupported descr/shape {header!r:.120}"
+                yield artifact.observe("npy.invalid", 0, reason=reason)
+                if not data_start:
+                    return
+                # NumPy reads headers and descrs wscan does not (a title of any type, 'f8,O', ...): if what follows
+                # the header reads as a pickle, np.load(allow_pickle=True) may unpickle it, so it is simulated.
                 raw.seek(data_start)
                 if probe(raw.read(HEAD_BYTES), strict=False, size=artifact.size - data_start):
                     raw.seek(data_start)

@@ -17,6 +17,7 @@ import re
 import tokenize
 from collections.abc import Callable, Iterator
 
+from wscan.pyliteral import string_value
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 
 MAX_CODE_BYTES = 16 * 1024 * 1024  # TorchScript code of a large model is a few MB; tokenizing takes ~1 s per MB
@@ -24,9 +25,6 @@ MAX_REPORTED = 20
 FILE_OPERATORS = frozenset({"save", "from_file"})
 # TorchScript's printer writes newlines and spaces; a carriage return in a comment ends it for Python's tokenizer
 # but not for TorchScript's lexer (a review hid a torch.save line so), and other control characters may differ too.
-_PREFIX = re.compile(r"[A-Za-z]*")  # a string literal's prefix letters (r, u, b, f, in any case)
-# A backslash escape as Python's literal reader takes one (short forms too, which it refuses as malformed).
-_ESCAPE = re.compile(r"\\(?:N\{[^}]*\}|x[0-9A-Fa-f]{0,2}|u[0-9A-Fa-f]{0,4}|U[0-9A-Fa-f]{0,8}|[0-7]{1,3}|[\s\S])")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # TorchScript's lexer makes a token of a `# type:` comment, and a one-line def parses a statement after it; Python
 # skips the whole comment (a review hid torch.save there). Such comments are read as code: the `#` becomes a space.
@@ -86,35 +84,8 @@ def file_operators(source: str, check_time: Callable[[], None] | None = None) ->
 
 def _joined(tokens: list[tokenize.TokenInfo]) -> str | None:
     """The value of adjacent string literals, joined as the parser joins them; None when one is not text."""
-    parts = [_literal_text(t.string) for t in tokens]
+    parts = [string_value(t.string) for t in tokens]
     return None if any(part is None for part in parts) else "".join(str(part) for part in parts)
-
-
-def _literal_text(token: str) -> str | None:
-    """One string literal token's value, decoded with the unicode_escape codec as Python decodes the literal (never
-    evaluated); None for bytes and f-strings, which are no text constant."""
-    prefix = _PREFIX.match(token)
-    letters = prefix.group().lower() if prefix is not None else ""
-    if "b" in letters or "f" in letters:
-        return None
-    body = token[len(letters) :]
-    quote = body[:3] if body[:3] in ('"""', "'''") else body[:1]
-    if len(body) < 2 * len(quote) or not body.endswith(quote):
-        return None
-    body = body[len(quote) : len(body) - len(quote)]
-    if "r" in letters:
-        return body
-    try:
-        return _ESCAPE.sub(_unescape, body)
-    except UnicodeDecodeError:  # a malformed escape (`\x4`): Python refuses the literal too
-        return None
-
-
-def _unescape(match: re.Match[str]) -> str:
-    """One backslash escape, decoded by the unicode_escape codec; an unknown one (a backslash before q or €) stays
-    as written, as Python keeps it."""
-    escape = match.group()
-    return escape.encode("ascii").decode("unicode_escape") if escape.isascii() else escape
 
 
 class TorchScriptCodeScanner:
