@@ -94,6 +94,31 @@ def test_scipy_distributions_as_scipy_writes_them_pass(tmp_path: Path) -> None:
     assert not [f for f in report.findings if f.severity >= Severity.HIGH], report.findings
 
 
+def test_scipy_distributions_as_scipy_before_1_6_wrote_them_pass(tmp_path: Path) -> None:
+    """SciPy before 1.6 pickled a distribution's state as (constructor parameters, random state), with no template
+    text: today's __setstate__ calls __init__, which builds the template from the class. (From 1.6 to today the
+    template and the code that fills it are the same, read from the 1.6.3, 1.7.3 and 1.8.1 wheels' sources.) The
+    old state is made here by SciPy's own code of that time, `(self._updated_ctor_param(), self._random_state)`,
+    and today's SciPy loads it."""
+    pytest.importorskip("scipy")
+    from scipy import stats
+    from scipy.stats._distn_infrastructure import rv_continuous, rv_discrete
+
+    def old_state(self: rv_continuous | rv_discrete) -> tuple[object, object]:
+        return self._updated_ctor_param(), self._random_state
+
+    space = {"C": stats.gamma, "n": stats.poisson, "frozen": stats.uniform(0, 2), "k": stats.randint(1, 5)}
+    with pytest.MonkeyPatch.context() as patch:
+        for cls in (rv_continuous, rv_discrete):
+            patch.setattr(cls, "__getstate__", old_state)
+        blob = pickle.dumps(space, protocol=2)
+    assert b"_parse_arg_template" not in blob
+    loaded = pickle.loads(blob)  # the test's own pickle: the old layout must still load
+    assert loaded["C"].pdf(1.0, 2.0) == stats.gamma.pdf(1.0, 2.0)
+    report = scan_bytes(tmp_path / "scan", blob, "search.pkl")
+    assert not [f for f in report.findings if f.severity >= Severity.HIGH], report.findings
+
+
 @pytest.mark.parametrize(
     "shape",
     ["statement-after", "default-argument", "bytes", "computed-state", "pairs-state", "shape-name-expression"],
