@@ -180,11 +180,30 @@ def _one(tmp_path: Path, files: dict[str, object]) -> set[str]:
         ({"sentence_bert_config.json": {"tokenizer_name_or_path": "/opt/models/other"}}, "WS-REPO-013"),
         ({"modules.json": '[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer", '
                           '"zz": ' + "[" * 990 + "0" + "]" * 990 + "}]"}, "WS-REPO-017"),
+        # A sixteenth review (diffusers 0.42.1, peft 0.21.2, each load proved with an audit hook and a canary in the
+        # file read): a multitask prompt-tuning adapter opens its init file as given while it is built, a SHADOW
+        # adapter loads its shadow model, ModularPipeline.load_components loads a component from its spec's path or
+        # subfolder, AutoPeftModel loads the base model from a local path.
+        ({"adapter_config.json": {"peft_type": "MULTITASK_PROMPT_TUNING", "prompt_tuning_init": "AVERAGE_SOURCE_TASKS",
+                                  "prompt_tuning_init_state_dict_path": "source_tasks.pt"}}, "WS-REPO-013"),
+        ({"adapter_config.json": {"peft_type": "SHADOW", "shadow_model": "/opt/models/other"}}, "WS-REPO-013"),
+        ({"modular_model_index.json": {"_class_name": "StableDiffusionXLModularPipeline", "vae": [
+            "diffusers", "AutoencoderKL", {"pretrained_model_name_or_path": "/opt/models/vae", "subfolder": None}]}},
+         "WS-REPO-013"),
+        ({"modular_model_index.json": {"_class_name": "StableDiffusionXLModularPipeline", "vae": [
+            "diffusers", "AutoencoderKL", {"pretrained_model_name_or_path": "stabilityai/stable-diffusion-xl-base-1.0",
+                                           "subfolder": "../../../outside/vae"}]}}, "WS-REPO-013"),
+        ({"model_index.json": {"_class_name": "StableDiffusionPipeline", "unet": [
+            "diffusers", "UNet2DConditionModel", {"pretrained_model_name_or_path": "org/repo", "variant": "a/../b"}]}},
+         "WS-REPO-013"),
+        ({"adapter_config.json": {"peft_type": "LORA", "base_model_name_or_path": "../base/llama"}}, "WS-REPO-018"),
     ],
     ids=["tokenizer-file", "merges-file", "tokenizer-args", "offload-folder", "cross-encoder", "cross-encoder-legacy",
          "backbone", "audio-tokenizer", "processor-audio-tokenizer", "router-folder", "router-type",
          "word-embeddings-tokenizer", "nested-trust-remote-code", "fast-tokenizer-files", "working-folder-relative",
-         "tokenizer-args-relative", "variant", "tokenizer-name-or-path", "nested-too-deep"],
+         "tokenizer-args-relative", "variant", "tokenizer-name-or-path", "nested-too-deep", "peft-mpt-init-file",
+         "peft-shadow-model", "diffusers-spec-path", "diffusers-spec-subfolder", "diffusers-spec-variant",
+         "peft-base-model-path"],
 )  # fmt: skip
 def test_loader_keys_at_scan_level(tmp_path: Path, files: dict[str, object], rule: str) -> None:
     assert rule in _one(tmp_path, files)
@@ -202,9 +221,14 @@ def test_plain_values_of_those_keys_pass(tmp_path: Path) -> None:
         "router_config.json": {"types": {"query": "sentence_transformers.models.Transformer"}},
         "2_Dense/config.json": {"in_features": 8, "out_features": 4,
                                 "activation_function": "torch.nn.modules.linear.Identity"},
+        "adapter/adapter_config.json": {"peft_type": "SHADOW", "shadow_model": "mirror",
+                                        "base_model_name_or_path": "meta-llama/Llama-3.2-1B"},
+        "pipeline/modular_model_index.json": {"_class_name": "StableDiffusionXLModularPipeline", "vae": [
+            "diffusers", "AutoencoderKL", {"pretrained_model_name_or_path": "stabilityai/stable-diffusion-xl-base-1.0",
+                                           "subfolder": "vae", "variant": "fp16", "revision": None}]},
     }  # fmt: skip
     found = _one(tmp_path, files)
-    assert not found & {"WS-REPO-013", "WS-REPO-014", "WS-REPO-015", "WS-REPO-016"}, found
+    assert not found & {"WS-REPO-013", "WS-REPO-014", "WS-REPO-015", "WS-REPO-016", "WS-REPO-018"}, found
 
 
 def test_role_files_are_read_by_name_whatever_they_start_with(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@
 - diffusers `model_index.json`: `DiffusionPipeline.from_pretrained` (before diffusers 0.38, without
   trust_remote_code) imports the pipeline module `_class_name: [module, Class, ...]` names from `module.py`
   beside the index, a component `[library, Class]` from `<component>/<library>.py` (a `..` in it included), and
-  `None.py` (it looks for `{custom_pipeline}.py` with custom_pipeline None).
+  `None.py` (it looks for `{custom_pipeline}.py` with custom_pipeline None). A modular pipeline's component spec
+  (`[library, class, {"pretrained_model_name_or_path": ..., "subfolder": ...}]`) names where load_components
+  loads the component from: paths leaving the folder are judged as other config keys are (`loader_keys`).
 
 Each such import is reported with whether the file is in the folder; the Python files themselves are read by
 the Python code scanner (these manifests mark a model folder). Nothing here imports or runs anything.
@@ -23,6 +25,7 @@ from typing import Any, TypeGuard
 
 from wscan.model import Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.loader_keys import DIFFUSERS_INDEX, loader_keys
 from wscan.scanners.repo_files import read_bounded
 from wscan.strict_json import loads_lenient
 
@@ -162,6 +165,7 @@ def _diffusers(artifact: Artifact, data: bytes) -> Iterator[ScanItem]:
     top = loads_lenient(data)
     if not isinstance(top, dict):
         return
+    yield from loader_keys(artifact, top, DIFFUSERS_INDEX)  # a component spec's model path, subfolder, variant
     if artifact.real_path is not None and (artifact.real_path.parent / "None.py").is_file():
         # diffusers < 0.38 looks for `{custom_pipeline}.py` with custom_pipeline=None, and imports None.py.
         yield _code(artifact, "diffusers", "custom_pipeline", "None", "None.py", True)

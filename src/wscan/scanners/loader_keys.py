@@ -25,11 +25,19 @@ from wscan.scanners.python_code import OUTSIDE_PATH
 # - "in the repository": from_pretrained's keyword arguments (`model_args`, `config_args`: `subfolder`, `gguf_file`,
 #   `variant`) and a modules.json `path`, joined to the model folder: a value that climbs out leaves it;
 # - "a model": a `backbone`, an audio tokenizer's or a sentence-transformers tokenizer's path or hub id.
+# peft's adapter_config.json: a multitask prompt-tuning adapter opens `prompt_tuning_init_state_dict_path` as given
+# while the model is built (no inference-mode gate), a SHADOW adapter loads `shadow_model` (unless "mirror") as a
+# model. diffusers' (modular_)model_index.json: a component's spec (`[library, class, {...}]`) loads its
+# `pretrained_model_name_or_path` as a model, with `subfolder` and `variant` joined in. A review read files and whole
+# models from anywhere on the machine through each.
 # Not the paths `save_pretrained` records and nothing reads back, nor a training script's paths in config.json.
 FILE_SUFFIXES = ("_file", "_files")
 PATH_SUFFIXES = ("_file", "_files", "_folder", "_dir", "_directory")
 ARGUMENT_PATHS = frozenset({"subfolder", "gguf_file", "variant", "pretrained_model_name_or_path"})
 MODEL_PATHS = frozenset({"backbone", "audio_tokenizer_name_or_path", "tokenizer_name_or_path"})
+ADAPTER_AS_GIVEN = frozenset({"prompt_tuning_init_state_dict_path"})
+ADAPTER_MODELS = frozenset({"shadow_model"})
+DIFFUSERS_INDEX = "diffusers-index"
 NOT_PATHS = frozenset({"special_tokens_map_file", "added_tokens_file", "tokenizer_config_file", "chat_template_file"})
 AS_GIVEN, IN_REPOSITORY, MODEL = "as given", "in the repository", "a model"
 # Keyword arguments naming a folder the loader writes to: accelerate's disk offload, the hub's download cache.
@@ -93,6 +101,10 @@ def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
     """How a loader resolves this key's value as a path (see AS_GIVEN), None when it does not open it."""
     if key in NOT_PATHS:
         return None
+    if role == "adapter-config" and field == key and key in ADAPTER_AS_GIVEN | ADAPTER_MODELS:
+        return AS_GIVEN if key in ADAPTER_AS_GIVEN else MODEL
+    if role == DIFFUSERS_INDEX and key in ARGUMENT_PATHS:  # anywhere: specs sit in lists under component names
+        return MODEL if key == "pretrained_model_name_or_path" else IN_REPOSITORY
     if (role == "tokenizer-config" and field == key) or holder == "tokenizer_args":
         return AS_GIVEN if key.endswith(FILE_SUFFIXES) else None
     if holder.endswith("_args") and (key in ARGUMENT_PATHS or key.endswith(PATH_SUFFIXES)):

@@ -17,6 +17,7 @@ from typing import Any
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.loader_keys import join_field, loader_keys
+from wscan.scanners.python_code import OUTSIDE_PATH
 from wscan.strict_json import TOO_DEEP, JsonRejected, loads_lenient, loads_strict
 
 # The files sentence-transformers modules keep their settings in (older versions named the first after the model).
@@ -122,6 +123,8 @@ class RepoJsonScanner:
             yield artifact.observe(
                 "fact.adapter", peft_type=str(top.get("peft_type", ""))[:64], base_model=str(base or "")[:200]
             )
+            if isinstance(base, str) and OUTSIDE_PATH.search(base):  # AutoPeftModel loads the base model there
+                yield artifact.observe("repo.adapter_base_path", base_model=base[:200])
 
 
 def _oversized(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[ScanItem]:
