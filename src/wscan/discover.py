@@ -24,13 +24,20 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".on
                    ".npz", ".npy", ".joblib", ".msgpack", ".pb", ".index.json")
 # ... and the configuration and tokenizer files they open by name: a link out feeds the loader a file nobody scanned
 # (a review's tokenizer.json and tokenizer_config.json linked to files elsewhere, which transformers followed).
+# The tokenizer files are every default name of transformers' `vocab_files_names` (4.57.6).
 LOADER_FILES = frozenset({
     "config.json", "generation_config.json", "tokenizer_config.json", "tokenizer.json", "special_tokens_map.json",
     "added_tokens.json", "chat_template.json", "chat_template.jinja", "preprocessor_config.json",
-    "processor_config.json", "adapter_config.json", "modules.json", "config_sentence_transformers.json",
-    "sentence_bert_config.json", "vocab.txt", "vocab.json", "merges.txt", "tokenizer.model", "spiece.model",
-    "sentencepiece.bpe.model", "model_index.json", "MLmodel",
+    "processor_config.json", "video_preprocessor_config.json", "audio_tokenizer_config.json", "adapter_config.json",
+    "modules.json", "config_sentence_transformers.json", "sentence_bert_config.json", "model_index.json",
+    "modular_model_index.json", "MLmodel", "speaker_embeddings_path.json",
+    "artists.json", "bpe.codes", "byte_maps.json", "dict.txt", "emoji.json", "entity_vocab.json", "genres.json",
+    "lyrics.json", "merges.txt", "normalizer.json", "prophetnet.tokenizer", "sentencepiece.bpe.model",
+    "sentencepiece.model", "source.spm", "spiece.model", "spm.model", "spm_char.model", "target.spm",
+    "target_vocab.json", "tokenizer.model", "vocab-src.json", "vocab-tgt.json", "vocab.bin", "vocab.json", "vocab.pkl",
+    "vocab.txt", "word_pronunciation.json", "word_shape.json",
 })  # fmt: skip
+LOADER_FOLDERS = frozenset({"additional_chat_templates"})  # every file in them is read by name (a template each)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +147,8 @@ def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileE
                 return
             if not _allowed(path, target, root):
                 code = path.name.endswith(CODE_SUFFIXES) or target.name.endswith(CODE_SUFFIXES)
-                weights = not code and (path.name.lower().endswith(WEIGHT_SUFFIXES) or path.name in LOADER_FILES)
+                weights = not code and (path.name.lower().endswith(WEIGHT_SUFFIXES) or path.name in LOADER_FILES
+                                        or path.parent.name in LOADER_FOLDERS)
                 yield _skip(display, "file.symlink_escape", target=target.as_posix(), code=code, weights=weights)
                 return
             info = os.stat(path)

@@ -11,6 +11,8 @@ folder, folders to write to and names to import become observations; the rules j
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,8 +32,24 @@ from wscan.scanners.python_code import OUTSIDE_PATH
 # model. diffusers' (modular_)model_index.json: a component's spec (`[library, class, {...}]`) loads its
 # `pretrained_model_name_or_path` as a model, with `subfolder` and `variant` joined in. A review read files and whole
 # models from anywhere on the machine through each.
+# A seventeenth review, transformers 4.57.6 with no opt-in: tokenizer file arguments not named `*_file` (Marian's
+# `vocab`, `source_spm`, `target_spm`), an image processor's `class_info_file`/`repo_path` (OneFormer), Sudachi's
+# config (inline JSON whose plugin `class` is a shared library sudachi dlopens: native code ran), Tesseract options
+# (`-c debug_file=...` wrote a file anywhere), and Bark's speaker_embeddings_path.json presets.
 # Not the paths `save_pretrained` records and nothing reads back, nor a training script's paths in config.json.
 FILE_SUFFIXES = ("_file", "_files")
+# A tokenizer's `vocab_files_names` keys that do not end in `_file` (every key of transformers 4.57.6; the tests read
+# the installed transformers' sources and fail when one is missing here).
+TOKENIZER_FILE_KEYS = frozenset({"vocab", "source_spm", "target_spm", "sentencepiece_model_ckpt",
+                                 "pretrained_vocab_file_torch"})  # fmt: skip
+PROCESSOR_PATHS = frozenset({"repo_path"})  # OneFormer: os.path.join(repo_path, class_info_file), tried locally first
+PROCESSOR_ROLES = frozenset({"preprocessor-config", "processor-config"})
+SUDACHI_PATHS = frozenset({"sudachi_config_path", "sudachi_resource_dir"})  # in `sudachi_kwargs`, opened as given
+SUDACHI_BUILTIN = "com.worksap.nlp.sudachi."  # plugin classes sudachi ships; any other `class` is dlopen'd
+# Options handed to a program's command line: Tesseract's (pytesseract shlex-splits `tesseract_config`), MeCab's.
+TOOL_OPTIONS = {"tesseract_config": "Tesseract", "mecab_option": "MeCab"}
+PLAIN_TESSERACT = re.compile(r"(\s*--(?:psm|oem|dpi)\s+\d+)*\s*")  # page segmentation, engine, resolution only
+SPEAKER_EMBEDDINGS = "bark-speaker-embeddings"
 PATH_SUFFIXES = ("_file", "_files", "_folder", "_dir", "_directory")
 ARGUMENT_PATHS = frozenset({"subfolder", "gguf_file", "variant", "pretrained_model_name_or_path"})
 MODEL_PATHS = frozenset({"backbone", "audio_tokenizer_name_or_path", "tokenizer_name_or_path"})
@@ -54,6 +72,9 @@ MAX_SHOWN = 200
 def loader_keys(artifact: Artifact, top: Any, role: str) -> Iterator[Observation]:
     """Observations for every key of `top` (a parsed JSON object or list) that a loader opens, writes or imports."""
     if role == "tokenizer":  # the tokenizers library reads tokenizer.json: vocabularies and merges, no paths
+        return
+    if role == SPEAKER_EMBEDDINGS and isinstance(top, dict):
+        yield from _speaker_embeddings(artifact, top)
         return
     stack: list[tuple[str, str, Any]] = [("", "", top)]  # (where, the key holding it, a dict or list)
     seen = 0
@@ -95,6 +116,60 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
                                        value=folder[:MAX_SHOWN], how=IN_REPOSITORY)  # fmt: skip
     if key == "trust_remote_code" and value is True and field != key:  # top-level ones are reported already
         yield artifact.observe("repo.trust_remote_code", role=role, field=field[:MAX_SHOWN])
+    if isinstance(value, str) and value.strip():
+        yield from _tools(artifact, role, field, holder, key, value)
+
+
+def _tools(artifact: Artifact, role: str, field: str, holder: str, key: str, value: str) -> Iterator[Observation]:
+    """Options for an external program, and Sudachi configs whose plugins are shared libraries."""
+    tool = TOOL_OPTIONS.get(key)
+    if tool == "MeCab" and holder != "mecab_kwargs":
+        tool = None
+    if tool is not None and not (tool == "Tesseract" and PLAIN_TESSERACT.fullmatch(value)):
+        yield artifact.observe("repo.tool_options", role=role, field=field[:MAX_SHOWN], tool=tool,
+                               value=value[:MAX_SHOWN])  # fmt: skip
+    if key == "ocr_lang" and ("/" in value or "\\" in value or ".." in value):  # Tesseract's -l: a traineddata path
+        yield artifact.observe("repo.tool_options", role=role, field=field[:MAX_SHOWN], tool="Tesseract",
+                               value=value[:MAX_SHOWN])  # fmt: skip
+    if holder == "sudachi_kwargs" and key == "sudachi_config_path" and value.lstrip().startswith("{"):
+        for library in _sudachi_plugins(value):
+            yield artifact.observe("repo.native_plugin", role=role, field=field[:MAX_SHOWN], tool="Sudachi",
+                                   library=library[:MAX_SHOWN])  # fmt: skip
+
+
+def _sudachi_plugins(config: str) -> list[str]:
+    """The plugin classes of an inline Sudachi config that are not Sudachi's own: sudachi dlopens each as a shared
+    library. A config that does not parse is reported as one (Sudachi may read it otherwise)."""
+    try:
+        parsed = json.loads(config)
+    except (ValueError, RecursionError):
+        return ["(an inline config wscan cannot read)"]
+    found: list[str] = []
+    stack: list[Any] = [parsed]
+    while stack and len(found) < MAX_SHOWN:
+        item = stack.pop()
+        if isinstance(item, dict):
+            plugin = item.get("class")
+            if isinstance(plugin, str) and not plugin.startswith(SUDACHI_BUILTIN):
+                found.append(plugin)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _speaker_embeddings(artifact: Artifact, top: dict[str, Any]) -> Iterator[Observation]:
+    """Bark's presets: each prompt's path is joined to `repo_or_path`, which BarkProcessor sets to the model folder
+    when the key is there; without it the root is `/`, so every path is outside. An absolute path always is."""
+    rooted = "repo_or_path" in top
+    for preset, prompts in top.items():
+        if not isinstance(prompts, dict):
+            continue
+        for prompt, path in prompts.items():
+            if isinstance(path, str) and path and (not rooted or OUTSIDE_PATH.search(path)):
+                how = MODEL if rooted else "from / (no repo_or_path)"
+                yield artifact.observe("repo.outside_path", role=SPEAKER_EMBEDDINGS, how=how,
+                                       field=f"{preset}.{prompt}"[:MAX_SHOWN], value=path[:MAX_SHOWN])  # fmt: skip
 
 
 def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
@@ -106,7 +181,11 @@ def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
     if role == DIFFUSERS_INDEX and key in ARGUMENT_PATHS:  # anywhere: specs sit in lists under component names
         return MODEL if key == "pretrained_model_name_or_path" else IN_REPOSITORY
     if (role == "tokenizer-config" and field == key) or holder == "tokenizer_args":
-        return AS_GIVEN if key.endswith(FILE_SUFFIXES) else None
+        return AS_GIVEN if key.endswith(FILE_SUFFIXES) or key in TOKENIZER_FILE_KEYS else None
+    if holder == "sudachi_kwargs" and key in SUDACHI_PATHS:
+        return AS_GIVEN
+    if role in PROCESSOR_ROLES and (key.endswith(FILE_SUFFIXES) or key in PROCESSOR_PATHS):
+        return MODEL
     if holder.endswith("_args") and (key in ARGUMENT_PATHS or key.endswith(PATH_SUFFIXES)):
         return IN_REPOSITORY
     if key in MODEL_PATHS:

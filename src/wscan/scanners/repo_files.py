@@ -47,6 +47,7 @@ JSON_ROLES = {
     # a sentence-transformers module's own file (its keyword arguments for from_pretrained, a Router's types)
     **dict.fromkeys(ST_MODULE_CONFIGS, "sentence-transformers-module-config"),
     "audio_tokenizer_config.json": "audio-tokenizer-config",
+    "speaker_embeddings_path.json": "bark-speaker-embeddings",  # BarkProcessor's voice presets: paths to .npy files
 }
 # Roles whose file is a JSON list, not an object (sentence-transformers' modules.json).
 LIST_ROLES = frozenset({"sentence-transformers-modules"})

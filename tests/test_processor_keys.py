@@ -1,0 +1,236 @@
+"""Processor and tokenizer keys a seventeenth review turned against transformers 4.57.6 with no trust_remote_code
+(wscan said nothing or low before): files outside the folder read through Marian's `vocab`/`source_spm`, OneFormer's
+`class_info_file`, Bark's voice presets and links named like tokenizer files; a file written anywhere through
+Tesseract's options; native code run through an inline Sudachi config naming a shared library as a plugin.
+
+Two are proved here with the real loader (in a sandboxed child whose audit hook leaves a marker when the load opens
+a file in the sibling `outside` folder): OneFormer's image processor and Bark's processor, which need nothing but
+transformers. The others need sentencepiece, sudachipy or the tesseract program, which the tests do not install:
+they were proved in the review, and are checked here at scan level.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.helpers.sandbox import Outcome, load_each
+from tests.helpers.scanning import rule_ids, scan
+from wscan.discover import LOADER_FILES
+from wscan.model import Severity
+from wscan.scanners.loader_keys import FILE_SUFFIXES, TOKENIZER_FILE_KEYS
+
+LOAD = """
+import os, sys
+
+def load(folder, how):
+    base = os.path.dirname(folder)
+    outside, marker = os.path.join(base, "outside"), os.path.join(base, "MARKER")
+
+    def hook(event, args):
+        opened = event == "open" and isinstance(args[0], str) and os.path.abspath(args[0]).startswith(outside + os.sep)
+        if opened and not os.path.exists(marker):
+            open(marker, "w").close()
+
+    sys.addaudithook(hook)
+    if how == "image-processor":
+        from transformers import AutoImageProcessor
+        AutoImageProcessor.from_pretrained(folder)
+    else:
+        from transformers import AutoProcessor
+        processor = AutoProcessor.from_pretrained(folder)
+        processor("hello world", voice_preset="v2/en_speaker_6")
+"""
+
+
+DEFAULT_REPO = "shi-labs/oneformer_demo"
+
+
+def _oneformer(model: Path, outside: Path, class_info: str | None) -> None:
+    from transformers import OneFormerImageProcessor
+
+    info = {"0": {"name": "wall", "isthing": 0}}
+    (outside / "classes.json").write_text(json.dumps(info))
+    processor = OneFormerImageProcessor(repo_path=None, class_info_file=str(outside / "classes.json"), num_labels=1)
+    processor.save_pretrained(model)
+    config = json.loads((model / "preprocessor_config.json").read_text())
+    # As real configs are: the default repository and a name in it. transformers first tries that as a path from the
+    # working folder, where the fixture puts it, so the load needs no network.
+    config.update(repo_path=DEFAULT_REPO, class_info_file=class_info or "classes.json")
+    (model / "preprocessor_config.json").write_text(json.dumps(config))
+
+
+def _bark(model: Path, outside: Path, rooted: bool) -> None:
+    from transformers import BarkProcessor, BertTokenizer
+
+    (outside / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world"]))
+    BarkProcessor(BertTokenizer(str(outside / "vocab.txt"))).save_pretrained(model)
+    (outside / "vocab.txt").unlink()
+    prompts = {"semantic_prompt": np.arange(3), "coarse_prompt": np.ones((2, 3)), "fine_prompt": np.ones((2, 3))}
+    preset: dict[str, str] = {}
+    for name, array in prompts.items():
+        if rooted:  # as BarkProcessor.save_pretrained writes them: inside the folder, rooted by repo_or_path
+            (model / "speaker_embeddings").mkdir(exist_ok=True)
+            np.save(model / "speaker_embeddings" / f"{name}.npy", array)
+            preset[name] = f"speaker_embeddings/{name}.npy"
+        else:  # no repo_or_path: paths are read from /, so a relative one is outside too
+            np.save(outside / f"{name}.npy", array)
+            preset[name] = str(outside / f"{name}.npy").lstrip("/")
+    presets: dict[str, object] = {"v2/en_speaker_6": preset}
+    if rooted:
+        presets["repo_or_path"] = "/home/someone/bark"  # the writer's folder: BarkProcessor replaces it with this one
+    (model / "speaker_embeddings_path.json").write_text(json.dumps(presets))
+
+
+CASES = {
+    "oneformer-real": ("image-processor", lambda m, o: _oneformer(m, o, None), set()),
+    "oneformer-class-info-outside": ("image-processor", lambda m, o: _oneformer(m, o, str(o / "classes.json")),
+                                     {"WS-REPO-013"}),
+    "bark-real": ("processor", lambda m, o: _bark(m, o, True), set()),
+    "bark-presets-from-root": ("processor", lambda m, o: _bark(m, o, False), {"WS-REPO-013"}),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Outcome]]:
+    base = tmp_path_factory.mktemp("processors")
+    jobs = []
+    for name, (how, build, _) in CASES.items():
+        model, outside = base / name / "model", base / name / "outside"
+        model.mkdir(parents=True)
+        outside.mkdir()
+        build(model, outside)
+        jobs.append((name, model, how, base / name / "MARKER"))
+    workdir = base / "work"
+    (workdir / DEFAULT_REPO).mkdir(parents=True)
+    (workdir / DEFAULT_REPO / "classes.json").write_text(json.dumps({"0": {"name": "wall", "isthing": 0}}))
+    env = {"HF_HOME": str(workdir / "hf"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    outcomes = load_each(LOAD, jobs, workdir, 300.0, env)
+    return {name: (base / name / "model", outcomes[name]) for name in CASES}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_processor_keys_proved_with_transformers(loaded: dict[str, tuple[Path, Outcome]], name: str) -> None:
+    folder, outcome = loaded[name]
+    expected = CASES[name][2]
+    high = {f.rule_id for f in scan(folder).findings if f.severity >= Severity.HIGH}
+    if not expected:
+        assert outcome.loaded and not outcome.executed, outcome
+        assert not high, high
+        return
+    assert outcome.executed, f"the loader did not open the file outside: {outcome.result}"
+    assert expected <= high, high
+
+
+def _one(tmp_path: Path, files: dict[str, object]) -> set[str]:
+    for name, content in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return rule_ids(scan(tmp_path))
+
+
+SUDACHI_PLUGIN = json.dumps({"inputTextPlugin": [{"class": "com.worksap.nlp.sudachi.DefaultInputTextPlugin"},
+                                                 {"class": "/root/.cache/huggingface/hub/models--o--m/blobs/ab12"}]})
+
+
+@pytest.mark.parametrize(
+    ("files", "rule"),
+    [
+        ({"tokenizer_config.json": {"tokenizer_class": "MarianTokenizer", "vocab": "/opt/vocab.json"}}, "WS-REPO-013"),
+        ({"tokenizer_config.json": {"source_spm": "source.spm"}}, "WS-REPO-013"),  # opened as given: the working folder
+        ({"tokenizer_config.json": {"sentencepiece_model_ckpt": "~/sp.model"}}, "WS-REPO-013"),
+        ({"preprocessor_config.json": {"image_processor_type": "OneFormerImageProcessor", "repo_path": "../other",
+                                       "class_info_file": "classes.json"}}, "WS-REPO-013"),
+        ({"tokenizer_config.json": {"word_tokenizer_type": "sudachi",
+                                    "sudachi_kwargs": {"sudachi_config_path": SUDACHI_PLUGIN}}}, "WS-REPO-020"),
+        ({"tokenizer_config.json": {"sudachi_kwargs": {"sudachi_config_path": "{not json"}}}, "WS-REPO-020"),
+        ({"tokenizer_config.json": {"sudachi_kwargs": {"sudachi_resource_dir": "resources"}}}, "WS-REPO-013"),
+        ({"preprocessor_config.json": {"apply_ocr": True, "tesseract_config": "-c debug_file=/home/u/.bashrc"}},
+         "WS-REPO-019"),
+        ({"preprocessor_config.json": {"ocr_lang": "../../tessdata/evil"}}, "WS-REPO-019"),
+        ({"tokenizer_config.json": {"mecab_kwargs": {"mecab_option": "-r /etc/mecabrc -d /opt/dic"}}}, "WS-REPO-019"),
+        ({"speaker_embeddings_path.json": {"repo_or_path": "x", "v2/en": {"semantic_prompt": "/opt/voice.npy"}}},
+         "WS-REPO-013"),
+    ],
+    ids=["marian-vocab", "marian-source-spm", "ernie-m-sentencepiece", "oneformer-repo-path", "sudachi-plugin",
+         "sudachi-unreadable-inline-config", "sudachi-resource-dir", "tesseract-options", "tesseract-language-path",
+         "mecab-options", "bark-absolute-preset"],
+)  # fmt: skip
+def test_processor_keys_at_scan_level(tmp_path: Path, files: dict[str, object], rule: str) -> None:
+    assert rule in _one(tmp_path, files)
+
+
+def test_values_real_files_hold_pass(tmp_path: Path) -> None:
+    """Empty OCR options or page segmentation only, languages joined with `+`, Sudachi's and MeCab's dictionary
+    choices, OneFormer's default repository, Bark presets inside the folder."""
+    files = {
+        "ocr/preprocessor_config.json": {"apply_ocr": True, "tesseract_config": "", "ocr_lang": None},
+        "ocr2/preprocessor_config.json": {"tesseract_config": "--psm 6 --oem 1", "ocr_lang": "eng+deu"},
+        "ja/tokenizer_config.json": {"word_tokenizer_type": "sudachi",
+                                     "sudachi_kwargs": {"sudachi_split_mode": "A", "sudachi_dict_type": "core"}},
+        "ja2/tokenizer_config.json": {"word_tokenizer_type": "mecab", "mecab_kwargs": {"mecab_dic": "ipadic"}},
+        "seg/preprocessor_config.json": {"repo_path": DEFAULT_REPO, "class_info_file": "ade20k_panoptic.json"},
+        "bark/speaker_embeddings_path.json": {"repo_or_path": "/home/someone/bark",
+                                              "v2/en": {"semantic_prompt": "speaker_embeddings/v2/en_semantic.npy"}},
+    }  # fmt: skip
+    assert not _one(tmp_path, files) & {"WS-REPO-013", "WS-REPO-019", "WS-REPO-020"}
+
+
+def test_tokenizer_file_arguments_of_installed_transformers_are_known() -> None:
+    """Every key of every tokenizer's `vocab_files_names` (read from transformers' sources, not imported) is a path
+    wscan judges, and every default file name is a loader file for links: a new tokenizer fails this test."""
+    import transformers
+
+    keys: set[str] = set()
+    names: set[str] = set()
+    for source in Path(transformers.__file__).parent.joinpath("models").rglob("tokenization_*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Dict):
+                continue
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            if not any("VOCAB_FILES_NAMES" in t.upper() for t in targets):
+                continue
+            for key, value in zip(node.value.keys, node.value.values, strict=True):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    keys.add(key.value)
+                    items = value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
+                    names.update(i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str))
+    assert len(keys) > 15 and len(names) > 20  # the sources were found and read
+    assert {k for k in keys if not k.endswith(FILE_SUFFIXES)} <= TOKENIZER_FILE_KEYS
+    assert names <= LOADER_FILES
+
+
+@pytest.mark.parametrize("name", ["additional_chat_templates/tool_use.jinja", "source.spm", "spiece.model"])
+def test_links_named_like_tokenizer_files_are_high(tmp_path: Path, name: str) -> None:
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret").write_text("api_key=hunter2\n")
+    model = tmp_path / "model"
+    (model / name).parent.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    os.symlink(tmp_path / "outside" / "secret", model / name)
+    assert "WS-FILE-014" in rule_ids(scan(model))
+
+
+def test_native_code_in_a_model_folder_is_medium(tmp_path: Path) -> None:
+    """A real shared library (an extension module of the interpreter running the tests) and a hand-made PE header;
+    text that merely starts with "MZ" is text."""
+    import _json
+
+    library = Path(_json.__file__) if _json.__file__ else None  # type: ignore[attr-defined]
+    if library is None or not library.is_file():
+        pytest.skip("this interpreter's _json is built in")
+    shutil.copy(library, tmp_path / "plugin.bin")
+    pe = bytearray(256)
+    pe[:2], pe[0x3C:0x40], pe[0x80:0x84] = b"MZ", (0x80).to_bytes(4, "little"), b"PE\0\0"
+    (tmp_path / "tool.dat").write_bytes(bytes(pe))
+    (tmp_path / "notes.txt").write_text("MZ is a prefix of these notes, nothing more\n")
+    report = scan(tmp_path)
+    native = {(f.location.path.rsplit("/", 1)[-1], f.severity) for f in report.findings if f.rule_id == "WS-FILE-015"}
+    assert native == {("plugin.bin", Severity.MEDIUM), ("tool.dat", Severity.MEDIUM)}
