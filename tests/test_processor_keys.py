@@ -20,25 +20,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers.sandbox import Outcome, load_each
+from tests.helpers.sandbox import WATCH_OUTSIDE, Outcome, load_each
 from tests.helpers.scanning import rule_ids, scan
 from wscan.discover import LOADER_FILES
 from wscan.model import Severity
 from wscan.scanners.loader_keys import FILE_SUFFIXES, TOKENIZER_FILE_KEYS
 
-LOAD = """
-import os, sys
-
+LOAD = WATCH_OUTSIDE + """
 def load(folder, how):
-    base = os.path.dirname(folder)
-    outside, marker = os.path.join(base, "outside"), os.path.join(base, "MARKER")
-
-    def hook(event, args):
-        opened = event == "open" and isinstance(args[0], str) and os.path.abspath(args[0]).startswith(outside + os.sep)
-        if opened and not os.path.exists(marker):
-            open(marker, "w").close()
-
-    sys.addaudithook(hook)
+    watch_outside(folder)
     if how == "image-processor":
         from transformers import AutoImageProcessor
         AutoImageProcessor.from_pretrained(folder)

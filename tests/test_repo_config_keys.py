@@ -17,23 +17,13 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.sandbox import Outcome, load_each
+from tests.helpers.sandbox import WATCH_OUTSIDE, Outcome, load_each
 from tests.helpers.scanning import rule_ids, scan
 from wscan.model import Severity
 
-LOAD = """
-import os, sys
-
+LOAD = WATCH_OUTSIDE + """
 def load(folder, how):
-    base = os.path.dirname(folder)
-    outside, marker = os.path.join(base, "outside"), os.path.join(base, "MARKER")
-
-    def hook(event, args):
-        opened = event == "open" and isinstance(args[0], str) and os.path.abspath(args[0]).startswith(outside + os.sep)
-        if (opened or event == "tempfile.mkdtemp") and not os.path.exists(marker):
-            open(marker, "w").close()
-
-    sys.addaudithook(hook)
+    watch_outside(folder, "tempfile.mkdtemp")
     from sentence_transformers import SentenceTransformer
     SentenceTransformer(folder, device="cpu")
 """

@@ -40,6 +40,24 @@ print(json.dumps(results))
 """
 
 
+# A `setup` prelude for loads of a model folder with a sibling `outside` folder: `watch_outside(folder, *events)`
+# leaves the sibling MARKER when the load opens a file in `outside` (or raises one of `events`, audit event names).
+WATCH_OUTSIDE = """
+import os, sys
+
+def watch_outside(folder, *events):
+    base = os.path.dirname(folder)
+    outside, marker = os.path.join(base, "outside"), os.path.join(base, "MARKER")
+
+    def hook(event, args):
+        opened = event == "open" and isinstance(args[0], str) and os.path.abspath(args[0]).startswith(outside + os.sep)
+        if (opened or event in events) and not os.path.exists(marker):
+            open(marker, "w").close()
+
+    sys.addaudithook(hook)
+"""
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What the loader did with one file ("loaded", "error: ...", "crashed: ..."), and whether the payload ran."""
