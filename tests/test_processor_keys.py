@@ -224,3 +224,63 @@ def test_native_code_in_a_model_folder_is_medium(tmp_path: Path) -> None:
     report = scan(tmp_path)
     native = {(f.location.path.rsplit("/", 1)[-1], f.severity) for f in report.findings if f.rule_id == "WS-FILE-015"}
     assert native == {("plugin.bin", Severity.MEDIUM), ("tool.dat", Severity.MEDIUM)}
+
+
+# A nineteenth review (open_clip 3, timm 1, optimum 2 with diffusers 0.35; each load proved with an audit hook or a
+# marker; wscan said nothing or medium): open_clip_config.json was not read as a configuration at all.
+OPEN_CLIP_TEXT = {"hf_proj_type": "linear", "context_length": 16}
+
+
+def _open_clip(**text: object) -> dict[str, object]:
+    return {"open_clip_config.json": {"model_cfg": {"embed_dim": 16, "vision_cfg": {"image_size": 32},
+                                                    "text_cfg": {**OPEN_CLIP_TEXT, **text}}}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("files", "rule"),
+    [
+        (_open_clip(hf_model_name="/opt/models/bert"), "WS-REPO-013"),
+        (_open_clip(hf_tokenizer_name="../../bert"), "WS-REPO-013"),
+        (_open_clip(tokenizer_kwargs={"tokenizer_file": "/opt/tokenizer.json"}), "WS-REPO-013"),
+        (_open_clip(tokenizer_kwargs={"bpe_path": "vocab.txt.gz"}), "WS-REPO-013"),  # as given: the working folder
+        (_open_clip(tokenizer_kwargs={"trust_remote_code": True}), "WS-REPO-021"),
+        ({"open_clip_config.json": {"model_cfg": {"vision_cfg": {"timm_model_name": "local-dir:/opt/timm"}}}},
+         "WS-REPO-013"),
+        ({"model_index.json": {"_class_name": "StableDiffusionPipeline", "unet": ["diffusers", "UNet2DConditionModel"],
+                               "scheduler": ["antigravity", "FlowMatchEulerDiscreteScheduler"]}}, "WS-REPO-022"),
+    ],
+    ids=["hf-model-name", "hf-tokenizer-name", "tokenizer-kwargs-file", "bpe-path", "tokenizer-kwargs-remote-code",
+         "timm-local-dir", "optimum-component-library"],
+)  # fmt: skip
+def test_framework_keys_at_scan_level(tmp_path: Path, files: dict[str, object], rule: str) -> None:
+    assert rule in _one(tmp_path, files)
+
+
+def test_open_clip_and_diffusers_files_as_written_pass(tmp_path: Path) -> None:
+    """A hub text tower and timm model, and Stable Diffusion's index (diffusers, transformers, and a safety checker
+    from diffusers' own stable_diffusion pipeline module)."""
+    files = {
+        "clip/open_clip_config.json": {"model_cfg": {"embed_dim": 512, "vision_cfg": {
+            "timm_model_name": "vit_base_patch16_224"}, "text_cfg": {"hf_model_name": "xlm-roberta-base",
+            "hf_tokenizer_name": "xlm-roberta-base", "tokenizer_kwargs": {"clean": "canonicalize"}}},
+            "preprocess_cfg": {"mean": [0.5, 0.5, 0.5]}},
+        "sd/model_index.json": {"_class_name": "StableDiffusionPipeline", "_diffusers_version": "0.6.0",
+                                "feature_extractor": ["transformers", "CLIPImageProcessor"],
+                                "safety_checker": ["stable_diffusion", "StableDiffusionSafetyChecker"],
+                                "scheduler": ["diffusers", "PNDMScheduler"],
+                                "text_encoder": ["transformers", "CLIPTextModel"],
+                                "tokenizer": ["transformers", "CLIPTokenizer"],
+                                "unet": ["diffusers", "UNet2DConditionModel"],
+                                "vae": ["diffusers", "AutoencoderKL"], "image_encoder": [None, None]},
+    }  # fmt: skip
+    assert not _one(tmp_path, files) & {"WS-REPO-013", "WS-REPO-021", "WS-REPO-022"}
+
+
+@pytest.mark.parametrize("name", ["checkpoint.pth.tar", "open_clip_config.json"])
+def test_links_timm_and_open_clip_read_by_name_are_high(tmp_path: Path, name: str) -> None:
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "target").write_bytes(b"{}")
+    model = tmp_path / "model"
+    model.mkdir()
+    os.symlink(tmp_path / "outside" / "target", model / name)
+    assert "WS-FILE-014" in rule_ids(scan(model))

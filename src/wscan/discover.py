@@ -21,7 +21,7 @@ LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1"
 CODE_SUFFIXES = (".py",)  # what transformers and sentence-transformers import from a model folder
 # What loaders open by name from a model folder (from_pretrained's model.safetensors, pytorch_model.bin, ...).
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".keras", ".pkl",
-                   ".npz", ".npy", ".joblib", ".msgpack", ".pb", ".index.json")
+                   ".npz", ".npy", ".joblib", ".msgpack", ".pb", ".index.json", ".tar", ".nemo")  # timm: *.pth.tar
 # ... and the configuration and tokenizer files they open by name: a link out feeds the loader a file nobody scanned
 # (a review's tokenizer.json and tokenizer_config.json linked to files elsewhere, which transformers followed).
 # The tokenizer files are every default name of transformers' `vocab_files_names` (4.57.6).
@@ -30,7 +30,7 @@ LOADER_FILES = frozenset({
     "added_tokens.json", "chat_template.json", "chat_template.jinja", "preprocessor_config.json",
     "processor_config.json", "video_preprocessor_config.json", "audio_tokenizer_config.json", "adapter_config.json",
     "modules.json", "config_sentence_transformers.json", "sentence_bert_config.json", "model_index.json",
-    "modular_model_index.json", "MLmodel", "speaker_embeddings_path.json",
+    "modular_model_index.json", "MLmodel", "speaker_embeddings_path.json", "open_clip_config.json",
     "artists.json", "bpe.codes", "byte_maps.json", "dict.txt", "emoji.json", "entity_vocab.json", "genres.json",
     "lyrics.json", "merges.txt", "normalizer.json", "prophetnet.tokenizer", "sentencepiece.bpe.model",
     "sentencepiece.model", "source.spm", "spiece.model", "spm.model", "spm_char.model", "target.spm",

@@ -10,6 +10,9 @@
   `None.py` (it looks for `{custom_pipeline}.py` with custom_pipeline None). A modular pipeline's component spec
   (`[library, class, {"pretrained_model_name_or_path": ..., "subfolder": ...}]`) names where load_components
   loads the component from: paths leaving the folder are judged as other config keys are (`loader_keys`).
+- optimum's `ORTDiffusionPipeline.from_pretrained` imports the `library` of a component (scheduler, tokenizer,
+  feature extractor) whatever it is, running an installed module's import-time code (a review ran `antigravity`):
+  each component's library is reported, and the rules judge it against the libraries real pipelines name.
 
 Each such import is reported with whether the file is in the folder; the Python files themselves are read by
 the Python code scanner (these manifests mark a model folder). Nothing here imports or runs anything.
@@ -182,6 +185,9 @@ def _diffusers(artifact: Artifact, data: bytes) -> Iterator[ScanItem]:
             # (["stable_diffusion", "StableDiffusionSafetyChecker"]) or installed packages.
             if artifact.real_path is not None and _exists(artifact, file):
                 yield _code(artifact, "diffusers", component, f"{library}.{cls}", file, True)
+            else:  # optimum's ORT pipelines import any installed module by this name (the rules judge the name)
+                yield artifact.observe("repo.component_library", field=component[:_KEEP], library=library[:_KEEP],
+                                       references=f"{library}.{cls}"[:_KEEP])  # fmt: skip
 
 
 def _names_class(value: object) -> TypeGuard[list[str]]:

@@ -36,6 +36,10 @@ from wscan.scanners.python_code import OUTSIDE_PATH
 # `vocab`, `source_spm`, `target_spm`), an image processor's `class_info_file`/`repo_path` (OneFormer), Sudachi's
 # config (inline JSON whose plugin `class` is a shared library sudachi dlopens: native code ran), Tesseract options
 # (`-c debug_file=...` wrote a file anywhere), and Bark's speaker_embeddings_path.json presets.
+# A nineteenth review, open_clip: open_clip_config.json's text tower (`hf_model_name`, `hf_tokenizer_name`) loaded a
+# whole model from elsewhere, a `timm_model_name` of "local-dir:<path>" read a config there, and `tokenizer_kwargs`
+# (handed to AutoTokenizer or the built-in tokenizer as they are) read a `tokenizer_file` or `bpe_path` anywhere and,
+# with `trust_remote_code: true`, opted in to the folder's code on the user's behalf: the code ran.
 # Not the paths `save_pretrained` records and nothing reads back, nor a training script's paths in config.json.
 FILE_SUFFIXES = ("_file", "_files")
 # A tokenizer's `vocab_files_names` keys that do not end in `_file` (every key of transformers 4.57.6; the tests read
@@ -50,6 +54,13 @@ SUDACHI_BUILTIN = "com.worksap.nlp.sudachi."  # plugin classes sudachi ships; an
 TOOL_OPTIONS = {"tesseract_config": "Tesseract", "mecab_option": "MeCab"}
 PLAIN_TESSERACT = re.compile(r"(\s*--(?:psm|oem|dpi)\s+\d+)*\s*")  # page segmentation, engine, resolution only
 SPEAKER_EMBEDDINGS = "bark-speaker-embeddings"
+OPEN_CLIP = "open-clip-config"
+OPEN_CLIP_MODELS = frozenset({"hf_model_name", "hf_tokenizer_name"})
+LOCAL_DIR = "local-dir:"  # open_clip and timm's prefix for a model folder, opened as given
+# Keyword arguments a library hands a loader as they are: from_pretrained's (`model_args`, `config_args`, a
+# sentence-transformers module's `tokenizer_args`) and open_clip's `tokenizer_kwargs`.
+ARGUMENT_HOLDERS = ("_args", "_kwargs")
+TOKENIZER_HOLDERS = frozenset({"tokenizer_args", "tokenizer_kwargs"})
 PATH_SUFFIXES = ("_file", "_files", "_folder", "_dir", "_directory")
 ARGUMENT_PATHS = frozenset({"subfolder", "gguf_file", "variant", "pretrained_model_name_or_path"})
 MODEL_PATHS = frozenset({"backbone", "audio_tokenizer_name_or_path", "tokenizer_name_or_path"})
@@ -95,11 +106,13 @@ def loader_keys(artifact: Artifact, top: Any, role: str) -> Iterator[Observation
 
 def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, value: Any) -> Iterator[Observation]:
     """One key: `holder` is the key of the dict it sits in ("" at the top; a list's key for its items)."""
-    arguments = holder.endswith("_args")  # keyword arguments of from_pretrained or of the tokenizer
+    arguments = holder.endswith(ARGUMENT_HOLDERS)  # keyword arguments of from_pretrained or of the tokenizer
     if arguments and key in WRITE_KEYS and isinstance(value, str) and value:
         yield artifact.observe("repo.write_folder", role=role, field=field[:MAX_SHOWN], value=value[:MAX_SHOWN])
     else:
         how = _read_as(role, field, holder, key) or ""
+        if key == "timm_model_name" and isinstance(value, str) and value.startswith(LOCAL_DIR):
+            how, value = AS_GIVEN, value[len(LOCAL_DIR) :]
         for path in _strings(value) if how else []:
             if _leaves(how, key, path):
                 yield artifact.observe("repo.outside_path", role=role, field=field[:MAX_SHOWN], value=path[:MAX_SHOWN],
@@ -114,7 +127,10 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
             if isinstance(folder, str) and OUTSIDE_PATH.search(folder):
                 yield artifact.observe("repo.outside_path", role=role, field=f"{field}.{folder}"[:MAX_SHOWN],
                                        value=folder[:MAX_SHOWN], how=IN_REPOSITORY)  # fmt: skip
-    if key == "trust_remote_code" and value is True and field != key:  # top-level ones are reported already
+    if key == "trust_remote_code" and value is True and role == OPEN_CLIP and holder == "tokenizer_kwargs":
+        # open_clip passes these to AutoTokenizer.from_pretrained as they are: the file opts in for the user
+        yield artifact.observe("repo.remote_code_opt_in", role=role, field=field[:MAX_SHOWN])
+    elif key == "trust_remote_code" and value is True and field != key:  # top-level ones are reported already
         yield artifact.observe("repo.trust_remote_code", role=role, field=field[:MAX_SHOWN])
     if isinstance(value, str) and value.strip():
         yield from _tools(artifact, role, field, holder, key, value)
@@ -180,17 +196,28 @@ def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
         return AS_GIVEN if key in ADAPTER_AS_GIVEN else MODEL
     if role == DIFFUSERS_INDEX and key in ARGUMENT_PATHS:  # anywhere: specs sit in lists under component names
         return MODEL if key == "pretrained_model_name_or_path" else IN_REPOSITORY
-    if (role == "tokenizer-config" and field == key) or holder == "tokenizer_args":
-        return AS_GIVEN if key.endswith(FILE_SUFFIXES) or key in TOKENIZER_FILE_KEYS else None
+    if (role == "tokenizer-config" and field == key) or holder in TOKENIZER_HOLDERS:
+        if _tokenizer_file(holder, key):
+            return AS_GIVEN
+        if holder not in TOKENIZER_HOLDERS or key not in ARGUMENT_PATHS:
+            return None  # a tokenizer's other arguments; from_pretrained's own (`subfolder`, ...) are judged below
     if holder == "sudachi_kwargs" and key in SUDACHI_PATHS:
         return AS_GIVEN
     if role in PROCESSOR_ROLES and (key.endswith(FILE_SUFFIXES) or key in PROCESSOR_PATHS):
         return MODEL
-    if holder.endswith("_args") and (key in ARGUMENT_PATHS or key.endswith(PATH_SUFFIXES)):
+    if holder.endswith(ARGUMENT_HOLDERS) and (key in ARGUMENT_PATHS or key.endswith(PATH_SUFFIXES)):
         return IN_REPOSITORY
-    if key in MODEL_PATHS:
+    if key in MODEL_PATHS or (role == OPEN_CLIP and key in OPEN_CLIP_MODELS):
         return MODEL
     return IN_REPOSITORY if role == "sentence-transformers-modules" and key == "path" else None
+
+
+def _tokenizer_file(holder: str, key: str) -> bool:
+    """A tokenizer argument naming a file, which wins over the folder's own and is opened as given; open_clip's
+    built-in tokenizer takes its vocabulary as `bpe_path`."""
+    if key.endswith(FILE_SUFFIXES) or key in TOKENIZER_FILE_KEYS:
+        return True
+    return holder == "tokenizer_kwargs" and key.endswith("_path")
 
 
 def _leaves(how: str, key: str, path: str) -> bool:

@@ -48,6 +48,7 @@ JSON_ROLES = {
     **dict.fromkeys(ST_MODULE_CONFIGS, "sentence-transformers-module-config"),
     "audio_tokenizer_config.json": "audio-tokenizer-config",
     "speaker_embeddings_path.json": "bark-speaker-embeddings",  # BarkProcessor's voice presets: paths to .npy files
+    "open_clip_config.json": "open-clip-config",  # open_clip's model, preprocessing and tokenizer settings
 }
 # Roles whose file is a JSON list, not an object (sentence-transformers' modules.json).
 LIST_ROLES = frozenset({"sentence-transformers-modules"})
