@@ -246,6 +246,27 @@ def npy_descr(descr: str) -> Callable[[Path], bytes]:
     return make
 
 
+def long4_prefixed(marker: Path) -> bytes:
+    """A 70,000-byte integer (LONG4), popped, before the payload: the head ends inside the integer's bytes."""
+    return b"\x8b" + struct.pack("<i", 70_000) + b"\x01" * 70_000 + b"0" + _pickled(marker)
+
+
+def long_global_name(marker: Path) -> bytes:
+    """A 72 KB dotted name (os.path.os... is os) on a protocol-4 GLOBAL line, past the head."""
+    return b"N0\x80\x04cos\n" + b"path.os." * 9_000 + b"mkdir\n(V" + str(marker).encode() + b"\ntR."
+
+
+def npy_header_then(descr: str, payload: Callable[[Path], bytes], padding: int = 0) -> Callable[[Path], bytes]:
+    """A .npy whose header NumPy reads (`descr`, then `padding` spaces) and wscan does not, then `payload`."""
+
+    def make(marker: Path) -> bytes:
+        header = "{'descr': " + descr + ", 'fortran_order': False, 'shape': (1,), }" + " " * padding
+        header += " " * (63 - (12 + len(header)) % 64) + "\n"
+        return b"\x93NUMPY\x02\x00" + struct.pack("<I", len(header)) + header.encode() + payload(marker)
+
+    return make
+
+
 def npz(compressed: bool) -> Callable[[Path], bytes]:
     def make(marker: Path) -> bytes:
         buffer = io.BytesIO()
@@ -328,6 +349,13 @@ CASES: dict[str, Case] = {
     "numpy-npy-descr-complex-title": Case("numpy", npy_descr("[((-1-2_0j, 'a'), '|O', (0b1,))]"), ".npy"),
     # ... and one it refuses (a bytes title): the pickle after the header is simulated all the same.
     "numpy-npy-descr-bytes-title": Case("numpy", npy_descr("[((b'x', 'a'), '|O')]"), ".npy"),
+    # An eighteenth review: numpy reads these headers (wscan does not) and unpickles what follows, which wscan then
+    # simulated only when it looked like a pickle from its first 64 KiB; a header past 1 MiB was never read past.
+    "numpy-npy-comma-descr-long4-payload": Case("numpy", npy_header_then("'f8,O'", long4_prefixed), ".npy"),
+    "numpy-npy-stringdtype-long4-payload": Case("numpy", npy_header_then("'T'", long4_prefixed), ".npy"),
+    "numpy-npy-object-long-global-name": Case("numpy", npy_header_then("'object'", long_global_name), ".npy"),
+    "numpy-npy-header-past-1-mib": Case("numpy", npy_header_then("'|O'", _pickled, padding=1_100_000), ".npy"),
+    "joblib-long4-prefix": Case("joblib", long4_prefixed, ".pkl"),
     "numpy-npz": Case("numpy", npz(False), ".npz"),
     "numpy-npz-compressed": Case("numpy", npz(True), ".npz"),
     "numpy-npz-member-not-named-npy": Case("numpy", npz_member("column"), ".npz"),

@@ -85,3 +85,13 @@ def test_python2_long_suffixes_are_read_as_numpy_reads_them() -> None:
         assert (loaded is not None) == valid == (not isinstance(header, str)), shape
         if loaded is not None and not isinstance(header, str):
             assert header["shape"] == loaded.shape == (3, 4)
+
+
+def test_a_shape_with_more_digits_than_int_takes_is_invalid_not_an_error() -> None:
+    """The fast path once called int() on a 5,000-digit dimension, which raises past Python's 4,300-digit limit
+    (an eighteenth review); numpy refuses such a header too."""
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + "9" * 5000 + ",), }"
+    header += " " * (63 - (12 + len(header)) % 64) + "\n"
+    blob = b"\x93NUMPY\x02\x00" + len(header).to_bytes(4, "little") + header.encode()
+    reason, data_start = read_header(io.BytesIO(blob), 1 << 20)
+    assert isinstance(reason, str) and data_start == len(blob)

@@ -14,16 +14,19 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from wscan.pyliteral import NotALiteral, read_tokens, tokens_of
-from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.pickle import analyze, probe
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.pickle import analyze
 
 MAGIC = b"\x93NUMPY"
 MAX_PY2_HEADER = 65_536  # a header re-read without Python 2's long suffixes (numpy writes a few hundred bytes)
+# Headers read as literals at all: numpy writes a few hundred bytes (a few tens of KB for thousands of fields) and
+# refuses more than 10,000 unless allow_pickle is on; the reader takes about 1 to 3 s per MB.
+MAX_LITERAL_HEADER = 1024 * 1024
 _SIMPLE = re.compile(r"[<>|=]?([bBiuUfcmMOSVa?])(\d*)(?:\[[a-zA-Z0-9]+\])?")
 # The header exactly as numpy writes it for a plain dtype, read without the literal reader (which tokenizes the
 # text first: most of a small array's scan time). Shapes are tuple reprs: (), (5,), (3, 4).
 # Any other spelling goes to the parser; the tests check both readings agree on everything this matches.
-_N = r"(?:0|[1-9][0-9]*)"
+_N = r"(?:0|[1-9][0-9]{0,18})"  # longer numbers go to the reader, which refuses more digits than int() takes
 _PLAIN_HEADER = re.compile(
     rf"\{{'descr': '([<>|=]?[a-zA-Z?][0-9]*)', 'fortran_order': (True|False), "
     rf"'shape': \((|{_N},|{_N}(?:, {_N})+)\), \}} *\n?"
@@ -82,12 +85,12 @@ def read_header(
     if len(length_bytes) != struct.calcsize(fmt):
         return "truncated npy header length", 0
     (length,) = struct.unpack(fmt, length_bytes)
-    if length > max_header:
-        return f"npy header of {length} bytes exceeds the limit", 0
+    data_start = len(prefix) + len(length_bytes) + length
+    if length > min(max_header, MAX_LITERAL_HEADER):  # numpy with allow_pickle reads any: what follows is judged
+        return f"npy header of {length} bytes is larger than wscan reads", data_start
     text = raw.read(length)
     if len(text) != length:
         return "truncated npy header", 0
-    data_start = len(prefix) + len(length_bytes) + length
     try:
         decoded = text.decode("utf-8" if major == 3 else "latin-1")
         plain = _plain_header(decoded)
@@ -148,12 +151,9 @@ class NpyScanner:
             ):
                 reason = header if isinstance(header, str) else f"unsupported descr/shape {header!r:.120}"
                 yield artifact.observe("npy.invalid", 0, reason=reason)
-                if not data_start:
-                    return
-                # NumPy reads headers and descrs wscan does not (a title of any type, 'f8,O', ...): if what follows
-                # the header reads as a pickle, np.load(allow_pickle=True) may unpickle it, so it is simulated.
-                raw.seek(data_start)
-                if probe(raw.read(HEAD_BYTES), strict=False, size=artifact.size - data_start):
+                # NumPy reads headers and descrs wscan does not (a bytes title, 'f8,O', 'T', a shape of -1, a header
+                # of any size) and then unpickles what follows, whatever it looks like: it is simulated as a pickle.
+                if data_start and artifact.size > data_start:
                     raw.seek(data_start)
                     yield from analyze(artifact, raw, data_start, ctx)
                 return

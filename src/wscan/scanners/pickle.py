@@ -310,14 +310,16 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
             yield artifact.observe(kind, sub.error.offset, reason=sub.error.reason)
 
 
-_BINARY_LENGTHS = {b"T": "<i", b"X": "<I", b"B": "<I", b"\x8d": "<Q", b"\x8e": "<Q", b"\x96": "<Q"}
+# Opcodes whose argument is a length and that many bytes (LONG4: a 4-byte length, then the integer's bytes).
+_BINARY_LENGTHS = {b"T": "<i", b"X": "<I", b"B": "<I", b"\x8d": "<Q", b"\x8e": "<Q", b"\x96": "<Q", b"\x8b": "<i"}
+_NAME_LINES = re.compile(rb"[\w.]*(?:\n[\w.]*)?")  # GLOBAL and INST: a module line, then a (dotted) name line
 _NUMBER_LINE = re.compile(rb"\s*[+-]?[0-9a-fA-FxXoObB_.eEL]*")
 
 
 def _argument_runs_on(head: bytes, at: int, size: int | None) -> bool:
     """The opcode at `at`, cut off by the end of the head, has an argument a real pickle could have: a quoted or
-    unicode line, a number padded with whitespace, or a string whose length fits in the blob. Text read as opcodes
-    fails these ("The ..." is a BINSTRING claiming 1.9 GB)."""
+    unicode line, a number padded with whitespace, a module and name, or bytes whose length fits in the blob. Text
+    read as opcodes fails these ("The ..." is a BINSTRING claiming 1.9 GB)."""
     op = head[at : at + 1]
     arg = head[at + 1 :]
     if op == b"S":  # STRING: a quoted Python literal
@@ -326,6 +328,8 @@ def _argument_runs_on(head: bytes, at: int, size: int | None) -> bool:
         return True
     if op in (b"I", b"L", b"F", b"g", b"p"):  # a number, which int() and float() read past any whitespace
         return _NUMBER_LINE.fullmatch(arg) is not None
+    if op in (b"c", b"i"):  # an import whose name runs past the head (a review used a 72 KB dotted name)
+        return _NAME_LINES.fullmatch(arg) is not None
     fmt = _BINARY_LENGTHS.get(op)
     if fmt is None:
         return False
