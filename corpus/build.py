@@ -880,6 +880,7 @@ def build_hostile_numpy(corpus: Corpus, p: Payload, rules: list[str]) -> None:
         )
         npy = io.BytesIO()
         np.save(npy, objects, allow_pickle=True)
+        payload_pickle = pickle.dumps({"model": evil}, protocol=2)
     corpus.add(
         "hostile/npy-object-array-payload.npy",
         npy.getvalue(),
@@ -892,6 +893,15 @@ def build_hostile_numpy(corpus: Corpus, p: Payload, rules: list[str]) -> None:
         zip_bytes([("arr_0.npy", npy.getvalue())]),
         "npz archive holding that object-array npy",
         rules=expect(*rules, member="arr_0.npy"),
+    )
+    header = "{'descr': 'f8,O', 'fortran_order': False, 'shape': (1,), }"
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    long4 = b"\x8b" + struct.pack("<i", 70_000) + b"\x01" * 70_000 + b"0"  # a 70 KB integer, popped
+    corpus.add(
+        "hostile/npy-comma-descr-long4-payload.npy",
+        b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + long4 + payload_pickle,
+        "a header numpy reads as an object dtype ('f8,O'), then a pickle whose first 64 KiB is one integer",
+        rules=expect(*rules, "WS-NPY-001"),
     )
 
 
@@ -1463,6 +1473,33 @@ def build_hostile_repo(corpus: Corpus) -> None:
                b'{"chat_template": "{{ messages[0].content }}", "chat_template": "{{ self.__init__ }}"}\n',
                "duplicate chat_template keys: reviewers read the first, Python the last",
                rules=expect("WS-REPO-005"))
+    # Keys the loaders act on with no trust_remote_code (reviews 16 to 19 proved each with the real loader).
+    plugin = json.dumps({"inputTextPlugin": [{"class": "/root/.cache/huggingface/hub/models--x--y/blobs/0a1b"}]})
+    add_json("hostile/tokenizer-sudachi-plugin/tokenizer_config.json",
+             {"tokenizer_class": "BertJapaneseTokenizer", "word_tokenizer_type": "sudachi",
+              "sudachi_kwargs": {"sudachi_config_path": plugin}},
+             "an inline Sudachi config whose plugin is a shared library: sudachi dlopens it as the tokenizer is built",
+             expect("WS-REPO-020", "WS-REPO-013"))
+    add_json("hostile/processor-tesseract-options/preprocessor_config.json",
+             {"image_processor_type": "LayoutLMv3ImageProcessor", "apply_ocr": True,
+              "tesseract_config": "-c debug_file=/tmp/wscan-corpus-hostile-sample"},
+             "Tesseract options in a LayoutLMv3 image processor: debug_file writes a file anywhere when it runs",
+             expect("WS-REPO-019"))
+    add_json("hostile/open-clip-remote-code/open_clip_config.json",
+             {"model_cfg": {"embed_dim": 16, "text_cfg": {"hf_tokenizer_name": "bert-base-uncased",
+                                                          "tokenizer_kwargs": {"trust_remote_code": True}}}},
+             "open_clip hands tokenizer_kwargs to AutoTokenizer as they are: the file opts in to remote code",
+             expect("WS-REPO-021"))
+    add_json("hostile/optimum-component-import/model_index.json",
+             {"_class_name": "StableDiffusionPipeline", "unet": ["diffusers", "UNet2DConditionModel"],
+              "scheduler": ["antigravity", "PNDMScheduler"]},
+             "optimum's ORT pipelines import a component's library whatever it is (antigravity runs on import)",
+             expect("WS-REPO-022"))
+    add_json("hostile/adapter-mpt-init-path/adapter_config.json",
+             {"peft_type": "MULTITASK_PROMPT_TUNING", "prompt_tuning_init": "AVERAGE_SOURCE_TASKS",
+              "prompt_tuning_init_state_dict_path": "/home/victim/.ssh/id_rsa", "base_model_name_or_path": "gpt2"},
+             "peft opens prompt_tuning_init_state_dict_path as given while it builds the adapter",
+             expect("WS-REPO-013"))
 
 
 def build_benign_safetensors(corpus: Corpus) -> None:
