@@ -1497,7 +1497,7 @@ def build_hostile_repo(corpus: Corpus) -> None:
              expect("WS-REPO-022"))
     add_json("hostile/adapter-mpt-init-path/adapter_config.json",
              {"peft_type": "MULTITASK_PROMPT_TUNING", "prompt_tuning_init": "AVERAGE_SOURCE_TASKS",
-              "prompt_tuning_init_state_dict_path": "/home/victim/.ssh/id_rsa", "base_model_name_or_path": "gpt2"},
+              "prompt_tuning_init_state_dict_path": "../../.ssh/id_rsa", "base_model_name_or_path": "gpt2"},
              "peft opens prompt_tuning_init_state_dict_path as given while it builds the adapter",
              expect("WS-REPO-013"))
 

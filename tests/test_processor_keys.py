@@ -32,6 +32,9 @@ def load(folder, how):
     if how == "image-processor":
         from transformers import AutoImageProcessor
         AutoImageProcessor.from_pretrained(folder)
+    elif how == "tokenizer":
+        from transformers import AutoTokenizer
+        AutoTokenizer.from_pretrained(folder)
     else:
         from transformers import AutoProcessor
         processor = AutoProcessor.from_pretrained(folder)
@@ -78,12 +81,41 @@ def _bark(model: Path, outside: Path, rooted: bool) -> None:
     (model / "speaker_embeddings_path.json").write_text(json.dumps(presets))
 
 
+def _legacy_tokenizer(model: Path, outside: Path, vocab_elsewhere: bool) -> None:
+    """A BERT tokenizer folder as older transformers saved it (no added_tokens_decoder): special_tokens_map.json's
+    keys become the tokenizer's arguments, after the folder's own files were found."""
+    words = "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world"]) + "\n"
+    (model / "vocab.txt").write_text(words)
+    (outside / "vocab.txt").write_text(words)
+    config = {"tokenizer_class": "BertTokenizer", "do_lower_case": True}
+    (model / "tokenizer_config.json").write_text(json.dumps(config))
+    special: dict[str, str] = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+                               "mask_token": "[MASK]"}  # fmt: skip
+    if vocab_elsewhere:
+        special["vocab_file"] = str(outside / "vocab.txt")
+    (model / "special_tokens_map.json").write_text(json.dumps(special))
+
+
+def _timm_config(model: Path, outside: Path) -> None:
+    """A config.json with `pretrained_cfg` (a timm checkpoint's), which AutoImageProcessor reads as the processor's
+    settings: its image_processor_type names OneFormer, whose class_info_file is opened."""
+    (outside / "classes.json").write_text(json.dumps({"0": {"name": "wall", "isthing": 0}}))
+    (model / "config.json").write_text(json.dumps({
+        "architecture": "resnet18", "num_classes": 2, "pretrained_cfg": {"input_size": [3, 224, 224]},
+        "image_processor_type": "OneFormerImageProcessor", "num_labels": 1,
+        "class_info_file": str(outside / "classes.json")}))  # fmt: skip
+
+
 CASES = {
     "oneformer-real": ("image-processor", lambda m, o: _oneformer(m, o, None), set()),
     "oneformer-class-info-outside": ("image-processor", lambda m, o: _oneformer(m, o, str(o / "classes.json")),
                                      {"WS-REPO-013"}),
     "bark-real": ("processor", lambda m, o: _bark(m, o, True), set()),
     "bark-presets-from-root": ("processor", lambda m, o: _bark(m, o, False), {"WS-REPO-013"}),
+    # A twenty-first review:
+    "legacy-tokenizer-real": ("tokenizer", lambda m, o: _legacy_tokenizer(m, o, False), set()),
+    "special-tokens-map-vocab-file": ("tokenizer", lambda m, o: _legacy_tokenizer(m, o, True), {"WS-REPO-013"}),
+    "timm-config-class-info-file": ("image-processor", _timm_config, {"WS-REPO-013"}),
 }  # fmt: skip
 
 
@@ -133,7 +165,7 @@ SUDACHI_PLUGIN = json.dumps({"inputTextPlugin": [{"class": "com.worksap.nlp.suda
 @pytest.mark.parametrize(
     ("files", "rule"),
     [
-        ({"tokenizer_config.json": {"tokenizer_class": "MarianTokenizer", "vocab": "/opt/vocab.json"}}, "WS-REPO-013"),
+        ({"tokenizer_config.json": {"tokenizer_class": "MarianTokenizer", "vocab": "/etc/passwd"}}, "WS-REPO-013"),
         ({"tokenizer_config.json": {"source_spm": "source.spm"}}, "WS-REPO-013"),  # opened as given: the working folder
         ({"tokenizer_config.json": {"sentencepiece_model_ckpt": "~/sp.model"}}, "WS-REPO-013"),
         ({"preprocessor_config.json": {"image_processor_type": "OneFormerImageProcessor", "repo_path": "../other",
@@ -145,13 +177,21 @@ SUDACHI_PLUGIN = json.dumps({"inputTextPlugin": [{"class": "com.worksap.nlp.suda
         ({"preprocessor_config.json": {"apply_ocr": True, "tesseract_config": "-c debug_file=/home/u/.bashrc"}},
          "WS-REPO-019"),
         ({"preprocessor_config.json": {"ocr_lang": "../../tessdata/evil"}}, "WS-REPO-019"),
-        ({"tokenizer_config.json": {"mecab_kwargs": {"mecab_option": "-r /etc/mecabrc -d /opt/dic"}}}, "WS-REPO-019"),
-        ({"speaker_embeddings_path.json": {"repo_or_path": "x", "v2/en": {"semantic_prompt": "/opt/voice.npy"}}},
+        ({"preprocessor_config.json": {"tesseract_config": "-c tessedit_char_whitelist=0123 -c debug_file=/tmp/x"}},
+         "WS-REPO-019"),
+        ({"preprocessor_config.json": {"tesseract_config": "--psm 6 --tessdata-dir /opt/evil"}}, "WS-REPO-019"),
+        ({"tokenizer_config.json": {"mecab_kwargs": {"mecab_option": "-r /etc/mecabrc -d /opt/dic"}}}, "WS-REPO-023"),
+        ({"speaker_embeddings_path.json": {"repo_or_path": "x", "v2/en": {"semantic_prompt": "/etc/passwd"}}},
          "WS-REPO-013"),
+        ({"special_tokens_map.json": {"unk_token": "<unk>", "tokenizer_file": "/etc/passwd"}}, "WS-REPO-013"),
+        ({"byte_maps.json": {"decompose_map": "/etc/passwd", "merge_map": {}}}, "WS-REPO-013"),
+        ({"tokenizer_config.json": {"sp_model_kwargs": {"model_file": "spiece.model"}}}, "WS-REPO-013"),
+        ({"preprocessor_config.json": {"repo_path": None, "class_info_file": "classes.json"}}, "WS-REPO-013"),
     ],
     ids=["marian-vocab", "marian-source-spm", "ernie-m-sentencepiece", "oneformer-repo-path", "sudachi-plugin",
          "sudachi-unreadable-inline-config", "sudachi-resource-dir", "tesseract-options", "tesseract-language-path",
-         "mecab-options", "bark-absolute-preset"],
+         "tesseract-settings-then-debug-file", "tesseract-tessdata-dir", "mecab-options", "bark-absolute-preset",
+         "special-tokens-map-file", "myt5-byte-maps", "sp-model-file", "oneformer-working-folder"],
 )  # fmt: skip
 def test_processor_keys_at_scan_level(tmp_path: Path, files: dict[str, object], rule: str) -> None:
     assert rule in _one(tmp_path, files)
@@ -163,12 +203,18 @@ def test_values_real_files_hold_pass(tmp_path: Path) -> None:
     files = {
         "ocr/preprocessor_config.json": {"apply_ocr": True, "tesseract_config": "", "ocr_lang": None},
         "ocr2/preprocessor_config.json": {"tesseract_config": "--psm 6 --oem 1", "ocr_lang": "eng+deu"},
+        "ocr3/preprocessor_config.json": {"tesseract_config": "-c preserve_interword_spaces=1 --psm 6"},
         "ja/tokenizer_config.json": {"word_tokenizer_type": "sudachi",
                                      "sudachi_kwargs": {"sudachi_split_mode": "A", "sudachi_dict_type": "core"}},
         "ja2/tokenizer_config.json": {"word_tokenizer_type": "mecab", "mecab_kwargs": {"mecab_dic": "ipadic"}},
         "seg/preprocessor_config.json": {"repo_path": DEFAULT_REPO, "class_info_file": "ade20k_panoptic.json"},
         "bark/speaker_embeddings_path.json": {"repo_or_path": "/home/someone/bark",
                                               "v2/en": {"semantic_prompt": "speaker_embeddings/v2/en_semantic.npy"}},
+        "legacy/special_tokens_map.json": {"unk_token": "<unk>", "additional_special_tokens": ["<x>"],
+                                           "pad_token": {"content": "<pad>", "lstrip": False}},
+        "myt5/byte_maps.json": {"decompose_map": {"41": "42"}, "merge_map": {"42": "41"}},
+        "timm/config.json": {"architecture": "resnet18", "pretrained_cfg": {"input_size": [3, 224, 224],
+                                                                          "hf_hub_id": "timm/resnet18.a1_in1k"}},
     }  # fmt: skip
     assert not _one(tmp_path, files) & {"WS-REPO-013", "WS-REPO-019", "WS-REPO-020"}
 
@@ -239,12 +285,12 @@ def _open_clip(**text: object) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("files", "rule"),
     [
-        (_open_clip(hf_model_name="/opt/models/bert"), "WS-REPO-013"),
+        (_open_clip(hf_model_name="/usr/lib"), "WS-REPO-013"),
         (_open_clip(hf_tokenizer_name="../../bert"), "WS-REPO-013"),
-        (_open_clip(tokenizer_kwargs={"tokenizer_file": "/opt/tokenizer.json"}), "WS-REPO-013"),
+        (_open_clip(tokenizer_kwargs={"tokenizer_file": "/etc/passwd"}), "WS-REPO-013"),
         (_open_clip(tokenizer_kwargs={"bpe_path": "vocab.txt.gz"}), "WS-REPO-013"),  # as given: the working folder
         (_open_clip(tokenizer_kwargs={"trust_remote_code": True}), "WS-REPO-021"),
-        ({"open_clip_config.json": {"model_cfg": {"vision_cfg": {"timm_model_name": "local-dir:/opt/timm"}}}},
+        ({"open_clip_config.json": {"model_cfg": {"vision_cfg": {"timm_model_name": "local-dir:/usr/lib"}}}},
          "WS-REPO-013"),
         ({"model_index.json": {"_class_name": "StableDiffusionPipeline", "unet": ["diffusers", "UNet2DConditionModel"],
                                "scheduler": ["antigravity", "FlowMatchEulerDiscreteScheduler"]}}, "WS-REPO-022"),
@@ -284,3 +330,35 @@ def test_links_timm_and_open_clip_read_by_name_are_high(tmp_path: Path, name: st
     model.mkdir()
     os.symlink(tmp_path / "outside" / "target", model / name)
     assert "WS-FILE-014" in rule_ids(scan(model))
+
+
+def test_an_absolute_path_is_judged_by_what_it_names_on_this_machine(tmp_path: Path) -> None:
+    """A twentieth review saved real folders: a modular pipeline records its own folder's absolute path (inside:
+    nothing to report), and peft, diffusers and open_clip record a local base model's path on the writer's machine
+    (absent here: WS-REPO-024, medium). A path that exists here is what the loader opens (WS-REPO-013, high); a
+    network path is never looked up (high)."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+
+    def spec(path: str) -> list[object]:
+        return ["diffusers", "AutoencoderKL", {"pretrained_model_name_or_path": path, "subfolder": "vae"}]
+
+    cases = {
+        "own": (str(model), set()),
+        "absent": (str(tmp_path / "writer" / "sdxl"), {"WS-REPO-024"}),
+        "present": (str(tmp_path / "elsewhere"), {"WS-REPO-013"}),
+        "network": ("//fileserver/models/sdxl", {"WS-REPO-013"}),
+    }
+    for name, (path, expected) in cases.items():
+        (model / "modular_model_index.json").write_text(json.dumps({"_class_name": "X", "vae": spec(path)}))
+        found = rule_ids(scan(model)) & {"WS-REPO-013", "WS-REPO-024"}
+        assert found == expected, (name, found)
+
+
+def test_an_adapter_base_path_is_reported_only_where_it_exists(tmp_path: Path) -> None:
+    model = tmp_path / "adapter"
+    model.mkdir()
+    for base, expected in ((str(tmp_path / "gone"), set()), (str(tmp_path), {"WS-REPO-018"})):
+        (model / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "base_model_name_or_path": base}))
+        assert rule_ids(scan(model)) & {"WS-REPO-018"} == expected, base

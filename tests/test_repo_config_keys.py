@@ -138,7 +138,7 @@ def _one(tmp_path: Path, files: dict[str, object]) -> set[str]:
 @pytest.mark.parametrize(
     ("files", "rule"),
     [
-        ({"tokenizer_config.json": {"tokenizer_class": "BertTokenizerFast", "tokenizer_file": "/etc/tokenizer.json"}},
+        ({"tokenizer_config.json": {"tokenizer_class": "BertTokenizerFast", "tokenizer_file": "/etc/passwd"}},
          "WS-REPO-013"),
         ({"tokenizer_config.json": {"merges_file": "../../merges.txt"}}, "WS-REPO-013"),
         ({"0_Transformer/sentence_bert_config.json": {"tokenizer_args": {"vocab_file": "~/secret.txt"}}},
@@ -150,11 +150,11 @@ def _one(tmp_path: Path, files: dict[str, object]) -> set[str]:
                           "sentence_transformers": {"activation_fn": "torch.utils.collect_env.main"}}},
          "WS-REPO-014"),
         ({"config.json": {"sbert_ce_default_activation_function": "torch.utils.collect_env.main"}}, "WS-REPO-014"),
-        ({"config.json": {"backbone": "/opt/models/other", "use_pretrained_backbone": True}}, "WS-REPO-013"),
+        ({"config.json": {"backbone": "/usr/lib", "use_pretrained_backbone": True}}, "WS-REPO-013"),
         ({"audio_tokenizer_config.json": {"audio_tokenizer_class": "AutoModel",
-                                          "audio_tokenizer_name_or_path": "/opt/models/other"}}, "WS-REPO-013"),
+                                          "audio_tokenizer_name_or_path": "/usr/lib"}}, "WS-REPO-013"),
         ({"processor_config.json": {"audio_tokenizer": {"audio_tokenizer_class": "AutoModel",
-                                                        "audio_tokenizer_name_or_path": "C:\\models\\x"}}},
+                                                        "audio_tokenizer_name_or_path": "\\\\srv\\models\\x"}}},
          "WS-REPO-013"),
         ({"router_config.json": {"types": {"../../elsewhere": "sentence_transformers.models.Transformer"}}},
          "WS-REPO-013"),
@@ -163,11 +163,11 @@ def _one(tmp_path: Path, files: dict[str, object]) -> set[str]:
         ({"0_Transformer/sentence_bert_config.json": {"model_args": {"trust_remote_code": True}}}, "WS-REPO-003"),
         # A fifteenth review: a list of files, a name relative to the working folder (opened as given), a weights
         # variant that walks into folders, a sentence-transformers tokenizer path.
-        ({"tokenizer_config.json": {"fast_tokenizer_files": ["/opt/tokenizer.1.json"]}}, "WS-REPO-013"),
+        ({"tokenizer_config.json": {"fast_tokenizer_files": ["/etc/passwd"]}}, "WS-REPO-013"),
         ({"tokenizer_config.json": {"tokenizer_file": "elsewhere/tokenizer.json"}}, "WS-REPO-013"),
         ({"sentence_bert_config.json": {"tokenizer_args": {"tokenizer_file": "tokenizer.json"}}}, "WS-REPO-013"),
         ({"sentence_bert_config.json": {"model_args": {"variant": "x/../../../outside/evil"}}}, "WS-REPO-013"),
-        ({"sentence_bert_config.json": {"tokenizer_name_or_path": "/opt/models/other"}}, "WS-REPO-013"),
+        ({"sentence_bert_config.json": {"tokenizer_name_or_path": "/usr/lib"}}, "WS-REPO-013"),
         ({"modules.json": '[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer", '
                           '"zz": ' + "[" * 990 + "0" + "]" * 990 + "}]"}, "WS-REPO-017"),
         # A sixteenth review (diffusers 0.42.1, peft 0.21.2, each load proved with an audit hook and a canary in the
@@ -176,9 +176,9 @@ def _one(tmp_path: Path, files: dict[str, object]) -> set[str]:
         # subfolder, AutoPeftModel loads the base model from a local path.
         ({"adapter_config.json": {"peft_type": "MULTITASK_PROMPT_TUNING", "prompt_tuning_init": "AVERAGE_SOURCE_TASKS",
                                   "prompt_tuning_init_state_dict_path": "source_tasks.pt"}}, "WS-REPO-013"),
-        ({"adapter_config.json": {"peft_type": "SHADOW", "shadow_model": "/opt/models/other"}}, "WS-REPO-013"),
+        ({"adapter_config.json": {"peft_type": "SHADOW", "shadow_model": "/usr/lib"}}, "WS-REPO-013"),
         ({"modular_model_index.json": {"_class_name": "StableDiffusionXLModularPipeline", "vae": [
-            "diffusers", "AutoencoderKL", {"pretrained_model_name_or_path": "/opt/models/vae", "subfolder": None}]}},
+            "diffusers", "AutoencoderKL", {"pretrained_model_name_or_path": "/usr/lib", "subfolder": None}]}},
          "WS-REPO-013"),
         ({"modular_model_index.json": {"_class_name": "StableDiffusionXLModularPipeline", "vae": [
             "diffusers", "AutoencoderKL", {"pretrained_model_name_or_path": "stabilityai/stable-diffusion-xl-base-1.0",
@@ -227,7 +227,7 @@ def test_role_files_are_read_by_name_whatever_they_start_with(tmp_path: Path) ->
     entry = [{"idx": 0, "name": "0", "path": "", "type": "mypool.MyPooling"}]
     (tmp_path / "modules.json").write_text(" \n" * 40_000 + json.dumps(entry))
     (tmp_path / "mypool.py").write_text("class MyPooling:\n    pass\n")
-    (tmp_path / "tokenizer_config.json").write_text("\n" * 70_000 + json.dumps({"tokenizer_file": "/etc/x.json"}))
+    (tmp_path / "tokenizer_config.json").write_text("\n" * 70_000 + json.dumps({"tokenizer_file": "/etc/passwd"}))
     (tmp_path / "padded.json").write_text(" " * 70_000 + json.dumps({"auto_map": {"AutoModel": "a--b.C"}}))
     assert {"WS-REPO-008", "WS-REPO-013", "WS-REPO-002"} <= rule_ids(scan(tmp_path))
 

@@ -12,6 +12,7 @@ import enum
 import importlib
 import inspect
 import pkgutil
+import re
 import sys
 import tempfile
 import types
@@ -626,9 +627,17 @@ def sklearn_function_names() -> list[str]:
     return sorted(names)
 
 
+# Model classes transformers exports that no Auto class maps to (SDXL's CLIPTextModelWithProjection): what a model
+# class is named like. transformers resolves `architectures` with getattr on itself, so an exported name needs no code.
+MODEL_CLASS_NAME = re.compile(r"^[A-Z]\w*(Model|LMHeadModel|WithProjection|Encoder|Decoder|For[A-Z]\w*)$")
+
+
 def architecture_names() -> list[str]:
-    """Every model class transformers' Auto classes map to: what `architectures` in config.json names."""
-    names: set[str] = set()
+    """Every model class transformers' Auto classes map to, and every exported one named like a model class: what
+    `architectures` in config.json names."""
+    import transformers
+
+    names: set[str] = {name for name in dir(transformers) if MODEL_CLASS_NAME.match(name)}
     for module_name in ("modeling_auto", "modeling_tf_auto", "modeling_flax_auto"):
         module = importlib.import_module(f"transformers.models.auto.{module_name}")
         for attr, value in vars(module).items():
@@ -912,7 +921,8 @@ def main() -> int:
     )
     write(
         "architectures",
-        "Model classes transformers ships (its Auto mappings): config.json architectures that need no custom code.",
+        "Model classes transformers ships (its Auto mappings, and every exported class named like a model class): "
+        "config.json architectures that need no custom code.",
         architecture_names(),
         list_name="transformers-architectures",
         pack="known-architectures",

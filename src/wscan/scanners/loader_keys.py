@@ -12,7 +12,9 @@ folder, folders to write to and names to import become observations; the rules j
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,6 +38,8 @@ from wscan.scanners.python_code import OUTSIDE_PATH
 # `vocab`, `source_spm`, `target_spm`), an image processor's `class_info_file`/`repo_path` (OneFormer), Sudachi's
 # config (inline JSON whose plugin `class` is a shared library sudachi dlopens: native code ran), Tesseract options
 # (`-c debug_file=...` wrote a file anywhere), and Bark's speaker_embeddings_path.json presets.
+# A twenty-first review: special_tokens_map.json's file keys (copied into the tokenizer's arguments), a config.json with
+# `pretrained_cfg` read as an image processor's settings (OneFormer's class_info_file), MyT5's byte_maps.json.
 # A nineteenth review, open_clip: open_clip_config.json's text tower (`hf_model_name`, `hf_tokenizer_name`) loaded a
 # whole model from elsewhere, a `timm_model_name` of "local-dir:<path>" read a config there, and `tokenizer_kwargs`
 # (handed to AutoTokenizer or the built-in tokenizer as they are) read a `tokenizer_file` or `bpe_path` anywhere and,
@@ -47,12 +51,28 @@ FILE_SUFFIXES = ("_file", "_files")
 TOKENIZER_FILE_KEYS = frozenset({"vocab", "source_spm", "target_spm", "sentencepiece_model_ckpt",
                                  "pretrained_vocab_file_torch"})  # fmt: skip
 PROCESSOR_PATHS = frozenset({"repo_path"})  # OneFormer: os.path.join(repo_path, class_info_file), tried locally first
-PROCESSOR_ROLES = frozenset({"preprocessor-config", "processor-config"})
+# timm-config: a config.json with `pretrained_cfg`, which AutoImageProcessor reads as the image processor's settings.
+PROCESSOR_ROLES = frozenset({"preprocessor-config", "processor-config", "timm-config"})
+# Files whose top-level keys become a tokenizer's arguments: tokenizer_config.json, and special_tokens_map.json
+# (every key is copied in when the config has no `added_tokens_decoder`, after the folder's files were found).
+TOKENIZER_ARGUMENT_ROLES = frozenset({"tokenizer-config", "special-tokens"})
+BYTE_MAPS = frozenset({"decompose_map", "merge_map"})  # MyT5's byte_maps.json: a string is a rules file's path
 SUDACHI_PATHS = frozenset({"sudachi_config_path", "sudachi_resource_dir"})  # in `sudachi_kwargs`, opened as given
 SUDACHI_BUILTIN = "com.worksap.nlp.sudachi."  # plugin classes sudachi ships; any other `class` is dlopen'd
 # Options handed to a program's command line: Tesseract's (pytesseract shlex-splits `tesseract_config`), MeCab's.
 TOOL_OPTIONS = {"tesseract_config": "Tesseract", "mecab_option": "MeCab"}
-PLAIN_TESSERACT = re.compile(r"(\s*--(?:psm|oem|dpi)\s+\d+)*\s*")  # page segmentation, engine, resolution only
+# What OCR setups pass Tesseract: page segmentation, engine and resolution, and `-c` settings that only steer
+# recognition. Any other option (`-c debug_file=...`, a config file, `--user-words`, a tessdata folder) is reported.
+TESSERACT_NUMBERS = frozenset({"--psm", "--oem", "--dpi"})
+TESSERACT_SETTINGS = frozenset({"preserve_interword_spaces", "tessedit_char_whitelist", "tessedit_char_blacklist",
+                                "tessedit_do_invert", "load_system_dawg", "load_freq_dawg", "classify_bln_numeric_mode",
+                                "textord_heavy_nr", "textord_min_linesize", "thresholding_method"})  # fmt: skip
+# A path that names the same place from any folder. Network paths (UNC, `//host`) are never looked up: a lookup may
+# reach the network. Others are: an absolute path inside the model folder is its own (a modular pipeline saves the
+# folder's path), and one that names nothing on this machine is a leftover of the writer's, which the load here
+# cannot open (reported apart, at a lower severity: real files carry them).
+ABSOLUTE = re.compile(r"^(/|[A-Za-z]:[\\/])")
+NETWORK = re.compile(r"^(\\\\|//)")
 SPEAKER_EMBEDDINGS = "bark-speaker-embeddings"
 OPEN_CLIP = "open-clip-config"
 OPEN_CLIP_MODELS = frozenset({"hf_model_name", "hf_tokenizer_name"})
@@ -87,6 +107,10 @@ def loader_keys(artifact: Artifact, top: Any, role: str) -> Iterator[Observation
     if role == SPEAKER_EMBEDDINGS and isinstance(top, dict):
         yield from _speaker_embeddings(artifact, top)
         return
+    if role in PROCESSOR_ROLES and isinstance(top, dict) and "repo_path" in top and top["repo_path"] is None:
+        info = top.get("class_info_file")  # OneFormer joins it to "" then: opened from the working folder
+        if isinstance(info, str) and info and not OUTSIDE_PATH.search(info):
+            yield from _outside(artifact, role, "class_info_file", info, AS_GIVEN)
     stack: list[tuple[str, str, Any]] = [("", "", top)]  # (where, the key holding it, a dict or list)
     seen = 0
     while stack:
@@ -115,8 +139,7 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
             how, value = AS_GIVEN, value[len(LOCAL_DIR) :]
         for path in _strings(value) if how else []:
             if _leaves(how, key, path):
-                yield artifact.observe("repo.outside_path", role=role, field=field[:MAX_SHOWN], value=path[:MAX_SHOWN],
-                                       how=how)  # fmt: skip
+                yield from _outside(artifact, role, field, path, how)
     if key in CALLED_KEYS or key in LOADED_KEYS:
         use = "called" if key in CALLED_KEYS else "loaded"
         for reference in _dotted(value):
@@ -141,7 +164,7 @@ def _tools(artifact: Artifact, role: str, field: str, holder: str, key: str, val
     tool = TOOL_OPTIONS.get(key)
     if tool == "MeCab" and holder != "mecab_kwargs":
         tool = None
-    if tool is not None and not (tool == "Tesseract" and PLAIN_TESSERACT.fullmatch(value)):
+    if tool is not None and not (tool == "Tesseract" and _plain_tesseract(value)):
         yield artifact.observe("repo.tool_options", role=role, field=field[:MAX_SHOWN], tool=tool,
                                value=value[:MAX_SHOWN])  # fmt: skip
     if key == "ocr_lang" and ("/" in value or "\\" in value or ".." in value):  # Tesseract's -l: a traineddata path
@@ -151,6 +174,23 @@ def _tools(artifact: Artifact, role: str, field: str, holder: str, key: str, val
         for library in _sudachi_plugins(value):
             yield artifact.observe("repo.native_plugin", role=role, field=field[:MAX_SHOWN], tool="Sudachi",
                                    library=library[:MAX_SHOWN])  # fmt: skip
+
+
+def _plain_tesseract(options: str) -> bool:
+    """Whether Tesseract options (split as pytesseract splits them, with shlex) only steer recognition."""
+    try:
+        words = shlex.split(options)
+    except ValueError:
+        return False
+    while words:
+        option = words.pop(0)
+        argument = words.pop(0) if words else ""
+        if option in TESSERACT_NUMBERS and argument.isdigit():
+            continue
+        if option == "-c" and argument.split("=", 1)[0] in TESSERACT_SETTINGS and "=" in argument:
+            continue
+        return False
+    return True
 
 
 def _sudachi_plugins(config: str) -> list[str]:
@@ -184,8 +224,7 @@ def _speaker_embeddings(artifact: Artifact, top: dict[str, Any]) -> Iterator[Obs
         for prompt, path in prompts.items():
             if isinstance(path, str) and path and (not rooted or OUTSIDE_PATH.search(path)):
                 how = MODEL if rooted else "from / (no repo_or_path)"
-                yield artifact.observe("repo.outside_path", role=SPEAKER_EMBEDDINGS, how=how,
-                                       field=f"{preset}.{prompt}"[:MAX_SHOWN], value=path[:MAX_SHOWN])  # fmt: skip
+                yield from _outside(artifact, SPEAKER_EMBEDDINGS, f"{preset}.{prompt}", path, how)
 
 
 def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
@@ -196,7 +235,9 @@ def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
         return AS_GIVEN if key in ADAPTER_AS_GIVEN else MODEL
     if role == DIFFUSERS_INDEX and key in ARGUMENT_PATHS:  # anywhere: specs sit in lists under component names
         return MODEL if key == "pretrained_model_name_or_path" else IN_REPOSITORY
-    if (role == "tokenizer-config" and field == key) or holder in TOKENIZER_HOLDERS:
+    if (holder == "sp_model_kwargs" and key == "model_file") or (role == "myt5-byte-maps" and key in BYTE_MAPS):
+        return AS_GIVEN  # SentencePieceProcessor(model_file=...) loads it before the tokenizer's own file
+    if (role in TOKENIZER_ARGUMENT_ROLES and field == key) or holder in TOKENIZER_HOLDERS:
         if _tokenizer_file(holder, key):
             return AS_GIVEN
         if holder not in TOKENIZER_HOLDERS or key not in ARGUMENT_PATHS:
@@ -207,9 +248,38 @@ def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
         return MODEL
     if holder.endswith(ARGUMENT_HOLDERS) and (key in ARGUMENT_PATHS or key.endswith(PATH_SUFFIXES)):
         return IN_REPOSITORY
+    if role == "adapter-config" and key == "tokenizer_name_or_path":
+        return None  # peft loads a prompt-tuning init tokenizer only to train; from_pretrained sets inference mode
     if key in MODEL_PATHS or (role == OPEN_CLIP and key in OPEN_CLIP_MODELS):
         return MODEL
     return IN_REPOSITORY if role == "sentence-transformers-modules" and key == "path" else None
+
+
+def _outside(artifact: Artifact, role: str, field: str, path: str, how: str) -> Iterator[Observation]:
+    """A path that leaves the model folder (`repo.outside_path`), or names nothing on this machine
+    (`repo.leftover_path`); nothing for an absolute path to the folder itself or inside it."""
+    where = placement(artifact, path)
+    if where != INSIDE:
+        kind = "repo.leftover_path" if where == ABSENT else "repo.outside_path"
+        yield artifact.observe(kind, role=role, field=field[:MAX_SHOWN], value=path[:MAX_SHOWN], how=how)
+
+
+INSIDE, ABSENT, ELSEWHERE = "inside", "absent", "elsewhere"
+
+
+def placement(artifact: Artifact, path: str) -> str:
+    """Where an absolute path leads from the file's folder: INSIDE it, ABSENT on this machine, or ELSEWHERE (also
+    every path that is not absolute, every network path, and every path in an archive, which are not looked up)."""
+    if artifact.real_path is None or not ABSOLUTE.match(path) or NETWORK.match(path):
+        return ELSEWHERE
+    try:
+        folder = os.path.realpath(artifact.real_path.parent)
+        target = os.path.realpath(path)
+        if target == folder or target.startswith(folder.rstrip(os.sep) + os.sep):
+            return INSIDE
+        return ELSEWHERE if os.path.lexists(path) else ABSENT
+    except (OSError, ValueError):  # a NUL in the path, a name too long: nothing there to open either
+        return ABSENT
 
 
 def _tokenizer_file(holder: str, key: str) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.loader_keys import join_field, loader_keys
+from wscan.scanners.loader_keys import ELSEWHERE, join_field, loader_keys, placement
 from wscan.scanners.python_code import OUTSIDE_PATH
 from wscan.strict_json import TOO_DEEP, JsonRejected, loads_lenient, loads_strict
 
@@ -49,6 +49,7 @@ JSON_ROLES = {
     "audio_tokenizer_config.json": "audio-tokenizer-config",
     "speaker_embeddings_path.json": "bark-speaker-embeddings",  # BarkProcessor's voice presets: paths to .npy files
     "open_clip_config.json": "open-clip-config",  # open_clip's model, preprocessing and tokenizer settings
+    "byte_maps.json": "myt5-byte-maps",  # MyT5Tokenizer's byte rewriting rules
 }
 # Roles whose file is a JSON list, not an object (sentence-transformers' modules.json).
 LIST_ROLES = frozenset({"sentence-transformers-modules"})
@@ -116,7 +117,9 @@ class RepoJsonScanner:
         if len(data) > MAX_FIELD_CHARS:  # a string is never longer in characters than in bytes
             yield from _oversized(artifact, top, role)
         yield from _custom_code(artifact, top, role, data)
-        yield from loader_keys(artifact, top, role)
+        # A config.json with `pretrained_cfg` is a timm checkpoint's: AutoImageProcessor takes its processor keys.
+        timm = role == "config" and isinstance(top.get("pretrained_cfg"), dict)
+        yield from loader_keys(artifact, top, "timm-config" if timm else role)
         yield from _templates(artifact, top, role, data)
         if role == "config":
             yield from _config_facts(artifact, top)
@@ -125,7 +128,8 @@ class RepoJsonScanner:
             yield artifact.observe(
                 "fact.adapter", peft_type=str(top.get("peft_type", ""))[:64], base_model=str(base or "")[:200]
             )
-            if isinstance(base, str) and OUTSIDE_PATH.search(base):  # AutoPeftModel loads the base model there
+            # AutoPeftModel loads the base model there; a path that names nothing here is the writer's leftover.
+            if isinstance(base, str) and OUTSIDE_PATH.search(base) and placement(artifact, base) == ELSEWHERE:
                 yield artifact.observe("repo.adapter_base_path", base_model=base[:200])
 
 
