@@ -19,6 +19,7 @@ MAX_NESTING = 100  # Python's own parser stops at 200 open brackets
 _PREFIX = re.compile(r"[A-Za-z]*")  # a string literal's prefix letters (r, u, b, f, in any case)
 # A backslash escape as Python's literal reader takes one (short forms too, which it refuses as malformed).
 _ESCAPE = re.compile(r"\\(?:N\{[^}]*\}|x[0-9A-Fa-f]{0,2}|u[0-9A-Fa-f]{0,4}|U[0-9A-Fa-f]{0,8}|[0-7]{1,3}|[\s\S])")
+_SIMPLE_ESCAPES = frozenset("\\'\"abfnrtv\n")  # the one-character escapes Python decodes (octal digits apart)
 _SKIPPED = (tokenize.NL, tokenize.COMMENT)
 _END = (tokenize.NEWLINE, tokenize.ENDMARKER)  # the end of the one logical line a literal may take
 _NAMES: dict[str, object] = {"True": True, "False": False, "None": None}
@@ -53,6 +54,8 @@ def _unescape(match: re.Match[str]) -> str:
     """One backslash escape, decoded by the unicode_escape codec; an unknown one (a backslash before q or €) stays
     as written, as Python keeps it."""
     escape = match.group()
+    if len(escape) == 2 and escape[1] not in _SIMPLE_ESCAPES and escape[1] not in "xuUN01234567":
+        return escape  # unknown: kept as written (the codec would too, after a warning that quotes the text)
     if escape.isascii():
         return escape.encode("ascii").decode("unicode_escape")
     if escape.startswith("\\N"):  # no character is named outside ASCII: Python refuses the literal
