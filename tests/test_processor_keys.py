@@ -362,3 +362,29 @@ def test_an_adapter_base_path_is_reported_only_where_it_exists(tmp_path: Path) -
     for base, expected in ((str(tmp_path / "gone"), set()), (str(tmp_path), {"WS-REPO-018"})):
         (model / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "base_model_name_or_path": base}))
         assert rule_ids(scan(model)) & {"WS-REPO-018"} == expected, base
+
+
+def test_paths_under_automount_roots_are_never_looked_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Looking up /net/<host>/... makes an automounter mount that host's share: network traffic during a scan. Such
+    paths (and `//host`) are judged without a lookup, as leaving the folder."""
+    looked_up: list[str] = []
+    real_lexists, real_realpath = os.path.lexists, os.path.realpath
+
+    def lexists(path: str) -> bool:
+        looked_up.append(str(path))
+        return real_lexists(path)
+
+    def realpath(path: str, *args: object, **kwargs: object) -> str:
+        looked_up.append(str(path))
+        return real_realpath(path)
+
+    monkeypatch.setattr(os.path, "lexists", lexists)
+    monkeypatch.setattr(os.path, "realpath", realpath)
+    model = tmp_path / "model"
+    model.mkdir()
+    for path in ("/net/attacker.example/share/vae", "/x/../net/attacker.example/vae", "//attacker.example/vae"):
+        (model / "modular_model_index.json").write_text(json.dumps({"_class_name": "X", "vae": [
+            "diffusers", "AutoencoderKL", {"pretrained_model_name_or_path": path}]}))  # fmt: skip
+        looked_up.clear()
+        assert "WS-REPO-013" in rule_ids(scan(model)), path
+        assert not [p for p in looked_up if "attacker" in p], looked_up
