@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import joblib
+import numpy as np
 import pytest
 
 from tests.helpers.scanning import scan
@@ -22,14 +24,12 @@ def _high(path: Path) -> list[str]:
 
 
 def test_real_joblib_09_pickles_pass_and_load(tmp_path: Path) -> None:
-    joblib = pytest.importorskip("joblib")
     for name in ("joblib_0.9.2_pickle_py35_np19.pkl", "joblib_0.9.4.dev0_compressed_cache_size_pickle_py35_np19.gz"):
         assert isinstance(joblib.load(OLD / name), list)  # what the library wrote, and still loads
     assert not _high(OLD)
 
 
 def _wrapped(tmp_path: Path, filename: str) -> Path:
-    import numpy as np
     from joblib.numpy_pickle_compat import NDArrayWrapper
 
     sample = tmp_path / "model.pkl"
@@ -47,8 +47,6 @@ class _Payload:
 
 def test_a_hostile_array_beside_the_pickle_is_scanned_through_it(tmp_path: Path) -> None:
     """joblib.load unpickles the object array the wrapper names; scanning the pickle alone finds it."""
-    np = pytest.importorskip("numpy")
-    pytest.importorskip("joblib")
     marker = tmp_path / "ran"
     sample = _wrapped(tmp_path, "model.pkl_01.npy")
     np.save(tmp_path / "model.pkl_01.npy", np.array([_Payload(marker)], dtype=object), allow_pickle=True)
@@ -62,7 +60,6 @@ def test_a_hostile_array_beside_the_pickle_is_scanned_through_it(tmp_path: Path)
 
 @pytest.mark.parametrize("filename", ["/etc/hostname", "../outside.npy", "sub/../../outside.npy", "C:x.npy"])
 def test_a_wrapper_naming_a_file_elsewhere_is_critical(tmp_path: Path, filename: str) -> None:
-    pytest.importorskip("joblib")
     (tmp_path / "inner").mkdir()
     sample = _wrapped(tmp_path / "inner", filename)
     assert any(f.startswith("WS-PKL-034") for f in _high(sample)), _high(sample)
@@ -70,7 +67,6 @@ def test_a_wrapper_naming_a_file_elsewhere_is_critical(tmp_path: Path, filename:
 
 def test_a_wrapper_whose_name_is_computed(tmp_path: Path) -> None:
     """The name joblib reads is the one the state holds at the wrapper's BUILD; one a call makes is unknown."""
-    pytest.importorskip("joblib")
     sample = _wrapped(tmp_path, "model.pkl_01.npy")
     (tmp_path / "model.pkl_01.npy").write_bytes((OLD / "joblib_0.9.2_pickle_py35_np19.pkl_01.npy").read_bytes())
     assert not _high(sample)

@@ -100,7 +100,6 @@ def test_scipy_distributions_as_scipy_before_1_6_wrote_them_pass(tmp_path: Path)
     template and the code that fills it are the same, read from the 1.6.3, 1.7.3 and 1.8.1 wheels' sources.) The
     old state is made here by SciPy's own code of that time, `(self._updated_ctor_param(), self._random_state)`,
     and today's SciPy loads it."""
-    pytest.importorskip("scipy")
     from scipy import stats
     from scipy.stats._distn_infrastructure import rv_continuous, rv_discrete
 

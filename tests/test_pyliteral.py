@@ -138,10 +138,7 @@ _DTYPES = [
 @pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
 def test_headers_numpy_writes_read_as_numpy_reads_them(dtype: object, version: tuple[int, int]) -> None:
     buffer = io.BytesIO()
-    try:
-        np.lib.format.write_array(buffer, np.zeros((2,), dtype=dtype), version=version, allow_pickle=True)
-    except ValueError:
-        pytest.skip("numpy cannot write this dtype in this version")  # non-latin-1 names need version 3
+    np.lib.format.write_array(buffer, np.zeros((2,), dtype=dtype), version=version, allow_pickle=True)
     header, data_start = read_header(io.BytesIO(buffer.getvalue()), 1 << 20)
     assert not isinstance(header, str), header
     buffer.seek(0)

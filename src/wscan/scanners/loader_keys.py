@@ -11,6 +11,7 @@ folder, folders to write to and names to import become observations; the rules j
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -40,12 +41,12 @@ from wscan.scanners.python_code import OUTSIDE_PATH
 # `vocab`, `source_spm`, `target_spm`), an image processor's `class_info_file`/`repo_path` (OneFormer), Sudachi's
 # config (inline JSON whose plugin `class` is a shared library sudachi dlopens: native code ran), Tesseract options
 # (`-c debug_file=...` wrote a file anywhere), and Bark's speaker_embeddings_path.json presets.
-# A twenty-first review: special_tokens_map.json's file keys (copied into the tokenizer's arguments), a config.json with
-# `pretrained_cfg` read as an image processor's settings (OneFormer's class_info_file), MyT5's byte_maps.json.
 # A nineteenth review, open_clip: open_clip_config.json's text tower (`hf_model_name`, `hf_tokenizer_name`) loaded a
 # whole model from elsewhere, a `timm_model_name` of "local-dir:<path>" read a config there, and `tokenizer_kwargs`
 # (handed to AutoTokenizer or the built-in tokenizer as they are) read a `tokenizer_file` or `bpe_path` anywhere and,
 # with `trust_remote_code: true`, opted in to the folder's code on the user's behalf: the code ran.
+# A twenty-first review: special_tokens_map.json's file keys (copied into the tokenizer's arguments), a config.json with
+# `pretrained_cfg` read as an image processor's settings (OneFormer's class_info_file), MyT5's byte_maps.json.
 # Not the paths `save_pretrained` records and nothing reads back, nor a training script's paths in config.json.
 FILE_SUFFIXES = ("_file", "_files")
 # A tokenizer's `vocab_files_names` keys that do not end in `_file` (every key of transformers 4.57.6; the tests read
@@ -295,12 +296,9 @@ def placement(artifact: Artifact, path: str) -> str:
 def _automount_roots() -> tuple[str, ...]:
     """AUTOMOUNT_ROOTS, and the autofs mount points this machine lists (read once; local, never the network)."""
     listed: list[str] = []
-    try:
-        with open("/proc/mounts", encoding="utf-8", errors="replace") as mounts:
-            rows = (line.split() for line in mounts)
-            listed = [fields[1] for fields in rows if len(fields) > 2 and fields[2] == "autofs"]
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/mounts", encoding="utf-8", errors="replace") as mounts:
+        rows = (line.split() for line in mounts)
+        listed = [fields[1] for fields in rows if len(fields) > 2 and fields[2] == "autofs"]
     return (*AUTOMOUNT_ROOTS, *listed)
 
 
