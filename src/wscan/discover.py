@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from wscan.lookup import resolve, walk
 from wscan.model import Location, Observation
 
 LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1"
@@ -37,6 +38,7 @@ LOADER_FILES = frozenset({
     "target_vocab.json", "tokenizer.model", "vocab-src.json", "vocab-tgt.json", "vocab.bin", "vocab.json", "vocab.pkl",
     "vocab.txt", "word_pronunciation.json", "word_shape.json",
 })  # fmt: skip
+MAX_TARGET = 500  # of a link's target, shown
 LOADER_FOLDERS = frozenset({"additional_chat_templates"})  # every file in them is read by name (a template each)
 
 
@@ -80,7 +82,7 @@ def _hf_cache_repo(folder: Path) -> bool:
     return os.path.basename(os.path.abspath(folder)).startswith(("models--", "datasets--", "spaces--"))
 
 
-def _allowed(link: Path, target: Path, root: Path) -> bool:
+def stays_inside(link: Path, target: Path, root: Path) -> bool:
     """Whether a link's resolved target stays inside the scan root (or, in a Hugging Face cache, its repo)."""
     hf_root = _hf_repo_root(Path(os.path.abspath(link)))
     return _inside(target, root) or (hf_root is not None and _inside(target, Path(os.path.realpath(hf_root))))
@@ -104,25 +106,36 @@ def discover(paths: list[Path]) -> Iterator[FileEntry | Observation]:
 
 
 def _walk(top: Path) -> Iterator[FileEntry | Observation]:
+    """Each folder's files, then its subfolders, in name order. A folder that cannot be listed is reported, not
+    passed over."""
     root = Path(os.path.realpath(top))
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-        here = Path(dirpath)
+    for folder in walk(top):
+        here = folder.path
+        if folder.error is not None:
+            yield _skip(display_path(here), "file.unreadable", reason=folder.error.strerror or str(folder.error))
+            continue
         # In a Hugging Face cache, blobs are reached through the snapshots that name them. Only in a real cache
         # repo folder: elsewhere blobs/ is just a folder (a loader reads it; an attestation hashes it).
-        if "blobs" in dirnames and "snapshots" in dirnames and _hf_cache_repo(here):
-            dirnames.remove("blobs")
-        dirnames.sort()
-        for name in list(dirnames):
-            link = here / name
-            if link.is_symlink():
-                dirnames.remove(name)
-                target = Path(os.path.realpath(link))
-                yield _skip(display_path(link), "file.symlink_dir", target=target.as_posix(),
-                            outside=not _allowed(link, target, root))  # fmt: skip
+        if "blobs" in folder.folders and "snapshots" in folder.folders and _hf_cache_repo(here):
+            folder.folders.remove("blobs")
         shown = display_path(here)  # once per folder: a file's display name is its folder's plus its own
         prefix = "" if shown == "." else shown.rstrip("/") + "/"
-        for name in sorted(filenames):
-            yield from _entry(here / name, root, prefix + name)
+        links = [entry.name for entry in folder.entries if entry.is_symlink()]
+        linked = {name for name in links if _links_to_folder(here / name, root)}
+        for name in sorted(linked):
+            target = Path(str(resolve(here / name, root)))
+            yield _skip(prefix + name, "file.symlink_dir", target=target.as_posix(),
+                        outside=not stays_inside(here / name, target, root))  # fmt: skip
+        subfolders = set(folder.folders)
+        for entry in folder.entries:
+            if entry.name not in linked and entry.name not in subfolders:
+                yield from _entry(here / entry.name, root, prefix + entry.name)
+
+
+def _links_to_folder(link: Path, root: Path) -> bool:
+    """Whether a link leads to a folder; one onto a network share is not looked up, and is reported as a file."""
+    target = resolve(link, root)
+    return target is not None and os.path.isdir(link)
 
 
 def _lfs_head(path: str, size: int) -> bytes:
@@ -141,11 +154,15 @@ def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileE
     try:
         info = os.lstat(where)
         if stat.S_ISLNK(info.st_mode):
-            target = Path(os.path.realpath(path))
-            if not os.path.exists(target):
+            resolved = resolve(path, root)
+            if resolved is None:
+                yield _skip(display, "file.symlink_network", target=os.readlink(path)[:MAX_TARGET])
+                return
+            target = Path(resolved)
+            if not os.path.exists(path):
                 yield _skip(display, "file.broken_symlink", target=os.readlink(path))
                 return
-            if not _allowed(path, target, root):
+            if not stays_inside(path, target, root):
                 code = path.name.endswith(CODE_SUFFIXES) or target.name.endswith(CODE_SUFFIXES)
                 weights = not code and (path.name.lower().endswith(WEIGHT_SUFFIXES) or path.name in LOADER_FILES
                                         or path.parent.name in LOADER_FOLDERS)

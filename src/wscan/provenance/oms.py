@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
+from wscan.lookup import walk
+
 DEFAULT_SIGNATURE = "model.sig"
 T = TypeVar("T")
 
@@ -144,9 +146,9 @@ def _empty_files(model_dir: Path, ignore: Iterable[Path]) -> list[str]:
         with contextlib.suppress(ValueError):
             ignored.append(PurePosixPath(Path(os.path.abspath(full)).relative_to(os.path.abspath(model_dir)).as_posix()))
     empty = []
-    for dirpath, _, filenames in os.walk(model_dir):
-        for name in filenames:
-            path = Path(dirpath) / name
+    for folder in walk(model_dir):
+        for name in (entry.name for entry in folder.entries if entry.name not in folder.folders):
+            path = folder.path / name
             rel = PurePosixPath(path.relative_to(model_dir).as_posix())
             with contextlib.suppress(OSError):
                 info = os.lstat(path)

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from wscan import __version__
 from wscan.config import Config
 from wscan.discover import display_path
+from wscan.lookup import walk as walk_folders
 from wscan.model import AttrValue, Location, Observation, Severity
 from wscan.provenance.oms import Method, Resource, SignatureProblem, hash_model, hashing_for, signed_manifest
 from wscan.report import FILE_SCANNED, FileResult, Report
@@ -211,15 +212,13 @@ def _walk(model_dir: Path, ignores: Sequence[str]) -> Walk:
     def relative(path: Path | str) -> str:
         return Path(path).relative_to(model_dir).as_posix()
 
-    def failed(error: OSError) -> None:
-        where = error.filename if error.filename is not None else model_dir
-        walk.unreadable.append((relative(where), error.strerror or type(error).__name__))
-
-    for dirpath, dirnames, filenames in os.walk(model_dir, onerror=failed):
-        base = Path(dirpath)
+    for folder in walk_folders(model_dir):
+        if folder.error is not None:
+            walk.unreadable.append((relative(folder.path), folder.error.strerror or type(folder.error).__name__))
+            continue
         keep: list[str] = []
-        for name in [*dirnames, *filenames]:
-            path = base / name
+        for entry in folder.entries:
+            name, path = entry.name, folder.path / entry.name
             rel = relative(path)
             if any(PurePosixPath(rel).is_relative_to(p) for p in ignored):
                 continue
@@ -240,7 +239,7 @@ def _walk(model_dir: Path, ignores: Sequence[str]) -> Walk:
                     walk.unreadable.append((rel, problem))
             else:
                 walk.special.append((rel, next((k for test, k in _SPECIAL if test(mode)), "special file")))
-        dirnames[:] = [d for d in dirnames if d in keep]
+        folder.folders[:] = [d for d in folder.folders if d in keep]
     walk.links.sort()
     walk.special.sort()
     walk.unreadable.sort()

@@ -26,6 +26,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TypeGuard
 
+from wscan.lookup import is_file, resolve
 from wscan.model import Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.loader_keys import DIFFUSERS_INDEX, loader_keys
@@ -66,12 +67,13 @@ def _code(artifact: Artifact, loader: str, field: str, reference: str, file: str
 
 
 def _exists(artifact: Artifact, relative: str) -> bool:
-    """Whether the path (file, package folder, zip) exists from the manifest's folder; inside an archive it cannot
-    be told, so it counts as there."""
+    """Whether the path (file, package folder, zip) exists from the manifest's folder; inside an archive, or on a
+    network share (not looked up), it cannot be told, so it counts as there."""
     if artifact.real_path is None:
         return True
+    path = artifact.real_path.parent / relative
     try:
-        return os.path.lexists(artifact.real_path.parent / relative)
+        return resolve(path, artifact.real_path.parent) is None or os.path.lexists(path)
     except (OSError, ValueError):
         return True
 
@@ -133,6 +135,8 @@ def _shadowed(artifact: Artifact, folder: str) -> list[str]:
     if artifact.real_path is None or not folder.strip("/"):
         return ["(unknown)"]
     path = artifact.real_path.parent / folder
+    if resolve(path, artifact.real_path.parent) is None:
+        return ["(unknown)"]
     if not path.is_dir():
         return ["(unknown)"] if _exists(artifact, folder) else []  # a zip (zipimport) or another file
     known = COMMON_IMPORTS | frozenset(sys.stdlib_module_names)
@@ -169,7 +173,7 @@ def _diffusers(artifact: Artifact, data: bytes) -> Iterator[ScanItem]:
     if not isinstance(top, dict):
         return
     yield from loader_keys(artifact, top, DIFFUSERS_INDEX)  # a component spec's model path, subfolder, variant
-    if artifact.real_path is not None and (artifact.real_path.parent / "None.py").is_file():
+    if artifact.real_path is not None and is_file(artifact.real_path.parent / "None.py"):
         # diffusers < 0.38 looks for `{custom_pipeline}.py` with custom_pipeline=None, and imports None.py.
         yield _code(artifact, "diffusers", "custom_pipeline", "None", "None.py", True)
     pipeline = top.get("_class_name")

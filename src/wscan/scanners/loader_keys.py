@@ -11,16 +11,14 @@ folder, folders to write to and names to import become observations; the rules j
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shlex
-import sys
 from collections.abc import Iterator
-from functools import cache
 from typing import Any
 
+from wscan.lookup import resolve
 from wscan.model import Observation
 from wscan.scanners.base import Artifact
 from wscan.scanners.python_code import OUTSIDE_PATH
@@ -75,10 +73,7 @@ TESSERACT_SETTINGS = frozenset({"preserve_interword_spaces", "tessedit_char_whit
 # folder's path), and one that names nothing on this machine is a leftover of the writer's, which the load here
 # cannot open (reported apart, at a lower severity: real files carry them).
 ABSOLUTE = re.compile(r"^(/|[A-Za-z]:[\\/])")
-# Nor are paths under automount roots: looking up /net/<host>/... mounts that host's share (macOS does so out of the
-# box; Linux where autofs is set up, listed in /proc/mounts). macOS mounts /home the same way.
-MAC_AUTOMOUNTS = ("/home",) if sys.platform == "darwin" else ()
-AUTOMOUNT_ROOTS = ("/net", "/Network", "/misc", "/afs", "/nfs", "/smb", *MAC_AUTOMOUNTS)
+# Nor are paths on automount shares (/net/<host>/..., by name or through a link: wscan.lookup).
 NETWORK = re.compile(r"^(\\\\|//)")
 SPEAKER_EMBEDDINGS = "bark-speaker-embeddings"
 OPEN_CLIP = "open-clip-config"
@@ -279,27 +274,16 @@ def placement(artifact: Artifact, path: str) -> str:
     every path that is not absolute, every network path, and every path in an archive, which are not looked up)."""
     if artifact.real_path is None or not ABSOLUTE.match(path) or NETWORK.match(path):
         return ELSEWHERE
-    lexical = os.path.normpath(path)  # decided before anything is looked up
-    if any(lexical == root or lexical.startswith(root.rstrip("/") + "/") for root in _automount_roots()):
-        return ELSEWHERE
     try:
         folder = os.path.realpath(artifact.real_path.parent)
-        target = os.path.realpath(path)
+        target = resolve(path, folder)
+        if target is None:
+            return ELSEWHERE
         if target == folder or target.startswith(folder.rstrip(os.sep) + os.sep):
             return INSIDE
         return ELSEWHERE if os.path.lexists(path) else ABSENT
     except (OSError, ValueError):  # a NUL in the path, a name too long: nothing there to open either
         return ABSENT
-
-
-@cache
-def _automount_roots() -> tuple[str, ...]:
-    """AUTOMOUNT_ROOTS, and the autofs mount points this machine lists (read once; local, never the network)."""
-    listed: list[str] = []
-    with contextlib.suppress(OSError), open("/proc/mounts", encoding="utf-8", errors="replace") as mounts:
-        rows = (line.split() for line in mounts)
-        listed = [fields[1] for fields in rows if len(fields) > 2 and fields[2] == "autofs"]
-    return (*AUTOMOUNT_ROOTS, *listed)
 
 
 def _tokenizer_file(holder: str, key: str) -> bool:

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from wscan.discover import _hf_repo_root
+from wscan.discover import stays_inside
+from wscan.lookup import resolve
 from wscan.model import AttrValue, Issue
 from wscan.scanners.onnx_lib import (
     AttributeProto,
@@ -593,13 +594,13 @@ class _ExternalData:
         if self.folder is None or self.root is None:
             return _Target("onnx.external_data_unresolvable", "the model is inside an archive")
         path = self.folder / location
-        real = Path(os.path.realpath(path))
-        if not real.is_relative_to(self.root):
-            hf_root = _hf_repo_root(path)  # a Hugging Face snapshot links into the repo's blobs/
-            if hf_root is None or not real.is_relative_to(Path(os.path.realpath(hf_root))):
-                return _Target("onnx.external_data_escape", "symbolic link leaves the model folder")
+        real = resolve(path, self.root)
+        if real is None:
+            return _Target("onnx.external_data_escape", "symbolic link leads onto a network share")
+        if not stays_inside(path, Path(real), self.root):  # a Hugging Face snapshot links into the repo's blobs/
+            return _Target("onnx.external_data_escape", "symbolic link leaves the model folder")
         try:
-            info = os.stat(real)
+            info = os.stat(path)
         except OSError as exc:
             return _Target("onnx.external_data_missing", exc.strerror or type(exc).__name__)
         if not stat.S_ISREG(info.st_mode):

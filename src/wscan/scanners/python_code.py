@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wscan.lookup import is_file
 from wscan.model import AttrValue
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 
@@ -262,7 +263,7 @@ def custom_generate(artifact: Artifact) -> bool:
         return CUSTOM_GENERATE in parts
     folder = artifact.real_path.absolute().parent
     for _ in range(MAX_PARENT_LEVELS):
-        if folder.name == CUSTOM_GENERATE and (folder.parent / "config.json").is_file():
+        if folder.name == CUSTOM_GENERATE and is_file(folder.parent / "config.json"):
             return True
         if folder.parent == folder:
             break

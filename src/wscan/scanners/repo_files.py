@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from wscan.lookup import is_file
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.loader_keys import ELSEWHERE, join_field, loader_keys, placement
@@ -248,7 +249,7 @@ def _missing_modules(artifact: Artifact, modules: list[str]) -> list[str]:
     folder = artifact.real_path.parent
     missing = []
     for module in sorted(set(modules)):
-        if not (folder / Path(*module.split("."))).with_suffix(".py").is_file():
+        if not is_file((folder / Path(*module.split("."))).with_suffix(".py")):
             missing.append(f"{module}.py")
     return missing
 

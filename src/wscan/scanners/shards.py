@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from wscan.discover import _hf_repo_root
+from wscan.discover import stays_inside
 from wscan.limits import BudgetExceeded
+from wscan.lookup import resolve
 from wscan.model import Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.safetensors import looks_like_safetensors
@@ -135,14 +136,12 @@ def folder_escape_reason(folder: Path, name: str) -> str | None:
         return "absolute path"
     if ".." in PurePosixPath(name.replace("\\", "/")).parts:
         return "parent-folder component"
-    target = Path(os.path.realpath(folder / name))
     root = Path(os.path.realpath(folder))
-    if target.is_relative_to(root):
-        return None
-    hf_root = _hf_repo_root(folder / name)  # a Hugging Face snapshot links into the repo's blobs/
-    if hf_root is not None and target.is_relative_to(Path(os.path.realpath(hf_root))):
-        return None
-    return "symbolic link leaves the folder"
+    target = resolve(folder / name, root)
+    if target is None:
+        return "symbolic link leads onto a network share"
+    # a Hugging Face snapshot links into the repo's blobs/
+    return None if stays_inside(folder / name, Path(target), root) else "symbolic link leaves the folder"
 
 
 def _read_shard(artifact: Artifact, shard: _Shard, ctx: ScanContext) -> Iterator[Observation]:

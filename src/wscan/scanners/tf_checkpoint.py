@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
+from wscan.lookup import is_file
 from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.tf_graph import SAVED_MODEL_NAME, SAVED_MODEL_TEXT_NAME, claim_checkpoint_files
 
@@ -30,7 +31,7 @@ class TfCheckpointScanner:
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         path = artifact.real_path
         if path is not None and path.parent.name == "variables" and any(
-            (path.parent.parent / name).is_file() for name in (SAVED_MODEL_NAME, SAVED_MODEL_TEXT_NAME)
+            is_file(path.parent.parent / name) for name in (SAVED_MODEL_NAME, SAVED_MODEL_TEXT_NAME)
         ):
             yield artifact.observe(NOT_MINE_KIND)  # a SavedModel's variables: its graph claims them
             return

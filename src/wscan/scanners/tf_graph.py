@@ -627,13 +627,13 @@ def _claim_saved_model_files(artifact: Artifact) -> Iterator[ScanItem]:
     if artifact.real_path is None:
         return
     fingerprint = artifact.real_path.parent / "fingerprint.pb"
-    if fingerprint.is_file() and not fingerprint.is_symlink():
+    if not fingerprint.is_symlink() and fingerprint.is_file():  # the link test first: it does not follow the link
         yield artifact.observe(CLAIM_KIND, file=display_path(fingerprint), format="tf-fingerprint")
     folder = artifact.real_path.parent / "variables"
-    if not folder.is_dir() or folder.is_symlink():
+    if folder.is_symlink() or not folder.is_dir():
         return
     for _, path in zip(range(MAX_CLAIMED), sorted(folder.iterdir()), strict=False):
-        if path.name.startswith("variables.") and path.is_file() and not path.is_symlink():
+        if path.name.startswith("variables.") and not path.is_symlink() and path.is_file():
             yield artifact.observe(CLAIM_KIND, file=display_path(path), format="tf-variables")
 
 
@@ -659,7 +659,7 @@ def claim_checkpoint_files(artifact: Artifact, prefix: str) -> Iterator[ScanItem
             break
         rest = name[len(prefix) :]
         path = folder / name
-        if (rest == ".index" or rest.startswith(".data-")) and path.is_file() and not path.is_symlink():
+        if (rest == ".index" or rest.startswith(".data-")) and not path.is_symlink() and path.is_file():
             claimed += 1
             yield artifact.observe(CLAIM_KIND, file=display_path(path), format="tf-checkpoint")
 
