@@ -143,3 +143,19 @@ def test_python_file_linked_outside_is_high(tmp_path: Path) -> None:
     assert {(Path(f.location.path).name, f.rule_id, f.severity) for f in report.findings} == {
         ("modeling_y.py", "WS-FILE-013", Severity.HIGH), ("weights.pkl", "WS-FILE-014", Severity.HIGH),
         ("notes.txt", "WS-FILE-004", Severity.MEDIUM)}
+
+
+def test_a_keras_asset_linked_outside_is_high(tmp_path: Path) -> None:
+    """Keras opens a lookup layer's assets/.../vocabulary.txt by name and follows a link, even in safe mode: a
+    review had an unzipped .keras folder's vocabulary read a file outside it. Outside assets/ a text link stays
+    medium."""
+    root = tmp_path / "model"
+    (root / "assets" / "layers" / "string_lookup").mkdir(parents=True)
+    (root / "config.json").write_text('{"class_name": "Sequential", "config": {}}')
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET\n")
+    (root / "assets" / "layers" / "string_lookup" / "vocabulary.txt").symlink_to(secret)
+    (root / "notes.txt").symlink_to(secret)
+    found = {(Path(f.location.path).name, f.rule_id, f.severity) for f in wscan.scan([root]).findings
+             if f.rule_id.startswith("WS-FILE")}  # fmt: skip
+    assert found == {("vocabulary.txt", "WS-FILE-014", Severity.HIGH), ("notes.txt", "WS-FILE-004", Severity.MEDIUM)}

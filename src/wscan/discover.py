@@ -40,6 +40,9 @@ LOADER_FILES = frozenset({
 })  # fmt: skip
 MAX_TARGET = 500  # of a link's target, shown
 LOADER_FOLDERS = frozenset({"additional_chat_templates"})  # every file in them is read by name (a template each)
+# ... and at any depth under these: Keras and TensorFlow SavedModel assets (a lookup layer's vocabulary.txt), which
+# the loader opens by name, following a link (a review had a Keras folder's vocabulary read a file outside it).
+ASSET_FOLDERS = frozenset({"assets", "assets.extra"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +168,8 @@ def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileE
             if not stays_inside(path, target, root):
                 code = path.name.endswith(CODE_SUFFIXES) or target.name.endswith(CODE_SUFFIXES)
                 weights = not code and (path.name.lower().endswith(WEIGHT_SUFFIXES) or path.name in LOADER_FILES
-                                        or path.parent.name in LOADER_FOLDERS)
+                                        or path.parent.name in LOADER_FOLDERS
+                                        or not ASSET_FOLDERS.isdisjoint(Path(display).parts[:-1]))
                 yield _skip(display, "file.symlink_escape", target=target.as_posix(), code=code, weights=weights)
                 return
             info = os.stat(path)
