@@ -1,4 +1,5 @@
-"""ONNX models (onnx_model.py + onnx_checks.py): protobuf parse, graph checks, external-data paths."""
+"""ONNX models (onnx_model.py + onnx_checks.py): protobuf parse, graph checks, external-data paths; the lenient
+sniff and top-level walk for models laid out to slip past the strict one."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from _boot import fuzz, instrument
 with instrument():
     import harness
 
-    from wscan.scanners.onnx_model import OnnxScanner
+    from wscan.scanners.onnx_model import LenientOnnxScanner, OnnxScanner
 
-SCANNERS = [OnnxScanner()]
+SCANNERS = [OnnxScanner(), LenientOnnxScanner()]
 # A real folder, so external-data references are resolved against the disk (a weights.bin is there).
 FOLDER = harness.scratch_dir()
 (FOLDER / "weights.bin").write_bytes(bytes(4096))

@@ -53,7 +53,11 @@ _INTERNAL_NAME = re.compile(
     r"__(class|base|bases|mro|subclasses|init|globals|builtins|import|getattribute|dict|code|func|self|reduce"
     r"|reduce_ex|closure|loader|spec|call|getitem|subclasshook|init_subclass|new)__"
 )
-_STRING_BUILDERS = (nodes.Concat, nodes.Add, nodes.Mul, nodes.Filter)
+_STRING_BUILDERS = (nodes.Concat, nodes.Add, nodes.Mul, nodes.Mod, nodes.Filter)
+# Filters whose result is a number, never a name; every other filter can make or pass on a string.
+NUMBER_FILTERS = frozenset({"int", "float", "abs", "round", "length", "count", "sum", "filesizeformat"})
+MAX_TAINT_ROUNDS = 50
+_WIDE = re.compile(r"%[^a-zA-Z%]*\d{3}")  # a conversion with a width or precision of 100 or more
 
 
 class _Generation(Extension):
@@ -83,11 +87,12 @@ def check_template(source: str) -> list[Issue]:
         return [Issue("template.malformed", {"reason": "nested too deeply to parse", "line": 0})]
     issues: dict[tuple[str, str], Issue] = {}
     assigned = _assigned_names(tree)
+    built = _built_names(tree)
     for count, node in enumerate(_walk(tree)):
         if count > MAX_NODES:
             issues[("limit", "")] = Issue("template.node_limit", {"limit": MAX_NODES})
             break
-        for issue in _inspect(node, assigned):
+        for issue in _inspect(node, assigned, built):
             key = (issue.kind, str(issue.attrs.get("name", "")))
             issues.setdefault(key, issue)
         if len(issues) >= MAX_ISSUES:
@@ -113,11 +118,73 @@ def _assigned_names(tree: nodes.Node) -> set[str]:
     return names
 
 
+def _built_names(tree: nodes.Node) -> set[str]:
+    """Names (and namespace attributes, `ns.key`) that may hold a string the template built at render time: set
+    from a built string (`'%c'|format(95)`, `a ~ b`, a macro's output, a `{% set %}` block), or a loop over one.
+    A name so built and then used as a key is how an escape spells `__init__` without writing it."""
+    bindings: list[tuple[nodes.Node, nodes.Node | None]] = []  # target, value (None: a block set, always text)
+    for node in _walk(tree):
+        if isinstance(node, nodes.Assign):
+            bindings.append((node.target, node.node))
+        elif isinstance(node, nodes.AssignBlock):
+            bindings.append((node.target, None))
+        elif isinstance(node, nodes.For):
+            bindings.append((node.target, node.iter))
+    built: set[str] = set()
+    for _ in range(MAX_TAINT_ROUNDS):  # until nothing changes: a name built from a name built from ...
+        before = len(built)
+        for target, value in bindings:
+            if value is None or _is_built(value, built):
+                built.update(_target_names(target))
+        if len(built) == before:
+            break
+    return built
+
+
+def _target_names(target: nodes.Node) -> list[str]:
+    if isinstance(target, nodes.Name):
+        return [target.name]
+    if isinstance(target, nodes.NSRef):
+        return [f"{target.name}.{target.attr}"]
+    if isinstance(target, nodes.Tuple | nodes.List):
+        return [name for item in target.items for name in _target_names(item)]
+    return []
+
+
+def _is_built(node: nodes.Node, built: set[str], depth: int = 0) -> bool:
+    """Whether an expression may evaluate to a string made at render time (not a constant, not the chat's data)."""
+    if depth > 50:
+        return True
+    if isinstance(node, nodes.Name):
+        return node.name in built
+    if isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Name):
+        return f"{node.node.name}.{node.attr}" in built or node.node.name in built
+    if isinstance(node, nodes.Concat | nodes.Mod):
+        return True
+    if isinstance(node, nodes.Add):
+        return any(_is_built(side, built, depth + 1) or _is_text(side) for side in (node.left, node.right))
+    if isinstance(node, nodes.Filter):
+        return node.name not in NUMBER_FILTERS
+    if isinstance(node, nodes.Call):
+        return True  # a macro's output, a string method's result (`'%c'.format(95)`)
+    if isinstance(node, nodes.Getitem | nodes.Getattr):
+        return _is_text(node.node) or _is_built(node.node, built, depth + 1)  # `'a_b'[1]`, `built[0]`
+    if isinstance(node, nodes.CondExpr):
+        return any(n is not None and _is_built(n, built, depth + 1) for n in (node.expr1, node.expr2))
+    if isinstance(node, nodes.List | nodes.Tuple):
+        return any(_is_built(item, built, depth + 1) or _is_text(item) for item in node.items)
+    return False
+
+
+def _is_text(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Const) and isinstance(node.value, str)
+
+
 def _issue(kind: str, node: nodes.Node, **attrs: AttrValue) -> Issue:
     return Issue(kind, {**attrs, "line": node.lineno})
 
 
-def _inspect(node: nodes.Node, assigned: set[str]) -> Iterator[Issue]:
+def _inspect(node: nodes.Node, assigned: set[str], built: set[str]) -> Iterator[Issue]:
     if (isinstance(node, nodes.Const) and isinstance(node.value, str)) or isinstance(node, _STRING_BUILDERS):
         text = node.value if isinstance(node, nodes.Const) else _fold(node)
         found = _INTERNAL_NAME.search(text) if isinstance(text, str) else None
@@ -128,7 +195,9 @@ def _inspect(node: nodes.Node, assigned: set[str]) -> Iterator[Issue]:
         if isinstance(node.node, nodes.Name) and node.node.name in TEMPLATE_GLOBALS - assigned:
             yield _issue("template.global_internals", node, name=f"{node.node.name}.{node.attr}")
     elif isinstance(node, nodes.Getitem):
-        yield from _computed_key(node, node.arg)
+        yield from _computed_key(node, node.arg, built)
+        if isinstance(node.node, nodes.Name) and node.node.name in TEMPLATE_GLOBALS - assigned:
+            yield _issue("template.global_internals", node, name=f"{node.node.name}[...]")
     elif isinstance(node, nodes.Filter):
         yield from _filter(node)
     elif isinstance(node, nodes.Name) and node.ctx == "load":
@@ -151,17 +220,20 @@ def _attribute(node: nodes.Node, name: str) -> Iterator[Issue]:
         yield _issue("template.dangerous_attribute", node, name=name)
 
 
-def _computed_key(node: nodes.Node, key: nodes.Node) -> Iterator[Issue]:
-    """`x['__class__']` or `x['__cla' ~ 'ss__']`: a string key is an attribute lookup in Jinja."""
+def _computed_key(node: nodes.Node, key: nodes.Node, built: set[str]) -> Iterator[Issue]:
+    """`x['__class__']` or `x['__cla' ~ 'ss__']`: a string key is an attribute lookup in Jinja. A key the template
+    assembles, there or in a name set earlier, hides its name from readers: that alone is suspicious (real
+    templates index with constants, loop variables and numbers)."""
     if isinstance(key, nodes.Const):
         if isinstance(key.value, str):
             yield from _attribute(node, key.value)
         return
     folded = _fold(key)
     if folded is not None:
-        # A key assembled from string pieces hides its name from readers: that alone is suspicious.
         yield _issue("template.computed_attribute", node, name=folded[:80])
         yield from _attribute(node, folded)
+    elif _is_built(key, built):
+        yield _issue("template.computed_attribute", node, name="<built at render time>")
 
 
 def _filter(node: nodes.Filter) -> Iterator[Issue]:
@@ -199,6 +271,10 @@ def _fold(node: nodes.Node, depth: int = 0) -> str | None:
         return None if left is None or not 0 <= node.right.value <= 64 else left * node.right.value
     if isinstance(node, nodes.Filter) and node.node is not None:
         return _fold_filter(node, depth)
+    if isinstance(node, nodes.Mod):  # 'x%sy' % 'z', '%c' % 95
+        text = _fold(node.left, depth + 1)
+        items = node.right.items if isinstance(node.right, nodes.Tuple) else [node.right]
+        return None if text is None else _percent(text, items, depth)
     if isinstance(node, nodes.List | nodes.Tuple):
         parts = [_fold(n, depth + 1) for n in node.items]
         return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
@@ -215,14 +291,27 @@ def _fold_filter(node: nodes.Filter, depth: int) -> str | None:
     if node.name == "reverse":
         return inner[::-1]
     if node.name == "format" and node.args and not node.kwargs:
-        args = [_fold(a, depth + 1) for a in node.args]
-        if any(a is None for a in args):
-            return None
-        try:
-            return inner % tuple(args)
-        except (TypeError, ValueError):
-            return None
+        return _percent(inner, node.args, depth)
     if node.name == "replace" and len(node.args) >= 2:
         old, new = _fold(node.args[0], depth + 1), _fold(node.args[1], depth + 1)
         return None if old is None or new is None else inner.replace(old, new)
     return None
+
+
+def _percent(text: str, items: list[nodes.Expr], depth: int) -> str | None:
+    """`text % items` for constant strings and small integers (`'%c' % 95` is an underscore)."""
+    args: list[str | int] = []
+    for item in items:
+        if isinstance(item, nodes.Const) and isinstance(item.value, int) and 0 <= item.value < 0x110000:
+            args.append(item.value)
+            continue
+        folded = _fold(item, depth + 1)
+        if folded is None:
+            return None
+        args.append(folded)
+    if len(text) > 1000 or text.count("%") > 100 or _WIDE.search(text):
+        return None  # '%99999999s' would build a string of that width here
+    try:
+        return text % tuple(args)
+    except (TypeError, ValueError, OverflowError):
+        return None

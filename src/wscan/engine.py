@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +17,7 @@ from wscan.limits import Budget, BudgetExceeded, open_counted
 from wscan.model import Location, Observation
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
 from wscan.rules import RuleSet
-from wscan.scanners import all_scanners
+from wscan.scanners import all_scanners, fallback_scanners
 from wscan.scanners.base import (
     CLAIM_KIND,
     HEAD_BYTES,
@@ -75,6 +75,7 @@ class Engine:
     def __init__(self, config: Config, scanners: list[Scanner] | None = None) -> None:
         self.config = config
         self.scanners = scanners if scanners is not None else all_scanners()
+        self.fallbacks = fallback_scanners() if scanners is None else []
         self.rules = RuleSet.load(config)
 
     def scan(self, paths: list[Path], progress: Progress | None = None) -> Report:
@@ -178,8 +179,20 @@ class Engine:
         except (OSError, BudgetExceeded, EOFError, ValueError, RuntimeError) as exc:
             yield artifact.observe("scan.error", reason=f"cannot read: {type(exc).__name__}: {exc}"[:300])
             return
+        read_by = yield from self._read(self.scanners, artifact, head, ctx, formats)
+        if not read_by:
+            read_by = yield from self._read(self.fallbacks, artifact, head, ctx, formats)
+        if not read_by:
+            fallback = classify_unscanned(head)
+            if fallback is not None:
+                yield Observation(fallback[0], artifact.location, fallback[1])
+
+    def _read(
+        self, scanners: list[Scanner], artifact: Artifact, head: Head, ctx: ScanContext, formats: list[str]
+    ) -> Generator[Observation, None, int]:
+        """Run every scanner that accepts the blob; return how many read it (a scanner may decline after a look)."""
         read_by = 0
-        for scanner in (s for s in self.scanners if _accepts(s, head)):
+        for scanner in (s for s in scanners if _accepts(s, head)):
             added = scanner.name not in formats
             if added:
                 formats.append(scanner.name)
@@ -192,10 +205,7 @@ class Engine:
             if declined and added:
                 formats.remove(scanner.name)
             read_by += not declined
-        if not read_by:
-            fallback = classify_unscanned(head)
-            if fallback is not None:
-                yield Observation(fallback[0], artifact.location, fallback[1])
+        return read_by
 
     def _run(
         self, scanner: Scanner, artifact: Artifact, ctx: ScanContext, formats: list[str]

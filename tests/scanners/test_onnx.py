@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
-from tests.helpers.scanning import default_engine, rule_ids, scan
+from tests.helpers.scanning import default_engine, rule_ids, scan, scan_bytes
 from wscan.config import Config
 from wscan.engine import Engine
 from wscan.limits import Budget, Limits
@@ -811,6 +811,7 @@ def _hostile_cases(tmp_path: Path) -> dict[str, tuple[Path, Config | None]]:
         "onnx.checker_failed": (write(tmp_path / "order", bad_order), None),
         "onnx.code_in_metadata": (write(tmp_path / "code", code), None),
         "onnx.oversized_metadata": (write(tmp_path / "big", big), None),
+        "onnx.disguised": (write(tmp_path / "disguised", b"\xa0\x06\x01" + mlp().SerializeToString()), None),
     }
 
 
@@ -940,8 +941,10 @@ def test_engine_always_returns_scanned_or_failed(fuzz_dir: Path, data: st.DataOb
     if OnnxScanner().accepts(_head(mutated)):
         assert report.files[0].status in {"scanned", "failed"}
         assert not any(f.rule_id == "WS-FILE-001" for f in report.findings)  # no scan.error from a crash
-    else:  # damaged past recognition: another format, or reported as unknown, never a silent onnx pass
-        assert "onnx" not in report.files[0].formats
+    elif "onnx" in report.files[0].formats:  # still a model to protobuf: taken by the lenient sniff, and said so
+        assert "WS-ONNX-019" in rule_ids(report)
+        assert not any(f.rule_id == "WS-FILE-001" for f in report.findings)
+    # otherwise damaged past recognition: another format, or reported as unknown
 
 
 # --- weights are never read (onnx_slim) ---------------------------------------------------------------------
@@ -1184,3 +1187,61 @@ def test_worker_loads_onnx_without_its_init_and_finds_the_same(tmp_path: Path) -
         expected = sorted([p.kind, sorted(map(str, p.attrs.items()))] for p in inspection.problems)
         assert json.loads(json.dumps(expected)) == result["found"][path.name], path.name
     assert any(result["found"].values())  # the hostile models do trip checks
+
+
+# --- models laid out to slip past the sniff (review 22) ------------------------------------------------------
+
+
+def _tag(number: int, wire: int) -> bytes:
+    return onnx_slim._varint(number << 3 | wire)
+
+
+def _wire_field(number: int, wire: int, payload: bytes) -> bytes:
+    return _tag(number, wire) + (onnx_slim._varint(len(payload)) + payload if wire == 2 else payload)
+
+
+def _graph_first(blob: bytes) -> bytes:
+    model = ModelProto.FromString(blob)
+    model.graph.initializer.append(numpy_helper.from_array(np.full(20_000, 0.5, np.float32), "big"))
+    graph = model.graph.SerializeToString()
+    model.ClearField("graph")
+    return _wire_field(7, 2, graph) + model.SerializeToString()
+
+
+DISGUISES: dict[str, Callable[[bytes], bytes]] = {
+    "an unknown field first": lambda blob: _wire_field(100, 0, b"\x01") + blob,
+    "ir_version's number, length-delimited, first": lambda blob: _wire_field(1, 2, b"zz") + blob,
+    "a group first": lambda blob: _tag(50, 3) + _wire_field(1, 0, b"\x07") + _tag(50, 4) + blob,
+    "a 70 kB doc string before ir_version": lambda blob: _wire_field(6, 2, b"x" * 70_000) + blob,
+    "a graph over 64 KiB before ir_version": _graph_first,
+}
+
+
+@pytest.mark.parametrize("disguise", DISGUISES)
+def test_a_model_laid_out_to_slip_past_the_sniff_is_still_checked(tmp_path: Path, disguise: str) -> None:
+    """onnx and onnxruntime read all of these as the model (protobuf skips unknown and mistyped fields, and takes
+    fields in any order); the strict sniff does not, so a lenient one, tried when no format took the file, does."""
+    path = external_variant(tmp_path, set_entry("location", "../../secret.bin"))
+    blob = DISGUISES[disguise](path.read_bytes())
+    path.write_bytes(blob)
+    assert ModelProto.FromString(blob).graph.initializer[0].external_data[0].value == "../../secret.bin"
+    assert not looks_like_onnx(blob[:65536], len(blob))
+    report = scan(path)
+    assert rule_ids(report) >= {"WS-ONNX-019", "WS-ONNX-004"}
+    assert "onnx" in report.files[0].formats
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"\x08\x01\x12\x07\x0a\x05\x12\x03tag" + bytes(70_000),  # a TensorFlow SavedModel's start
+        b"\x08\x04\x12\x02\x0a\x00" + _wire_field(200, 2, b"\x0a" * 80_000),  # CoreML: specification 4, a pipeline
+        # a SentencePiece model: pieces (text, score), then the trainer spec
+        _wire_field(1, 2, b"\x0a\x03abc\x15\x00\x00\x80\x3f") * 5000 + _wire_field(2, 2, b"\x10\x01"),
+        numpy_helper.from_array(np.ones(30_000, np.float32), "t").SerializeToString(),  # a TensorProto .pb
+    ],
+)
+def test_other_protobuf_files_are_not_taken_for_disguised_models(tmp_path: Path, blob: bytes) -> None:
+    report = scan_bytes(tmp_path, blob, "model.bin")
+    assert "onnx" not in report.files[0].formats
+    assert rule_ids(report) <= {"WS-FILE-006"}

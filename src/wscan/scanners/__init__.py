@@ -18,7 +18,7 @@ from wscan.scanners.framework_code import FrameworkCodeScanner
 from wscan.scanners.gguf import GgufScanner
 from wscan.scanners.keras import KerasScanner
 from wscan.scanners.numpy import NpyScanner
-from wscan.scanners.onnx_model import OnnxScanner
+from wscan.scanners.onnx_model import LenientOnnxScanner, OnnxScanner
 from wscan.scanners.pickle import PickleScanner
 from wscan.scanners.python_code import PythonCodeScanner
 from wscan.scanners.repo_files import ModelCardScanner, RepoJsonScanner, TemplateFileScanner
@@ -53,6 +53,11 @@ def builtin_scanners() -> list[Scanner]:
         PythonCodeScanner(),
         TorchScriptCodeScanner(),
     ]
+
+
+def fallback_scanners() -> list[Scanner]:
+    """Scanners tried only on a blob no other scanner read: sniffs too loose to run beside the others."""
+    return [LenientOnnxScanner()]  # what protobuf would still read as an ONNX model
 
 
 PLUGIN_GROUP = "wscan.scanners"

@@ -4,7 +4,10 @@ Loading an ONNX model runs no Python, so the risks are around it: external data 
 a file outside the model folder (or on another machine), operators from custom domains that only a native
 custom-op library can run, structures that crash loaders, and text fields carrying templates or scripts.
 ONNX has no magic number, so the sniff walks the first protobuf fields of the head and accepts only what
-reads as a `ModelProto`. Every check lives in `onnx_checks`; this module sniffs, reads and reports.
+reads as a `ModelProto`. Protobuf readers take more than exporters write (unknown fields first, a known field with
+another wire type, a large doc_string before ir_version): a model written that way is taken, after every other
+format has declined it, by a second, lenient sniff, and scanned when the file holds a graph, functions or training
+info. Every check lives in `onnx_checks`; this module sniffs, reads and reports.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from wscan.discover import display_path
-from wscan.scanners.base import CLAIM_KIND, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import CLAIM_KIND, NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem
 
 # ModelProto's field numbers and their protobuf wire types (0 varint, 2 length-delimited), from onnx.proto3;
 # the tests check this table against the installed onnx. Kept here so sniffing never imports onnx.
@@ -24,6 +27,7 @@ GRAPH_FIELD = 7
 MIN_IR_VERSION = 3
 MAX_IR_VERSION = 20
 _VARINT = 0  # wire type of ir_version and model_version; every other field is length-delimited (2)
+CONTENT_FIELDS = frozenset({7, 20, 25})  # graph, training_info, functions: what a loader runs or reads data for
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int] | None:
@@ -74,6 +78,38 @@ def looks_like_onnx(head: bytes, size: int) -> bool:
     return ir_version is not None and (graph or len(head) < size)
 
 
+def may_be_onnx(head: bytes, size: int) -> bool:
+    """Whether the head is well-formed protobuf (any field numbers and wire types, groups included) that a reader
+    could still take as a ModelProto: a graph, training info or functions among its fields, or a field that runs
+    past the head, where only the whole file can tell."""
+    pos, groups = 0, list[int]()
+    while pos < len(head):
+        tag = _varint(head, pos)
+        if tag is None or tag[0] >> 3 == 0:
+            return tag is None and len(head) < size
+        number, wire, pos = tag[0] >> 3, tag[0] & 7, tag[1]
+        if wire == 3 or wire == 4:
+            if wire == 4 and (not groups or groups.pop() != number):
+                return False
+            if wire == 3:
+                groups.append(number)
+            continue
+        if wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        elif wire in (0, 2):
+            value = _varint(head, pos)
+            if value is None:
+                return len(head) < size
+            pos = value[1] + (value[0] if wire == 2 else 0)
+            if wire == 2 and number in CONTENT_FIELDS and not groups:
+                return True
+        else:
+            return False
+        if pos > len(head):
+            return len(head) < size
+    return len(head) < size
+
+
 class OnnxScanner:
     """`.onnx` files, whatever their name."""
 
@@ -105,3 +141,27 @@ class OnnxScanner:
             yield artifact.observe("fact.onnx", 0, **inspection.fact)
         for path in inspection.external_files:  # raw tensor bytes: the engine stops calling them unknown
             yield artifact.observe(CLAIM_KIND, file=display_path(path), format="onnx-external-data")
+
+
+class LenientOnnxScanner(OnnxScanner):
+    """Last in the table: a ModelProto written in a way no exporter writes (unknown or mistyped fields first, a
+    large field before ir_version), which onnx.load and onnxruntime still load. The whole file's top-level fields
+    decide: with a graph, training info or functions it is a model, reported as disguised and checked in full;
+    anything else stays an unknown format."""
+
+    def accepts(self, head: Head) -> bool:
+        return not head.raw_data and may_be_onnx(head.head, head.size)
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        from wscan.scanners.onnx_slim import SlimError, top_level_fields
+
+        try:
+            with artifact.opener() as raw:
+                fields = top_level_fields(raw, artifact.size, ctx.budget.check_time)
+        except SlimError:
+            fields = set()  # protobuf would refuse it as well
+        if fields.isdisjoint(CONTENT_FIELDS):
+            yield artifact.observe(NOT_MINE_KIND)  # nothing a loader would run or read: left to the unknown formats
+            return
+        yield artifact.observe("onnx.disguised", 0)
+        yield from super().scan(artifact, ctx)

@@ -52,7 +52,7 @@ _WINDOW = 8 << 10  # small: a window that reached into the next tensor's data wo
 
 
 class SlimError(Exception):
-    """The wire format is broken (cut off, a bad varint, a group): protobuf would refuse the file too."""
+    """The wire format is broken (cut off, a bad varint, an unmatched group): protobuf would refuse the file too."""
 
 
 def stripped_length(tensor: Message) -> int | None:
@@ -101,6 +101,19 @@ def slim_model(raw: BinaryIO, size: int, check_time: Callable[[], None]) -> byte
     return _Slimmer(raw, size, check_time).message(0, size, MODEL, 0)
 
 
+def top_level_fields(raw: BinaryIO, size: int, check_time: Callable[[], None]) -> set[int]:
+    """The field numbers of a message's top-level length-delimited fields, walked with seeks over their bodies
+    (nothing is read but tags and lengths); SlimError where the wire format breaks."""
+    slimmer, found, pos = _Slimmer(raw, size, check_time), set(), 0
+    while pos < size:
+        slimmer.tick()
+        tag, body = slimmer.varint(pos, size)
+        if tag & 7 == 2:
+            found.add(tag >> 3)
+        pos = slimmer.field_end(pos, tag, body, size, 0)
+    return found
+
+
 class _Slimmer:
     def __init__(self, raw: BinaryIO, size: int, check_time: Callable[[], None]) -> None:
         self.raw, self.size, self.check_time = raw, size, check_time
@@ -138,22 +151,12 @@ class _Slimmer:
         typed: dict[int, _Typed] = {}
         pos = start
         while pos < end:
-            self.fields += 1
-            if self.fields % 10_000 == 0:
-                self.check_time()
+            self.tick()
             tag, body = self.varint(pos, end)
             number, wire = tag >> 3, tag & 7
-            if wire == 0:
-                _, after = self.varint(body, end)
-            elif wire in (1, 5):
-                after = body + (8 if wire == 1 else 4)
-            elif wire == 2:
-                length, body = self.varint(body, end)
-                after = body + length
-            else:
-                raise SlimError(f"wire type {wire} (groups or worse) at byte {pos}")
-            if after > end:
-                raise SlimError(f"field {number} at byte {pos} runs past its message")
+            after = self.field_end(pos, tag, body, end, depth)
+            if wire == 2:
+                body = self.varint(body, end)[1]
             if kind == TENSOR and number in (STRIPPED_FIELD, STRIPPED_COUNT_FIELD):
                 pass  # only what this module writes may be read back as a stripped length or count
             elif wire == 2 and number in nested:
@@ -181,6 +184,45 @@ class _Slimmer:
                 record = _varint(number) + _varint(gathered.count) + _varint(int(gathered.wide))
                 out += _varint(STRIPPED_COUNT_FIELD << 3 | 2) + _varint(len(record)) + record
         return bytes(out)
+
+    def tick(self) -> None:
+        self.fields += 1
+        if self.fields % 10_000 == 0:
+            self.check_time()
+
+    def field_end(self, pos: int, tag: int, body: int, end: int, depth: int) -> int:
+        """Where the field whose tag ends at `body` ends. A group (deprecated, but protobuf still reads one as an
+        unknown field, so a model can hide behind one) ends at its matching end-group tag."""
+        number, wire = tag >> 3, tag & 7
+        if number == 0:
+            raise SlimError(f"field number 0 at byte {pos}")
+        if wire == 0:
+            after = self.varint(body, end)[1]
+        elif wire in (1, 5):
+            after = body + (8 if wire == 1 else 4)
+        elif wire == 2:
+            length, body = self.varint(body, end)
+            after = body + length
+        elif wire == 3:
+            after = self.group_end(body, number, end, depth + 1)
+        else:
+            raise SlimError(f"wire type {wire} at byte {pos}")
+        if after > end:
+            raise SlimError(f"field {number} at byte {pos} runs past its message")
+        return after
+
+    def group_end(self, pos: int, number: int, end: int, depth: int) -> int:
+        if depth > MAX_DEPTH:
+            raise SlimError(f"groups nested past the depth limit of {MAX_DEPTH} (protobuf's own)")
+        while pos < end:
+            self.tick()
+            tag, body = self.varint(pos, end)
+            if tag & 7 == 4:
+                if tag >> 3 != number:
+                    raise SlimError(f"end of group {tag >> 3} at byte {pos} inside group {number}")
+                return body
+            pos = self.field_end(pos, tag, body, end, depth)
+        raise SlimError(f"group {number} is not closed")
 
     def values(self, number: int, wire: int, pos: int, body: int, after: int) -> tuple[int, bool]:
         """How many values one occurrence of a typed data field holds, and whether one is outside 0..63."""
