@@ -1245,3 +1245,29 @@ def test_other_protobuf_files_are_not_taken_for_disguised_models(tmp_path: Path,
     report = scan_bytes(tmp_path, blob, "model.bin")
     assert "onnx" not in report.files[0].formats
     assert rule_ids(report) <= {"WS-FILE-006"}
+
+
+def _ep_context_model(folder: Path, location: str, embed_mode: int = 0) -> Path:
+    node = helper.make_node("EPContext", ["x"], ["y"], domain="com.microsoft", embed_mode=embed_mode,
+                            ep_cache_context=location, source="QNN", main_context=1)  # fmt: skip
+    graph = helper.make_graph([node], "g", [value("x")], [value("y")])
+    model = helper.make_model(graph, opset_imports=[*opsets(), helper.make_opsetid("com.microsoft", 1)])
+    folder.mkdir(parents=True, exist_ok=True)
+    return write(folder, model)
+
+
+@pytest.mark.parametrize(("location", "embed_mode", "expected"), [
+    ("../../secret.bin", 0, True), ("/etc/passwd", 0, True), ("ctx.bin", 0, False), ("../../secret.bin", 1, False),
+])  # fmt: skip
+def test_an_ep_context_file_is_held_to_the_external_data_rules(
+    tmp_path: Path, location: str, embed_mode: int, expected: bool
+) -> None:
+    """onnxruntime's QNN, OpenVINO and TensorRT providers open `ep_cache_context` relative to the model when
+    embed_mode is 0 (with 1 it holds the context bytes themselves)."""
+    path = _ep_context_model(tmp_path / "m", location, embed_mode)
+    (path.parent / "ctx.bin").write_bytes(b"\0" * 64)
+    report = scan(path.parent)
+    assert ("WS-ONNX-004" in rule_ids(report)) == expected
+    if location == "ctx.bin":
+        ctx = next(f for f in report.files if f.path.endswith("ctx.bin"))
+        assert ctx.formats == ("onnx-external-data",)

@@ -82,6 +82,7 @@ CODE_HINT = re.compile(
     r"|/bin/(ba|da|z|k)?sh\b|\b(curl|wget)\s+\S|\bpowershell(\.exe)?\b|\bcmd(\.exe)?\s+/c\b|\brm\s+-rf\s"
     r"|\bnc\s+-e\b|\bbash\s+-c\b"
 )
+EP_CONTEXT = "EPContext"  # onnxruntime's node for a precompiled execution-provider context
 # onnxruntime reads a tensor whose location is this tag from process memory at the address in `offset`.
 ORT_MEMORY_TAG = "*/_ORT_MEM_ADDR_/*"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[/\\]{2}")
@@ -186,6 +187,7 @@ def inspect_model(data: bytes, folder: Path | None, check_time: Callable[[], Non
     unknown_ops = _check_ops(model, walk, found)
     external = _ExternalData(folder)
     checked = _check_tensors(walk, external, found)
+    _check_ep_contexts(walk, external)
     external.report(found)
     _check_texts(walk.texts, found, check_time)
     fact = _fact(model, walk)
@@ -415,6 +417,19 @@ class _Checked:
     sparse: list[SparseTensorProto] = field(default_factory=list)
 
 
+def _check_ep_contexts(walk: _Walk, external: _ExternalData) -> None:
+    """onnxruntime's EPContext node with embed_mode 0 names a file (a compiled context for QNN, OpenVINO or
+    TensorRT) in `ep_cache_context`, opened relative to the model as external data is: held to the same rules."""
+    for item in walk.nodes:
+        if item.node.op_type != EP_CONTEXT:
+            continue
+        attributes = {attribute.name: attribute for attribute in item.node.attribute}
+        embed = attributes.get("embed_mode")
+        cache = attributes.get("ep_cache_context")
+        if embed is not None and embed.i == 0 and cache is not None:
+            external.refer(f"{item.where} ep_cache_context", text(cache.s, 4096))
+
+
 def _check_tensors(walk: _Walk, external: _ExternalData, found: _Collector) -> _Checked:
     """Shapes, inline sizes and external references of every tensor in the model."""
     checked = _Checked()
@@ -572,6 +587,12 @@ class _ExternalData:
         if target.kind is None:
             attrs: dict[str, AttrValue] = {"tensor": where, "location": text(location)}
             _check_range(attrs, tensor, offset, length, target.size, found)
+
+    def refer(self, where: str, location: str) -> None:
+        """A file some node attribute makes the loader open, checked for where it leads like a tensor's data."""
+        if location not in self.targets:
+            self.targets[location] = self._resolve(location)
+        self.users.setdefault(location, []).append(where)
 
     def usable(self) -> list[Path]:
         """The external data files that resolved inside the folder: the model's own weights."""
