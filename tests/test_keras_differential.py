@@ -16,7 +16,11 @@ the archive layout it also wanted unescaped "class_name" and "module" keys in th
 (config-escaped-keys-config-only, config-inner-whitespace-64k-config-only); zipfile cuts a member name at its first
 NUL, so "config.json\x00.txt" is config.json to Keras and was not to wscan (member-name-nul-suffix). Configs Keras
 refuses and wscan reported below high: one nested past json's recursion limit (now WS-KERAS-020, high), a BOM
-before a legacy model_config attribute or a folder's config.json (now read as json.loads reads bytes).
+before a legacy model_config attribute or a folder's config.json (now read as json.loads reads bytes). Review 23:
+a config.json whose top level is a list or a plain dict (deserialize_keras_object rebuilds the objects inside
+before load_model fails on the result) was not walked (top-*, folder-top-list), and the pickle a
+TorchModuleWrapper's `module` carries for torch.load was never read (torch-module-pickle: now scanned as a
+pickle, so its finding is WS-PKL-, not WS-KERAS-).
 """
 
 from __future__ import annotations
@@ -120,9 +124,14 @@ def compile_learning_rate():
     model.compile(optimizer=keras.optimizers.Adam(learning_rate=lambda: 0.001), loss="mse")
     return model
 
+def torch_wrapper():
+    import torch
+    return keras.Sequential(
+        [keras.Input(shape=(2,)), layers.TorchModuleWrapper(torch.nn.Linear(2, 2), name="tw")], name="model")
+
 out = sys.argv[1]
 for build in (functional, benign, sequential, nested_functional, nested_sequential, time_distributed,
-              output_shape, compile_loss, compile_learning_rate):
+              output_shape, compile_loss, compile_learning_rate, torch_wrapper):
     build().save(os.path.join(out, build.__name__ + ".keras"))
 try:
     import h5py
@@ -309,6 +318,16 @@ def duplicate_member(hostile_first: bool) -> Make:
     return make
 
 
+def torch_module(t: Templates, marker: Path) -> bytes:
+    """The TorchModuleWrapper's module (base64 of a torch.save file, for torch.load(weights_only=False)) replaced by
+    a plain pickle that calls os.mkdir: torch.load's legacy reader unpickles it first thing."""
+    config = template_config(t, "torch_wrapper")
+    wrapper = next(x for x in config["config"]["layers"] if x["class_name"] == "TorchModuleWrapper")
+    pickled = b"cos\nmkdir\n(V" + str(marker).encode() + b"\ntR."
+    wrapper["config"]["module"] = base64.b64encode(pickled).decode()
+    return build_zip(entries(t, text(config), "torch_wrapper"))
+
+
 def crc(local: bool, central: bool) -> Make:
     def make(t: Templates, marker: Path) -> bytes:
         config = text(hostile(t, marker))
@@ -432,6 +451,7 @@ def legacy_h5(prefix: bytes = b"", spell: Callable[[str], str] = lambda raw: raw
 class Case:
     make: Make
     suffix: str = ".keras"
+    rules: str = "WS-KERAS-"  # the critical finding a run payload must have: its Lambda, or a pickle it carries
 
 
 def utf(codec: str) -> Callable[[JsonDict], bytes]:
@@ -486,6 +506,14 @@ CASES: dict[str, Case] = {
     "config-duplicate-key-hostile-last": Case(config_text(lambda c: duplicate_function_key(c, hostile_last=True))),
     "config-duplicate-key-hostile-first": Case(config_text(lambda c: duplicate_function_key(c, hostile_last=False))),
     "config-nested-too-deep": Case(config_text(nested_deeply)),
+    # the top level is no Keras object: deserialize_keras_object rebuilds the objects in a list or plain dict first
+    "top-list": Case(config_text(lambda c: json.dumps([c]).encode())),
+    "top-plain-dict": Case(config_text(lambda c: json.dumps({"model": c}).encode())),
+    "top-list-config-only": Case(config_text(lambda c: json.dumps([c]).encode(), only=True)),
+    "top-plain-dict-config-only": Case(config_text(lambda c: json.dumps({"model": [c]}).encode(), only=True)),
+    "folder-top-list": Case(folder(lambda raw: b"[" + raw + b"]"), ""),
+    # what a layer carries: TorchModuleWrapper's module goes to torch.load(weights_only=False)
+    "torch-module-pickle": Case(torch_module, rules="WS-PKL-"),
     # where the payload sits in the model
     "sequential": Case(keras_zip("sequential")),
     "nested-functional": Case(keras_zip("nested_functional")),
@@ -577,7 +605,8 @@ def test_wscan_inspects_what_keras_runs(loaded: dict[str, tuple[Path, Outcome]],
     worst = max((f.severity for f in report.findings), default=Severity.INFO)
     critical = {f.rule_id for f in report.findings if f.severity >= Severity.CRITICAL}
     if outcome.executed:
-        assert any(i.startswith("WS-KERAS-") for i in critical), f"bypass: Keras ran {case}; wscan: {sorted(ids)}"
+        rules = CASES[case].rules
+        assert any(i.startswith(rules) for i in critical), f"bypass: Keras ran {case}; wscan: {sorted(ids)}"
     elif not outcome.loaded:
         assert worst >= Severity.HIGH, f"{case}: Keras refused it ({outcome.result}); wscan: {sorted(ids)}"
     else:

@@ -14,6 +14,7 @@ import json
 import marshal
 import os
 import re
+import shutil
 import struct
 import tempfile
 import zipfile
@@ -371,6 +372,7 @@ HOSTILE: dict[str, tuple[Callable[[Path], Path], str, Limits]] = {
     "WS-KERAS-020": (_nested_too_deep, "model.json", Limits()),
     "WS-KERAS-019": (lambda p: benign_keras_file(p, "sequential"), "member-limit.keras",
                      Limits(max_member_bytes=2048)),
+    "WS-KERAS-023": (lambda p: _many_torch_modules(p), "many-modules.keras", Limits()),
 }  # fmt: skip
 
 
@@ -655,3 +657,242 @@ def test_every_kind_the_scanner_emits_has_a_rule() -> None:
 def test_a_truncated_stand_alone_keras_json_fails_closed() -> None:
     blob = b'{"module": "keras", "class_name": "Sequential", "config": {"layers": [{"class_na'
     assert [o.kind for o in observe_json(blob)] == ["keras.config_unreadable"]
+
+
+# --- objects Keras rebuilds wherever they sit, and what they carry (review 23) --------------------------------
+
+
+def _armed_config() -> dict[str, Any]:
+    """The real Sequential model's config with a bytecode Lambda appended."""
+    config = copy.deepcopy(_sequential_archive()[0])
+    config["config"]["layers"].append(_lambda_layer())
+    return config
+
+
+# deserialize_keras_object rebuilds every object inside a list or a dict without class_name/config, then
+# load_model fails on what it got: the Lambda has run by then (safe_mode=False).
+HIDING_TOPS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "list": lambda config: [config],
+    "plain-dict": lambda config: {"model": config},
+    "list-in-dict": lambda config: {"models": [{"first": config}]},
+}
+
+
+def _keras_archive(path: Path, config_text: str, layout: str) -> Path:
+    """config.json in Keras' own layout (metadata.json, model.weights.h5), alone with other weights, or a
+    folder Keras loads as a model."""
+    _, metadata, weights = _sequential_archive()
+    members = {"config.json": config_text.encode()}
+    if layout == "npz":
+        members["model.weights.npz"] = b""
+    else:
+        members |= {"metadata.json": metadata, "model.weights.h5": weights}
+    if layout == "folder":
+        path.mkdir()
+        for name, data in members.items():
+            (path / name).write_bytes(data)
+        return path
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+@pytest.mark.parametrize("layout", ["keras", "npz", "folder"])
+@pytest.mark.parametrize("top", sorted(HIDING_TOPS))
+def test_a_lambda_below_a_list_or_plain_dict_is_found(work: Path, top: str, layout: str) -> None:
+    text = json.dumps(HIDING_TOPS[top](_armed_config()))
+    path = _keras_archive(work / f"hidden-{top}-{layout}.keras", text, layout)
+    report = scan(path)
+    lambdas = [f for f in report.findings if f.rule_id == "WS-KERAS-001"]
+    assert len(lambdas) == 1 and lambdas[0].severity == Severity.CRITICAL
+    assert lambdas[0].evidence["layer"] == "pwn"
+
+
+def test_a_vocabulary_path_below_a_plain_dict_is_found(work: Path) -> None:
+    lookup = {"module": "keras.layers", "class_name": "StringLookup", "registered_name": None,
+              "config": {"name": "sl", "vocabulary": "/etc/passwd"}}  # fmt: skip
+    path = _keras_archive(work / "hidden-lookup", json.dumps({"tokenizer": lookup}), "folder")
+    (finding,) = [f for f in scan(path).findings if f.rule_id == "WS-KERAS-007"]
+    assert finding.evidence["path"] == "/etc/passwd" and finding.evidence["layer"] == "sl"
+    assert finding.evidence["field"] == "tokenizer.config.vocabulary"
+
+
+def test_a_list_of_stand_alone_objects_is_read_whatever_its_name() -> None:
+    blob = json.dumps([{"note": 1}, _lambda_layer()]).encode()
+    assert "keras.lambda" in [o.kind for o in observe_json(blob, "weights.txt")]
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b'[{"class_name": "Thing"}, {"config": {}}]',  # class_name and config never in one object
+        b'{"layers": [{"class_name": "Thing", "module": "x", "config": 3}]}',  # no config a class is built from
+        b'{"entries": [{"class_name": "x", "config": "text"}]}',  # a string config is a function's name only
+        b'{"_class_name": "UNet2DConditionModel", "config": {}}',  # diffusers
+        b'{"config": "{\\"a\\": 1}", "class_name": 1}',  # a config string that holds no Keras object
+        b'{"config": "not json at all \\"class_name\\""}',
+    ],
+)
+def test_json_without_a_keras_object_is_handed_back(blob: bytes) -> None:
+    assert [o.kind for o in observe_json(blob, "config.json")] == [NOT_MINE_KIND]
+
+
+@pytest.mark.parametrize(
+    "make",
+    ["BertConfig", "CLIPConfig", "T5Config", "LlavaConfig", "WhisperConfig", "BlipConfig", "EncoderDecoderConfig"],
+)
+def test_transformers_configs_are_not_keras(work: Path, make: str) -> None:
+    """Real Hugging Face config.json files (nested sub-configs and all) are handed back, never walked as Keras."""
+    import transformers
+
+    cls = getattr(transformers, make)
+    if make == "EncoderDecoderConfig":
+        bert = transformers.BertConfig()
+        config = cls.from_encoder_decoder_configs(bert, bert)
+    else:
+        config = cls()
+    folder = work / f"hf-{make}"
+    folder.mkdir(exist_ok=True)
+    config.save_pretrained(folder)
+    blob = (folder / "config.json").read_bytes()
+    assert [o.kind for o in observe_json(blob, "config.json")] == [NOT_MINE_KIND]
+    assert not [f for f in scan(folder).findings if f.rule_id.startswith("WS-KERAS-")]
+
+
+# TorchModuleWrapper.from_config hands base64.b64decode(config["module"]) to torch.load(weights_only=False).
+
+
+def _torch_save(obj: Any) -> bytes:
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+class _Reduces:
+    """Pickled as a call of os.system: torch.save asks for __reduce__ and writes the answer, nothing is called."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, ("id",))
+
+
+@cache
+def _wrapper_archive() -> tuple[dict[str, Any], bytes, bytes]:
+    """config.json, metadata.json and model.weights.h5 of a Sequential with a TorchModuleWrapper(nn.Linear), saved
+    by Keras (torch backend)."""
+    import torch
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.TorchModuleWrapper(torch.nn.Linear(2, 2), name="tw")])
+    with tempfile.TemporaryDirectory() as folder:
+        model.save(Path(folder) / "wrapper.keras")
+        with zipfile.ZipFile(Path(folder) / "wrapper.keras") as archive:
+            return (json.loads(archive.read("config.json")), archive.read("metadata.json"),
+                    archive.read("model.weights.h5"))  # fmt: skip
+
+
+def _wrapper_file(path: Path, module: str | None = None, count: int = 1) -> Path:
+    """The saved wrapper model, its module replaced by `module` (base64 text) and its layer repeated `count` times."""
+    config, metadata, weights = _wrapper_archive()
+    config = copy.deepcopy(config)
+    layers = config["config"]["layers"]
+    wrapper = next(layer for layer in layers if layer["class_name"] == "TorchModuleWrapper")
+    if module is not None:
+        wrapper["config"]["module"] = module
+    layers.extend(copy.deepcopy(wrapper) for _ in range(count - 1))
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("metadata.json", metadata)
+        archive.writestr("config.json", json.dumps(config))
+        archive.writestr("model.weights.h5", weights)
+    return path
+
+
+def _many_torch_modules(path: Path) -> Path:
+    from wscan.scanners.keras_config import MAX_EMBEDDED
+
+    return _wrapper_file(path, count=MAX_EMBEDDED + 1)
+
+
+def test_an_honest_torch_module_wrapper_gets_what_its_module_gets(work: Path) -> None:
+    import torch
+
+    path = _wrapper_file(work / "honest-wrapper.keras")
+    saved = work / "linear.pt"
+    saved.write_bytes(_torch_save(torch.nn.Linear(2, 2)))
+    wrapped, alone = scan(path), scan(saved)
+    assert rule_ids(wrapped) == rule_ids(alone) == set()
+    assert "pickle" in wrapped.files[0].formats  # the module was read, not skipped
+
+
+@pytest.mark.parametrize(
+    ("name", "module"),
+    [
+        ("zip", lambda: base64.b64encode(_torch_save(_Reduces())).decode()),
+        # torch.load's legacy reader unpickles a plain pickle first thing
+        ("raw-pickle", lambda: base64.b64encode(b"cos\nsystem\n(Vid\ntR.").decode()),
+        # base64.b64decode skips what is not base64: line breaks, spaces, stray characters
+        ("spread", lambda: "\n ".join(base64.b64encode(_torch_save(_Reduces())).decode()) + "*!"),
+    ],
+    ids=["zip", "raw-pickle", "spread"],
+)
+def test_a_pickle_in_a_torch_module_wrapper_is_critical(work: Path, name: str, module: Callable[[], str]) -> None:
+    report = scan(_wrapper_file(work / f"wrapper-{name}.keras", module()))
+    critical = [f for f in report.findings if f.severity == Severity.CRITICAL]
+    assert critical and all(f.rule_id.startswith("WS-PKL-") for f in critical), [f.message for f in report.findings]
+    assert critical[0].location.describe().count("config.layers[1].config.module") == 1
+
+
+def test_a_module_keras_cannot_decode_is_not_scanned() -> None:
+    config = copy.deepcopy(_wrapper_archive()[0])
+    config["config"]["layers"][1]["config"]["module"] = "caf\u00e9"  # str.encode("ascii") fails in Keras too
+    artifact = Artifact(Location("config.json"), 0, io.BytesIO, name="config.json", context={"container": "keras"})
+    limits = Limits()
+    items = list(keras_scanner.check_json(artifact, ScanContext(limits, Budget(limits)), json.dumps(config).encode(),
+                                          "config.json"))  # fmt: skip
+    assert not [i for i in items if isinstance(i, Artifact)]
+
+
+# keras.callbacks.OrbaxCheckpoint: <dir>/<step>/model_config/_strings.json holds {"config": "<config JSON>"}, which
+# keras.saving.load_model(dir) rebuilds. The checkpoint in tests/data was written by Keras and Orbax (make.py there).
+
+ORBAX = Path(__file__).resolve().parents[1] / "data" / "keras_orbax" / "checkpoint"
+ORBAX_STRINGS = Path("0") / "model_config" / "_strings.json"
+
+
+def _orbax_copy(tmp_path: Path, spell: Callable[[dict[str, Any]], str]) -> Path:
+    """The real checkpoint with its model config armed with a Lambda and written back by `spell`."""
+    folder = Path(shutil.copytree(ORBAX, tmp_path / "checkpoint"))
+    strings = json.loads((folder / ORBAX_STRINGS).read_text())
+    config = json.loads(strings["config"])
+    config["config"]["layers"].append(_lambda_layer())
+    (folder / ORBAX_STRINGS).write_text(spell(config))
+    return folder
+
+
+def test_an_honest_orbax_checkpoint_config_is_read_and_clean() -> None:
+    blob = (ORBAX / ORBAX_STRINGS).read_bytes()
+    kinds = [o.kind for o in observe_json(blob, "_strings.json")]
+    assert kinds and set(kinds) == {"keras.object"}  # read as a Keras config: every object judged
+    assert not [f for f in scan(ORBAX).findings if f.rule_id.startswith("WS-KERAS-")]
+
+
+@pytest.mark.parametrize(
+    "spell",
+    [
+        lambda config: json.dumps({"config": json.dumps(config)}),
+        # the inner quotes spelled as JSON escapes, and padding that pushes the key past the head
+        lambda config: json.dumps({"config": json.dumps(config)}).replace('\\"', "\\u0022"),
+        lambda config: json.dumps({"pad": " " * 70_000, "config": json.dumps(config)}),
+        # every key's first letter escaped inside the string, that escape's backslash escaped outside it
+        lambda config: json.dumps(
+            {"config": json.dumps(config).replace('"class_name"', '"\\u0063lass_name"')}
+        ).replace("\\\\", "\\u005c"),
+    ],
+    ids=["plain", "escaped-quotes", "padded", "escaped-backslash"],
+)
+def test_a_lambda_in_an_orbax_checkpoint_config_is_critical(tmp_path: Path, spell: Callable[[Any], str]) -> None:
+    report = scan(_orbax_copy(tmp_path, spell))
+    (finding,) = [f for f in report.findings if f.rule_id == "WS-KERAS-001"]
+    assert finding.severity == Severity.CRITICAL and finding.location.describe().endswith("_strings.json")
+    assert finding.evidence["layer"] == "pwn"

@@ -7,18 +7,22 @@ APIs (load_model, get_file, enable_unsafe_deserialization: CVE-2025-8747, CVE-20
 to read (CVE-2025-12058) or SavedModels to load (TFSMLayer, CVE-2026-1462), and HDF5 links and external
 storage make the weights loader read other files (CVE-2026-1669). The zip itself is walked by ZipScanner;
 this scanner reads `config.json` members of a Keras layout, HDF5 files (through `hdf5_probe`, in a child
-process, because libhdf5 can hang on crafted input) and JSON files that are plainly a serialized Keras
-model. Nothing is ever imported or unmarshalled; `keras_config` names what the loader would resolve.
+process, because libhdf5 can hang on crafted input), JSON files that hold a serialized Keras object anywhere
+(Keras rebuilds those inside lists and plain dicts too, before it finds the top is no model) and the model
+config an Orbax checkpoint keeps as a JSON string. Nothing is ever imported or unmarshalled; `keras_config`
+names what the loader would resolve, and a torch module a layer embeds is handed on as a blob of its own.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +36,14 @@ HDF5_SUFFIXES = (".h5", ".hdf5", ".keras")
 HDF5_SECONDS = 120.0  # one HDF5 file's metadata; real files take well under a second
 MAX_SAVED_CONFIGS = 100_000  # saved objects with a config in one SavedModel (real ones hold a few thousand)
 MAX_CONFIG_NODES = 20_000_000  # JSON values walked in one config (a 64 MiB config has fewer)
-_CLASS_NAME = '"class_name"'
-_ESCAPED_KEY_LETTER = re.compile(r"\\u00(?:6[135cdeCDE]|5[fF]|73)")  # c l a s _ n m e, \u-escaped
+# The key, and the key inside a JSON string (an Orbax checkpoint keeps the model config as one), its opening quote
+# escaped either way.
+_CLASS_NAMES = ('"class_name"', '\\"class_name', "\\u0022class_name")
+_JSON_STARTS = ("{", "[")  # Keras rebuilds the objects in a list or a plain dict too
+# c l a s _ n m e, \u-escaped; inside a string, the escape's backslash may itself be written \u005c
+_ESCAPED_KEY_LETTER = re.compile(r"\\(?:u005[cC])?u00(?:6[135cdeCDE]|5[fF]|73)")
 _COPY_CHUNK = 1 << 20
+ORBAX_CONFIG_KEY = "config"  # keras.callbacks.OrbaxCheckpoint saves the model config as {"config": "<JSON>"}
 
 
 def hdf5_offset(head: bytes) -> int | None:
@@ -57,14 +66,14 @@ def _keras_json(head: Head) -> bool:
     UTF-16, UTF-32): Keras hands config.json's bytes to json.loads, so a config in UTF-16 loads."""
     encoding = json.detect_encoding(head.head)
     first = head.head[:256].decode(encoding, "ignore").lstrip(" \t\r\n")
-    if first and not first.startswith("{"):
+    if first and not first.startswith(_JSON_STARTS):
         return False  # decided on the first bytes: most files are not JSON at all
     text = head.head.decode(encoding, "ignore")
     start = text.lstrip(" \t\r\n")
     base = _base(head.name)
     if not start:  # only whitespace so far: json.loads skips any amount of it
         return head.size > len(head.head) and _named_json(base)
-    if not start.startswith("{"):
+    if not start.startswith(_JSON_STARTS):
         return False
     if head.container and base == "config.json":
         return True
@@ -78,10 +87,10 @@ def _named_json(base: str) -> bool:
 
 
 def _may_name_a_class(text: str) -> bool:
-    """Whether JSON text can hold a "class_name" key: spelt out, or with a letter of it escaped (json.loads
-    decodes escapes in keys too). False means it certainly holds none. The key alone is looked for, not its
-    colon: JSON allows any amount of whitespace between the two."""
-    return _CLASS_NAME in text or _ESCAPED_KEY_LETTER.search(text) is not None
+    """Whether JSON text can hold a "class_name" key, or one in a config kept as a JSON string: spelt out, or with
+    a letter of it escaped (json.loads decodes escapes in keys too). False means it certainly holds none. The key
+    alone is looked for, not its colon: JSON allows any amount of whitespace between the two."""
+    return any(key in text for key in _CLASS_NAMES) or _ESCAPED_KEY_LETTER.search(text) is not None
 
 
 class KerasScanner:
@@ -215,27 +224,61 @@ def check_json(
     artifact: Artifact, ctx: ScanContext, data: bytes, source: str, standalone: bool = False, named_json: bool = True
 ) -> Iterator[ScanItem]:
     """Parse a config strictly (a lenient reread still gets checked) and report what it would load. A stand-alone
-    file must turn out to be a Keras model, else it is handed back; one not named .json that is no JSON at all is
+    file must turn out to hold a Keras object somewhere (Keras rebuilds them inside lists and plain dicts too), or
+    an Orbax checkpoint's model config, else it is handed back; one not named .json that is no JSON at all is
     some other text, handed back too, while a .json file that cannot be read fails."""
-    from wscan.scanners.keras_config import check_config, looks_like_keras
-
     try:
-        top = loads_strict(data)
+        top, invalid = loads_strict(data), ""
     except JsonRejected as exc:
-        top = _lenient(data)
+        top, invalid = _lenient(data), str(exc)
         if top is None and standalone and not named_json:
             yield artifact.observe(NOT_MINE_KIND)
             return
         if top is None:
-            yield artifact.observe("keras.config_unreadable", source=source, reason=str(exc))
+            yield artifact.observe("keras.config_unreadable", source=source, reason=invalid)
             return
-        if not standalone or looks_like_keras(top):
-            yield artifact.observe("keras.config_invalid", source=source, reason=str(exc))
-    if standalone and not looks_like_keras(top):
-        yield artifact.observe(NOT_MINE_KIND)  # some other JSON that happens to mention class_name
+    yield from _check_parsed(artifact, ctx, top, invalid, source, standalone)
+
+
+def _check_parsed(
+    artifact: Artifact, ctx: ScanContext, top: Any, invalid: str, source: str, standalone: bool, outer: bool = True
+) -> Iterator[ScanItem]:
+    """One parsed config: its issues as observations and its embedded files as blobs of their own."""
+    from wscan.scanners.keras_config import walk_config
+
+    walked = walk_config(top, MAX_CONFIG_NODES, ctx.budget.check_time)
+    if standalone and not walked.keras:
+        if outer:  # some other JSON that happens to mention class_name, or an Orbax checkpoint's config
+            yield from _orbax_config(artifact, ctx, top, source)
+        else:
+            yield artifact.observe(NOT_MINE_KIND)
         return
-    for issue in check_config(top, MAX_CONFIG_NODES, ctx.budget.check_time):
+    if invalid:
+        yield artifact.observe("keras.config_invalid", source=source, reason=invalid)
+    for issue in walked.issues:
         yield artifact.observe(issue.kind, **{**issue.attrs, "source": source})
+    for embedded in walked.embedded:
+        yield artifact.child(embedded.field, len(embedded.data), partial(io.BytesIO, embedded.data))
+
+
+def _orbax_config(artifact: Artifact, ctx: ScanContext, top: Any, source: str) -> Iterator[ScanItem]:
+    """An Orbax checkpoint's `model_config/_strings.json` ({"config": "<model config JSON>"}), recognised by
+    its content: Keras' load_model takes a checkpoint folder and rebuilds the model from that string with
+    json.loads. The string is judged as a stand-alone config (it must hold a Keras object); anything else is
+    handed back."""
+    text = top.get(ORBAX_CONFIG_KEY) if isinstance(top, dict) else None
+    if not isinstance(text, str) or not _may_name_a_class(text):
+        yield artifact.observe(NOT_MINE_KIND)
+        return
+    data = text.encode("utf-8", "surrogatepass")
+    try:
+        inner, invalid = loads_strict(data), ""
+    except JsonRejected as exc:
+        inner, invalid = _lenient(data), str(exc)
+    if inner is None:
+        yield artifact.observe(NOT_MINE_KIND)  # not JSON: the loader fails before rebuilding anything
+        return
+    yield from _check_parsed(artifact, ctx, inner, invalid, f"{source} {ORBAX_CONFIG_KEY}", True, outer=False)
 
 
 def _scan_saved_metadata(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:

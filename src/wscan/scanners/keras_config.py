@@ -5,9 +5,12 @@ A Keras model is rebuilt from JSON: `config.json` in a `.keras` archive, the `mo
 `{"module", "class_name", "config", "registered_name"}` and the loader imports `module` and calls
 `class_name.from_config` (Keras before 3.9 imported any module: CVE-2025-1550); `"class_name": "function"`
 fetches a function by name, and a Lambda layer can carry marshalled Python bytecode that runs on load
-(CVE-2024-3660; ignored `safe_mode` on HDF5, CVE-2025-9905). This module walks the parsed JSON with a node
-budget and returns what it found as issues; judging the names is left to the rules (an allowlist
-generated from Keras' own export registry, and a list of gadgets).
+(CVE-2024-3660; ignored `safe_mode` on HDF5, CVE-2025-9905). Such objects are rebuilt wherever they sit:
+deserialize_keras_object walks into lists and into dicts without `class_name`/`config`, so a config whose top
+is a list still runs its Lambdas. A TorchModuleWrapper carries a torch.save file that torch.load unpickles.
+This module walks the parsed JSON with a node budget and returns what it found as issues, and the embedded
+files as bytes; judging the names is left to the rules (an allowlist generated from Keras' own export
+registry, and a list of gadgets), and the files to the scanners of their formats.
 """
 
 from __future__ import annotations
@@ -52,11 +55,34 @@ HUB_PACKAGES = ("keras_hub.", "keras_nlp.")
 HUB_REGISTERED = ("keras_hub>", "keras_nlp>")
 # ...and Whisper's tokenizer opens its special and language token tables the same way.
 HUB_PATH_FIELDS = ("vocabulary", "merges", "proto", "special_tokens", "language_tokens")
+# Keras' TorchModuleWrapper keeps its torch module as base64 of a torch.save file, which from_config hands to
+# torch.load(weights_only=False) under safe_mode=False: a pickle, scanned as one.
+TORCH_WRAPPER = "TorchModuleWrapper"
+MAX_EMBEDDED = 64  # embedded torch modules handed on per config (real models hold a few)
 MAX_ISSUES = 200  # per kind: beyond this a model is hostile anyway and the count is reported
 MAX_OBJECTS = 10_000  # distinct classes and functions one config names (real models name a few hundred)
 _TICK = 1 << 14  # nodes between two deadline checks
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_.]+")
 _KEEP = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """Bytes a config carries that the loader reads as a file of their own (a TorchModuleWrapper's module)."""
+
+    field: str
+    layer: str
+    data: bytes
+
+
+@dataclass(slots=True)
+class Walked:
+    """What one walk of a config found: the issues, the embedded files, and whether any value has the shape of a
+    serialized Keras object (which decides, for a JSON file of any name, that a Keras loader would rebuild it)."""
+
+    issues: list[Issue]
+    embedded: list[Embedded]
+    keras: bool
 
 
 @dataclass(slots=True)
@@ -66,6 +92,8 @@ class _Found:
     issues: list[Issue] = field(default_factory=list)
     objects: dict[tuple[str, str, str], dict[str, AttrValue]] = field(default_factory=dict)
     per_kind: dict[str, int] = field(default_factory=dict)
+    embedded: list[Embedded] = field(default_factory=list)
+    keras: bool = False
 
     def add(self, kind: str, **attrs: AttrValue) -> None:
         count = self.per_kind[kind] = self.per_kind.get(kind, 0) + 1
@@ -83,19 +111,26 @@ class _Found:
             self.add("keras.object_limit", limit=MAX_OBJECTS)
 
 
-def looks_like_keras(top: Any) -> bool:
-    """A stand-alone JSON file that a Keras loader would rebuild (model.to_json(), a copied config.json): what
-    tf_keras' model_from_json needs, a class name and a config (a list for an old Sequential). Keras 3 also wants
-    a module; tf_keras looks the class name up in its own table without one."""
-    return (
-        isinstance(top, dict)
-        and isinstance(top.get("class_name"), str)
-        and isinstance(top.get("config"), dict | list)
-    )
+def is_keras_object(value: Any) -> bool:
+    """A serialized Keras object, by its shape: Keras' deserialize_keras_object rebuilds a dict with both
+    `class_name` and `config` as an object, and walks into any other dict or list looking for one, so such a
+    dict is rebuilt wherever it sits (a list at the top, a plain dict around it). Its config is an object, a list
+    (an old Sequential), null (rebuilt from no arguments) or, for a function, its name; a number or a string
+    anywhere else is some other JSON's data, not a config a class could be rebuilt from."""
+    if not isinstance(value, dict) or not isinstance(value.get("class_name"), str) or "config" not in value:
+        return False
+    inner = value["config"]
+    named_function = value["class_name"] == "function" and isinstance(inner, str)
+    return inner is None or isinstance(inner, dict | list) or named_function
 
 
 def check_config(top: Any, max_nodes: int, tick: Callable[[], None] | None = None) -> list[Issue]:
     """Everything in a parsed config that a Keras loader would import, call or read."""
+    return walk_config(top, max_nodes, tick).issues
+
+
+def walk_config(top: Any, max_nodes: int, tick: Callable[[], None] | None = None) -> Walked:
+    """check_config's issues, with the embedded files and whether the config holds any Keras object at all."""
     found = _Found()
     for walked, (value, path, layer) in enumerate(_walk(top), 1):
         if walked > max_nodes:
@@ -104,13 +139,14 @@ def check_config(top: Any, max_nodes: int, tick: Callable[[], None] | None = Non
         if tick is not None and walked % _TICK == 0:
             tick()
         if isinstance(value, dict):
+            found.keras = found.keras or is_keras_object(value)
             _check_object(value, path, layer, found)
     issues = list(found.issues)
     issues.extend(Issue("keras.object", attrs) for attrs in found.objects.values())
     for kind, count in found.per_kind.items():
         if count > MAX_ISSUES:
             issues.append(Issue("keras.more", {"of": kind, "count": count - MAX_ISSUES}))
-    return issues
+    return Walked(issues, found.embedded, found.keras)
 
 
 _Frame = tuple[Iterator[tuple[str, Any, bool, bool]], str, str]  # (key, value, is a layer, by index), path, layer
@@ -118,7 +154,8 @@ _Frame = tuple[Iterator[tuple[str, Any, bool, bool]], str, str]  # (key, value, 
 
 def _walk(top: Any) -> Iterator[tuple[Any, str, str]]:
     """Every value with its JSON path and the name of the innermost layer around it (the model's own name
-    at the top, then each entry of a `layers` list, however deeply models nest). Depth first, in document order,
+    at the top, then each entry of a `layers` list, however deeply models nest, or the first object met inside
+    a list or plain dict at the top). Depth first, in document order,
     holding one iterator per open container: memory follows the nesting, not the width (a list of twenty million
     empty objects stays small)."""
     layer = _name(top) if isinstance(top, dict) else ""
@@ -133,7 +170,8 @@ def _walk(top: Any) -> Iterator[tuple[Any, str, str]]:
             continue
         key, value, is_layer, indexed = step
         child_path = f"{path}[{key}]" if indexed else _join(path, key)
-        child_layer = (_name(value) or layer) if is_layer and isinstance(value, dict) else layer
+        named = is_layer or (not layer and is_keras_object(value))  # or an object outside any layer
+        child_layer = (_name(value) or layer) if named and isinstance(value, dict) else layer
         yield value, child_path, child_layer
         _push(stack, value, child_path, child_layer, is_layer)
 
@@ -178,6 +216,8 @@ def _check_object(obj: dict[str, Any], path: str, layer: str, found: _Found) -> 
     if not isinstance(inner, dict):
         return
     _tf_op(class_name, inner, path, layer, found)
+    if TORCH_WRAPPER in (class_name, _bare(obj.get("registered_name"))):
+        _torch_module(inner, path, layer, found)
     keys = HUB_PATH_FIELDS if _from_hub(obj) else ()
     for key in (*keys, PATH_FIELDS.get(class_name)):
         if key is not None and isinstance(inner.get(key), str) and inner[key]:
@@ -188,6 +228,28 @@ def _check_object(obj: dict[str, Any], path: str, layer: str, found: _Found) -> 
         # KerasHub joins it under assets/ with os.path.join, which an absolute path replaces
         found.add("keras.external_path", layer=layer, class_name=class_name, field=_join(path, "config.config_file"),
                   path=where[:_KEEP])  # fmt: skip
+
+
+def _bare(registered: Any) -> str:
+    """A registered name without its package (`package>Name`), as custom objects and fallbacks resolve it."""
+    return registered.rsplit(">", 1)[-1] if isinstance(registered, str) else ""
+
+
+def _torch_module(inner: dict[str, Any], path: str, layer: str, found: _Found) -> None:
+    """A TorchModuleWrapper's `module`: base64 decoded as Keras decodes it (base64.b64decode, which skips what is
+    not base64), handed on to be scanned as the torch.save file it is. Text Keras cannot decode loads nothing."""
+    text = inner.get("module")
+    if not isinstance(text, str):
+        return
+    try:
+        data = binascii.a2b_base64(text.encode("ascii"))
+    except (UnicodeEncodeError, binascii.Error, ValueError):
+        return
+    where = _join(path, "config.module")
+    if len(found.embedded) < MAX_EMBEDDED:
+        found.embedded.append(Embedded(where, layer, data))
+    else:  # not scanned, so not passed
+        found.add("keras.embedded_limit", layer=layer, field=where, limit=MAX_EMBEDDED)
 
 
 def _from_hub(obj: dict[str, Any]) -> bool:
