@@ -896,3 +896,28 @@ def test_a_lambda_in_an_orbax_checkpoint_config_is_critical(tmp_path: Path, spel
     (finding,) = [f for f in report.findings if f.rule_id == "WS-KERAS-001"]
     assert finding.severity == Severity.CRITICAL and finding.location.describe().endswith("_strings.json")
     assert finding.evidence["layer"] == "pwn"
+
+
+def test_an_orbax_checkpoint_is_named_through_and_through() -> None:
+    """Its OCDBT manifests and data files are array data TensorStore reads: named, not left as unknown formats."""
+    report = scan(ORBAX)
+    assert [(f.rule_id, f.message) for f in report.findings] == []
+    ocdbt = [f for f in report.files if "ocdbt" in f.formats]
+    assert len(ocdbt) == 4 and {f.status for f in ocdbt} == {"scanned"}
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda blob: blob[:4] + struct.pack("<Q", len(blob) + 1) + blob[12:],  # longer than the file
+        lambda blob: blob[:12] + b"\x01" + blob[13:],  # a version tensorstore never wrote
+        lambda blob: blob[:13] + b"\x07" + blob[14:],  # no such compression
+        lambda blob: b"\x0c\xdb\x3a\x2b" + blob[4:],  # another magic
+    ],
+    ids=["length", "version", "compression", "magic"],
+)
+def test_a_file_that_only_looks_like_ocdbt_stays_unknown(tmp_path: Path, damage: Callable[[bytes], bytes]) -> None:
+    blob = (ORBAX / "0" / "pytree" / "manifest.ocdbt").read_bytes()
+    path = tmp_path / "manifest.ocdbt"
+    path.write_bytes(damage(blob))
+    assert rule_ids(scan(path)) == {"WS-FILE-006"}

@@ -18,6 +18,7 @@ from wscan.scanners.framework_code import FrameworkCodeScanner
 from wscan.scanners.gguf import GgufScanner
 from wscan.scanners.keras import KerasScanner
 from wscan.scanners.numpy import NpyScanner
+from wscan.scanners.ocdbt import OcdbtScanner
 from wscan.scanners.onnx_model import LenientOnnxScanner, OnnxScanner
 from wscan.scanners.pickle import PickleScanner
 from wscan.scanners.python_code import PythonCodeScanner
@@ -42,6 +43,7 @@ def builtin_scanners() -> list[Scanner]:
         KerasScanner(),
         TfGraphScanner(),
         TfCheckpointScanner(),
+        OcdbtScanner(),
         OnnxScanner(),
         PickleScanner(),
         ShardIndexScanner(),
