@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from itertools import islice
 
 from jinja2 import Environment, nodes
 from jinja2.exceptions import TemplateSyntaxError
@@ -19,6 +20,7 @@ from jinja2.ext import Extension
 from jinja2.parser import Parser
 
 from wscan.model import AttrValue, Issue
+from wscan.template_keys import KeySources
 
 MAX_TEMPLATE_CHARS = 1024 * 1024  # real templates, tool-calling ones included, are under 64 KiB
 MAX_NODES = 200_000
@@ -43,9 +45,10 @@ DANGEROUS_ATTRIBUTES = frozenset({
     "modules", "builtins", "f_globals", "f_locals", "f_back", "f_builtins", "gi_frame", "gi_code", "cr_frame",
     "tb_frame", "func_globals", "func_code", "im_func", "mro",
 })
-# Filters that take an attribute name (`attribute=` or first argument) and fetch it from every item.
-ATTRIBUTE_FILTERS = frozenset({"attr", "map", "selectattr", "rejectattr", "sum", "groupby", "sort", "unique",
-                               "min", "max"})
+# Filters that fetch an attribute by name from every item: which positional argument names it (None: only the
+# `attribute=` keyword does). map's first argument is a filter's name: `map('attr', k)` is `|attr(k)` on each.
+ATTRIBUTE_FILTERS: dict[str, int | None] = {"attr": 0, "selectattr": 0, "rejectattr": 0, "groupby": 0, "sort": 2,
+                                            "map": None, "sum": None, "unique": None, "min": None, "max": None}
 _FORMAT_FIELD = re.compile(r"\{[^{}]*?[.\[]\s*['\"]?_")
 # Python's internals by name, in any string the template holds or builds: a name kept in a variable, a macro
 # argument, a namespace or a filter's positional argument becomes an attribute lookup later (`''[c]`).
@@ -54,9 +57,7 @@ _INTERNAL_NAME = re.compile(
     r"|reduce_ex|closure|loader|spec|call|getitem|subclasshook|init_subclass|new)__"
 )
 _STRING_BUILDERS = (nodes.Concat, nodes.Add, nodes.Mul, nodes.Mod, nodes.Filter)
-# Filters whose result is a number, never a name; every other filter can make or pass on a string.
-NUMBER_FILTERS = frozenset({"int", "float", "abs", "round", "length", "count", "sum", "filesizeformat"})
-MAX_TAINT_ROUNDS = 50
+_WORDS = re.compile(r"\s")  # text with whitespace in it is prose or markup, never a name on its own
 _WIDE = re.compile(r"%[^a-zA-Z%]*\d{3}")  # a conversion with a width or precision of 100 or more
 
 
@@ -83,16 +84,17 @@ def check_template(source: str) -> list[Issue]:
         tree = _ENV.parse(source)
     except TemplateSyntaxError as exc:
         return [Issue("template.malformed", {"reason": str(exc.message)[:200], "line": exc.lineno})]
-    except RecursionError:
-        return [Issue("template.malformed", {"reason": "nested too deeply to parse", "line": 0})]
+    except RecursionError:  # renderers parse deeper than this stack allows: never a pass for a deep template
+        return [Issue("template.node_limit", {"limit": "nesting the parser can follow"})]
     issues: dict[tuple[str, str], Issue] = {}
     assigned = _assigned_names(tree)
-    built = _built_names(tree)
+    sources = KeySources(islice(_walk(tree), MAX_NODES))
+    aliases = _global_aliases(tree, assigned)
     for count, node in enumerate(_walk(tree)):
         if count > MAX_NODES:
             issues[("limit", "")] = Issue("template.node_limit", {"limit": MAX_NODES})
             break
-        for issue in _inspect(node, assigned, built):
+        for issue in _inspect(node, aliases, sources):
             key = (issue.kind, str(issue.attrs.get("name", "")))
             issues.setdefault(key, issue)
         if len(issues) >= MAX_ISSUES:
@@ -118,112 +120,78 @@ def _assigned_names(tree: nodes.Node) -> set[str]:
     return names
 
 
-def _built_names(tree: nodes.Node) -> set[str]:
-    """Names (and namespace attributes, `ns.key`) that may hold a string the template built at render time: set
-    from a built string (`'%c'|format(95)`, `a ~ b`, a macro's output, a `{% set %}` block), or a loop over one.
-    A name so built and then used as a key is how an escape spells `__init__` without writing it."""
-    bindings: list[tuple[nodes.Node, nodes.Node | None]] = []  # target, value (None: a block set, always text)
+def _global_aliases(tree: nodes.Node, assigned: set[str]) -> set[str]:
+    """Template globals under their own names, and names set to one (`{% set n = namespace %}`)."""
+    aliases = set(TEMPLATE_GLOBALS - assigned)
     for node in _walk(tree):
+        pairs: list[tuple[nodes.Node, nodes.Node]] = []
+        if isinstance(node, nodes.With):
+            pairs.extend(zip(node.targets, node.values, strict=False))
         if isinstance(node, nodes.Assign):
-            bindings.append((node.target, node.node))
-        elif isinstance(node, nodes.AssignBlock):
-            bindings.append((node.target, None))
-        elif isinstance(node, nodes.For):
-            bindings.append((node.target, node.iter))
-    built: set[str] = set()
-    for _ in range(MAX_TAINT_ROUNDS):  # until nothing changes: a name built from a name built from ...
-        before = len(built)
-        for target, value in bindings:
-            if value is None or _is_built(value, built):
-                built.update(_target_names(target))
-        if len(built) == before:
-            break
-    return built
-
-
-def _target_names(target: nodes.Node) -> list[str]:
-    if isinstance(target, nodes.Name):
-        return [target.name]
-    if isinstance(target, nodes.NSRef):
-        return [f"{target.name}.{target.attr}"]
-    if isinstance(target, nodes.Tuple | nodes.List):
-        return [name for item in target.items for name in _target_names(item)]
-    return []
-
-
-def _is_built(node: nodes.Node, built: set[str], depth: int = 0) -> bool:
-    """Whether an expression may evaluate to a string made at render time (not a constant, not the chat's data)."""
-    if depth > 50:
-        return True
-    if isinstance(node, nodes.Name):
-        return node.name in built
-    if isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Name):
-        return f"{node.node.name}.{node.attr}" in built or node.node.name in built
-    if isinstance(node, nodes.Concat | nodes.Mod):
-        return True
-    if isinstance(node, nodes.Add):
-        return any(_is_built(side, built, depth + 1) or _is_text(side) for side in (node.left, node.right))
-    if isinstance(node, nodes.Filter):
-        return node.name not in NUMBER_FILTERS
-    if isinstance(node, nodes.Call):
-        return True  # a macro's output, a string method's result (`'%c'.format(95)`)
-    if isinstance(node, nodes.Getitem | nodes.Getattr):
-        return _is_text(node.node) or _is_built(node.node, built, depth + 1)  # `'a_b'[1]`, `built[0]`
-    if isinstance(node, nodes.CondExpr):
-        return any(n is not None and _is_built(n, built, depth + 1) for n in (node.expr1, node.expr2))
-    if isinstance(node, nodes.List | nodes.Tuple):
-        return any(_is_built(item, built, depth + 1) or _is_text(item) for item in node.items)
-    return False
-
-
-def _is_text(node: nodes.Node) -> bool:
-    return isinstance(node, nodes.Const) and isinstance(node.value, str)
+            pairs.append((node.target, node.node))
+        for target, value in pairs:
+            if isinstance(target, nodes.Name) and isinstance(value, nodes.Name) and value.name in aliases:
+                aliases.add(target.name)
+    return aliases
 
 
 def _issue(kind: str, node: nodes.Node, **attrs: AttrValue) -> Issue:
     return Issue(kind, {**attrs, "line": node.lineno})
 
 
-def _inspect(node: nodes.Node, assigned: set[str], built: set[str]) -> Iterator[Issue]:
+def _inspect(node: nodes.Node, aliases: set[str], sources: KeySources) -> Iterator[Issue]:
     if (isinstance(node, nodes.Const) and isinstance(node.value, str)) or isinstance(node, _STRING_BUILDERS):
         text = node.value if isinstance(node, nodes.Const) else _fold(node)
-        found = _INTERNAL_NAME.search(text) if isinstance(text, str) else None
+        # A name, or a dotted path, on its own: prose that mentions `__init__.py` is not a lookup.
+        found = _INTERNAL_NAME.search(text) if isinstance(text, str) and not _WORDS.search(text) else None
         if found is not None:
             yield _issue("template.dunder_access", node, name=found.group(0))
     if isinstance(node, nodes.Getattr):
-        yield from _attribute(node, node.attr)
-        if isinstance(node.node, nodes.Name) and node.node.name in TEMPLATE_GLOBALS - assigned:
+        yield from _attribute(node, node.attr, dangerous=True)
+        if isinstance(node.node, nodes.Name) and node.node.name in aliases:
             yield _issue("template.global_internals", node, name=f"{node.node.name}.{node.attr}")
     elif isinstance(node, nodes.Getitem):
-        yield from _computed_key(node, node.arg, built)
-        if isinstance(node.node, nodes.Name) and node.node.name in TEMPLATE_GLOBALS - assigned:
+        yield from _computed_key(node, node.arg, sources)
+        if isinstance(node.node, nodes.Name) and node.node.name in aliases:
             yield _issue("template.global_internals", node, name=f"{node.node.name}[...]")
     elif isinstance(node, nodes.Filter):
-        yield from _filter(node)
+        yield from _filter(node, sources)
     elif isinstance(node, nodes.Name) and node.ctx == "load":
-        if node.name in SUSPICIOUS_NAMES and node.name not in assigned:
+        if node.name in SUSPICIOUS_NAMES and node.name not in sources.bound:
             yield _issue("template.suspicious_name", node, name=node.name)
     elif isinstance(node, nodes.Import | nodes.FromImport | nodes.Include | nodes.Extends):
         yield _issue("template.loader_tag", node, name=type(node).__name__.lower())
-    elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr):
-        target = node.node
-        if target.attr in ("format", "format_map") and isinstance(target.node, nodes.Const):
-            text = target.node.value
-            if isinstance(text, str) and _FORMAT_FIELD.search(text):
+    elif isinstance(node, nodes.Call):
+        yield from _call(node, sources)
+
+
+def _call(node: nodes.Call, sources: KeySources) -> Iterator[Issue]:
+    for keyword in node.kwargs:  # dict(__init__=1)|list spells the name without a string
+        if keyword.key.startswith("_"):
+            yield _issue("template.dunder_access", node, name=keyword.key)
+    target = node.node
+    if isinstance(target, nodes.Getattr) and target.attr in ("format", "format_map"):
+        # str.format reads attributes and items named in its fields: `'{0.__class__}'.format(x)`
+        text = target.node.value if isinstance(target.node, nodes.Const) else _fold(target.node)
+        if isinstance(text, str):
+            if _FORMAT_FIELD.search(text):
                 yield _issue("template.dunder_access", node, name=f"format string {text[:60]!r}")
+        elif sources.contains(target.node):
+            yield _issue("template.computed_attribute", node, name="<format string built at render time>")
 
 
-def _attribute(node: nodes.Node, name: str) -> Iterator[Issue]:
+def _attribute(node: nodes.Node, name: str, dangerous: bool = False) -> Iterator[Issue]:
+    """A private or special name; with `dangerous`, also an attribute only reached past Python's internals
+    (`x.popen`). A subscript's constant key is left alone there: `roles['system']` is a dict lookup."""
     if name.startswith("_"):
         yield _issue("template.dunder_access", node, name=name)
-    elif name in DANGEROUS_ATTRIBUTES:
+    elif dangerous and name in DANGEROUS_ATTRIBUTES:
         yield _issue("template.dangerous_attribute", node, name=name)
 
 
-def _computed_key(node: nodes.Node, key: nodes.Node, built: set[str]) -> Iterator[Issue]:
+def _computed_key(node: nodes.Node, key: nodes.Node, sources: KeySources) -> Iterator[Issue]:
     """`x['__class__']` or `x['__cla' ~ 'ss__']`: a string key is an attribute lookup in Jinja. A key the template
-    assembles, there or in a name set earlier, hides its name from readers: that alone is suspicious (real
-    templates index with constants, loop variables and numbers)."""
+    assembles, there or through names, a macro's parameters and the like (template_keys), may be any name."""
     if isinstance(key, nodes.Const):
         if isinstance(key.value, str):
             yield from _attribute(node, key.value)
@@ -232,26 +200,37 @@ def _computed_key(node: nodes.Node, key: nodes.Node, built: set[str]) -> Iterato
     if folded is not None:
         yield _issue("template.computed_attribute", node, name=folded[:80])
         yield from _attribute(node, folded)
-    elif _is_built(key, built):
-        yield _issue("template.computed_attribute", node, name="<built at render time>")
+    elif sources.starts(key):
+        yield _issue("template.computed_attribute", node, name="<may start with _ at render time>")
 
 
-def _filter(node: nodes.Filter) -> Iterator[Issue]:
+def _filter(node: nodes.Filter, sources: KeySources) -> Iterator[Issue]:
+    """The attribute names a filter fetches: constants segment by segment (`map(attribute='a.__class__')`), and
+    names computed at render time, which may be anything."""
     if node.name not in ATTRIBUTE_FILTERS:
         return
-    candidates = [kw.value for kw in node.kwargs if kw.key == "attribute"]
-    if node.name == "attr" and node.args:
-        candidates.append(node.args[0])
-    for value in candidates:
-        if isinstance(value, nodes.Const) and isinstance(value.value, str):
-            yield from _attribute(node, value.value)
-            yield from _attribute(node, value.value.rsplit(".", 1)[-1])  # map(attribute='a.__class__')
-        elif node.name == "attr":
-            # |attr with a name computed at render time: nothing a chat needs, everything an escape needs.
-            folded = _fold(value)
-            yield _issue("template.computed_attribute", node, name=(folded or "<computed>")[:80])
-            if folded is not None:
-                yield from _attribute(node, folded)
+    position = ATTRIBUTE_FILTERS[node.name]
+    names = [kw.value for kw in node.kwargs if kw.key == "attribute"]
+    if position is not None and len(node.args) > position:
+        names.append(node.args[position])
+    direct = node.name == "attr"
+    if node.name == "map" and node.args:
+        chosen = node.args[0]  # the filter map applies
+        direct = isinstance(chosen, nodes.Const) and chosen.value == "attr"
+        if not (isinstance(chosen, nodes.Const) and isinstance(chosen.value, str)):
+            yield _issue("template.computed_attribute", node, name="<map filter chosen at render time>")
+        elif chosen.value == "attr" and len(node.args) > 1:
+            names.append(node.args[1])
+    for value in names:
+        text = value.value if isinstance(value, nodes.Const) else _fold(value)
+        if isinstance(text, str):
+            if not isinstance(value, nodes.Const):
+                yield _issue("template.computed_attribute", node, name=text[:80])
+            for segment in text.split("."):
+                yield from _attribute(node, segment)
+        elif not isinstance(value, nodes.Const) and (direct or sources.contains(value)):
+            # |attr with a name computed at render time: nothing a chat needs (it looks up fields by constants).
+            yield _issue("template.computed_attribute", node, name="<attribute name built at render time>")
 
 
 def _fold(node: nodes.Node, depth: int = 0) -> str | None:

@@ -1,0 +1,237 @@
+"""Which lookup keys in a chat template may start with an underscore when it is rendered.
+
+Every way from a chat template to Python's internals goes through a name that starts with an underscore
+(`__init__`, `__globals__`, a macro's `_environment`), looked up at render time: a subscript (`x[k]`, which Jinja
+falls back to getattr for), an attribute filter (`|attr(k)`, `map(attribute=k)`, `groupby(k)`, ...) or a format
+string's field (`'{0.__class__}'`). A key written as a constant is read as it is. A key computed at render time is
+judged by where its value comes from, tracked through names (`set`, `with`, loops, namespace attributes):
+
+- the chat the caller passes (`messages`, `tools`, ...), and what the template derives from it by lookups and
+  filters, is the caller's, not the template's: safe as a key;
+- numbers, and strings built from a first piece that is a constant not starting with `_` (`"call_" ~ i`): safe;
+- everything else: strings the template builds (`'%c'|format(95)`, `u ~ u`, a macro's output, a `{% set %}`
+  block, keyword-argument names turned into a list), macro and call-block parameters (`varargs` too), special
+  tokens and other values the tokenizer config supplies (an attacker writes those as well): may be anything.
+
+Unsandboxed renderers (llama-cpp-python before 0.2.72, CVE-2024-34359) run whatever such a key reaches, so one is
+reported however innocent it may be; real templates index with constants, numbers and the chat's own fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from jinja2 import nodes
+
+# What the caller of apply_chat_template (or a server) passes: the conversation and its options. Anything else
+# the template reads unbound (bos_token, eos_token, other tokenizer config values) is the model author's.
+CHAT_DATA = frozenset({
+    "messages", "tools", "documents", "custom_tools", "builtin_tools", "tools_in_user_message", "tool_choice",
+    "add_generation_prompt", "continue_final_message", "enable_thinking", "thinking", "reasoning_effort",
+    "date_string", "loop", "conversation", "chat", "message", "system_message",
+})  # fmt: skip
+# Callables a template may call whose result is never a name: numbers, dates, nothing.
+PLAIN_CALLS = frozenset({"range", "strftime_now", "raise_exception"})
+NUMBER_FILTERS = frozenset({"int", "float", "abs", "round", "length", "count", "filesizeformat", "wordcount"})
+# Filters whose arguments can end up in the result (`replace`'s new text, `join`'s separator, `default`'s value);
+# the others' arguments name attributes or tests.
+OUTPUT_ARGUMENT_FILTERS = frozenset({"replace", "join", "default", "d", "format", "indent", "truncate", "wordwrap",
+                                     "center", "map", "batch", "slice", "sum", "xmlattr"})  # fmt: skip
+MAX_ROUNDS = 20  # of the fixpoint over bindings; real templates settle in two or three
+MAX_DEPTH = 60  # of one expression
+
+
+class KeySources:
+    """Where every name a template binds gets its values from, resolved once for the whole template. Two facts
+    per name: its value may start with `_` (`loose`), and it may hold a `_` anywhere (`underscored`: a piece of
+    it, `s[1]`, or a loop over it, may then be one)."""
+
+    def __init__(self, walk: Iterable[nodes.Node]) -> None:
+        bindings: list[tuple[list[str], nodes.Node | None, bool]] = []  # names, value (None: anything), a loop?
+        statements = list(walk)
+        macros = {node.name: node for node in statements if isinstance(node, nodes.Macro)}
+        for node in statements:
+            bindings.extend(_bindings(node))
+            if isinstance(node, nodes.Call):
+                bindings.extend(_arguments(node, macros, statements))
+        self.bound = {name for names, _, _ in bindings for name in names} | {"varargs", "kwargs"}
+        self.loose: set[str] = {"varargs", "kwargs"}
+        self.underscored: set[str] = {"varargs", "kwargs"}
+        for _ in range(MAX_ROUNDS):  # until nothing changes: a name set from a name set from ...
+            before = len(self.loose) + len(self.underscored)
+            for names, value, loop in bindings:
+                inner = value is None or self.contains(value)
+                if value is None or (inner if loop else self.starts(value)):  # a loop's items are pieces
+                    self.loose.update(names)
+                if inner:
+                    self.underscored.update(names)
+            if len(self.loose) + len(self.underscored) == before:
+                break
+        else:  # still changing: a chain no real template has, so every name may be anything
+            self.loose |= self.bound
+            self.underscored |= self.bound
+
+    def starts(self, node: nodes.Node, depth: int = 0) -> bool:
+        """Whether the expression may evaluate to a string that starts with `_`, by the template's choice."""
+        if depth > MAX_DEPTH:
+            return True
+        deeper = depth + 1
+        if isinstance(node, nodes.Const):
+            return isinstance(node.value, str) and node.value.startswith("_")
+        if isinstance(node, nodes.Name):
+            return node.name in self.loose if node.name in self.bound else node.name not in CHAT_DATA
+        if isinstance(node, nodes.Getattr):
+            own = _attribute_name(node)
+            return own in self.loose if own in self.bound else self.contains(node.node, deeper)
+        if isinstance(node, nodes.Getitem):
+            return self.contains(node.node, deeper) or (not _number(node.arg) and self.starts(node.arg, deeper))
+        if isinstance(node, nodes.Concat):
+            return self._first_piece(node.nodes, deeper)
+        if isinstance(node, nodes.Add):
+            return self._first_piece([node.left, node.right], deeper)
+        if isinstance(node, nodes.Mod):
+            return self._percent(node.left, [node.right], deeper)
+        if isinstance(node, nodes.Filter) and node.name == "format" and node.node is not None:
+            return self._percent(node.node, node.args, deeper)
+        if isinstance(node, nodes.CondExpr):
+            return any(n is not None and self.starts(n, deeper) for n in (node.expr1, node.expr2))
+        if isinstance(node, nodes.Or | nodes.And):  # either side's value
+            return self.starts(node.left, deeper) or self.starts(node.right, deeper)
+        return self.contains(node, deeper)  # filters, calls, lists, ...: a `_` anywhere may come first
+
+    def contains(self, node: nodes.Node, depth: int = 0) -> bool:
+        """Whether the expression may evaluate to something with a `_` in it that the template chose."""
+        if depth > MAX_DEPTH:
+            return True
+        deeper = depth + 1
+        if isinstance(node, nodes.Const):
+            return isinstance(node.value, str) and "_" in node.value
+        if isinstance(node, nodes.Name):
+            return node.name in self.underscored if node.name in self.bound else node.name not in CHAT_DATA
+        if isinstance(node, nodes.Getattr):
+            own = _attribute_name(node)
+            return own in self.underscored if own in self.bound else self.contains(node.node, deeper)
+        if isinstance(node, nodes.Getitem):
+            return self.contains(node.node, deeper) or (not _number(node.arg) and self.contains(node.arg, deeper))
+        if isinstance(node, nodes.Mod):
+            return True  # '%c' % 95
+        if isinstance(node, nodes.Filter):
+            if node.name in NUMBER_FILTERS:
+                return False
+            if node.name == "format":
+                return True
+            values = [node.node] if node.node is not None else []
+            if node.name in OUTPUT_ARGUMENT_FILTERS:  # arguments that end up in the result
+                values += [*node.args, *(kw.value for kw in node.kwargs)]
+            return any(self.contains(value, deeper) for value in values)
+        if isinstance(node, nodes.Call):
+            return self._call(node, deeper)
+        if isinstance(node, nodes.CondExpr):
+            return any(n is not None and self.contains(n, deeper) for n in (node.expr1, node.expr2))
+        if isinstance(node, nodes.Concat):
+            return any(self.contains(piece, deeper) for piece in node.nodes)
+        if isinstance(node, nodes.BinExpr):  # + - * / // % ** and/or: any side's text may pass through
+            return self.contains(node.left, deeper) or self.contains(node.right, deeper)
+        if isinstance(node, nodes.List | nodes.Tuple):
+            return any(self.contains(item, deeper) for item in node.items)
+        if isinstance(node, nodes.Dict):
+            return any(self.contains(p.key, deeper) or self.contains(p.value, deeper) for p in node.items)
+        return False  # numbers, comparisons, tests, slices
+
+    def _first_piece(self, pieces: list[nodes.Expr], depth: int) -> bool:
+        """A concatenation starts with its first non-empty piece: safe when that is a constant without a leading
+        `_`. Any other start (even the chat's own text, which may be empty) is judged by the rest too."""
+        for index, piece in enumerate(pieces):
+            if isinstance(piece, nodes.Const) and piece.value == "":
+                continue
+            if isinstance(piece, nodes.Const) and isinstance(piece.value, str | int | float):
+                return str(piece.value).startswith("_")
+            return self.starts(piece, depth) or any(self.contains(p, depth) for p in pieces[index + 1 :])
+        return False
+
+    def _percent(self, text: nodes.Node, arguments: list[nodes.Expr], depth: int) -> bool:
+        """`text % arguments` starts with the format string's first character unless that is a conversion."""
+        if isinstance(text, nodes.Const) and isinstance(text.value, str) and text.value[:1] not in ("", "%"):
+            return text.value.startswith("_")
+        return True
+
+    def _call(self, node: nodes.Call, depth: int) -> bool:
+        target = node.node
+        if isinstance(target, nodes.Name) and target.name in PLAIN_CALLS and target.name not in self.bound:
+            return False
+        if isinstance(target, nodes.Getattr):  # a method: its object and its arguments make the result
+            arguments = [*node.args, *(kw.value for kw in node.kwargs)]
+            return self.contains(target.node, depth) or any(self.contains(a, depth) for a in arguments)
+        return True  # a macro's output, caller(), a cycler or joiner: text the template makes
+
+
+def _bindings(node: nodes.Node) -> Iterator[tuple[list[str], nodes.Node | None, bool]]:
+    """The names a statement binds, the expression their values come from (None: may be anything), and whether
+    they are its items (a loop)."""
+    if isinstance(node, nodes.Assign):
+        yield _names(node.target), node.node, False
+        if isinstance(node.target, nodes.Name) and isinstance(node.node, nodes.Call):
+            for keyword in node.node.kwargs:  # namespace(k=v): ns.k starts as v
+                yield [f"{node.target.name}.{keyword.key}"], keyword.value, False
+    elif isinstance(node, nodes.AssignBlock):
+        yield _names(node.target), None, False
+    elif isinstance(node, nodes.For):
+        yield _names(node.target), node.iter, True
+    elif isinstance(node, nodes.With):
+        for target, value in zip(node.targets, node.values, strict=False):
+            yield _names(target), value, False
+    elif isinstance(node, nodes.Macro):  # parameters take what calls pass (_arguments), or their defaults
+        parameters = [name for arg in node.args for name in _names(arg)]
+        yield parameters, nodes.Const(""), False  # declared: bound, to nothing loose until a call says so
+        for name, default in zip(reversed(parameters), reversed(node.defaults), strict=False):
+            yield [name], default, False
+
+
+def _arguments(call: nodes.Call, macros: dict[str, nodes.Macro], statements: list[nodes.Node]) -> Iterator[
+    tuple[list[str], nodes.Node | None, bool]
+]:
+    """What a call passes to parameters: a macro's, by position and by name; `caller(...)`'s, to every call
+    block's; `loop(...)`'s, to every recursive loop's target; a call of any other name (a macro kept in a
+    variable), to every macro's."""
+    target = call.node.name if isinstance(call.node, nodes.Name) else None
+    if target == "caller":
+        receivers = [node.args for node in statements if isinstance(node, nodes.CallBlock)]
+    elif target == "loop":  # a recursive loop's loop(items) iterates again over `items`
+        for node in statements:
+            if isinstance(node, nodes.For) and node.recursive:
+                yield _names(node.target), call.args[0] if call.args else None, True
+        return
+    elif target in macros:
+        receivers = [macros[target].args]
+    elif target is not None and target not in PLAIN_CALLS:
+        receivers = [macro.args for macro in macros.values()]
+    else:
+        return
+    for parameters in receivers:
+        names = [name for arg in parameters for name in _names(arg)]
+        for name, value in zip(names, call.args, strict=False):
+            yield [name], value, False
+        for keyword in call.kwargs:
+            if keyword.key in names:
+                yield [keyword.key], keyword.value, False
+        if call.dyn_args is not None or call.dyn_kwargs is not None:  # f(*xs), f(**d): any parameter
+            yield names, None, False
+
+
+def _names(target: nodes.Node) -> list[str]:
+    if isinstance(target, nodes.Name):
+        return [target.name]
+    if isinstance(target, nodes.NSRef):
+        return [f"{target.name}.{target.attr}"]
+    if isinstance(target, nodes.Tuple | nodes.List):
+        return [name for item in target.items for name in _names(item)]
+    return []
+
+
+def _attribute_name(node: nodes.Getattr) -> str:
+    """`ns.key` for an attribute of a name (a namespace's, when bound by `set ns.key`), else ''."""
+    return f"{node.node.name}.{node.attr}" if isinstance(node.node, nodes.Name) else ""
+
+
+def _number(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Const) and isinstance(node.value, int | float) and not isinstance(node.value, bool)
