@@ -133,6 +133,7 @@ SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
     "python_code": lambda: [*_files("*.py"), *sorted((ROOT / "tools").glob("*.py"))],
     "rules": lambda: sorted((ROOT / "rules").glob("*.yaml")),
     "config": lambda: CONFIGS,
+    "pt2": lambda: sorted((ROOT / "tests" / "data" / "pt2").glob("*.json")),  # from a torch.export.save archive
 }
 
 

@@ -21,6 +21,7 @@ from wscan.scanners.numpy import NpyScanner
 from wscan.scanners.ocdbt import OcdbtScanner
 from wscan.scanners.onnx_model import LenientOnnxScanner, OnnxScanner
 from wscan.scanners.pickle import PickleScanner
+from wscan.scanners.pt2 import Pt2GraphScanner
 from wscan.scanners.python_code import PythonCodeScanner
 from wscan.scanners.repo_files import ModelCardScanner, RepoJsonScanner, TemplateFileScanner
 from wscan.scanners.safetensors import SafetensorsScanner
@@ -47,6 +48,7 @@ def builtin_scanners() -> list[Scanner]:
         OnnxScanner(),
         PickleScanner(),
         ShardIndexScanner(),
+        Pt2GraphScanner(),
         RepoJsonScanner(),
         TemplateFileScanner(),
         ConfigTargetScanner(),

@@ -20,12 +20,17 @@ import tarfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from wscan.limits import MIB, Budget, BudgetExceeded
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import TAIL_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.compressed import CHUNK, guarded, reason
+from wscan.scanners.pt2 import LAYOUT as PT2_LAYOUT
+from wscan.scanners.pt2 import MAX_CONFIG_BYTES as PT2_CONFIG_BYTES
+from wscan.scanners.pt2 import RECORDS as PT2_RECORDS
+from wscan.scanners.pt2 import native_members, native_observation, pt2_top, raw_tensor_members
 
 ZIP_LOCAL = b"PK\x03\x04"
 ZIP_END = b"PK\x05\x06"
@@ -62,6 +67,9 @@ def classify_layout(names: Iterable[str]) -> tuple[str, str]:
     packages = [n[: -len("/.data/version")] for n in names if n.endswith("/.data/version") and n.count("/") == 2]
     if packages and f"{packages[0]}/.data/extern_modules" in found:  # torch.package's PackageExporter
         return "torch-package", packages[0]
+    pt2 = pt2_top(names)  # torch.export.save, AOTInductor packages
+    if pt2 is not None:
+        return PT2_LAYOUT, pt2
     if names and all(n.endswith(".npy") for n in names):
         return "npz", ""
     if "config.json" in found and ({"model.weights.h5", "metadata.json"} & found):
@@ -81,6 +89,9 @@ def member_context(layout: str, top: str, name: str) -> dict[str, AttrValue]:
     # torch.package keeps tensor bytes (<n>.storage) and its own records (extern module names, versions) in
     # .data/, and the byte order beside it: read as text or raw bytes by PackageImporter, never unpickled.
     if layout == "torch-package" and (head == f"{top}/.data" or name == f"{top}/byteorder"):
+        context["raw_data"] = True
+    # A PT2 archive's own records, read as text: its format, version, byte order and serialization id.
+    if layout == PT2_LAYOUT and (head == f"{top}/.data" or name in {f"{top}/{leaf}" for leaf in PT2_RECORDS}):
         context["raw_data"] = True
     return context
 
@@ -624,6 +635,12 @@ class ZipScanner:
         # Layout and member names as Python's zipfile (Keras, NumPy) sees them: cut at the first NUL.
         layout, top = classify_layout(i.filename for i in infos)
         yield artifact.observe("archive.layout", format="zip", layout=layout)
+        raw_tensors: set[str] = set()
+        if layout == PT2_LAYOUT:
+            raw_tensors = raw_tensor_members(top, (i.filename for i in infos), partial(_small_member, archive))
+            native = native_members(top, [i.filename for i in infos])
+            if native:
+                yield artifact.observe("pt2.native_code", **native_observation(native))
         locals_ = [read_local_header(fh, i) for i in infos]
         yield from zip_structure(artifact, infos, locals_, archive.start_dir)
         names = NameChecks(artifact)
@@ -661,6 +678,8 @@ class ZipScanner:
                 # this source runs when a pickle loads, even for a name that looks like a standard one.
                 yield artifact.observe("archive.package_code", offset, member=name)
             context = member_context(layout, top, info.filename)
+            if info.filename in raw_tensors:  # torch.export.load reads these bytes as a tensor, never unpickles
+                context["raw_data"] = True
             if info.compress_type != zipfile.ZIP_STORED:
                 context["cheap_seek"] = False  # the engine must not inflate a whole tensor to read its tail
             # Small members are read once in full (CRC, decompression); tensor storages never are.
@@ -670,6 +689,15 @@ class ZipScanner:
             yield artifact.child(info.filename, info.file_size, opener, context)
             if errors and not checked:
                 yield artifact.observe("archive.member_unreadable", offset, member=name, reason=errors[0])
+
+
+def _small_member(archive: zipfile.ZipFile, name: str) -> bytes | None:
+    """A member's bytes when it is small enough to read whole (a PT2 tensor config), else None."""
+    try:
+        info = archive.getinfo(name)
+        return archive.read(info) if info.file_size <= PT2_CONFIG_BYTES else None
+    except (KeyError, OSError, ValueError, zipfile.BadZipFile, RuntimeError, EOFError, NotImplementedError):
+        return None
 
 
 # --- tar ---------------------------------------------------------------------------------------------
