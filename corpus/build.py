@@ -792,6 +792,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_repo(corpus)
     build_hostile_gguf(corpus, payload, main_rules)
     build_hostile_onnx(corpus)
+    build_hostile_pt2(corpus)
     build_hostile_keras_tf(corpus)
     build_hostile_configs(corpus)
     build_distributed_checkpoint(corpus, payload, main_rules)
@@ -1349,6 +1350,9 @@ CHATML = (
 )
 # The llama-cpp-python CVE-2024-34359 shape: from a template global to os.popen.
 TEMPLATE_ESCAPE = "{{ cycler.__init__.__globals__.os.popen('echo wscan-corpus-hostile-sample').read() }}"
+TEMPLATE_BUILT_KEYS = ("{%- set u = '%c'|format(95) -%}{%- set k = u ~ u ~ 'init' ~ u ~ u ~ '.' ~ u ~ u ~ 'globals'"
+                       " ~ u ~ u ~ '.os.popen' -%}{{ ([namespace]|map(attribute=k)|first)("
+                       "'echo wscan-corpus-hostile-sample').read() }}")
 
 
 def st_tensor(dtype: str, shape: list[int], begin: int, end: int) -> dict[str, Any]:
@@ -1604,6 +1608,10 @@ def build_hostile_gguf(corpus: Corpus, payload: bytes, rules: list[str]) -> None
          "two tensors share the same bytes", expect("WS-GGUF-025")),
         ("pickle-after-tensors", gguf_bytes([arch], [f32x2], bytes(32) + payload),
          "a pickle appended after the tensor data", expect("WS-GGUF-027") + expect(*rules)),
+        ("template-built-keys", gguf_bytes([arch, _gguf_kv_str("tokenizer.chat_template", TEMPLATE_BUILT_KEYS)],
+                                           [f32x2], bytes(8)),
+         "a chat template that spells __init__ and __globals__ at render time ('%c'|format(95)) and looks them up: "
+         "runs os.popen under an unsandboxed renderer", expect("WS-TPL-005")),
     ]
     for name, data, technique, expected in cases:
         corpus.add(f"hostile/gguf-{name}.gguf", data, f"GGUF: {technique}", rules=expected)
@@ -1710,6 +1718,45 @@ def build_hostile_onnx(corpus: Corpus) -> None:
                   expect("WS-TPL-001", "WS-TPL-002")))
     for name, model, technique, expected in cases:
         corpus.add(f"hostile/onnx-{name}.onnx", model.SerializeToString(), f"ONNX: {technique}", rules=expected)
+    disguised = b"\xa0\x06\x01" + external("/etc/passwd").SerializeToString()  # an unknown field 100 first
+    corpus.add("hostile/onnx-disguised-external-data.onnx", disguised, "ONNX: an unknown field before ir_version hides "
+               "the model from format sniffing (onnx and onnxruntime still load it); external data at /etc/passwd",
+               rules=expect("WS-ONNX-019", "WS-ONNX-004"))
+
+
+# --- PyTorch 2 program archives ----------------------------------------------------------------------------
+
+
+def _pt2(graph_change: Callable[[dict[str, Any]], None], extra: list[tuple[str, bytes]] | None = None) -> bytes:
+    """A torch.export.save archive (the JSON members of a real one, tests/data/pt2), its graph edited."""
+    source = Path(__file__).resolve().parents[1] / "tests" / "data" / "pt2"
+    program = json.loads((source / "model.json").read_text(encoding="utf-8"))
+    graph_change(program)
+    weights = json.loads((source / "model_weights_config.json").read_text(encoding="utf-8"))
+    members = [("m/archive_format", b"pt2"), ("m/archive_version", b"0"), ("m/.data/version", b"6\n"),
+               ("m/byteorder", b"little"), ("m/models/model.json", json.dumps(program).encode()),
+               ("m/data/weights/model_weights_config.json", json.dumps(weights).encode()),
+               ("m/data/constants/model_constants_config.json", (source / "model_constants_config.json").read_bytes())]
+    members += [(f"m/data/weights/{entry['path_name']}", bytes(64)) for entry in weights["config"].values()]
+    return zip_bytes(members + (extra or []))
+
+
+def build_hostile_pt2(corpus: Corpus) -> None:
+    def guard(program: dict[str, Any]) -> None:
+        program["guards_code"] = ["True #\n, 'ok')\nimport os; os.system('echo wscan-corpus-hostile-sample')\n"
+                                  "def __(*args):\n  torch._assert(True"]
+
+    def read_file(program: dict[str, Any]) -> None:
+        program["graph_module"]["graph"]["nodes"][0]["target"] = "torch.ops.aten.from_file.default"
+
+    corpus.add("hostile/pt2-guard-code.pt2", _pt2(guard), "torch.export archive whose guards_code breaks out of its "
+               "expression: ExportedProgram.module() execs the rest", rules=expect("WS-PT2-003"))
+    corpus.add("hostile/pt2-from-file.pt2", _pt2(read_file), "torch.export archive whose graph calls aten.from_file: "
+               "running the program reads a file the graph names", rules=expect("WS-PT2-002"))
+    library = b"\x7fELF\x02\x01\x01" + bytes(57)
+    corpus.add("hostile/pt2-aoti-library.pt2",
+               _pt2(lambda _: None, [("m/data/aotinductor/model/x.wrapper.so", library)]),
+               "AOTInductor package: aoti_load_package loads the shared library it carries", rules=expect("WS-PT2-001"))
 
 
 # --- Keras and TensorFlow ------------------------------------------------------------------------------
