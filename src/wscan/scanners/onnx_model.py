@@ -124,7 +124,6 @@ class OnnxScanner:
             yield artifact.observe("onnx.size_limit", 0, limit="max-member-bytes", value=cap, size=artifact.size)
             return
         # Imported here: onnx and its C++ extension load in a few hundred milliseconds and only ONNX needs them.
-        from wscan.scanners.onnx_checks import inspect_model
         from wscan.scanners.onnx_slim import SlimError, slim_model
 
         try:
@@ -133,6 +132,12 @@ class OnnxScanner:
         except SlimError as exc:
             yield artifact.observe("onnx.malformed", 0, reason=str(exc)[:300])
             return
+        yield from self.inspect(artifact, data, ctx)
+
+    def inspect(self, artifact: Artifact, data: bytes, ctx: ScanContext) -> Iterator[ScanItem]:
+        """The checks on a model read without its weights."""
+        from wscan.scanners.onnx_checks import inspect_model
+
         folder = artifact.real_path.absolute().parent if artifact.real_path is not None else None
         inspection = inspect_model(data, folder, ctx.budget.check_time)
         for problem in inspection.problems:
@@ -145,9 +150,10 @@ class OnnxScanner:
 
 class LenientOnnxScanner(OnnxScanner):
     """Last in the table: a ModelProto written in a way no exporter writes (unknown or mistyped fields first, a
-    large field before ir_version), which onnx.load and onnxruntime still load. The whole file's top-level fields
-    decide: with a graph, training info or functions it is a model, reported as disguised and checked in full;
-    anything else stays an unknown format."""
+    large field before ir_version), which onnx.load and onnxruntime still load. The whole file decides: a model is
+    a ModelProto protobuf parses, with an ir_version onnxruntime accepts and a graph, training info or functions; it
+    is reported as disguised and checked in full. Anything else (TensorFlow's fingerprint.pb has a field 7 too)
+    stays what it was, an unknown format or another scanner's."""
 
     def accepts(self, head: Head) -> bool:
         return not head.raw_data and may_be_onnx(head.head, head.size)
@@ -160,8 +166,25 @@ class LenientOnnxScanner(OnnxScanner):
                 fields = top_level_fields(raw, artifact.size, ctx.budget.check_time)
         except SlimError:
             fields = set()  # protobuf would refuse it as well
-        if fields.isdisjoint(CONTENT_FIELDS):
+        data = self._model(artifact, ctx) if not fields.isdisjoint(CONTENT_FIELDS) else None
+        if data is None:
             yield artifact.observe(NOT_MINE_KIND)  # nothing a loader would run or read: left to the unknown formats
             return
         yield artifact.observe("onnx.disguised", 0)
-        yield from super().scan(artifact, ctx)
+        yield from self.inspect(artifact, data, ctx)
+
+    def _model(self, artifact: Artifact, ctx: ScanContext) -> bytes | None:
+        """The model without its weights, when the file is one; None when protobuf or onnxruntime would refuse it."""
+        from onnx import ModelProto
+
+        from wscan.scanners.onnx_slim import slim_model
+
+        if artifact.size > ctx.limits.max_member_bytes:
+            return None
+        try:
+            with artifact.opener() as raw:
+                data = slim_model(raw, artifact.size, ctx.budget.check_time)
+            model = ModelProto.FromString(data)
+        except Exception:  # SlimError, protobuf's DecodeError: not a model any loader reads
+            return None
+        return data if MIN_IR_VERSION <= model.ir_version <= MAX_IR_VERSION else None
