@@ -1280,7 +1280,8 @@ def test_an_ep_context_file_is_held_to_the_external_data_rules(
 def test_tensorflow_fingerprints_are_not_taken_for_disguised_models(tmp_path: Path) -> None:
     """A SavedModel's fingerprint.pb is a protobuf with a field 7 (its uuid, a string where ModelProto has its
     graph): review 26 found every one TensorFlow 2.21 writes failed as a broken disguised ONNX model."""
-    fingerprint = Path(__file__).parents[1] / "data" / "tf_keras" / "reviewed" / "readfile-savedmodel" / "fingerprint.pb"
+    saved_model = Path(__file__).parents[1] / "data" / "tf_keras" / "reviewed" / "readfile-savedmodel"
+    fingerprint = saved_model / "fingerprint.pb"
     report = scan_bytes(tmp_path, fingerprint.read_bytes(), "fingerprint.pb")
     assert "onnx" not in report.files[0].formats
     assert not {r for r in rule_ids(report) if r.startswith("WS-ONNX")}

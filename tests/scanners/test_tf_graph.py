@@ -199,6 +199,36 @@ HOSTILE: dict[str, tuple[bytes, str, Limits | None]] = {
 }  # fmt: skip
 
 
+def _saved_model_with_asset(filename: bytes) -> bytes:
+    """A benign SavedModel whose one asset, fed to a Const the graph reads, is named `filename`."""
+    model = message_class("SavedModel").FromString(benign_saved_model())
+    meta = model.meta_graphs[0]
+    add_node(meta.graph_def, "asset_path", "Const", value=b"vocab.txt")
+    meta.asset_file_def.add(filename=filename).tensor_info.name = b"asset_path:0"
+    return bytes(model.SerializeToString())
+
+
+HOSTILE["WS-TF-013"] = (graph_with(("d", "DatasetFromGraph", ("serialized",), {})), "g.pb", None)
+HOSTILE["WS-TF-014"] = (_saved_model_with_asset(b"../../../etc/passwd"), "saved_model.pb", None)
+
+
+def test_a_fed_asset_path_is_not_a_path_written_into_the_graph(tmp_path: Path) -> None:
+    """A TF1 SavedModel's vocabulary table reads a Const the loader feeds with the asset's path (asset_file_def):
+    not WS-TF-012. The same Const not named as an asset is."""
+    def table(graph: Any) -> None:
+        add_node(graph, "table", "HashTableV2")
+        add_node(graph, "init", "InitializeTableFromTextFileV2", ("table", "asset_path"))
+
+    model = message_class("SavedModel").FromString(saved_model(table))
+    meta = model.meta_graphs[0]
+    add_node(meta.graph_def, "asset_path", "Const", value=b"/export/dir/assets/vocab.txt")
+    unfed = bytes(model.SerializeToString())
+    meta.asset_file_def.add(filename=b"vocab.txt").tensor_info.name = b"asset_path:0"
+    fed = bytes(model.SerializeToString())
+    assert "WS-TF-012" in rule_ids(scan_bytes(tmp_path / "unfed", unfed, "saved_model.pb"))
+    assert "WS-TF-012" not in rule_ids(scan_bytes(tmp_path / "fed", fed, "saved_model.pb"))
+
+
 def test_every_rule_has_a_fixture() -> None:
     rules = {rule["id"] for rule in load_pack(builtin_rules_dir() / "tensorflow.yaml")["rules"]}
     assert rules == set(HOSTILE) | {"WS-TF-010"}

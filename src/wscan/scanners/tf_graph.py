@@ -34,6 +34,7 @@ from typing import Any
 
 from wscan.discover import display_path
 from wscan.model import AttrValue, Observation
+from wscan.scanners.archive import path_problem
 from wscan.scanners.base import CLAIM_KIND, HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 
 SAVED_MODEL_NAME = "saved_model.pb"
@@ -47,7 +48,7 @@ OP_CATEGORIES: dict[str, str] = {
     **dict.fromkeys(
         ["WriteFile", "DatasetToTFRecord", "ExperimentalDatasetToTFRecord", "SaveDataset", "SaveDatasetV2",
          "DistributedSave", "SnapshotDataset", "SnapshotDatasetV2", "CreateSummaryFileWriter",
-         "CreateSummaryDbWriter", "DebugIdentityV2", "DebugIdentityV3"],
+         "CreateSummaryDbWriter", "DebugIdentityV2", "DebugIdentityV3", "CacheDataset", "CacheDatasetV2"],
         "file-write",
     ),
     **dict.fromkeys(
@@ -57,15 +58,21 @@ OP_CATEGORIES: dict[str, str] = {
          "TFRecordReaderV2", "TextLineReader", "TextLineReaderV2", "FixedLengthRecordReader",
          "FixedLengthRecordReaderV2", "WholeFileReader", "WholeFileReaderV2", "LMDBReader", "LMDBDataset",
          "ExperimentalLMDBDataset", "SqlDataset", "ExperimentalSqlDataset", "CSVDataset", "CSVDatasetV2",
-         "ExperimentalCSVDataset", "MatchingFilesDataset", "ExperimentalMatchingFilesDataset", "LoadDataset"],
+         "ExperimentalCSVDataset", "MatchingFilesDataset", "ExperimentalMatchingFilesDataset", "LoadDataset",
+         "RecordInput", "SnapshotDatasetReader", "SnapshotNestedDatasetReader", "SnapshotChunkDataset",
+         "ListSnapshotChunksDataset"],
         "file-read",
     ),
+    # A dataset rebuilt from a GraphDef held in a tensor (a variable, a constant): any op can hide in it, out of
+    # every graph a scanner reads (a review read and wrote files through one).
+    **dict.fromkeys(["DatasetFromGraph"], "hidden-graph"),
     **dict.fromkeys(["Save", "SaveV2", "SaveSlices", "MergeV2Checkpoints"], "checkpoint-write"),
     **dict.fromkeys(["Restore", "RestoreV2", "RestoreSlice"], "checkpoint-read"),
     **dict.fromkeys(
         ["DataServiceDataset", "DataServiceDatasetV2", "DataServiceDatasetV3", "DataServiceDatasetV4",
          "RegisterDataset", "RegisterDatasetV2", "Rpc", "TryRpc", "RpcClient", "RpcCall", "RpcServer",
-         "RpcServerStart", "RpcServerRegister", "RpcCheckStatus", "RpcGetValue"],
+         "RpcServerStart", "RpcServerRegister", "RpcCheckStatus", "RpcGetValue", "RemoteCall",
+         "FileSystemSetConfiguration"],
         "network",
     ),
 }
@@ -82,6 +89,10 @@ EVIDENCE_ATTRS = ("token", "memory_region_name", "output_stream", "descriptor_so
                   "file_pattern", "filename")  # fmt: skip
 PASS_THROUGH = frozenset({"Identity", "Snapshot", "StopGradient", "IdentityN", "PlaceholderWithDefault"})
 MAX_HOPS = 8
+# The input that holds the path, where it is not the first (a table initializer's first input is the table).
+PATH_INPUT = {"InitializeTableFromTextFile": 1, "InitializeTableFromTextFileV2": 1, "CacheDataset": 1,
+              "CacheDatasetV2": 1}  # fmt: skip
+MAX_COMPUTED_NODES = 64  # nodes followed back from a path input to find whether only constants make it
 MAIN_GRAPH = "<graph>"  # the function name reported for nodes of the top-level graph
 MAX_REPORTED = 1000  # op observations per file; more are counted
 _TICK = 1 << 14
@@ -98,7 +109,11 @@ _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
     ("SavedModel", [("saved_model_schema_version", 1, _I, False, ""),
                     ("meta_graphs", 2, _M, True, "MetaGraphDef")]),
     ("MetaGraphDef", [("graph_def", 2, _M, False, "GraphDef"), ("saver_def", 3, _M, False, "SaverDef"),
+                      ("asset_file_def", 6, _M, True, "AssetFileDef"),
                       ("object_graph_def", 7, _M, False, "SavedObjectGraph")]),
+    # An asset: the graph tensor the loader feeds its path to, and the file's name under assets/.
+    ("AssetFileDef", [("tensor_info", 1, _M, False, "TensorInfo"), ("filename", 2, _B, False, "")]),
+    ("TensorInfo", [("name", 1, _B, False, "")]),
     # Keras' object metadata: tf_keras rebuilds layers from these JSON configs when a SavedModel has no
     # keras_metadata.pb (SavedUserObject.metadata), and from keras_metadata.pb itself otherwise.
     ("SavedObjectGraph", [("nodes", 1, _M, True, "SavedObject")]),
@@ -347,19 +362,23 @@ class _Scope:
     nodes: list[Any]
     function: str
     fed: frozenset[str]  # the Saver's filename input: save and restore feed it a path
+    assets: frozenset[str] = frozenset()  # tensors the loader feeds an asset's path to, whatever they hold
     by_name: dict[str, Any] | None = None
 
-    def constant(self, node: Any) -> str:
-        """The string constant the node's first input comes from, through pass-through ops; '' if there is
+    def constant(self, node: Any, index: int = 0) -> str:
+        """The string constant the node's path input comes from, through pass-through ops; '' if there is
         none. Through the Saver's filename input only a folder-free default counts as '': that input is fed on
         save and restore, but an op that runs at any other time, unfed, writes to the default."""
         if self.by_name is None:
             self.by_name = {n.name.decode("utf-8", "replace"): n for n in self.nodes}
         current, fed = node, False
-        for _ in range(MAX_HOPS):
-            if not current.input:
+        for hop in range(MAX_HOPS):
+            position = index if hop == 0 else 0
+            if len(current.input) <= position:
                 return ""
-            name = _source(current.input[0])
+            name = _source(current.input[position])
+            if name in self.assets:
+                return ""
             fed = fed or name in self.fed
             current = self.by_name.get(name)
             if current is None:
@@ -372,6 +391,45 @@ class _Scope:
             if op not in PASS_THROUGH:
                 return ""
         return ""
+
+    def computed(self, node: Any, index: int = 0) -> str:
+        """The constants a path input is computed from (StringJoin, Add, ShardedFilename, ... of constants only),
+        joined with ' + '; '' when anything else feeds it: a placeholder, a function argument, a variable, the
+        Saver's filename input (what the loader feeds), or more nodes than are followed."""
+        if self.by_name is None:
+            self.by_name = {n.name.decode("utf-8", "replace"): n for n in self.nodes}
+        if len(node.input) <= index:
+            return ""
+        pending, seen, texts = [_source(node.input[index])], set(), []
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            current = self.by_name.get(name)
+            if current is None or name in self.fed or name in self.assets or len(seen) > MAX_COMPUTED_NODES:
+                return ""  # a function argument, what the loader feeds, or too far to follow
+            if current.op == b"Const":
+                value = _attrs(current).get("value")
+                texts.append(_text(_attr_value(value)) if value is not None else "")
+                continue
+            inputs = [_source(i) for i in current.input if not i.startswith(b"^")]
+            if not inputs:
+                return ""  # a placeholder, a variable, a table: not written into the graph
+            pending.extend(reversed(inputs))
+        return " + ".join(text for text in texts if text)[:_KEEP]
+
+
+def _asset_paths(artifact: Artifact, message: Any, kind: str) -> Iterator[Observation]:
+    """Asset file names that leave assets/: the loader joins each onto the folder's assets/ as written (a review
+    had a vocabulary table and a ReadFile read a file outside the model through `../` and an absolute name)."""
+    metas = list(message.meta_graphs) if kind == "saved_model" else [message] if kind == "meta_graph" else []
+    for meta in metas:
+        for asset in meta.asset_file_def:
+            name = asset.filename.decode("utf-8", "replace")
+            reason = path_problem(name)
+            if reason is not None:
+                yield artifact.observe("tf.asset_escape", asset=name[:_KEEP], reason=reason, format=kind)
 
 
 def _category(op: str, attrs: dict[str, Any]) -> tuple[str, str]:
@@ -393,14 +451,15 @@ def _category(op: str, attrs: dict[str, Any]) -> tuple[str, str]:
 def _scopes(message: Any, kind: str) -> Iterator[_Scope]:
     """The top-level graph and every library function, of every meta graph."""
     metas = list(message.meta_graphs) if kind == "saved_model" else [message] if kind == "meta_graph" else []
-    graphs: list[tuple[Any, frozenset[str]]] = []
+    graphs: list[tuple[Any, frozenset[str], frozenset[str]]] = []
     for meta in metas:
         saver = {_source(meta.saver_def.filename_tensor_name)} - {""} if meta.HasField("saver_def") else set()
-        graphs.append((meta.graph_def, _tf1_saver_inputs(meta.graph_def.node) | saver))
+        assets = frozenset({_source(asset.tensor_info.name) for asset in meta.asset_file_def} - {""})
+        graphs.append((meta.graph_def, _tf1_saver_inputs(meta.graph_def.node) | saver, assets))
     if kind == "graph_def":
-        graphs.append((message, _tf1_saver_inputs(message.node)))
-    for graph, fed in graphs:
-        yield _Scope(list(graph.node), "", fed)
+        graphs.append((message, _tf1_saver_inputs(message.node), frozenset()))
+    for graph, fed, assets in graphs:
+        yield _Scope(list(graph.node), "", fed, assets)
         for function in graph.library.function:
             yield _Scope(list(function.node_def), _text(function.signature.name), frozenset())
 
@@ -468,7 +527,9 @@ class TfGraphScanner:
             return
         seen: set[object] = set()  # a node two readings both find is reported once
         for kind, message in parsed:
-            for item in chain(_ops(artifact, ctx, message, kind), _keras_objects(artifact, ctx, message, kind)):
+            found = chain(_ops(artifact, ctx, message, kind), _keras_objects(artifact, ctx, message, kind),
+                          _asset_paths(artifact, message, kind))  # fmt: skip
+            for item in found:
                 key = (item.kind, tuple(sorted(item.attrs.items())))
                 if key not in seen:
                     seen.add(key)
@@ -688,7 +749,9 @@ def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Itera
             reported += 1
             if reported > MAX_REPORTED:
                 continue
-            path = "" if category == "python" else scope.constant(node)
+            index = PATH_INPUT.get(op, 0)
+            fixed = category not in ("python", "hidden-graph")
+            path = scope.constant(node, index) or scope.computed(node, index) if fixed else ""
             attrs: dict[str, AttrValue] = {
                 "op": op[:_KEEP], "category": category, "node": _text(node.name),
                 "function": scope.function or MAIN_GRAPH, "path": path, "detail": detail[:_KEEP],
