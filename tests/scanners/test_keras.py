@@ -165,6 +165,11 @@ def keras_with_layers(path: Path, *layers: dict[str, Any], edit: Edit | None = N
     config["config"]["layers"].extend(layers)
     if edit is not None:
         edit(config)
+    return write_keras(path, config, metadata, weights)
+
+
+def write_keras(path: Path, config: dict[str, Any], metadata: bytes | str, weights: bytes) -> Path:
+    """A .keras archive of these three members, as Keras writes them."""
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("metadata.json", metadata)
         archive.writestr("config.json", json.dumps(config))
@@ -801,11 +806,7 @@ def _wrapper_file(path: Path, module: str | None = None, count: int = 1) -> Path
     if module is not None:
         wrapper["config"]["module"] = module
     layers.extend(copy.deepcopy(wrapper) for _ in range(count - 1))
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("metadata.json", metadata)
-        archive.writestr("config.json", json.dumps(config))
-        archive.writestr("model.weights.h5", weights)
-    return path
+    return write_keras(path, config, metadata, weights)
 
 
 def _many_torch_modules(path: Path) -> Path:
