@@ -38,11 +38,12 @@ LOADER_FILES = frozenset({
     "target_vocab.json", "tokenizer.model", "vocab-src.json", "vocab-tgt.json", "vocab.bin", "vocab.json", "vocab.pkl",
     "vocab.txt", "word_pronunciation.json", "word_shape.json",
 })  # fmt: skip
-MAX_TARGET = 500  # of a link's target, shown
 LOADER_FOLDERS = frozenset({"additional_chat_templates"})  # every file in them is read by name (a template each)
 # ... and at any depth under these: Keras and TensorFlow SavedModel assets (a lookup layer's vocabulary.txt), which
 # the loader opens by name, following a link (a review had a Keras folder's vocabulary read a file outside it).
 ASSET_FOLDERS = frozenset({"assets", "assets.extra"})
+MAX_TARGET = 500  # of a link's target, shown
+INSIDE, OUTSIDE, ON_SHARE = "inside", "outside", "on a network share"  # where a path leads (`leads`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +86,19 @@ def _hf_cache_repo(folder: Path) -> bool:
     return os.path.basename(os.path.abspath(folder)).startswith(("models--", "datasets--", "spaces--"))
 
 
-def stays_inside(link: Path, target: Path, root: Path) -> bool:
+def _stays_inside(link: Path, target: Path, root: Path) -> bool:
     """Whether a link's resolved target stays inside the scan root (or, in a Hugging Face cache, its repo)."""
     hf_root = _hf_repo_root(Path(os.path.abspath(link)))
     return _inside(target, root) or (hf_root is not None and _inside(target, Path(os.path.realpath(hf_root))))
+
+
+def leads(path: Path, root: Path) -> str:
+    """Where `path` leads from the real folder `root`, following links: INSIDE it (or, in a Hugging Face cache, its
+    repo), OUTSIDE, or ON_SHARE, an automount share that is not looked up."""
+    target = resolve(path, root)
+    if target is None:
+        return ON_SHARE
+    return INSIDE if _stays_inside(path, Path(target), root) else OUTSIDE
 
 
 def _skip(display: str, kind: str, **attrs: str | int | bool) -> Observation:
@@ -123,22 +133,17 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
             folder.folders.remove("blobs")
         shown = display_path(here)  # once per folder: a file's display name is its folder's plus its own
         prefix = "" if shown == "." else shown.rstrip("/") + "/"
-        links = [entry.name for entry in folder.entries if entry.is_symlink()]
-        linked = {name for name in links if _links_to_folder(here / name, root)}
+        targets = {entry.name: resolve(here / entry.name, root) for entry in folder.entries if entry.is_symlink()}
+        # A link onto a network share is not looked up, so never taken for a folder: it is reported as a file.
+        linked = {name for name, target in targets.items() if target is not None and os.path.isdir(here / name)}
         for name in sorted(linked):
-            target = Path(str(resolve(here / name, root)))
+            target = Path(str(targets[name]))
             yield _skip(prefix + name, "file.symlink_dir", target=target.as_posix(),
-                        outside=not stays_inside(here / name, target, root))  # fmt: skip
+                        outside=not _stays_inside(here / name, target, root))  # fmt: skip
         subfolders = set(folder.folders)
         for entry in folder.entries:
             if entry.name not in linked and entry.name not in subfolders:
                 yield from _entry(here / entry.name, root, prefix + entry.name)
-
-
-def _links_to_folder(link: Path, root: Path) -> bool:
-    """Whether a link leads to a folder; one onto a network share is not looked up, and is reported as a file."""
-    target = resolve(link, root)
-    return target is not None and os.path.isdir(link)
 
 
 def _lfs_head(path: str, size: int) -> bytes:
@@ -165,7 +170,7 @@ def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileE
             if not os.path.exists(path):
                 yield _skip(display, "file.broken_symlink", target=os.readlink(path))
                 return
-            if not stays_inside(path, target, root):
+            if not _stays_inside(path, target, root):
                 code = path.name.endswith(CODE_SUFFIXES) or target.name.endswith(CODE_SUFFIXES)
                 weights = not code and (path.name.lower().endswith(WEIGHT_SUFFIXES) or path.name in LOADER_FILES
                                         or path.parent.name in LOADER_FOLDERS

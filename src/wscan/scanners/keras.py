@@ -227,16 +227,13 @@ def check_json(
     file must turn out to hold a Keras object somewhere (Keras rebuilds them inside lists and plain dicts too), or
     an Orbax checkpoint's model config, else it is handed back; one not named .json that is no JSON at all is
     some other text, handed back too, while a .json file that cannot be read fails."""
-    try:
-        top, invalid = loads_strict(data), ""
-    except JsonRejected as exc:
-        top, invalid = _lenient(data), str(exc)
-        if top is None and standalone and not named_json:
-            yield artifact.observe(NOT_MINE_KIND)
-            return
-        if top is None:
-            yield artifact.observe("keras.config_unreadable", source=source, reason=invalid)
-            return
+    top, invalid = _parse(data)
+    if top is None and standalone and not named_json:
+        yield artifact.observe(NOT_MINE_KIND)
+        return
+    if top is None:
+        yield artifact.observe("keras.config_unreadable", source=source, reason=invalid)
+        return
     yield from _check_parsed(artifact, ctx, top, invalid, source, standalone)
 
 
@@ -270,11 +267,7 @@ def _orbax_config(artifact: Artifact, ctx: ScanContext, top: Any, source: str) -
     if not isinstance(text, str) or not _may_name_a_class(text):
         yield artifact.observe(NOT_MINE_KIND)
         return
-    data = text.encode("utf-8", "surrogatepass")
-    try:
-        inner, invalid = loads_strict(data), ""
-    except JsonRejected as exc:
-        inner, invalid = _lenient(data), str(exc)
+    inner, invalid = _parse(text.encode("utf-8", "surrogatepass"))
     if inner is None:
         yield artifact.observe(NOT_MINE_KIND)  # not JSON: the loader fails before rebuilding anything
         return
@@ -319,11 +312,10 @@ def check_many(artifact: Artifact, ctx: ScanContext, blobs: Iterable[bytes], sou
             yield artifact.observe("keras.walk_limit", source=source, limit=MAX_SAVED_CONFIGS)
             break
         ctx.budget.check_time()
-        try:
-            tops.append(loads_strict(data))
+        top, reason = _parse(data)
+        if not reason:
+            tops.append(top)
             continue
-        except JsonRejected as exc:
-            top, reason = _lenient(data), str(exc)
         failures += 1
         if failures <= MAX_ISSUES:
             kind = "keras.config_unreadable" if top is None else "keras.config_invalid"
@@ -332,6 +324,15 @@ def check_many(artifact: Artifact, ctx: ScanContext, blobs: Iterable[bytes], sou
             tops.append(top)
     for issue in check_config(tops, MAX_CONFIG_NODES, ctx.budget.check_time):
         yield artifact.observe(issue.kind, **{**issue.attrs, "source": source})
+
+
+def _parse(data: bytes) -> tuple[Any, str]:
+    """The config strict parsing reads, with no reason; else the lenient reading (None if there is none) and why
+    strict parsing refused it."""
+    try:
+        return loads_strict(data), ""
+    except JsonRejected as exc:
+        return _lenient(data), str(exc)
 
 
 def _lenient(data: bytes) -> Any:

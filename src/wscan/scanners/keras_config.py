@@ -71,7 +71,6 @@ class Embedded:
     """Bytes a config carries that the loader reads as a file of their own (a TorchModuleWrapper's module)."""
 
     field: str
-    layer: str
     data: bytes
 
 
@@ -247,7 +246,7 @@ def _torch_module(inner: dict[str, Any], path: str, layer: str, found: _Found) -
         return
     where = _join(path, "config.module")
     if len(found.embedded) < MAX_EMBEDDED:
-        found.embedded.append(Embedded(where, layer, data))
+        found.embedded.append(Embedded(where, data))
     else:  # not scanned, so not passed
         found.add("keras.embedded_limit", layer=layer, field=where, limit=MAX_EMBEDDED)
 

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from wscan.discover import stays_inside
-from wscan.lookup import resolve
+from wscan.discover import INSIDE, ON_SHARE, leads
 from wscan.model import AttrValue, Issue
 from wscan.scanners.onnx_lib import (
     AttributeProto,
@@ -615,10 +614,10 @@ class _ExternalData:
         if self.folder is None or self.root is None:
             return _Target("onnx.external_data_unresolvable", "the model is inside an archive")
         path = self.folder / location
-        real = resolve(path, self.root)
-        if real is None:
+        where = leads(path, self.root)  # a Hugging Face snapshot's links into the repo's blobs/ stay inside
+        if where == ON_SHARE:
             return _Target("onnx.external_data_escape", "symbolic link leads onto a network share")
-        if not stays_inside(path, Path(real), self.root):  # a Hugging Face snapshot links into the repo's blobs/
+        if where != INSIDE:
             return _Target("onnx.external_data_escape", "symbolic link leaves the model folder")
         try:
             info = os.stat(path)

@@ -15,9 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from wscan.discover import stays_inside
+from wscan.discover import INSIDE, ON_SHARE, leads
 from wscan.limits import BudgetExceeded
-from wscan.lookup import resolve
 from wscan.model import Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.safetensors import looks_like_safetensors
@@ -136,12 +135,10 @@ def folder_escape_reason(folder: Path, name: str) -> str | None:
         return "absolute path"
     if ".." in PurePosixPath(name.replace("\\", "/")).parts:
         return "parent-folder component"
-    root = Path(os.path.realpath(folder))
-    target = resolve(folder / name, root)
-    if target is None:
-        return "symbolic link leads onto a network share"
-    # a Hugging Face snapshot links into the repo's blobs/
-    return None if stays_inside(folder / name, Path(target), root) else "symbolic link leaves the folder"
+    where = leads(folder / name, Path(os.path.realpath(folder)))  # a HF snapshot's links into blobs/ stay inside
+    if where == INSIDE:
+        return None
+    return "symbolic link leads onto a network share" if where == ON_SHARE else "symbolic link leaves the folder"
 
 
 def _read_shard(artifact: Artifact, shard: _Shard, ctx: ScanContext) -> Iterator[Observation]:

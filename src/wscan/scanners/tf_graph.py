@@ -365,12 +365,16 @@ class _Scope:
     assets: frozenset[str] = frozenset()  # tensors the loader feeds an asset's path to, whatever they hold
     by_name: dict[str, Any] | None = None
 
+    def node(self, name: str) -> Any:
+        """The node of this name, or None (a function argument, a name that is not here)."""
+        if self.by_name is None:
+            self.by_name = {n.name.decode("utf-8", "replace"): n for n in self.nodes}
+        return self.by_name.get(name)
+
     def constant(self, node: Any, index: int = 0) -> str:
         """The string constant the node's path input comes from, through pass-through ops; '' if there is
         none. Through the Saver's filename input only a folder-free default counts as '': that input is fed on
         save and restore, but an op that runs at any other time, unfed, writes to the default."""
-        if self.by_name is None:
-            self.by_name = {n.name.decode("utf-8", "replace"): n for n in self.nodes}
         current, fed = node, False
         for hop in range(MAX_HOPS):
             position = index if hop == 0 else 0
@@ -380,7 +384,7 @@ class _Scope:
             if name in self.assets:
                 return ""
             fed = fed or name in self.fed
-            current = self.by_name.get(name)
+            current = self.node(name)
             if current is None:
                 return ""
             op = current.op.decode("utf-8", "replace")
@@ -396,8 +400,6 @@ class _Scope:
         """The constants a path input is computed from (StringJoin, Add, ShardedFilename, ... of constants only),
         joined with ' + '; '' when anything else feeds it: a placeholder, a function argument, a variable, the
         Saver's filename input (what the loader feeds), or more nodes than are followed."""
-        if self.by_name is None:
-            self.by_name = {n.name.decode("utf-8", "replace"): n for n in self.nodes}
         if len(node.input) <= index:
             return ""
         pending, seen, texts = [_source(node.input[index])], set(), []
@@ -406,7 +408,7 @@ class _Scope:
             if name in seen:
                 continue
             seen.add(name)
-            current = self.by_name.get(name)
+            current = self.node(name)
             if current is None or name in self.fed or name in self.assets or len(seen) > MAX_COMPUTED_NODES:
                 return ""  # a function argument, what the loader feeds, or too far to follow
             if current.op == b"Const":
@@ -420,11 +422,15 @@ class _Scope:
         return " + ".join(text for text in texts if text)[:_KEEP]
 
 
+def _meta_graphs(message: Any, kind: str) -> list[Any]:
+    """The meta graphs of a SavedModel, the one a meta graph file is, none of a bare GraphDef."""
+    return list(message.meta_graphs) if kind == "saved_model" else [message] if kind == "meta_graph" else []
+
+
 def _asset_paths(artifact: Artifact, message: Any, kind: str) -> Iterator[Observation]:
     """Asset file names that leave assets/: the loader joins each onto the folder's assets/ as written (a review
     had a vocabulary table and a ReadFile read a file outside the model through `../` and an absolute name)."""
-    metas = list(message.meta_graphs) if kind == "saved_model" else [message] if kind == "meta_graph" else []
-    for meta in metas:
+    for meta in _meta_graphs(message, kind):
         for asset in meta.asset_file_def:
             name = asset.filename.decode("utf-8", "replace")
             reason = path_problem(name)
@@ -450,9 +456,8 @@ def _category(op: str, attrs: dict[str, Any]) -> tuple[str, str]:
 
 def _scopes(message: Any, kind: str) -> Iterator[_Scope]:
     """The top-level graph and every library function, of every meta graph."""
-    metas = list(message.meta_graphs) if kind == "saved_model" else [message] if kind == "meta_graph" else []
     graphs: list[tuple[Any, frozenset[str], frozenset[str]]] = []
-    for meta in metas:
+    for meta in _meta_graphs(message, kind):
         saver = {_source(meta.saver_def.filename_tensor_name)} - {""} if meta.HasField("saver_def") else set()
         assets = frozenset({_source(asset.tensor_info.name) for asset in meta.asset_file_def} - {""})
         graphs.append((meta.graph_def, _tf1_saver_inputs(meta.graph_def.node) | saver, assets))
@@ -750,8 +755,8 @@ def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Itera
             if reported > MAX_REPORTED:
                 continue
             index = PATH_INPUT.get(op, 0)
-            fixed = category not in ("python", "hidden-graph")
-            path = scope.constant(node, index) or scope.computed(node, index) if fixed else ""
+            has_path = category not in ("python", "hidden-graph")
+            path = scope.constant(node, index) or scope.computed(node, index) if has_path else ""
             attrs: dict[str, AttrValue] = {
                 "op": op[:_KEEP], "category": category, "node": _text(node.name),
                 "function": scope.function or MAIN_GRAPH, "path": path, "detail": detail[:_KEEP],
