@@ -21,6 +21,7 @@ from jinja2.parser import Parser
 
 from wscan.model import AttrValue, Issue
 from wscan.template_keys import KeySources
+from wscan.template_scopes import context_reads
 
 MAX_TEMPLATE_CHARS = 1024 * 1024  # real templates, tool-calling ones included, are under 64 KiB
 MAX_NODES = 200_000
@@ -87,13 +88,14 @@ def check_template(source: str) -> list[Issue]:
     except RecursionError:  # renderers parse deeper than this stack allows: never a pass for a deep template
         return [Issue("template.node_limit", {"limit": "nesting the parser can follow"})]
     issues: dict[tuple[str, str], Issue] = {}
-    assigned = _assigned_names(tree)
-    sources = KeySources(islice(_walk(tree), MAX_NODES))
-    aliases = _global_aliases(tree, assigned)
-    for count, node in enumerate(_walk(tree)):
-        if count > MAX_NODES:
-            issues[("limit", "")] = Issue("template.node_limit", {"limit": MAX_NODES})
-            break
+    walked = list(islice(_walk(tree), MAX_NODES + 1))
+    if len(walked) > MAX_NODES:  # failed whatever it holds; Jinja's scoping is not worth compiling it for
+        issues[("limit", "")] = Issue("template.node_limit", {"limit": MAX_NODES})
+        sources = KeySources(walked)
+    else:
+        sources = KeySources(walked, context_reads(tree, _ENV))
+    aliases = _global_aliases(walked, sources)
+    for node in walked:
         for issue in _inspect(node, aliases, sources):
             key = (issue.kind, str(issue.attrs.get("name", "")))
             issues.setdefault(key, issue)
@@ -111,35 +113,35 @@ def _walk(tree: nodes.Node) -> Iterator[nodes.Node]:
         stack.extend(reversed(list(node.iter_child_nodes())))
 
 
-def _assigned_names(tree: nodes.Node) -> set[str]:
-    """Names the template binds itself ({% set %}, loop targets, macro arguments): never suspicious."""
-    names: set[str] = set()
-    for node in _walk(tree):
-        if (isinstance(node, nodes.Name) and node.ctx in ("store", "param")) or isinstance(node, nodes.Macro):
-            names.add(node.name)
-    return names
-
-
-def _global_aliases(tree: nodes.Node, assigned: set[str]) -> set[str]:
-    """Template globals under their own names, and names set to one (`{% set n = namespace %}`)."""
-    aliases = set(TEMPLATE_GLOBALS - assigned)
-    for node in _walk(tree):
-        pairs: list[tuple[nodes.Node, nodes.Node]] = []
+def _global_aliases(walked: list[nodes.Node], sources: KeySources) -> set[int]:
+    """The name loads that are a template global: its own name read from the context, or a name set to one
+    (`{% set n = namespace %}`, then every load of `n`)."""
+    loads = [node for node in walked if isinstance(node, nodes.Name) and node.ctx == "load"]
+    aliases = {id(n) for n in loads if n.name in TEMPLATE_GLOBALS and sources.from_context(n)}
+    pairs: list[tuple[str, nodes.Node]] = []  # (name set, the value it is set to)
+    for node in walked:
         if isinstance(node, nodes.With):
-            pairs.extend(zip(node.targets, node.values, strict=False))
+            pairs.extend((_target_name(t), v) for t, v in zip(node.targets, node.values, strict=False))
         if isinstance(node, nodes.Assign):
-            pairs.append((node.target, node.node))
-        for target, value in pairs:
-            if isinstance(target, nodes.Name) and isinstance(value, nodes.Name) and value.name in aliases:
-                aliases.add(target.name)
-    return aliases
+            pairs.append((_target_name(node.target), node.node))
+    names: set[str] = set()
+    while True:  # each round adds a name or ends: a chain n = m = namespace settles in as many rounds
+        new = {name for name, value in pairs if name and id(value) in aliases and name not in names}
+        if not new:
+            return aliases
+        names |= new
+        aliases |= {id(n) for n in loads if n.name in new}
+
+
+def _target_name(target: nodes.Node) -> str:
+    return target.name if isinstance(target, nodes.Name) else ""
 
 
 def _issue(kind: str, node: nodes.Node, **attrs: AttrValue) -> Issue:
     return Issue(kind, {**attrs, "line": node.lineno})
 
 
-def _inspect(node: nodes.Node, aliases: set[str], sources: KeySources) -> Iterator[Issue]:
+def _inspect(node: nodes.Node, aliases: set[int], sources: KeySources) -> Iterator[Issue]:
     if (isinstance(node, nodes.Const) and isinstance(node.value, str)) or isinstance(node, _STRING_BUILDERS):
         text = node.value if isinstance(node, nodes.Const) else _fold(node)
         # A name, or a dotted path, on its own: prose that mentions `__init__.py` is not a lookup.
@@ -148,16 +150,16 @@ def _inspect(node: nodes.Node, aliases: set[str], sources: KeySources) -> Iterat
             yield _issue("template.dunder_access", node, name=found.group(0))
     if isinstance(node, nodes.Getattr):
         yield from _attribute(node, node.attr, dangerous=True)
-        if isinstance(node.node, nodes.Name) and node.node.name in aliases:
+        if isinstance(node.node, nodes.Name) and id(node.node) in aliases:
             yield _issue("template.global_internals", node, name=f"{node.node.name}.{node.attr}")
     elif isinstance(node, nodes.Getitem):
         yield from _computed_key(node, node.arg, sources)
-        if isinstance(node.node, nodes.Name) and node.node.name in aliases:
+        if isinstance(node.node, nodes.Name) and id(node.node) in aliases:
             yield _issue("template.global_internals", node, name=f"{node.node.name}[...]")
     elif isinstance(node, nodes.Filter):
         yield from _filter(node, sources)
     elif isinstance(node, nodes.Name) and node.ctx == "load":
-        if node.name in SUSPICIOUS_NAMES and node.name not in sources.bound:
+        if node.name in SUSPICIOUS_NAMES and sources.from_context(node):
             yield _issue("template.suspicious_name", node, name=node.name)
     elif isinstance(node, nodes.Import | nodes.FromImport | nodes.Include | nodes.Extends):
         yield _issue("template.loader_tag", node, name=type(node).__name__.lower())

@@ -46,7 +46,10 @@ class KeySources:
     per name: its value may start with `_` (`loose`), and it may hold a `_` anywhere (`underscored`: a piece of
     it, `s[1]`, or a loop over it, may then be one)."""
 
-    def __init__(self, walk: Iterable[nodes.Node]) -> None:
+    def __init__(self, walk: Iterable[nodes.Node], context_reads: set[int] | None = None) -> None:
+        """`context_reads`: the name loads Jinja resolves from the render context (`template_scopes`); without it
+        a name the template binds anywhere is taken to be bound everywhere."""
+        self.context_reads = context_reads
         bindings: list[tuple[list[str], nodes.Node | None, bool]] = []  # names, value (None: anything), a loop?
         statements = list(walk)
         macros = {node.name: node for node in statements if isinstance(node, nodes.Macro)}
@@ -79,10 +82,12 @@ class KeySources:
         if isinstance(node, nodes.Const):
             return isinstance(node.value, str) and node.value.startswith("_")
         if isinstance(node, nodes.Name):
-            return node.name in self.loose if node.name in self.bound else node.name not in CHAT_DATA
+            return self._name(node, self.loose)
         if isinstance(node, nodes.Getattr):
             own = _attribute_name(node)
-            return own in self.loose if own in self.bound else self.contains(node.node, deeper)
+            if own in self.bound and own in self.loose:
+                return True
+            return self.contains(node.node, deeper) if own not in self.bound or self._outer(node.node) else False
         if isinstance(node, nodes.Getitem):
             return self.contains(node.node, deeper) or (not _number(node.arg) and self.starts(node.arg, deeper))
         if isinstance(node, nodes.Concat):
@@ -107,10 +112,12 @@ class KeySources:
         if isinstance(node, nodes.Const):
             return isinstance(node.value, str) and "_" in node.value
         if isinstance(node, nodes.Name):
-            return node.name in self.underscored if node.name in self.bound else node.name not in CHAT_DATA
+            return self._name(node, self.underscored)
         if isinstance(node, nodes.Getattr):
             own = _attribute_name(node)
-            return own in self.underscored if own in self.bound else self.contains(node.node, deeper)
+            if own in self.bound and own in self.underscored:
+                return True
+            return self.contains(node.node, deeper) if own not in self.bound or self._outer(node.node) else False
         if isinstance(node, nodes.Getitem):
             return self.contains(node.node, deeper) or (not _number(node.arg) and self.contains(node.arg, deeper))
         if isinstance(node, nodes.Mod):
@@ -137,6 +144,22 @@ class KeySources:
         if isinstance(node, nodes.Dict):
             return any(self.contains(p.key, deeper) or self.contains(p.value, deeper) for p in node.items)
         return False  # numbers, comparisons, tests, slices
+
+    def from_context(self, node: nodes.Name) -> bool:
+        """Whether this load of a name may read the render context (a template global, the caller's variable, a
+        tokenizer config value) rather than only what the template bound to it."""
+        if self.context_reads is None:
+            return node.name not in self.bound
+        return id(node) in self.context_reads
+
+    def _name(self, node: nodes.Name, facts: set[str]) -> bool:
+        """A name's values: those of its bindings, and the context's where Jinja may resolve it from there."""
+        bound = node.name in self.bound and node.name in facts
+        return bound or (self.from_context(node) and node.name not in CHAT_DATA)
+
+    def _outer(self, node: nodes.Node) -> bool:
+        """Whether `node` is a name that may come from the context here (its namespace attributes with it)."""
+        return isinstance(node, nodes.Name) and self.context_reads is not None and id(node) in self.context_reads
 
     def _first_piece(self, pieces: list[nodes.Expr], depth: int) -> bool:
         """A concatenation starts with its first non-empty piece: safe when that is a constant without a leading
