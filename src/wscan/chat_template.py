@@ -44,7 +44,18 @@ DANGEROUS_ATTRIBUTES = frozenset({
     "popen", "system", "spawn", "spawnl", "spawnv", "execv", "execl", "execve", "fork", "import_module",
     "load_module", "check_output", "getoutput", "communicate", "environ", "getenv", "putenv",
     "modules", "builtins", "f_globals", "f_locals", "f_back", "f_builtins", "gi_frame", "gi_code", "cr_frame",
-    "tb_frame", "func_globals", "func_code", "im_func", "mro",
+    "tb_frame", "func_globals", "func_code", "im_func", "mro", "eval", "exec", "compile", "open", "getattr",
+    "setattr", "delattr", "breakpoint",
+})
+# Methods of str, list and dict: what templates call on the chat's own values (`m.content.strip()`).
+DATA_METHODS = frozenset({
+    "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs", "find", "format", "format_map",
+    "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric",
+    "isprintable", "isspace", "istitle", "isupper", "join", "ljust", "lower", "lstrip", "partition",
+    "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust", "rpartition", "rsplit", "rstrip",
+    "split", "splitlines", "startswith", "strip", "swapcase", "title", "upper", "zfill", "append", "extend",
+    "insert", "pop", "remove", "reverse", "sort", "copy", "clear", "get", "items", "keys", "values",
+    "setdefault", "update", "popitem",
 })
 # Filters that fetch an attribute by name from every item: which positional argument names it (None: only the
 # `attribute=` keyword does). map's first argument is a filter's name: `map('attr', k)` is `|attr(k)` on each.
@@ -172,6 +183,15 @@ def _call(node: nodes.Call, sources: KeySources) -> Iterator[Issue]:
         if keyword.key.startswith("_"):
             yield _issue("template.dunder_access", node, name=keyword.key)
     target = node.node
+    if isinstance(target, nodes.Getattr):
+        called = target.attr not in DATA_METHODS and sources.fetches(target.node)
+    else:
+        called = sources.fetches(target)
+    if called:
+        # `x[k](...)`: whatever the key (the chat's own text too: a user's message can name `popen`), the call
+        # runs what the lookup found. Templates call macros, globals and the methods of strings, lists and
+        # dicts, never other values looked up by a computed name.
+        yield _issue("template.computed_call", node, name=_callee(target))
     if isinstance(target, nodes.Getattr) and target.attr in ("format", "format_map"):
         # str.format reads attributes and items named in its fields: `'{0.__class__}'.format(x)`
         text = target.node.value if isinstance(target.node, nodes.Const) else _fold(target.node)
@@ -180,6 +200,16 @@ def _call(node: nodes.Call, sources: KeySources) -> Iterator[Issue]:
                 yield _issue("template.dunder_access", node, name=f"format string {text[:60]!r}")
         elif sources.contains(target.node):
             yield _issue("template.computed_attribute", node, name="<format string built at render time>")
+
+
+def _callee(target: nodes.Node) -> str:
+    if isinstance(target, nodes.Getattr):
+        return f"{_callee(target.node)}.{target.attr}"
+    if isinstance(target, nodes.Name):
+        return target.name
+    if isinstance(target, nodes.Getitem):
+        return f"{_callee(target.node)}[...]" if isinstance(target.node, nodes.Name) else "<lookup>[...]"
+    return f"<{type(target).__name__.lower()}>"
 
 
 def _attribute(node: nodes.Node, name: str, dangerous: bool = False) -> Iterator[Issue]:

@@ -42,9 +42,10 @@ MAX_DEPTH = 60  # of one expression
 
 
 class KeySources:
-    """Where every name a template binds gets its values from, resolved once for the whole template. Two facts
-    per name: its value may start with `_` (`loose`), and it may hold a `_` anywhere (`underscored`: a piece of
-    it, `s[1]`, or a loop over it, may then be one)."""
+    """Where every name a template binds gets its values from, resolved once for the whole template. Three facts
+    per name: its value may start with `_` (`loose`), it may hold a `_` anywhere (`underscored`: a piece of it,
+    `s[1]`, or a loop over it, may then be one), and it may be an object looked up by a computed name
+    (`fetched`)."""
 
     def __init__(self, walk: Iterable[nodes.Node], context_reads: set[int] | None = None) -> None:
         """`context_reads`: the name loads Jinja resolves from the render context (`template_scopes`); without it
@@ -60,19 +61,23 @@ class KeySources:
         self.bound = {name for names, _, _ in bindings for name in names} | {"varargs", "kwargs"}
         self.loose: set[str] = {"varargs", "kwargs"}
         self.underscored: set[str] = {"varargs", "kwargs"}
+        self.fetched: set[str] = {"varargs", "kwargs"}
         for _ in range(MAX_ROUNDS):  # until nothing changes: a name set from a name set from ...
-            before = len(self.loose) + len(self.underscored)
+            before = len(self.loose) + len(self.underscored) + len(self.fetched)
             for names, value, loop in bindings:
                 inner = value is None or self.contains(value)
                 if value is None or (inner if loop else self.starts(value)):  # a loop's items are pieces
                     self.loose.update(names)
                 if inner:
                     self.underscored.update(names)
-            if len(self.loose) + len(self.underscored) == before:
+                if value is None or self.fetches(value):  # a loop over a fetched object: its items too
+                    self.fetched.update(names)
+            if len(self.loose) + len(self.underscored) + len(self.fetched) == before:
                 break
         else:  # still changing: a chain no real template has, so every name may be anything
             self.loose |= self.bound
             self.underscored |= self.bound
+            self.fetched |= self.bound
 
     def starts(self, node: nodes.Node, depth: int = 0) -> bool:
         """Whether the expression may evaluate to a string that starts with `_`, by the template's choice."""
@@ -144,6 +149,31 @@ class KeySources:
         if isinstance(node, nodes.Dict):
             return any(self.contains(p.key, deeper) or self.contains(p.value, deeper) for p in node.items)
         return False  # numbers, comparisons, tests, slices
+
+    def fetches(self, node: nodes.Node, depth: int = 0) -> bool:
+        """Whether the expression's value may be an object looked up by a name chosen at render time (`x[k]`,
+        `x|attr(k)`, anything reached from one): calling it may call anything, whoever chose the name."""
+        if depth > MAX_DEPTH:
+            return True
+        deeper = depth + 1
+        if isinstance(node, nodes.Name):
+            return node.name in self.bound and node.name in self.fetched
+        if isinstance(node, nodes.Getitem):
+            return not isinstance(node.arg, nodes.Const | nodes.Slice) or self.fetches(node.node, deeper)
+        if isinstance(node, nodes.Filter):
+            computed = node.name == "attr" and not all(isinstance(arg, nodes.Const) for arg in node.args)
+            return computed or (node.node is not None and self.fetches(node.node, deeper))
+        if isinstance(node, nodes.Getattr | nodes.Call):
+            return self.fetches(node.node, deeper)
+        if isinstance(node, nodes.CondExpr):
+            return any(n is not None and self.fetches(n, deeper) for n in (node.expr1, node.expr2))
+        if isinstance(node, nodes.Or | nodes.And):
+            return self.fetches(node.left, deeper) or self.fetches(node.right, deeper)
+        if isinstance(node, nodes.List | nodes.Tuple):
+            return any(self.fetches(item, deeper) for item in node.items)
+        if isinstance(node, nodes.Dict):
+            return any(self.fetches(pair.value, deeper) for pair in node.items)
+        return False
 
     def from_context(self, node: nodes.Name) -> bool:
         """Whether this load of a name may read the render context (a template global, the caller's variable, a
