@@ -9,6 +9,8 @@ took the first five for text (no finding at all) and the rest for high only.
 
 from __future__ import annotations
 
+import io
+import pickle
 import struct
 import subprocess
 import sys
@@ -16,9 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers.scanning import scan
+from wscan.limits import Limits
 from wscan.model import Severity
+from wscan.scanners.pickle_ops import Stream
+from wscan.scanners.pickle_vm import Machine
 
 LOADERS = {
     "c": "import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))",
@@ -46,6 +53,15 @@ CASES: dict[str, Callable[[Path], bytes]] = {
     # Whitespace before a number is skipped, however long (5,000 spaces; 70,000 fill the whole 64 KiB head).
     "int-5k-spaces": lambda m: b"I" + b" " * 5000 + b"1\n0" + _call(m) + b".",
     "int-70k-spaces": lambda m: b"I" + b" " * 70000 + b"1\n0" + _call(m) + b".",
+    # The C unpickler reads a number's line as a C string: a NUL ends it, whatever follows (review 27: the first
+    # opcode of a pickle, or of torch's protocol-version pickle, so written passed as unknown or trailing data).
+    "float-nul": lambda m: b"F1.0\x00x\n0" + _call(m) + b".",
+    "int-nul": lambda m: b"I1\x00x\n0" + _call(m) + b".",
+    "int-leading-nul": lambda m: b"I\x00not a number\n0" + _call(m) + b".",  # strtol converts nothing: 0
+    "long-nul": lambda m: b"L1\x00xL\n0" + _call(m) + b".",
+    "put-get-nul": lambda m: b"I1\np0\x00x\n0g0\x00y\n0" + _call(m) + b".",
+    "int-70k-nul": lambda m: b"I" + b" " * 70000 + b"1\x00" + b"x" * 70000 + b"\n0" + _call(m) + b".",
+    "proto-then-float-nul": lambda m: b"\x80\x02F1.0\x00x\n0" + _call(m) + b".",
     # A binary string whose length field has no NUL byte (16.8 MB) fills the head with text.
     "nul-free-string-length": lambda m: b"X\x01\x01\x01\x01" + b"a" * 0x01010101 + b"0" + _call(m) + b".",
     # Lines have no length limit in CPython.
@@ -128,3 +144,22 @@ def test_binary_length_is_judged_against_the_file_size() -> None:
     assert probe(head, strict=False, size=0x01010101 + 100)
     assert not probe(head, strict=False, size=1_000_000)  # claims more than the file holds
     assert struct.unpack("<I", head[1:5])[0] == 0x01010101
+
+
+_LINE_PIECES = st.sampled_from([b"0", b"1", b"7", b"-", b"+", b" ", b"\x00", b"x", b".", b"e", b"_", b"0x", b"L",
+                                b"\t", b"inf", b"nan", b"9" * 30])
+
+
+@settings(max_examples=400, deadline=None)
+@given(opcode=st.sampled_from([b"I", b"L", b"F", b"p", b"g"]), pieces=st.lists(_LINE_PIECES, max_size=6))
+def test_a_number_line_the_c_unpickler_takes_is_read_past(opcode: bytes, pieces: list[bytes]) -> None:
+    """Wherever CPython's C unpickler reads a number line and goes on, wscan's machine goes on too."""
+    line = b"".join(pieces)
+    prefix = b"I5\np0\n0" if opcode == b"g" else b""  # GET needs a memo entry to read
+    data = prefix + opcode + line + b"\n" + (b"0" if opcode != b"p" else b"") + b"N."
+    try:
+        pickle.loads(data)
+    except Exception:  # any refusal means CPython stops here too
+        return
+    res = Machine(Stream(io.BytesIO(data), limit=len(data)), Limits()).run()
+    assert res.error is None and res.stopped, (data, res.error)

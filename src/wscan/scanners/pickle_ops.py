@@ -77,6 +77,7 @@ class _LineReader:
         self.core = bytearray()
         self.core_long = False
         self.core_is_hex = True
+        self.core_ended = False  # a NUL came: what follows is no part of a number
         self.found: list[str] = []
         self.carry = b""
 
@@ -87,7 +88,10 @@ class _LineReader:
             self.prefix += piece[: KEEP_BYTES - len(self.prefix)]
         self.length += len(piece)
         self.last = piece[-1:]
-        body = piece if self.core else piece.lstrip()
+        body = b"" if self.core_ended else piece if self.core else piece.lstrip()
+        if b"\0" in body:  # a number ends there for CPython's readers (C strings); the rest is never read
+            body = body[: body.index(b"\0")]
+            self.core_ended = True
         if body and not self.core_long:
             self.core += body
             if len(self.core.rstrip()) > KEEP_CORE:
@@ -369,9 +373,11 @@ def _pair(stream: Stream) -> tuple[str, str]:
 
 
 def _number_text(line: bytes | LongLine, start: int) -> bytes:
-    """The text of a numeric line argument; a long one is mostly whitespace, which int() and float() skip."""
+    """The text of a numeric line argument, up to a NUL: CPython reads numbers from the line as a C string
+    (strtol, strtod, PyLong_FromString), so `1.0\0anything` is 1.0. A long one is mostly whitespace, which int()
+    and float() skip (LongLine's core already ends at a NUL)."""
     if not isinstance(line, LongLine):
-        return line
+        return line.split(b"\0", 1)[0]
     if line.core is not None:
         return line.core
     if line.core_is_hex:
@@ -380,14 +386,17 @@ def _number_text(line: bytes | LongLine, start: int) -> bytes:
 
 
 def _decimal_short(stream: Stream) -> int | bool:
-    """INT: CPython reads it with strtol(..., 0), else int(..., 0): hex, octal and underscores are numbers."""
+    """INT: CPython reads it with strtol(..., 0), else int(..., 0): hex, octal and underscores are numbers. A line
+    that starts with NUL is 0 (strtol converts nothing and stops at the end of the C string); a line of two
+    characters whose value is 0 or 1 is a bool (`00`, `01`, `+1`, `0\0`)."""
     start = _at(stream)
-    text = _number_text(stream.readline(), start)
-    if text == b"00":
-        return False
-    if text == b"01":
-        return True
-    return _parse_int(text, start, 0)
+    line = stream.readline()
+    text = _number_text(line, start)
+    head = line.prefix if isinstance(line, LongLine) else line
+    value = 0 if head[:1] == b"\0" else _parse_int(text, start, 0)
+    if isinstance(line, bytes) and len(line) == 2 and value in (0, 1) and b"_" not in text:
+        return bool(value)
+    return value
 
 
 def _memo_index(stream: Stream) -> int:
