@@ -10,7 +10,7 @@ import os
 import sys
 from importlib.machinery import PathFinder
 
-from wscan.scanners.archive import SevenZipScanner, TarScanner, ZipScanner
+from wscan.scanners.archive import LenientZipScanner, SevenZipScanner, TarScanner, ZipScanner
 from wscan.scanners.base import Scanner
 from wscan.scanners.compressed import CompressedScanner
 from wscan.scanners.config_targets import ConfigTargetScanner
@@ -61,7 +61,8 @@ def builtin_scanners() -> list[Scanner]:
 
 def fallback_scanners() -> list[Scanner]:
     """Scanners tried only on a blob no other scanner read: sniffs too loose to run beside the others."""
-    return [LenientOnnxScanner()]  # what protobuf would still read as an ONNX model
+    # What protobuf would still read as an ONNX model, what zipfile or miniz would still read as a zip.
+    return [LenientOnnxScanner(), LenientZipScanner()]
 
 
 PLUGIN_GROUP = "wscan.scanners"

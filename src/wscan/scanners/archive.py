@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from wscan.limits import MIB, Budget, BudgetExceeded
 from wscan.model import AttrValue, Observation
-from wscan.scanners.base import TAIL_BYTES, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import NOT_MINE_KIND, TAIL_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.compressed import CHUNK, guarded, reason
 from wscan.scanners.pt2 import LAYOUT as PT2_LAYOUT
 from wscan.scanners.pt2 import MAX_CONFIG_BYTES as PT2_CONFIG_BYTES
@@ -34,6 +34,7 @@ from wscan.scanners.pt2 import native_members, native_observation, pt2_top, raw_
 
 ZIP_LOCAL = b"PK\x03\x04"
 ZIP_END = b"PK\x05\x06"
+ZIP_CENTRAL = b"PK\x01\x02"
 SEVENZIP_MAGIC = b"7z\xbc\xaf\x27\x1c"
 FULL_READ_BYTES = 64 * MIB  # members below this are read once in full to check CRC and decompression
 LINK_TARGET_BYTES = 4096
@@ -449,7 +450,7 @@ def _zip_ending_at(fh: IO[bytes], end: int) -> int | None:
                     fh.seek(start)
                     if fh.read(4) == (ZIP_LOCAL if count else ZIP_END):
                         fh.seek(at - cd_size)
-                        if not count or fh.read(4) == b"PK\x01\x02":
+                        if not count or fh.read(4) == ZIP_CENTRAL:
                             return int(start)
         pos = tail.rfind(ZIP_END, 0, pos)
     return None
@@ -605,7 +606,7 @@ class ZipScanner:
             return
         count, cd_size, cd_offset = record
         fh.seek(cd_offset)
-        if fh.read(4) != b"PK\x01\x02":
+        if fh.read(4) != ZIP_CENTRAL:
             return  # nothing there: miniz refuses the file too
         python_view = "none" if start_dir is None else f"one at {start_dir}"
         reason = f"the end record names a central directory at {cd_offset}, Python's zipfile reads {python_view}"
@@ -689,6 +690,64 @@ class ZipScanner:
             yield artifact.child(info.filename, info.file_size, opener, context)
             if errors and not checked:
                 yield artifact.observe("archive.member_unreadable", offset, member=name, reason=errors[0])
+
+
+class LenientZipScanner(ZipScanner):
+    """Tried only when no other scanner read the blob: a zip behind other bytes whose end record the sniff calls
+    implausible (a disk field set, a comment running past the end, a directory overlapping it). Python's zipfile
+    checks none of that and miniz only some (review 27: pandas.read_pickle and torch.package ran such a zip's
+    pickle). Where either would find a central directory, the zip is reported as disguised and scanned in full."""
+
+    def accepts(self, head: Head) -> bool:
+        return not head.raw_data and ZIP_END in head.tail[-ZIPFILE_SEARCH:]
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        with artifact.opener() as fh:
+            found = zipfile_directory(fh, artifact.size) or _miniz_finds_directory(fh, artifact.size)
+        if not found:
+            yield artifact.observe(NOT_MINE_KIND)  # no zip reader lists anything: left to the unknown formats
+            return
+        yield artifact.observe("archive.disguised_end", 0)
+        yield from super().scan(artifact, ctx)
+
+
+ZIPFILE_SEARCH = (1 << 16) + 22  # how far back from the end zipfile looks for the end record
+
+
+def zipfile_directory(fh: IO[bytes], size: int) -> bool:
+    """Whether Python's zipfile would find a central directory: its end record (the last 22 bytes when they are
+    one without a comment, else the last signature in the final 64 KiB, nothing checked), the directory right
+    before it whatever the record's offset says, starting with an entry's signature. A zip64 locator before the
+    record: zipfile is asked (it reads at most the file)."""
+    start = max(0, size - ZIPFILE_SEARCH)
+    fh.seek(start)
+    tail = fh.read(ZIPFILE_SEARCH)
+    no_comment = tail[-22:-18] == ZIP_END and tail[-2:] == b"\0\0"
+    pos = len(tail) - 22 if no_comment else tail.rfind(ZIP_END)
+    if pos < 0 or pos + 22 > len(tail):
+        return False
+    if pos >= 20 and tail[pos - 20 : pos - 16] == ZIP64_LOCATOR:
+        try:
+            fh.seek(0)
+            with zipfile.ZipFile(fh) as archive:
+                return bool(archive.infolist())
+        except Exception:
+            return False
+    count, cd_size = struct.unpack_from("<HI", tail, pos + 10)
+    directory = start + pos - cd_size
+    if count == 0 or cd_size == 0 or directory < 0:
+        return False
+    fh.seek(directory)
+    return fh.read(4) == ZIP_CENTRAL
+
+
+def _miniz_finds_directory(fh: IO[bytes], size: int) -> bool:
+    """Whether miniz (torch's zip reader) would find a central directory where the end record says it is."""
+    record = miniz_directory(fh, size)
+    if record is None or record[0] == 0 or record[2] >= size:
+        return False
+    fh.seek(record[2])
+    return fh.read(4) == ZIP_CENTRAL
 
 
 def _small_member(archive: zipfile.ZipFile, name: str) -> bytes | None:
@@ -795,7 +854,7 @@ class TarScanner:
             yield from problems
             if tar is None:
                 return
-            layout, top = classify_layout(m.name for m in members if m.isreg())
+            layout, top = classify_layout(m.name for m in members if holds_data(m))
             if any(m.name == "storages" for m in members):
                 layout, top = "torch-tar", ""  # torch.load's tar reader begins with this member, whatever else is there
             yield artifact.observe("archive.layout", format="tar", layout=layout)
@@ -811,7 +870,7 @@ class TarScanner:
                     yield artifact.observe("archive.special_file", offset, member=name, type=_TAR_SPECIAL[member.type])
                 if links is not None and name in TORCH_TAR_NAMES and (member.issym() or member.islnk()):
                     yield from self._torch_link(artifact, tar, member, links.target(position))
-                if not member.isreg():
+                if not holds_data(member):
                     continue
                 errors: list[str] = []
                 yield artifact.child(
@@ -843,6 +902,12 @@ class TarScanner:
         return open_member
 
 
+def holds_data(member: tarfile.TarInfo) -> bool:
+    """A member tarfile reads as a file: a regular one, or one of a type it does not know (a `Z` type flag is
+    read, extracted and loaded like a file; torch.load and pandas.read_pickle ran such a member's pickle)."""
+    return member.isreg() or member.type not in tarfile.SUPPORTED_TYPES
+
+
 MAX_LINK_STEPS = 64  # links followed to reach a member's bytes; a longer chain (or a loop) reads nothing
 
 
@@ -862,7 +927,7 @@ class _LinkIndex:
         member = self.members[position]
         for _ in range(MAX_LINK_STEPS):
             if not (member.issym() or member.islnk()):
-                return member if member.isreg() else None
+                return member if holds_data(member) else None
             if member.issym():
                 joined = "/".join(filter(None, (posixpath.dirname(member.name), member.linkname)))  # as tarfile joins
                 name = posixpath.normpath(joined)

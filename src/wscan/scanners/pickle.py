@@ -19,7 +19,7 @@ from wscan.model import AttrValue, Observation
 from wscan.scanners import dcp, joblib_legacy
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.pickle_ops import OPCODES, LongBytes, PickleSyntaxError, Stream, Truncated
+from wscan.scanners.pickle_ops import OPCODES, LongBytes, OverLimit, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_vm import (
     GETATTR,
     NESTED_LOADER,
@@ -202,8 +202,9 @@ def _remaining(stream: Stream, start: int, total: int) -> int:
 
 
 def _is_real_pickle(res: PickleResult) -> bool:
-    """A pickle after the first: complete, or doing something the loader of concatenated pickles would run."""
-    return res.stopped or bool(res.imports) or _acts(res)
+    """A pickle after the first: complete, doing something the loader of concatenated pickles would run, or too
+    long to read to its end (torch reads a 540 MB sys_info pickle and runs the main pickle after it)."""
+    return res.stopped or bool(res.imports) or _acts(res) or isinstance(res.error, OverLimit)
 
 
 def _imports_names(res: PickleResult) -> bool:
@@ -556,6 +557,7 @@ def _dtype_info(dtype: Sym | None, depth: int) -> tuple[int, bool] | None:
         if not (isinstance(dtype.state, Seq) and len(dtype.state.items) in (8, 9) and not dtype.state.dropped):
             return None
         items = dtype.state.items
+    version = _const_int(items[0]) if items else None
     elsize = _const_int(items[5]) if items else None
     flags = _const_int(items[7]) if items else None
     inner = _holds_object([items[2], items[4]], depth) if items else False
@@ -576,14 +578,21 @@ def _dtype_info(dtype: Sym | None, depth: int) -> tuple[int, bool] | None:
             return None
         itemsize = natural
     copied = len(dtype.args.items) >= 3 and _truthy(dtype.args.items[2])
+    if items is not None and version not in (0, 1, 2, 3, 4):
+        return None  # NumPy writes 3 (4 with metadata); others it reads its own way, or refuses
     if items is not None and (copied or kind in _FLEXIBLE):
         # A new descriptor takes "holds objects" from the state's flags, whatever its kind (NumPy 2: float64 with
         # flags 1 holds objects, an object dtype with flags 0 does not). Where the fields say otherwise, another
         # NumPy release may read the array the other way.
         if flags is None or (inner and not flags & 1):
             return None
+        if version is not None and version < 3:
+            # States older than 3 carry no trusted flags: NumPy recomputes them, and any non-zero value (16, say)
+            # or an object inside makes the array hold objects (review 27: joblib read a nested pickle where wscan
+            # skipped 8 raw bytes).
+            return itemsize, flags != 0 or inner or kind == "O"
         return itemsize, bool(flags & 1)
-    if inner:
+    if inner or (items is not None and version not in (3, 4)):
         return None
     return itemsize, kind == "O"  # a shared built-in descriptor, which BUILD does not change
 

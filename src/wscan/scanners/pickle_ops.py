@@ -39,6 +39,10 @@ class Truncated(PickleSyntaxError):
     """The stream ended inside an opcode."""
 
 
+class OverLimit(Truncated):
+    """The stream goes on past the pickle size limit: what lies beyond was not read, so it is never harmless."""
+
+
 @dataclass(frozen=True, slots=True)
 class LongBytes:
     """A byte or text argument too long to keep: its length and first bytes."""
@@ -171,7 +175,7 @@ class Stream:
             i = self._i
         at = self._pos + i
         if i >= self._cap:
-            raise Truncated(self.base + at, "argument of 1 bytes exceeds the pickle size limit")
+            raise OverLimit(self.base + at, "argument of 1 bytes exceeds the pickle size limit")
         self.op_at = at
         self._i = i + 1
         return self._buf[i]
@@ -180,7 +184,7 @@ class Stream:
         """One argument byte (uint1 lengths, memo keys and small ints: the most common argument)."""
         i = self._i
         if i >= self._cap:
-            raise Truncated(self.base + self._pos + i, "argument of 1 bytes exceeds the pickle size limit")
+            raise OverLimit(self.base + self._pos + i, "argument of 1 bytes exceeds the pickle size limit")
         if i >= len(self._buf):
             if not self._fill(1):
                 raise Truncated(self.base + self._pos + i, "stream ends inside a 1-byte read")
@@ -209,7 +213,7 @@ class Stream:
         i = self._i
         j = i + n
         if j > self._cap:
-            raise Truncated(self.base + self._pos + i, f"argument of {n} bytes exceeds the pickle size limit")
+            raise OverLimit(self.base + self._pos + i, f"argument of {n} bytes exceeds the pickle size limit")
         if j > len(self._buf):
             start = self._pos + i  # before the refill, which moves _pos even when it then runs out
             if not self._fill(n):
