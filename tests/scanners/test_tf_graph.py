@@ -704,3 +704,109 @@ def test_text_larger_than_the_text_limit_is_not_parsed(tmp_path: Path) -> None:
     text = as_text(hostile_graph_def(), "graph_def")
     report = scan_bytes(tmp_path, text, "graph.pbtxt", Limits(max_json_bytes=100))
     assert rule_ids(report) == {"WS-TF-009"}
+
+
+# --- a path passed to a function: followed to what its callers pass ----------------------------------------------
+
+
+def call(graph: Any, name: str, function: str, inputs: tuple[str, ...], op: str = "PartitionedCall") -> Any:
+    """A node that calls `function` (named in its `f` attribute, as TensorFlow writes PartitionedCall)."""
+    node = add_node(graph, name, op, inputs)
+    node.attr.add(key=b"f").value.func.name = function.encode()
+    return node
+
+
+def reader(graph: Any, name: str, arguments: tuple[str, ...], path: str) -> Any:
+    """A library function of these arguments that reads `path` (one of them, or a node it joins from one)."""
+    function = add_function(graph, name)
+    function.signature.input_arg.extend(message_class("ArgDef")(name=a.encode()) for a in arguments)
+    add_node(function, "ReadFile", "ReadFile", (path,))
+    return function
+
+
+def _functions_rules(tmp_path: Path, build: Callable[[Any], None]) -> set[str]:
+    graph = message_class("GraphDef")()
+    build(graph)
+    return rule_ids(scan_bytes(tmp_path, bytes(graph.SerializeToString())))
+
+
+def test_a_constant_passed_down_a_chain_of_calls_is_written_into_the_graph(tmp_path: Path) -> None:
+    def chain_of(depth: int) -> Callable[[Any], None]:
+        def build(graph: Any) -> None:
+            add_node(graph, "path", "Const", value=b"/etc/passwd")
+            call(graph, "call", "f0", ("path",))
+            for level in range(depth - 1):
+                passer = add_function(graph, f"f{level}")
+                passer.signature.input_arg.add(name=b"p")
+                call(passer, "call", f"f{level + 1}", ("p",), op="StatefulPartitionedCall")
+            reader(graph, f"f{depth - 1}", ("p",), "p")
+
+        return build
+
+    assert _functions_rules(tmp_path / "deep", chain_of(tf_graph.MAX_CALL_DEPTH)) == {"WS-TF-012"}
+    assert _functions_rules(tmp_path / "deeper", chain_of(tf_graph.MAX_CALL_DEPTH + 1)) == {"WS-TF-003"}
+
+
+def test_a_function_that_calls_itself_is_followed_only_so_far(tmp_path: Path) -> None:
+    def build(graph: Any) -> None:
+        add_node(graph, "fed", "Placeholder")
+        call(graph, "call", "f", ("fed",))
+        function = reader(graph, "f", ("p",), "p")
+        call(function, "again", "f", ("p",))
+
+    assert _functions_rules(tmp_path, build) == {"WS-TF-003"}
+
+
+def test_one_caller_passing_a_constant_is_enough_and_all_arguments_come_from_the_same_call(tmp_path: Path) -> None:
+    def build(calls: list[tuple[str, str]]) -> Callable[[Any], None]:
+        def fill(graph: Any) -> None:
+            add_node(graph, "fed", "Placeholder")
+            add_node(graph, "folder", "Const", value=b"/etc")
+            add_node(graph, "file", "Const", value=b"/passwd")
+            for i, inputs in enumerate(calls):
+                call(graph, f"call{i}", "f", inputs)
+            function = reader(graph, "f", ("a", "b"), "join")
+            add_node(function, "join", "StringJoin", ("a", "b"))
+
+        return fill
+
+    assert _functions_rules(tmp_path / "one", build([("fed", "fed"), ("folder", "file")])) == {"WS-TF-012"}
+    assert _functions_rules(tmp_path / "mixed", build([("folder", "fed"), ("fed", "file")])) == {"WS-TF-003"}
+    few = [("fed", "fed")] * tf_graph.MAX_CALL_SITES + [("folder", "file")]
+    assert _functions_rules(tmp_path / "late", build(few)) == {"WS-TF-003"}  # past the callers tried
+
+
+@pytest.mark.parametrize(
+    ("op", "trailing", "argument", "rule"),
+    [
+        ("ParallelMapDatasetV2", ("threads",), "captured", "WS-TF-012"),  # other_arguments: the constant
+        ("ParallelMapDatasetV2", ("threads",), "element", "WS-TF-003"),  # the fed dataset's element
+        ("InterleaveDataset", ("cycle", "block"), "captured", "WS-TF-012"),
+        ("MapDataset", (), "element", "WS-TF-003"),
+        ("ReduceDataset", (), "element", "WS-TF-003"),  # arguments from every input together, one is fed
+    ],
+)
+def test_a_dataset_function_gets_the_element_then_the_captured_inputs(
+    tmp_path: Path, op: str, trailing: tuple[str, ...], argument: str, rule: str
+) -> None:
+    def build(graph: Any) -> None:
+        add_node(graph, "fed", "Placeholder")
+        add_node(graph, "files", "TensorSliceDataset", ("fed",))
+        add_node(graph, "path", "Const", value=b"/etc/passwd")
+        for name in trailing:
+            add_node(graph, name, "Const")
+        call(graph, "map", "f", ("files", "path", *trailing), op=op)
+        reader(graph, "f", ("element", "captured"), argument)
+
+    assert _functions_rules(tmp_path, build) == {rule}
+
+
+def test_a_call_named_in_text_is_followed(tmp_path: Path) -> None:
+    text = b"""node { name: "p" op: "Const" attr { key: "value" value { tensor { string_val: "/etc/passwd" } } } }
+node { name: "c" op: "StatefulPartitionedCall" input: "p"
+  attr { key: "f" value { func { name: "f" attr { key: "_noinline" value { b: true } } } } } }
+library { function { signature { name: "f" input_arg { name: "p" type: DT_STRING } }
+  node_def { name: "r" op: "ReadFile" input: "p" } } }
+"""
+    found = {(f.rule_id, f.evidence["target"]) for f in scan_bytes(tmp_path, text, "graph.pbtxt").findings}
+    assert found == {("WS-TF-012", "/etc/passwd")}

@@ -7,8 +7,9 @@ back into the host's Python (PyFunc), or talk to other machines (tf.data service
 Every node of the graph and of every function in its library is read with protobuf message classes built
 here at run time from the few fields needed (unknown fields are skipped by protobuf itself), and each op
 from that list is reported with its node, its function and, when the node reads its path from a constant,
-the path. Checkpoint ops are normal (the loader or the TF1 Saver feeds them the variables path): they are
-only reported when they use a hard-coded path instead.
+the path: constants joined count, and so do the constants a caller passes when the path is a function's
+argument (tf.data runs its readers in functions). Checkpoint ops are normal (the loader or the TF1 Saver
+feeds them the variables path): they are only reported when they use a hard-coded path instead.
 
 The same messages come as protobuf text too: TensorFlow's loader reads `saved_model.pbtxt` when there is no
 `saved_model.pb`, `import_meta_graph` reads a text `.meta`, and `tf.io.write_graph` writes `graph.pbtxt`
@@ -92,7 +93,41 @@ MAX_HOPS = 8
 # The input that holds the path, where it is not the first (a table initializer's first input is the table).
 PATH_INPUT = {"InitializeTableFromTextFile": 1, "InitializeTableFromTextFileV2": 1, "CacheDataset": 1,
               "CacheDatasetV2": 1}  # fmt: skip
-MAX_COMPUTED_NODES = 64  # nodes followed back from a path input to find whether only constants make it
+MAX_COMPUTED_NODES = 128  # nodes (and callers) followed back from a path input, across the functions it crosses
+MAX_CALL_DEPTH = 8  # function calls a path is followed back through, from an argument to its caller's input
+MAX_CALL_SITES = 16  # callers of one function tried, per function the trace reaches
+# Calls whose function takes their inputs one for one, from this input on (If and Case pass all but the first).
+CALL_ARGUMENTS = {
+    **dict.fromkeys(["PartitionedCall", "StatefulPartitionedCall", "TPUPartitionedCall", "While",
+                     "StatelessWhile", "_While", "XlaWhile", "RiscWhile"], 0),
+    **dict.fromkeys(["If", "StatelessIf", "_If", "XlaIf", "Case", "StatelessCase", "RemoteCall"], 1),
+}  # fmt: skip
+# tf.data ops whose function takes the input dataset's element (its first input) then `other_arguments` (what
+# the function captured), by how many inputs follow those: TextLineDataset(path) runs in a flat_map function
+# that gets the path as an argument.
+DATASET_CALLS = {
+    **dict.fromkeys(["MapDataset", "ExperimentalMapDataset", "FlatMapDataset", "FilterDataset",
+                     "TakeWhileDataset", "ExperimentalTakeWhileDataset"], 0),
+    **dict.fromkeys(["ParallelMapDataset", "ParallelMapDatasetV2", "ParallelFilterDataset"], 1),
+    **dict.fromkeys(["InterleaveDataset"], 2),
+    **dict.fromkeys(["ParallelInterleaveDatasetV2", "ParallelInterleaveDatasetV3", "MapAndBatchDataset",
+                     "ExperimentalMapAndBatchDataset"], 3),
+    **dict.fromkeys(["LegacyParallelInterleaveDatasetV2"], 4),
+    **dict.fromkeys(["ParallelInterleaveDatasetV4", "ParallelInterleaveDataset",
+                     "ExperimentalParallelInterleaveDataset"], 5),
+}  # fmt: skip
+# Every op TensorFlow 2.21 has that calls a function named in an attribute: the ones above, and these, whose
+# function gets its arguments from all their inputs together (or, for some, from another function's outputs).
+FUNCTION_OPS = frozenset(CALL_ARGUMENTS) | frozenset(DATASET_CALLS) | {
+    "BatchFunction", "ChooseFastestBranchDataset", "DataServiceDatasetV3", "DataServiceDatasetV4", "For",
+    "ExperimentalGroupByReducerDataset", "ExperimentalGroupByWindowDataset", "ExperimentalScanDataset",
+    "GeneratorDataset", "GroupByReducerDataset", "GroupByWindowDataset", "IndexFlatMapDataset", "LoadDataset",
+    "MapDefun", "OneShotIterator", "ReduceDataset", "RiscCondition", "RpcServerRegister", "SaveDataset",
+    "SaveDatasetV2", "ScanDataset", "SnapshotDatasetV2", "SymbolicGradient", "TPUCompile", "XlaCallModule",
+    "XlaHostCompute", "XlaLaunch", "XlaLaunchV2", "XlaReduce", "XlaReduceWindow", "XlaScatter",
+    "XlaSelectAndScatter", "XlaVariadicReduce", "XlaVariadicReduceV2", "XlaVariadicSort", "_TPUReplicate",
+    "_XlaCompile",
+}  # fmt: skip
 MAIN_GRAPH = "<graph>"  # the function name reported for nodes of the top-level graph
 MAX_REPORTED = 1000  # op observations per file; more are counted
 _TICK = 1 << 14
@@ -125,19 +160,21 @@ _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
     ("GraphDef", [("node", 1, _M, True, "NodeDef"), ("library", 2, _M, False, "FunctionDefLibrary")]),
     ("FunctionDefLibrary", [("function", 1, _M, True, "FunctionDef")]),
     ("FunctionDef", [("signature", 1, _M, False, "OpDef"), ("node_def", 3, _M, True, "NodeDef")]),
-    ("OpDef", [("name", 1, _B, False, "")]),
+    ("OpDef", [("name", 1, _B, False, ""), ("input_arg", 2, _M, True, "ArgDef")]),
+    ("ArgDef", [("name", 1, _B, False, "")]),
     ("NodeDef", [("name", 1, _B, False, ""), ("op", 2, _B, False, ""), ("input", 3, _B, True, ""),
                  ("attr", 5, _M, True, "AttrEntry")]),
     ("AttrEntry", [("key", 1, _B, False, ""), ("value", 2, _M, False, "AttrValue")]),
     ("AttrValue", [("list", 1, _M, False, "ListValue"), ("s", 2, _B, False, ""),
-                   ("tensor", 8, _M, False, "TensorProto")]),
-    ("ListValue", [("s", 2, _B, True, "")]),
+                   ("tensor", 8, _M, False, "TensorProto"), ("func", 10, _M, False, "NameAttrList")]),
+    ("ListValue", [("s", 2, _B, True, ""), ("func", 9, _M, True, "NameAttrList")]),
+    ("NameAttrList", [("name", 1, _B, False, "")]),  # a function an op calls (If's branches, a dataset's map)
     ("TensorProto", [("tensor_content", 4, _B, False, ""), ("string_val", 8, _B, True, "")]),
 ]  # fmt: skip
 # Field names are TensorFlow's own, since text format names fields. Enum fields (a tensor's dtype) are left out:
 # text writes their values by name, and only the strings above are needed. AttrValue's members are one oneof,
 # as in TensorFlow: of `s: "model"` followed by a `tensor`, the last one set is the value, here as there.
-_ONEOF = {"AttrValue": ("value", frozenset({"list", "s", "tensor"}))}
+_ONEOF = {"AttrValue": ("value", frozenset({"list", "s", "tensor", "func"}))}
 MESSAGE_OF = {"saved_model": "SavedModel", "graph_def": "GraphDef", "meta_graph": "MetaGraphDef"}
 _PACKAGE = "wscan.tfgraph"
 _CLASSES: dict[str, Any] = {}
@@ -363,13 +400,23 @@ class _Scope:
     function: str
     fed: frozenset[str]  # the Saver's filename input: save and restore feed it a path
     assets: frozenset[str] = frozenset()  # tensors the loader feeds an asset's path to, whatever they hold
+    name: str = ""  # the function's whole name, as calls name it ('' for the top-level graph)
+    arguments: tuple[str, ...] = ()  # the function's arguments, in order
+    calls: _Calls | None = None  # where the functions of this scope's graph are called
     by_name: dict[str, Any] | None = None
+    argument_index: dict[str, int] | None = None
 
     def node(self, name: str) -> Any:
         """The node of this name, or None (a function argument, a name that is not here)."""
         if self.by_name is None:
             self.by_name = {n.name.decode("utf-8", "replace"): n for n in self.nodes}
         return self.by_name.get(name)
+
+    def argument(self, name: str) -> int | None:
+        """The position of the function argument of this name, or None."""
+        if self.argument_index is None:
+            self.argument_index = {argument: i for i, argument in reversed(list(enumerate(self.arguments)))}
+        return self.argument_index.get(name)
 
     def constant(self, node: Any, index: int = 0) -> str:
         """The string constant the node's path input comes from, through pass-through ops; '' if there is
@@ -398,28 +445,137 @@ class _Scope:
 
     def computed(self, node: Any, index: int = 0) -> str:
         """The constants a path input is computed from (StringJoin, Add, ShardedFilename, ... of constants only),
-        joined with ' + '; '' when anything else feeds it: a placeholder, a function argument, a variable, the
-        Saver's filename input (what the loader feeds), or more nodes than are followed."""
+        joined with ' + '; '' when anything else feeds it: a placeholder, a variable, the Saver's filename input
+        (what the loader feeds), or more nodes than are followed. A function argument is followed to what its
+        callers pass (a tf.data reader gets its path as one, and so does a nested tf.function): the path is
+        written into the graph if one caller passes it made of constants only."""
         if len(node.input) <= index:
             return ""
-        pending, seen, texts = [_source(node.input[index])], set(), []
+        texts = self._constants([_source(node.input[index])], _Budget(), MAX_CALL_DEPTH)
+        return " + ".join(text for text in texts or [] if text)[:_KEEP]
+
+    def _constants(self, names: list[str], budget: _Budget, depth: int) -> list[str] | None:
+        """The string constants `names` are made of, in input order, with each argument of this function
+        replaced by what a caller passes it; None when something else makes them or the budget runs out."""
+        pending, seen = list(reversed(names)), set()
+        texts: list[str | int] = []  # a constant's text, or the index of an argument still to follow
         while pending:
             name = pending.pop()
             if name in seen:
                 continue
             seen.add(name)
+            budget.nodes -= 1
             current = self.node(name)
-            if current is None or name in self.fed or name in self.assets or len(seen) > MAX_COMPUTED_NODES:
-                return ""  # a function argument, what the loader feeds, or too far to follow
+            if budget.nodes < 0 or name in self.fed or name in self.assets:
+                return None  # what the loader feeds, or too far to follow
+            if current is None:
+                argument = self.argument(name)
+                if argument is None:
+                    return None  # a name that is nowhere
+                texts.append(argument)
+                continue
             if current.op == b"Const":
                 value = _attrs(current).get("value")
                 texts.append(_text(_attr_value(value)) if value is not None else "")
                 continue
             inputs = [_source(i) for i in current.input if not i.startswith(b"^")]
             if not inputs:
-                return ""  # a placeholder, a variable, a table: not written into the graph
+                return None  # a placeholder, a variable, a table: not written into the graph
             pending.extend(reversed(inputs))
-        return " + ".join(text for text in texts if text)[:_KEEP]
+        wanted = sorted({text for text in texts if isinstance(text, int)})
+        passed = self._from_a_caller(wanted, budget, depth) if wanted else {}
+        if passed is None:
+            return None
+        return [piece for text in texts for piece in (passed[text] if isinstance(text, int) else [text])]
+
+    def _from_a_caller(self, arguments: list[int], budget: _Budget, depth: int) -> dict[int, list[str]] | None:
+        """The constants one caller passes to each of these arguments, all at the same call; None when no
+        caller (of the first few) passes constants only, or the trace is as deep as it may go."""
+        if depth == 0 or self.calls is None:
+            return None
+        for caller, call in self.calls.sites(self.name):
+            budget.nodes -= 1
+            if budget.nodes < 0:
+                return None
+            passed: dict[int, list[str]] = {}
+            for argument in arguments:
+                inputs = _call_inputs(call, self.name, argument, len(self.arguments))
+                texts = caller._constants(inputs, budget, depth - 1) if inputs else None
+                if texts is None:
+                    break
+                passed[argument] = texts
+            else:
+                return passed
+        return None
+
+
+@dataclass(slots=True)
+class _Budget:
+    """What one path trace may still look at, across every function it follows the path through."""
+
+    nodes: int = MAX_COMPUTED_NODES
+
+
+@dataclass(slots=True)
+class _Calls:
+    """Where each function of one graph's library is called, by its name: listed once, the first time a trace
+    reaches a function argument."""
+
+    scopes: list[_Scope]
+    check_time: Callable[[], None]
+    by_function: dict[str, list[tuple[_Scope, Any]]] | None = None
+
+    def sites(self, function: str) -> list[tuple[_Scope, Any]]:
+        """The first few (scope, node) pairs that call `function`."""
+        if self.by_function is None:
+            self.by_function = self._index()
+        return self.by_function.get(function, [])[:MAX_CALL_SITES]
+
+    def _index(self) -> dict[str, list[tuple[_Scope, Any]]]:
+        names = {scope.name for scope in self.scopes if scope.name}
+        found: dict[str, list[tuple[_Scope, Any]]] = {}
+        walked = 0
+        for scope in self.scopes:
+            for node in scope.nodes:
+                walked += 1
+                if walked % _TICK == 0:
+                    self.check_time()
+                for called in _called(node, names):
+                    found.setdefault(called, []).append((scope, node))
+        return found
+
+
+def _called(node: Any, functions: set[str]) -> set[str]:
+    """The library functions a node calls: by its op (a function is an op in its library), or through a
+    function-valued attribute of an op that takes one (PartitionedCall's f, If's branches, a dataset's map
+    function). Other ops' attributes are not read: most nodes have several, and reading them all doubled the
+    time a large graph took."""
+    op = node.op.decode("utf-8", "replace")
+    if op not in FUNCTION_OPS:
+        return {op} & functions
+    called = set()
+    for entry in node.attr:
+        member = entry.value.WhichOneof("value")
+        if member == "func":
+            called.add(entry.value.func.name.decode("utf-8", "replace"))
+        elif member == "list":
+            called.update(function.name.decode("utf-8", "replace") for function in entry.value.list.func)
+    return called & functions
+
+
+def _call_inputs(call: Any, function: str, argument: int, count: int) -> list[str]:
+    """The inputs of a call that make one argument of `function` (of `count` arguments): the input it is passed
+    by a call, If, Case or While, or by a node whose op is the function; the input dataset (whose element it
+    is) or the captured input of a tf.data function; else every input the op has, since it can only make the
+    argument from them. [] when the call does not have that input."""
+    inputs = [_source(i) for i in call.input if not i.startswith(b"^")]
+    op = call.op.decode("utf-8", "replace")
+    if op in DATASET_CALLS:
+        captured = inputs[1 : max(1, len(inputs) - DATASET_CALLS[op])]
+        element = count - len(captured)
+        return inputs[:1] if argument < element else captured[argument - element : argument - element + 1]
+    first = 0 if op == function else CALL_ARGUMENTS.get(op)
+    return inputs if first is None else inputs[first + argument : first + argument + 1]
 
 
 def _meta_graphs(message: Any, kind: str) -> list[Any]:
@@ -454,8 +610,9 @@ def _category(op: str, attrs: dict[str, Any]) -> tuple[str, str]:
     return OP_CATEGORIES.get(op, ""), detail
 
 
-def _scopes(message: Any, kind: str) -> Iterator[_Scope]:
-    """The top-level graph and every library function, of every meta graph."""
+def _scopes(message: Any, kind: str, check_time: Callable[[], None]) -> Iterator[_Scope]:
+    """The top-level graph and every library function, of every meta graph; the scopes of one graph share
+    the list of where its functions are called."""
     graphs: list[tuple[Any, frozenset[str], frozenset[str]]] = []
     for meta in _meta_graphs(message, kind):
         saver = {_source(meta.saver_def.filename_tensor_name)} - {""} if meta.HasField("saver_def") else set()
@@ -464,9 +621,17 @@ def _scopes(message: Any, kind: str) -> Iterator[_Scope]:
     if kind == "graph_def":
         graphs.append((message, _tf1_saver_inputs(message.node), frozenset()))
     for graph, fed, assets in graphs:
-        yield _Scope(list(graph.node), "", fed, assets)
+        scopes = [_Scope(list(graph.node), "", fed, assets)]
         for function in graph.library.function:
-            yield _Scope(list(function.node_def), _text(function.signature.name), frozenset())
+            signature = function.signature
+            arguments = tuple(argument.name.decode("utf-8", "replace") for argument in signature.input_arg)
+            name = signature.name.decode("utf-8", "replace")
+            scopes.append(_Scope(list(function.node_def), _text(signature.name), frozenset(), name=name,
+                                 arguments=arguments))  # fmt: skip
+        calls = _Calls(scopes, check_time)
+        for scope in scopes:
+            scope.calls = calls
+        yield from scopes
 
 
 def _tf1_saver_inputs(nodes: Iterable[Any]) -> frozenset[str]:
@@ -740,7 +905,7 @@ def _names_in(folder: Path, stamp: int) -> tuple[str, ...]:
 def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Iterator[Observation]:
     """One observation per node whose op reaches outside the graph."""
     reported = walked = 0
-    for scope in _scopes(message, kind):
+    for scope in _scopes(message, kind, ctx.budget.check_time):
         for node in scope.nodes:
             walked += 1
             if walked % _TICK == 0:

@@ -1,0 +1,37 @@
+"""SavedModels written by TensorFlow 2.21 whose file op gets its path as a function argument (tests/data/tf_functions):
+a constant passed by the caller is a path written into the graph (high); a path the caller feeds is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.scanning import rule_ids, scan
+from wscan.model import Severity
+
+DATA = Path(__file__).parents[1] / "data" / "tf_functions"
+SECRET = "/tmp/wscan-tf-functions/secret.txt"
+HOSTILE = {
+    "textline_const": ("WS-TF-012", SECRET),  # TextLineDataset(constant): the reader is in a flat_map function
+    "textline_interleave": ("WS-TF-012", SECRET),  # num_parallel_reads: the reader is in an interleave function
+    "map_captured": ("WS-TF-012", "/tmp/wscan-tf-functions + /secret.txt"),  # a map function's captured input
+    "cond_branch": ("WS-TF-012", SECRET),  # ReadFile in a tf.cond branch (If)
+    "readfile_nested": ("WS-TF-012", SECRET),  # ReadFile in a nested tf.function (PartitionedCall)
+    "readfile_nested_joined": ("WS-TF-012", "/tmp/wscan-tf-functions + /secret.txt"),  # joined one call down
+    "save_nested": ("WS-TF-004", "/tmp/wscan-tf-functions/written"),  # SaveV2 in a nested tf.function
+}
+
+
+@pytest.mark.parametrize(("name", "expected"), HOSTILE.items())
+def test_a_constant_path_passed_to_a_function_is_high(name: str, expected: tuple[str, str]) -> None:
+    rule, path = expected
+    report = scan(DATA / "hostile" / name)
+    assert [(f.rule_id, f.evidence["path"]) for f in report.findings if f.severity >= Severity.HIGH] == [(rule, path)]
+
+
+@pytest.mark.parametrize("name", ["readfile_fed", "textline_fed"])
+def test_a_path_the_caller_feeds_stays_medium(name: str) -> None:
+    report = scan(DATA / "ordinary" / name)
+    assert rule_ids(report) == {"WS-TF-003"}
+    assert [f.rule_id for f in report.findings if f.severity >= Severity.HIGH] == []
