@@ -1,5 +1,6 @@
 """SavedModels written by TensorFlow 2.21 whose file op gets its path as a function argument (tests/data/tf_functions):
-a constant passed by the caller is a path written into the graph (high); a path the caller feeds is not."""
+a constant passed by the caller is a path written into the graph (high); a path the caller feeds is not. And where a
+checkpoint op's path is: MergeV2Checkpoints' destination, a TF1 Saver's default when the main op runs it unfed."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ HOSTILE = {
     "readfile_nested": ("WS-TF-012", SECRET),  # ReadFile in a nested tf.function (PartitionedCall)
     "readfile_nested_joined": ("WS-TF-012", "/tmp/wscan-tf-functions + /secret.txt"),  # joined one call down
     "save_nested": ("WS-TF-004", "/tmp/wscan-tf-functions/written"),  # SaveV2 in a nested tf.function
+    "merge_destination": ("WS-TF-004", "/tmp/wscan-tf-functions/merged"),  # a fed checkpoint merged to a constant
+    "tf1_main_op_saver": ("WS-TF-004", "wscan-tf-saver-marker.txt"),  # the main op runs a Saver's save op unfed
 }
 
 
@@ -30,8 +33,10 @@ def test_a_constant_path_passed_to_a_function_is_high(name: str, expected: tuple
     assert [(f.rule_id, f.evidence["path"]) for f in report.findings if f.severity >= Severity.HIGH] == [(rule, path)]
 
 
-@pytest.mark.parametrize("name", ["readfile_fed", "textline_fed"])
-def test_a_path_the_caller_feeds_stays_medium(name: str) -> None:
+@pytest.mark.parametrize("name", ["readfile_fed", "textline_fed", "tf1_main_op_tables"])
+def test_a_path_the_caller_or_the_loader_feeds_stays_medium(name: str) -> None:
+    """tf1_main_op_tables: TF1's SavedModelBuilder names the vocabulary asset in a collection, not in
+    asset_file_def; the loader feeds its path all the same."""
     report = scan(DATA / "ordinary" / name)
     assert rule_ids(report) == {"WS-TF-003"}
     assert [f.rule_id for f in report.findings if f.severity >= Severity.HIGH] == []

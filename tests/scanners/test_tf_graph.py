@@ -485,9 +485,10 @@ def test_meta_graph_ops_are_judged_and_its_saver_is_fed(tmp_path: Path) -> None:
     assert sniff(blob) == "meta_graph"
     found = {(f.rule_id, f.evidence["node"]) for f in scan_bytes(tmp_path, blob, "model.ckpt-100.meta").findings}
     assert found == {("WS-TF-002", "w")}
-    # Without the saver_def the restore path is a graph constant like any other.
+    # Without the saver_def the checkpoint path is a graph constant like any other: save/Const, the restore's
+    # input and MergeV2Checkpoints' destination.
     no_saver = scan_bytes(tmp_path / "other", meta_graph(build, saver=None), "model.ckpt-100.meta")
-    assert rule_ids(no_saver) == {"WS-TF-002", "WS-TF-005"}  # save/Const, the restore's input, is a constant
+    assert rule_ids(no_saver) == {"WS-TF-002", "WS-TF-004", "WS-TF-005"}
 
 
 def _tf1_saver(graph: Any, default: bytes, scope: str = "save") -> None:
@@ -810,3 +811,65 @@ library { function { signature { name: "f" input_arg { name: "p" type: DT_STRING
 """
     found = {(f.rule_id, f.evidence["target"]) for f in scan_bytes(tmp_path, text, "graph.pbtxt").findings}
     assert found == {("WS-TF-012", "/etc/passwd")}
+
+
+# --- what the loader runs unfed, and what it feeds -------------------------------------------------------------
+
+
+def _with_main_op(graph: Any) -> None:
+    """A TF1 graph with a second Saver (`save_1`) whose save op the main op runs: nothing is fed to it then."""
+    _checkpoint_ops(graph)
+    add_node(graph, "save_1/filename/input", "Const", value=b"model")
+    add_node(graph, "save_1/filename", "PlaceholderWithDefault", ("save_1/filename/input",))
+    add_node(graph, "save_1/Const", "PlaceholderWithDefault", ("save_1/filename",))
+    add_node(graph, "save_1/SaveV2", "SaveV2", ("save_1/Const", "names", "slices", "w"))
+    add_node(graph, "save_1/control_dependency", "Identity", ("save_1/Const", "^save_1/SaveV2"))
+    add_node(graph, "group_deps", "NoOp", ("^save_1/control_dependency",))
+
+
+@pytest.mark.parametrize(("key", "expected"), [(b"saved_model_main_op", {"WS-TF-004"}), (b"train_op", set())])
+def test_a_savers_default_is_where_the_main_op_writes(tmp_path: Path, key: bytes, expected: set[str]) -> None:
+    model = message_class("SavedModel").FromString(saved_model(_with_main_op))
+    collection = model.meta_graphs[0].collection_def.add(key=key)
+    collection.value.node_list.value.append(b"group_deps")
+    report = scan_bytes(tmp_path, bytes(model.SerializeToString()), "saved_model.pb")
+    assert rule_ids(report) == expected
+    assert [f.evidence["path"] for f in report.findings] == ["model"] * len(expected)
+
+
+@pytest.mark.parametrize(
+    ("type_url", "filename", "expected"),
+    [
+        (b"type.googleapis.com/tensorflow.AssetFileDef", b"vocab.txt", {"WS-TF-003"}),  # fed by the loader
+        (b"type.googleapis.com/tensorflow.AssetFileDef", b"../../etc/passwd", {"WS-TF-003", "WS-TF-014"}),
+        (b"type.googleapis.com/tensorflow.Other", b"vocab.txt", {"WS-TF-012"}),  # Any.Unpack refuses it
+    ],
+)
+def test_assets_in_the_tf1_collection_are_fed(
+    tmp_path: Path, type_url: bytes, filename: bytes, expected: set[str]
+) -> None:
+    def table(graph: Any) -> None:
+        add_node(graph, "asset_path", "Const", value=b"/export/dir/vocab.txt")
+        add_node(graph, "init", "InitializeTableFromTextFileV2", ("table", "asset_path"))
+
+    model = message_class("SavedModel").FromString(saved_model(table))
+    asset = message_class("AssetFileDef")(filename=filename)
+    asset.tensor_info.name = b"asset_path:0"
+    collection = model.meta_graphs[0].collection_def.add(key=b"saved_model_assets")
+    collection.value.any_list.value.add(type_url=type_url, value=asset.SerializeToString())
+    assert rule_ids(scan_bytes(tmp_path, bytes(model.SerializeToString()), "saved_model.pb")) == expected
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs", "path"),
+    [
+        ("DatasetToTFRecord", ("dataset", "p"), "/tmp/out.tfrecord"),  # the dataset first, then the file
+        ("MergeV2Checkpoints", ("fed", "p"), "/tmp/out.tfrecord"),  # a fed checkpoint merged to a constant
+        ("SnapshotDatasetV2", ("dataset", "p"), "/tmp/out.tfrecord"),
+    ],
+)
+def test_the_path_input_is_the_one_the_op_writes(tmp_path: Path, op: str, inputs: tuple[str, ...], path: str) -> None:
+    graph = graph_with(("dataset", "RangeDataset", ("a", "b", "c"), {}), ("a", "Const", (), {"value": b"x"}),
+                       ("p", "Const", (), {"value": path.encode()}), ("n", op, inputs, {}))  # fmt: skip
+    (finding,) = scan_bytes(tmp_path, graph).findings
+    assert finding.evidence["path"] == path

@@ -90,9 +90,21 @@ EVIDENCE_ATTRS = ("token", "memory_region_name", "output_stream", "descriptor_so
                   "file_pattern", "filename")  # fmt: skip
 PASS_THROUGH = frozenset({"Identity", "Snapshot", "StopGradient", "IdentityN", "PlaceholderWithDefault"})
 MAX_HOPS = 8
-# The input that holds the path, where it is not the first (a table initializer's first input is the table).
-PATH_INPUT = {"InitializeTableFromTextFile": 1, "InitializeTableFromTextFileV2": 1, "CacheDataset": 1,
-              "CacheDatasetV2": 1}  # fmt: skip
+# The inputs that hold the path, where it is not the first (a table initializer's first input is the table, a
+# dataset writer's its dataset), first found first: MergeV2Checkpoints writes its destination and deletes the
+# folders of its sources.
+PATH_INPUTS = {
+    **dict.fromkeys(["InitializeTableFromTextFile", "InitializeTableFromTextFileV2", "CacheDataset", "CacheDatasetV2",
+                     "DatasetToTFRecord", "ExperimentalDatasetToTFRecord", "SaveDataset", "SaveDatasetV2",
+                     "DistributedSave", "SnapshotDataset", "SnapshotDatasetV2", "CreateSummaryFileWriter",
+                     "CreateSummaryDbWriter", "SqlDataset", "ExperimentalSqlDataset"], (1,)),
+    "MergeV2Checkpoints": (1, 0), "GenerateVocabRemapping": (0, 1),
+}  # fmt: skip
+# What TensorFlow's loaders run once a SavedModel or meta graph is loaded, feeding it only the asset paths: the init
+# op's signature output, else the main op or legacy init op collections (loader_impl.get_init_op).
+INIT_OP_SIGNATURE = b"__saved_model_init_op"
+INIT_OP_COLLECTIONS = (b"saved_model_main_op", b"legacy_init_op")
+ASSETS_COLLECTION = b"saved_model_assets"  # where the loader finds the assets when asset_file_def has none
 MAX_COMPUTED_NODES = 128  # nodes (and callers) followed back from a path input, across the functions it crosses
 MAX_CALL_DEPTH = 8  # function calls a path is followed back through, from an argument to its caller's input
 MAX_CALL_SITES = 16  # callers of one function tried, per function the trace reaches
@@ -144,11 +156,23 @@ _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
     ("SavedModel", [("saved_model_schema_version", 1, _I, False, ""),
                     ("meta_graphs", 2, _M, True, "MetaGraphDef")]),
     ("MetaGraphDef", [("graph_def", 2, _M, False, "GraphDef"), ("saver_def", 3, _M, False, "SaverDef"),
+                      ("collection_def", 4, _M, True, "CollectionEntry"),
+                      ("signature_def", 5, _M, True, "SignatureEntry"),
                       ("asset_file_def", 6, _M, True, "AssetFileDef"),
                       ("object_graph_def", 7, _M, False, "SavedObjectGraph")]),
     # An asset: the graph tensor the loader feeds its path to, and the file's name under assets/.
     ("AssetFileDef", [("tensor_info", 1, _M, False, "TensorInfo"), ("filename", 2, _B, False, "")]),
     ("TensorInfo", [("name", 1, _B, False, "")]),
+    # The init op (what the loader runs after restoring, unfed): a signature's output, or a collection's node.
+    ("CollectionEntry", [("key", 1, _B, False, ""), ("value", 2, _M, False, "CollectionDef")]),
+    # TF1's SavedModelBuilder keeps a SavedModel's assets in a collection of packed AssetFileDefs instead.
+    ("CollectionDef", [("node_list", 1, _M, False, "NodeList"), ("any_list", 5, _M, False, "AnyList")]),
+    ("NodeList", [("value", 1, _B, True, "")]),
+    ("AnyList", [("value", 1, _M, True, "Any")]),
+    ("Any", [("type_url", 1, _B, False, ""), ("value", 2, _B, False, "")]),
+    ("SignatureEntry", [("key", 1, _B, False, ""), ("value", 2, _M, False, "SignatureDef")]),
+    ("SignatureDef", [("outputs", 2, _M, True, "TensorInfoEntry")]),
+    ("TensorInfoEntry", [("key", 1, _B, False, ""), ("value", 2, _M, False, "TensorInfo")]),
     # Keras' object metadata: tf_keras rebuilds layers from these JSON configs when a SavedModel has no
     # keras_metadata.pb (SavedUserObject.metadata), and from keras_metadata.pb itself otherwise.
     ("SavedObjectGraph", [("nodes", 1, _M, True, "SavedObject")]),
@@ -400,6 +424,7 @@ class _Scope:
     function: str
     fed: frozenset[str]  # the Saver's filename input: save and restore feed it a path
     assets: frozenset[str] = frozenset()  # tensors the loader feeds an asset's path to, whatever they hold
+    at_load: frozenset[str] = frozenset()  # the init op and every node it needs: run at load, with nothing fed
     name: str = ""  # the function's whole name, as calls name it ('' for the top-level graph)
     arguments: tuple[str, ...] = ()  # the function's arguments, in order
     calls: _Calls | None = None  # where the functions of this scope's graph are called
@@ -418,11 +443,25 @@ class _Scope:
             self.argument_index = {argument: i for i, argument in reversed(list(enumerate(self.arguments)))}
         return self.argument_index.get(name)
 
-    def constant(self, node: Any, index: int = 0) -> str:
+    def path(self, node: Any, op: str) -> str:
+        """Where a node reaches, if that is written into the graph: the first of its path inputs made of
+        constants, else ''. The loader feeds the init op and what it runs nothing but the asset paths, so there
+        a Saver's filename input holds its default like any constant (a review's main op ran a second Saver's
+        save op, which wrote its default file name into the working directory)."""
+        fed = frozenset() if node.name.decode("utf-8", "replace") in self.at_load else self.fed
+        for index in PATH_INPUTS.get(op, (0,)):
+            found = self.constant(node, index, fed) or self.computed(node, index, fed)
+            if found:
+                return found
+        return ""
+
+    def constant(self, node: Any, index: int = 0, fed_names: frozenset[str] | None = None) -> str:
         """The string constant the node's path input comes from, through pass-through ops; '' if there is
-        none. Through the Saver's filename input only a folder-free default counts as '': that input is fed on
-        save and restore, but an op that runs at any other time, unfed, writes to the default."""
+        none. Through the Saver's filename input (of `fed_names`, this scope's fed ones unless told) only a
+        folder-free default counts as '': that input is fed on save and restore, but an op that runs at any
+        other time, unfed, writes to the default."""
         current, fed = node, False
+        fed_names = self.fed if fed_names is None else fed_names
         for hop in range(MAX_HOPS):
             position = index if hop == 0 else 0
             if len(current.input) <= position:
@@ -430,7 +469,7 @@ class _Scope:
             name = _source(current.input[position])
             if name in self.assets:
                 return ""
-            fed = fed or name in self.fed
+            fed = fed or name in fed_names
             current = self.node(name)
             if current is None:
                 return ""
@@ -443,7 +482,7 @@ class _Scope:
                 return ""
         return ""
 
-    def computed(self, node: Any, index: int = 0) -> str:
+    def computed(self, node: Any, index: int = 0, fed: frozenset[str] | None = None) -> str:
         """The constants a path input is computed from (StringJoin, Add, ShardedFilename, ... of constants only),
         joined with ' + '; '' when anything else feeds it: a placeholder, a variable, the Saver's filename input
         (what the loader feeds), or more nodes than are followed. A function argument is followed to what its
@@ -451,12 +490,16 @@ class _Scope:
         written into the graph if one caller passes it made of constants only."""
         if len(node.input) <= index:
             return ""
-        texts = self._constants([_source(node.input[index])], _Budget(), MAX_CALL_DEPTH)
+        texts = self._constants([_source(node.input[index])], _Budget(), MAX_CALL_DEPTH, fed)
         return " + ".join(text for text in texts or [] if text)[:_KEEP]
 
-    def _constants(self, names: list[str], budget: _Budget, depth: int) -> list[str] | None:
+    def _constants(
+        self, names: list[str], budget: _Budget, depth: int, fed: frozenset[str] | None = None
+    ) -> list[str] | None:
         """The string constants `names` are made of, in input order, with each argument of this function
-        replaced by what a caller passes it; None when something else makes them or the budget runs out."""
+        replaced by what a caller passes it; None when something else makes them, when one of `fed` (this
+        scope's fed names unless told) does, or when the budget runs out."""
+        fed = self.fed if fed is None else fed
         pending, seen = list(reversed(names)), set()
         texts: list[str | int] = []  # a constant's text, or the index of an argument still to follow
         while pending:
@@ -466,7 +509,7 @@ class _Scope:
             seen.add(name)
             budget.nodes -= 1
             current = self.node(name)
-            if budget.nodes < 0 or name in self.fed or name in self.assets:
+            if budget.nodes < 0 or name in fed or name in self.assets:
                 return None  # what the loader feeds, or too far to follow
             if current is None:
                 argument = self.argument(name)
@@ -587,11 +630,32 @@ def _asset_paths(artifact: Artifact, message: Any, kind: str) -> Iterator[Observ
     """Asset file names that leave assets/: the loader joins each onto the folder's assets/ as written (a review
     had a vocabulary table and a ReadFile read a file outside the model through `../` and an absolute name)."""
     for meta in _meta_graphs(message, kind):
-        for asset in meta.asset_file_def:
+        for asset in _assets(meta):
             name = asset.filename.decode("utf-8", "replace")
             reason = path_problem(name)
             if reason is not None:
                 yield artifact.observe("tf.asset_escape", asset=name[:_KEEP], reason=reason, format=kind)
+
+
+def _assets(meta: Any) -> list[Any]:
+    """A meta graph's assets, where the loader takes them from (loader_impl.get_asset_tensors): its asset_file_def,
+    else the AssetFileDefs packed in its assets collection, which TF1's SavedModelBuilder writes (an ordinary TF1
+    vocabulary table's path was taken for one written into the graph). One that does not parse is left out."""
+    from google.protobuf.message import DecodeError
+
+    if meta.asset_file_def:
+        return list(meta.asset_file_def)
+    found = []
+    packed = (collection.value.any_list.value for collection in meta.collection_def
+              if collection.key == ASSETS_COLLECTION)  # fmt: skip
+    for value in chain.from_iterable(packed):
+        if value.type_url.rsplit(b"/", 1)[-1] != b"tensorflow.AssetFileDef":
+            continue  # Any.Unpack refuses it, and the loader gets an asset with no tensor
+        try:
+            found.append(message_class("AssetFileDef").FromString(value.value))
+        except (DecodeError, RecursionError, ValueError):
+            continue
+    return found
 
 
 def _category(op: str, attrs: dict[str, Any]) -> tuple[str, str]:
@@ -613,15 +677,17 @@ def _category(op: str, attrs: dict[str, Any]) -> tuple[str, str]:
 def _scopes(message: Any, kind: str, check_time: Callable[[], None]) -> Iterator[_Scope]:
     """The top-level graph and every library function, of every meta graph; the scopes of one graph share
     the list of where its functions are called."""
-    graphs: list[tuple[Any, frozenset[str], frozenset[str]]] = []
+    graphs: list[tuple[Any, frozenset[str], frozenset[str], list[str]]] = []
     for meta in _meta_graphs(message, kind):
         saver = {_source(meta.saver_def.filename_tensor_name)} - {""} if meta.HasField("saver_def") else set()
-        assets = frozenset({_source(asset.tensor_info.name) for asset in meta.asset_file_def} - {""})
-        graphs.append((meta.graph_def, _tf1_saver_inputs(meta.graph_def.node) | saver, assets))
+        assets = frozenset({_source(asset.tensor_info.name) for asset in _assets(meta)} - {""})
+        graphs.append((meta.graph_def, _tf1_saver_inputs(meta.graph_def.node) | saver, assets, _init_ops(meta)))
     if kind == "graph_def":
-        graphs.append((message, _tf1_saver_inputs(message.node), frozenset()))
-    for graph, fed, assets in graphs:
-        scopes = [_Scope(list(graph.node), "", fed, assets)]
+        graphs.append((message, _tf1_saver_inputs(message.node), frozenset(), []))
+    for graph, fed, assets, init in graphs:
+        main = _Scope(list(graph.node), "", fed, assets)
+        main.at_load = _needed(main, init, check_time)
+        scopes = [main]
         for function in graph.library.function:
             signature = function.signature
             arguments = tuple(argument.name.decode("utf-8", "replace") for argument in signature.input_arg)
@@ -632,6 +698,32 @@ def _scopes(message: Any, kind: str, check_time: Callable[[], None]) -> Iterator
         for scope in scopes:
             scope.calls = calls
         yield from scopes
+
+
+def _init_ops(meta: Any) -> list[str]:
+    """The nodes a meta graph's loader runs once it is loaded: the init op signature's outputs, and the main op and
+    legacy init op collections (the loader takes the first it finds; all are taken here)."""
+    names = [_source(output.value.name) for signature in meta.signature_def if signature.key == INIT_OP_SIGNATURE
+             for output in signature.value.outputs]  # fmt: skip
+    names += [_source(value) for collection in meta.collection_def if collection.key in INIT_OP_COLLECTIONS
+              for value in collection.value.node_list.value]  # fmt: skip
+    return [name for name in names if name]
+
+
+def _needed(scope: _Scope, roots: list[str], check_time: Callable[[], None]) -> frozenset[str]:
+    """The names of `roots` and of every node they need, through data and control inputs, in one graph."""
+    pending, needed = list(roots), set()
+    while pending:
+        name = pending.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        if len(needed) % _TICK == 0:
+            check_time()
+        node = scope.node(name)
+        if node is not None:
+            pending.extend(_source(i) for i in node.input)
+    return frozenset(needed)
 
 
 def _tf1_saver_inputs(nodes: Iterable[Any]) -> frozenset[str]:
@@ -919,9 +1011,7 @@ def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Itera
             reported += 1
             if reported > MAX_REPORTED:
                 continue
-            index = PATH_INPUT.get(op, 0)
-            has_path = category not in ("python", "hidden-graph")
-            path = scope.constant(node, index) or scope.computed(node, index) if has_path else ""
+            path = scope.path(node, op) if category not in ("python", "hidden-graph") else ""
             attrs: dict[str, AttrValue] = {
                 "op": op[:_KEEP], "category": category, "node": _text(node.name),
                 "function": scope.function or MAIN_GRAPH, "path": path, "detail": detail[:_KEEP],

@@ -7,6 +7,12 @@ another, which gets the path as an argument: tf.data's readers (in the flat_map 
 TensorFlow makes for them), a map function's capture, a tf.cond branch, a nested tf.function. The script loads
 each with `tf.saved_model.load`, calls it, and checks that the secret came back (or the checkpoint was written).
 The ordinary ones take the path from the caller, and read what they are given.
+
+Two more are about what the path of a checkpoint op is: merge_destination merges a checkpoint the caller names
+into a constant destination (MergeV2Checkpoints' second input), and tf1_main_op_saver is a TF1 SavedModel whose
+main op (which the loader runs unfed) runs a second Saver's save op, which writes the Saver's default file name
+into the working directory; tf1_main_op_tables is an ordinary TF1 SavedModel whose main op fills a vocabulary
+table from an asset.
 """
 
 from __future__ import annotations
@@ -14,7 +20,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 import tensorflow as tf
@@ -24,6 +29,7 @@ OUTSIDE = "/tmp/wscan-tf-functions"  # written into the hostile graphs: the secr
 SECRET = f"{OUTSIDE}/secret.txt"
 SECRET_TEXT = b"SECRET outside the model"
 SIGNATURE = [tf.TensorSpec([None], tf.float32)]
+MARKER = "wscan-tf-saver-marker.txt"  # the file name a hostile main op's Saver writes in the working directory
 
 
 @tf.function(autograph=False)
@@ -105,6 +111,18 @@ class SaveNested(tf.Module):
         return {"out": _save(tf.constant(f"{OUTSIDE}/written"))}
 
 
+class MergeDestination(tf.Module):
+    """A checkpoint saved where the caller says, merged into a constant destination outside the model."""
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.string)])
+    def run(self, path: tf.Tensor) -> dict[str, tf.Tensor]:
+        save = tf.raw_ops.SaveV2(prefix=path, tensor_names=["x"], shape_and_slices=[""], tensors=[tf.constant("hi")])
+        with tf.control_dependencies([save]):
+            merge = tf.raw_ops.MergeV2Checkpoints(checkpoint_prefixes=[path], destination_prefix=f"{OUTSIDE}/merged")
+        with tf.control_dependencies([merge]):
+            return {"out": tf.identity(path)}
+
+
 class ReadFileFed(tf.Module):
     """Ordinary: the caller passes the path, a nested tf.function reads it."""
 
@@ -124,9 +142,50 @@ class TextLineFed(tf.Module):
 HOSTILE: dict[str, type[tf.Module]] = {
     "textline_const": TextLineConst, "textline_interleave": TextLineInterleave, "map_captured": MapCaptured,
     "cond_branch": CondBranch, "readfile_nested": ReadFileNested, "readfile_nested_joined": ReadFileNestedJoined,
-    "save_nested": SaveNested,
+    "save_nested": SaveNested, "merge_destination": MergeDestination,
 }  # fmt: skip
 ORDINARY: dict[str, type[tf.Module]] = {"readfile_fed": ReadFileFed, "textline_fed": TextLineFed}
+
+
+def _tf1_saved_model(folder: Path, hostile: bool) -> None:
+    """A TF1 SavedModel (Builder) with a variable, a Saver, and a main op: a second Saver's save op (hostile), or
+    the initializer of a vocabulary table read from an asset."""
+    shutil.rmtree(folder, ignore_errors=True)
+    graph = tf.Graph()
+    with graph.as_default(), tf.compat.v1.Session() as session, tempfile.TemporaryDirectory() as work:
+        payload = tf.compat.v1.Variable(tf.constant("written by a Saver the main op ran"), name="payload")
+        x = tf.compat.v1.placeholder(tf.string, [None], name="x")
+        if hostile:
+            saver = tf.compat.v1.train.Saver([payload], filename=MARKER, write_version=tf.compat.v1.train.SaverDef.V1)
+            main_op = tf.group(graph.get_operation_by_name(saver.saver_def.save_tensor_name.split(":")[0]))
+            y = tf.identity(x, name="y")
+        else:
+            vocabulary = Path(work) / "vocab.txt"
+            vocabulary.write_text("a\nb\n")
+            initializer = tf.lookup.TextFileInitializer(str(vocabulary), tf.string, -2, tf.int64, -1)
+            y = tf.identity(tf.lookup.StaticHashTable(initializer, -1).lookup(x), name="y")
+            main_op = tf.compat.v1.saved_model.main_op.main_op()
+        session.run(tf.compat.v1.global_variables_initializer())
+        builder = tf.compat.v1.saved_model.Builder(str(folder))
+        signature = tf.compat.v1.saved_model.predict_signature_def({"x": x}, {"y": y})
+        builder.add_meta_graph_and_variables(
+            session, ["serve"], signature_def_map={"serving_default": signature}, main_op=main_op,
+            assets_collection=tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.ASSET_FILEPATHS),
+        )
+        builder.save()
+
+
+def _tf1_load_writes_marker(folder: Path) -> bool:
+    """Load a TF1 SavedModel from an empty working directory; whether the Saver's file name appeared there."""
+    with tempfile.TemporaryDirectory() as work:
+        previous = os.getcwd()
+        os.chdir(work)
+        try:
+            with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+                tf.compat.v1.saved_model.loader.load(session, ["serve"], str(folder))
+        finally:
+            os.chdir(previous)
+        return (Path(work) / MARKER).exists()
 
 
 def _save_module(folder: Path, module: tf.Module) -> None:
@@ -152,11 +211,20 @@ def main() -> None:
         for name, module in models.items():
             _save_module(HERE / label / name, module())
     for name in HOSTILE:
+        if name == "merge_destination":
+            with tempfile.TemporaryDirectory() as work:
+                _call(HERE / "hostile" / name, path=tf.constant(f"{work}/checkpoint"))
+            _check(name, Path(f"{OUTSIDE}/merged.index").exists())
+            continue
         out = _call(HERE / "hostile" / name, x=tf.zeros([1]))
         if name == "save_nested":
             _check(name, Path(f"{OUTSIDE}/written.index").exists())
         else:
             _check(name, SECRET_TEXT in out)
+    _tf1_saved_model(HERE / "hostile" / "tf1_main_op_saver", hostile=True)
+    _check("tf1_main_op_saver", _tf1_load_writes_marker(HERE / "hostile" / "tf1_main_op_saver"))
+    _tf1_saved_model(HERE / "ordinary" / "tf1_main_op_tables", hostile=False)
+    _check("tf1_main_op_tables", not _tf1_load_writes_marker(HERE / "ordinary" / "tf1_main_op_tables"))
     with tempfile.TemporaryDirectory() as work:
         mine = Path(work) / "mine.txt"
         mine.write_bytes(b"the caller's own file")
@@ -166,6 +234,5 @@ def main() -> None:
     print("TensorFlow", tf.__version__, "wrote, loaded and called every sample")
 
 
-_: Callable[[], None] = main
 if __name__ == "__main__":
     main()
