@@ -20,6 +20,7 @@ HOSTILE = {
     "cond_branch": ("WS-TF-012", SECRET),  # ReadFile in a tf.cond branch (If)
     "readfile_nested": ("WS-TF-012", SECRET),  # ReadFile in a nested tf.function (PartitionedCall)
     "readfile_nested_joined": ("WS-TF-012", "/tmp/wscan-tf-functions + /secret.txt"),  # joined one call down
+    "readfile_returned": ("WS-TF-012", SECRET),  # the path a nested tf.function returns
     "save_nested": ("WS-TF-004", "/tmp/wscan-tf-functions/written"),  # SaveV2 in a nested tf.function
     "merge_destination": ("WS-TF-004", "/tmp/wscan-tf-functions/merged"),  # a fed checkpoint merged to a constant
     "tf1_main_op_saver": ("WS-TF-004", "wscan-tf-saver-marker.txt"),  # the main op runs a Saver's save op unfed

@@ -873,3 +873,43 @@ def test_the_path_input_is_the_one_the_op_writes(tmp_path: Path, op: str, inputs
                        ("p", "Const", (), {"value": path.encode()}), ("n", op, inputs, {}))  # fmt: skip
     (finding,) = scan_bytes(tmp_path, graph).findings
     assert finding.evidence["path"] == path
+
+
+@pytest.mark.parametrize(
+    ("op", "output", "rule"),
+    [
+        ("PartitionedCall", "call:output:1", "WS-TF-012"),  # a call's outputs are one list, `output`
+        ("make", "call:path:0", "WS-TF-012"),  # a function called as an op names its own outputs
+        ("make", "call:other:0", "WS-TF-003"),  # no such output: its inputs (none) make it
+        ("PartitionedCall", "call:output:0", "WS-TF-003"),  # the function's first output is its argument, fed
+    ],
+)
+def test_a_path_a_function_returns_is_followed_into_it(tmp_path: Path, op: str, output: str, rule: str) -> None:
+    def build(graph: Any) -> None:
+        make = add_function(graph, "make")
+        make.signature.input_arg.add(name=b"fed")
+        make.signature.output_arg.extend(message_class("ArgDef")(name=name) for name in (b"echo", b"path"))
+        add_node(make, "c", "Const", value=b"/etc/passwd")
+        make.ret.add(key=b"echo", value=b"fed")
+        make.ret.add(key=b"path", value=b"c:output:0")
+        user = add_function(graph, "user")
+        user.signature.input_arg.add(name=b"x")
+        if op == "PartitionedCall":
+            call(user, "call", "make", ("x",))
+        else:
+            add_node(user, "call", op, ("x",))
+        add_node(user, "read", "ReadFile", (output,))
+
+    assert _functions_rules(tmp_path, build) == {rule}
+
+
+def test_a_node_of_many_inputs_is_read_once_for_every_trace(tmp_path: Path) -> None:
+    """A StringJoin of 200,000 inputs read by 1,000 ReadFile ops took a minute, each trace decoding every input;
+    the same constant repeated is still one constant."""
+    graph = message_class("GraphDef")()
+    add_node(graph, "c", "Const", value=b"/etc/passwd")
+    add_node(graph, "wide", "StringJoin", ("c",) * 20_000)
+    for i in range(300):
+        add_node(graph, f"r{i}", "ReadFile", ("wide",))
+    report = scan_bytes(tmp_path, bytes(graph.SerializeToString()))
+    assert {(f.rule_id, f.evidence["path"]) for f in report.findings} == {("WS-TF-012", "/etc/passwd")}

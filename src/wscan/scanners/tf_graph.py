@@ -27,7 +27,7 @@ import bisect
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
 from pathlib import Path
@@ -128,6 +128,8 @@ DATASET_CALLS = {
     **dict.fromkeys(["ParallelInterleaveDatasetV4", "ParallelInterleaveDataset",
                      "ExperimentalParallelInterleaveDataset"], 5),
 }  # fmt: skip
+# Calls whose outputs are their function's outputs, one for one (a nested tf.function that returns a path).
+RETURNING_CALLS = frozenset({"PartitionedCall", "StatefulPartitionedCall", "TPUPartitionedCall"})
 # Every op TensorFlow 2.21 has that calls a function named in an attribute: the ones above, and these, whose
 # function gets its arguments from all their inputs together (or, for some, from another function's outputs).
 FUNCTION_OPS = frozenset(CALL_ARGUMENTS) | frozenset(DATASET_CALLS) | {
@@ -183,8 +185,11 @@ _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
     ("SaverDef", [("filename_tensor_name", 1, _B, False, "")]),
     ("GraphDef", [("node", 1, _M, True, "NodeDef"), ("library", 2, _M, False, "FunctionDefLibrary")]),
     ("FunctionDefLibrary", [("function", 1, _M, True, "FunctionDef")]),
-    ("FunctionDef", [("signature", 1, _M, False, "OpDef"), ("node_def", 3, _M, True, "NodeDef")]),
-    ("OpDef", [("name", 1, _B, False, ""), ("input_arg", 2, _M, True, "ArgDef")]),
+    ("FunctionDef", [("signature", 1, _M, False, "OpDef"), ("node_def", 3, _M, True, "NodeDef"),
+                     ("ret", 4, _M, True, "RetEntry")]),
+    ("RetEntry", [("key", 1, _B, False, ""), ("value", 2, _B, False, "")]),  # an output's name -> its tensor
+    ("OpDef", [("name", 1, _B, False, ""), ("input_arg", 2, _M, True, "ArgDef"),
+               ("output_arg", 3, _M, True, "ArgDef")]),
     ("ArgDef", [("name", 1, _B, False, "")]),
     ("NodeDef", [("name", 1, _B, False, ""), ("op", 2, _B, False, ""), ("input", 3, _B, True, ""),
                  ("attr", 5, _M, True, "AttrEntry")]),
@@ -416,6 +421,14 @@ def _source(name: bytes) -> str:
     return name.decode("utf-8", "replace").lstrip("^").split(":", 1)[0]
 
 
+def _tensor(name: str) -> tuple[str, str, int]:
+    """An input's node, output name and index: `node` is output 0, `node:1` (a graph's) output 1, and
+    `node:output:2` (a function body's) the third tensor of the node's output named `output`."""
+    parts = name.split(":")
+    index = int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 0
+    return parts[0], parts[1] if len(parts) == 3 else "", index
+
+
 @dataclass(slots=True)
 class _Scope:
     """One graph or function body: its nodes by name, to find the constant an input comes from."""
@@ -427,15 +440,31 @@ class _Scope:
     at_load: frozenset[str] = frozenset()  # the init op and every node it needs: run at load, with nothing fed
     name: str = ""  # the function's whole name, as calls name it ('' for the top-level graph)
     arguments: tuple[str, ...] = ()  # the function's arguments, in order
+    outputs: tuple[str, ...] = ()  # the function's outputs' names, in order
+    returns: tuple[str, ...] = ()  # the tensor each output returns
     calls: _Calls | None = None  # where the functions of this scope's graph are called
     by_name: dict[str, Any] | None = None
     argument_index: dict[str, int] | None = None
+    output_index: dict[str, int] | None = None
+    read_inputs: dict[tuple[int, bool], list[str]] = field(default_factory=dict)  # by id(node), distinct
 
     def node(self, name: str) -> Any:
         """The node of this name, or None (a function argument, a name that is not here)."""
         if self.by_name is None:
             self.by_name = {n.name.decode("utf-8", "replace"): n for n in self.nodes}
         return self.by_name.get(name)
+
+    def data_inputs(self, node: Any, distinct: bool = False) -> list[str]:
+        """A node's inputs but its control inputs (each once, if `distinct`), read once however many traces
+        pass the node: one can have hundreds of thousands (a StringJoin of 200,000 inputs, read by
+        1,000 ReadFile ops, took a minute)."""
+        key = (id(node), distinct)
+        found = self.read_inputs.get(key)
+        if found is None:
+            found = [i.decode("utf-8", "replace") for i in node.input if not i.startswith(b"^")]
+            found = list(dict.fromkeys(found)) if distinct else found
+            self.read_inputs[key] = found
+        return found
 
     def argument(self, name: str) -> int | None:
         """The position of the function argument of this name, or None."""
@@ -490,25 +519,31 @@ class _Scope:
         written into the graph if one caller passes it made of constants only."""
         if len(node.input) <= index:
             return ""
-        texts = self._constants([_source(node.input[index])], _Budget(), MAX_CALL_DEPTH, fed)
+        path = node.input[index].decode("utf-8", "replace")
+        texts = self._constants([] if path.startswith("^") else [path], _Budget(), MAX_CALL_DEPTH, fed)
         return " + ".join(text for text in texts or [] if text)[:_KEEP]
 
     def _constants(
-        self, names: list[str], budget: _Budget, depth: int, fed: frozenset[str] | None = None
+        self, names: list[str], budget: _Budget, depth: int, fed: frozenset[str] | None = None, call: _Site = None
     ) -> list[str] | None:
-        """The string constants `names` are made of, in input order, with each argument of this function
-        replaced by what a caller passes it; None when something else makes them, when one of `fed` (this
-        scope's fed names unless told) does, or when the budget runs out."""
+        """The string constants the tensors `names` are made of, in input order, with each argument of this
+        function replaced by what a caller passes it (`call`, when the trace came down into it from there) and
+        each output of a call by what its function returns; None when something else makes them, when one of
+        `fed` (this scope's fed names unless told) does, or when the budget runs out."""
         fed = self.fed if fed is None else fed
+        if len(names) > budget.nodes:
+            return None  # more than are followed
         pending, seen = list(reversed(names)), set()
         texts: list[str | int] = []  # a constant's text, or the index of an argument still to follow
         while pending:
-            name = pending.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            budget.nodes -= 1
+            name, output, index = _tensor(pending.pop())
             current = self.node(name)
+            callee = self._callee(current) if current is not None else None
+            key = (name, self._output(current, callee, output, index) if callee is not None else 0)
+            if key in seen:
+                continue
+            seen.add(key)
+            budget.nodes -= 1
             if budget.nodes < 0 or name in fed or name in self.assets:
                 return None  # what the loader feeds, or too far to follow
             if current is None:
@@ -521,28 +556,60 @@ class _Scope:
                 value = _attrs(current).get("value")
                 texts.append(_text(_attr_value(value)) if value is not None else "")
                 continue
-            inputs = [_source(i) for i in current.input if not i.startswith(b"^")]
-            if not inputs:
-                return None  # a placeholder, a variable, a table: not written into the graph
+            if callee is not None and key[1] < len(callee.returns):
+                if depth == 0:
+                    return None
+                returned = callee._constants([callee.returns[key[1]]], budget, depth - 1, call=(self, current))
+                if returned is None:
+                    return None
+                texts.extend(returned)
+                continue
+            inputs = self.data_inputs(current, distinct=True)
+            if not inputs or len(inputs) > budget.nodes:
+                return None  # a placeholder, a variable, a table (not written into the graph), or too many
             pending.extend(reversed(inputs))
         wanted = sorted({text for text in texts if isinstance(text, int)})
-        passed = self._from_a_caller(wanted, budget, depth) if wanted else {}
+        passed = self._from_a_caller(wanted, budget, depth, call) if wanted else {}
         if passed is None:
             return None
         return [piece for text in texts for piece in (passed[text] if isinstance(text, int) else [text])]
 
-    def _from_a_caller(self, arguments: list[int], budget: _Budget, depth: int) -> dict[int, list[str]] | None:
-        """The constants one caller passes to each of these arguments, all at the same call; None when no
-        caller (of the first few) passes constants only, or the trace is as deep as it may go."""
+    def _callee(self, node: Any) -> _Scope | None:
+        """The library function a call node runs and returns the outputs of, or None."""
+        if self.calls is None:
+            return None
+        op = node.op.decode("utf-8", "replace")
+        if op not in RETURNING_CALLS:
+            return self.calls.function(op)
+        attr = _attrs(node).get("f")
+        return self.calls.function(attr.func.name.decode("utf-8", "replace")) if attr is not None else None
+
+    @staticmethod
+    def _output(node: Any, callee: _Scope, output: str, index: int) -> int:
+        """Which of the callee's outputs an input names: a PartitionedCall's are one list, `output`; a function
+        called as an op names each of its own (one past the last when it has no such output)."""
+        if node.op.decode("utf-8", "replace") in RETURNING_CALLS or not output:
+            return index
+        if callee.output_index is None:
+            callee.output_index = {name: i for i, name in reversed(list(enumerate(callee.outputs)))}
+        position = callee.output_index.get(output)
+        return len(callee.returns) if position is None else position + index
+
+    def _from_a_caller(
+        self, arguments: list[int], budget: _Budget, depth: int, call: _Site = None
+    ) -> dict[int, list[str]] | None:
+        """The constants one caller passes to each of these arguments, all at the same call (`call`, if the
+        trace came from there); None when no caller (of the first few) passes constants only, or the trace is
+        as deep as it may go."""
         if depth == 0 or self.calls is None:
             return None
-        for caller, call in self.calls.sites(self.name):
+        for caller, site in [call] if call is not None else self.calls.sites(self.name):
             budget.nodes -= 1
             if budget.nodes < 0:
                 return None
             passed: dict[int, list[str]] = {}
             for argument in arguments:
-                inputs = _call_inputs(call, self.name, argument, len(self.arguments))
+                inputs = _call_inputs(site, caller.data_inputs(site), self.name, argument, len(self.arguments))
                 texts = caller._constants(inputs, budget, depth - 1) if inputs else None
                 if texts is None:
                     break
@@ -550,6 +617,9 @@ class _Scope:
             else:
                 return passed
         return None
+
+
+_Site = tuple[_Scope, Any] | None  # a call node, with the scope it is in
 
 
 @dataclass(slots=True)
@@ -567,6 +637,13 @@ class _Calls:
     scopes: list[_Scope]
     check_time: Callable[[], None]
     by_function: dict[str, list[tuple[_Scope, Any]]] | None = None
+    by_name: dict[str, _Scope] | None = None
+
+    def function(self, name: str) -> _Scope | None:
+        """The library function of this name, or None."""
+        if self.by_name is None:
+            self.by_name = {scope.name: scope for scope in reversed(self.scopes) if scope.name}
+        return self.by_name.get(name)
 
     def sites(self, function: str) -> list[tuple[_Scope, Any]]:
         """The first few (scope, node) pairs that call `function`."""
@@ -606,17 +683,17 @@ def _called(node: Any, functions: set[str]) -> set[str]:
     return called & functions
 
 
-def _call_inputs(call: Any, function: str, argument: int, count: int) -> list[str]:
+def _call_inputs(call: Any, inputs: list[str], function: str, argument: int, count: int) -> list[str]:
     """The inputs of a call that make one argument of `function` (of `count` arguments): the input it is passed
     by a call, If, Case or While, or by a node whose op is the function; the input dataset (whose element it
     is) or the captured input of a tf.data function; else every input the op has, since it can only make the
-    argument from them. [] when the call does not have that input."""
-    inputs = [_source(i) for i in call.input if not i.startswith(b"^")]
+    argument from them. [] when the call does not have that input. `inputs` are the call's data inputs."""
     op = call.op.decode("utf-8", "replace")
     if op in DATASET_CALLS:
-        captured = inputs[1 : max(1, len(inputs) - DATASET_CALLS[op])]
-        element = count - len(captured)
-        return inputs[:1] if argument < element else captured[argument - element : argument - element + 1]
+        captured = max(0, len(inputs) - 1 - DATASET_CALLS[op])  # inputs[1 : 1 + captured] are other_arguments
+        element = count - captured
+        position = 1 + argument - element
+        return inputs[:1] if argument < element else inputs[position : position + 1] if position <= captured else []
     first = 0 if op == function else CALL_ARGUMENTS.get(op)
     return inputs if first is None else inputs[first + argument : first + argument + 1]
 
@@ -691,9 +768,13 @@ def _scopes(message: Any, kind: str, check_time: Callable[[], None]) -> Iterator
         for function in graph.library.function:
             signature = function.signature
             arguments = tuple(argument.name.decode("utf-8", "replace") for argument in signature.input_arg)
+            outputs = tuple(output.name.decode("utf-8", "replace") for output in signature.output_arg)
+            returned = {entry.key.decode("utf-8", "replace"): entry.value.decode("utf-8", "replace")
+                        for entry in function.ret}  # fmt: skip
             name = signature.name.decode("utf-8", "replace")
             scopes.append(_Scope(list(function.node_def), _text(signature.name), frozenset(), name=name,
-                                 arguments=arguments))  # fmt: skip
+                                 arguments=arguments, outputs=outputs,
+                                 returns=tuple(returned.get(output, "") for output in outputs)))  # fmt: skip
         calls = _Calls(scopes, check_time)
         for scope in scopes:
             scope.calls = calls

@@ -4,9 +4,10 @@ TensorFlow is not a test dependency, so the files are kept, made once with `pip 
 `python tests/data/tf_functions/make.py`. Each model is a tf.Module with a `serving_default` signature. In every
 hostile one the path of the file read (or written) is a constant in one function and the op that uses it is in
 another, which gets the path as an argument: tf.data's readers (in the flat_map or interleave function
-TensorFlow makes for them), a map function's capture, a tf.cond branch, a nested tf.function. The script loads
-each with `tf.saved_model.load`, calls it, and checks that the secret came back (or the checkpoint was written).
-The ordinary ones take the path from the caller, and read what they are given.
+TensorFlow makes for them), a map function's capture, a tf.cond branch, a nested tf.function; or the path is what
+a nested tf.function returns. The script loads each with `tf.saved_model.load`, calls it, and checks that the
+secret came back (or the checkpoint was written). The ordinary ones take the path from the caller, and read what
+they are given.
 
 Two more are about what the path of a checkpoint op is: merge_destination merges a checkpoint the caller names
 into a constant destination (MergeV2Checkpoints' second input), and tf1_main_op_saver is a TF1 SavedModel whose
@@ -40,6 +41,11 @@ def _read(path: tf.Tensor) -> tf.Tensor:
 @tf.function(autograph=False)
 def _join_and_read(folder: tf.Tensor) -> tf.Tensor:
     return _read(tf.strings.join([folder, "/secret.txt"]))
+
+
+@tf.function(autograph=False)
+def _secret_path() -> tf.Tensor:
+    return tf.identity(tf.constant(SECRET))
 
 
 @tf.function(autograph=False)
@@ -103,6 +109,14 @@ class ReadFileNestedJoined(tf.Module):
         return {"out": _join_and_read(tf.constant(OUTSIDE))}
 
 
+class ReadFileReturned(tf.Module):
+    """A path returned by a nested tf.function (PartitionedCall with no inputs), read by its caller."""
+
+    @tf.function(input_signature=SIGNATURE)
+    def run(self, x: tf.Tensor) -> dict[str, tf.Tensor]:
+        return {"out": tf.io.read_file(_secret_path())}
+
+
 class SaveNested(tf.Module):
     """SaveV2 in a nested tf.function, to a constant prefix outside the model."""
 
@@ -142,7 +156,7 @@ class TextLineFed(tf.Module):
 HOSTILE: dict[str, type[tf.Module]] = {
     "textline_const": TextLineConst, "textline_interleave": TextLineInterleave, "map_captured": MapCaptured,
     "cond_branch": CondBranch, "readfile_nested": ReadFileNested, "readfile_nested_joined": ReadFileNestedJoined,
-    "save_nested": SaveNested, "merge_destination": MergeDestination,
+    "readfile_returned": ReadFileReturned, "save_nested": SaveNested, "merge_destination": MergeDestination,
 }  # fmt: skip
 ORDINARY: dict[str, type[tf.Module]] = {"readfile_fed": ReadFileFed, "textline_fed": TextLineFed}
 
