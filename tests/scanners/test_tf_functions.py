@@ -17,6 +17,7 @@ HOSTILE = {
     "textline_const": ("WS-TF-012", SECRET),  # TextLineDataset(constant): the reader is in a flat_map function
     "textline_interleave": ("WS-TF-012", SECRET),  # num_parallel_reads: the reader is in an interleave function
     "map_captured": ("WS-TF-012", "/tmp/wscan-tf-functions + /secret.txt"),  # a map function's captured input
+    "map_returned": ("WS-TF-012", SECRET),  # TextLineDataset over the path a map function returns
     "cond_branch": ("WS-TF-012", SECRET),  # ReadFile in a tf.cond branch (If)
     "readfile_nested": ("WS-TF-012", SECRET),  # ReadFile in a nested tf.function (PartitionedCall)
     "readfile_nested_joined": ("WS-TF-012", "/tmp/wscan-tf-functions + /secret.txt"),  # joined one call down

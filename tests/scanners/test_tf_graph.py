@@ -913,3 +913,21 @@ def test_a_node_of_many_inputs_is_read_once_for_every_trace(tmp_path: Path) -> N
         add_node(graph, f"r{i}", "ReadFile", ("wide",))
     report = scan_bytes(tmp_path, bytes(graph.SerializeToString()))
     assert {(f.rule_id, f.evidence["path"]) for f in report.findings} == {("WS-TF-012", "/etc/passwd")}
+
+
+@pytest.mark.parametrize(("returned", "rule"), [(b"c:output:0", "WS-TF-012"), (b"element", "WS-TF-003")])
+def test_a_dataset_maps_element_is_what_its_function_returns(tmp_path: Path, returned: bytes, rule: str) -> None:
+    def build(graph: Any) -> None:
+        for name in ("start", "stop", "step"):
+            add_node(graph, name, "Const")
+        add_node(graph, "range", "RangeDataset", ("start", "stop", "step"))
+        call(graph, "map", "make", ("range",), op="MapDataset")
+        call(graph, "files", "read", ("map",), op="FlatMapDataset")
+        make = add_function(graph, "make")
+        make.signature.input_arg.add(name=b"element")
+        make.signature.output_arg.add(name=b"path")
+        add_node(make, "c", "Const", value=b"/etc/passwd")
+        make.ret.add(key=b"path", value=returned)
+        reader(graph, "read", ("element",), "element")
+
+    assert _functions_rules(tmp_path, build) == {rule}

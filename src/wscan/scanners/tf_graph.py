@@ -130,6 +130,10 @@ DATASET_CALLS = {
 }  # fmt: skip
 # Calls whose outputs are their function's outputs, one for one (a nested tf.function that returns a path).
 RETURNING_CALLS = frozenset({"PartitionedCall", "StatefulPartitionedCall", "TPUPartitionedCall"})
+# tf.data ops whose element is what their function returns (a map), or made from the dataset it returns (a
+# flat_map, an interleave): the element of `range(1).map(lambda _: path)` is the map function's constant.
+DATASET_MAPS = frozenset(DATASET_CALLS) - {"FilterDataset", "TakeWhileDataset", "ExperimentalTakeWhileDataset",
+                                           "ParallelFilterDataset"}  # fmt: skip
 # Every op TensorFlow 2.21 has that calls a function named in an attribute: the ones above, and these, whose
 # function gets its arguments from all their inputs together (or, for some, from another function's outputs).
 FUNCTION_OPS = frozenset(CALL_ARGUMENTS) | frozenset(DATASET_CALLS) | {
@@ -540,6 +544,7 @@ class _Scope:
             current = self.node(name)
             callee = self._callee(current) if current is not None else None
             key = (name, self._output(current, callee, output, index) if callee is not None else 0)
+            returned_tensors = _returned(current, callee, key[1])
             if key in seen:
                 continue
             seen.add(key)
@@ -556,10 +561,10 @@ class _Scope:
                 value = _attrs(current).get("value")
                 texts.append(_text(_attr_value(value)) if value is not None else "")
                 continue
-            if callee is not None and key[1] < len(callee.returns):
+            if callee is not None and returned_tensors:
                 if depth == 0:
                     return None
-                returned = callee._constants([callee.returns[key[1]]], budget, depth - 1, call=(self, current))
+                returned = callee._constants(returned_tensors, budget, depth - 1, call=(self, current))
                 if returned is None:
                     return None
                 texts.extend(returned)
@@ -575,11 +580,11 @@ class _Scope:
         return [piece for text in texts for piece in (passed[text] if isinstance(text, int) else [text])]
 
     def _callee(self, node: Any) -> _Scope | None:
-        """The library function a call node runs and returns the outputs of, or None."""
+        """The library function a call node (or a tf.data map) runs and returns the outputs of, or None."""
         if self.calls is None:
             return None
         op = node.op.decode("utf-8", "replace")
-        if op not in RETURNING_CALLS:
+        if op not in RETURNING_CALLS and op not in DATASET_MAPS:
             return self.calls.function(op)
         attr = _attrs(node).get("f")
         return self.calls.function(attr.func.name.decode("utf-8", "replace")) if attr is not None else None
@@ -588,7 +593,8 @@ class _Scope:
     def _output(node: Any, callee: _Scope, output: str, index: int) -> int:
         """Which of the callee's outputs an input names: a PartitionedCall's are one list, `output`; a function
         called as an op names each of its own (one past the last when it has no such output)."""
-        if node.op.decode("utf-8", "replace") in RETURNING_CALLS or not output:
+        op = node.op.decode("utf-8", "replace")
+        if op in RETURNING_CALLS or op in DATASET_MAPS or not output:
             return index
         if callee.output_index is None:
             callee.output_index = {name: i for i, name in reversed(list(enumerate(callee.outputs)))}
@@ -620,6 +626,16 @@ class _Scope:
 
 
 _Site = tuple[_Scope, Any] | None  # a call node, with the scope it is in
+
+
+def _returned(node: Any, callee: _Scope | None, output: int) -> list[str]:
+    """The tensors of `callee` that make a call's output: the one it returns there, or for a tf.data map every
+    one (its element); [] when there is no such output."""
+    if callee is None:
+        return []
+    if node.op.decode("utf-8", "replace") in DATASET_MAPS:
+        return [tensor for tensor in callee.returns if tensor]
+    return [callee.returns[output]] if output < len(callee.returns) else []
 
 
 @dataclass(slots=True)

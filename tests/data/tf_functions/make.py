@@ -5,9 +5,9 @@ TensorFlow is not a test dependency, so the files are kept, made once with `pip 
 hostile one the path of the file read (or written) is a constant in one function and the op that uses it is in
 another, which gets the path as an argument: tf.data's readers (in the flat_map or interleave function
 TensorFlow makes for them), a map function's capture, a tf.cond branch, a nested tf.function; or the path is what
-a nested tf.function returns. The script loads each with `tf.saved_model.load`, calls it, and checks that the
-secret came back (or the checkpoint was written). The ordinary ones take the path from the caller, and read what
-they are given.
+a nested tf.function or a map function returns. The script loads each with `tf.saved_model.load`, calls it, and
+checks that the secret came back (or the checkpoint was written). The ordinary ones take the path from the caller,
+and read what they are given.
 
 Two more are about what the path of a checkpoint op is: merge_destination merges a checkpoint the caller names
 into a constant destination (MergeV2Checkpoints' second input), and tf1_main_op_saver is a TF1 SavedModel whose
@@ -84,6 +84,15 @@ class MapCaptured(tf.Module):
         return {"out": _joined(tf.data.Dataset.range(1).map(lambda i: tf.io.read_file(path)))}
 
 
+class MapReturned(tf.Module):
+    """TextLineDataset over the paths a map function returns (the constant is in the map function)."""
+
+    @tf.function(input_signature=SIGNATURE)
+    def run(self, x: tf.Tensor) -> dict[str, tf.Tensor]:
+        paths = tf.data.Dataset.range(1).map(lambda _: tf.constant(SECRET))
+        return {"out": _joined(paths.flat_map(tf.data.TextLineDataset))}
+
+
 class CondBranch(tf.Module):
     """ReadFile in a tf.cond branch (If), the path a constant of the function around it."""
 
@@ -155,8 +164,9 @@ class TextLineFed(tf.Module):
 
 HOSTILE: dict[str, type[tf.Module]] = {
     "textline_const": TextLineConst, "textline_interleave": TextLineInterleave, "map_captured": MapCaptured,
-    "cond_branch": CondBranch, "readfile_nested": ReadFileNested, "readfile_nested_joined": ReadFileNestedJoined,
-    "readfile_returned": ReadFileReturned, "save_nested": SaveNested, "merge_destination": MergeDestination,
+    "map_returned": MapReturned, "cond_branch": CondBranch, "readfile_nested": ReadFileNested,
+    "readfile_nested_joined": ReadFileNestedJoined, "readfile_returned": ReadFileReturned, "save_nested": SaveNested,
+    "merge_destination": MergeDestination,
 }  # fmt: skip
 ORDINARY: dict[str, type[tf.Module]] = {"readfile_fed": ReadFileFed, "textline_fed": TextLineFed}
 
