@@ -7,8 +7,8 @@ back into the host's Python (PyFunc), or talk to other machines (tf.data service
 Every node of the graph and of every function in its library is read with protobuf message classes built
 here at run time from the few fields needed (unknown fields are skipped by protobuf itself), and each op
 from that list is reported with its node, its function and, when the node reads its path from a constant,
-the path: constants joined count, and so do the constants a caller passes when the path is a function's
-argument (tf.data runs its readers in functions). Checkpoint ops are normal (the loader or the TF1 Saver
+the path: constants joined count, and so do constants a function gets as an argument or a called function
+returns (tf.data runs its readers and maps in functions). Checkpoint ops are normal (the loader or the TF1 Saver
 feeds them the variables path): they are only reported when they use a hard-coded path instead.
 
 The same messages come as protobuf text too: TensorFlow's loader reads `saved_model.pbtxt` when there is no
@@ -105,7 +105,7 @@ PATH_INPUTS = {
 INIT_OP_SIGNATURE = b"__saved_model_init_op"
 INIT_OP_COLLECTIONS = (b"saved_model_main_op", b"legacy_init_op")
 ASSETS_COLLECTION = b"saved_model_assets"  # where the loader finds the assets when asset_file_def has none
-MAX_COMPUTED_NODES = 128  # nodes (and callers) followed back from a path input, across the functions it crosses
+MAX_COMPUTED_NODES = 256  # nodes, inputs and callers followed back from a path input, across the functions it crosses
 MAX_CALL_DEPTH = 8  # function calls a path is followed back through, from an argument to its caller's input
 MAX_CALL_SITES = 16  # callers of one function tried, per function the trace reaches
 # Calls whose function takes their inputs one for one, from this input on (If and Case pass all but the first).
@@ -535,7 +535,8 @@ class _Scope:
         each output of a call by what its function returns; None when something else makes them, when one of
         `fed` (this scope's fed names unless told) does, or when the budget runs out."""
         fed = self.fed if fed is None else fed
-        if len(names) > budget.nodes:
+        budget.nodes -= len(names)
+        if budget.nodes < 0:
             return None  # more than are followed
         pending, seen = list(reversed(names)), set()
         texts: list[str | int] = []  # a constant's text, or the index of an argument still to follow
@@ -570,7 +571,8 @@ class _Scope:
                 texts.extend(returned)
                 continue
             inputs = self.data_inputs(current, distinct=True)
-            if not inputs or len(inputs) > budget.nodes:
+            budget.nodes -= len(inputs)  # every input is looked at, if only to find it seen
+            if not inputs or budget.nodes < 0:
                 return None  # a placeholder, a variable, a table (not written into the graph), or too many
             pending.extend(reversed(inputs))
         wanted = sorted({text for text in texts if isinstance(text, int)})
