@@ -18,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus"
 TF_KERAS = ROOT / "tests" / "data" / "tf_keras"  # files tf_keras wrote (TensorFlow is not installed to make more)
+TF_FUNCTIONS = ROOT / "tests" / "data" / "tf_functions"  # TF 2.21 SavedModels whose paths cross function calls
 MARKER = b"\n--8<--\n"  # harness.split: fields of a multi-part input
 MAX_SEED_BYTES = 256 * 1024
 
@@ -123,7 +124,8 @@ SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
         *(m for p in _files("*.keras") for m in _zip_members(p, lambda n: n == "config.json")),
         *sorted(TF_KERAS.rglob("keras_metadata.pb")),
     ],
-    "tf_graph": lambda: [*_files("*.pb", "*.pbtxt", "*.meta"), *sorted(TF_KERAS.rglob("saved_model.pb"))],
+    "tf_graph": lambda: [*_files("*.pb", "*.pbtxt", "*.meta"), *sorted(TF_KERAS.rglob("saved_model.pb")),
+                         *sorted(TF_FUNCTIONS.rglob("saved_model.pb"))],
     "config_targets": lambda: [
         *_files("*.yaml", "*.yml"),
         *(m for p in _files("*.nemo") for m in _tar_members(p, lambda n: n.endswith(".yaml"))),

@@ -485,9 +485,10 @@ def test_meta_graph_ops_are_judged_and_its_saver_is_fed(tmp_path: Path) -> None:
     assert sniff(blob) == "meta_graph"
     found = {(f.rule_id, f.evidence["node"]) for f in scan_bytes(tmp_path, blob, "model.ckpt-100.meta").findings}
     assert found == {("WS-TF-002", "w")}
-    # Without the saver_def the restore path is a graph constant like any other.
+    # Without the saver_def the checkpoint path is a graph constant like any other: save/Const, the restore's
+    # input and MergeV2Checkpoints' destination.
     no_saver = scan_bytes(tmp_path / "other", meta_graph(build, saver=None), "model.ckpt-100.meta")
-    assert rule_ids(no_saver) == {"WS-TF-002", "WS-TF-005"}  # save/Const, the restore's input, is a constant
+    assert rule_ids(no_saver) == {"WS-TF-002", "WS-TF-004", "WS-TF-005"}
 
 
 def _tf1_saver(graph: Any, default: bytes, scope: str = "save") -> None:
@@ -704,3 +705,229 @@ def test_text_larger_than_the_text_limit_is_not_parsed(tmp_path: Path) -> None:
     text = as_text(hostile_graph_def(), "graph_def")
     report = scan_bytes(tmp_path, text, "graph.pbtxt", Limits(max_json_bytes=100))
     assert rule_ids(report) == {"WS-TF-009"}
+
+
+# --- a path passed to a function: followed to what its callers pass ----------------------------------------------
+
+
+def call(graph: Any, name: str, function: str, inputs: tuple[str, ...], op: str = "PartitionedCall") -> Any:
+    """A node that calls `function` (named in its `f` attribute, as TensorFlow writes PartitionedCall)."""
+    node = add_node(graph, name, op, inputs)
+    node.attr.add(key=b"f").value.func.name = function.encode()
+    return node
+
+
+def reader(graph: Any, name: str, arguments: tuple[str, ...], path: str) -> Any:
+    """A library function of these arguments that reads `path` (one of them, or a node it joins from one)."""
+    function = add_function(graph, name)
+    function.signature.input_arg.extend(message_class("ArgDef")(name=a.encode()) for a in arguments)
+    add_node(function, "ReadFile", "ReadFile", (path,))
+    return function
+
+
+def _functions_rules(tmp_path: Path, build: Callable[[Any], None]) -> set[str]:
+    graph = message_class("GraphDef")()
+    build(graph)
+    return rule_ids(scan_bytes(tmp_path, bytes(graph.SerializeToString())))
+
+
+def test_a_constant_passed_down_a_chain_of_calls_is_written_into_the_graph(tmp_path: Path) -> None:
+    def chain_of(depth: int) -> Callable[[Any], None]:
+        def build(graph: Any) -> None:
+            add_node(graph, "path", "Const", value=b"/etc/passwd")
+            call(graph, "call", "f0", ("path",))
+            for level in range(depth - 1):
+                passer = add_function(graph, f"f{level}")
+                passer.signature.input_arg.add(name=b"p")
+                call(passer, "call", f"f{level + 1}", ("p",), op="StatefulPartitionedCall")
+            reader(graph, f"f{depth - 1}", ("p",), "p")
+
+        return build
+
+    assert _functions_rules(tmp_path / "deep", chain_of(tf_graph.MAX_CALL_DEPTH)) == {"WS-TF-012"}
+    assert _functions_rules(tmp_path / "deeper", chain_of(tf_graph.MAX_CALL_DEPTH + 1)) == {"WS-TF-003"}
+
+
+def test_a_function_that_calls_itself_is_followed_only_so_far(tmp_path: Path) -> None:
+    def build(graph: Any) -> None:
+        add_node(graph, "fed", "Placeholder")
+        call(graph, "call", "f", ("fed",))
+        function = reader(graph, "f", ("p",), "p")
+        call(function, "again", "f", ("p",))
+
+    assert _functions_rules(tmp_path, build) == {"WS-TF-003"}
+
+
+def test_one_caller_passing_a_constant_is_enough_and_all_arguments_come_from_the_same_call(tmp_path: Path) -> None:
+    def build(calls: list[tuple[str, str]]) -> Callable[[Any], None]:
+        def fill(graph: Any) -> None:
+            add_node(graph, "fed", "Placeholder")
+            add_node(graph, "folder", "Const", value=b"/etc")
+            add_node(graph, "file", "Const", value=b"/passwd")
+            for i, inputs in enumerate(calls):
+                call(graph, f"call{i}", "f", inputs)
+            function = reader(graph, "f", ("a", "b"), "join")
+            add_node(function, "join", "StringJoin", ("a", "b"))
+
+        return fill
+
+    assert _functions_rules(tmp_path / "one", build([("fed", "fed"), ("folder", "file")])) == {"WS-TF-012"}
+    assert _functions_rules(tmp_path / "mixed", build([("folder", "fed"), ("fed", "file")])) == {"WS-TF-003"}
+    few = [("fed", "fed")] * tf_graph.MAX_CALL_SITES + [("folder", "file")]
+    assert _functions_rules(tmp_path / "late", build(few)) == {"WS-TF-003"}  # past the callers tried
+
+
+@pytest.mark.parametrize(
+    ("op", "trailing", "argument", "rule"),
+    [
+        ("ParallelMapDatasetV2", ("threads",), "captured", "WS-TF-012"),  # other_arguments: the constant
+        ("ParallelMapDatasetV2", ("threads",), "element", "WS-TF-003"),  # the fed dataset's element
+        ("InterleaveDataset", ("cycle", "block"), "captured", "WS-TF-012"),
+        ("MapDataset", (), "element", "WS-TF-003"),
+        ("ReduceDataset", (), "element", "WS-TF-003"),  # arguments from every input together, one is fed
+    ],
+)
+def test_a_dataset_function_gets_the_element_then_the_captured_inputs(
+    tmp_path: Path, op: str, trailing: tuple[str, ...], argument: str, rule: str
+) -> None:
+    def build(graph: Any) -> None:
+        add_node(graph, "fed", "Placeholder")
+        add_node(graph, "files", "TensorSliceDataset", ("fed",))
+        add_node(graph, "path", "Const", value=b"/etc/passwd")
+        for name in trailing:
+            add_node(graph, name, "Const")
+        call(graph, "map", "f", ("files", "path", *trailing), op=op)
+        reader(graph, "f", ("element", "captured"), argument)
+
+    assert _functions_rules(tmp_path, build) == {rule}
+
+
+def test_a_call_named_in_text_is_followed(tmp_path: Path) -> None:
+    text = b"""node { name: "p" op: "Const" attr { key: "value" value { tensor { string_val: "/etc/passwd" } } } }
+node { name: "c" op: "StatefulPartitionedCall" input: "p"
+  attr { key: "f" value { func { name: "f" attr { key: "_noinline" value { b: true } } } } } }
+library { function { signature { name: "f" input_arg { name: "p" type: DT_STRING } }
+  node_def { name: "r" op: "ReadFile" input: "p" } } }
+"""
+    found = {(f.rule_id, f.evidence["target"]) for f in scan_bytes(tmp_path, text, "graph.pbtxt").findings}
+    assert found == {("WS-TF-012", "/etc/passwd")}
+
+
+# --- what the loader runs unfed, and what it feeds -------------------------------------------------------------
+
+
+def _with_main_op(graph: Any) -> None:
+    """A TF1 graph with a second Saver (`save_1`) whose save op the main op runs: nothing is fed to it then."""
+    _checkpoint_ops(graph)
+    add_node(graph, "save_1/filename/input", "Const", value=b"model")
+    add_node(graph, "save_1/filename", "PlaceholderWithDefault", ("save_1/filename/input",))
+    add_node(graph, "save_1/Const", "PlaceholderWithDefault", ("save_1/filename",))
+    add_node(graph, "save_1/SaveV2", "SaveV2", ("save_1/Const", "names", "slices", "w"))
+    add_node(graph, "save_1/control_dependency", "Identity", ("save_1/Const", "^save_1/SaveV2"))
+    add_node(graph, "group_deps", "NoOp", ("^save_1/control_dependency",))
+
+
+@pytest.mark.parametrize(("key", "expected"), [(b"saved_model_main_op", {"WS-TF-004"}), (b"train_op", set())])
+def test_a_savers_default_is_where_the_main_op_writes(tmp_path: Path, key: bytes, expected: set[str]) -> None:
+    model = message_class("SavedModel").FromString(saved_model(_with_main_op))
+    collection = model.meta_graphs[0].collection_def.add(key=key)
+    collection.value.node_list.value.append(b"group_deps")
+    report = scan_bytes(tmp_path, bytes(model.SerializeToString()), "saved_model.pb")
+    assert rule_ids(report) == expected
+    assert [f.evidence["path"] for f in report.findings] == ["model"] * len(expected)
+
+
+@pytest.mark.parametrize(
+    ("type_url", "filename", "expected"),
+    [
+        (b"type.googleapis.com/tensorflow.AssetFileDef", b"vocab.txt", {"WS-TF-003"}),  # fed by the loader
+        (b"type.googleapis.com/tensorflow.AssetFileDef", b"../../etc/passwd", {"WS-TF-003", "WS-TF-014"}),
+        (b"type.googleapis.com/tensorflow.Other", b"vocab.txt", {"WS-TF-012"}),  # Any.Unpack refuses it
+    ],
+)
+def test_assets_in_the_tf1_collection_are_fed(
+    tmp_path: Path, type_url: bytes, filename: bytes, expected: set[str]
+) -> None:
+    def table(graph: Any) -> None:
+        add_node(graph, "asset_path", "Const", value=b"/export/dir/vocab.txt")
+        add_node(graph, "init", "InitializeTableFromTextFileV2", ("table", "asset_path"))
+
+    model = message_class("SavedModel").FromString(saved_model(table))
+    asset = message_class("AssetFileDef")(filename=filename)
+    asset.tensor_info.name = b"asset_path:0"
+    collection = model.meta_graphs[0].collection_def.add(key=b"saved_model_assets")
+    collection.value.any_list.value.add(type_url=type_url, value=asset.SerializeToString())
+    assert rule_ids(scan_bytes(tmp_path, bytes(model.SerializeToString()), "saved_model.pb")) == expected
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs", "path"),
+    [
+        ("DatasetToTFRecord", ("dataset", "p"), "/tmp/out.tfrecord"),  # the dataset first, then the file
+        ("MergeV2Checkpoints", ("fed", "p"), "/tmp/out.tfrecord"),  # a fed checkpoint merged to a constant
+        ("SnapshotDatasetV2", ("dataset", "p"), "/tmp/out.tfrecord"),
+    ],
+)
+def test_the_path_input_is_the_one_the_op_writes(tmp_path: Path, op: str, inputs: tuple[str, ...], path: str) -> None:
+    graph = graph_with(("dataset", "RangeDataset", ("a", "b", "c"), {}), ("a", "Const", (), {"value": b"x"}),
+                       ("p", "Const", (), {"value": path.encode()}), ("n", op, inputs, {}))  # fmt: skip
+    (finding,) = scan_bytes(tmp_path, graph).findings
+    assert finding.evidence["path"] == path
+
+
+@pytest.mark.parametrize(
+    ("op", "output", "rule"),
+    [
+        ("PartitionedCall", "call:output:1", "WS-TF-012"),  # a call's outputs are one list, `output`
+        ("make", "call:path:0", "WS-TF-012"),  # a function called as an op names its own outputs
+        ("make", "call:other:0", "WS-TF-003"),  # no such output: its inputs (none) make it
+        ("PartitionedCall", "call:output:0", "WS-TF-003"),  # the function's first output is its argument, fed
+    ],
+)
+def test_a_path_a_function_returns_is_followed_into_it(tmp_path: Path, op: str, output: str, rule: str) -> None:
+    def build(graph: Any) -> None:
+        make = add_function(graph, "make")
+        make.signature.input_arg.add(name=b"fed")
+        make.signature.output_arg.extend(message_class("ArgDef")(name=name) for name in (b"echo", b"path"))
+        add_node(make, "c", "Const", value=b"/etc/passwd")
+        make.ret.add(key=b"echo", value=b"fed")
+        make.ret.add(key=b"path", value=b"c:output:0")
+        user = add_function(graph, "user")
+        user.signature.input_arg.add(name=b"x")
+        if op == "PartitionedCall":
+            call(user, "call", "make", ("x",))
+        else:
+            add_node(user, "call", op, ("x",))
+        add_node(user, "read", "ReadFile", (output,))
+
+    assert _functions_rules(tmp_path, build) == {rule}
+
+
+def test_a_node_of_many_inputs_is_read_once_for_every_trace(tmp_path: Path) -> None:
+    """A StringJoin of 200,000 inputs read by 1,000 ReadFile ops took a minute, each trace decoding every input;
+    the same constant repeated is still one constant."""
+    graph = message_class("GraphDef")()
+    add_node(graph, "c", "Const", value=b"/etc/passwd")
+    add_node(graph, "wide", "StringJoin", ("c",) * 20_000)
+    for i in range(300):
+        add_node(graph, f"r{i}", "ReadFile", ("wide",))
+    report = scan_bytes(tmp_path, bytes(graph.SerializeToString()))
+    assert {(f.rule_id, f.evidence["path"]) for f in report.findings} == {("WS-TF-012", "/etc/passwd")}
+
+
+@pytest.mark.parametrize(("returned", "rule"), [(b"c:output:0", "WS-TF-012"), (b"element", "WS-TF-003")])
+def test_a_dataset_maps_element_is_what_its_function_returns(tmp_path: Path, returned: bytes, rule: str) -> None:
+    def build(graph: Any) -> None:
+        for name in ("start", "stop", "step"):
+            add_node(graph, name, "Const")
+        add_node(graph, "range", "RangeDataset", ("start", "stop", "step"))
+        call(graph, "map", "make", ("range",), op="MapDataset")
+        call(graph, "files", "read", ("map",), op="FlatMapDataset")
+        make = add_function(graph, "make")
+        make.signature.input_arg.add(name=b"element")
+        make.signature.output_arg.add(name=b"path")
+        add_node(make, "c", "Const", value=b"/etc/passwd")
+        make.ret.add(key=b"path", value=returned)
+        reader(graph, "read", ("element",), "element")
+
+    assert _functions_rules(tmp_path, build) == {rule}

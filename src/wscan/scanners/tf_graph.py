@@ -7,8 +7,9 @@ back into the host's Python (PyFunc), or talk to other machines (tf.data service
 Every node of the graph and of every function in its library is read with protobuf message classes built
 here at run time from the few fields needed (unknown fields are skipped by protobuf itself), and each op
 from that list is reported with its node, its function and, when the node reads its path from a constant,
-the path. Checkpoint ops are normal (the loader or the TF1 Saver feeds them the variables path): they are
-only reported when they use a hard-coded path instead.
+the path: constants joined count, and so do constants a function gets as an argument or a called function
+returns (tf.data runs its readers and maps in functions). Checkpoint ops are normal (the loader or the TF1 Saver
+feeds them the variables path): they are only reported when they use a hard-coded path instead.
 
 The same messages come as protobuf text too: TensorFlow's loader reads `saved_model.pbtxt` when there is no
 `saved_model.pb`, `import_meta_graph` reads a text `.meta`, and `tf.io.write_graph` writes `graph.pbtxt`
@@ -26,7 +27,7 @@ import bisect
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
 from pathlib import Path
@@ -89,10 +90,62 @@ EVIDENCE_ATTRS = ("token", "memory_region_name", "output_stream", "descriptor_so
                   "file_pattern", "filename")  # fmt: skip
 PASS_THROUGH = frozenset({"Identity", "Snapshot", "StopGradient", "IdentityN", "PlaceholderWithDefault"})
 MAX_HOPS = 8
-# The input that holds the path, where it is not the first (a table initializer's first input is the table).
-PATH_INPUT = {"InitializeTableFromTextFile": 1, "InitializeTableFromTextFileV2": 1, "CacheDataset": 1,
-              "CacheDatasetV2": 1}  # fmt: skip
-MAX_COMPUTED_NODES = 64  # nodes followed back from a path input to find whether only constants make it
+# The inputs that hold the path, where it is not the first (a table initializer's first input is the table, a
+# dataset writer's its dataset), first found first: MergeV2Checkpoints writes its destination and deletes the
+# folders of its sources.
+PATH_INPUTS = {
+    **dict.fromkeys(["InitializeTableFromTextFile", "InitializeTableFromTextFileV2", "CacheDataset", "CacheDatasetV2",
+                     "DatasetToTFRecord", "ExperimentalDatasetToTFRecord", "SaveDataset", "SaveDatasetV2",
+                     "DistributedSave", "SnapshotDataset", "SnapshotDatasetV2", "CreateSummaryFileWriter",
+                     "CreateSummaryDbWriter", "SqlDataset", "ExperimentalSqlDataset"], (1,)),
+    "MergeV2Checkpoints": (1, 0), "GenerateVocabRemapping": (0, 1),
+}  # fmt: skip
+# What TensorFlow's loaders run once a SavedModel or meta graph is loaded, feeding it only the asset paths: the init
+# op's signature output, else the main op or legacy init op collections (loader_impl.get_init_op).
+INIT_OP_SIGNATURE = b"__saved_model_init_op"
+INIT_OP_COLLECTIONS = (b"saved_model_main_op", b"legacy_init_op")
+ASSETS_COLLECTION = b"saved_model_assets"  # where the loader finds the assets when asset_file_def has none
+MAX_COMPUTED_NODES = 256  # nodes, inputs and callers followed back from a path input, across the functions it crosses
+MAX_CALL_DEPTH = 8  # function calls a path is followed back through, from an argument to its caller's input
+MAX_CALL_SITES = 16  # callers of one function tried, per function the trace reaches
+# Calls whose function takes their inputs one for one, from this input on (If and Case pass all but the first).
+CALL_ARGUMENTS = {
+    **dict.fromkeys(["PartitionedCall", "StatefulPartitionedCall", "TPUPartitionedCall", "While",
+                     "StatelessWhile", "_While", "XlaWhile", "RiscWhile"], 0),
+    **dict.fromkeys(["If", "StatelessIf", "_If", "XlaIf", "Case", "StatelessCase", "RemoteCall"], 1),
+}  # fmt: skip
+# tf.data ops whose function takes the input dataset's element (its first input) then `other_arguments` (what
+# the function captured), by how many inputs follow those: TextLineDataset(path) runs in a flat_map function
+# that gets the path as an argument.
+DATASET_CALLS = {
+    **dict.fromkeys(["MapDataset", "ExperimentalMapDataset", "FlatMapDataset", "FilterDataset",
+                     "TakeWhileDataset", "ExperimentalTakeWhileDataset"], 0),
+    **dict.fromkeys(["ParallelMapDataset", "ParallelMapDatasetV2", "ParallelFilterDataset"], 1),
+    **dict.fromkeys(["InterleaveDataset"], 2),
+    **dict.fromkeys(["ParallelInterleaveDatasetV2", "ParallelInterleaveDatasetV3", "MapAndBatchDataset",
+                     "ExperimentalMapAndBatchDataset"], 3),
+    **dict.fromkeys(["LegacyParallelInterleaveDatasetV2"], 4),
+    **dict.fromkeys(["ParallelInterleaveDatasetV4", "ParallelInterleaveDataset",
+                     "ExperimentalParallelInterleaveDataset"], 5),
+}  # fmt: skip
+# Calls whose outputs are their function's outputs, one for one (a nested tf.function that returns a path).
+RETURNING_CALLS = frozenset({"PartitionedCall", "StatefulPartitionedCall", "TPUPartitionedCall"})
+# tf.data ops whose element is what their function returns (a map), or made from the dataset it returns (a
+# flat_map, an interleave): the element of `range(1).map(lambda _: path)` is the map function's constant.
+DATASET_MAPS = frozenset(DATASET_CALLS) - {"FilterDataset", "TakeWhileDataset", "ExperimentalTakeWhileDataset",
+                                           "ParallelFilterDataset"}  # fmt: skip
+# Every op TensorFlow 2.21 has that calls a function named in an attribute: the ones above, and these, whose
+# function gets its arguments from all their inputs together (or, for some, from another function's outputs).
+FUNCTION_OPS = frozenset(CALL_ARGUMENTS) | frozenset(DATASET_CALLS) | {
+    "BatchFunction", "ChooseFastestBranchDataset", "DataServiceDatasetV3", "DataServiceDatasetV4", "For",
+    "ExperimentalGroupByReducerDataset", "ExperimentalGroupByWindowDataset", "ExperimentalScanDataset",
+    "GeneratorDataset", "GroupByReducerDataset", "GroupByWindowDataset", "IndexFlatMapDataset", "LoadDataset",
+    "MapDefun", "OneShotIterator", "ReduceDataset", "RiscCondition", "RpcServerRegister", "SaveDataset",
+    "SaveDatasetV2", "ScanDataset", "SnapshotDatasetV2", "SymbolicGradient", "TPUCompile", "XlaCallModule",
+    "XlaHostCompute", "XlaLaunch", "XlaLaunchV2", "XlaReduce", "XlaReduceWindow", "XlaScatter",
+    "XlaSelectAndScatter", "XlaVariadicReduce", "XlaVariadicReduceV2", "XlaVariadicSort", "_TPUReplicate",
+    "_XlaCompile",
+}  # fmt: skip
 MAIN_GRAPH = "<graph>"  # the function name reported for nodes of the top-level graph
 MAX_REPORTED = 1000  # op observations per file; more are counted
 _TICK = 1 << 14
@@ -109,11 +162,23 @@ _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
     ("SavedModel", [("saved_model_schema_version", 1, _I, False, ""),
                     ("meta_graphs", 2, _M, True, "MetaGraphDef")]),
     ("MetaGraphDef", [("graph_def", 2, _M, False, "GraphDef"), ("saver_def", 3, _M, False, "SaverDef"),
+                      ("collection_def", 4, _M, True, "CollectionEntry"),
+                      ("signature_def", 5, _M, True, "SignatureEntry"),
                       ("asset_file_def", 6, _M, True, "AssetFileDef"),
                       ("object_graph_def", 7, _M, False, "SavedObjectGraph")]),
     # An asset: the graph tensor the loader feeds its path to, and the file's name under assets/.
     ("AssetFileDef", [("tensor_info", 1, _M, False, "TensorInfo"), ("filename", 2, _B, False, "")]),
     ("TensorInfo", [("name", 1, _B, False, "")]),
+    # The init op (what the loader runs after restoring, unfed): a signature's output, or a collection's node.
+    ("CollectionEntry", [("key", 1, _B, False, ""), ("value", 2, _M, False, "CollectionDef")]),
+    # TF1's SavedModelBuilder keeps a SavedModel's assets in a collection of packed AssetFileDefs instead.
+    ("CollectionDef", [("node_list", 1, _M, False, "NodeList"), ("any_list", 5, _M, False, "AnyList")]),
+    ("NodeList", [("value", 1, _B, True, "")]),
+    ("AnyList", [("value", 1, _M, True, "Any")]),
+    ("Any", [("type_url", 1, _B, False, ""), ("value", 2, _B, False, "")]),
+    ("SignatureEntry", [("key", 1, _B, False, ""), ("value", 2, _M, False, "SignatureDef")]),
+    ("SignatureDef", [("outputs", 2, _M, True, "TensorInfoEntry")]),
+    ("TensorInfoEntry", [("key", 1, _B, False, ""), ("value", 2, _M, False, "TensorInfo")]),
     # Keras' object metadata: tf_keras rebuilds layers from these JSON configs when a SavedModel has no
     # keras_metadata.pb (SavedUserObject.metadata), and from keras_metadata.pb itself otherwise.
     ("SavedObjectGraph", [("nodes", 1, _M, True, "SavedObject")]),
@@ -124,20 +189,25 @@ _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
     ("SaverDef", [("filename_tensor_name", 1, _B, False, "")]),
     ("GraphDef", [("node", 1, _M, True, "NodeDef"), ("library", 2, _M, False, "FunctionDefLibrary")]),
     ("FunctionDefLibrary", [("function", 1, _M, True, "FunctionDef")]),
-    ("FunctionDef", [("signature", 1, _M, False, "OpDef"), ("node_def", 3, _M, True, "NodeDef")]),
-    ("OpDef", [("name", 1, _B, False, "")]),
+    ("FunctionDef", [("signature", 1, _M, False, "OpDef"), ("node_def", 3, _M, True, "NodeDef"),
+                     ("ret", 4, _M, True, "RetEntry")]),
+    ("RetEntry", [("key", 1, _B, False, ""), ("value", 2, _B, False, "")]),  # an output's name -> its tensor
+    ("OpDef", [("name", 1, _B, False, ""), ("input_arg", 2, _M, True, "ArgDef"),
+               ("output_arg", 3, _M, True, "ArgDef")]),
+    ("ArgDef", [("name", 1, _B, False, "")]),
     ("NodeDef", [("name", 1, _B, False, ""), ("op", 2, _B, False, ""), ("input", 3, _B, True, ""),
                  ("attr", 5, _M, True, "AttrEntry")]),
     ("AttrEntry", [("key", 1, _B, False, ""), ("value", 2, _M, False, "AttrValue")]),
     ("AttrValue", [("list", 1, _M, False, "ListValue"), ("s", 2, _B, False, ""),
-                   ("tensor", 8, _M, False, "TensorProto")]),
-    ("ListValue", [("s", 2, _B, True, "")]),
+                   ("tensor", 8, _M, False, "TensorProto"), ("func", 10, _M, False, "NameAttrList")]),
+    ("ListValue", [("s", 2, _B, True, ""), ("func", 9, _M, True, "NameAttrList")]),
+    ("NameAttrList", [("name", 1, _B, False, "")]),  # a function an op calls (If's branches, a dataset's map)
     ("TensorProto", [("tensor_content", 4, _B, False, ""), ("string_val", 8, _B, True, "")]),
 ]  # fmt: skip
 # Field names are TensorFlow's own, since text format names fields. Enum fields (a tensor's dtype) are left out:
 # text writes their values by name, and only the strings above are needed. AttrValue's members are one oneof,
 # as in TensorFlow: of `s: "model"` followed by a `tensor`, the last one set is the value, here as there.
-_ONEOF = {"AttrValue": ("value", frozenset({"list", "s", "tensor"}))}
+_ONEOF = {"AttrValue": ("value", frozenset({"list", "s", "tensor", "func"}))}
 MESSAGE_OF = {"saved_model": "SavedModel", "graph_def": "GraphDef", "meta_graph": "MetaGraphDef"}
 _PACKAGE = "wscan.tfgraph"
 _CLASSES: dict[str, Any] = {}
@@ -355,6 +425,14 @@ def _source(name: bytes) -> str:
     return name.decode("utf-8", "replace").lstrip("^").split(":", 1)[0]
 
 
+def _tensor(name: str) -> tuple[str, str, int]:
+    """An input's node, output name and index: `node` is output 0, `node:1` (a graph's) output 1, and
+    `node:output:2` (a function body's) the third tensor of the node's output named `output`."""
+    parts = name.split(":")
+    index = int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 0
+    return parts[0], parts[1] if len(parts) == 3 else "", index
+
+
 @dataclass(slots=True)
 class _Scope:
     """One graph or function body: its nodes by name, to find the constant an input comes from."""
@@ -363,7 +441,16 @@ class _Scope:
     function: str
     fed: frozenset[str]  # the Saver's filename input: save and restore feed it a path
     assets: frozenset[str] = frozenset()  # tensors the loader feeds an asset's path to, whatever they hold
+    at_load: frozenset[str] = frozenset()  # the init op and every node it needs: run at load, with nothing fed
+    name: str = ""  # the function's whole name, as calls name it ('' for the top-level graph)
+    arguments: tuple[str, ...] = ()  # the function's arguments, in order
+    outputs: tuple[str, ...] = ()  # the function's outputs' names, in order
+    returns: tuple[str, ...] = ()  # the tensor each output returns
+    calls: _Calls | None = None  # where the functions of this scope's graph are called
     by_name: dict[str, Any] | None = None
+    argument_index: dict[str, int] | None = None
+    output_index: dict[str, int] | None = None
+    read_inputs: dict[tuple[int, bool], list[str]] = field(default_factory=dict)  # by id(node), distinct
 
     def node(self, name: str) -> Any:
         """The node of this name, or None (a function argument, a name that is not here)."""
@@ -371,11 +458,43 @@ class _Scope:
             self.by_name = {n.name.decode("utf-8", "replace"): n for n in self.nodes}
         return self.by_name.get(name)
 
-    def constant(self, node: Any, index: int = 0) -> str:
+    def data_inputs(self, node: Any, distinct: bool = False) -> list[str]:
+        """A node's inputs but its control inputs (each once, if `distinct`), read once however many traces
+        pass the node: one can have hundreds of thousands (a StringJoin of 200,000 inputs, read by
+        1,000 ReadFile ops, took a minute)."""
+        key = (id(node), distinct)
+        found = self.read_inputs.get(key)
+        if found is None:
+            found = [i.decode("utf-8", "replace") for i in node.input if not i.startswith(b"^")]
+            found = list(dict.fromkeys(found)) if distinct else found
+            self.read_inputs[key] = found
+        return found
+
+    def argument(self, name: str) -> int | None:
+        """The position of the function argument of this name, or None."""
+        if self.argument_index is None:
+            self.argument_index = {argument: i for i, argument in reversed(list(enumerate(self.arguments)))}
+        return self.argument_index.get(name)
+
+    def path(self, node: Any, op: str) -> str:
+        """Where a node reaches, if that is written into the graph: the first of its path inputs made of
+        constants, else ''. The loader feeds the init op and what it runs nothing but the asset paths, so there
+        a Saver's filename input holds its default like any constant (a review's main op ran a second Saver's
+        save op, which wrote its default file name into the working directory)."""
+        fed = frozenset() if node.name.decode("utf-8", "replace") in self.at_load else self.fed
+        for index in PATH_INPUTS.get(op, (0,)):
+            found = self.constant(node, index, fed) or self.computed(node, index, fed)
+            if found:
+                return found
+        return ""
+
+    def constant(self, node: Any, index: int = 0, fed_names: frozenset[str] | None = None) -> str:
         """The string constant the node's path input comes from, through pass-through ops; '' if there is
-        none. Through the Saver's filename input only a folder-free default counts as '': that input is fed on
-        save and restore, but an op that runs at any other time, unfed, writes to the default."""
+        none. Through the Saver's filename input (of `fed_names`, this scope's fed ones unless told) only a
+        folder-free default counts as '': that input is fed on save and restore, but an op that runs at any
+        other time, unfed, writes to the default."""
         current, fed = node, False
+        fed_names = self.fed if fed_names is None else fed_names
         for hop in range(MAX_HOPS):
             position = index if hop == 0 else 0
             if len(current.input) <= position:
@@ -383,7 +502,7 @@ class _Scope:
             name = _source(current.input[position])
             if name in self.assets:
                 return ""
-            fed = fed or name in self.fed
+            fed = fed or name in fed_names
             current = self.node(name)
             if current is None:
                 return ""
@@ -396,30 +515,205 @@ class _Scope:
                 return ""
         return ""
 
-    def computed(self, node: Any, index: int = 0) -> str:
+    def computed(self, node: Any, index: int = 0, fed: frozenset[str] | None = None) -> str:
         """The constants a path input is computed from (StringJoin, Add, ShardedFilename, ... of constants only),
-        joined with ' + '; '' when anything else feeds it: a placeholder, a function argument, a variable, the
-        Saver's filename input (what the loader feeds), or more nodes than are followed."""
+        joined with ' + '; '' when anything else feeds it: a placeholder, a variable, the Saver's filename input
+        (what the loader feeds), or more nodes than are followed. A function argument is followed to what its
+        callers pass (a tf.data reader gets its path as one, and so does a nested tf.function): the path is
+        written into the graph if one caller passes it made of constants only."""
         if len(node.input) <= index:
             return ""
-        pending, seen, texts = [_source(node.input[index])], set(), []
+        path = node.input[index].decode("utf-8", "replace")
+        texts = self._constants([] if path.startswith("^") else [path], _Budget(), MAX_CALL_DEPTH, fed)
+        return " + ".join(text for text in texts or [] if text)[:_KEEP]
+
+    def _constants(
+        self, names: list[str], budget: _Budget, depth: int, fed: frozenset[str] | None = None, call: _Site = None
+    ) -> list[str] | None:
+        """The string constants the tensors `names` are made of, in input order, with each argument of this
+        function replaced by what a caller passes it (`call`, when the trace came down into it from there) and
+        each output of a call by what its function returns; None when something else makes them, when one of
+        `fed` (this scope's fed names unless told) does, or when the budget runs out."""
+        fed = self.fed if fed is None else fed
+        budget.nodes -= len(names)
+        if budget.nodes < 0:
+            return None  # more than are followed
+        pending, seen = list(reversed(names)), set()
+        texts: list[str | int] = []  # a constant's text, or the index of an argument still to follow
         while pending:
-            name = pending.pop()
-            if name in seen:
-                continue
-            seen.add(name)
+            name, output, index = _tensor(pending.pop())
             current = self.node(name)
-            if current is None or name in self.fed or name in self.assets or len(seen) > MAX_COMPUTED_NODES:
-                return ""  # a function argument, what the loader feeds, or too far to follow
+            callee = self._callee(current) if current is not None else None
+            key = (name, self._output(current, callee, output, index) if callee is not None else 0)
+            returned_tensors = _returned(current, callee, key[1])
+            if key in seen:
+                continue
+            seen.add(key)
+            budget.nodes -= 1
+            if budget.nodes < 0 or name in fed or name in self.assets:
+                return None  # what the loader feeds, or too far to follow
+            if current is None:
+                argument = self.argument(name)
+                if argument is None:
+                    return None  # a name that is nowhere
+                texts.append(argument)
+                continue
             if current.op == b"Const":
                 value = _attrs(current).get("value")
                 texts.append(_text(_attr_value(value)) if value is not None else "")
                 continue
-            inputs = [_source(i) for i in current.input if not i.startswith(b"^")]
-            if not inputs:
-                return ""  # a placeholder, a variable, a table: not written into the graph
+            if callee is not None and returned_tensors:
+                if depth == 0:
+                    return None
+                returned = callee._constants(returned_tensors, budget, depth - 1, call=(self, current))
+                if returned is None:
+                    return None
+                texts.extend(returned)
+                continue
+            inputs = self.data_inputs(current, distinct=True)
+            budget.nodes -= len(inputs)  # every input is looked at, if only to find it seen
+            if not inputs or budget.nodes < 0:
+                return None  # a placeholder, a variable, a table (not written into the graph), or too many
             pending.extend(reversed(inputs))
-        return " + ".join(text for text in texts if text)[:_KEEP]
+        wanted = sorted({text for text in texts if isinstance(text, int)})
+        passed = self._from_a_caller(wanted, budget, depth, call) if wanted else {}
+        if passed is None:
+            return None
+        return [piece for text in texts for piece in (passed[text] if isinstance(text, int) else [text])]
+
+    def _callee(self, node: Any) -> _Scope | None:
+        """The library function a call node (or a tf.data map) runs and returns the outputs of, or None."""
+        if self.calls is None:
+            return None
+        op = node.op.decode("utf-8", "replace")
+        if op not in RETURNING_CALLS and op not in DATASET_MAPS:
+            return self.calls.function(op)
+        attr = _attrs(node).get("f")
+        return self.calls.function(attr.func.name.decode("utf-8", "replace")) if attr is not None else None
+
+    @staticmethod
+    def _output(node: Any, callee: _Scope, output: str, index: int) -> int:
+        """Which of the callee's outputs an input names: a PartitionedCall's are one list, `output`; a function
+        called as an op names each of its own (one past the last when it has no such output)."""
+        op = node.op.decode("utf-8", "replace")
+        if op in RETURNING_CALLS or op in DATASET_MAPS or not output:
+            return index
+        if callee.output_index is None:
+            callee.output_index = {name: i for i, name in reversed(list(enumerate(callee.outputs)))}
+        position = callee.output_index.get(output)
+        return len(callee.returns) if position is None else position + index
+
+    def _from_a_caller(
+        self, arguments: list[int], budget: _Budget, depth: int, call: _Site = None
+    ) -> dict[int, list[str]] | None:
+        """The constants one caller passes to each of these arguments, all at the same call (`call`, if the
+        trace came from there); None when no caller (of the first few) passes constants only, or the trace is
+        as deep as it may go."""
+        if depth == 0 or self.calls is None:
+            return None
+        for caller, site in [call] if call is not None else self.calls.sites(self.name):
+            budget.nodes -= 1
+            if budget.nodes < 0:
+                return None
+            passed: dict[int, list[str]] = {}
+            for argument in arguments:
+                inputs = _call_inputs(site, caller.data_inputs(site), self.name, argument, len(self.arguments))
+                texts = caller._constants(inputs, budget, depth - 1) if inputs else None
+                if texts is None:
+                    break
+                passed[argument] = texts
+            else:
+                return passed
+        return None
+
+
+_Site = tuple[_Scope, Any] | None  # a call node, with the scope it is in
+
+
+def _returned(node: Any, callee: _Scope | None, output: int) -> list[str]:
+    """The tensors of `callee` that make a call's output: the one it returns there, or for a tf.data map every
+    one (its element); [] when there is no such output."""
+    if callee is None:
+        return []
+    if node.op.decode("utf-8", "replace") in DATASET_MAPS:
+        return [tensor for tensor in callee.returns if tensor]
+    return [callee.returns[output]] if output < len(callee.returns) else []
+
+
+@dataclass(slots=True)
+class _Budget:
+    """What one path trace may still look at, across every function it follows the path through."""
+
+    nodes: int = MAX_COMPUTED_NODES
+
+
+@dataclass(slots=True)
+class _Calls:
+    """Where each function of one graph's library is called, by its name: listed once, the first time a trace
+    reaches a function argument."""
+
+    scopes: list[_Scope]
+    check_time: Callable[[], None]
+    by_function: dict[str, list[tuple[_Scope, Any]]] | None = None
+    by_name: dict[str, _Scope] | None = None
+
+    def function(self, name: str) -> _Scope | None:
+        """The library function of this name, or None."""
+        if self.by_name is None:
+            self.by_name = {scope.name: scope for scope in reversed(self.scopes) if scope.name}
+        return self.by_name.get(name)
+
+    def sites(self, function: str) -> list[tuple[_Scope, Any]]:
+        """The first few (scope, node) pairs that call `function`."""
+        if self.by_function is None:
+            self.by_function = self._index()
+        return self.by_function.get(function, [])[:MAX_CALL_SITES]
+
+    def _index(self) -> dict[str, list[tuple[_Scope, Any]]]:
+        names = {scope.name for scope in self.scopes if scope.name}
+        found: dict[str, list[tuple[_Scope, Any]]] = {}
+        walked = 0
+        for scope in self.scopes:
+            for node in scope.nodes:
+                walked += 1
+                if walked % _TICK == 0:
+                    self.check_time()
+                for called in _called(node, names):
+                    found.setdefault(called, []).append((scope, node))
+        return found
+
+
+def _called(node: Any, functions: set[str]) -> set[str]:
+    """The library functions a node calls: by its op (a function is an op in its library), or through a
+    function-valued attribute of an op that takes one (PartitionedCall's f, If's branches, a dataset's map
+    function). Other ops' attributes are not read: most nodes have several, and reading them all doubled the
+    time a large graph took."""
+    op = node.op.decode("utf-8", "replace")
+    if op not in FUNCTION_OPS:
+        return {op} & functions
+    called = set()
+    for entry in node.attr:
+        member = entry.value.WhichOneof("value")
+        if member == "func":
+            called.add(entry.value.func.name.decode("utf-8", "replace"))
+        elif member == "list":
+            called.update(function.name.decode("utf-8", "replace") for function in entry.value.list.func)
+    return called & functions
+
+
+def _call_inputs(call: Any, inputs: list[str], function: str, argument: int, count: int) -> list[str]:
+    """The inputs of a call that make one argument of `function` (of `count` arguments): the input it is passed
+    by a call, If, Case or While, or by a node whose op is the function; the input dataset (whose element it
+    is) or the captured input of a tf.data function; else every input the op has, since it can only make the
+    argument from them. [] when the call does not have that input. `inputs` are the call's data inputs."""
+    op = call.op.decode("utf-8", "replace")
+    if op in DATASET_CALLS:
+        captured = max(0, len(inputs) - 1 - DATASET_CALLS[op])  # inputs[1 : 1 + captured] are other_arguments
+        element = count - captured
+        position = 1 + argument - element
+        return inputs[:1] if argument < element else inputs[position : position + 1] if position <= captured else []
+    first = 0 if op == function else CALL_ARGUMENTS.get(op)
+    return inputs if first is None else inputs[first + argument : first + argument + 1]
 
 
 def _meta_graphs(message: Any, kind: str) -> list[Any]:
@@ -431,11 +725,32 @@ def _asset_paths(artifact: Artifact, message: Any, kind: str) -> Iterator[Observ
     """Asset file names that leave assets/: the loader joins each onto the folder's assets/ as written (a review
     had a vocabulary table and a ReadFile read a file outside the model through `../` and an absolute name)."""
     for meta in _meta_graphs(message, kind):
-        for asset in meta.asset_file_def:
+        for asset in _assets(meta):
             name = asset.filename.decode("utf-8", "replace")
             reason = path_problem(name)
             if reason is not None:
                 yield artifact.observe("tf.asset_escape", asset=name[:_KEEP], reason=reason, format=kind)
+
+
+def _assets(meta: Any) -> list[Any]:
+    """A meta graph's assets, where the loader takes them from (loader_impl.get_asset_tensors): its asset_file_def,
+    else the AssetFileDefs packed in its assets collection, which TF1's SavedModelBuilder writes (an ordinary TF1
+    vocabulary table's path was taken for one written into the graph). One that does not parse is left out."""
+    from google.protobuf.message import DecodeError
+
+    if meta.asset_file_def:
+        return list(meta.asset_file_def)
+    found = []
+    packed = (collection.value.any_list.value for collection in meta.collection_def
+              if collection.key == ASSETS_COLLECTION)  # fmt: skip
+    for value in chain.from_iterable(packed):
+        if value.type_url.rsplit(b"/", 1)[-1] != b"tensorflow.AssetFileDef":
+            continue  # Any.Unpack refuses it, and the loader gets an asset with no tensor
+        try:
+            found.append(message_class("AssetFileDef").FromString(value.value))
+        except (DecodeError, RecursionError, ValueError):
+            continue
+    return found
 
 
 def _category(op: str, attrs: dict[str, Any]) -> tuple[str, str]:
@@ -454,19 +769,60 @@ def _category(op: str, attrs: dict[str, Any]) -> tuple[str, str]:
     return OP_CATEGORIES.get(op, ""), detail
 
 
-def _scopes(message: Any, kind: str) -> Iterator[_Scope]:
-    """The top-level graph and every library function, of every meta graph."""
-    graphs: list[tuple[Any, frozenset[str], frozenset[str]]] = []
+def _scopes(message: Any, kind: str, check_time: Callable[[], None]) -> Iterator[_Scope]:
+    """The top-level graph and every library function, of every meta graph; the scopes of one graph share
+    the list of where its functions are called."""
+    graphs: list[tuple[Any, frozenset[str], frozenset[str], list[str]]] = []
     for meta in _meta_graphs(message, kind):
         saver = {_source(meta.saver_def.filename_tensor_name)} - {""} if meta.HasField("saver_def") else set()
-        assets = frozenset({_source(asset.tensor_info.name) for asset in meta.asset_file_def} - {""})
-        graphs.append((meta.graph_def, _tf1_saver_inputs(meta.graph_def.node) | saver, assets))
+        assets = frozenset({_source(asset.tensor_info.name) for asset in _assets(meta)} - {""})
+        graphs.append((meta.graph_def, _tf1_saver_inputs(meta.graph_def.node) | saver, assets, _init_ops(meta)))
     if kind == "graph_def":
-        graphs.append((message, _tf1_saver_inputs(message.node), frozenset()))
-    for graph, fed, assets in graphs:
-        yield _Scope(list(graph.node), "", fed, assets)
+        graphs.append((message, _tf1_saver_inputs(message.node), frozenset(), []))
+    for graph, fed, assets, init in graphs:
+        main = _Scope(list(graph.node), "", fed, assets)
+        main.at_load = _needed(main, init, check_time)
+        scopes = [main]
         for function in graph.library.function:
-            yield _Scope(list(function.node_def), _text(function.signature.name), frozenset())
+            signature = function.signature
+            arguments = tuple(argument.name.decode("utf-8", "replace") for argument in signature.input_arg)
+            outputs = tuple(output.name.decode("utf-8", "replace") for output in signature.output_arg)
+            returned = {entry.key.decode("utf-8", "replace"): entry.value.decode("utf-8", "replace")
+                        for entry in function.ret}  # fmt: skip
+            name = signature.name.decode("utf-8", "replace")
+            scopes.append(_Scope(list(function.node_def), _text(signature.name), frozenset(), name=name,
+                                 arguments=arguments, outputs=outputs,
+                                 returns=tuple(returned.get(output, "") for output in outputs)))  # fmt: skip
+        calls = _Calls(scopes, check_time)
+        for scope in scopes:
+            scope.calls = calls
+        yield from scopes
+
+
+def _init_ops(meta: Any) -> list[str]:
+    """The nodes a meta graph's loader runs once it is loaded: the init op signature's outputs, and the main op and
+    legacy init op collections (the loader takes the first it finds; all are taken here)."""
+    names = [_source(output.value.name) for signature in meta.signature_def if signature.key == INIT_OP_SIGNATURE
+             for output in signature.value.outputs]  # fmt: skip
+    names += [_source(value) for collection in meta.collection_def if collection.key in INIT_OP_COLLECTIONS
+              for value in collection.value.node_list.value]  # fmt: skip
+    return [name for name in names if name]
+
+
+def _needed(scope: _Scope, roots: list[str], check_time: Callable[[], None]) -> frozenset[str]:
+    """The names of `roots` and of every node they need, through data and control inputs, in one graph."""
+    pending, needed = list(roots), set()
+    while pending:
+        name = pending.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        if len(needed) % _TICK == 0:
+            check_time()
+        node = scope.node(name)
+        if node is not None:
+            pending.extend(_source(i) for i in node.input)
+    return frozenset(needed)
 
 
 def _tf1_saver_inputs(nodes: Iterable[Any]) -> frozenset[str]:
@@ -740,7 +1096,7 @@ def _names_in(folder: Path, stamp: int) -> tuple[str, ...]:
 def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Iterator[Observation]:
     """One observation per node whose op reaches outside the graph."""
     reported = walked = 0
-    for scope in _scopes(message, kind):
+    for scope in _scopes(message, kind, ctx.budget.check_time):
         for node in scope.nodes:
             walked += 1
             if walked % _TICK == 0:
@@ -754,9 +1110,7 @@ def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Itera
             reported += 1
             if reported > MAX_REPORTED:
                 continue
-            index = PATH_INPUT.get(op, 0)
-            has_path = category not in ("python", "hidden-graph")
-            path = scope.constant(node, index) or scope.computed(node, index) if has_path else ""
+            path = scope.path(node, op) if category not in ("python", "hidden-graph") else ""
             attrs: dict[str, AttrValue] = {
                 "op": op[:_KEEP], "category": category, "node": _text(node.name),
                 "function": scope.function or MAIN_GRAPH, "path": path, "detail": detail[:_KEEP],
