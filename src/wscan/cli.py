@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] not in (*COMMANDS, "-h", "--help", "--version"):
         args_list.insert(0, "scan")
+    from wscan.output.text import tolerate_encoding
+
+    tolerate_encoding(sys.stdout, sys.stderr)
     parser = _parser()
     args = parser.parse_args(args_list)
     try:

@@ -33,7 +33,7 @@ from wscan.model import Severity
 from wscan.output.json import ordered_findings, severity_counts
 from wscan.output.markdown import md, plural, render_markdown
 from wscan.output.sarif import render_sarif
-from wscan.output.text import clean, render_text
+from wscan.output.text import clean, render_text, tolerate_encoding
 from wscan.report import FileResult, Report
 from wscan.rules import RuleSet, builtin_rules_dir
 
@@ -130,6 +130,7 @@ def main(env: Mapping[str, str] | None = None, out: TextIO | None = None) -> int
     """Run the action's scan; every problem with inputs or the checkout is one ::error and exit 2."""
     environ = os.environ if env is None else env
     stream = sys.stdout if out is None else out
+    tolerate_encoding(stream, sys.stderr)
     try:
         settings = Settings.from_env(environ)
         os.chdir(settings.root)  # report paths are relative to the working directory: the repository

@@ -138,9 +138,12 @@ def _first(facts: list[tuple[str, Observation]], kind: str) -> Observation | Non
     return next((obs for _, obs in facts if obs.kind == kind), None)
 
 
+MAX_FACT_CHARS = 300  # a summary names a model; a file's value of any length must not fill every report
+
+
 def _text(obs: Observation | None, key: str) -> str:
     value: AttrValue | None = obs.attrs.get(key) if obs is not None else None
-    return value if isinstance(value, str) else ""
+    return value[:MAX_FACT_CHARS] if isinstance(value, str) else ""
 
 
 def _split(value: AttrValue | None) -> list[str]:

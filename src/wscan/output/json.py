@@ -69,7 +69,25 @@ def to_document(report: Report) -> JsonObject:
 
 def render_json(report: Report) -> str:
     """Serialise with ASCII escapes so hostile names cannot smuggle terminal controls."""
-    return json.dumps(to_document(report), indent=2, ensure_ascii=True) + "\n"
+    return json.dumps(json_safe(to_document(report)), indent=2, ensure_ascii=True) + "\n"
+
+
+MAX_EXACT_INT = 2**64  # sizes and counts real files state fit; strict JSON readers refuse much larger numbers
+
+
+def json_safe(value: Any) -> Any:
+    """What every JSON reader takes: strings as valid Unicode (a name that is not UTF-8 reaches Python as surrogate
+    escapes, shown as the text `\\udcff`; a lone `\\udcff` escape makes strict readers refuse the whole report),
+    integers only a hostile file states (a 400-digit storage size) as text."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, int) and not isinstance(value, bool) and not -MAX_EXACT_INT < value < MAX_EXACT_INT:
+        return str(value)
+    if isinstance(value, dict):
+        return {json_safe(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    return value
 
 
 def model_document(model: ModelSummary) -> JsonObject:

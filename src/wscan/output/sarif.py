@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 from urllib.parse import quote
 
 from wscan.model import Finding, Severity
-from wscan.output.json import model_document, ordered_findings, sorted_evidence
+from wscan.output.json import json_safe, model_document, ordered_findings, sorted_evidence
 from wscan.report import FILE_FAILED, Report, RuleInfo
 
 SARIF_VERSION = "2.1.0"
@@ -202,6 +202,13 @@ def to_sarif(
     cut = _Cut(len(findings), len(findings) - len(kept), max_per_rule, max_results, max_gzip_bytes)
     log = _log(report, root, kept, cut, help_uris or {})
     size = _gzip_size(log)
+    if size > max_gzip_bytes:
+        # The per-model data (facts a config file states, any length) gives way before a single result does.
+        models = len(report.models)
+        report = replace(report, models=[])
+        cut = replace(cut, models_omitted=models)
+        log = _log(report, root, kept, cut, help_uris or {})
+        size = _gzip_size(log)
     while size > max_gzip_bytes and kept:
         # Results dominate the size: keep a proportional share of them, worst first, and measure again.
         keep = min(len(kept) - 1, int(len(kept) * max_gzip_bytes / size * 0.95))
@@ -222,11 +229,15 @@ class _Cut:
     per_run: int
     gzip_bytes: int
     by_size: bool = False
+    models_omitted: int = 0  # the models' summaries, left out before any result
 
     def note(self) -> str:
         limits = f"{self.per_rule} per rule, {self.per_run} per run"
         if self.by_size:
             limits += f", {self.gzip_bytes} bytes gzipped"
+        if not self.omitted:
+            return (f"The summaries of {self.models_omitted} models were left out to stay within GitHub code scanning "
+                    f"limits ({self.gzip_bytes} bytes gzipped); the JSON report has them.")  # fmt: skip
         return (
             f"{self.omitted} of {self.total} results were left out, least severe first, to stay within "
             f"GitHub code scanning limits ({limits}); the JSON report has every finding."
@@ -236,6 +247,7 @@ class _Cut:
         return {
             "truncated": True,
             "omittedResults": self.omitted,
+            "omittedModels": self.models_omitted,
             "totalResults": self.total,
             "note": self.note(),
             "limits": {
@@ -250,7 +262,7 @@ def _log(report: Report, root: Path, kept: list[Finding], cut: _Cut, help_uris: 
     rules = _rules(report, kept, help_uris)
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     notifications = _failed_files(report)
-    if cut.omitted:
+    if cut.omitted or cut.models_omitted:
         notifications.append(_notification("warning", cut.note()))
     run: Run = {
         "tool": {"driver": _driver(report, rules)},
@@ -262,26 +274,14 @@ def _log(report: Report, root: Path, kept: list[Finding], cut: _Cut, help_uris: 
     }
     properties: dict[str, Any] = {"models": [model_document(m) for m in sorted(report.models, key=lambda m: m.path)]}
     properties["scanLimits"] = dict(report.limits)  # "limits" names GitHub's upload caps when results are cut
-    if cut.omitted:
+    if cut.omitted or cut.models_omitted:
         properties.update(cut.properties())
     run["properties"] = properties
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 
 def _dump(log: SarifLog) -> str:
-    return json.dumps(_valid_unicode(log), indent=2, ensure_ascii=True) + "\n"
-
-
-def _valid_unicode(value: Any) -> Any:
-    """Every string as valid Unicode: a name that is not UTF-8 (surrogate escapes) shows them as `\\udcff`.
-    SARIF consumers read UTF-8 and reject or merge what is not; messages are escaped this way already."""
-    if isinstance(value, str):
-        return _printable(value)
-    if isinstance(value, dict):
-        return {key: _valid_unicode(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_valid_unicode(item) for item in value]
-    return value
+    return json.dumps(json_safe(log), indent=2, ensure_ascii=True) + "\n"  # SARIF consumers read UTF-8
 
 
 def _gzip_size(log: SarifLog) -> int:

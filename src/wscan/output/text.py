@@ -6,6 +6,7 @@ characters (ANSI escapes, bidi overrides) before it reaches the terminal.
 
 from __future__ import annotations
 
+import io
 import unicodedata
 from collections.abc import Iterable
 
@@ -45,10 +46,22 @@ def render_text(report: Report, color: bool = False) -> str:
 
 
 def clean(text: str) -> str:
-    """Escape control, format and unassigned characters so output cannot drive the terminal."""
-    if text.isprintable():  # no character of category C (nor a line break): nothing to escape
+    """Escape control, format and unassigned characters, and line and paragraph separators, so output cannot
+    drive the terminal or start a line of its own."""
+    if text.isprintable():  # no character of category C nor a separator but space: nothing to escape
         return text
-    return "".join(_escape(ch) if unicodedata.category(ch)[0] == "C" else ch for ch in text)
+    return "".join(_escape(ch) if unicodedata.category(ch) in _ESCAPED or ch in "\u2028\u2029" else ch for ch in text)
+
+
+_ESCAPED = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
+
+
+def tolerate_encoding(*streams: object) -> None:
+    """A console or pipe whose encoding cannot show every character (cp1252 on Windows) gets escapes for the
+    rest, never a crash: a folder named in Chinese must not turn a clean scan into a traceback."""
+    for stream in streams:
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
 
 
 def lines_safe(text: str) -> str:
@@ -85,7 +98,10 @@ def _by_file(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
 def _file_block(
     path: str, findings: list[Finding], result: FileResult | None, report: Report, paint: _Painter
 ) -> list[str]:
-    title = paint(clean(path), BOLD)
+    shown = clean(path)
+    if shown.startswith(("#", ":")):  # a name like `##[group]...` would be log markup at a line's start in CI
+        shown = "./" + shown
+    title = paint(shown, BOLD)
     if result is not None and result.formats:
         title += f"  ({clean(' > '.join(result.formats))})"
     lines = [title]
@@ -155,7 +171,7 @@ def _size(n: int) -> str:
 def _count(n: int) -> str:
     for unit, scale in (("B", 10**9), ("M", 10**6), ("k", 10**3)):
         if n >= scale:
-            return f"{n / scale:.1f}{unit}"
+            return f"{n / scale:.1f}{unit}" if n < 10**18 else f"{n // scale}{unit}"  # a float holds up to 1e308
     return str(n)
 
 

@@ -185,7 +185,8 @@ def _storages(results: list[PickleResult]) -> dict[str, AttrValue]:
                 continue
             kind, storage_type, key, numel = pid.items[0], pid.items[1], pid.items[2], pid.items[4]
             if (isinstance(kind, Const) and kind.value == "storage" and isinstance(storage_type, Global)
-                    and isinstance(key, Const) and isinstance(numel, Const) and isinstance(numel.value, int)):
+                    and isinstance(key, Const) and isinstance(numel, Const) and isinstance(numel.value, int)
+                    and 0 <= numel.value < 2**63):  # torch's sizes are int64: a larger count is no storage
                 dtype = STORAGE_DTYPE.get(storage_type.name.rsplit(".", 1)[-1], storage_type.name[:32])
                 found[str(key.value)] = (dtype, numel.value)
     if not found:

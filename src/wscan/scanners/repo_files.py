@@ -304,7 +304,7 @@ def _config_facts(artifact: Artifact, top: dict[str, Any]) -> Iterator[ScanItem]
     if isinstance(quant, dict):
         method = str(quant.get("quant_method", "unknown"))[:32]
         bits = quant.get("bits") or ("4" if quant.get("load_in_4bit") else "8" if quant.get("load_in_8bit") else "")
-        attrs["quantization"] = f"{method} {bits}-bit" if bits else method
+        attrs["quantization"] = (f"{method} {str(bits)[:16]}-bit" if bits else method)[:64]  # bits: any JSON
     yield artifact.observe("fact.config", **attrs)
 
 
