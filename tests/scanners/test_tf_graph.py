@@ -745,7 +745,8 @@ def test_a_constant_passed_down_a_chain_of_calls_is_written_into_the_graph(tmp_p
         return build
 
     assert _functions_rules(tmp_path / "deep", chain_of(tf_graph.MAX_CALL_DEPTH)) == {"WS-TF-012"}
-    assert _functions_rules(tmp_path / "deeper", chain_of(tf_graph.MAX_CALL_DEPTH + 1)) == {"WS-TF-003"}
+    # Deeper than the trace follows: never taken for a fed path (fail closed; no exporter nests a path so deep).
+    assert _functions_rules(tmp_path / "deeper", chain_of(tf_graph.MAX_CALL_DEPTH + 1)) == {"WS-TF-012"}
 
 
 def test_a_function_that_calls_itself_is_followed_only_so_far(tmp_path: Path) -> None:
@@ -773,8 +774,13 @@ def test_one_caller_passing_a_constant_is_enough_and_all_arguments_come_from_the
 
     assert _functions_rules(tmp_path / "one", build([("fed", "fed"), ("folder", "file")])) == {"WS-TF-012"}
     assert _functions_rules(tmp_path / "mixed", build([("folder", "fed"), ("fed", "file")])) == {"WS-TF-003"}
-    few = [("fed", "fed")] * tf_graph.MAX_CALL_SITES + [("folder", "file")]
-    assert _functions_rules(tmp_path / "late", build(few)) == {"WS-TF-003"}  # past the callers tried
+    # Padding with fed callers never hides the one that passes constants: it is tried, or the trace runs out of
+    # budget and gives up high (fail closed) rather than taking the path for a fed one.
+    late = [("fed", "fed")] * 16 + [("folder", "file")]
+    assert _functions_rules(tmp_path / "late", build(late)) == {"WS-TF-012"}
+    padded = [("fed", "fed")] * 100 + [("folder", "file")]
+    assert _functions_rules(tmp_path / "padded", build(padded)) == {"WS-TF-012"}
+    assert _functions_rules(tmp_path / "fed", build([("fed", "fed")] * 3)) == {"WS-TF-003"}
 
 
 @pytest.mark.parametrize(

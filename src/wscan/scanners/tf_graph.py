@@ -107,7 +107,7 @@ INIT_OP_COLLECTIONS = (b"saved_model_main_op", b"legacy_init_op")
 ASSETS_COLLECTION = b"saved_model_assets"  # where the loader finds the assets when asset_file_def has none
 MAX_COMPUTED_NODES = 256  # nodes, inputs and callers followed back from a path input, across the functions it crosses
 MAX_CALL_DEPTH = 8  # function calls a path is followed back through, from an argument to its caller's input
-MAX_CALL_SITES = 16  # callers of one function tried, per function the trace reaches
+NOT_FOLLOWED = "<made by more than wscan follows>"  # a path the trace gave up on: never taken for a fed one
 # Calls whose function takes their inputs one for one, from this input on (If and Case pass all but the first).
 CALL_ARGUMENTS = {
     **dict.fromkeys(["PartitionedCall", "StatefulPartitionedCall", "TPUPartitionedCall", "While",
@@ -524,7 +524,12 @@ class _Scope:
         if len(node.input) <= index:
             return ""
         path = node.input[index].decode("utf-8", "replace")
-        texts = self._constants([] if path.startswith("^") else [path], _Budget(), MAX_CALL_DEPTH, fed)
+        budget = _Budget()
+        texts = self._constants([] if path.startswith("^") else [path], budget, MAX_CALL_DEPTH, fed)
+        if texts is None and budget.exhausted:
+            # Fail closed: padding a graph with callers, nodes or calls past the limits must not turn a path
+            # written into it into one the caller feeds (a review hid a constant behind 16 fed callers).
+            return NOT_FOLLOWED
         return " + ".join(text for text in texts or [] if text)[:_KEEP]
 
     def _constants(
@@ -535,8 +540,7 @@ class _Scope:
         each output of a call by what its function returns; None when something else makes them, when one of
         `fed` (this scope's fed names unless told) does, or when the budget runs out."""
         fed = self.fed if fed is None else fed
-        budget.nodes -= len(names)
-        if budget.nodes < 0:
+        if not budget.spend(len(names)):
             return None  # more than are followed
         pending, seen = list(reversed(names)), set()
         texts: list[str | int] = []  # a constant's text, or the index of an argument still to follow
@@ -549,9 +553,10 @@ class _Scope:
             if key in seen:
                 continue
             seen.add(key)
-            budget.nodes -= 1
-            if budget.nodes < 0 or name in fed or name in self.assets:
-                return None  # what the loader feeds, or too far to follow
+            if name in fed or name in self.assets:
+                return None  # what the loader feeds
+            if not budget.spend(1):
+                return None  # too far to follow
             if current is None:
                 argument = self.argument(name)
                 if argument is None:
@@ -564,6 +569,7 @@ class _Scope:
                 continue
             if callee is not None and returned_tensors:
                 if depth == 0:
+                    budget.exhausted = True
                     return None
                 returned = callee._constants(returned_tensors, budget, depth - 1, call=(self, current))
                 if returned is None:
@@ -571,9 +577,10 @@ class _Scope:
                 texts.extend(returned)
                 continue
             inputs = self.data_inputs(current, distinct=True)
-            budget.nodes -= len(inputs)  # every input is looked at, if only to find it seen
-            if not inputs or budget.nodes < 0:
-                return None  # a placeholder, a variable, a table (not written into the graph), or too many
+            if not inputs:
+                return None  # a placeholder, a variable, a table: not written into the graph
+            if not budget.spend(len(inputs)):  # every input is looked at, if only to find it seen
+                return None
             pending.extend(reversed(inputs))
         wanted = sorted({text for text in texts if isinstance(text, int)})
         passed = self._from_a_caller(wanted, budget, depth, call) if wanted else {}
@@ -607,24 +614,33 @@ class _Scope:
         self, arguments: list[int], budget: _Budget, depth: int, call: _Site = None
     ) -> dict[int, list[str]] | None:
         """The constants one caller passes to each of these arguments, all at the same call (`call`, if the
-        trace came from there); None when no caller (of the first few) passes constants only, or the trace is
+        trace came from there); None when no caller passes constants only, or the trace is
         as deep as it may go."""
-        if depth == 0 or self.calls is None:
+        if self.calls is None:
             return None
-        for caller, site in [call] if call is not None else self.calls.sites(self.name):
-            budget.nodes -= 1
-            if budget.nodes < 0:
-                return None
-            passed: dict[int, list[str]] = {}
-            for argument in arguments:
-                inputs = _call_inputs(site, caller.data_inputs(site), self.name, argument, len(self.arguments))
-                texts = caller._constants(inputs, budget, depth - 1) if inputs else None
-                if texts is None:
-                    break
-                passed[argument] = texts
-            else:
-                return passed
-        return None
+        if depth == 0:
+            budget.exhausted = True
+            return None
+        asked = (self.name, tuple(arguments))
+        if call is None and asked in budget.asked:
+            return None  # a function that calls itself passes on what its other callers pass: nothing new
+        budget.asked.add(asked)
+        try:
+            for caller, site in [call] if call is not None else self.calls.sites(self.name):
+                if not budget.spend(1):
+                    return None
+                passed: dict[int, list[str]] = {}
+                for argument in arguments:
+                    inputs = _call_inputs(site, caller.data_inputs(site), self.name, argument, len(self.arguments))
+                    texts = caller._constants(inputs, budget, depth - 1) if inputs else None
+                    if texts is None:
+                        break
+                    passed[argument] = texts
+                else:
+                    return passed
+            return None
+        finally:
+            budget.asked.discard(asked)  # asked again later (another input of the same join), it is followed again
 
 
 _Site = tuple[_Scope, Any] | None  # a call node, with the scope it is in
@@ -645,7 +661,13 @@ class _Budget:
     """What one path trace may still look at, across every function it follows the path through."""
 
     nodes: int = MAX_COMPUTED_NODES
-
+    exhausted: bool = False  # the trace stopped at a limit, not at something fed or made at run time
+    asked: set[tuple[str, tuple[int, ...]]] = field(default_factory=set)  # (function, arguments) being followed
+    def spend(self, count: int) -> bool:
+        """Take `count` from what the trace may still look at; False, and exhausted, once it is spent."""
+        self.nodes -= count
+        self.exhausted = self.exhausted or self.nodes < 0
+        return not self.exhausted
 
 @dataclass(slots=True)
 class _Calls:
@@ -664,10 +686,10 @@ class _Calls:
         return self.by_name.get(name)
 
     def sites(self, function: str) -> list[tuple[_Scope, Any]]:
-        """The first few (scope, node) pairs that call `function`."""
+        """The (scope, node) pairs that call `function` (each one tried costs the trace's budget)."""
         if self.by_function is None:
             self.by_function = self._index()
-        return self.by_function.get(function, [])[:MAX_CALL_SITES]
+        return self.by_function.get(function, [])
 
     def _index(self) -> dict[str, list[tuple[_Scope, Any]]]:
         names = {scope.name for scope in self.scopes if scope.name}
