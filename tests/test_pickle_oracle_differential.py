@@ -1,7 +1,8 @@
 """Pickle oracle differential: every global CPython's unpicklers resolve, wscan reports (or fails the file).
 
 Opcode streams are generated from a grammar of real opcodes (imports by GLOBAL, STACK_GLOBAL and INST, calls by
-REDUCE, OBJ, INST, NEWOBJ and NEWOBJ_EX, BUILD, extension codes, the memo, framing, concatenated pickles) and loaded
+REDUCE, OBJ, INST, NEWOBJ and NEWOBJ_EX, BUILD, extension codes, the memo, framing, concatenated pickles, joblib
+arrays whose bytes are opcodes) and loaded
 by fuzz/pickle_oracle.py: C `pickle.Unpickler` on a BytesIO and on a buffered file, and the pure-Python
 `pickle._Unpickler`, each with a `find_class` that records the name and returns a harmless stub (nothing real runs).
 Every resolved name must be among wscan's `pickle.import` observations of the same bytes as `model.pkl`, unless wscan
@@ -74,7 +75,7 @@ def _import(draw: st.DrawFn) -> bytes:
 @st.composite
 def _phrase(draw: st.DrawFn) -> bytes:
     """One grammar unit: mostly stack-balanced phrases (push a value), with raw opcodes mixed in."""
-    kind = draw(st.integers(0, 16))
+    kind = draw(st.integers(0, 17))
     if kind <= 3:
         return draw(_import())
     if kind == 4:  # REDUCE: callable, argument tuple
@@ -110,6 +111,12 @@ def _phrase(draw: st.DrawFn) -> bytes:
         return b"\x80" + bytes([draw(st.integers(0, 5))])
     if kind == 15:  # the end of one pickle (another may follow)
         return b"."
+    if kind == 16:  # a joblib array wrapper: joblib reads the call after it as a uint8 array, pickle.load runs it
+        raw = draw(_import()) + b"(" + _text(draw) + b"tR0"
+        return (
+            b"cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81}(U\x05shapeK" + bytes([len(raw)]) + b"\x85U\x05order"
+            b"U\x01CU\x05dtypecnumpy\ndtype\nU\x02u1\x89\x88\x87RU\nallow_mmap\x89ub" + raw
+        )
     return draw(st.sampled_from([b"I1\n", b"L1L\n", b"F1.0\n", b"S'x'\n", b"J\x01\x00\x00\x00"]))
 
 
