@@ -110,6 +110,7 @@ COMPRESSION_MAGICS = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x5d\x00", b"\x78", b"
 
 SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
     "pickle": _pickles,
+    "pickle_oracle": _pickles,
     "archive": lambda: [p for p in _files("*") if _magic(p, b"PK\x03\x04", b"7z\xbc\xaf") or p.suffix == ".tar"],
     "pytorch": lambda: [p for p in _files("*.pt", "*.pth", "*.bin") if _is_torch_zip(p)],
     "compressed": lambda: [p for p in _files("*") if _magic(p, *COMPRESSION_MAGICS)],

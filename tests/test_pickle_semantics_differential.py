@@ -45,6 +45,15 @@ def _stack_global(module: str, name: str, arg: str) -> bytes:
     return b"\x80\x04" + text(module) + text(name) + b"\x93" + text(arg) + b"\x85R."
 
 
+def _joblib_array_of(payload: bytes) -> bytes:
+    """A joblib.dump layout (a NumpyArrayWrapper built by NEWOBJ, its state, then the array's raw bytes): joblib.load
+    reads `payload` as a uint8 array, a plain unpickler as opcodes."""
+    return (
+        b"\x80\x02cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81}(U\x05shapeK" + bytes([len(payload)]) + b"\x85"
+        b"U\x05orderU\x01CU\x05dtypecnumpy\ndtype\nU\x02u1\x89\x88\x87RU\nallow_mmap\x89ub" + payload + b"."
+    )
+
+
 CASES: dict[str, Callable[[Path], bytes]] = {
     # CPython reads INT with strtol(..., 0) or int(..., 0), LONG with int(..., 0): hex, octal, underscores.
     "int-hex": lambda m: b"I0x1\n0" + _call(m) + b".",
@@ -77,6 +86,16 @@ CASES: dict[str, Callable[[Path], bytes]] = {
         + bytes([len(str(m))])
         + str(m).encode()
         + b"\x86R."
+    ),
+    # A joblib array's bytes, which joblib.load reads raw, are opcodes to pickle.load (and pandas.read_pickle): the
+    # pickle oracle (fuzz/pickle_oracle.py) found names resolved there; wscan read only joblib's way (no finding).
+    "joblib-array-read-as-opcodes": lambda m: _joblib_array_of(_call(m)),
+    # An object array's nested pickle: joblib runs it with a memo of its own (MEMOIZE fills 0 and 1: builtins.str), a
+    # plain unpickler with the outer stream's, whose 0 and 1 the stream set to posix and mkdir.
+    "joblib-object-array-outer-memo": lambda m: (
+        b"\x80\x02Vposix\nq\x000Vmkdir\nq\x010cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81}(U\x05shapeK\x01\x85"
+        b"U\x05orderU\x01CU\x05dtypecnumpy\ndtype\nU\x02O8\x89\x88\x87RU\nallow_mmap\x89ub"
+        b"\x80\x04Vbuiltins\n\x94Vstr\n\x94h\x00h\x01\x93(S'" + str(m).encode() + b"'\ntR.."
     ),
 }
 
@@ -163,3 +182,72 @@ def test_a_number_line_the_c_unpickler_takes_is_read_past(opcode: bytes, pieces:
         return
     res = Machine(Stream(io.BytesIO(data), limit=len(data)), Limits()).run()
     assert res.error is None and res.stopped, (data, res.error)
+
+
+def test_joblib_reads_the_same_bytes_as_an_array(tmp_path: Path) -> None:
+    """The other reading of `joblib-array-read-as-opcodes`: joblib.load runs nothing and returns the payload's bytes."""
+    marker = tmp_path / "marker-joblib"
+    path = tmp_path / "array.pkl"
+    payload = _call(marker)
+    path.write_bytes(_joblib_array_of(payload))
+    code = "import joblib, sys; print(bytes(joblib.load(sys.argv[1])).hex())"
+    done = subprocess.run([sys.executable, "-I", "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == payload.hex(), done.stderr
+    assert not marker.exists()
+
+
+def test_joblib_files_joblib_wrote_have_no_plain_reading_finding(tmp_path: Path) -> None:
+    """The plain reading of real arrays (floats, integers, text) fails within a few bytes and adds nothing."""
+    import joblib
+    import numpy as np
+
+    path = tmp_path / "clean.joblib"
+    arrays = [np.arange(300.0), np.arange(99, 400, dtype=np.int64), np.frombuffer(b"hello world\n" * 4, np.uint8)]
+    for protocol in (2, 4, 5):
+        joblib.dump({"a": arrays, "b": np.zeros((3, 3))}, path, protocol=protocol)
+        assert not [f for f in scan(path).findings if f.severity >= Severity.MEDIUM]
+
+
+def _framed(content: bytes) -> bytes:
+    return b"\x80\x04\x95" + struct.pack("<Q", len(content)) + content
+
+
+def _run(code: str, path: Path) -> None:
+    subprocess.run([sys.executable, "-I", "-c", code, str(path)], capture_output=True, timeout=120)
+
+
+@pytest.mark.parametrize("rest", [1, 70_000], ids=["small-frame", "large-frame"])
+def test_a_pickle_after_the_frame_a_stop_sits_inside_is_read(tmp_path: Path, rest: int) -> None:
+    """pickle.load called again on the same file (torch's legacy reader) starts the next pickle at the end of the frame
+    the STOP sat in: the pure-Python unpickler always, the C one on a BytesIO or past a 64 KiB frame. wscan went on
+    after the STOP, read the frame's junk as trailing data (low) and never saw the payload after the frame."""
+    markers = {how: tmp_path / f"marker-{how}" for how in ("python", "c-bytesio", "c-file")}
+    codes = {
+        "python": "import pickle, sys; f = open(sys.argv[1], 'rb'); [pickle._Unpickler(f).load() for _ in 'ab']",
+        "c-bytesio": "import io, pickle, sys; f = io.BytesIO(open(sys.argv[1], 'rb').read()); "
+        "[pickle.load(f) for _ in 'ab']",
+        "c-file": "import pickle, sys; f = open(sys.argv[1], 'rb'); [pickle.load(f) for _ in 'ab']",
+    }
+    ran = {}
+    for how, code in codes.items():
+        path = tmp_path / f"{how}.pkl"
+        path.write_bytes(_framed(b"N." + b"\xff" * rest) + _call(markers[how]) + b"N.")
+        _run(code, path)
+        ran[how] = markers[how].exists()
+    assert ran == {"python": True, "c-bytesio": True, "c-file": rest > 1}, ran
+    findings = scan(tmp_path / "python.pkl").findings
+    assert "WS-PKL-001" in {f.rule_id for f in findings if f.severity >= Severity.CRITICAL}
+    assert "WS-PKL-008" in {f.rule_id for f in findings}  # the STOP inside its frame
+
+
+def test_a_name_line_past_the_end_of_its_frame_fails_the_file(tmp_path: Path) -> None:
+    """The C unpickler reading a BytesIO drops the part of a line inside the frame and reads the rest after it:
+    `c` + `X` | `posix\\nmkdir\\n` imports posix.mkdir where wscan read Xposix.mkdir. The pure-Python unpickler refuses
+    it; pickle never writes it; wscan now fails it as malformed (WS-PKL-008, high)."""
+    marker = tmp_path / "marker"
+    path = tmp_path / "overrun.pkl"
+    path.write_bytes(b"\x95\x02\x00\x00\x00\x00\x00\x00\x00cX" + _call(marker)[1:] + b"N.")
+    _run("import io, pickle, sys; pickle.load(io.BytesIO(open(sys.argv[1], 'rb').read()))", path)
+    assert marker.exists()
+    high = {f.rule_id for f in scan(path).findings if f.severity >= Severity.HIGH}
+    assert "WS-PKL-008" in high

@@ -19,7 +19,15 @@ from wscan.model import AttrValue, Observation
 from wscan.scanners import dcp, joblib_legacy
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.pickle_ops import OPCODES, LongBytes, OverLimit, PickleSyntaxError, Stream, Truncated
+from wscan.scanners.pickle_ops import (
+    OPCODES,
+    FrameOverrun,
+    LongBytes,
+    OverLimit,
+    PickleSyntaxError,
+    Stream,
+    Truncated,
+)
 from wscan.scanners.pickle_vm import (
     GETATTR,
     NESTED_LOADER,
@@ -98,7 +106,8 @@ def probe(head: bytes, strict: bool, size: int | None = None) -> bool:
         # Raw tensor bytes, which no loader unpickles: only a stream that imports a name is a payload worth
         # reading. Random floats decode as a few opcodes often enough (an EXT code, "N.") to flag a checkpoint.
         return _imports_names(res)
-    if res.stopped and res.opcodes >= 2:
+    if (res.stopped or isinstance(res.error, FrameOverrun)) and res.opcodes >= 2:
+        # An argument past its frame's end is read differently by each unpickler: a pickle whatever it imports.
         return True
     if _acts(res):
         # An import alone already runs a module's import-time code when the file is unpickled.
@@ -136,6 +145,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
     legacy = stream.peek(len(LEGACY_TORCH_MAGIC)) == LEGACY_TORCH_MAGIC
     tar_member = artifact.name if artifact.context.get("container") == "torch-tar" else None
     results: list[PickleResult] = []
+    frame_seen = -1  # the end of the last frame a STOP was found inside
     while not stream.at_end():
         ctx.budget.check_time()
         res = machine.run()
@@ -159,12 +169,18 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         nested.clear()
         if not res.stopped:
             break
+        rest = machine.frame_end - (stream.base + stream.offset)
+        if rest > 0 and machine.frame_end != frame_seen:
+            frame_seen = machine.frame_end
+            yield from _stop_inside_frame(artifact, machine.frame_end, rest)
         if legacy and len(results) == 5:
             yield from _skip_legacy_storages(artifact, stream, results)
             if stream.at_end():
                 break
         if tar_member in TAR_RECORDS and not (yield from _skip_tar_record(artifact, stream, results, tar_member)):
             break
+    if arrays.read_arrays:
+        yield from _plain_reading(artifact, base, ctx, results)
     yield artifact.observe(
         "pickle.summary",
         base,
@@ -174,6 +190,52 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         layout="legacy-torch" if legacy else "pickle",
         **_storages(results),
     )
+
+
+def _stop_inside_frame(artifact: Artifact, frame_end: int, rest: int) -> Iterator[ScanItem]:
+    """A STOP with bytes of its frame after it, which pickle's framer never writes. The next `pickle.load` of the
+    same file (torch's legacy reader loads four pickles so) goes on from there only in the C unpickler reading a
+    buffered file and a frame under 64 KiB; the pure-Python unpickler, the C one on a BytesIO or a larger frame go on
+    at the frame's end (found by fuzz/pickle_oracle.py: a payload there passed behind junk as trailing data). So the
+    stream is malformed (fail closed), and the bytes from the frame's end are scanned as a blob of their own, beside
+    the reading that goes on after the STOP."""
+    yield artifact.observe(
+        "pickle.malformed", frame_end - rest, reason=f"STOP with {rest} bytes of its frame after it"
+    )
+    if frame_end < artifact.size:
+        yield artifact.hidden(frame_end, artifact.size - frame_end)
+
+
+def _plain_reading(
+    artifact: Artifact, base: int, ctx: ScanContext, joblib_results: list[PickleResult]
+) -> Iterator[Observation]:
+    """The names a plain unpickler resolves in a stream joblib reads arrays from: `pickle.load` (or
+    pandas.read_pickle, torch.load) runs an array's raw bytes as opcodes, and an object array's nested pickle with the
+    outer stream's memo, so a file joblib loads as benign arrays can run a payload when loaded as a plain pickle (found
+    by fuzz/pickle_oracle.py). Only its imports are reported, and only names an import could find (dotted
+    identifiers) that joblib's reading did not report already: a real array read as opcodes fails within a few bytes,
+    and its errors say nothing about the file."""
+    seen = {key for res in joblib_results for key in res.imports}
+    with open_slice(artifact.opener, base, artifact.size - base) as raw:
+        stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base, size=artifact.size - base)
+        machine = Machine(stream, ctx.limits, check_time=ctx.budget.check_time)
+        first = True
+        while not stream.at_end():
+            ctx.budget.check_time()
+            res = machine.run()
+            if not first and not _is_real_pickle(res):
+                break
+            first = False
+            plain = PickleResult(res.start, res.end, protocol=res.protocol, opcodes=res.opcodes)
+            plain.imports = {
+                key: rec for key, rec in res.imports.items()
+                if key not in seen and all(part.isidentifier() for part in key.split("."))
+            }
+            seen.update(plain.imports)
+            for obs in _report(artifact, plain, []):
+                yield Observation(obs.kind, obs.location, {**obs.attrs, "reading": "plain-unpickler"})
+            if not res.stopped:
+                break
 
 
 def _storages(results: list[PickleResult]) -> dict[str, AttrValue]:
@@ -449,6 +511,9 @@ class _JoblibArrays:
         self.nested = nested
         self.attrs: dict[int, tuple[Obj, dict[str, Sym]]] = {}  # per wrapper: every attribute BUILD set so far
         self.side_files: list[joblib_legacy.SideFile] = []  # joblib 0.9's wrappers: the files their BUILDs name
+        # Whether joblib read an array its own way: raw bytes where a plain unpickler reads opcodes, or a nested
+        # pickle with a memo of its own where a plain unpickler goes on with the outer stream's memo.
+        self.read_arrays = False
 
     def __call__(self, machine: Machine, obj: Obj) -> None:
         legacy = restored_class(obj)
@@ -458,6 +523,7 @@ class _JoblibArrays:
         if not _is_wrapper(obj):
             return
         at = machine.stream.base + machine.stream.offset
+        self.read_arrays = True
         made_by_class = isinstance(obj.func, Global) and obj.func.dotted in JOBLIB_WRAPPERS
         if made_by_class and isinstance(obj.args, Seq) and obj.args.items:
             # joblib makes its wrappers with NEWOBJ and no arguments; a call with arguments runs __init__, whose

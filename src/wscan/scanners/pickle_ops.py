@@ -39,6 +39,10 @@ class Truncated(PickleSyntaxError):
     """The stream ended inside an opcode."""
 
 
+class FrameOverrun(PickleSyntaxError):
+    """An opcode's argument runs past the end of its frame, which unpicklers read in different ways."""
+
+
 class OverLimit(Truncated):
     """The stream goes on past the pickle size limit: what lies beyond was not read, so it is never harmless."""
 

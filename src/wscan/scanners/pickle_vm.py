@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from wscan.limits import BudgetExceeded, Limits
-from wscan.scanners.pickle_ops import OPCODES, READERS, LongBytes, PickleSyntaxError, Stream, Truncated
+from wscan.scanners.pickle_ops import OPCODES, READERS, FrameOverrun, LongBytes, PickleSyntaxError, Stream, Truncated
 
 MAX_ITEMS = 4096  # items kept per container; more are counted, not kept
 
@@ -652,6 +652,11 @@ class Machine:
                 raise BudgetExceeded("max-stack-depth", f"stack deeper than {max_depth}")
             reader = READERS[code]
             arg = None if reader is None else reader(stream)
+            if at < self.frame_end < base + stream.offset:
+                # An argument that runs past the end of its frame: the pure-Python unpickler refuses it, the C one
+                # reading a file without `peek` (a BytesIO) drops the frame's part and reads the rest from after it
+                # (`c` + `X` | `posix\nmkdir\n` imports posix.mkdir, not Xposix.mkdir). pickle never writes one.
+                raise FrameOverrun(at, f"{name} argument runs past the end of its frame")
 
             if name in _CONSTANTS:
                 if name in _PY2_STRINGS and isinstance(arg, bytes):
