@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
 import harness
 import pickle_oracle
 
+from tests.helpers.scanning import scan
 from wscan.model import Severity
 from wscan.scanners.pickle import PickleScanner
 
@@ -181,3 +182,10 @@ def test_seeds_hold_the_property() -> None:
         data = item.read_bytes() if isinstance(item, Path) else item
         if len(data) <= seeds.MAX_SEED_BYTES:
             check(data)
+
+
+def test_the_plain_reading_does_not_repeat_what_joblibs_reading_reported() -> None:
+    """An object array's nested pickle is read by both readings; its payload is one finding, not two."""
+    path = Path(__file__).resolve().parents[1] / "corpus" / "hostile" / "joblib-object-array-payload.joblib"
+    findings = [f for f in scan(path).findings if f.rule_id == "WS-PKL-001"]
+    assert len(findings) == 1 and "posix.system" in findings[0].message

@@ -145,6 +145,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
     legacy = stream.peek(len(LEGACY_TORCH_MAGIC)) == LEGACY_TORCH_MAGIC
     tar_member = artifact.name if artifact.context.get("container") == "torch-tar" else None
     results: list[PickleResult] = []
+    reported: set[str] = set()  # the names joblib's reading imports, its arrays' nested pickles' too
     frame_seen = -1  # the end of the last frame a STOP was found inside
     while not stream.at_end():
         ctx.budget.check_time()
@@ -158,6 +159,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         results.append(res)
         loaded = [blob for sub in [res, *nested] for blob in _nested_blobs(artifact, sub, ctx)]
         yield from _report(artifact, res, nested)
+        reported.update(key for sub in [res, *nested] for key in sub.imports)
         for blob in loaded:
             ctx.budget.check_time()
             ctx.budget.charge_read(0)  # nothing more is opened once the file's read budget is spent
@@ -180,7 +182,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         if tar_member in TAR_RECORDS and not (yield from _skip_tar_record(artifact, stream, results, tar_member)):
             break
     if arrays.read_arrays:
-        yield from _plain_reading(artifact, base, ctx, results)
+        yield from _plain_reading(artifact, base, ctx, reported)
     yield artifact.observe(
         "pickle.summary",
         base,
@@ -206,16 +208,14 @@ def _stop_inside_frame(artifact: Artifact, frame_end: int, rest: int) -> Iterato
         yield artifact.hidden(frame_end, artifact.size - frame_end)
 
 
-def _plain_reading(
-    artifact: Artifact, base: int, ctx: ScanContext, joblib_results: list[PickleResult]
-) -> Iterator[Observation]:
+def _plain_reading(artifact: Artifact, base: int, ctx: ScanContext, reported: set[str]) -> Iterator[Observation]:
     """The names a plain unpickler resolves in a stream joblib reads arrays from: `pickle.load` (or
     pandas.read_pickle, torch.load) runs an array's raw bytes as opcodes, and an object array's nested pickle with the
     outer stream's memo, so a file joblib loads as benign arrays can run a payload when loaded as a plain pickle (found
     by fuzz/pickle_oracle.py). Only its imports are reported, and only names an import could find (dotted
     identifiers) that joblib's reading did not report already: a real array read as opcodes fails within a few bytes,
     and its errors say nothing about the file."""
-    seen = {key for res in joblib_results for key in res.imports}
+    seen = set(reported)
     with open_slice(artifact.opener, base, artifact.size - base) as raw:
         stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base, size=artifact.size - base)
         machine = Machine(stream, ctx.limits, check_time=ctx.budget.check_time)
