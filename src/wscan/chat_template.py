@@ -129,23 +129,20 @@ def _global_aliases(walked: list[nodes.Node], sources: KeySources) -> set[int]:
     (`{% set n = namespace %}`, then every load of `n`)."""
     loads = [node for node in walked if isinstance(node, nodes.Name) and node.ctx == "load"]
     aliases = {id(n) for n in loads if n.name in TEMPLATE_GLOBALS and sources.from_context(n)}
-    pairs: list[tuple[str, nodes.Node]] = []  # (name set, the value it is set to)
+    pairs: list[tuple[nodes.Node, nodes.Node]] = []  # (target, the value it is set to)
     for node in walked:
         if isinstance(node, nodes.With):
-            pairs.extend((_target_name(t), v) for t, v in zip(node.targets, node.values, strict=False))
+            pairs.extend(zip(node.targets, node.values, strict=False))
         if isinstance(node, nodes.Assign):
-            pairs.append((_target_name(node.target), node.node))
+            pairs.append((node.target, node.node))
+    named = [(target.name, value) for target, value in pairs if isinstance(target, nodes.Name)]
     names: set[str] = set()
     while True:  # each round adds a name or ends: a chain n = m = namespace settles in as many rounds
-        new = {name for name, value in pairs if name and id(value) in aliases and name not in names}
+        new = {name for name, value in named if id(value) in aliases and name not in names}
         if not new:
             return aliases
         names |= new
         aliases |= {id(n) for n in loads if n.name in new}
-
-
-def _target_name(target: nodes.Node) -> str:
-    return target.name if isinstance(target, nodes.Name) else ""
 
 
 def _issue(kind: str, node: nodes.Node, **attrs: AttrValue) -> Issue:

@@ -30,7 +30,7 @@ from wscan.config import CONFIG_NAME, Config
 from wscan.engine import Engine
 from wscan.errors import UsageError
 from wscan.model import Severity
-from wscan.output.json import ordered_findings, severity_counts
+from wscan.output.json import ordered_findings, severity_counts, valid_utf8
 from wscan.output.markdown import md, plural, render_markdown
 from wscan.output.sarif import render_sarif
 from wscan.output.text import clean, render_text, tolerate_encoding
@@ -543,7 +543,7 @@ def _scan_with_commands_off(engine: Engine, paths: list[Path], out: TextIO) -> R
     out.flush()  # before anything the scan may write to stderr
     try:
         report = engine.scan(paths)
-        out.write(_utf8(render_text(report, color=False)))
+        out.write(valid_utf8(render_text(report, color=False)))
     finally:
         out.write(f"::{token}::\n")
         out.flush()
@@ -561,15 +561,11 @@ def _intro(selection: Selection, lfs: list[FileResult]) -> str:
 
 def _plain(text: str) -> str:
     """One line of printable text: control characters and undecodable names as visible escapes."""
-    return _utf8(clean(text))
+    return valid_utf8(clean(text))
 
 
 def _plain_lines(text: str) -> str:
     return "\n".join(_plain(line) for line in text.split("\n"))
-
-
-def _utf8(text: str) -> str:
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _write(path: Path, text: str) -> None:
@@ -583,7 +579,7 @@ def _write(path: Path, text: str) -> None:
 def _append(path: Path, text: str) -> None:
     try:
         with path.open("a", encoding="utf-8") as handle:
-            handle.write(_utf8(text))
+            handle.write(valid_utf8(text))
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc}") from None
 

@@ -222,19 +222,19 @@ def _bindings(node: nodes.Node) -> Iterator[tuple[list[str], nodes.Node | None, 
     """The names a statement binds, the expression their values come from (None: may be anything), and whether
     they are its items (a loop)."""
     if isinstance(node, nodes.Assign):
-        yield _names(node.target), node.node, False
+        yield target_names(node.target), node.node, False
         if isinstance(node.target, nodes.Name) and isinstance(node.node, nodes.Call):
             for keyword in node.node.kwargs:  # namespace(k=v): ns.k starts as v
                 yield [f"{node.target.name}.{keyword.key}"], keyword.value, False
     elif isinstance(node, nodes.AssignBlock):
-        yield _names(node.target), None, False
+        yield target_names(node.target), None, False
     elif isinstance(node, nodes.For):
-        yield _names(node.target), node.iter, True
+        yield target_names(node.target), node.iter, True
     elif isinstance(node, nodes.With):
         for target, value in zip(node.targets, node.values, strict=False):
-            yield _names(target), value, False
+            yield target_names(target), value, False
     elif isinstance(node, nodes.Macro):  # parameters take what calls pass (_arguments), or their defaults
-        parameters = [name for arg in node.args for name in _names(arg)]
+        parameters = [name for arg in node.args for name in target_names(arg)]
         yield parameters, nodes.Const(""), False  # declared: bound, to nothing loose until a call says so
         for name, default in zip(reversed(parameters), reversed(node.defaults), strict=False):
             yield [name], default, False
@@ -252,7 +252,7 @@ def _arguments(call: nodes.Call, macros: dict[str, nodes.Macro], statements: lis
     elif target == "loop":  # a recursive loop's loop(items) iterates again over `items`
         for node in statements:
             if isinstance(node, nodes.For) and node.recursive:
-                yield _names(node.target), call.args[0] if call.args else None, True
+                yield target_names(node.target), call.args[0] if call.args else None, True
         return
     elif target in macros:
         receivers = [macros[target].args]
@@ -261,7 +261,7 @@ def _arguments(call: nodes.Call, macros: dict[str, nodes.Macro], statements: lis
     else:
         return
     for parameters in receivers:
-        names = [name for arg in parameters for name in _names(arg)]
+        names = [name for arg in parameters for name in target_names(arg)]
         for name, value in zip(names, call.args, strict=False):
             yield [name], value, False
         for keyword in call.kwargs:
@@ -271,13 +271,14 @@ def _arguments(call: nodes.Call, macros: dict[str, nodes.Macro], statements: lis
             yield names, None, False
 
 
-def _names(target: nodes.Node) -> list[str]:
+def target_names(target: nodes.Node) -> list[str]:
+    """The names an assignment target binds: a name, a namespace attribute (`ns.k`), or those in a tuple."""
     if isinstance(target, nodes.Name):
         return [target.name]
     if isinstance(target, nodes.NSRef):
         return [f"{target.name}.{target.attr}"]
     if isinstance(target, nodes.Tuple | nodes.List):
-        return [name for item in target.items for name in _names(item)]
+        return [name for item in target.items for name in target_names(item)]
     return []
 
 

@@ -24,6 +24,8 @@ from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import TemplateError
 from jinja2.idtracking import VAR_LOAD_ALIAS, VAR_LOAD_RESOLVE, Symbols
 
+from wscan.template_keys import target_names
+
 MAX_ALIASES = 256  # of one chain of frames; Jinja nests one frame per block, loop, macro or call
 
 
@@ -100,6 +102,13 @@ def _scope(body: list[nodes.Node], assigned: set[str], found: set[int], bound: I
     assigned -= added
 
 
+def _branch(body: list[nodes.Node], assigned: set[str], found: set[int]) -> set[str]:
+    """One branch of an `if`: what it binds, which the statements after the `if` get only if every branch does."""
+    added = _statements(body, assigned, found)
+    assigned -= added
+    return added
+
+
 def _statement(node: nodes.Node, assigned: set[str], found: set[int]) -> set[str]:
     """One statement: what it reads, and what it binds for the statements after it (nothing of an inner scope)."""
     if isinstance(node, nodes.Assign | nodes.AssignBlock):
@@ -108,26 +117,22 @@ def _statement(node: nodes.Node, assigned: set[str], found: set[int]) -> set[str
         else:
             _scope(node.body, assigned, found)
             _loads(node.filter, assigned, found)
-        added = _targets(node.target) - assigned
+        added = set(target_names(node.target)) - assigned
         assigned |= added
         return added
     if isinstance(node, nodes.If):
         _loads(node.test, assigned, found)
-        branches = [node.body, *(branch.body for branch in node.elif_)]
-        outcomes = []
-        for index, body in enumerate(branches):
-            if index:
-                _loads(node.elif_[index - 1].test, assigned, found)
-            outcomes.append(_statements(body, assigned, found))
-            assigned -= outcomes[-1]
-        outcomes.append(_statements(node.else_, assigned, found))  # no else: a branch that binds nothing
-        assigned -= outcomes[-1]
+        outcomes = [_branch(node.body, assigned, found)]
+        for branch in node.elif_:
+            _loads(branch.test, assigned, found)
+            outcomes.append(_branch(branch.body, assigned, found))
+        outcomes.append(_branch(node.else_, assigned, found))  # no else: a branch that binds nothing
         common = set.intersection(*outcomes)
         assigned |= common
         return common
     if isinstance(node, nodes.For):
         _loads(node.iter, assigned, found)
-        inner = _targets(node.target) | {"loop"}
+        inner = {*target_names(node.target), "loop"}
         added = inner - assigned
         assigned |= added
         _loads(node.test, assigned, found)  # {% for m in messages if m.role %}: the targets are bound there
@@ -140,7 +145,7 @@ def _statement(node: nodes.Node, assigned: set[str], found: set[int]) -> set[str
             _loads(default, assigned, found)
         if isinstance(node, nodes.CallBlock):
             _loads(node.call, assigned, found)
-        parameters = [name for arg in node.args for name in _targets(arg)]
+        parameters = [name for arg in node.args for name in target_names(arg)]
         _scope(node.body, assigned, found, [*parameters, "caller", "varargs", "kwargs"])
         if isinstance(node, nodes.CallBlock) or node.name in assigned:
             return set()
@@ -149,7 +154,7 @@ def _statement(node: nodes.Node, assigned: set[str], found: set[int]) -> set[str
     if isinstance(node, nodes.With):
         for value in node.values:
             _loads(value, assigned, found)
-        _scope(node.body, assigned, found, [name for target in node.targets for name in _targets(target)])
+        _scope(node.body, assigned, found, [name for target in node.targets for name in target_names(target)])
         return set()
     if isinstance(node, nodes.FilterBlock):
         _loads(node.filter, assigned, found)
@@ -170,11 +175,3 @@ def _loads(node: nodes.Node | None, assigned: set[str], found: set[int]) -> None
         if isinstance(current, nodes.Name) and current.ctx == "load" and current.name in assigned:
             found.add(id(current))
         stack.extend(current.iter_child_nodes())
-
-
-def _targets(target: nodes.Node) -> set[str]:
-    if isinstance(target, nodes.Name):
-        return {target.name}
-    if isinstance(target, nodes.Tuple | nodes.List):
-        return {name for item in target.items for name in _targets(item)}
-    return set()

@@ -72,6 +72,11 @@ def render_json(report: Report) -> str:
     return json.dumps(json_safe(to_document(report)), indent=2, ensure_ascii=True) + "\n"
 
 
+def valid_utf8(text: str) -> str:
+    """Surrogate escapes (names that are not UTF-8) as visible backslash escapes, so the text is valid UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 MAX_EXACT_INT = 2**64  # sizes and counts real files state fit; strict JSON readers refuse much larger numbers
 
 
@@ -80,7 +85,7 @@ def json_safe(value: Any) -> Any:
     escapes, shown as the text `\\udcff`; a lone `\\udcff` escape makes strict readers refuse the whole report),
     integers only a hostile file states (a 400-digit storage size) as text."""
     if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return valid_utf8(value)
     if isinstance(value, int) and not isinstance(value, bool) and not -MAX_EXACT_INT < value < MAX_EXACT_INT:
         return str(value)
     if isinstance(value, dict):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from wscan.model import Finding, Severity
-from wscan.output.json import ordered_findings, severity_counts
+from wscan.output.json import ordered_findings, severity_counts, valid_utf8
 from wscan.output.text import clean
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, ModelSummary, Report, RuleInfo
 from wscan.summary import model_root
@@ -34,7 +34,7 @@ def md(text: str) -> str:
     """
     if len(text) > MAX_CELL_CHARS:
         text = f"{text[: MAX_CELL_CHARS * 2 // 3]}…{text[-(MAX_CELL_CHARS // 3) :]}"
-    flat = clean(text).encode("utf-8", "backslashreplace").decode("utf-8")
+    flat = valid_utf8(clean(text))
     return "".join("\\" + ch if ch in MARKDOWN_SPECIAL else ch for ch in flat)
 
 

@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 from urllib.parse import quote
 
 from wscan.model import Finding, Severity
-from wscan.output.json import json_safe, model_document, ordered_findings, sorted_evidence
+from wscan.output.json import json_safe, model_document, ordered_findings, sorted_evidence, valid_utf8
 from wscan.report import FILE_FAILED, Report, RuleInfo
 
 SARIF_VERSION = "2.1.0"
@@ -329,7 +329,7 @@ def _driver(report: Report, rules: list[ReportingDescriptor]) -> ToolComponent:
 def _failed_files(report: Report) -> list[Notification]:
     """Files that could not be read are not clean: say so where GitHub shows tool problems."""
     return [
-        _notification("error", _escape_brackets(_printable(f"Could not scan {f.path}: {f.reason or 'unknown error'}")))
+        _notification("error", _escape_brackets(valid_utf8(f"Could not scan {f.path}: {f.reason or 'unknown error'}")))
         for f in sorted(report.files, key=lambda f: f.path)
         if f.status == FILE_FAILED
     ]
@@ -411,11 +411,11 @@ def _result(finding: Finding, rule_index: int, root: Path) -> Result:
     artifact, stable_path = artifact_location(loc.path, root)
     properties: dict[str, Any] = {"severity": finding.severity.label}
     if loc.member:
-        properties["member"] = _printable(loc.member)
+        properties["member"] = valid_utf8(loc.member)
     if loc.offset is not None:
         properties["offset"] = loc.offset
     properties["evidence"] = {
-        key: _printable(value) if isinstance(value, str) else value
+        key: valid_utf8(value) if isinstance(value, str) else value
         for key, value in sorted_evidence(finding.evidence).items()
     }
     return {
@@ -437,12 +437,7 @@ def _message(finding: Finding) -> str:
     if finding.location.offset is not None:
         where.append(f"at byte offset {finding.location.offset}")
     text = finding.message + (f" ({' '.join(where)})" if where else "")
-    return _escape_brackets(_printable(text))
-
-
-def _printable(text: str) -> str:
-    """Surrogate escapes (names that are not UTF-8) as visible backslash escapes, so the log is valid UTF-8."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return _escape_brackets(valid_utf8(text))
 
 
 def _escape_brackets(text: str) -> str:

@@ -50,10 +50,7 @@ def clean(text: str) -> str:
     drive the terminal or start a line of its own."""
     if text.isprintable():  # no character of category C nor a separator but space: nothing to escape
         return text
-    return "".join(_escape(ch) if unicodedata.category(ch) in _ESCAPED or ch in "\u2028\u2029" else ch for ch in text)
-
-
-_ESCAPED = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
+    return "".join(_escape(ch) if unicodedata.category(ch)[0] == "C" or ch in "\u2028\u2029" else ch for ch in text)
 
 
 def tolerate_encoding(*streams: object) -> None:

@@ -601,13 +601,10 @@ class ZipScanner:
         it points and takes the recorded offsets as they are. A file with a directory at each place shows Python
         one set of members and torch.load another, so both are scanned.
         """
-        record = miniz_directory(fh, artifact.size)
+        record = miniz_entries(fh, artifact.size)
         if record is None or record[2] == start_dir:
-            return
+            return  # no directory there (miniz refuses the file too), or the one zipfile read
         count, cd_size, cd_offset = record
-        fh.seek(cd_offset)
-        if fh.read(4) != ZIP_CENTRAL:
-            return  # nothing there: miniz refuses the file too
         python_view = "none" if start_dir is None else f"one at {start_dir}"
         reason = f"the end record names a central directory at {cd_offset}, Python's zipfile reads {python_view}"
         if cd_size > ctx.limits.max_header_bytes or count > ctx.limits.max_members:
@@ -703,7 +700,10 @@ class LenientZipScanner(ZipScanner):
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as fh:
-            found = zipfile_directory(fh, artifact.size) or _miniz_finds_directory(fh, artifact.size)
+            found = zipfile_directory(fh, artifact.size)
+            if not found:
+                record = miniz_entries(fh, artifact.size)
+                found = record is not None and record[0] > 0  # entries: an empty zip has nothing to load
         if not found:
             yield artifact.observe(NOT_MINE_KIND)  # no zip reader lists anything: left to the unknown formats
             return
@@ -741,13 +741,13 @@ def zipfile_directory(fh: IO[bytes], size: int) -> bool:
     return fh.read(4) == ZIP_CENTRAL
 
 
-def _miniz_finds_directory(fh: IO[bytes], size: int) -> bool:
-    """Whether miniz (torch's zip reader) would find a central directory where the end record says it is."""
+def miniz_entries(fh: IO[bytes], size: int) -> tuple[int, int, int] | None:
+    """miniz_directory's record when a central directory entry starts where it says, else None."""
     record = miniz_directory(fh, size)
-    if record is None or record[0] == 0 or record[2] >= size:
-        return False
+    if record is None:
+        return None
     fh.seek(record[2])
-    return fh.read(4) == ZIP_CENTRAL
+    return record if fh.read(4) == ZIP_CENTRAL else None
 
 
 def _small_member(archive: zipfile.ZipFile, name: str) -> bytes | None:
