@@ -97,6 +97,13 @@ def member_context(layout: str, top: str, name: str) -> dict[str, AttrValue]:
     return context
 
 
+def storage_records(top: str, infos: Iterable[zipfile.ZipInfo]) -> dict[str, int]:
+    """The size of each `<top>/data/<key>` record of a PyTorch zip, by key, as torch.load finds them (member
+    names whatever their case)."""
+    prefix = f"{top}/data/".lower()
+    return {i.filename[len(prefix):]: i.file_size for i in infos if i.filename.lower().startswith(prefix)}
+
+
 # --- names and links ----------------------------------------------------------------------------------
 
 
@@ -642,6 +649,7 @@ class ZipScanner:
         locals_ = [read_local_header(fh, i) for i in infos]
         yield from zip_structure(artifact, infos, locals_, archive.start_dir)
         names = NameChecks(artifact)
+        records = storage_records(top, infos) if layout == "pytorch" else None
         for info, local in zip(infos, locals_, strict=True):
             ctx.budget.check_time()
             name, offset = info.orig_filename, info.header_offset
@@ -684,7 +692,8 @@ class ZipScanner:
             checked = info.file_size < FULL_READ_BYTES and not bombs and not context.get("raw_data")
             if checked:
                 yield from check_zip_member(artifact, ctx, info, local.data_start)
-            yield artifact.child(info.filename, info.file_size, opener, context)
+            pickle_records = records if info.filename == f"{top}/data.pkl" else None
+            yield artifact.child(info.filename, info.file_size, opener, context, pickle_records)
             if errors and not checked:
                 yield artifact.observe("archive.member_unreadable", offset, member=name, reason=errors[0])
 

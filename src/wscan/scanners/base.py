@@ -50,6 +50,8 @@ class Artifact:
     context: Mapping[str, AttrValue] = field(default_factory=dict)
     # The file on disk for a top-level artifact (None inside containers): for checks that need its folder.
     real_path: Path | None = None
+    # A PyTorch zip's data.pkl: the size of each data/<key> record, which torch.load reads a storage from.
+    storage_records: Mapping[str, int] | None = None
 
     def observe(self, kind: str, offset: int | None = None, /, **attrs: AttrValue) -> Observation:
         """An observation located in this artifact, at a byte offset when one is known."""
@@ -68,6 +70,7 @@ class Artifact:
         size: int,
         opener: Callable[[], BinaryIO],
         context: Mapping[str, AttrValue] | None = None,
+        storage_records: Mapping[str, int] | None = None,
     ) -> Artifact:
         """A member of this container, one level deeper."""
         return Artifact(
@@ -77,6 +80,7 @@ class Artifact:
             depth=self.depth + 1,
             name=member,
             context=dict(context or {}),
+            storage_records=storage_records,
         )
 
 

@@ -183,6 +183,8 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
             break
     if arrays.read_arrays:
         yield from _plain_reading(artifact, base, ctx, reported)
+    storages = _storages(results)
+    yield from _record_sizes(artifact, storages)
     yield artifact.observe(
         "pickle.summary",
         base,
@@ -190,7 +192,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         protocol=max((r.protocol for r in results), default=0),
         opcodes=sum(r.opcodes for r in results),
         layout="legacy-torch" if legacy else "pickle",
-        **_storages(results),
+        **_storage_facts(storages),
     )
 
 
@@ -238,8 +240,9 @@ def _plain_reading(artifact: Artifact, base: int, ctx: ScanContext, reported: se
                 break
 
 
-def _storages(results: list[PickleResult]) -> dict[str, AttrValue]:
-    """PyTorch storages named by persistent ids ('storage', torch.FloatStorage, key, location, numel)."""
+def _storages(results: list[PickleResult]) -> dict[str, tuple[str, int]]:
+    """PyTorch storages named by persistent ids ('storage', torch.FloatStorage, key, location, numel): the
+    storage class's last name and the element count, by key."""
     found: dict[str, tuple[str, int]] = {}
     for res in results:
         for pid in res.persistent_ids:
@@ -249,15 +252,29 @@ def _storages(results: list[PickleResult]) -> dict[str, AttrValue]:
             if (isinstance(kind, Const) and kind.value == "storage" and isinstance(storage_type, Global)
                     and isinstance(key, Const) and isinstance(numel, Const) and isinstance(numel.value, int)
                     and 0 <= numel.value < 2**63):  # torch's sizes are int64: a larger count is no storage
-                dtype = STORAGE_DTYPE.get(storage_type.name.rsplit(".", 1)[-1], storage_type.name[:32])
-                found[str(key.value)] = (dtype, numel.value)
+                found[str(key.value)] = (storage_type.name.rsplit(".", 1)[-1], numel.value)
+    return found
+
+
+def _storage_facts(found: dict[str, tuple[str, int]]) -> dict[str, AttrValue]:
+    """What the model summary says of the storages."""
     if not found:
         return {}
-    return {
-        "storages": len(found),
-        "elements": sum(n for _, n in found.values()),
-        "dtypes": ",".join(sorted({d for d, _ in found.values()})),
-    }
+    dtypes = {STORAGE_DTYPE.get(cls, cls[:32]) for cls, _ in found.values()}
+    return {"storages": len(found), "elements": sum(n for _, n in found.values()), "dtypes": ",".join(sorted(dtypes))}
+
+
+def _record_sizes(artifact: Artifact, found: dict[str, tuple[str, int]]) -> Iterator[Observation]:
+    """A storage whose record in the zip is not the size its element count says. torch.load before 2.10 read
+    that many elements from a shorter record, out of bounds (CVE-2026-24747); torch.save writes exactly them."""
+    records = artifact.storage_records
+    if records is None:
+        return
+    for key, (cls, numel) in found.items():
+        size, width = records.get(key), STORAGE_ELEMENT_SIZE.get(cls)
+        if size is not None and width is not None and size != numel * width:
+            yield artifact.observe("torch.record_size_mismatch", storage=key, storage_class=cls, elements=numel,
+                                   expected=numel * width, record=size)  # fmt: skip
 
 
 def _remaining(stream: Stream, start: int, total: int) -> int:

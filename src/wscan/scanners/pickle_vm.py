@@ -896,6 +896,10 @@ class Machine:
 
     def _mutation(self, res: PickleResult, target: Sym, opcode: str, at: int) -> None:
         target = _module_class(target)
+        if opcode in _SET_ITEMS and _tensor_memory(target):
+            # tensor[i] = v or storage[i] = v: no writer does it, and torch.load before 2.10 ran it even with
+            # weights_only=True, a write out of bounds (CVE-2026-24747); torch now allows dicts only.
+            res.events.append(Event("pickle.item_set_on_tensor", at, {"opcode": opcode, "callee": describe(target)}))
         if isinstance(target, Const):
             # A bytearray (BYTEARRAY8) changed in place (SETITEMS sets bytes, APPENDS extends it): what it holds
             # is no longer known, wherever the memo shares it (a review passed it to _load_from_bytes so).
@@ -965,6 +969,17 @@ class Machine:
             owner = _owner(target)
             for value in {id(v): v for _, v in state.items if isinstance(v, Global | Obj)}.values():
                 self._mark(res, owner, value, "call", opcode, at)  # each distinct value once
+
+
+# What makes tensors, arrays and storages: torch's rebuild functions, torch's and NumPy's classes.
+_TENSOR_MAKERS = ("torch.", "numpy.")
+
+
+def _tensor_memory(target: Sym) -> bool:
+    """A storage (what torch's persistent_load returns) or an object torch or NumPy made: not a dict."""
+    if isinstance(target, Persistent):
+        return True
+    return isinstance(target, Obj) and restored_class(target).startswith(_TENSOR_MAKERS)
 
 
 _STR_CLASSES = frozenset({"builtins.str", "__builtin__.str", "__builtin__.unicode"})
