@@ -57,6 +57,10 @@ LIST_ROLES = frozenset({"sentence-transformers-modules"})
 ST_PREFIX = "sentence_transformers."  # module classes sentence-transformers imports from itself
 MAX_FIELD_CHARS = 1024 * 1024  # no real config string is this long; tokenizer vocabularies are many short ones
 MAX_WALK_VALUES = 5_000_000
+# How deep sub-configs are looked into for an `auto_map` (vision_config, text_config.encoder, a list of them).
+MAX_SUBCONFIG_DEPTH = 8
+# Roles whose nested keys are data, not settings: a vocabulary may hold the token "auto_map".
+DATA_ROLES = frozenset({"tokenizer", "added-tokens"})
 _SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code)"\s*:')
 _MODULE_REF = re.compile(r"^(?:(?P<repo>[^\s]+)--)?(?P<module>[A-Za-z_][\w.]*)\.(?P<cls>[A-Za-z_]\w*)$")
 
@@ -188,10 +192,34 @@ def _split_references(refs: list[str]) -> tuple[list[str], bool]:
     return modules, remote
 
 
+def _nested_auto_maps(top: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Every `auto_map` below the top (`vision_config.auto_map`), with where it sits. transformers reads only the
+    top one, but vLLM resolved a sub-config's itself, with no opt-in (CVE-2025-66448 / GHSA-8fr4-5q9j-m8gm), or
+    built it with trust_remote_code hard-coded (CVE-2026-4944 / GHSA-7972-pg2x-xr59). Bounded in depth and size."""
+    stack: list[tuple[str, Any, int]] = [("", top, 0)]
+    seen = 0
+    while stack:
+        path, container, depth = stack.pop()
+        items = container.items() if isinstance(container, dict) else enumerate(container)
+        for key, value in items:
+            seen += 1
+            if seen > MAX_WALK_VALUES:
+                return
+            if not isinstance(value, dict | list):
+                continue
+            field = join_field(path, key)
+            if key == "auto_map" and depth > 0:
+                yield field, value
+            elif depth + 1 < MAX_SUBCONFIG_DEPTH:
+                stack.append((field, value, depth + 1))
+
+
 def _custom_code(artifact: Artifact, top: dict[str, Any], role: str, data: bytes) -> Iterator[ScanItem]:
     fields: list[tuple[str, list[str]]] = []
     if "auto_map" in top:
         fields.append(("auto_map", _references(top["auto_map"])))
+    if role not in DATA_ROLES:
+        fields.extend((field, _references(value)) for field, value in _nested_auto_maps(top))
     impls = _pipeline_impls(top.get("custom_pipelines"))
     if impls:
         fields.append(("custom_pipelines", impls))

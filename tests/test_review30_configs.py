@@ -1,0 +1,91 @@
+"""A thirtieth review's misses (report only, each with 0 findings or below high before): configuration keys that
+make a loader import code with no opt-in. The files are hand-made, as the review's were, under data/review30.
+
+- M1: an `auto_map` in a sub-config (vLLM CVE-2025-66448, CVE-2026-4944).
+- M2: jsonargparse's `class_path` (LightningCLI; vocos' from_hparams, gemelo-ai/vocos#76).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.scanning import scan
+from wscan.model import Finding, Severity
+
+DATA = Path(__file__).parent / "data" / "review30"
+
+
+def _findings(tmp_path: Path, case: str) -> list[Finding]:
+    """The case copied out of the source tree (a folder of its own, as a model is) and scanned."""
+    target = tmp_path / case
+    shutil.copytree(DATA / case, target)
+    return scan(target).findings
+
+
+def _at_least(findings: list[Finding], severity: Severity) -> set[str]:
+    return {f.rule_id for f in findings if f.severity >= severity}
+
+
+@pytest.mark.parametrize(
+    ("case", "rule", "field"),
+    [
+        ("nested_automap_remote", "WS-REPO-002", "vision_config.auto_map"),
+        ("nested_automap_list", "WS-REPO-002", "sub_configs[0].text_config.auto_map"),
+    ],
+)
+def test_a_remote_auto_map_in_a_sub_config_is_high(tmp_path: Path, case: str, rule: str, field: str) -> None:
+    findings = _findings(tmp_path, case)
+    hits = [f for f in findings if f.rule_id == rule]
+    assert hits and hits[0].severity == Severity.HIGH, findings
+    assert hits[0].evidence["field"] == field
+
+
+def test_a_local_auto_map_in_a_sub_config_is_named_like_a_top_level_one(tmp_path: Path) -> None:
+    """Medium, as at the top (WS-REPO-001 says why): the folder's code is read and judged on its own."""
+    findings = _findings(tmp_path, "nested_automap_local")
+    hits = [f for f in findings if f.rule_id == "WS-REPO-001"]
+    assert [f.evidence["field"] for f in hits] == ["vision_config.auto_map"], findings
+    assert not _at_least(findings, Severity.HIGH), findings
+
+
+def test_sub_configs_without_auto_map_and_vocabularies_stay_clean(tmp_path: Path) -> None:
+    """A LLaVA-style config.json, and a tokenizer vocabulary holding the token "auto_map"."""
+    (tmp_path / "config.json").write_text(
+        '{"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava", "text_config": '
+        '{"model_type": "llama", "rope_scaling": {"type": "linear", "factor": 2.0}}, "vision_config": '
+        '{"model_type": "clip_vision_model", "hidden_size": 1024}}'
+    )
+    (tmp_path / "tokenizer.json").write_text(
+        '{"version": "1.0", "model": {"type": "BPE", "vocab": {"auto_map": {"a": 1}}, "merges": []}}'
+    )
+    assert not _at_least(scan(tmp_path).findings, Severity.MEDIUM)
+
+
+@pytest.mark.parametrize(
+    ("case", "callable_"),
+    [("vocos", "subprocess.Popen"), ("lightning_cli", "os.system")],
+)
+def test_a_class_path_gadget_is_critical(tmp_path: Path, case: str, callable_: str) -> None:
+    """vocos builds `class_path` with `init_args` when from_hparams reads config.yaml; a file holding a
+    `class_path:` key is read as a config whatever its name (the review's hparams file)."""
+    findings = _findings(tmp_path, case)
+    hits = [f for f in findings if f.rule_id == "WS-CFG-001"]
+    assert [f.evidence["callable"] for f in hits] == [callable_], findings
+    assert hits[0].severity == Severity.CRITICAL
+    assert hits[0].evidence["key"] == "class_path"
+
+
+def test_real_lightning_and_vocos_configs_stay_clean(tmp_path: Path) -> None:
+    """torch, Lightning and vocos classes are judged as a `_target_` naming them is: allowed; a bare class name
+    is resolved by jsonargparse among classes already imported, so it imports nothing."""
+    assert not _at_least(_findings(tmp_path, "lightning_cli_real"), Severity.LOW)
+
+
+def test_an_unknown_class_path_is_judged_like_an_unknown_target(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("model:\n  class_path: my_project.models.Net\n")
+    (tmp_path / "hydra.yaml").write_text("model:\n  _target_: my_project.models.Net\n")
+    by_file = {f.location.path.rsplit("/", 1)[-1]: (f.rule_id, f.severity) for f in scan(tmp_path).findings}
+    assert by_file["config.yaml"] == by_file["hydra.yaml"] == ("WS-CFG-002", Severity.MEDIUM)
