@@ -3,6 +3,7 @@ make a loader import code with no opt-in. The files are hand-made, as the review
 
 - M1: an `auto_map` in a sub-config (vLLM CVE-2025-66448, CVE-2026-4944).
 - M2: jsonargparse's `class_path` (LightningCLI; vocos' from_hparams, gemelo-ai/vocos#76).
+- M3: a lerobot processor pipeline step's `class` (huggingface/lerobot#4219).
 """
 
 from __future__ import annotations
@@ -89,3 +90,23 @@ def test_an_unknown_class_path_is_judged_like_an_unknown_target(tmp_path: Path) 
     (tmp_path / "hydra.yaml").write_text("model:\n  _target_: my_project.models.Net\n")
     by_file = {f.location.path.rsplit("/", 1)[-1]: (f.rule_id, f.severity) for f in scan(tmp_path).findings}
     assert by_file["config.yaml"] == by_file["hydra.yaml"] == ("WS-CFG-002", Severity.MEDIUM)
+
+
+@pytest.mark.parametrize(
+    ("case", "rule", "severity"),
+    [("lerobot_popen", "WS-CFG-001", Severity.CRITICAL), ("lerobot_unknown", "WS-CFG-021", Severity.HIGH)],
+)
+def test_a_pipeline_step_class_is_judged_as_a_call(tmp_path: Path, case: str, rule: str, severity: Severity) -> None:
+    """from_pretrained imports a step's `class` and calls it with its `config`, whatever the file is named."""
+    findings = _findings(tmp_path, case)
+    assert [(f.rule_id, f.severity) for f in findings if f.severity >= Severity.MEDIUM] == [(rule, severity)]
+
+
+def test_registered_steps_and_lerobot_classes_pass(tmp_path: Path) -> None:
+    """What lerobot writes: `registry_name` for registered steps (a `class` beside one is never imported), the
+    class path of its own unregistered ones."""
+    assert not _at_least(_findings(tmp_path, "lerobot_real"), Severity.LOW)
+    (tmp_path / "both.json").write_text(
+        '{"steps": [{"registry_name": "device_processor", "class": "os.system", "config": {}}]}'
+    )
+    assert not _at_least(scan(tmp_path / "both.json").findings, Severity.LOW)

@@ -51,6 +51,9 @@ JSON_ROLES = {
     "speaker_embeddings_path.json": "bark-speaker-embeddings",  # BarkProcessor's voice presets: paths to .npy files
     "open_clip_config.json": "open-clip-config",  # open_clip's model, preprocessing and tokenizer settings
     "byte_maps.json": "myt5-byte-maps",  # MyT5Tokenizer's byte rewriting rules
+    # lerobot's DataProcessorPipeline (any `<name>.json` it saved is read the same way: see _pipeline_steps)
+    "policy_preprocessor.json": "lerobot-pipeline",
+    "policy_postprocessor.json": "lerobot-pipeline",
 }
 # Roles whose file is a JSON list, not an object (sentence-transformers' modules.json).
 LIST_ROLES = frozenset({"sentence-transformers-modules"})
@@ -61,7 +64,9 @@ MAX_WALK_VALUES = 5_000_000
 MAX_SUBCONFIG_DEPTH = 8
 # Roles whose nested keys are data, not settings: a vocabulary may hold the token "auto_map".
 DATA_ROLES = frozenset({"tokenizer", "added-tokens"})
-_SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code)"\s*:')
+_SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code)"\s*:|"steps"\s*:\s*\[')
+STEP_CLASS = "step class"  # the key a lerobot pipeline step's class is reported under (the config-target rules)
+MAX_STEPS = 1000
 _MODULE_REF = re.compile(r"^(?:(?P<repo>[^\s]+)--)?(?P<module>[A-Za-z_][\w.]*)\.(?P<cls>[A-Za-z_]\w*)$")
 
 
@@ -122,6 +127,7 @@ class RepoJsonScanner:
         if len(data) > MAX_FIELD_CHARS:  # a string is never longer in characters than in bytes
             yield from _oversized(artifact, top, role)
         yield from _custom_code(artifact, top, role, data)
+        yield from _pipeline_steps(artifact, top)
         # A config.json with `pretrained_cfg` is a timm checkpoint's: AutoImageProcessor takes its processor keys.
         timm = role == "config" and isinstance(top.get("pretrained_cfg"), dict)
         yield from loader_keys(artifact, top, "timm-config" if timm else role)
@@ -236,6 +242,21 @@ def _custom_code(artifact: Artifact, top: dict[str, Any], role: str, data: bytes
         )
     if top.get("trust_remote_code") is True:
         yield artifact.observe("repo.trust_remote_code", _offset(data, "trust_remote_code"), role=role)
+
+
+def _pipeline_steps(artifact: Artifact, top: dict[str, Any]) -> Iterator[ScanItem]:
+    """lerobot's processor pipeline (`{"steps": [{"registry_name" | "class": ..., "config": {...}}]}`, saved under
+    any name): DataProcessorPipeline.from_pretrained imports a step's dotted `class` when it has no
+    `registry_name`, and calls it with the step's `config`, with no opt-in (huggingface/lerobot#4219). Each is
+    reported as a config target, for the same rules."""
+    steps = top.get("steps")
+    if not isinstance(steps, list):
+        return
+    for index, step in enumerate(steps[:MAX_STEPS]):
+        name = step.get("class") if isinstance(step, dict) and "registry_name" not in step else None
+        if isinstance(name, str) and "." in name:  # lerobot splits module and class at the last dot
+            yield artifact.observe("config.target", callable=name[:400], leaf=name.rsplit(".", 1)[1][:400],
+                                   key=STEP_CLASS, path=f"steps[{index}]")  # fmt: skip
 
 
 def _st_modules(artifact: Artifact, modules: list[Any], role: str, data: bytes) -> Iterator[ScanItem]:
