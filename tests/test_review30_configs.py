@@ -4,6 +4,7 @@ make a loader import code with no opt-in. The files are hand-made, as the review
 - M1: an `auto_map` in a sub-config (vLLM CVE-2025-66448, CVE-2026-4944).
 - M2: jsonargparse's `class_path` (LightningCLI; vocos' from_hparams, gemelo-ai/vocos#76).
 - M3: a lerobot processor pipeline step's `class` (huggingface/lerobot#4219).
+- M4: mlx-lm's config.json `model_file` (CVE-2026-5843 / GHSA-9m9w-53g9-47c4).
 """
 
 from __future__ import annotations
@@ -110,3 +111,28 @@ def test_registered_steps_and_lerobot_classes_pass(tmp_path: Path) -> None:
         '{"steps": [{"registry_name": "device_processor", "class": "os.system", "config": {}}]}'
     )
     assert not _at_least(scan(tmp_path / "both.json").findings, Severity.LOW)
+
+
+@pytest.mark.parametrize(
+    ("case", "rule"),
+    [("mlx_model_file", "WS-REPO-009"), ("mlx_outside", "WS-REPO-013")],
+)
+def test_an_mlx_model_file_is_code_the_load_runs(tmp_path: Path, case: str, rule: str) -> None:
+    """mlx-lm 0.31 execs `folder / model_file` on load(), with no opt-in; a path leaving the folder is a path."""
+    findings = _findings(tmp_path, case)
+    hits = [f for f in findings if f.rule_id == rule]
+    assert hits and hits[0].severity == Severity.HIGH, findings
+    assert hits[0].evidence["field"] == "model_file"
+
+
+def test_an_mlx_model_file_not_in_the_folder_or_not_code_is_lower(tmp_path: Path) -> None:
+    """A file that is not there is WS-REPO-010 (medium, as for other manifests); a name importlib cannot load
+    (a sentencepiece model) and a nested `model_file` are not mlx-lm's."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "config.json").write_text('{"model_type": "llama", "model_file": "gone.py"}')
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "config.json").write_text(
+        '{"model_file": "tokenizer.model", "x": {"model_file": "m.py"}}'
+    )
+    assert [(f.rule_id, f.severity) for f in scan(tmp_path / "a").findings] == [("WS-REPO-010", Severity.MEDIUM)]
+    assert not _at_least(scan(tmp_path / "b").findings, Severity.LOW)

@@ -18,7 +18,7 @@ import shlex
 from collections.abc import Iterator
 from typing import Any
 
-from wscan.lookup import resolve
+from wscan.lookup import is_file, resolve
 from wscan.model import Observation
 from wscan.scanners.base import Artifact
 from wscan.scanners.python_code import OUTSIDE_PATH
@@ -98,6 +98,10 @@ CALLED_KEYS = frozenset({"activation_function", "activation_fn", "sbert_ce_defau
 # ... or imports and calls `.load(folder)` on (a WordEmbeddings tokenizer; a Router's `types` values, whose keys are
 # the module folders).
 LOADED_KEYS = frozenset({"tokenizer_class", "types"})
+# mlx-lm (<= 0.31) execs the file config.json's `model_file` names, joined to the model folder, on a plain load()
+# (CVE-2026-5843 / GHSA-9m9w-53g9-47c4); importlib finds a loader only for these suffixes.
+MLX_MODEL_FILE = "model_file"
+IMPORTABLE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")
 MAX_VALUES = 1_000_000  # JSON values walked per file; tokenizer.json, the one large file, is not walked
 MAX_SHOWN = 200
 
@@ -159,6 +163,24 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
         yield artifact.observe("repo.trust_remote_code", role=role, field=field[:MAX_SHOWN])
     if isinstance(value, str) and value.strip():
         yield from _tools(artifact, role, field, holder, key, value)
+    if _mlx_module(role, field, value):  # joined to the folder: `..` or an absolute path leaves it
+        if OUTSIDE_PATH.search(value):
+            yield from _outside(artifact, role, field, value, IN_REPOSITORY)
+        else:
+            yield _mlx_code(artifact, value)
+
+
+def _mlx_module(role: str, field: str, value: Any) -> bool:
+    """config.json's top-level `model_file` naming a file importlib can load: mlx-lm runs it."""
+    return role == "config" and field == MLX_MODEL_FILE and isinstance(value, str) and value.endswith(
+        IMPORTABLE_SUFFIXES)  # fmt: skip
+
+
+def _mlx_code(artifact: Artifact, value: str) -> Observation:
+    """The file mlx-lm execs, and whether it is in the folder (in an archive that cannot be told: it counts)."""
+    local = artifact.real_path is None or is_file(artifact.real_path.parent / value)
+    return artifact.observe("repo.loader_code", loader="mlx-lm", field=MLX_MODEL_FILE, references=value[:MAX_SHOWN],
+                            file=value[:MAX_SHOWN], local=local)  # fmt: skip
 
 
 def _tools(artifact: Artifact, role: str, field: str, holder: str, key: str, value: str) -> Iterator[Observation]:
