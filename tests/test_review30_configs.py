@@ -5,6 +5,7 @@ make a loader import code with no opt-in. The files are hand-made, as the review
 - M2: jsonargparse's `class_path` (LightningCLI; vocos' from_hparams, gemelo-ai/vocos#76).
 - M3: a lerobot processor pipeline step's `class` (huggingface/lerobot#4219).
 - M4: mlx-lm's config.json `model_file` (CVE-2026-5843 / GHSA-9m9w-53g9-47c4).
+- M5: a FunASR config.yaml that sets `trust_remote_code` itself, or a `remote_code` URL (FunASR 1.4.16).
 """
 
 from __future__ import annotations
@@ -136,3 +137,18 @@ def test_an_mlx_model_file_not_in_the_folder_or_not_code_is_lower(tmp_path: Path
     )
     assert [(f.rule_id, f.severity) for f in scan(tmp_path / "a").findings] == [("WS-REPO-010", Severity.MEDIUM)]
     assert not _at_least(scan(tmp_path / "b").findings, Severity.LOW)
+
+
+@pytest.mark.parametrize(
+    ("case", "rules"),
+    [("funasr_opt_in", {"WS-REPO-021"}), ("funasr_remote_url", {"WS-REPO-002"})],
+)
+def test_a_funasr_config_that_runs_code_is_high(tmp_path: Path, case: str, rules: set[str]) -> None:
+    """AutoModel merges config.yaml into its arguments: the file's truthy trust_remote_code opts in (a file name
+    is truthy), and a `remote_code` URL is downloaded and imported once anyone opts in."""
+    assert rules <= _at_least(_findings(tmp_path, case), Severity.HIGH)
+
+
+def test_funasr_and_training_configs_without_an_opt_in_pass(tmp_path: Path) -> None:
+    """A real Paraformer config (trust_remote_code false), and a training config without a top-level `model`."""
+    assert not _at_least(_findings(tmp_path, "funasr_real"), Severity.LOW)
