@@ -6,6 +6,7 @@ make a loader import code with no opt-in. The files are hand-made, as the review
 - M3: a lerobot processor pipeline step's `class` (huggingface/lerobot#4219).
 - M4: mlx-lm's config.json `model_file` (CVE-2026-5843 / GHSA-9m9w-53g9-47c4).
 - M5: a FunASR config.yaml that sets `trust_remote_code` itself, or a `remote_code` URL (FunASR 1.4.16).
+- M6: config.json's attention implementation naming a hub kernel, or its `_internal` key (CVE-2026-4372).
 """
 
 from __future__ import annotations
@@ -152,3 +153,22 @@ def test_a_funasr_config_that_runs_code_is_high(tmp_path: Path, case: str, rules
 def test_funasr_and_training_configs_without_an_opt_in_pass(tmp_path: Path) -> None:
     """A real Paraformer config (trust_remote_code false), and a training config without a top-level `model`."""
     assert not _at_least(_findings(tmp_path, "funasr_real"), Severity.LOW)
+
+
+def test_an_internal_attention_key_is_high(tmp_path: Path) -> None:
+    """transformers never writes `_attn_implementation_internal`; 4.56-5.2 loaded the hub kernel it names."""
+    findings = _findings(tmp_path, "attn_internal")
+    assert [(f.rule_id, f.severity) for f in findings] == [("WS-REPO-025", Severity.HIGH)]
+
+
+def test_a_hub_kernel_outside_kernels_community_is_high(tmp_path: Path) -> None:
+    """In a sub-config too, and in the dict form that maps sub-configs to implementations."""
+    findings = _findings(tmp_path, "attn_kernel")
+    fields = sorted(str(f.evidence["field"]) for f in findings if f.rule_id == "WS-REPO-026")
+    assert fields == ["text_config.attn_implementation", "vision_config._attn_implementation"], findings
+    assert all(f.severity == Severity.HIGH for f in findings if f.rule_id == "WS-REPO-026")
+
+
+def test_transformers_own_implementations_pass_and_community_kernels_are_info(tmp_path: Path) -> None:
+    findings = _findings(tmp_path, "attn_real")
+    assert [(f.rule_id, f.severity) for f in findings] == [("WS-REPO-027", Severity.INFO)], findings

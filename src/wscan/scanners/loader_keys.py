@@ -102,6 +102,15 @@ LOADED_KEYS = frozenset({"tokenizer_class", "types"})
 # (CVE-2026-5843 / GHSA-9m9w-53g9-47c4); importlib finds a loader only for these suffixes.
 MLX_MODEL_FILE = "model_file"
 IMPORTABLE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")
+# config.json keys naming the attention (or experts) implementation. A value `org/name[@rev][:kernel]` is a hub
+# repository whose code the `kernels` package downloads and imports when the model loads. The `_internal` keys are
+# never written (to_dict drops them); transformers 4.56-5.2 read them back all the same (CVE-2026-4372 /
+# GHSA-29pf-2h5f-8g72); 5.24 skips them and limits hub kernels to kernels-community unless allow_all_kernels.
+INTERNAL_KERNEL_KEYS = frozenset({"_attn_implementation_internal", "_experts_implementation_internal"})
+KERNEL_KEYS = frozenset({"attn_implementation", "_attn_implementation", "experts_implementation",
+                         "_experts_implementation"}) | INTERNAL_KERNEL_KEYS  # fmt: skip
+CONFIG_ROLES = frozenset({"config", "timm-config"})
+KERNELS_COMMUNITY = "kernels-community"
 MAX_VALUES = 1_000_000  # JSON values walked per file; tokenizer.json, the one large file, is not walked
 MAX_SHOWN = 200
 
@@ -163,11 +172,27 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
         yield artifact.observe("repo.trust_remote_code", role=role, field=field[:MAX_SHOWN])
     if isinstance(value, str) and value.strip():
         yield from _tools(artifact, role, field, holder, key, value)
+    if role in CONFIG_ROLES and key in KERNEL_KEYS:
+        yield from _attention_kernels(artifact, role, field, key, value)
     if _mlx_module(role, field, value):  # joined to the folder: `..` or an absolute path leaves it
         if OUTSIDE_PATH.search(value):
             yield from _outside(artifact, role, field, value, IN_REPOSITORY)
         else:
             yield _mlx_code(artifact, value)
+
+
+def _attention_kernels(artifact: Artifact, role: str, field: str, key: str, value: Any) -> Iterator[Observation]:
+    """An `_internal` key with any value, and a hub repository named as the implementation (a dict maps
+    sub-configs to theirs). Plain values (`sdpa`, `flash_attention_2`, `paged|sdpa`) name transformers' own."""
+    internal = key in INTERNAL_KERNEL_KEYS
+    names = list(value.values()) if isinstance(value, dict) else [value]
+    for name in names:
+        if name is None or (not internal and not (isinstance(name, str) and "/" in name)):
+            continue
+        shown = str(name)
+        community = shown.rsplit("|", 1)[-1].split("/", 1)[0] == KERNELS_COMMUNITY  # paged|<implementation>
+        yield artifact.observe("repo.attention_kernel", role=role, field=field[:MAX_SHOWN], value=shown[:MAX_SHOWN],
+                               internal=internal, community=community)  # fmt: skip
 
 
 def _mlx_module(role: str, field: str, value: Any) -> bool:
