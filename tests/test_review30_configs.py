@@ -7,6 +7,8 @@ make a loader import code with no opt-in. The files are hand-made, as the review
 - M4: mlx-lm's config.json `model_file` (CVE-2026-5843 / GHSA-9m9w-53g9-47c4).
 - M5: a FunASR config.yaml that sets `trust_remote_code` itself, or a `remote_code` URL (FunASR 1.4.16).
 - M6: config.json's attention implementation naming a hub kernel, or its `_internal` key (CVE-2026-4372).
+- N2: ModelScope's configuration.json `allow_remote` and `plugins` (modelscope#1405), and FunASR's
+  `file_path_metas` there.
 """
 
 from __future__ import annotations
@@ -172,3 +174,26 @@ def test_a_hub_kernel_outside_kernels_community_is_high(tmp_path: Path) -> None:
 def test_transformers_own_implementations_pass_and_community_kernels_are_info(tmp_path: Path) -> None:
     findings = _findings(tmp_path, "attn_real")
     assert [(f.rule_id, f.severity) for f in findings] == [("WS-REPO-027", Severity.INFO)], findings
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        # allow_remote imports the folder's code, which configuration.json now marks as model code (os.system there)
+        ("modelscope_allow_remote", {"WS-REPO-001": Severity.MEDIUM, "WS-CODE-002": Severity.CRITICAL}),
+        ("modelscope_plugins", {"WS-REPO-002": Severity.HIGH}),
+    ],
+)
+def test_modelscope_remote_code_keys(tmp_path: Path, case: str, expected: dict[str, Severity]) -> None:
+    found = {f.rule_id: f.severity for f in _findings(tmp_path, case)}
+    assert expected.items() <= found.items(), found
+
+
+def test_a_real_modelscope_config_passes_and_its_paths_stay_inside(tmp_path: Path) -> None:
+    """FunASR joins `file_path_metas` to the folder and loads them: a path climbing out of it is high."""
+    assert not _at_least(_findings(tmp_path, "modelscope_real"), Severity.LOW)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "configuration.json").write_text(
+        '{"model": {"type": "funasr"}, "file_path_metas": {"init_param": "../../elsewhere/model.pt"}}'
+    )
+    assert "WS-REPO-013" in _at_least(scan(tmp_path / "other").findings, Severity.HIGH)

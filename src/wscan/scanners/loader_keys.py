@@ -89,6 +89,10 @@ MODEL_PATHS = frozenset({"backbone", "audio_tokenizer_name_or_path", "tokenizer_
 ADAPTER_AS_GIVEN = frozenset({"prompt_tuning_init_state_dict_path"})
 ADAPTER_MODELS = frozenset({"shadow_model"})
 DIFFUSERS_INDEX = "diffusers-index"
+# ModelScope's configuration.json; FunASR joins each `file_path_metas` value to the model folder and loads it (the
+# weights with torch.load, `config` as the YAML whose keys become its arguments).
+MODELSCOPE = "modelscope-config"
+FILE_PATH_METAS = "file_path_metas."
 NOT_PATHS = frozenset({"special_tokens_map_file", "added_tokens_file", "tokenizer_config_file", "chat_template_file"})
 AS_GIVEN, IN_REPOSITORY, MODEL = "as given", "in the repository", "a model"
 # Keyword arguments naming a folder the loader writes to: accelerate's disk offload, the hub's download cache.
@@ -282,6 +286,8 @@ def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
         return None
     if role == "adapter-config" and field == key and key in ADAPTER_AS_GIVEN | ADAPTER_MODELS:
         return AS_GIVEN if key in ADAPTER_AS_GIVEN else MODEL
+    if role == MODELSCOPE and field.startswith(FILE_PATH_METAS):
+        return IN_REPOSITORY
     if role == DIFFUSERS_INDEX and key in ARGUMENT_PATHS:  # anywhere: specs sit in lists under component names
         return MODEL if key == "pretrained_model_name_or_path" else IN_REPOSITORY
     if (holder == "sp_model_kwargs" and key == "model_file") or (role == "myt5-byte-maps" and key in BYTE_MAPS):

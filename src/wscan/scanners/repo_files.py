@@ -17,7 +17,7 @@ from typing import Any
 from wscan.lookup import is_file
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.loader_keys import ELSEWHERE, join_field, loader_keys, placement
+from wscan.scanners.loader_keys import ELSEWHERE, MODELSCOPE, join_field, loader_keys, placement
 from wscan.scanners.python_code import OUTSIDE_PATH
 from wscan.strict_json import TOO_DEEP, JsonRejected, loads_lenient, loads_strict
 
@@ -54,6 +54,7 @@ JSON_ROLES = {
     # lerobot's DataProcessorPipeline (any `<name>.json` it saved is read the same way: see _pipeline_steps)
     "policy_preprocessor.json": "lerobot-pipeline",
     "policy_postprocessor.json": "lerobot-pipeline",
+    "configuration.json": MODELSCOPE,  # ModelScope's model configuration (FunASR reads it too)
 }
 # Roles whose file is a JSON list, not an object (sentence-transformers' modules.json).
 LIST_ROLES = frozenset({"sentence-transformers-modules"})
@@ -65,6 +66,7 @@ MAX_SUBCONFIG_DEPTH = 8
 # Roles whose nested keys are data, not settings: a vocabulary may hold the token "auto_map".
 DATA_ROLES = frozenset({"tokenizer", "added-tokens"})
 _SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code)"\s*:|"steps"\s*:\s*\[')
+_PIP_LOCATION = re.compile(r"://|@|[/\\]|^\.")  # a pip requirement that names a URL, a VCS or a path, not a name
 STEP_CLASS = "step class"  # the key a lerobot pipeline step's class is reported under (the config-target rules)
 MAX_STEPS = 1000
 _MODULE_REF = re.compile(r"^(?:(?P<repo>[^\s]+)--)?(?P<module>[A-Za-z_][\w.]*)\.(?P<cls>[A-Za-z_]\w*)$")
@@ -134,6 +136,8 @@ class RepoJsonScanner:
         yield from _templates(artifact, top, role, data)
         if role == "config":
             yield from _config_facts(artifact, top)
+        elif role == MODELSCOPE:
+            yield from _modelscope(artifact, top, data)
         elif role == "adapter-config":
             base = top.get("base_model_name_or_path")
             yield artifact.observe(
@@ -257,6 +261,21 @@ def _pipeline_steps(artifact: Artifact, top: dict[str, Any]) -> Iterator[ScanIte
         if isinstance(name, str) and "." in name:  # lerobot splits module and class at the last dot
             yield artifact.observe("config.target", callable=name[:400], leaf=name.rsplit(".", 1)[1][:400],
                                    key=STEP_CLASS, path=f"steps[{index}]")  # fmt: skip
+
+
+def _modelscope(artifact: Artifact, top: dict[str, Any], data: bytes) -> Iterator[ScanItem]:
+    """ModelScope's configuration.json (modelscope#1405): a true `allow_remote` imports the folder's Python files
+    when a model, pipeline or trainer is built from it, and `plugins` are pip-installed and imported. 1.40 asks
+    for trust_remote_code first; older releases did not. A plugin given as a URL or path comes from elsewhere."""
+    if top.get("allow_remote"):  # ModelScope's own test: any value Python counts as true
+        yield artifact.observe("repo.custom_code", _offset(data, "allow_remote"), role=MODELSCOPE, field="allow_remote",
+                               references="(the folder's Python files)", remote=False, missing="")  # fmt: skip
+    plugins = top.get("plugins")
+    names = [str(item) for item in plugins] if isinstance(plugins, list) else [str(plugins)] if plugins else []
+    if names:
+        remote = any(_PIP_LOCATION.search(name) for name in names)
+        yield artifact.observe("repo.custom_code", _offset(data, "plugins"), role=MODELSCOPE, field="plugins",
+                               references=", ".join(names)[:400], remote=remote, missing="")  # fmt: skip
 
 
 def _st_modules(artifact: Artifact, modules: list[Any], role: str, data: bytes) -> Iterator[ScanItem]:
