@@ -9,6 +9,7 @@ make a loader import code with no opt-in. The files are hand-made, as the review
 - M6: config.json's attention implementation naming a hub kernel, or its `_internal` key (CVE-2026-4372).
 - N2: ModelScope's configuration.json `allow_remote` and `plugins` (modelscope#1405), and FunASR's
   `file_path_metas` there.
+- N4: a compressed-tensors `format` of the form `module:name` (transformers PR #46303).
 """
 
 from __future__ import annotations
@@ -197,3 +198,12 @@ def test_a_real_modelscope_config_passes_and_its_paths_stay_inside(tmp_path: Pat
         '{"model": {"type": "funasr"}, "file_path_metas": {"init_param": "../../elsewhere/model.pt"}}'
     )
     assert "WS-REPO-013" in _at_least(scan(tmp_path / "other").findings, Severity.HIGH)
+
+
+def test_a_quantization_format_naming_a_module_is_high(tmp_path: Path) -> None:
+    """compressed-tensors imports `module:name` instead of looking the format up; real formats (and a
+    `sparsity_structure` of "2:4", which is no format) pass."""
+    findings = _findings(tmp_path, "ct_format")
+    assert [(f.rule_id, f.severity, f.evidence["field"]) for f in findings] == [
+        ("WS-REPO-028", Severity.HIGH, "quantization_config.sparsity_config.format")]
+    assert not _at_least(_findings(tmp_path, "ct_real"), Severity.LOW)

@@ -115,6 +115,9 @@ KERNEL_KEYS = frozenset({"attn_implementation", "_attn_implementation", "experts
                          "_experts_implementation"}) | INTERNAL_KERNEL_KEYS  # fmt: skip
 CONFIG_ROLES = frozenset({"config", "timm-config"})
 KERNELS_COMMUNITY = "kernels-community"
+# compressed-tensors looks a quantization or sparsity `format` up in its registry, and a `module:name` there is
+# imported instead (registry.get_from_registry; transformers PR #46303 had a `file.py:Class` run so).
+QUANTIZATION_PREFIX = "quantization_config."
 MAX_VALUES = 1_000_000  # JSON values walked per file; tokenizer.json, the one large file, is not walked
 MAX_SHOWN = 200
 
@@ -178,6 +181,8 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
         yield from _tools(artifact, role, field, holder, key, value)
     if role in CONFIG_ROLES and key in KERNEL_KEYS:
         yield from _attention_kernels(artifact, role, field, key, value)
+    if _registry_import(role, field, key, value):
+        yield artifact.observe("repo.registry_import", role=role, field=field[:MAX_SHOWN], value=value[:MAX_SHOWN])
     if _mlx_module(role, field, value):  # joined to the folder: `..` or an absolute path leaves it
         if OUTSIDE_PATH.search(value):
             yield from _outside(artifact, role, field, value, IN_REPOSITORY)
@@ -197,6 +202,13 @@ def _attention_kernels(artifact: Artifact, role: str, field: str, key: str, valu
         community = shown.rsplit("|", 1)[-1].split("/", 1)[0] == KERNELS_COMMUNITY  # paged|<implementation>
         yield artifact.observe("repo.attention_kernel", role=role, field=field[:MAX_SHOWN], value=shown[:MAX_SHOWN],
                                internal=internal, community=community)  # fmt: skip
+
+
+def _registry_import(role: str, field: str, key: str, value: Any) -> bool:
+    """A `*format` under quantization_config holding `module:name`, which compressed-tensors imports; real
+    formats are registry names (`pack-quantized`, `sparse-24-bitmask`)."""
+    return (role in CONFIG_ROLES and field.startswith(QUANTIZATION_PREFIX) and key.endswith("format")
+            and isinstance(value, str) and ":" in value)  # fmt: skip
 
 
 def _mlx_module(role: str, field: str, value: Any) -> bool:
