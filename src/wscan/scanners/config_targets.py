@@ -13,8 +13,9 @@ target made of interpolations (`${...}`) is resolved only when the config is loa
 Tags that name a callable count the same: HyperPyYAML's `!new:`, `!apply:`, `!name:` (SpeechBrain's
 `hyperparams.yaml` calls what they name when `from_hparams` loads it) and PyYAML's `!!python/object/apply:` and
 kin; so do pyannote.audio's `pipeline.name` and `preprocessors.*.name`, which `Pipeline.from_pretrained` imports
-and calls. Files are taken by their `.yaml`/`.yml` name or, whatever the name, when the head holds a
-`_target_:` key or such a tag.
+and calls; so is jsonargparse's `class_path` (LightningCLI; vocos' `from_hparams` calls it with `init_args`,
+gemelo-ai/vocos#76), judged like `_target_`. Files are taken by their `.yaml`/`.yml` name or, whatever the name,
+when the head holds a `_target_:` or `class_path:` key or such a tag.
 Hydra resolves a dotted name attribute by attribute (`omegaconf._utils.os.makedirs` is `os.makedirs`), so
 every tail of a target's name is reported too, for the rules to judge.
 """
@@ -33,6 +34,9 @@ from wscan.scanners.pickle_vm import TOO_MANY_RESOLVERS, resolver_calls
 
 TARGET_KEY = "_target_"  # Hydra, at any depth
 COMPONENT_KEY = "_component_"  # torchtune's config.instantiate, at any depth, resolved the same way
+# jsonargparse / LightningCLI, and vocos' `from_hparams` (gemelo-ai/vocos#76): `class_path` is imported and called
+# with `init_args`, at any depth.
+CLASS_PATH_KEY = "class_path"
 # Hydra's getters return what their `path` (or first positional argument) names: that name is the target.
 HYDRA_GETTERS = frozenset({"hydra.utils.get_method", "hydra.utils.get_class", "hydra.utils.get_object"})
 GETTER_PATH = "_target_ path"  # the key a getter's path is reported under
@@ -44,6 +48,8 @@ _FALSE = frozenset({"", "false", "no", "off", "0", "null", "~", "none"})
 MODEL_TARGET_KEY = "target"  # NeMo's model class: a dotted name, at any depth (NeMo reads the top or `model:`)
 NAME_KEY = "name"  # pyannote.audio's config.yaml: `pipeline.name` and each `preprocessors.<x>.name` are imported
 _PYANNOTE_KEYS = (b"pipeline", b"preprocessors")  # a document holding either is read as pyannote reads it
+FUNASR_REMOTE_CODE = "remote_code"  # FunASR's file to import once trust_remote_code is set (a URL is downloaded)
+FUNASR_ROLE = "funasr-config"
 # Tags that make a loader import and call what they name. HyperPyYAML (SpeechBrain's hyperparams.yaml):
 # `!new:X` calls X, `!apply:X` / `!applyref:X` call X, `!name:X` binds X, `!module:X` imports X. PyYAML's
 # unsafe Python tags (`!!python/object/apply:X` and its kin, which yaml.unsafe_load and FullLoader act on).
@@ -77,7 +83,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 # `_target_` as a key: at a line's start (block YAML) or after `{` or `,` (JSON and YAML flow mappings, which
 # OmegaConf.load reads whatever the file is called).
 _TARGET_IN_HEAD = re.compile(
-    rb"(?m)(?:^[ \t\-]*|[{,][ \t\r\n]*)['\"]?_(?:target|component)_['\"]?[ \t]*:"
+    rb"(?m)(?:^[ \t\-]*|[{,][ \t\r\n]*)['\"]?(?:_(?:target|component)_|class_path)['\"]?[ \t]*:"
     rb"|!(?:new|apply|applyref|name|module):[A-Za-z_]|!!python/|tag:yaml\.org,2002:python/"
 )
 _INTERPOLATION = "${"
@@ -142,6 +148,8 @@ class ConfigTargetScanner:
                 return
         if any(key in data for key in _PYANNOTE_KEYS):
             found += _pyannote_names(data)
+        if FUNASR_REMOTE_CODE.encode() in data:
+            yield from _funasr_opt_in(artifact, data)
         quoted = [(value, int(line)) for key, line, value in found if key == QUOTED_INTERPOLATION]
         found = [item for item in found if item[0] != QUOTED_INTERPOLATION]
         yield from _resolvers(artifact, text, quoted)
@@ -505,6 +513,25 @@ def _pyannote_names(data: bytes) -> list[tuple[str, str, str]]:
     return found
 
 
+def _funasr_opt_in(artifact: Artifact, data: bytes) -> Iterator[ScanItem]:
+    """FunASR's AutoModel merges a model folder's config.yaml (one with a top-level `model`) into its keyword
+    arguments, the file's keys standing unless the caller sets them; then, if `trust_remote_code` is truthy as
+    Python sees it (`model.py` and "false" are), it pip-installs the folder's requirements.txt and imports
+    `remote_code` (`model` by default), downloading it first when it is a URL (FunASR 1.4.16,
+    funasr/download/download_model_from_hub.py). A file that sets the key opts in for the user."""
+    from wscan.scanners.framework_code import load_yaml_document
+
+    document = load_yaml_document(data)
+    if not isinstance(document, dict) or "model" not in document:
+        return
+    remote = document.get(FUNASR_REMOTE_CODE)
+    if isinstance(remote, str) and remote.startswith("http"):  # FunASR's own test for a URL
+        yield artifact.observe("repo.custom_code", role=FUNASR_ROLE, field=FUNASR_REMOTE_CODE,
+                               references=remote[:_KEEP], remote=True, missing="")  # fmt: skip
+    if document.get("trust_remote_code"):
+        yield artifact.observe("repo.remote_code_opt_in", role=FUNASR_ROLE, field="trust_remote_code")
+
+
 def _tagged_path(stack: list[_Frame]) -> str:
     """Where a tagged node sits: its container's path, and its key when it is a mapping's value."""
     where = _path(stack)
@@ -522,7 +549,7 @@ def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
     if top.key_pending:
         top.key, top.key_pending = value, False
         return
-    if value and (top.key in (TARGET_KEY, COMPONENT_KEY) or (top.key == MODEL_TARGET_KEY and _DOTTED.match(value))):
+    if value and top.key is not None and _names_callable(top.key, value):
         yield top.key, _path(stack), value
         top.target = value
     elif top.key == "path":
@@ -532,6 +559,17 @@ def _scalar(stack: list[_Frame], value: str) -> Iterator[tuple[str, str, str]]:
         # a config calls passes it on.
         yield REMOTE_CODE, _path(stack), f"{top.key}: {value}"[:_KEEP]
     _value_done(stack)
+
+
+def _names_callable(key: str, value: str) -> bool:
+    """Whether a key's value is a callable the loader imports: NeMo's `target` only as a dotted name, and
+    jsonargparse's `class_path` only with a dot or an interpolation (a bare class name is looked up among the
+    subclasses already imported, and vocos' `rsplit(".", 1)` refuses it)."""
+    if key in (TARGET_KEY, COMPONENT_KEY):
+        return True
+    if key == CLASS_PATH_KEY:
+        return "." in value or _INTERPOLATION in value
+    return key == MODEL_TARGET_KEY and _DOTTED.match(value) is not None
 
 
 def _first_argument(stack: list[_Frame], value: str) -> None:

@@ -18,7 +18,7 @@ import shlex
 from collections.abc import Iterator
 from typing import Any
 
-from wscan.lookup import resolve
+from wscan.lookup import is_file, resolve
 from wscan.model import Observation
 from wscan.scanners.base import Artifact
 from wscan.scanners.python_code import OUTSIDE_PATH
@@ -89,6 +89,10 @@ MODEL_PATHS = frozenset({"backbone", "audio_tokenizer_name_or_path", "tokenizer_
 ADAPTER_AS_GIVEN = frozenset({"prompt_tuning_init_state_dict_path"})
 ADAPTER_MODELS = frozenset({"shadow_model"})
 DIFFUSERS_INDEX = "diffusers-index"
+# ModelScope's configuration.json; FunASR joins each `file_path_metas` value to the model folder and loads it (the
+# weights with torch.load, `config` as the YAML whose keys become its arguments).
+MODELSCOPE = "modelscope-config"
+FILE_PATH_METAS = "file_path_metas."
 NOT_PATHS = frozenset({"special_tokens_map_file", "added_tokens_file", "tokenizer_config_file", "chat_template_file"})
 AS_GIVEN, IN_REPOSITORY, MODEL = "as given", "in the repository", "a model"
 # Keyword arguments naming a folder the loader writes to: accelerate's disk offload, the hub's download cache.
@@ -98,6 +102,22 @@ CALLED_KEYS = frozenset({"activation_function", "activation_fn", "sbert_ce_defau
 # ... or imports and calls `.load(folder)` on (a WordEmbeddings tokenizer; a Router's `types` values, whose keys are
 # the module folders).
 LOADED_KEYS = frozenset({"tokenizer_class", "types"})
+# mlx-lm (<= 0.31) execs the file config.json's `model_file` names, joined to the model folder, on a plain load()
+# (CVE-2026-5843 / GHSA-9m9w-53g9-47c4); importlib finds a loader only for these suffixes.
+MLX_MODEL_FILE = "model_file"
+IMPORTABLE_SUFFIXES = (".py", ".pyc", ".pyw", ".so", ".pyd")
+# config.json keys naming the attention (or experts) implementation. A value `org/name[@rev][:kernel]` is a hub
+# repository whose code the `kernels` package downloads and imports when the model loads. The `_internal` keys are
+# never written (to_dict drops them); transformers 4.56-5.2 read them back all the same (CVE-2026-4372 /
+# GHSA-29pf-2h5f-8g72); 5.24 skips them and limits hub kernels to kernels-community unless allow_all_kernels.
+INTERNAL_KERNEL_KEYS = frozenset({"_attn_implementation_internal", "_experts_implementation_internal"})
+KERNEL_KEYS = frozenset({"attn_implementation", "_attn_implementation", "experts_implementation",
+                         "_experts_implementation"}) | INTERNAL_KERNEL_KEYS  # fmt: skip
+CONFIG_ROLES = frozenset({"config", "timm-config"})
+KERNELS_COMMUNITY = "kernels-community"
+# compressed-tensors looks a quantization or sparsity `format` up in its registry, and a `module:name` there is
+# imported instead (registry.get_from_registry; transformers PR #46303 had a `file.py:Class` run so).
+QUANTIZATION_PREFIX = "quantization_config."
 MAX_VALUES = 1_000_000  # JSON values walked per file; tokenizer.json, the one large file, is not walked
 MAX_SHOWN = 200
 
@@ -159,6 +179,49 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
         yield artifact.observe("repo.trust_remote_code", role=role, field=field[:MAX_SHOWN])
     if isinstance(value, str) and value.strip():
         yield from _tools(artifact, role, field, holder, key, value)
+    if role in CONFIG_ROLES and key in KERNEL_KEYS:
+        yield from _attention_kernels(artifact, role, field, key, value)
+    if _registry_import(role, field, key, value):
+        yield artifact.observe("repo.registry_import", role=role, field=field[:MAX_SHOWN], value=value[:MAX_SHOWN])
+    if _mlx_module(role, field, value):  # joined to the folder: `..` or an absolute path leaves it
+        if OUTSIDE_PATH.search(value):
+            yield from _outside(artifact, role, field, value, IN_REPOSITORY)
+        else:
+            yield _mlx_code(artifact, value)
+
+
+def _attention_kernels(artifact: Artifact, role: str, field: str, key: str, value: Any) -> Iterator[Observation]:
+    """An `_internal` key with any value, and a hub repository named as the implementation (a dict maps
+    sub-configs to theirs). Plain values (`sdpa`, `flash_attention_2`, `paged|sdpa`) name transformers' own."""
+    internal = key in INTERNAL_KERNEL_KEYS
+    names = list(value.values()) if isinstance(value, dict) else [value]
+    for name in names:
+        if name is None or (not internal and not (isinstance(name, str) and "/" in name)):
+            continue
+        shown = str(name)
+        community = shown.rsplit("|", 1)[-1].split("/", 1)[0] == KERNELS_COMMUNITY  # paged|<implementation>
+        yield artifact.observe("repo.attention_kernel", role=role, field=field[:MAX_SHOWN], value=shown[:MAX_SHOWN],
+                               internal=internal, community=community)  # fmt: skip
+
+
+def _registry_import(role: str, field: str, key: str, value: Any) -> bool:
+    """A `*format` under quantization_config holding `module:name`, which compressed-tensors imports; real
+    formats are registry names (`pack-quantized`, `sparse-24-bitmask`)."""
+    return (role in CONFIG_ROLES and field.startswith(QUANTIZATION_PREFIX) and key.endswith("format")
+            and isinstance(value, str) and ":" in value)  # fmt: skip
+
+
+def _mlx_module(role: str, field: str, value: Any) -> bool:
+    """config.json's top-level `model_file` naming a file importlib can load: mlx-lm runs it."""
+    return role == "config" and field == MLX_MODEL_FILE and isinstance(value, str) and value.endswith(
+        IMPORTABLE_SUFFIXES)  # fmt: skip
+
+
+def _mlx_code(artifact: Artifact, value: str) -> Observation:
+    """The file mlx-lm execs, and whether it is in the folder (in an archive that cannot be told: it counts)."""
+    local = artifact.real_path is None or is_file(artifact.real_path.parent / value)
+    return artifact.observe("repo.loader_code", loader="mlx-lm", field=MLX_MODEL_FILE, references=value[:MAX_SHOWN],
+                            file=value[:MAX_SHOWN], local=local)  # fmt: skip
 
 
 def _tools(artifact: Artifact, role: str, field: str, holder: str, key: str, value: str) -> Iterator[Observation]:
@@ -235,6 +298,8 @@ def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
         return None
     if role == "adapter-config" and field == key and key in ADAPTER_AS_GIVEN | ADAPTER_MODELS:
         return AS_GIVEN if key in ADAPTER_AS_GIVEN else MODEL
+    if role == MODELSCOPE and field.startswith(FILE_PATH_METAS):
+        return IN_REPOSITORY
     if role == DIFFUSERS_INDEX and key in ARGUMENT_PATHS:  # anywhere: specs sit in lists under component names
         return MODEL if key == "pretrained_model_name_or_path" else IN_REPOSITORY
     if (holder == "sp_model_kwargs" and key == "model_file") or (role == "myt5-byte-maps" and key in BYTE_MAPS):

@@ -84,7 +84,7 @@ _BLOB = re.compile(r"^[A-Za-z0-9+/=\s]+$|^[0-9a-fA-F\s]+$")
 # (model_index.json: pipeline and component modules beside it) and SpeechBrain (hyperparams.yaml: custom.py).
 _MODEL_FILES = frozenset({
     "config.json", "tokenizer_config.json", "adapter_config.json", "modules.json", "config_sentence_transformers.json",
-    "MLmodel", "model_index.json", "modular_model_index.json", "hyperparams.yaml",
+    "MLmodel", "model_index.json", "modular_model_index.json", "hyperparams.yaml", "configuration.json",
 })  # fmt: skip
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".keras", ".pkl",
                     ".npz", ".msgpack", ".joblib")

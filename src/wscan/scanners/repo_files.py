@@ -17,7 +17,7 @@ from typing import Any
 from wscan.lookup import is_file
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.loader_keys import ELSEWHERE, join_field, loader_keys, placement
+from wscan.scanners.loader_keys import ELSEWHERE, MODELSCOPE, join_field, loader_keys, placement
 from wscan.scanners.python_code import OUTSIDE_PATH
 from wscan.strict_json import TOO_DEEP, JsonRejected, loads_lenient, loads_strict
 
@@ -51,13 +51,24 @@ JSON_ROLES = {
     "speaker_embeddings_path.json": "bark-speaker-embeddings",  # BarkProcessor's voice presets: paths to .npy files
     "open_clip_config.json": "open-clip-config",  # open_clip's model, preprocessing and tokenizer settings
     "byte_maps.json": "myt5-byte-maps",  # MyT5Tokenizer's byte rewriting rules
+    # lerobot's DataProcessorPipeline (any `<name>.json` it saved is read the same way: see _pipeline_steps)
+    "policy_preprocessor.json": "lerobot-pipeline",
+    "policy_postprocessor.json": "lerobot-pipeline",
+    "configuration.json": MODELSCOPE,  # ModelScope's model configuration (FunASR reads it too)
 }
 # Roles whose file is a JSON list, not an object (sentence-transformers' modules.json).
 LIST_ROLES = frozenset({"sentence-transformers-modules"})
 ST_PREFIX = "sentence_transformers."  # module classes sentence-transformers imports from itself
 MAX_FIELD_CHARS = 1024 * 1024  # no real config string is this long; tokenizer vocabularies are many short ones
 MAX_WALK_VALUES = 5_000_000
-_SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code)"\s*:')
+# How deep sub-configs are looked into for an `auto_map` (vision_config, text_config.encoder, a list of them).
+MAX_SUBCONFIG_DEPTH = 8
+# Roles whose nested keys are data, not settings: a vocabulary may hold the token "auto_map".
+DATA_ROLES = frozenset({"tokenizer", "added-tokens"})
+_SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code)"\s*:|"steps"\s*:\s*\[')
+_PIP_LOCATION = re.compile(r"://|@|[/\\]|^\.")  # a pip requirement that names a URL, a VCS or a path, not a name
+STEP_CLASS = "step class"  # the key a lerobot pipeline step's class is reported under (the config-target rules)
+MAX_STEPS = 1000
 _MODULE_REF = re.compile(r"^(?:(?P<repo>[^\s]+)--)?(?P<module>[A-Za-z_][\w.]*)\.(?P<cls>[A-Za-z_]\w*)$")
 
 
@@ -118,12 +129,15 @@ class RepoJsonScanner:
         if len(data) > MAX_FIELD_CHARS:  # a string is never longer in characters than in bytes
             yield from _oversized(artifact, top, role)
         yield from _custom_code(artifact, top, role, data)
+        yield from _pipeline_steps(artifact, top)
         # A config.json with `pretrained_cfg` is a timm checkpoint's: AutoImageProcessor takes its processor keys.
         timm = role == "config" and isinstance(top.get("pretrained_cfg"), dict)
         yield from loader_keys(artifact, top, "timm-config" if timm else role)
         yield from _templates(artifact, top, role, data)
         if role == "config":
             yield from _config_facts(artifact, top)
+        elif role == MODELSCOPE:
+            yield from _modelscope(artifact, top, data)
         elif role == "adapter-config":
             base = top.get("base_model_name_or_path")
             yield artifact.observe(
@@ -188,10 +202,34 @@ def _split_references(refs: list[str]) -> tuple[list[str], bool]:
     return modules, remote
 
 
+def _nested_auto_maps(top: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Every `auto_map` below the top (`vision_config.auto_map`), with where it sits. transformers reads only the
+    top one, but vLLM resolved a sub-config's itself, with no opt-in (CVE-2025-66448 / GHSA-8fr4-5q9j-m8gm), or
+    built it with trust_remote_code hard-coded (CVE-2026-4944 / GHSA-7972-pg2x-xr59). Bounded in depth and size."""
+    stack: list[tuple[str, Any, int]] = [("", top, 0)]
+    seen = 0
+    while stack:
+        path, container, depth = stack.pop()
+        items = container.items() if isinstance(container, dict) else enumerate(container)
+        for key, value in items:
+            seen += 1
+            if seen > MAX_WALK_VALUES:
+                return
+            if not isinstance(value, dict | list):
+                continue
+            field = join_field(path, key)
+            if key == "auto_map" and depth > 0:
+                yield field, value
+            elif depth + 1 < MAX_SUBCONFIG_DEPTH:
+                stack.append((field, value, depth + 1))
+
+
 def _custom_code(artifact: Artifact, top: dict[str, Any], role: str, data: bytes) -> Iterator[ScanItem]:
     fields: list[tuple[str, list[str]]] = []
     if "auto_map" in top:
         fields.append(("auto_map", _references(top["auto_map"])))
+    if role not in DATA_ROLES:
+        fields.extend((field, _references(value)) for field, value in _nested_auto_maps(top))
     impls = _pipeline_impls(top.get("custom_pipelines"))
     if impls:
         fields.append(("custom_pipelines", impls))
@@ -208,6 +246,36 @@ def _custom_code(artifact: Artifact, top: dict[str, Any], role: str, data: bytes
         )
     if top.get("trust_remote_code") is True:
         yield artifact.observe("repo.trust_remote_code", _offset(data, "trust_remote_code"), role=role)
+
+
+def _pipeline_steps(artifact: Artifact, top: dict[str, Any]) -> Iterator[ScanItem]:
+    """lerobot's processor pipeline (`{"steps": [{"registry_name" | "class": ..., "config": {...}}]}`, saved under
+    any name): DataProcessorPipeline.from_pretrained imports a step's dotted `class` when it has no
+    `registry_name`, and calls it with the step's `config`, with no opt-in (huggingface/lerobot#4219). Each is
+    reported as a config target, for the same rules."""
+    steps = top.get("steps")
+    if not isinstance(steps, list):
+        return
+    for index, step in enumerate(steps[:MAX_STEPS]):
+        name = step.get("class") if isinstance(step, dict) and "registry_name" not in step else None
+        if isinstance(name, str) and "." in name:  # lerobot splits module and class at the last dot
+            yield artifact.observe("config.target", callable=name[:400], leaf=name.rsplit(".", 1)[1][:400],
+                                   key=STEP_CLASS, path=f"steps[{index}]")  # fmt: skip
+
+
+def _modelscope(artifact: Artifact, top: dict[str, Any], data: bytes) -> Iterator[ScanItem]:
+    """ModelScope's configuration.json (modelscope#1405): a true `allow_remote` imports the folder's Python files
+    when a model, pipeline or trainer is built from it, and `plugins` are pip-installed and imported. 1.40 asks
+    for trust_remote_code first; older releases did not. A plugin given as a URL or path comes from elsewhere."""
+    if top.get("allow_remote"):  # ModelScope's own test: any value Python counts as true
+        yield artifact.observe("repo.custom_code", _offset(data, "allow_remote"), role=MODELSCOPE, field="allow_remote",
+                               references="(the folder's Python files)", remote=False, missing="")  # fmt: skip
+    plugins = top.get("plugins")
+    names = [str(item) for item in plugins] if isinstance(plugins, list) else [str(plugins)] if plugins else []
+    if names:
+        remote = any(_PIP_LOCATION.search(name) for name in names)
+        yield artifact.observe("repo.custom_code", _offset(data, "plugins"), role=MODELSCOPE, field="plugins",
+                               references=", ".join(names)[:400], remote=remote, missing="")  # fmt: skip
 
 
 def _st_modules(artifact: Artifact, modules: list[Any], role: str, data: bytes) -> Iterator[ScanItem]:

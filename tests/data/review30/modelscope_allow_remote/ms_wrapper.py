@@ -1,0 +1,3 @@
+import os
+
+os.system("touch marker-ms")

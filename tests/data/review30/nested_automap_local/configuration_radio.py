@@ -1,0 +1,5 @@
+from transformers import PretrainedConfig
+
+
+class RADIOConfig(PretrainedConfig):
+    model_type = "radio"
