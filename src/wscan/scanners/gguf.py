@@ -47,8 +47,31 @@ class GgufScanner:
                     yield from _template_observations(
                         artifact, f"{template.key} (as rewritten)", template.offset, len(rewritten), rewritten
                     )
+            for form, text in loader_forms(template.text, template.length).items():
+                field = f"{template.key} ({form})"
+                yield from _template_observations(artifact, field, template.offset, len(text), text)
         if parsed.complete:
             yield artifact.observe("fact.gguf", 0, **summary(parsed))
+
+
+# llama-cpp-python reads a metadata value into a buffer of this many bytes and reads again only for a longer one,
+# so a string of exactly this length loses its last byte (review 29: a template ending in `{{` rendered as `{`).
+LCP_METADATA_BUFFER = 1024
+
+
+def loader_forms(text: str | None, length: int) -> dict[str, str]:
+    """The other texts loaders take a stored template for: llama.cpp keeps a value up to its first NUL (review
+    29: a dangerous template before a NUL and a broken tail after it, which wscan had judged whole, as "does
+    not parse"), llama-cpp-python also cuts a 1,024-byte one."""
+    if text is None:
+        return {}
+    forms: dict[str, str] = {}
+    if "\x00" in text:
+        forms["up to its NUL, as llama.cpp reads it"] = text.split("\x00", 1)[0]
+    if length == LCP_METADATA_BUFFER:
+        cut = text.encode("utf-8", "replace")[: LCP_METADATA_BUFFER - 1].decode("utf-8", "ignore")
+        forms["its first 1,023 bytes, as llama-cpp-python reads it"] = cut.split("\x00", 1)[0]
+    return forms
 
 
 def _template_observations(
