@@ -133,21 +133,35 @@ def loader_keys(artifact: Artifact, top: Any, role: str) -> Iterator[Observation
         info = top.get("class_info_file")  # OneFormer joins it to "" then: opened from the working folder
         if isinstance(info, str) and info and not OUTSIDE_PATH.search(info):
             yield from _outside(artifact, role, "class_info_file", info, AS_GIVEN)
-    stack: list[tuple[str, str, Any]] = [("", "", top)]  # (where, the key holding it, a dict or list)
+    for item in json_items(top, MAX_VALUES):
+        if item is None:
+            yield artifact.observe("scan.limit", limit="max-json-values", detail=f"more than {MAX_VALUES} values")
+            return
+        path, holder, key, value, _ = item
+        if isinstance(key, str):
+            yield from _judge(artifact, role, join_field(path, key), holder, key, value)
+
+
+JsonItem = tuple[str, str, object, Any, int]  # container's path, the key holding it, key or index, value, its depth
+
+
+def json_items(top: Any, limit: int, max_depth: int = 2**31) -> Iterator[JsonItem | None]:
+    """Every value below a parsed JSON document, depth first, with where its container sits (`a.b[3]`), the
+    nearest key above it and the container's depth (0: the top); containers at `max_depth` are not entered.
+    Past `limit` values, one None and the end: the caller says whether that is a finding."""
+    stack: list[tuple[str, str, Any, int]] = [("", "", top, 0)]
     seen = 0
     while stack:
-        path, holder, container = stack.pop()
+        path, holder, container, depth = stack.pop()
         items = container.items() if isinstance(container, dict) else enumerate(container)
         for key, value in items:
             seen += 1
-            if seen > MAX_VALUES:
-                yield artifact.observe("scan.limit", limit="max-json-values", detail=f"more than {MAX_VALUES} values")
+            if seen > limit:
+                yield None
                 return
-            field = join_field(path, key)
-            if isinstance(key, str):
-                yield from _judge(artifact, role, field, holder, key, value)
-            if isinstance(value, dict | list):
-                stack.append((field, key if isinstance(key, str) else holder, value))
+            yield path, holder, key, value, depth
+            if isinstance(value, dict | list) and depth + 1 < max_depth:
+                stack.append((join_field(path, key), key if isinstance(key, str) else holder, value, depth + 1))
 
 
 def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, value: Any) -> Iterator[Observation]:

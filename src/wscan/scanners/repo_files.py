@@ -17,7 +17,7 @@ from typing import Any
 from wscan.lookup import is_file
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.loader_keys import ELSEWHERE, MODELSCOPE, join_field, loader_keys, placement
+from wscan.scanners.loader_keys import ELSEWHERE, MODELSCOPE, join_field, json_items, loader_keys, placement
 from wscan.scanners.python_code import OUTSIDE_PATH
 from wscan.strict_json import TOO_DEEP, JsonRejected, loads_lenient, loads_strict
 
@@ -150,21 +150,11 @@ class RepoJsonScanner:
 
 def _oversized(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[ScanItem]:
     """Strings longer than any real configuration needs: payload stores, or loader memory attacks."""
-    stack: list[tuple[str, Any]] = [("", top)]  # containers only: a path is built for a container or a hit
-    seen = 0
-    while stack and seen < MAX_WALK_VALUES:
-        path, container = stack.pop()
-        items = container.items() if isinstance(container, dict) else enumerate(container)
-        for key, value in items:
-            seen += 1
-            if seen > MAX_WALK_VALUES:
-                return
-            if isinstance(value, str):
-                if len(value) > MAX_FIELD_CHARS:
-                    yield artifact.observe("repo.oversized_field", role=role, field=join_field(path, key)[:200],
-                                           length=len(value))  # fmt: skip
-            elif isinstance(value, dict | list):
-                stack.append((join_field(path, key), value))
+    for item in json_items(top, MAX_WALK_VALUES):
+        if item is not None and isinstance(item[3], str) and len(item[3]) > MAX_FIELD_CHARS:
+            path, _, key, value, _ = item
+            yield artifact.observe("repo.oversized_field", role=role, field=join_field(path, key)[:200],
+                                   length=len(value))  # fmt: skip
 
 
 def _references(auto_map: Any) -> list[str]:
@@ -206,22 +196,9 @@ def _nested_auto_maps(top: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """Every `auto_map` below the top (`vision_config.auto_map`), with where it sits. transformers reads only the
     top one, but vLLM resolved a sub-config's itself, with no opt-in (CVE-2025-66448 / GHSA-8fr4-5q9j-m8gm), or
     built it with trust_remote_code hard-coded (CVE-2026-4944 / GHSA-7972-pg2x-xr59). Bounded in depth and size."""
-    stack: list[tuple[str, Any, int]] = [("", top, 0)]
-    seen = 0
-    while stack:
-        path, container, depth = stack.pop()
-        items = container.items() if isinstance(container, dict) else enumerate(container)
-        for key, value in items:
-            seen += 1
-            if seen > MAX_WALK_VALUES:
-                return
-            if not isinstance(value, dict | list):
-                continue
-            field = join_field(path, key)
-            if key == "auto_map" and depth > 0:
-                yield field, value
-            elif depth + 1 < MAX_SUBCONFIG_DEPTH:
-                stack.append((field, value, depth + 1))
+    for item in json_items(top, MAX_WALK_VALUES, MAX_SUBCONFIG_DEPTH):
+        if item is not None and item[2] == "auto_map" and item[4] > 0 and isinstance(item[3], dict | list):
+            yield join_field(item[0], item[2]), item[3]
 
 
 def _custom_code(artifact: Artifact, top: dict[str, Any], role: str, data: bytes) -> Iterator[ScanItem]:
