@@ -34,7 +34,7 @@ from wscan.model import Location, Observation, Severity
 from wscan.report import Report
 from wscan.rules import builtin_rules_dir
 from wscan.rules.loader import load_pack
-from wscan.scanners import gguf_header
+from wscan.scanners import gguf_header, gguf_vocab
 from wscan.scanners.base import Artifact, Head, ScanContext
 from wscan.scanners.gguf import MAGIC, GgufScanner
 from wscan.scanners.gguf_header import ParsedGguf, parse_gguf
@@ -520,13 +520,23 @@ def test_absurd_dim_count_is_stepped_over_only_if_it_fits() -> None:
         ([2, 2**64 - 1], "negative"),
         ([2**32, 2**32], "overflows"),
         ([2**62, 2], "overflows"),
-        ([4, 0], "is 0"),
     ],
 )
 def test_bad_shape(tmp_path: Path, dims: list[int], reason: str) -> None:
     report = scan_bytes(tmp_path, build(infos=[info("a", dims)]))
     assert rule_ids(report) == {"WS-GGUF-020"}
     assert reason in str(report.findings[0].evidence["reason"])
+
+
+@pytest.mark.parametrize("dims", [[4, 0], [2, 0, 4], [2, 3, 0, 5]])
+def test_zero_size_tensors_are_medium_not_a_bad_shape(tmp_path: Path, dims: list[int]) -> None:
+    # review 29: the gguf package writes them and current llama.cpp loads them; older ggml divided by the 0
+    report = scan_bytes(tmp_path, build(infos=[info("a", dims)]))
+    assert {(f.rule_id, f.severity) for f in report.findings} == {("WS-GGUF-035", Severity.MEDIUM)}
+
+
+def test_an_empty_first_dimension_is_no_finding(tmp_path: Path) -> None:
+    assert scan_bytes(tmp_path, build(infos=[info("a", [0, 2, 4])])).findings == []
 
 
 def test_byte_size_overflow_is_a_bad_shape() -> None:
@@ -617,6 +627,10 @@ def test_data_in_a_file_without_tensors_is_trailing(tmp_path: Path) -> None:
     assert rule_ids(scan_bytes(tmp_path, build(data=b"surprise"))) == {"WS-GGUF-027"}
 
 
+def _tokens(*tokens: str) -> bytes:
+    return kv("tokenizer.ggml.tokens", T.ARRAY, array(T.STRING, [gstr(t) for t in tokens]))
+
+
 def _nested(depth: int) -> bytes:
     """An array of uint8 inside depth - 1 arrays of arrays."""
     payload = array(T.UINT8, [b"\1"])
@@ -659,6 +673,19 @@ HOSTILE: dict[str, tuple[bytes, Limits]] = {
     "gguf.overlap": (build(infos=[info("a", [8]), info("b", [2])], data=bytes(32)), Limits()),
     "gguf.gap": (build(infos=[info("a", [1]), info("b", [1], offset=64)], data=bytes(68)), Limits()),
     "gguf.trailing_data": (build(data=b"surprise"), Limits()),
+    "gguf.zero_size_tensor": (build(infos=[info("a", [4, 0])]), Limits()),
+    "gguf.duplicate_token": (build([ARCH, kv_str("tokenizer.ggml.model", "gpt2"), _tokens("a", "b", "a")]), Limits()),
+    "gguf.vocab_array": (
+        build([ARCH, kv_str("tokenizer.ggml.model", "gpt2"), _tokens("a", "b"),
+               kv("tokenizer.ggml.token_type", T.ARRAY, array(T.INT32, [u32(1)]))]),
+        Limits(),
+    ),
+    "gguf.vocab_allocation": (
+        build([ARCH, kv_str("tokenizer.ggml.model", "none"), kv_u32("llama.vocab_size", 50_000_000)]), Limits()
+    ),
+    "gguf.hparam_abort": (build([ARCH, kv_u32("llama.block_count", 0)]), Limits()),
+    "gguf.tokenizer_hang": (build([ARCH, kv_str("tokenizer.ggml.model", "rwkv"), _tokens("a", "\\n\\n")]), Limits()),
+    "gguf.tokenizer_cost": (build([ARCH, kv_str("tokenizer.ggml.model", "plamo2"), _tokens("a" * 2500)]), Limits()),
     "gguf.template_not_string": (
         build([kv("tokenizer.chat_template", T.ARRAY, array(T.STRING, [gstr(HOSTILE_TEMPLATE)]))]), Limits()
     ),
@@ -671,7 +698,7 @@ def _gguf_rules() -> dict[str, dict[str, Any]]:
 
 
 def test_every_kind_has_a_rule_and_a_fixture() -> None:
-    source = Path(gguf_header.__file__).read_text(encoding="utf-8")
+    source = Path(gguf_header.__file__).read_text(encoding="utf-8") + Path(gguf_vocab.__file__).read_text("utf-8")
     emitted = {f"gguf.{kind}" for kind in re.findall(r'problem\("([a-z_]+)"', source)} | {"gguf.oversized_string"}
     assert emitted == set(_gguf_rules()) == set(HOSTILE)
 

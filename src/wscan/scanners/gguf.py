@@ -30,12 +30,13 @@ class GgufScanner:
         # slows down a scan that meets no GGUF file.
         from wscan.chat_template import MAX_TEMPLATE_CHARS
         from wscan.scanners.gguf_header import Caps, parse_gguf, summary
+        from wscan.scanners.gguf_vocab import vocabulary_problems
 
         # Up to four UTF-8 bytes a character: anything longer is over the checker's limit however it decodes.
         caps = Caps(ctx.limits.max_header_bytes, ctx.limits.max_members, 4 * MAX_TEMPLATE_CHARS, ctx.budget.check_time)
         with artifact.opener() as raw:
             parsed = parse_gguf(raw, artifact.size, caps)
-        yield from problem_items(artifact, parsed.problems)
+        yield from problem_items(artifact, parsed.problems + vocabulary_problems(parsed))
         architecture = str(parsed.values.get("general.architecture", ""))
         for template in parsed.templates:
             yield from _template_observations(artifact, template.key, template.offset, template.length, template.text)

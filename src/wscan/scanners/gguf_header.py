@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         GGML_QUANT_SIZES,
         GGUF_DEFAULT_ALIGNMENT,
         GGUF_MAGIC,
+        MODEL_ARCH_NAMES,
         GGMLQuantizationType,
         GGUFValueType,
         LlamaFileType,
@@ -62,8 +63,10 @@ else:
     GGMLQuantizationType = _constants.GGMLQuantizationType
     GGUFValueType = _constants.GGUFValueType
     LlamaFileType = _constants.LlamaFileType
+    MODEL_ARCH_NAMES = _constants.MODEL_ARCH_NAMES
 
 MAGIC = struct.pack("<I", GGUF_MAGIC)
+ARCHITECTURES = frozenset(MODEL_ARCH_NAMES.values())  # general.architecture values llama.cpp knows
 KNOWN_VERSIONS = (1, 2, 3)
 GGML_MAX_DIMS = 4  # ggml.h: loaders refuse more
 GGML_MAX_NAME = 64  # ggml.h: tensor names are NUL-terminated in 64 bytes, so 63 bytes at most
@@ -75,6 +78,15 @@ BIG_GENERAL_STRING = 64 * 1024  # general.* strings are shown to people: names, 
 UNUSUAL_ALIGNMENT = 64 * 1024  # writers align to 32; larger alignments make room between tensors
 FACT_KEYS = frozenset({"general.architecture", "general.name", "general.file_type", "general.alignment"})
 TEMPLATE_KEY = "tokenizer.chat_template"
+TOKENS_KEY = "tokenizer.ggml.tokens"
+# What llama.cpp does with the vocabulary and hyperparameters (judged in `gguf_vocab`): the tokenizer model, the
+# per-token arrays, and the per-architecture numbers its loader asserts on, kept with where they are.
+KEPT_STRINGS = frozenset({"tokenizer.ggml.model"})
+KEPT_ARRAYS = frozenset({TOKENS_KEY, "tokenizer.ggml.scores", "tokenizer.ggml.token_type"})
+KEPT_SUFFIXES = frozenset({
+    "vocab_size", "block_count", "nextn_predict_layers", "expert_count", "expert_used_count", "expert_group_count",
+    "expert_group_used_count",
+})  # fmt: skip
 _KEEP_KEY = 64 * 1024  # key bytes kept to tell keys apart; longer keys are reported as oversized
 _KEEP_FACT = 256  # bytes of a fact string kept for the summary
 _CHUNK = 64 * 1024  # bytes read from the file at a time
@@ -115,6 +127,17 @@ class Template:
     text: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """A kept metadata value: an int or a string, or for an array its element type and count."""
+
+    at: int  # offset of the key/value pair
+    value: int | str | None  # None for arrays and for values of another type
+    vtype: GGUFValueType
+    item: GGUFValueType | None = None  # arrays only
+    count: int = 0  # arrays only
+
+
 @dataclass(slots=True)
 class ParsedGguf:
     """What the header says; `complete` once every tensor info was read."""
@@ -124,6 +147,9 @@ class ParsedGguf:
     values: dict[str, AttrValue] = field(default_factory=dict)  # the FACT_KEYS present, for the summary
     templates: list[Template] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    settings: dict[str, Setting] = field(default_factory=dict)  # KEPT_STRINGS, KEPT_SUFFIXES, KEPT_ARRAYS
+    tokens: list[bytes] = field(default_factory=list)  # tokenizer.ggml.tokens, each cut at BIG_STRING bytes
+    long_tokens: dict[int, int] = field(default_factory=dict)  # index -> full length of the tokens cut
     complete: bool = False
     data_start: int = 0
 
@@ -323,6 +349,43 @@ class _Stream:
                 self.string(0, "array item", key)  # raises the precise problem
             start += width + length
 
+    def read_strings(self, count: int, key: str, big: int) -> tuple[list[bytes], list[tuple[int, int, int]]]:
+        """Read an array of strings, keeping the first `big` bytes of each (the vocabulary, for `gguf_vocab`).
+
+        Returns the strings and, as `skip_strings` does, (index, offset, length) of those longer than `big`. The
+        inner loop takes strings that lie wholly in the buffer and before the header's end; the one that does
+        not is read by `string`, which refills the buffer or names the problem.
+        """
+        kept: list[bytes] = []
+        found: list[tuple[int, int, int]] = []
+        width, unpack = self.width, self._uint.unpack_from
+        end_of_header = min(self.size, self._caps.max_header_bytes)
+        index = 0
+        while index < count:
+            self.read(width, "array item length")  # refills the buffer when needed, checks the bounds
+            self.pos -= width
+            buf, buf_at = self._buf, self._buf_at
+            start, limit = self.pos - buf_at, min(len(buf), end_of_header - buf_at)
+            stop = min(count, index + _TICK_EVERY)
+            while index < stop and start + width <= limit:
+                (length,) = unpack(buf, start)
+                end = start + width + length
+                if end > limit or length > big:
+                    break
+                kept.append(buf[start + width : end])
+                start = end
+                index += 1
+            self.pos = buf_at + start
+            if index < stop:  # this string crosses the buffer, the header's end, or is long
+                item = self.string(big, "array item", key)
+                if item.length > big:
+                    found.append((index, item.at, item.length))
+                kept.append(item.data)
+                index += 1
+            if self._caps.check_time is not None:
+                self._caps.check_time()
+        return kept, found
+
     def tick(self) -> None:
         """Called once per array element: long arrays must still end within the file's time budget."""
         self._ticks += 1
@@ -436,14 +499,21 @@ class _Parser:
         if vtype != GGUFValueType.STRING and (c_key == TEMPLATE_KEY or c_key.startswith(TEMPLATE_KEY + ".")):
             # transformers takes a one-string array as the string itself: a template wscan would not read.
             self.problem("template_not_string", at, key=name, type=vtype.name)
+        kept = c_key in KEPT_STRINGS or c_key in KEPT_ARRAYS or c_key.rpartition(".")[2] in KEPT_SUFFIXES
+        setting: Setting | None = None
         if vtype == GGUFValueType.STRING:
-            self._string_value(c_key, name)
+            text = self._string_value(c_key, name)
+            setting = Setting(at, text, vtype)
         elif vtype == GGUFValueType.ARRAY:
-            self._array(name, 1)
+            item, count = self._array(name, 1, tokens=c_key == TOKENS_KEY)
+            setting = Setting(at, None, vtype, item, count)
         else:
             value = self.s.scalar(vtype)
             if c_key in FACT_KEYS:
                 self.result.values[c_key] = value if isinstance(value, int) else str(value)
+            setting = Setting(at, value if isinstance(value, int) and vtype != GGUFValueType.BOOL else None, vtype)
+        if kept:
+            self.result.settings.setdefault(c_key, setting)  # llama.cpp refuses a repeated key; keep the first
 
     def _value_type(self, type_id: int, key: str, at: int) -> GGUFValueType:
         vtype = _VALUE_TYPES.get(type_id)
@@ -451,9 +521,11 @@ class _Parser:
             raise _Stop(_problem("value_type_invalid", at, key=key, type=type_id))
         return vtype
 
-    def _string_value(self, c_key: str, name: str) -> None:
+    def _string_value(self, c_key: str, name: str) -> str | None:
+        """A string value; returns the part kept of it (up to its NUL, as llama.cpp reads values), if any."""
         template = c_key == TEMPLATE_KEY or c_key.startswith(TEMPLATE_KEY + ".")
-        keep = self.caps.max_template_bytes if template else _KEEP_FACT if c_key in FACT_KEYS else 0
+        kept = c_key in FACT_KEYS or c_key in KEPT_STRINGS
+        keep = self.caps.max_template_bytes if template else _KEEP_FACT if kept else 0
         value = self.s.string(keep, "value", key=name)
         self._oversized(value, name, "value")
         if template:
@@ -461,6 +533,7 @@ class _Parser:
             self.result.templates.append(Template(name, value.text_at, value.length, text))
         elif c_key in FACT_KEYS:
             self.result.values[c_key] = _text(value.data)
+        return _text(value.data.partition(b"\0")[0]) if kept else None
 
     def _oversized(self, value: _Str, key: str, what: str, index: int | None = None) -> None:
         """Metadata strings far longer than any writer produces: hidden payloads, or a trap for viewers."""
@@ -471,8 +544,9 @@ class _Parser:
                 attrs["index"] = index
             self.result.problems.append(Problem("gguf.oversized_string", value.at, attrs))
 
-    def _array(self, key: str, depth: int) -> None:
-        """An array at nesting `depth` (1 for a KV's own value): its count is checked before any element."""
+    def _array(self, key: str, depth: int, tokens: bool = False) -> tuple[GGUFValueType, int]:
+        """An array at nesting `depth` (1 for a KV's own value): its count is checked before any element.
+        The strings of the vocabulary (`tokens`) are kept; every other array is stepped over."""
         at = self.s.pos
         item = self._value_type(self.s.u32("array type"), key, at)
         count = self.s.uint("array length")
@@ -486,7 +560,12 @@ class _Parser:
             self._check_nesting(key, at, depth, count)
         if item == GGUFValueType.STRING:
             big = BIG_GENERAL_STRING if key.startswith("general.") else BIG_STRING
-            for index, offset, length in self.s.skip_strings(count, key, big):
+            if tokens:
+                self.result.tokens, long = self.s.read_strings(count, key, big)
+                self.result.long_tokens = {index: length for index, _, length in long}
+            else:
+                long = self.s.skip_strings(count, key, big)
+            for index, offset, length in long:
                 self._oversized(_Str(offset, length, b"", self.s.width), key, "value", index)
         elif item == GGUFValueType.ARRAY:
             for _ in range(count):
@@ -494,6 +573,7 @@ class _Parser:
                 self.s.tick()
         else:
             self.s.skip(minimum, "array")
+        return item, count
 
     def _check_nesting(self, key: str, at: int, depth: int, count: int) -> None:
         """Arrays of arrays: llama.cpp refuses them, writers nest a level or two; bound depth and number."""
@@ -567,6 +647,8 @@ class _Parser:
         if isinstance(numel, str):
             return None, None
         block, type_size = quant
+        if 0 in dims[1:]:  # review 29: GGUFWriter writes these and llama.cpp loads them; older ggml divided by 0
+            self.problem("zero_size_tensor", at, tensor=name, shape=_shape(dims))
         row = dims[0] if dims else 1
         if row % block:
             self.problem("block_size_mismatch", at, tensor=name, dtype=_dtype_name(dtype), row=row, block=block)
@@ -600,15 +682,11 @@ def _numel(dims: tuple[int, ...]) -> int | str:
     for index, dim in enumerate(dims):
         if dim > INT64_MAX:
             return f"dimension {index} is negative as a signed 64-bit integer"
-    ne = [*dims, *[1] * (GGML_MAX_DIMS - len(dims))]
-    for index in range(1, GGML_MAX_DIMS):
-        if ne[index] == 0:
-            return f"dimension {index} is 0 (ggml's size check divides by it)"
-    count = ne[0]
-    for index in range(1, GGML_MAX_DIMS):
-        if INT64_MAX // ne[index] <= count:
+    count = dims[0] if dims else 1
+    for dim in dims[1:]:
+        if dim > 1 and INT64_MAX // dim < count:  # ggml skips 0 and 1 here: they cannot overflow
             return "element count overflows 64 bits"
-        count *= ne[index]
+        count *= dim
     return count
 
 
