@@ -5,14 +5,15 @@ sandbox, and sandbox escapes start the same way: reach an attribute or name a ch
 (`__class__`, `__globals__`, `cycler.__init__`, `lipsum`, `self`, `config`, `popen`) or pull in other
 templates. The source is parsed by Jinja's own parser, configured as transformers configures it, and the
 tree is walked; nothing in it is evaluated, so a template cannot act on the scanner. One module, shared by
-every format that carries templates.
+every format that carries templates. What rendering would cost (recursion, constant sizes) is `template_cost`'s:
+llama.cpp renders the template while it loads the model, with no limits.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from itertools import islice
+from itertools import chain, islice
 
 from jinja2 import Environment, nodes
 from jinja2.exceptions import TemplateSyntaxError
@@ -20,6 +21,7 @@ from jinja2.ext import Extension
 from jinja2.parser import Parser
 
 from wscan.model import AttrValue, Issue
+from wscan.template_cost import render_costs
 from wscan.template_keys import KeySources
 from wscan.template_scopes import context_reads
 
@@ -106,10 +108,11 @@ def check_template(source: str) -> list[Issue]:
     else:
         sources = KeySources(walked, context_reads(tree, _ENV))
     aliases = _global_aliases(walked, sources)
-    for node in walked:
-        for issue in _inspect(node, aliases, sources):
-            key = (issue.kind, str(issue.attrs.get("name", "")))
-            issues.setdefault(key, issue)
+    found: Iterator[Issue] = (issue for node in walked for issue in _inspect(node, aliases, sources))
+    if len(walked) <= MAX_NODES:  # what rendering costs: llama.cpp renders the template while loading the model
+        found = chain(found, render_costs(tree, walked, _fold, len(source)))
+    for issue in found:
+        issues.setdefault((issue.kind, str(issue.attrs.get("name", ""))), issue)
         if len(issues) >= MAX_ISSUES:
             break
     return list(issues.values())

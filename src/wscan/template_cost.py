@@ -1,0 +1,416 @@
+"""What rendering a chat template costs, judged from its syntax tree, never by rendering it.
+
+llama.cpp renders a GGUF's chat template with probe messages while it loads the model (`common_chat_template`
+runs `caps_get`), and its Jinja engine (common/jinja) has no recursion, range or size limit: a macro that calls
+itself overflows the stack (SIGSEGV), `range(1000000000)` and `'x' * 1000000000` take gigabytes before the
+first request. Python's Jinja raises RecursionError, and its sandbox refuses ranges over 100,000 items, but a
+billion-character string is built there too. Reported here:
+
+- macros that call themselves, directly or through other macros, where no call on the cycle both sits under a
+  condition and passes a part of what the macro was given (real templates recurse into nested JSON schemas:
+  `{% if spec.type == 'array' %}{{ f(spec['items']) }}`; `{{ f(n + 1) }}` behind `{% if n < 10**9 %}` is not a
+  descent, so it is reported);
+- `range()`, strings and lists repeated by `*`, padding methods and nested constant loops whose size, folded
+  from constants and names set once, exceeds MAX_ITEMS (Jinja's own sandbox limit on `range`); strings joined by
+  `+` or `~` when they exceed it beyond what the template's own text holds.
+
+Known gaps: recursion that descends into data which never shrinks (a one-character string is its own element,
+a namespace can hold itself), macros passed around as values, `loop()` in recursive for-loops, and strings that
+double in a loop.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from jinja2 import nodes
+
+from wscan.model import Issue
+
+MAX_ITEMS = 100_000  # jinja2.sandbox.MAX_RANGE; real templates loop over the chat, never over constants this large
+MAX_BITS = 128  # numbers larger than this are never computed (10**10**10 must not hang the scanner)
+MAX_DEPTH = 50
+# Where a node's fields run only sometimes: a call there is behind a condition.
+CONDITIONAL_FIELDS: dict[type[nodes.Node], frozenset[str]] = {
+    nodes.If: frozenset({"body", "elif_", "else_"}),
+    nodes.For: frozenset({"body", "else_", "test"}),
+    nodes.CondExpr: frozenset({"expr1", "expr2"}),
+    nodes.And: frozenset({"right"}),
+    nodes.Or: frozenset({"right"}),
+    nodes.CallBlock: frozenset({"body"}),
+}
+# Filters and methods that select a part of a value: a recursion through them descends into the data.
+SELECTING_FILTERS = frozenset({
+    "items", "first", "last", "dictsort", "map", "select", "reject", "selectattr", "rejectattr", "list", "sort",
+    "unique", "batch", "slice", "groupby", "reverse",
+})
+SELECTING_METHODS = frozenset({"items", "values", "keys", "get"})
+PADDING_METHODS = frozenset({"ljust", "rjust", "center", "zfill"})
+PADDING_FILTERS = frozenset({"center", "indent"})
+
+Fold = Callable[[nodes.Node], "str | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sized:
+    """A string, list or range of `length` items, never built."""
+
+    length: int
+
+
+Value = int | Sized
+
+
+def render_costs(tree: nodes.Template, walked: list[nodes.Node], fold: Fold, text: int) -> Iterator[Issue]:
+    """Rendering work no chat needs: unbounded recursion and constant sizes over MAX_ITEMS (`text`: the
+    template's length, which joined constants may reach without costing more than the template itself)."""
+    yield from _recursion(walked)
+    sizes = _Sizes(walked, fold)
+    yield from _sizes(walked, sizes, text)
+    yield from _nested_loops(tree, sizes)
+
+
+def _issue(node: nodes.Node, name: str) -> Issue:
+    return Issue("template.render_cost", {"name": name, "line": node.lineno})
+
+
+# --- sizes ------------------------------------------------------------------------------------------------------
+
+
+def _bound_names(walked: list[nodes.Node]) -> Counter[str]:
+    """How often each name is bound anywhere (set, loops, macro and call-block parameters, with, macros)."""
+    counts: Counter[str] = Counter()
+    for node in walked:
+        if (isinstance(node, nodes.Name) and node.ctx in ("store", "param")) or isinstance(node, nodes.Macro):
+            counts[node.name] += 1
+    return counts
+
+
+class _Sizes:
+    """Integers and lengths an expression evaluates to, from constants and names set exactly once."""
+
+    def __init__(self, walked: list[nodes.Node], fold: Fold) -> None:
+        self.fold = fold
+        self.bound = _bound_names(walked)
+        self.values: dict[str, nodes.Node] = {}
+        for node in walked:
+            if not (isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name)):
+                continue
+            if self.bound[node.target.name] == 1:
+                self.values[node.target.name] = node.node
+        self.memo: dict[int, Value | None] = {}
+
+    def of(self, node: nodes.Node, depth: int = 0) -> Value | None:
+        """The node's number or length; None when it is not a constant (or too large to compute)."""
+        if depth > MAX_DEPTH:
+            return None
+        key = id(node)
+        if key not in self.memo:
+            self.memo[key] = None  # a name set to itself resolves to nothing
+            self.memo[key] = _small(self._of(node, depth + 1))
+        return self.memo[key]
+
+    def _of(self, node: nodes.Node, depth: int) -> Value | None:
+        if isinstance(node, nodes.Const):
+            return _constant(node.value)
+        if isinstance(node, nodes.List | nodes.Tuple):
+            return Sized(len(node.items))
+        if isinstance(node, nodes.Name) and node.ctx == "load":
+            value = self.values.get(node.name)
+            return None if value is None else self.of(value, depth)
+        if isinstance(node, nodes.BinExpr | nodes.UnaryExpr):
+            return self._arithmetic(node, depth)
+        if isinstance(node, nodes.Concat):
+            return self._concat(node, depth)
+        if isinstance(node, nodes.Call):
+            return self._range(node, depth)
+        if isinstance(node, nodes.Filter):
+            return self._filter(node, depth)
+        text = self.fold(node)
+        return None if text is None else Sized(len(text))
+
+    def _arithmetic(self, node: nodes.BinExpr | nodes.UnaryExpr, depth: int) -> Value | None:
+        if isinstance(node, nodes.UnaryExpr):
+            operand = self.of(node.node, depth)
+            if not isinstance(operand, int):
+                return None
+            return -operand if isinstance(node, nodes.Neg) else operand if isinstance(node, nodes.Pos) else None
+        left, right = self.of(node.left, depth), self.of(node.right, depth)
+        if left is None or right is None:
+            return None
+        return _binary(type(node), left, right)
+
+    def _concat(self, node: nodes.Concat, depth: int) -> Value | None:
+        total = 0
+        for part in node.nodes:
+            value = self.of(part, depth)
+            if value is None:
+                return None
+            total += value.length if isinstance(value, Sized) else len(str(value))
+        return Sized(total)
+
+    def _range(self, node: nodes.Call, depth: int) -> Value | None:
+        """`range(...)` of constants, when `range` is the template global."""
+        if not (isinstance(node.node, nodes.Name) and node.node.name == "range" and not self.bound["range"]):
+            return None
+        if node.kwargs or node.dyn_args or node.dyn_kwargs or not 1 <= len(node.args) <= 3:
+            return None
+        bounds = [self.of(arg, depth) for arg in node.args]
+        numbers = [b for b in bounds if isinstance(b, int)]
+        if len(numbers) != len(bounds):
+            return None
+        start, stop = (0, numbers[0]) if len(numbers) == 1 else (numbers[0], numbers[1])
+        step = numbers[2] if len(numbers) == 3 else 1
+        if step == 0:
+            return None
+        return Sized(max(0, -((start - stop) // step)))  # ceil((stop - start) / step), as len(range(...))
+
+    def _filter(self, node: nodes.Filter, depth: int) -> Value | None:
+        inner = None if node.node is None else self.of(node.node, depth)
+        if node.name in ("length", "count") and isinstance(inner, Sized):
+            return inner.length
+        if node.name == "list" and isinstance(inner, Sized):
+            return inner
+        if node.name == "int" and node.node is not None:
+            text = self.fold(node.node)
+            if text is not None and text.strip().isdigit() and len(text) < 40:
+                return int(text)
+            return inner if isinstance(inner, int) else None
+        text = self.fold(node)
+        return None if text is None else Sized(len(text))
+
+
+def _constant(value: object) -> Value | None:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    return value if isinstance(value, int) else Sized(len(value))
+
+
+def _small(value: Value | None) -> Value | None:
+    """None for numbers beyond MAX_BITS: they are not computed further."""
+    number = value.length if isinstance(value, Sized) else value
+    return None if number is None or abs(number).bit_length() > MAX_BITS else value
+
+
+def _binary(kind: type[nodes.Node], left: Value, right: Value) -> Value | None:
+    """Python's meaning of `left <op> right` for numbers, and for repetition and concatenation of sequences."""
+    if isinstance(left, int) and isinstance(right, int):
+        return _numbers(kind, left, right)
+    if kind is nodes.Mul:
+        count, seq = (right, left) if isinstance(left, Sized) else (left, right)
+        if isinstance(count, int) and isinstance(seq, Sized):
+            return Sized(seq.length * max(count, 0))
+    if kind is nodes.Add and isinstance(left, Sized) and isinstance(right, Sized):
+        return Sized(left.length + right.length)
+    return None
+
+
+def _numbers(kind: type[nodes.Node], left: int, right: int) -> int | None:
+    if kind is nodes.Add:
+        return left + right
+    if kind is nodes.Sub:
+        return left - right
+    if kind is nodes.Mul:
+        return left * right
+    if kind in (nodes.FloorDiv, nodes.Mod) and right:
+        return left // right if kind is nodes.FloorDiv else left % right
+    computable = abs(left) <= 1 or right * abs(left).bit_length() <= MAX_BITS + 1  # 10**10**10 is never computed
+    return int(left**right) if kind is nodes.Pow and right >= 0 and computable else None
+
+
+def _sizes(walked: list[nodes.Node], sizes: _Sizes, text: int) -> Iterator[Issue]:
+    """Ranges, strings and lists built from constants (`*`, `+`, `~`) and paddings over MAX_ITEMS; of nested
+    expressions over the limit, the outermost."""
+    large: dict[int, tuple[nodes.Node, int]] = {}
+    for node in walked:
+        if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name == "range":
+            value = sizes.of(node)
+            if isinstance(value, Sized) and value.length > MAX_ITEMS:
+                yield _issue(node, f"range() of {value.length:,} items")
+        elif isinstance(node, nodes.Mul | nodes.Add | nodes.Concat):
+            value = sizes.of(node)
+            limit = MAX_ITEMS if isinstance(node, nodes.Mul) else MAX_ITEMS + text
+            if isinstance(value, Sized) and value.length > limit:
+                large[id(node)] = (node, value.length)
+        else:
+            width = _padding(node, sizes)
+            if width > MAX_ITEMS:
+                yield _issue(node, f"a string padded to {width:,} characters")
+    inner = {id(child) for node, _ in large.values() for child in node.iter_child_nodes()}
+    for key, (node, length) in large.items():
+        if key not in inner:
+            yield _issue(node, f"a string or list of {length:,} items built from constants")
+
+
+def _padding(node: nodes.Node, sizes: _Sizes) -> int:
+    """The width `'x'.ljust(n)`, `'x'|center(n)` or `|indent(n)` pads to, when constant; else 0."""
+    method = isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr) and node.node.attr in PADDING_METHODS
+    if not (method or (isinstance(node, nodes.Filter) and node.name in PADDING_FILTERS)):
+        return 0
+    args = node.args if isinstance(node, nodes.Call | nodes.Filter) else []
+    width = sizes.of(args[0]) if args else None
+    return width if isinstance(width, int) else 0
+
+
+def _nested_loops(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
+    """Loops over constant sequences, each within the limit, nested so their product is over it."""
+    stack: list[tuple[nodes.Node, int]] = [(tree, 1)]
+    while stack:
+        node, runs = stack.pop()
+        if isinstance(node, nodes.Macro):
+            runs = 1  # a macro's body runs where it is called, not where it is defined
+        inner = runs
+        if isinstance(node, nodes.For):
+            size = sizes.of(node.iter)
+            if isinstance(size, Sized) and size.length <= MAX_ITEMS:
+                inner = min(runs * size.length, MAX_ITEMS * MAX_ITEMS)
+                if inner > MAX_ITEMS >= runs:
+                    yield _issue(node, f"nested loops over constants running {inner:,} times")
+        for field, child in _children(node):
+            stack.append((child, inner if isinstance(node, nodes.For) and field == "body" else runs))
+
+
+def _children(node: nodes.Node) -> Iterator[tuple[str, nodes.Node]]:
+    """Each child node with the field it sits in."""
+    for field in node.fields:
+        value = getattr(node, field, None)
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, nodes.Node):
+                yield field, item
+
+
+# --- recursion --------------------------------------------------------------------------------------------------
+
+
+def _recursion(walked: list[nodes.Node]) -> Iterator[Issue]:
+    """Macros on a call cycle where no call both sits under a condition and descends into an argument."""
+    macros = [node for node in walked if isinstance(node, nodes.Macro)]
+    names = {macro.name for macro in macros}
+    edges: dict[str, set[str]] = {name: set() for name in names}
+    lines: dict[str, int] = {}
+    for macro in macros:
+        lines.setdefault(macro.name, macro.lineno)
+        scope = _MacroScope(macro)
+        for call, guarded in _calls(macro):
+            callee = call.node.name if isinstance(call.node, nodes.Name) else ""
+            if callee in names and not (guarded and scope.descends(call)):
+                edges[macro.name].add(callee)
+    cyclic = _on_cycles(edges)
+    if cyclic:
+        first = min(cyclic, key=lambda name: lines[name])
+        listed = ", ".join(sorted(cyclic)[:5])
+        text = f"macro {first} calls itself" if cyclic == {first} else f"macros {listed} call each other"
+        yield Issue("template.render_cost", {"name": f"{text} with no limit", "line": lines[first]})
+
+
+def _calls(macro: nodes.Macro) -> Iterator[tuple[nodes.Call, bool]]:
+    """Every call in the macro's own body (not in macros defined inside it), and whether a condition guards it."""
+    stack: list[tuple[nodes.Node, bool]] = [(child, False) for child in macro.body]
+    while stack:
+        node, guarded = stack.pop()
+        if isinstance(node, nodes.Macro):
+            continue
+        if isinstance(node, nodes.Call):
+            yield node, guarded
+        conditional = CONDITIONAL_FIELDS.get(type(node), frozenset())
+        stack.extend((child, guarded or field in conditional) for field, child in _children(node))
+
+
+class _MacroScope:
+    """A macro's parameters and the names it binds to parts of them (`set`, loops), to tell a descent into the
+    data from a call that passes the same or a computed value."""
+
+    def __init__(self, macro: nodes.Macro) -> None:
+        self.params = {arg.name for arg in macro.args}
+        self.defs: dict[str, list[tuple[nodes.Node, int]]] = {}  # name -> (expression, steps added)
+        self.memo: dict[int, int | None] = {}
+        stack: list[nodes.Node] = list(macro.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, nodes.Macro):
+                continue
+            if isinstance(node, nodes.Assign):
+                self._bind(node.target, node.node, 0)
+            elif isinstance(node, nodes.For):
+                self._bind(node.target, node.iter, 1)
+            stack.extend(child for _, child in _children(node))
+
+    def _bind(self, target: nodes.Node, value: nodes.Node, steps: int) -> None:
+        for name in target.find_all(nodes.Name) if not isinstance(target, nodes.Name) else [target]:
+            self.defs.setdefault(name.name, []).append((value, steps + (0 if isinstance(target, nodes.Name) else 1)))
+
+    def descends(self, call: nodes.Call) -> bool:
+        """Whether some argument is a part of a parameter, not the parameter itself or a value computed anew."""
+        arguments = [*call.args, *(kw.value for kw in call.kwargs)]
+        return any((self.steps(arg) or 0) > 0 for arg in arguments)
+
+    def steps(self, node: nodes.Node, depth: int = 0) -> int | None:
+        """How many selections (attribute, item, element, selecting filter) lead from a parameter to the value;
+        None when it is not reached from a parameter that way. Each node is judged once."""
+        if depth > MAX_DEPTH:
+            return None
+        key = id(node)
+        if key not in self.memo:
+            self.memo[key] = None  # a name defined through itself adds nothing
+            self.memo[key] = self._steps(node, depth)
+        return self.memo[key]
+
+    def _steps(self, node: nodes.Node, depth: int) -> int | None:
+        if isinstance(node, nodes.Name):
+            found = [0] if node.name in self.params else []
+            for value, added in self.defs.get(node.name, []):
+                inner = self.steps(value, depth + 1)
+                if inner is not None:
+                    found.append(inner + added)
+            return max(found, default=None)
+        if isinstance(node, nodes.Getattr | nodes.Getitem):
+            return _plus(self.steps(node.node, depth + 1))
+        if isinstance(node, nodes.Filter) and node.node is not None and node.name in SELECTING_FILTERS:
+            return _plus(self.steps(node.node, depth + 1))
+        if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr):
+            if node.node.attr in SELECTING_METHODS:
+                return _plus(self.steps(node.node.node, depth + 1))
+            return None
+        parts: list[nodes.Node] = []
+        if isinstance(node, nodes.List | nodes.Tuple):
+            parts = list(node.items)
+        elif isinstance(node, nodes.Dict):
+            parts = [pair.value for pair in node.items]
+        elif isinstance(node, nodes.CondExpr):
+            parts = [node.expr1, *([node.expr2] if node.expr2 is not None else [])]
+        found = [s for s in (self.steps(part, depth + 1) for part in parts) if s is not None]
+        return max(found, default=None)
+
+
+def _plus(steps: int | None) -> int | None:
+    return None if steps is None else steps + 1
+
+
+def _on_cycles(edges: dict[str, set[str]]) -> set[str]:
+    """The macros left after repeatedly dropping those that call none of the rest or are called by none of
+    them: each lies on a cycle or between two. Linear, so a long chain of macros costs little."""
+    callers: dict[str, set[str]] = {name: set() for name in edges}
+    for name, callees in edges.items():
+        for callee in callees:
+            callers[callee].add(name)
+    outgoing = {name: len(callees) for name, callees in edges.items()}
+    incoming = {name: len(names) for name, names in callers.items()}
+    alive = set(edges)
+    queue = [name for name in edges if not outgoing[name] or not incoming[name]]
+    while queue:
+        name = queue.pop()
+        if name not in alive:
+            continue
+        alive.discard(name)
+        for callee in edges[name]:
+            incoming[callee] -= 1
+            if not incoming[callee]:
+                queue.append(callee)
+        for caller in callers[name]:
+            outgoing[caller] -= 1
+            if not outgoing[caller]:
+                queue.append(caller)
+    return alive

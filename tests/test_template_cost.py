@@ -1,0 +1,142 @@
+"""Review 29, case 9: chat templates that crash or exhaust llama.cpp's Jinja engine while it loads the model
+(a recursive macro overflowed the stack under ASan; `range(1000000000)` and `'x' * 1000000000` passed 5.6 and
+6.7 GB in 30 s). Python's Jinja stops some of them; llama.cpp's engine has no limit. WS-TPL-010, judged from the
+syntax tree; real templates that recurse into nested tool schemas pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from gguf.gguf_writer import GGUFWriter
+
+from tests.helpers.scanning import rule_ids, scan
+from wscan.chat_template import check_template
+from wscan.cli import main
+from wscan.template_cost import MAX_ITEMS
+
+DATA = Path(__file__).parent / "data"
+REVIEW = sorted((DATA / "template_cost").glob("*.jinja"))  # the review's three templates, unmodified
+REAL = sorted((DATA / "chat_templates").glob("*.jinja"))
+RECURSIVE_REAL = [p for p in REAL if p.name.startswith(("CohereForAI", "NousResearch"))]  # json_to_python_type
+
+
+def costs(source: str) -> list[str]:
+    return [str(i.attrs["name"]) for i in check_template(source) if i.kind == "template.render_cost"]
+
+
+@pytest.mark.parametrize("path", REVIEW, ids=lambda p: p.stem)
+def test_the_reviews_templates_are_reported(path: Path) -> None:
+    assert len(costs(path.read_text(encoding="utf-8"))) == 1
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "macro f calls itself"),
+        ("{% macro a(n) %}{{ b(n) }}{% endmacro %}{% macro b(n) %}{{ a(n) }}{% endmacro %}{{ a(1) }}",
+         "macros a, b call each other"),
+        # A condition alone is not a limit: the argument grows, it never descends into the data.
+        ("{% macro f(n) %}{% if n < 1000000000 %}{{ f(n + 1) }}{% endif %}{% endmacro %}{{ f(0) }}",
+         "macro f calls itself"),
+        ("{% macro f(x) %}{% for m in messages %}{{ f(m) }}{% endfor %}{% endmacro %}{{ f(1) }}",
+         "macro f calls itself"),
+        ("{% macro f(x) %}{{ f(x.child) }}{% endmacro %}{{ f(messages) }}", "macro f calls itself"),
+        ("{% macro f() %}{% call f() %}x{% endcall %}{% endmacro %}{{ f() }}", "macro f calls itself"),
+        ("{% for i in range(100000 * 100000) %}{% endfor %}", "range() of 10,000,000,000 items"),
+        ("{% for i in range(0, 10**9) %}{% endfor %}", "range() of 1,000,000,000 items"),
+        ("{% for i in range(1, 10**9, 2) %}{% endfor %}", "range() of 500,000,000 items"),
+        ("{% set n = 10 ** 9 %}{% for i in range(n) %}{% endfor %}", "range() of 1,000,000,000 items"),
+        ("{% for i in range('1000000000'|int) %}{% endfor %}", "range() of 1,000,000,000 items"),
+        ("{% set l = [1, 2] * 1000000 %}", "a string or list of 2,000,000 items built from constants"),
+        ("{{ 1000000000 * 'x' }}", "a string or list of 1,000,000,000 items built from constants"),
+        ("{{ 'x' * 1000 * 1000 }}", "a string or list of 1,000,000 items built from constants"),
+        ("{% set n = 100000 %}{% set s = 'ab' * n %}{{ s * n }}", "a string or list of 20,000,000,000 items"),
+        ("{% set a = 'x' * 4000 %}{% set b = a ~ a %}{% set c = b + b %}{% set d = c ~ c %}{{ d ~ d ~ d ~ d }}",
+         "a string or list of 128,000 items built from constants"),
+        ("{{ 'x'.ljust(10**9) }}", "a string padded to 1,000,000,000 characters"),
+        ("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}",
+         "nested loops over constants running 1,000,000 times"),
+    ],
+)
+def test_exhausting_shapes_are_reported(source: str, expected: str) -> None:
+    found = costs(source)
+    assert any(name.startswith(expected) for name in found), found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% for i in range(10) %}{{ 'x' * 3 }}{% endfor %}",
+        f"{{% for i in range({MAX_ITEMS}) %}}{{% endfor %}}{{{{ '-' * {MAX_ITEMS} }}}}",
+        "{% for i in range(0, 10**9, 100000) %}{% endfor %}",  # 10,000 items
+        "{{ 'x' * -1000000000 }}{% for i in range(10**9, 0) %}{% endfor %}",  # empty
+        "{{ 'x' * 10**10**10 }}",  # not computed (no finding, and no hang)
+        "{% macro range(n) %}{% endmacro %}{{ range(10**9) }}",  # a macro, not the global
+        "{% for m in messages %}{% for i in range(1000) %}{% endfor %}{% endfor %}",  # the chat's size is not known
+        "{{ '=' * (messages|length) }}",
+        # Recursion into nested data, under a condition: what tool-calling templates do.
+        "{% macro f(x) %}{% if x.child %}{{ f(x.child) }}{% endif %}{% endmacro %}{{ f(messages) }}",
+        "{% macro f(s) %}{% for k, v in s.properties.items() %}{{ f(v) }}{% endfor %}{% endmacro %}{{ f(tools) }}",
+        "{% macro f(s) %}{% set i = s.items if s.items is defined else none %}{% if i %}{{ f(i) }}{% endif %}"
+        "{% endmacro %}{{ f(tools) }}",
+        "{% macro f(s) %}{% for t in s.type %}{{ f({'type': t}) }}{% endfor %}{% endmacro %}{{ f(tools) }}",
+        # Macros calling macros without a cycle.
+        "{% macro a(x) %}{{ x }}{% endmacro %}{% macro b(x) %}{{ a(x) }}{{ a(x) }}{% endmacro %}{{ b(1) }}",
+    ],
+)
+def test_bounded_templates_pass(source: str) -> None:
+    assert costs(source) == []
+
+
+def test_joined_constants_no_longer_than_the_template_pass() -> None:
+    assert costs("{{ '" + "x" * 60_000 + "' ~ '" + "y" * 60_000 + "' }}") == []
+
+
+@pytest.mark.parametrize("path", RECURSIVE_REAL, ids=lambda p: p.name)
+def test_real_recursive_templates_pass(path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    assert "json_to_python_type(json_spec" in source  # recursive into the tool schema
+    assert check_template(source) == []
+
+
+def test_every_real_template_passes() -> None:
+    assert [p.name for p in REAL if costs(p.read_text(encoding="utf-8"))] == []
+
+
+def test_a_long_chain_of_macros_is_linear() -> None:
+    chain = "".join(f"{{% macro m{i}() %}}{{{{ m{i + 1}() }}}}{{% endmacro %}}" for i in range(5000))
+    assert costs(chain + "{% macro m5000() %}{% endmacro %}") == []
+    assert costs(chain + "{% macro m5000() %}{{ m0() }}{% endmacro %}")
+
+
+def _gguf(path: Path, template: str) -> Path:
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_chat_template(template)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.mark.parametrize("path", REVIEW, ids=lambda p: p.stem)
+def test_a_gguf_with_the_template_fails_the_cli(
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = _gguf(tmp_path / f"{path.stem}.gguf", path.read_text(encoding="utf-8"))
+    assert main(["scan", "--format", "json", str(model)]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    found = [f for f in findings if f["rule_id"] == "WS-TPL-010"]
+    assert [f["severity"] for f in found] == ["high"], findings
+    assert "tokenizer.chat_template" in found[0]["message"]
+
+
+def test_a_tokenizer_config_and_a_template_file_are_judged(tmp_path: Path) -> None:
+    source = (DATA / "template_cost" / "string-mul.jinja").read_text(encoding="utf-8")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": source}), encoding="utf-8")
+    (tmp_path / "chat_template.jinja").write_text(source, encoding="utf-8")
+    report = scan(tmp_path)
+    assert "WS-TPL-010" in rule_ids(report)
+    assert len({f.location.path for f in report.findings if f.rule_id == "WS-TPL-010"}) == 2
