@@ -81,8 +81,20 @@ TEMPLATE_KEY = "tokenizer.chat_template"
 TOKENS_KEY = "tokenizer.ggml.tokens"
 # What llama.cpp does with the vocabulary and hyperparameters (judged in `gguf_vocab`): the tokenizer model, the
 # per-token arrays, and the per-architecture numbers its loader asserts on, kept with where they are.
-KEPT_STRINGS = frozenset({"tokenizer.ggml.model"})
-KEPT_ARRAYS = frozenset({TOKENS_KEY, "tokenizer.ggml.scores", "tokenizer.ggml.token_type"})
+KEPT_STRINGS = frozenset({"tokenizer.ggml.model", "tokenizer.ggml.pre"})
+KEPT_ARRAYS = frozenset({TOKENS_KEY, "tokenizer.ggml.scores", "tokenizer.ggml.token_type", "tokenizer.ggml.merges"})
+# The special token ids and flags llama.cpp's vocabulary loader reads (src/llama-arch.cpp names; "seperator" is
+# its spelling): the ids as UINT32, the flags as BOOL, any other type refuses the file.
+TOKENIZER_IDS = frozenset(
+    f"tokenizer.ggml.{name}_token_id"
+    for name in ("bos", "eos", "eot", "eom", "unknown", "seperator", "padding", "mask", "fim_pre", "fim_suf",
+                 "fim_mid", "fim_pad", "fim_rep", "fim_sep", "prefix", "suffix", "middle")
+)  # fmt: skip
+TOKENIZER_FLAGS = frozenset(
+    f"tokenizer.ggml.{name}"
+    for name in ("add_bos_token", "add_eos_token", "add_sep_token", "add_space_prefix", "remove_extra_whitespaces",
+                 "normalizer.lowercase", "normalizer.strip_accents")
+)  # fmt: skip
 KEPT_SUFFIXES = frozenset({
     "vocab_size", "block_count", "nextn_predict_layers", "expert_count", "expert_used_count", "expert_group_count",
     "expert_group_used_count",
@@ -129,13 +141,14 @@ class Template:
 
 @dataclass(frozen=True, slots=True)
 class Setting:
-    """A kept metadata value: an int or a string, or for an array its element type and count."""
+    """A kept metadata value: an int, a string or a bool, or for an array its element type and count."""
 
     at: int  # offset of the key/value pair
-    value: int | str | None  # None for arrays and for values of another type
+    value: int | str | None  # None for arrays, bools and values of another type
     vtype: GGUFValueType
     item: GGUFValueType | None = None  # arrays only
     count: int = 0  # arrays only
+    flag: bool | None = None  # BOOL values only: apart from `value`, where a bool would pass for an int
 
 
 @dataclass(slots=True)
@@ -147,7 +160,7 @@ class ParsedGguf:
     values: dict[str, AttrValue] = field(default_factory=dict)  # the FACT_KEYS present, for the summary
     templates: list[Template] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
-    settings: dict[str, Setting] = field(default_factory=dict)  # KEPT_STRINGS, KEPT_SUFFIXES, KEPT_ARRAYS
+    settings: dict[str, Setting] = field(default_factory=dict)  # the KEPT_* keys, TOKENIZER_IDS and _FLAGS
     tokens: list[bytes] = field(default_factory=list)  # tokenizer.ggml.tokens, each cut at BIG_STRING bytes
     long_tokens: dict[int, int] = field(default_factory=dict)  # index -> full length of the tokens cut
     complete: bool = False
@@ -499,7 +512,10 @@ class _Parser:
         if vtype != GGUFValueType.STRING and (c_key == TEMPLATE_KEY or c_key.startswith(TEMPLATE_KEY + ".")):
             # transformers takes a one-string array as the string itself: a template wscan would not read.
             self.problem("template_not_string", at, key=name, type=vtype.name)
-        kept = c_key in KEPT_STRINGS or c_key in KEPT_ARRAYS or c_key.rpartition(".")[2] in KEPT_SUFFIXES
+        kept = (
+            c_key in KEPT_STRINGS or c_key in KEPT_ARRAYS or c_key in TOKENIZER_IDS or c_key in TOKENIZER_FLAGS
+            or c_key.rpartition(".")[2] in KEPT_SUFFIXES
+        )  # fmt: skip
         setting: Setting | None = None
         if vtype == GGUFValueType.STRING:
             text = self._string_value(c_key, name)
@@ -511,7 +527,9 @@ class _Parser:
             value = self.s.scalar(vtype)
             if c_key in FACT_KEYS:
                 self.result.values[c_key] = value if isinstance(value, int) else str(value)
-            setting = Setting(at, value if isinstance(value, int) and vtype != GGUFValueType.BOOL else None, vtype)
+            boolean = vtype == GGUFValueType.BOOL
+            number = value if isinstance(value, int) and not boolean else None
+            setting = Setting(at, number, vtype, flag=bool(value) if boolean else None)
         if kept:
             self.result.settings.setdefault(c_key, setting)  # llama.cpp refuses a repeated key; keep the first
 
@@ -557,6 +575,8 @@ class _Parser:
                          available=self.s.left)
             )  # fmt: skip
         if item == GGUFValueType.ARRAY:
+            if depth == 1:  # llama.cpp's gguf_init refuses a KV whose array holds arrays: the file does not load
+                self.problem("nested_array", at, key=key, count=count)
             self._check_nesting(key, at, depth, count)
         if item == GGUFValueType.STRING:
             big = BIG_GENERAL_STRING if key.startswith("general.") else BIG_STRING

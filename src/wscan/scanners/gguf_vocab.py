@@ -5,7 +5,8 @@ harm one level up, in what the metadata means to the loader: a repeated token or
 GGML_ASSERT (the process aborts, `vocab_only` loads included), an RWKV vocabulary can make its tokenizer loop
 forever, a PLaMo-2 token costs load time in the cube of its length, and `tokenizer.ggml.model = "none"` turns
 `<arch>.vocab_size` into an allocation count. Each rule below is one of llama.cpp's own checks
-(src/llama-vocab.cpp, src/llama-model.cpp), so files llama.cpp loads are not reported.
+(src/llama-vocab.cpp, src/llama-model.cpp), so files llama.cpp loads are not reported. What the first prompt
+does to a vocabulary that loads is `gguf_prompt`'s.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 
 from wscan.model import AttrValue
 from wscan.scanners.gguf_header import ARCHITECTURES, TOKENS_KEY, ParsedGguf, Setting
+from wscan.scanners.gguf_prompt import prompt_problems
 from wscan.scanners.problems import Problem
 
 NO_VOCAB = frozenset({"none", "no_vocab"})  # llama.cpp then makes `<arch>.vocab_size` empty tokens
@@ -41,12 +43,14 @@ def vocabulary_problems(parsed: ParsedGguf) -> list[Problem]:
     if tokenizer in NO_VOCAB:
         problems += _dummy_tokens(settings, f"{arch}.vocab_size", tokenizer)
     elif tokenizer is not None and TOKENS_KEY in settings:
-        problems += _token_arrays(settings)
-        problems += _duplicates(parsed.tokens, settings[TOKENS_KEY].at)
+        at_load = [*_token_arrays(settings), *_duplicates(parsed.tokens, settings[TOKENS_KEY].at)]
+        problems += at_load
         if tokenizer == "rwkv":
             problems += _rwkv_hang(parsed.tokens, settings[TOKENS_KEY].at)
         elif tokenizer == "plamo2":
             problems += _plamo2_cost(parsed, settings[TOKENS_KEY].at)
+        if not at_load:  # a vocabulary llama.cpp refuses or aborts on at load never sees a prompt
+            problems += prompt_problems(parsed)
     if isinstance(arch, str) and arch in ARCHITECTURES:
         problems += _hparam_asserts(settings, arch)
     return problems
