@@ -57,12 +57,8 @@ def observe(blob: bytes, limits: Limits | None = None) -> list[Observation]:
     return [o for o in GgufScanner().scan(artifact, ctx) if isinstance(o, Observation)]
 
 
-NESTED_NOTE = "gguf.nested_array"  # WS-GGUF-038, low: llama.cpp refuses the arrays of arrays the writer writes
-
-
 def kinds(blob: bytes) -> set[str]:
-    """The problems seen, but for the summary and the low note on arrays of arrays (tested on its own)."""
-    return {o.kind for o in observe(blob)} - {"fact.gguf", NESTED_NOTE}
+    return {o.kind for o in observe(blob)} - {"fact.gguf"}
 
 
 def parse(blob: bytes, max_header: int = 100 * 1024 * 1024) -> ParsedGguf:
@@ -217,10 +213,8 @@ def test_magic_is_the_gguf_package_constant() -> None:
 
 
 def test_real_files_have_no_findings(benign: list[Path]) -> None:
-    """Only the low note that llama.cpp refuses the arrays of arrays the gguf package writes."""
     report = wscan.scan([benign[0].parent])
-    notes = {(f.rule_id, f.severity, f.evidence["key"]) for f in report.findings}
-    assert notes == {("WS-GGUF-038", Severity.LOW, key) for key in ("t.nested", "t.nested_strings", "t.deep")}
+    assert [(f.rule_id, f.location.describe(), f.message) for f in report.findings] == []
     assert {f.status for f in report.files} == {"scanned"}
     assert all(f.formats == ("gguf",) for f in report.files)
 
@@ -229,8 +223,7 @@ def test_parser_agrees_with_the_gguf_reader(benign: list[Path]) -> None:
     for path in benign:
         with path.open("rb") as raw:
             parsed = parse_gguf(raw, path.stat().st_size, gguf_header.Caps(100 << 20, 100_000, 4 << 20))
-        assert parsed.complete, path.name
-        assert [p for p in parsed.problems if p.kind != NESTED_NOTE] == [], path.name
+        assert parsed.complete and parsed.problems == [], path.name
         ours = [(t.name, list(t.dims or ()), t.dtype, parsed.data_start + t.offset, t.nbytes) for t in parsed.tensors]
         reader = GGUFReader(path)
         theirs = [(t.name, [int(d) for d in t.shape], int(t.tensor_type), t.data_offset, t.n_bytes)
@@ -239,7 +232,7 @@ def test_parser_agrees_with_the_gguf_reader(benign: list[Path]) -> None:
 
 
 def test_summary_fact(benign: list[Path]) -> None:
-    found = [o for o in observe(benign[0].read_bytes()) if o.kind != NESTED_NOTE]
+    found = observe(benign[0].read_bytes())
     assert [o.kind for o in found] == ["fact.gguf"]
     fact = dict(found[0].attrs)
     assert fact == {
@@ -274,9 +267,8 @@ def test_gguf_inside_a_deflated_zip_is_read_forward_only(tmp_path: Path, benign:
         zf.write(benign[0], "model.gguf")
         zf.writestr("evil.gguf", build(infos=[info("a", [2])], data=bytes(32) + b"cposix\nsystem\n(S'id'\ntR."))
     report = default_engine().scan([path])
-    assert rule_ids(report) == {"WS-GGUF-027", "WS-PKL-001", "WS-GGUF-038"}  # 038: model.gguf's nested arrays
-    hostile = [f for f in report.findings if f.rule_id != "WS-GGUF-038"]
-    assert {f.location.member.split("!")[0] for f in hostile if f.location.member} == {"evil.gguf"}
+    assert rule_ids(report) == {"WS-GGUF-027", "WS-PKL-001"}
+    assert {f.location.member.split("!")[0] for f in report.findings if f.location.member} == {"evil.gguf"}
     assert "gguf" in report.files[0].formats
 
 
@@ -403,8 +395,8 @@ def test_tensor_name_truncated() -> None:
 )
 def test_array_truncated(tmp_path: Path, payload: bytes) -> None:
     report = scan_bytes(tmp_path, build([ARCH, kv("x.values", T.ARRAY, payload)]))
-    assert rule_ids(report) - {"WS-GGUF-038"} == {"WS-GGUF-009"}  # 038 too where the payload holds arrays
-    assert {f.evidence["key"] for f in report.findings} == {"x.values"}
+    assert rule_ids(report) == {"WS-GGUF-009"}
+    assert report.findings[0].evidence["key"] == "x.values"
 
 
 @pytest.mark.parametrize(
@@ -419,7 +411,7 @@ def test_value_type_invalid(tmp_path: Path, entry: bytes) -> None:
 
 def test_nesting_limit(tmp_path: Path) -> None:
     report = scan_bytes(tmp_path, build([ARCH, kv("x.deep", T.ARRAY, _nested(gguf_header.MAX_ARRAY_DEPTH + 1))]))
-    assert rule_ids(report) == {"WS-GGUF-011", "WS-GGUF-038"}
+    assert rule_ids(report) == {"WS-GGUF-011"}
     assert report.files[0].status == "failed"
 
 
@@ -427,23 +419,13 @@ def test_too_many_nested_arrays(tmp_path: Path) -> None:
     inner = array(T.UINT8, [], count=0)
     count = gguf_header.MAX_NESTED_ARRAYS + 1
     report = scan_bytes(tmp_path, build([ARCH, kv("x.many", T.ARRAY, array(T.ARRAY, [inner] * count))]))
-    assert rule_ids(report) == {"WS-GGUF-011", "WS-GGUF-038"}
-    (limit,) = [f for f in report.findings if f.rule_id == "WS-GGUF-011"]
-    assert "arrays inside arrays" in limit.message
+    assert rule_ids(report) == {"WS-GGUF-011"}
+    assert "arrays inside arrays" in report.findings[0].message
 
 
 def test_nesting_at_the_limit_is_fine(tmp_path: Path) -> None:
     blob = build([ARCH, kv("x.deep", T.ARRAY, _nested(gguf_header.MAX_ARRAY_DEPTH))])
-    assert rule_ids(scan_bytes(tmp_path, blob)) == {"WS-GGUF-038"}  # no limit, only the note llama.cpp refuses it
-
-
-def test_an_array_of_arrays_is_a_low_note_that_llama_cpp_will_not_load_the_file(tmp_path: Path) -> None:
-    blob = build([ARCH, kv("x.nested", T.ARRAY, array(T.ARRAY, [array(T.UINT8, [b"\1"])] * 3))])
-    (finding,) = scan_bytes(tmp_path, blob).findings
-    assert (finding.rule_id, finding.severity) == ("WS-GGUF-038", Severity.LOW)
-    assert finding.message == "llama.cpp will not load this file: x.nested is an array of 3 arrays"
-    flat = build([ARCH, kv("x.flat", T.ARRAY, array(T.UINT8, [b"\1"] * 3))])
-    assert rule_ids(scan_bytes(tmp_path, flat)) == set()
+    assert rule_ids(scan_bytes(tmp_path, blob)) == set()
 
 
 def test_empty_key(tmp_path: Path) -> None:
@@ -675,7 +657,6 @@ HOSTILE: dict[str, tuple[bytes, Limits]] = {
     "gguf.array_truncated": (build([kv("x", T.ARRAY, array(T.UINT8, [], count=2**62))]), Limits()),
     "gguf.value_type_invalid": (build([kv("x", 13, b"")]), Limits()),
     "gguf.nesting_limit": (build([kv("x", T.ARRAY, _nested(gguf_header.MAX_ARRAY_DEPTH + 1))]), Limits()),
-    "gguf.nested_array": (build([kv("x", T.ARRAY, _nested(2))]), Limits()),
     "gguf.empty_key": (build([kv_u32("", 1)]), Limits()),
     "gguf.duplicate_key": (build([ARCH, ARCH]), Limits()),
     "gguf.bad_alignment": (build([kv_u32("general.alignment", 3)]), Limits()),

@@ -575,8 +575,6 @@ class _Parser:
                          available=self.s.left)
             )  # fmt: skip
         if item == GGUFValueType.ARRAY:
-            if depth == 1:  # llama.cpp's gguf_init refuses a KV whose array holds arrays: the file does not load
-                self.problem("nested_array", at, key=key, count=count)
             self._check_nesting(key, at, depth, count)
         if item == GGUFValueType.STRING:
             big = BIG_GENERAL_STRING if key.startswith("general.") else BIG_STRING
