@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import unquote, unquote_to_bytes
 
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.funasr_config import funasr_config
 from wscan.scanners.hyperpyyaml_refs import MAX_TEXT, UNKNOWN, plain_scalar_text, reference_arithmetic
 from wscan.scanners.pickle_vm import TOO_MANY_RESOLVERS, resolver_calls
 
@@ -48,8 +49,6 @@ _FALSE = frozenset({"", "false", "no", "off", "0", "null", "~", "none"})
 MODEL_TARGET_KEY = "target"  # NeMo's model class: a dotted name, at any depth (NeMo reads the top or `model:`)
 NAME_KEY = "name"  # pyannote.audio's config.yaml: `pipeline.name` and each `preprocessors.<x>.name` are imported
 _PYANNOTE_KEYS = (b"pipeline", b"preprocessors")  # a document holding either is read as pyannote reads it
-FUNASR_REMOTE_CODE = "remote_code"  # FunASR's file to import once trust_remote_code is set (a URL is downloaded)
-FUNASR_ROLE = "funasr-config"
 # Tags that make a loader import and call what they name. HyperPyYAML (SpeechBrain's hyperparams.yaml):
 # `!new:X` calls X, `!apply:X` / `!applyref:X` call X, `!name:X` binds X, `!module:X` imports X. PyYAML's
 # unsafe Python tags (`!!python/object/apply:X` and its kin, which yaml.unsafe_load and FullLoader act on).
@@ -148,8 +147,7 @@ class ConfigTargetScanner:
                 return
         if any(key in data for key in _PYANNOTE_KEYS):
             found += _pyannote_names(data)
-        if FUNASR_REMOTE_CODE.encode() in data:
-            yield from _funasr_opt_in(artifact, data)
+        yield from funasr_config(artifact, data)
         quoted = [(value, int(line)) for key, line, value in found if key == QUOTED_INTERPOLATION]
         found = [item for item in found if item[0] != QUOTED_INTERPOLATION]
         yield from _resolvers(artifact, text, quoted)
@@ -511,25 +509,6 @@ def _pyannote_names(data: bytes) -> list[tuple[str, str, str]]:
             if isinstance(entry, dict) and isinstance(entry.get(NAME_KEY), str) and "." in entry[NAME_KEY]:
                 found.append((NAME_KEY, f"preprocessors.{str(key)[:_STEP]}", entry[NAME_KEY]))
     return found
-
-
-def _funasr_opt_in(artifact: Artifact, data: bytes) -> Iterator[ScanItem]:
-    """FunASR's AutoModel merges a model folder's config.yaml (one with a top-level `model`) into its keyword
-    arguments, the file's keys standing unless the caller sets them; then, if `trust_remote_code` is truthy as
-    Python sees it (`model.py` and "false" are), it pip-installs the folder's requirements.txt and imports
-    `remote_code` (`model` by default), downloading it first when it is a URL (FunASR 1.4.16,
-    funasr/download/download_model_from_hub.py). A file that sets the key opts in for the user."""
-    from wscan.scanners.framework_code import load_yaml_document
-
-    document = load_yaml_document(data)
-    if not isinstance(document, dict) or "model" not in document:
-        return
-    remote = document.get(FUNASR_REMOTE_CODE)
-    if isinstance(remote, str) and remote.startswith("http"):  # FunASR's own test for a URL
-        yield artifact.observe("repo.custom_code", role=FUNASR_ROLE, field=FUNASR_REMOTE_CODE,
-                               references=remote[:_KEEP], remote=True, missing="")  # fmt: skip
-    if document.get("trust_remote_code"):
-        yield artifact.observe("repo.remote_code_opt_in", role=FUNASR_ROLE, field="trust_remote_code")
 
 
 def _tagged_path(stack: list[_Frame]) -> str:

@@ -132,7 +132,7 @@ def loader_keys(artifact: Artifact, top: Any, role: str) -> Iterator[Observation
     if role in PROCESSOR_ROLES and isinstance(top, dict) and "repo_path" in top and top["repo_path"] is None:
         info = top.get("class_info_file")  # OneFormer joins it to "" then: opened from the working folder
         if isinstance(info, str) and info and not OUTSIDE_PATH.search(info):
-            yield from _outside(artifact, role, "class_info_file", info, AS_GIVEN)
+            yield from outside(artifact, role, "class_info_file", info, AS_GIVEN)
     for item in json_items(top, MAX_VALUES):
         if item is None:
             yield artifact.observe("scan.limit", limit="max-json-values", detail=f"more than {MAX_VALUES} values")
@@ -175,7 +175,7 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
             how, value = AS_GIVEN, value[len(LOCAL_DIR) :]
         for path in _strings(value) if how else []:
             if _leaves(how, key, path):
-                yield from _outside(artifact, role, field, path, how)
+                yield from outside(artifact, role, field, path, how)
     if key in CALLED_KEYS or key in LOADED_KEYS:
         use = "called" if key in CALLED_KEYS else "loaded"
         for reference in _dotted(value):
@@ -199,7 +199,7 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
         yield artifact.observe("repo.registry_import", role=role, field=field[:MAX_SHOWN], value=value[:MAX_SHOWN])
     if _mlx_module(role, field, value):  # joined to the folder: `..` or an absolute path leaves it
         if OUTSIDE_PATH.search(value):
-            yield from _outside(artifact, role, field, value, IN_REPOSITORY)
+            yield from outside(artifact, role, field, value, IN_REPOSITORY)
         else:
             yield _mlx_code(artifact, value)
 
@@ -303,7 +303,7 @@ def _speaker_embeddings(artifact: Artifact, top: dict[str, Any]) -> Iterator[Obs
         for prompt, path in prompts.items():
             if isinstance(path, str) and path and (not rooted or OUTSIDE_PATH.search(path)):
                 how = MODEL if rooted else "from / (no repo_or_path)"
-                yield from _outside(artifact, SPEAKER_EMBEDDINGS, f"{preset}.{prompt}", path, how)
+                yield from outside(artifact, SPEAKER_EMBEDDINGS, f"{preset}.{prompt}", path, how)
 
 
 def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
@@ -336,13 +336,17 @@ def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
     return IN_REPOSITORY if role == "sentence-transformers-modules" and key == "path" else None
 
 
-def _outside(artifact: Artifact, role: str, field: str, path: str, how: str) -> Iterator[Observation]:
-    """A path that leaves the model folder (`repo.outside_path`), or names nothing on this machine
-    (`repo.leftover_path`); nothing for an absolute path to the folder itself or inside it."""
+def outside(artifact: Artifact, role: str, field: str, path: str, how: str, *, data: bool = False,
+            leftovers: bool = True) -> Iterator[Observation]:  # fmt: skip
+    """A path that leaves the model folder (`repo.outside_path`; `repo.outside_data_path` when the loader only
+    reads the file as data, never unpickles or imports it), or names nothing on this machine (`repo.leftover_path`,
+    unless `leftovers` is False: the loader then uses the folder's own file); nothing for an absolute path to the
+    folder itself or inside it."""
     where = placement(artifact, path)
-    if where != INSIDE:
-        kind = "repo.leftover_path" if where == ABSENT else "repo.outside_path"
-        yield artifact.observe(kind, role=role, field=field[:MAX_SHOWN], value=path[:MAX_SHOWN], how=how)
+    if where == INSIDE or (where == ABSENT and not leftovers):
+        return
+    kind = "repo.leftover_path" if where == ABSENT else "repo.outside_data_path" if data else "repo.outside_path"
+    yield artifact.observe(kind, role=role, field=field[:MAX_SHOWN], value=path[:MAX_SHOWN], how=how)
 
 
 INSIDE, ABSENT, ELSEWHERE = "inside", "absent", "elsewhere"

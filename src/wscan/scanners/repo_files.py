@@ -17,7 +17,16 @@ from typing import Any
 from wscan.lookup import is_file
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.loader_keys import ELSEWHERE, MODELSCOPE, join_field, json_items, loader_keys, placement
+from wscan.scanners.loader_keys import (
+    ELSEWHERE,
+    IN_REPOSITORY,
+    MODELSCOPE,
+    join_field,
+    json_items,
+    loader_keys,
+    outside,
+    placement,
+)
 from wscan.scanners.python_code import OUTSIDE_PATH
 from wscan.strict_json import TOO_DEEP, JsonRejected, loads_lenient, loads_strict
 
@@ -69,6 +78,10 @@ _SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code)"\s*:|"steps"
 _PIP_LOCATION = re.compile(r"://|@|[/\\]|^\.")  # a pip requirement that names a URL, a VCS or a path, not a name
 STEP_CLASS = "step class"  # the key a lerobot pipeline step's class is reported under (the config-target rules)
 MAX_STEPS = 1000
+# adapter_config.json values PEFT imports as modules: AutoPeftModel `auto_mapping.parent_library` (then calls its
+# `base_model_class`'s from_pretrained), a LoRA layer with a `megatron_config` its `megatron_core`. Before peft#3085
+# any name was imported; 0.21 takes only allowlisted libraries.
+AUTO_MAPPING, MEGATRON_CORE = "auto_mapping", "megatron_core"
 _MODULE_REF = re.compile(r"^(?:(?P<repo>[^\s]+)--)?(?P<module>[A-Za-z_][\w.]*)\.(?P<cls>[A-Za-z_]\w*)$")
 
 
@@ -129,7 +142,7 @@ class RepoJsonScanner:
         if len(data) > MAX_FIELD_CHARS:  # a string is never longer in characters than in bytes
             yield from _oversized(artifact, top, role)
         yield from _custom_code(artifact, top, role, data)
-        yield from _pipeline_steps(artifact, top)
+        yield from _pipeline_steps(artifact, top, role)
         # A config.json with `pretrained_cfg` is a timm checkpoint's: AutoImageProcessor takes its processor keys.
         timm = role == "config" and isinstance(top.get("pretrained_cfg"), dict)
         yield from loader_keys(artifact, top, "timm-config" if timm else role)
@@ -146,6 +159,7 @@ class RepoJsonScanner:
             # AutoPeftModel loads the base model there; a path that names nothing here is the writer's leftover.
             if isinstance(base, str) and OUTSIDE_PATH.search(base) and placement(artifact, base) == ELSEWHERE:
                 yield artifact.observe("repo.adapter_base_path", base_model=base[:200])
+            yield from _adapter_imports(artifact, top)
 
 
 def _oversized(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[ScanItem]:
@@ -225,19 +239,41 @@ def _custom_code(artifact: Artifact, top: dict[str, Any], role: str, data: bytes
         yield artifact.observe("repo.trust_remote_code", _offset(data, "trust_remote_code"), role=role)
 
 
-def _pipeline_steps(artifact: Artifact, top: dict[str, Any]) -> Iterator[ScanItem]:
+def _pipeline_steps(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[ScanItem]:
     """lerobot's processor pipeline (`{"steps": [{"registry_name" | "class": ..., "config": {...}}]}`, saved under
     any name): DataProcessorPipeline.from_pretrained imports a step's dotted `class` when it has no
     `registry_name`, and calls it with the step's `config`, with no opt-in (huggingface/lerobot#4219). Each is
-    reported as a config target, for the same rules."""
+    reported as a config target, for the same rules. A step's `state_file` is read from `folder / state_file`
+    with safetensors (lerobot 0.4.4): one that climbs out or is absolute is a data file from elsewhere."""
     steps = top.get("steps")
     if not isinstance(steps, list):
         return
     for index, step in enumerate(steps[:MAX_STEPS]):
-        name = step.get("class") if isinstance(step, dict) and "registry_name" not in step else None
+        if not isinstance(step, dict):
+            continue
+        name = step.get("class") if "registry_name" not in step else None
         if isinstance(name, str) and "." in name:  # lerobot splits module and class at the last dot
             yield artifact.observe("config.target", callable=name[:400], leaf=name.rsplit(".", 1)[1][:400],
                                    key=STEP_CLASS, path=f"steps[{index}]")  # fmt: skip
+        state = step.get("state_file")
+        if isinstance(state, str) and OUTSIDE_PATH.search(state):
+            yield from outside(artifact, role, f"steps[{index}].state_file", state, IN_REPOSITORY, data=True)
+
+
+def _adapter_imports(artifact: Artifact, top: dict[str, Any]) -> Iterator[ScanItem]:
+    """The modules PEFT imports by the names adapter_config.json gives: `auto_mapping.parent_library` (read by
+    AutoPeftModel only when there is no task_type) and `megatron_core` (only when `megatron_config` is set; every
+    LoRA adapter records the default "megatron.core"). The rules judge the names against the libraries real adapters
+    name."""
+    mapping = top.get(AUTO_MAPPING)
+    named: list[tuple[str, Any]] = []
+    if isinstance(mapping, dict) and top.get("task_type") is None:
+        named.append((f"{AUTO_MAPPING}.parent_library", mapping.get("parent_library")))
+    if top.get("megatron_config"):
+        named.append((MEGATRON_CORE, top.get(MEGATRON_CORE)))
+    for field, module in named:
+        if isinstance(module, str) and module:
+            yield artifact.observe("repo.adapter_import", field=field, module=module[:200])
 
 
 def _modelscope(artifact: Artifact, top: dict[str, Any], data: bytes) -> Iterator[ScanItem]:
