@@ -171,7 +171,10 @@ def _gguf(path: Path, size: int, template: str) -> None:
     writer.add_context_length(4096)
     writer.add_block_count(32)
     writer.add_tokenizer_model("llama")
-    writer.add_token_list([f"tok{i}" for i in range(32000)])
+    byte_tokens = [f"<0x{b:02X}>" for b in range(256)]  # SentencePiece's byte fallback, as llama's vocabulary has
+    tokens = ["<unk>", "<s>", "</s>", *byte_tokens, *(f"tok{i}" for i in range(32000 - 259))]
+    writer.add_token_list(tokens)
+    writer.add_token_types([2, 3, 3, *[6] * 256, *[1] * (len(tokens) - 259)])
     writer.add_chat_template(template)
     cols, tensors = 4096, 64
     rows = max(1, size // tensors // (cols * 2))
