@@ -686,6 +686,11 @@ HOSTILE: dict[str, tuple[bytes, Limits]] = {
     "gguf.hparam_abort": (build([ARCH, kv_u32("llama.block_count", 0)]), Limits()),
     "gguf.tokenizer_hang": (build([ARCH, kv_str("tokenizer.ggml.model", "rwkv"), _tokens("a", "\\n\\n")]), Limits()),
     "gguf.tokenizer_cost": (build([ARCH, kv_str("tokenizer.ggml.model", "plamo2"), _tokens("a" * 2500)]), Limits()),
+    "gguf.byte_token_abort": (
+        build([ARCH, kv_str("tokenizer.ggml.model", "bert"), _tokens("a", "b"),
+               kv("tokenizer.ggml.token_type", T.ARRAY, array(T.INT32, [u32(1), u32(6)]))]),
+        Limits(),
+    ),
     "gguf.prompt_abort": (build([ARCH, kv_str("tokenizer.ggml.model", "llama"), _tokens("a")]), Limits()),
     "gguf.missing_byte_tokens": (build([ARCH, kv_str("tokenizer.ggml.model", "llama"), _tokens("a", "b")]), Limits()),
     "gguf.template_not_string": (

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gguf.constants import GGUFValueType
+from gguf.constants import GGUFEndian, GGUFValueType
 from gguf.gguf_writer import GGUFWriter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -291,3 +291,36 @@ def test_a_huge_token_is_kept_cut_and_reported_oversized() -> None:
     assert [p.kind for p in parsed.problems] == ["gguf.oversized_string"]
     assert [len(t) for t in parsed.tokens] == [1, BIG_STRING, 1]
     assert parsed.long_tokens == {1: BIG_STRING + 10}
+
+
+# --- a BERT vocabulary with a BYTE-typed token aborts the load (token_to_byte has no WordPiece case) ---------
+
+
+def _bert(types: list[int]) -> Setup:
+    def setup(writer: GGUFWriter) -> None:
+        writer.add_tokenizer_model("bert")
+        writer.add_token_list(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "##c"])
+        writer.add_token_types(types)
+        writer.add_bos_token_id(2)
+        writer.add_sep_token_id(3)
+        writer.add_unk_token_id(1)
+
+    return setup
+
+
+@pytest.mark.parametrize("endian", [GGUFEndian.LITTLE, GGUFEndian.BIG])
+def test_a_byte_typed_wordpiece_token_aborts_the_load(tmp_path: Path, endian: GGUFEndian) -> None:
+    # the review's ASan llama.cpp: exit 134 at llama-vocab.cpp:3207 for this file, 0 with "b" typed NORMAL
+    writer = GGUFWriter(str(tmp_path / "bert.gguf"), "bert", endianess=endian)
+    _bert([3, 3, 3, 3, 3, 1, 6, 1])(writer)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    findings = scan(tmp_path / "bert.gguf").findings
+    assert {(f.rule_id, f.severity) for f in findings} >= {("WS-GGUF-038", Severity.HIGH)}
+    assert "Token 6 (b)" in next(f.message for f in findings if f.rule_id == "WS-GGUF-038")
+
+
+def test_a_wordpiece_vocabulary_as_converters_type_it_is_clean(tmp_path: Path) -> None:
+    assert _findings(tmp_path, _bert([3, 3, 3, 3, 3, 1, 1, 1]), "bert") == set()

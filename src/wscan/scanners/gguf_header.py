@@ -79,6 +79,7 @@ UNUSUAL_ALIGNMENT = 64 * 1024  # writers align to 32; larger alignments make roo
 FACT_KEYS = frozenset({"general.architecture", "general.name", "general.file_type", "general.alignment"})
 TEMPLATE_KEY = "tokenizer.chat_template"
 TOKENS_KEY = "tokenizer.ggml.tokens"
+TOKEN_TYPES_KEY = "tokenizer.ggml.token_type"
 # What llama.cpp does with the vocabulary and hyperparameters (judged in `gguf_vocab`): the tokenizer model, the
 # per-token arrays, and the per-architecture numbers its loader asserts on, kept with where they are.
 KEPT_STRINGS = frozenset({"tokenizer.ggml.model", "tokenizer.ggml.pre"})
@@ -162,6 +163,8 @@ class ParsedGguf:
     problems: list[Problem] = field(default_factory=list)
     settings: dict[str, Setting] = field(default_factory=dict)  # the KEPT_* keys, TOKENIZER_IDS and _FLAGS
     tokens: list[bytes] = field(default_factory=list)  # tokenizer.ggml.tokens, each cut at BIG_STRING bytes
+    token_types: bytes = b""  # tokenizer.ggml.token_type's INT32 values as stored, in `byte_order`
+    byte_order: str = "<"
     long_tokens: dict[int, int] = field(default_factory=dict)  # index -> full length of the tokens cut
     complete: bool = False
     data_start: int = 0
@@ -521,7 +524,7 @@ class _Parser:
             text = self._string_value(c_key, name)
             setting = Setting(at, text, vtype)
         elif vtype == GGUFValueType.ARRAY:
-            item, count = self._array(name, 1, tokens=c_key == TOKENS_KEY)
+            item, count = self._array(name, 1, keep=c_key in (TOKENS_KEY, TOKEN_TYPES_KEY))
             setting = Setting(at, None, vtype, item, count)
         else:
             value = self.s.scalar(vtype)
@@ -562,9 +565,9 @@ class _Parser:
                 attrs["index"] = index
             self.result.problems.append(Problem("gguf.oversized_string", value.at, attrs))
 
-    def _array(self, key: str, depth: int, tokens: bool = False) -> tuple[GGUFValueType, int]:
+    def _array(self, key: str, depth: int, keep: bool = False) -> tuple[GGUFValueType, int]:
         """An array at nesting `depth` (1 for a KV's own value): its count is checked before any element.
-        The strings of the vocabulary (`tokens`) are kept; every other array is stepped over."""
+        The vocabulary's strings and token types are kept (`keep`); every other array is stepped over."""
         at = self.s.pos
         item = self._value_type(self.s.u32("array type"), key, at)
         count = self.s.uint("array length")
@@ -578,7 +581,7 @@ class _Parser:
             self._check_nesting(key, at, depth, count)
         if item == GGUFValueType.STRING:
             big = BIG_GENERAL_STRING if key.startswith("general.") else BIG_STRING
-            if tokens:
+            if keep:
                 self.result.tokens, long = self.s.read_strings(count, key, big)
                 self.result.long_tokens = {index: length for index, _, length in long}
             else:
@@ -589,6 +592,8 @@ class _Parser:
             for _ in range(count):
                 self._array(key, depth + 1)
                 self.s.tick()
+        elif keep and item == GGUFValueType.INT32:  # a few bytes a token, bounded by the header limit
+            self.result.token_types, self.result.byte_order = self.s.read(minimum, "array"), self.s.order
         else:
             self.s.skip(minimum, "array")
         return item, count

@@ -11,10 +11,12 @@ does to a vocabulary that loads is `gguf_prompt`'s.
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Iterator
 
 from wscan.model import AttrValue
-from wscan.scanners.gguf_header import ARCHITECTURES, TOKENS_KEY, ParsedGguf, Setting
+from wscan.scanners.gguf_header import ARCHITECTURES, TOKEN_TYPES_KEY, TOKENS_KEY, ParsedGguf, Setting
 from wscan.scanners.gguf_prompt import prompt_problems
 from wscan.scanners.problems import Problem
 
@@ -23,6 +25,7 @@ MAX_DUMMY_TOKENS = 1 << 22  # the largest real vocabularies have ~260,000 tokens
 LLAMA_MAX_LAYERS = 512  # src/llama-hparams.h
 LLAMA_MAX_EXPERTS = 1024
 PLAMO2_COST = 10**10  # sum of cubed token lengths: ~30 s of load (review 29: 1,000 chars 3 s, 4,000 chars 233 s)
+LLAMA_TOKEN_TYPE_BYTE = 6  # llama.h's llama_token_type
 MAX_REPORTED = 5  # duplicate tokens reported one by one; the rest are counted
 _ARRAY_TYPES = {  # per-token arrays, the element types llama.cpp reads them as
     "tokenizer.ggml.scores": ("FLOAT32", "INT32"),
@@ -44,6 +47,8 @@ def vocabulary_problems(parsed: ParsedGguf) -> list[Problem]:
         problems += _dummy_tokens(settings, f"{arch}.vocab_size", tokenizer)
     elif tokenizer is not None and TOKENS_KEY in settings:
         at_load = [*_token_arrays(settings), *_duplicates(parsed.tokens, settings[TOKENS_KEY].at)]
+        if tokenizer == "bert" and not at_load:
+            at_load += _wpm_byte_tokens(parsed, settings[TOKEN_TYPES_KEY].at if TOKEN_TYPES_KEY in settings else 0)
         problems += at_load
         if tokenizer == "rwkv":
             problems += _rwkv_hang(parsed.tokens, settings[TOKENS_KEY].at)
@@ -109,6 +114,21 @@ def _duplicates(tokens: list[bytes], at: int) -> list[Problem]:
                  token=word[:80].decode("utf-8", "backslashreplace"))
         for index, first, word in repeats[:MAX_REPORTED]
     ]  # fmt: skip
+
+
+def _wpm_byte_tokens(parsed: ParsedGguf, at: int) -> list[Problem]:
+    """llama.cpp caches every token's text at load; for a BYTE-typed token of a WordPiece (BERT) vocabulary that
+    ends in `token_to_byte`, which has no WordPiece case: GGML_ABORT (review 29's vocabulary fuzzer)."""
+    types = array("i")
+    types.frombytes(parsed.token_types[: 4 * len(parsed.tokens)])
+    if parsed.byte_order != ("<" if sys.byteorder == "little" else ">"):
+        types.byteswap()
+    if LLAMA_TOKEN_TYPE_BYTE not in types:
+        return []
+    index = types.index(LLAMA_TOKEN_TYPE_BYTE)
+    token = parsed.tokens[index][:80].decode("utf-8", "backslashreplace")
+    return [_problem("byte_token_abort", at, key=TOKEN_TYPES_KEY, index=index, token=token, tokenizer="bert",
+                     count=types.count(LLAMA_TOKEN_TYPE_BYTE))]  # fmt: skip
 
 
 def _rwkv_unescape(token: bytes) -> bytes:
