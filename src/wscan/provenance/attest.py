@@ -26,6 +26,7 @@ from wscan.config import Config
 from wscan.discover import display_path
 from wscan.model import Finding, Location, Observation, Severity
 from wscan.provenance.oms import (
+    DEFAULT_SIGNATURE,
     CertificateMethod,
     KeyMethod,
     Method,
@@ -59,7 +60,8 @@ def attest(
     from in_toto_attestation.v1 import statement
     from model_signing._signing import signing as oms_signing
 
-    manifest = hashing_config(model_dir, [*ignore, output]).hash(model_dir)
+    own = [output, model_dir / DEFAULT_SIGNATURE]  # an OMS signature beside it is not part of the scan's subject
+    manifest = hashing_config(model_dir, ignore, own=own).hash(model_dir)
     oms_payload = oms_signing.Payload(manifest)  # the OMS subject: model name and root digest
     subject = oms_payload.statement.pb.subject[0]
     root_digest = subject.digest["sha256"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -19,22 +20,41 @@ EXIT_OK, EXIT_FINDINGS = 0, 1
 
 def run(args: argparse.Namespace) -> int:
     """Sign or verify; usage problems raise UsageError (exit 2), verification problems are findings (exit 1)."""
-    model: Path = args.model
-    if not model.exists():
-        raise UsageError(f"no such model folder or file: {model}")
+    if not os.path.lexists(args.model):
+        raise UsageError(f"no such model folder or file: {args.model}")
+    model = _absolute(args.model)
     # A one-file model (OMS allows it) keeps its signature beside it.
-    signature: Path = args.signature or (model if model.is_dir() else model.parent) / DEFAULT_SIGNATURE
+    signature = _absolute(args.signature or (model if model.is_dir() else model.parent) / DEFAULT_SIGNATURE)
+    ignore = ignore_paths(model, args.ignore_paths)
     if args.command == "sign":
-        return _sign(args, model, signature)
-    return _verify(args, model, signature)
+        return _sign(args, model, signature, ignore)
+    return _verify(args, model, signature, ignore)
 
 
-def _sign(args: argparse.Namespace, model: Path, signature: Path) -> int:
+def _absolute(path: Path) -> Path:
+    """`path` made absolute once, by name (no link followed): the library joins ignore paths to the model path,
+    and a relative model path made it join them twice (review 31)."""
+    return Path(os.path.abspath(path))
+
+
+def ignore_paths(model: Path, given: list[Path]) -> list[Path]:
+    """`--ignore-paths` as absolute paths inside `model` (a relative one is taken inside the folder); one that
+    is the folder itself (an empty value too) or lies outside it is a usage error."""
+    from wscan.provenance.oms import ignored_names
+
+    try:
+        names = ignored_names(model, given)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return [model / name for name in names] if model.is_dir() else list(given)
+
+
+def _sign(args: argparse.Namespace, model: Path, signature: Path, ignore: list[Path]) -> int:
     from wscan.provenance.oms import sign
 
     method = sign_method(args)
     try:
-        sign(model, signature, list(args.ignore_paths), method, args.shard_size)
+        sign(model, signature, ignore, method, args.shard_size)
     except Exception as exc:  # the library's errors (bad key, password, OIDC) are the user's to fix
         raise UsageError(f"signing failed: {type(exc).__name__}: {exc}") from None
     print(lines_safe(f"wscan: signed {model} -> {signature}"), file=sys.stderr)
@@ -79,14 +99,14 @@ def verify_into(report: Report, args: argparse.Namespace, config: Config) -> Non
 
     method = verify_method(args)
     for folder in _folders(args.paths, "--verify", args.signature is not None):
-        verification = verify_model(folder, args.signature or folder / DEFAULT_SIGNATURE, method,
-                                    list(args.ignore_paths), config)
+        verification = verify_model(folder, _absolute(args.signature or folder / DEFAULT_SIGNATURE), method,
+                                    ignore_paths(folder, args.ignore_paths), config)
         merge(report, verification)
 
 
 def _folders(paths: list[Path], option: str, one_file_named: bool) -> list[Path]:
     """The scanned folders a provenance option applies to (one only when a single file is named for it)."""
-    folders = [p for p in paths if p.is_dir()]
+    folders = [_absolute(p) for p in paths if p.is_dir()]
     if not folders:
         raise UsageError(f"{option} needs a model folder")
     if one_file_named and len(folders) > 1:
@@ -131,8 +151,8 @@ def attest_folders(report: Report, args: argparse.Namespace) -> None:
         builtin = Config(fail_on=config.fail_on, allow=config.allow, limits=config.limits, jobs=config.jobs)
         unfiltered = Engine(builtin).scan(folders)
     for folder in folders:
-        output = args.attestation or folder / DEFAULT_ATTESTATION
-        ignore = [*args.ignore_paths, folder / DEFAULT_SIGNATURE]
+        output = _absolute(args.attestation or folder / DEFAULT_ATTESTATION)
+        ignore = ignore_paths(folder, args.ignore_paths)
         settings = scan_settings(config, report, folder, unfiltered)
         try:
             digest = attest(folder, report, method, output, ignore, settings)
@@ -151,7 +171,7 @@ def _scan_config(report: Report, args: argparse.Namespace) -> Config:
     return replace(config, fail_on=report.fail_on, limits=limits, jobs=getattr(args, "jobs", None) or config.jobs)
 
 
-def _verify(args: argparse.Namespace, model: Path, signature: Path) -> int:
+def _verify(args: argparse.Namespace, model: Path, signature: Path, ignore: list[Path]) -> int:
     from wscan.cli import emit
     from wscan.output import render
     from wscan.provenance.verify import verify_model
@@ -161,7 +181,7 @@ def _verify(args: argparse.Namespace, model: Path, signature: Path) -> int:
     if args.fail_on:
         config = replace(config, fail_on=Severity.parse(args.fail_on))
     attestation = args.attestation is not None
-    report = verify_model(model, args.attestation or signature, method, list(args.ignore_paths), config,
+    report = verify_model(model, _absolute(args.attestation) if attestation else signature, method, ignore, config,
                           attestation=attestation)
     emit(render(report, args.format), args.output)
     return EXIT_FINDINGS if report.failed else EXIT_OK

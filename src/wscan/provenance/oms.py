@@ -82,19 +82,56 @@ class SignedManifest:
     serialization: dict[str, Any]
 
 
-def hashing_config(model_dir: Path, ignore: Iterable[Path], shard_size: int | None = None) -> Any:
+def hashing_config(
+    model_dir: Path, ignore: Iterable[Path], shard_size: int | None = None, own: Iterable[Path] = ()
+) -> Any:
     """The library's hashing configuration: sha256 per file (or per `shard_size` bytes), git files ignored.
 
-    Files are hashed in parallel by the library's thread pool, 1 MiB at a time (bounded memory); shards
-    let one large file use every core too, at the price of a longer manifest.
+    `ignore` are the user's paths (refused when they cover the folder or leave it, see `ignored_names`), `own`
+    the signature or attestation files (left out when inside the folder). Files are hashed in parallel by the
+    library's thread pool, 1 MiB at a time (bounded memory); shards let one large file use every core too, at
+    the price of a longer manifest.
     """
     from model_signing import hashing
 
     config = hashing.Config()  # type: ignore[no-untyped-call]
     if shard_size is not None:
         config.use_shard_serialization(shard_size=shard_size)
-    paths = [p if p.is_absolute() else model_dir / p for p in ignore]
-    return config.set_ignored_paths(paths=paths, ignore_git_paths=True)
+    names = ignored_names(model_dir, ignore, own)
+    return config.set_ignored_paths(paths=[Path(n) for n in names], ignore_git_paths=True)
+
+
+def ignored_names(model_dir: Path, ignore: Iterable[Path], own: Iterable[Path] = ()) -> list[PurePosixPath]:
+    """Ignore paths relative to the model folder, as the library records them (it joins each to the folder
+    itself: a path already joined would be joined twice). A relative user path is taken inside the folder.
+
+    Raises ValueError for a user path that is the folder itself (`""` and `.` parse as it) or lies outside:
+    a signature of nothing verifies any folder. An `own` file outside the folder is simply not in it.
+    """
+    if not model_dir.is_dir():
+        return []  # a one-file model: the library ignores nothing
+    names = []
+    for path in ignore:
+        name = _inside(model_dir, path)
+        if name is None or name == PurePosixPath("."):
+            where = "is the model folder itself" if name is not None else "lies outside the model folder"
+            raise ValueError(f"--ignore-paths {path.as_posix()!r} {where}: the signature would not cover "
+                             "the model (an empty value parses as '.')")
+        names.append(name)
+    for path in own:
+        name = _inside(model_dir, Path(os.path.abspath(path)))
+        if name is not None and name != PurePosixPath("."):
+            names.append(name)
+    return names
+
+
+def _inside(model_dir: Path, path: Path) -> PurePosixPath | None:
+    """`path` (absolute, or relative to `model_dir`) relative to `model_dir` by name, or None when outside."""
+    base = os.path.abspath(model_dir)
+    name = os.path.relpath(os.path.abspath(os.path.join(base, path)), base)
+    if name == ".." or name.startswith(".." + os.sep):
+        return None
+    return PurePosixPath(Path(name).as_posix())
 
 
 def sign(
@@ -102,18 +139,15 @@ def sign(
 ) -> None:
     """Write an OMS signature of every file under `model_dir` (the signature file itself excluded).
 
-    With `shard_size`, an empty file is refused: the OMS `shards` method records no shard for it, so the
-    signature could not cover it and verification could not tell it from one added later."""
+    A folder with no file left to sign is refused (that signature would verify any folder), and so, with
+    `shard_size`, is an empty file: the OMS `shards` method records no shard for it, so the signature could not
+    cover it and verification could not tell it from one added later."""
     from model_signing import signing
 
-    if shard_size is not None and model_dir.is_dir():
-        empty = _empty_files(model_dir, [*ignore, signature])
-        if empty:
-            shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
-            raise ValueError(f"--shard-size cannot cover empty files ({shown}): the shards method records no "
-                             "shard for them; sign per file, or leave them out with --ignore-paths")
-    config = signing.Config().set_hashing_config(  # type: ignore[no-untyped-call]
-        hashing_config(model_dir, [*ignore, signature], shard_size))
+    hashing = hashing_config(model_dir, ignore, shard_size, own=[signature])
+    if model_dir.is_dir():
+        _check_coverage(model_dir, ignored_names(model_dir, ignore, [signature]), shard_size)
+    config = signing.Config().set_hashing_config(hashing)  # type: ignore[no-untyped-call]
     if isinstance(method, KeyMethod):
         # model_signing hands the password to cryptography, which wants bytes (its hint says str).
         config.use_elliptic_key_signer(private_key=method.key, password=method.password)  # type: ignore[arg-type]
@@ -138,23 +172,32 @@ def sign(
 GIT_PATHS = (".git", ".gitattributes", ".github", ".gitignore")  # what model_signing leaves out
 
 
-def _empty_files(model_dir: Path, ignore: Iterable[Path]) -> list[str]:
-    """Empty regular files the signature would take in (relative names; links are not followed)."""
-    ignored = [PurePosixPath(p) for p in GIT_PATHS]
-    for path in ignore:
-        full = path if path.is_absolute() else model_dir / path
-        with contextlib.suppress(ValueError):
-            ignored.append(PurePosixPath(Path(os.path.abspath(full)).relative_to(os.path.abspath(model_dir)).as_posix()))
-    empty = []
+def _check_coverage(model_dir: Path, ignored: Sequence[PurePosixPath], shard_size: int | None) -> None:
+    """Refuse a signature that would cover no file, or (sharded) one that would miss an empty file."""
+    files = _files_to_sign(model_dir, ignored)
+    if not files:
+        raise ValueError(f"nothing to sign: no regular file in {model_dir} is left once the ignore paths, git "
+                         "files and the signature are left out")
+    empty = [name for name, size in files if size == 0]
+    if shard_size is not None and empty:
+        shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
+        raise ValueError(f"--shard-size cannot cover empty files ({shown}): the shards method records no "
+                         "shard for them; sign per file, or leave them out with --ignore-paths")
+
+
+def _files_to_sign(model_dir: Path, ignore: Iterable[PurePosixPath]) -> list[tuple[str, int]]:
+    """(relative name, size) of the regular files a signature would take in; links are not followed."""
+    ignored = [*(PurePosixPath(p) for p in GIT_PATHS), *ignore]
+    files = []
     for folder in walk(model_dir):
         for name in (entry.name for entry in folder.entries if entry.name not in folder.folders):
             path = folder.path / name
             rel = PurePosixPath(path.relative_to(model_dir).as_posix())
             with contextlib.suppress(OSError):
                 info = os.lstat(path)
-                if stat.S_ISREG(info.st_mode) and info.st_size == 0 and not any(rel.is_relative_to(i) for i in ignored):
-                    empty.append(rel.as_posix())
-    return sorted(empty)
+                if stat.S_ISREG(info.st_mode) and not any(rel.is_relative_to(i) for i in ignored):
+                    files.append((rel.as_posix(), info.st_size))
+    return sorted(files)
 
 
 def _verifier_config(method: Method) -> Any:

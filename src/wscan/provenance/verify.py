@@ -9,6 +9,7 @@ a signature file that is a link, a FIFO, socket or device node, a folder that ca
 from __future__ import annotations
 
 import os
+import posixpath
 import stat
 import time
 from collections.abc import Sequence
@@ -120,12 +121,27 @@ def _against(
         # Every regular file counts, whatever its size: an empty file makes no shard, hence no resource.
         for path in walk.regular:
             actual_files.setdefault(path.relative_to(model_dir).as_posix(), ())
-    observations = _compare(model_dir, expected_files, actual_files, walk)
+    observations = [*_covers_nothing(signature, resources, signed_ignores),
+                     *_compare(model_dir, expected_files, actual_files, walk)]
     files = [(display_path(model_dir / name), _size(model_dir / name)) for name in sorted(actual_files)]
     return observations, files, len(actual_files)
 
 
 Files = dict[str, tuple[Resource, ...]]
+
+
+def _covers_nothing(signature: Path, resources: Sequence[Resource], signed_ignores: Sequence[str]) -> list[Observation]:
+    """A signature whose ignore paths take in the whole folder, or that lists no file: it verifies any folder
+    it is copied into (model_signing accepts it; `wscan sign --ignore-paths ""` once made one)."""
+    whole = [p for p in signed_ignores if posixpath.normpath(p) == "."]
+    if whole:
+        reason = f"its signed ignore paths include {whole[0]!r}, which leaves out the whole folder"
+    elif not resources:
+        reason = "it lists no file"
+    else:
+        return []
+    return [Observation("provenance.covers_nothing", Location(display_path(signature)), {"reason": reason})]
+
 
 
 @dataclass

@@ -1,0 +1,149 @@
+"""Review 31 of `wscan sign` / `verify` / `scan --verify` / `scan --attest`: each case, rebuilt here, must be a
+finding or a usage error (exit 2), never a bypass, a hang or a traceback."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_provenance import a_model, keys, model_signing  # noqa: F401  (keys is a fixture)
+from wscan.cli import main
+from wscan.config import Config
+from wscan.provenance.oms import KeyMethod
+from wscan.provenance.verify import verify_model
+from wscan.report import Report
+
+PAYLOAD = b"cposix\nsystem\n(S'echo hi'\ntR."  # never loaded
+
+
+def statement_of(signature: Path) -> dict[str, object]:
+    statement: dict[str, object] = json.loads(base64.b64decode(json.loads(signature.read_text())["dsseEnvelope"]
+                                                               ["payload"]))
+    return statement
+
+
+def serialization_of(signature: Path) -> dict[str, object]:
+    predicate = statement_of(signature)["predicate"]
+    assert isinstance(predicate, dict)
+    serialization: dict[str, object] = predicate["serialization"]
+    return serialization
+
+
+def signed_names(signature: Path) -> set[str]:
+    predicate = statement_of(signature)["predicate"]
+    assert isinstance(predicate, dict)
+    return {r["name"] for r in predicate["resources"]}
+
+
+def rule_ids(report: Report) -> set[str]:
+    return {f.rule_id for f in report.findings}
+
+
+def verified(model: Path, keys: dict[str, Path], signature: Path | None = None) -> Report:  # noqa: F811
+    return verify_model(model, signature or model / "model.sig", KeyMethod(keys["public"]), [], Config())
+
+
+def sign(model: Path, keys: dict[str, Path], *extra: str) -> int:  # noqa: F811
+    return main(["sign", str(model), "--private-key", str(keys["private"]), *extra])
+
+
+# --- 1. a signature of nothing (universal_signature) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("ignore", ["", ".", "FOLDER", "FOLDER/..", "OUTSIDE", "../x"])
+def test_sign_refuses_ignore_paths_that_cover_the_folder_or_leave_it(
+    tmp_path: Path, keys: dict[str, Path], ignore: str  # noqa: F811
+) -> None:
+    model = a_model(tmp_path / "m")
+    value = ignore.replace("FOLDER", str(model)).replace("OUTSIDE", str(tmp_path / "elsewhere"))
+    assert sign(model, keys, "--ignore-paths", value) == 2
+    assert not (model / "model.sig").exists()
+
+
+def test_sign_refuses_a_folder_with_nothing_to_sign(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / ".gitignore").write_text("*.tmp\n")
+    assert sign(model, keys) == 2
+    assert not (model / "model.sig").exists()
+
+
+def _sign_with_library(model: Path, keys: dict[str, Path], ignore: list[Path]) -> Path:  # noqa: F811
+    """What model_signing's API makes when told to ignore these paths (its verifier accepts the result)."""
+    from model_signing import hashing, signing
+
+    hashing_config = hashing.Config().set_ignored_paths(paths=ignore, ignore_git_paths=True)  # type: ignore[no-untyped-call]
+    config = signing.Config().set_hashing_config(hashing_config)  # type: ignore[no-untyped-call]
+    config.use_elliptic_key_signer(private_key=keys["private"])
+    config.sign(model, model / "model.sig")
+    return model / "model.sig"
+
+
+def test_signature_whose_ignore_paths_cover_the_folder_verifies_nothing(
+    tmp_path: Path, keys: dict[str, Path]  # noqa: F811
+) -> None:
+    model = a_model(tmp_path / "m")
+    signature = _sign_with_library(model, keys, [Path(".")])
+    assert signed_names(signature) == set()
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "pytorch_model.bin").write_bytes(PAYLOAD)
+    (evil / "model.sig").write_bytes(signature.read_bytes())
+    for folder in (model, evil):
+        report = verified(folder, keys)
+        assert rule_ids(report) == {"WS-SIG-020"} and report.failed
+    assert main(["verify", str(evil), "--public-key", str(keys["public"])]) == 1
+
+
+def test_signature_that_lists_no_file_verifies_nothing(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    signature = _sign_with_library(empty, keys, [])
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    (evil / "pytorch_model.bin").write_bytes(PAYLOAD)
+    report = verified(evil, keys, signature)
+    assert {"WS-SIG-020", "WS-SIG-005"} <= rule_ids(report) and report.failed
+    assert "WS-SIG-009" not in rule_ids(report)
+
+
+def test_verify_refuses_ignore_paths_that_cover_the_folder(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
+    model = a_model(tmp_path / "m")
+    assert sign(model, keys) == 0
+    assert main(["verify", str(model), "--public-key", str(keys["public"]), "--ignore-paths", ""]) == 2
+    assert main(["scan", str(model), "--verify", "--public-key", str(keys["public"]), "--ignore-paths", "."]) == 2
+
+
+# --- 6. relative model paths (relative_ignore, attest_relative) ------------------------------------------------
+
+
+def test_relative_model_path_signs_what_it_says(
+    tmp_path: Path, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    a_model(tmp_path / "m")
+    (tmp_path / "m" / "README.md").write_text("notes\n")
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):  # signing again must not sign the previous model.sig in
+        assert sign(Path("m"), keys, "--ignore-paths", "README.md") == 0
+    signature = tmp_path / "m" / "model.sig"
+    assert signed_names(signature) == {"config.json", "weights/model.safetensors"}
+    ignored = serialization_of(signature)["ignore_paths"]
+    assert isinstance(ignored, list)
+    assert set(ignored) == {"README.md", "model.sig", ".git", ".gitattributes", ".github", ".gitignore"}
+    assert rule_ids(verified(Path("m"), keys)) == {"WS-SIG-009"}
+    result = model_signing("verify", "key", "m", "--signature", "m/model.sig", "--public_key", str(keys["public"]),
+                           "--ignore-paths", "m/README.md")
+    assert result.returncode == 0, result.stderr
+
+
+def test_relative_model_path_attests_twice(
+    tmp_path: Path, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    a_model(tmp_path / "m")
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):  # the previous attestation is not attested
+        assert main(["scan", "m", "--attest", "--private-key", str(keys["private"])]) == 0
+    assert main(["verify", "m", "--attestation", "m/wscan.attestation.sig", "--public-key", str(keys["public"])]) == 0
