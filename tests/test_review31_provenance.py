@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -147,3 +150,60 @@ def test_relative_model_path_attests_twice(
     for _ in range(2):  # the previous attestation is not attested
         assert main(["scan", "m", "--attest", "--private-key", str(keys["private"])]) == 0
     assert main(["verify", "m", "--attestation", "m/wscan.attestation.sig", "--public-key", str(keys["public"])]) == 0
+
+
+# --- 2. a signature file that is a FIFO, a link to a device, or huge (sig_devzero) ----------------------------
+
+
+class Blocked(BaseException):
+    """Raised by `deadline`: a BaseException, so no `except Exception` in the code under test turns it into a
+    finding."""
+
+
+@pytest.fixture
+def deadline() -> Iterator[None]:
+    """Fail, rather than hang the suite, when a test blocks (on a FIFO) for a minute."""
+    def expire(signum: int, frame: object) -> None:
+        raise Blocked("blocked for 60 s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(60)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _unreadable_signature(model: Path, kind: str) -> None:
+    signature = model / "model.sig"
+    signature.unlink()
+    if kind == "fifo":
+        os.mkfifo(signature)
+    elif kind == "devzero":
+        signature.symlink_to("/dev/zero")
+    else:  # a sparse file far larger than any bundle
+        with signature.open("wb") as stream:
+            stream.truncate(3 * 1024**3)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "devzero", "sparse"])
+def test_signature_that_is_no_bundle_file_is_a_finding_not_a_hang(
+    tmp_path: Path, keys: dict[str, Path], kind: str, deadline: None  # noqa: F811
+) -> None:
+    model = a_model(tmp_path / "m")
+    assert sign(model, keys) == 0
+    _unreadable_signature(model, kind)
+    report = verified(model, keys)
+    expected = {"WS-SIG-003", "WS-SIG-008"} if kind == "devzero" else {"WS-SIG-003"}
+    assert rule_ids(report) == expected and report.failed
+    assert main(["scan", str(model), "--verify", "--public-key", str(keys["public"])]) == 1
+
+
+def test_attestation_that_is_a_fifo_is_a_finding_not_a_hang(
+    tmp_path: Path, keys: dict[str, Path], deadline: None  # noqa: F811
+) -> None:
+    model = a_model(tmp_path / "m")
+    os.mkfifo(tmp_path / "att.sig")
+    report = verify_model(model, tmp_path / "att.sig", KeyMethod(keys["public"]), [], Config(), attestation=True)
+    assert rule_ids(report) == {"WS-SIG-003"}

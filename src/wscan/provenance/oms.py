@@ -232,17 +232,69 @@ def signed_manifest(signature: Path, method: Method) -> tuple[SignedManifest, An
     return SignedManifest(resources, serialization), hashing_for(serialization)
 
 
+MAX_BUNDLE_BYTES = 16 * 1024 * 1024  # a real bundle is a few KB (a keyless one with its chain, ~10 KB)
+
+
 def read_bundle(path: Path, method: Method) -> Any:
     """The Sigstore bundle in `path`, in the library's class for this method; unreadable is a SignatureProblem."""
     from model_signing._signing import sign_sigstore, sign_sigstore_pb
 
     reader = sign_sigstore.Signature if isinstance(method, KeylessMethod) else sign_sigstore_pb.Signature
+    text = read_small(path)
     try:
-        return reader.read(path)
-    except OSError as exc:
-        raise SignatureProblem("provenance.signature_unreadable", f"cannot read {path.name}: {exc}") from None
+        return reader.read(_Text(text))  # type: ignore[arg-type]  # it only calls read_text
     except Exception as exc:  # JSON, protobuf or sigstore model errors: not a bundle
         raise SignatureProblem("provenance.signature_unreadable", _short(exc)) from None
+
+
+def read_small(path: Path, limit: int = MAX_BUNDLE_BYTES) -> str:
+    """A signature or attestation file's text, read without following a link, blocking on a FIFO or reading a
+    device or a huge (sparse) file whole: the library's `read_text` hung on a FIFO and filled memory from
+    /dev/zero (review 31). Anything but a regular file of at most `limit` bytes is a SignatureProblem."""
+    def problem(reason: str) -> SignatureProblem:
+        return SignatureProblem("provenance.signature_unreadable", f"{path.name} {reason}")
+
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise problem("is a symbolic link: not read") from None
+        raise problem(f"cannot be read: {exc.strerror or type(exc).__name__}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise problem(f"is a {_kind(info.st_mode)}, not a regular file: not read")
+        if info.st_size > limit:
+            raise problem(f"holds {info.st_size} bytes, more than a bundle's {limit}: not read")
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            data = stream.read(limit + 1)
+    except OSError as exc:
+        raise problem(f"cannot be read: {exc.strerror or type(exc).__name__}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise problem(f"grew past a bundle's {limit} bytes while read: not read")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SignatureProblem("provenance.signature_unreadable", _short(exc)) from None
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+             (stat.S_ISBLK, "block device"), (stat.S_ISDIR, "folder"))
+    return next((kind for test, kind in kinds if test(mode)), "special file")
+
+
+@dataclass(frozen=True)
+class _Text:
+    """Already-read bundle text in the one shape the library's `Signature.read` uses (`path.read_text`)."""
+
+    text: str
+
+    def read_text(self, encoding: str = "utf-8") -> str:
+        return self.text
 
 
 def verifier_for(method: Method) -> Any:
