@@ -207,3 +207,30 @@ def test_attestation_that_is_a_fifo_is_a_finding_not_a_hang(
     os.mkfifo(tmp_path / "att.sig")
     report = verify_model(model, tmp_path / "att.sig", KeyMethod(keys["public"]), [], Config(), attestation=True)
     assert rule_ids(report) == {"WS-SIG-003"}
+
+
+# --- 3. a file swapped while the scan to attest runs (attest_toctou) ------------------------------------------
+
+
+def test_folder_changed_during_the_scan_is_not_attested(
+    tmp_path: Path, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    from wscan.engine import Engine
+
+    model = a_model(tmp_path / "m")
+    (model / "pytorch_model.bin").write_bytes(b"\x80\x02}q\x00.")  # an empty dict: clean
+    scan = Engine.scan
+
+    def scan_then_swap(self: Engine, *args: object, **kwargs: object) -> Report:
+        report = scan(self, *args, **kwargs)  # type: ignore[arg-type]
+        (model / "pytorch_model.bin").write_bytes(PAYLOAD)  # after the scanners read it, before the attestation
+        return report
+
+    monkeypatch.setattr(Engine, "scan", scan_then_swap)
+    out = tmp_path / "report.json"
+    assert main(["scan", str(model), "--attest", "--private-key", str(keys["private"]), "--format", "json",
+                 "-o", str(out)]) == 1
+    assert not (model / "wscan.attestation.sig").exists()
+    findings = json.loads(out.read_text())["findings"]
+    assert [(f["rule_id"], f["evidence"]["files"]) for f in findings if f["rule_id"].startswith("WS-SIG")] == [
+        ("WS-SIG-021", "pytorch_model.bin")]

@@ -52,16 +52,22 @@ def attest(
     output: Path,
     ignore: list[Path],
     settings: Mapping[str, Any] | None = None,
+    before: frozenset[Resource] | None = None,
 ) -> str:
     """Sign a scan attestation for `model_dir` into `output`; returns the root digest it attests.
 
     `settings` is the config's effect (`scan_settings`); without it the attestation says nothing about the
-    config, and a consumer is told so."""
+    config, and a consumer is told so. `before` is the folder's `snapshot` taken before the scan: if the folder
+    hashes differently now, FolderChanged is raised and nothing is written (the scan may have read other bytes
+    than the ones attested)."""
     from in_toto_attestation.v1 import statement
     from model_signing._signing import signing as oms_signing
 
-    own = [output, model_dir / DEFAULT_SIGNATURE]  # an OMS signature beside it is not part of the scan's subject
-    manifest = hashing_config(model_dir, ignore, own=own).hash(model_dir)
+    manifest = _manifest(model_dir, ignore, output)
+    if before is not None:
+        changed = sorted({r.identifier for r in before ^ _resources(manifest)})
+        if changed:
+            raise FolderChanged(changed)
     oms_payload = oms_signing.Payload(manifest)  # the OMS subject: model name and root digest
     subject = oms_payload.statement.pb.subject[0]
     root_digest = subject.digest["sha256"]
@@ -86,6 +92,29 @@ def attest(
     signer = _signer(method)
     signer.sign(SimpleNamespace(statement=signed)).write(output)
     return str(root_digest)
+
+
+class FolderChanged(Exception):
+    """Files changed between the snapshot taken before the scan and the attestation's own hashing."""
+
+    def __init__(self, files: list[str]) -> None:
+        super().__init__(", ".join(files))
+        self.files = files
+
+
+def snapshot(model_dir: Path, ignore: list[Path], output: Path) -> frozenset[Resource]:
+    """The digests an attestation of `model_dir` would record, taken before the scan to compare after it."""
+    return _resources(_manifest(model_dir, ignore, output))
+
+
+def _manifest(model_dir: Path, ignore: list[Path], output: Path) -> Any:
+    own = [output, model_dir / DEFAULT_SIGNATURE]  # an OMS signature beside it is not part of the scan's subject
+    return hashing_config(model_dir, ignore, own=own).hash(model_dir)
+
+
+def _resources(manifest: Any) -> frozenset[Resource]:
+    return frozenset(Resource(rd.identifier, rd.digest.algorithm, rd.digest.digest_hex)
+                     for rd in manifest.resource_descriptors())
 
 
 @dataclass(frozen=True)

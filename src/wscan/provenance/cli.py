@@ -12,7 +12,14 @@ from wscan.config import Config, load_config
 from wscan.errors import UsageError
 from wscan.model import Severity
 from wscan.output.text import lines_safe
-from wscan.provenance.oms import DEFAULT_SIGNATURE, CertificateMethod, KeylessMethod, KeyMethod, Method
+from wscan.provenance.oms import (
+    DEFAULT_SIGNATURE,
+    CertificateMethod,
+    KeylessMethod,
+    KeyMethod,
+    Method,
+    Resource,
+)
 from wscan.report import Report
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
@@ -127,17 +134,30 @@ def merge(report: Report, verification: Report) -> None:
         if extra is not None and (result.worst is None or extra > result.worst):
             report.files[i] = replace(result, worst=extra)
     for i, model in enumerate(report.models):
-        inside = [s for p, s in worst.items() if p.startswith(model.path.rstrip("/") + "/")]
+        inside = [s for p, s in worst.items() if p == model.path or p.startswith(model.path.rstrip("/") + "/")]
         level = max([*inside, *([model.worst] if model.worst is not None else [])], default=None)
         if level is not None:
             verdict = "fail" if level >= report.fail_on else "pass"
             report.models[i] = replace(model, worst=level, verdict=verdict)
 
 
-def attest_folders(report: Report, args: argparse.Namespace) -> None:
+def attest_snapshots(args: argparse.Namespace) -> dict[Path, frozenset[Resource]]:
+    """`scan --attest`, before the scan: each folder's digests, to check the scanned bytes are the attested ones."""
+    from wscan.provenance.attest import DEFAULT_ATTESTATION, snapshot
+
+    snapshots = {}
+    for folder in _folders(args.paths, "--attest", args.attestation is not None):
+        output = _absolute(args.attestation or folder / DEFAULT_ATTESTATION)
+        snapshots[folder] = snapshot(folder, ignore_paths(folder, args.ignore_paths), output)
+    return snapshots
+
+
+def attest_folders(report: Report, args: argparse.Namespace,
+                   snapshots: dict[Path, frozenset[Resource]] | None = None) -> None:
     """`scan --attest`: sign, per scanned folder, what this scan found in exactly these bytes, and the effect of
-    the config it ran with (a config that ignores or lowers rules can make any model "clean")."""
-    from wscan.provenance.attest import DEFAULT_ATTESTATION, attest, scan_settings
+    the config it ran with (a config that ignores or lowers rules can make any model "clean"). A folder whose
+    files changed since its snapshot (taken before the scan) is not attested: WS-SIG-021 instead."""
+    from wscan.provenance.attest import DEFAULT_ATTESTATION, FolderChanged, attest, scan_settings
 
     method = sign_method(args)
     folders = _folders(args.paths, "--attest", args.attestation is not None)
@@ -155,10 +175,31 @@ def attest_folders(report: Report, args: argparse.Namespace) -> None:
         ignore = ignore_paths(folder, args.ignore_paths)
         settings = scan_settings(config, report, folder, unfiltered)
         try:
-            digest = attest(folder, report, method, output, ignore, settings)
+            digest = attest(folder, report, method, output, ignore, settings,
+                            before=(snapshots or {}).get(folder))
+        except FolderChanged as changed:
+            _changed_during_scan(report, config, folder, changed.files)
+            continue
         except Exception as exc:  # key, password or OIDC problems are the user's to fix
             raise UsageError(f"attestation failed: {type(exc).__name__}: {exc}") from None
         print(lines_safe(f"wscan: attested {folder} (sha256 {digest[:16]}...) -> {output}"), file=sys.stderr)
+
+
+def _changed_during_scan(report: Report, config: Config, folder: Path, files: list[str]) -> None:
+    """WS-SIG-021 into the scan's report: the folder changed while it was scanned, so it was not attested."""
+    from wscan.discover import display_path
+    from wscan.model import Location, Observation
+    from wscan.rules import RuleSet
+
+    shown = ", ".join(files[:5]) + (", ..." if len(files) > 5 else "")
+    observation = Observation("provenance.changed_during_scan", Location(display_path(folder)),
+                              {"files": shown, "count": len(files)})
+    rules = RuleSet.load(config)
+    verification = Report(report.tool_version, report.rules_digest, report.fail_on)
+    verification.findings = list(rules.judge([observation]))
+    verification.rules = {k: v for k, v in rules.info().items() if k == "WS-SIG-021"}
+    merge(report, verification)
+    print(lines_safe(f"wscan: not attested: {folder} changed while it was scanned ({shown})"), file=sys.stderr)
 
 
 def _scan_config(report: Report, args: argparse.Namespace) -> Config:
