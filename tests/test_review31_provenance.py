@@ -234,3 +234,22 @@ def test_folder_changed_during_the_scan_is_not_attested(
     findings = json.loads(out.read_text())["findings"]
     assert [(f["rule_id"], f["evidence"]["files"]) for f in findings if f["rule_id"].startswith("WS-SIG")] == [
         ("WS-SIG-021", "pytorch_model.bin")]
+
+
+# --- 4. identity options beside a key or a CA chain (cert_validity) -------------------------------------------
+
+
+@pytest.mark.parametrize("options", [
+    ["--certificate-chain", "CA", "--identity", "alice@corp.example", "--issuer", "https://login.corp.example"],
+    ["--public-key", "PUB", "--identity", "alice@corp.example"],
+    ["--public-key", "PUB", "--certificate-chain", "CA"],
+])
+def test_identity_beside_another_method_is_a_usage_error(
+    tmp_path: Path, keys: dict[str, Path], options: list[str], capsys: pytest.CaptureFixture[str]  # noqa: F811
+) -> None:
+    model = a_model(tmp_path / "m")
+    assert sign(model, keys) == 0
+    given = [str(keys["ca"]) if o == "CA" else str(keys["public"]) if o == "PUB" else o for o in options]
+    assert main(["verify", str(model), *given]) == 2
+    assert "different verification methods" in capsys.readouterr().err
+    assert main(["scan", str(model), "--verify", *given]) == 2

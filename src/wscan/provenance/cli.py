@@ -86,7 +86,16 @@ def sign_method(args: argparse.Namespace) -> Method:
 
 
 def verify_method(args: argparse.Namespace) -> Method:
-    """Public key, certificate chain, or keyless identity and issuer, from the verify options."""
+    """Public key, certificate chain, or keyless identity and issuer, from the verify options. Options of two
+    methods together are a usage error: one was silently dropped, so `--identity` beside `--certificate-chain`
+    looked like a pinned signer while any certificate of the CA verified (review 31)."""
+    # `scan --attest` with a signing certificate shares --certificate-chain with the signer.
+    chain = args.certificate_chain and not (getattr(args, "attest", False) and args.signing_certificate)
+    given = [name for name, value in (("--public-key", args.public_key), ("--certificate-chain", chain),
+                                      ("--identity/--issuer", args.identity or args.issuer)) if value]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)} are different verification methods: give one "
+                         "(--identity and --issuer are checked only in keyless verification)")
     if args.public_key is not None:
         return KeyMethod(args.public_key)
     if args.certificate_chain:
