@@ -253,3 +253,100 @@ def test_identity_beside_another_method_is_a_usage_error(
     assert main(["verify", str(model), *given]) == 2
     assert "different verification methods" in capsys.readouterr().err
     assert main(["scan", str(model), "--verify", *given]) == 2
+
+
+# --- 5. tracebacks that are findings or usage errors now -------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_one_file_model_that_is_a_link_or_fifo(tmp_path: Path, keys: dict[str, Path], kind: str) -> None:  # noqa: F811
+    (tmp_path / "w.bin").write_bytes(b"weights")
+    assert sign(tmp_path / "w.bin", keys) == 0
+    (tmp_path / "w.bin").rename(tmp_path / "real.bin")
+    if kind == "link":
+        (tmp_path / "w.bin").symlink_to("real.bin")
+    else:
+        os.mkfifo(tmp_path / "w.bin")
+    report = verified(tmp_path / "w.bin", keys, tmp_path / "model.sig")
+    assert rule_ids(report) == ({"WS-SIG-008"} if kind == "link" else {"WS-SIG-014"}) and report.failed
+
+
+def test_file_swapped_between_walk_and_hash(
+    tmp_path: Path, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    from wscan.provenance import verify
+
+    model = a_model(tmp_path / "m")
+    assert sign(model, keys) == 0
+    walk = verify._walk
+
+    def walk_then_swap(*args: object) -> verify.Walk:
+        listed = walk(*args)  # type: ignore[arg-type]
+        (model / "config.json").unlink()
+        (model / "config.json").symlink_to("/etc/hostname")
+        return listed
+
+    monkeypatch.setattr(verify, "_walk", walk_then_swap)
+    report = verified(model, keys)
+    assert rule_ids(report) == {"WS-SIG-015"} and report.failed
+
+
+def test_unusable_verification_material_is_a_usage_error(
+    tmp_path: Path, keys: dict[str, Path], capsys: pytest.CaptureFixture[str]  # noqa: F811
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    model = a_model(tmp_path / "m")
+    assert sign(model, keys) == 0
+    rsa_key = tmp_path / "rsa.pem"
+    rsa_key.write_bytes(rsa.generate_private_key(65537, 2048).public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a PEM file\n")
+    for options in (["--public-key", str(rsa_key)], ["--public-key", str(junk)],
+                    ["--public-key", str(tmp_path / "missing.pem")], ["--certificate-chain", str(junk)]):
+        assert main(["verify", str(model), *options]) == 2
+        assert "cannot be used to verify" in capsys.readouterr().err
+    assert main(["scan", str(model), "--verify", "--public-key", str(rsa_key)]) == 2
+
+
+@pytest.mark.parametrize("serialization", [
+    {"method": "shards", "hash_type": "sha256", "shard_size": "abc"},
+    {"method": "shards", "hash_type": "sha256", "shard_size": 0},
+    {"method": "shards", "hash_type": "sha256", "shard_size": -5},
+    {"method": "shards", "hash_type": "sha256", "shard_size": 60.5},
+    {"method": "files", "hash_type": "md5"},
+])
+def test_signer_made_serialization_the_library_cannot_hash_with(serialization: dict[str, object]) -> None:
+    from wscan.provenance.oms import SignatureProblem, hashing_for
+
+    with pytest.raises(SignatureProblem) as problem:
+        hashing_for(serialization)
+    assert problem.value.kind == "provenance.signature_invalid"
+
+
+@pytest.mark.parametrize("predicate", [
+    {"resources": [{"name": "config.json"}]},
+    {"resources": [], "scanner": "wscan"},
+    {"resources": "config.json"},
+])
+def test_signer_made_attestation_predicate_of_the_wrong_shape(
+    tmp_path: Path, keys: dict[str, Path], predicate: dict[str, object]  # noqa: F811
+) -> None:
+    from types import SimpleNamespace
+
+    from in_toto_attestation.v1 import statement
+
+    from wscan.provenance.attest import PREDICATE_TYPE, _signer
+
+    model = a_model(tmp_path / "m")
+    subject = {"name": "m", "digest": {"sha256": "0" * 64}}
+    from in_toto_attestation.v1 import resource_descriptor
+
+    signed = statement.Statement(subjects=[resource_descriptor.ResourceDescriptor(**subject).pb],
+                                 predicate_type=PREDICATE_TYPE, predicate=predicate)
+    _signer(KeyMethod(keys["private"])).sign(SimpleNamespace(statement=signed)).write(model / "wscan.attestation.sig")
+    report = verify_model(model, model / "wscan.attestation.sig", KeyMethod(keys["public"]), [], Config(),
+                          attestation=True)
+    assert rule_ids(report) == {"WS-SIG-013"}

@@ -143,7 +143,23 @@ def read_attestation(path: Path, method: Method) -> Attestation:
         ok, root = False, ""
     if not ok:
         raise SignatureProblem("provenance.attestation_invalid", "the bundle is not a wscan scan attestation")
-    return Attestation(str(root), statement["predicate"])
+    predicate = statement.get("predicate")
+    if not _well_formed(predicate):
+        raise SignatureProblem("provenance.attestation_invalid", "the attestation's predicate is malformed")
+    return Attestation(str(root), predicate)
+
+
+def _well_formed(predicate: Any) -> bool:
+    """The predicate's shape, as read later: a signer's odd one is a finding, not an AttributeError."""
+    if not isinstance(predicate, dict):
+        return False
+    resources = predicate.get("resources", [])
+    fields = ("name", "algorithm", "digest")
+    return (isinstance(resources, list)
+            and all(isinstance(r, dict) and all(isinstance(r.get(k), str) for k in fields) for r in resources)
+            and isinstance(predicate.get("scanner", {}), dict)
+            and isinstance(predicate.get("serialization", {}), dict)
+            and isinstance(predicate.get("files", []), list) and isinstance(predicate.get("findings", []), list))
 
 
 def attestation_observations(

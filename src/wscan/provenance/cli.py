@@ -105,6 +105,21 @@ def verify_method(args: argparse.Namespace) -> Method:
     raise UsageError("verify needs --public-key, --certificate-chain, or --identity with --issuer")
 
 
+def _checked(method: Method) -> Method:
+    """`method` once its key or chain loads: an RSA, non-PEM or missing file is the user's to fix (exit 2), not a
+    traceback. Keyless material is left to verification (building it may fetch the Sigstore trust root)."""
+    from wscan.provenance.oms import verifier_for
+
+    if isinstance(method, KeyMethod | CertificateMethod):
+        try:
+            verifier_for(method)
+        except Exception as exc:
+            what = "--public-key" if isinstance(method, KeyMethod) else "--certificate-chain"
+            reason = "not an elliptic-curve key" if isinstance(exc, AttributeError) else f"{type(exc).__name__}: {exc}"
+            raise UsageError(f"{what}: cannot be used to verify: {reason}") from None
+    return method
+
+
 def verify_into(report: Report, args: argparse.Namespace, config: Config) -> None:
     """`scan --verify`: verify every scanned folder and add what it found to the scan's report.
 
@@ -113,7 +128,7 @@ def verify_into(report: Report, args: argparse.Namespace, config: Config) -> Non
     """
     from wscan.provenance.verify import verify_model
 
-    method = verify_method(args)
+    method = _checked(verify_method(args))
     for folder in _folders(args.paths, "--verify", args.signature is not None):
         verification = verify_model(folder, _absolute(args.signature or folder / DEFAULT_SIGNATURE), method,
                                     ignore_paths(folder, args.ignore_paths), config)
@@ -226,7 +241,7 @@ def _verify(args: argparse.Namespace, model: Path, signature: Path, ignore: list
     from wscan.output import render
     from wscan.provenance.verify import verify_model
 
-    method = verify_method(args)
+    method = _checked(verify_method(args))
     config = load_config(args.config)
     if args.fail_on:
         config = replace(config, fail_on=Severity.parse(args.fail_on))

@@ -11,6 +11,7 @@ so this module is pinned to model-signing 1.1.x and tested against real signatur
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import stat
 import sys
@@ -311,22 +312,37 @@ def run_verifier(method: Method, check: Callable[[], T]) -> T:
         raise SignatureProblem(_classify(exc, method), _short(exc)) from None
 
 
+HASH_TYPES = ("sha256", "blake2", "blake3")  # what model_signing 1.1 can hash with
+
+
 def hashing_for(serialization: dict[str, Any]) -> Any:
-    """The hashing configuration a signed `serialization` block describes (as model_signing reads it back)."""
+    """The hashing configuration a signed `serialization` block describes (as model_signing reads it back).
+
+    A block the library cannot hash with (unknown method or algorithm, a shard size that is not a positive
+    integer: 60.5 would be read as 60) is a SignatureProblem, not a traceback: the signer made it."""
     from model_signing import hashing
 
     method = serialization.get("method")
+    algorithm = serialization.get("hash_type", "sha256")
+    if algorithm not in HASH_TYPES:
+        raise SignatureProblem("provenance.signature_invalid", f"unsupported hash_type {str(algorithm)[:40]!r}")
+    ignore_paths = serialization.get("ignore_paths", [])
     common = {
-        "hashing_algorithm": serialization.get("hash_type", "sha256"),
+        "hashing_algorithm": algorithm,
         "allow_symlinks": bool(serialization.get("allow_symlinks", False)),
-        "ignore_paths": serialization.get("ignore_paths", frozenset()),
+        "ignore_paths": [str(p) for p in ignore_paths] if isinstance(ignore_paths, list) else [],
     }
     config = hashing.Config()  # type: ignore[no-untyped-call]
     if method == "files":
         return config.use_file_serialization(**common)
     if method == "shards":
-        return config.use_shard_serialization(shard_size=int(serialization["shard_size"]), **common)
-    raise SignatureProblem("provenance.signature_invalid", f"unknown serialization method {method!r}")
+        size = serialization.get("shard_size")
+        if (isinstance(size, bool) or not isinstance(size, int | float) or not math.isfinite(size)
+                or size != int(size) or size < 1):
+            raise SignatureProblem("provenance.signature_invalid", f"shard_size {str(size)[:40]!r} is not a "
+                                   "positive integer")
+        return config.use_shard_serialization(shard_size=int(size), **common)
+    raise SignatureProblem("provenance.signature_invalid", f"unknown serialization method {str(method)[:40]!r}")
 
 
 def hash_model(model_dir: Path, config: Any, ignore: Iterable[str], files: Sequence[Path]) -> list[Resource]:

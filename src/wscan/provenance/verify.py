@@ -113,8 +113,13 @@ def _against(
     # The signature is left out by the name it was given, never by what it points to: a linked signature
     # would otherwise take its target (an unsigned file the attacker named) out of the comparison.
     ignores = [*signed_ignores, *user_ignores, _lexical(model_dir, signature)]
-    walk = _walk(model_dir, ignores) if model_dir.is_dir() else Walk(regular=[model_dir])
-    actual = hash_model(model_dir, hashing, ignores, walk.regular)
+    walk = _walk(model_dir, ignores) if model_dir.is_dir() else _walk_one(model_dir)
+    try:
+        actual = hash_model(model_dir, hashing, ignores, walk.regular)
+    except (OSError, ValueError) as exc:  # a file swapped (for a link, a FIFO) or removed after the walk
+        reason = f"the model changed while it was hashed: {type(exc).__name__}: {exc}".replace("\n", " ")[:300]
+        return [Observation("provenance.unlisted", Location(display_path(model_dir)),
+                            {"file": ".", "reason": reason})], [], 0
     sharded = serialization.get("method") == "shards"
     expected_files, actual_files = _by_file(resources, sharded), _by_file(actual, sharded)
     if model_dir.is_dir():
@@ -260,6 +265,22 @@ def _walk(model_dir: Path, ignores: Sequence[str]) -> Walk:
     walk.special.sort()
     walk.unreadable.sort()
     return walk
+
+
+def _walk_one(path: Path) -> Walk:
+    """A one-file model by kind, as `_walk` sees each file of a folder (the library refuses a link or a FIFO).
+    Its name is ".", as the library names a one-file model's resource."""
+    name = "."
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError as exc:
+        return Walk(unreadable=[(name, exc.strerror or type(exc).__name__)])
+    if stat.S_ISLNK(mode):
+        return Walk(links=[name])
+    if not stat.S_ISREG(mode):
+        return Walk(special=[(name, next((k for test, k in _SPECIAL if test(mode)), "special file"))])
+    problem = _unopenable(path)
+    return Walk(regular=[path]) if problem is None else Walk(unreadable=[(name, problem)])
 
 
 def _unopenable(path: Path) -> str | None:
