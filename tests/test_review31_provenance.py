@@ -350,3 +350,19 @@ def test_signer_made_attestation_predicate_of_the_wrong_shape(
     report = verify_model(model, model / "wscan.attestation.sig", KeyMethod(keys["public"]), [], Config(),
                           attestation=True)
     assert rule_ids(report) == {"WS-SIG-013"}
+
+
+# --- 7. attested files the scan skipped (attest_skipped) -------------------------------------------------------
+
+
+def test_attested_file_the_scan_skipped_is_unscanned(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "bert"}')
+    (model / "weights.custom").write_bytes(bytes(range(256)) * 16)  # no scanner knows it
+    (model / "__init__.py").write_bytes(b"")  # empty: nothing to read, not reported
+    assert main(["scan", str(model), "--attest", "--private-key", str(keys["private"])]) == 0
+    report = verify_model(model, model / "wscan.attestation.sig", KeyMethod(keys["public"]), [], Config(),
+                          attestation=True)
+    unscanned = [(f.evidence["file"], f.evidence["status"]) for f in report.findings if f.rule_id == "WS-SIG-016"]
+    assert unscanned == [("weights.custom", "skipped")] and report.failed

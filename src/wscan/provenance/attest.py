@@ -37,7 +37,7 @@ from wscan.provenance.oms import (
     run_verifier,
     verifier_for,
 )
-from wscan.report import Report
+from wscan.report import FILE_SCANNED, Report
 
 PREDICATE_TYPE = "https://wscan.dev/attestation/scan/v1"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -192,16 +192,23 @@ def attestation_observations(
     return observations
 
 
+EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
 def _unscanned(attestation: Attestation, model_dir: Path) -> list[Observation]:
-    """Attested files the scan never listed: their digests are vouched for, their content was never read
-    (a scan can leave a folder out, as it leaves out a Hugging Face cache's blobs/, while hashing takes all)."""
-    scanned = {str(f.get("path", "")) for f in _list(attestation.predicate.get("files")) if isinstance(f, Mapping)}
+    """Attested files the scan never read: not listed (a scan can leave a folder out, as it leaves out a Hugging
+    Face cache's blobs/, while hashing takes all), skipped (no scanner knew the format) or failed (not fully
+    parsed). Their digests are vouched for, their content was not judged. An empty file has nothing to read."""
+    status = {str(f.get("path", "")): str(f.get("status", "")) for f in _list(attestation.predicate.get("files"))
+              if isinstance(f, Mapping)}
     serialization = attestation.predicate.get("serialization")
     sharded = isinstance(serialization, Mapping) and serialization.get("method") == "shards"
-    names = sorted({_file_of(r.identifier, sharded) for r in attestation.resources})
+    empty = {r.identifier for r in attestation.resources if r.algorithm == "sha256" and r.digest == EMPTY_SHA256}
+    names = sorted({_file_of(r.identifier, sharded) for r in attestation.resources} - empty)
     base = model_dir if model_dir.is_dir() else model_dir.parent
-    return [Observation("provenance.attested_unscanned", Location(display_path(base / name)), {"file": name})
-            for name in names if name not in scanned]
+    return [Observation("provenance.attested_unscanned", Location(display_path(base / name)),
+                        {"file": name, "status": status.get(name, "not listed")})
+            for name in names if status.get(name) != FILE_SCANNED]
 
 
 def _file_of(identifier: str, sharded: bool) -> str:
