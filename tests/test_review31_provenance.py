@@ -136,7 +136,7 @@ def test_relative_model_path_signs_what_it_says(
     ignored = serialization_of(signature)["ignore_paths"]
     assert isinstance(ignored, list)
     assert set(ignored) == {"README.md", "model.sig", ".git", ".gitattributes", ".github", ".gitignore"}
-    assert rule_ids(verified(Path("m"), keys)) == {"WS-SIG-009"}
+    assert rule_ids(verified(Path("m"), keys)) == {"WS-SIG-009", "WS-SIG-022"}  # README.md: left out, noted
     result = model_signing("verify", "key", "m", "--signature", "m/model.sig", "--public_key", str(keys["public"]),
                            "--ignore-paths", "m/README.md")
     assert result.returncode == 0, result.stderr
@@ -366,3 +366,22 @@ def test_attested_file_the_scan_skipped_is_unscanned(tmp_path: Path, keys: dict[
                           attestation=True)
     unscanned = [(f.evidence["file"], f.evidence["status"]) for f in report.findings if f.rule_id == "WS-SIG-016"]
     assert unscanned == [("weights.custom", "skipped")] and report.failed
+
+
+# --- 5 of the report: files the signer's ignore paths leave out (signed_ignore_silent) --------------------------
+
+
+def test_files_left_out_by_the_signer_are_noted(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
+    model = a_model(tmp_path / "m")
+    (model / "config.json").write_text('{"auto_map": {"AutoModel": "modeling_x.XModel"}}')
+    (model / "modeling_x.py").write_text("class XModel: pass\n")
+    (model / ".git").mkdir()
+    (model / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert sign(model, keys, "--ignore-paths", "modeling_x.py") == 0
+    (model / "modeling_x.py").write_text("import os\nos.system('id')\n")
+    report = verified(model, keys)
+    notes = [(f.rule_id, f.severity.label, f.evidence["files"]) for f in report.findings if f.rule_id != "WS-SIG-009"]
+    assert notes == [("WS-SIG-022", "low", "modeling_x.py")]
+    assert "WS-SIG-009" in rule_ids(report) and not report.failed
+    assert sign(model, keys) == 0  # signed again without the ignore: no note (git files are left out silently)
+    assert rule_ids(verified(model, keys)) == {"WS-SIG-009"}

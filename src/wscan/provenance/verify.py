@@ -21,7 +21,7 @@ from wscan.config import Config
 from wscan.discover import display_path
 from wscan.lookup import walk as walk_folders
 from wscan.model import AttrValue, Location, Observation, Severity
-from wscan.provenance.oms import Method, Resource, SignatureProblem, hash_model, hashing_for, signed_manifest
+from wscan.provenance.oms import GIT_PATHS, Method, Resource, SignatureProblem, hash_model, hashing_for, signed_manifest
 from wscan.report import FILE_SCANNED, FileResult, Report
 from wscan.rules import RuleSet
 
@@ -67,7 +67,7 @@ def observe(
     observations, files, count = _against(model_dir, signature, manifest.resources, manifest.serialization,
                                           hashing, ignore)
     observations = [*link, *observations]
-    if not observations:
+    if all(o.kind in NOTES for o in observations):
         facts: dict[str, AttrValue] = {"files": count, "signer": _describe(method),
                                        "method": str(manifest.serialization.get("method", ""))}
         observations.append(Observation("provenance.verified", signature_location, facts))
@@ -128,11 +128,28 @@ def _against(
             actual_files.setdefault(path.relative_to(model_dir).as_posix(), ())
     observations = [*_covers_nothing(signature, resources, signed_ignores),
                      *_compare(model_dir, expected_files, actual_files, walk)]
+    left_out = _left_out_by_signer(walk.ignored, [*user_ignores, _lexical(model_dir, signature)])
+    if left_out and not any(o.kind == "provenance.covers_nothing" for o in observations):
+        shown = ", ".join(left_out[:5]) + (", ..." if len(left_out) > 5 else "")
+        observations.append(Observation("provenance.signer_ignored", Location(display_path(signature)),
+                                        {"files": shown, "count": len(left_out)}))
     files = [(display_path(model_dir / name), _size(model_dir / name)) for name in sorted(actual_files)]
     return observations, files, len(actual_files)
 
 
 Files = dict[str, tuple[Resource, ...]]
+
+
+NOTES = frozenset({"provenance.signer_ignored"})  # reported beside WS-SIG-009, not instead of it
+OWN_NAMES = ("model.sig", "wscan.attestation.sig")  # signatures and attestations, which signers leave out
+
+
+def _left_out_by_signer(ignored: Sequence[str], ours: Sequence[str]) -> list[str]:
+    """Entries present but left out only by the signer's own ignore paths: not git files, not a signature or
+    attestation, not what this verification was told to ignore. "Verified" says nothing about them."""
+    quiet = [PurePosixPath(p) for p in (*GIT_PATHS, *ours)]
+    return sorted(name for name in ignored if PurePosixPath(name).name not in OWN_NAMES
+                  and not any(PurePosixPath(name).is_relative_to(q) for q in quiet))
 
 
 def _covers_nothing(signature: Path, resources: Sequence[Resource], signed_ignores: Sequence[str]) -> list[Observation]:
@@ -157,6 +174,7 @@ class Walk:
     regular: list[Path] = field(default_factory=list)  # regular files
     special: list[tuple[str, str]] = field(default_factory=list)  # (relative name, "FIFO" | "socket" | ...)
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (relative name, why it could not be read)
+    ignored: list[str] = field(default_factory=list)  # entries an ignore path left out (a folder as one)
 
 
 def _compare(model_dir: Path, expected: Files, actual: Files, walk: Walk) -> list[Observation]:
@@ -242,6 +260,7 @@ def _walk(model_dir: Path, ignores: Sequence[str]) -> Walk:
             name, path = entry.name, folder.path / entry.name
             rel = relative(path)
             if any(PurePosixPath(rel).is_relative_to(p) for p in ignored):
+                walk.ignored.append(rel)
                 continue
             try:
                 mode = os.lstat(path).st_mode
