@@ -385,3 +385,17 @@ def test_files_left_out_by_the_signer_are_noted(tmp_path: Path, keys: dict[str, 
     assert "WS-SIG-009" in rule_ids(report) and not report.failed
     assert sign(model, keys) == 0  # signed again without the ignore: no note (git files are left out silently)
     assert rule_ids(verified(model, keys)) == {"WS-SIG-009"}
+
+
+# --- 4b. the verified certificate is named (cert_validity) ----------------------------------------------------
+
+
+def test_verified_line_names_the_signing_certificate(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
+    model = a_model(tmp_path / "m")
+    assert main(["sign", str(model), "--private-key", str(keys["private"]), "--signing-certificate",
+                 str(keys["leaf"]), "--certificate-chain", str(keys["ca"])]) == 0
+    from wscan.provenance.oms import CertificateMethod
+
+    report = verify_model(model, model / "model.sig", CertificateMethod((keys["ca"],)), [], Config())
+    [finding] = report.findings
+    assert finding.rule_id == "WS-SIG-009" and "CN=wscan test signer, serial " in finding.message

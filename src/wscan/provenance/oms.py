@@ -81,6 +81,7 @@ class SignedManifest:
 
     resources: tuple[Resource, ...]
     serialization: dict[str, Any]
+    leaf: str = ""  # x509: the verified signing certificate, in words (the CA alone does not say who signed)
 
 
 def hashing_config(
@@ -230,7 +231,22 @@ def signed_manifest(signature: Path, method: Method) -> tuple[SignedManifest, An
         Resource(rd.identifier, rd.digest.algorithm, rd.digest.digest_hex) for rd in expected.resource_descriptors()
     )
     serialization = dict(expected.serialization_type)
-    return SignedManifest(resources, serialization), hashing_for(serialization)
+    leaf = leaf_certificate(bundle) if isinstance(method, CertificateMethod) else ""
+    return SignedManifest(resources, serialization, leaf), hashing_for(serialization)
+
+
+def leaf_certificate(bundle: Any) -> str:
+    """The signing certificate of a verified x509 bundle: subject, serial and validity (not checked by the
+    library, which validates the chain at the leaf's own notBefore), or "" when it cannot be read."""
+    from cryptography import x509
+
+    try:
+        raw = bundle.bundle.verification_material.x509_certificate_chain.certificates[0].raw_bytes
+        leaf = x509.load_der_x509_certificate(raw)
+        return (f"{leaf.subject.rfc4514_string()[:200]}, serial {leaf.serial_number:x}, valid "
+                f"{leaf.not_valid_before_utc:%Y-%m-%d} to {leaf.not_valid_after_utc:%Y-%m-%d}")
+    except Exception:  # a display detail: the signature itself is already verified
+        return ""
 
 
 MAX_BUNDLE_BYTES = 16 * 1024 * 1024  # a real bundle is a few KB (a keyless one with its chain, ~10 KB)

@@ -68,7 +68,8 @@ def observe(
                                           hashing, ignore)
     observations = [*link, *observations]
     if all(o.kind in NOTES for o in observations):
-        facts: dict[str, AttrValue] = {"files": count, "signer": _describe(method),
+        signer = _describe(method) + (f" (certificate {manifest.leaf})" if manifest.leaf else "")
+        facts: dict[str, AttrValue] = {"files": count, "signer": signer,
                                        "method": str(manifest.serialization.get("method", ""))}
         observations.append(Observation("provenance.verified", signature_location, facts))
     return observations, files
