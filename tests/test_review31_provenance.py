@@ -399,3 +399,23 @@ def test_verified_line_names_the_signing_certificate(tmp_path: Path, keys: dict[
     report = verify_model(model, model / "model.sig", CertificateMethod((keys["ca"],)), [], Config())
     [finding] = report.findings
     assert finding.rule_id == "WS-SIG-009" and "CN=wscan test signer, serial " in finding.message
+
+
+# --- 9 of the report: a signature kept outside the folder (model_verdict_outside_sig) ---------------------------
+
+
+def test_outside_signature_findings_reach_the_model_verdict(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    model = a_model(tmp_path / "m")
+    (tmp_path / "sigs").mkdir()
+    assert sign(model, keys, "--signature", str(tmp_path / "sigs" / "m.sig")) == 0
+    other = tmp_path / "other.pem"
+    other.write_bytes(ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    out = tmp_path / "report.json"
+    assert main(["scan", str(model), "--verify", "--signature", str(tmp_path / "sigs" / "m.sig"), "--public-key",
+                 str(other), "--format", "json", "-o", str(out)]) == 1
+    models = json.loads(out.read_text())["models"]
+    assert [m["verdict"] for m in models if Path(m["path"]).name == "m"] == ["fail"]

@@ -132,7 +132,7 @@ def verify_into(report: Report, args: argparse.Namespace, config: Config) -> Non
     for folder in _folders(args.paths, "--verify", args.signature is not None):
         verification = verify_model(folder, _absolute(args.signature or folder / DEFAULT_SIGNATURE), method,
                                     ignore_paths(folder, args.ignore_paths), config)
-        merge(report, verification)
+        merge(report, verification, folder)
 
 
 def _folders(paths: list[Path], option: str, one_file_named: bool) -> list[Path]:
@@ -145,8 +145,9 @@ def _folders(paths: list[Path], option: str, one_file_named: bool) -> list[Path]
     return folders
 
 
-def merge(report: Report, verification: Report) -> None:
-    """Verification findings join the scan's; each file's worst severity covers both."""
+def merge(report: Report, verification: Report, folder: Path | None = None) -> None:
+    """Verification findings join the scan's; each file's worst severity covers both. Every finding of the
+    verification of `folder` counts for that folder's model, even one located at a signature kept elsewhere."""
     report.findings = sorted([*report.findings, *verification.findings], key=lambda f: f.sort_key())
     report.rules.update(verification.rules)
     worst: dict[str, Severity] = {}
@@ -158,7 +159,10 @@ def merge(report: Report, verification: Report) -> None:
         if extra is not None and (result.worst is None or extra > result.worst):
             report.files[i] = replace(result, worst=extra)
     for i, model in enumerate(report.models):
-        inside = [s for p, s in worst.items() if p == model.path or p.startswith(model.path.rstrip("/") + "/")]
+        if folder is not None and os.path.abspath(model.path) == os.path.abspath(folder):
+            inside = list(worst.values())
+        else:
+            inside = [s for p, s in worst.items() if p == model.path or p.startswith(model.path.rstrip("/") + "/")]
         level = max([*inside, *([model.worst] if model.worst is not None else [])], default=None)
         if level is not None:
             verdict = "fail" if level >= report.fail_on else "pass"
@@ -222,7 +226,7 @@ def _changed_during_scan(report: Report, config: Config, folder: Path, files: li
     verification = Report(report.tool_version, report.rules_digest, report.fail_on)
     verification.findings = list(rules.judge([observation]))
     verification.rules = {k: v for k, v in rules.info().items() if k == "WS-SIG-021"}
-    merge(report, verification)
+    merge(report, verification, folder)
     print(lines_safe(f"wscan: not attested: {folder} changed while it was scanned ({shown})"), file=sys.stderr)
 
 
