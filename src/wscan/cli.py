@@ -159,6 +159,11 @@ def _scan(args: argparse.Namespace) -> int:
     progress = None
     if not args.no_progress and sys.stderr.isatty():
         progress = _progress_bar(sys.stderr)
+    snapshots = None
+    if args.attest:  # the digests before the scan: the attestation must be of the bytes the scan read
+        from wscan.provenance.cli import attest_snapshots
+
+        snapshots = attest_snapshots(args)
     report = Engine(config).scan(list(args.paths), progress)
     if args.verify:
         from wscan.provenance.cli import verify_into
@@ -167,7 +172,7 @@ def _scan(args: argparse.Namespace) -> int:
     if args.attest:
         from wscan.provenance.cli import attest_folders
 
-        attest_folders(report, args)
+        attest_folders(report, args, snapshots)
     to_terminal = args.output is None
     if args.format == "text":
         text = render_text(report, color=to_terminal and _use_color(sys.stdout))

@@ -26,6 +26,7 @@ from wscan.config import Config
 from wscan.discover import display_path
 from wscan.model import Finding, Location, Observation, Severity
 from wscan.provenance.oms import (
+    DEFAULT_SIGNATURE,
     CertificateMethod,
     KeyMethod,
     Method,
@@ -36,7 +37,7 @@ from wscan.provenance.oms import (
     run_verifier,
     verifier_for,
 )
-from wscan.report import Report
+from wscan.report import FILE_SCANNED, Report
 
 PREDICATE_TYPE = "https://wscan.dev/attestation/scan/v1"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -51,15 +52,22 @@ def attest(
     output: Path,
     ignore: list[Path],
     settings: Mapping[str, Any] | None = None,
+    before: frozenset[Resource] | None = None,
 ) -> str:
     """Sign a scan attestation for `model_dir` into `output`; returns the root digest it attests.
 
     `settings` is the config's effect (`scan_settings`); without it the attestation says nothing about the
-    config, and a consumer is told so."""
+    config, and a consumer is told so. `before` is the folder's `snapshot` taken before the scan: if the folder
+    hashes differently now, FolderChanged is raised and nothing is written (the scan may have read other bytes
+    than the ones attested)."""
     from in_toto_attestation.v1 import statement
     from model_signing._signing import signing as oms_signing
 
-    manifest = hashing_config(model_dir, [*ignore, output]).hash(model_dir)
+    manifest = _manifest(model_dir, ignore, output)
+    if before is not None:
+        changed = sorted({r.identifier for r in before ^ _resources(manifest)})
+        if changed:
+            raise FolderChanged(changed)
     oms_payload = oms_signing.Payload(manifest)  # the OMS subject: model name and root digest
     subject = oms_payload.statement.pb.subject[0]
     root_digest = subject.digest["sha256"]
@@ -84,6 +92,29 @@ def attest(
     signer = _signer(method)
     signer.sign(SimpleNamespace(statement=signed)).write(output)
     return str(root_digest)
+
+
+class FolderChanged(Exception):
+    """Files changed between the snapshot taken before the scan and the attestation's own hashing."""
+
+    def __init__(self, files: list[str]) -> None:
+        super().__init__(", ".join(files))
+        self.files = files
+
+
+def snapshot(model_dir: Path, ignore: list[Path], output: Path) -> frozenset[Resource]:
+    """The digests an attestation of `model_dir` would record, taken before the scan to compare after it."""
+    return _resources(_manifest(model_dir, ignore, output))
+
+
+def _manifest(model_dir: Path, ignore: list[Path], output: Path) -> Any:
+    own = [output, model_dir / DEFAULT_SIGNATURE]  # an OMS signature beside it is not part of the scan's subject
+    return hashing_config(model_dir, ignore, own=own).hash(model_dir)
+
+
+def _resources(manifest: Any) -> frozenset[Resource]:
+    return frozenset(Resource(rd.identifier, rd.digest.algorithm, rd.digest.digest_hex)
+                     for rd in manifest.resource_descriptors())
 
 
 @dataclass(frozen=True)
@@ -112,7 +143,23 @@ def read_attestation(path: Path, method: Method) -> Attestation:
         ok, root = False, ""
     if not ok:
         raise SignatureProblem("provenance.attestation_invalid", "the bundle is not a wscan scan attestation")
-    return Attestation(str(root), statement["predicate"])
+    predicate = statement.get("predicate")
+    if not _well_formed(predicate):
+        raise SignatureProblem("provenance.attestation_invalid", "the attestation's predicate is malformed")
+    return Attestation(str(root), predicate)
+
+
+def _well_formed(predicate: Any) -> bool:
+    """The predicate's shape, as read later: a signer's odd one is a finding, not an AttributeError."""
+    if not isinstance(predicate, dict):
+        return False
+    resources = predicate.get("resources", [])
+    fields = ("name", "algorithm", "digest")
+    return (isinstance(resources, list)
+            and all(isinstance(r, dict) and all(isinstance(r.get(k), str) for k in fields) for r in resources)
+            and isinstance(predicate.get("scanner", {}), dict)
+            and isinstance(predicate.get("serialization", {}), dict)
+            and isinstance(predicate.get("files", []), list) and isinstance(predicate.get("findings", []), list))
 
 
 def attestation_observations(
@@ -145,16 +192,23 @@ def attestation_observations(
     return observations
 
 
+EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
 def _unscanned(attestation: Attestation, model_dir: Path) -> list[Observation]:
-    """Attested files the scan never listed: their digests are vouched for, their content was never read
-    (a scan can leave a folder out, as it leaves out a Hugging Face cache's blobs/, while hashing takes all)."""
-    scanned = {str(f.get("path", "")) for f in _list(attestation.predicate.get("files")) if isinstance(f, Mapping)}
+    """Attested files the scan never read: not listed (a scan can leave a folder out, as it leaves out a Hugging
+    Face cache's blobs/, while hashing takes all), skipped (no scanner knew the format) or failed (not fully
+    parsed). Their digests are vouched for, their content was not judged. An empty file has nothing to read."""
+    status = {str(f.get("path", "")): str(f.get("status", "")) for f in _list(attestation.predicate.get("files"))
+              if isinstance(f, Mapping)}
     serialization = attestation.predicate.get("serialization")
     sharded = isinstance(serialization, Mapping) and serialization.get("method") == "shards"
-    names = sorted({_file_of(r.identifier, sharded) for r in attestation.resources})
+    empty = {r.identifier for r in attestation.resources if r.algorithm == "sha256" and r.digest == EMPTY_SHA256}
+    names = sorted({_file_of(r.identifier, sharded) for r in attestation.resources} - empty)
     base = model_dir if model_dir.is_dir() else model_dir.parent
-    return [Observation("provenance.attested_unscanned", Location(display_path(base / name)), {"file": name})
-            for name in names if name not in scanned]
+    return [Observation("provenance.attested_unscanned", Location(display_path(base / name)),
+                        {"file": name, "status": status.get(name, "not listed")})
+            for name in names if status.get(name) != FILE_SCANNED]
 
 
 def _file_of(identifier: str, sharded: bool) -> str:

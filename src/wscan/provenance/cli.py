@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -11,7 +12,14 @@ from wscan.config import Config, load_config
 from wscan.errors import UsageError
 from wscan.model import Severity
 from wscan.output.text import lines_safe
-from wscan.provenance.oms import DEFAULT_SIGNATURE, CertificateMethod, KeylessMethod, KeyMethod, Method
+from wscan.provenance.oms import (
+    DEFAULT_SIGNATURE,
+    CertificateMethod,
+    KeylessMethod,
+    KeyMethod,
+    Method,
+    Resource,
+)
 from wscan.report import Report
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
@@ -19,22 +27,41 @@ EXIT_OK, EXIT_FINDINGS = 0, 1
 
 def run(args: argparse.Namespace) -> int:
     """Sign or verify; usage problems raise UsageError (exit 2), verification problems are findings (exit 1)."""
-    model: Path = args.model
-    if not model.exists():
-        raise UsageError(f"no such model folder or file: {model}")
+    if not os.path.lexists(args.model):
+        raise UsageError(f"no such model folder or file: {args.model}")
+    model = _absolute(args.model)
     # A one-file model (OMS allows it) keeps its signature beside it.
-    signature: Path = args.signature or (model if model.is_dir() else model.parent) / DEFAULT_SIGNATURE
+    signature = _absolute(args.signature or (model if model.is_dir() else model.parent) / DEFAULT_SIGNATURE)
+    ignore = ignore_paths(model, args.ignore_paths)
     if args.command == "sign":
-        return _sign(args, model, signature)
-    return _verify(args, model, signature)
+        return _sign(args, model, signature, ignore)
+    return _verify(args, model, signature, ignore)
 
 
-def _sign(args: argparse.Namespace, model: Path, signature: Path) -> int:
+def _absolute(path: Path) -> Path:
+    """`path` made absolute once, by name (no link followed): the library joins ignore paths to the model path,
+    and a relative model path made it join them twice (review 31)."""
+    return Path(os.path.abspath(path))
+
+
+def ignore_paths(model: Path, given: list[Path]) -> list[Path]:
+    """`--ignore-paths` as absolute paths inside `model` (a relative one is taken inside the folder); one that
+    is the folder itself (an empty value too) or lies outside it is a usage error."""
+    from wscan.provenance.oms import ignored_names
+
+    try:
+        names = ignored_names(model, given)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return [model / name for name in names] if model.is_dir() else list(given)
+
+
+def _sign(args: argparse.Namespace, model: Path, signature: Path, ignore: list[Path]) -> int:
     from wscan.provenance.oms import sign
 
     method = sign_method(args)
     try:
-        sign(model, signature, list(args.ignore_paths), method, args.shard_size)
+        sign(model, signature, ignore, method, args.shard_size)
     except Exception as exc:  # the library's errors (bad key, password, OIDC) are the user's to fix
         raise UsageError(f"signing failed: {type(exc).__name__}: {exc}") from None
     print(lines_safe(f"wscan: signed {model} -> {signature}"), file=sys.stderr)
@@ -59,7 +86,16 @@ def sign_method(args: argparse.Namespace) -> Method:
 
 
 def verify_method(args: argparse.Namespace) -> Method:
-    """Public key, certificate chain, or keyless identity and issuer, from the verify options."""
+    """Public key, certificate chain, or keyless identity and issuer, from the verify options. Options of two
+    methods together are a usage error: one was silently dropped, so `--identity` beside `--certificate-chain`
+    looked like a pinned signer while any certificate of the CA verified (review 31)."""
+    # `scan --attest` with a signing certificate shares --certificate-chain with the signer.
+    chain = args.certificate_chain and not (getattr(args, "attest", False) and args.signing_certificate)
+    given = [name for name, value in (("--public-key", args.public_key), ("--certificate-chain", chain),
+                                      ("--identity/--issuer", args.identity or args.issuer)) if value]
+    if len(given) > 1:
+        raise UsageError(f"{' and '.join(given)} are different verification methods: give one "
+                         "(--identity and --issuer are checked only in keyless verification)")
     if args.public_key is not None:
         return KeyMethod(args.public_key)
     if args.certificate_chain:
@@ -67,6 +103,21 @@ def verify_method(args: argparse.Namespace) -> Method:
     if args.identity and args.issuer:
         return KeylessMethod(identity=args.identity, issuer=args.issuer, trust_config=args.trust_config)
     raise UsageError("verify needs --public-key, --certificate-chain, or --identity with --issuer")
+
+
+def _checked(method: Method) -> Method:
+    """`method` once its key or chain loads: an RSA, non-PEM or missing file is the user's to fix (exit 2), not a
+    traceback. Keyless material is left to verification (building it may fetch the Sigstore trust root)."""
+    from wscan.provenance.oms import verifier_for
+
+    if isinstance(method, KeyMethod | CertificateMethod):
+        try:
+            verifier_for(method)
+        except Exception as exc:
+            what = "--public-key" if isinstance(method, KeyMethod) else "--certificate-chain"
+            reason = "not an elliptic-curve key" if isinstance(exc, AttributeError) else f"{type(exc).__name__}: {exc}"
+            raise UsageError(f"{what}: cannot be used to verify: {reason}") from None
+    return method
 
 
 def verify_into(report: Report, args: argparse.Namespace, config: Config) -> None:
@@ -77,16 +128,16 @@ def verify_into(report: Report, args: argparse.Namespace, config: Config) -> Non
     """
     from wscan.provenance.verify import verify_model
 
-    method = verify_method(args)
+    method = _checked(verify_method(args))
     for folder in _folders(args.paths, "--verify", args.signature is not None):
-        verification = verify_model(folder, args.signature or folder / DEFAULT_SIGNATURE, method,
-                                    list(args.ignore_paths), config)
-        merge(report, verification)
+        verification = verify_model(folder, _absolute(args.signature or folder / DEFAULT_SIGNATURE), method,
+                                    ignore_paths(folder, args.ignore_paths), config)
+        merge(report, verification, folder)
 
 
 def _folders(paths: list[Path], option: str, one_file_named: bool) -> list[Path]:
     """The scanned folders a provenance option applies to (one only when a single file is named for it)."""
-    folders = [p for p in paths if p.is_dir()]
+    folders = [_absolute(p) for p in paths if p.is_dir()]
     if not folders:
         raise UsageError(f"{option} needs a model folder")
     if one_file_named and len(folders) > 1:
@@ -94,8 +145,9 @@ def _folders(paths: list[Path], option: str, one_file_named: bool) -> list[Path]
     return folders
 
 
-def merge(report: Report, verification: Report) -> None:
-    """Verification findings join the scan's; each file's worst severity covers both."""
+def merge(report: Report, verification: Report, folder: Path | None = None) -> None:
+    """Verification findings join the scan's; each file's worst severity covers both. Every finding of the
+    verification of `folder` counts for that folder's model, even one located at a signature kept elsewhere."""
     report.findings = sorted([*report.findings, *verification.findings], key=lambda f: f.sort_key())
     report.rules.update(verification.rules)
     worst: dict[str, Severity] = {}
@@ -107,17 +159,33 @@ def merge(report: Report, verification: Report) -> None:
         if extra is not None and (result.worst is None or extra > result.worst):
             report.files[i] = replace(result, worst=extra)
     for i, model in enumerate(report.models):
-        inside = [s for p, s in worst.items() if p.startswith(model.path.rstrip("/") + "/")]
+        if folder is not None and os.path.abspath(model.path) == os.path.abspath(folder):
+            inside = list(worst.values())
+        else:
+            inside = [s for p, s in worst.items() if p == model.path or p.startswith(model.path.rstrip("/") + "/")]
         level = max([*inside, *([model.worst] if model.worst is not None else [])], default=None)
         if level is not None:
             verdict = "fail" if level >= report.fail_on else "pass"
             report.models[i] = replace(model, worst=level, verdict=verdict)
 
 
-def attest_folders(report: Report, args: argparse.Namespace) -> None:
+def attest_snapshots(args: argparse.Namespace) -> dict[Path, frozenset[Resource]]:
+    """`scan --attest`, before the scan: each folder's digests, to check the scanned bytes are the attested ones."""
+    from wscan.provenance.attest import DEFAULT_ATTESTATION, snapshot
+
+    snapshots = {}
+    for folder in _folders(args.paths, "--attest", args.attestation is not None):
+        output = _absolute(args.attestation or folder / DEFAULT_ATTESTATION)
+        snapshots[folder] = snapshot(folder, ignore_paths(folder, args.ignore_paths), output)
+    return snapshots
+
+
+def attest_folders(report: Report, args: argparse.Namespace,
+                   snapshots: dict[Path, frozenset[Resource]] | None = None) -> None:
     """`scan --attest`: sign, per scanned folder, what this scan found in exactly these bytes, and the effect of
-    the config it ran with (a config that ignores or lowers rules can make any model "clean")."""
-    from wscan.provenance.attest import DEFAULT_ATTESTATION, attest, scan_settings
+    the config it ran with (a config that ignores or lowers rules can make any model "clean"). A folder whose
+    files changed since its snapshot (taken before the scan) is not attested: WS-SIG-021 instead."""
+    from wscan.provenance.attest import DEFAULT_ATTESTATION, FolderChanged, attest, scan_settings
 
     method = sign_method(args)
     folders = _folders(args.paths, "--attest", args.attestation is not None)
@@ -131,14 +199,35 @@ def attest_folders(report: Report, args: argparse.Namespace) -> None:
         builtin = Config(fail_on=config.fail_on, allow=config.allow, limits=config.limits, jobs=config.jobs)
         unfiltered = Engine(builtin).scan(folders)
     for folder in folders:
-        output = args.attestation or folder / DEFAULT_ATTESTATION
-        ignore = [*args.ignore_paths, folder / DEFAULT_SIGNATURE]
+        output = _absolute(args.attestation or folder / DEFAULT_ATTESTATION)
+        ignore = ignore_paths(folder, args.ignore_paths)
         settings = scan_settings(config, report, folder, unfiltered)
         try:
-            digest = attest(folder, report, method, output, ignore, settings)
+            digest = attest(folder, report, method, output, ignore, settings,
+                            before=(snapshots or {}).get(folder))
+        except FolderChanged as changed:
+            _changed_during_scan(report, config, folder, changed.files)
+            continue
         except Exception as exc:  # key, password or OIDC problems are the user's to fix
             raise UsageError(f"attestation failed: {type(exc).__name__}: {exc}") from None
         print(lines_safe(f"wscan: attested {folder} (sha256 {digest[:16]}...) -> {output}"), file=sys.stderr)
+
+
+def _changed_during_scan(report: Report, config: Config, folder: Path, files: list[str]) -> None:
+    """WS-SIG-021 into the scan's report: the folder changed while it was scanned, so it was not attested."""
+    from wscan.discover import display_path
+    from wscan.model import Location, Observation
+    from wscan.rules import RuleSet
+
+    shown = ", ".join(files[:5]) + (", ..." if len(files) > 5 else "")
+    observation = Observation("provenance.changed_during_scan", Location(display_path(folder)),
+                              {"files": shown, "count": len(files)})
+    rules = RuleSet.load(config)
+    verification = Report(report.tool_version, report.rules_digest, report.fail_on)
+    verification.findings = list(rules.judge([observation]))
+    verification.rules = {k: v for k, v in rules.info().items() if k == "WS-SIG-021"}
+    merge(report, verification, folder)
+    print(lines_safe(f"wscan: not attested: {folder} changed while it was scanned ({shown})"), file=sys.stderr)
 
 
 def _scan_config(report: Report, args: argparse.Namespace) -> Config:
@@ -151,17 +240,17 @@ def _scan_config(report: Report, args: argparse.Namespace) -> Config:
     return replace(config, fail_on=report.fail_on, limits=limits, jobs=getattr(args, "jobs", None) or config.jobs)
 
 
-def _verify(args: argparse.Namespace, model: Path, signature: Path) -> int:
+def _verify(args: argparse.Namespace, model: Path, signature: Path, ignore: list[Path]) -> int:
     from wscan.cli import emit
     from wscan.output import render
     from wscan.provenance.verify import verify_model
 
-    method = verify_method(args)
+    method = _checked(verify_method(args))
     config = load_config(args.config)
     if args.fail_on:
         config = replace(config, fail_on=Severity.parse(args.fail_on))
     attestation = args.attestation is not None
-    report = verify_model(model, args.attestation or signature, method, list(args.ignore_paths), config,
+    report = verify_model(model, _absolute(args.attestation) if attestation else signature, method, ignore, config,
                           attestation=attestation)
     emit(render(report, args.format), args.output)
     return EXIT_FINDINGS if report.failed else EXIT_OK

@@ -11,6 +11,7 @@ so this module is pinned to model-signing 1.1.x and tested against real signatur
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import stat
 import sys
@@ -80,21 +81,59 @@ class SignedManifest:
 
     resources: tuple[Resource, ...]
     serialization: dict[str, Any]
+    leaf: str = ""  # x509: the verified signing certificate, in words (the CA alone does not say who signed)
 
 
-def hashing_config(model_dir: Path, ignore: Iterable[Path], shard_size: int | None = None) -> Any:
+def hashing_config(
+    model_dir: Path, ignore: Iterable[Path], shard_size: int | None = None, own: Iterable[Path] = ()
+) -> Any:
     """The library's hashing configuration: sha256 per file (or per `shard_size` bytes), git files ignored.
 
-    Files are hashed in parallel by the library's thread pool, 1 MiB at a time (bounded memory); shards
-    let one large file use every core too, at the price of a longer manifest.
+    `ignore` are the user's paths (refused when they cover the folder or leave it, see `ignored_names`), `own`
+    the signature or attestation files (left out when inside the folder). Files are hashed in parallel by the
+    library's thread pool, 1 MiB at a time (bounded memory); shards let one large file use every core too, at
+    the price of a longer manifest.
     """
     from model_signing import hashing
 
     config = hashing.Config()  # type: ignore[no-untyped-call]
     if shard_size is not None:
         config.use_shard_serialization(shard_size=shard_size)
-    paths = [p if p.is_absolute() else model_dir / p for p in ignore]
-    return config.set_ignored_paths(paths=paths, ignore_git_paths=True)
+    names = ignored_names(model_dir, ignore, own)
+    return config.set_ignored_paths(paths=[Path(n) for n in names], ignore_git_paths=True)
+
+
+def ignored_names(model_dir: Path, ignore: Iterable[Path], own: Iterable[Path] = ()) -> list[PurePosixPath]:
+    """Ignore paths relative to the model folder, as the library records them (it joins each to the folder
+    itself: a path already joined would be joined twice). A relative user path is taken inside the folder.
+
+    Raises ValueError for a user path that is the folder itself (`""` and `.` parse as it) or lies outside:
+    a signature of nothing verifies any folder. An `own` file outside the folder is simply not in it.
+    """
+    if not model_dir.is_dir():
+        return []  # a one-file model: the library ignores nothing
+    names = []
+    for path in ignore:
+        name = _inside(model_dir, path)
+        if name is None or name == PurePosixPath("."):
+            where = "is the model folder itself" if name is not None else "lies outside the model folder"
+            raise ValueError(f"--ignore-paths {path.as_posix()!r} {where}: the signature would not cover "
+                             "the model (an empty value parses as '.')")
+        names.append(name)
+    for path in own:
+        name = _inside(model_dir, Path(os.path.abspath(path)))
+        if name is not None and name != PurePosixPath("."):
+            names.append(name)
+    return names
+
+
+def _inside(model_dir: Path, path: Path) -> PurePosixPath | None:
+    """`path` (absolute, or relative to `model_dir`) relative to `model_dir` by name, or None when outside."""
+    base = os.path.abspath(model_dir)
+    name = os.path.relpath(os.path.abspath(os.path.join(base, path)), base)
+    if name == ".." or name.startswith(".." + os.sep):
+        return None
+    return PurePosixPath(Path(name).as_posix())
 
 
 def sign(
@@ -102,18 +141,15 @@ def sign(
 ) -> None:
     """Write an OMS signature of every file under `model_dir` (the signature file itself excluded).
 
-    With `shard_size`, an empty file is refused: the OMS `shards` method records no shard for it, so the
-    signature could not cover it and verification could not tell it from one added later."""
+    A folder with no file left to sign is refused (that signature would verify any folder), and so, with
+    `shard_size`, is an empty file: the OMS `shards` method records no shard for it, so the signature could not
+    cover it and verification could not tell it from one added later."""
     from model_signing import signing
 
-    if shard_size is not None and model_dir.is_dir():
-        empty = _empty_files(model_dir, [*ignore, signature])
-        if empty:
-            shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
-            raise ValueError(f"--shard-size cannot cover empty files ({shown}): the shards method records no "
-                             "shard for them; sign per file, or leave them out with --ignore-paths")
-    config = signing.Config().set_hashing_config(  # type: ignore[no-untyped-call]
-        hashing_config(model_dir, [*ignore, signature], shard_size))
+    hashing = hashing_config(model_dir, ignore, shard_size, own=[signature])
+    if model_dir.is_dir():
+        _check_coverage(model_dir, ignored_names(model_dir, ignore, [signature]), shard_size)
+    config = signing.Config().set_hashing_config(hashing)  # type: ignore[no-untyped-call]
     if isinstance(method, KeyMethod):
         # model_signing hands the password to cryptography, which wants bytes (its hint says str).
         config.use_elliptic_key_signer(private_key=method.key, password=method.password)  # type: ignore[arg-type]
@@ -138,23 +174,32 @@ def sign(
 GIT_PATHS = (".git", ".gitattributes", ".github", ".gitignore")  # what model_signing leaves out
 
 
-def _empty_files(model_dir: Path, ignore: Iterable[Path]) -> list[str]:
-    """Empty regular files the signature would take in (relative names; links are not followed)."""
-    ignored = [PurePosixPath(p) for p in GIT_PATHS]
-    for path in ignore:
-        full = path if path.is_absolute() else model_dir / path
-        with contextlib.suppress(ValueError):
-            ignored.append(PurePosixPath(Path(os.path.abspath(full)).relative_to(os.path.abspath(model_dir)).as_posix()))
-    empty = []
+def _check_coverage(model_dir: Path, ignored: Sequence[PurePosixPath], shard_size: int | None) -> None:
+    """Refuse a signature that would cover no file, or (sharded) one that would miss an empty file."""
+    files = _files_to_sign(model_dir, ignored)
+    if not files:
+        raise ValueError(f"nothing to sign: no regular file in {model_dir} is left once the ignore paths, git "
+                         "files and the signature are left out")
+    empty = [name for name, size in files if size == 0]
+    if shard_size is not None and empty:
+        shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
+        raise ValueError(f"--shard-size cannot cover empty files ({shown}): the shards method records no "
+                         "shard for them; sign per file, or leave them out with --ignore-paths")
+
+
+def _files_to_sign(model_dir: Path, ignore: Iterable[PurePosixPath]) -> list[tuple[str, int]]:
+    """(relative name, size) of the regular files a signature would take in; links are not followed."""
+    ignored = [*(PurePosixPath(p) for p in GIT_PATHS), *ignore]
+    files = []
     for folder in walk(model_dir):
         for name in (entry.name for entry in folder.entries if entry.name not in folder.folders):
             path = folder.path / name
             rel = PurePosixPath(path.relative_to(model_dir).as_posix())
             with contextlib.suppress(OSError):
                 info = os.lstat(path)
-                if stat.S_ISREG(info.st_mode) and info.st_size == 0 and not any(rel.is_relative_to(i) for i in ignored):
-                    empty.append(rel.as_posix())
-    return sorted(empty)
+                if stat.S_ISREG(info.st_mode) and not any(rel.is_relative_to(i) for i in ignored):
+                    files.append((rel.as_posix(), info.st_size))
+    return sorted(files)
 
 
 def _verifier_config(method: Method) -> Any:
@@ -186,7 +231,25 @@ def signed_manifest(signature: Path, method: Method) -> tuple[SignedManifest, An
         Resource(rd.identifier, rd.digest.algorithm, rd.digest.digest_hex) for rd in expected.resource_descriptors()
     )
     serialization = dict(expected.serialization_type)
-    return SignedManifest(resources, serialization), hashing_for(serialization)
+    leaf = leaf_certificate(bundle) if isinstance(method, CertificateMethod) else ""
+    return SignedManifest(resources, serialization, leaf), hashing_for(serialization)
+
+
+def leaf_certificate(bundle: Any) -> str:
+    """The signing certificate of a verified x509 bundle: subject, serial and validity (not checked by the
+    library, which validates the chain at the leaf's own notBefore), or "" when it cannot be read."""
+    from cryptography import x509
+
+    try:
+        raw = bundle.bundle.verification_material.x509_certificate_chain.certificates[0].raw_bytes
+        leaf = x509.load_der_x509_certificate(raw)
+        return (f"{leaf.subject.rfc4514_string()[:200]}, serial {leaf.serial_number:x}, valid "
+                f"{leaf.not_valid_before_utc:%Y-%m-%d} to {leaf.not_valid_after_utc:%Y-%m-%d}")
+    except Exception:  # a display detail: the signature itself is already verified
+        return ""
+
+
+MAX_BUNDLE_BYTES = 16 * 1024 * 1024  # a real bundle is a few KB (a keyless one with its chain, ~10 KB)
 
 
 def read_bundle(path: Path, method: Method) -> Any:
@@ -194,12 +257,61 @@ def read_bundle(path: Path, method: Method) -> Any:
     from model_signing._signing import sign_sigstore, sign_sigstore_pb
 
     reader = sign_sigstore.Signature if isinstance(method, KeylessMethod) else sign_sigstore_pb.Signature
+    text = read_small(path)
     try:
-        return reader.read(path)
-    except OSError as exc:
-        raise SignatureProblem("provenance.signature_unreadable", f"cannot read {path.name}: {exc}") from None
+        return reader.read(_Text(text))  # type: ignore[arg-type]  # it only calls read_text
     except Exception as exc:  # JSON, protobuf or sigstore model errors: not a bundle
         raise SignatureProblem("provenance.signature_unreadable", _short(exc)) from None
+
+
+def read_small(path: Path, limit: int = MAX_BUNDLE_BYTES) -> str:
+    """A signature or attestation file's text, read without following a link, blocking on a FIFO or reading a
+    device or a huge (sparse) file whole: the library's `read_text` hung on a FIFO and filled memory from
+    /dev/zero (review 31). Anything but a regular file of at most `limit` bytes is a SignatureProblem."""
+    def problem(reason: str) -> SignatureProblem:
+        return SignatureProblem("provenance.signature_unreadable", f"{path.name} {reason}")
+
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise problem("is a symbolic link: not read") from None
+        raise problem(f"cannot be read: {exc.strerror or type(exc).__name__}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise problem(f"is a {_kind(info.st_mode)}, not a regular file: not read")
+        if info.st_size > limit:
+            raise problem(f"holds {info.st_size} bytes, more than a bundle's {limit}: not read")
+        with os.fdopen(os.dup(fd), "rb") as stream:
+            data = stream.read(limit + 1)
+    except OSError as exc:
+        raise problem(f"cannot be read: {exc.strerror or type(exc).__name__}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise problem(f"grew past a bundle's {limit} bytes while read: not read")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SignatureProblem("provenance.signature_unreadable", _short(exc)) from None
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+             (stat.S_ISBLK, "block device"), (stat.S_ISDIR, "folder"))
+    return next((kind for test, kind in kinds if test(mode)), "special file")
+
+
+@dataclass(frozen=True)
+class _Text:
+    """Already-read bundle text in the one shape the library's `Signature.read` uses (`path.read_text`)."""
+
+    text: str
+
+    def read_text(self, encoding: str = "utf-8") -> str:
+        return self.text
 
 
 def verifier_for(method: Method) -> Any:
@@ -216,22 +328,37 @@ def run_verifier(method: Method, check: Callable[[], T]) -> T:
         raise SignatureProblem(_classify(exc, method), _short(exc)) from None
 
 
+HASH_TYPES = ("sha256", "blake2", "blake3")  # what model_signing 1.1 can hash with
+
+
 def hashing_for(serialization: dict[str, Any]) -> Any:
-    """The hashing configuration a signed `serialization` block describes (as model_signing reads it back)."""
+    """The hashing configuration a signed `serialization` block describes (as model_signing reads it back).
+
+    A block the library cannot hash with (unknown method or algorithm, a shard size that is not a positive
+    integer: 60.5 would be read as 60) is a SignatureProblem, not a traceback: the signer made it."""
     from model_signing import hashing
 
     method = serialization.get("method")
+    algorithm = serialization.get("hash_type", "sha256")
+    if algorithm not in HASH_TYPES:
+        raise SignatureProblem("provenance.signature_invalid", f"unsupported hash_type {str(algorithm)[:40]!r}")
+    ignore_paths = serialization.get("ignore_paths", [])
     common = {
-        "hashing_algorithm": serialization.get("hash_type", "sha256"),
+        "hashing_algorithm": algorithm,
         "allow_symlinks": bool(serialization.get("allow_symlinks", False)),
-        "ignore_paths": serialization.get("ignore_paths", frozenset()),
+        "ignore_paths": [str(p) for p in ignore_paths] if isinstance(ignore_paths, list) else [],
     }
     config = hashing.Config()  # type: ignore[no-untyped-call]
     if method == "files":
         return config.use_file_serialization(**common)
     if method == "shards":
-        return config.use_shard_serialization(shard_size=int(serialization["shard_size"]), **common)
-    raise SignatureProblem("provenance.signature_invalid", f"unknown serialization method {method!r}")
+        size = serialization.get("shard_size")
+        if (isinstance(size, bool) or not isinstance(size, int | float) or not math.isfinite(size)
+                or size != int(size) or size < 1):
+            raise SignatureProblem("provenance.signature_invalid", f"shard_size {str(size)[:40]!r} is not a "
+                                   "positive integer")
+        return config.use_shard_serialization(shard_size=int(size), **common)
+    raise SignatureProblem("provenance.signature_invalid", f"unknown serialization method {str(method)[:40]!r}")
 
 
 def hash_model(model_dir: Path, config: Any, ignore: Iterable[str], files: Sequence[Path]) -> list[Resource]:

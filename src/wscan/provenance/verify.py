@@ -9,6 +9,7 @@ a signature file that is a link, a FIFO, socket or device node, a folder that ca
 from __future__ import annotations
 
 import os
+import posixpath
 import stat
 import time
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from wscan.config import Config
 from wscan.discover import display_path
 from wscan.lookup import walk as walk_folders
 from wscan.model import AttrValue, Location, Observation, Severity
-from wscan.provenance.oms import Method, Resource, SignatureProblem, hash_model, hashing_for, signed_manifest
+from wscan.provenance.oms import GIT_PATHS, Method, Resource, SignatureProblem, hash_model, hashing_for, signed_manifest
 from wscan.report import FILE_SCANNED, FileResult, Report
 from wscan.rules import RuleSet
 
@@ -66,8 +67,9 @@ def observe(
     observations, files, count = _against(model_dir, signature, manifest.resources, manifest.serialization,
                                           hashing, ignore)
     observations = [*link, *observations]
-    if not observations:
-        facts: dict[str, AttrValue] = {"files": count, "signer": _describe(method),
+    if all(o.kind in NOTES for o in observations):
+        signer = _describe(method) + (f" (certificate {manifest.leaf})" if manifest.leaf else "")
+        facts: dict[str, AttrValue] = {"files": count, "signer": signer,
                                        "method": str(manifest.serialization.get("method", ""))}
         observations.append(Observation("provenance.verified", signature_location, facts))
     return observations, files
@@ -112,20 +114,57 @@ def _against(
     # The signature is left out by the name it was given, never by what it points to: a linked signature
     # would otherwise take its target (an unsigned file the attacker named) out of the comparison.
     ignores = [*signed_ignores, *user_ignores, _lexical(model_dir, signature)]
-    walk = _walk(model_dir, ignores) if model_dir.is_dir() else Walk(regular=[model_dir])
-    actual = hash_model(model_dir, hashing, ignores, walk.regular)
+    walk = _walk(model_dir, ignores) if model_dir.is_dir() else _walk_one(model_dir)
+    try:
+        actual = hash_model(model_dir, hashing, ignores, walk.regular)
+    except (OSError, ValueError) as exc:  # a file swapped (for a link, a FIFO) or removed after the walk
+        reason = f"the model changed while it was hashed: {type(exc).__name__}: {exc}".replace("\n", " ")[:300]
+        return [Observation("provenance.unlisted", Location(display_path(model_dir)),
+                            {"file": ".", "reason": reason})], [], 0
     sharded = serialization.get("method") == "shards"
     expected_files, actual_files = _by_file(resources, sharded), _by_file(actual, sharded)
     if model_dir.is_dir():
         # Every regular file counts, whatever its size: an empty file makes no shard, hence no resource.
         for path in walk.regular:
             actual_files.setdefault(path.relative_to(model_dir).as_posix(), ())
-    observations = _compare(model_dir, expected_files, actual_files, walk)
+    observations = [*_covers_nothing(signature, resources, signed_ignores),
+                     *_compare(model_dir, expected_files, actual_files, walk)]
+    left_out = _left_out_by_signer(walk.ignored, [*user_ignores, _lexical(model_dir, signature)])
+    if left_out and not any(o.kind == "provenance.covers_nothing" for o in observations):
+        shown = ", ".join(left_out[:5]) + (", ..." if len(left_out) > 5 else "")
+        observations.append(Observation("provenance.signer_ignored", Location(display_path(signature)),
+                                        {"files": shown, "count": len(left_out)}))
     files = [(display_path(model_dir / name), _size(model_dir / name)) for name in sorted(actual_files)]
     return observations, files, len(actual_files)
 
 
 Files = dict[str, tuple[Resource, ...]]
+
+
+NOTES = frozenset({"provenance.signer_ignored"})  # reported beside WS-SIG-009, not instead of it
+OWN_NAMES = ("model.sig", "wscan.attestation.sig")  # signatures and attestations, which signers leave out
+
+
+def _left_out_by_signer(ignored: Sequence[str], ours: Sequence[str]) -> list[str]:
+    """Entries present but left out only by the signer's own ignore paths: not git files, not a signature or
+    attestation, not what this verification was told to ignore. "Verified" says nothing about them."""
+    quiet = [PurePosixPath(p) for p in (*GIT_PATHS, *ours)]
+    return sorted(name for name in ignored if PurePosixPath(name).name not in OWN_NAMES
+                  and not any(PurePosixPath(name).is_relative_to(q) for q in quiet))
+
+
+def _covers_nothing(signature: Path, resources: Sequence[Resource], signed_ignores: Sequence[str]) -> list[Observation]:
+    """A signature whose ignore paths take in the whole folder, or that lists no file: it verifies any folder
+    it is copied into (model_signing accepts it; `wscan sign --ignore-paths ""` once made one)."""
+    whole = [p for p in signed_ignores if posixpath.normpath(p) == "."]
+    if whole:
+        reason = f"its signed ignore paths include {whole[0]!r}, which leaves out the whole folder"
+    elif not resources:
+        reason = "it lists no file"
+    else:
+        return []
+    return [Observation("provenance.covers_nothing", Location(display_path(signature)), {"reason": reason})]
+
 
 
 @dataclass
@@ -136,6 +175,7 @@ class Walk:
     regular: list[Path] = field(default_factory=list)  # regular files
     special: list[tuple[str, str]] = field(default_factory=list)  # (relative name, "FIFO" | "socket" | ...)
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (relative name, why it could not be read)
+    ignored: list[str] = field(default_factory=list)  # entries an ignore path left out (a folder as one)
 
 
 def _compare(model_dir: Path, expected: Files, actual: Files, walk: Walk) -> list[Observation]:
@@ -221,6 +261,7 @@ def _walk(model_dir: Path, ignores: Sequence[str]) -> Walk:
             name, path = entry.name, folder.path / entry.name
             rel = relative(path)
             if any(PurePosixPath(rel).is_relative_to(p) for p in ignored):
+                walk.ignored.append(rel)
                 continue
             try:
                 mode = os.lstat(path).st_mode
@@ -244,6 +285,22 @@ def _walk(model_dir: Path, ignores: Sequence[str]) -> Walk:
     walk.special.sort()
     walk.unreadable.sort()
     return walk
+
+
+def _walk_one(path: Path) -> Walk:
+    """A one-file model by kind, as `_walk` sees each file of a folder (the library refuses a link or a FIFO).
+    Its name is ".", as the library names a one-file model's resource."""
+    name = "."
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError as exc:
+        return Walk(unreadable=[(name, exc.strerror or type(exc).__name__)])
+    if stat.S_ISLNK(mode):
+        return Walk(links=[name])
+    if not stat.S_ISREG(mode):
+        return Walk(special=[(name, next((k for test, k in _SPECIAL if test(mode)), "special file"))])
+    problem = _unopenable(path)
+    return Walk(regular=[path]) if problem is None else Walk(unreadable=[(name, problem)])
 
 
 def _unopenable(path: Path) -> str | None:
