@@ -324,53 +324,13 @@ class _Stream:
             self.skip(length - kept, what)
         return _Str(at, length, data, self.width)
 
-    def skip_strings(self, count: int, key: str, big: int) -> list[tuple[int, int, int]]:
-        """Step over an array of strings, straight from the buffer (vocabularies hold 100,000s of them).
+    def strings(self, count: int, key: str, big: int, keep: bool) -> tuple[list[bytes], list[tuple[int, int, int]]]:
+        """An array of strings, straight from the buffer (vocabularies and merges hold 100,000s of them); with
+        `keep`, the first `big` bytes of each are returned (the vocabulary, for `gguf_vocab`).
 
-        Returns (index, offset, length) of the strings longer than `big`. Same checks as `string`: the inner
-        loop only follows lengths (they never go backwards, so one bound check after it covers every string),
-        and a string that crosses the header's end is then read again by `string`, which names the problem.
-        """
-        found: list[tuple[int, int, int]] = []
-        width, unpack = self.width, self._uint.unpack_from
-        end_of_header = min(self.size, self._caps.max_header_bytes)
-        index = 0
-        while index < count:
-            self.read(width, "array item length")  # refills the buffer when needed, checks the bounds
-            self.pos -= width
-            buf, buf_at = self._buf, self._buf_at
-            start = first = self.pos - buf_at
-            last = len(buf) - width  # a length field must lie wholly in the buffer
-            stop = min(count, index + _TICK_EVERY)
-            while index < stop and start <= last:
-                (length,) = unpack(buf, start)
-                if length > big:
-                    found.append((index, buf_at + start, length))
-                start += width + length
-                index += 1
-            if buf_at + start > end_of_header:  # some string runs past the header: find it, one at a time
-                self._recheck(first, buf, buf_at, end_of_header, key)
-            self.pos = buf_at + start
-            if self._caps.check_time is not None:
-                self._caps.check_time()
-        return found
-
-    def _recheck(self, start: int, buf: bytes, buf_at: int, end_of_header: int, key: str) -> None:
-        """Walk the strings from `start` again and raise the problem of the first that crosses the header's end."""
-        width, unpack = self.width, self._uint.unpack_from
-        while start <= len(buf) - width:
-            (length,) = unpack(buf, start)
-            if buf_at + start + width + length > end_of_header:
-                self.pos = buf_at + start
-                self.string(0, "array item", key)  # raises the precise problem
-            start += width + length
-
-    def read_strings(self, count: int, key: str, big: int) -> tuple[list[bytes], list[tuple[int, int, int]]]:
-        """Read an array of strings, keeping the first `big` bytes of each (the vocabulary, for `gguf_vocab`).
-
-        Returns the strings and, as `skip_strings` does, (index, offset, length) of those longer than `big`. The
-        inner loop takes strings that lie wholly in the buffer and before the header's end; the one that does
-        not is read by `string`, which refills the buffer or names the problem.
+        Also returns (index, offset, length) of the strings longer than `big`. The inner loop takes the strings
+        that lie wholly in the buffer and before the header's end; the one that does not is read by `string`,
+        which refills the buffer, steps over a long one, or names the problem. Same checks as `string` throughout.
         """
         kept: list[bytes] = []
         found: list[tuple[int, int, int]] = []
@@ -388,15 +348,17 @@ class _Stream:
                 end = start + width + length
                 if end > limit or length > big:
                     break
-                kept.append(buf[start + width : end])
+                if keep:
+                    kept.append(buf[start + width : end])
                 start = end
                 index += 1
             self.pos = buf_at + start
             if index < stop:  # this string crosses the buffer, the header's end, or is long
-                item = self.string(big, "array item", key)
+                item = self.string(big if keep else 0, "array item", key)
                 if item.length > big:
                     found.append((index, item.at, item.length))
-                kept.append(item.data)
+                if keep:
+                    kept.append(item.data)
                 index += 1
             if self._caps.check_time is not None:
                 self._caps.check_time()
@@ -581,11 +543,9 @@ class _Parser:
             self._check_nesting(key, at, depth, count)
         if item == GGUFValueType.STRING:
             big = BIG_GENERAL_STRING if key.startswith("general.") else BIG_STRING
+            strings, long = self.s.strings(count, key, big, keep)
             if keep:
-                self.result.tokens, long = self.s.read_strings(count, key, big)
-                self.result.long_tokens = {index: length for index, _, length in long}
-            else:
-                long = self.s.skip_strings(count, key, big)
+                self.result.tokens, self.result.long_tokens = strings, {index: length for index, _, length in long}
             for index, offset, length in long:
                 self._oversized(_Str(offset, length, b"", self.s.width), key, "value", index)
         elif item == GGUFValueType.ARRAY:
