@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from gguf.gguf_writer import GGUFWriter
 
+from tests.helpers.gguf_files import gguf_with_template
 from tests.helpers.scanning import rule_ids, scan
 from wscan.chat_template import check_template
 from wscan.cli import main
@@ -111,21 +111,11 @@ def test_a_long_chain_of_macros_is_linear() -> None:
     assert costs(chain + "{% macro m5000() %}{{ m0() }}{% endmacro %}")
 
 
-def _gguf(path: Path, template: str) -> Path:
-    writer = GGUFWriter(str(path), "llama")
-    writer.add_chat_template(template)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
 @pytest.mark.parametrize("path", REVIEW, ids=lambda p: p.stem)
 def test_a_gguf_with_the_template_fails_the_cli(
     path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    model = _gguf(tmp_path / f"{path.stem}.gguf", path.read_text(encoding="utf-8"))
+    model = gguf_with_template(tmp_path / f"{path.stem}.gguf", path.read_text(encoding="utf-8"))
     assert main(["scan", "--format", "json", str(model)]) == 1
     findings = json.loads(capsys.readouterr().out)["findings"]
     found = [f for f in findings if f["rule_id"] == "WS-TPL-010"]

@@ -9,7 +9,7 @@ import struct
 import tempfile
 import tracemalloc
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import wscan
+from tests.helpers.gguf_files import write_gguf
 from tests.helpers.scanning import default_engine, rule_ids
 from tests.helpers.scanning import scan_bytes as _scan_bytes
 from wscan.config import Config
@@ -133,16 +134,6 @@ CHATML_TOOLS_TEMPLATE = (
     "{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
 HOSTILE_TEMPLATE = "{{ ''.__class__.__mro__[1].__subclasses__() }}"
-
-
-def write_gguf(path: Path, fill: Callable[[GGUFWriter], None], **kwargs: Any) -> Path:
-    writer = GGUFWriter(str(path), "llama", **kwargs)
-    fill(writer)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
 
 
 def _full(writer: GGUFWriter) -> None:

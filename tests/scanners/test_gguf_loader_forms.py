@@ -7,23 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gguf.gguf_writer import GGUFWriter
-
+from tests.helpers.gguf_files import gguf_with_template
 from tests.helpers.scanning import scan
 from wscan.model import Severity
 from wscan.scanners.gguf import LCP_METADATA_BUFFER, loader_forms
 
 ESCAPE = "{{ cycler.__init__.__globals__.os.popen('id').read() }}"
-
-
-def _gguf(path: Path, template: str) -> Path:
-    writer = GGUFWriter(str(path), "llama")
-    writer.add_chat_template(template)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
 
 
 def _worst(path: Path) -> tuple[Severity, set[str]]:
@@ -32,7 +21,7 @@ def _worst(path: Path) -> tuple[Severity, set[str]]:
 
 
 def test_a_template_before_a_nul_is_judged_as_llama_cpp_reads_it(tmp_path: Path) -> None:
-    worst, _ = _worst(_gguf(tmp_path / "nul.gguf", ESCAPE + "\0{% endif %}"))
+    worst, _ = _worst(gguf_with_template(tmp_path / "nul.gguf", ESCAPE + "\0{% endif %}"))
     assert worst == Severity.CRITICAL
 
 
@@ -40,7 +29,7 @@ def test_a_1024_byte_template_is_judged_without_its_last_byte(tmp_path: Path) ->
     stored = ESCAPE + " " * (LCP_METADATA_BUFFER - len(ESCAPE) - 2) + "{{"  # does not parse; without one byte it does
     assert len(stored.encode()) == LCP_METADATA_BUFFER
     assert list(loader_forms(stored, LCP_METADATA_BUFFER).values()) == [stored[:-1]]
-    worst, _ = _worst(_gguf(tmp_path / "cut.gguf", stored))
+    worst, _ = _worst(gguf_with_template(tmp_path / "cut.gguf", stored))
     assert worst == Severity.CRITICAL
 
 
@@ -49,5 +38,5 @@ def test_ordinary_templates_have_no_other_form() -> None:
 
 
 def test_a_clean_template_with_a_nul_stays_clean_before_it(tmp_path: Path) -> None:
-    worst, rules = _worst(_gguf(tmp_path / "ok.gguf", "{{ bos_token }}\0{% if %}"))
+    worst, rules = _worst(gguf_with_template(tmp_path / "ok.gguf", "{{ bos_token }}\0{% if %}"))
     assert "WS-TPL-001" not in rules and worst < Severity.CRITICAL

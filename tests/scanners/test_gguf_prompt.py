@@ -16,8 +16,9 @@ import pytest
 from gguf.constants import GGUFValueType
 from gguf.gguf_writer import GGUFWriter
 
+from tests.helpers.gguf_files import write_gguf
 from tests.helpers.scanning import scan
-from tests.scanners.test_gguf_vocab import BYTE_TOKENS, Setup, _write
+from tests.scanners.test_gguf_vocab import BYTE_TOKENS, Setup
 from wscan.model import Severity
 from wscan.scanners import gguf_prompt
 from wscan.scanners.gguf_header import TOKENIZER_FLAGS, TOKENIZER_IDS
@@ -143,7 +144,7 @@ CLEAN: dict[str, Setup] = {
 
 
 def _findings(tmp_path: Path, setup: Setup, name: str = "model.gguf") -> set[tuple[str, Severity]]:
-    report = scan(_write(tmp_path / name, "llama", setup))
+    report = scan(write_gguf(tmp_path / name, setup))
     return {(f.rule_id, f.severity) for f in report.findings}
 
 
@@ -168,7 +169,7 @@ def test_what_loads_and_tokenizes_or_is_refused_at_load_is_not_a_prompt_abort(tm
 
 def test_the_message_says_which_token_why_it_is_added_and_why_it_is_disabled(tmp_path: Path) -> None:
     setup = vocab("gpt2", ABC, add_bos_token=True, bos_token_id=7)
-    (message,) = [f.message for f in scan(_write(tmp_path / "m.gguf", "llama", setup)).findings]
+    (message,) = [f.message for f in scan(write_gguf(tmp_path / "m.gguf", setup)).findings]
     assert message.startswith("BOS is added to every prompt (tokenizer.ggml.add_bos_token is true)")
     assert "tokenizer.ggml.bos_token_id = 7 is past the 3 tokens, and so is the default id 11" in message
     assert "tokenizer gpt2 (BPE)" in message
@@ -176,7 +177,7 @@ def test_the_message_says_which_token_why_it_is_added_and_why_it_is_disabled(tmp
 
 def test_missing_byte_tokens_are_counted_and_listed(tmp_path: Path) -> None:
     setup = vocab("llama", [*SPM_BASE, *(t for t in BYTE_TOKENS if t not in ("<0x0A>", "<0xFF>"))])
-    (finding,) = scan(_write(tmp_path / "m.gguf", "llama", setup)).findings
+    (finding,) = scan(write_gguf(tmp_path / "m.gguf", setup)).findings
     assert finding.evidence["missing"] == 2
     assert finding.evidence["bytes"] == "0x0a, 0xff"
 
@@ -195,7 +196,7 @@ def test_the_keys_judged_are_the_keys_the_parser_keeps() -> None:
 def test_a_bool_value_is_kept_as_a_flag_not_as_a_number(tmp_path: Path) -> None:
     from wscan.scanners.gguf_header import Caps, parse_gguf
 
-    path = _write(tmp_path / "m.gguf", "llama", vocab("gpt2", ABC, add_bos_token=True))
+    path = write_gguf(tmp_path / "m.gguf", vocab("gpt2", ABC, add_bos_token=True))
     with path.open("rb") as raw:
         parsed = parse_gguf(raw, path.stat().st_size, Caps(1 << 24, 1 << 16, 1 << 20))
     setting = parsed.settings["tokenizer.ggml.add_bos_token"]

@@ -16,6 +16,7 @@ from gguf.gguf_writer import GGUFWriter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.gguf_files import write_gguf
 from tests.helpers.scanning import scan
 from wscan.model import Severity
 from wscan.scanners import gguf_header
@@ -24,16 +25,6 @@ from wscan.scanners.gguf_vocab import MAX_DUMMY_TOKENS, MAX_REPORTED
 
 Setup = Callable[[GGUFWriter], None]
 BYTE_TOKENS = [f"<0x{b:02X}>" for b in range(256)]
-
-
-def _write(path: Path, arch: str, setup: Setup) -> Path:
-    writer = GGUFWriter(str(path), arch)
-    setup(writer)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
 
 
 def _vocab(model: str, tokens: list[str] | list[bytes], types: bool = True) -> Setup:
@@ -63,12 +54,12 @@ def _hparams(*more: Setup) -> Setup:
 
 
 def _findings(tmp_path: Path, setup: Setup, arch: str = "llama") -> set[tuple[str, Severity]]:
-    report = scan(_write(tmp_path / "model.gguf", arch, setup))
+    report = scan(write_gguf(tmp_path / "model.gguf", setup, arch))
     return {(f.rule_id, f.severity) for f in report.findings}
 
 
 def _messages(tmp_path: Path, setup: Setup, arch: str = "llama") -> list[str]:
-    return [f.message for f in scan(_write(tmp_path / "model.gguf", arch, setup)).findings]
+    return [f.message for f in scan(write_gguf(tmp_path / "model.gguf", setup, arch)).findings]
 
 
 # --- what converters write stays clean -------------------------------------------------------------------
@@ -311,13 +302,8 @@ def _bert(types: list[int]) -> Setup:
 @pytest.mark.parametrize("endian", [GGUFEndian.LITTLE, GGUFEndian.BIG])
 def test_a_byte_typed_wordpiece_token_aborts_the_load(tmp_path: Path, endian: GGUFEndian) -> None:
     # the review's ASan llama.cpp: exit 134 at llama-vocab.cpp:3207 for this file, 0 with "b" typed NORMAL
-    writer = GGUFWriter(str(tmp_path / "bert.gguf"), "bert", endianess=endian)
-    _bert([3, 3, 3, 3, 3, 1, 6, 1])(writer)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    findings = scan(tmp_path / "bert.gguf").findings
+    path = write_gguf(tmp_path / "bert.gguf", _bert([3, 3, 3, 3, 3, 1, 6, 1]), "bert", endianess=endian)
+    findings = scan(path).findings
     assert {(f.rule_id, f.severity) for f in findings} >= {("WS-GGUF-038", Severity.HIGH)}
     assert "Token 6 (b)" in next(f.message for f in findings if f.rule_id == "WS-GGUF-038")
 
