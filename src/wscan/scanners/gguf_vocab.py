@@ -96,6 +96,11 @@ def _token_arrays(settings: dict[str, Setting]) -> Iterator[Problem]:
             yield _problem("vocab_array", array.at, key=key, reason=reason)
 
 
+def llama_word(token: bytes, index: int) -> bytes:
+    """Token `index` as llama.cpp keeps it: a C string, and an empty one named `[EMPTY_<index>]`."""
+    return token.partition(b"\0")[0] or b"[EMPTY_%d]" % index
+
+
 def _duplicates(tokens: list[bytes], at: int) -> list[Problem]:
     """llama.cpp maps each token's C string to its id and asserts no two collide (an abort, not an error):
     tokens equal up to a NUL count, and an empty token is named `[EMPTY_<id>]`."""
@@ -105,7 +110,7 @@ def _duplicates(tokens: list[bytes], at: int) -> list[Problem]:
     seen: dict[bytes, int] = {}
     repeats: list[tuple[int, int, bytes]] = []
     for index, token in enumerate(tokens):
-        word = token.partition(b"\0")[0] or b"[EMPTY_%d]" % index
+        word = llama_word(token, index)
         first = seen.setdefault(word, index)
         if first != index:
             repeats.append((index, first, word))
@@ -164,7 +169,7 @@ def _rwkv_hang(tokens: list[bytes], at: int) -> list[Problem]:
     starts: set[int] = set()
     singles: set[int] = set()
     for index, token in enumerate(tokens):
-        text = _rwkv_unescape(token.partition(b"\0")[0] or b"[EMPTY_%d]" % index)
+        text = _rwkv_unescape(llama_word(token, index))
         if text:
             starts.add(text[0])
             if len(text) == 1:
