@@ -3,8 +3,9 @@
 Every hostile sample of corpus/build.py is rebuilt in a temporary folder with payloads that would leave
 evidence if they ran: shell commands and Python code create marker files, and the container payloads call
 into `wscan_canary_mod`, a module on sys.path whose import creates a marker too. After scanning (in this
-process and through the CLI in a fresh one) no marker may exist, the canary may not be imported, and an
-audit hook must have seen no unpickling, process start, dynamic library load or network connection.
+worker and through the CLI in a fresh process) no marker may exist, the canary may not be imported, and an
+audit hook, inherited by the forked workers, must have seen no unpickling, process start, dynamic library load
+or network connection in any of them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -46,9 +47,9 @@ FORBIDDEN_EVENTS = {
     "code.__new__",
     "function.__new__",
 }
-_seen: list[tuple[str, str]] = []
-_armed = False
+_sink: int | None = None  # a file every process holding the hook appends its events to: workers are forked
 _hooked = False
+Event = tuple[int, str, str]  # process id, audit event, its arguments (shortened)
 
 
 def _is_hdf5_reader(event: str, args: tuple[object, ...]) -> bool:
@@ -62,25 +63,34 @@ def _is_hdf5_reader(event: str, args: tuple[object, ...]) -> bool:
 
 
 def _audit(event: str, args: tuple[object, ...]) -> None:
-    if not _armed or _is_hdf5_reader(event, args):
+    if _sink is None or _is_hdf5_reader(event, args):
         return
-    if event in FORBIDDEN_EVENTS or (event == "import" and args and args[0] == CANARY):
-        _seen.append((event, repr(args)[:200]))
+    forbidden = event in FORBIDDEN_EVENTS or (event == "import" and args and args[0] == CANARY)
+    sample = event == "open" and args and isinstance(args[0], str) and "never-executes" in args[0]
+    if forbidden or sample:  # os.write raises no audit event of its own, and one line is one atomic append
+        os.write(_sink, json.dumps([os.getpid(), event, repr(args)[:200]]).encode() + b"\n")
 
 
 @pytest.fixture
-def audited() -> Iterator[list[tuple[str, str]]]:
-    """Record forbidden audit events while the test body runs (a hook cannot be removed, only disarmed)."""
-    global _armed, _hooked
+def audited(tmp_path: Path) -> Iterator[Callable[[], list[Event]]]:
+    """Record forbidden audit events, and opened samples, of this process and its workers while the test body
+    runs (a hook cannot be removed, only disarmed)."""
+    global _sink, _hooked
+    log = tmp_path / "audit.jsonl"
+    _sink = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     if not _hooked:
         sys.addaudithook(_audit)
         _hooked = True
-    _seen.clear()
-    _armed = True
     try:
-        yield _seen
+        yield lambda: [(pid, event, args) for pid, event, args in map(json.loads, log.read_text().splitlines())]
     finally:
-        _armed = False
+        os.close(_sink)
+        _sink = None
+
+
+def _forbidden(events: list[Event]) -> list[Event]:
+    """Everything but opened samples and this process forking its workers."""
+    return [e for e in events if e[1] != "open" and (e[0], e[1]) != (os.getpid(), "os.fork")]
 
 
 def _load_build() -> ModuleType:
@@ -140,13 +150,15 @@ def test_corpora_were_built(trap: dict[str, Path]) -> None:
     assert CANARY not in sys.modules, "building the samples imported the canary"
 
 
-def test_scanning_runs_nothing(trap: dict[str, Path], audited: list[tuple[str, str]]) -> None:
+def test_scanning_runs_nothing(trap: dict[str, Path], audited: Callable[[], list[Event]]) -> None:
     assert CANARY not in sys.modules
-    # One process, so the audit hook sees every parser at work (workers are forked, out of its sight).
     report = Engine(Config(jobs=1)).scan([trap["root"] / "os-system", trap["root"] / "canary"])
     assert not list(trap["markers"].iterdir()), "a payload ran"
     assert CANARY not in sys.modules, "the canary module was imported"
-    assert not audited, f"forbidden audit events: {audited}"
+    events = audited()
+    workers = {pid for pid, event, _ in events if event == "open"} - {os.getpid()}
+    assert len(workers) == 1  # the hook saw the worker read the samples, so it saw all it did
+    assert not _forbidden(events), f"forbidden audit events: {_forbidden(events)}"
     # The scan really read every sample: each one is flagged (configuration findings can be medium).
     flagged = {f.location.path for f in report.findings if f.severity >= Severity.MEDIUM}
     unflagged = [
@@ -158,11 +170,13 @@ def test_scanning_runs_nothing(trap: dict[str, Path], audited: list[tuple[str, s
     assert not unflagged
 
 
-def test_scanning_on_workers_runs_nothing(trap: dict[str, Path], audited: list[tuple[str, str]]) -> None:
+def test_scanning_on_workers_runs_nothing(trap: dict[str, Path], audited: Callable[[], list[Event]]) -> None:
     report = Engine(Config(jobs=2)).scan([trap["root"] / "os-system", trap["root"] / "canary"])
     assert not list(trap["markers"].iterdir()), "a payload ran"  # markers are files: workers cannot hide them
     assert CANARY not in sys.modules
-    assert {event for event, _ in audited} == {"os.fork"}  # the workers themselves, and nothing else
+    events = audited()
+    assert {pid for pid, event, _ in events if event == "open"} - {os.getpid()}  # the workers were watched
+    assert not _forbidden(events), f"forbidden audit events: {_forbidden(events)}"
     assert sum(f.severity >= Severity.MEDIUM for f in report.findings) > 120
 
 

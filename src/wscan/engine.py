@@ -133,11 +133,15 @@ class Engine:
         return report
 
     def _scan_files(self, entries: list[FileEntry], progress: Progress | None) -> list[Outcome]:
-        """Every file's outcome in order: on all cores when there are several files, else in this process."""
+        """Every file's outcome in order, from forked workers: on all cores when there are several files.
+
+        Even one file goes to a worker: a parser that hangs in native code, or crashes it, then costs that file a
+        finding rather than the whole scan, and the worker may load a library's parts without the rest of it
+        (`scanners.onnx_lib`). Without fork, files are scanned in turn in this process.
+        """
         total = len(entries)
-        jobs = min(self.config.jobs or min(os.cpu_count() or 1, DEFAULT_MAX_JOBS), total)
-        # Workers are forked (they inherit the loaded scanners); where fork is missing, files are scanned in turn.
-        if jobs < 2 or not hasattr(os, "fork"):
+        jobs = max(1, min(self.config.jobs or min(os.cpu_count() or 1, DEFAULT_MAX_JOBS), total))
+        if not entries or not hasattr(os, "fork"):
             outcomes = []
             for done, entry in enumerate(entries):
                 if progress is not None:

@@ -886,17 +886,18 @@ def test_300_mb_of_external_weights_are_not_read(tmp_path: Path) -> None:
 def test_checker_never_sees_external_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The checker would stat locations relative to the working directory: it gets the tensors emptied."""
     path = save_external(tmp_path / "m")
-    seen: list[ModelProto] = []
+    seen = tmp_path / "seen.onnx"  # the scan runs in a forked worker: what the checker got comes back as a file
     real = onnx_checks.check_model
 
     def spy(model: ModelProto) -> None:
-        seen.append(model)
+        seen.write_bytes(model.SerializeToString())
         real(model)
 
     monkeypatch.setattr(onnx_checks, "check_model", spy)
     monkeypatch.chdir(tmp_path)
     assert rule_ids(scan(path)) == set()
-    assert seen and not any(t.external_data for t in seen[0].graph.initializer)
+    checked = ModelProto.FromString(seen.read_bytes())
+    assert checked.graph.initializer and not any(t.external_data for t in checked.graph.initializer)
 
 
 # --- damaged models never raise, never hang ----------------------------------------------------------
