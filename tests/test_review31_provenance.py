@@ -419,3 +419,47 @@ def test_outside_signature_findings_reach_the_model_verdict(tmp_path: Path, keys
                  str(other), "--format", "json", "-o", str(out)]) == 1
     models = json.loads(out.read_text())["models"]
     assert [m["verdict"] for m in models if Path(m["path"]).name == "m"] == ["fail"]
+
+
+# --- leftovers of review 31 -------------------------------------------------------------------------------------
+
+
+def test_attestation_whose_subject_is_not_its_resources_root_is_invalid(
+    tmp_path: Path, keys: dict[str, Path]  # noqa: F811
+) -> None:
+    """Signed by the right key, yet its subject (what tools match against a model signature) is another model's."""
+    from types import SimpleNamespace
+
+    from in_toto_attestation.v1 import resource_descriptor, statement
+
+    from wscan.provenance.attest import PREDICATE_TYPE, _signer
+
+    model = a_model(tmp_path / "m")
+    attestation = model / "wscan.attestation.sig"
+    assert main(["scan", str(model), "--attest", "--private-key", str(keys["private"])]) == 0
+    assert rule_ids(verify_model(model, attestation, KeyMethod(keys["public"]), [], Config(),
+                                 attestation=True)) == {"WS-SIG-011"}
+    original = statement_of(attestation)
+    subject = original["subject"][0]  # type: ignore[index]
+    for digest in ("0" * 64, subject["digest"]["sha256"][::-1]):
+        resealed = statement.Statement(
+            subjects=[resource_descriptor.ResourceDescriptor(name=subject["name"], digest={"sha256": digest}).pb],
+            predicate_type=PREDICATE_TYPE, predicate=original["predicate"])  # type: ignore[arg-type]
+        _signer(KeyMethod(keys["private"])).sign(SimpleNamespace(statement=resealed)).write(attestation)
+        report = verify_model(model, attestation, KeyMethod(keys["public"]), [], Config(), attestation=True)
+        assert rule_ids(report) == {"WS-SIG-013"}
+        assert "not the root digest of the resources" in report.findings[0].message
+
+
+def test_signature_outside_the_folder_named_like_a_model_file_hides_nothing(
+    tmp_path: Path, keys: dict[str, Path], monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    """`config.json` as the signature, relative to a working directory outside the model, is not the model's."""
+    model = a_model(tmp_path / "m")
+    work = tmp_path / "work"
+    work.mkdir()
+    assert sign(model, keys, "--signature", str(work / "config.json")) == 0
+    (model / "config.json").write_text('{"model_type": "tiny", "auto_map": {"AutoModel": "evil.Model"}}')
+    monkeypatch.chdir(work)
+    report = verify_model(model, Path("config.json"), KeyMethod(keys["public"]), [], Config())
+    assert [(f.rule_id, f.evidence["file"]) for f in report.findings] == [("WS-SIG-004", "config.json")]

@@ -14,6 +14,7 @@ ran with settings that loosen the rules, and when the attestation vouches for by
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -146,7 +147,19 @@ def read_attestation(path: Path, method: Method) -> Attestation:
     predicate = statement.get("predicate")
     if not _well_formed(predicate):
         raise SignatureProblem("provenance.attestation_invalid", "the attestation's predicate is malformed")
+    if _root_of(predicate.get("resources", [])) != root:
+        raise SignatureProblem("provenance.attestation_invalid",
+                               "its subject digest is not the root digest of the resources it lists")
     return Attestation(str(root), predicate)
+
+
+def _root_of(resources: list[dict[str, str]]) -> str | None:
+    """The root digest the subject must carry: sha256 over the listed digests in order, as model_signing computes
+    (and checks, for a model signature) it. Tools matching an attestation to a signature go by the subject."""
+    try:
+        return hashlib.sha256(b"".join(bytes.fromhex(r["digest"]) for r in resources)).hexdigest()
+    except ValueError:
+        return None  # a digest that is not hex
 
 
 def _well_formed(predicate: Any) -> bool:

@@ -325,14 +325,15 @@ def _signature_link(model_dir: Path, signature: Path) -> list[Observation]:
 def _lexical(model_dir: Path, path: Path) -> str:
     """`path` relative to the model folder by its name: its last component is never followed (a linked
     signature must not take its target out of the comparison), the folders above it may be. A path outside
-    the folder is returned as given (it then matches nothing, as in model_signing)."""
+    the folder comes back absolute, so it matches nothing inside (as in model_signing): given relative, a
+    signature `config.json` in the working directory would otherwise leave the model's config.json out."""
     base = model_dir if model_dir.is_dir() else model_dir.parent
     absolute = os.path.abspath(path)
     real = os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))
     for name in (os.path.relpath(absolute, os.path.abspath(base)), os.path.relpath(real, os.path.realpath(base))):
         if name != ".." and not name.startswith(".." + os.sep):
             return Path(name).as_posix()
-    return path.as_posix()
+    return Path(absolute).as_posix()
 
 
 def _target(path: Path) -> str:
