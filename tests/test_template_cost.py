@@ -58,6 +58,17 @@ def test_the_reviews_templates_are_reported(path: Path) -> None:
         ("{{ 'x'.ljust(10**9) }}", "a string padded to 1,000,000,000 characters"),
         ("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}",
          "nested loops over constants running 1,000,000 times"),
+        # A namespace value keeps its value from run to run: two copies of itself double it each time.
+        ("{% set ns = namespace(s='x') %}{% for m in messages %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+         "a namespace value ns.s made of 2 copies of itself in a loop run as many times as the chat has messages"),
+        ("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s * 2 %}{% endfor %}",
+         "a namespace value ns.s made of 2 copies of itself in a loop run 40 times"),
+        ("{% set ns = namespace(l=[1]) %}{% for i in range(5) %}{% for j in range(5) %}"
+         "{% set ns.l = (ns.l + ns.l + ns.l)|list %}{% endfor %}{% endfor %}",
+         "a namespace value ns.l made of 3 copies of itself in a loop run 25 times"),
+        ("{% set ns = namespace(s='x') %}{% for m in messages %}{% if m.role == 'user' %}"
+         "{% set ns.s = ns.s ~ m.content ~ ns.s|trim %}{% endif %}{% endfor %}",
+         "a namespace value ns.s made of 2 copies of itself"),
     ],
 )
 def test_exhausting_shapes_are_reported(source: str, expected: str) -> None:
@@ -76,6 +87,14 @@ def test_exhausting_shapes_are_reported(source: str, expected: str) -> None:
         "{% macro range(n) %}{% endmacro %}{{ range(10**9) }}",  # a macro, not the global
         "{% for m in messages %}{% for i in range(1000) %}{% endfor %}{% endfor %}",  # the chat's size is not known
         "{{ '=' * (messages|length) }}",
+        # Namespace values appended to, doubled a few times, doubled outside a loop, or a plain name (reset on
+        # every run of the loop).
+        "{% set ns = namespace(s='') %}{% for m in messages %}{% set ns.s = ns.s ~ m.content %}{% endfor %}",
+        "{% set ns = namespace(s='') %}{% for m in messages %}{% set ns.s = ns.s if m.x else ns.s ~ m.y %}"
+        "{% endfor %}",
+        "{% set ns = namespace(s='x') %}{% for i in range(10) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+        "{% set ns = namespace(s='x') %}{% set ns.s = ns.s ~ ns.s %}",
+        "{% set s = 'x' %}{% for m in messages %}{% set s = s ~ s %}{% endfor %}",
         # Recursion into nested data, under a condition: what tool-calling templates do.
         "{% macro f(x) %}{% if x.child %}{{ f(x.child) }}{% endif %}{% endmacro %}{{ f(messages) }}",
         "{% macro f(s) %}{% for k, v in s.properties.items() %}{{ f(v) }}{% endfor %}{% endmacro %}{{ f(tools) }}",
@@ -88,6 +107,17 @@ def test_exhausting_shapes_are_reported(source: str, expected: str) -> None:
 )
 def test_bounded_templates_pass(source: str) -> None:
     assert costs(source) == []
+
+
+def test_a_doubling_namespace_really_doubles_in_jinja() -> None:
+    """What the check assumes of Jinja's scoping: a namespace value carries over between runs, a name does not."""
+    import jinja2
+
+    env = jinja2.Environment()
+    grow = "{% set ns = namespace(s='x') %}{% for i in range(12) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}"
+    reset = "{% set s = 'x' %}{% for i in range(12) %}{% set s = s ~ s %}{% endfor %}{{ s }}"
+    assert len(env.from_string(grow).render()) == 2**12
+    assert len(env.from_string(reset).render()) == 1
 
 
 def test_joined_constants_no_longer_than_the_template_pass() -> None:

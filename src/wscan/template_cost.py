@@ -14,13 +14,16 @@ billion-character string is built there too. Reported here:
   from constants and names set once, exceeds MAX_ITEMS (Jinja's own sandbox limit on `range`); strings joined by
   `+` or `~` when they exceed it beyond what the template's own text holds.
 
+- a namespace value built from two or more copies of itself in a loop (it doubles on every run).
+
 Known gaps: recursion that descends into data which never shrinks (a one-character string is its own element,
-a namespace can hold itself), macros passed around as values, `loop()` in recursive for-loops, and strings that
-double in a loop.
+a namespace can hold itself), macros passed around as values, `loop()` in recursive for-loops, and growth
+through a macro's result or through plain names (which Python's Jinja resets on every run of a loop).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -70,6 +73,7 @@ def render_costs(tree: nodes.Template, walked: list[nodes.Node], fold: Fold, tex
     sizes = _Sizes(walked, fold)
     yield from _sizes(walked, sizes, text)
     yield from _nested_loops(tree, sizes)
+    yield from _growing_namespaces(tree, sizes)
 
 
 def _issue(node: nodes.Node, name: str) -> Issue:
@@ -270,6 +274,58 @@ def _nested_loops(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
                     yield _issue(node, f"nested loops over constants running {inner:,} times")
         for field, child in _children(node):
             stack.append((child, inner if isinstance(node, nodes.For) and field == "body" else runs))
+
+
+def _growing_namespaces(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
+    """`{% set ns.s = ns.s ~ ns.s %}` in a loop: a namespace value (which, unlike a plain name, keeps its value
+    from one run of the loop to the next) built from two or more copies of itself doubles on every run, so 40
+    messages make a terabyte. Reported when the runs are not constant (the chat's length) or the growth passes
+    MAX_ITEMS; real templates append to a namespace value, one copy of it per assignment."""
+    stack: list[tuple[nodes.Node, int | None, bool]] = [(tree, 1, False)]  # node, runs (None: unknown), in a loop
+    while stack:
+        node, runs, looped = stack.pop()
+        if isinstance(node, nodes.Macro):
+            runs, looped = 1, False  # its body runs where it is called
+        if looped and isinstance(node, nodes.Assign) and isinstance(node.target, nodes.NSRef):
+            target = (node.target.name, node.target.attr)
+            copies = _copies(node.node, target, 0)
+            if copies >= 2 and (runs is None or runs * math.log2(copies) > math.log2(MAX_ITEMS)):
+                shown = f"{target[0]}.{target[1]}"
+                count = "as many times as the chat has messages" if runs is None else f"{runs:,} times"
+                yield _issue(node, f"a namespace value {shown} made of {copies} copies of itself in a loop run {count}")
+        for field, child in _children(node):
+            if isinstance(node, nodes.For) and field == "body":
+                size = sizes.of(node.iter)
+                inner = runs * size.length if isinstance(size, Sized) and runs is not None else None
+                stack.append((child, None if inner is None else min(inner, MAX_ITEMS * MAX_ITEMS), True))
+            else:
+                stack.append((child, runs, looped))
+
+
+COPYING_FILTERS = frozenset({"string", "trim", "upper", "lower", "title", "capitalize", "list", "safe", "e", "escape"})
+
+
+def _copies(node: nodes.Node, target: tuple[str, str], depth: int) -> int:
+    """How many copies of the namespace value `target` the expression's result holds (joined, added, repeated)."""
+    if depth > MAX_DEPTH:
+        return 0
+    if isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Name):
+        return int((node.node.name, node.attr) == target)
+    if isinstance(node, nodes.Concat):
+        return sum(_copies(part, target, depth + 1) for part in node.nodes)
+    if isinstance(node, nodes.Add):
+        return _copies(node.left, target, depth + 1) + _copies(node.right, target, depth + 1)
+    if isinstance(node, nodes.Mul):
+        for count, value in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(count, nodes.Const) and isinstance(count.value, int) and not isinstance(count.value, bool):
+                return max(count.value, 0) * _copies(value, target, depth + 1)
+        return _copies(node.left, target, depth + 1) + _copies(node.right, target, depth + 1)
+    if isinstance(node, nodes.CondExpr):
+        branches = [node.expr1, *([node.expr2] if node.expr2 is not None else [])]
+        return max(_copies(branch, target, depth + 1) for branch in branches)
+    if isinstance(node, nodes.Filter) and node.node is not None and node.name in COPYING_FILTERS:
+        return _copies(node.node, target, depth + 1)
+    return 0
 
 
 def _children(node: nodes.Node) -> Iterator[tuple[str, nodes.Node]]:
