@@ -63,10 +63,11 @@ def _shape(report_json: str) -> dict[str, object]:
 @needs_fork
 def test_workers_give_the_same_report_as_one_process(tmp_path: Path) -> None:
     folder = _folder(tmp_path)
-    serial = Engine(Config(jobs=1)).scan([folder])
-    parallel = Engine(Config(jobs=2)).scan([folder])
-    assert _shape(render(parallel, "json")) == _shape(render(serial, "json"))
-    assert rule_ids(parallel) == {"WS-PKL-001"}
+    serial = Engine(Config(jobs=0)).scan([folder])  # in this process: what a platform without fork does
+    for jobs in (1, 2):
+        parallel = Engine(Config(jobs=jobs)).scan([folder])
+        assert _shape(render(parallel, "json")) == _shape(render(serial, "json"))
+        assert rule_ids(parallel) == {"WS-PKL-001"}
 
 
 @needs_fork

@@ -30,7 +30,9 @@ class Config:
     ignores: tuple[tuple[str, str], ...] = ()
     limits: Limits = field(default_factory=Limits)
     source: Path | None = None
-    jobs: int | None = None  # worker processes for many files; None: one per core
+    # Worker processes; None: one per core (up to 8). 0: none, files are scanned in the calling process, which a
+    # parser that hangs in native code, or crashes it, then takes down (for callers that isolate scans themselves).
+    jobs: int | None = None
 
     @classmethod
     def from_file(cls, path: Path) -> Config:

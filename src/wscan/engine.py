@@ -137,11 +137,12 @@ class Engine:
 
         Even one file goes to a worker: a parser that hangs in native code, or crashes it, then costs that file a
         finding rather than the whole scan, and the worker may load a library's parts without the rest of it
-        (`scanners.onnx_lib`). Without fork, files are scanned in turn in this process.
+        (`scanners.onnx_lib`). Without fork, or with `jobs` 0, files are scanned in turn in this process.
         """
         total = len(entries)
-        jobs = max(1, min(self.config.jobs or min(os.cpu_count() or 1, DEFAULT_MAX_JOBS), total))
-        if not entries or not hasattr(os, "fork"):
+        chosen = self.config.jobs
+        jobs = max(1, min(min(os.cpu_count() or 1, DEFAULT_MAX_JOBS) if chosen is None else chosen, total))
+        if not entries or chosen == 0 or not hasattr(os, "fork"):
             outcomes = []
             for done, entry in enumerate(entries):
                 if progress is not None:

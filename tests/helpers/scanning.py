@@ -14,8 +14,10 @@ from wscan.report import Report
 
 @cache
 def default_engine() -> Engine:
-    """The engine behind `wscan.scan`, built once."""
-    return Engine(Config())
+    """The engine behind `wscan.scan`, built once, scanning in the test's own process: a forked worker per scan
+    costs 20 ms in a process this large (torch, TensorFlow), minutes over the suite. The worker path has tests
+    of its own (test_budgets, test_never_executes, and every CLI test)."""
+    return Engine(Config(jobs=0))
 
 
 def scan(path: Path, config: Config | None = None) -> Report:
