@@ -66,6 +66,10 @@ def test_the_reviews_templates_are_reported(path: Path) -> None:
         ("{% set ns = namespace(l=[1]) %}{% for i in range(5) %}{% for j in range(5) %}"
          "{% set ns.l = (ns.l + ns.l + ns.l)|list %}{% endfor %}{% endfor %}",
          "a namespace value ns.l made of 3 copies of itself in a loop run 25 times"),
+        ("{% set n = 3 %}{% set ns = namespace(s='x') %}{% for m in messages %}{% set ns.s = n * ns.s %}{% endfor %}",
+         "a namespace value ns.s made of 3 copies of itself"),
+        ("{% set ns = namespace(s='x') %}{% for m in messages %}{% set ns.s = ns.s" + " * 1000000000000" * 45
+         + " %}{% endfor %}", "a namespace value ns.s made of 100000 copies of itself"),  # capped, never computed
         ("{% set ns = namespace(s='x') %}{% for m in messages %}{% if m.role == 'user' %}"
          "{% set ns.s = ns.s ~ m.content ~ ns.s|trim %}{% endif %}{% endfor %}",
          "a namespace value ns.s made of 2 copies of itself"),

@@ -288,7 +288,7 @@ def _growing_namespaces(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
             runs, looped = 1, False  # its body runs where it is called
         if looped and isinstance(node, nodes.Assign) and isinstance(node.target, nodes.NSRef):
             target = (node.target.name, node.target.attr)
-            copies = _copies(node.node, target, 0)
+            copies = min(_copies(node.node, target, sizes, 0), MAX_ITEMS)
             if copies >= 2 and (runs is None or runs * math.log2(copies) > math.log2(MAX_ITEMS)):
                 shown = f"{target[0]}.{target[1]}"
                 count = "as many times as the chat has messages" if runs is None else f"{runs:,} times"
@@ -305,26 +305,27 @@ def _growing_namespaces(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
 COPYING_FILTERS = frozenset({"string", "trim", "upper", "lower", "title", "capitalize", "list", "safe", "e", "escape"})
 
 
-def _copies(node: nodes.Node, target: tuple[str, str], depth: int) -> int:
+def _copies(node: nodes.Node, target: tuple[str, str], sizes: _Sizes, depth: int) -> int:
     """How many copies of the namespace value `target` the expression's result holds (joined, added, repeated)."""
     if depth > MAX_DEPTH:
         return 0
     if isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Name):
         return int((node.node.name, node.attr) == target)
     if isinstance(node, nodes.Concat):
-        return sum(_copies(part, target, depth + 1) for part in node.nodes)
+        return sum(_copies(part, target, sizes, depth + 1) for part in node.nodes)
     if isinstance(node, nodes.Add):
-        return _copies(node.left, target, depth + 1) + _copies(node.right, target, depth + 1)
+        return _copies(node.left, target, sizes, depth + 1) + _copies(node.right, target, sizes, depth + 1)
     if isinstance(node, nodes.Mul):
         for count, value in ((node.left, node.right), (node.right, node.left)):
-            if isinstance(count, nodes.Const) and isinstance(count.value, int) and not isinstance(count.value, bool):
-                return max(count.value, 0) * _copies(value, target, depth + 1)
-        return _copies(node.left, target, depth + 1) + _copies(node.right, target, depth + 1)
+            times = sizes.of(count)
+            if isinstance(times, int):
+                return min(max(times, 0) * _copies(value, target, sizes, depth + 1), MAX_ITEMS)
+        return _copies(node.left, target, sizes, depth + 1) + _copies(node.right, target, sizes, depth + 1)
     if isinstance(node, nodes.CondExpr):
         branches = [node.expr1, *([node.expr2] if node.expr2 is not None else [])]
-        return max(_copies(branch, target, depth + 1) for branch in branches)
+        return max(_copies(branch, target, sizes, depth + 1) for branch in branches)
     if isinstance(node, nodes.Filter) and node.node is not None and node.name in COPYING_FILTERS:
-        return _copies(node.node, target, depth + 1)
+        return _copies(node.node, target, sizes, depth + 1)
     return 0
 
 
