@@ -148,6 +148,22 @@ def test_scanning_one_onnx_file_leaves_the_calling_process_without_onnx() -> Non
     assert done.stdout.strip() == "[('onnx',)] []"
 
 
+@pytest.mark.parametrize("jobs", [0, 1])
+def test_observations_per_file_are_a_budget(tmp_path: Path, jobs: int) -> None:
+    """A pickle importing 3,000 distinct names: each would be judged, kept and written (200,000 of them took 13 s
+    and 460 MB). Past the limit the file fails and its scan stops."""
+    imports = b"".join(b"cmod%d\nname%d\n0" % (i, i) for i in range(3000))
+    path = tmp_path / "many.pkl"
+    path.write_bytes(b"\x80\x02" + imports + b"N.")
+    config = Config(jobs=jobs, limits=replace(Limits(), max_observations=1000))
+    report = Engine(config).scan([path])
+    assert len(report.findings) == 1001
+    limit = [f for f in report.findings if f.rule_id == "WS-FILE-002"]
+    assert [f.evidence["limit"] for f in limit] == ["max-observations"]
+    assert [r.status for r in report.files] == [FILE_FAILED]
+    assert len(Engine(Config(jobs=jobs)).scan([path]).findings) == 3000  # under the default, every import
+
+
 def test_bytes_read_per_file_is_a_budget(tmp_path: Path) -> None:
     path = tmp_path / "big.pkl"
     path.write_bytes(pickle.dumps([bytes([i % 256]) * 1000 for i in range(3000)], protocol=4))  # 3 MB, all read

@@ -175,7 +175,14 @@ class Engine:
             Location(entry.display), entry.size, partial(open_counted, path, budget), name=path.name, real_path=path
         )
         formats: list[str] = []
-        found = list(self._scan(artifact, ctx, formats))
+        found: list[Observation] = []
+        limit = self.config.limits.max_observations
+        for observation in self._scan(artifact, ctx, formats):  # stopped at the limit: closing it ends the scan
+            if len(found) == limit:
+                detail = f"more than {limit:,} observations; the scan of this file stopped there"
+                found.append(artifact.observe("scan.limit", limit="max-observations", detail=detail))
+                break
+            found.append(observation)
         return found, formats
 
     def _scan(self, artifact: Artifact, ctx: ScanContext, formats: list[str]) -> Iterator[Observation]:
