@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -161,7 +162,24 @@ def test_observations_per_file_are_a_budget(tmp_path: Path, jobs: int) -> None:
     limit = [f for f in report.findings if f.rule_id == "WS-FILE-002"]
     assert [f.evidence["limit"] for f in limit] == ["max-observations"]
     assert [r.status for r in report.files] == [FILE_FAILED]
-    assert len(Engine(Config(jobs=jobs)).scan([path]).findings) == 3000  # under the default, every import
+    under_default = Engine(Config(jobs=jobs)).scan([path])  # every import judged; a thousand listed
+    assert Counter(f.rule_id for f in under_default.findings) == {"WS-PKL-003": 1000, "WS-FILE-017": 1}
+
+
+@pytest.mark.parametrize("jobs", [0, 2])
+def test_a_report_lists_a_thousand_findings_of_a_rule_per_file_and_counts_the_rest(tmp_path: Path, jobs: int) -> None:
+    """Each file is judged as it arrives, so a scan of many flooding files holds findings, not observations."""
+    imports = b"".join(b"cmod%d\nname%d\n0" % (i, i) for i in range(2500))
+    for name in ("a.pkl", "b.pkl"):
+        (tmp_path / name).write_bytes(b"\x80\x02" + imports + b"cos\nsystem\n0N.")
+    report = Engine(Config(jobs=jobs)).scan([tmp_path])
+    for name in ("a.pkl", "b.pkl"):
+        mine = [f for f in report.findings if Path(f.location.path).name == name]
+        by_rule = Counter(f.rule_id for f in mine)
+        assert by_rule == {"WS-PKL-003": 1000, "WS-PKL-001": 1, "WS-FILE-017": 1}, by_rule
+        [note] = [f for f in mine if f.rule_id == "WS-FILE-017"]
+        assert note.message.startswith("1500 more findings of WS-PKL-003 in this file are not listed")
+    assert report.verdict() == "fail"
 
 
 def test_bytes_read_per_file_is_a_budget(tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +16,7 @@ from wscan import __version__
 from wscan.config import Config
 from wscan.discover import FileEntry, discover
 from wscan.limits import Budget, BudgetExceeded, open_counted
-from wscan.model import Location, Observation
+from wscan.model import Finding, Location, Observation
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
 from wscan.rules import RuleSet
 from wscan.scanners import all_scanners, fallback_scanners
@@ -49,6 +51,7 @@ LIBRARY_FAMILIES = {
 FAMILY_BATCH = 8  # a larger family is split across workers: the library's cost is then spread thin anyway
 SMALL_FILE = 1024 * 1024  # files below this go out in batches, to save a round trip each
 SMALL_BATCH = 32
+MAX_FINDINGS_PER_RULE = 1000  # per file; the rest are counted in one WS-FILE-017 note (GitHub takes 5,000 a rule)
 
 
 def is_failure(kind: str) -> bool:
@@ -67,6 +70,17 @@ def read_head(artifact: Artifact) -> Head:
             tail = handle.read(TAIL_BYTES)
     container = str(artifact.context.get("container", ""))
     return Head(head, tail, artifact.size, artifact.name, bool(raw_data), container)
+
+
+@dataclass
+class Settled:
+    """What the report keeps of one scanned file (see `Engine._settle`)."""
+
+    kept: list[Observation]  # claims and facts; every observation while `findings` is None
+    formats: list[str]
+    status: str
+    reason: str
+    findings: list[Finding] | None  # None: judged once every file's claims are known
 
 
 class Engine:
@@ -100,29 +114,35 @@ class Engine:
         items = list(discover(paths))
         entries = [item for item in items if isinstance(item, FileEntry)]
         outcomes = iter(self._scan_files(entries, progress))
-        scanned: list[tuple[str, int, list[Observation], list[str] | None]] = []  # formats None: not opened
+        scanned: list[tuple[str, int, Settled | None, list[Observation]]] = []  # Settled None: never opened
         for item in items:
             if isinstance(item, Observation):
-                scanned.append((item.location.path, 0, [item], None))
+                scanned.append((item.location.path, 0, None, [item]))
             else:
-                found, formats = next(outcomes)
-                scanned.append((item.display, item.size, found, formats))
+                arrived = next(outcomes)
+                scanned.append((item.display, item.size, arrived, arrived.kept))
         # Files another file says it reads (an ONNX model's external data): raw bytes, not an unknown format.
-        claimed = {str(o.attrs["file"]): str(o.attrs.get("format", "data")) for _, _, found, _ in scanned
-                   for o in found if o.kind == CLAIM_KIND}
+        claimed = {str(o.attrs["file"]): str(o.attrs.get("format", "data")) for _, _, _, kept in scanned
+                   for o in kept if o.kind == CLAIM_KIND}
         facts: dict[str, list[Observation]] = {}
-        for path, size, found, read_by in scanned:
-            formats = read_by or []
-            if read_by is None:  # discover reported it (LFS pointer, special file, ...) and it was never opened
+        for path, size, settled, found in scanned:
+            if settled is None:  # discover reported it (LFS pointer, special file, ...) and it was never opened
                 status = FILE_FAILED if is_failure(found[0].kind) else FILE_SKIPPED
                 reason = found[0].kind.split(".", 1)[1]
-            else:
-                if path in claimed and not formats:
+                formats: list[str] = []
+                findings = self.rules.judge(found)
+            elif settled.findings is None:  # no scanner read it: unknown, unless another file claims it
+                if path in claimed:
                     found = [o for o in found if o.kind != "file.unknown_format"]
                     formats = [claimed[path]]
+                else:
+                    formats = []
                 status, reason = _status(found, formats)
+                findings = self._judge(path, found)
                 facts[path] = [obs for obs in found if obs.kind in FACT_KINDS]
-            findings = self.rules.judge(found)
+            else:
+                formats, status, reason, findings = settled.formats, settled.status, settled.reason, settled.findings
+                facts[path] = [obs for obs in found if obs.kind in FACT_KINDS]
             report.findings.extend(findings)
             worst = max((f.severity for f in findings), default=None)
             report.files.append(FileResult(path, size, tuple(formats), status, reason, worst))
@@ -132,7 +152,36 @@ class Engine:
         report.duration_seconds = round(time.monotonic() - started, 3)
         return report
 
-    def _scan_files(self, entries: list[FileEntry], progress: Progress | None) -> list[Outcome]:
+    def _settle(self, path: str, outcome: Outcome) -> Settled:
+        """A file's outcome judged as soon as it arrives, keeping only what the report needs of its observations:
+        a scan of many files then holds findings (at most MAX_FINDINGS_PER_RULE per rule and file), never every
+        file's observations at once (200,000 a file are allowed). A file no scanner read waits: another file may
+        claim it (an ONNX model's external data)."""
+        found, formats = outcome
+        if not formats:
+            return Settled(found, formats, "", "", None)
+        status, reason = _status(found, formats)
+        kept = [o for o in found if o.kind == CLAIM_KIND or o.kind in FACT_KINDS]
+        return Settled(kept, formats, status, reason, self._judge(path, found))
+
+    def _judge(self, path: str, found: list[Observation]) -> list[Finding]:
+        """The file's findings, the first MAX_FINDINGS_PER_RULE of each rule, then one note of how many more."""
+        findings = self.rules.judge(found)
+        counts = Counter(f.rule_id for f in findings)
+        if max(counts.values(), default=0) <= MAX_FINDINGS_PER_RULE:
+            return findings
+        listed: Counter[str] = Counter()
+        kept = []
+        for finding in findings:
+            listed[finding.rule_id] += 1
+            if listed[finding.rule_id] <= MAX_FINDINGS_PER_RULE:
+                kept.append(finding)
+        notes = [Observation("report.findings_omitted", Location(path),
+                             {"rule": rule_id, "count": count - MAX_FINDINGS_PER_RULE, "listed": MAX_FINDINGS_PER_RULE})
+                 for rule_id, count in sorted(counts.items()) if count > MAX_FINDINGS_PER_RULE]
+        return kept + self.rules.judge(notes)
+
+    def _scan_files(self, entries: list[FileEntry], progress: Progress | None) -> list[Settled]:
         """Every file's outcome in order, from forked workers: on all cores when there are several files.
 
         Even one file goes to a worker: a parser that hangs in native code, or crashes it, then costs that file a
@@ -147,18 +196,18 @@ class Engine:
             for done, entry in enumerate(entries):
                 if progress is not None:
                     progress(done, total, entry.display)
-                outcomes.append(self.scan_file(entry))
+                outcomes.append(self._settle(entry.display, self.scan_file(entry)))
         else:
             from wscan.parallel import scan_in_workers
 
-            by_index: dict[int, Outcome] = {}
+            by_index: dict[int, Settled] = {}
             seconds = self.config.limits.max_seconds_per_file
             displays = [entry.display for entry in entries]
             batches = plan_batches(entries, jobs)
             for index, outcome in scan_in_workers(
                 displays, batches, lambda i: self.scan_file(entries[i]), jobs, seconds
             ):
-                by_index[index] = outcome
+                by_index[index] = self._settle(displays[index], outcome)
                 if progress is not None:
                     progress(len(by_index), total, displays[index])
             outcomes = [by_index[index] for index in range(total)]
