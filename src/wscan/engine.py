@@ -74,13 +74,13 @@ def read_head(artifact: Artifact) -> Head:
 
 @dataclass
 class Settled:
-    """What the report keeps of one scanned file (see `Engine._settle`)."""
+    """What the report keeps of one file (see `Engine._arrive`)."""
 
-    kept: list[Observation]  # claims and facts; every observation while `findings` is None
+    kept: list[Observation]  # claims and facts, which the report reads across files
     formats: list[str]
     status: str
     reason: str
-    findings: list[Finding] | None  # None: judged once every file's claims are known
+    findings: list[Finding]
 
 
 class Engine:
@@ -114,35 +114,29 @@ class Engine:
         items = list(discover(paths))
         entries = [item for item in items if isinstance(item, FileEntry)]
         outcomes = iter(self._scan_files(entries, progress))
-        scanned: list[tuple[str, int, Settled | None, list[Observation]]] = []  # Settled None: never opened
-        for item in items:
-            if isinstance(item, Observation):
-                scanned.append((item.location.path, 0, None, [item]))
-            else:
-                arrived = next(outcomes)
-                scanned.append((item.display, item.size, arrived, arrived.kept))
+        # Each file as discover reported it (never opened), judged on arrival, or waiting (no scanner read it).
+        arrivals: list[tuple[str, int, Observation | Settled | Outcome]] = [
+            (item.location.path, 0, item) if isinstance(item, Observation)
+            else (item.display, item.size, next(outcomes))
+            for item in items
+        ]
         # Files another file says it reads (an ONNX model's external data): raw bytes, not an unknown format.
-        claimed = {str(o.attrs["file"]): str(o.attrs.get("format", "data")) for _, _, _, kept in scanned
-                   for o in kept if o.kind == CLAIM_KIND}
+        claimed = {str(o.attrs["file"]): str(o.attrs.get("format", "data")) for _, _, arrived in arrivals
+                   if isinstance(arrived, Settled) for o in arrived.kept if o.kind == CLAIM_KIND}
         facts: dict[str, list[Observation]] = {}
-        for path, size, settled, found in scanned:
-            if settled is None:  # discover reported it (LFS pointer, special file, ...) and it was never opened
-                status = FILE_FAILED if is_failure(found[0].kind) else FILE_SKIPPED
-                reason = found[0].kind.split(".", 1)[1]
-                formats: list[str] = []
-                findings = self.rules.judge(found)
-            elif settled.findings is None:  # no scanner read it: unknown, unless another file claims it
-                if path in claimed:
-                    found = [o for o in found if o.kind != "file.unknown_format"]
-                    formats = [claimed[path]]
-                else:
-                    formats = []
-                status, reason = _status(found, formats)
-                findings = self._judge(path, found)
-                facts[path] = [obs for obs in found if obs.kind in FACT_KINDS]
+        for path, size, arrived in arrivals:
+            if isinstance(arrived, Observation):  # an LFS pointer, a special file, ...: never opened
+                status = FILE_FAILED if is_failure(arrived.kind) else FILE_SKIPPED
+                settled = Settled([], [], status, arrived.kind.split(".", 1)[1], self.rules.judge([arrived]))
             else:
-                formats, status, reason, findings = settled.formats, settled.status, settled.reason, settled.findings
-                facts[path] = [obs for obs in found if obs.kind in FACT_KINDS]
+                if not isinstance(arrived, Settled):  # no scanner read it: unknown, unless another file claims it
+                    found, formats = arrived[0], [claimed[path]] if path in claimed else []
+                    if formats:
+                        found = [o for o in found if o.kind != "file.unknown_format"]
+                    arrived = self._settle(path, (found, formats))
+                settled = arrived
+                facts[path] = [obs for obs in settled.kept if obs.kind in FACT_KINDS]
+            formats, status, reason, findings = settled.formats, settled.status, settled.reason, settled.findings
             report.findings.extend(findings)
             worst = max((f.severity for f in findings), default=None)
             report.files.append(FileResult(path, size, tuple(formats), status, reason, worst))
@@ -152,36 +146,33 @@ class Engine:
         report.duration_seconds = round(time.monotonic() - started, 3)
         return report
 
+    def _arrive(self, path: str, outcome: Outcome) -> Settled | Outcome:
+        """A file's outcome judged as soon as it arrives, so a scan of many files holds findings (at most
+        MAX_FINDINGS_PER_RULE per rule and file), never every file's observations at once (200,000 a file are
+        allowed). A file no scanner read waits, as it came: another file may claim it (ONNX external data)."""
+        return self._settle(path, outcome) if outcome[1] else outcome
+
     def _settle(self, path: str, outcome: Outcome) -> Settled:
-        """A file's outcome judged as soon as it arrives, keeping only what the report needs of its observations:
-        a scan of many files then holds findings (at most MAX_FINDINGS_PER_RULE per rule and file), never every
-        file's observations at once (200,000 a file are allowed). A file no scanner read waits: another file may
-        claim it (an ONNX model's external data)."""
+        """What the report keeps of a file: its status, findings, and the observations read across files."""
         found, formats = outcome
-        if not formats:
-            return Settled(found, formats, "", "", None)
         status, reason = _status(found, formats)
         kept = [o for o in found if o.kind == CLAIM_KIND or o.kind in FACT_KINDS]
         return Settled(kept, formats, status, reason, self._judge(path, found))
 
     def _judge(self, path: str, found: list[Observation]) -> list[Finding]:
         """The file's findings, the first MAX_FINDINGS_PER_RULE of each rule, then one note of how many more."""
-        findings = self.rules.judge(found)
-        counts = Counter(f.rule_id for f in findings)
-        if max(counts.values(), default=0) <= MAX_FINDINGS_PER_RULE:
-            return findings
         listed: Counter[str] = Counter()
         kept = []
-        for finding in findings:
+        for finding in self.rules.judge(found):
             listed[finding.rule_id] += 1
             if listed[finding.rule_id] <= MAX_FINDINGS_PER_RULE:
                 kept.append(finding)
         notes = [Observation("report.findings_omitted", Location(path),
                              {"rule": rule_id, "count": count - MAX_FINDINGS_PER_RULE, "listed": MAX_FINDINGS_PER_RULE})
-                 for rule_id, count in sorted(counts.items()) if count > MAX_FINDINGS_PER_RULE]
+                 for rule_id, count in sorted(listed.items()) if count > MAX_FINDINGS_PER_RULE]
         return kept + self.rules.judge(notes)
 
-    def _scan_files(self, entries: list[FileEntry], progress: Progress | None) -> list[Settled]:
+    def _scan_files(self, entries: list[FileEntry], progress: Progress | None) -> list[Settled | Outcome]:
         """Every file's outcome in order, from forked workers: on all cores when there are several files.
 
         Even one file goes to a worker: a parser that hangs in native code, or crashes it, then costs that file a
@@ -196,18 +187,18 @@ class Engine:
             for done, entry in enumerate(entries):
                 if progress is not None:
                     progress(done, total, entry.display)
-                outcomes.append(self._settle(entry.display, self.scan_file(entry)))
+                outcomes.append(self._arrive(entry.display, self.scan_file(entry)))
         else:
             from wscan.parallel import scan_in_workers
 
-            by_index: dict[int, Settled] = {}
+            by_index: dict[int, Settled | Outcome] = {}
             seconds = self.config.limits.max_seconds_per_file
             displays = [entry.display for entry in entries]
             batches = plan_batches(entries, jobs)
             for index, outcome in scan_in_workers(
                 displays, batches, lambda i: self.scan_file(entries[i]), jobs, seconds
             ):
-                by_index[index] = self._settle(displays[index], outcome)
+                by_index[index] = self._arrive(displays[index], outcome)
                 if progress is not None:
                     progress(len(by_index), total, displays[index])
             outcomes = [by_index[index] for index in range(total)]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from jinja2 import nodes
@@ -258,22 +258,40 @@ def _padding(node: nodes.Node, sizes: _Sizes) -> int:
     return width if isinstance(width, int) else 0
 
 
-def _nested_loops(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
-    """Loops over constant sequences, each within the limit, nested so their product is over it."""
-    stack: list[tuple[nodes.Node, int]] = [(tree, 1)]
+def _loops_around(tree: nodes.Template, sizes: _Sizes) -> Iterator[tuple[nodes.Node, tuple[int | None, ...]]]:
+    """Every node with the sizes of the loops whose body holds it, outermost first (None: not a constant, such as
+    the chat), counted from the nearest macro: a macro's body runs where it is called, not where it is defined."""
+    stack: list[tuple[nodes.Node, tuple[int | None, ...]]] = [(tree, ())]
     while stack:
-        node, runs = stack.pop()
+        node, loops = stack.pop()
         if isinstance(node, nodes.Macro):
-            runs = 1  # a macro's body runs where it is called, not where it is defined
-        inner = runs
+            loops = ()
+        yield node, loops
+        inside = loops
         if isinstance(node, nodes.For):
             size = sizes.of(node.iter)
-            if isinstance(size, Sized) and size.length <= MAX_ITEMS:
-                inner = min(runs * size.length, MAX_ITEMS * MAX_ITEMS)
-                if inner > MAX_ITEMS >= runs:
-                    yield _issue(node, f"nested loops over constants running {inner:,} times")
-        for field, child in _children(node):
-            stack.append((child, inner if isinstance(node, nodes.For) and field == "body" else runs))
+            inside = (*loops, size.length if isinstance(size, Sized) else None)
+        stack.extend((child, inside if field == "body" else loops) for field, child in _children(node))
+
+
+def _runs(sizes: Iterable[int]) -> int:
+    """How often a body runs inside loops of these sizes, capped at MAX_ITEMS squared (far past anything reported,
+    so deep nesting never builds a huge number)."""
+    runs = 1
+    for size in sizes:
+        runs = min(runs * size, MAX_ITEMS * MAX_ITEMS)
+    return runs
+
+
+def _nested_loops(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
+    """Loops over constant sequences, each within the limit, nested so their product is over it."""
+    for node, loops in _loops_around(tree, sizes):
+        size = sizes.of(node.iter) if isinstance(node, nodes.For) else None
+        if isinstance(size, Sized) and size.length <= MAX_ITEMS:
+            runs = _runs(s for s in loops if s is not None and s <= MAX_ITEMS)
+            inner = _runs([runs, size.length])
+            if inner > MAX_ITEMS >= runs:
+                yield _issue(node, f"nested loops over constants running {inner:,} times")
 
 
 def _growing_namespaces(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
@@ -281,25 +299,16 @@ def _growing_namespaces(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
     from one run of the loop to the next) built from two or more copies of itself doubles on every run, so 40
     messages make a terabyte. Reported when the runs are not constant (the chat's length) or the growth passes
     MAX_ITEMS; real templates append to a namespace value, one copy of it per assignment."""
-    stack: list[tuple[nodes.Node, int | None, bool]] = [(tree, 1, False)]  # node, runs (None: unknown), in a loop
-    while stack:
-        node, runs, looped = stack.pop()
-        if isinstance(node, nodes.Macro):
-            runs, looped = 1, False  # its body runs where it is called
-        if looped and isinstance(node, nodes.Assign) and isinstance(node.target, nodes.NSRef):
-            target = (node.target.name, node.target.attr)
-            copies = min(_copies(node.node, target, sizes, 0), MAX_ITEMS)
-            if copies >= 2 and (runs is None or runs * math.log2(copies) > math.log2(MAX_ITEMS)):
-                shown = f"{target[0]}.{target[1]}"
-                count = "as many times as the chat has messages" if runs is None else f"{runs:,} times"
-                yield _issue(node, f"a namespace value {shown} made of {copies} copies of itself in a loop run {count}")
-        for field, child in _children(node):
-            if isinstance(node, nodes.For) and field == "body":
-                size = sizes.of(node.iter)
-                inner = runs * size.length if isinstance(size, Sized) and runs is not None else None
-                stack.append((child, None if inner is None else min(inner, MAX_ITEMS * MAX_ITEMS), True))
-            else:
-                stack.append((child, runs, looped))
+    for node, loops in _loops_around(tree, sizes):
+        if not (loops and isinstance(node, nodes.Assign) and isinstance(node.target, nodes.NSRef)):
+            continue
+        target = (node.target.name, node.target.attr)
+        copies = min(_copies(node.node, target, sizes, 0), MAX_ITEMS)
+        runs = None if None in loops else _runs(s for s in loops if s is not None)
+        if copies >= 2 and (runs is None or runs * math.log2(copies) > math.log2(MAX_ITEMS)):
+            shown = f"{target[0]}.{target[1]}"
+            count = "as many times as the chat has messages" if runs is None else f"{runs:,} times"
+            yield _issue(node, f"a namespace value {shown} made of {copies} copies of itself in a loop run {count}")
 
 
 COPYING_FILTERS = frozenset({"string", "trim", "upper", "lower", "title", "capitalize", "list", "safe", "e", "escape"})
