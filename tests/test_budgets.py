@@ -149,13 +149,17 @@ def test_scanning_one_onnx_file_leaves_the_calling_process_without_onnx() -> Non
     assert done.stdout.strip() == "[('onnx',)] []"
 
 
+def _importing(count: int, tail: bytes = b"") -> bytes:
+    """A pickle that imports `count` distinct unknown names (each a high finding), then runs `tail`."""
+    return b"\x80\x02" + b"".join(b"cmod%d\nname%d\n0" % (i, i) for i in range(count)) + tail + b"N."
+
+
 @pytest.mark.parametrize("jobs", [0, 1])
 def test_observations_per_file_are_a_budget(tmp_path: Path, jobs: int) -> None:
     """A pickle importing 3,000 distinct names: each would be judged, kept and written (200,000 of them took 13 s
     and 460 MB). Past the limit the file fails and its scan stops."""
-    imports = b"".join(b"cmod%d\nname%d\n0" % (i, i) for i in range(3000))
     path = tmp_path / "many.pkl"
-    path.write_bytes(b"\x80\x02" + imports + b"N.")
+    path.write_bytes(_importing(3000))
     config = Config(jobs=jobs, limits=replace(Limits(), max_observations=1000))
     report = Engine(config).scan([path])
     assert len(report.findings) == 1001
@@ -169,9 +173,8 @@ def test_observations_per_file_are_a_budget(tmp_path: Path, jobs: int) -> None:
 @pytest.mark.parametrize("jobs", [0, 2])
 def test_a_report_lists_a_thousand_findings_of_a_rule_per_file_and_counts_the_rest(tmp_path: Path, jobs: int) -> None:
     """Each file is judged as it arrives, so a scan of many flooding files holds findings, not observations."""
-    imports = b"".join(b"cmod%d\nname%d\n0" % (i, i) for i in range(2500))
     for name in ("a.pkl", "b.pkl"):
-        (tmp_path / name).write_bytes(b"\x80\x02" + imports + b"cos\nsystem\n0N.")
+        (tmp_path / name).write_bytes(_importing(2500, b"cos\nsystem\n0"))
     report = Engine(Config(jobs=jobs)).scan([tmp_path])
     for name in ("a.pkl", "b.pkl"):
         mine = [f for f in report.findings if Path(f.location.path).name == name]
