@@ -5,12 +5,9 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections import Counter
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from wscan import __version__
 from wscan.config import Config
@@ -30,11 +27,11 @@ from wscan.scanners.base import (
     ScanContext,
     Scanner,
 )
+from wscan.settled import Settled, decode, encode
 from wscan.sniff import classify_unscanned
 from wscan.summary import FACT_KINDS, summarize
 
-if TYPE_CHECKING:
-    from wscan.parallel import Outcome
+Outcome = tuple[list[Observation], list[str]]  # a file's observations, and the formats that read it
 
 # The last part of an observation kind that means "this could not be read in full".
 FAILURE_SUFFIXES = ("error", "limit", "malformed", "truncated", "corrupt", "invalid", "unreadable")
@@ -72,17 +69,6 @@ def read_head(artifact: Artifact) -> Head:
     return Head(head, tail, artifact.size, artifact.name, bool(raw_data), container)
 
 
-@dataclass
-class Settled:
-    """What the report keeps of one file (see `Engine._arrive`)."""
-
-    kept: list[Observation]  # claims and facts, which the report reads across files
-    formats: list[str]
-    status: str
-    reason: str
-    findings: list[Finding]
-
-
 class Engine:
     """Runs scanners over files with the limits and rules of one configuration."""
 
@@ -113,13 +99,10 @@ class Engine:
         )
         items = list(discover(paths))
         entries = [item for item in items if isinstance(item, FileEntry)]
-        outcomes = iter(self._scan_files(entries, progress))
-        # Each file as discover reported it (never opened), judged on arrival, or waiting (no scanner read it).
-        arrivals: list[tuple[str, int, Observation | Settled | Outcome]] = [
-            (item.location.path, 0, item) if isinstance(item, Observation)
-            else (item.display, item.size, next(outcomes))
-            for item in items
-        ]
+        settled = iter(self._scan_files(entries, progress))
+        # Each file as discover reported it (never opened), or as judged after its scan.
+        arrivals = [(item.location.path, 0, item) if isinstance(item, Observation)
+                    else (item.display, item.size, next(settled)) for item in items]
         # Files another file says it reads (an ONNX model's external data): raw bytes, not an unknown format.
         claimed = {str(o.attrs["file"]): str(o.attrs.get("format", "data")) for _, _, arrived in arrivals
                    if isinstance(arrived, Settled) for o in arrived.kept if o.kind == CLAIM_KIND}
@@ -127,53 +110,42 @@ class Engine:
         for path, size, arrived in arrivals:
             if isinstance(arrived, Observation):  # an LFS pointer, a special file, ...: never opened
                 status = FILE_FAILED if is_failure(arrived.kind) else FILE_SKIPPED
-                settled = Settled([], [], status, arrived.kind.split(".", 1)[1], self.rules.judge([arrived]))
+                arrived = Settled([], [], status, arrived.kind.split(".", 1)[1], self.rules.judge([arrived]), [])
             else:
-                if not isinstance(arrived, Settled):  # no scanner read it: unknown, unless another file claims it
-                    found, formats = arrived[0], [claimed[path]] if path in claimed else []
-                    if formats:
-                        found = [o for o in found if o.kind != "file.unknown_format"]
-                    arrived = self._settle(path, (found, formats))
-                settled = arrived
-                facts[path] = [obs for obs in settled.kept if obs.kind in FACT_KINDS]
-            formats, status, reason, findings = settled.formats, settled.status, settled.reason, settled.findings
-            report.findings.extend(findings)
-            worst = max((f.severity for f in findings), default=None)
-            report.files.append(FileResult(path, size, tuple(formats), status, reason, worst))
+                if path in claimed and not arrived.formats:  # no scanner read it, but another file reads it
+                    found = [o for o in arrived.unread if o.kind != "file.unknown_format"]
+                    arrived = self._settle(path, (found, [claimed[path]]))
+                facts[path] = [obs for obs in arrived.kept if obs.kind in FACT_KINDS]
+            report.findings.extend(arrived.findings)
+            worst = max((f.severity for f in arrived.findings), default=None)
+            report.files.append(FileResult(path, size, tuple(arrived.formats), arrived.status, arrived.reason, worst))
         report.findings.sort(key=lambda f: f.sort_key())
         report.rules = self.rules.info()
         report.models = summarize(report.files, facts, self.config.fail_on)
         report.duration_seconds = round(time.monotonic() - started, 3)
         return report
 
-    def _arrive(self, path: str, outcome: Outcome) -> Settled | Outcome:
-        """A file's outcome judged as soon as it arrives, so a scan of many files holds findings (at most
-        MAX_FINDINGS_PER_RULE per rule and file), never every file's observations at once (200,000 a file are
-        allowed). A file no scanner read waits, as it came: another file may claim it (ONNX external data)."""
-        return self._settle(path, outcome) if outcome[1] else outcome
-
     def _settle(self, path: str, outcome: Outcome) -> Settled:
-        """What the report keeps of a file: its status, findings, and the observations read across files."""
+        """What the report keeps of a file: its status, findings, and the observations read across files.
+
+        Each file is settled as soon as it is scanned (in its worker), so a scan of many files holds findings (at
+        most MAX_FINDINGS_PER_RULE per rule and file), never every file's observations at once (200,000 a file
+        are allowed)."""
         found, formats = outcome
         status, reason = _status(found, formats)
         kept = [o for o in found if o.kind == CLAIM_KIND or o.kind in FACT_KINDS]
-        return Settled(kept, formats, status, reason, self._judge(path, found))
+        return Settled(kept, formats, status, reason, self._judge(path, found), [] if formats else found)
 
     def _judge(self, path: str, found: list[Observation]) -> list[Finding]:
         """The file's findings, the first MAX_FINDINGS_PER_RULE of each rule, then one note of how many more."""
-        listed: Counter[str] = Counter()
-        kept = []
-        for finding in self.rules.judge(found):
-            listed[finding.rule_id] += 1
-            if listed[finding.rule_id] <= MAX_FINDINGS_PER_RULE:
-                kept.append(finding)
+        findings, counts = self.rules.judge_listing(found, MAX_FINDINGS_PER_RULE)
         notes = [Observation("report.findings_omitted", Location(path),
                              {"rule": rule_id, "count": count - MAX_FINDINGS_PER_RULE, "listed": MAX_FINDINGS_PER_RULE})
-                 for rule_id, count in sorted(listed.items()) if count > MAX_FINDINGS_PER_RULE]
-        return kept + self.rules.judge(notes)
+                 for rule_id, count in sorted(counts.items()) if count > MAX_FINDINGS_PER_RULE]
+        return findings + self.rules.judge(notes)
 
-    def _scan_files(self, entries: list[FileEntry], progress: Progress | None) -> list[Settled | Outcome]:
-        """Every file's outcome in order, from forked workers: on all cores when there are several files.
+    def _scan_files(self, entries: list[FileEntry], progress: Progress | None) -> list[Settled]:
+        """Every file settled, in order, by forked workers: on all cores when there are several files.
 
         Even one file goes to a worker: a parser that hangs in native code, or crashes it, then costs that file a
         finding rather than the whole scan, and the worker may load a library's parts without the rest of it
@@ -183,28 +155,41 @@ class Engine:
         chosen = self.config.jobs
         jobs = max(1, min(min(os.cpu_count() or 1, DEFAULT_MAX_JOBS) if chosen is None else chosen, total))
         if not entries or chosen == 0 or not hasattr(os, "fork"):
-            outcomes = []
+            settled = []
             for done, entry in enumerate(entries):
                 if progress is not None:
                     progress(done, total, entry.display)
-                outcomes.append(self._arrive(entry.display, self.scan_file(entry)))
+                settled.append(self._settle(entry.display, self.scan_file(entry)))
         else:
             from wscan.parallel import scan_in_workers
 
-            by_index: dict[int, Settled | Outcome] = {}
+            by_index: dict[int, Settled] = {}
             seconds = self.config.limits.max_seconds_per_file
             displays = [entry.display for entry in entries]
             batches = plan_batches(entries, jobs)
-            for index, outcome in scan_in_workers(
-                displays, batches, lambda i: self.scan_file(entries[i]), jobs, seconds
-            ):
-                by_index[index] = self._arrive(displays[index], outcome)
+
+            def scan_one(index: int) -> bytes:  # in a worker
+                return encode(self._settle(displays[index], self.scan_file(entries[index])))
+
+            for index, answer in scan_in_workers(displays, batches, scan_one, jobs, seconds):
+                by_index[index] = self._received(displays[index], answer)
                 if progress is not None:
                     progress(len(by_index), total, displays[index])
-            outcomes = [by_index[index] for index in range(total)]
+            settled = [by_index[index] for index in range(total)]
         if progress is not None:
             progress(total, total, "")
-        return outcomes
+        return settled
+
+    def _received(self, path: str, answer: bytes | Observation) -> Settled:
+        """A worker's answer for a file, or the failure that ended it (its worker died or hung)."""
+        if isinstance(answer, Observation):
+            return self._settle(path, ([answer], []))
+        try:
+            return decode(answer)
+        except (ValueError, KeyError, TypeError) as exc:  # never seen: the worker is wscan's own code
+            failure = Observation("scan.error", Location(path), {"scanner": "worker process",
+                                                                 "reason": f"unreadable answer: {exc}"[:300]})
+            return self._settle(path, ([failure], []))
 
     def scan_file(self, entry: FileEntry) -> Outcome:
         """All observations of one top-level file, and the formats that read it."""

@@ -2,8 +2,8 @@
 
 Each worker is a forked process that scans one file at a time. A worker still busy past the file's hard
 deadline is killed, and one that dies (a crash in a native library, the kernel's OOM killer) is replaced;
-either way that file gets an observation and the scan goes on. Results come back as JSON, never as a
-pickle: they hold strings taken from hostile files, and wscan unpickles nothing.
+either way that file gets an observation and the scan goes on. What a worker sends for a file is the
+caller's business (wscan sends JSON, never a pickle: it holds strings taken from hostile files).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 
 from wscan.model import Location, Observation
 
-Outcome = tuple[list[Observation], list[str]]  # a file's observations, and the formats that read it
-ScanOne = Callable[[int], Outcome]
+ScanOne = Callable[[int], bytes]  # a file's index in, the worker's answer for it out
+Answer = bytes | Observation  # what scan_one returned, or why there is no answer: the worker died or hung
 GRACE_SECONDS = 2.0  # plus a tenth of max-seconds-per-file: the parser's own check should fire first
 # True in a worker: a process that runs only wscan's scanners and exits after the scan, so a scanner may load a
 # library's parts without the rest of it (see `scanners.onnx_lib`).
@@ -34,8 +34,8 @@ IN_WORKER = False
 
 def scan_in_workers(
     paths: Sequence[str], batches: Sequence[Sequence[int]], scan_one: ScanOne, jobs: int, seconds: float
-) -> Iterator[tuple[int, Outcome]]:
-    """(index, outcome) for every file in `paths` as workers finish them, in no particular order.
+) -> Iterator[tuple[int, Answer]]:
+    """(index, answer) for every file in `paths` as workers finish them, in no particular order.
 
     `batches` (every index once) go out in the order given; a worker scans a batch in order and answers file
     by file, so the hard deadline is per file. When a worker dies or is killed, that file fails and the rest
@@ -139,19 +139,19 @@ class _Worker:
 
     def collect(
         self, paths: Sequence[str], seconds: float, hard: float
-    ) -> tuple[list[tuple[int, Outcome]], list[int], bool]:
-        """Outcomes answered so far; after a death or a timeout also that file's failure and the unstarted rest,
+    ) -> tuple[list[tuple[int, Answer]], list[int], bool]:
+        """Answers so far; after a death or a timeout also that file's failure and the unstarted rest,
         and True: the worker is gone and needs replacing."""
-        done: list[tuple[int, Outcome]] = []
+        done: list[tuple[int, Answer]] = []
         dead = not self.process.is_alive()  # checked first: whatever it sent before dying is in the pipe
         while self.queue and self.answers.poll(0):  # answers, or the end of the pipe when the worker died
             try:
-                outcome = _decode(self.conn.recv_bytes())
-            except (EOFError, OSError, ValueError):
+                answer = self.conn.recv_bytes()
+            except (EOFError, OSError):
                 dead = True
                 self.process.join(timeout=5)  # hung up without an answer: let it finish dying, to learn why
                 break
-            done.append((self.queue.popleft(), outcome))
+            done.append((self.queue.popleft(), answer))
             self.deadline = time.monotonic() + hard
         if not self.queue:
             return done, [], False  # a worker that died after its last answer is replaced when next handed work
@@ -159,13 +159,14 @@ class _Worker:
             self.process.kill()
             self.process.join()
             reason = f"the worker scanning this file died ({_exit_text(self.process.exitcode)})"
-            failed = _failure(paths[self.queue[0]], "scan.error", scanner="worker process", reason=reason)
+            failed = Observation("scan.error", Location(paths[self.queue[0]]), {"scanner": "worker process",
+                                                                               "reason": reason})
         elif time.monotonic() > self.deadline:
             self.process.kill()
             self.process.join()
             detail = f"scan took longer than {seconds} s and did not stop; its worker was killed"
-            failed = _failure(paths[self.queue[0]], "scan.limit", limit="max-seconds-per-file", detail=detail,
-                              scanner="worker process")  # fmt: skip
+            failed = Observation("scan.limit", Location(paths[self.queue[0]]), {
+                "limit": "max-seconds-per-file", "detail": detail, "scanner": "worker process"})
         else:
             return done, [], False
         done.append((self.queue.popleft(), failed))
@@ -183,7 +184,7 @@ class _Worker:
 
 
 def _serve(conn: Connection, scan_one: ScanOne) -> None:
-    """Worker loop: a batch of indices in, each file's outcome out as JSON, until the parent hangs up."""
+    """Worker loop: a batch of indices in, each file's answer out, until the parent hangs up."""
     global IN_WORKER
     IN_WORKER = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -193,25 +194,7 @@ def _serve(conn: Connection, scan_one: ScanOne) -> None:
         except (EOFError, OSError):
             return
         for task in batch:
-            conn.send_bytes(_encode(scan_one(int(task))))
-
-
-def _encode(outcome: Outcome) -> bytes:
-    found, formats = outcome
-    rows = [[o.kind, o.location.path, o.location.member, o.location.offset, dict(o.attrs)] for o in found]
-    return json.dumps({"found": rows, "formats": formats}).encode()
-
-
-def _decode(data: bytes) -> Outcome:
-    doc = json.loads(data)
-    found = [
-        Observation(kind, Location(path, member, offset), attrs) for kind, path, member, offset, attrs in doc["found"]
-    ]
-    return found, [str(name) for name in doc["formats"]]
-
-
-def _failure(path: str, kind: str, **attrs: str) -> Outcome:
-    return [Observation(kind, Location(path), attrs)], []
+            conn.send_bytes(scan_one(int(task)))
 
 
 def _exit_text(code: int | None) -> str:
