@@ -320,3 +320,34 @@ def test_a_worker_judges_its_files_and_sends_findings_not_observations(
     judged = [tuple(map(int, line.split())) for line in log.read_text().splitlines()]
     assert next(count for pid, count in judged if pid != os.getpid()) > 2000
     assert [count for pid, count in judged if pid == os.getpid()] == []
+
+
+@pytest.mark.parametrize(("limit", "value", "filler"), [
+    ("max-pickle-opcodes", 1000, b"N0" * 5000),
+    ("max-memo-entries", 100, b"N\x940" * 500),
+    ("max-stack-depth", 100, b"N" * 500),
+])  # fmt: skip
+def test_what_a_pickle_imports_before_a_limit_stops_it_is_reported(
+    tmp_path: Path, limit: str, value: int, filler: bytes
+) -> None:
+    """The machine runs a whole pickle before the scanner reports it: a limit hit after `posix.system` hid the import
+    behind one high WS-FILE-002, so the report never named the payload and `--fail-on critical` passed the file."""
+    path = tmp_path / "a.pkl"
+    path.write_bytes(b"\x80\x04cposix\nsystem\n0" + filler + b"N.")
+    report = Engine(Config(jobs=0, limits=Limits.from_mapping({limit: value}))).scan([path])
+    found = {(f.rule_id, f.evidence.get("limit", "")) for f in report.findings}
+    assert found == {("WS-PKL-001", ""), ("WS-FILE-002", limit)}
+    assert [r.status for r in report.files] == [FILE_FAILED]
+
+
+def test_a_limit_inside_a_joblib_arrays_pickle_reports_the_outer_pickle_too(tmp_path: Path) -> None:
+    """An object array's nested pickle runs inside the outer one's BUILD: its limit stops both, and both are reported
+    up to there."""
+    joblib = pytest.importorskip("joblib")
+    numpy = pytest.importorskip("numpy")
+    path = tmp_path / "a.joblib"
+    joblib.dump({"run": os.system, "names": numpy.array([f"n{i}" for i in range(500)], dtype=object)}, path)
+    assert rule_ids(Engine(Config(jobs=0)).scan([path])) == {"WS-PKL-001"}
+    report = Engine(Config(jobs=0, limits=Limits.from_mapping({"max-memo-entries": 100}))).scan([path])
+    found = {(f.rule_id, f.evidence.get("limit", "")) for f in report.findings}
+    assert found == {("WS-PKL-001", ""), ("WS-FILE-002", "max-memo-entries")}

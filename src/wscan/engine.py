@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 
@@ -48,6 +48,7 @@ LIBRARY_FAMILIES = {
 FAMILY_BATCH = 8  # a larger family is split across workers: the library's cost is then spread thin anyway
 SMALL_FILE = 1024 * 1024  # files below this go out in batches, to save a round trip each
 SMALL_BATCH = 32
+MAX_UNREAD = 100  # observations kept of a file no scanner read (it has one or two), in case another file claims it
 MAX_FINDINGS_PER_RULE = 1000  # per file; the rest are counted in one WS-FILE-017 note (GitHub takes 5,000 a rule)
 
 
@@ -110,11 +111,11 @@ class Engine:
         for path, size, arrived in arrivals:
             if isinstance(arrived, Observation):  # an LFS pointer, a special file, ...: never opened
                 status = FILE_FAILED if is_failure(arrived.kind) else FILE_SKIPPED
-                arrived = Settled([], [], status, arrived.kind.split(".", 1)[1], self.rules.judge([arrived]), [])
+                arrived = Settled([], [], status, arrived.kind.split(".", 1)[1], self.rules.judge([arrived]), None)
             else:
-                if path in claimed and not arrived.formats:  # no scanner read it, but another file reads it
+                if path in claimed and arrived.unread is not None:  # no scanner read it, but another file does
                     found = [o for o in arrived.unread if o.kind != "file.unknown_format"]
-                    arrived = self._settle(path, (found, [claimed[path]]))
+                    arrived = self._settle(path, found, [claimed[path]])
                 facts[path] = [obs for obs in arrived.kept if obs.kind in FACT_KINDS]
             report.findings.extend(arrived.findings)
             worst = max((f.severity for f in arrived.findings), default=None)
@@ -125,18 +126,41 @@ class Engine:
         report.duration_seconds = round(time.monotonic() - started, 3)
         return report
 
-    def _settle(self, path: str, outcome: Outcome) -> Settled:
+    def _settle(self, path: str, observations: Iterable[Observation], formats: list[str]) -> Settled:
         """What the report keeps of a file: its status, findings, and the observations read across files.
 
-        Each file is settled as soon as it is scanned (in its worker), so a scan of many files holds findings (at
-        most MAX_FINDINGS_PER_RULE per rule and file), never every file's observations at once (200,000 a file
-        are allowed)."""
-        found, formats = outcome
-        status, reason = _status(found, formats)
-        kept = [o for o in found if o.kind == CLAIM_KIND or o.kind in FACT_KINDS]
-        return Settled(kept, formats, status, reason, self._judge(path, found), [] if formats else found)
+        The observations are judged as they come, in the worker that scans the file, and only findings (at most
+        MAX_FINDINGS_PER_RULE per rule) are kept: no file's observations are ever held all at once, so a flood of
+        them cannot crowd out what comes after it. `formats` fills in while they are read."""
+        kept: list[Observation] = []
+        unread: list[Observation] | None = []
+        failure = found_kind = ""
 
-    def _judge(self, path: str, found: list[Observation]) -> list[Finding]:
+        def watched() -> Iterator[Observation]:
+            nonlocal unread, failure, found_kind
+            for obs in observations:
+                if not failure and is_failure(obs.kind):
+                    failure = obs.kind
+                if not found_kind and obs.kind.startswith("file."):
+                    found_kind = obs.kind
+                if obs.kind == CLAIM_KIND or obs.kind in FACT_KINDS:
+                    kept.append(obs)
+                if unread is not None and len(unread) < MAX_UNREAD:
+                    unread.append(obs)
+                else:
+                    unread = None
+                yield obs
+
+        findings = self._judge(path, watched())
+        if failure:
+            status, reason = FILE_FAILED, failure
+        elif not formats:
+            status, reason = FILE_SKIPPED, found_kind
+        else:
+            status, reason = FILE_SCANNED, ""
+        return Settled(kept, formats, status, reason, findings, None if formats else unread)
+
+    def _judge(self, path: str, found: Iterable[Observation]) -> list[Finding]:
         """The file's findings, the first MAX_FINDINGS_PER_RULE of each rule, then one note of how many more."""
         findings, counts = self.rules.judge_listing(found, MAX_FINDINGS_PER_RULE)
         notes = [Observation("report.findings_omitted", Location(path),
@@ -159,7 +183,7 @@ class Engine:
             for done, entry in enumerate(entries):
                 if progress is not None:
                     progress(done, total, entry.display)
-                settled.append(self._settle(entry.display, self.scan_file(entry)))
+                settled.append(self.settle_file(entry))
         else:
             from wscan.parallel import scan_in_workers
 
@@ -169,7 +193,7 @@ class Engine:
             batches = plan_batches(entries, jobs)
 
             def scan_one(index: int) -> bytes:  # in a worker
-                return encode(self._settle(displays[index], self.scan_file(entries[index])))
+                return encode(self.settle_file(entries[index]))
 
             for index, answer in scan_in_workers(displays, batches, scan_one, jobs, seconds):
                 by_index[index] = self._received(displays[index], answer)
@@ -183,32 +207,39 @@ class Engine:
     def _received(self, path: str, answer: bytes | Observation) -> Settled:
         """A worker's answer for a file, or the failure that ended it (its worker died or hung)."""
         if isinstance(answer, Observation):
-            return self._settle(path, ([answer], []))
+            return self._settle(path, [answer], [])
         try:
             return decode(answer)
         except (ValueError, KeyError, TypeError) as exc:  # never seen: the worker is wscan's own code
             failure = Observation("scan.error", Location(path), {"scanner": "worker process",
                                                                  "reason": f"unreadable answer: {exc}"[:300]})
-            return self._settle(path, ([failure], []))
+            return self._settle(path, [failure], [])
 
     def scan_file(self, entry: FileEntry) -> Outcome:
-        """All observations of one top-level file, and the formats that read it."""
+        """All observations of one top-level file, and the formats that read it (a scan settles each file as its
+        observations come instead: `settle_file`)."""
+        formats: list[str] = []
+        return list(self._observe(entry, formats)), formats
+
+    def settle_file(self, entry: FileEntry) -> Settled:
+        """One top-level file scanned and judged."""
+        formats: list[str] = []
+        return self._settle(entry.display, self._observe(entry, formats), formats)
+
+    def _observe(self, entry: FileEntry, formats: list[str]) -> Iterator[Observation]:
         budget = Budget(self.config.limits)
         ctx = ScanContext(self.config.limits, budget)
         path = entry.real_path
         artifact = Artifact(
             Location(entry.display), entry.size, partial(open_counted, path, budget), name=path.name, real_path=path
         )
-        formats: list[str] = []
-        found: list[Observation] = []
         limit = self.config.limits.max_observations
-        for observation in self._scan(artifact, ctx, formats):  # stopped at the limit: closing it ends the scan
-            if len(found) == limit:
+        for count, observation in enumerate(self._scan(artifact, ctx, formats)):
+            if count == limit:  # returning drops the scan's generators, which closes them
                 detail = f"more than {limit:,} observations; the scan of this file stopped there"
-                found.append(artifact.observe("scan.limit", limit="max-observations", detail=detail))
-                break
-            found.append(observation)
-        return found, formats
+                yield artifact.observe("scan.limit", limit="max-observations", detail=detail)
+                return
+            yield observation
 
     def _scan(self, artifact: Artifact, ctx: ScanContext, formats: list[str]) -> Iterator[Observation]:
         try:
@@ -295,16 +326,6 @@ def plan_batches(entries: list[FileEntry], jobs: int) -> list[list[int]]:
     if batch:
         batches.append(batch)
     return batches
-
-
-def _status(found: list[Observation], formats: list[str]) -> tuple[str, str]:
-    """Failed if anything could not be parsed; skipped if no scanner read it; else scanned."""
-    failure = next((o.kind for o in found if is_failure(o.kind)), None)
-    if failure is not None:
-        return FILE_FAILED, failure
-    if not formats:
-        return FILE_SKIPPED, next((o.kind for o in found if o.kind.startswith("file.")), "")
-    return FILE_SCANNED, ""
 
 
 def _accepts(scanner: Scanner, head: Head) -> bool:

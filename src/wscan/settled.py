@@ -19,12 +19,12 @@ class Settled:
     """A file's status, findings, and the observations the report reads across files."""
 
     kept: list[Observation]  # claims and facts
-    formats: list[str]  # the scanners that read it; none: `unread` holds its observations
+    formats: list[str]  # the scanners that read it
     status: str
     reason: str
     findings: list[Finding]
     # A file no scanner read: its few observations, to settle it again if another file claims it (ONNX data).
-    unread: list[Observation]
+    unread: list[Observation] | None
 
 
 def encode(settled: Settled) -> bytes:
@@ -35,7 +35,7 @@ def encode(settled: Settled) -> bytes:
         "reason": settled.reason,
         "findings": [[f.rule_id, int(f.severity), f.message, _location(f.location), dict(f.evidence)]
                      for f in settled.findings],
-        "unread": [_observation(o) for o in settled.unread],
+        "unread": None if settled.unread is None else [_observation(o) for o in settled.unread],
     }).encode()  # fmt: skip
 
 
@@ -48,7 +48,7 @@ def decode(data: bytes) -> Settled:
         str(doc["reason"]),
         [Finding(str(rule_id), Severity(severity), str(message), _read_location(where), dict(evidence))
          for rule_id, severity, message, where, evidence in doc["findings"]],
-        [_read_observation(row) for row in doc["unread"]],
+        None if doc["unread"] is None else [_read_observation(row) for row in doc["unread"]],
     )  # fmt: skip
 
 

@@ -201,10 +201,12 @@ def test_model_with_external_data_has_no_findings(tmp_path: Path) -> None:
         assert report.files[0].status == "scanned"
 
 
-def test_external_data_file_in_a_folder_scan_is_claimed_by_its_model(tmp_path: Path) -> None:
-    """weights.bin is raw floats no scanner reads; the model says it is its external data, so it is no finding."""
+@pytest.mark.parametrize("jobs", [0, 2])
+def test_external_data_file_in_a_folder_scan_is_claimed_by_its_model(tmp_path: Path, jobs: int) -> None:
+    """weights.bin is raw floats no scanner reads; the model says it is its external data, so it is no finding
+    (through workers too, which send a file no scanner read with its observations, to be settled again)."""
     save_external(tmp_path / "ext")
-    report = default_engine().scan([tmp_path / "ext"])
+    report = Engine(Config(jobs=jobs)).scan([tmp_path / "ext"])
     assert report.findings == []
     weights = next(f for f in report.files if f.path.endswith("weights.bin"))
     assert (weights.formats, weights.status) == (("onnx-external-data",), "scanned")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import wscan
 from wscan.config import Config
-from wscan.limits import BudgetExceeded, Limits
+from wscan.limits import Limits
 from wscan.model import Severity
 from wscan.report import Report
 from wscan.scanners.base import HEAD_BYTES
@@ -409,10 +409,9 @@ def _outcome(data: bytes, limits: Limits, size_limit: int | None) -> list[object
     from wscan.scanners.pickle_vm import Machine, describe
 
     machine = Machine(Stream(io.BytesIO(data), limit=len(data) if size_limit is None else size_limit), limits)
-    try:
-        res = machine.run()
-    except BudgetExceeded as exc:
-        return ["budget", exc.limit, exc.detail]
+    res = machine.run()
+    if res.over_budget is not None:
+        return ["budget", res.over_budget.limit, res.over_budget.detail]
     stack = describe(res.result) if res.result is not None else None
     return [res.start, res.end, res.opcodes, machine.opcodes_total, res.stopped, res.protocol, str(res.error),
             stack, sorted(res.imports), [(e.kind, e.offset, e.attrs) for e in res.events]]  # fmt: skip

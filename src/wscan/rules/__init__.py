@@ -233,7 +233,8 @@ class RuleSet:
         self, observations: Iterable[Observation], listed: int | None
     ) -> tuple[list[Finding], Counter[str]]:
         """The findings, only the first `listed` of each rule made (if given), and how many each rule found."""
-        seen: set[tuple[str, str, frozenset[tuple[str, AttrValue]]]] = set()
+        seen: set[tuple[str, str, frozenset[tuple[str, AttrValue]]]] = set()  # the findings made
+        counted: set[int] = set()  # the hashes of those only counted: a flood's keys would take more than it
         findings: list[Finding] = []
         found: Counter[str] = Counter()
         for obs in observations:
@@ -247,12 +248,14 @@ class RuleSet:
                 if rule.id in superseded:
                     continue
                 key = (rule.id, obs.location.describe(), frozenset(attrs.items()))
-                if key in seen:
+                if key in seen or hash(key) in counted:
                     continue
-                seen.add(key)
                 found[rule.id] += 1
                 if listed is None or found[rule.id] <= listed:
+                    seen.add(key)
                     findings.append(Finding(rule.id, rule.severity, rule.render(obs), obs.location, dict(attrs)))
+                else:
+                    counted.add(hash(key))
         return findings, found
 
     def _ignored(self, rule_id: str, obs: Observation) -> bool:

@@ -157,6 +157,9 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
             )
             break
         results.append(res)
+        if res.over_budget is not None:  # an import before the limit is not hidden behind it
+            yield from _report(artifact, res, nested)
+            raise res.over_budget
         loaded = [blob for sub in [res, *nested] for blob in _nested_blobs(artifact, sub, ctx)]
         yield from _report(artifact, res, nested)
         reported.update(key for sub in [res, *nested] for key in sub.imports)
@@ -236,6 +239,8 @@ def _plain_reading(artifact: Artifact, base: int, ctx: ScanContext, reported: se
             seen.update(plain.imports)
             for obs in _report(artifact, plain, []):
                 yield Observation(obs.kind, obs.location, {**obs.attrs, "reading": "plain-unpickler"})
+            if res.over_budget is not None:
+                raise res.over_budget
             if not res.stopped:
                 break
 
@@ -580,6 +585,8 @@ class _JoblibArrays:
                 self.nested.append(machine.run())
             finally:
                 machine.on_build = hook
+            if self.nested[-1].over_budget is not None:
+                raise self.nested[-1].over_budget  # stops the outer pickle too; both are reported up to here
             return
         alignment = attrs.get("numpy_array_alignment_bytes")
         if alignment is not None and not (isinstance(alignment, Const) and alignment.value is None):

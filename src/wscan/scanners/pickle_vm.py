@@ -169,6 +169,8 @@ class PickleResult:
     opcodes: int = 0
     stopped: bool = False  # reached STOP
     error: PickleSyntaxError | None = None
+    # A scan limit stopped the machine: what it saw until then is reported all the same, then the limit.
+    over_budget: BudgetExceeded | None = None
     result: Sym | None = None
     # builtins.getattr: whether the stream imports it, whether it ever went anywhere but the callee's place (into a
     # tuple, list, dict, call arguments, object state, a persistent id, the result), how often it was called,
@@ -580,6 +582,8 @@ class Machine:
             res.error = exc
         except (RecursionError, MemoryError, OverflowError, ValueError, UnicodeError) as exc:
             res.error = PickleSyntaxError(self.stream.base + self.stream.offset, f"undecodable: {exc}")
+        except BudgetExceeded as exc:
+            res.over_budget = exc
         res.end = self.stream.base + self.stream.offset
         check_states(res)
         return res
