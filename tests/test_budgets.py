@@ -34,14 +34,20 @@ needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are for
 
 
 class _Misbehaving:
-    """A scanner that hangs without checking its budget, or kills its own process, on files named for it."""
+    """A scanner that hangs without checking its budget, kills its own process, or goes on and on reporting
+    without looking at the clock, on files named for it."""
 
     name = "misbehaving"
 
     def accepts(self, head: Head) -> bool:
-        return head.name.startswith(("hang", "die"))
+        return head.name.startswith(("hang", "die", "chatty"))
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        if artifact.name.startswith("chatty"):
+            for index in range(20_000):
+                time.sleep(0.001)
+                yield artifact.observe("fact.chatty", index=index)
+            return
         if artifact.name.startswith("hang"):
             time.sleep(3600)  # never calls ctx.budget.check_time(): only the parent can stop it
         os.kill(os.getpid(), signal.SIGKILL)
@@ -104,6 +110,20 @@ def test_a_hanging_parser_is_killed_and_reported(tmp_path: Path) -> None:
     assert status["hang.bin"] == FILE_FAILED
     assert [status[f"weights{i:02}.pkl"] for i in range(3)] == [FILE_SCANNED] * 3
     assert "WS-PKL-001" in rule_ids(report)  # the other worker, and the replacement, went on
+
+
+def test_the_engine_looks_at_the_clock_between_observations(tmp_path: Path) -> None:
+    """A scanner that goes on reporting without checking its budget (or observations whose judging takes long) is
+    stopped by the file's time limit in the scanning process itself, without a worker to kill."""
+    target = tmp_path / "chatty.bin"
+    target.write_bytes(b"z" * 100)
+    limits = replace(Limits(), max_seconds_per_file=1.0)
+    engine = Engine(Config(jobs=0, limits=limits), scanners=[*builtin_scanners(), _Misbehaving()])
+    started = time.monotonic()
+    report = engine.scan([target])
+    assert time.monotonic() - started < 5
+    assert [(f.rule_id, f.evidence["limit"]) for f in report.findings] == [("WS-FILE-002", "max-seconds-per-file")]
+    assert [r.status for r in report.files] == [FILE_FAILED]
 
 
 @needs_fork

@@ -48,6 +48,7 @@ LIBRARY_FAMILIES = {
 FAMILY_BATCH = 8  # a larger family is split across workers: the library's cost is then spread thin anyway
 SMALL_FILE = 1024 * 1024  # files below this go out in batches, to save a round trip each
 SMALL_BATCH = 32
+CLOCK_EVERY = 1024  # observations between two looks at the file's deadline
 MAX_UNREAD = 100  # observations kept of a file no scanner read (it has one or two), in case another file claims it
 MAX_FINDINGS_PER_RULE = 1000  # per file; the rest are counted in one WS-FILE-017 note (GitHub takes 5,000 a rule)
 
@@ -234,12 +235,18 @@ class Engine:
             Location(entry.display), entry.size, partial(open_counted, path, budget), name=path.name, real_path=path
         )
         limit = self.config.limits.max_observations
-        for count, observation in enumerate(self._scan(artifact, ctx, formats)):
-            if count == limit:  # returning drops the scan's generators, which closes them
+        for count, observation in enumerate(self._scan(artifact, ctx, formats), 1):
+            if count > limit:  # returning drops the scan's generators, which closes them
                 detail = f"more than {limit:,} observations; the scan of this file stopped there"
                 yield artifact.observe("scan.limit", limit="max-observations", detail=detail)
                 return
             yield observation
+            if not count % CLOCK_EVERY:  # the time spent judging them counts too
+                try:
+                    budget.check_time()
+                except BudgetExceeded as exc:
+                    yield artifact.observe("scan.limit", limit=exc.limit, detail=exc.detail)
+                    return
 
     def _scan(self, artifact: Artifact, ctx: ScanContext, formats: list[str]) -> Iterator[Observation]:
         try:
