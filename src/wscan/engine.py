@@ -131,8 +131,8 @@ class Engine:
         """What the report keeps of a file: its status, findings, and the observations read across files.
 
         The observations are judged as they come, in the worker that scans the file, and only findings (at most
-        MAX_FINDINGS_PER_RULE per rule) are kept: no file's observations are ever held all at once, so a flood of
-        them cannot crowd out what comes after it. `formats` fills in while they are read."""
+        MAX_FINDINGS_PER_RULE per rule) are kept: a file's observations are never held all at once (200,000 are
+        allowed). `formats` fills in while they are read."""
         kept: list[Observation] = []
         unread: list[Observation] | None = []
         failure = found_kind = ""
