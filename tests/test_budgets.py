@@ -3,6 +3,7 @@ that hangs, dies or reads too much."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
@@ -371,3 +372,17 @@ def test_a_limit_inside_a_joblib_arrays_pickle_reports_the_outer_pickle_too(tmp_
     report = Engine(Config(jobs=0, limits=Limits.from_mapping({"max-memo-entries": 100}))).scan([path])
     found = {(f.rule_id, f.evidence.get("limit", "")) for f in report.findings}
     assert found == {("WS-PKL-001", ""), ("WS-FILE-002", "max-memo-entries")}
+
+
+def test_the_pickle_machine_stops_holding_imports_past_the_observation_limit() -> None:
+    """The machine holds every distinct import until STOP, and each becomes an observation: a pickle of 1,000,000
+    took 757 MB before any was reported (20,000,000 opcodes allow ten million). Past max-observations it stops,
+    within 1,024 opcodes, and what it holds is reported (1,000,000 imports: 5 s and 190 MB)."""
+    from wscan.scanners.pickle_ops import Stream
+    from wscan.scanners.pickle_vm import Machine
+
+    blob = _importing(5000)
+    res = Machine(Stream(io.BytesIO(blob), limit=len(blob)), replace(Limits(), max_observations=1000)).run()
+    assert res.over_budget is not None and res.over_budget.limit == "max-observations"
+    assert 1000 < len(res.imports) <= 1000 + 1024 // 2 and not res.stopped
+    assert len(Machine(Stream(io.BytesIO(blob), limit=len(blob)), Limits()).run().imports) == 5000

@@ -599,6 +599,7 @@ class Machine:
         max_memo = limits.max_memo_entries
         max_depth = limits.max_stack_depth
         max_opcodes = limits.max_pickle_opcodes
+        max_reported = limits.max_observations
         events = res.events
         at = base + stream.offset
         name = ""
@@ -650,8 +651,11 @@ class Machine:
             self.opcodes_total += 1
             if self.opcodes_total > max_opcodes:
                 raise BudgetExceeded("max-pickle-opcodes", f"more than {max_opcodes} opcodes")
-            if not self.opcodes_total & TIME_CHECK_MASK and self.check_time is not None:
-                self.check_time()  # an opcode can cost much (a call forwarded through nested partials)
+            if not self.opcodes_total & TIME_CHECK_MASK:
+                if self.check_time is not None:
+                    self.check_time()  # an opcode can cost much (a call forwarded through nested partials)
+                if len(res.imports) + len(events) > max_reported:  # each is an observation, and held until STOP
+                    raise BudgetExceeded("max-observations", f"more than {max_reported:,} imports and calls")
             if len(stack) + len(metastack) > max_depth:
                 raise BudgetExceeded("max-stack-depth", f"stack deeper than {max_depth}")
             reader = READERS[code]
