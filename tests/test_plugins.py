@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +15,7 @@ from wscan.config import Config
 from wscan.discover import FileEntry, discover
 from wscan.engine import Engine
 from wscan.scanners import PLUGIN_GROUP, all_scanners, builtin_scanners
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 
 PLUGIN = '''
 from wscan.scanners.base import Artifact, Head, ScanContext
@@ -71,3 +74,26 @@ def test_without_plugins_a_scan_never_imports_importlib_metadata(tmp_path: Path)
     )
     run = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
     assert run.stderr.strip().splitlines()[-1] == "False"
+
+
+class _ListAttrs:
+    """A plugin scanner that breaks the str/int/bool contract for attributes."""
+
+    name = "list-attrs"
+
+    def accepts(self, head: Head) -> bool:
+        return head.head.startswith(b"LIST")
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        attrs: dict[str, Any] = {"callable": "posix.system", "module": "posix", "name": "system", "args": [1, 2]}
+        yield artifact.observe("pickle.import", 0, **attrs)
+        yield artifact.observe("pickle.import", 0, **attrs)
+
+
+@pytest.mark.parametrize("jobs", [0, 1])
+def test_a_plugin_attribute_that_is_a_list_is_still_judged(tmp_path: Path, jobs: int) -> None:
+    """Findings are told apart by their attributes as a set key; a list there must not end the scan."""
+    sample = tmp_path / "x.list"
+    sample.write_bytes(b"LIST and some bytes")
+    report = Engine(Config(jobs=jobs), scanners=[*builtin_scanners(), _ListAttrs()]).scan([sample])
+    assert [(f.rule_id, f.evidence["args"]) for f in report.findings] == [("WS-PKL-001", [1, 2])]
