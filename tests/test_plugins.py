@@ -97,3 +97,32 @@ def test_a_plugin_attribute_that_is_a_list_is_still_judged(tmp_path: Path, jobs:
     sample.write_bytes(b"LIST and some bytes")
     report = Engine(Config(jobs=jobs), scanners=[*builtin_scanners(), _ListAttrs()]).scan([sample])
     assert [(f.rule_id, f.evidence["args"]) for f in report.findings] == [("WS-PKL-001", [1, 2])]
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise ValueError("no text")
+
+
+class _OddAttrs:
+    """A plugin scanner whose attribute cannot be read as text (a rule's set test needs it)."""
+
+    name = "odd-attrs"
+
+    def accepts(self, head: Head) -> bool:
+        return head.head.startswith(b"ODD")
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        odd: Any = _Unprintable()
+        yield artifact.observe("pickle.import", 0, callable=odd, module="posix", name="system")
+
+
+@pytest.mark.parametrize("jobs", [0, 1])
+def test_a_failure_while_judging_fails_the_file_not_the_scan(tmp_path: Path, jobs: int) -> None:
+    (tmp_path / "x.odd").write_bytes(b"ODD and some bytes")
+    (tmp_path / "y.pkl").write_bytes(b"cposix\nsystem\n(S'id'\ntR.")
+    report = Engine(Config(jobs=jobs), scanners=[*builtin_scanners(), _OddAttrs()]).scan([tmp_path])
+    assert {(Path(f.location.path).name, f.rule_id) for f in report.findings} == {
+        ("x.odd", "WS-FILE-001"), ("y.pkl", "WS-PKL-001")}
+    [odd] = [f for f in report.findings if f.rule_id == "WS-FILE-001"]
+    assert "judging failed: ValueError: no text" in odd.message

@@ -223,9 +223,14 @@ class Engine:
         return list(self._observe(entry, formats)), formats
 
     def settle_file(self, entry: FileEntry) -> Settled:
-        """One top-level file scanned and judged."""
+        """One top-level file scanned and judged; a bug in judging fails that file, never the scan."""
         formats: list[str] = []
-        return self._settle(entry.display, self._observe(entry, formats), formats)
+        try:
+            return self._settle(entry.display, self._observe(entry, formats), formats)
+        except Exception as exc:  # scanners' own exceptions are observations already (`_run`)
+            reason = f"judging failed: {type(exc).__name__}: {exc}"[:300]
+            return self._settle(entry.display, [Observation("scan.error", Location(entry.display),
+                                                            {"scanner": "engine", "reason": reason})], [])
 
     def _observe(self, entry: FileEntry, formats: list[str]) -> Iterator[Observation]:
         budget = Budget(self.config.limits)
