@@ -10,6 +10,7 @@ import tempfile
 import tracemalloc
 import zipfile
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -911,3 +912,20 @@ def test_a_template_transformers_rewrites_with_the_architecture_name_is_judged_r
     blob = build([kv_str("general.architecture", "qwen3moe{#"), kv_str("tokenizer.chat_template", template)])
     found = [o for o in observe(blob) if o.kind == "template.dunder_access"]
     assert found and all("(as rewritten)" in str(o.attrs["field"]) for o in found)
+
+
+def test_a_template_read_before_the_time_limit_is_judged(tmp_path: Path) -> None:
+    """The parser looks at the clock every 32,768 array items: a limit hit in a long vocabulary after the template
+    reported only WS-FILE-002, so the template's injection never showed."""
+
+    def fill(writer: GGUFWriter) -> None:
+        writer.add_chat_template("{{ cycler.__init__.__globals__.os.popen('id').read() }}")
+        writer.add_token_list([f"t{i}" for i in range(100_000)])
+        writer.add_tensor("a", np.ones((2, 3), dtype=np.float32))
+
+    path = write_gguf(tmp_path / "slow.gguf", fill)
+    judged = rule_ids(default_engine().scan([path]))
+    assert "WS-FILE-002" not in judged and "WS-TPL-001" in judged
+    limits = replace(Limits(), max_seconds_per_file=1e-6)
+    found = rule_ids(Engine(Config(jobs=0, limits=limits)).scan([path]))
+    assert found == {rule for rule in judged if rule.startswith("WS-TPL")} | {"WS-FILE-002"}

@@ -36,7 +36,9 @@ class GgufScanner:
         caps = Caps(ctx.limits.max_header_bytes, ctx.limits.max_members, 4 * MAX_TEMPLATE_CHARS, ctx.budget.check_time)
         with artifact.opener() as raw:
             parsed = parse_gguf(raw, artifact.size, caps)
-        yield from problem_items(artifact, parsed.problems + vocabulary_problems(parsed))
+        # A vocabulary cut short by the limit would look broken: it is judged only when read to its end.
+        vocabulary = vocabulary_problems(parsed) if parsed.over_budget is None else []
+        yield from problem_items(artifact, parsed.problems + vocabulary)
         architecture = str(parsed.values.get("general.architecture", ""))
         for template in parsed.templates:
             yield from _template_observations(artifact, template.key, template.offset, template.length, template.text)
@@ -51,6 +53,8 @@ class GgufScanner:
             for form, text in loader_forms(template.text, template.length).items():
                 field = f"{template.key} ({form})"
                 yield from _template_observations(artifact, field, template.offset, len(text), text)
+        if parsed.over_budget is not None:  # a template read before the limit is judged all the same
+            raise parsed.over_budget
         if parsed.complete:
             yield artifact.observe("fact.gguf", 0, **summary(parsed))
 

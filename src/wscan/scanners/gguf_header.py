@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, BinaryIO
 
+from wscan.limits import BudgetExceeded
 from wscan.model import AttrValue
 from wscan.scanners.problems import Problem
 
@@ -168,6 +169,7 @@ class ParsedGguf:
     long_tokens: dict[int, int] = field(default_factory=dict)  # index -> full length of the tokens cut
     complete: bool = False
     data_start: int = 0
+    over_budget: BudgetExceeded | None = None  # the file's time ran out: what was read until then is reported
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,6 +381,8 @@ def parse_gguf(raw: BinaryIO, size: int, caps: Caps) -> ParsedGguf:
         parser.run()
     except _Stop as stop:
         result.problems.append(stop.problem)
+    except BudgetExceeded as exc:
+        result.over_budget = exc
     return result
 
 
