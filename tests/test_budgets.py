@@ -386,3 +386,30 @@ def test_the_pickle_machine_stops_holding_imports_past_the_observation_limit() -
     assert res.over_budget is not None and res.over_budget.limit == "max-observations"
     assert 1000 < len(res.imports) <= 1000 + 1024 // 2 and not res.stopped
     assert len(Machine(Stream(io.BytesIO(blob), limit=len(blob)), Limits()).run().imports) == 5000
+
+
+LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."  # pickle.dumps(torch's legacy magic number)
+
+
+def test_a_limit_in_a_later_pickle_is_a_limit_not_trailing_data(tmp_path: Path) -> None:
+    """torch.load of a legacy file unpickles the magic, the protocol, sys_info, then the main pickle. One stopped by
+    a limit before it imported anything was taken for trailing bytes (low), and a file that runs posix.system
+    past the limit passed (review of this change)."""
+    flood = b"\x80\x02" + b"]" * 200 + b"0" * 200 + b"cposix\nsystem\n(S'id'\ntR."
+    path = tmp_path / "legacy.pt"
+    path.write_bytes(LEGACY_MAGIC + flood + pickle.dumps({}, 2) + pickle.dumps({}, 2))
+    assert "WS-PKL-001" in rule_ids(Engine(Config(jobs=0)).scan([path]))
+    report = Engine(Config(jobs=0, limits=replace(Limits(), max_stack_depth=100))).scan([path])
+    assert {(f.rule_id, f.evidence.get("limit", "")) for f in report.findings} == {("WS-FILE-002", "max-stack-depth")}
+    assert [r.status for r in report.files] == [FILE_FAILED]
+
+
+def test_a_nested_torch_load_before_a_limit_is_scanned(tmp_path: Path) -> None:
+    """torch.storage._load_from_bytes(b) unpickles b: its bytes are scanned as a file of their own, before the
+    limit that stops the outer pickle later on."""
+    inner = b"cposix\nsystem\n(S'id'\ntR."
+    head = b"\x80\x03ctorch.storage\n_load_from_bytes\nC" + bytes([len(inner)]) + inner + b"\x85R0"
+    path = tmp_path / "nested.pkl"
+    path.write_bytes(head + b"]" * 500 + b"N.")
+    report = Engine(Config(jobs=0, limits=replace(Limits(), max_stack_depth=100))).scan([path])
+    assert rule_ids(report) == {"WS-PKL-001", "WS-FILE-002"}

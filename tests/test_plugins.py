@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,8 @@ import pytest
 from wscan.config import Config
 from wscan.discover import FileEntry, discover
 from wscan.engine import Engine
+from wscan.model import Observation
+from wscan.rules import RuleSet
 from wscan.scanners import PLUGIN_GROUP, all_scanners, builtin_scanners
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 
@@ -96,7 +98,7 @@ def test_a_plugin_attribute_that_is_a_list_is_still_judged(tmp_path: Path, jobs:
     sample = tmp_path / "x.list"
     sample.write_bytes(b"LIST and some bytes")
     report = Engine(Config(jobs=jobs), scanners=[*builtin_scanners(), _ListAttrs()]).scan([sample])
-    assert [(f.rule_id, f.evidence["args"]) for f in report.findings] == [("WS-PKL-001", [1, 2])]
+    assert [(f.rule_id, f.evidence["args"]) for f in report.findings] == [("WS-PKL-001", "[1, 2]")]
 
 
 class _Unprintable:
@@ -105,7 +107,7 @@ class _Unprintable:
 
 
 class _OddAttrs:
-    """A plugin scanner whose attribute cannot be read as text (a rule's set test needs it)."""
+    """A plugin scanner whose second attribute cannot be read as text (a rule's set test needs it)."""
 
     name = "odd-attrs"
 
@@ -113,16 +115,39 @@ class _OddAttrs:
         return head.head.startswith(b"ODD")
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        yield artifact.observe("pickle.import", 0, callable="posix.system", module="posix", name="system")
         odd: Any = _Unprintable()
-        yield artifact.observe("pickle.import", 0, callable=odd, module="posix", name="system")
+        yield artifact.observe("pickle.import", 1, callable=odd, module="x", name="y")
 
 
 @pytest.mark.parametrize("jobs", [0, 1])
-def test_a_failure_while_judging_fails_the_file_not_the_scan(tmp_path: Path, jobs: int) -> None:
+def test_an_attribute_that_cannot_be_read_as_text_is_judged_by_its_type(tmp_path: Path, jobs: int) -> None:
+    """Judging must not fail on a plugin's attribute: an exception there would drop the file's other findings."""
     (tmp_path / "x.odd").write_bytes(b"ODD and some bytes")
-    (tmp_path / "y.pkl").write_bytes(b"cposix\nsystem\n(S'id'\ntR.")
     report = Engine(Config(jobs=jobs), scanners=[*builtin_scanners(), _OddAttrs()]).scan([tmp_path])
+    assert [(f.rule_id, f.evidence["callable"]) for f in report.findings] == [
+        ("WS-PKL-001", "posix.system"), ("WS-PKL-003", "<_Unprintable>")]
+    assert [r.status for r in report.files] == ["scanned"]
+
+
+@pytest.mark.parametrize("jobs", [0, 1])
+def test_a_failure_while_judging_fails_the_file_not_the_scan(
+    tmp_path: Path, jobs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last resort, for a bug in wscan's own judging: that file gets WS-FILE-001, the others are judged."""
+    (tmp_path / "bad.pkl").write_bytes(b"cposix\nsystem\n(S'id'\ntR.")
+    (tmp_path / "good.pkl").write_bytes(b"cposix\nsystem\n(S'id'\ntR.")
+    judge = RuleSet.judge_listing
+
+    def failing(self: RuleSet, observations: Iterable[Observation], listed: int | None) -> Any:
+        observations = list(observations)
+        if any(o.kind == "pickle.import" and o.location.path.endswith("bad.pkl") for o in observations):
+            raise RuntimeError("a bug")
+        return judge(self, observations, listed)
+
+    monkeypatch.setattr(RuleSet, "judge_listing", failing)
+    report = Engine(Config(jobs=jobs)).scan([tmp_path])
     assert {(Path(f.location.path).name, f.rule_id) for f in report.findings} == {
-        ("x.odd", "WS-FILE-001"), ("y.pkl", "WS-PKL-001")}
-    [odd] = [f for f in report.findings if f.rule_id == "WS-FILE-001"]
-    assert "judging failed: ValueError: no text" in odd.message
+        ("bad.pkl", "WS-FILE-001"), ("good.pkl", "WS-PKL-001")}
+    [failed] = [f for f in report.findings if f.rule_id == "WS-FILE-001"]
+    assert "judging failed: RuntimeError: a bug" in failed.message

@@ -13,7 +13,7 @@ from wscan import __version__
 from wscan.config import Config
 from wscan.discover import FileEntry, discover
 from wscan.limits import Budget, BudgetExceeded, open_counted
-from wscan.model import Finding, Location, Observation
+from wscan.model import AttrValue, Finding, Location, Observation
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
 from wscan.rules import RuleSet
 from wscan.scanners import all_scanners, fallback_scanners
@@ -49,6 +49,7 @@ FAMILY_BATCH = 8  # a larger family is split across workers: the library's cost 
 SMALL_FILE = 1024 * 1024  # files below this go out in batches, to save a round trip each
 SMALL_BATCH = 32
 CLOCK_EVERY = 1024  # observations between two looks at the file's deadline
+ATTR_TYPES = (str, int, bool)  # what observation attributes hold (see `_plain`)
 MAX_UNREAD = 100  # observations kept of a file no scanner read (it has one or two), in case another file claims it
 MAX_FINDINGS_PER_RULE = 1000  # per file; the rest are counted in one WS-FILE-017 note (GitHub takes 5,000 a rule)
 
@@ -140,6 +141,8 @@ class Engine:
         def watched() -> Iterator[Observation]:
             nonlocal unread, failure, found_kind
             for obs in observations:
+                if not all(type(value) in ATTR_TYPES for value in obs.attrs.values()):
+                    obs = Observation(obs.kind, obs.location, {k: _plain(v) for k, v in obs.attrs.items()})
                 if not failure and is_failure(obs.kind):
                     failure = obs.kind
                 if not found_kind and obs.kind.startswith("file."):
@@ -338,6 +341,17 @@ def plan_batches(entries: list[FileEntry], jobs: int) -> list[list[int]]:
     if batch:
         batches.append(batch)
     return batches
+
+
+def _plain(value: object) -> AttrValue:
+    """An attribute as rules read it: a plugin's scanner may break the str, int or bool contract (a list, or an
+    object whose str() raises), and judging must not fail on it. Anything else is judged as its text."""
+    if type(value) in ATTR_TYPES:
+        return value  # type: ignore[return-value]
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
 
 
 def _accepts(scanner: Scanner, head: Head) -> bool:

@@ -36,7 +36,7 @@ def encode(settled: Settled) -> bytes:
         "findings": [[f.rule_id, int(f.severity), f.message, _location(f.location), dict(f.evidence)]
                      for f in settled.findings],
         "unread": None if settled.unread is None else [_observation(o) for o in settled.unread],
-    }, default=repr).encode()  # fmt: skip (repr: a plugin's scanner may give an attribute bytes or an object)
+    }).encode()  # fmt: skip
 
 
 def decode(data: bytes) -> Settled:

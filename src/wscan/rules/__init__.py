@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,14 +138,6 @@ def _part_in(parts: Callable[[str], Iterable[str]], members: frozenset[str]) -> 
     return test
 
 
-def _evidence_key(attrs: Mapping[str, AttrValue]) -> Hashable:
-    """The attributes as a set key; as JSON when a plugin's scanner gave one a value that is not str, int or bool."""
-    try:
-        return frozenset(attrs.items())
-    except TypeError:
-        return json.dumps(dict(attrs), sort_keys=True, default=repr)
-
-
 def _text(value: AttrValue | None) -> str:
     return "" if value is None else str(value)
 
@@ -241,7 +233,7 @@ class RuleSet:
         self, observations: Iterable[Observation], listed: int | None
     ) -> tuple[list[Finding], Counter[str]]:
         """The findings, only the first `listed` of each rule made (if given), and how many each rule found."""
-        seen: set[tuple[str, str, Hashable]] = set()  # the findings made
+        seen: set[tuple[str, str, frozenset[tuple[str, AttrValue]]]] = set()  # the findings made
         counted: set[int] = set()  # the hashes of those only counted: a flood's keys would take more than it
         findings: list[Finding] = []
         found: Counter[str] = Counter()
@@ -255,7 +247,7 @@ class RuleSet:
             for rule in matched:
                 if rule.id in superseded:
                     continue
-                key = (rule.id, obs.location.describe(), _evidence_key(attrs))
+                key = (rule.id, obs.location.describe(), frozenset(attrs.items()))
                 if key in seen or hash(key) in counted:
                     continue
                 found[rule.id] += 1

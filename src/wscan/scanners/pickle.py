@@ -150,16 +150,13 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
     while not stream.at_end():
         ctx.budget.check_time()
         res = machine.run()
-        if results and not _is_real_pickle(res):
+        if results and res.over_budget is None and not _is_real_pickle(res):
             # Bytes after a complete pickle that do not form another one: loaders ignore them.
             yield artifact.observe(
                 "pickle.trailing_data", res.start, length=_remaining(stream, res.start, artifact.size - base)
             )
             break
         results.append(res)
-        if res.over_budget is not None:  # an import before the limit is not hidden behind it
-            yield from _report(artifact, res, nested)
-            raise res.over_budget
         loaded = [blob for sub in [res, *nested] for blob in _nested_blobs(artifact, sub, ctx)]
         yield from _report(artifact, res, nested)
         reported.update(key for sub in [res, *nested] for key in sub.imports)
@@ -167,6 +164,8 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
             ctx.budget.check_time()
             ctx.budget.charge_read(0)  # nothing more is opened once the file's read budget is spent
             yield blob
+        if res.over_budget is not None:  # what it did before the limit was reported, nested loads too
+            raise res.over_budget
         if dcp.is_metadata(artifact, res):
             yield from dcp.item_blobs(artifact, res, ctx)
         yield from joblib_legacy.side_files(artifact, arrays.side_files, ctx)
@@ -228,7 +227,7 @@ def _plain_reading(artifact: Artifact, base: int, ctx: ScanContext, reported: se
         while not stream.at_end():
             ctx.budget.check_time()
             res = machine.run()
-            if not first and not _is_real_pickle(res):
+            if not first and res.over_budget is None and not _is_real_pickle(res):
                 break
             first = False
             plain = PickleResult(res.start, res.end, protocol=res.protocol, opcodes=res.opcodes)
