@@ -24,7 +24,7 @@ from wscan.cli import main
 from wscan.config import Config
 from wscan.engine import Engine
 from wscan.limits import Limits
-from wscan.model import Observation
+from wscan.model import Location, Observation
 from wscan.output import render, render_text
 from wscan.report import FILE_FAILED, FILE_SCANNED
 from wscan.rules import RuleSet
@@ -413,3 +413,56 @@ def test_a_nested_torch_load_before_a_limit_is_scanned(tmp_path: Path) -> None:
     path.write_bytes(head + b"]" * 500 + b"N.")
     report = Engine(Config(jobs=0, limits=replace(Limits(), max_stack_depth=100))).scan([path])
     assert rule_ids(report) == {"WS-PKL-001", "WS-FILE-002"}
+
+
+def _plainly_hostile_joblib(tmp_path: Path) -> bytes:
+    """A joblib array whose raw bytes are a pickle calling posix.system: joblib.load reads them as data, a plain
+    pickle.load (the bytes after a padding length of 78, 'N', read as NONE opcodes) runs them."""
+    joblib = pytest.importorskip("joblib")
+    numpy = pytest.importorskip("numpy")
+    payload = b"cposix\nsystem\n(S'id'\ntR0"
+    joblib.dump(numpy.frombuffer(payload, numpy.uint8).copy(), tmp_path / "arr.joblib")
+    data = (tmp_path / "arr.joblib").read_bytes()
+    start = data.index(payload)
+    [length_at] = [at for at in range(start - 65, start) if data[at] == start - at - 1]
+    return data[:length_at] + b"N" * 79 + data[start:]
+
+
+@pytest.mark.parametrize("where", ["after", "inside"])
+def test_joblibs_plain_reading_runs_after_a_limit_too(tmp_path: Path, where: str) -> None:
+    """The plain reading of a joblib stream comes after the stream's own: a limit that stopped the latter must not
+    skip it (review of this change: posix.system there was reported only as WS-FILE-002)."""
+    data = _plainly_hostile_joblib(tmp_path)
+    path = tmp_path / "a.joblib"
+    path.write_bytes(data)
+    assert rule_ids(Engine(Config(jobs=0)).scan([path])) == {"WS-PKL-001"}
+    path.write_bytes(data + b"N" * 2000 if where == "after" else data[:-1] + b"N" * 2000 + b".")
+    report = Engine(Config(jobs=0, limits=replace(Limits(), max_stack_depth=1000))).scan([path])
+    assert {(f.rule_id, f.evidence.get("limit", "")) for f in report.findings} == {
+        ("WS-PKL-001", ""), ("WS-FILE-002", "max-stack-depth")}
+
+
+def test_a_time_limit_reports_the_imports_and_judges_unread_nested_loads(tmp_path: Path) -> None:
+    """With the file's time up, the bytes a pickle hands torch.load cannot be read: the call is judged as an unread
+    load, and the imports before it are reported (review: the time check while listing them dropped both)."""
+    from wscan.limits import Budget, BudgetExceeded
+    from wscan.scanners.pickle import PickleScanner
+
+    class _Deadline(Budget):
+        calls = 0
+
+        def check_time(self) -> None:
+            self.calls += 1
+            if self.calls > 1:  # the scanner's first look passes; the machine's, 1,024 opcodes in, does not
+                raise BudgetExceeded("max-seconds-per-file", "test")
+
+    blob = (b"\x80\x03cposix\nsystem\n(X\x02\x00\x00\x00idtR0ctorch.storage\n_load_from_bytes\n(C\x05hellotR0"
+            + b"N0" * 2000 + b"N.")
+    limits = Limits()
+    artifact = Artifact(Location("t.pkl"), len(blob), lambda: io.BytesIO(blob), name="t.pkl")
+    seen = []
+    with pytest.raises(BudgetExceeded):
+        for item in PickleScanner().scan(artifact, ScanContext(limits, _Deadline(limits))):
+            seen.append(item)
+    imports = {o.attrs["callable"] for o in seen if isinstance(o, Observation) and o.kind == "pickle.import"}
+    assert imports == {"posix.system", "torch.storage._load_from_bytes"}

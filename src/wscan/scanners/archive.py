@@ -223,33 +223,6 @@ def miniz_directory(fh: IO[bytes], size: int) -> tuple[int, int, int] | None:
     return int(count), int(cd_size), int(cd_offset)
 
 
-def _first_entries(fh: IO[bytes], size: int, ctx: ScanContext) -> zipfile.ZipFile | None:
-    """The zip as if its central directory listed only its first max-members entries, or None when that
-    directory is not where its end record says (bytes before the zip, which Python's zipfile would shift by)."""
-    record = miniz_entries(fh, size)
-    if record is None:
-        return None
-    _, cd_size, cd_offset = record
-    limit, budget = ctx.limits.max_members, min(cd_size, ctx.limits.max_header_bytes)
-    fh.seek(cd_offset)
-    directory = bytearray()
-    count = 0
-    while count < limit:
-        ctx.budget.check_time()
-        fixed = fh.read(46)
-        if len(fixed) < 46 or fixed[:4] != ZIP_CENTRAL:
-            break
-        variable = sum(struct.unpack_from("<3H", fixed, 28))  # name, extra field and comment lengths
-        if len(directory) + 46 + variable > budget:
-            break
-        directory += fixed + fh.read(variable)
-        count += 1
-    try:
-        return zipfile.ZipFile(_WithTail(fh, size, _directory_tail(bytes(directory), count, size)))
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
-        return None
-
-
 def _directory_tail(directory: bytes, count: int, where: int) -> bytes:
     """`directory` followed by zip64 and classic end records that place it at `where` with no shift, so that
     Python's zipfile reads member offsets exactly as recorded (as miniz does), whatever their size."""
@@ -583,16 +556,9 @@ class ZipScanner:
         with artifact.opener() as fh:
             fh.seek(max(0, artifact.size - TAIL_BYTES))
             declared = eocd_entries(fh.read(TAIL_BYTES), artifact.size)
-            if declared == -1:  # zip64: the count is in the zip64 end record
-                record = miniz_directory(fh, artifact.size)
-                declared = None if record is None else record[0]
             if declared is not None and declared > ctx.limits.max_members:
-                # zipfile would build an object per entry (300,000 took 12 s and 220 MB): the first entries only.
+                # Refuse before zipfile builds an object per entry.
                 yield artifact.observe("archive.too_many_members", count=declared, limit=ctx.limits.max_members)
-                first = _first_entries(fh, artifact.size, ctx)
-                if first is not None:
-                    with first:
-                        yield from self._members(artifact, ctx, fh, first)
                 return
             try:
                 archive = zipfile.ZipFile(fh)

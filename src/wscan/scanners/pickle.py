@@ -14,7 +14,7 @@ from collections.abc import Generator, Iterator
 from functools import partial
 from typing import BinaryIO
 
-from wscan.limits import Limits
+from wscan.limits import BudgetExceeded, Limits
 from wscan.model import AttrValue, Observation
 from wscan.scanners import dcp, joblib_legacy
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
@@ -147,25 +147,27 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
     results: list[PickleResult] = []
     reported: set[str] = set()  # the names joblib's reading imports, its arrays' nested pickles' too
     frame_seen = -1  # the end of the last frame a STOP was found inside
+    stopped: BudgetExceeded | None = None  # the limit that stopped a pickle: raised once the rest is reported
     while not stream.at_end():
         ctx.budget.check_time()
         res = machine.run()
-        if results and res.over_budget is None and not _is_real_pickle(res):
+        stopped = res.over_budget
+        if results and stopped is None and not _is_real_pickle(res):
             # Bytes after a complete pickle that do not form another one: loaders ignore them.
             yield artifact.observe(
                 "pickle.trailing_data", res.start, length=_remaining(stream, res.start, artifact.size - base)
             )
             break
         results.append(res)
-        loaded = [blob for sub in [res, *nested] for blob in _nested_blobs(artifact, sub, ctx)]
+        loaded = _loaded_blobs(artifact, [res, *nested], ctx, stopped)
         yield from _report(artifact, res, nested)
         reported.update(key for sub in [res, *nested] for key in sub.imports)
         for blob in loaded:
             ctx.budget.check_time()
             ctx.budget.charge_read(0)  # nothing more is opened once the file's read budget is spent
             yield blob
-        if res.over_budget is not None:  # what it did before the limit was reported, nested loads too
-            raise res.over_budget
+        if stopped is not None:  # what it did before the limit is reported, then joblib's plain reading
+            break
         if dcp.is_metadata(artifact, res):
             yield from dcp.item_blobs(artifact, res, ctx)
         yield from joblib_legacy.side_files(artifact, arrays.side_files, ctx)
@@ -196,6 +198,23 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         layout="legacy-torch" if legacy else "pickle",
         **_storage_facts(storages),
     )
+    if stopped is not None:
+        raise stopped
+
+
+def _loaded_blobs(
+    artifact: Artifact, results: list[PickleResult], ctx: ScanContext, stopped: BudgetExceeded | None
+) -> list[Artifact]:
+    """The nested torch.load bytes of these results (`_nested_blobs`). Once a limit stopped the pickle and the
+    file's time is up too, they are not read: each such call is then judged as an unread load."""
+    try:
+        return [blob for sub in results for blob in _nested_blobs(artifact, sub, ctx)]
+    except BudgetExceeded:
+        if stopped is None:
+            raise
+        for sub in results:
+            sub.nested_unread = True
+        return []
 
 
 def _stop_inside_frame(artifact: Artifact, frame_end: int, rest: int) -> Iterator[ScanItem]:
