@@ -159,7 +159,8 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
             )
             break
         results.append(res)
-        loaded = _loaded_blobs(artifact, [res, *nested], ctx, stopped)
+        loaded, late = _loaded_blobs(artifact, [res, *nested], ctx)
+        stopped = stopped or late
         yield from _report(artifact, res, nested)
         reported.update(key for sub in [res, *nested] for key in sub.imports)
         for blob in loaded:
@@ -203,18 +204,16 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
 
 
 def _loaded_blobs(
-    artifact: Artifact, results: list[PickleResult], ctx: ScanContext, stopped: BudgetExceeded | None
-) -> list[Artifact]:
-    """The nested torch.load bytes of these results (`_nested_blobs`). Once a limit stopped the pickle and the
-    file's time is up too, they are not read: each such call is then judged as an unread load."""
+    artifact: Artifact, results: list[PickleResult], ctx: ScanContext
+) -> tuple[list[Artifact], BudgetExceeded | None]:
+    """The nested torch.load bytes of these results (`_nested_blobs`), or, once the file's time is up, none and
+    the limit: each such call is then judged as an unread load, and the imports are still reported."""
     try:
-        return [blob for sub in results for blob in _nested_blobs(artifact, sub, ctx)]
-    except BudgetExceeded:
-        if stopped is None:
-            raise
+        return [blob for sub in results for blob in _nested_blobs(artifact, sub, ctx)], None
+    except BudgetExceeded as exc:
         for sub in results:
             sub.nested_unread = True
-        return []
+        return [], exc
 
 
 def _stop_inside_frame(artifact: Artifact, frame_end: int, rest: int) -> Iterator[ScanItem]:
