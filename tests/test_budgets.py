@@ -467,3 +467,17 @@ def test_a_time_limit_reports_the_imports_and_judges_unread_nested_loads(tmp_pat
             seen.append(item)
     imports = {o.attrs["callable"] for o in seen if isinstance(o, Observation) and o.kind == "pickle.import"}
     assert imports == {"posix.system", "torch.storage._load_from_bytes"}
+
+
+def test_a_joblib_arrays_payload_is_not_pushed_past_the_observation_limit(tmp_path: Path) -> None:
+    """An object array's nested pickle is reported before the outer stream's imports: 1,500 harmless distinct
+    imports after the array pushed its posix.system past a limit of 1,000 observations (review 3)."""
+    joblib = pytest.importorskip("joblib")
+    numpy = pytest.importorskip("numpy")
+    path = tmp_path / "a.joblib"
+    joblib.dump({"names": numpy.array([os.system], dtype=object)}, path)
+    data = path.read_bytes()
+    assert data.endswith(b"s.")
+    path.write_bytes(data[:-2] + b"".join(b"cmod%d\nname%d\n0" % (i, i) for i in range(1500)) + b"s.")
+    report = Engine(Config(jobs=0, limits=replace(Limits(), max_observations=1000))).scan([path])
+    assert {"WS-PKL-001", "WS-FILE-002"} <= rule_ids(report)

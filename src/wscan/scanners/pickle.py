@@ -363,7 +363,9 @@ def _nested_blob(artifact: Artifact, offset: int, source: NestedBytes) -> Artifa
 
 def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -> Iterator[Observation]:
     torchscript = artifact.context.get("container") == "torchscript"
-    for sub in [res, *nested]:
+    # Arrays' nested pickles first: they are short, and a flood of imports in the outer stream must not push
+    # their payload past the file's observation limit.
+    for sub in [*nested, res]:
         for offset, source in sub.nested_loads if sub.nested_all_read else ():
             length = len(source) if isinstance(source, bytes) else source.length
             yield artifact.observe("pickle.nested_torch_load", offset, callable=NESTED_LOADER, length=length)
