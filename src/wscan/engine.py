@@ -215,9 +215,12 @@ class Engine:
         try:
             return decode(answer)
         except (ValueError, KeyError, TypeError) as exc:  # never seen: the worker is wscan's own code
-            failure = Observation("scan.error", Location(path), {"scanner": "worker process",
-                                                                 "reason": f"unreadable answer: {exc}"[:300]})
-            return self._settle(path, [failure], [])
+            return self._failed(path, "worker process", f"unreadable answer: {exc}")
+
+    def _failed(self, path: str, scanner: str, reason: str) -> Settled:
+        """A file that wscan itself failed on, past its scanners (which report their own errors)."""
+        return self._settle(path, [Observation("scan.error", Location(path), {"scanner": scanner,
+                                                                              "reason": reason[:300]})], [])
 
     def scan_file(self, entry: FileEntry) -> Outcome:
         """All observations of one top-level file, and the formats that read it (a scan settles each file as its
@@ -231,9 +234,7 @@ class Engine:
         try:
             return self._settle(entry.display, self._observe(entry, formats), formats)
         except Exception as exc:  # scanners' own exceptions are observations already (`_run`)
-            reason = f"judging failed: {type(exc).__name__}: {exc}"[:300]
-            return self._settle(entry.display, [Observation("scan.error", Location(entry.display),
-                                                            {"scanner": "engine", "reason": reason})], [])
+            return self._failed(entry.display, "engine", f"judging failed: {type(exc).__name__}: {exc}")
 
     def _observe(self, entry: FileEntry, formats: list[str]) -> Iterator[Observation]:
         budget = Budget(self.config.limits)

@@ -152,7 +152,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         ctx.budget.check_time()
         res = machine.run()
         stopped = res.over_budget
-        if results and stopped is None and not _is_real_pickle(res):
+        if results and not _is_real_pickle(res):
             # Bytes after a complete pickle that do not form another one: loaders ignore them.
             yield artifact.observe(
                 "pickle.trailing_data", res.start, length=_remaining(stream, res.start, artifact.size - base)
@@ -245,7 +245,7 @@ def _plain_reading(artifact: Artifact, base: int, ctx: ScanContext, reported: se
         while not stream.at_end():
             ctx.budget.check_time()
             res = machine.run()
-            if not first and res.over_budget is None and not _is_real_pickle(res):
+            if not first and not _is_real_pickle(res):
                 break
             first = False
             plain = PickleResult(res.start, res.end, protocol=res.protocol, opcodes=res.opcodes)
@@ -305,8 +305,10 @@ def _remaining(stream: Stream, start: int, total: int) -> int:
 
 def _is_real_pickle(res: PickleResult) -> bool:
     """A pickle after the first: complete, doing something the loader of concatenated pickles would run, or too
-    long to read to its end (torch reads a 540 MB sys_info pickle and runs the main pickle after it)."""
-    return res.stopped or bool(res.imports) or _acts(res) or isinstance(res.error, OverLimit)
+    long to read to its end (torch reads a 540 MB sys_info pickle and runs the main pickle after it), which a scan
+    limit that stopped it says too."""
+    return (res.stopped or bool(res.imports) or _acts(res) or isinstance(res.error, OverLimit)
+            or res.over_budget is not None)
 
 
 def _imports_names(res: PickleResult) -> bool:
