@@ -22,6 +22,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.scanning import rule_ids, scan_bytes
+from wscan.config import Config
 from wscan.limits import Budget, BudgetExceeded, Limits
 from wscan.model import Location, Observation
 from wscan.scanners import archive as archive_mod
@@ -364,6 +366,110 @@ def test_zip_too_many_members() -> None:
     assert result.of("archive.too_many_members") == [{"count": 5, "limit": 3}]
 
 
+def _wide_zip(count: int, first: bytes, zip64: bool, prefix: bytes = b"") -> bytes:
+    """`count` stored entries, the first holding `first` and the rest empty, behind `prefix` (offsets are not
+    shifted for it). A classic end record says one entry: zipfile goes by the directory's size, not its count."""
+    local, directory = bytearray(prefix), bytearray()
+    for index in range(count):
+        name, data = b"%07d.pkl" % index, first if index == 0 else b""
+        at, crc = len(local) - len(prefix), zlib.crc32(data)
+        local += struct.pack("<4s5H3I2H", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data), len(data), len(name), 0)
+        local += name + data
+        directory += struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, crc, len(data), len(data),
+                                 len(name), 0, 0, 0, 0, 0, at) + name
+    where = len(local) - len(prefix)
+    if zip64:
+        end64 = struct.pack("<4sQ2H2I4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, len(directory), where)
+        locator = struct.pack("<4sIQI", b"PK\x06\x07", 0, where + len(directory), 1)
+        end = struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+        return bytes(local + directory) + end64 + locator + end
+    return bytes(local + directory) + struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, 1, 1, len(directory), where, 0)
+
+
+@pytest.mark.parametrize("zip64", [True, False], ids=["zip64", "classic"])
+@pytest.mark.parametrize("prefix", [b"", b"#!/bin/sh\n" * 100], ids=["plain", "prepended"])
+def test_a_directory_past_max_members_is_cut_before_zipfile_reads_it(zip64: bool, prefix: bytes) -> None:
+    """zipfile builds half a kilobyte for every entry listed (a zip64 of 2,000,000 empty entries took 1 GB and
+    23 s). It is handed the first max-members entries alone, with their offsets as it would have read them."""
+    data = _wide_zip(25_000, b"\x80\x02cposix\nsystem\nq\x00.", zip64, prefix)
+    limits = Limits(max_members=1000)
+    artifact = Artifact(Location("t.bin"), len(data), lambda: io.BytesIO(data), name="t.bin")
+    fh = io.BytesIO(data)
+    archive, start_dir, cut = archive_mod.open_zip(fh, len(data), ScanContext(limits=limits, budget=Budget(limits)))
+    whole = zipfile.ZipFile(io.BytesIO(data))
+    assert cut and start_dir == whole.start_dir
+    assert [(i.filename, i.header_offset) for i in archive.infolist()] == [
+        (i.filename, i.header_offset) for i in whole.infolist()[:1000]]
+    assert archive.read("0000000.pkl").startswith(b"\x80\x02cposix")
+    result = run(ZipScanner(), data, limits)
+    assert result.of("archive.too_many_members") == [{"limit": 1000}]
+    assert len([n for n in result.children if not n.startswith("@")]) == 1000
+    assert result.children["0000000.pkl"].startswith(b"\x80\x02cposix")
+    assert "archive.corrupt" not in result.kinds() and "archive.overlap" not in result.kinds()
+    del artifact
+
+
+@pytest.mark.parametrize("disguised", [False, True], ids=["zip", "disguised"])
+def test_a_payload_among_the_first_entries_of_a_cut_directory_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, disguised: bool
+) -> None:
+    """Through the engine: the cut archive's members are scanned, and zipfile never builds more entries than
+    that. Disguised: behind other bytes, with a disk field set in its classic end record (zipfile ignores it);
+    the lenient scanner first asks zipfile whether it finds a directory there."""
+    data = bytearray(_wide_zip(25_000, b"\x80\x02cposix\nsystem\nq\x00(S'touch x'\ntR.", True, b"MZ" * 300))
+    if disguised:
+        struct.pack_into("<H", data, len(data) - 18, 1)
+    built = []
+
+    class CountedInfo(zipfile.ZipInfo):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            built.append(1)
+
+    monkeypatch.setattr(zipfile, "ZipInfo", CountedInfo)
+    report = scan_bytes(tmp_path, bytes(data), "model.bin", Config(jobs=0, limits=Limits(max_members=1000)))
+    expected = {"WS-PKL-001", "WS-ARC-015"} | ({"WS-ARC-021"} if disguised else set())
+    assert expected <= rule_ids(report), rule_ids(report)
+    assert 1000 <= len(built) <= 2000
+
+
+def test_a_wide_directory_only_miniz_reads_is_cut_and_scanned(tmp_path: Path) -> None:
+    """The zip64 locator names a record for a wide directory (torch's miniz reads it); zipfile reads the record
+    right before the locator, a decoy's. Before, miniz's directory listing more than max-members was refused
+    unread (high, not critical): its first max-members entries are now scanned."""
+    wide = _wide_zip(25_000, b"\x80\x02cposix\nsystem\nq\x00(S'touch x'\ntR.", zip64=True)
+    record_at = wide.index(b"PK\x06\x06")
+    body = bytearray(wide[: record_at + 56])  # locals, the wide directory and its zip64 record
+    decoy_at = len(body)
+    body += struct.pack("<4s5H3I2H", b"PK\x03\x04", 20, 0, 0, 0, 0, zlib.crc32(b"N."), 2, 2, 5, 0) + b"d.pkl" + b"N."
+    decoy = struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, zlib.crc32(b"N."), 2, 2, 5, 0, 0, 0, 0, 0,
+                        decoy_at) + b"d.pkl"
+    directory_at = len(body)
+    body += decoy + struct.pack("<4sQ2H2I4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, 1, 1, len(decoy), directory_at)
+    body += struct.pack("<4sIQI", b"PK\x06\x07", 0, record_at, 1)
+    body += struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    assert zipfile.ZipFile(io.BytesIO(bytes(body))).namelist() == ["d.pkl"]
+    report = scan_bytes(tmp_path, bytes(body), "model.bin", Config(jobs=0, limits=Limits(max_members=1000)))
+    assert {"WS-PKL-001", "WS-ARC-015"} <= rule_ids(report), rule_ids(report)
+
+
+def test_a_wide_directory_within_max_members_is_read_whole() -> None:
+    data = _wide_zip(25_000, b"x", zip64=True)
+    limits = Limits(max_members=25_000)
+    archive, _, cut = archive_mod.open_zip(io.BytesIO(data), len(data), ScanContext(limits, Budget(limits)))
+    assert not cut and len(archive.infolist()) == 25_000
+    over = Limits(max_members=24_999)
+    archive, _, cut = archive_mod.open_zip(io.BytesIO(data), len(data), ScanContext(over, Budget(over)))
+    assert cut and len(archive.infolist()) == 24_999
+
+
+def test_a_cut_directory_larger_than_max_header_bytes_is_a_limit() -> None:
+    data = _wide_zip(25_000, b"x", zip64=True)
+    limits = Limits(max_members=10_000, max_header_bytes=100_000)
+    with pytest.raises(BudgetExceeded, match="max-header-bytes"):
+        archive_mod.open_zip(io.BytesIO(data), len(data), ScanContext(limits, Budget(limits)))
+
+
 def test_zip_unsupported_method() -> None:
     data = bytearray(make_zip([("a.pkl", b"x"), ("b.pkl", b"y")]))
     struct.pack_into("<H", data, 8, 9)  # deflate64 in a.pkl's local header
@@ -569,9 +675,14 @@ def test_7z_duplicate_names_both_yielded() -> None:
 
 
 def test_7z_too_many_members() -> None:
-    result = run(SevenZipScanner(), make_7z([(f"m{i}", b"x") for i in range(5)]), Limits(max_members=3))
-    assert result.of("archive.too_many_members") == [{"count": 5, "limit": 3}]
-    assert sorted(result.children) == ["m0", "m1", "m2"]
+    """py7zr is told to refuse the header before it builds an entry for each (2 KB apiece: 100,000 empty members
+    in a 185 KB file took 240 MB); its own cap is 8,388,608. The cap is its own again afterwards."""
+    data = make_7z([(f"m{i}", b"x") for i in range(5)])
+    result = run(SevenZipScanner(), data, Limits(max_members=3))
+    assert result.of("archive.too_many_members") == [{"limit": 3}]
+    assert not result.children and "archive.corrupt" not in result.kinds()
+    assert py7zr.archiveinfo.MAX_NUMFILES == 1 << 23
+    assert len(run(SevenZipScanner(), data, Limits(max_members=5)).children) == 5
 
 
 def test_7z_encrypted_content_and_header() -> None:

@@ -16,6 +16,7 @@ import posixpath
 import re
 import stat
 import struct
+import sys
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
@@ -176,18 +177,18 @@ def ratio_bomb(artifact: Artifact, ctx: ScanContext, name: str, size: int, packe
 # --- zip ---------------------------------------------------------------------------------------------
 
 
-def eocd_entries(tail: bytes, size: int) -> int | None:
-    """Entry count of a plausible end-of-central-directory record in `tail` (the last bytes of a file of
-    `size` bytes): -1 for zip64, None without one. Plausible means single-disk, its comment fits, and its
-    central directory fits before it, so stray `PK\x05\x06` bytes in tensor data are not taken for a zip."""
+def plausible_end(tail: bytes, size: int) -> bool:
+    """Whether `tail` (the last bytes of a file of `size` bytes) holds a plausible end-of-central-directory
+    record: single-disk, its comment fits, and its central directory fits before it, so stray `PK\x05\x06`
+    bytes in tensor data are not taken for a zip."""
     pos = tail.rfind(ZIP_END)
     while pos >= 0 and pos + 22 <= len(tail):
-        disks, _, count, cd_size, cd_offset, comment_len = struct.unpack_from("<IHHIIH", tail, pos + 4)
+        disks, _, _, cd_size, cd_offset, comment_len = struct.unpack_from("<IHHIIH", tail, pos + 4)
         at = size - len(tail) + pos
         if disks == 0 and pos + 22 + comment_len <= len(tail) and cd_offset + cd_size <= at:
-            return -1 if count == 0xFFFF else int(count)
+            return True
         pos = tail.rfind(ZIP_END, 0, pos)
-    return None
+    return False
 
 
 ZIP64_END = b"PK\x06\x06"
@@ -223,10 +224,10 @@ def miniz_directory(fh: IO[bytes], size: int) -> tuple[int, int, int] | None:
     return int(count), int(cd_size), int(cd_offset)
 
 
-def _directory_tail(directory: bytes, count: int, where: int) -> bytes:
-    """`directory` followed by zip64 and classic end records that place it at `where` with no shift, so that
-    Python's zipfile reads member offsets exactly as recorded (as miniz does), whatever their size."""
-    end64 = struct.pack("<4sQ2H2I4Q", ZIP64_END, 44, 45, 45, 0, 0, count, count, len(directory), where)
+def _directory_tail(directory: bytes, count: int, where: int, shift: int = 0) -> bytes:
+    """`directory` followed by zip64 and classic end records that place it at `where`, so that Python's zipfile
+    shifts every member offset by `shift`: by none, to read them exactly as recorded (as miniz does)."""
+    end64 = struct.pack("<4sQ2H2I4Q", ZIP64_END, 44, 45, 45, 0, 0, count, count, len(directory), where - shift)
     locator = struct.pack("<4sIQI", ZIP64_LOCATOR, 0, where + len(directory), 1)
     end = struct.pack("<4s4H2IH", ZIP_END, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
     return directory + end64 + locator + end
@@ -264,6 +265,99 @@ class _WithTail(io.RawIOBase):
         buffer[: len(data)] = data
         self._pos += len(data)
         return len(data)
+
+
+CENTRAL_HEADER = 46  # bytes of a central directory entry before its name, extra field and comment
+WIDE_DIRECTORY = 1 * MIB  # zipfile's other reads while opening a file are at most 64 KiB and 22 bytes
+
+
+class _DirectoryAt(Exception):
+    """Raised out of zipfile's constructor as it reads a large central directory: where it starts, how long."""
+
+    def __init__(self, start: int, size: int) -> None:
+        super().__init__(start, size)
+        self.start, self.size = start, size
+
+
+class _StopAtDirectory(io.RawIOBase):
+    """The file as zipfile opens it, up to its read of a central directory larger than `floor` bytes; once open,
+    the file as it is."""
+
+    def __init__(self, fh: IO[bytes], floor: int) -> None:
+        super().__init__()
+        self._fh, self.floor = fh, floor
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._fh.seek(offset, whence)
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is not None and size > self.floor:
+            raise _DirectoryAt(self._fh.tell(), size)
+        return self._fh.read(-1 if size is None else size)
+
+
+def open_zip(fh: IO[bytes], size: int, ctx: ScanContext) -> tuple[zipfile.ZipFile, int, bool]:
+    """Python's zipfile over the file, where it found the central directory, and whether the directory was cut.
+
+    zipfile builds an object (half a kilobyte) for every entry its central directory lists, and a zip64 can
+    list millions. So zipfile is stopped as it reads a directory large enough to list more than max-members;
+    when it does list more, zipfile is handed its first max-members entries alone, placed so that their offsets
+    are shifted as zipfile would have shifted them. Where the directory lies is still zipfile's own finding."""
+    limit = ctx.limits.max_members
+    watched = _StopAtDirectory(fh, max(WIDE_DIRECTORY, (limit + 1) * CENTRAL_HEADER))
+    try:
+        archive = zipfile.ZipFile(watched)
+    except _DirectoryAt as found:
+        cut = _first_entries(fh, found.start, found.size, ctx)
+        if cut is None:  # it lists no more than max-members: zipfile reads it all
+            watched.floor = sys.maxsize
+            archive = zipfile.ZipFile(watched)
+            return archive, archive.start_dir, False
+        end_record = getattr(zipfile, "_EndRecData", None)  # private, in every zipfile since Python 2
+        if end_record is None:
+            raise BudgetExceeded("max-members", f"more than {limit} entries, and this Python's zipfile cannot "
+                                 "be given the first ones alone") from None
+        recorded = end_record(fh)[6]  # the directory's offset as stated by the end record zipfile took
+        tail = _directory_tail(cut, limit, size, shift=found.start - recorded)
+        return zipfile.ZipFile(_WithTail(fh, size, tail)), found.start, True
+    watched.floor = sys.maxsize  # members are read through it
+    return archive, archive.start_dir, False
+
+
+def _first_entries(fh: IO[bytes], start: int, size: int, ctx: ScanContext) -> bytes | None:
+    """The first max-members entries of the central directory at `start` (`size` bytes), when it lists more;
+    None when it does not, or when an entry before that is not one (zipfile then reads it whole, and fails)."""
+    limit, cap = ctx.limits.max_members, ctx.limits.max_header_bytes
+    fh.seek(start)
+    taken = bytearray()
+    pos = count = 0
+    while pos < size:
+        if count == limit:
+            return bytes(taken[:pos])
+        if pos > cap:
+            raise BudgetExceeded("max-header-bytes", f"the first {limit} entries of the zip's central directory "
+                                 f"take more than {cap} bytes")
+        while len(taken) < pos + CENTRAL_HEADER:
+            ctx.budget.check_time()
+            chunk = fh.read(min(CHUNK, size - len(taken)))
+            if not chunk:
+                return None
+            taken += chunk
+        if taken[pos : pos + 4] != ZIP_CENTRAL:
+            return None
+        name, extra, comment = struct.unpack_from("<3H", taken, pos + 28)
+        pos += CENTRAL_HEADER + name + extra + comment
+        count += 1
+    return None
 
 
 @dataclass(frozen=True)
@@ -550,18 +644,12 @@ class ZipScanner:
     name = "zip"
 
     def accepts(self, head: Head) -> bool:
-        return head.head.startswith((ZIP_LOCAL, ZIP_END)) or eocd_entries(head.tail, head.size) is not None
+        return head.head.startswith((ZIP_LOCAL, ZIP_END)) or plausible_end(head.tail, head.size)
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as fh:
-            fh.seek(max(0, artifact.size - TAIL_BYTES))
-            declared = eocd_entries(fh.read(TAIL_BYTES), artifact.size)
-            if declared is not None and declared > ctx.limits.max_members:
-                # Refuse before zipfile builds an object per entry.
-                yield artifact.observe("archive.too_many_members", count=declared, limit=ctx.limits.max_members)
-                return
             try:
-                archive = zipfile.ZipFile(fh)
+                archive, start_dir, cut = open_zip(fh, artifact.size, ctx)
             except BudgetExceeded:
                 raise
             except Exception as exc:
@@ -570,8 +658,10 @@ class ZipScanner:
                 yield from self._absolute_reading(artifact, ctx, fh, None)
                 return
             with archive:
-                yield from self._members(artifact, ctx, fh, archive)
-                yield from self._absolute_reading(artifact, ctx, fh, archive.start_dir)
+                if cut:
+                    yield artifact.observe("archive.too_many_members", limit=ctx.limits.max_members)
+                yield from self._members(artifact, ctx, fh, archive, start_dir)
+                yield from self._absolute_reading(artifact, ctx, fh, start_dir)
                 yield from self._before(artifact, ctx, fh, archive.infolist())
 
     def _before(
@@ -614,11 +704,16 @@ class ZipScanner:
         count, cd_size, cd_offset = record
         python_view = "none" if start_dir is None else f"one at {start_dir}"
         reason = f"the end record names a central directory at {cd_offset}, Python's zipfile reads {python_view}"
-        if cd_size > ctx.limits.max_header_bytes or count > ctx.limits.max_members:
+        if cd_size > ctx.limits.max_header_bytes:
             yield artifact.observe("archive.corrupt", cd_offset, reason=f"{reason}; too large to read as well")
             return
-        fh.seek(cd_offset)
-        directory = fh.read(cd_size)
+        directory = _first_entries(fh, cd_offset, cd_size, ctx)
+        if directory is None:
+            fh.seek(cd_offset)
+            directory = fh.read(cd_size)
+        else:
+            count = ctx.limits.max_members
+            yield artifact.observe("archive.too_many_members", cd_offset, limit=count)
         try:
             second = zipfile.ZipFile(_WithTail(fh, artifact.size, _directory_tail(directory, count, artifact.size)))
         except BudgetExceeded:
@@ -628,10 +723,10 @@ class ZipScanner:
             return
         yield artifact.observe("archive.corrupt", cd_offset, reason=f"{reason}; both were scanned")
         with second:
-            yield from self._members(artifact, ctx, fh, second)
+            yield from self._members(artifact, ctx, fh, second, second.start_dir)
 
     def _members(
-        self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], archive: zipfile.ZipFile
+        self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], archive: zipfile.ZipFile, start_dir: int
     ) -> Iterator[ScanItem]:
         infos = archive.infolist()
         if len(infos) > ctx.limits.max_members:
@@ -647,7 +742,7 @@ class ZipScanner:
             if native:
                 yield artifact.observe("pt2.native_code", **native_observation(native))
         locals_ = [read_local_header(fh, i) for i in infos]
-        yield from zip_structure(artifact, infos, locals_, archive.start_dir)
+        yield from zip_structure(artifact, infos, locals_, start_dir)
         names = NameChecks(artifact)
         records = storage_records(top, infos) if layout == "pytorch" else None
         for info, local in zip(infos, locals_, strict=True):
@@ -738,8 +833,11 @@ def zipfile_directory(fh: IO[bytes], size: int) -> bool:
     if pos >= 20 and tail[pos - 20 : pos - 16] == ZIP64_LOCATOR:
         try:
             fh.seek(0)
-            with zipfile.ZipFile(fh) as archive:
+            with zipfile.ZipFile(_StopAtDirectory(fh, WIDE_DIRECTORY)) as archive:
                 return bool(archive.infolist())
+        except _DirectoryAt as large:  # zipfile would read a directory of a megabyte or more there
+            fh.seek(large.start)
+            return fh.read(4) == ZIP_CENTRAL
         except Exception:
             return False
     count, cd_size = struct.unpack_from("<HI", tail, pos + 10)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import py7zr
+from py7zr import archiveinfo
 from py7zr.io import Py7zIO, WriterFactory
 from py7zr.py7zr import FileInfo
 
@@ -97,18 +98,37 @@ def py7zr_refuses(name: str) -> bool:
     return path_problem(name) in ("nul", "drive", "parent") or not py7zr_key(name)
 
 
+@contextmanager
+def _listing_at_most(count: int) -> Iterator[None]:
+    """py7zr refuses a header listing more than MAX_NUMFILES entries before it builds anything for each (2 KB
+    apiece by the time it is open, and its own cap is 8,388,608): lowered to max-members while it reads one."""
+    saved = archiveinfo.MAX_NUMFILES
+    archiveinfo.MAX_NUMFILES = min(saved, count)
+    try:
+        yield
+    finally:
+        archiveinfo.MAX_NUMFILES = saved
+
+
 def scan_7z(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
     """Sizes are checked against the budget before anything is extracted."""
     with ExitStack() as stack:
         fh = stack.enter_context(artifact.opener())
         try:
-            archive = stack.enter_context(py7zr.SevenZipFile(fh, mode="r"))
+            with _listing_at_most(ctx.limits.max_members):
+                archive = stack.enter_context(py7zr.SevenZipFile(fh, mode="r"))
             files = archive.list()
         except py7zr.PasswordRequired:
             yield artifact.observe("archive.encrypted", reason="encrypted header")
             return
         except BudgetExceeded:
             raise
+        except py7zr.Bad7zFile as exc:
+            if str(exc).startswith("numfiles value"):  # more than max-members: nothing of it is listed
+                yield artifact.observe("archive.too_many_members", limit=ctx.limits.max_members)
+            else:
+                yield artifact.observe("archive.corrupt", reason=reason(exc))
+            return
         except Exception as exc:
             yield artifact.observe("archive.corrupt", reason=reason(exc))
             return
