@@ -558,6 +558,8 @@ def _zip64_case(layout: str) -> Callable[[bytes], bytes]:
 
     def make(hostile: bytes) -> bytes:
         members = [(name, hostile if name.endswith("/data.pkl") else data) for name, data in saved_members()]
+        if layout == "one-directory-two-shifts":
+            return _one_directory_two_shifts(members, hostile)
         body = bytearray()
         offsets = []
         for name, data in members:
@@ -610,9 +612,30 @@ def _zip64_case(layout: str) -> Callable[[bytes], bytes]:
     return make
 
 
+def _one_directory_two_shifts(members: list[tuple[str, bytes]], hostile: bytes) -> bytes:
+    """One central directory that both readers take, but zipfile's record (right before the locator) states it
+    `shift` bytes earlier than miniz's (the one the locator names): zipfile moves every member by `shift`, onto a
+    benign twin, and miniz reads the members as recorded (review 4; both directories start at the same byte)."""
+    body, offsets = bytearray(), []
+    for name, data in members:
+        offsets.append(len(body))
+        body += _z_local(name, data)
+    shift = len(body) + 64
+    body += bytes(shift - len(body))
+    pad = len(hostile) - 8  # PROTO 2, BINUNICODE and its length, the padding, STOP: as long as the payload
+    twin = b"\x80\x02X" + pad.to_bytes(4, "little") + b"x" * pad + b"."
+    for name, data in members:
+        body += _z_local(name, twin if name.endswith("/data.pkl") else data)
+    directory = b"".join(_z_central(n, d, o) for (n, d), o in zip(members, offsets, strict=True))
+    record, count = len(body), len(members)
+    at = record + 56
+    body += _z64_end(count, len(directory), at) + directory + _z64_end(count, len(directory), at - shift)
+    return bytes(body + _z64_locator(record) + _END_FFFF)
+
+
 ZIP64_LAYOUTS = [
     "locator-names-other-record", "locator-names-other-record-plain-end", "shifted-directory", "shifted-directory-ffff",
-    "directory-in-extensible-data", "data-pkl-only-in-miniz-view",
+    "directory-in-extensible-data", "data-pkl-only-in-miniz-view", "one-directory-two-shifts",
 ]  # fmt: skip
 
 

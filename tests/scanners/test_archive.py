@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from tests.helpers.scanning import rule_ids, scan_bytes
 from wscan.config import Config
-from wscan.limits import Budget, BudgetExceeded, Limits
+from wscan.limits import Budget, BudgetExceeded, Limits, open_counted
 from wscan.model import Location, Observation
 from wscan.scanners import archive as archive_mod
 from wscan.scanners.archive import SevenZipScanner, TarScanner, ZipScanner
@@ -366,47 +366,69 @@ def test_zip_too_many_members() -> None:
     assert result.of("archive.too_many_members") == [{"count": 5, "limit": 3}]
 
 
-def _wide_zip(count: int, first: bytes, zip64: bool, prefix: bytes = b"") -> bytes:
+def _wide_zip(
+    count: int, first: bytes, zip64: bool, prefix: bytes = b"", name_bytes: int = 7, recorded: int | None = None
+) -> bytes:
     """`count` stored entries, the first holding `first` and the rest empty, behind `prefix` (offsets are not
-    shifted for it). A classic end record says one entry: zipfile goes by the directory's size, not its count."""
+    shifted for it). A classic end record says one entry: zipfile goes by the directory's size, not its count.
+    `recorded`: the directory's offset as the zip64 record states it; each entry's offset is then written so that
+    zipfile's shift (start - recorded) lands on it, in a zip64 extra field when it needs 64 bits."""
     local, directory = bytearray(prefix), bytearray()
+    where = sum(30 + name_bytes + 4 + len(first if i == 0 else b"") for i in range(count))
+    shift = len(prefix) if recorded is None else len(prefix) + where - recorded
     for index in range(count):
-        name, data = b"%07d.pkl" % index, first if index == 0 else b""
-        at, crc = len(local) - len(prefix), zlib.crc32(data)
+        name, data = (b"%07d" % index).ljust(name_bytes, b"n") + b".pkl", first if index == 0 else b""
+        stored, crc = len(local) - shift, zlib.crc32(data)
         local += struct.pack("<4s5H3I2H", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data), len(data), len(name), 0)
         local += name + data
-        directory += struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, crc, len(data), len(data),
-                                 len(name), 0, 0, 0, 0, 0, at) + name
-    where = len(local) - len(prefix)
+        extra = struct.pack("<HHQ", 1, 8, stored) if stored >= 0xFFFFFFFF else b""
+        directory += struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 45, 45, 0, 0, 0, 0, crc, len(data), len(data),
+                                 len(name), len(extra), 0, 0, 0, 0, min(stored, 0xFFFFFFFF)) + name + extra
+    assert len(local) == len(prefix) + where
     if zip64:
-        end64 = struct.pack("<4sQ2H2I4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, len(directory), where)
+        stated = where if recorded is None else recorded
+        end64 = struct.pack("<4sQ2H2I4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, len(directory), stated)
         locator = struct.pack("<4sIQI", b"PK\x06\x07", 0, where + len(directory), 1)
         end = struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
         return bytes(local + directory) + end64 + locator + end
     return bytes(local + directory) + struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, 1, 1, len(directory), where, 0)
 
 
-@pytest.mark.parametrize("zip64", [True, False], ids=["zip64", "classic"])
-@pytest.mark.parametrize("prefix", [b"", b"#!/bin/sh\n" * 100], ids=["plain", "prepended"])
-def test_a_directory_past_max_members_is_cut_before_zipfile_reads_it(zip64: bool, prefix: bytes) -> None:
+PAYLOAD = b"\x80\x02cposix\nsystem\nq\x00(S'touch x'\ntR."
+WIDE_ZIPS = {  # name: (entries, arguments of _wide_zip after them)
+    "zip64": (25_000, {"zip64": True}),
+    "classic": (25_000, {"zip64": False}),
+    "zip64-prepended": (25_000, {"zip64": True, "prefix": b"#!/bin/sh\n" * 100}),
+    "classic-prepended": (25_000, {"zip64": False, "prefix": b"#!/bin/sh\n" * 100}),
+    # The thousandth entry's name runs across the walk's second 1 MiB read (review 4 found the cut short there).
+    "long-names": (1500, {"zip64": True, "name_bytes": 1049}),
+    # A stated offset near 2**64: zipfile's shift is then huge and negative (review 4: it overflowed the cut).
+    "offset-near-2**64": (25_000, {"zip64": True, "recorded": (1 << 64) - 1}),
+}
+
+
+def _open_zip(data: bytes, limits: Limits) -> archive_mod.PythonZip:
+    return archive_mod.open_zip(io.BytesIO(data), len(data), ScanContext(limits, Budget(limits)))
+
+
+@pytest.mark.parametrize("layout", list(WIDE_ZIPS))
+def test_a_directory_past_max_members_is_cut_before_zipfile_reads_it(layout: str) -> None:
     """zipfile builds half a kilobyte for every entry listed (a zip64 of 2,000,000 empty entries took 1 GB and
     23 s). It is handed the first max-members entries alone, with their offsets as it would have read them."""
-    data = _wide_zip(25_000, b"\x80\x02cposix\nsystem\nq\x00.", zip64, prefix)
+    count, arguments = WIDE_ZIPS[layout]
+    data = _wide_zip(count, PAYLOAD, **arguments)  # type: ignore[arg-type]
     limits = Limits(max_members=1000)
-    artifact = Artifact(Location("t.bin"), len(data), lambda: io.BytesIO(data), name="t.bin")
-    fh = io.BytesIO(data)
-    archive, start_dir, cut = archive_mod.open_zip(fh, len(data), ScanContext(limits=limits, budget=Budget(limits)))
+    python = _open_zip(data, limits)
     whole = zipfile.ZipFile(io.BytesIO(data))
-    assert cut and start_dir == whole.start_dir
-    assert [(i.filename, i.header_offset) for i in archive.infolist()] == [
+    assert python.cut == "max-members" and python.start_dir == whole.start_dir
+    assert [(i.filename, i.header_offset) for i in python.archive.infolist()] == [
         (i.filename, i.header_offset) for i in whole.infolist()[:1000]]
-    assert archive.read("0000000.pkl").startswith(b"\x80\x02cposix")
+    assert python.archive.read(whole.infolist()[0]) == PAYLOAD
     result = run(ZipScanner(), data, limits)
     assert result.of("archive.too_many_members") == [{"limit": 1000}]
     assert len([n for n in result.children if not n.startswith("@")]) == 1000
-    assert result.children["0000000.pkl"].startswith(b"\x80\x02cposix")
+    assert result.children[whole.infolist()[0].filename] == PAYLOAD
     assert "archive.corrupt" not in result.kinds() and "archive.overlap" not in result.kinds()
-    del artifact
 
 
 @pytest.mark.parametrize("disguised", [False, True], ids=["zip", "disguised"])
@@ -416,7 +438,7 @@ def test_a_payload_among_the_first_entries_of_a_cut_directory_is_reported(
     """Through the engine: the cut archive's members are scanned, and zipfile never builds more entries than
     that. Disguised: behind other bytes, with a disk field set in its classic end record (zipfile ignores it);
     the lenient scanner first asks zipfile whether it finds a directory there."""
-    data = bytearray(_wide_zip(25_000, b"\x80\x02cposix\nsystem\nq\x00(S'touch x'\ntR.", True, b"MZ" * 300))
+    data = bytearray(_wide_zip(25_000, PAYLOAD, True, b"MZ" * 300))
     if disguised:
         struct.pack_into("<H", data, len(data) - 18, 1)
     built = []
@@ -437,7 +459,7 @@ def test_a_wide_directory_only_miniz_reads_is_cut_and_scanned(tmp_path: Path) ->
     """The zip64 locator names a record for a wide directory (torch's miniz reads it); zipfile reads the record
     right before the locator, a decoy's. Before, miniz's directory listing more than max-members was refused
     unread (high, not critical): its first max-members entries are now scanned."""
-    wide = _wide_zip(25_000, b"\x80\x02cposix\nsystem\nq\x00(S'touch x'\ntR.", zip64=True)
+    wide = _wide_zip(25_000, PAYLOAD, zip64=True)
     record_at = wide.index(b"PK\x06\x06")
     body = bytearray(wide[: record_at + 56])  # locals, the wide directory and its zip64 record
     decoy_at = len(body)
@@ -455,19 +477,41 @@ def test_a_wide_directory_only_miniz_reads_is_cut_and_scanned(tmp_path: Path) ->
 
 def test_a_wide_directory_within_max_members_is_read_whole() -> None:
     data = _wide_zip(25_000, b"x", zip64=True)
-    limits = Limits(max_members=25_000)
-    archive, _, cut = archive_mod.open_zip(io.BytesIO(data), len(data), ScanContext(limits, Budget(limits)))
-    assert not cut and len(archive.infolist()) == 25_000
-    over = Limits(max_members=24_999)
-    archive, _, cut = archive_mod.open_zip(io.BytesIO(data), len(data), ScanContext(over, Budget(over)))
-    assert cut and len(archive.infolist()) == 24_999
+    python = _open_zip(data, Limits(max_members=25_000))
+    assert not python.cut and len(python.archive.infolist()) == 25_000
+    python = _open_zip(data, Limits(max_members=24_999))
+    assert python.cut == "max-members" and len(python.archive.infolist()) == 24_999
 
 
-def test_a_cut_directory_larger_than_max_header_bytes_is_a_limit() -> None:
-    data = _wide_zip(25_000, b"x", zip64=True)
-    limits = Limits(max_members=10_000, max_header_bytes=100_000)
-    with pytest.raises(BudgetExceeded, match="max-header-bytes"):
-        archive_mod.open_zip(io.BytesIO(data), len(data), ScanContext(limits, Budget(limits)))
+def test_a_directory_past_max_header_bytes_is_cut_there(tmp_path: Path) -> None:
+    """A directory may hold few entries and still be huge (64 KiB comments each): it is cut before the first entry
+    that ends past max-header-bytes, and what came before is scanned (review 4: it was refused unread)."""
+    data = _wide_zip(25_000, PAYLOAD, zip64=True)
+    limits = Limits(max_members=100_000, max_header_bytes=100_000)
+    python = _open_zip(data, limits)
+    assert python.cut == "max-header-bytes" and len(python.archive.infolist()) == 100_000 // 57
+    report = scan_bytes(tmp_path, data, "model.bin", Config(jobs=0, limits=limits))
+    assert {"WS-PKL-001", "WS-FILE-002"} <= rule_ids(report), rule_ids(report)
+
+
+def test_a_directory_that_breaks_early_is_not_read_to_its_stated_end(tmp_path: Path) -> None:
+    """zipfile reads a directory whole before it parses any of it: one entry, then 50 MB of nothing (a sparse
+    file, 8 KB on disk, took 1.5 GB). The walk stops at the first thing that is not an entry, as zipfile would."""
+    entry = _wide_zip(1, PAYLOAD, zip64=True)
+    directory_at = entry.index(b"PK\x01\x02")
+    stated = 50_000_000
+    path = tmp_path / "sparse.zip"
+    with path.open("wb") as handle:
+        handle.write(entry[: entry.index(b"PK\x06\x06")])
+        handle.seek(directory_at + stated)
+        handle.write(struct.pack("<4sQ2H2I4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, 2, 2, stated, directory_at))
+        handle.write(struct.pack("<4sIQI", b"PK\x06\x07", 0, directory_at + stated, 1))
+        handle.write(struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0))
+    limits = Limits()
+    budget = Budget(limits)
+    with open_counted(path, budget) as fh, pytest.raises(zipfile.BadZipFile, match="Bad magic number"):
+        archive_mod.open_zip(fh, path.stat().st_size, ScanContext(limits, budget))
+    assert budget.read < 4 * 1024 * 1024
 
 
 def test_zip_unsupported_method() -> None:
@@ -647,6 +691,19 @@ def test_tar_oversized_extended_header_is_refused() -> None:
     assert result.of("archive.corrupt") == [{"reason": "oversized extended header"}]
 
 
+def test_tar_extended_headers_count_together() -> None:
+    """tarfile keeps every member's pax headers: twelve of 99 MB each, every one under max-header-bytes, took
+    1.4 GB (review 4). Together they stay within it; the members before are still read."""
+    def with_comment(size: int) -> Callable[[tarfile.TarInfo], None]:
+        return lambda info: info.pax_headers.update({"comment": "c" * size})
+
+    data = make_tar([(f"m{i}.pkl", b"x", with_comment(300_000)) for i in range(12)])
+    result = run(TarScanner(), data, Limits(max_header_bytes=1_000_000))
+    assert sorted(result.children) == ["m0.pkl", "m1.pkl", "m2.pkl"]
+    assert [o["reason"] for o in result.of("archive.corrupt")] == ["oversized extended header"]
+    assert len(run(TarScanner(), data, Limits(max_header_bytes=4_000_000)).children) == 12
+
+
 # --- 7z ----------------------------------------------------------------------------------------------
 
 
@@ -683,6 +740,16 @@ def test_7z_too_many_members() -> None:
     assert not result.children and "archive.corrupt" not in result.kinds()
     assert py7zr.archiveinfo.MAX_NUMFILES == 1 << 23
     assert len(run(SevenZipScanner(), data, Limits(max_members=5)).children) == 5
+
+
+def test_7z_header_past_max_header_bytes_is_a_limit() -> None:
+    """Names drive a 7z header's size: 20,000 names of 6,000 characters in 117 KB took 870 MB (review 4). py7zr's
+    own cap on a decoded header (256 MiB) is lowered to max-header-bytes."""
+    data = make_7z([("n" * 200 + f"{i}", b"") for i in range(500)])
+    result = run(SevenZipScanner(), data, Limits(max_header_bytes=50_000))
+    assert [o["limit"] for o in result.of("scan.limit")] == ["max-header-bytes"] and not result.children
+    assert py7zr.archiveinfo.MAX_HEADER_SIZE == 1 << 28
+    assert len(run(SevenZipScanner(), data).children) == 500
 
 
 def test_7z_encrypted_content_and_header() -> None:

@@ -224,21 +224,23 @@ def miniz_directory(fh: IO[bytes], size: int) -> tuple[int, int, int] | None:
     return int(count), int(cd_size), int(cd_offset)
 
 
-def _directory_tail(directory: bytes, count: int, where: int, shift: int = 0) -> bytes:
-    """`directory` followed by zip64 and classic end records that place it at `where`, so that Python's zipfile
-    shifts every member offset by `shift`: by none, to read them exactly as recorded (as miniz does)."""
-    end64 = struct.pack("<4sQ2H2I4Q", ZIP64_END, 44, 45, 45, 0, 0, count, count, len(directory), where - shift)
-    locator = struct.pack("<4sIQI", ZIP64_LOCATOR, 0, where + len(directory), 1)
+def end_records(count: int, size: int, offset: int, at: int) -> bytes:
+    """Zip64 and classic end records, the zip64 one written at `at`, for a central directory of `count` entries
+    and `size` bytes that they say starts at `offset`."""
+    end64 = struct.pack("<4sQ2H2I4Q", ZIP64_END, 44, 45, 45, 0, 0, count, count, size, offset)
+    locator = struct.pack("<4sIQI", ZIP64_LOCATOR, 0, at, 1)
     end = struct.pack("<4s4H2IH", ZIP_END, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
-    return directory + end64 + locator + end
+    return end64 + locator + end
 
 
-class _WithTail(io.RawIOBase):
-    """A file with extra bytes after its end, read in place: a second directory and end record."""
+class _Patched(io.RawIOBase):
+    """A file with `patch` laid over its bytes at `at` (at its end or past it, to add bytes), which seems to end
+    where the patch ends: seeking to its end or reading to its end stops there, so zipfile finds its end records
+    there. A read of a given size elsewhere gets the file's own bytes, wherever they lie (members' data)."""
 
-    def __init__(self, fh: IO[bytes], size: int, tail: bytes) -> None:
+    def __init__(self, fh: IO[bytes], size: int, at: int, patch: bytes) -> None:
         super().__init__()
-        self._fh, self._size, self._tail, self._pos = fh, size, tail, 0
+        self._fh, self._size, self._at, self._patch, self._pos = fh, size, at, patch, 0
 
     def readable(self) -> bool:
         return True
@@ -250,25 +252,31 @@ class _WithTail(io.RawIOBase):
         return self._pos
 
     def seek(self, offset: int, whence: int = 0) -> int:
-        base = {0: 0, 1: self._pos, 2: self._size + len(self._tail)}[whence]
+        base = {0: 0, 1: self._pos, 2: self._at + len(self._patch)}[whence]
         self._pos = max(0, base + offset)
         return self._pos
 
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            size = max(0, self._at + len(self._patch) - self._pos)
+        return super().read(size) or b""
+
     def readinto(self, buffer: Any) -> int:
-        want = len(buffer)
-        if self._pos < self._size:
-            self._fh.seek(self._pos)
-            data = self._fh.read(min(want, self._size - self._pos))
+        want, pos, at = len(buffer), self._pos, self._at
+        if at <= pos < at + len(self._patch):
+            data = self._patch[pos - at : pos - at + want]
+        elif pos < self._size:
+            self._fh.seek(pos)
+            data = self._fh.read(min(want, self._size - pos, at - pos if pos < at else want))
         else:
-            start = self._pos - self._size
-            data = self._tail[start : start + want]
+            data = b""
         buffer[: len(data)] = data
         self._pos += len(data)
         return len(data)
 
 
 CENTRAL_HEADER = 46  # bytes of a central directory entry before its name, extra field and comment
-WIDE_DIRECTORY = 1 * MIB  # zipfile's other reads while opening a file are at most 64 KiB and 22 bytes
+ZIPFILE_SEARCH = (1 << 16) + 22  # how far back from the end zipfile looks for the end record
 
 
 class _DirectoryAt(Exception):
@@ -305,58 +313,73 @@ class _StopAtDirectory(io.RawIOBase):
         return self._fh.read(-1 if size is None else size)
 
 
-def open_zip(fh: IO[bytes], size: int, ctx: ScanContext) -> tuple[zipfile.ZipFile, int, bool]:
-    """Python's zipfile over the file, where it found the central directory, and whether the directory was cut.
+@dataclass(frozen=True)
+class PythonZip:
+    """A zip as Python's zipfile reads it."""
+
+    archive: zipfile.ZipFile
+    start_dir: int  # where zipfile found the central directory
+    shift: int | None  # what it adds to every recorded offset (None: unknown, this zipfile does not say)
+    cut: str  # the limit its directory was cut at ("max-members", "max-header-bytes"), or ""
+
+
+def open_zip(fh: IO[bytes], size: int, ctx: ScanContext) -> PythonZip:
+    """Python's zipfile over the file, its central directory cut to the limits when it is past them.
 
     zipfile builds an object (half a kilobyte) for every entry its central directory lists, and a zip64 can
-    list millions. So zipfile is stopped as it reads a directory large enough to list more than max-members;
-    when it does list more, zipfile is handed its first max-members entries alone, placed so that their offsets
-    are shifted as zipfile would have shifted them. Where the directory lies is still zipfile's own finding."""
-    limit = ctx.limits.max_members
-    watched = _StopAtDirectory(fh, max(WIDE_DIRECTORY, (limit + 1) * CENTRAL_HEADER))
+    list millions. So zipfile is stopped as it reads a directory large enough to list more than max-members, and
+    the directory is walked; past max-members entries or max-header-bytes, zipfile is handed the same file with
+    end records right after the entries before that point (laid over the rest), stating the same offset as the
+    record it took. So it finds the directory where it did and shifts offsets as it did, by its own reckoning."""
+    end_record = getattr(zipfile, "_EndRecData", None)  # private, in every zipfile since Python 2
+    limits = ctx.limits  # zipfile's other reads while opening a file are at most ZIPFILE_SEARCH bytes
+    floor = max(ZIPFILE_SEARCH, min((limits.max_members + 1) * CENTRAL_HEADER, limits.max_header_bytes))
+    watched = _StopAtDirectory(fh, floor)
     try:
         archive = zipfile.ZipFile(watched)
     except _DirectoryAt as found:
-        cut = _first_entries(fh, found.start, found.size, ctx)
-        if cut is None:  # it lists no more than max-members: zipfile reads it all
+        cut = directory_walk(fh, found.start, found.size, ctx)
+        if cut is None:  # within both limits: zipfile reads it all
             watched.floor = sys.maxsize
             archive = zipfile.ZipFile(watched)
-            return archive, archive.start_dir, False
-        end_record = getattr(zipfile, "_EndRecData", None)  # private, in every zipfile since Python 2
-        if end_record is None:
-            raise BudgetExceeded("max-members", f"more than {limit} entries, and this Python's zipfile cannot "
-                                 "be given the first ones alone") from None
-        recorded = end_record(fh)[6]  # the directory's offset as stated by the end record zipfile took
-        tail = _directory_tail(cut, limit, size, shift=found.start - recorded)
-        return zipfile.ZipFile(_WithTail(fh, size, tail)), found.start, True
+        else:
+            if end_record is None:
+                raise BudgetExceeded(cut[2], "past this limit, and this Python's zipfile cannot be given the "
+                                     "central directory's first entries alone") from None
+            length, count, limit = cut
+            recorded = int(end_record(fh)[6])  # the directory's offset, as the end record zipfile took states it
+            at = found.start + length
+            view = _Patched(fh, size, at, end_records(count, length, recorded, at))
+            return PythonZip(zipfile.ZipFile(view), found.start, found.start - recorded, limit)
     watched.floor = sys.maxsize  # members are read through it
-    return archive, archive.start_dir, False
+    shift = None if end_record is None else archive.start_dir - int(end_record(fh)[6])
+    return PythonZip(archive, archive.start_dir, shift, "")
 
 
-def _first_entries(fh: IO[bytes], start: int, size: int, ctx: ScanContext) -> bytes | None:
-    """The first max-members entries of the central directory at `start` (`size` bytes), when it lists more;
-    None when it does not, or when an entry before that is not one (zipfile then reads it whole, and fails)."""
+def directory_walk(fh: IO[bytes], start: int, size: int, ctx: ScanContext) -> tuple[int, int, str] | None:
+    """Where to cut the central directory at `start` (`size` bytes): (bytes, entries, limit) before the entry
+    past max-members, or before the first entry that ends past max-header-bytes; None within both. An entry
+    that is not one raises what zipfile raises there (it would fail the same way)."""
     limit, cap = ctx.limits.max_members, ctx.limits.max_header_bytes
-    fh.seek(start)
-    taken = bytearray()
+    window, window_at = b"", 0  # directory bytes from window_at on
     pos = count = 0
     while pos < size:
         if count == limit:
-            return bytes(taken[:pos])
-        if pos > cap:
-            raise BudgetExceeded("max-header-bytes", f"the first {limit} entries of the zip's central directory "
-                                 f"take more than {cap} bytes")
-        while len(taken) < pos + CENTRAL_HEADER:
+            return pos, count, "max-members"
+        if pos + CENTRAL_HEADER > window_at + len(window):
             ctx.budget.check_time()
-            chunk = fh.read(min(CHUNK, size - len(taken)))
-            if not chunk:
-                return None
-            taken += chunk
-        if taken[pos : pos + 4] != ZIP_CENTRAL:
-            return None
-        name, extra, comment = struct.unpack_from("<3H", taken, pos + 28)
-        pos += CENTRAL_HEADER + name + extra + comment
-        count += 1
+            fh.seek(start + pos)
+            window, window_at = fh.read(min(CHUNK, size - pos)), pos
+            if len(window) < CENTRAL_HEADER:
+                raise zipfile.BadZipFile("Truncated central directory")
+        at = pos - window_at
+        if window[at : at + 4] != ZIP_CENTRAL:
+            raise zipfile.BadZipFile("Bad magic number for central directory")
+        name, extra, comment = struct.unpack_from("<3H", window, at + 28)
+        end = pos + CENTRAL_HEADER + name + extra + comment
+        if end > cap:
+            return pos, count, "max-header-bytes"
+        pos, count = end, count + 1
     return None
 
 
@@ -638,6 +661,16 @@ def _tar_number(field: bytes) -> int | None:
         return None
 
 
+def _cut_at(artifact: Artifact, ctx: ScanContext, limit: str, where: int) -> Emit:
+    """What a central directory cut at `limit` reports: entries past it are not scanned."""
+    if limit == "max-members":
+        yield artifact.observe("archive.too_many_members", where, limit=ctx.limits.max_members)
+    elif limit:
+        cap = ctx.limits.max_header_bytes
+        detail = f"the zip's central directory at {where} is larger than {cap} bytes; later entries were not read"
+        yield artifact.observe("scan.limit", where, limit=limit, detail=detail)
+
+
 class ZipScanner:
     """Zip archives, including PyTorch, TorchScript, npz and Keras files and zips behind other bytes."""
 
@@ -649,7 +682,7 @@ class ZipScanner:
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as fh:
             try:
-                archive, start_dir, cut = open_zip(fh, artifact.size, ctx)
+                python = open_zip(fh, artifact.size, ctx)
             except BudgetExceeded:
                 raise
             except Exception as exc:
@@ -657,12 +690,11 @@ class ZipScanner:
                 # Python's zipfile gave up; miniz may not (it trusts a zip64 locator zipfile ignores).
                 yield from self._absolute_reading(artifact, ctx, fh, None)
                 return
-            with archive:
-                if cut:
-                    yield artifact.observe("archive.too_many_members", limit=ctx.limits.max_members)
-                yield from self._members(artifact, ctx, fh, archive, start_dir)
-                yield from self._absolute_reading(artifact, ctx, fh, start_dir)
-                yield from self._before(artifact, ctx, fh, archive.infolist())
+            with python.archive:
+                yield from _cut_at(artifact, ctx, python.cut, python.start_dir)
+                yield from self._members(artifact, ctx, fh, python.archive, python.start_dir)
+                yield from self._absolute_reading(artifact, ctx, fh, python)
+                yield from self._before(artifact, ctx, fh, python.archive.infolist())
 
     def _before(
         self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], infos: list[zipfile.ZipInfo]
@@ -689,9 +721,10 @@ class ZipScanner:
             yield artifact.observe("archive.unlisted_entries", 0, length=rest)
 
     def _absolute_reading(
-        self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], start_dir: int | None
+        self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], python: PythonZip | None
     ) -> Iterator[ScanItem]:
-        """Read the directory miniz (PyTorch's reader) reads, when Python's zipfile read another one or none.
+        """Read the directory miniz (PyTorch's reader) reads, when Python's zipfile read another one, none, or the
+        same one with its offsets shifted.
 
         Python's zipfile finds the central directory just before the end record (or the zip64 record right
         before its locator) and shifts every offset by the difference; miniz follows the zip64 locator wherever
@@ -699,23 +732,21 @@ class ZipScanner:
         one set of members and torch.load another, so both are scanned.
         """
         record = miniz_entries(fh, artifact.size)
-        if record is None or record[2] == start_dir:
-            return  # no directory there (miniz refuses the file too), or the one zipfile read
+        if record is None or (python is not None and record[2] == python.start_dir and python.shift == 0):
+            return  # no directory there (miniz refuses the file too), or the one zipfile read, as zipfile read it
         count, cd_size, cd_offset = record
-        python_view = "none" if start_dir is None else f"one at {start_dir}"
+        python_view = "none" if python is None else f"one at {python.start_dir}"
         reason = f"the end record names a central directory at {cd_offset}, Python's zipfile reads {python_view}"
-        if cd_size > ctx.limits.max_header_bytes:
-            yield artifact.observe("archive.corrupt", cd_offset, reason=f"{reason}; too large to read as well")
-            return
-        directory = _first_entries(fh, cd_offset, cd_size, ctx)
-        if directory is None:
-            fh.seek(cd_offset)
-            directory = fh.read(cd_size)
-        else:
-            count = ctx.limits.max_members
-            yield artifact.observe("archive.too_many_members", cd_offset, limit=count)
         try:
-            second = zipfile.ZipFile(_WithTail(fh, artifact.size, _directory_tail(directory, count, artifact.size)))
+            cut = directory_walk(fh, cd_offset, cd_size, ctx)
+            if cut is not None:
+                cd_size, count, limit = cut
+                yield from _cut_at(artifact, ctx, limit, cd_offset)
+            fh.seek(cd_offset)
+            directory = fh.read(cd_size)  # at most max-header-bytes
+            at = artifact.size + len(directory)
+            tail = directory + end_records(count, len(directory), artifact.size, at)
+            second = zipfile.ZipFile(_Patched(fh, artifact.size, artifact.size, tail))
         except BudgetExceeded:
             raise
         except Exception as exc:  # what miniz would read there cannot be checked: fail closed
@@ -815,8 +846,6 @@ class LenientZipScanner(ZipScanner):
         yield from super().scan(artifact, ctx)
 
 
-ZIPFILE_SEARCH = (1 << 16) + 22  # how far back from the end zipfile looks for the end record
-
 
 def zipfile_directory(fh: IO[bytes], size: int) -> bool:
     """Whether Python's zipfile would find a central directory: its end record (the last 22 bytes when they are
@@ -833,7 +862,7 @@ def zipfile_directory(fh: IO[bytes], size: int) -> bool:
     if pos >= 20 and tail[pos - 20 : pos - 16] == ZIP64_LOCATOR:
         try:
             fh.seek(0)
-            with zipfile.ZipFile(_StopAtDirectory(fh, WIDE_DIRECTORY)) as archive:
+            with zipfile.ZipFile(_StopAtDirectory(fh, MIB)) as archive:
                 return bool(archive.infolist())
         except _DirectoryAt as large:  # zipfile would read a directory of a megabyte or more there
             fh.seek(large.start)
@@ -886,29 +915,43 @@ def tar_checksum_ok(block: bytes) -> bool:
     return stored in tarfile.calc_chksums(block[:512])  # type: ignore[attr-defined]
 
 
-def oversized_extended_header(fh: IO[bytes], offset: int, limit: int) -> bool:
-    """Would tarfile read an extended header body larger than `limit` at `offset`?"""
-    fh.seek(offset)
-    block = fh.read(512)
-    if len(block) < 512 or block[156:157] not in [bytes([c]) for c in _TAR_EXTENDED]:
-        return False
-    field_ = block[124:136]
-    if field_[0] & 0x80:  # base-256 sizes are for huge members, not headers
-        return True
-    try:
-        return int(field_.replace(b"\x00", b" ").strip() or b"0", 8) > limit
-    except ValueError:
-        return False
+def extended_header_bytes(fh: IO[bytes], offset: int, budget: Budget) -> int:
+    """Bytes of the extended headers tarfile reads into memory, and keeps, for the member at `offset`: the run of
+    pax and GNU long-name headers ahead of it (tarfile reads a run in one go). A size it cannot be: -1."""
+    total = 0
+    while True:
+        budget.check_time()
+        fh.seek(offset)
+        block = fh.read(512)
+        if len(block) < 512 or block[156] not in _TAR_EXTENDED:
+            return total
+        field_ = block[124:136]
+        if field_[0] & 0x80:  # base-256 sizes are for huge members, not headers
+            return -1
+        try:
+            size = int(field_.replace(b"\x00", b" ").strip() or b"0", 8)
+        except ValueError:
+            return total  # tarfile fails on this header before reading a body
+        total += size
+        offset += 512 + -(-size // 512) * 512
 
 
 def read_tar_members(
     artifact: Artifact, ctx: ScanContext, fh: IO[bytes]
 ) -> tuple[tarfile.TarFile | None, list[tarfile.TarInfo], list[Observation]]:
-    """Headers up to max_members; a broken header ends the list with an observation."""
+    """Headers up to max_members; a broken header ends the list with an observation. tarfile keeps every
+    member's pax headers and long names, so what it keeps of them all together stays within max-header-bytes:
+    the next run of extended headers is checked before tarfile reads it, and what a member keeps is counted
+    after (tarfile may also come upon a run past junk, unchecked)."""
     found: list[Observation] = []
     members: list[tarfile.TarInfo] = []
-    limit = ctx.limits.max_header_bytes
-    if oversized_extended_header(fh, 0, limit):
+    cap, kept = ctx.limits.max_header_bytes, 0
+
+    def within(offset: int) -> bool:
+        needed = extended_header_bytes(fh, offset, ctx.budget)
+        return needed >= 0 and kept + needed <= cap
+
+    if not within(0):
         return None, [], [artifact.observe("archive.corrupt", 0, reason="oversized extended header")]
     try:
         fh.seek(0)
@@ -926,11 +969,15 @@ def read_tar_members(
             if len(members) >= ctx.limits.max_members:
                 found.append(artifact.observe("archive.too_many_members", limit=ctx.limits.max_members))
                 break
-            if members and oversized_extended_header(fh, tar.offset, limit):
+            if members and not within(tar.offset):
                 found.append(artifact.observe("archive.corrupt", tar.offset, reason="oversized extended header"))
                 break
             member = tar.next()
             if member is None:
+                break
+            kept += len(member.name) + len(member.linkname) + sum(map(len, member.pax_headers.values()))
+            if kept > cap:
+                found.append(artifact.observe("archive.corrupt", member.offset, reason="oversized extended header"))
                 break
             if member.offset > expected:  # after zero blocks or junk: Python's tarfile stops before it
                 found.append(

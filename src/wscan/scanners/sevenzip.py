@@ -13,7 +13,7 @@ from py7zr import archiveinfo
 from py7zr.io import Py7zIO, WriterFactory
 from py7zr.py7zr import FileInfo
 
-from wscan.limits import MIB, Budget, BudgetExceeded
+from wscan.limits import MIB, Budget, BudgetExceeded, Limits
 from wscan.model import Observation
 from wscan.scanners.archive import (
     LINK_TARGET_BYTES,
@@ -99,15 +99,17 @@ def py7zr_refuses(name: str) -> bool:
 
 
 @contextmanager
-def _listing_at_most(count: int) -> Iterator[None]:
-    """py7zr refuses a header listing more than MAX_NUMFILES entries before it builds anything for each (2 KB
-    apiece by the time it is open, and its own cap is 8,388,608): lowered to max-members while it reads one."""
-    saved = archiveinfo.MAX_NUMFILES
-    archiveinfo.MAX_NUMFILES = min(saved, count)
+def _header_within(limits: Limits) -> Iterator[None]:
+    """py7zr refuses a header listing more than MAX_NUMFILES entries before it builds anything for them (2 KB
+    apiece once open; its own cap is 8,388,608), and one that decodes to more than MAX_HEADER_SIZE bytes (names:
+    its own cap is 256 MiB). Both are lowered to wscan's limits while it reads one."""
+    saved = archiveinfo.MAX_NUMFILES, archiveinfo.MAX_HEADER_SIZE
+    archiveinfo.MAX_NUMFILES = min(saved[0], limits.max_members)
+    archiveinfo.MAX_HEADER_SIZE = min(saved[1], limits.max_header_bytes)
     try:
         yield
     finally:
-        archiveinfo.MAX_NUMFILES = saved
+        archiveinfo.MAX_NUMFILES, archiveinfo.MAX_HEADER_SIZE = saved
 
 
 def scan_7z(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
@@ -115,7 +117,7 @@ def scan_7z(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
     with ExitStack() as stack:
         fh = stack.enter_context(artifact.opener())
         try:
-            with _listing_at_most(ctx.limits.max_members):
+            with _header_within(ctx.limits):
                 archive = stack.enter_context(py7zr.SevenZipFile(fh, mode="r"))
             files = archive.list()
         except py7zr.PasswordRequired:
@@ -123,9 +125,12 @@ def scan_7z(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
             return
         except BudgetExceeded:
             raise
-        except py7zr.Bad7zFile as exc:
-            if str(exc).startswith("numfiles value"):  # more than max-members: nothing of it is listed
+        except py7zr.Bad7zFile as exc:  # nothing of it is listed
+            message = str(exc)
+            if message.startswith("numfiles value") and f"exceeds limit {ctx.limits.max_members}" in message:
                 yield artifact.observe("archive.too_many_members", limit=ctx.limits.max_members)
+            elif message.startswith("decoded header size exceeds limit"):
+                yield artifact.observe("scan.limit", limit="max-header-bytes", detail=f"7z {message}")
             else:
                 yield artifact.observe("archive.corrupt", reason=reason(exc))
             return
