@@ -226,9 +226,10 @@ def miniz_directory(fh: IO[bytes], size: int) -> tuple[int, int, int] | None:
 
 def end_records(count: int, size: int, offset: int, at: int) -> bytes:
     """Zip64 and classic end records, the zip64 one written at `at`, for a central directory of `count` entries
-    and `size` bytes that they say starts at `offset`."""
+    and `size` bytes that they say starts at `offset`. The locator says where a writer would have put the zip64
+    record, right after the directory as offsets count (newer zipfiles check it), and never past where it is."""
     end64 = struct.pack("<4sQ2H2I4Q", ZIP64_END, 44, 45, 45, 0, 0, count, count, size, offset)
-    locator = struct.pack("<4sIQI", ZIP64_LOCATOR, 0, at, 1)
+    locator = struct.pack("<4sIQI", ZIP64_LOCATOR, 0, min(at, offset + size), 1)
     end = struct.pack("<4s4H2IH", ZIP_END, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
     return end64 + locator + end
 
@@ -257,21 +258,31 @@ class _Patched(io.RawIOBase):
         return self._pos
 
     def read(self, size: int | None = -1) -> bytes:
+        """`size` bytes, or to the end; a single piece (the usual read) is not copied again."""
         if size is None or size < 0:
             size = max(0, self._at + len(self._patch) - self._pos)
-        return super().read(size) or b""
+        pieces = []
+        while size > 0 and (piece := self._piece(size)):
+            pieces.append(piece)
+            size -= len(piece)
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
-    def readinto(self, buffer: Any) -> int:
-        want, pos, at = len(buffer), self._pos, self._at
+    def _piece(self, size: int) -> bytes:
+        """Up to `size` bytes from the patch or from the file, whichever is at the position."""
+        pos, at = self._pos, self._at
         if at <= pos < at + len(self._patch):
-            data = self._patch[pos - at : pos - at + want]
+            data = self._patch[pos - at : pos - at + size]
         elif pos < self._size:
             self._fh.seek(pos)
-            data = self._fh.read(min(want, self._size - pos, at - pos if pos < at else want))
+            data = self._fh.read(min(size, self._size - pos, at - pos if pos < at else size))
         else:
             data = b""
-        buffer[: len(data)] = data
         self._pos += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
         return len(data)
 
 
@@ -899,7 +910,6 @@ def _small_member(archive: zipfile.ZipFile, name: str) -> bytes | None:
 
 TORCH_TAR_NAMES = ("storages", "tensors", "pickle")  # the members torch.load's tar reader opens, by name
 
-_TAR_EXTENDED = b"xgLKX"  # pax and GNU long-name headers: tarfile reads their whole body into memory
 _TAR_SPECIAL = {tarfile.CHRTYPE: "char", tarfile.BLKTYPE: "block", tarfile.FIFOTYPE: "fifo"}
 
 
@@ -915,51 +925,68 @@ def tar_checksum_ok(block: bytes) -> bool:
     return stored in tarfile.calc_chksums(block[:512])  # type: ignore[attr-defined]
 
 
-def extended_header_bytes(fh: IO[bytes], offset: int, budget: Budget) -> int:
-    """Bytes of the extended headers tarfile reads into memory, and keeps, for the member at `offset`: the run of
-    pax and GNU long-name headers ahead of it (tarfile reads a run in one go). A size it cannot be: -1."""
-    total = 0
-    while True:
-        budget.check_time()
-        fh.seek(offset)
-        block = fh.read(512)
-        if len(block) < 512 or block[156] not in _TAR_EXTENDED:
-            return total
-        field_ = block[124:136]
-        if field_[0] & 0x80:  # base-256 sizes are for huge members, not headers
-            return -1
-        try:
-            size = int(field_.replace(b"\x00", b" ").strip() or b"0", 8)
-        except ValueError:
-            return total  # tarfile fails on this header before reading a body
-        total += size
-        offset += 512 + -(-size // 512) * 512
+PAX_RECORD_COST = 100
+
+
+class _HeadersPastLimit(Exception):
+    """tarfile was about to read more extended headers than max-header-bytes allows."""
+
+
+class _HeaderReads(io.RawIOBase):
+    """A tar as tarfile lists it. The bodies of extended headers (pax, GNU long names), which it keeps for every
+    member, may not pass `allowance` bytes together: a read of a body (after such a header, or of more than a
+    block) that would, or a negative one (to the end), is refused before it is made. Once listed, the file."""
+
+    def __init__(self, fh: IO[bytes], allowance: int) -> None:
+        super().__init__()
+        self._fh, self.allowance, self._body_next, self.listing = fh, allowance, False, True
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._fh.seek(offset, whence)
+
+    def read(self, size: int | None = -1) -> bytes:
+        if not self.listing:
+            return self._fh.read(-1 if size is None else size)
+        if size is None or size < 0:
+            raise _HeadersPastLimit  # to the end of the file
+        body = size > 512 or self._body_next
+        if body and size > self.allowance:
+            raise _HeadersPastLimit
+        data = self._fh.read(size)
+        if body:  # a pax record costs tarfile about 100 bytes beside its text (review 5: 50 MB of them took 500 MB)
+            self.allowance -= len(data) + PAX_RECORD_COST * data.count(b"\n")
+            if self.allowance < 0:
+                raise _HeadersPastLimit
+        self._body_next = len(data) == 512 and data[156] in b"xgLKX"  # tarfile reads a body next
+        return data
 
 
 def read_tar_members(
     artifact: Artifact, ctx: ScanContext, fh: IO[bytes]
 ) -> tuple[tarfile.TarFile | None, list[tarfile.TarInfo], list[Observation]]:
-    """Headers up to max_members; a broken header ends the list with an observation. tarfile keeps every
-    member's pax headers and long names, so what it keeps of them all together stays within max-header-bytes:
-    the next run of extended headers is checked before tarfile reads it, and what a member keeps is counted
-    after (tarfile may also come upon a run past junk, unchecked)."""
+    """Headers up to max_members; a broken header ends the list with an observation."""
     found: list[Observation] = []
     members: list[tarfile.TarInfo] = []
-    cap, kept = ctx.limits.max_header_bytes, 0
-
-    def within(offset: int) -> bool:
-        needed = extended_header_bytes(fh, offset, ctx.budget)
-        return needed >= 0 and kept + needed <= cap
-
-    if not within(0):
-        return None, [], [artifact.observe("archive.corrupt", 0, reason="oversized extended header")]
+    reads = _HeaderReads(fh, ctx.limits.max_header_bytes)
+    too_large = "oversized extended header"
     try:
         fh.seek(0)
         # Plain tar only: compression is undone upstream. ignore_zeros reads on past zero blocks and
         # broken headers, as GNU tar -i does, so nothing hides behind an end-of-archive marker.
-        tar = tarfile.TarFile(fileobj=fh, mode="r", ignore_zeros=True)
+        tar = tarfile.TarFile(fileobj=reads, mode="r", ignore_zeros=True)
     except BudgetExceeded:
         raise
+    except _HeadersPastLimit:
+        return None, [], [artifact.observe("archive.corrupt", 0, reason=too_large)]
     except Exception as exc:
         return None, [], [artifact.observe("archive.corrupt", reason=reason(exc))]
     expected = 0
@@ -969,15 +996,8 @@ def read_tar_members(
             if len(members) >= ctx.limits.max_members:
                 found.append(artifact.observe("archive.too_many_members", limit=ctx.limits.max_members))
                 break
-            if members and not within(tar.offset):
-                found.append(artifact.observe("archive.corrupt", tar.offset, reason="oversized extended header"))
-                break
             member = tar.next()
             if member is None:
-                break
-            kept += len(member.name) + len(member.linkname) + sum(map(len, member.pax_headers.values()))
-            if kept > cap:
-                found.append(artifact.observe("archive.corrupt", member.offset, reason="oversized extended header"))
                 break
             if member.offset > expected:  # after zero blocks or junk: Python's tarfile stops before it
                 found.append(
@@ -989,8 +1009,11 @@ def read_tar_members(
             members.append(member)
     except BudgetExceeded:
         raise
+    except _HeadersPastLimit:
+        found.append(artifact.observe("archive.corrupt", tar.offset, reason=too_large))
     except Exception as exc:
         found.append(artifact.observe("archive.corrupt", reason=reason(exc)))
+    reads.listing = False  # members are read through it
     return tar, members, found
 
 
