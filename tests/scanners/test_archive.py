@@ -367,14 +367,22 @@ def test_zip_too_many_members() -> None:
 
 
 def _wide_zip(
-    count: int, first: bytes, zip64: bool, prefix: bytes = b"", name_bytes: int = 7, recorded: int | None = None
+    count: int,
+    first: bytes,
+    zip64: bool,
+    prefix: bytes = b"",
+    name_bytes: int = 7,
+    recorded: int | None = None,
+    past: int = 0,
 ) -> bytes:
     """`count` stored entries, the first holding `first` and the rest empty, behind `prefix` (offsets are not
     shifted for it). A classic end record says one entry: zipfile goes by the directory's size, not its count.
-    `recorded`: the directory's offset as the zip64 record states it; each entry's offset is then written so that
-    zipfile's shift (start - recorded) lands on it, in a zip64 extra field when it needs 64 bits."""
+    `recorded`: the directory's offset as the end record states it, or `past` bytes after where it is; each
+    entry's offset is then written so that zipfile's shift (start - recorded) lands on it, in a zip64 extra field
+    when it needs 64 bits."""
     local, directory = bytearray(prefix), bytearray()
     where = sum(30 + name_bytes + 4 + len(first if i == 0 else b"") for i in range(count))
+    recorded = where + past if recorded is None and past else recorded
     shift = len(prefix) if recorded is None else len(prefix) + where - recorded
     for index in range(count):
         name, data = (b"%07d" % index).ljust(name_bytes, b"n") + b".pkl", first if index == 0 else b""
@@ -385,13 +393,13 @@ def _wide_zip(
         directory += struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 45, 45, 0, 0, 0, 0, crc, len(data), len(data),
                                  len(name), len(extra), 0, 0, 0, 0, min(stored, 0xFFFFFFFF)) + name + extra
     assert len(local) == len(prefix) + where
+    stated = where if recorded is None else recorded
     if zip64:
-        stated = where if recorded is None else recorded
         end64 = struct.pack("<4sQ2H2I4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, len(directory), stated)
         locator = struct.pack("<4sIQI", b"PK\x06\x07", 0, where + len(directory), 1)
         end = struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
         return bytes(local + directory) + end64 + locator + end
-    return bytes(local + directory) + struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, 1, 1, len(directory), where, 0)
+    return bytes(local + directory) + struct.pack("<4s4H2IH", b"PK\x05\x06", 0, 0, 1, 1, len(directory), stated, 0)
 
 
 PAYLOAD = b"\x80\x02cposix\nsystem\nq\x00(S'touch x'\ntR."
@@ -404,6 +412,9 @@ WIDE_ZIPS = {  # name: (entries, arguments of _wide_zip after them)
     "long-names": (1500, {"zip64": True, "name_bytes": 1049}),
     # A stated offset near 2**64: zipfile's shift is then huge and negative (review 4: it overflowed the cut).
     "offset-near-2**64": (25_000, {"zip64": True, "recorded": (1 << 64) - 1}),
+    # Offsets recorded 100 bytes past where they are (a zip with its front cut off): a negative shift, which a zip64
+    # locator cannot state to newer zipfiles (review 6).
+    "classic-front-cut": (25_000, {"zip64": False, "past": 100}),
 }
 
 
@@ -706,8 +717,8 @@ def test_tar_member_behind_a_broken_header_is_still_scanned() -> None:
 
 
 def test_tar_oversized_extended_header_is_refused() -> None:
-    data = make_tar([("a" * 200, b"x", None)])  # long name -> pax header first
-    result = run(TarScanner(), data, Limits(max_header_bytes=10))
+    data = make_tar([("a" * 2000, b"x", None)])  # long name -> pax header first
+    result = run(TarScanner(), data, Limits(max_header_bytes=10, max_members=1))  # 10 bytes and 1 KiB a member
     assert result.of("archive.corrupt") == [{"reason": "oversized extended header"}]
 
 
@@ -721,7 +732,7 @@ def test_tar_global_pax_headers_count_once() -> None:
             info = tarfile.TarInfo(f"m{index}.pkl")
             info.size = 1
             tar.addfile(info, io.BytesIO(b"x"))
-    result = run(TarScanner(), buffer.getvalue(), Limits(max_header_bytes=1_000_000))
+    result = run(TarScanner(), buffer.getvalue(), Limits(max_header_bytes=1_000_000, max_members=20))
     assert len(result.children) == 12 and "archive.corrupt" not in result.kinds()
 
 
@@ -740,13 +751,50 @@ def test_tar_extended_header_sizes_are_read_as_tarfile_reads_them(size: bytes) -
     assert [o["reason"] for o in result.of("archive.corrupt")] == ["oversized extended header"]
 
 
+def test_tar_pax_text_is_charged_as_tarfile_keeps_it() -> None:
+    """Newlines inside a value are not records (review 6: a comment of newlines was charged 101 bytes each, and a
+    tar with a torch payload refused). A keyword runs to the next '=' wherever that is: '2 ' 20,000 times, then
+    '=', is 20,000 records with keywords of up to 40 KB each in Python 3.11.7's tarfile (394 MB)."""
+    newlines = {"comment": "\n" * 300_000}
+    data = make_tar([(f"m{i}.pkl", b"x", lambda info: info.pax_headers.update(newlines)) for i in range(3)])
+    assert len(run(TarScanner(), data, Limits(max_header_bytes=1_000_000, max_members=100)).children) == 3
+    body = b"2 " * 20_000 + b"=x\n"
+    header = tarfile.TarInfo("././@PaxHeader")
+    header.type, header.size = tarfile.XHDTYPE, len(body)
+    data = make_tar([("a.pkl", b"A", None)])[:1024] + header.tobuf(format=tarfile.USTAR_FORMAT)
+    data += body + bytes(-len(body) % 512) + make_tar([("b.pkl", b"B", None)])
+    result = run(TarScanner(), data)
+    assert result.children == {"a.pkl": b"A"}
+    assert [o["reason"] for o in result.of("archive.corrupt")] == ["oversized extended header"]
+
+
+def test_tar_members_may_each_have_a_pax_header_beside_max_header_bytes() -> None:
+    """GNU tar's posix format writes a pax header for every file (three times: 825 bytes charged); max-header-bytes
+    alone (100 MiB over 100,000 members) cut such a tar short (review 6)."""
+    data = make_tar([(f"{'d' * 120}/m{i}.pkl", b"x", None) for i in range(150)])
+    result = run(TarScanner(), data, Limits(max_header_bytes=10_000, max_members=200))
+    assert len(result.children) == 150 and "archive.corrupt" not in result.kinds()
+
+
+def test_tar_global_pax_header_is_no_hidden_gap() -> None:
+    """tarfile reads a global header with the member after it, whose offset is its own: `git archive` writes one
+    first, and every such tar had a high 'hidden member' finding."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT, pax_headers={"comment": "abc"}) as tar:
+        info = tarfile.TarInfo("a.pkl")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    result = run(TarScanner(), buffer.getvalue())
+    assert result.children == {"a.pkl": b"x"} and not result.of("archive.hidden_member")
+
+
 def test_tar_pax_records_cost_more_than_their_text() -> None:
     """tarfile spends about 100 bytes on each pax record beside its text: 50 MB of tiny records took 500 MB."""
     tiny = {f"k{i:06d}": "" for i in range(20_000)}  # 240 KB of text
     data = make_tar([("a.pkl", b"A", None), ("b.pkl", b"B", lambda info: info.pax_headers.update(tiny))])
-    result = run(TarScanner(), data, Limits(max_header_bytes=1_000_000))
+    result = run(TarScanner(), data, Limits(max_header_bytes=1_000_000, max_members=10))
     assert result.children == {"a.pkl": b"A"} and result.of("archive.corrupt")
-    assert len(run(TarScanner(), data, Limits(max_header_bytes=3_000_000)).children) == 2
+    assert len(run(TarScanner(), data, Limits(max_header_bytes=3_000_000, max_members=10)).children) == 2
 
 
 def test_tar_extended_headers_count_together() -> None:
@@ -760,10 +808,10 @@ def test_tar_extended_headers_count_together() -> None:
 
     for tweak in (with_comment, with_keyword):  # review 5: keywords were not counted
         data = make_tar([(f"m{i}.pkl", b"x", tweak(300_000)) for i in range(12)])
-        result = run(TarScanner(), data, Limits(max_header_bytes=1_000_000))
+        result = run(TarScanner(), data, Limits(max_header_bytes=1_000_000, max_members=20))
         assert sorted(result.children) == ["m0.pkl", "m1.pkl", "m2.pkl"]
         assert [o["reason"] for o in result.of("archive.corrupt")] == ["oversized extended header"]
-        assert len(run(TarScanner(), data, Limits(max_header_bytes=4_000_000)).children) == 12
+        assert len(run(TarScanner(), data, Limits(max_header_bytes=4_000_000, max_members=20)).children) == 12
 
 
 # --- 7z ----------------------------------------------------------------------------------------------

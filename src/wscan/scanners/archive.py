@@ -360,11 +360,23 @@ def open_zip(fh: IO[bytes], size: int, ctx: ScanContext) -> PythonZip:
             length, count, limit = cut
             recorded = int(end_record(fh)[6])  # the directory's offset, as the end record zipfile took states it
             at = found.start + length
-            view = _Patched(fh, size, at, end_records(count, length, recorded, at))
+            view = _Patched(fh, size, at, _cut_end(fh, count, length, recorded, at))
             return PythonZip(zipfile.ZipFile(view), found.start, found.start - recorded, limit)
     watched.floor = sys.maxsize  # members are read through it
     shift = None if end_record is None else archive.start_dir - int(end_record(fh)[6])
     return PythonZip(archive, archive.start_dir, shift, "")
+
+
+def _cut_end(fh: IO[bytes], count: int, size: int, offset: int, at: int) -> bytes:
+    """End records for a cut directory. Zip64 ones, unless the shift is negative (offsets recorded past where
+    they are): newer zipfiles then refuse a zip64 locator, so a classic record says it. Older ones would take a
+    locator in the 20 bytes before it, the end of the last entry kept, so one there is refused."""
+    if at - size >= offset or offset + size >= 0xFFFFFFFF:  # the shift, at - size - offset, is not negative
+        return end_records(count, size, offset, at)
+    fh.seek(at - 20)
+    if fh.read(4) == ZIP64_LOCATOR:
+        raise zipfile.BadZipFile("a zip64 locator ends the last central directory entry kept")
+    return struct.pack("<4s4H2IH", ZIP_END, 0, 0, min(count, 0xFFFE), min(count, 0xFFFE), size, offset, 0)
 
 
 def directory_walk(fh: IO[bytes], start: int, size: int, ctx: ScanContext) -> tuple[int, int, str] | None:
@@ -925,7 +937,25 @@ def tar_checksum_ok(block: bytes) -> bool:
     return stored in tarfile.calc_chksums(block[:512])  # type: ignore[attr-defined]
 
 
-PAX_RECORD_COST = 100
+PAX_RECORD_COST = 100  # bytes tarfile spends on a pax record beside its text (50 MB of tiny ones took 500 MB)
+EXTENDED_PER_MEMBER = 1024  # extended header bytes each member may have beside max-header-bytes (GNU tar's posix
+# format writes a pax header of three times for every file: a 512-byte block and three records)
+_PAX_LENGTH = re.compile(rb"(\d+) ")
+
+
+def pax_cost(body: bytes, cap: int) -> int:
+    """What tarfile keeps of a pax body, past `cap` or not. Records begin with their length, and the first that does
+    not parse ends them; each keeps its keyword, up to the next '=' wherever that is (Python 3.11.7's tarfile takes
+    that much: 40 KB of '2 ' took 394 MB), its value, and PAX_RECORD_COST bytes."""
+    equals = [found.start() for found in re.finditer(b"=", body)]
+    cost = pos = 0
+    while cost <= cap and (match := _PAX_LENGTH.match(body, pos)) and (length := int(match[1])) > 0:
+        at = bisect.bisect_left(equals, match.end())
+        if at == len(equals) or equals[at] == match.end():
+            break  # no keyword: tarfile's records end here
+        cost += PAX_RECORD_COST + equals[at] - match.end() + max(0, pos + length - equals[at] - 2)
+        pos += length
+    return cost
 
 
 class _HeadersPastLimit(Exception):
@@ -939,7 +969,8 @@ class _HeaderReads(io.RawIOBase):
 
     def __init__(self, fh: IO[bytes], allowance: int) -> None:
         super().__init__()
-        self._fh, self.allowance, self._body_next, self.listing = fh, allowance, False, True
+        self._fh, self.allowance, self.listing = fh, allowance, True
+        self._body_of = 0  # the type of the extended header whose body tarfile reads next, or 0
 
     def readable(self) -> bool:
         return True
@@ -958,16 +989,32 @@ class _HeaderReads(io.RawIOBase):
             return self._fh.read(-1 if size is None else size)
         if size is None or size < 0:
             raise _HeadersPastLimit  # to the end of the file
-        body = size > 512 or self._body_next
+        body = size > 512 or self._body_of
         if body and size > self.allowance:
             raise _HeadersPastLimit
         data = self._fh.read(size)
-        if body:  # a pax record costs tarfile about 100 bytes beside its text (review 5: 50 MB of them took 500 MB)
-            self.allowance -= len(data) + PAX_RECORD_COST * data.count(b"\n")
+        if body:  # what tarfile keeps of it: a long name, or pax records
+            self.allowance -= pax_cost(data, self.allowance) if self._body_of in b"xgX" else len(data)
             if self.allowance < 0:
                 raise _HeadersPastLimit
-        self._body_next = len(data) == 512 and data[156] in b"xgLKX"  # tarfile reads a body next
+        self._body_of = data[156] if len(data) == 512 and data[156] in b"xgLKX" else 0  # tarfile reads it next
         return data
+
+
+def _past_global_headers(fh: IO[bytes], offset: int, end: int) -> int:
+    """Where a run of pax global headers at `offset` ends: tarfile reads them with the member after them, whose
+    offset is its own header's (`git archive` writes one first)."""
+    while offset < end:
+        fh.seek(offset)
+        block = fh.read(512)
+        if len(block) < 512 or block[156:157] != b"g":
+            break
+        try:
+            size = int(block[124:136].split(b"\0", 1)[0].strip(), 8)
+        except ValueError:
+            break
+        offset += 512 + -(-max(size, 0) // 512) * 512
+    return offset
 
 
 def read_tar_members(
@@ -976,7 +1023,7 @@ def read_tar_members(
     """Headers up to max_members; a broken header ends the list with an observation."""
     found: list[Observation] = []
     members: list[tarfile.TarInfo] = []
-    reads = _HeaderReads(fh, ctx.limits.max_header_bytes)
+    reads = _HeaderReads(fh, ctx.limits.max_header_bytes + EXTENDED_PER_MEMBER * ctx.limits.max_members)
     too_large = "oversized extended header"
     try:
         fh.seek(0)
@@ -999,7 +1046,8 @@ def read_tar_members(
             member = tar.next()
             if member is None:
                 break
-            if member.offset > expected:  # after zero blocks or junk: Python's tarfile stops before it
+            if member.offset > _past_global_headers(fh, expected, member.offset):  # after zero blocks or junk:
+                # Python's tarfile stops before it
                 found.append(
                     artifact.observe(
                         "archive.hidden_member", member.offset, member=member.name, gap=member.offset - expected
