@@ -129,3 +129,14 @@ def test_late_hdf5_search_in_an_unreadable_member_is_not_a_keras_failure() -> No
     report = scan(Path(__file__).parent / "data" / "fuzz" / "keras-late-hdf5-truncated-member.keras")
     assert "WS-FILE-001" not in {f.rule_id for f in report.findings}
     assert {"WS-ARC-017", "WS-ARC-018"} <= {f.rule_id for f in report.findings}  # the archive says what is wrong
+
+
+# fuzz_archive (2026-12-03): a PT2-shaped zip whose small tensor config member is deflated and damaged. Reading it
+# whole to tell raw tensors apart raised zlib.error out of the zip scanner (WS-FILE-001 in a scan); it is now left
+# to the member's own read, which reports the damage.
+def test_a_damaged_deflated_pt2_config_is_the_archives_finding() -> None:
+    from tests.helpers.scanning import scan
+
+    report = scan(Path(__file__).parent / "data" / "fuzz" / "pt2-config-bad-deflate.zip")
+    assert "WS-FILE-001" not in {f.rule_id for f in report.findings}, report.findings
+    assert any(f.rule_id.startswith("WS-ARC") for f in report.findings)

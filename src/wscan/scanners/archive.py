@@ -19,6 +19,7 @@ import struct
 import sys
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -914,8 +915,9 @@ def _small_member(archive: zipfile.ZipFile, name: str) -> bytes | None:
     try:
         info = archive.getinfo(name)
         return archive.read(info) if info.file_size <= PT2_CONFIG_BYTES else None
-    except (KeyError, OSError, ValueError, zipfile.BadZipFile, RuntimeError, EOFError, NotImplementedError):
-        return None
+    except (KeyError, OSError, ValueError, zipfile.BadZipFile, RuntimeError, EOFError, NotImplementedError,
+            zlib.error, lzma.LZMAError):
+        return None  # the member's damage is reported where it is read
 
 
 # --- tar ---------------------------------------------------------------------------------------------
