@@ -374,6 +374,7 @@ def _wide_zip(
     name_bytes: int = 7,
     recorded: int | None = None,
     past: int = 0,
+    reverse: bool = False,
 ) -> bytes:
     """`count` stored entries, the first holding `first` and the rest empty, behind `prefix` (offsets are not
     shifted for it). A classic end record says one entry: zipfile goes by the directory's size, not its count.
@@ -390,8 +391,9 @@ def _wide_zip(
         local += struct.pack("<4s5H3I2H", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data), len(data), len(name), 0)
         local += name + data
         extra = struct.pack("<HHQ", 1, 8, stored) if stored >= 0xFFFFFFFF else b""
-        directory += struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 45, 45, 0, 0, 0, 0, crc, len(data), len(data),
-                                 len(name), len(extra), 0, 0, 0, 0, min(stored, 0xFFFFFFFF)) + name + extra
+        entry = struct.pack("<4s6H3I5H2I", b"PK\x01\x02", 45, 45, 0, 0, 0, 0, crc, len(data), len(data),
+                            len(name), len(extra), 0, 0, 0, 0, min(stored, 0xFFFFFFFF)) + name + extra
+        directory[0 if reverse else len(directory) :] = entry + (directory if reverse else b"")
     assert len(local) == len(prefix) + where
     stated = where if recorded is None else recorded
     if zip64:
@@ -504,6 +506,17 @@ def test_a_wide_directory_only_miniz_reads_is_cut_and_scanned(tmp_path: Path) ->
     assert zipfile.ZipFile(io.BytesIO(bytes(body))).namelist() == ["d.pkl"]
     report = scan_bytes(tmp_path, bytes(body), "model.bin", Config(jobs=0, limits=Limits(max_members=1000)))
     assert {"WS-PKL-001", "WS-ARC-015"} <= rule_ids(report), rule_ids(report)
+
+
+def test_a_cut_directory_still_finds_the_zip_written_before_it() -> None:
+    """A `.distcp` is torch.save after torch.save; the zips before the last are found from where its first member
+    lies. Listed last, past the cut, that member was left out of the reckoning, and the earlier zip with it
+    (review 4)."""
+    hidden = make_zip([("data.pkl", PAYLOAD)])
+    data = _wide_zip(25_000, b"x", zip64=True, prefix=hidden, reverse=True)
+    assert zipfile.ZipFile(io.BytesIO(data)).infolist()[-1].header_offset == len(hidden)
+    result = run(ZipScanner(), data, Limits(max_members=1000))
+    assert result.children["@0"] == hidden and "archive.prepended_bytes" not in result.kinds()
 
 
 def test_a_wide_directory_within_max_members_is_read_whole() -> None:

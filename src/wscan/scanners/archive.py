@@ -332,7 +332,15 @@ class PythonZip:
     archive: zipfile.ZipFile
     start_dir: int  # where zipfile found the central directory
     shift: int | None  # what it adds to every recorded offset (None: unknown, this zipfile does not say)
-    cut: str  # the limit its directory was cut at ("max-members", "max-header-bytes"), or ""
+    cut: str = ""  # the limit its directory was cut at ("max-members", "max-header-bytes"), or ""
+    lowest_cut: int | None = None  # the lowest local header offset among the entries the cut left out
+
+    def first_member(self) -> int:
+        """Where the zip's first member lies, by the directory: what comes before is another file's."""
+        offsets = [info.header_offset for info in self.archive.infolist()]
+        if self.lowest_cut is not None:
+            offsets.append(self.lowest_cut)
+        return min(offsets, default=0)
 
 
 def open_zip(fh: IO[bytes], size: int, ctx: ScanContext) -> PythonZip:
@@ -362,10 +370,12 @@ def open_zip(fh: IO[bytes], size: int, ctx: ScanContext) -> PythonZip:
             recorded = int(end_record(fh)[6])  # the directory's offset, as the end record zipfile took states it
             at = found.start + length
             view = _Patched(fh, size, at, _cut_end(fh, count, length, recorded, at))
-            return PythonZip(zipfile.ZipFile(view), found.start, found.start - recorded, limit)
+            lowest = lowest_offset_past(fh, found.start, length, found.size, ctx.budget)
+            cut_off = None if lowest is None else lowest + found.start - recorded
+            return PythonZip(zipfile.ZipFile(view), found.start, found.start - recorded, limit, cut_off)
     watched.floor = sys.maxsize  # members are read through it
     shift = None if end_record is None else archive.start_dir - int(end_record(fh)[6])
-    return PythonZip(archive, archive.start_dir, shift, "")
+    return PythonZip(archive, archive.start_dir, shift)
 
 
 def _cut_end(fh: IO[bytes], count: int, size: int, offset: int, at: int) -> bytes:
@@ -405,6 +415,45 @@ def directory_walk(fh: IO[bytes], start: int, size: int, ctx: ScanContext) -> tu
             return pos, count, "max-header-bytes"
         pos, count = end, count + 1
     return None
+
+
+def lowest_offset_past(fh: IO[bytes], start: int, pos: int, size: int, budget: Budget) -> int | None:
+    """The lowest local header offset, as recorded, of the central directory entries from `pos` to `size` (the
+    ones a cut leaves out), read as zipfile reads them (a zip64 extra field's values in turn); None if none."""
+    lowest: int | None = None
+    window, window_at = b"", pos
+    while pos < size:
+        at = pos - window_at
+        if at < 0 or at + CENTRAL_HEADER > len(window) or at + _entry_length(window, at) > len(window):
+            budget.check_time()
+            fh.seek(start + pos)
+            window, window_at, at = fh.read(min(CHUNK, size - pos)), pos, 0
+            if len(window) < CENTRAL_HEADER or at + _entry_length(window, at) > len(window):
+                break
+        if window[at : at + 4] != ZIP_CENTRAL:
+            break
+        packed, size_, name, extra = struct.unpack_from("<2I2H", window, at + 20)
+        offset = int.from_bytes(window[at + 42 : at + 46], "little")
+        fields = window[at + 46 + name : at + 46 + name + extra]
+        while len(fields) >= 4:
+            kind, length = struct.unpack_from("<2H", fields)
+            data = fields[4 : 4 + length]
+            if kind == 1:
+                if size_ == 0xFFFFFFFF and len(data) >= 8:
+                    size_, data = int.from_bytes(data[:8], "little"), data[8:]
+                if packed == 0xFFFFFFFF and len(data) >= 8:
+                    packed, data = int.from_bytes(data[:8], "little"), data[8:]
+                if offset == 0xFFFFFFFF and len(data) >= 8:
+                    offset = int.from_bytes(data[:8], "little")
+            fields = fields[4 + length :]
+        lowest = offset if lowest is None else min(lowest, offset)
+        pos += _entry_length(window, at)
+    return lowest
+
+
+def _entry_length(window: bytes, at: int) -> int:
+    name, extra, comment = struct.unpack_from("<3H", window, at + 28)
+    return CENTRAL_HEADER + int(name) + int(extra) + int(comment)
 
 
 @dataclass(frozen=True)
@@ -718,16 +767,13 @@ class ZipScanner:
                 yield from _cut_at(artifact, ctx, python.cut, python.start_dir)
                 yield from self._members(artifact, ctx, fh, python.archive, python.start_dir)
                 yield from self._absolute_reading(artifact, ctx, fh, python)
-                yield from self._before(artifact, ctx, fh, python.archive.infolist())
+                yield from self._before(artifact, ctx, fh, python.first_member())
 
-    def _before(
-        self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], infos: list[zipfile.ZipInfo]
-    ) -> Iterator[ScanItem]:
+    def _before(self, artifact: Artifact, ctx: ScanContext, fh: IO[bytes], first: int) -> Iterator[ScanItem]:
         """What precedes the zip: zips written before it one after another (a `.distcp`), each scanned as a blob
         of its own; then any other leading bytes, a polyglot's other head, reported (the engine has read the
         file's start with every scanner). Zip entry headers among those bytes are entries no directory lists,
         which a reader given an offset opens."""
-        first = min((i.header_offset for i in infos), default=0)
         if first <= 0 or _last_tar_member(artifact, first):
             return
         earlier = zips_before(fh, first, ctx.limits.max_members, ctx.budget)
