@@ -299,13 +299,12 @@ class _DirectoryAt(Exception):
         self.start, self.size = start, size
 
 
-class _StopAtDirectory(io.RawIOBase):
-    """The file as zipfile opens it, up to its read of a central directory larger than `floor` bytes; once open,
-    the file as it is."""
+class _Through(io.RawIOBase):
+    """A file read through a wrapper that watches what its reader reads: everything but `read` goes to the file."""
 
-    def __init__(self, fh: IO[bytes], floor: int) -> None:
+    def __init__(self, fh: IO[bytes]) -> None:
         super().__init__()
-        self._fh, self.floor = fh, floor
+        self._fh = fh
 
     def readable(self) -> bool:
         return True
@@ -318,6 +317,15 @@ class _StopAtDirectory(io.RawIOBase):
 
     def seek(self, offset: int, whence: int = 0) -> int:
         return self._fh.seek(offset, whence)
+
+
+class _StopAtDirectory(_Through):
+    """The file as zipfile opens it, up to its read of a central directory larger than `floor` bytes; once open,
+    the file as it is."""
+
+    def __init__(self, fh: IO[bytes], floor: int) -> None:
+        super().__init__(fh)
+        self.floor = floor
 
     def read(self, size: int | None = -1) -> bytes:
         if size is not None and size > self.floor:
@@ -409,8 +417,7 @@ def directory_walk(fh: IO[bytes], start: int, size: int, ctx: ScanContext) -> tu
         at = pos - window_at
         if window[at : at + 4] != ZIP_CENTRAL:
             raise zipfile.BadZipFile("Bad magic number for central directory")
-        name, extra, comment = struct.unpack_from("<3H", window, at + 28)
-        end = pos + CENTRAL_HEADER + name + extra + comment
+        end = pos + _entry_length(window, at)
         if end > cap:
             return pos, count, "max-header-bytes"
         pos, count = end, count + 1
@@ -424,7 +431,7 @@ def lowest_offset_past(fh: IO[bytes], start: int, pos: int, size: int, budget: B
     window, window_at = b"", pos
     while pos < size:
         at = pos - window_at
-        if at < 0 or at + CENTRAL_HEADER > len(window) or at + _entry_length(window, at) > len(window):
+        if at + CENTRAL_HEADER > len(window) or at + _entry_length(window, at) > len(window):
             budget.check_time()
             fh.seek(start + pos)
             window, window_at, at = fh.read(min(CHUNK, size - pos)), pos, 0
@@ -1010,27 +1017,15 @@ class _HeadersPastLimit(Exception):
     """tarfile was about to read more extended headers than max-header-bytes allows."""
 
 
-class _HeaderReads(io.RawIOBase):
+class _HeaderReads(_Through):
     """A tar as tarfile lists it. The bodies of extended headers (pax, GNU long names), which it keeps for every
     member, may not pass `allowance` bytes together: a read of a body (after such a header, or of more than a
     block) that would, or a negative one (to the end), is refused before it is made. Once listed, the file."""
 
     def __init__(self, fh: IO[bytes], allowance: int) -> None:
-        super().__init__()
-        self._fh, self.allowance, self.listing = fh, allowance, True
+        super().__init__(fh)
+        self.allowance, self.listing = allowance, True
         self._body_of = 0  # the type of the extended header whose body tarfile reads next, or 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._fh.tell()
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._fh.seek(offset, whence)
 
     def read(self, size: int | None = -1) -> bytes:
         if not self.listing:
