@@ -6,6 +6,7 @@ corpus/, the built-in rule packs and a few inline configs, picking files by thei
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import shutil
@@ -18,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus"
 TF_KERAS = ROOT / "tests" / "data" / "tf_keras"  # files tf_keras wrote (TensorFlow is not installed to make more)
+SPARSE_TARS = ROOT / "tests" / "data" / "tar_sparse"  # GNU tar 1.34 -S output in its four sparse formats
 TF_FUNCTIONS = ROOT / "tests" / "data" / "tf_functions"  # TF 2.21 SavedModels whose paths cross function calls
 MARKER = b"\n--8<--\n"  # harness.split: fields of a multi-part input
 MAX_SEED_BYTES = 256 * 1024
@@ -111,7 +113,10 @@ COMPRESSION_MAGICS = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"\x5d\x00", b"\x78", b"
 SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
     "pickle": _pickles,
     "pickle_oracle": _pickles,
-    "archive": lambda: [p for p in _files("*") if _magic(p, b"PK\x03\x04", b"7z\xbc\xaf") or p.suffix == ".tar"],
+    "archive": lambda: [
+        *(p for p in _files("*") if _magic(p, b"PK\x03\x04", b"7z\xbc\xaf") or p.suffix == ".tar"),
+        *(gzip.decompress(p.read_bytes()) for p in sorted(SPARSE_TARS.glob("*.tar.gz"))),  # GNU tar's sparse formats
+    ],
     "pytorch": lambda: [p for p in _files("*.pt", "*.pth", "*.bin") if _is_torch_zip(p)],
     "compressed": lambda: [p for p in _files("*") if _magic(p, *COMPRESSION_MAGICS)],
     "numpy": lambda: _files("*.npy", "*.npz"),
