@@ -703,6 +703,7 @@ def test_tar_too_many_members() -> None:
     result = run(TarScanner(), data, Limits(max_members=3))
     assert result.of("archive.too_many_members") == [{"limit": 3}]
     assert len(result.children) == 3
+    assert "archive.too_many_members" not in run(TarScanner(), data, Limits(max_members=5)).kinds()  # just as many
 
 
 def test_tar_truncated_keeps_earlier_members() -> None:
@@ -844,11 +845,10 @@ def test_tar_gnu_sparse_members_read_with_their_holes(name: str) -> None:
     assert content[700_000:700_008] == b"region 7" and not any(content[700_008:])
 
 
-def sparse_10(regions: int) -> tuple[bytes, Callable[[tarfile.TarInfo], None]]:
+def sparse_10(regions: int, name: str = "big.bin") -> tuple[bytes, Callable[[tarfile.TarInfo], None]]:
     """A GNU 1.0 sparse member's data, its map first (tarfile reads that while listing), and its pax headers."""
     text = b"%d\n" % regions + b"0\n1\n" * regions
-    headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "big.bin",
-               "GNU.sparse.realsize": "1"}
+    headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": name, "GNU.sparse.realsize": "1"}
     return text + bytes(-len(text) % 512), lambda info: info.pax_headers.update(headers)
 
 
@@ -866,38 +866,87 @@ def old_gnu_sparse(blocks: int) -> bytes:
     return bytes(header) + bytes(extension) * (blocks - 1) + bytes(last)
 
 
-def test_tar_sparse_maps_are_charged_as_tarfile_keeps_them() -> None:
-    """tarfile keeps a sparse member's regions as a list, and reads the map while listing: a 30 MB 1.0 map took 2 GB
-    to scan, none of it charged (review 6). Each kind of map now counts against max-header-bytes; the member before
-    is still read."""
-    limits = Limits(max_header_bytes=100_000, max_members=10)
+def sparse_00(regions: int, trailer: int) -> bytes:
+    """A pax header with GNU 0.0 sparse records, then `trailer` more after a record that does not parse: Python
+    3.12.1's tarfile and older search the whole body for them."""
+    def record(text: bytes) -> bytes:  # its length counts its own digits
+        size = len(text) + 2 + len(str(len(text) + 2))
+        size += len(str(size)) - len(str(len(text) + 2))
+        return b"%d %s\n" % (size, text)
+
+    body = record(b"GNU.sparse.size=1") + record(b"GNU.sparse.name=big.bin")
+    body += b"".join(record(b"GNU.sparse.offset=0") + record(b"GNU.sparse.numbytes=1") for _ in range(regions))
+    body += b"x\n" + (record(b"GNU.sparse.offset=0") + record(b"GNU.sparse.numbytes=1")) * trailer
+    header = tarfile.TarInfo("././@PaxHeader")
+    header.type, header.size = tarfile.XHDTYPE, len(body)
+    member = tarfile.TarInfo("big.bin")
+    member.size = 1
+    return header.tobuf(format=tarfile.USTAR_FORMAT) + body + bytes(-len(body) % 512) + member.tobuf(
+        format=tarfile.USTAR_FORMAT) + b"x" + bytes(511)
+
+
+def test_tar_sparse_maps_are_charged_as_tarfile_parses_them() -> None:
+    """tarfile keeps a sparse member's regions as a list, read while listing: a 30 MB 1.0 map took 2 GB to scan, none
+    of it charged (review 6). Each number of a map now counts SPARSE_NUMBER_COST against max-header-bytes as
+    tarfile parses it, wherever it is; the member before is still read."""
+    limits = Limits(max_header_bytes=100_000, max_members=10)  # 110,240 bytes: 551 numbers
     before = make_tar([("a.pkl", b"A", None)])[:1024]
     end = bytes(1024)
-    in_data = make_tar([("a.pkl", b"A", None), ("GNUSparseFile.0/big.bin", *sparse_10(2_000))])  # 8 KB of map
-    old_gnu = before + old_gnu_sparse(100) + end  # 50 KB of extension blocks
-    pax_map = {"GNU.sparse.map": ",".join(["0,1"] * 2_000), "GNU.sparse.name": "big.bin",
-               "GNU.sparse.realsize": "1"}
-    in_pax = make_tar([("a.pkl", b"A", None), ("big", b"", lambda i: i.pax_headers.update(pax_map))])
-    for data, why in ((in_data, "sparse map"), (old_gnu, "sparse map"), (in_pax, "extended header")):
-        result = run(TarScanner(), data, limits)
-        assert result.children == {"a.pkl": b"A"}
-        assert [o["reason"] for o in result.of("archive.corrupt")] == [f"oversized {why}"]
-        assert "archive.corrupt" not in run(TarScanner(), data).kinds()  # within the default limits
+
+    def in_pax(regions: int) -> bytes:
+        headers = {"GNU.sparse.map": ",".join(["0,1"] * regions), "GNU.sparse.name": "big.bin"}
+        return make_tar([("a.pkl", b"A", None), ("big", b"", lambda i: i.pax_headers.update(headers))])
+
+    maps = {  # a map within them, then one of 2,000 regions
+        "1.0 in the member's data": [make_tar([("a.pkl", b"A", None), ("GNUSparseFile.0/big.bin", *sparse_10(n))])
+                                     for n in (250, 2_000)],
+        "old GNU extension blocks": [before + old_gnu_sparse(blocks) + end for blocks in (11, 100)],
+        "0.1 in a pax value": [in_pax(250), in_pax(2_000)],
+        "0.0 in pax records": [before + sparse_00(100, 0) + end, before + sparse_00(10, 2_000) + end],
+    }
+    for kind, (small, large) in maps.items():
+        result = run(TarScanner(), small, limits)
+        assert len(result.children) == 2 and "archive.corrupt" not in result.kinds(), kind
+        result = run(TarScanner(), large, limits)
+        assert result.children == {"a.pkl": b"A"}, kind
+        assert [o["reason"] for o in result.of("archive.corrupt")] == ["oversized sparse map"], kind
+        assert "archive.corrupt" not in run(TarScanner(), large).kinds()  # within the default limits
+
+
+def test_tar_many_sparse_members_fit_in_their_allowance() -> None:
+    """A map is charged by its numbers, not the blocks tarfile reads it in: at 64 bytes a byte read, every 1.0
+    member cost 32 KiB and 7,000 files with a hole each were refused (review 7)."""
+    data = make_tar([(f"GNUSparseFile.0/m{i}.bin", *sparse_10(1, f"m{i}.bin")) for i in range(100)])
+    result = run(TarScanner(), data, Limits(max_header_bytes=100_000, max_members=100))
+    assert len(result.children) == 100 and "archive.corrupt" not in result.kinds()
 
 
 def test_tar_global_sparse_map_is_charged_for_each_member() -> None:
-    """A global pax header's GNU.sparse.map is applied again to every member with a pax header of its own, each
-    keeping its own list: read once, charged once, it took memory for every member."""
+    """A global pax header's GNU.sparse.map is parsed again for every member with a pax header of its own, each
+    keeping its own list: read once and charged once, it took memory for every member."""
     buffer = io.BytesIO()
-    shared = {"GNU.sparse.map": ",".join(["0,1"] * 50)}  # 200 bytes: charged 12,800 once, 5,000 for each member
+    shared = {"GNU.sparse.map": ",".join(["0,1"] * 50)}  # 100 numbers: 20,000 bytes each time tarfile parses it
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT, pax_headers=shared) as tar:
         for index in range(10):
             info = tarfile.TarInfo(f"m{index}.pkl")
             info.size, info.pax_headers = 1, {"comment": "own"}
             tar.addfile(info, io.BytesIO(b"x"))
-    result = run(TarScanner(), buffer.getvalue(), Limits(max_header_bytes=30_000, max_members=10))
-    assert sorted(result.children) == ["m0.pkl", "m1.pkl", "m2.pkl", "m3.pkl", "m4.pkl"]
+    result = run(TarScanner(), buffer.getvalue(), Limits(max_header_bytes=100_000, max_members=10))
+    assert sorted(result.children) == ["m0.pkl", "m1.pkl", "m2.pkl", "m3.pkl"]  # m0 twice: also for the global one
     assert [o["reason"] for o in result.of("archive.corrupt")] == ["oversized sparse map"]
+
+
+def test_tar_pax_body_is_charged_at_least_its_length() -> None:
+    """tarfile keeps every body of a chain of pax headers until the chain ends; a body with no records was charged
+    nothing, and a 1 GiB chain passed (review 7)."""
+    junk = tarfile.TarInfo("././@PaxHeader")
+    junk.type, junk.size = tarfile.XHDTYPE, 20_000
+    chain = (junk.tobuf(format=tarfile.USTAR_FORMAT) + b"x" * 20_000 + bytes(-20_000 % 512)) * 10
+    data = make_tar([("a.pkl", b"A", None)])[:1024] + chain + make_tar([("b.pkl", b"B", None)])
+    result = run(TarScanner(), data, Limits(max_header_bytes=100_000, max_members=10))
+    assert result.children == {"a.pkl": b"A"}
+    assert [o["reason"] for o in result.of("archive.corrupt")] == ["oversized extended header"]
+    assert "b.pkl" in run(TarScanner(), data).children
 
 
 # --- 7z ----------------------------------------------------------------------------------------------

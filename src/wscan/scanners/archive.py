@@ -998,28 +998,21 @@ EXTENDED_PER_MEMBER = 1024  # extended header bytes each member may have beside 
 # format writes a pax header of three times for every file: a 512-byte block and three records)
 _PAX_LENGTH = re.compile(rb"(\d+) ")
 # GNU sparse maps: tarfile keeps a member's holes as a list of (offset, size) regions, and its member reader a map of
-# two entries each. A region's text can be 4 bytes ("0\n1\n"): 4 MB of map took 110 MB to list and 195 MB to read.
-SPARSE_MAP_COST = 64  # for each byte of a map's text, as tarfile reads it (old GNU extension blocks, a 1.0 map in
-# the member's data, a 0.1 map in a pax value)
-SPARSE_REGION_COST = 100  # for each region of a listed member: a global pax header's map is applied to every member
-_SPARSE_MAP_KEYWORD = b"GNU.sparse.map"
+# two entries for each; a region's text can be 4 bytes ("0\n1\n"): 4 MB of map took 110 MB to list, 195 MB to read.
+SPARSE_NUMBER_COST = 200  # for each number of a map, charged as tarfile parses it
 
 
 def pax_cost(body: bytes, cap: int) -> int:
     """What tarfile keeps of a pax body, past `cap` or not. Records begin with their length, and the first that does
     not parse ends them; each keeps its keyword, up to the next '=' wherever that is (Python 3.11.7's tarfile takes
-    that much: 40 KB of '2 ' took 394 MB), its value (a sparse map's at SPARSE_MAP_COST a byte), and
-    PAX_RECORD_COST bytes."""
+    that much: 40 KB of '2 ' took 394 MB), its value, and PAX_RECORD_COST bytes."""
     equals = [found.start() for found in re.finditer(b"=", body)]
     cost = pos = 0
     while cost <= cap and (match := _PAX_LENGTH.match(body, pos)) and (length := int(match[1])) > 0:
         at = bisect.bisect_left(equals, match.end())
         if at == len(equals) or equals[at] == match.end():
             break  # no keyword: tarfile's records end here
-        value = max(0, pos + length - equals[at] - 2)
-        if body[match.end() : equals[at]] == _SPARSE_MAP_KEYWORD:
-            value *= SPARSE_MAP_COST
-        cost += PAX_RECORD_COST + equals[at] - match.end() + value
+        cost += PAX_RECORD_COST + equals[at] - match.end() + max(0, pos + length - equals[at] - 2)
         pos += length
     return cost
 
@@ -1033,15 +1026,15 @@ class _HeadersPastLimit(Exception):
 
 
 class _HeaderReads(_Through):
-    """A tar as tarfile lists it. The bodies of extended headers (pax, GNU long names) and the sparse maps it reads
-    from member data, which it keeps for every member, may not pass `allowance` bytes together: a read of a body
-    (after such a header, or of more than a block) or of a map that would, or a negative one (to the end), is
-    refused before it is made. Once listed, the file."""
+    """A tar as tarfile lists it. The bodies of extended headers (pax, GNU long names) and the sparse maps it parses,
+    which it keeps for every member, may not pass `allowance` bytes together: a read of a body (after such a header,
+    or of more than a block) that would, or a negative one (to the end), is refused before it is made, and so is a
+    block of a map tarfile reads from the file. Once listed, the file."""
 
     def __init__(self, fh: IO[bytes], allowance: int) -> None:
         super().__init__(fh)
         self.allowance, self.listing = allowance, True
-        self.in_map = False  # tarfile is reading a sparse map (`_SparseCharged`)
+        self.map_numbers: Callable[[bytes], int] | None = None  # while tarfile reads a map: how many a block holds
         self._body_of = 0  # the type of the extended header whose body tarfile reads next, or 0
 
     def read(self, size: int | None = -1) -> bytes:
@@ -1049,52 +1042,68 @@ class _HeaderReads(_Through):
             return self._fh.read(-1 if size is None else size)
         if size is None or size < 0:
             raise _HeadersPastLimit  # to the end of the file
-        weight = SPARSE_MAP_COST if self.in_map else 1
-        body = size > 512 or self._body_of or self.in_map
-        if body and size * weight > self.allowance:
-            raise _HeadersPastLimit(self._what())
+        if self.map_numbers is not None:
+            data = self._fh.read(size)
+            self.charge(self.map_numbers(data) * SPARSE_NUMBER_COST, "oversized sparse map")
+            return data
+        body = size > 512 or self._body_of
+        if body and size > self.allowance:
+            raise _HeadersPastLimit
         data = self._fh.read(size)
-        if self.in_map:
-            self.charge(len(data) * weight)
-        elif body:  # what tarfile keeps of it: a long name, or pax records
-            self.charge(pax_cost(data, self.allowance) if self._body_of in b"xgX" else len(data))
-        header = len(data) == 512 and not self.in_map
-        self._body_of = data[156] if header and data[156] in b"xgLKX" else 0  # tarfile reads it next
+        if body:  # what tarfile keeps of it: a long name, or pax records (and whatever follows them, until it parses)
+            self.charge(max(len(data), pax_cost(data, self.allowance)) if self._body_of in b"xgX" else len(data))
+        self._body_of = data[156] if len(data) == 512 and data[156] in b"xgLKX" else 0  # tarfile reads it next
         return data
 
-    def charge(self, cost: int, what: str = "") -> None:
+    def charge(self, cost: int, what: str = "oversized extended header") -> None:
         self.allowance -= cost
         if self.allowance < 0:
-            raise _HeadersPastLimit(what or self._what())
+            raise _HeadersPastLimit(what)
 
-    def _what(self) -> str:
-        return "oversized sparse map" if self.in_map else "oversized extended header"
-
-
-class _SparseCharged(tarfile.TarInfo):
-    """A member as tarfile lists it, with the sparse maps it reads from the file (old GNU extension blocks, a GNU
-    1.0 map at the start of the member's data) charged as they are read: a 30 MB map took 2 GB to scan."""
-
-    def _proc_sparse(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
-        with _reading_map(tar):
-            return super()._proc_sparse(tar)  # type: ignore[misc,no-any-return]
-
-    def _proc_gnusparse_10(self, member: tarfile.TarInfo, pax_headers: dict[str, str], tar: tarfile.TarFile) -> None:
-        with _reading_map(tar):
-            super()._proc_gnusparse_10(member, pax_headers, tar)  # type: ignore[misc]
+    @contextmanager
+    def reading_map(self, numbers: Callable[[bytes], int]) -> Iterator[None]:
+        self.map_numbers = numbers
+        try:
+            yield
+        finally:
+            self.map_numbers = None
 
 
-@contextmanager
-def _reading_map(tar: tarfile.TarFile) -> Iterator[None]:
-    reads = tar.fileobj
-    if not isinstance(reads, _HeaderReads):
-        yield
-        return
-    reads.in_map = True
-    try:
-        yield
-    finally:
-        reads.in_map = False
+def _map_lines(block: bytes) -> int:
+    """Numbers in a block of a GNU 1.0 map: one a line."""
+    return block.count(b"\n")
+
+
+def _old_gnu_numbers(block: bytes) -> int:
+    """Numbers in an old GNU extension block: 21 (offset, size) pairs, the empty ones ignored."""
+    return 2 * sum(1 for at in range(0, 504, 24) if block[at : at + 24].strip(b"0 \0"))
+
+
+def _members_charged_to(reads: _HeaderReads) -> type[tarfile.TarInfo]:
+    """TarInfo that charges `reads` for every sparse map tarfile parses while listing, where it parses it: in old GNU
+    extension blocks or a 1.0 map (the member's data), as they are read; in pax records or a 0.1 pax value (a global
+    header's is parsed again for every member with a pax header of its own). A 30 MB 1.0 map took 2 GB to scan."""
+
+    class Charged(tarfile.TarInfo):
+        def _proc_sparse(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
+            with reads.reading_map(_old_gnu_numbers):
+                return super()._proc_sparse(tar)  # type: ignore[misc,no-any-return]
+
+        def _proc_gnusparse_10(self, member: tarfile.TarInfo, pax: dict[str, str], tar: tarfile.TarFile) -> None:
+            with reads.reading_map(_map_lines):
+                super()._proc_gnusparse_10(member, pax, tar)  # type: ignore[misc]
+
+        def _proc_gnusparse_01(self, member: tarfile.TarInfo, pax: dict[str, str]) -> None:
+            reads.charge((pax["GNU.sparse.map"].count(",") + 1) * SPARSE_NUMBER_COST, "oversized sparse map")
+            super()._proc_gnusparse_01(member, pax)  # type: ignore[misc]
+
+        def _proc_gnusparse_00(self, member: tarfile.TarInfo, *records: Any) -> None:
+            found = records[-1]  # the pax body, searched whole (Python 3.12.1 and before) or its parsed records
+            count = found.count(b"GNU.sparse.") if isinstance(found, bytes) else len(found)
+            reads.charge(count * SPARSE_NUMBER_COST, "oversized sparse map")
+            super()._proc_gnusparse_00(member, *records)  # type: ignore[misc]
+
+    return Charged
 
 
 def _past_global_headers(fh: IO[bytes], offset: int, end: int) -> int:
@@ -1124,7 +1133,7 @@ def read_tar_members(
         fh.seek(0)
         # Plain tar only: compression is undone upstream. ignore_zeros reads on past zero blocks and
         # broken headers, as GNU tar -i does, so nothing hides behind an end-of-archive marker.
-        tar = tarfile.TarFile(fileobj=reads, mode="r", ignore_zeros=True, tarinfo=_SparseCharged)
+        tar = tarfile.TarFile(fileobj=reads, mode="r", ignore_zeros=True, tarinfo=_members_charged_to(reads))
     except BudgetExceeded:
         raise
     except _HeadersPastLimit as exc:
@@ -1135,11 +1144,11 @@ def read_tar_members(
     try:
         while True:
             ctx.budget.check_time()
-            if len(members) >= ctx.limits.max_members:
-                found.append(artifact.observe("archive.too_many_members", limit=ctx.limits.max_members))
-                break
             member = tar.next()
             if member is None:
+                break
+            if len(members) == ctx.limits.max_members:  # one more than allowed
+                found.append(artifact.observe("archive.too_many_members", limit=ctx.limits.max_members))
                 break
             if member.offset > _past_global_headers(fh, expected, member.offset):  # after zero blocks or junk:
                 # Python's tarfile stops before it
@@ -1149,7 +1158,6 @@ def read_tar_members(
                     )
                 )
             expected = tar.offset
-            reads.charge(len(member.sparse or ()) * SPARSE_REGION_COST, "oversized sparse map")
             members.append(member)
     except BudgetExceeded:
         raise
