@@ -128,6 +128,30 @@ def test_joined_constants_no_longer_than_the_template_pass() -> None:
     assert costs("{{ '" + "x" * 60_000 + "' ~ '" + "y" * 60_000 + "' }}") == []
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ ('x'*64*64*64*64*64)|upper }}",  # 1 GiB; lower, upper and trim of it were all built (3 GB)
+        "{{ ('x'*64*64*64*64)|replace('x', 'yyyy'*64*64) }}",  # 16 MiB, each character replaced by 16 KiB
+        "{{ 'x'*64*64*64*64 ~ 'y'*64*64*64*64 }}",
+        "{{ '%s%s' % ('x'*64*64*64*64, 'y') }}",
+    ],
+)
+def test_strings_are_not_built_past_the_template_limit(source: str) -> None:
+    """The check folds constant strings to read the names a template builds (`'_'*2 ~ 'class'`); a 99-byte template
+    made it build 3 GB (memory audit, #7). It stops at MAX_TEMPLATE_CHARS, and the cost is reported all the same."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        found = costs(source)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20
+    assert found and found[0].startswith("a string or list of")
+
+
 @pytest.mark.parametrize("path", RECURSIVE_REAL, ids=lambda p: p.name)
 def test_real_recursive_templates_pass(path: Path) -> None:
     source = path.read_text(encoding="utf-8")

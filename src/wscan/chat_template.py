@@ -266,30 +266,35 @@ def _filter(node: nodes.Filter, sources: KeySources) -> Iterator[Issue]:
 
 
 def _fold(node: nodes.Node, depth: int = 0) -> str | None:
-    """The string an expression built only from string constants evaluates to, or None."""
+    """The string an expression built only from string constants evaluates to, or None; None as well past
+    MAX_TEMPLATE_CHARS, checked before it is built (`'x'*64*64*64*64*64` is 1 GiB, and no name)."""
     if depth > 50:
         return None
     if isinstance(node, nodes.Const):
         return node.value if isinstance(node.value, str) else None
-    if isinstance(node, nodes.Concat):
-        parts = [_fold(n, depth + 1) for n in node.nodes]
-        return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
+    if isinstance(node, nodes.Concat | nodes.List | nodes.Tuple):
+        parts = [_fold(n, depth + 1) for n in (node.nodes if isinstance(node, nodes.Concat) else node.items)]
+        return _joined(parts)
     if isinstance(node, nodes.Add):
-        left, right = _fold(node.left, depth + 1), _fold(node.right, depth + 1)
-        return None if left is None or right is None else left + right
+        return _joined([_fold(node.left, depth + 1), _fold(node.right, depth + 1)])
     if isinstance(node, nodes.Mul) and isinstance(node.right, nodes.Const) and isinstance(node.right.value, int):
-        left = _fold(node.left, depth + 1)  # '_' * 2
-        return None if left is None or not 0 <= node.right.value <= 64 else left * node.right.value
+        left, times = _fold(node.left, depth + 1), node.right.value  # '_' * 2
+        if left is None or not 0 <= times <= 64 or len(left) * times > MAX_TEMPLATE_CHARS:
+            return None
+        return left * times
     if isinstance(node, nodes.Filter) and node.node is not None:
         return _fold_filter(node, depth)
     if isinstance(node, nodes.Mod):  # 'x%sy' % 'z', '%c' % 95
         text = _fold(node.left, depth + 1)
         items = node.right.items if isinstance(node.right, nodes.Tuple) else [node.right]
         return None if text is None else _percent(text, items, depth)
-    if isinstance(node, nodes.List | nodes.Tuple):
-        parts = [_fold(n, depth + 1) for n in node.items]
-        return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
     return None
+
+
+def _joined(parts: list[str | None]) -> str | None:
+    if any(p is None for p in parts) or sum(len(p) for p in parts if p is not None) > MAX_TEMPLATE_CHARS:
+        return None
+    return "".join(p for p in parts if p is not None)
 
 
 def _fold_filter(node: nodes.Filter, depth: int) -> str | None:
@@ -297,15 +302,20 @@ def _fold_filter(node: nodes.Filter, depth: int) -> str | None:
     inner = _fold(node.node, depth + 1)
     if inner is None:
         return None
-    if node.name in ("join", "string", "trim", "lower", "upper"):
-        return {"lower": inner.lower(), "upper": inner.upper(), "trim": inner.strip()}.get(node.name, inner)
+    if node.name in ("join", "string"):
+        return inner
+    if node.name in ("trim", "lower", "upper"):
+        return inner.strip() if node.name == "trim" else inner.lower() if node.name == "lower" else inner.upper()
     if node.name == "reverse":
         return inner[::-1]
     if node.name == "format" and node.args and not node.kwargs:
         return _percent(inner, node.args, depth)
     if node.name == "replace" and len(node.args) >= 2:
         old, new = _fold(node.args[0], depth + 1), _fold(node.args[1], depth + 1)
-        return None if old is None or new is None else inner.replace(old, new)
+        if old is None or new is None:
+            return None
+        grows = (inner.count(old) if old else len(inner) + 1) * max(0, len(new) - len(old))
+        return None if len(inner) + grows > MAX_TEMPLATE_CHARS else inner.replace(old, new)
     return None
 
 
@@ -322,6 +332,8 @@ def _percent(text: str, items: list[nodes.Expr], depth: int) -> str | None:
         args.append(folded)
     if len(text) > 1000 or text.count("%") > 100 or _WIDE.search(text):
         return None  # '%99999999s' would build a string of that width here
+    if sum(len(arg) for arg in args if isinstance(arg, str)) > MAX_TEMPLATE_CHARS:
+        return None
     try:
         return text % tuple(args)
     except (TypeError, ValueError, OverflowError):
