@@ -128,6 +128,22 @@ def test_the_engine_looks_at_the_clock_between_observations(tmp_path: Path) -> N
 
 
 @needs_fork
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the cap is Linux's RLIMIT_DATA")
+def test_a_file_past_the_memory_cap_is_a_limit_finding_and_its_worker_goes_on(tmp_path: Path) -> None:
+    """20 MB of nested 1-tuples took 4 GB in the pickle machine and passed (memory audit, #4); a TensorFlow graph of
+    empty nodes, 5 GB (#3). Each worker may allocate max-memory-bytes past what it starts with: past that, the file
+    gets a limit finding, what the machine saw before is kept, and the same worker scans the next file."""
+    (tmp_path / "a-nested.pkl").write_bytes(b"\x80\x02]" + b"\x85" * 3_000_000 + b".")  # about 600 MB
+    (tmp_path / "b-evil.pkl").write_bytes(b"cos\nsystem\n(S'id'\ntR.")
+    limits = replace(Limits(), max_memory_bytes=150 * 2**20)
+    report = Engine(Config(jobs=1, limits=limits)).scan([tmp_path])
+    nested = [(f.rule_id, f.evidence.get("limit")) for f in report.findings if "nested" in f.location.path]
+    assert nested == [("WS-FILE-002", "max-memory-bytes")]
+    assert "WS-PKL-001" in rule_ids(report)
+    assert [r.status for r in report.files] == [FILE_FAILED, FILE_SCANNED]
+
+
+@needs_fork
 def test_a_worker_that_dies_is_a_finding_and_is_replaced(tmp_path: Path) -> None:
     folder = _folder(tmp_path, count=4)
     for name in ("die1.bin", "die2.bin"):

@@ -199,7 +199,8 @@ class Engine:
             def scan_one(index: int) -> bytes:  # in a worker
                 return encode(self.settle_file(entries[index]))
 
-            for index, answer in scan_in_workers(displays, batches, scan_one, jobs, seconds):
+            memory = self.config.limits.max_memory_bytes
+            for index, answer in scan_in_workers(displays, batches, scan_one, jobs, seconds, memory):
                 by_index[index] = self._received(displays[index], answer)
                 if progress is not None:
                     progress(len(by_index), total, displays[index])
@@ -307,6 +308,9 @@ class Engine:
                     yield from self._scan(item, ctx, formats)
         except BudgetExceeded as exc:
             yield artifact.observe("scan.limit", limit=exc.limit, detail=exc.detail, scanner=scanner.name)
+        except MemoryError:  # the worker's cap (`parallel.cap_memory`): what it held is freed by now
+            detail = f"the scan needed more than {ctx.limits.max_memory_bytes} bytes of memory"
+            yield artifact.observe("scan.limit", limit="max-memory-bytes", detail=detail, scanner=scanner.name)
         except Exception as exc:
             yield artifact.observe(
                 "scan.error", scanner=scanner.name, reason=f"{type(exc).__name__}: {exc}"[:300]

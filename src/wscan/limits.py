@@ -34,6 +34,10 @@ class Limits:
     # Observations of one file, each judged as it comes (about 30 us): a 4 MB pickle of 200,000 distinct imports
     # is judged in 6 s. Real files make under 100; an archive one per member (max-members).
     max_observations: int = 200_000
+    # What a worker may allocate past what it holds when it starts (Linux: RLIMIT_DATA). The backstop for parsers
+    # no other limit bounds closely enough: past it an allocation fails, and the file gets a limit finding instead
+    # of the kernel's OOM killer ending the scan, or a CI runner's other processes.
+    max_memory_bytes: int = 4 * GIB
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any]) -> Limits:

@@ -1,7 +1,8 @@
 """Scan many files on every core, and survive a parser that hangs or dies.
 
-Each worker is a forked process that scans one file at a time. A worker still busy past the file's hard
-deadline is killed, and one that dies (a crash in a native library, the kernel's OOM killer) is replaced;
+Each worker is a forked process that scans one file at a time, with a cap on the memory it may allocate. A
+worker still busy past the file's hard deadline is killed, and one that dies (a crash in a native library) is
+replaced;
 either way that file gets an observation and the scan goes on. What a worker sends for a file is the
 caller's business (wscan sends JSON, never a pickle: it holds strings taken from hostile files).
 """
@@ -33,13 +34,15 @@ IN_WORKER = False
 
 
 def scan_in_workers(
-    paths: Sequence[str], batches: Sequence[Sequence[int]], scan_one: ScanOne, jobs: int, seconds: float
+    paths: Sequence[str], batches: Sequence[Sequence[int]], scan_one: ScanOne, jobs: int, seconds: float,
+    memory: int | None = None,
 ) -> Iterator[tuple[int, Answer]]:
     """(index, answer) for every file in `paths` as workers finish them, in no particular order.
 
     `batches` (every index once) go out in the order given; a worker scans a batch in order and answers file
     by file, so the hard deadline is per file. When a worker dies or is killed, that file fails and the rest
-    of its batch goes back to the front of the queue.
+    of its batch goes back to the front of the queue. `memory`: the bytes a worker may allocate past what it
+    holds when it starts (None: no cap).
     """
     context = multiprocessing.get_context("fork")
     pending = deque(list(batch) for batch in batches if batch)
@@ -50,7 +53,7 @@ def scan_in_workers(
     if freeze:
         gc.freeze()
     try:
-        workers = [_Worker.start(context, scan_one) for _ in range(min(jobs, len(pending)))]
+        workers = [_Worker.start(context, scan_one, memory) for _ in range(min(jobs, len(pending)))]
     finally:
         if freeze:
             gc.unfreeze()
@@ -62,7 +65,7 @@ def scan_in_workers(
     def replace(index: int) -> _Worker:
         _unwatch(poller, owners, workers[index])
         workers[index].close()
-        workers[index] = _Worker.start(context, scan_one)
+        workers[index] = _Worker.start(context, scan_one, memory)
         _watch(poller, owners, index, workers[index])
         return workers[index]
 
@@ -125,9 +128,9 @@ class _Worker:
         self.answers.register(self.conn.fileno(), select.POLLIN)
 
     @classmethod
-    def start(cls, context: Any, scan_one: ScanOne) -> _Worker:
+    def start(cls, context: Any, scan_one: ScanOne, memory: int | None) -> _Worker:
         parent, child = context.Pipe()
-        process = context.Process(target=_serve, args=(child, scan_one), daemon=True)
+        process = context.Process(target=_serve, args=(child, scan_one, memory), daemon=True)
         process.start()
         child.close()
         return cls(process, parent)
@@ -183,11 +186,13 @@ class _Worker:
         self.conn.close()
 
 
-def _serve(conn: Connection, scan_one: ScanOne) -> None:
+def _serve(conn: Connection, scan_one: ScanOne, memory: int | None) -> None:
     """Worker loop: a batch of indices in, each file's answer out, until the parent hangs up."""
     global IN_WORKER
     IN_WORKER = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if memory is not None:
+        cap_memory(memory)
     while True:
         try:
             batch = json.loads(conn.recv_bytes())
@@ -195,6 +200,24 @@ def _serve(conn: Connection, scan_one: ScanOne) -> None:
             return
         for task in batch:
             conn.send_bytes(scan_one(int(task)))
+
+
+def cap_memory(extra: int) -> bool:
+    """Let this process allocate at most `extra` bytes more than it holds now: past that, an allocation fails with
+    MemoryError (a parser's memory, Python's or a native library's), which the scan reports as a limit. Linux only
+    (RLIMIT_DATA counts the heap and private mappings, not the files mapped for reading); False where it is not
+    set. A hard limit already lower is kept."""
+    try:
+        import resource
+
+        with open("/proc/self/status", encoding="ascii") as status:
+            held = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmData:"))
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        want = held + extra if hard == resource.RLIM_INFINITY else min(held + extra, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (want, hard))
+        return True
+    except (ImportError, OSError, ValueError, StopIteration):
+        return False
 
 
 def _exit_text(code: int | None) -> str:

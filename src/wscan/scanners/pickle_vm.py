@@ -580,10 +580,14 @@ class Machine:
             self._loop(res)
         except PickleSyntaxError as exc:
             res.error = exc
-        except (RecursionError, MemoryError, OverflowError, ValueError, UnicodeError) as exc:
+        except (RecursionError, OverflowError, ValueError, UnicodeError) as exc:
             res.error = PickleSyntaxError(self.stream.base + self.stream.offset, f"undecodable: {exc}")
         except BudgetExceeded as exc:
             res.over_budget = exc
+        except MemoryError:  # the worker's cap: the machine's stack and memo are freed now, what it saw is kept
+            res.walked.clear()
+            detail = f"the pickle machine needed more than {self.limits.max_memory_bytes} bytes of memory"
+            res.over_budget = BudgetExceeded("max-memory-bytes", detail)
         res.end = self.stream.base + self.stream.offset
         check_states(res)
         return res
