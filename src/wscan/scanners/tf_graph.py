@@ -881,16 +881,32 @@ class TfGraphScanner:
             data = raw.read(limit + 1)
         base = _base(artifact.name)
         readings = _readings(data[:HEAD_BYTES], base) or [("graph_def", BINARY)]
-        parsed: list[tuple[str, Any]] = []
+        parsed: list[str] = []
         failures: list[tuple[str, str]] = []
         text_limit = ctx.limits.max_json_bytes  # Python's text parser takes about 18 bytes of memory per byte
-        for kind, encoding in readings:
+        seen: set[object] = set()  # a node two readings both find is reported once
+        for kind, encoding in readings:  # one message at a time: a 700 MB graph read three ways at once took 2.9 GB
             if encoding == TEXT and not _may_hold_graphs(data, kind) and len(readings) > 1:
                 continue  # none of this message's graph fields is named anywhere in the text
             try:
-                parsed.append((kind, _parse(data, kind, encoding, ctx, text=len(data) <= text_limit)))
+                message = _parse(data, kind, encoding, ctx, text=len(data) <= text_limit)
             except _Unparsable as exc:
                 failures.append((kind, str(exc)))
+                continue
+            if len(readings) == 1 and kind == "saved_model" and not any(
+                m.HasField("graph_def") for m in message.meta_graphs
+            ):
+                yield artifact.observe("tf.graph_invalid", format=kind, reason="no meta graph with a graph")
+                return
+            parsed.append(kind)
+            found = chain(_ops(artifact, ctx, message, kind), _keras_objects(artifact, ctx, message, kind),
+                          _asset_paths(artifact, message, kind))  # fmt: skip
+            for item in found:
+                key = (item.kind, tuple(sorted(item.attrs.items())))
+                if key not in seen:
+                    seen.add(key)
+                    yield item
+            del message, found
         if not parsed:
             kind, reason = failures[0] if failures else (readings[0][0], "nothing to read")
             head = data[:HEAD_BYTES]
@@ -902,24 +918,9 @@ class TfGraphScanner:
             else:
                 yield artifact.observe("tf.malformed", format=kind, reason=reason[:200])
             return
-        primary = readings[0][0]
-        if len(readings) == 1 and primary == "saved_model" and not any(
-            m.HasField("graph_def") for m in parsed[0][1].meta_graphs
-        ):
-            yield artifact.observe("tf.graph_invalid", format=primary, reason="no meta graph with a graph")
-            return
-        seen: set[object] = set()  # a node two readings both find is reported once
-        for kind, message in parsed:
-            found = chain(_ops(artifact, ctx, message, kind), _keras_objects(artifact, ctx, message, kind),
-                          _asset_paths(artifact, message, kind))  # fmt: skip
-            for item in found:
-                key = (item.kind, tuple(sorted(item.attrs.items())))
-                if key not in seen:
-                    seen.add(key)
-                    yield item
-        if base in (SAVED_MODEL_NAME, SAVED_MODEL_TEXT_NAME) or (len(readings) == 1 and primary == "saved_model"):
+        if base in (SAVED_MODEL_NAME, SAVED_MODEL_TEXT_NAME) or (len(readings) == 1 and parsed == ["saved_model"]):
             yield from _claim_saved_model_files(artifact)
-        elif any(kind == "meta_graph" for kind, _ in parsed):
+        elif "meta_graph" in parsed:
             yield from _claim_checkpoint(artifact)
 
 
