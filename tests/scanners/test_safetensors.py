@@ -183,6 +183,22 @@ def test_null_metadata_is_accepted_like_the_loader(tmp_path: Path) -> None:
     assert rule_ids(scan_bytes(tmp_path, build({"__metadata__": None, "a": F32X2}, b"\0" * 8))) == set()
 
 
+def test_a_header_of_problems_stops_at_max_problems() -> None:
+    """One problem was built for every key, and a key's offset found by indexing every key: 11,600,000 keys of
+    nothing took 7 GB (memory audit, #2). Past MAX_PROBLEMS the entries are not checked, which is a limit finding;
+    the problems before it keep their offsets."""
+    from wscan.scanners.safetensors_header import MAX_PROBLEMS
+
+    keys = {f"k{i}": 0 for i in range(MAX_PROBLEMS + 50)}
+    blob = build({"a": F32X2, **keys}, b"\0" * 8)
+    found = observe(blob)
+    unknown = [o for o in found if o.kind == "safetensors.unknown_key"]
+    assert len(unknown) == MAX_PROBLEMS + 1
+    assert unknown[0].attrs["key"] == "k0" and unknown[0].location.offset == blob.index(b'"k0"')
+    assert [o.attrs["limit"] for o in found if o.kind == "scan.limit"] == ["max-observations"]
+    assert "safetensors.layout" not in {o.kind for o in found}
+
+
 @pytest.mark.parametrize("entry", [5, "x", [1], {"dtype": "F32", "shape": [0]}, {}])
 def test_unknown_key(tmp_path: Path, entry: Any) -> None:
     report = scan_bytes(tmp_path, build({"a": F32X2, "b": entry}, b"\0" * 8))

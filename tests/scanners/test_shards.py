@@ -227,6 +227,22 @@ def test_tensor_stored_twice(tmp_path: Path) -> None:
     assert report.findings[0].evidence["shards"] == f"{S1},{S2}"
 
 
+def test_one_shard_named_several_ways_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`m`, `./m`, `././m`: one file, read once, its header shared (eight spellings of a 9 MB shard held eight
+    parsed headers, 4 GB; up to max-members of them). What the index says of it is judged as before."""
+    from wscan.scanners import shards as shards_mod
+
+    folder = make_model(tmp_path / "m", {S1: {"a": 2, "b": 3}}, weight_map={"a": S1, "b": f"./{S1}"})
+    reads: list[str] = []
+    read = shards_mod._read_shard
+    monkeypatch.setattr(shards_mod, "_read_shard", lambda artifact, shard, ctx: reads.append(shard.name) or read(
+        artifact, shard, ctx))
+    report = Engine(Config(jobs=0)).scan([folder])
+    assert reads == [S1]
+    # a and b held by two shards, twice the bytes the index says, shard 2 of 2 missing: as when it was read twice
+    assert rule_ids(report) == {"WS-SHD-006", "WS-SHD-008", "WS-SHD-009"}
+
+
 def test_unlisted_tensor_stored_twice_is_one_duplicate(tmp_path: Path) -> None:
     shards = {S1: {"a": 2, "x": 1}, S2: {"b": 3, "x": 1}}
     folder = make_model(tmp_path / "m", shards, weight_map={"a": S1, "b": S2})

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.problems import problem_items
-from wscan.scanners.safetensors_header import JSON_WS, ParsedHeader, parse_header
+from wscan.scanners.safetensors_header import JSON_WS, MAX_PROBLEMS, ParsedHeader, parse_header
 
 _PRINTABLE = frozenset(range(0x20, 0x7F)) | frozenset(b"\t\n\r")
 
@@ -44,7 +44,10 @@ class SafetensorsScanner:
         with artifact.opener() as raw:
             parsed = parse_header(raw, artifact.size, ctx.limits.max_header_bytes)
         yield from problem_items(artifact, parsed.problems if isinstance(parsed, ParsedHeader) else parsed)
-        if isinstance(parsed, ParsedHeader):
+        if isinstance(parsed, ParsedHeader) and parsed.stopped:
+            detail = f"more than {MAX_PROBLEMS:,} problems in the header; the entries after them were not checked"
+            yield artifact.observe("scan.limit", 0, limit="max-observations", detail=detail)
+        elif isinstance(parsed, ParsedHeader):
             yield artifact.observe("safetensors.layout", 0, **layout_attrs(parsed))
 
 

@@ -18,6 +18,7 @@ from wscan.model import AttrValue
 from wscan.scanners.problems import Problem
 
 LIBRARY_MAX_HEADER = 100_000_000  # the reference loader refuses longer headers
+MAX_PROBLEMS = 10_000  # of one header, past which its entries are no longer checked (real files have none)
 U64_MAX = 2**64 - 1
 JSON_WS = " \t\n\r"
 
@@ -61,6 +62,7 @@ class ParsedHeader:
     names: list[str]  # every top-level key but __metadata__, well-formed or not
     metadata: dict[str, str] | None
     problems: list[Problem]
+    stopped: bool = False  # more than MAX_PROBLEMS problems: the entries after them were not checked
 
     @property
     def data_start(self) -> int:
@@ -112,25 +114,28 @@ def _constant(name: str) -> Any:
 
 
 class _Locator:
-    """Byte offsets of top-level keys, found in one pass the first time one is needed (best effort)."""
+    """Byte offsets of top-level keys (best effort), found in one pass that goes only as far as the keys asked for:
+    problems come in the header's order, and a header of 11,600,000 keys is not indexed whole for a few of them."""
 
     def __init__(self, text: str) -> None:
         self._text = text
-        self._offsets: dict[str, int] | None = None
+        self._offsets: dict[str, int] = {}
+        self._keys = _KEY.finditer(text)
+        self._byte_pos, self._char_pos = 8, 0
 
     def __call__(self, key: str) -> int:
-        if self._offsets is None:
-            self._offsets = {}
-            byte_pos, char_pos = 8, 0
-            for match in _KEY.finditer(self._text):
-                byte_pos += len(self._text[char_pos : match.start()].encode("utf-8", "surrogatepass"))
-                char_pos = match.start()
-                try:
-                    name = json.loads(f'"{match.group(1)}"')
-                except ValueError:
-                    continue
-                self._offsets.setdefault(name, byte_pos)
-        return self._offsets.get(key, 8)
+        while key not in self._offsets:
+            match = next(self._keys, None)
+            if match is None:
+                return 8
+            self._byte_pos += len(self._text[self._char_pos : match.start()].encode("utf-8", "surrogatepass"))
+            self._char_pos = match.start()
+            try:
+                name = json.loads(f'"{match.group(1)}"')
+            except ValueError:
+                continue
+            self._offsets.setdefault(name, self._byte_pos)
+        return self._offsets[key]
 
 
 def parse_header(raw: BinaryIO, size: int, max_header: int) -> ParsedHeader | list[Problem]:
@@ -216,6 +221,9 @@ def _check_entries(header: dict[str, Any], result: ParsedHeader, where: _Locator
     for name, entry in header.items():
         if name == "__metadata__":
             continue
+        if len(problems) > MAX_PROBLEMS:  # one each, 11,600,000 took 7 GB (memory audit, #2)
+            result.stopped = True
+            return
         result.names.append(name)
         if not isinstance(entry, dict) or not entry.keys() >= TENSOR_FIELDS:
             reason = "not an object" if not isinstance(entry, dict) else "lacks dtype, shape or data_offsets"

@@ -98,6 +98,7 @@ def _check(
         raise BudgetExceeded("max-members", detail)
     per_shard = Counter(weight_map.values())
     shards: dict[str, _Shard] = {}
+    by_file: dict[tuple[int, int], _Shard] = {}  # a file the index names several ways (`m`, `./m`, a link): read once
     for name in names:
         ctx.budget.check_time()
         escape = folder_escape_reason(folder, name)
@@ -107,7 +108,14 @@ def _check(
             yield artifact.observe("shards.missing", shard=name, tensors=per_shard[name])
         else:
             shard = _Shard(name, folder / name)
-            yield from _read_shard(artifact, shard, ctx)
+            identity = _identity(shard.path)
+            same = by_file.get(identity) if identity is not None else None
+            if same is None:
+                yield from _read_shard(artifact, shard, ctx)
+                if identity is not None:
+                    by_file[identity] = shard
+            else:  # its header, shared: eight spellings of one 9 MB shard took 4 GB (memory audit, #5)
+                shard.header, shard.names = same.header, same.names
             shards[name] = shard
     yield from _check_tensors(artifact, weight_map, shards)
     headers = [s.header for s in shards.values() if s.header is not None]
@@ -118,6 +126,14 @@ def _check(
     yield from _check_naming(artifact, names)
     yield from _check_orphans(artifact, folder, names, ctx)
     yield artifact.observe("shards.layout", shards=len(names), tensors=len(weight_map), checked=len(headers))
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _is_file(path: Path) -> bool:
@@ -156,6 +172,9 @@ def _read_shard(artifact: Artifact, shard: _Shard, ctx: ScanContext) -> Iterator
     if isinstance(parsed, list):
         reason = "; ".join(f"{p.kind}: {p.attrs.get('reason', '')}" for p in parsed)[:300]
         yield artifact.observe("shards.shard_invalid", shard=shard.name, reason=reason)
+        return
+    if parsed.stopped:
+        yield artifact.observe("shards.shard_invalid", shard=shard.name, reason="too many problems in its header")
         return
     shard.header = parsed
     shard.names = set(parsed.names)
