@@ -83,6 +83,7 @@ class Seq(Sym):
     type: str
     items: list[Sym] = field(default_factory=list)
     dropped: int = 0
+    walked: bool = False  # its names noted as values (`_keep`)
 
     def add(self, value: Sym) -> None:
         if len(self.items) < MAX_ITEMS:
@@ -101,6 +102,7 @@ class Seq(Sym):
 class Dict(Sym):
     items: list[tuple[Sym, Sym]] = field(default_factory=list)
     dropped: int = 0
+    walked: bool = False  # its names noted as values (`_keep`)
 
     def add(self, key: Sym, value: Sym) -> None:
         if len(self.items) < MAX_ITEMS:
@@ -194,9 +196,8 @@ class PickleResult:
     # Objects (and states) `_after_build` judged, by id; kept alive here so an id is never reused.
     changed: dict[int, Sym] = field(default_factory=dict)
     # Names the stream keeps as plain values (in a list, dict, set, object state or items, call arguments, the
-    # result), not only calls or restores; and the containers already walked for them, by id (kept alive here).
+    # result), not only calls or restores.
     kept: set[str] = field(default_factory=set)
-    walked: dict[int, Sym] = field(default_factory=dict)
     # The dict states BUILD gave objects, with where: judged at the end of the stream (`check_states`), since the
     # stream can still change a state's lists after the BUILD.
     states: list[tuple[Dict, int, str]] = field(default_factory=list)  # with the restored class's name
@@ -585,7 +586,6 @@ class Machine:
         except BudgetExceeded as exc:
             res.over_budget = exc
         except MemoryError:  # the worker's cap: the machine's stack and memo are freed now, what it saw is kept
-            res.walked.clear()
             detail = f"the pickle machine needed more than {self.limits.max_memory_bytes} bytes of memory"
             res.over_budget = BudgetExceeded("max-memory-bytes", detail)
         res.end = self.stream.base + self.stream.offset
@@ -1135,8 +1135,8 @@ def _keep(res: PickleResult, values: list[Sym]) -> None:
         value = pending.pop()
         if isinstance(value, Global):
             res.kept.add(value.dotted)
-        elif isinstance(value, Seq | Dict) and id(value) not in res.walked:
-            res.walked[id(value)] = value
+        elif isinstance(value, Seq | Dict) and not value.walked:  # marked on itself: a set of ids kept every
+            value.walked = True  # container alive (9,900,000 empty lists appended to one: 1.9 GB, memory audit #10)
             if isinstance(value, Seq):
                 pending.extend(value.items)
             else:
