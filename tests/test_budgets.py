@@ -10,6 +10,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -141,6 +142,35 @@ def test_a_file_past_the_memory_cap_is_a_limit_finding_and_its_worker_goes_on(tm
     assert nested == [("WS-FILE-002", "max-memory-bytes")]
     assert "WS-PKL-001" in rule_ids(report)
     assert [r.status for r in report.files] == [FILE_FAILED, FILE_SCANNED]
+
+
+@needs_fork
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the cap is Linux's RLIMIT_DATA")
+def test_files_read_whole_are_read_in_chunks_under_the_memory_cap(tmp_path: Path) -> None:
+    """A TensorFlow graph was read with one read of max-member-bytes + 1 (2 GiB), which reserves that much first: in
+    a tar it took two such buffers, and every graph in a tar, or on disk under a 1 GiB cap, failed (review 8)."""
+    from tests.scanners.test_tf_graph import hostile_graph_def
+
+    graph = hostile_graph_def()
+    (tmp_path / "graph.pb").write_bytes(graph)
+    info = tarfile.TarInfo("model/graph.pb")
+    info.size = len(graph)
+    with tarfile.open(tmp_path / "model.tar", "w") as tar:
+        tar.addfile(info, io.BytesIO(graph))
+    limits = replace(Limits(), max_memory_bytes=512 * 2**20)
+    report = Engine(Config(jobs=1, limits=limits)).scan([tmp_path])
+    for name in ("graph.pb", "model.tar"):
+        found = {f.rule_id for f in report.findings if f.location.path.endswith(name)}
+        assert "WS-TF-012" in found and not found & {"WS-FILE-001", "WS-FILE-002", "WS-ARC-017"}, name
+
+
+def test_a_memory_cap_past_what_the_system_takes_is_none(tmp_path: Path) -> None:
+    """2**63 made setrlimit raise in every worker, and every file failed (review 8)."""
+    code = "from wscan.parallel import cap_memory; print(cap_memory(2**63))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    (tmp_path / "evil.pkl").write_bytes(b"cos\nsystem\n(S'id'\ntR.")
+    limits = replace(Limits(), max_memory_bytes=2**63)
+    assert rule_ids(Engine(Config(jobs=1, limits=limits)).scan([tmp_path])) == {"WS-PKL-001"}
 
 
 @needs_fork

@@ -216,7 +216,7 @@ def cap_memory(extra: int) -> bool:
         want = held + extra if hard == resource.RLIM_INFINITY else min(held + extra, hard)
         resource.setrlimit(resource.RLIMIT_DATA, (want, hard))
         return True
-    except (ImportError, OSError, ValueError, StopIteration):
+    except (ImportError, OSError, ValueError, OverflowError, StopIteration):  # a cap past what the system takes: none
         return False
 
 

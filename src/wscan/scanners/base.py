@@ -103,3 +103,20 @@ class Scanner(Protocol):
     def accepts(self, head: Head) -> bool: ...
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]: ...
+
+
+READ_CHUNK = 1024 * 1024
+
+
+def read_capped(raw: BinaryIO, limit: int) -> bytes:
+    """Up to `limit` + 1 bytes of `raw`, a chunk at a time: one read of `limit` + 1 bytes reserves that much first,
+    whatever the file holds (2 GiB for each TensorFlow graph in a tar, past the worker's memory cap)."""
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:
+        chunk = raw.read(min(READ_CHUNK, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)

@@ -95,7 +95,7 @@ class _Guarded(io.RawIOBase):
         view = memoryview(buffer).cast("B")
         try:
             data = self._inner.read(len(view))
-        except BudgetExceeded:
+        except (BudgetExceeded, MemoryError):  # a limit, not broken bytes (MemoryError: the worker's memory cap)
             raise
         except Exception as exc:
             self._errors.append(reason(exc))
@@ -108,7 +108,7 @@ class _Guarded(io.RawIOBase):
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         try:
             return self._inner.seek(offset, whence)
-        except BudgetExceeded:
+        except (BudgetExceeded, MemoryError):
             raise
         except Exception as exc:  # decompressors fail while skipping forward, too
             self._errors.append(reason(exc))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, unquote_to_bytes
 
-from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem, read_capped
 from wscan.scanners.funasr_config import funasr_config
 from wscan.scanners.hyperpyyaml_refs import MAX_TEXT, UNKNOWN, plain_scalar_text, reference_arithmetic
 from wscan.scanners.pickle_vm import TOO_MANY_RESOLVERS, resolver_calls
@@ -131,7 +131,7 @@ class ConfigTargetScanner:
             yield artifact.observe("config.size_limit", size=artifact.size, limit=limit)
             return
         with artifact.opener() as raw:
-            data = raw.read(limit + 1)
+            data = read_capped(raw, limit)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:

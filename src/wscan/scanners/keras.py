@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from wscan.model import Observation
-from wscan.scanners.base import HEAD_BYTES, NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import HEAD_BYTES, NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem, read_capped
 from wscan.scanners.tf_graph import KERAS_METADATA_NAME
 from wscan.strict_json import JsonRejected, loads_lenient, loads_strict
 
@@ -195,7 +195,7 @@ def _scan_json(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
             yield artifact.observe(NOT_MINE_KIND)
         return
     with artifact.opener() as raw:
-        data = raw.read(limit + 1)
+        data = read_capped(raw, limit)
     if not in_archive and not _may_name_a_class(data.decode(json.detect_encoding(data), "ignore")):
         yield artifact.observe(NOT_MINE_KIND)  # a large JSON file that names no class: not a model
         return
@@ -286,7 +286,7 @@ def _scan_saved_metadata(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanI
         yield artifact.observe("keras.size_limit", source=KERAS_METADATA_NAME, size=artifact.size, limit=limit)
         return
     with artifact.opener() as raw:
-        data = raw.read(limit + 1)
+        data = read_capped(raw, limit)
     metadata = message_class("KerasSavedMetadata")()
     try:
         metadata.ParseFromString(data)

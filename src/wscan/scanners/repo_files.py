@@ -16,7 +16,7 @@ from typing import Any
 
 from wscan.lookup import is_file
 from wscan.model import AttrValue, Observation
-from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem, read_capped
 from wscan.scanners.loader_keys import (
     ELSEWHERE,
     IN_REPOSITORY,
@@ -91,7 +91,7 @@ def read_bounded(artifact: Artifact, ctx: ScanContext) -> bytes | Observation:
     if artifact.size > limit:
         return artifact.observe("repo.size_limit", size=artifact.size, limit=limit)
     with artifact.opener() as raw:
-        return raw.read(limit + 1)
+        return read_capped(raw, limit)
 
 
 def _json_start(head: bytes) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from wscan.discover import INSIDE, ON_SHARE, leads
 from wscan.limits import BudgetExceeded
 from wscan.model import Observation
-from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem, read_capped
 from wscan.scanners.safetensors import looks_like_safetensors
 from wscan.scanners.safetensors_header import ParsedHeader, parse_header
 from wscan.strict_json import JsonRejected, loads_strict
@@ -75,7 +75,7 @@ class ShardIndexScanner:
             yield artifact.observe("scan.limit", limit="max-header-bytes", detail=detail)
             return
         with artifact.opener() as raw:
-            parsed = read_index(raw.read(ctx.limits.max_header_bytes))
+            parsed = read_index(read_capped(raw, ctx.limits.max_header_bytes - 1))
         if parsed is None:
             return  # JSON that merely mentions weight_map
         if isinstance(parsed, str):

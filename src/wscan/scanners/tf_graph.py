@@ -36,7 +36,7 @@ from typing import Any
 from wscan.discover import display_path
 from wscan.model import AttrValue, Observation
 from wscan.scanners.archive import path_problem
-from wscan.scanners.base import CLAIM_KIND, HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import CLAIM_KIND, HEAD_BYTES, Artifact, Head, ScanContext, ScanItem, read_capped
 
 SAVED_MODEL_NAME = "saved_model.pb"
 SAVED_MODEL_TEXT_NAME = "saved_model.pbtxt"
@@ -878,7 +878,7 @@ class TfGraphScanner:
             yield artifact.observe("tf.size_limit", size=artifact.size, limit=limit)
             return
         with artifact.opener() as raw:
-            data = raw.read(limit + 1)
+            data = read_capped(raw, limit)
         base = _base(artifact.name)
         readings = _readings(data[:HEAD_BYTES], base) or [("graph_def", BINARY)]
         parsed: list[str] = []
