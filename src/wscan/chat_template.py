@@ -26,6 +26,8 @@ from wscan.template_keys import KeySources
 from wscan.template_scopes import context_reads
 
 MAX_TEMPLATE_CHARS = 1024 * 1024  # real templates, tool-calling ones included, are under 64 KiB
+FOLD_CHARS = 16 * MAX_TEMPLATE_CHARS  # constant strings folded to read names; longer ones are not built
+OVERSIZED_NAME = "__<name built from more than 16 MiB of constants>__"  # may be private: reported as such
 MAX_NODES = 200_000
 MAX_ISSUES = 50
 
@@ -194,9 +196,9 @@ def _call(node: nodes.Call, sources: KeySources) -> Iterator[Issue]:
         yield _issue("template.computed_call", node, name=_callee(target))
     if isinstance(target, nodes.Getattr) and target.attr in ("format", "format_map"):
         # str.format reads attributes and items named in its fields: `'{0.__class__}'.format(x)`
-        text = target.node.value if isinstance(target.node, nodes.Const) else _fold(target.node)
+        text = target.node.value if isinstance(target.node, nodes.Const) else _fold_name(target.node)
         if isinstance(text, str):
-            if _FORMAT_FIELD.search(text):
+            if text is OVERSIZED_NAME or _FORMAT_FIELD.search(text):
                 yield _issue("template.dunder_access", node, name=f"format string {text[:60]!r}")
         elif sources.contains(target.node):
             yield _issue("template.computed_attribute", node, name="<format string built at render time>")
@@ -228,7 +230,7 @@ def _computed_key(node: nodes.Node, key: nodes.Node, sources: KeySources) -> Ite
         if isinstance(key.value, str):
             yield from _attribute(node, key.value)
         return
-    folded = _fold(key)
+    folded = _fold_name(key)
     if folded is not None:
         yield _issue("template.computed_attribute", node, name=folded[:80])
         yield from _attribute(node, folded)
@@ -254,7 +256,7 @@ def _filter(node: nodes.Filter, sources: KeySources) -> Iterator[Issue]:
         elif chosen.value == "attr" and len(node.args) > 1:
             names.append(node.args[1])
     for value in names:
-        text = value.value if isinstance(value, nodes.Const) else _fold(value)
+        text = value.value if isinstance(value, nodes.Const) else _fold_name(value)
         if isinstance(text, str):
             if not isinstance(value, nodes.Const):
                 yield _issue("template.computed_attribute", node, name=text[:80])
@@ -265,41 +267,68 @@ def _filter(node: nodes.Filter, sources: KeySources) -> Iterator[Issue]:
             yield _issue("template.computed_attribute", node, name="<attribute name built at render time>")
 
 
-def _fold(node: nodes.Node, depth: int = 0) -> str | None:
-    """The string an expression built only from string constants evaluates to, or None; None as well past
-    MAX_TEMPLATE_CHARS, checked before it is built (`'x'*64*64*64*64*64` is 1 GiB, and no name)."""
+class _Oversized(Exception):
+    """A constant string longer than FOLD_CHARS: not built, and read as no name at all."""
+
+
+def _fold(node: nodes.Node) -> str | None:
+    """The string an expression built only from string constants evaluates to, or None (also past FOLD_CHARS)."""
+    try:
+        return _folded(node)
+    except _Oversized:
+        return None
+
+
+def _fold_name(node: nodes.Node) -> str | None:
+    """`_fold` for a name a template looks up. One built from more than FOLD_CHARS of constants is not built
+    (`'x'*64*64*64*64*64` is 1 GiB), so it may be any name, a private one too: it is returned as one."""
+    try:
+        return _folded(node)
+    except _Oversized:
+        return OVERSIZED_NAME
+
+
+def _folded(node: nodes.Node, depth: int = 0) -> str | None:
+    """`_fold`, raising _Oversized before it builds a string past FOLD_CHARS."""
     if depth > 50:
         return None
     if isinstance(node, nodes.Const):
         return node.value if isinstance(node.value, str) else None
     if isinstance(node, nodes.Concat | nodes.List | nodes.Tuple):
-        parts = [_fold(n, depth + 1) for n in (node.nodes if isinstance(node, nodes.Concat) else node.items)]
+        parts = [_folded(n, depth + 1) for n in (node.nodes if isinstance(node, nodes.Concat) else node.items)]
         return _joined(parts)
     if isinstance(node, nodes.Add):
-        return _joined([_fold(node.left, depth + 1), _fold(node.right, depth + 1)])
+        return _joined([_folded(node.left, depth + 1), _folded(node.right, depth + 1)])
     if isinstance(node, nodes.Mul) and isinstance(node.right, nodes.Const) and isinstance(node.right.value, int):
-        left, times = _fold(node.left, depth + 1), node.right.value  # '_' * 2
-        if left is None or not 0 <= times <= 64 or len(left) * times > MAX_TEMPLATE_CHARS:
+        left, times = _folded(node.left, depth + 1), node.right.value  # '_' * 2
+        if left is None or not 0 <= times <= 64:
             return None
+        _within(len(left) * times)
         return left * times
     if isinstance(node, nodes.Filter) and node.node is not None:
         return _fold_filter(node, depth)
     if isinstance(node, nodes.Mod):  # 'x%sy' % 'z', '%c' % 95
-        text = _fold(node.left, depth + 1)
+        text = _folded(node.left, depth + 1)
         items = node.right.items if isinstance(node.right, nodes.Tuple) else [node.right]
         return None if text is None else _percent(text, items, depth)
     return None
 
 
+def _within(length: int) -> None:
+    if length > FOLD_CHARS:
+        raise _Oversized
+
+
 def _joined(parts: list[str | None]) -> str | None:
-    if any(p is None for p in parts) or sum(len(p) for p in parts if p is not None) > MAX_TEMPLATE_CHARS:
+    if any(p is None for p in parts):
         return None
+    _within(sum(len(p) for p in parts if p is not None))
     return "".join(p for p in parts if p is not None)
 
 
 def _fold_filter(node: nodes.Filter, depth: int) -> str | None:
     assert node.node is not None
-    inner = _fold(node.node, depth + 1)
+    inner = _folded(node.node, depth + 1)
     if inner is None:
         return None
     if node.name in ("join", "string"):
@@ -311,11 +340,12 @@ def _fold_filter(node: nodes.Filter, depth: int) -> str | None:
     if node.name == "format" and node.args and not node.kwargs:
         return _percent(inner, node.args, depth)
     if node.name == "replace" and len(node.args) >= 2:
-        old, new = _fold(node.args[0], depth + 1), _fold(node.args[1], depth + 1)
+        old, new = _folded(node.args[0], depth + 1), _folded(node.args[1], depth + 1)
         if old is None or new is None:
             return None
         grows = (inner.count(old) if old else len(inner) + 1) * max(0, len(new) - len(old))
-        return None if len(inner) + grows > MAX_TEMPLATE_CHARS else inner.replace(old, new)
+        _within(len(inner) + grows)
+        return inner.replace(old, new)
     return None
 
 
@@ -326,14 +356,13 @@ def _percent(text: str, items: list[nodes.Expr], depth: int) -> str | None:
         if isinstance(item, nodes.Const) and isinstance(item.value, int) and 0 <= item.value < 0x110000:
             args.append(item.value)
             continue
-        folded = _fold(item, depth + 1)
+        folded = _folded(item, depth + 1)
         if folded is None:
             return None
         args.append(folded)
     if len(text) > 1000 or text.count("%") > 100 or _WIDE.search(text):
         return None  # '%99999999s' would build a string of that width here
-    if sum(len(arg) for arg in args if isinstance(arg, str)) > MAX_TEMPLATE_CHARS:
-        return None
+    _within(len(text) + sum(len(arg) for arg in args if isinstance(arg, str)))
     try:
         return text % tuple(args)
     except (TypeError, ValueError, OverflowError):
