@@ -164,6 +164,21 @@ def test_files_read_whole_are_read_in_chunks_under_the_memory_cap(tmp_path: Path
         assert "WS-TF-012" in found and not found & {"WS-FILE-001", "WS-FILE-002", "WS-ARC-017"}, name
 
 
+@needs_fork
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the cap is Linux's RLIMIT_DATA")
+def test_a_graph_parse_stopped_by_the_cap_is_a_limit_not_another_message(tmp_path: Path) -> None:
+    """protobuf (upb) says "Arena alloc failed" in a DecodeError when the cap stops it: a `.pb` is read as three
+    messages, and a graph padded with empty nodes failed as a GraphDef, parsed as the other two, and its hostile node
+    passed unseen (found checking review 8)."""
+    from tests.scanners.test_tf_graph import hostile_graph_def
+
+    (tmp_path / "graph.pb").write_bytes(hostile_graph_def() + b"\x0a\x00" * 3_000_000)
+    limits = replace(Limits(), max_memory_bytes=200 * 2**20)
+    report = Engine(Config(jobs=1, limits=limits)).scan([tmp_path])
+    assert [(f.rule_id, f.evidence.get("limit")) for f in report.findings if f.rule_id == "WS-FILE-002"] == [
+        ("WS-FILE-002", "max-memory-bytes")]
+
+
 def test_a_memory_cap_past_what_the_system_takes_is_none(tmp_path: Path) -> None:
     """2**63 made setrlimit raise in every worker, and every file failed (review 8)."""
     code = "from wscan.parallel import cap_memory; print(cap_memory(2**63))"

@@ -989,6 +989,8 @@ def _parse(data: bytes, kind: str, encoding: str, ctx: ScanContext, text: bool) 
             message.ParseFromString(data)
             return message
         except (DecodeError, RecursionError, ValueError) as exc:
+            if "alloc failed" in str(exc):  # upb's arena: the worker's memory cap, not the bytes of another message
+                raise MemoryError(str(exc)) from None  # (the other readings parsing would hide this one's nodes)
             if encoding == BINARY:
                 raise _Unparsable(f"{type(exc).__name__}: {exc}") from None
             message = message_class(MESSAGE_OF[kind])()
