@@ -179,6 +179,30 @@ def test_a_graph_parse_stopped_by_the_cap_is_a_limit_not_another_message(tmp_pat
         ("WS-FILE-002", "max-memory-bytes")]
 
 
+@needs_fork
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the cap is Linux's RLIMIT_DATA")
+def test_workers_are_capped_and_leave_no_core_files() -> None:
+    import resource
+
+    from wscan.parallel import scan_in_workers
+
+    def limits(index: int) -> bytes:
+        return json.dumps([resource.getrlimit(resource.RLIMIT_DATA)[0], resource.getrlimit(resource.RLIMIT_CORE)[0]]
+                          ).encode()
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    if hard != resource.RLIM_INFINITY and hard < 2**20:
+        pytest.skip("core files are off for good here: nothing for the workers to turn off")
+    resource.setrlimit(resource.RLIMIT_CORE, (2**20, hard))  # what a worker would inherit from a shell with them on
+    try:
+        [(_, answer)] = list(scan_in_workers(["a"], [[0]], limits, 1, 30.0, 2**30))
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+    assert isinstance(answer, bytes)
+    data, core = json.loads(answer)
+    assert core == 0 and 2**30 < data < 2**30 + 2**31  # what the worker held at its start, plus the cap
+
+
 def test_a_memory_cap_past_what_the_system_takes_is_none(tmp_path: Path) -> None:
     """2**63 made setrlimit raise in every worker, and every file failed (review 8)."""
     code = "from wscan.parallel import cap_memory; print(cap_memory(2**63))"

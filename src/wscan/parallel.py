@@ -191,6 +191,7 @@ def _serve(conn: Connection, scan_one: ScanOne, memory: int | None) -> None:
     global IN_WORKER
     IN_WORKER = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _no_core_dumps()
     if memory is not None:
         cap_memory(memory)
     while True:
@@ -200,6 +201,17 @@ def _serve(conn: Connection, scan_one: ScanOne, memory: int | None) -> None:
             return
         for task in batch:
             conn.send_bytes(scan_one(int(task)))
+
+
+def _no_core_dumps() -> None:
+    """A native parser that crashes (one that cannot allocate past the cap segfaults) costs its file a finding, not
+    a core file of gigabytes."""
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    except (ImportError, OSError, ValueError):
+        return
 
 
 def cap_memory(extra: int) -> bool:
