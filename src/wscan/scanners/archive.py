@@ -28,8 +28,8 @@ from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from wscan.limits import MIB, Budget, BudgetExceeded
 from wscan.model import AttrValue, Observation
-from wscan.scanners.base import NOT_MINE_KIND, TAIL_BYTES, Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.compressed import CHUNK, guarded, reason
+from wscan.scanners.base import CHUNK, NOT_MINE_KIND, TAIL_BYTES, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.compressed import guarded, reason
 from wscan.scanners.pt2 import LAYOUT as PT2_LAYOUT
 from wscan.scanners.pt2 import MAX_CONFIG_BYTES as PT2_CONFIG_BYTES
 from wscan.scanners.pt2 import RECORDS as PT2_RECORDS
@@ -1000,6 +1000,7 @@ _PAX_LENGTH = re.compile(rb"(\d+) ")
 # GNU sparse maps: tarfile keeps a member's holes as a list of (offset, size) regions, and its member reader a map of
 # two entries for each; a region's text can be 4 bytes ("0\n1\n"): 4 MB of map took 110 MB to list, 195 MB to read.
 SPARSE_NUMBER_COST = 200  # for each number of a map, charged as tarfile parses it
+TOO_MANY_HEADERS, TOO_LARGE_MAPS = "oversized extended header", "oversized sparse map"  # why a tar's listing stopped
 
 
 def pax_cost(body: bytes, cap: int) -> int:
@@ -1021,7 +1022,7 @@ class _HeadersPastLimit(Exception):
     """tarfile was about to read more extended headers or sparse maps than max-header-bytes allows (what: the
     reason given)."""
 
-    def __init__(self, what: str = "oversized extended header") -> None:
+    def __init__(self, what: str = TOO_MANY_HEADERS) -> None:
         super().__init__(what)
 
 
@@ -1044,7 +1045,7 @@ class _HeaderReads(_Through):
             raise _HeadersPastLimit  # to the end of the file
         if self.map_numbers is not None:
             data = self._fh.read(size)
-            self.charge(self.map_numbers(data) * SPARSE_NUMBER_COST, "oversized sparse map")
+            self.charge(self.map_numbers(data) * SPARSE_NUMBER_COST, TOO_LARGE_MAPS)
             return data
         body = size > 512 or self._body_of
         if body and size > self.allowance:
@@ -1055,7 +1056,7 @@ class _HeaderReads(_Through):
         self._body_of = data[156] if len(data) == 512 and data[156] in b"xgLKX" else 0  # tarfile reads it next
         return data
 
-    def charge(self, cost: int, what: str = "oversized extended header") -> None:
+    def charge(self, cost: int, what: str = TOO_MANY_HEADERS) -> None:
         self.allowance -= cost
         if self.allowance < 0:
             raise _HeadersPastLimit(what)
@@ -1094,13 +1095,13 @@ def _members_charged_to(reads: _HeaderReads) -> type[tarfile.TarInfo]:
                 super()._proc_gnusparse_10(member, pax, tar)  # type: ignore[misc]
 
         def _proc_gnusparse_01(self, member: tarfile.TarInfo, pax: dict[str, str]) -> None:
-            reads.charge((pax["GNU.sparse.map"].count(",") + 1) * SPARSE_NUMBER_COST, "oversized sparse map")
+            reads.charge((pax["GNU.sparse.map"].count(",") + 1) * SPARSE_NUMBER_COST, TOO_LARGE_MAPS)
             super()._proc_gnusparse_01(member, pax)  # type: ignore[misc]
 
         def _proc_gnusparse_00(self, member: tarfile.TarInfo, *records: Any) -> None:
             found = records[-1]  # the pax body, searched whole (Python 3.12.1 and before) or its parsed records
             count = found.count(b"GNU.sparse.") if isinstance(found, bytes) else len(found)
-            reads.charge(count * SPARSE_NUMBER_COST, "oversized sparse map")
+            reads.charge(count * SPARSE_NUMBER_COST, TOO_LARGE_MAPS)
             super()._proc_gnusparse_00(member, *records)  # type: ignore[misc]
 
     return Charged

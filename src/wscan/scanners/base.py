@@ -8,7 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from wscan.limits import Budget, Limits
+from wscan.limits import MIB, Budget, Limits
 from wscan.model import AttrValue, Location, Observation
 from wscan.scanners.slice import open_slice
 
@@ -105,7 +105,7 @@ class Scanner(Protocol):
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]: ...
 
 
-READ_CHUNK = 1024 * 1024
+CHUNK = 1 * MIB  # what a stream is read by when it is read whole
 
 
 def read_capped(raw: BinaryIO, limit: int) -> bytes:
@@ -114,7 +114,7 @@ def read_capped(raw: BinaryIO, limit: int) -> bytes:
     chunks: list[bytes] = []
     total = 0
     while total <= limit:
-        chunk = raw.read(min(READ_CHUNK, limit + 1 - total))
+        chunk = raw.read(min(CHUNK, limit + 1 - total))
         if not chunk:
             break
         chunks.append(chunk)

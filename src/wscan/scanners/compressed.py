@@ -19,7 +19,7 @@ from functools import cache
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from wscan.limits import MIB, Budget, BudgetExceeded
-from wscan.scanners.base import LOADER_FOLDER, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import CHUNK, LOADER_FOLDER, Artifact, Head, ScanContext, ScanItem
 
 if TYPE_CHECKING:
     import tempfile
@@ -51,7 +51,6 @@ LZ4_MAGIC = b"\x04\x22\x4d\x18"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 LZMA_SUFFIXES = (".lzma", ".lz", ".xz", ".txz", ".tlz")
 SNIFF_BYTES = 64 * 1024  # what the engine's head holds, and what the scanner re-reads to pick the codec
-CHUNK = 1 * MIB
 SPOOL_BYTES = 16 * MIB
 
 Stream = IO[bytes] | io.BufferedIOBase
