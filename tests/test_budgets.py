@@ -24,7 +24,7 @@ from tests.helpers.scanning import rule_ids, scan
 from wscan.cli import main
 from wscan.config import Config
 from wscan.engine import Engine
-from wscan.limits import Limits
+from wscan.limits import Limits, _cgroup_limits, machine_memory
 from wscan.model import Location, Observation
 from wscan.output import render, render_text
 from wscan.report import FILE_FAILED, FILE_SCANNED
@@ -218,6 +218,51 @@ def test_a_memory_cap_past_what_the_system_takes_is_none(tmp_path: Path) -> None
     (tmp_path / "evil.pkl").write_bytes(b"cos\nsystem\n(S'id'\ntR.")
     limits = replace(Limits(), max_memory_bytes=2**63)
     assert rule_ids(Engine(Config(jobs=1, limits=limits)).scan([tmp_path])) == {"WS-PKL-001"}
+
+
+def test_a_worker_may_take_its_share_of_the_machine_at_most() -> None:
+    """Two workers at 4 GiB each do not fit a 7 GB CI runner: the kernel would kill one, or the runner itself."""
+    limits = Limits()
+    assert limits.within_machine(2, 7 * 10**9).max_memory_bytes == int(7 * 10**9 * 0.75) // 2
+    assert limits.within_machine(2, 64 * 2**30) == limits  # the cap is the lower of the two
+    assert limits.within_machine(1, None) == limits and limits.within_machine(0, 2**30) == limits
+    lower = replace(limits, max_memory_bytes=2**28)
+    assert lower.within_machine(8, 16 * 2**30) == lower  # a lower cap the user chose stays
+    assert 2**20 <= (machine_memory() or 2**20) <= os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_machine_is_as_small_as_the_cgroups_of_this_process(tmp_path: Path, version: int) -> None:
+    """A container's or a CI job's memory limit is its cgroup's, or one of its parents' (v1 and v2 layouts)."""
+    mount, name = (tmp_path, "memory.max") if version == 2 else (tmp_path / "memory", "memory.limit_in_bytes")
+    listing = tmp_path / "cgroup"
+    listing.write_text("0::/job/step\n" if version == 2 else "5:cpu:/x\n4:memory,blkio:/job/step\n0::/\n")
+    unlimited = "max" if version == 2 else "9223372036854771712"
+    for folder, value in ((mount, unlimited), (mount / "job", str(3 * 2**30)), (mount / "job" / "step", unlimited)):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(value + "\n")
+    assert _cgroup_limits(listing, tmp_path) == [3 * 2**30]
+    listing.write_text("garbage\n\xff")
+    assert _cgroup_limits(listing, tmp_path) == []
+
+
+@needs_fork
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="the cap is Linux's RLIMIT_DATA")
+def test_the_cap_is_cut_to_the_machine_and_the_report_says_so(tmp_path: Path) -> None:
+    """On a machine of 400 MiB, two workers get 150 MiB each: the nested pickle that fits 4 GiB (600 MB) is a limit
+    finding, and the report states the cap the workers ran with."""
+    (tmp_path / "nested.pkl").write_bytes(b"\x80\x02]" + b"\x85" * 3_000_000 + b".")
+    (tmp_path / "evil.pkl").write_bytes(b"cos\nsystem\n(S'id'\ntR.")
+    out = tmp_path / "report.json"
+    code = ("import sys, wscan.engine as engine; engine.machine_memory = lambda: 400 * 2**20; "
+            "from wscan.cli import main; sys.exit(main(sys.argv[1:]))")
+    subprocess.run([sys.executable, "-c", code, "--jobs", "2", "--format", "json", "-o", str(out), str(tmp_path)],
+                   capture_output=True, timeout=300)
+    report = json.loads(out.read_text())
+    assert report["settings"]["limits"]["max-memory-bytes"] == 150 * 2**20
+    assert sorted((Path(f["location"]["path"]).name, f["rule_id"], f["evidence"].get("limit")) for f in
+                  report["findings"] if f["rule_id"] in ("WS-FILE-002", "WS-PKL-001")) == [
+        ("evil.pkl", "WS-PKL-001", None), ("nested.pkl", "WS-FILE-002", "max-memory-bytes")]
 
 
 @needs_fork

@@ -6,13 +6,14 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 from wscan import __version__
 from wscan.config import Config
 from wscan.discover import FileEntry, discover
-from wscan.limits import Budget, BudgetExceeded, open_counted
+from wscan.limits import Budget, BudgetExceeded, machine_memory, open_counted
 from wscan.model import AttrValue, Finding, Location, Observation
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
 from wscan.rules import RuleSet
@@ -76,7 +77,8 @@ class Engine:
     """Runs scanners over files with the limits and rules of one configuration."""
 
     def __init__(self, config: Config, scanners: list[Scanner] | None = None) -> None:
-        self.config = config
+        # Each worker's memory cap is its share of the machine at most; the report states the cap it ran with.
+        self.config = replace(config, limits=config.limits.within_machine(worker_count(config), machine_memory()))
         self.scanners = scanners if scanners is not None else all_scanners()
         self.fallbacks = fallback_scanners() if scanners is None else []
         self.rules = RuleSet.load(config)
@@ -180,9 +182,8 @@ class Engine:
         (`scanners.onnx_lib`). Without fork, or with `jobs` 0, files are scanned in turn in this process.
         """
         total = len(entries)
-        chosen = self.config.jobs
-        jobs = max(1, min(min(os.cpu_count() or 1, DEFAULT_MAX_JOBS) if chosen is None else chosen, total))
-        if not entries or chosen == 0 or not hasattr(os, "fork"):
+        jobs = min(worker_count(self.config), total)
+        if not jobs:
             settled = []
             for done, entry in enumerate(entries):
                 if progress is not None:
@@ -315,6 +316,14 @@ class Engine:
             yield artifact.observe(
                 "scan.error", scanner=scanner.name, reason=f"{type(exc).__name__}: {exc}"[:300]
             )
+
+
+def worker_count(config: Config) -> int:
+    """Workers a scan of many files forks: one per core (at most DEFAULT_MAX_JOBS) unless told; 0 where files are
+    scanned in this process (`jobs` 0, or no fork)."""
+    if config.jobs == 0 or not hasattr(os, "fork"):
+        return 0
+    return config.jobs if config.jobs is not None else min(os.cpu_count() or 1, DEFAULT_MAX_JOBS)
 
 
 def plan_batches(entries: list[FileEntry], jobs: int) -> list[list[int]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import time
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -36,7 +37,8 @@ class Limits:
     max_observations: int = 200_000
     # What a worker may allocate past what it holds when it starts (Linux: RLIMIT_DATA). The backstop for parsers
     # no other limit bounds closely enough: past it an allocation fails, and the file gets a limit finding instead
-    # of the kernel's OOM killer ending the scan, or a CI runner's other processes.
+    # of the kernel's OOM killer ending the scan, or a CI runner's other processes. Never more than the worker's
+    # share of the machine (`within_machine`).
     max_memory_bytes: int = 4 * GIB
 
     @classmethod
@@ -59,6 +61,60 @@ class Limits:
 
     def as_dict(self) -> dict[str, int | float]:
         return {f.name.replace("_", "-"): getattr(self, f.name) for f in fields(self)}
+
+    def within_machine(self, workers: int, machine: int | None) -> Limits:
+        """These limits with max-memory-bytes cut to one worker's share of `machine` bytes (MACHINE_SHARE of them,
+        split evenly), so that every worker at its cap at once still fits: two at 4 GiB on a 7 GB CI runner would
+        have the kernel kill one, or the runner's own processes. Unknown memory (None) cuts nothing."""
+        if machine is None or workers < 1:
+            return self
+        share = max(MIB, int(machine * MACHINE_SHARE) // workers)
+        return self if share >= self.max_memory_bytes else replace(self, max_memory_bytes=share)
+
+
+MACHINE_SHARE = 0.75  # of the machine's memory, for the workers together; the rest is the parent's and the system's
+_UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a number near 2**63
+
+
+def machine_memory() -> int | None:
+    """The memory this process's workers may use between them: the physical memory, or less where the memory cgroup
+    of this process or one of its parents (a container, a CI job, a systemd slice) says so. None where unknown."""
+    try:
+        total: int | None = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        total = None
+    for limit in _cgroup_limits():
+        total = limit if total is None else min(total, limit)
+    return total
+
+
+def _cgroup_limits(listing: Path = Path("/proc/self/cgroup"), mount: Path = Path("/sys/fs/cgroup")) -> list[int]:
+    """Memory limits of this process's cgroups and their parents, v2 (memory.max) and v1 (memory.limit_in_bytes)."""
+    try:
+        lines = listing.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    found: list[int] = []
+    for line in lines:
+        entry = line.split(":", 2)  # hierarchy id : controllers : path
+        if len(entry) != 3:
+            continue
+        _, controllers, path = entry
+        if controllers == "":  # v2: one hierarchy
+            root, name = mount, "memory.max"
+        elif "memory" in controllers.split(","):
+            root, name = mount / "memory", "memory.limit_in_bytes"
+        else:
+            continue
+        parts = [part for part in path.split("/") if part and part != ".."]
+        for depth in range(len(parts) + 1):  # the root (a container's own cgroup, mounted there) and each parent
+            try:
+                text = (root.joinpath(*parts[:depth]) / name).read_text(encoding="ascii").strip()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if text.isdigit() and 0 < int(text) < _UNLIMITED:
+                found.append(int(text))
+    return found
 
 
 class BudgetExceeded(Exception):
