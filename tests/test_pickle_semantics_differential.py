@@ -196,16 +196,94 @@ def test_joblib_reads_the_same_bytes_as_an_array(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
-def test_joblib_files_joblib_wrote_have_no_plain_reading_finding(tmp_path: Path) -> None:
-    """The plain reading of real arrays (floats, integers, text) fails within a few bytes and adds nothing."""
+class _NoTell(io.RawIOBase):
+    """A file joblib cannot ask for its position (a pipe, a socket): joblib.dump then writes arrays unaligned, their
+    raw bytes straight after the wrapper, where a plain unpickler reads on as opcodes."""
+
+    def __init__(self) -> None:
+        self.written = io.BytesIO()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        return self.written.write(data)
+
+    def tell(self) -> int:
+        raise io.UnsupportedOperation
+
+
+def _dumped(value: object, protocol: int, aligned: bool) -> bytes:
     import joblib
+
+    if aligned:
+        out = io.BytesIO()
+        joblib.dump(value, out, protocol=protocol)
+        return out.getvalue()
+    unaligned = _NoTell()
+    joblib.dump(value, unaligned, protocol=protocol)
+    return unaligned.written.getvalue()
+
+
+def test_joblib_files_joblib_wrote_have_no_plain_reading_finding(tmp_path: Path) -> None:
+    """The plain reading of real arrays (floats, integers, text) fails within a few bytes and adds nothing; an
+    object array's nested pickle read with the outer memo makes names like `steps.dtype`, judged as critical only."""
+    import numpy as np
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    frame = pd.DataFrame({"a": ["x", "y", "z", "x"], "b": [1.0, 2.0, 3.0, 4.0]})
+    pipeline = make_pipeline(ColumnTransformer([("oh", OneHotEncoder(), ["a"])], remainder="passthrough"),
+                             LogisticRegression()).fit(frame, ["cat", "dog", "cat", "bird"])
+    arrays = [np.arange(300.0), np.arange(99, 400, dtype=np.int64), np.frombuffer(b"hello world\n" * 4, np.uint8),
+              np.array(["a", 1, None, 2.5], dtype=object)]
+    path = tmp_path / "clean.joblib"
+    for protocol in (2, 4, 5):
+        for aligned in (True, False):
+            for value in ({"a": arrays, "b": np.zeros((3, 3))}, pipeline):
+                path.write_bytes(_dumped(value, protocol, aligned))
+                assert not [f for f in scan(path).findings if f.severity >= Severity.MEDIUM], (protocol, aligned)
+
+
+def _create_fn_call(marker: str) -> bytes:
+    """dataclasses._create_fn, off the allowlist but on no list of dangerous names: it execs a `def` whose default,
+    evaluated then, makes the marker folder (a name in the loader's working folder)."""
+    return b"cdataclasses\n_create_fn\n(Vf\n(Va=__import__('os').mkdir(" + repr(marker).encode() + b")\nl(Vpass\nltR0"
+
+
+def _padding_of(payload: bytes) -> bytes:
+    """An aligned joblib array whose padding byte is 'c' (GLOBAL; joblib skips that many bytes, 99) and whose padding
+    is the rest of the payload: joblib reads zeros, a plain unpickler the payload, then fails on the zeros."""
+    assert payload[:1] == b"c" and len(payload) <= 100
+    padding = payload[1:] + b"N" * (99 - len(payload[1:]))
+    return (
+        b"\x80\x02cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81}(U\x05shapeK\x08\x85U\x05orderU\x01CU\x05dtype"
+        b"cnumpy\ndtype\nU\x02u1\x89\x88\x87RU\nallow_mmap\x89U\x1bnumpy_array_alignment_bytesK\x10ub"
+        + b"c" + padding + b"\x00" * 8 + b"."
+    )
+
+
+@pytest.mark.parametrize("layout", ["unaligned", "padding"])
+def test_a_gadget_in_an_arrays_bytes_is_judged_as_any_import(tmp_path: Path, layout: str) -> None:
+    """A joblib file whose array bytes are opcodes calling a gadget off the allowlist: joblib.load reads an array,
+    pickle.load (pandas.read_pickle, torch.load) runs the gadget. The names of this reading were judged by the
+    critical rules only, so any gadget not named dangerous passed (red team, 2026-12-03)."""
     import numpy as np
 
-    path = tmp_path / "clean.joblib"
-    arrays = [np.arange(300.0), np.arange(99, 400, dtype=np.int64), np.frombuffer(b"hello world\n" * 4, np.uint8)]
-    for protocol in (2, 4, 5):
-        joblib.dump({"a": arrays, "b": np.zeros((3, 3))}, path, protocol=protocol)
-        assert not [f for f in scan(path).findings if f.severity >= Severity.MEDIUM]
+    payload = _create_fn_call("marker")
+    data = (_dumped({"weights": np.frombuffer(payload, np.uint8).copy()}, 4, aligned=False) if layout == "unaligned"
+            else _padding_of(payload))
+    path = tmp_path / "model.joblib"
+    path.write_bytes(data)
+    for code in ("import joblib, sys; joblib.load(sys.argv[1])", LOADERS["c"]):
+        assert not (tmp_path / "marker").exists()  # joblib reads it as numbers; then pickle.load runs it
+        subprocess.run([sys.executable, "-I", "-c", code, str(path)], cwd=tmp_path, capture_output=True, timeout=120)
+    assert (tmp_path / "marker").exists()
+    found = [(f.rule_id, f.evidence.get("reading")) for f in scan(path).findings if f.severity >= Severity.HIGH]
+    assert found == [("WS-PKL-003", "plain-unpickler-array-bytes")]
 
 
 def _framed(content: bytes) -> bytes:

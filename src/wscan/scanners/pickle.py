@@ -7,6 +7,7 @@ exactly as the loader would, and it keeps reading after a STOP so nothing can hi
 
 from __future__ import annotations
 
+import bisect
 import io
 import re
 import struct
@@ -82,6 +83,8 @@ PROTO_PEEK = 16  # enough for PROTO, then FRAME and its 8-byte length, then one 
 _PROBE_LIMITS = Limits()  # a probe reads one head: the defaults bound it, built once (it runs for every file)
 # Protocol-2 bytes are stored as UTF-8 text the loader encodes to latin-1: decoded in memory up to this size.
 MAX_TRANSCODED = 64 * 1024 * 1024
+PLAIN_READING = "plain-unpickler"  # the `reading` of names only a plain unpickler makes (`_plain_reading`)
+PLAIN_DATA_READING = "plain-unpickler-array-bytes"  # ... from bytes joblib reads as an array's data
 
 
 def probe(head: bytes, strict: bool, size: int | None = None) -> bool:
@@ -187,7 +190,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         if tar_member in TAR_RECORDS and not (yield from _skip_tar_record(artifact, stream, results, tar_member)):
             break
     if arrays.read_arrays:
-        yield from _plain_reading(artifact, base, ctx, reported)
+        yield from _plain_reading(artifact, base, ctx, reported, arrays.data_spans)
     storages = _storages(results)
     yield from _record_sizes(artifact, storages)
     yield artifact.observe(
@@ -230,13 +233,21 @@ def _stop_inside_frame(artifact: Artifact, frame_end: int, rest: int) -> Iterato
         yield artifact.hidden(frame_end, artifact.size - frame_end)
 
 
-def _plain_reading(artifact: Artifact, base: int, ctx: ScanContext, reported: set[str]) -> Iterator[Observation]:
+def _plain_reading(
+    artifact: Artifact, base: int, ctx: ScanContext, reported: set[str], data_spans: list[tuple[int, int]]
+) -> Iterator[Observation]:
     """The names a plain unpickler resolves in a stream joblib reads arrays from: `pickle.load` (or
     pandas.read_pickle, torch.load) runs an array's raw bytes as opcodes, and an object array's nested pickle with the
     outer stream's memo, so a file joblib loads as benign arrays can run a payload when loaded as a plain pickle (found
     by fuzz/pickle_oracle.py). Only its imports are reported, and only names an import could find (dotted
     identifiers) that joblib's reading did not report already: a real array read as opcodes fails within a few bytes,
-    and its errors say nothing about the file."""
+    and its errors say nothing about the file.
+
+    A name imported by an opcode in an array's raw bytes (`data_spans`) is judged by every rule (PLAIN_DATA_READING):
+    writers put numbers there, never a name, and a payload of any gadget off the allowlist ran from there unflagged
+    (red team, 2026-12-03). One a nested pickle makes from the outer memo (PLAIN_READING) is judged by the critical
+    rules only: a real object array's repeated module names become `steps.dtype` there."""
+    starts = [start for start, _ in data_spans]
     seen = set(reported)
     with open_slice(artifact.opener, base, artifact.size - base) as raw:
         stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base, size=artifact.size - base)
@@ -255,7 +266,10 @@ def _plain_reading(artifact: Artifact, base: int, ctx: ScanContext, reported: se
             }
             seen.update(plain.imports)
             for obs in _report(artifact, plain, []):
-                yield Observation(obs.kind, obs.location, {**obs.attrs, "reading": "plain-unpickler"})
+                at = bisect.bisect_right(starts, obs.location.offset or 0) - 1
+                in_data = at >= 0 and (obs.location.offset or 0) < data_spans[at][1]
+                reading = PLAIN_DATA_READING if in_data else PLAIN_READING
+                yield Observation(obs.kind, obs.location, {**obs.attrs, "reading": reading})
             if res.over_budget is not None:
                 raise res.over_budget
             if not res.stopped:
@@ -557,6 +571,9 @@ class _JoblibArrays:
         # Whether joblib read an array its own way: raw bytes where a plain unpickler reads opcodes, or a nested
         # pickle with a memo of its own where a plain unpickler goes on with the outer stream's memo.
         self.read_arrays = False
+        # The spans joblib reads as an array's padding and raw bytes (start, end), in stream order: no writer puts
+        # opcodes there, so whatever a plain unpickler imports from them is judged as any import is.
+        self.data_spans: list[tuple[int, int]] = []
 
     def __call__(self, machine: Machine, obj: Obj) -> None:
         legacy = restored_class(obj)
@@ -610,9 +627,12 @@ class _JoblibArrays:
                 raise self.nested[-1].over_budget  # stops the outer pickle too; both are reported up to here
             return
         alignment = attrs.get("numpy_array_alignment_bytes")
+        padded = 0
         if alignment is not None and not (isinstance(alignment, Const) and alignment.value is None):
             padding = machine.stream.read(1)  # any value but None means a padding byte, then that many bytes
-            machine.stream.skip(padding[0] if padding else 0)
+            padded = 1 + (padding[0] if padding else 0)
+            machine.stream.skip(padded - 1)
+        self.data_spans.append((at, at + padded + count * itemsize))
         machine.stream.skip(count * itemsize)
 
 
