@@ -7,6 +7,7 @@ a rule is fixed by naming its exact callables in tools/gen_allowlists.py, never 
 
 from __future__ import annotations
 
+import collections
 import gzip
 import io
 import pickle
@@ -258,6 +259,7 @@ def _torch_checkpoint_extras(out: Path) -> None:
             "dtype": torch.float16,
             "device": torch.device("cpu"),
             "counts": OrderedDict(a=1),
+            "torch_version": torch.__version__,  # a TorchVersion, a str subclass (fp hunt, 2026-12-03)
         },
         out / "last.ckpt",
     )
@@ -340,6 +342,11 @@ def _numpy_subclasses(out: Path) -> None:
                                                 poly.Hermite, poly.HermiteE)],
         "strings": np.array(["a", "bc"], dtype=np.dtypes.StringDType()), "bag": types.SimpleNamespace(k=1),
     }  # fmt: skip
+    # An array loaded memory-mapped pickles as a memmap restored by _reconstruct, no file opened; and Python's own
+    # constants and ChainMap (fp hunt, 2026-12-03)
+    np.save(out / "mapped.npy", np.arange(6.0))
+    objects["memmap"] = np.load(out / "mapped.npy", mmap_mode="r")
+    objects["python"] = [Ellipsis, NotImplemented, collections.ChainMap({"a": 1}, {"b": 2})]
     for protocol in (2, pickle.HIGHEST_PROTOCOL):
         (out / f"numpy-p{protocol}.pkl").write_bytes(pickle.dumps(objects, protocol=protocol))
 
@@ -446,6 +453,7 @@ def _sklearn_in_use() -> dict[str, Callable[[], tuple[Any, Any, Any]]]:
     """Estimators as tutorials and real projects configure them: scorers, score functions, NumPy functions as
     parameters, searches, categorical features. Each returns (estimator, X, y or None)."""
     import numpy as np
+    from scipy import special, stats
     from sklearn import (
         cluster,
         compose,
@@ -454,6 +462,7 @@ def _sklearn_in_use() -> dict[str, Callable[[], tuple[Any, Any, Any]]]:
         linear_model,
         metrics,
         model_selection,
+        pipeline,
         preprocessing,
         svm,
     )
@@ -475,6 +484,12 @@ def _sklearn_in_use() -> dict[str, Callable[[], tuple[Any, Any, Any]]]:
             model_selection.GridSearchCV(ridge(), {"alpha": [1]}, scoring="neg_mean_squared_error", cv=3), x, yr),
         "function-transformer-log1p": lambda: (
             preprocessing.FunctionTransformer(np.log1p, inverse_func=np.expm1), x, None),
+        # Functions people hand FunctionTransformer beyond the ufuncs (fp hunt, 2026-12-03)
+        "function-transformer-array-functions": lambda: (pipeline.make_union(
+            preprocessing.FunctionTransformer(np.nan_to_num), preprocessing.FunctionTransformer(np.column_stack),
+            preprocessing.FunctionTransformer(np.hstack), preprocessing.FunctionTransformer(np.linalg.norm),
+            preprocessing.FunctionTransformer(special.expit, inverse_func=special.logit),
+            preprocessing.FunctionTransformer(stats.zscore)), x, None),
         "transformed-target": lambda: (
             compose.TransformedTargetRegressor(regressor=ridge(), func=np.log, inverse_func=np.exp), x, yr),
         "select-k-best-chi2": lambda: (feature_selection.SelectKBest(feature_selection.chi2, k=2), x, y),
@@ -493,7 +508,8 @@ def _sklearn_in_use() -> dict[str, Callable[[], tuple[Any, Any, Any]]]:
 
 for _name in (
     "grid-search-accuracy", "grid-search-several-scorers", "grid-search-make-scorer", "grid-search-regression",
-    "function-transformer-log1p", "transformed-target", "select-k-best-chi2", "select-k-best-mutual-info",
+    "function-transformer-log1p", "function-transformer-array-functions", "transformed-target", "select-k-best-chi2",
+    "select-k-best-mutual-info",
     "feature-agglomeration-median", "bisecting-kmeans", "spline-transformer", "hist-gradient-boosting-categorical",
     "tuned-threshold",
 ):  # fmt: skip
@@ -838,9 +854,10 @@ def _tabular_kinds() -> None:
         "arrow": (arrow_objects, ["default-strings", "arrow-dtypes", "string-storages", "arrow-table", "arrow-batch",
                                   "arrow-chunked"]),
         "boosting": (boosting_objects, ["xgb-classifier", "xgb-ranker", "xgb-booster", "xgb-categorical-frame",
-                                        "xgb-in-pipeline", "lgb-classifier", "lgb-ranker", "lgb-booster",
-                                        "lgb-categorical-frame", "lgb-in-pipeline", "cb-classifier", "cb-ranker",
-                                        "cb-categorical-frame", "cb-with-eval-set", "cb-in-pipeline", "cb-booster"]),
+                                        "xgb-in-pipeline", "xgb-with-callbacks", "lgb-classifier", "lgb-ranker",
+                                        "lgb-booster", "lgb-categorical-frame", "lgb-in-pipeline", "cb-classifier",
+                                        "cb-ranker", "cb-categorical-frame", "cb-with-eval-set", "cb-in-pipeline",
+                                        "cb-booster"]),
     }  # fmt: skip
     for family, (objects, chosen) in names.items():
         for name in chosen:

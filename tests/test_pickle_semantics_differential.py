@@ -87,6 +87,9 @@ CASES: dict[str, Callable[[Path], bytes]] = {
         + str(m).encode()
         + b"\x86R."
     ),
+    # numpy.memmap passes as the subclass numpy's _reconstruct restores (a pickled memmap array); called, it makes
+    # the file it is given (the marker).
+    "numpy-memmap-called": lambda m: b"cnumpy\nmemmap\n(S'" + str(m).encode() + b"'\nS'uint8'\nS'w+'\nI0\n(I1\nttR.",
     # A joblib array's bytes, which joblib.load reads raw, are opcodes to pickle.load (and pandas.read_pickle): the
     # pickle oracle (fuzz/pickle_oracle.py) found names resolved there; wscan read only joblib's way (no finding).
     "joblib-array-read-as-opcodes": lambda m: _joblib_array_of(_call(m)),
@@ -123,6 +126,19 @@ def test_what_cpython_runs_is_critical(files: dict[str, tuple[Path, dict[str, bo
     assert any(ran.values()), f"{case}: CPython did not run it ({ran}): the case proves nothing"
     critical = {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL}
     assert critical, f"bypass: CPython runs {case}, wscan has no critical finding"
+
+
+def test_memmap_is_judged_as_a_gadget_but_where_numpy_restores_an_array_of_it(tmp_path: Path) -> None:
+    """numpy.memmap opens or creates the file it is given when called; a pickled memmap array only names it as the
+    subclass _reconstruct makes with ndarray.__new__ (fp hunt, 2026-12-03). Kept as a value, something may call it."""
+    import numpy as np
+
+    np.save(tmp_path / "a.npy", np.arange(3.0))
+    path = tmp_path / "mapped.pkl"
+    path.write_bytes(pickle.dumps(np.load(tmp_path / "a.npy", mmap_mode="r"), protocol=2))
+    assert not [f for f in scan(path).findings if f.severity >= Severity.HIGH]
+    path.write_bytes(b"\x80\x02]cnumpy\nmemmap\na.")  # [numpy.memmap]
+    assert {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL} == {"WS-PKL-001"}
 
 
 def test_a_class_patched_through_an_identity_function_is_tampering(tmp_path: Path) -> None:

@@ -130,3 +130,28 @@ def test_unless_makes_an_exception_to_a_rule(tmp_path: Path) -> None:
 
     assert judged("a.c", 5) and judged("a.b", 1) and not judged("a.b", 2) and not judged("z", 5)
 
+
+
+def test_unless_may_list_several_exceptions(tmp_path: Path) -> None:
+    """A list under `unless:`: the rule does not match where all conditions of any one entry hold (WS-PKL-001's
+    getattr and memmap exceptions); a dangling list name in any entry is still refused."""
+    from wscan.model import Location, Observation
+
+    pack = tmp_path / "mine.yaml"
+    rule = (
+        "pack: mine\nlists:\n  quiet: [a.b]\nrules:\n  - id: MY-2\n    name: x\n    severity: high\n"
+        "    summary: s\n    message: '{thing}'\n    match:\n      kind: my.kind\n      where:\n"
+        "        thing: {matches: '^a'}\n      unless:\n        - thing: {in-set: LIST}\n          n: {gte: 2}\n"
+        "        - n: {equals: 0}\n    metadata: {help: h}\n"
+    )
+    pack.write_text(rule.replace("LIST", "quiet"), encoding="utf-8")
+    rules = RuleSet.load(Config(rule_files=(pack,)))
+
+    def judged(thing: str, n: int) -> bool:
+        obs = Observation("my.kind", Location("f"), {"thing": thing, "n": n})
+        return any(f.rule_id == "MY-2" for f in rules.judge([obs]))
+
+    assert judged("a.c", 5) and judged("a.b", 1) and not judged("a.b", 2) and not judged("a.c", 0)
+    pack.write_text(rule.replace("LIST", "missing"), encoding="utf-8")
+    with pytest.raises(UsageError, match="unknown list 'missing'"):
+        RuleSet.load(Config(rule_files=(pack,)))

@@ -34,6 +34,8 @@ CORE = [
     "builtins.int", "builtins.float", "builtins.str", "builtins.bytes", "builtins.bool",
     "collections.OrderedDict", "collections.defaultdict", "collections.Counter", "collections.deque",
     "copyreg._reconstructor", "copyreg.__newobj__", "copyreg.__newobj_ex__", "_codecs.encode",
+    # Constants and a mapping pickle writes by name (fp hunt, 2026-12-03): nothing to run.
+    "builtins.Ellipsis", "builtins.NotImplemented", "collections.ChainMap",
     "datetime.datetime", "datetime.date", "datetime.time", "datetime.timedelta", "datetime.timezone",
     "decimal.Decimal", "fractions.Fraction", "uuid.UUID", "pathlib.PosixPath", "pathlib.WindowsPath",
     "numpy.ndarray", "numpy.dtype", "numpy.core.multiarray._reconstruct", "numpy.core.multiarray.scalar",
@@ -116,6 +118,21 @@ NUMPY_FUNCTIONS = [
     "nancumsum", "nancumprod", "clip", "round", "around", "all", "any", "count_nonzero",
     # Shape functions FunctionTransformer(func=...) keeps: they return views or copies of the array.
     "ravel", "transpose", "squeeze", "atleast_1d", "atleast_2d", "asarray",
+    # More that FunctionTransformer keeps (fp hunt, 2026-12-03): they compute on arrays, read and write no file and
+    # call no function they are given.
+    "atleast_3d", "asanyarray", "ascontiguousarray", "array", "copy", "nan_to_num", "hstack", "vstack", "dstack",
+    "column_stack", "concatenate", "stack", "reshape", "expand_dims", "diff", "ediff1d", "sort", "argsort", "where",
+    "real", "imag", "fix", "sinc", "interp", "digitize", "flip", "fliplr", "flipud", "ones_like", "zeros_like",
+    "full_like", "diag", "dot", "outer", "isclose", "gradient", "unique", "histogram", "tile", "repeat",
+    "linalg.norm", "fft.fft", "fft.ifft", "fft.rfft", "fft.irfft",
+]  # fmt: skip
+# SciPy's array functions FunctionTransformer keeps (fp hunt), by every module name SciPy versions pickle them under.
+SCIPY_SPECIAL_FUNCTIONS = ["expit", "logit", "erf", "erfc", "boxcox", "boxcox1p", "inv_boxcox", "inv_boxcox1p"]
+SCIPY_VALUE_FUNCTIONS = [
+    "scipy.special._logsumexp.softmax", "scipy.special._logsumexp.log_softmax", "scipy.stats._stats_py.zscore",
+    "scipy.stats._stats_py.rankdata", "scipy.stats._morestats.boxcox", "scipy.stats._morestats.yeojohnson",
+    *(f"scipy.special.{module}{name}" for module in ("", "_ufuncs.", "_special_ufuncs.")
+      for name in SCIPY_SPECIAL_FUNCTIONS),
 ]  # fmt: skip
 # str methods text pipelines keep as values (CountVectorizer(preprocessor=str.lower), tokenizer=str.split); pickle
 # writes them as getattr(str, "lower"), which wscan judges as the name `builtins.str.lower`. Values only: called
@@ -306,6 +323,8 @@ def torch_names() -> list[str]:
 
     names = set(w._get_allowed_globals())
     names.update({"torch._utils._rebuild_parameter_with_state", "torch.nn.parameter.Buffer"})
+    # torch.__version__, which training scripts save beside the weights: a str subclass (fp hunt, 2026-12-03)
+    names.add("torch.torch_version.TorchVersion")
     # Helpers torch.jit.load's own unpickler knows for TorchScript's data/constants/debug pickles.
     names.update(
         f"torch.jit._pickle.{n}"
@@ -604,8 +623,10 @@ def numpy_function_names() -> list[str]:
 
     names = {f"numpy.{value.__name__}" for value in vars(np).values() if isinstance(value, np.ufunc)}
     for name in NUMPY_FUNCTIONS:
-        func = getattr(np, name)
-        names.add(f"{func.__module__}.{func.__name__}")
+        func: object = np
+        for part in name.split("."):
+            func = getattr(func, part)
+        names.add(f"{func.__module__}.{func.__name__}")  # type: ignore[attr-defined]
     return sorted(names)
 
 
@@ -814,7 +835,7 @@ def main() -> int:
         # Constructors only store parameters, so kept as values they pass; but a pickle that calls one with its
         # arguments (a scorer's score function, a transformer's func) sets what WS-PKL-027 judges in a state.
         more={
-            "referenced-callables": sklearn_function_names() + SCIPY_FUNCTIONS,
+            "referenced-callables": sklearn_function_names() + SCIPY_FUNCTIONS + SCIPY_VALUE_FUNCTIONS,
             "state-only-classes": restored_only(sklearn_classes),
             "value-classes": restored_only(sklearn_classes),
         },

@@ -257,9 +257,9 @@ def _rules(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"\nmatches:  {', '.join(sorted(rule.kinds))}\n")
     for cond in rule.conditions:
         out.write(f"  {cond.attr}: {dict(cond.ops)}\n")
-    if rule.unless:
+    for exception in rule.unless:
         out.write("unless all of:\n")
-        for cond in rule.unless:
+        for cond in exception:
             out.write(f"  {cond.attr}: {dict(cond.ops)}\n")
     if rule.cwe:
         out.write(f"cwe:      {', '.join(rule.cwe)}\n")

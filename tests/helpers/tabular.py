@@ -150,6 +150,10 @@ def boosting_objects() -> dict[str, Any]:
         "xgb-booster": xgb.train({"max_depth": 2}, xgb.DMatrix(x, y), 3),
         "xgb-categorical-frame": xgb.XGBClassifier(**small, enable_categorical=True).fit(frame, y),
         "xgb-in-pipeline": make_pipeline(StandardScaler(), xgb.XGBClassifier(**small)).fit(x, y),
+        # XGBoost's documented early stopping: the callbacks stay in the estimator (fp hunt, 2026-12-03)
+        "xgb-with-callbacks": xgb.XGBClassifier(
+            **small, callbacks=[xgb.callback.EarlyStopping(rounds=2), xgb.callback.EvaluationMonitor(period=10)]
+        ).fit(x, y, eval_set=[(x, y)], verbose=False),
         "lgb-classifier": lgb.LGBMClassifier(**quiet).fit(x, y),
         "lgb-regressor": lgb.LGBMRegressor(**quiet).fit(x, x[:, 1]),
         "lgb-ranker": lgb.LGBMRanker(**quiet, min_child_samples=1).fit(x, y, group=[10] * 6),

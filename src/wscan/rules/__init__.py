@@ -98,6 +98,15 @@ def _predicate(conditions: tuple[Condition, ...], lists: Mapping[str, frozenset[
     return holds
 
 
+def _any_of(predicates: list[Predicate]) -> Predicate | None:
+    """One predicate that holds where any of `predicates` does; None for none."""
+    if not predicates:
+        return None
+    if len(predicates) == 1:
+        return predicates[0]
+    return lambda attrs: any(predicate(attrs) for predicate in predicates)
+
+
 def _test(op: str, expected: Any, lists: Mapping[str, frozenset[str]]) -> Test:
     if op == "equals":
         return lambda value: bool(value == expected)
@@ -155,7 +164,8 @@ class Rule:
     kinds: frozenset[str]
     conditions: tuple[Condition, ...]
     help: str
-    unless: tuple[Condition, ...] = ()  # all of these holding makes the rule not match (an exception)
+    # Exceptions: the rule does not match where all conditions of any one of these hold.
+    unless: tuple[tuple[Condition, ...], ...] = ()
     cwe: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     precision: str = "high"
@@ -190,7 +200,7 @@ class RuleSet:
         self.by_kind = {}
         for rule in self.rules:
             where = _predicate(rule.conditions, self.lists)
-            unless = _predicate(rule.unless, self.lists) if rule.unless else None
+            unless = _any_of([_predicate(exception, self.lists) for exception in rule.unless])
             for kind in rule.kinds:
                 self.by_kind.setdefault(kind, []).append((rule, where, unless))
 
@@ -209,7 +219,7 @@ class RuleSet:
                 rules[raw["id"]] = _build_rule(raw, str(path))  # a later pack may replace a rule by id
         lists.setdefault("allowed-callables", set()).update(config.allow)
         for rule in rules.values():
-            for cond in (*rule.conditions, *rule.unless):
+            for cond in (*rule.conditions, *(cond for exception in rule.unless for cond in exception)):
                 for op, ref in cond.ops.items():
                     if op in SET_OPERATORS and ref not in lists:
                         raise UsageError(f"{rule.source}: rule {rule.id} uses unknown list {ref!r}")
@@ -297,6 +307,14 @@ def _conditions(block: Mapping[str, Any] | None, rule_id: str, source: str) -> t
     return tuple(conditions)
 
 
+def _exceptions(raw: Mapping[str, Any] | list[Mapping[str, Any]] | None, rule_id: str,
+                source: str) -> tuple[tuple[Condition, ...], ...]:
+    """`unless`: one set of conditions, or a list of them (any one holding is an exception)."""
+    if not raw:
+        return ()
+    return tuple(_conditions(each, rule_id, source) for each in (raw if isinstance(raw, list) else [raw]))
+
+
 def _build_rule(raw: Mapping[str, Any], source: str) -> Rule:
     match = raw["match"]
     kinds = match["kind"]
@@ -310,7 +328,7 @@ def _build_rule(raw: Mapping[str, Any], source: str) -> Rule:
         message=raw["message"],
         kinds=frozenset([kinds] if isinstance(kinds, str) else kinds),
         conditions=_conditions(match.get("where"), raw["id"], source),
-        unless=_conditions(match.get("unless"), raw["id"], source),
+        unless=_exceptions(match.get("unless"), raw["id"], source),
         help=meta["help"],
         cwe=tuple(meta.get("cwe", ())),
         tags=tuple(meta.get("tags", ())),

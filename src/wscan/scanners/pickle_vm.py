@@ -1117,9 +1117,15 @@ def _zone_files(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
         level = inner[:ZONE_WALK]
 
 
+# Restores the arguments of which are not kept either: numpy's _reconstruct(subtype, ...) makes an array of the
+# subclass with ndarray.__new__, which runs none of its constructor (memmap's opens a file; a pickled memmap array
+# opens none).
+_KEPT_FROM = {**_RESTORED_POSITIONS, **dict.fromkeys(_ARRAY_REBUILDERS, 1)}
+
+
 def _keep_arguments(res: PickleResult, func: Sym, args: Sym) -> None:
     """A call's arguments are values the callee may keep, but for the class a restore helper makes."""
-    skip = _RESTORED_POSITIONS.get(func.dotted, 0) if isinstance(func, Global) else 0
+    skip = _KEPT_FROM.get(func.dotted, 0) if isinstance(func, Global) else 0
     if isinstance(args, Seq) and args.type == "tuple":
         _keep(res, args.items[skip:])
     else:
