@@ -80,6 +80,53 @@ def test_code_outside_a_model_folder_is_not_model_code(tmp_path: Path) -> None:
     assert default_engine().scan([tmp_path]).findings == []
 
 
+# What Python imports and runs, spelled past the check by a red team (2026-12-03): the payload makes `marker`.
+HIDDEN_CALLS = {
+    "through-a-module-attribute": "import shutil\nshutil.os.system('mkdir marker')\n",
+    "through-a-private-alias": "import tempfile\ntempfile._os.system('mkdir marker')\n",
+    "through-sys-modules": "import os, sys\nsys.modules['os'].system('mkdir marker')\n",
+    "after-a-star-import": "from os import *\nsystem('mkdir marker')\n",
+    "after-a-700-term-sum": "x = " + "+".join(["1"] * 700) + "\nimport os\nos.system('mkdir marker')\n",
+}
+
+
+@pytest.mark.parametrize("case", list(HIDDEN_CALLS))
+def test_what_python_runs_however_spelled_is_found(tmp_path: Path, case: str) -> None:
+    import subprocess
+    import sys
+
+    report = scan_code(tmp_path, HIDDEN_CALLS[case])
+    assert max(f.severity for f in report.findings) >= Severity.HIGH, case
+    subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, '.'); import modeling_x"],
+                   cwd=tmp_path, capture_output=True, timeout=60)
+    assert (tmp_path / "marker").exists()  # the import ran it
+
+
+def test_code_too_large_to_check_fails_closed(tmp_path: Path) -> None:
+    """Over 8 MiB of Python is read by nothing but the loader: a padded custom_generate/generate.py ran at
+    from_pretrained without trust_remote_code and passed as medium (red team)."""
+    padded = "import os\nos.system('mkdir marker')\n" + "#" * 80 + "\n"
+    model = model_folder(tmp_path / "model")
+    (model / "custom_generate").mkdir()
+    (model / "custom_generate" / "generate.py").write_text(padded * 110_000)
+    found = {(f.rule_id, f.severity) for f in default_engine().scan([model]).findings}
+    assert found >= {("WS-CODE-011", Severity.HIGH), ("WS-CODE-012", Severity.HIGH)}
+
+
+def test_a_config_over_the_json_limit_fails_closed(tmp_path: Path) -> None:
+    """modules.json over max-json-bytes named a module sentence-transformers imports; unread, it was medium."""
+    from dataclasses import replace
+
+    from wscan.config import Config
+    from wscan.engine import Engine
+    from wscan.limits import Limits
+
+    (tmp_path / "modules.json").write_text('[{"idx": 0, "name": "0", "path": "", "type": "custom_mod.Pooler", '
+                                           '"pad": "' + "x" * 5000 + '"}]')
+    engine = Engine(Config(jobs=0, limits=replace(Limits(), max_json_bytes=4096)))
+    assert ("WS-REPO-007", Severity.HIGH) in {(f.rule_id, f.severity) for f in engine.scan([tmp_path]).findings}
+
+
 def test_transformers_own_model_code_is_only_listed(tmp_path: Path) -> None:
     shutil.copy(MODELS / "llama" / "modeling_llama.py", tmp_path / "modeling_llama.py")
     shutil.copy(MODELS / "llama" / "tokenization_llama.py", tmp_path / "tokenization_llama.py")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 MAX_SOURCE_BYTES = 8 * 1024 * 1024  # custom modelling files are a few hundred KiB at most
 MIN_BLOB_CHARS = 512  # an encoded literal this long is data smuggled in code, not a constant
 MAX_FINDINGS = 100
+WALK_DEPTH = 50_000  # frames the walk may take, for any tree the parser builds (it refuses about 3,000 terms)
 
 # Module or callable prefix -> category. A name matches when it equals a key or starts with key + ".".
 CATEGORIES: dict[str, str] = {
@@ -94,13 +96,26 @@ MAX_LISTING = 10_000
 CUSTOM_GENERATE = "custom_generate"
 
 
+# Categories from the most to the least severe, for a star import that brings several.
+SEVERITY_ORDER = ["process", "dynamic-code", "deserialization", "native", "network", "filesystem"]
+# Modules other modules import and so hand out as attributes: `shutil.os.system`, `tempfile._os.system` is os.system.
+WALKED_INTO = frozenset({"os", "posix", "nt", "subprocess", "builtins", "pty", "ctypes", "socket", "importlib",
+                         "marshal", "pickle", "runpy", "shutil", "sys"})
+
+
 def category_of(name: str) -> str | None:
-    """The category of a fully qualified callable or module name, None when it is harmless."""
+    """The category of a fully qualified callable or module name, None when it is harmless; a name that walks
+    into a module another one imports is that module's (`shutil.os.system` is `os.system`)."""
     parts = name.split(".")
     for end in range(len(parts), 0, -1):
         category = CATEGORIES.get(".".join(parts[:end]))
         if category is not None:
             return category
+    for start in range(1, len(parts) - 1):
+        if parts[start].lstrip("_") in WALKED_INTO:
+            walked = category_of(".".join([parts[start].lstrip("_"), *parts[start + 1:]]))
+            if walked is not None:
+                return walked
     return None
 
 
@@ -140,6 +155,8 @@ class _Resolver(ast.NodeVisitor):
             return f"{base}.{node.args[1].value}" if base is not None else None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__":
             return _constant_str(node.args[0]) if node.args else None  # __import__("os").system
+        if isinstance(node, ast.Subscript) and self.qualify(node.value) == "sys.modules":
+            return _constant_str(node.slice)  # sys.modules["os"].system (red team)
         return None
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -157,6 +174,12 @@ class _Resolver(ast.NodeVisitor):
             full = f"{node.module}.{alias.name}"
             if alias.name == "*":
                 self._imported(node.module, node.lineno)
+                # Every name of the module, bound unseen: `from os import *` then `system(...)` (red team)
+                members = sorted({category for key, category in CATEGORIES.items()
+                                  if key == node.module or key.startswith(node.module + ".")})
+                if members:
+                    self.hits.append(_Hit(min(members, key=SEVERITY_ORDER.index), f"{node.module}.*", node.lineno,
+                                          "every name imported"))
                 continue
             self.aliases[alias.asname or alias.name] = full
             self._imported(full, node.lineno)
@@ -284,14 +307,18 @@ class PythonCodeScanner:
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         if not in_model_folder(artifact):
             return
-        if artifact.size > MAX_SOURCE_BYTES:
-            yield artifact.observe("code.size_limit", size=artifact.size, limit=MAX_SOURCE_BYTES)
+        generate = custom_generate(artifact)
+        if artifact.size > MAX_SOURCE_BYTES:  # code a loader may import, unread: as bad as code that runs (red team)
+            if generate:
+                yield artifact.observe("code.custom_generate", lines=0)
+            yield artifact.observe("code.size_limit", size=artifact.size, limit=MAX_SOURCE_BYTES,
+                                   reason=f"{artifact.size} bytes, over the {MAX_SOURCE_BYTES}-byte limit for source")
             return
         with artifact.opener() as raw:
             source = raw.read(MAX_SOURCE_BYTES + 1)
         lines = source.count(b"\n") + 1
         yield artifact.observe("code.python", lines=lines)
-        if custom_generate(artifact):
+        if generate:
             yield artifact.observe("code.custom_generate", lines=lines)
         try:
             # A fixed name: Python prints SyntaxWarnings headed by the file name, which a hostile member name
@@ -304,10 +331,16 @@ class PythonCodeScanner:
             yield artifact.observe("code.malformed", reason="nested too deeply to parse")
             return
         resolver = _Resolver()
+        # What the parser took, Python imports: a 700-term sum is 2,000 frames deep for the walk (red team). Frames
+        # of Python code take no C stack in 3.11 and later.
+        depth = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(depth, WALK_DEPTH))
         try:
             resolver.visit(tree)
         except RecursionError:
-            yield artifact.observe("code.malformed", reason="nested too deeply to walk")
+            yield artifact.observe("code.unchecked", reason="nested too deeply to walk")
+        finally:
+            sys.setrecursionlimit(depth)
         seen: set[tuple[str, str]] = set()
         for hit in resolver.hits:
             # One finding per callable and one per line: `open("/etc/passwd")` is one finding, not two.
