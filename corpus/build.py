@@ -831,6 +831,22 @@ def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[
     )
 
 
+class _Unseekable(io.RawIOBase):
+    """A file joblib cannot ask for its position (a pipe): joblib.dump then writes arrays without alignment."""
+
+    def __init__(self) -> None:
+        self.written = io.BytesIO()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        return self.written.write(data)
+
+    def tell(self) -> int:
+        raise io.UnsupportedOperation
+
+
 def build_hostile_numpy(corpus: Corpus, p: Payload, rules: list[str]) -> None:
     import joblib
     import numpy as np
@@ -868,6 +884,19 @@ def build_hostile_numpy(corpus: Corpus, p: Payload, rules: list[str]) -> None:
             path = Path(tmp) / rel
             joblib.dump(value, path, **kwargs)
             corpus.add(f"hostile/{rel}", path.read_bytes(), technique, rules=expect(*rules), made_by="joblib.dump")
+        # An unaligned joblib array (what joblib.dump writes to a pipe) whose bytes are opcodes: joblib.load reads
+        # numbers, pickle.load / torch.load / pandas.read_pickle run them, calling a gadget off the dangerous list.
+        opcodes = (b"cdataclasses\n_create_fn\n(Vf\n(Va=exec(" + repr(p.code).encode() + b")\nl(Vpass\nltR0")
+        unaligned = _Unseekable()
+        joblib.dump({"weights": np.frombuffer(opcodes, dtype=np.uint8).copy()}, unaligned)
+        corpus.add(
+            "hostile/joblib-array-bytes-payload.pkl",
+            unaligned.written.getvalue(),
+            "joblib.dump to a pipe of a uint8 array whose bytes are opcodes: a plain unpickler runs "
+            "dataclasses._create_fn (exec) from them, joblib.load reads numbers",
+            rules=expect("WS-PKL-003"),
+            made_by="joblib.dump",
+        )
         from joblib.numpy_pickle_compat import write_zfile
 
         zfile = io.BytesIO()
