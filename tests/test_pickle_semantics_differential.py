@@ -256,10 +256,12 @@ def test_joblib_files_joblib_wrote_have_no_plain_reading_finding(tmp_path: Path)
                              LogisticRegression()).fit(frame, ["cat", "dog", "cat", "bird"])
     arrays = [np.arange(300.0), np.arange(99, 400, dtype=np.int64), np.frombuffer(b"hello world\n" * 4, np.uint8),
               np.array(["a", 1, None, 2.5], dtype=object)]
+    # Word lists, first in their files, read as opcodes make names no import finds (`at.dog`: review 9)
+    words = [{"words": np.frombuffer(text, np.uint8)} for text in (b"cat\ndog\nfish\n", b"index\nvalue\nlabel\n")]
     path = tmp_path / "clean.joblib"
     for protocol in (2, 4, 5):
         for aligned in (True, False):
-            for value in ({"a": arrays, "b": np.zeros((3, 3))}, pipeline):
+            for value in ({"a": arrays, "b": np.zeros((3, 3))}, pipeline, *words):
                 path.write_bytes(_dumped(value, protocol, aligned))
                 assert not [f for f in scan(path).findings if f.severity >= Severity.MEDIUM], (protocol, aligned)
 
@@ -280,6 +282,48 @@ def _padding_of(payload: bytes) -> bytes:
         b"cnumpy\ndtype\nU\x02u1\x89\x88\x87RU\nallow_mmap\x89U\x1bnumpy_array_alignment_bytesK\x10ub"
         + b"c" + padding + b"\x00" * 8 + b"."
     )
+
+
+def _wrapper_of(count: int) -> bytes:
+    """A joblib uint8 array wrapper of `count` elements, unaligned: its raw bytes follow the BUILD."""
+    return (b"cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81}(U\x05shapeK" + bytes([count]) + b"\x85U\x05orderU"
+            b"\x01CU\x05dtypecnumpy\ndtype\nU\x02u1\x89\x88\x87RU\nallow_mmap\x89ub")
+
+
+def _binstring(text: str) -> bytes:
+    return b"X" + struct.pack("<I", len(text)) + text.encode()
+
+
+def _past_the_array(payload: bytes) -> bytes:
+    """Two array bytes, `U\x05`: a plain unpickler's SHORT_BINSTRING swallows them and the next five, then runs what
+    joblib reads as the text of a string after the array (review 9)."""
+    return b"\x80\x02(" + _wrapper_of(2) + b"U\x05" + b"X" + struct.pack("<I", len(payload)) + payload + b"l."
+
+
+def _memmap_restored_then_called(payload_path: str) -> bytes:
+    """The outer stream restores a memmap as a pickled memmap array does (passes); the array's bytes call memmap,
+    which creates the file (review 9: the plain reading skipped every name joblib's reading had)."""
+    restored = b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nmemmap\nK\x00\x85C\x01b\x87R"
+    call = (b"cnumpy\nmemmap\n(" + _binstring(payload_path) + _binstring("uint8") + _binstring("w+")
+            + b"K\x00K\x01\x85tR.")
+    return b"\x80\x02(" + restored + _wrapper_of(len(call)) + call + b"l."
+
+
+@pytest.mark.parametrize("case", ["import-past-the-array", "memmap-restored-then-called"])
+def test_what_a_plain_unpickler_does_past_joblibs_reading_is_judged(tmp_path: Path, case: str) -> None:
+    path = tmp_path / "model.joblib"
+    if case == "import-past-the-array":
+        path.write_bytes(_past_the_array(_create_fn_call("marker") + b"."))
+        expected = ("WS-PKL-003", "plain-unpickler-array-bytes")
+    else:
+        path.write_bytes(_memmap_restored_then_called("marker"))
+        expected = ("WS-PKL-001", "plain-unpickler")
+    for code in ("import joblib, sys; joblib.load(sys.argv[1])", LOADERS["c"]):
+        assert not (tmp_path / "marker").exists()  # joblib reads an array; then pickle.load runs the payload
+        subprocess.run([sys.executable, "-I", "-c", code, str(path)], cwd=tmp_path, capture_output=True, timeout=120)
+    assert (tmp_path / "marker").exists()
+    found = [(f.rule_id, f.evidence.get("reading")) for f in scan(path).findings if f.severity >= Severity.HIGH]
+    assert expected in found
 
 
 @pytest.mark.parametrize("layout", ["unaligned", "padding"])

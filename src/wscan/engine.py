@@ -6,7 +6,6 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Generator, Iterable, Iterator
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -77,8 +76,8 @@ class Engine:
     """Runs scanners over files with the limits and rules of one configuration."""
 
     def __init__(self, config: Config, scanners: list[Scanner] | None = None) -> None:
-        # Each worker's memory cap is its share of the machine at most; the report states the cap it ran with.
-        self.config = replace(config, limits=config.limits.within_machine(worker_count(config), machine_memory()))
+        self.config = config
+        self.limits = config.limits  # as a scan runs: each worker's memory cap cut to its share of the machine
         self.scanners = scanners if scanners is not None else all_scanners()
         self.fallbacks = fallback_scanners() if scanners is None else []
         self.rules = RuleSet.load(config)
@@ -95,15 +94,19 @@ class Engine:
 
     def _scan_paths(self, paths: list[Path], progress: Progress | None) -> Report:
         started = time.monotonic()
+        items = list(discover(paths))
+        entries = [item for item in items if isinstance(item, FileEntry)]
+        # Each worker's memory cap is its share of the machine at most, shared by the workers this scan forks; the
+        # report states the cap they ran with.
+        workers = min(worker_count(self.config), len(entries))
+        self.limits = self.config.limits.within_machine(workers, machine_memory())
         report = Report(
             tool_version=__version__,
             rules_digest=self.rules.digest,
             fail_on=self.config.fail_on,
-            limits=self.config.limits.as_dict(),
+            limits=self.limits.as_dict(),
             config=str(self.config.source or ""),
         )
-        items = list(discover(paths))
-        entries = [item for item in items if isinstance(item, FileEntry)]
         settled = iter(self._scan_files(entries, progress))
         # Each file as discover reported it (never opened), or as judged after its scan.
         arrivals = [(item.location.path, 0, item) if isinstance(item, Observation)
@@ -193,14 +196,14 @@ class Engine:
             from wscan.parallel import scan_in_workers
 
             by_index: dict[int, Settled] = {}
-            seconds = self.config.limits.max_seconds_per_file
+            seconds = self.limits.max_seconds_per_file
             displays = [entry.display for entry in entries]
             batches = plan_batches(entries, jobs)
 
             def scan_one(index: int) -> bytes:  # in a worker
                 return encode(self.settle_file(entries[index]))
 
-            memory = self.config.limits.max_memory_bytes
+            memory = self.limits.max_memory_bytes
             for index, answer in scan_in_workers(displays, batches, scan_one, jobs, seconds, memory):
                 by_index[index] = self._received(displays[index], answer)
                 if progress is not None:
@@ -239,13 +242,13 @@ class Engine:
             return self._failed(entry.display, "engine", f"judging failed: {type(exc).__name__}: {exc}")
 
     def _observe(self, entry: FileEntry, formats: list[str]) -> Iterator[Observation]:
-        budget = Budget(self.config.limits)
-        ctx = ScanContext(self.config.limits, budget)
+        budget = Budget(self.limits)
+        ctx = ScanContext(self.limits, budget)
         path = entry.real_path
         artifact = Artifact(
             Location(entry.display), entry.size, partial(open_counted, path, budget), name=path.name, real_path=path
         )
-        limit = self.config.limits.max_observations
+        limit = self.limits.max_observations
         for count, observation in enumerate(self._scan(artifact, ctx, formats), 1):
             if count > limit:  # returning drops the scan's generators, which closes them
                 detail = f"more than {limit:,} observations; the scan of this file stopped there"
@@ -296,6 +299,7 @@ class Engine:
     def _run(
         self, scanner: Scanner, artifact: Artifact, ctx: ScanContext, formats: list[str]
     ) -> Iterator[Observation]:
+        out_of_memory = False
         try:
             for item in scanner.scan(artifact, ctx):
                 if isinstance(item, Observation):
@@ -309,13 +313,15 @@ class Engine:
                     yield from self._scan(item, ctx, formats)
         except BudgetExceeded as exc:
             yield artifact.observe("scan.limit", limit=exc.limit, detail=exc.detail, scanner=scanner.name)
-        except MemoryError:  # the worker's cap (`parallel.cap_memory`): what it held is freed by now
-            detail = f"the scan needed more than {ctx.limits.max_memory_bytes} bytes of memory"
-            yield artifact.observe("scan.limit", limit="max-memory-bytes", detail=detail, scanner=scanner.name)
+        except MemoryError:  # the worker's cap (`parallel.cap_memory`)
+            out_of_memory = True
         except Exception as exc:
             yield artifact.observe(
                 "scan.error", scanner=scanner.name, reason=f"{type(exc).__name__}: {exc}"[:300]
             )
+        if out_of_memory:  # past the except block, whose traceback held what the parser had built
+            detail = f"the scan needed more than {ctx.limits.max_memory_bytes} bytes of memory"
+            yield artifact.observe("scan.limit", limit="max-memory-bytes", detail=detail, scanner=scanner.name)
 
 
 def worker_count(config: Config) -> int:

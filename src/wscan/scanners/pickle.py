@@ -7,10 +7,10 @@ exactly as the loader would, and it keeps reading after a STOP so nothing can hi
 
 from __future__ import annotations
 
-import bisect
 import io
 import re
 import struct
+import sys
 from collections.abc import Generator, Iterator
 from functools import partial
 from typing import BinaryIO
@@ -83,6 +83,15 @@ PROTO_PEEK = 16  # enough for PROTO, then FRAME and its 8-byte length, then one 
 _PROBE_LIMITS = Limits()  # a probe reads one head: the defaults bound it, built once (it runs for every file)
 # Protocol-2 bytes are stored as UTF-8 text the loader encodes to latin-1: decoded in memory up to this size.
 MAX_TRANSCODED = 64 * 1024 * 1024
+# Top-level packages model pickles name, beyond the standard library (`maybe_module`).
+MODEL_PACKAGES = frozenset({
+    "torch", "torchvision", "torchaudio", "torchmetrics", "numpy", "scipy", "sklearn", "pandas", "joblib", "xgboost",
+    "lightgbm", "catboost", "transformers", "tokenizers", "sentence_transformers", "accelerate", "peft", "keras",
+    "tensorflow", "tf_keras", "gensim", "optuna", "lightning", "pytorch_lightning", "lightning_fabric", "dateutil",
+    "pytz", "pyarrow", "omegaconf", "hydra", "dill", "cloudpickle", "yaml", "ruamel", "jsonpickle", "imblearn",
+    "category_encoders", "statsmodels", "skorch", "easydict", "nltk", "spacy", "fastai", "timm", "diffusers",
+    "huggingface_hub", "datasets", "mlflow", "speechbrain", "nemo", "pyannote", "funasr", "pip", "setuptools",
+})  # fmt: skip
 PLAIN_READING = "plain-unpickler"  # the `reading` of names only a plain unpickler makes (`_plain_reading`)
 PLAIN_DATA_READING = "plain-unpickler-array-bytes"  # ... from bytes joblib reads as an array's data
 
@@ -148,7 +157,8 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
     legacy = stream.peek(len(LEGACY_TORCH_MAGIC)) == LEGACY_TORCH_MAGIC
     tar_member = artifact.name if artifact.context.get("container") == "torch-tar" else None
     results: list[PickleResult] = []
-    reported: set[str] = set()  # the names joblib's reading imports, its arrays' nested pickles' too
+    # The names joblib's reading imports (its arrays' nested pickles' too): how each is used, and whether it is kept.
+    reported: dict[str, tuple[set[str], bool]] = {}
     frame_seen = -1  # the end of the last frame a STOP was found inside
     stopped: BudgetExceeded | None = None  # the limit that stopped a pickle: raised once the rest is reported
     while not stream.at_end():
@@ -165,7 +175,10 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         loaded, late = _loaded_blobs(artifact, [res, *nested], ctx)
         stopped = stopped or late
         yield from _report(artifact, res, nested)
-        reported.update(key for sub in [res, *nested] for key in sub.imports)
+        for sub in [res, *nested]:
+            for key, rec in sub.imports.items():
+                uses, kept = reported.get(key, (set(), False))
+                reported[key] = (uses | rec.invoked, kept or key in sub.kept)
         for blob in loaded:
             ctx.budget.check_time()
             ctx.budget.charge_read(0)  # nothing more is opened once the file's read budget is spent
@@ -234,21 +247,24 @@ def _stop_inside_frame(artifact: Artifact, frame_end: int, rest: int) -> Iterato
 
 
 def _plain_reading(
-    artifact: Artifact, base: int, ctx: ScanContext, reported: set[str], data_spans: list[tuple[int, int]]
+    artifact: Artifact, base: int, ctx: ScanContext, reported: dict[str, tuple[set[str], bool]],
+    data_spans: list[tuple[int, int]],
 ) -> Iterator[Observation]:
     """The names a plain unpickler resolves in a stream joblib reads arrays from: `pickle.load` (or
     pandas.read_pickle, torch.load) runs an array's raw bytes as opcodes, and an object array's nested pickle with the
     outer stream's memo, so a file joblib loads as benign arrays can run a payload when loaded as a plain pickle (found
     by fuzz/pickle_oracle.py). Only its imports are reported, and only names an import could find (dotted
-    identifiers) that joblib's reading did not report already: a real array read as opcodes fails within a few bytes,
-    and its errors say nothing about the file.
+    identifiers) that joblib's reading did not import, or used less (it restored a memmap; this reading calls it,
+    review 9): a real array read as opcodes fails within a few bytes, and its errors say nothing about the file.
 
-    A name imported by an opcode in an array's raw bytes (`data_spans`) is judged by every rule (PLAIN_DATA_READING):
-    writers put numbers there, never a name, and a payload of any gadget off the allowlist ran from there unflagged
-    (red team, 2026-12-03). One a nested pickle makes from the outer memo (PLAIN_READING) is judged by the critical
-    rules only: a real object array's repeated module names become `steps.dtype` there."""
-    starts = [start for start, _ in data_spans]
-    seen = set(reported)
+    A name first imported at or after the first array's bytes (PLAIN_DATA_READING) is judged by every rule: both
+    readings agree up to there, writers put numbers there, never a name, and a payload of any gadget off the allowlist
+    ran from there, or from after an opcode that swallowed the array's end (red team, review 9) -- when its top-level
+    module is one an import could find (`maybe_module`): a word list read as opcodes makes `at.dog`. A name a nested
+    pickle makes from the outer memo before that (PLAIN_READING) is judged by the critical rules only: a real object
+    array's repeated module names become `steps.dtype` there."""
+    diverged = min((start for start, end in data_spans if end > start), default=None)
+    seen = {key: (set(uses), kept) for key, (uses, kept) in reported.items()}
     with open_slice(artifact.opener, base, artifact.size - base) as raw:
         stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base, size=artifact.size - base)
         machine = Machine(stream, ctx.limits, check_time=ctx.budget.check_time)
@@ -260,20 +276,31 @@ def _plain_reading(
                 break
             first = False
             plain = PickleResult(res.start, res.end, protocol=res.protocol, opcodes=res.opcodes)
-            plain.imports = {
-                key: rec for key, rec in res.imports.items()
-                if key not in seen and all(part.isidentifier() for part in key.split("."))
-            }
-            seen.update(plain.imports)
+            for key, rec in res.imports.items():
+                uses, kept = seen.get(key, (set(), False))
+                newly_kept = key in res.kept and not kept
+                if (rec.invoked <= uses and not newly_kept) or not all(part.isidentifier() for part in key.split(".")):
+                    continue
+                plain.imports[key] = rec
+                if newly_kept:
+                    plain.kept.add(key)
+                seen[key] = (uses | rec.invoked, kept or newly_kept)
             for obs in _report(artifact, plain, []):
-                at = bisect.bisect_right(starts, obs.location.offset or 0) - 1
-                in_data = at >= 0 and (obs.location.offset or 0) < data_spans[at][1]
-                reading = PLAIN_DATA_READING if in_data else PLAIN_READING
-                yield Observation(obs.kind, obs.location, {**obs.attrs, "reading": reading})
+                data = (diverged is not None and (obs.location.offset or 0) >= diverged
+                        and maybe_module(str(obs.attrs.get("module", ""))))
+                yield Observation(obs.kind, obs.location,
+                                  {**obs.attrs, "reading": PLAIN_DATA_READING if data else PLAIN_READING})
             if res.over_budget is not None:
                 raise res.over_budget
             if not res.stopped:
                 break
+
+
+def maybe_module(module: str) -> bool:
+    """Whether an import could find `module`'s top level: a standard module, or a package model files name (the
+    libraries the allowlists cover and the ones they refuse)."""
+    top = module.split(".")[0]
+    return top in sys.stdlib_module_names or top in MODEL_PACKAGES
 
 
 def _storages(results: list[PickleResult]) -> dict[str, tuple[str, int]]:

@@ -577,6 +577,7 @@ class Machine:
     def run(self) -> PickleResult:
         """Simulate from the current position to STOP, end of data, or the first invalid opcode."""
         res = PickleResult(start=self.stream.base + self.stream.offset, end=0)
+        out_of_memory = False
         try:
             self._loop(res)
         except PickleSyntaxError as exc:
@@ -585,7 +586,9 @@ class Machine:
             res.error = PickleSyntaxError(self.stream.base + self.stream.offset, f"undecodable: {exc}")
         except BudgetExceeded as exc:
             res.over_budget = exc
-        except MemoryError:  # the worker's cap: the machine's stack and memo are freed now, what it saw is kept
+        except MemoryError:  # the worker's cap: what the machine saw is kept
+            out_of_memory = True
+        if out_of_memory:  # past the except block: its traceback held the loop's stack and memo, and more failed
             detail = f"the pickle machine needed more than {self.limits.max_memory_bytes} bytes of memory"
             res.over_budget = BudgetExceeded("max-memory-bytes", detail)
         res.end = self.stream.base + self.stream.offset
