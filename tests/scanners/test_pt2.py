@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import struct
+import subprocess
 import sys
 import zipfile
 from collections.abc import Callable
@@ -146,3 +147,56 @@ def test_pickled_sample_inputs_stay_scanned(tmp_path: Path) -> None:
     name = top(path)
     edit(path, lambda member, data: PAYLOAD if member == f"{name}/data/sample_inputs/model.pt" else data)
     assert "WS-PKL-001" in rule_ids(scan(path))
+
+
+def _guard_making(marker: str) -> str:
+    return f"True #\n, 'ok')\nimport os; os.mkdir({marker!r})\ndef __(*args):\n  torch._assert(True"
+
+
+def _loads_and_runs(path: Path, folder: Path) -> bool:
+    """torch.export.load(path).module()(x) in a process of its own, in `folder`: whether it made `marker` there."""
+    code = "import sys, torch; torch.export.load(sys.argv[1]).module()(torch.randn(3, 4))"
+    subprocess.run([sys.executable, "-I", "-c", code, str(path)], cwd=folder, capture_output=True, timeout=300)
+    return (folder / "marker").exists()
+
+
+@pytest.mark.parametrize("how", ["weight-named-in-capitals", "format-record-in-capitals", "graph-not-named-json"])
+def test_what_torch_finds_whatever_the_names_case_or_suffix_is_read(tmp_path: Path, how: str) -> None:
+    """torch's zip reader finds records whatever their case, and torch.export.load reads every models/* record as a
+    graph: a raw weight unpickled as `WEIGHT_0`, an `ARCHIVE_FORMAT` record and a `models/modelXjson` graph each ran
+    a payload while wscan passed the file (red team, 2026-12-03)."""
+    path = export(tmp_path / "m.pt2")
+    name = top(path)
+    if how == "weight-named-in-capitals":
+        # Its import past the 64 KiB a raw tensor is sniffed over: read only as the pickle torch unpickles.
+        body = b"\x80\x02X" + struct.pack("<I", 70_000) + b"a" * 70_000 + b"0" + (
+            b"cos\nmkdir\n(S'marker'\ntR.")
+        body += b"\0" * (-len(body) % 4)
+
+        def change(member: str, data: bytes) -> bytes:
+            if member == f"{name}/data/weights/model_weights_config.json":
+                config = json.loads(data)
+                first = next(iter(config["config"].values()))
+                config["config"]["extra"] = dict(first, path_name=first["path_name"].upper(), use_pickle=True)
+                return json.dumps(config).encode()
+            return body if member == f"{name}/data/weights/{first_weight}" else data
+
+        with zipfile.ZipFile(path) as archive:
+            config = json.loads(archive.read(f"{name}/data/weights/model_weights_config.json"))
+        first_weight = next(iter(config["config"].values()))["path_name"]
+        edit(path, change)
+        code = "import sys, torch; torch.export.load(sys.argv[1])"
+        subprocess.run([sys.executable, "-I", "-c", code, str(path)], cwd=tmp_path, capture_output=True, timeout=300)
+        assert (tmp_path / "marker").exists()
+        assert "WS-PKL-001" in rule_ids(scan(path))
+        return
+    _graph(path, lambda program: program.__setitem__("guards_code", [_guard_making("marker")]))
+    renamed = {"format-record-in-capitals": ("/archive_format", "/ARCHIVE_FORMAT"),
+               "graph-not-named-json": ("/models/model.json", "/models/modelXjson")}[how]
+    with zipfile.ZipFile(path) as source:
+        members = [(info.filename, source.read(info)) for info in source.infolist()]
+    with zipfile.ZipFile(path, "w") as target:
+        for member, data in members:
+            target.writestr(member.replace(*renamed), data)
+    assert _loads_and_runs(path, tmp_path)
+    assert "WS-PT2-003" in rule_ids(scan(path))

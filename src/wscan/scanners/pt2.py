@@ -4,8 +4,9 @@ A PT2 archive is a zip with `<top>/archive_format` ("pt2"). `torch.export.load` 
 - tensors from `data/weights/` and `data/constants/`, raw bytes when the model's `*_config.json` says
   `use_pickle: false`, torch.load or pickle.loads otherwise: raw ones are tensor data (sniffed strictly, like a
   PyTorch zip's storages), the rest are scanned as what they are;
-- the graph from `models/<name>.json`: its operators run when the program runs (`aten.from_file` reads a file named
-  in the graph, shared it writes back), and `guards_code` is pasted into Python source and exec'd by `.module()`;
+- the graph from every `models/*` record (`<name>.json`): its operators run when the program runs
+  (`aten.from_file` reads a file named in the graph, shared it writes back), and `guards_code` is pasted into
+  Python source and exec'd by `.module()`;
 - AOTInductor's `data/aotinductor/<model>/`: a compiled library it loads, or C++ source and compile flags it
   hands the system compiler (the flags go through a shell), then loads: native code either way.
 A review (the 25th) ran a payload through each of these while wscan passed the file.
@@ -47,22 +48,26 @@ RECORDS = ("archive_format", "archive_version", "byteorder")  # small text recor
 
 
 def pt2_top(names: Iterable[str]) -> str | None:
-    """The top folder of a PT2 archive, or None when the names are not one."""
+    """The top folder of a PT2 archive, or None when the names are not one. torch's zip reader finds a record
+    whatever its case, `ARCHIVE_FORMAT` too (red team, 2026-12-03)."""
     for name in names:
         top, _, leaf = name.rpartition("/")
-        if leaf == FORMAT_MEMBER and top and "/" not in top:
+        if leaf.lower() == FORMAT_MEMBER and top and "/" not in top:
             return top
     return None
 
 
 def raw_tensor_members(top: str, names: Iterable[str], read: Callable[[str], bytes | None]) -> set[str]:
     """The members torch.export.load reads as raw tensor bytes: listed with `use_pickle: false` in a config and
-    never with `true` (a member both ways is unpickled by one of the reads)."""
+    never with `true` (a member both ways is unpickled by one of the reads). torch looks members up whatever their
+    case: `WEIGHT_0` with `use_pickle: true` unpickles `weight_0` (red team), so names are compared folded."""
+    members = list(names)
     raw: set[str] = set()
     pickled: set[str] = set()
-    for name in names:
+    folders = (f"{top}/data/weights".lower(), f"{top}/data/constants".lower())
+    for name in members:
         folder = posixpath.dirname(name)
-        if folder not in (f"{top}/data/weights", f"{top}/data/constants") or not name.endswith(CONFIG_SUFFIXES):
+        if folder.lower() not in folders or not name.lower().endswith(CONFIG_SUFFIXES):
             continue
         data = read(name)
         try:
@@ -72,14 +77,15 @@ def raw_tensor_members(top: str, names: Iterable[str], read: Callable[[str], byt
         entries = config.get("config") if isinstance(config, dict) else None
         for entry in entries.values() if isinstance(entries, dict) else ():
             if isinstance(entry, dict) and isinstance(entry.get("path_name"), str):
-                (raw if entry.get("use_pickle") is False else pickled).add(f"{folder}/{entry['path_name']}")
-    return raw - pickled
+                target = f"{folder}/{entry['path_name']}".lower()
+                (raw if entry.get("use_pickle") is False else pickled).add(target)
+    return {name for name in members if name.lower() in raw - pickled}
 
 
 def native_members(top: str, names: Iterable[str]) -> list[str]:
     """AOTInductor members the loader compiles or loads, in archive order."""
-    prefix = f"{top}/data/aotinductor/"
-    return [name for name in names if name.startswith(prefix) and name.endswith(NATIVE_SUFFIXES)]
+    prefix = f"{top}/data/aotinductor/".lower()
+    return [name for name in names if name.lower().startswith(prefix) and name.endswith(NATIVE_SUFFIXES)]
 
 
 def native_observation(members: list[str]) -> dict[str, AttrValue]:
@@ -94,8 +100,10 @@ class Pt2GraphScanner:
     name = "pt2-graph"
 
     def accepts(self, head: Head) -> bool:
-        folder = posixpath.dirname(head.name)
-        return head.container == LAYOUT and folder.endswith("/models") and head.name.endswith(".json")
+        # torch.export.load reads every record under models/ as a graph, whatever its name ends with: it cuts the
+        # last five characters off as ".json" (red team: `models/modelXjson`).
+        parts = head.name.split("/")
+        return head.container == LAYOUT and len(parts) > 2 and parts[1].lower() == "models"
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         if artifact.size > ctx.limits.max_json_bytes:
