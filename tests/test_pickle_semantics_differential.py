@@ -139,6 +139,8 @@ def test_memmap_is_judged_as_a_gadget_but_where_numpy_restores_an_array_of_it(tm
     assert not [f for f in scan(path).findings if f.severity >= Severity.HIGH]
     path.write_bytes(b"\x80\x02]cnumpy\nmemmap\na.")  # [numpy.memmap]
     assert {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL} == {"WS-PKL-001"}
+    path.write_bytes(b"\x80\x02]cnumpy._core.memmap\nmemmap\na.")  # where it is defined (review 9)
+    assert {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL} == {"WS-PKL-001"}
 
 
 def test_a_class_patched_through_an_identity_function_is_tampering(tmp_path: Path) -> None:
