@@ -140,3 +140,15 @@ def test_a_damaged_deflated_pt2_config_is_the_archives_finding() -> None:
     report = scan(Path(__file__).parent / "data" / "fuzz" / "pt2-config-bad-deflate.zip")
     assert "WS-FILE-001" not in {f.rule_id for f in report.findings}, report.findings
     assert any(f.rule_id.startswith("WS-ARC") for f in report.findings)
+
+
+def test_an_import_a_plain_unpickler_makes_from_an_arrays_bytes_is_reported() -> None:
+    """fuzz/pickle_oracle.py on a mutated corpus sample (the CI run of stop 32): a joblib file whose unaligned array
+    starts with `cdataclasses\\n_create_fn\\n`, imported but not called. CPython's unpicklers resolve it; the plain
+    reading had dropped every name its reading did not call."""
+    from tests.helpers.scanning import scan
+    from wscan.model import Severity
+
+    path = Path(__file__).parent / "data" / "fuzz" / "pickle-oracle-import-after-unaligned-array.pkl"
+    found = {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings if f.severity >= Severity.HIGH}
+    assert ("WS-PKL-003", "dataclasses._create_fn") in found

@@ -222,3 +222,24 @@ def test_sentence_transformers_files_mark_a_model(tmp_path: Path, marker: str) -
     (tmp_path / "1_Custom" / "layer.py").write_text("import os\nos.system('id')\n")
     report = default_engine().scan([tmp_path])
     assert {f.rule_id for f in report.findings} == {"WS-CODE-001", "WS-CODE-002"}
+
+
+def test_code_too_deep_to_parse_here_is_high(tmp_path: Path) -> None:
+    """Python run with a higher recursion limit (torch's inductor sets 2,000) imports what ast.parse refuses at the
+    default one: it was medium (review 10)."""
+    report = scan_code(tmp_path, "import os\nos.system('id')\nif False:\n    x = a" + ".b" * 3000 + "\n")
+    assert ("WS-CODE-012", Severity.HIGH) in {(f.rule_id, f.severity) for f in report.findings}
+
+
+def test_long_dotted_names_are_walked_in_linear_time() -> None:
+    """Each extra part doubled the time of the first walk (review 10: 40 parts ran past the file's time limit)."""
+    import time
+
+    started = time.monotonic()
+    assert category_of("shutil" + ".os" * 40 + ".system") == "process"
+    assert category_of("shutil" + ".os" * 40 + ".getcwd") is None
+    assert time.monotonic() - started < 1
+
+
+def test_a_star_import_of_builtins_is_not_a_reach(tmp_path: Path) -> None:
+    assert code_rules(scan_code(tmp_path, "from builtins import *\nprint(1)\n")) <= {"WS-REPO-001"}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import re
 import struct
-import sys
 from collections.abc import Generator, Iterator
 from functools import partial
 from typing import BinaryIO
@@ -83,15 +82,6 @@ PROTO_PEEK = 16  # enough for PROTO, then FRAME and its 8-byte length, then one 
 _PROBE_LIMITS = Limits()  # a probe reads one head: the defaults bound it, built once (it runs for every file)
 # Protocol-2 bytes are stored as UTF-8 text the loader encodes to latin-1: decoded in memory up to this size.
 MAX_TRANSCODED = 64 * 1024 * 1024
-# Top-level packages model pickles name, beyond the standard library (`maybe_module`).
-MODEL_PACKAGES = frozenset({
-    "torch", "torchvision", "torchaudio", "torchmetrics", "numpy", "scipy", "sklearn", "pandas", "joblib", "xgboost",
-    "lightgbm", "catboost", "transformers", "tokenizers", "sentence_transformers", "accelerate", "peft", "keras",
-    "tensorflow", "tf_keras", "gensim", "optuna", "lightning", "pytorch_lightning", "lightning_fabric", "dateutil",
-    "pytz", "pyarrow", "omegaconf", "hydra", "dill", "cloudpickle", "yaml", "ruamel", "jsonpickle", "imblearn",
-    "category_encoders", "statsmodels", "skorch", "easydict", "nltk", "spacy", "fastai", "timm", "diffusers",
-    "huggingface_hub", "datasets", "mlflow", "speechbrain", "nemo", "pyannote", "funasr", "pip", "setuptools",
-})  # fmt: skip
 PLAIN_READING = "plain-unpickler"  # the `reading` of names only a plain unpickler makes (`_plain_reading`)
 PLAIN_DATA_READING = "plain-unpickler-array-bytes"  # ... from bytes joblib reads as an array's data
 
@@ -203,7 +193,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         if tar_member in TAR_RECORDS and not (yield from _skip_tar_record(artifact, stream, results, tar_member)):
             break
     if arrays.read_arrays:
-        yield from _plain_reading(artifact, base, ctx, reported, arrays.data_spans)
+        yield from _plain_reading(artifact, base, ctx, reported, arrays.data_spans, arrays.nested_spans)
     storages = _storages(results)
     yield from _record_sizes(artifact, storages)
     yield artifact.observe(
@@ -248,7 +238,7 @@ def _stop_inside_frame(artifact: Artifact, frame_end: int, rest: int) -> Iterato
 
 def _plain_reading(
     artifact: Artifact, base: int, ctx: ScanContext, reported: dict[str, tuple[set[str], bool]],
-    data_spans: list[tuple[int, int]],
+    data_spans: list[tuple[int, int]], nested_spans: list[tuple[int, int]],
 ) -> Iterator[Observation]:
     """The names a plain unpickler resolves in a stream joblib reads arrays from: `pickle.load` (or
     pandas.read_pickle, torch.load) runs an array's raw bytes as opcodes, and an object array's nested pickle with the
@@ -257,13 +247,13 @@ def _plain_reading(
     identifiers) that joblib's reading did not import, or used less (it restored a memmap; this reading calls it,
     review 9): a real array read as opcodes fails within a few bytes, and its errors say nothing about the file.
 
-    A name first imported at or after the first array's bytes (PLAIN_DATA_READING) is judged by every rule: both
-    readings agree up to there, writers put numbers there, never a name, and a payload of any gadget off the allowlist
-    ran from there, or from after an opcode that swallowed the array's end (red team, review 9) -- when its top-level
-    module is one an import could find (`maybe_module`): a word list read as opcodes makes `at.dog`. A name a nested
-    pickle makes from the outer memo before that (PLAIN_READING) is judged by the critical rules only: a real object
-    array's repeated module names become `steps.dtype` there."""
-    diverged = min((start for start, end in data_spans if end > start), default=None)
+    Such a name is judged by every rule (PLAIN_DATA_READING): a payload of any gadget off the allowlist ran from an
+    array's bytes, from after an opcode that swallowed the array's end, and from a stream joblib's reading gave up on
+    (red team, reviews 9 and 10, the pickle oracle). Only one first made inside an object array's nested pickle, with
+    no array's bytes before it (PLAIN_READING), is judged by the critical rules alone: a real nested pickle makes
+    `steps.dtype` there from the outer memo. A word list in an unaligned file read as opcodes makes `at.dog`: high."""
+    first_data = min((start for start, end in data_spans if end > start), default=None)
+    in_sync = [(start, end) for start, end in nested_spans if first_data is None or start < first_data]
     seen = {key: (set(uses), kept) for key, (uses, kept) in reported.items()}
     with open_slice(artifact.opener, base, artifact.size - base) as raw:
         stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base, size=artifact.size - base)
@@ -279,28 +269,22 @@ def _plain_reading(
             for key, rec in res.imports.items():
                 uses, kept = seen.get(key, (set(), False))
                 newly_kept = key in res.kept and not kept
-                if (rec.invoked <= uses and not newly_kept) or not all(part.isidentifier() for part in key.split(".")):
+                if (key in seen and rec.invoked <= uses and not newly_kept) or not all(
+                        part.isidentifier() for part in key.split(".")):
                     continue
                 plain.imports[key] = rec
                 if newly_kept:
                     plain.kept.add(key)
                 seen[key] = (uses | rec.invoked, kept or newly_kept)
             for obs in _report(artifact, plain, []):
-                data = (diverged is not None and (obs.location.offset or 0) >= diverged
-                        and maybe_module(str(obs.attrs.get("module", ""))))
+                at = obs.location.offset or 0
+                nested = any(start <= at < end for start, end in in_sync)
                 yield Observation(obs.kind, obs.location,
-                                  {**obs.attrs, "reading": PLAIN_DATA_READING if data else PLAIN_READING})
+                                  {**obs.attrs, "reading": PLAIN_READING if nested else PLAIN_DATA_READING})
             if res.over_budget is not None:
                 raise res.over_budget
             if not res.stopped:
                 break
-
-
-def maybe_module(module: str) -> bool:
-    """Whether an import could find `module`'s top level: a standard module, or a package model files name (the
-    libraries the allowlists cover and the ones they refuse)."""
-    top = module.split(".")[0]
-    return top in sys.stdlib_module_names or top in MODEL_PACKAGES
 
 
 def _storages(results: list[PickleResult]) -> dict[str, tuple[str, int]]:
@@ -601,6 +585,7 @@ class _JoblibArrays:
         # The spans joblib reads as an array's padding and raw bytes (start, end), in stream order: no writer puts
         # opcodes there, so whatever a plain unpickler imports from them is judged as any import is.
         self.data_spans: list[tuple[int, int]] = []
+        self.nested_spans: list[tuple[int, int]] = []  # object arrays' nested pickles (start, end)
 
     def __call__(self, machine: Machine, obj: Obj) -> None:
         legacy = restored_class(obj)
@@ -650,6 +635,7 @@ class _JoblibArrays:
                 self.nested.append(machine.run())
             finally:
                 machine.on_build = hook
+            self.nested_spans.append((self.nested[-1].start, self.nested[-1].end))
             if self.nested[-1].over_budget is not None:
                 raise self.nested[-1].over_budget  # stops the outer pickle too; both are reported up to here
             return

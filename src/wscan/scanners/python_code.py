@@ -23,6 +23,7 @@ from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 MAX_SOURCE_BYTES = 8 * 1024 * 1024  # custom modelling files are a few hundred KiB at most
 MIN_BLOB_CHARS = 512  # an encoded literal this long is data smuggled in code, not a constant
 MAX_FINDINGS = 100
+MAX_NAME_PARTS = 64  # of a dotted name: real ones have a handful
 WALK_DEPTH = 50_000  # frames the walk may take, for any tree the parser builds (it refuses about 3,000 terms)
 
 # Module or callable prefix -> category. A name matches when it equals a key or starts with key + ".".
@@ -106,16 +107,14 @@ WALKED_INTO = frozenset({"os", "posix", "nt", "subprocess", "builtins", "pty", "
 def category_of(name: str) -> str | None:
     """The category of a fully qualified callable or module name, None when it is harmless; a name that walks
     into a module another one imports is that module's (`shutil.os.system` is `os.system`)."""
-    parts = name.split(".")
-    for end in range(len(parts), 0, -1):
-        category = CATEGORIES.get(".".join(parts[:end]))
-        if category is not None:
-            return category
-    for start in range(1, len(parts) - 1):
-        if parts[start].lstrip("_") in WALKED_INTO:
-            walked = category_of(".".join([parts[start].lstrip("_"), *parts[start + 1:]]))
-            if walked is not None:
-                return walked
+    parts = name.split(".")[:MAX_NAME_PARTS]
+    starts = [0, *(start for start in range(1, len(parts) - 1) if parts[start].lstrip("_") in WALKED_INTO)]
+    for start in starts:  # each walk checked once, without recursion (review 10: `shutil.os.os.os...` took minutes)
+        walked = [parts[start].lstrip("_") if start else parts[0], *parts[start + 1:]]
+        for end in range(len(walked), 0, -1):
+            category = CATEGORIES.get(".".join(walked[:end]))
+            if category is not None:
+                return category
     return None
 
 
@@ -174,6 +173,8 @@ class _Resolver(ast.NodeVisitor):
             full = f"{node.module}.{alias.name}"
             if alias.name == "*":
                 self._imported(node.module, node.lineno)
+                if node.module == "builtins":
+                    continue  # the names every module has (the `future` package's Python 2 shims do this)
                 # Every name of the module, bound unseen: `from os import *` then `system(...)` (red team)
                 members = sorted({category for key, category in CATEGORIES.items()
                                   if key == node.module or key.startswith(node.module + ".")})
@@ -327,20 +328,23 @@ class PythonCodeScanner:
         except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
             yield artifact.observe("code.malformed", reason=f"{type(exc).__name__}: {exc}"[:200])
             return
-        except (RecursionError, MemoryError):
-            yield artifact.observe("code.malformed", reason="nested too deeply to parse")
+        except (RecursionError, MemoryError):  # Python run with a higher recursion limit still imports it (review 10)
+            yield artifact.observe("code.unchecked", reason="nested too deeply to parse")
             return
         resolver = _Resolver()
         # What the parser took, Python imports: a 700-term sum is 2,000 frames deep for the walk (red team). Frames
         # of Python code take no C stack in 3.11 and later.
         depth = sys.getrecursionlimit()
         sys.setrecursionlimit(max(depth, WALK_DEPTH))
+        walked = True
         try:
             resolver.visit(tree)
         except RecursionError:
-            yield artifact.observe("code.unchecked", reason="nested too deeply to walk")
+            walked = False
         finally:
             sys.setrecursionlimit(depth)
+        if not walked:
+            yield artifact.observe("code.unchecked", reason="nested too deeply to walk")
         seen: set[tuple[str, str]] = set()
         for hit in resolver.hits:
             # One finding per callable and one per line: `open("/etc/passwd")` is one finding, not two.
