@@ -87,6 +87,14 @@ HIDDEN_CALLS = {
     "through-sys-modules": "import os, sys\nsys.modules['os'].system('mkdir marker')\n",
     "after-a-star-import": "from os import *\nsystem('mkdir marker')\n",
     "after-a-700-term-sum": "x = " + "+".join(["1"] * 700) + "\nimport os\nos.system('mkdir marker')\n",
+    # review 10
+    "through-a-modules-alias": "import enum\nenum.bltns.exec(\"__import__('os').mkdir('marker')\")\n",
+    "through-sys-modules-get": "import sys\nsys.modules.get('os').system('mkdir marker')\n",
+    "through-another-modules-sys": "import os, shutil\nshutil.sys.modules['os'].system('mkdir marker')\n",
+    "through-a-modules-builtins": "import json\njson.__builtins__['exec'](\"__import__('os').mkdir('marker')\")\n",
+    "after-a-star-import-of-a-submodule": (
+        "import asyncio\nfrom asyncio.subprocess import *\n"
+        "async def main():\n    await (await create_subprocess_shell('mkdir marker')).wait()\nasyncio.run(main())\n"),
 }
 
 

@@ -33,7 +33,7 @@ CATEGORIES: dict[str, str] = {
          "os.execvp", "os.execvpe", "os.spawnl", "os.spawnle", "os.spawnlp", "os.spawnlpe", "os.spawnv",
          "os.spawnve", "os.spawnvp", "os.spawnvpe", "os.posix_spawn", "os.posix_spawnp", "os.fork",
          "os.forkpty", "os.startfile", "subprocess", "pty", "commands", "popen2", "platform.popen",
-         "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell"],
+         "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell", "asyncio.subprocess"],
         "process",
     ),
     **dict.fromkeys(
@@ -102,15 +102,21 @@ SEVERITY_ORDER = ["process", "dynamic-code", "deserialization", "native", "netwo
 # Modules other modules import and so hand out as attributes: `shutil.os.system`, `tempfile._os.system` is os.system.
 WALKED_INTO = frozenset({"os", "posix", "nt", "subprocess", "builtins", "pty", "ctypes", "socket", "importlib",
                          "marshal", "pickle", "runpy", "shutil", "sys"})
+# Names standard modules import those under (enum's `import builtins as bltns`: review 10).
+WALK_ALIASES = {"bltns": "builtins", "_builtins": "builtins", "__builtin__": "builtins", "_subprocess": "subprocess"}
 
 
 def category_of(name: str) -> str | None:
     """The category of a fully qualified callable or module name, None when it is harmless; a name that walks
     into a module another one imports is that module's (`shutil.os.system` is `os.system`)."""
     parts = name.split(".")[:MAX_NAME_PARTS]
-    starts = [0, *(start for start in range(1, len(parts) - 1) if parts[start].lstrip("_") in WALKED_INTO)]
+
+    def module_at(start: int) -> str:
+        return WALK_ALIASES.get(parts[start], parts[start].lstrip("_"))
+
+    starts = [0, *(start for start in range(1, len(parts) - 1) if module_at(start) in WALKED_INTO)]
     for start in starts:  # each walk checked once, without recursion (review 10: `shutil.os.os.os...` took minutes)
-        walked = [parts[start].lstrip("_") if start else parts[0], *parts[start + 1:]]
+        walked = [module_at(start) if start else parts[0], *parts[start + 1:]]
         for end in range(len(walked), 0, -1):
             category = CATEGORIES.get(".".join(walked[:end]))
             if category is not None:
@@ -154,8 +160,17 @@ class _Resolver(ast.NodeVisitor):
             return f"{base}.{node.args[1].value}" if base is not None else None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__":
             return _constant_str(node.args[0]) if node.args else None  # __import__("os").system
-        if isinstance(node, ast.Subscript) and self.qualify(node.value) == "sys.modules":
-            return _constant_str(node.slice)  # sys.modules["os"].system (red team)
+        if isinstance(node, ast.Subscript):  # sys.modules["os"].system (red team), x.__builtins__["exec"] (review 10)
+            table = self.qualify(node.value)
+            key = _constant_str(node.slice)
+            if table is not None and key is not None:
+                return _from_table(table, key)
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                and node.args):  # sys.modules.get("os") (review 10)
+            table = self.qualify(node.func.value)
+            key = _constant_str(node.args[0])
+            if table is not None and key is not None:
+                return _from_table(table, key)
         return None
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -232,6 +247,16 @@ class _Resolver(ast.NodeVisitor):
             self.hits.append(_Hit("obfuscation", "encoded literal", node.lineno, f"{len(node.value)} characters"))
         elif isinstance(node.value, str) and len(node.value) < 256 and SENSITIVE_LITERAL.search(node.value):
             self.hits.append(_Hit("filesystem", "path literal", node.lineno, node.value[:80]))
+
+
+def _from_table(table: str, key: str) -> str | None:
+    """What `table[key]` names when the table is the interpreter's list of modules or a module's builtins."""
+    parts = table.split(".")
+    if parts[-2:] == ["sys", "modules"]:
+        return key
+    if parts[-1] == "__builtins__":
+        return f"builtins.{key}"
+    return None
 
 
 _BUILTIN_NAMES = frozenset({"exec", "eval", "compile", "__import__", "open", "execfile", "breakpoint"})
