@@ -25,7 +25,8 @@ import io
 import pickle
 import struct
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,7 @@ MAX_LOADS = 64
 MAX_MEMO_INDEX = 1 << 20
 LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."
 RECURSION_HEADROOM = 300
+MEMORY_HEADROOM = 512 << 20  # bytes the loads of one input may allocate (`_memory_capped`)
 IMPORT_OPS = frozenset(b"ci\x93\x82\x83\x84")  # GLOBAL, INST, STACK_GLOBAL, EXT1/2/4
 _LENGTHS = {-2: "<B", -3: "<i", -4: "<I", -5: "<Q"}  # pickletools' TAKEN_FROM_ARGUMENT1/4/4U/8U
 
@@ -219,6 +221,28 @@ def _depth() -> int:
     return depth
 
 
+@contextmanager
+def _memory_capped() -> Iterator[None]:
+    """Loads allocate at most MEMORY_HEADROOM past what this process holds (Linux: RLIMIT_DATA): CPython builds what
+    a stream says, and a 606-byte input made the three loads take 17 GB (the CI fuzz run of stop 32). Past it a load
+    fails with MemoryError, like any other error."""
+    try:
+        import resource
+
+        with open("/proc/self/status", encoding="ascii") as status:
+            held = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmData:"))
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        want = held + MEMORY_HEADROOM
+        resource.setrlimit(resource.RLIMIT_DATA, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
+    except (ImportError, OSError, ValueError, StopIteration):
+        yield
+        return
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
 def resolved(data: bytes, loader: str) -> list[Resolved]:
     """Every find_class call of `loader` on `data`, in order, until a load fails or the data ends. Each pickle is
     loaded by a fresh unpickler, as `pickle.load(f)` called again on the same file does (torch's legacy reader):
@@ -237,13 +261,14 @@ def resolved(data: bytes, loader: str) -> list[Resolved]:
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(_depth() + RECURSION_HEADROOM)
     try:
-        for _ in range(loads):
-            if file.tell() >= plan.cut:
-                break
-            try:
-                recording(file).load()
-            except Exception:  # an error, the end of the data: what was resolved so far stands
-                break
+        with _memory_capped():
+            for _ in range(loads):
+                if file.tell() >= plan.cut:
+                    break
+                try:
+                    recording(file).load()
+                except Exception:  # an error, the end of the data, memory: what was resolved so far stands
+                    break
     finally:
         sys.setrecursionlimit(old)
     return found
