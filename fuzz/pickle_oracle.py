@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wscan.model import Observation
+from wscan.parallel import cap_memory
 
 LOADERS = ("c", "c-buffered", "python")
 MAX_LOADS = 64
@@ -223,24 +224,21 @@ def _depth() -> int:
 
 @contextmanager
 def _memory_capped() -> Iterator[None]:
-    """Loads allocate at most MEMORY_HEADROOM past what this process holds (Linux: RLIMIT_DATA): CPython builds what
-    a stream says, and a 606-byte input made the three loads take 17 GB (the CI fuzz run of stop 32). Past it a load
-    fails with MemoryError, like any other error."""
+    """Loads allocate at most MEMORY_HEADROOM past what this process holds (the scan workers' cap, `cap_memory`):
+    CPython builds what a stream says, and a 606-byte input made the three loads take 17 GB (the CI fuzz run of stop
+    32). Past it a load fails with MemoryError, like any other error; the limit before is restored after."""
     try:
         import resource
-
-        with open("/proc/self/status", encoding="ascii") as status:
-            held = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmData:"))
-        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-        want = held + MEMORY_HEADROOM
-        resource.setrlimit(resource.RLIMIT_DATA, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
-    except (ImportError, OSError, ValueError, StopIteration):
+    except ImportError:
         yield
         return
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    capped = cap_memory(MEMORY_HEADROOM)
     try:
         yield
     finally:
-        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+        if capped:
+            resource.setrlimit(resource.RLIMIT_DATA, before)
 
 
 def resolved(data: bytes, loader: str) -> list[Resolved]:

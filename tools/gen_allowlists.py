@@ -126,14 +126,6 @@ NUMPY_FUNCTIONS = [
     "full_like", "diag", "dot", "outer", "isclose", "gradient", "unique", "histogram", "tile", "repeat",
     "linalg.norm", "fft.fft", "fft.ifft", "fft.rfft", "fft.irfft",
 ]  # fmt: skip
-# SciPy's array functions FunctionTransformer keeps (fp hunt), by every module name SciPy versions pickle them under.
-SCIPY_SPECIAL_FUNCTIONS = ["expit", "logit", "erf", "erfc", "boxcox", "boxcox1p", "inv_boxcox", "inv_boxcox1p"]
-SCIPY_VALUE_FUNCTIONS = [
-    "scipy.special._logsumexp.softmax", "scipy.special._logsumexp.log_softmax", "scipy.stats._stats_py.zscore",
-    "scipy.stats._stats_py.rankdata", "scipy.stats._morestats.boxcox", "scipy.stats._morestats.yeojohnson",
-    *(f"scipy.special.{module}{name}" for module in ("", "_ufuncs.", "_special_ufuncs.")
-      for name in SCIPY_SPECIAL_FUNCTIONS),
-]  # fmt: skip
 # str methods text pipelines keep as values (CountVectorizer(preprocessor=str.lower), tokenizer=str.split); pickle
 # writes them as getattr(str, "lower"), which wscan judges as the name `builtins.str.lower`. Values only: called
 # while loading they are still unknown.
@@ -159,7 +151,16 @@ SKLEARN_SCORE_FUNCTIONS = {
 }
 # SplineTransformer keeps SciPy B-splines; their coefficients go through array-api-compat's asarray.
 SCIPY_CLASSES = ["scipy.interpolate._bsplines.BSpline"]
-SCIPY_FUNCTIONS = ["scipy._lib.array_api_compat.numpy._aliases.asarray"]
+# SciPy's array functions FunctionTransformer keeps (fp hunt, 2026-12-03), by every module name SciPy versions pickle
+# them under.
+SCIPY_SPECIAL_FUNCTIONS = ["expit", "logit", "erf", "erfc", "boxcox", "boxcox1p", "inv_boxcox", "inv_boxcox1p"]
+SCIPY_FUNCTIONS = [
+    "scipy._lib.array_api_compat.numpy._aliases.asarray",
+    "scipy.special._logsumexp.softmax", "scipy.special._logsumexp.log_softmax", "scipy.stats._stats_py.zscore",
+    "scipy.stats._stats_py.rankdata", "scipy.stats._morestats.boxcox", "scipy.stats._morestats.yeojohnson",
+    *(f"scipy.special.{module}{name}" for module in ("", "_ufuncs.", "_special_ufuncs.")
+      for name in SCIPY_SPECIAL_FUNCTIONS),
+]  # fmt: skip
 # Classes that do something on load, so a pickle must not get them for free: ScoringMonitor connects to the
 # address in its state (multiprocessing Client) when unpickled and opens a listener when made. pickle.yaml lists
 # them as dangerous.
@@ -835,7 +836,7 @@ def main() -> int:
         # Constructors only store parameters, so kept as values they pass; but a pickle that calls one with its
         # arguments (a scorer's score function, a transformer's func) sets what WS-PKL-027 judges in a state.
         more={
-            "referenced-callables": sklearn_function_names() + SCIPY_FUNCTIONS + SCIPY_VALUE_FUNCTIONS,
+            "referenced-callables": sklearn_function_names() + SCIPY_FUNCTIONS,
             "state-only-classes": restored_only(sklearn_classes),
             "value-classes": restored_only(sklearn_classes),
         },

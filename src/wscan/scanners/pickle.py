@@ -193,7 +193,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         if tar_member in TAR_RECORDS and not (yield from _skip_tar_record(artifact, stream, results, tar_member)):
             break
     if arrays.read_arrays:
-        yield from _plain_reading(artifact, base, ctx, reported, arrays.data_spans, arrays.nested_spans)
+        yield from _plain_reading(artifact, base, ctx, reported, arrays.first_data, arrays.nested_spans)
     storages = _storages(results)
     yield from _record_sizes(artifact, storages)
     yield artifact.observe(
@@ -238,7 +238,7 @@ def _stop_inside_frame(artifact: Artifact, frame_end: int, rest: int) -> Iterato
 
 def _plain_reading(
     artifact: Artifact, base: int, ctx: ScanContext, reported: dict[str, tuple[set[str], bool]],
-    data_spans: list[tuple[int, int]], nested_spans: list[tuple[int, int]],
+    first_data: int | None, nested_spans: list[tuple[int, int]],
 ) -> Iterator[Observation]:
     """The names a plain unpickler resolves in a stream joblib reads arrays from: `pickle.load` (or
     pandas.read_pickle, torch.load) runs an array's raw bytes as opcodes, and an object array's nested pickle with the
@@ -252,9 +252,8 @@ def _plain_reading(
     (red team, reviews 9 and 10, the pickle oracle). Only one first made inside an object array's nested pickle, with
     no array's bytes before it (PLAIN_READING), is judged by the critical rules alone: a real nested pickle makes
     `steps.dtype` there from the outer memo. A word list in an unaligned file read as opcodes makes `at.dog`: high."""
-    first_data = min((start for start, end in data_spans if end > start), default=None)
     in_sync = [(start, end) for start, end in nested_spans if first_data is None or start < first_data]
-    seen = {key: (set(uses), kept) for key, (uses, kept) in reported.items()}
+    seen = dict(reported)  # its entries are replaced, never changed in place
     with open_slice(artifact.opener, base, artifact.size - base) as raw:
         stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base, size=artifact.size - base)
         machine = Machine(stream, ctx.limits, check_time=ctx.budget.check_time)
@@ -582,9 +581,9 @@ class _JoblibArrays:
         # Whether joblib read an array its own way: raw bytes where a plain unpickler reads opcodes, or a nested
         # pickle with a memo of its own where a plain unpickler goes on with the outer stream's memo.
         self.read_arrays = False
-        # The spans joblib reads as an array's padding and raw bytes (start, end), in stream order: no writer puts
-        # opcodes there, so whatever a plain unpickler imports from them is judged as any import is.
-        self.data_spans: list[tuple[int, int]] = []
+        # Where joblib first reads an array's padding or raw bytes: a plain unpickler reads opcodes there, and both
+        # readings part from then on.
+        self.first_data: int | None = None
         self.nested_spans: list[tuple[int, int]] = []  # object arrays' nested pickles (start, end)
 
     def __call__(self, machine: Machine, obj: Obj) -> None:
@@ -645,7 +644,8 @@ class _JoblibArrays:
             padding = machine.stream.read(1)  # any value but None means a padding byte, then that many bytes
             padded = 1 + (padding[0] if padding else 0)
             machine.stream.skip(padded - 1)
-        self.data_spans.append((at, at + padded + count * itemsize))
+        if self.first_data is None and padded + count * itemsize:
+            self.first_data = at
         machine.stream.skip(count * itemsize)
 
 

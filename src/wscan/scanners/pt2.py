@@ -79,7 +79,8 @@ def raw_tensor_members(top: str, names: Iterable[str], read: Callable[[str], byt
             if isinstance(entry, dict) and isinstance(entry.get("path_name"), str):
                 target = f"{folder}/{entry['path_name']}".lower()
                 (raw if entry.get("use_pickle") is False else pickled).add(target)
-    return {name for name in members if name.lower() in raw - pickled}
+    only_raw = raw - pickled
+    return {name for name in members if name.lower() in only_raw}
 
 
 def native_members(top: str, names: Iterable[str]) -> list[str]:

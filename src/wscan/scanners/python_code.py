@@ -161,17 +161,21 @@ class _Resolver(ast.NodeVisitor):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__":
             return _constant_str(node.args[0]) if node.args else None  # __import__("os").system
         if isinstance(node, ast.Subscript):  # sys.modules["os"].system (red team), x.__builtins__["exec"] (review 10)
-            table = self.qualify(node.value)
-            key = _constant_str(node.slice)
-            if table is not None and key is not None:
-                return _from_table(table, key)
+            return self._from_table(node.value, node.slice)
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
                 and node.args):  # sys.modules.get("os") (review 10)
-            table = self.qualify(node.func.value)
-            key = _constant_str(node.args[0])
-            if table is not None and key is not None:
-                return _from_table(table, key)
+            return self._from_table(node.func.value, node.args[0])
         return None
+
+    def _from_table(self, table_node: ast.expr, key_node: ast.expr) -> str | None:
+        """What `table[key]` names when the table is the interpreter's list of modules or a module's builtins."""
+        table, key = self.qualify(table_node), _constant_str(key_node)
+        if table is None or key is None:
+            return None
+        parts = table.split(".")
+        if parts[-2:] == ["sys", "modules"]:
+            return key
+        return f"builtins.{key}" if parts[-1] == "__builtins__" else None
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -247,16 +251,6 @@ class _Resolver(ast.NodeVisitor):
             self.hits.append(_Hit("obfuscation", "encoded literal", node.lineno, f"{len(node.value)} characters"))
         elif isinstance(node.value, str) and len(node.value) < 256 and SENSITIVE_LITERAL.search(node.value):
             self.hits.append(_Hit("filesystem", "path literal", node.lineno, node.value[:80]))
-
-
-def _from_table(table: str, key: str) -> str | None:
-    """What `table[key]` names when the table is the interpreter's list of modules or a module's builtins."""
-    parts = table.split(".")
-    if parts[-2:] == ["sys", "modules"]:
-        return key
-    if parts[-1] == "__builtins__":
-        return f"builtins.{key}"
-    return None
 
 
 _BUILTIN_NAMES = frozenset({"exec", "eval", "compile", "__import__", "open", "execfile", "breakpoint"})
