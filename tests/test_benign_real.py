@@ -235,6 +235,96 @@ def _torch_optimizers(out: Path) -> None:
     torch.save(torch.amp.GradScaler("cpu").state_dict(), out / "scaler.pt")
 
 
+@kind("torch-whole-training-objects")
+def _torch_training_objects(out: Path) -> None:
+    """torch.save of the objects themselves, not their state_dicts: every optimizer torch exports after a step, the
+    learning-rate schedulers that keep no function of their own (SequentialLR and ChainedScheduler with theirs
+    inside), a GradScaler, an averaged (SWA/EMA) model, and a checkpoint dict of them, in the zip and legacy
+    formats."""
+    import torch
+
+    _seed()
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    inputs = torch.randn(8, 4)
+    for name in sorted(n for n in dir(torch.optim) if n[0].isupper() and n != "Optimizer"):
+        cls = getattr(torch.optim, name)
+        if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)) or name == "SparseAdam":
+            continue
+        matrices = [param for param in model.parameters() if param.ndim == 2]  # Muon takes nothing else
+        optimizer = cls(matrices if name == "Muon" else model.parameters(), lr=0.01)
+        model.zero_grad()
+        model(inputs).sum().backward()
+        optimizer.step(lambda: model(inputs).sum())
+        torch.save(optimizer, out / f"optimizer-{name}.pt")
+    sched = torch.optim.lr_scheduler
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    schedulers = {
+        "StepLR": lambda: sched.StepLR(optimizer, 10),
+        "MultiStepLR": lambda: sched.MultiStepLR(optimizer, [3, 6]),
+        "ExponentialLR": lambda: sched.ExponentialLR(optimizer, 0.9),
+        "CosineAnnealingLR": lambda: sched.CosineAnnealingLR(optimizer, 10),
+        "CosineAnnealingWarmRestarts": lambda: sched.CosineAnnealingWarmRestarts(optimizer, 5),
+        "OneCycleLR": lambda: sched.OneCycleLR(optimizer, max_lr=0.1, total_steps=100),
+        "ReduceLROnPlateau": lambda: sched.ReduceLROnPlateau(optimizer),
+        "PolynomialLR": lambda: sched.PolynomialLR(optimizer),
+        "LinearLR": lambda: sched.LinearLR(optimizer),
+        "ConstantLR": lambda: sched.ConstantLR(optimizer),
+        "SequentialLR": lambda: sched.SequentialLR(
+            optimizer, [sched.LinearLR(optimizer), sched.ExponentialLR(optimizer, 0.9)], milestones=[2]
+        ),
+        "ChainedScheduler": lambda: sched.ChainedScheduler(
+            [sched.ConstantLR(optimizer), sched.ExponentialLR(optimizer, 0.9)]
+        ),
+    }
+    for name, make in schedulers.items():
+        scheduler = make()
+        optimizer.step()
+        scheduler.step(*([1.0] if name == "ReduceLROnPlateau" else []))
+        torch.save(scheduler, out / f"scheduler-{name}.pt")
+    scaler = torch.amp.GradScaler("cpu")
+    averaged = torch.optim.swa_utils.AveragedModel(model)
+    averaged.update_parameters(model)
+    torch.save(scaler, out / "scaler.pt")
+    torch.save(averaged, out / "swa-model.pt")
+    checkpoint = {"optimizer": optimizer, "scheduler": sched.StepLR(optimizer, 10), "scaler": scaler,
+                  "ema": averaged, "epoch": 3}  # fmt: skip
+    torch.save(checkpoint, out / "checkpoint.pt")
+    torch.save(checkpoint, out / "checkpoint-legacy.pt", _use_new_zipfile_serialization=False)
+
+
+NESTED_AND_DISTRIBUTED = """
+import os, sys, torch, torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+dist.init_process_group("gloo", init_method="file://" + sys.argv[2], rank=0, world_size=1)
+mesh = init_device_mesh("cpu", (1,))
+weights = {"w": distribute_tensor(torch.randn(4, 4), mesh, [Shard(0)]),
+           "b": distribute_tensor(torch.randn(4), mesh, [Replicate()])}
+torch.save(weights, os.path.join(sys.argv[1], "dtensor.pt"))
+dist.destroy_process_group()
+"""
+
+
+@kind("torch-nested-and-distributed-tensors")
+def _torch_nested_and_distributed(out: Path) -> None:
+    """Tensor kinds torch's own modules declare safe for torch.load(weights_only=True): nested jagged tensors (with
+    the dynamic dimension a marked one keeps) and strided nested tensors, and DTensors (written in a child, which
+    starts a one-process group)."""
+    import subprocess
+    import sys
+
+    import torch
+
+    _seed()
+    jagged = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)], layout=torch.jagged)
+    strided = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)])
+    torch.save({"jagged": jagged, "strided": strided}, out / "nested.pt")
+    store = out.parent / f"{out.name}-store"
+    subprocess.run([sys.executable, "-c", NESTED_AND_DISTRIBUTED, str(out), str(store)], check=True, timeout=300,
+                   capture_output=True)  # fmt: skip
+    store.unlink(missing_ok=True)
+
+
 @kind("torch-checkpoint-with-arguments-and-config")
 def _torch_checkpoint_extras(out: Path) -> None:
     """What training scripts put beside the weights: parsed arguments (argparse), paths, RNG states, and small

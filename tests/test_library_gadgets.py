@@ -20,6 +20,7 @@ Each proof loads the corpus sample's bytes (rebuilt with a marker payload or a l
 from __future__ import annotations
 
 import codecs
+import collections
 import copyreg
 import importlib.util
 import io
@@ -1550,3 +1551,50 @@ def test_scipy_template_in_sets_written_with_a_duplicate_member(tmp_path: Path) 
     assert len(pickle.loads(pickle.PROTO + b"\x05" + pickle.MARK + members + pickle.FROZENSET + pickle.STOP)) == 2
     found = _critical(tmp_path, blob, "dist.pkl")
     assert any(f.startswith("WS-PKL-032") for f in found), found
+
+
+def test_torch_training_objects_pass_restored_from_state_but_not_called_or_hooked(tmp_path: Path) -> None:
+    """Optimizers, schedulers, gradient scalers and DTensor device meshes are allowed as torch.save writes them:
+    restored from state. Their constructors called by a pickle are WS-PKL-014 (DeviceMesh's starts process groups).
+    An optimizer's state can set the hook tables Optimizer.__getstate__ drops (real files hold none): torch calls a
+    step pre-hook at optimizer.step(), proved with print in a fresh interpreter, so each hook is judged as the module
+    hooks are; so are a LambdaLR's functions and the schedulers a SequentialLR steps."""
+    import numpy as np
+    import torch
+    from sklearn.metrics import make_scorer
+    from torch.distributed.device_mesh import DeviceMesh
+
+    sched = torch.optim.lr_scheduler
+    param = torch.nn.Parameter(torch.zeros(2))
+    optimizer = torch.optim.SGD([param], lr=0.1)
+    calls = {
+        "sgd": _Call(torch.optim.SGD, ([param], 0.1)),
+        "scaler": _Call(torch.amp.GradScaler, ("cpu",)),
+        "step": _Call(sched.StepLR, (optimizer, 10)),
+        "mesh": _Call(DeviceMesh, ("cpu", [0])),
+    }
+    for name, call in calls.items():
+        assert "WS-PKL-014" in _rules(tmp_path / name, _dump(call)), name
+
+    def hooked(hook: object) -> bytes:
+        state = {**optimizer.__getstate__(), "_optimizer_step_pre_hooks": collections.OrderedDict({0: hook})}
+        return _dump(_restored(torch.optim.SGD, state))
+
+    sample = tmp_path / "optimizer.pt"
+    sample.write_bytes(hooked(print))
+    use = "import pickle, sys; pickle.load(open(sys.argv[1], 'rb')).step()"
+    used = subprocess.run([sys.executable, "-c", use, str(sample)], capture_output=True, text=True, timeout=300)
+    assert "Parameter Group 0" in used.stdout, used.stderr[-2000:]  # print(optimizer, args, kwargs) ran
+    assert "WS-PKL-001" in _rules(tmp_path / "print", sample.read_bytes())  # print is critical by itself
+    scorer = make_scorer(np.equal)  # an allowed object that calls what its state names
+    assert _rules(tmp_path / "scorer", hooked(scorer)) == {"WS-PKL-027"}
+    assert not _rules(tmp_path / "real", pickle.dumps(optimizer))
+
+    lambdas = sched.LambdaLR(optimizer, [np.exp])  # a named function, as real files keep
+    assert not _rules(tmp_path / "abs", pickle.dumps(lambdas))
+    lambdas.lr_lambdas = [np.exp, scorer]
+    assert _rules(tmp_path / "lambdas", pickle.dumps(lambdas)) == {"WS-PKL-027"}
+    sequential = sched.SequentialLR(optimizer, [sched.ConstantLR(optimizer), sched.LinearLR(optimizer)], [2])
+    assert not _rules(tmp_path / "sequential", pickle.dumps(sequential))
+    sequential._schedulers = [sched.ConstantLR(optimizer), torch.nn.Identity()]  # type: ignore[list-item]
+    assert _rules(tmp_path / "stranger", pickle.dumps(sequential)) == {"WS-PKL-029"}

@@ -305,6 +305,13 @@ REVIEWED_OWNER_HOOKS = {
     "__new__ of scipy.signal._ltisys.StateSpace": "picks a subclass",
     "__new__ of scipy.signal._ltisys.TransferFunction": "picks a subclass",
     "__new__ of scipy.signal._ltisys.ZerosPolesGain": "picks a subclass",
+    # torch's optimizers and GradScaler (torch_training_names): the state's dict, group defaults, a numeric step made
+    # a tensor
+    **{f"__setstate__ of torch.optim.{name}": "dict, defaults, step as a tensor" for name in (
+        "optimizer.Optimizer", "adadelta.Adadelta", "adagrad.Adagrad", "adam.Adam", "adamax.Adamax", "adamw.AdamW",
+        "asgd.ASGD", "nadam.NAdam", "radam.RAdam", "rmsprop.RMSprop", "rprop.Rprop", "sgd.SGD", "Adafactor",
+    )},
+    "__setstate__ of torch.amp.grad_scaler.GradScaler": "dict",
 }
 
 
@@ -335,10 +342,65 @@ def torch_names() -> list[str]:
     return sorted(names)
 
 
+# Modules that, when imported, declare more names safe for torch.load(weights_only=True) (add_safe_globals): nested
+# jagged tensors (their rebuild function and the _DimRange of a dynamic dimension), DTensors with their device mesh,
+# layouts, specs and placements, and torch.distributed's serialization entries. A real torch.save of such a tensor
+# writes these names, and torch's own safe loader reads it.
+TORCH_SAFE_GLOBAL_MODULES = (
+    "torch.nested", "torch._dynamo", "torch.distributed.tensor", "torch.distributed._serialization",
+    "torch.distributed.device_mesh",
+)  # fmt: skip
+
+
+def torch_declared_names() -> tuple[list[str], list[str]]:
+    """(allowed, state-only): the names torch's own modules declare safe for its weights_only loader, which the
+    maintainers reviewed as torch_names' are. Their classes are state-only even so: the safe loader would call one
+    (REDUCE), and DeviceMesh's constructor starts process groups; real files restore them with cls.__new__."""
+    import torch._weights_only_unpickler as w
+
+    for module in TORCH_SAFE_GLOBAL_MODULES:
+        importlib.import_module(module)
+    names = sorted(name for name in w._get_user_allowed_globals() if name.startswith("torch."))
+    return names, [name for name in names if isinstance(_resolve(name), type)]
+
+
+# Training objects saved whole (torch.save(optimizer), a learning-rate scheduler, a GradScaler), restored with
+# cls.__new__ and their attribute dict. Optimizer.__setstate__ updates __dict__, makes the hook tables the state lacks
+# (Optimizer.__getstate__ drops them, so real files hold none; a state that sets one is judged as a table the library
+# calls), patches the class's step for the profiler and fills in defaults; each optimizer's own __setstate__ also
+# fills in group defaults and turns a numeric `step` into a tensor. GradScaler's updates __dict__ and keeps
+# _refresh_per_optimizer_state as its defaultdict's factory. Schedulers define no hook; the functions a LambdaLR,
+# MultiplicativeLR, CyclicLR or SWALR keeps, and the schedulers a SequentialLR or ChainedScheduler steps, are judged
+# as what the library calls (CALLED_ATTRIBUTES, CALLED_TABLES, TYPED_TABLES).
+TORCH_SCALERS = [
+    "torch.amp.grad_scaler.GradScaler", "torch.cpu.amp.grad_scaler.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler",
+]  # fmt: skip
+# The factory of a GradScaler's per-optimizer defaultdict, called for each new optimizer: it returns a fresh dict.
+TORCH_TRAINING_FUNCTIONS = ["torch.amp.grad_scaler._refresh_per_optimizer_state"]
+
+
+def torch_training_names() -> tuple[list[str], list[str], list[str]]:
+    """(allowed, state-only, schedulers): the optimizers torch.optim exports, its learning-rate schedulers and the
+    gradient scalers, each screened for the hooks loading runs."""
+    import torch.optim.swa_utils
+    from torch.optim import lr_scheduler
+    from torch.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau
+    from torch.optim.optimizer import Optimizer
+
+    found = set(TORCH_SCALERS)
+    for module in (torch.optim, lr_scheduler, torch.optim.swa_utils):
+        for klass in vars(module).values():
+            if isinstance(klass, type) and issubclass(klass, Optimizer | LRScheduler | ReduceLROnPlateau):
+                found.add(f"{klass.__module__}.{klass.__qualname__}")
+    allowed, state_only = screened_names(sorted(found))
+    schedulers = [name for name in allowed if issubclass(_resolve(name), LRScheduler | ReduceLROnPlateau)]
+    return allowed, state_only, schedulers
+
+
 # A whole-model torch.save pickles each layer by its class, restored with cls.__new__ and its attribute dict (the
 # __setstate__ of Module and of the few layers with their own only fill in defaults), and a DataParallel wrapper.
 # Their constructors are never run by a real file: they are state-only classes (WS-PKL-014 if a pickle calls one).
-TORCH_LAYER_PACKAGES = ("torch.nn.modules", "torch.nn.parallel.data_parallel")
+TORCH_LAYER_PACKAGES = ("torch.nn.modules", "torch.nn.parallel.data_parallel", "torch.optim.swa_utils")
 # Objects layers keep beside them: the hooks weight_norm and spectral_norm register (plain objects holding a name and
 # a dim) and the wrapper Module keeps for a hook registered with its module.
 TORCH_LAYER_HOOKS = [
@@ -704,6 +766,11 @@ CALLED_ATTRIBUTES = [
     "_load_state_dict_post_hooks", "_reductions", "kernel", "weights", "analyzer", "preprocessor", "tokenizer",
     "score_func", "activation", "op", "transform_pred", "transform_target", "_compiled_call_impl", "strip_accents",
     "kernel_", "k1", "k2", "normalize", "wlocal", "wglobal", "pyfunc",
+    # torch's optimizer hook tables (judged entry by entry, as the module's), a scheduler's functions, an averaged
+    # model's averaging functions
+    "_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+    "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks",
+    "lr_lambdas", "_scale_fn_custom", "anneal_func", "avg_fn", "multi_avg_fn",
 ]  # fmt: skip
 # A weight or spectral norm hook, in a hook table or as _WrappedHook's hook (whose own hook is judged the same way);
 # a torch layer as a transformer layer's activation (nn.GELU()): its call is its forward, whose state is judged.
@@ -713,7 +780,7 @@ RESPONSE_METHODS = ["auto", "decision_function", "predict", "predict_log_proba",
                     "transform"]  # fmt: skip
 # Tables whose values the libraries call, judged by the class of each value (WS-PKL-029): a torch module's
 # submodules (every allowed torch.nn.Module subclass, found by `table_members`) and a multi-metric scorer's scorers.
-TYPED_TABLES = ["_modules", "_scorers"]
+TYPED_TABLES = ["_modules", "_scorers", "_schedulers"]  # and a SequentialLR's or ChainedScheduler's schedulers
 SCORER_CLASSES = [
     "sklearn.metrics._scorer._CurveScorer", "sklearn.metrics._scorer._PassthroughScorer",
     "sklearn.metrics._scorer._Scorer",
@@ -794,16 +861,21 @@ def main() -> int:
     numpy_names = [f"numpy.{s}" for s in NUMPY_SCALARS]
     layers = torch_layer_names()
     distributions, distributions_state_only = torch_distribution_names()
+    declared, declared_state_only = torch_declared_names()
+    training, training_state_only, schedulers = torch_training_names()
     write(
         "torch",
-        "Tensor, storage, dtype and rebuild helpers (torch's weights_only allowlist); torch.nn's layer classes and "
-        "norm hooks and torch.distributions' classes, which a whole-model save restores from state only; "
-        "torch.nn.functional as values only; torch.distributed.checkpoint's metadata records; random generators.",
-        torch_names() + layers + distributions + torch_checkpoint_names() + TORCH_GENERATORS,
+        "Tensor, storage, dtype and rebuild helpers (torch's weights_only allowlist, and the names torch's modules "
+        "add to it: nested jagged tensors, DTensors); torch.nn's layer classes and norm hooks, torch.distributions' "
+        "classes, optimizers, learning-rate schedulers and gradient scalers, which a whole-object save restores from "
+        "state only; torch.nn.functional as values only; torch.distributed.checkpoint's metadata records; random "
+        "generators.",
+        torch_names() + declared + layers + distributions + training + TORCH_TRAINING_FUNCTIONS
+        + torch_checkpoint_names() + TORCH_GENERATORS,
         # Layer and distribution constructors only set parameters and allocate: safe to keep as values (skorch's
         # criterion, a config's activation class), unlike the state-only classes of the other packs (WS-PKL-022).
         more={
-            "state-only-classes": layers + distributions_state_only,
+            "state-only-classes": layers + distributions_state_only + declared_state_only + training_state_only,
             "value-classes": layers + distributions_state_only,
             "referenced-callables": torch_function_names(),
         },
@@ -939,7 +1011,8 @@ def main() -> int:
         "allowlist in rules/, so tools/gen_tabular_allowlist.py runs first.\n",
         {"method-names": methods, "inert-values": plain, "callable-members": CALLABLE_MEMBERS,
          "called-attributes": CALLED_ATTRIBUTES, "called-attribute-objects": called_objects,
-         "response-methods": RESPONSE_METHODS, "typed-tables": TYPED_TABLES, "table-members": table_members()},
+         "response-methods": RESPONSE_METHODS, "typed-tables": TYPED_TABLES,
+         "table-members": table_members() + [f"_schedulers={name}" for name in schedulers]},
     )
     write(
         "architectures",

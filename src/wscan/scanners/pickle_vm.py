@@ -1122,17 +1122,29 @@ def _zone_files(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
 
 # Restores the arguments of which are not kept either: numpy's _reconstruct(subtype, ...) makes an array of the
 # subclass with ndarray.__new__, which runs none of its constructor (memmap's opens a file; a pickled memmap array
-# opens none).
-_KEPT_FROM = {**_RESTORED_POSITIONS, **dict.fromkeys(_ARRAY_REBUILDERS, 1)}
+# opens none); torch's _rebuild_wrapper_subclass(cls, ...) makes an empty instance of cls with
+# Tensor._make_wrapper_subclass (a DTensor). _rebuild_from_type_v2(func, type, args, state) calls func (judged as a
+# call) on args and makes the result an instance of `type` with Tensor.as_subclass, then sets the state (a nested
+# jagged tensor, a DTensor): `_keep_arguments` reads it.
+_KEPT_FROM = {
+    **_RESTORED_POSITIONS, **dict.fromkeys(_ARRAY_REBUILDERS, 1), "torch._utils._rebuild_wrapper_subclass": 1,
+}
 
 
 def _keep_arguments(res: PickleResult, func: Sym, args: Sym) -> None:
-    """A call's arguments are values the callee may keep, but for the class a restore helper makes."""
-    skip = _KEPT_FROM.get(func.dotted, 0) if isinstance(func, Global) else 0
-    if isinstance(args, Seq) and args.type == "tuple":
-        _keep(res, args.items[skip:])
-    else:
-        _keep(res, [args])
+    """A call's arguments are values the callee may keep, but for the class a restore helper makes; the arguments
+    _rebuild_from_type_v2 passes on to the function it calls, as that call keeps them."""
+    for _ in range(MAX_FORWARD_DEPTH):
+        if not (isinstance(args, Seq) and args.type == "tuple"):
+            break
+        dotted = func.dotted if isinstance(func, Global) else ""
+        if dotted == REBUILD_FROM_TYPE and len(args.items) > 2:
+            _keep(res, args.items[3:])
+            func, args = args.items[0], args.items[2]
+            continue
+        _keep(res, args.items[_KEPT_FROM.get(dotted, 0):])
+        return
+    _keep(res, [args])
 
 
 def _keep(res: PickleResult, values: list[Sym]) -> None:
@@ -1268,6 +1280,11 @@ CALLED_TABLES = frozenset({
     "_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks", "_state_dict_hooks",
     "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_reductions",
     "_modules", "_scorers",
+    # an optimizer's hooks (at step(), state_dict() and load_state_dict()), and the lists a LambdaLR's functions and a
+    # SequentialLR's or ChainedScheduler's schedulers sit in (each called or stepped at step())
+    "_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+    "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks",
+    "lr_lambdas", "_schedulers",
 })  # fmt: skip
 # Dicts whose items are also their attributes (set by __setitem__ or __getattr__).
 ATTRIBUTE_DICTS = frozenset({
@@ -1375,9 +1392,12 @@ def _dunder_items(res: PickleResult, pairs: list[Sym], owner: str, at: int) -> N
 
 
 def _table_values(res: PickleResult, table: Sym) -> list[Sym]:
-    """The values of a dict, or of an object SETITEMS filled; a table made any other way, as one computed value."""
+    """The values of a dict, or of an object SETITEMS filled, or the items of a list or tuple; a table made any other
+    way, as one computed value."""
     if isinstance(table, Dict):
         return [value for _, value in table.items] + ([Unknown()] if table.dropped else [])
+    if isinstance(table, Seq):
+        return [*table.items, *([Unknown()] if table.dropped else [])]
     if isinstance(table, Obj):
         items = _filled_items(res, table)
         if items is None:  # made from arguments: what they hold, with whatever SETITEMS added
