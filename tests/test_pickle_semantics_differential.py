@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import pickletools
 import struct
 import subprocess
 import sys
@@ -141,6 +142,32 @@ def test_memmap_is_judged_as_a_gadget_but_where_numpy_restores_an_array_of_it(tm
     assert {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL} == {"WS-PKL-001"}
     path.write_bytes(b"\x80\x02]cnumpy._core.memmap\nmemmap\na.")  # where it is defined (review 9)
     assert {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL} == {"WS-PKL-001"}
+    # joblib's array wrapper records it as `subclass` (joblib.dump of a memory-mapped array), which joblib only
+    # compares; that state dict used any other way afterwards, or such a state on another class, keeps it.
+    import joblib
+
+    mapped = np.memmap(tmp_path / "a.dat", dtype="float32", mode="w+", shape=(4,))
+    joblib.dump(mapped, tmp_path / "dumped.joblib")
+    dumped = (tmp_path / "dumped.joblib").read_bytes()
+    assert dumped.endswith(b".")
+    names = []  # the opcodes up to the wrapper's state (the array's bytes follow its BUILD)
+    for op, _, _ in pickletools.genops(dumped):
+        names.append(op.name)
+        if names[-2:] == ["EMPTY_DICT", "MEMOIZE"]:
+            break
+    get = b"h" + bytes([names.count("MEMOIZE") - 1])  # BINGET of the state dict
+    cases = {
+        "wrapper": (dumped, set()),
+        "state-reused": (dumped[:-1] + b"0ccollections\nOrderedDict\n" + get + b"\x85R.", {"WS-PKL-001"}),
+        "set-after": (dumped[:-1] + b"0" + get + b"X\x01\x00\x00\x00xcnumpy\nmemmap\ns.", {"WS-PKL-001"}),
+        "other-class": (b"\x80\x02cargparse\nNamespace\n)\x81}X\x08\x00\x00\x00subclasscnumpy\nmemmap\nsb.",
+                        {"WS-PKL-001"}),
+    }
+    for case, (data, expected) in cases.items():
+        path.write_bytes(data)
+        joblib.load(path)  # well formed, as joblib reads it
+        found = {f.rule_id for f in scan(path).findings if f.severity >= Severity.HIGH}
+        assert found == expected, (case, found)
 
 
 def test_a_class_patched_through_an_identity_function_is_tampering(tmp_path: Path) -> None:
