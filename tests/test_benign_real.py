@@ -238,9 +238,9 @@ def _torch_optimizers(out: Path) -> None:
 @kind("torch-whole-training-objects")
 def _torch_training_objects(out: Path) -> None:
     """torch.save of the objects themselves, not their state_dicts: every optimizer torch exports after a step, the
-    learning-rate schedulers that keep no function of their own (SequentialLR and ChainedScheduler with theirs
-    inside), a GradScaler, an averaged (SWA/EMA) model, and a checkpoint dict of them, in the zip and legacy
-    formats."""
+    learning-rate schedulers that keep no function of a user's (SequentialLR and ChainedScheduler with theirs inside,
+    CyclicLR and SWALR with torch's own schedule functions), a GradScaler, an averaged (SWA/EMA) model, and a
+    checkpoint dict of them, in the zip and legacy formats."""
     import torch
 
     _seed()
@@ -275,6 +275,11 @@ def _torch_training_objects(out: Path) -> None:
         "ChainedScheduler": lambda: sched.ChainedScheduler(
             [sched.ConstantLR(optimizer), sched.ExponentialLR(optimizer, 0.9)]
         ),
+        "CyclicLR": lambda: sched.CyclicLR(optimizer, 0.001, 0.01),
+        "CyclicLR-triangular2": lambda: sched.CyclicLR(optimizer, 0.001, 0.01, mode="triangular2"),
+        "CyclicLR-exp-range": lambda: sched.CyclicLR(optimizer, 0.001, 0.01, mode="exp_range", gamma=0.99),
+        "SWALR": lambda: torch.optim.swa_utils.SWALR(optimizer, 0.05),
+        "SWALR-linear": lambda: torch.optim.swa_utils.SWALR(optimizer, 0.05, anneal_strategy="linear"),
     }
     for name, make in schedulers.items():
         scheduler = make()
@@ -323,6 +328,20 @@ def _torch_nested_and_distributed(out: Path) -> None:
     subprocess.run([sys.executable, "-c", NESTED_AND_DISTRIBUTED, str(out), str(store)], check=True, timeout=300,
                    capture_output=True)  # fmt: skip
     store.unlink(missing_ok=True)
+
+
+@kind("transformers-whole-models")
+def _transformers_whole_models(out: Path) -> None:
+    """torch.save(model) of a transformers model, as notebooks do, for each family of the catalogue, in the zip and
+    legacy formats, and a plain pickle of one."""
+    import torch
+
+    from tests.helpers.transformers_models import models
+
+    for name, model in models().items():
+        torch.save(model, out / f"{name}.pt")
+    torch.save(model, out / f"{name}-legacy.pt", _use_new_zipfile_serialization=False)
+    (out / f"{name}.pkl").write_bytes(pickle.dumps(model))
 
 
 @kind("torch-checkpoint-with-arguments-and-config")
@@ -458,22 +477,6 @@ for _suffix, _compress in [
         joblib.dump(data, out / "data.joblib", compress=compress)
 
     kind(f"joblib-numpy-{_suffix}")(_joblib)
-
-
-@kind("joblib-memory-mapped-arrays")
-def _joblib_memmap(out: Path) -> None:
-    """joblib.dump of memory-mapped arrays: one made with np.memmap, and one joblib itself loaded with mmap_mode and
-    saved again (its wrapper records numpy.memmap as the array's class), alone, in a dict, compressed."""
-    import joblib
-    import numpy as np
-
-    mapped = np.memmap(out.parent / f"{out.name}.dat", dtype="float32", mode="w+", shape=(64,))
-    mapped[:] = np.arange(64)
-    joblib.dump(mapped, out / "memmap.joblib")
-    joblib.dump({"features": mapped, "rows": 64}, out / "dict.joblib", compress=3)
-    joblib.dump(np.arange(32.0), out.parent / f"{out.name}-array.joblib")
-    reloaded = joblib.load(out.parent / f"{out.name}-array.joblib", mmap_mode="r")
-    joblib.dump([reloaded], out / "reloaded.joblib")
 
 
 # --- scikit-learn ---------------------------------------------------------------------------------

@@ -1598,3 +1598,33 @@ def test_torch_training_objects_pass_restored_from_state_but_not_called_or_hooke
     assert not _rules(tmp_path / "sequential", pickle.dumps(sequential))
     sequential._schedulers = [sched.ConstantLR(optimizer), torch.nn.Identity()]  # type: ignore[list-item]
     assert _rules(tmp_path / "stranger", pickle.dumps(sequential)) == {"WS-PKL-029"}
+    # Review 11: given as a dict, these lists are iterated by key; CyclicLR calls its _scale_fn_ref too.
+    lambdas.lr_lambdas = {scorer: 0}  # type: ignore[assignment]
+    assert _rules(tmp_path / "lambda-keys", pickle.dumps(lambdas)) == {"WS-PKL-027"}
+    sequential._schedulers = {torch.nn.Identity(): 0}  # type: ignore[assignment]
+    assert _rules(tmp_path / "scheduler-keys", pickle.dumps(sequential)) == {"WS-PKL-029"}
+    cyclic = object.__new__(sched.CyclicLR)
+    cyclic.__dict__.update(optimizer=optimizer, _scale_fn_ref=scorer, _scale_fn_custom=None, scale_mode="cycle")
+    assert _rules(tmp_path / "cyclic", pickle.dumps(cyclic)) == {"WS-PKL-027"}
+
+
+def test_transformers_models_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:
+    """torch.save(model) of a transformers model restores its blocks and config from state: clean. A model or config
+    constructor called by a pickle is WS-PKL-014; the functions a model keeps and calls at forward (an activation's
+    `act`, a rotary embedding's `rope_init_fn`) are judged as what the library calls."""
+    import numpy as np
+    from sklearn.metrics import make_scorer
+    from transformers import BertConfig, BertModel
+    from transformers.activations import GELUActivation
+
+    from tests.helpers.transformers_models import models
+
+    llama = models()["llama"]
+    assert not _rules(tmp_path / "real", pickle.dumps(llama))
+    assert "WS-PKL-014" in _rules(tmp_path / "model", _dump(_Call(BertModel, (_Call(BertConfig, ()),))))
+    assert "WS-PKL-014" in _rules(tmp_path / "config", _dump(_Call(BertConfig, ())))
+    activation = GELUActivation()
+    activation.act = make_scorer(np.equal)
+    assert _rules(tmp_path / "act", pickle.dumps(activation)) == {"WS-PKL-027"}
+    llama.model.rotary_emb.rope_init_fn = make_scorer(np.equal)
+    assert _rules(tmp_path / "rope", pickle.dumps(llama)) == {"WS-PKL-027"}

@@ -142,8 +142,9 @@ def test_memmap_is_judged_as_a_gadget_but_where_numpy_restores_an_array_of_it(tm
     assert {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL} == {"WS-PKL-001"}
     path.write_bytes(b"\x80\x02]cnumpy._core.memmap\nmemmap\na.")  # where it is defined (review 9)
     assert {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL} == {"WS-PKL-001"}
-    # joblib's array wrapper records it as `subclass` (joblib.dump of a memory-mapped array), which joblib only
-    # compares; that state dict used any other way afterwards, or such a state on another class, keeps it.
+    # joblib's array wrapper records it as `subclass` (joblib.dump of a memory-mapped array): joblib only compares
+    # it, but a plain unpickler leaves the wrapper an object whose class the array's bytes can fetch back (review 12,
+    # below), so it is kept there as anywhere else.
     import joblib
 
     mapped = np.memmap(tmp_path / "a.dat", dtype="float32", mode="w+", shape=(4,))
@@ -157,7 +158,7 @@ def test_memmap_is_judged_as_a_gadget_but_where_numpy_restores_an_array_of_it(tm
             break
     get = b"h" + bytes([names.count("MEMOIZE") - 1])  # BINGET of the state dict
     cases = {
-        "wrapper": (dumped, set()),
+        "wrapper": (dumped, {"WS-PKL-001"}),
         "state-reused": (dumped[:-1] + b"0ccollections\nOrderedDict\n" + get + b"\x85R.", {"WS-PKL-001"}),
         "set-after": (dumped[:-1] + b"0" + get + b"X\x01\x00\x00\x00xcnumpy\nmemmap\ns.", {"WS-PKL-001"}),
         "other-class": (b"\x80\x02cargparse\nNamespace\n)\x81}X\x08\x00\x00\x00subclasscnumpy\nmemmap\nsb.",
@@ -168,6 +169,38 @@ def test_memmap_is_judged_as_a_gadget_but_where_numpy_restores_an_array_of_it(tm
         joblib.load(path)  # well formed, as joblib reads it
         found = {f.rule_id for f in scan(path).findings if f.severity >= Severity.HIGH}
         assert found == expected, (case, found)
+
+
+def _binunicode(text: str) -> bytes:
+    raw = text.encode()
+    return b"X" + struct.pack("<I", len(raw)) + raw
+
+
+def test_a_joblib_wrappers_array_class_fetched_back_by_a_plain_unpickler_is_critical(tmp_path: Path) -> None:
+    """Review 12: with the wrapper's `subclass` not kept (1f793bc tried it, to pass joblib.dump of a memmap), the
+    array's bytes, which a plain unpickler runs as opcodes, fetched it back with getattr(<wrapper>, "subclass") and
+    called it: pickle.load made the file, joblib.load read an array, and wscan passed. So it stays kept."""
+    import joblib
+    import numpy as np
+
+    marker = tmp_path / "made-by-memmap"
+    payload = (b"0cbuiltins\ngetattr\nh\x01" + _binunicode("subclass") + b"\x86R(" + _binunicode(str(marker))
+               + _binunicode("uint8") + _binunicode("w+") + b"K\x00K\x01\x85tR.")  # fmt: skip
+    dtype = (b"cnumpy\ndtype\n" + _binunicode("u1")
+             + b"\x89\x88\x87R(K\x03X\x01\x00\x00\x00|NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb")  # fmt: skip
+    data = (b"\x80\x04]\x94cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81\x94}(" + _binunicode("subclass")
+            + b"cnumpy\nmemmap\n" + _binunicode("shape") + b"J" + struct.pack("<i", len(payload)) + b"\x85"
+            + _binunicode("order") + _binunicode("C") + _binunicode("dtype") + dtype + _binunicode("allow_mmap")
+            + b"\x88" + _binunicode("numpy_array_alignment_bytes") + b"Nub" + payload
+            + b"acbuiltins\ngetattr\ncbuiltins\nstr\n" + _binunicode("lower") + b"\x86Ra.")  # fmt: skip
+    path = tmp_path / "model.joblib"
+    path.write_bytes(data)
+    assert isinstance(joblib.load(path)[0], np.ndarray) and not marker.exists()  # joblib reads an array
+    load = "import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))"
+    subprocess.run([sys.executable, "-I", "-c", load, str(path)], capture_output=True, timeout=120)
+    assert marker.exists(), "pickle.load no longer runs the array's bytes: the case proves nothing"
+    found = {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL}
+    assert "WS-PKL-001" in found, found
 
 
 def test_a_class_patched_through_an_identity_function_is_tampering(tmp_path: Path) -> None:

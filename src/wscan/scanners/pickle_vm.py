@@ -731,17 +731,12 @@ class Machine:
                     if len(pairs) % 2:
                         raise PickleSyntaxError(at, "SETITEMS with an odd number of items")
                 escape(pairs)
+                _keep(res, pairs)
                 target = top()
                 if isinstance(target, Dict):
-                    # A dict's items are kept when the dict is (its walk reads them), or now if it already was or
-                    # has no room: a dict no opcode uses keeps nothing, and a joblib wrapper's state need not.
-                    dropped = target.dropped
                     for i in range(0, len(pairs), 2):
                         target.add(pairs[i], pairs[i + 1])
-                    if target.walked or target.dropped > dropped:
-                        _keep(res, pairs)
                 else:
-                    _keep(res, pairs)
                     if isinstance(target, Obj):
                         _note_items(res, target, list(zip(pairs[::2], pairs[1::2], strict=True)))
                         _dunder_items(res, pairs, restored_class(target), at)
@@ -768,8 +763,8 @@ class Machine:
             elif name == "BUILD":
                 state = pop()
                 escape([state])
+                _keep(res, [state])
                 target = top()
-                _keep(res, _built_values(target, state))
                 self._build(res, target, state, at)
             elif name == "STACK_GLOBAL":
                 qual = pop()
@@ -1128,11 +1123,14 @@ def _zone_files(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
 # Restores the arguments of which are not kept either: numpy's _reconstruct(subtype, ...) makes an array of the
 # subclass with ndarray.__new__, which runs none of its constructor (memmap's opens a file; a pickled memmap array
 # opens none); torch's _rebuild_wrapper_subclass(cls, ...) makes an empty instance of cls with
-# Tensor._make_wrapper_subclass (a DTensor). _rebuild_from_type_v2(func, type, args, state) calls func (judged as a
-# call) on args and makes the result an instance of `type` with Tensor.as_subclass, then sets the state (a nested
-# jagged tensor, a DTensor): `_keep_arguments` reads it.
+# Tensor._make_wrapper_subclass (a DTensor); getattr(C, name) returns an attribute of C, judged by its own dotted name
+# (torch pickles a CyclicLR's scale function as getattr(CyclicLR, "_triangular_scale_fn")).
+# _rebuild_from_type_v2(func, type, args, state) calls func (judged as a call) on args and makes the result an
+# instance of `type` with Tensor.as_subclass, then sets the state (a nested jagged tensor, a DTensor):
+# `_keep_arguments` reads it.
 _KEPT_FROM = {
     **_RESTORED_POSITIONS, **dict.fromkeys(_ARRAY_REBUILDERS, 1), "torch._utils._rebuild_wrapper_subclass": 1,
+    GETATTR: 1,
 }
 
 
@@ -1150,26 +1148,6 @@ def _keep_arguments(res: PickleResult, func: Sym, args: Sym) -> None:
         _keep(res, args.items[_KEPT_FROM.get(dotted, 0):])
         return
     _keep(res, [args])
-
-
-# joblib's array wrapper keeps the array's class as `subclass`, which joblib compares with ndarray and memmap and
-# otherwise only hands to numpy's _reconstruct (whose class is restored, not kept: `_KEPT_FROM`); a plain unpickler
-# leaves the wrapper as it is. `joblib.dump` of a memory-mapped array writes numpy.memmap there.
-ARRAY_WRAPPERS = frozenset({"joblib.numpy_pickle.NumpyArrayWrapper"})
-
-
-def _built_values(target: Sym, state: Sym) -> list[Sym]:
-    """What BUILD keeps: the state, but for the class in a joblib array wrapper's state dict. The dict itself is not
-    marked walked then, so any other use of it keeps that class too."""
-    if not (isinstance(target, Obj) and isinstance(state, Dict) and not state.walked and not state.dropped
-            and restored_class(target) in ARRAY_WRAPPERS):  # fmt: skip
-        return [state]
-    kept: list[Sym] = []
-    for key, value in state.items:
-        kept.append(key)
-        if not (isinstance(key, Const) and key.value == "subclass" and isinstance(value, Global)):
-            kept.append(value)
-    return kept
 
 
 def _keep(res: PickleResult, values: list[Sym]) -> None:
@@ -1271,7 +1249,7 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
         if name in PROXY_TABLES and isinstance(value, Dict):
             _dunder_items(res, [item for pair in value.items for item in pair], restored, at)
         if isinstance(name, str) and name in CALLED_TABLES:
-            for item in _table_values(res, value):
+            for item in _table_values(res, value, keys=name in LIST_TABLES):
                 _member_event(res, name, item, restored, at)
             continue  # the table itself is data; its values are what is called
         if isinstance(name, str):
@@ -1311,6 +1289,8 @@ CALLED_TABLES = frozenset({
     "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks",
     "lr_lambdas", "_schedulers",
 })  # fmt: skip
+# Tables real files keep as lists, which the library iterates: given a dict, it calls or steps the keys (review 11).
+LIST_TABLES = frozenset({"lr_lambdas", "_schedulers"})
 # Dicts whose items are also their attributes (set by __setitem__ or __getattr__).
 ATTRIBUTE_DICTS = frozenset({
     "easydict.EasyDict", "sklearn.utils._bunch.Bunch", "lightning.fabric.utilities.data.AttributeDict",
@@ -1416,20 +1396,24 @@ def _dunder_items(res: PickleResult, pairs: list[Sym], owner: str, at: int) -> N
             _member_event(res, key, pairs[i + 1], owner, at, via="items")
 
 
-def _table_values(res: PickleResult, table: Sym) -> list[Sym]:
-    """The values of a dict, or of an object SETITEMS filled, or the items of a list or tuple; a table made any other
-    way, as one computed value."""
+def _table_values(res: PickleResult, table: Sym, keys: bool = False) -> list[Sym]:
+    """The values of a dict, or of an object SETITEMS filled (their keys too with `keys`: what iterating it gives),
+    or the items of a list or tuple; a table made any other way, as one computed value."""
     if isinstance(table, Dict):
-        return [value for _, value in table.items] + ([Unknown()] if table.dropped else [])
-    if isinstance(table, Seq):
+        pairs = table.items
+        computed = [Unknown()] if table.dropped else []
+    elif isinstance(table, Seq):
         return [*table.items, *([Unknown()] if table.dropped else [])]
-    if isinstance(table, Obj):
-        items = _filled_items(res, table)
-        if items is None:  # made from arguments: what they hold, with whatever SETITEMS added
+    elif isinstance(table, Obj):
+        filled = _filled_items(res, table)
+        if filled is None:  # made from arguments: what they hold, with whatever SETITEMS added
             entry = res.object_items.get(id(table))
-            return [*(value for _, value in (entry[1] if entry is not None else [])), Unknown()]
-        return [value for _, value in items]
-    return [] if isinstance(table, Const) else [table]
+            pairs, computed = (entry[1] if entry is not None else []), [Unknown()]
+        else:
+            pairs, computed = filled, []
+    else:
+        return [] if isinstance(table, Const) else [table]
+    return [item for key, value in pairs for item in ((key, value) if keys else (value,))] + computed
 
 
 # scikit-learn's scorers and stacking ensembles call, on the estimator they are given, the method these attributes
