@@ -1628,3 +1628,14 @@ def test_transformers_models_pass_restored_from_state_but_not_called(tmp_path: P
     assert _rules(tmp_path / "act", pickle.dumps(activation)) == {"WS-PKL-027"}
     llama.model.rotary_emb.rope_init_fn = make_scorer(np.equal)
     assert _rules(tmp_path / "rope", pickle.dumps(llama)) == {"WS-PKL-027"}
+    # Review 13: a block's activation put in the instance's dict instead of its submodules, and a config's own
+    # attribute map, which the config consults before its class's (it made save_pretrained call push_to_hub).
+    bert = models()["bert"]
+    layer = bert.encoder.layer[0].intermediate
+    del layer._modules["intermediate_act_fn"]
+    layer.__dict__["intermediate_act_fn"] = make_scorer(np.equal)
+    assert _rules(tmp_path / "act-fn", pickle.dumps(bert)) == {"WS-PKL-027"}
+    config = BertConfig(hidden_size=8, vocab_size=50)
+    config.__dict__["attribute_map"] = {"hidden_size": "vocab_size"}
+    assert pickle.loads(pickle.dumps(config)).hidden_size == 50  # the instance's map is the one used
+    assert _rules(tmp_path / "aliases", pickle.dumps(config)) == {"WS-PKL-037"}

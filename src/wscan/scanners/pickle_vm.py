@@ -1196,6 +1196,9 @@ def check_states(res: PickleResult) -> None:
             elif isinstance(key, Const) and key.value in FOLDER_STATE_KEYS and not _is_none(value):
                 folder = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
                 res.events.append(Event("pickle.state_folder", at, dict[str, str | int | bool](folder)))
+            elif isinstance(key, Const) and key.value in ALIAS_STATE_KEYS:
+                aliases = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
+                res.events.append(Event("pickle.state_aliases", at, dict[str, str | int | bool](aliases)))
             if not (isinstance(key, Const) and key.value in SIDE_FILE_LISTS):
                 continue
             names = value.items if isinstance(value, Seq) else [value]
@@ -1214,6 +1217,10 @@ CODE_STATE_KEYS = frozenset({"_parse_arg_template"})
 # State attributes naming a folder the library writes to when the object is used: scikit-learn's `memory` (a
 # Pipeline's, an agglomerative clustering's) becomes a joblib.Memory cache at fit(); a review wrote files anywhere so.
 FOLDER_STATE_KEYS = frozenset({"memory"})
+# State attributes that rename the object's other attributes: a transformers config looks every name up in its
+# `attribute_map` first, so an instance's own map points any attribute or method at another one (review 13 made
+# save_pretrained call push_to_hub). The class keeps the map; no real file's state has one.
+ALIAS_STATE_KEYS = frozenset({"attribute_map"})
 MAX_CODE_TEXT = 8192  # SciPy's template is under 1 KiB for every distribution it ships
 
 
