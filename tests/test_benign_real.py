@@ -330,20 +330,6 @@ def _torch_nested_and_distributed(out: Path) -> None:
     store.unlink(missing_ok=True)
 
 
-@kind("transformers-whole-models")
-def _transformers_whole_models(out: Path) -> None:
-    """torch.save(model) of a transformers model, as notebooks do, for each family of the catalogue, in the zip and
-    legacy formats, and a plain pickle of one."""
-    import torch
-
-    from tests.helpers.transformers_models import models
-
-    for name, model in models().items():
-        torch.save(model, out / f"{name}.pt")
-    torch.save(model, out / f"{name}-legacy.pt", _use_new_zipfile_serialization=False)
-    (out / f"{name}.pkl").write_bytes(pickle.dumps(model))
-
-
 @kind("torch-checkpoint-with-arguments-and-config")
 def _torch_checkpoint_extras(out: Path) -> None:
     """What training scripts put beside the weights: parsed arguments (argparse), paths, RNG states, and small

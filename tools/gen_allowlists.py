@@ -312,12 +312,6 @@ REVIEWED_OWNER_HOOKS = {
         "asgd.ASGD", "nadam.NAdam", "radam.RAdam", "rmsprop.RMSprop", "rprop.Rprop", "sgd.SGD", "Adafactor",
     )},
     "__setstate__ of torch.amp.grad_scaler.GradScaler": "dict",
-    # transformers' configs (transformers_model_names): PretrainedConfig maps attribute_map aliases when an attribute
-    # is read or set and compares its dict; GenerationConfig compares and hashes the JSON of its fields
-    **{f"{hook} of transformers.configuration_utils.PretrainedConfig": "attribute_map aliases; compares its dict"
-       for hook in ("__setattr__", "__getattribute__", "__hash__", "__eq__")},
-    **{f"{hook} of transformers.generation.configuration_utils.GenerationConfig": "compares its fields' JSON"
-       for hook in ("__hash__", "__eq__")},
 }
 
 
@@ -640,28 +634,6 @@ def _resolve(name: str) -> object:
     raise ImportError(name)
 
 
-# torch.save(model) of a transformers model (notebooks do it): the model, its blocks and config classes, restored from
-# state like torch's layers (their hooks are reviewed in REVIEWED_OWNER_HOOKS). The functions these models keep (a
-# rotary embedding's rope_init_fn, GELUActivation's act) are called at forward: judged as what the library calls
-# (CALLED_ATTRIBUTES).
-def _is_module(name: str) -> bool:
-    import torch.nn
-
-    value = _resolve(name)
-    return isinstance(value, type) and issubclass(value, torch.nn.Module)
-
-
-def transformers_model_names() -> tuple[list[str], list[str], list[str]]:
-    """(allowed, state-only, functions) of the transformers catalogue's whole-model pickles, screened."""
-    from tests.helpers.transformers_models import save_models
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-
-    rope = [f"{func.__module__}.{func.__qualname__}" for func in ROPE_INIT_FUNCTIONS.values()]
-    classes, functions = recorded_names(save_models, "transformers", rope)
-    allowed, state_only = screened_names(classes)
-    return allowed, state_only, sorted(set(functions) | set(rope))
-
-
 def gensim_names() -> tuple[list[str], list[str]]:
     """(classes, functions) the pickles of the gensim catalogue import: gensim's own names, and builtins.hash."""
     from tests.helpers.gensim_models import save_models
@@ -806,9 +778,6 @@ CALLED_ATTRIBUTES = [
     "_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
     "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks",
     "lr_lambdas", "_scale_fn_custom", "_scale_fn_ref", "anneal_func", "avg_fn", "multi_avg_fn",
-    # transformers' rotary embeddings and activations (a block calls its activation at forward; a state can put one
-    # in the instance's dict instead of its submodules: review 13)
-    "rope_init_fn", "act", "act_fn", "intermediate_act_fn", "activation_fn",
 ]  # fmt: skip
 # A weight or spectral norm hook, in a hook table or as _WrappedHook's hook (whose own hook is judged the same way);
 # a torch layer as a transformer layer's activation (nn.GELU()): its call is its forward, whose state is judged.
@@ -900,8 +869,6 @@ def main() -> int:
     layers = torch_layer_names()
     distributions, distributions_state_only = torch_distribution_names()
     declared, declared_state_only = torch_declared_names()
-    models_allowed, models_state_only, model_functions = transformers_model_names()
-    models_modules = [name for name in models_state_only if _is_module(name)]
     training, training_state_only, schedulers = torch_training_names()
     write(
         "torch",
@@ -1034,15 +1001,9 @@ def main() -> int:
     write(
         "transformers",
         "What transformers.Trainer pickles into training_args.bin: the arguments dataclasses, the enums and "
-        "config classes their fields hold, and the accelerate state cached on them (exact names); what a whole-model "
-        "torch.save of the common model families imports (recorded from real saves: models, blocks, configs, "
-        "activations, restored from state only and screened for the hooks loading runs; the rotary-embedding "
-        "functions they keep, as values only).",
-        training_args_names() + models_allowed + model_functions,
-        # The models' modules are value classes as torch's layers are: the legacy format keeps each module class in a
-        # persistent id, with its source.
-        more={"state-only-classes": state_only_names() + models_state_only, "referenced-callables": model_functions,
-              "value-classes": models_modules},
+        "config classes their fields hold, and the accelerate state cached on them (exact names).",
+        training_args_names(),
+        more={"state-only-classes": state_only_names()},
     )
     methods, plain = method_lists()  # last: over every pack just written, and the hand-written ones
     # and a Gaussian process's kernels (a sum's k1 and k2 are kernels, judged the same way)
