@@ -1619,3 +1619,26 @@ def test_a_state_with_its_own_attribute_map_is_high(tmp_path: Path) -> None:
     config.__dict__["attribute_map"] = {"hidden_size": "vocab_size"}
     assert pickle.loads(pickle.dumps(config)).hidden_size == 50  # the instance's map is the one used
     assert "WS-PKL-037" in _rules(tmp_path / "aliases", pickle.dumps(config))
+
+
+def test_a_modules_parameters_and_buffers_hold_only_tensors(tmp_path: Path) -> None:
+    """torch's Module answers a name its class lacks from `_parameters` and `_buffers` too: review 14 put
+    partial(dict, options=...) in an Identity's buffers as `to_dict`, which transformers' generate() called to get
+    torch.compile options (a shell command through gcc). Real files keep tensors or None there (WS-PKL-029)."""
+    import functools
+
+    import torch
+
+    module = torch.nn.Identity()
+    module._buffers["to_dict"] = functools.partial(dict, options={"k": "v"})  # type: ignore[assignment]
+    assert pickle.loads(pickle.dumps(module)).to_dict() == {"options": {"k": "v"}}  # handed out as an attribute
+    assert _rules(tmp_path / "partial", pickle.dumps(module)) == {"WS-PKL-029"}
+    module._buffers["to_dict"] = dict  # type: ignore[assignment]
+    assert _rules(tmp_path / "name", pickle.dumps(module)) == {"WS-PKL-029"}
+    real = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2), torch.nn.LSTM(2, 2))
+    real.register_buffer("mask", torch.ones(2))
+    real.register_buffer("empty", None)
+    assert not _rules(tmp_path / "real", pickle.dumps(real))
+    saved = io.BytesIO()
+    torch.save(real, saved)
+    assert not _rules(tmp_path / "saved", saved.getvalue())

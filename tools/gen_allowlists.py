@@ -787,7 +787,8 @@ RESPONSE_METHODS = ["auto", "decision_function", "predict", "predict_log_proba",
                     "transform"]  # fmt: skip
 # Tables whose values the libraries call, judged by the class of each value (WS-PKL-029): a torch module's
 # submodules (every allowed torch.nn.Module subclass, found by `table_members`) and a multi-metric scorer's scorers.
-TYPED_TABLES = ["_modules", "_scorers", "_schedulers"]  # and a SequentialLR's or ChainedScheduler's schedulers
+TYPED_TABLES = ["_modules", "_scorers", "_schedulers", "_parameters", "_buffers"]  # and a SequentialLR's or
+# ChainedScheduler's schedulers, and a module's parameters and buffers (tensors, made by torch's rebuild functions)
 SCORER_CLASSES = [
     "sklearn.metrics._scorer._CurveScorer", "sklearn.metrics._scorer._PassthroughScorer",
     "sklearn.metrics._scorer._Scorer",
@@ -841,7 +842,22 @@ def table_members() -> list[str]:
             continue
         if isinstance(value, type) and issubclass(value, torch.nn.Module):
             modules.append(f"_modules={name}")
-    return modules + [f"_scorers={name}" for name in SCORER_CLASSES]
+    tensors = [name for name in torch_names() + torch_declared_names()[0] if _makes_tensor(name)]
+    return (modules + [f"_scorers={name}" for name in SCORER_CLASSES]
+            + [f"{table}={name}" for table in ("_parameters", "_buffers") for name in tensors])  # fmt: skip
+
+
+def _makes_tensor(name: str) -> bool:
+    """A rebuild function of torch's weights_only list, or a tensor class: what a parameter or buffer is made by."""
+    import torch
+
+    if name.startswith(("torch._utils._rebuild_", "torch.nested._internal.nested_tensor._rebuild")):
+        return True
+    value = _resolve(name)
+    return name == REBUILD_FROM_TYPE or (isinstance(value, type) and issubclass(value, torch.Tensor))
+
+
+REBUILD_FROM_TYPE = "torch._tensor._rebuild_from_type_v2"
 
 
 def _pack_names(list_name: str) -> set[str]:

@@ -1295,6 +1295,9 @@ CALLED_TABLES = frozenset({
     "_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
     "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks",
     "lr_lambdas", "_schedulers",
+    # a module's parameters and buffers: Module.__getattr__ hands out each as an attribute, so a name the module's
+    # class lacks (`to_dict`) reaches whatever is there (review 14's chain); real files keep tensors or None
+    "_parameters", "_buffers",
 })  # fmt: skip
 # Tables real files keep as lists, which the library iterates: given a dict, it calls or steps the keys (review 11).
 LIST_TABLES = frozenset({"lr_lambdas", "_schedulers"})
