@@ -18,7 +18,7 @@ import traceback
 import warnings
 import zipfile
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -193,15 +193,10 @@ def _easydict_config(out: Path) -> None:
     (out / "cfg.pkl").write_bytes(pickle.dumps(cfg))
 
 
-@kind("torch-optimizers-and-schedulers")
-def _torch_optimizers(out: Path) -> None:
-    """The state_dict of every optimizer and LR scheduler torch ships, after a step (as Trainer and Lightning
-    save them)."""
+def _stepped_optimizers(model: Any, inputs: Any) -> Iterator[tuple[str, Any]]:
+    """Every optimizer torch.optim exports (but SparseAdam), each made for `model` and stepped once."""
     import torch
 
-    _seed()
-    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
-    inputs = torch.randn(8, 4)
     for name in sorted(n for n in dir(torch.optim) if n[0].isupper() and n != "Optimizer"):
         cls = getattr(torch.optim, name)
         if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)) or name == "SparseAdam":
@@ -211,6 +206,19 @@ def _torch_optimizers(out: Path) -> None:
         model.zero_grad()
         model(inputs).sum().backward()
         optimizer.step(lambda: model(inputs).sum())
+        yield name, optimizer
+
+
+@kind("torch-optimizers-and-schedulers")
+def _torch_optimizers(out: Path) -> None:
+    """The state_dict of every optimizer and LR scheduler torch ships, after a step (as Trainer and Lightning
+    save them)."""
+    import torch
+
+    _seed()
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2))
+    inputs = torch.randn(8, 4)
+    for name, optimizer in _stepped_optimizers(model, inputs):
         torch.save(optimizer.state_dict(), out / f"optimizer-{name}.pt")
     sched = torch.optim.lr_scheduler
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -246,15 +254,7 @@ def _torch_training_objects(out: Path) -> None:
     _seed()
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
     inputs = torch.randn(8, 4)
-    for name in sorted(n for n in dir(torch.optim) if n[0].isupper() and n != "Optimizer"):
-        cls = getattr(torch.optim, name)
-        if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)) or name == "SparseAdam":
-            continue
-        matrices = [param for param in model.parameters() if param.ndim == 2]  # Muon takes nothing else
-        optimizer = cls(matrices if name == "Muon" else model.parameters(), lr=0.01)
-        model.zero_grad()
-        model(inputs).sum().backward()
-        optimizer.step(lambda: model(inputs).sum())
+    for name, optimizer in _stepped_optimizers(model, inputs):
         torch.save(optimizer, out / f"optimizer-{name}.pt")
     sched = torch.optim.lr_scheduler
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)

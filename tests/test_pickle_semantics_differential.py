@@ -171,11 +171,6 @@ def test_memmap_is_judged_as_a_gadget_but_where_numpy_restores_an_array_of_it(tm
         assert found == expected, (case, found)
 
 
-def _binunicode(text: str) -> bytes:
-    raw = text.encode()
-    return b"X" + struct.pack("<I", len(raw)) + raw
-
-
 def test_a_joblib_wrappers_array_class_fetched_back_by_a_plain_unpickler_is_critical(tmp_path: Path) -> None:
     """Review 12: with the wrapper's `subclass` not kept (1f793bc tried it, to pass joblib.dump of a memmap), the
     array's bytes, which a plain unpickler runs as opcodes, fetched it back with getattr(<wrapper>, "subclass") and
@@ -184,15 +179,15 @@ def test_a_joblib_wrappers_array_class_fetched_back_by_a_plain_unpickler_is_crit
     import numpy as np
 
     marker = tmp_path / "made-by-memmap"
-    payload = (b"0cbuiltins\ngetattr\nh\x01" + _binunicode("subclass") + b"\x86R(" + _binunicode(str(marker))
-               + _binunicode("uint8") + _binunicode("w+") + b"K\x00K\x01\x85tR.")  # fmt: skip
-    dtype = (b"cnumpy\ndtype\n" + _binunicode("u1")
+    payload = (b"0cbuiltins\ngetattr\nh\x01" + _binstring("subclass") + b"\x86R(" + _binstring(str(marker))
+               + _binstring("uint8") + _binstring("w+") + b"K\x00K\x01\x85tR.")  # fmt: skip
+    dtype = (b"cnumpy\ndtype\n" + _binstring("u1")
              + b"\x89\x88\x87R(K\x03X\x01\x00\x00\x00|NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb")  # fmt: skip
-    data = (b"\x80\x04]\x94cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81\x94}(" + _binunicode("subclass")
-            + b"cnumpy\nmemmap\n" + _binunicode("shape") + b"J" + struct.pack("<i", len(payload)) + b"\x85"
-            + _binunicode("order") + _binunicode("C") + _binunicode("dtype") + dtype + _binunicode("allow_mmap")
-            + b"\x88" + _binunicode("numpy_array_alignment_bytes") + b"Nub" + payload
-            + b"acbuiltins\ngetattr\ncbuiltins\nstr\n" + _binunicode("lower") + b"\x86Ra.")  # fmt: skip
+    data = (b"\x80\x04]\x94cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81\x94}(" + _binstring("subclass")
+            + b"cnumpy\nmemmap\n" + _binstring("shape") + b"J" + struct.pack("<i", len(payload)) + b"\x85"
+            + _binstring("order") + _binstring("C") + _binstring("dtype") + dtype + _binstring("allow_mmap")
+            + b"\x88" + _binstring("numpy_array_alignment_bytes") + b"Nub" + payload
+            + b"acbuiltins\ngetattr\ncbuiltins\nstr\n" + _binstring("lower") + b"\x86Ra.")  # fmt: skip
     path = tmp_path / "model.joblib"
     path.write_bytes(data)
     assert isinstance(joblib.load(path)[0], np.ndarray) and not marker.exists()  # joblib reads an array

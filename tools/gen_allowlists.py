@@ -386,8 +386,8 @@ TORCH_TRAINING_FUNCTIONS = [
 ]  # fmt: skip
 
 
-def torch_training_names() -> tuple[list[str], list[str], list[str]]:
-    """(allowed, state-only, schedulers): the optimizers torch.optim exports, its learning-rate schedulers and the
+def torch_training_names() -> tuple[list[str], list[str]]:
+    """(allowed, state-only): the optimizers torch.optim exports, its learning-rate schedulers and the
     gradient scalers, each screened for the hooks loading runs."""
     import torch.optim.swa_utils
     from torch.optim import lr_scheduler
@@ -399,9 +399,7 @@ def torch_training_names() -> tuple[list[str], list[str], list[str]]:
         for klass in vars(module).values():
             if isinstance(klass, type) and issubclass(klass, Optimizer | LRScheduler | ReduceLROnPlateau):
                 found.add(f"{klass.__module__}.{klass.__qualname__}")
-    allowed, state_only = screened_names(sorted(found))
-    schedulers = [name for name in allowed if issubclass(_resolve(name), LRScheduler | ReduceLROnPlateau)]
-    return allowed, state_only, schedulers
+    return screened_names(sorted(found))
 
 
 # A whole-model torch.save pickles each layer by its class, restored with cls.__new__ and its attribute dict (the
@@ -829,12 +827,18 @@ def method_lists() -> tuple[list[str], list[str]]:
     return sorted(methods), sorted(plain | {f"name:{name}" for name in INERT_FUNCTIONS})
 
 
+# The rebuild functions of torch's weights_only list (and of the nested jagged tensors its modules add).
+TENSOR_REBUILDS = ("torch._utils._rebuild_", "torch._tensor._rebuild_", "torch.nested._internal.nested_tensor._rebuild")
+
+
 def table_members() -> list[str]:
     """`table=class` for what real files keep in the TYPED_TABLES: every allowed class that is a torch module (torch
-    layers and containers, torchmetrics metrics) in `_modules`, scikit-learn's scorers in `_scorers`."""
+    layers and containers, torchmetrics metrics) in `_modules`, scikit-learn's scorers in `_scorers`, what torch's
+    tensor rebuilds make in `_parameters` and `_buffers`, torch's schedulers in `_schedulers`."""
     import torch.nn
+    from torch.optim.lr_scheduler import LRScheduler, ReduceLROnPlateau
 
-    modules = []
+    modules, tensors, schedulers = [], [], []
     for name in sorted(_pack_names("allowed-callables")):
         try:
             value = _resolve(name)
@@ -842,22 +846,13 @@ def table_members() -> list[str]:
             continue
         if isinstance(value, type) and issubclass(value, torch.nn.Module):
             modules.append(f"_modules={name}")
-    tensors = [name for name in torch_names() + torch_declared_names()[0] if _makes_tensor(name)]
-    return (modules + [f"_scorers={name}" for name in SCORER_CLASSES]
-            + [f"{table}={name}" for table in ("_parameters", "_buffers") for name in tensors])  # fmt: skip
-
-
-def _makes_tensor(name: str) -> bool:
-    """A rebuild function of torch's weights_only list, or a tensor class: what a parameter or buffer is made by."""
-    import torch
-
-    if name.startswith(("torch._utils._rebuild_", "torch.nested._internal.nested_tensor._rebuild")):
-        return True
-    value = _resolve(name)
-    return name == REBUILD_FROM_TYPE or (isinstance(value, type) and issubclass(value, torch.Tensor))
-
-
-REBUILD_FROM_TYPE = "torch._tensor._rebuild_from_type_v2"
+        if isinstance(value, type) and issubclass(value, LRScheduler | ReduceLROnPlateau):
+            schedulers.append(f"_schedulers={name}")
+        if name.startswith(TENSOR_REBUILDS) or (isinstance(value, type) and issubclass(value, torch.Tensor)):
+            tensors.append(name)
+    scorers = [f"_scorers={name}" for name in SCORER_CLASSES]
+    held = [f"{table}={name}" for table in ("_parameters", "_buffers") for name in tensors]
+    return modules + scorers + held + schedulers
 
 
 def _pack_names(list_name: str) -> set[str]:
@@ -885,7 +880,7 @@ def main() -> int:
     layers = torch_layer_names()
     distributions, distributions_state_only = torch_distribution_names()
     declared, declared_state_only = torch_declared_names()
-    training, training_state_only, schedulers = torch_training_names()
+    training, training_state_only = torch_training_names()
     write(
         "torch",
         "Tensor, storage, dtype and rebuild helpers (torch's weights_only allowlist, and the names torch's modules "
@@ -1034,8 +1029,7 @@ def main() -> int:
         "allowlist in rules/, so tools/gen_tabular_allowlist.py runs first.\n",
         {"method-names": methods, "inert-values": plain, "callable-members": CALLABLE_MEMBERS,
          "called-attributes": CALLED_ATTRIBUTES, "called-attribute-objects": called_objects,
-         "response-methods": RESPONSE_METHODS, "typed-tables": TYPED_TABLES,
-         "table-members": table_members() + [f"_schedulers={name}" for name in schedulers]},
+         "response-methods": RESPONSE_METHODS, "typed-tables": TYPED_TABLES, "table-members": table_members()},
     )
     write(
         "architectures",
