@@ -95,6 +95,26 @@ def test_scipy_distributions_as_scipy_writes_them_pass(tmp_path: Path) -> None:
     assert not [f for f in report.findings if f.severity >= Severity.HIGH], report.findings
 
 
+def test_a_scipy_distribution_in_place_of_a_method_is_high(tmp_path: Path) -> None:
+    """Calling a distribution only freezes it, so it stood in for any method quietly: review 14 made a config's
+    `validate` one, and the check it replaced never ran. Only a frozen distribution's `dist` keeps one (the
+    RandomizedSearchCV test above); anywhere else, under a method's name, it is WS-PKL-026."""
+    pytest.importorskip("scipy")
+    import numpy as np
+    from scipy import stats
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler().fit([[0.0], [2.0]])
+    scaler.transform = stats.norm  # type: ignore[method-assign]
+    sample = tmp_path / "scaler.pkl"
+    sample.write_bytes(pickle.dumps(scaler, protocol=4))
+    use = "import pickle, sys; print(type(pickle.load(open(sys.argv[1], 'rb')).transform([[4.0]])).__name__)"
+    used = subprocess.run([sys.executable, "-c", use, str(sample)], capture_output=True, text=True, timeout=300)
+    assert used.stdout.strip() == "rv_continuous_frozen", used.stderr[-2000:]  # no scaling: the method is gone
+    assert _rules(tmp_path / "scan", sample.read_bytes()) == {"WS-PKL-026"}
+    assert _rules(tmp_path / "frozen", pickle.dumps(stats.norm(loc=np.float64(1.0)), protocol=4)) == set()
+
+
 def test_scipy_distributions_as_scipy_before_1_6_wrote_them_pass(tmp_path: Path) -> None:
     """SciPy before 1.6 pickled a distribution's state as (constructor parameters, random state), with no template
     text: today's __setstate__ calls __init__, which builds the template from the class. (From 1.6 to today the

@@ -747,15 +747,17 @@ INERT_FUNCTIONS = [
     "scipy.interpolate._interpolate.interp1d._call_spline",
     "scipy.interpolate._interpolate.interp1d._call_nan_spline",
 ]
-# Classes whose instances' __call__ is harmless whatever their state: a SciPy distribution's call freezes it, making a
-# new distribution from the constructor parameters SciPy checks (a frozen one keeps it as `dist`).
-INERT_CALL_BASES = ["scipy.stats._distn_infrastructure.rv_generic"]
 # Attributes real files give a callable, named like a method of some other allowed class (the names are one set for
 # all classes): scikit-learn's metadata requests keep the scorer they describe as `owner` (pathlib.Path.owner).
 CALLABLE_MEMBERS = [
     "sklearn.utils._metadata_requests.MetadataRequest.owner",
     "sklearn.utils._metadata_requests.MethodMetadataRequest.owner",
     "gensim.models.tfidfmodel.TfidfModel.normalize",  # the normalization function it calls (CALLED_ATTRIBUTES)
+    # A frozen SciPy distribution keeps the distribution it froze (a callable: calling one freezes it). Anywhere else a
+    # distribution is no harmless stand-in for a method: a review's file put one as a config's `validate`, whose call
+    # then returned quietly instead of checking.
+    "scipy.stats._distn_infrastructure.rv_continuous_frozen.dist",
+    "scipy.stats._distn_infrastructure.rv_discrete_frozen.dist",
 ]
 # Attributes the libraries call by design, with arguments of their own or from the state: real files keep a named
 # function there (a score function, FunctionTransformer's func, a torchmetrics metric's sync functions) or a
@@ -814,10 +816,7 @@ def method_lists() -> tuple[list[str], list[str]]:
         if not isinstance(value, type):
             plain.add(name)
             continue
-        bases = {f"{base.__module__}.{base.__qualname__}" for base in value.__mro__}
-        if bases & set(INERT_CALL_BASES) or not any(
-            "__call__" in vars(base) for base in value.__mro__ if base not in (object, type)
-        ):
+        if not any("__call__" in vars(base) for base in value.__mro__ if base not in (object, type)):
             plain.add(name)
         for base in value.__mro__:
             for attr, member in vars(base).items():
