@@ -115,6 +115,26 @@ def test_a_scipy_distribution_in_place_of_a_method_is_high(tmp_path: Path) -> No
     assert _rules(tmp_path / "frozen", pickle.dumps(stats.norm(loc=np.float64(1.0)), protocol=4)) == set()
 
 
+def test_scipy_linear_operators_are_off_the_allowlist(tmp_path: Path) -> None:
+    """SciPy's linear operators call what they hold, some from their constructor: a _CustomLinearOperator given no
+    dtype calls its matvec to find one, so a pickle that makes one calls the function it names while it loads.
+    No real file keeps an operator; they were allowed with every scipy.sparse class and are not now."""
+    pytest.importorskip("scipy")
+    import numpy as np
+    from scipy.sparse.linalg import LinearOperator
+    from scipy.sparse.linalg._interface import _CustomLinearOperator
+
+    shown = tmp_path / "shown.pkl"
+    shown.write_bytes(_dump(_Call(_CustomLinearOperator, ((2, 2), print))))
+    load = "import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))"
+    loaded = subprocess.run([sys.executable, "-c", load, str(shown)], capture_output=True, text=True, timeout=300)
+    assert loaded.stdout.strip() == "[0 0]", loaded.stderr[-2000:]  # print ran at load, on the probe vector
+    called = _rules(tmp_path / "called", _dump(_Call(_CustomLinearOperator, ((2, 2), np.negative))))
+    assert called == {"WS-PKL-003"}  # np.negative is a value the allowlist keeps; the operator is the problem
+    kept = LinearOperator((2, 2), matvec=np.negative, dtype=np.float64)  # as scipy pickles one: state only
+    assert _rules(tmp_path / "kept", pickle.dumps(kept, protocol=4)) == {"WS-PKL-003"}
+
+
 def test_scipy_distributions_as_scipy_before_1_6_wrote_them_pass(tmp_path: Path) -> None:
     """SciPy before 1.6 pickled a distribution's state as (constructor parameters, random state), with no template
     text: today's __setstate__ calls __init__, which builds the template from the class. (From 1.6 to today the

@@ -562,6 +562,12 @@ def classes_under(package: str, skip: tuple[str, ...] = ()) -> list[str]:
     return sorted(names)
 
 
+def _operator(name: str) -> bool:
+    """SciPy's linear operators and solvers (scipy.sparse.linalg): no real file keeps one, and each calls what it
+    holds (a _CustomLinearOperator its matvec, arpack's IterInv its operator and solver, from its constructor)."""
+    return name.startswith("scipy.sparse.linalg.")
+
+
 def reduce_helpers(module: types.ModuleType) -> list[str]:
     """Module-level functions a library's own classes name in __reduce__: Cython's generated
     `__pyx_unpickle_<Class>` (it only calls <Class>.__new__ on a subtype and sets typed fields) and
@@ -919,7 +925,7 @@ def main() -> int:
         "Classes defined in scikit-learn (estimators, trees, losses; not the callbacks that open connections), "
         "its metric and score functions, SciPy sparse matrices and the B-splines SplineTransformer keeps.",
         sklearn_classes
-        + [n for n in classes_under("scipy.sparse") if "._" in n or n.count(".") == 2]
+        + [n for n in classes_under("scipy.sparse") if ("._" in n or n.count(".") == 2) and not _operator(n)]
         + SCIPY_CLASSES
         + SKLEARN_CALLED_FUNCTIONS,
         # Constructors only store parameters, so kept as values they pass; but a pickle that calls one with its
