@@ -152,3 +152,34 @@ def test_an_import_a_plain_unpickler_makes_from_an_arrays_bytes_is_reported() ->
     path = Path(__file__).parent / "data" / "fuzz" / "pickle-oracle-import-after-unaligned-array.pkl"
     found = {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings if f.severity >= Severity.HIGH}
     assert ("WS-PKL-003", "dataclasses._create_fn") in found
+
+
+# fuzz/pickle_oracle.py, 20 minutes into a long run on a mutated corpus sample: GLOBAL with a UTF-8 module line.
+# CPython's unpicklers decode both lines as UTF-8 and import what they name; the sniff only took ASCII names as
+# evidence of a pickle, so the file was an unknown format (low).
+UTF8_GLOBAL = b"(c\xd3\x9cos\nSystem\nX \x00\x00\x00echo wscan-corpus-hostile-s#mpos\nSystem\nX \x00\x00\x00echo"
+
+
+@pytest.mark.parametrize("blob", [
+    UTF8_GLOBAL,
+    # a module line longer than the 64 KiB head the sniff reads
+    b"(N" + b"c\xd3\x9c" + b"o" * 70_000 + b"s\nSystem\n.",
+], ids=["first-opcodes", "past-the-head"])  # fmt: skip
+def test_an_import_of_a_utf8_name_is_read_as_a_pickle(tmp_path: Path, blob: bytes) -> None:
+    import pickle
+
+    from tests.helpers.scanning import scan_bytes
+    from wscan.model import Severity
+
+    names: list[str] = []
+
+    class Stub(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> object:
+            names.append(f"{module}.{name}")
+            raise pickle.UnpicklingError("stopped")
+
+    with pytest.raises(pickle.UnpicklingError):
+        Stub(__import__("io").BytesIO(blob)).load()
+    assert names[0].startswith("Ӝ") and names[0].endswith("os.System")  # what the loader would import
+    found = scan_bytes(tmp_path, blob, "model.bin").findings
+    assert any(f.rule_id == "WS-PKL-003" and f.severity >= Severity.HIGH for f in found), found

@@ -69,7 +69,6 @@ JOBLIB_WRAPPERS = {
     "sklearn.externals.joblib.numpy_pickle.NumpyArrayWrapper",
 }
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 _DTYPE_CODE = re.compile(r"[<>|=]?([bBiufcmMOSUVa?])(\d*)")
 # Opcodes that take something off the stack, with a fixed-size argument: a stream that starts with one fails on
 # its first opcode in any unpickler, before anything is imported or called. Most non-pickle files start with one
@@ -336,7 +335,14 @@ def _is_real_pickle(res: PickleResult) -> bool:
 
 
 def _imports_names(res: PickleResult) -> bool:
-    return any(r.invoked or _IDENTIFIER.fullmatch(r.raw) for r in res.imports.values())
+    return any(r.invoked or _dotted_name(r.raw) for r in res.imports.values())
+
+
+def _dotted_name(raw: str) -> bool:
+    """A module and a name as Python spells them, non-ASCII letters too: the unpicklers decode GLOBAL's lines as
+    UTF-8 and import what they name (the pickle_oracle fuzzer found `Ӝos.System` read as no pickle at all)."""
+    parts = raw.split(".")
+    return len(parts) >= 2 and all(part.isidentifier() for part in parts)
 
 
 def _acts(res: PickleResult) -> bool:
@@ -443,7 +449,8 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
 
 # Opcodes whose argument is a length and that many bytes (LONG4: a 4-byte length, then the integer's bytes).
 _BINARY_LENGTHS = {b"T": "<i", b"X": "<I", b"B": "<I", b"\x8d": "<Q", b"\x8e": "<Q", b"\x96": "<Q", b"\x8b": "<i"}
-_NAME_LINES = re.compile(rb"[\w.]*(?:\n[\w.]*)?")  # GLOBAL and INST: a module line, then a (dotted) name line
+# GLOBAL and INST: a module line, then a (dotted) name line; UTF-8 letters too (see `_dotted_name`)
+_NAME_LINES = re.compile(rb"[\w.\x80-\xff]*(?:\n[\w.\x80-\xff]*)?")
 _NUMBER_LINE = re.compile(rb"\s*[+-]?[0-9a-fA-FxXoObB_.eEL]*")
 
 
