@@ -15,6 +15,7 @@ import pickletools
 import struct
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -72,6 +73,14 @@ CASES: dict[str, Callable[[Path], bytes]] = {
     "put-get-nul": lambda m: b"I1\np0\x00x\n0g0\x00y\n0" + _call(m) + b".",
     "int-70k-nul": lambda m: b"I" + b" " * 70000 + b"1\x00" + b"x" * 70000 + b"\n0" + _call(m) + b".",
     "proto-then-float-nul": lambda m: b"\x80\x02F1.0\x00x\n0" + _call(m) + b".",
+    # Padding after the number that runs past the 64 KiB head (review 15: the sniff read these as text, no finding):
+    # trailing whitespace, which int() and float() strip, or a NUL and any bytes, which the C unpickler never reads.
+    "int-70k-trailing-spaces": lambda m: b"I1" + b" " * 70000 + b"\n0" + _call(m) + b".",
+    "long-70k-trailing-tabs": lambda m: b"L1" + b"\t" * 70000 + b"\n0" + _call(m) + b".",
+    "put-70k-trailing-spaces": lambda m: b"Np0" + b" " * 70000 + b"\n0" + _call(m) + b".",
+    "float-nan-70k-spaces": lambda m: b"Fnan" + b" " * 70000 + b"\n0" + _call(m) + b".",  # the pure-Python one only
+    "float-nul-70k-junk": lambda m: b"F1.0\x00" + b"A" * 70000 + b"\n0" + _call(m) + b".",
+    "int-nul-70k-binary": lambda m: b"I0\x00" + bytes(range(11, 256)) * 300 + b"\n0" + _call(m) + b".",
     # A binary string whose length field has no NUL byte (16.8 MB) fills the head with text.
     "nul-free-string-length": lambda m: b"X\x01\x01\x01\x01" + b"a" * 0x01010101 + b"0" + _call(m) + b".",
     # Lines have no length limit in CPython.
@@ -255,6 +264,69 @@ def test_a_number_line_the_c_unpickler_takes_is_read_past(opcode: bytes, pieces:
         return
     res = Machine(Stream(io.BytesIO(data), limit=len(data)), Limits()).run()
     assert res.error is None and res.stopped, (data, res.error)
+
+
+_PADDING = st.sampled_from([b" ", b"\t", b"\x00", b"\x00A", b" \x00\xff", b"\r\x0b"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(opcode=st.sampled_from([b"I", b"L", b"F", b"p", b"g"]), pieces=st.lists(_LINE_PIECES, max_size=6),
+       pad=_PADDING)
+def test_a_number_line_padded_past_the_head_is_a_pickle(opcode: bytes, pieces: list[bytes], pad: bytes) -> None:
+    """Wherever either of CPython's unpicklers reads a number line longer than the sniffed head and goes on, the sniff
+    calls the file a pickle (review 15 padded a number with spaces, a NUL and junk, or after nan, past the head)."""
+    from wscan.scanners.base import HEAD_BYTES
+    from wscan.scanners.pickle import probe
+
+    line = b"".join(pieces) + pad * (HEAD_BYTES // len(pad) + 1)
+    prefix = b"I5\np0\n0" if opcode == b"g" else b""
+    data = prefix + opcode + line + b"\n" + (b"0" if opcode != b"p" else b"") + b"N."
+    for load in (pickle.loads, pickle._loads):  # type: ignore[attr-defined]
+        try:
+            load(data)
+            break
+        except Exception:  # any refusal means that unpickler stops here
+            continue
+    else:
+        return
+    assert probe(data[:HEAD_BYTES], strict=False, size=len(data)), data[:40]
+
+
+LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."
+LEGACY_CASES: dict[str, tuple[Callable[[Path], bytes], Severity]] = {
+    # torch.load's legacy reader unpickles the protocol-version pickle after the magic number whatever it holds.
+    # Lines CPython reads but wscan's machine did not (over 128 KiB): the rest of the file was trailing data (low).
+    "float-300k-digits": (lambda m: LEGACY_MAGIC + b"F0." + b"0" * 300000 + b"1\n0" + _call(m) + b".",
+                          Severity.CRITICAL),
+    "int-300k-octal": (lambda m: LEGACY_MAGIC + b"I0o" + b"7" * 300000 + b"\n0" + _call(m) + b".", Severity.CRITICAL),
+    # Protocol 4 walks a dotted name of any length; wscan reads names up to 64 KiB and fails the file past that.
+    "name-160k": (lambda m: LEGACY_MAGIC + b"\x80\x04cos\n" + b"path.os." * 20000 + b"mkdir\n(S'"
+                  + str(m).encode() + b"'\ntR.", Severity.HIGH),
+}
+
+
+@pytest.mark.parametrize("case", list(LEGACY_CASES))
+def test_every_pickle_torch_reads_of_a_legacy_file_is_judged(tmp_path: Path, case: str) -> None:
+    """Review 15: a legacy torch file's second pickle that the machine could not read was trailing data (low), while
+    torch.load(weights_only=False) ran its payload before refusing the file."""
+    make, severity = LEGACY_CASES[case]
+    marker, path = tmp_path / "marker", tmp_path / "legacy.pt"
+    path.write_bytes(make(marker))
+    _run("import sys, torch; torch.load(sys.argv[1], weights_only=False)", path)
+    assert marker.exists(), "torch did not run it: the case proves nothing"
+    assert max(f.severity for f in scan(path).findings) >= severity
+
+
+def test_a_torch_zip_whose_pickle_is_padded_past_the_head_is_critical(tmp_path: Path) -> None:
+    """Review 15: data.pkl inside a torch.save-style zip went through the same sniff and passed with no finding."""
+    marker, path = tmp_path / "marker", tmp_path / "model.pt"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("archive/data.pkl", b"I1" + b" " * 70000 + b"\n0" + _call(marker) + b".")
+        archive.writestr("archive/byteorder", "little")
+        archive.writestr("archive/version", "3\n")
+    _run("import sys, torch; torch.load(sys.argv[1], weights_only=False)", path)
+    assert marker.exists(), "torch did not run it: the case proves nothing"
+    assert "WS-PKL-001" in {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL}
 
 
 def test_joblib_reads_the_same_bytes_as_an_array(tmp_path: Path) -> None:

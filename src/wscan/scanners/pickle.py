@@ -45,6 +45,9 @@ from wscan.scanners.pickle_vm import (
 from wscan.scanners.slice import open_slice
 
 LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."
+# torch.load's legacy reader unpickles five pickles whatever they hold (magic number, protocol version, sys_info,
+# the object, its storage keys), then reads storages: a damaged one of them is a malformed file, not trailing data.
+LEGACY_PICKLES = 5
 
 # Element sizes of the storage classes legacy torch.save names in its persistent ids.
 STORAGE_ELEMENT_SIZE = {
@@ -154,7 +157,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         ctx.budget.check_time()
         res = machine.run()
         stopped = res.over_budget
-        if results and not _is_real_pickle(res):
+        if results and not _is_real_pickle(res) and not (legacy and len(results) < LEGACY_PICKLES):
             # Bytes after a complete pickle that do not form another one: loaders ignore them.
             yield artifact.observe(
                 "pickle.trailing_data", res.start, length=_remaining(stream, res.start, artifact.size - base)
@@ -185,7 +188,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         if rest > 0 and machine.frame_end != frame_seen:
             frame_seen = machine.frame_end
             yield from _stop_inside_frame(artifact, machine.frame_end, rest)
-        if legacy and len(results) == 5:
+        if legacy and len(results) == LEGACY_PICKLES:
             yield from _skip_legacy_storages(artifact, stream, results)
             if stream.at_end():
                 break
@@ -451,7 +454,9 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
 _BINARY_LENGTHS = {b"T": "<i", b"X": "<I", b"B": "<I", b"\x8d": "<Q", b"\x8e": "<Q", b"\x96": "<Q", b"\x8b": "<i"}
 # GLOBAL and INST: a module line, then a (dotted) name line; UTF-8 letters too (see `_dotted_name`)
 _NAME_LINES = re.compile(rb"[\w.\x80-\xff]*(?:\n[\w.\x80-\xff]*)?")
-_NUMBER_LINE = re.compile(rb"\s*[+-]?[0-9a-fA-FxXoObB_.eEL]*")
+# A number as int() and float() read it: whitespace on both sides, nan and inf; the C unpickler stops at a NUL,
+# whatever follows (review 15: a number padded past the head with trailing spaces, or a NUL and junk, ran a payload).
+_NUMBER_LINE = re.compile(rb"\s*[+-]?(?:[0-9a-fA-FxXoObB_.eEL]*|(?i:nan|inf|infinity))\s*(?:\x00.*)?", re.DOTALL)
 
 
 def _argument_runs_on(head: bytes, at: int, size: int | None) -> bool:
