@@ -465,6 +465,22 @@ for _suffix, _compress in [
     kind(f"joblib-numpy-{_suffix}")(_joblib)
 
 
+@kind("joblib-memory-mapped-arrays")
+def _joblib_memmap(out: Path) -> None:
+    """joblib.dump of memory-mapped arrays: one made with np.memmap, and one joblib itself loaded with mmap_mode and
+    saved again (its wrapper records numpy.memmap as the array's class), alone, in a dict, compressed."""
+    import joblib
+    import numpy as np
+
+    mapped = np.memmap(out.parent / f"{out.name}.dat", dtype="float32", mode="w+", shape=(64,))
+    mapped[:] = np.arange(64)
+    joblib.dump(mapped, out / "memmap.joblib")
+    joblib.dump({"features": mapped, "rows": 64}, out / "dict.joblib", compress=3)
+    joblib.dump(np.arange(32.0), out.parent / f"{out.name}-array.joblib")
+    reloaded = joblib.load(out.parent / f"{out.name}-array.joblib", mmap_mode="r")
+    joblib.dump([reloaded], out / "reloaded.joblib")
+
+
 # --- scikit-learn ---------------------------------------------------------------------------------
 
 

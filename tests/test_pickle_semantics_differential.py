@@ -151,9 +151,9 @@ def test_memmap_is_judged_as_a_gadget_but_where_numpy_restores_an_array_of_it(tm
     assert {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL} == {"WS-PKL-001"}
     path.write_bytes(b"\x80\x02]cnumpy._core.memmap\nmemmap\na.")  # where it is defined (review 9)
     assert {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL} == {"WS-PKL-001"}
-    # joblib's array wrapper records it as `subclass` (joblib.dump of a memory-mapped array): joblib only compares
-    # it, but a plain unpickler leaves the wrapper an object whose class the array's bytes can fetch back (review 12,
-    # below), so it is kept there as anywhere else.
+    # joblib's array wrapper records it as `subclass` (joblib.dump of a memory-mapped array), which joblib only
+    # compares; a plain unpickler leaves the wrapper an object the array's bytes can fetch it back from, which that
+    # reading judges (review 12, below). That state dict used any other way, or on another class, keeps it.
     import joblib
 
     mapped = np.memmap(tmp_path / "a.dat", dtype="float32", mode="w+", shape=(4,))
@@ -167,7 +167,7 @@ def test_memmap_is_judged_as_a_gadget_but_where_numpy_restores_an_array_of_it(tm
             break
     get = b"h" + bytes([names.count("MEMOIZE") - 1])  # BINGET of the state dict
     cases = {
-        "wrapper": (dumped, {"WS-PKL-001"}),
+        "wrapper": (dumped, set()),
         "state-reused": (dumped[:-1] + b"0ccollections\nOrderedDict\n" + get + b"\x85R.", {"WS-PKL-001"}),
         "set-after": (dumped[:-1] + b"0" + get + b"X\x01\x00\x00\x00xcnumpy\nmemmap\ns.", {"WS-PKL-001"}),
         "other-class": (b"\x80\x02cargparse\nNamespace\n)\x81}X\x08\x00\x00\x00subclasscnumpy\nmemmap\nsb.",
@@ -181,9 +181,10 @@ def test_memmap_is_judged_as_a_gadget_but_where_numpy_restores_an_array_of_it(tm
 
 
 def test_a_joblib_wrappers_array_class_fetched_back_by_a_plain_unpickler_is_critical(tmp_path: Path) -> None:
-    """Review 12: with the wrapper's `subclass` not kept (1f793bc tried it, to pass joblib.dump of a memmap), the
-    array's bytes, which a plain unpickler runs as opcodes, fetched it back with getattr(<wrapper>, "subclass") and
-    called it: pickle.load made the file, joblib.load read an array, and wscan passed. So it stays kept."""
+    """Review 12: with the wrapper's `subclass` not kept (to pass joblib.dump of a memmap), the array's bytes, which a
+    plain unpickler runs as opcodes, fetched it back with getattr(<wrapper>, "subclass") and called it: pickle.load
+    made the file, joblib.load read an array, and wscan passed. The plain reading now reports getattr used for more
+    than a lookup (WS-PKL-001) and the call of what it fetched (WS-PKL-005), which joblib's reading never made."""
     import joblib
     import numpy as np
 
@@ -203,6 +204,48 @@ def test_a_joblib_wrappers_array_class_fetched_back_by_a_plain_unpickler_is_crit
     load = "import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))"
     subprocess.run([sys.executable, "-I", "-c", load, str(path)], capture_output=True, timeout=120)
     assert marker.exists(), "pickle.load no longer runs the array's bytes: the case proves nothing"
+    found = {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL}
+    assert {"WS-PKL-001", "WS-PKL-005"} <= found, found
+
+
+def _object_dtype() -> bytes:
+    return (b"cnumpy\ndtype\n" + _binunicode("O8") + b"\x89\x88\x87R(K\x03" + _binunicode("|")
+            + b"NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x3ftb")  # fmt: skip
+
+
+def _binunicode(text: str) -> bytes:
+    return b"X" + struct.pack("<I", len(text.encode())) + text.encode()
+
+
+def test_a_wrappers_class_fetched_back_through_a_nested_pickles_memo_is_critical(tmp_path: Path) -> None:
+    """The same class fetched inside an object array's nested pickle, which joblib reads with a memo of its own and a
+    plain unpickler with the outer stream's: MEMOIZE fills different slots, so one BINGET is `str` and "lower" to
+    joblib (an allowed lookup) and the wrapper and "subclass" to pickle.load, and the next call is NumPy's
+    _reconstruct to one and numpy.memmap to the other. No array bytes are read as opcodes; only the plain reading's
+    getattr, used for more than a lookup, tells."""
+    import joblib
+    import numpy as np
+
+    marker = tmp_path / "made-by-memmap"
+    u = _binunicode
+    outer = (b"\x80\x04(" + u(str(marker)) + u("uint8") + u("w+") + b"K\x00K\x01\x85t\x940"  # memo 0: arguments
+             + b"cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81\x94}(" + u("subclass") + b"\x94"  # 1: it, 2: name
+             + b"cnumpy\nmemmap\n" + u("shape") + b"K\x01\x85" + u("order") + u("C") + u("dtype") + _object_dtype()
+             + u("allow_mmap") + b"\x89" + u("numpy_array_alignment_bytes") + b"Nub")
+    # The nested pickle's slots as joblib fills them | as a plain unpickler does.
+    nested = (b"\x80\x02cnumpy\nndarray\nK\x00\x85C\x01b\x87\x940"  # 0: _reconstruct's arguments | 3
+              + b"cbuiltins\nstr\n\x940" + u("lower") + b"\x940"  # 1: str, 2: "lower" | 4, 5
+              + b"cnumpy.core.multiarray\n_reconstruct\n\x940"  # 3: _reconstruct | 6
+              + b"cbuiltins\ngetattr\nh\x01h\x02\x86R\x940"  # 4: str.lower | 7: numpy.memmap
+              + b"h\x03\x940" * 3  # 5 to 7: _reconstruct | 8 to 10
+              + b"h\x07h\x00R"  # _reconstruct(ndarray, (0,), b"b") | memmap(marker, "uint8", "w+", 0, (1,))
+              + b"(K\x01K\x01\x85" + _object_dtype() + b"\x89]" + u("a") + b"atb.")
+    path = tmp_path / "model.joblib"
+    path.write_bytes(outer + nested + b".")
+    loaded = joblib.load(path)
+    assert type(loaded) is np.ndarray and loaded.tolist() == ["a"] and not marker.exists()
+    _run("import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))", path)
+    assert marker.exists(), "pickle.load no longer calls memmap: the case proves nothing"
     found = {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL}
     assert "WS-PKL-001" in found, found
 

@@ -11,6 +11,7 @@ import io
 import re
 import struct
 from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
 from functools import partial
 from typing import BinaryIO
 
@@ -149,8 +150,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
     legacy = stream.peek(len(LEGACY_TORCH_MAGIC)) == LEGACY_TORCH_MAGIC
     tar_member = artifact.name if artifact.context.get("container") == "torch-tar" else None
     results: list[PickleResult] = []
-    # The names joblib's reading imports (its arrays' nested pickles' too): how each is used, and whether it is kept.
-    reported: dict[str, tuple[set[str], bool]] = {}
+    reported = _Reported()  # what joblib's reading reported, for its plain reading
     frame_seen = -1  # the end of the last frame a STOP was found inside
     stopped: BudgetExceeded | None = None  # the limit that stopped a pickle: raised once the rest is reported
     while not stream.at_end():
@@ -168,9 +168,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         stopped = stopped or late
         yield from _report(artifact, res, nested)
         for sub in [res, *nested]:
-            for key, rec in sub.imports.items():
-                uses, kept = reported.get(key, (set(), False))
-                reported[key] = (uses | rec.invoked, kept or key in sub.kept)
+            reported.add(sub)
         for blob in loaded:
             ctx.budget.check_time()
             ctx.budget.charge_read(0)  # nothing more is opened once the file's read budget is spent
@@ -239,15 +237,17 @@ def _stop_inside_frame(artifact: Artifact, frame_end: int, rest: int) -> Iterato
 
 
 def _plain_reading(
-    artifact: Artifact, base: int, ctx: ScanContext, reported: dict[str, tuple[set[str], bool]],
+    artifact: Artifact, base: int, ctx: ScanContext, reported: _Reported,
     first_data: int | None, nested_spans: list[tuple[int, int]],
 ) -> Iterator[Observation]:
     """The names a plain unpickler resolves in a stream joblib reads arrays from: `pickle.load` (or
     pandas.read_pickle, torch.load) runs an array's raw bytes as opcodes, and an object array's nested pickle with the
     outer stream's memo, so a file joblib loads as benign arrays can run a payload when loaded as a plain pickle (found
-    by fuzz/pickle_oracle.py). Only its imports are reported, and only names an import could find (dotted
-    identifiers) that joblib's reading did not import, or used less (it restored a memmap; this reading calls it,
-    review 9): a real array read as opcodes fails within a few bytes, and its errors say nothing about the file.
+    by fuzz/pickle_oracle.py). Only what goes further than joblib's reading is reported: names an import could find
+    (dotted identifiers) that joblib's reading did not import, or used less (it restored a memmap; this reading calls
+    it, review 9), getattr used for more than looking a name up, and events at bytes where joblib's reading had none
+    (review 12 called a class fetched back from joblib's wrapper). A real array read as opcodes fails within a few
+    bytes, and its errors say nothing about the file.
 
     Such a name is judged by every rule (PLAIN_DATA_READING): a payload of any gadget off the allowlist ran from an
     array's bytes, from after an opcode that swallowed the array's end, and from a stream joblib's reading gave up on
@@ -255,7 +255,9 @@ def _plain_reading(
     no array's bytes before it (PLAIN_READING), is judged by the critical rules alone: a real nested pickle makes
     `steps.dtype` there from the outer memo. A word list in an unaligned file read as opcodes makes `at.dog`: high."""
     in_sync = [(start, end) for start, end in nested_spans if first_data is None or start < first_data]
-    seen = dict(reported)  # its entries are replaced, never changed in place
+    seen = dict(reported.imports)  # its entries are replaced, never changed in place
+    events = set(reported.events)
+    getattr_called = reported.getattr_called
     with open_slice(artifact.opener, base, artifact.size - base) as raw:
         stream = Stream(raw, limit=ctx.limits.max_pickle_bytes, base=base, size=artifact.size - base)
         machine = Machine(stream, ctx.limits, check_time=ctx.budget.check_time)
@@ -270,13 +272,25 @@ def _plain_reading(
             for key, rec in res.imports.items():
                 uses, kept = seen.get(key, (set(), False))
                 newly_kept = key in res.kept and not kept
-                if (key in seen and rec.invoked <= uses and not newly_kept) or not all(
+                # getattr on something other than an import and a constant name (review 12 fetched a class back
+                # from the wrapper joblib had built: getattr(<wrapper>, "subclass")(...))
+                newly_called = key == GETATTR and not getattr_called and not res.getattr_only_looks_up
+                if (key in seen and rec.invoked <= uses and not newly_kept and not newly_called) or not all(
                         part.isidentifier() for part in key.split(".")):
                     continue
+                getattr_called = getattr_called or newly_called
                 plain.imports[key] = rec
                 if newly_kept:
                     plain.kept.add(key)
                 seen[key] = (uses | rec.invoked, kept or newly_kept)
+            plain.getattr_seen, plain.getattr_escaped = res.getattr_seen, res.getattr_escaped
+            plain.getattr_calls, plain.getattr_lookups = res.getattr_calls, res.getattr_lookups
+            # What the machine saw besides imports (a call of a value it fetched back, a class patched), where
+            # joblib's reading did not see the same at the same byte; not in an object array's nested pickle, which
+            # this reading runs with the outer stream's memo (a real one then makes `ArrowStringArray.dtype`).
+            plain.events = [event for event in res.events if (event.kind, event.offset) not in events
+                            and not any(start <= event.offset < end for start, end in in_sync)]
+            events.update((event.kind, event.offset) for event in plain.events)
             for obs in _report(artifact, plain, []):
                 at = obs.location.offset or 0
                 nested = any(start <= at < end for start, end in in_sync)
@@ -286,6 +300,23 @@ def _plain_reading(
                 raise res.over_budget
             if not res.stopped:
                 break
+
+
+@dataclass
+class _Reported:
+    """What joblib's reading (its arrays' nested pickles too) reported: the plain reading of the same stream reports
+    only what goes further. Names with how each was used and whether it was kept; events by kind and byte."""
+
+    imports: dict[str, tuple[set[str], bool]] = field(default_factory=dict)
+    events: set[tuple[str, int]] = field(default_factory=set)
+    getattr_called: bool = False  # builtins.getattr reported as more than a lookup of a dotted name
+
+    def add(self, res: PickleResult) -> None:
+        for key, rec in res.imports.items():
+            uses, kept = self.imports.get(key, (set(), False))
+            self.imports[key] = (uses | rec.invoked, kept or key in res.kept)
+        self.events.update((event.kind, event.offset) for event in res.events)
+        self.getattr_called = self.getattr_called or (GETATTR in res.imports and not res.getattr_only_looks_up)
 
 
 def _storages(results: list[PickleResult]) -> dict[str, tuple[str, int]]:

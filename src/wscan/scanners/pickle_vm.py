@@ -731,12 +731,17 @@ class Machine:
                     if len(pairs) % 2:
                         raise PickleSyntaxError(at, "SETITEMS with an odd number of items")
                 escape(pairs)
-                _keep(res, pairs)
                 target = top()
                 if isinstance(target, Dict):
+                    # A dict's items are kept when the dict is (its walk reads them), or now if it already was or
+                    # has no room: a dict no opcode uses keeps nothing, and a joblib wrapper's state need not.
+                    dropped = target.dropped
                     for i in range(0, len(pairs), 2):
                         target.add(pairs[i], pairs[i + 1])
+                    if target.walked or target.dropped > dropped:
+                        _keep(res, pairs)
                 else:
+                    _keep(res, pairs)
                     if isinstance(target, Obj):
                         _note_items(res, target, list(zip(pairs[::2], pairs[1::2], strict=True)))
                         _dunder_items(res, pairs, restored_class(target), at)
@@ -763,8 +768,8 @@ class Machine:
             elif name == "BUILD":
                 state = pop()
                 escape([state])
-                _keep(res, [state])
                 target = top()
+                _keep(res, _built_values(target, state))
                 self._build(res, target, state, at)
             elif name == "STACK_GLOBAL":
                 qual = pop()
@@ -1148,6 +1153,26 @@ def _keep_arguments(res: PickleResult, func: Sym, args: Sym) -> None:
         _keep(res, args.items[_KEPT_FROM.get(dotted, 0):])
         return
     _keep(res, [args])
+
+
+# joblib's array wrapper keeps the array's class as `subclass`, which joblib compares with ndarray and memmap and
+# otherwise only hands to numpy's _reconstruct (whose class is restored, not kept: `_KEPT_FROM`); a plain unpickler
+# leaves the wrapper as it is. `joblib.dump` of a memory-mapped array writes numpy.memmap there.
+ARRAY_WRAPPERS = frozenset({"joblib.numpy_pickle.NumpyArrayWrapper"})
+
+
+def _built_values(target: Sym, state: Sym) -> list[Sym]:
+    """What BUILD keeps: the state, but for the class in a joblib array wrapper's state dict. The dict itself is not
+    marked walked then, so any other use of it keeps that class too."""
+    if not (isinstance(target, Obj) and isinstance(state, Dict) and not state.walked and not state.dropped
+            and restored_class(target) in ARRAY_WRAPPERS):  # fmt: skip
+        return [state]
+    kept: list[Sym] = []
+    for key, value in state.items:
+        kept.append(key)
+        if not (isinstance(key, Const) and key.value == "subclass" and isinstance(value, Global)):
+            kept.append(value)
+    return kept
 
 
 def _keep(res: PickleResult, values: list[Sym]) -> None:
