@@ -481,6 +481,26 @@ def _joblib_memmap(out: Path) -> None:
     joblib.dump([reloaded], out / "reloaded.joblib")
 
 
+@kind("joblib-object-arrays")
+def _joblib_object_arrays(out: Path) -> None:
+    """Object arrays, whose nested pickles a plain unpickler runs with the outer stream's memo: of fitted pipelines and
+    of a memmap, in every protocol joblib takes and compressed (review 16 saw a check of that reading flag them)."""
+    import joblib
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    x = np.random.default_rng(0).normal(size=(20, 3))
+    fitted = Pipeline([("s", StandardScaler()), ("m", LogisticRegression())]).fit(x, np.arange(20) % 2)
+    mapped = np.memmap(out.parent / f"{out.name}-objects.dat", dtype="float32", mode="w+", shape=(8,))
+    for name, value in {"estimators": np.array([fitted, fitted], dtype=object),
+                        "memmaps": np.array([mapped, None], dtype=object)}.items():
+        for protocol in (2, 3, 4, 5):
+            joblib.dump(value, out / f"{name}-p{protocol}.joblib", protocol=protocol)
+        joblib.dump(value, out / f"{name}-xz.joblib", compress=("xz", 3))
+
+
 # --- scikit-learn ---------------------------------------------------------------------------------
 
 

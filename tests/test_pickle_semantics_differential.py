@@ -250,6 +250,34 @@ def test_a_wrappers_class_fetched_back_through_a_nested_pickles_memo_is_critical
     assert "WS-PKL-001" in found, found
 
 
+def test_a_state_given_from_the_outer_memo_in_a_nested_pickle_is_judged(tmp_path: Path) -> None:
+    """Review 16: `h0 h1 BUILD` in an object array's nested pickle fills an argparse.Namespace the nested pickle made
+    with an empty dict to joblib, and to pickle.load, which goes on with the outer memo, gives a SciPy distribution
+    the outer stream made (and never used) a dict whose `_parse_arg_template` its __setstate__ execs. The plain
+    reading's observations inside nested pickles were all dropped: no finding."""
+    import joblib
+
+    marker = tmp_path / "made-by-exec"
+    u = _binunicode
+    code = f"open({str(marker)!r}, 'w')\ndef _parse_args(self, loc=0, scale=1):\n    return (), loc, scale\n"
+    outer = (b"\x80\x04cscipy.stats._continuous_distns\nnorm_gen\n)\x81\x940"  # memo 0: a distribution, no state
+             + b"}\x94(" + u("_parse_arg_template") + u(code) + u("numargs") + b"K\x00u0"  # memo 1: unused
+             + b"cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81}(" + u("subclass") + b"cnumpy\nndarray\n"
+             + u("shape") + b"K\x01\x85" + u("order") + u("C") + u("dtype") + _object_dtype()
+             + u("allow_mmap") + b"\x89" + u("numpy_array_alignment_bytes") + b"Nub")
+    nested = (b"\x80\x02cargparse\nNamespace\n)\x81\x940}\x940"  # slots 0 and 1 to joblib, 2 and 3 to pickle.load
+              + b"h\x00h\x01b0"  # BUILD slot 0 with slot 1
+              + b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\nK\x00\x85C\x01b\x87R"
+              + b"(K\x01K\x01\x85" + _object_dtype() + b"\x89]" + u("a") + b"atb.")
+    path = tmp_path / "model.joblib"
+    path.write_bytes(outer + nested + b".")
+    assert joblib.load(path).tolist() == ["a"] and not marker.exists()
+    _run("import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))", path)
+    assert marker.exists(), "pickle.load no longer runs the template: the case proves nothing"
+    found = {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL}
+    assert "WS-PKL-032" in found, found
+
+
 def test_a_class_patched_through_an_identity_function_is_tampering(tmp_path: Path) -> None:
     """torch.jit._pickle.build_intlist (allowlisted) returns its argument: BUILD on its result patches the class
     itself, as BUILD on the class does."""

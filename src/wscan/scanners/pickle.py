@@ -286,10 +286,13 @@ def _plain_reading(
             plain.getattr_seen, plain.getattr_escaped = res.getattr_seen, res.getattr_escaped
             plain.getattr_calls, plain.getattr_lookups = res.getattr_calls, res.getattr_lookups
             # What the machine saw besides imports (a call of a value it fetched back, a class patched), where
-            # joblib's reading did not see the same at the same byte; not in an object array's nested pickle, which
-            # this reading runs with the outer stream's memo (a real one then makes `ArrowStringArray.dtype`).
+            # joblib's reading did not see the same at the same byte. In an object array's nested pickle, which this
+            # reading runs with the outer stream's memo, names and calls made from that memo are noise (a real one
+            # makes `ArrowStringArray.dtype`); only code run from a state or a class patched is judged there (review
+            # 16: a BUILD from the outer memo gave a SciPy distribution code to exec).
             plain.events = [event for event in res.events if (event.kind, event.offset) not in events
-                            and not any(start <= event.offset < end for start, end in in_sync)]
+                            and (event.kind in _NESTED_JUDGED
+                                 or not any(start <= event.offset < end for start, end in in_sync))]
             events.update((event.kind, event.offset) for event in plain.events)
             for obs in _report(artifact, plain, []):
                 at = obs.location.offset or 0
@@ -300,6 +303,12 @@ def _plain_reading(
                 raise res.over_budget
             if not res.stopped:
                 break
+
+
+# What the plain reading of a nested pickle reports: names and calls it makes from the outer memo, and states it
+# gives objects from there, are noise in real files (`ArrowStringArray.dtype`, estimators' states); code run from a
+# state and a class patched by BUILD are not.
+_NESTED_JUDGED = frozenset({"pickle.state_code", "pickle.build_global"})
 
 
 @dataclass
