@@ -15,6 +15,7 @@ import pickletools
 import struct
 import subprocess
 import sys
+import tarfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -386,6 +387,59 @@ def test_every_pickle_torch_reads_of_a_legacy_file_is_judged(tmp_path: Path, cas
     _run("import sys, torch; torch.load(sys.argv[1], weights_only=False)", path)
     assert marker.exists(), "torch did not run it: the case proves nothing"
     assert max(f.severity for f in scan(path).findings) >= severity
+
+
+def _long_name_call(marker: Path) -> bytes:
+    """Protocol 4 walks a dotted name of any length: os.path.os...mkdir, 240 KB of it."""
+    return b"\x80\x04cos\n" + b"path.os." * 30000 + b"mkdir\n(V" + str(marker).encode() + b"\ntR."
+
+
+def _frame_overrun_call(marker: Path) -> bytes:
+    """A FRAME of 2 bytes whose first argument runs past it: the C unpickler does not check frame bounds."""
+    path = str(marker).encode()
+    return (b"\x80\x04\x95" + struct.pack("<Q", 2) + b"\x8c\x05posix\x8c\x05mkdir\x93\x8c" + bytes([len(path)]) + path
+            + b"\x85R.")  # fmt: skip
+
+
+def _torch_tar(path: Path, members: dict[str, bytes]) -> None:
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+
+
+SPELLED_MAGIC = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little") + b"q\x00."  # a BINPUT more
+CONCATENATED: dict[str, Callable[[Path, Path], None]] = {
+    # torch compares the magic number's value, not its bytes; the sys_info pickle is one the machine cannot follow.
+    "respelled-magic-long-name": lambda p, m: p.write_bytes(
+        SPELLED_MAGIC + b"\x80\x02M\xe9\x03." + _long_name_call(m) + b"\x80\x02}q\x00.\x80\x02]q\x00."),
+    "protocol-0-magic-frame-overrun": lambda p, m: p.write_bytes(
+        b"L119547037146038801333356L\n." + b"\x80\x02M\xe9\x03." + _frame_overrun_call(m)
+        + b"\x80\x02}q\x00.\x80\x02]q\x00."),
+    # torch's tar format unpickles a count, then one pickle per storage or tensor.
+    "tar-storages-long-name": lambda p, m: _torch_tar(p, {
+        "sys_info": b"\x80\x02}q\x00.", "storages": b"\x80\x02K\x01." + _long_name_call(m),
+        "tensors": b"\x80\x02K\x00.", "pickle": b"\x80\x02}q\x00."}),
+    "tar-storages-frame-overrun": lambda p, m: _torch_tar(p, {
+        "sys_info": b"\x80\x02}q\x00.", "storages": b"\x80\x02K\x01." + _frame_overrun_call(m),
+        "tensors": b"\x80\x02K\x00.", "pickle": b"\x80\x02}q\x00."}),
+    "tar-tensors-long-name": lambda p, m: _torch_tar(p, {
+        "sys_info": b"\x80\x02}q\x00.", "storages": b"\x80\x02K\x00.\x80\x02]q\x00.",
+        "tensors": b"\x80\x02K\x01." + _long_name_call(m), "pickle": b"\x80\x02}q\x00."}),
+}
+
+
+@pytest.mark.parametrize("case", list(CONCATENATED))
+def test_a_later_pickle_torch_reads_and_the_machine_cannot_follow_is_high(tmp_path: Path, case: str) -> None:
+    """Review 17: after a complete pickle, one the machine stops in where CPython reads on (a name past 64 KiB, an
+    argument past its frame) was trailing data (low) unless the file opened with the magic number's exact bytes;
+    torch.load(weights_only=False) ran each of these."""
+    marker, path = tmp_path / "marker", tmp_path / "model.pt"
+    CONCATENATED[case](path, marker)
+    _run("import sys, torch; torch.load(sys.argv[1], weights_only=False)", path)
+    assert marker.exists(), "torch did not run it: the case proves nothing"
+    assert max(f.severity for f in scan(path).findings) >= Severity.HIGH
 
 
 def test_a_torch_zip_whose_pickle_is_padded_past_the_head_is_critical(tmp_path: Path) -> None:

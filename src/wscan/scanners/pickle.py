@@ -28,6 +28,7 @@ from wscan.scanners.pickle_ops import (
     PickleSyntaxError,
     Stream,
     Truncated,
+    Unfollowed,
 )
 from wscan.scanners.pickle_vm import (
     GETATTR,
@@ -49,6 +50,7 @@ LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."
 # torch.load's legacy reader unpickles five pickles whatever they hold (magic number, protocol version, sys_info,
 # the object, its storage keys), then reads storages: a damaged one of them is a malformed file, not trailing data.
 LEGACY_PICKLES = 5
+LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C  # what torch compares the first pickle's value with, however it is spelled
 
 # Element sizes of the storage classes legacy torch.save names in its persistent ids.
 STORAGE_ELEMENT_SIZE = {
@@ -164,6 +166,8 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
             )
             break
         results.append(res)
+        legacy = legacy or (len(results) == 1 and res.stopped and isinstance(res.result, Const)
+                            and res.result.value == LEGACY_MAGIC_NUMBER)
         loaded, late = _loaded_blobs(artifact, [res, *nested], ctx)
         stopped = stopped or late
         yield from _report(artifact, res, nested)
@@ -370,11 +374,12 @@ def _remaining(stream: Stream, start: int, total: int) -> int:
 
 
 def _is_real_pickle(res: PickleResult) -> bool:
-    """A pickle after the first: complete, doing something the loader of concatenated pickles would run, or too
-    long to read to its end (torch reads a 540 MB sys_info pickle and runs the main pickle after it), which a scan
-    limit that stopped it says too."""
-    return (res.stopped or bool(res.imports) or _acts(res) or isinstance(res.error, OverLimit)
-            or res.over_budget is not None)
+    """A pickle after the first: complete, doing something the loader of concatenated pickles would run, too long
+    to read to its end (torch reads a 540 MB sys_info pickle and runs the main pickle after it), which a scan limit
+    that stopped it says too, or stopped where CPython may read on (review 17: a name past 64 KiB, an argument past
+    its frame, in torch's sys_info pickle)."""
+    return (res.stopped or bool(res.imports) or _acts(res) or res.over_budget is not None
+            or isinstance(res.error, OverLimit | FrameOverrun | Unfollowed))
 
 
 def _imports_names(res: PickleResult) -> bool:

@@ -43,6 +43,10 @@ class FrameOverrun(PickleSyntaxError):
     """An opcode's argument runs past the end of its frame, which unpicklers read in different ways."""
 
 
+class Unfollowed(PickleSyntaxError):
+    """An argument CPython may read but the machine does not follow (a name longer than 64 KiB): never harmless."""
+
+
 class OverLimit(Truncated):
     """The stream goes on past the pickle size limit: what lies beyond was not read, so it is never harmless."""
 
@@ -354,7 +358,7 @@ def _short_line(stream: Stream, what: str) -> bytes:
     start = _at(stream)
     line = stream.readline()
     if isinstance(line, LongLine):
-        raise PickleSyntaxError(start, f"{what} longer than 64 KiB")
+        raise Unfollowed(start, f"{what} longer than 64 KiB")
     return line
 
 
