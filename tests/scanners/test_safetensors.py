@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
+import py_compile
 import struct
 import zipfile
 from pathlib import Path
@@ -97,6 +99,7 @@ def test_empty_header_is_valid(tmp_path: Path) -> None:
         (struct.pack("<Q", 1) + b"{}", False),
         (struct.pack("<Q", 4) + b"[1] ", False),
         (b"\x80\x04K\x01.", False),
+        (struct.pack("<Q", 2**40) + b"{\x9c\x01", False),  # binary bytes after "{": no JSON object opens so
     ],
 )
 def test_accepts(blob: bytes, accepted: bool) -> None:
@@ -104,6 +107,22 @@ def test_accepts(blob: bytes, accepted: bool) -> None:
     assert SafetensorsScanner().accepts(head) is accepted
     raw = Head(blob[:65536], blob[-65558:], len(blob), "x", raw_data=True)
     assert SafetensorsScanner().accepts(raw) is False  # tensor bytes inside an archive are never a file
+
+
+def test_a_pyc_whose_mtime_starts_a_json_object_is_not_safetensors(tmp_path: Path) -> None:
+    """CPython's .pyc: a 2-byte magic number and CR LF, flags, then the source's mtime. A package installed with
+    an mtime whose low byte is "{" had every .pyc of its __pycache__ reported as a safetensors header past the
+    end of the file (high); it is an unknown format, as every other .pyc is."""
+    source = tmp_path / "module.py"
+    source.write_text("VALUE = 1\n")
+    mtime = int.from_bytes(b'{"\x00\x66', "little")  # "{" and a quote: the start of a JSON object
+    os.utime(source, (mtime, mtime))
+    compiled = Path(py_compile.compile(str(source), cfile=str(tmp_path / "module.pyc")))
+    blob = compiled.read_bytes()
+    assert blob[2:4] == b"\r\n" and blob[8:10] == b'{"'
+    report = scan_bytes(tmp_path, blob)
+    assert rule_ids(report) == {"WS-FILE-006"}
+    assert report.files[0].formats == ()
 
 
 # --- one hand-crafted file per check -----------------------------------------------------------------

@@ -27,8 +27,12 @@ def looks_like_safetensors(head: bytes, size: int) -> bool:
         return False
     if 8 + length <= size:
         return head[8:].lstrip(JSON_WS.encode()).startswith(b"{")
-    # A hostile length is still reported, but eight text bytes before "{" are a JSON or text file.
-    return head[8:9] == b"{" and not set(head[:8]) <= _PRINTABLE
+    # A hostile length is still reported, but eight text bytes before "{" are a JSON or text file, and a length
+    # whose bytes 2 and 3 are CR LF is a CPython .pyc's magic number (its byte 8 is the source's mtime, "{" in
+    # 1 of 256 installs: every .pyc of one was flagged). A JSON object opens with a key or closes at once.
+    if set(head[:8]) <= _PRINTABLE or head[2:4] == b"\r\n":
+        return False
+    return head[8:9] == b"{" and head[9:].lstrip(JSON_WS.encode())[:1] in (b'"', b"}")
 
 
 class SafetensorsScanner:
