@@ -24,6 +24,7 @@ import collections
 import copyreg
 import importlib.util
 import io
+import os
 import pickle
 import socket
 import subprocess
@@ -334,9 +335,9 @@ def test_sklearn_ecosystem_classes_pass_restored_from_state_but_not_called(tmp_p
 
 def test_gensim_models_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:
     """gensim's models are restored from state: clean. A model constructor called by the pickle trains on what the
-    pickle gives it (WS-PKL-014). Only what saved models import is allowed: EnsembleLda (imports the module its
-    state names once used), a similarity shard (unpickles the file its state names) and the corpus readers stay
-    unknown (WS-PKL-003)."""
+    pickle gives it (WS-PKL-014). Only what saved models import is allowed: a similarity shard (unpickles the file
+    its state names) and the corpus readers stay unknown (WS-PKL-003); EnsembleLda, which imports the module its
+    state names once used, is allowed with that name judged (WS-PKL-038, next test)."""
 
     from gensim.corpora.lowcorpus import LowCorpus
     from gensim.models import Word2Vec
@@ -346,9 +347,49 @@ def test_gensim_models_pass_restored_from_state_but_not_called(tmp_path: Path) -
     model = Word2Vec([["a", "b"]], vector_size=4, min_count=1, workers=1)
     assert not _rules(tmp_path / "real", pickle.dumps(model, protocol=2))
     assert "WS-PKL-014" in _rules(tmp_path / "call", _dump(_Call(Word2Vec, ([["a"]] * 1000,))))
-    for name, cls in {"ensemble": EnsembleLda, "shard": Shard, "reader": LowCorpus}.items():
-        state = {"topic_model_module_string": "os", "topic_model_class_string": "system", "fname": "/tmp/x"}
+    state = {"topic_model_module_string": "os", "topic_model_class_string": "system", "fname": "/tmp/x"}
+    for name, cls in {"shard": Shard, "reader": LowCorpus}.items():
         assert "WS-PKL-003" in _rules(tmp_path / name, _dump(_restored(cls, state)))
+    assert _rules(tmp_path / "ensemble", _dump(_restored(EnsembleLda, state))) == {"WS-PKL-038"}
+
+
+def test_an_ensemble_lda_naming_a_class_to_import_is_high(tmp_path: Path) -> None:
+    """gensim's EnsembleLda imports the module its state names and calls the class named beside it the first time it
+    needs its topic model class: at save(), add_model() and recluster(). Proved with gensim's own load and save: a
+    module file on the path (a model folder a notebook runs beside), named in the state, runs. gensim's own file
+    passes; a name other than its LDA classes, or a class kept in the state (gensim never saves it), is WS-PKL-038."""
+    from gensim.corpora import Dictionary
+    from gensim.models import EnsembleLda
+    from gensim.utils import SaveLoad
+
+    texts = [["cat", "sat", "mat"], ["dogs", "ran", "fast"], ["big", "red", "dog"]] * 10
+    words = Dictionary(texts)
+    corpus = [words.doc2bow(text) for text in texts]
+    real = tmp_path / "real" / "ensemble.model"
+    real.parent.mkdir()
+    EnsembleLda(corpus=corpus, id2word=words, num_topics=2, num_models=2, passes=1, random_state=7).save(str(real))
+    assert not _rules(tmp_path / "real-scan", real.read_bytes())
+
+    loaded = SaveLoad.load(str(real))  # made above, by gensim: its state as gensim restores it
+    assert (loaded.topic_model_module_string, loaded.topic_model_class_string) == (
+        "gensim.models.ldamulticore", "LdaMulticore")  # fmt: skip
+    marker = tmp_path / "imported"
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "topic_helper.py").write_text(f"open({str(marker)!r}, 'w').close()\nLdaModel = dict\n")
+    loaded.topic_model_module_string = "topic_helper"
+    hostile = folder / "ensemble.model"
+    hostile.write_bytes(pickle.dumps(loaded, protocol=4))
+    use = "import sys; from gensim.models import EnsembleLda; EnsembleLda.load(sys.argv[1]).save(sys.argv[1] + '.2')"
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    subprocess.run([sys.executable, "-c", use, str(hostile)], env=env, capture_output=True, timeout=300, check=False)
+    assert marker.exists(), "gensim no longer imports the module its state names: revisit WS-PKL-038"
+    assert _rules(tmp_path / "module", hostile.read_bytes()) == {"WS-PKL-038"}
+
+    loaded.topic_model_module_string, loaded.topic_model_class_string = "gensim.models.ldamodel", "LdaModel"
+    assert not _rules(tmp_path / "lda", pickle.dumps(loaded, protocol=4))
+    loaded.topic_model_class = hash  # gensim calls a class in the state without importing anything
+    assert _rules(tmp_path / "kept", pickle.dumps(loaded, protocol=4)) == {"WS-PKL-038"}
 
 
 def test_torchmetrics_metrics_pass_restored_from_state_but_not_called(tmp_path: Path) -> None:
@@ -824,15 +865,17 @@ def test_a_class_kept_under_a_method_name_runs_when_the_library_calls_the_method
 def test_slot_state_runs_setters_so_it_is_judged(tmp_path: Path) -> None:
     """BUILD's (dict, slots) state sets the slot items with setattr, which runs property setters: a review ran a
     gensim CoherenceModel's `topics` setter at pickle.load that way. Writers produce it only for classes that
-    keep attributes in __slots__: on an allowed class that does not, it is WS-PKL-023; a class outside the
-    allowlist is WS-PKL-003 already."""
+    keep attributes in __slots__: on an allowed class that does not (CoherenceModel is, as gensim saves it), it is
+    WS-PKL-023; a class outside the allowlist is WS-PKL-003 already."""
 
+    from gensim.corpora.lowcorpus import LowCorpus
     from gensim.models import Word2Vec
     from gensim.models.coherencemodel import CoherenceModel
 
     slotted = ({}, {"topics": [["a"]]})
     assert "WS-PKL-023" in _rules(tmp_path / "allowed", _dump(_restored(Word2Vec, slotted)))
-    unknown = _rules(tmp_path / "unknown", _dump(_restored(CoherenceModel, slotted)))
+    assert "WS-PKL-023" in _rules(tmp_path / "coherence", _dump(_restored(CoherenceModel, slotted)))
+    unknown = _rules(tmp_path / "unknown", _dump(_restored(LowCorpus, slotted)))
     assert "WS-PKL-003" in unknown and "WS-PKL-023" not in unknown
     plain = _restored(Word2Vec, ({}, {}))
     assert not _rules(tmp_path / "empty", _dump(plain))
@@ -1501,6 +1544,47 @@ def test_sklearn_memory_folder_is_written_at_fit(tmp_path: Path) -> None:
     assert [f.rule_id for f in high] == ["WS-PKL-033"], high
     pipeline.memory = None
     assert not scan_bytes(tmp_path / "plain", pickle.dumps(pipeline, protocol=5), "pipeline.pkl").findings
+
+
+def test_an_author_topic_models_serialization_path_is_rewritten_at_update(tmp_path: Path) -> None:
+    """gensim's AuthorTopicModel with `serialized` set copies and rewrites the corpus file its `serialization_path`
+    names at update(). Proved with gensim's own load and update: a file outside the model folder is overwritten. The
+    model as gensim saves it by default (no path) passes; a path is WS-PKL-033."""
+    import shutil
+
+    from gensim.corpora import Dictionary
+    from gensim.models import AuthorTopicModel
+    from gensim.utils import SaveLoad
+
+    texts = [["cat", "sat", "mat"], ["dogs", "ran", "fast"], ["big", "red", "dog"]] * 4
+    words = Dictionary(texts)
+    corpus = [words.doc2bow(text) for text in texts]
+    real = tmp_path / "real" / "author-topic.model"
+    real.parent.mkdir()
+    authors = {"alice": list(range(6)), "bob": list(range(6, 12))}
+    AuthorTopicModel(corpus, num_topics=2, id2word=words, author2doc=authors, random_state=7, passes=1).save(str(real))
+    assert not scan_bytes(tmp_path / "real-scan", real.read_bytes(), "author-topic.model").findings
+
+    precious = tmp_path / "elsewhere" / "notes.txt"
+    precious.parent.mkdir()
+    precious.write_text("kept\n")
+    loaded = SaveLoad.load(str(real))  # made above, by gensim
+    loaded.serialized, loaded.serialization_path = True, str(precious)
+    loaded.corpus = Dictionary([["a"]])  # an allowed object whose attributes can be set, iterated by the rewrite
+    hostile = tmp_path / "model" / "author-topic.model"
+    hostile.parent.mkdir()
+    hostile.write_bytes(pickle.dumps(loaded, protocol=4))
+    for side in real.parent.glob("author-topic.model.*"):  # its arrays and sub-models, as gensim saved them
+        shutil.copy(side, hostile.parent / side.name)
+    update = (
+        "import sys; from gensim.models import AuthorTopicModel; "
+        "AuthorTopicModel.load(sys.argv[1]).update([[(0, 1)]], author2doc={'carol': [0]})"
+    )
+    subprocess.run([sys.executable, "-c", update, str(hostile)], capture_output=True, timeout=300, check=False)
+    assert precious.read_text() != "kept\n", "gensim no longer rewrites the serialization path: revisit WS-PKL-033"
+    high = [f for f in scan_bytes(tmp_path / "scan", hostile.read_bytes(), "author-topic.model").findings
+            if f.severity >= Severity.HIGH]  # fmt: skip
+    assert [f.rule_id for f in high] == ["WS-PKL-033"], high
 
 
 def test_optimize_result_items_are_its_attributes(tmp_path: Path) -> None:

@@ -201,6 +201,9 @@ REVIEWED_HOOKS = {
     "gensim.corpora.dictionary.Dictionary": "Mapping",
     "gensim.models.keyedvectors.KeyedVectors": "add_vectors",
     "gensim.models.fasttext.FastTextKeyedVectors": "add_vectors",
+    "gensim.models.poincare.PoincareKeyedVectors": "add_vectors",
+    "gensim.models.ensemblelda.Topic": "dataclass",  # EnsembleLda's clustering records: fields compared, unhashable
+    "gensim.models.ensemblelda.Cluster": "dataclass",
     # gensim 3's names of the same two classes (GENSIM_LEGACY)
     "gensim.models.keyedvectors.EuclideanKeyedVectors": "add_vectors",
     "gensim.models.keyedvectors.Word2VecKeyedVectors": "add_vectors",

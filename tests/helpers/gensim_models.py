@@ -69,3 +69,51 @@ def save_models(out: Path) -> None:
     SparseMatrixSimilarity(tfidf[corpus], num_features=len(dictionary)).save(str(out / "sparse.index"))
     Phrases(sentences, min_count=1, threshold=0.1).save(str(out / "phrases.model"))
     Phrases(sentences, min_count=1, threshold=0.1, scoring=npmi_scorer).freeze().save(str(out / "frozen.model"))
+    _more_topic_models(out, sentences)
+
+
+def _more_topic_models(out: Path, sentences: list[list[str]]) -> None:
+    """gensim's other trained models (found on gensim's own test data shipped on PyPI): author-topic, dynamic
+    topic (LdaSeqModel), ensemble LDA, Poincaré embeddings, coherence and translation models."""
+    import warnings
+
+    from gensim.corpora import Dictionary
+    from gensim.models import (
+        AuthorTopicModel,
+        CoherenceModel,
+        EnsembleLda,
+        LdaModel,
+        LdaSeqModel,
+        TranslationMatrix,
+        Word2Vec,
+    )
+    from gensim.models.poincare import PoincareModel
+
+    dictionary = Dictionary(sentences)
+    corpus = [dictionary.doc2bow(s) for s in sentences]
+    half = len(corpus) // 2
+    authors = {"alice": list(range(half)), "bob": list(range(half, len(corpus)))}
+    AuthorTopicModel(corpus, num_topics=2, id2word=dictionary, author2doc=authors, random_state=SEED, passes=1).save(
+        str(out / "author-topic.model")
+    )
+    with warnings.catch_warnings():  # one EM step on a toy corpus divides by a zero bound
+        warnings.simplefilter("ignore", RuntimeWarning)
+        LdaSeqModel(corpus=corpus, id2word=dictionary, time_slice=[half, len(corpus) - half], num_topics=2,
+                    random_state=SEED, passes=1, em_min_iter=1, em_max_iter=1, lda_inference_max_iter=1).save(
+            str(out / "ldaseq.model")
+        )  # fmt: skip
+    EnsembleLda(corpus=corpus, id2word=dictionary, num_topics=2, num_models=2, passes=1, random_state=SEED).save(
+        str(out / "ensemble.model")
+    )
+    relations = [("kangaroo", "marsupial"), ("koala", "marsupial"), ("marsupial", "mammal"), ("cat", "mammal")]
+    poincare = PoincareModel(relations, size=2, negative=2, seed=SEED)
+    poincare.train(epochs=1)
+    poincare.save(str(out / "poincare.model"))
+    poincare.kv.save(str(out / "poincare.kv"))
+    lda = LdaModel(corpus, num_topics=2, id2word=dictionary, random_state=SEED)
+    coherence = CoherenceModel(model=lda, corpus=corpus, dictionary=dictionary, coherence="u_mass")
+    coherence.save(str(out / "coherence.model"))
+    words = Word2Vec(sentences, vector_size=8, min_count=1, workers=1, seed=SEED).wv
+    TranslationMatrix(words, words, word_pairs=[("cat", "dog"), ("mat", "red"), ("sat", "ran")]).save(
+        str(out / "translation.model")
+    )

@@ -1224,6 +1224,8 @@ def check_states(res: PickleResult) -> None:
             elif isinstance(key, Const) and key.value in ALIAS_STATE_KEYS:
                 aliases = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
                 res.events.append(Event("pickle.state_aliases", at, dict[str, str | int | bool](aliases)))
+            elif isinstance(key, Const) and key.value in IMPORT_STATE_KEYS:
+                _state_import(res, state, str(key.value), value, restored, at)
             if not (isinstance(key, Const) and key.value in SIDE_FILE_LISTS):
                 continue
             names = value.items if isinstance(value, Seq) else [value]
@@ -1239,18 +1241,42 @@ def check_states(res: PickleResult) -> None:
 # State attributes whose text a library runs as code when it restores the object: every SciPy distribution execs
 # `_parse_arg_template` in __setstate__ (the rules check it is the argument parser SciPy writes, WS-PKL-032).
 CODE_STATE_KEYS = frozenset({"_parse_arg_template"})
-# State attributes naming a folder the library writes to when the object is used: scikit-learn's `memory` (a
-# Pipeline's, an agglomerative clustering's) becomes a joblib.Memory cache at fit(); a review wrote files anywhere so.
-FOLDER_STATE_KEYS = frozenset({"memory"})
+# State attributes naming a folder or file the library writes to when the object is used: scikit-learn's `memory` (a
+# Pipeline's, an agglomerative clustering's) becomes a joblib.Memory cache at fit(), and a review wrote files anywhere
+# so; gensim's AuthorTopicModel rewrites the corpus file at its `serialization_path` at update().
+FOLDER_STATE_KEYS = frozenset({"memory", "serialization_path"})
 # State attributes that rename the object's other attributes: a transformers config looks every name up in its
 # `attribute_map` first, so an instance's own map points any attribute or method at another one (review 13 made
 # save_pretrained call push_to_hub). The class keeps the map; no real file's state has one.
 ALIAS_STATE_KEYS = frozenset({"attribute_map"})
+# State attributes naming a class the library imports and calls when the object is used: gensim's EnsembleLda
+# imports the module and takes the class its state names the first time it needs its topic model class (at save(),
+# add_model(), recluster()) and calls it with keyword arguments from its state; gensim never saves the class itself
+# (`topic_model_class`), and one in the state is what it calls. The rules check the name is gensim's LDA (WS-PKL-038).
+IMPORT_STATE_KEYS = {"topic_model_module_string": "topic_model_class_string", "topic_model_class": ""}
 MAX_CODE_TEXT = 8192  # SciPy's template is under 1 KiB for every distribution it ships
 
 
 def _is_none(value: Sym) -> bool:
     return isinstance(value, Const) and value.value is None
+
+
+def _state_import(res: PickleResult, state: Dict, name: str, value: Sym, restored: str, at: int) -> None:
+    """The class a state names for the library to import and call (IMPORT_STATE_KEYS), as one dotted name: a module
+    attribute and the class attribute beside it, or a class kept as the value. None names nothing (a loaded
+    EnsembleLda's class before it is looked up); anything but constant text names what no check can read."""
+    if _is_none(value):
+        return
+    partner = IMPORT_STATE_KEYS[name]
+    if partner:
+        module, attribute = state.get(name), state.get(partner)  # the last of a key written twice, as dict keeps
+        parts = [value if module is None else module, Unknown() if attribute is None else attribute]
+        texts = [p.value if isinstance(p, Const) and isinstance(p.value, str) else "<computed>" for p in parts]
+        target = ".".join(text[:200] for text in texts)
+    else:
+        target = value.dotted if isinstance(value, Global) else f"<{describe(value)[:200]}>"
+    attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "target": target}
+    res.events.append(Event("pickle.state_import", at, attrs))
 
 
 def _state_code(res: PickleResult, restored: str, name: str, value: Sym, at: int) -> None:
