@@ -22,6 +22,7 @@ from wscan.scanners.ocdbt import OcdbtScanner
 from wscan.scanners.onnx_model import LenientOnnxScanner, OnnxScanner
 from wscan.scanners.pickle import PickleScanner
 from wscan.scanners.pt2 import Pt2GraphScanner
+from wscan.scanners.python_bytecode import PythonBytecodeScanner
 from wscan.scanners.python_code import PythonCodeScanner
 from wscan.scanners.repo_files import ModelCardScanner, RepoJsonScanner, TemplateFileScanner
 from wscan.scanners.safetensors import SafetensorsScanner
@@ -55,6 +56,7 @@ def builtin_scanners() -> list[Scanner]:
         FrameworkCodeScanner(),
         ModelCardScanner(),
         PythonCodeScanner(),
+        PythonBytecodeScanner(),
         TorchScriptCodeScanner(),
     ]
 

@@ -1,0 +1,59 @@
+"""Compiled Python (`.pyc`) shipped with a model: code a review of the folder's sources cannot read.
+
+wscan does not read bytecode; it names the file and how Python would pick it. Python imports a `.pyc` with no
+source beside it (a legacy `NAME.pyc`), and takes `__pycache__/NAME.<tag>.pyc` instead of `NAME.py` when the
+cache entry is an unchecked hash-based one: the source is then never compared, so the code that runs is not the
+code a reviewer (or wscan's Python check) read. Nothing writes that kind by default; `py_compile` and
+`compileall` write it only when asked (`--invalidation-mode unchecked-hash`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import PurePath
+
+from wscan.lookup import is_file
+from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.python_code import in_model_folder
+
+PYC_HEADER = 16  # magic (2 bytes and CR LF), flags, then a timestamp and size or a source hash (PEP 552)
+CACHE_FOLDER = "__pycache__"
+# The flags word: bit 0 set for a hash-based .pyc, bit 1 for one whose source Python checks against the hash.
+INVALIDATION = {0: "timestamp", 1: "unchecked-hash", 3: "checked-hash"}
+
+
+def bytecode_header(head: bytes) -> str | None:
+    """The invalidation mode of a CPython 3.7+ .pyc header, or None if the bytes are not one."""
+    if len(head) < PYC_HEADER or head[2:4] != b"\r\n":
+        return None
+    return INVALIDATION.get(int.from_bytes(head[4:8], "little"))
+
+
+class PythonBytecodeScanner:
+    """`.pyc` files in a model's folders (CPython 3.7 and later, as pip and compileall write them)."""
+
+    name = "python-bytecode"
+
+    def accepts(self, head: Head) -> bool:
+        return not head.raw_data and head.name.lower().endswith(".pyc") and bytecode_header(head.head) is not None
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        if not in_model_folder(artifact):
+            return
+        with artifact.opener() as raw:
+            mode = bytecode_header(raw.read(PYC_HEADER)) or "unknown"
+        where = artifact.real_path if artifact.real_path is not None else PurePath(artifact.name)
+        place = "cache" if where.parent.name == CACHE_FOLDER else "legacy"
+        yield artifact.observe("code.bytecode", invalidation=mode, place=place, source=_source(artifact))
+
+
+def _source(artifact: Artifact) -> str:
+    """Whether the source Python would compile in its place lies beside it: "beside", "none" or "unknown" (inside
+    an archive, where what lies beside it is not a folder Python imports from)."""
+    if artifact.real_path is None:
+        return "unknown"
+    path = artifact.real_path.absolute()
+    stem = path.name.split(".", 1)[0]  # NAME.cpython-311.pyc and NAME.pyc both compile NAME.py
+    folder = path.parent.parent if path.parent.name == CACHE_FOLDER else path.parent
+    return "beside" if is_file(folder / f"{stem}.py") else "none"
+
