@@ -1587,6 +1587,83 @@ def test_an_author_topic_models_serialization_path_is_rewritten_at_update(tmp_pa
     assert [f.rule_id for f in high] == ["WS-PKL-033"], high
 
 
+def _unicode(text: str) -> bytes:
+    data = text.encode()
+    return b"X" + len(data).to_bytes(4, "little") + data
+
+
+def _reconstruct(module: str, name: str) -> bytes:
+    """Protocol 2 opcodes leaving copyreg._reconstructor(module.name, object, None) on the stack."""
+    return (b"ccopy_reg\n_reconstructor\n(c" + module.encode() + b"\n" + name.encode() + b"\n"
+            b"c__builtin__\nobject\nNtR")  # fmt: skip
+
+
+def _state(pairs: dict[str, str | bool | None]) -> bytes:
+    """A dict of text keys and text, None or bool values, built with SETITEMS."""
+    out = b"}q\x01("
+    for key, value in pairs.items():
+        out += _unicode(key) + (b"N" if value is None else b"\x88" if value is True else _unicode(str(value)))
+    return out + b"u"
+
+
+def test_review_21_state_changed_after_build_is_judged_as_built(tmp_path: Path) -> None:
+    """Review 21: BUILD copies the state's items into the instance; a SETITEMS on the same dict afterwards changes
+    what the stream's end shows, not the object. An EnsembleLda built with a module of the model's folder, whose
+    state dict was then given gensim's own names, imported that module at save(). Judged as BUILD copied it now."""
+    state = {"topic_model_module_string": "topic_helper", "topic_model_class_string": "LdaModel",
+             "topic_model_class": None}  # fmt: skip
+    renamed = (b"\x80\x02" + _reconstruct("gensim.models.ensemblelda", "EnsembleLda") + _state(state) + b"b"
+               + b"h\x01(" + _unicode("topic_model_module_string") + _unicode("gensim.models.ldamodel") + b"u0.")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    marker = tmp_path / "imported"
+    (folder / "topic_helper.py").write_text(f"open({str(marker)!r}, 'w').close()\nLdaModel = dict\n")
+    (folder / "ensemble.model").write_bytes(renamed)
+    use = "import sys; from gensim.models import EnsembleLda; EnsembleLda.load(sys.argv[1]).save(sys.argv[1] + '.2')"
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    subprocess.run([sys.executable, "-c", use, str(folder / "ensemble.model")], env=env, capture_output=True,
+                   timeout=300, check=False)  # fmt: skip
+    assert marker.exists(), "gensim no longer imports the module its state names: revisit WS-PKL-038"
+    assert _rules(tmp_path / "renamed", renamed) == {"WS-PKL-038"}
+
+
+def test_review_21_a_state_built_into_a_decoy_first_is_judged_for_each_class(tmp_path: Path) -> None:
+    """Review 21: the same state dict BUILT into a gensim Dictionary, then into an AuthorTopicModel, was judged only
+    as the Dictionary's, and the model's serialization_path (rewritten at update(), proved in the test above)
+    passed. Python's own loader gives the model the path."""
+    state = {"serialized": True, "serialization_path": str(tmp_path / "elsewhere.txt")}
+    decoy = (b"\x80\x02" + _reconstruct("gensim.corpora.dictionary", "Dictionary") + _state(state) + b"b0"
+             + _reconstruct("gensim.models.atmodel", "AuthorTopicModel") + b"h\x01b.")
+    sample = tmp_path / "author-topic.model"
+    sample.write_bytes(decoy)
+    show = "import pickle, sys; print(pickle.load(open(sys.argv[1], 'rb')).serialization_path)"
+    shown = subprocess.run([sys.executable, "-c", show, str(sample)], capture_output=True, text=True, timeout=300)
+    assert shown.stdout.strip() == state["serialization_path"], shown.stderr[-500:]
+    assert _rules(tmp_path / "decoy", decoy) == {"WS-PKL-033"}
+
+
+def test_review_21_ensemble_model_arguments_and_masking_method(tmp_path: Path) -> None:
+    """Review 21: an EnsembleLda builds LdaModel(**gensim_kw_args) at recluster(); with `distributed` and `ns_conf`
+    it connected to the review's fake Pyro4 name server, whose pickled reply ran code (needs Pyro4: proved in
+    /tmp/review21-repro/b1, not here). Those arguments, callbacks and a dispatcher are WS-PKL-039; its
+    masking_method, called at recluster(), is a called attribute (WS-PKL-027 for an object there); and an attribute
+    named with a path, which gensim's save turns into a side file's name, is WS-PKL-024."""
+    from gensim.models.ensemblelda import EnsembleLda, rank_masking
+    from sklearn.metrics import make_scorer, r2_score
+
+    plain = {"topic_model_module_string": "gensim.models.ldamodel", "topic_model_class_string": "LdaModel"}
+    assert not _rules(tmp_path / "plain", _dump(_restored(EnsembleLda, {**plain, "gensim_kw_args": {"passes": 2}})))
+    assert not _rules(tmp_path / "rank", _dump(_restored(EnsembleLda, {**plain, "masking_method": rank_masking})))
+    for argument, value in {"distributed": True, "ns_conf": {"host": "203.0.113.9"}, "callbacks": [print],
+                            "dispatcher": "x"}.items():  # fmt: skip
+        state = {**plain, "gensim_kw_args": {"distributed": False, argument: value}}
+        assert "WS-PKL-039" in _rules(tmp_path / argument, _dump(_restored(EnsembleLda, state))), argument
+    scorer = {**plain, "masking_method": make_scorer(r2_score)}
+    assert _rules(tmp_path / "masking", _dump(_restored(EnsembleLda, scorer))) == {"WS-PKL-027"}
+    named = {**plain, "x/../../elsewhere": [1.0]}
+    assert _rules(tmp_path / "named", _dump(_restored(EnsembleLda, named))) == {"WS-PKL-024"}
+
+
 def test_optimize_result_items_are_its_attributes(tmp_path: Path) -> None:
     """scipy's OptimizeResult answers attribute lookups from its items, so a pipeline step that is one calls the
     item named `transform` (a review's shape): its items are judged as attributes (WS-PKL-026)."""

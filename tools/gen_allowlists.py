@@ -787,6 +787,8 @@ CALLED_ATTRIBUTES = [
     "_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
     "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks",
     "lr_lambdas", "_scale_fn_custom", "_scale_fn_ref", "anneal_func", "avg_fn", "multi_avg_fn",
+    # gensim's EnsembleLda calls its masking method at recluster() (review 21)
+    "masking_method",
 ]  # fmt: skip
 # A weight or spectral norm hook, in a hook table or as _WrappedHook's hook (whose own hook is judged the same way);
 # a torch layer as a transformer layer's activation (nn.GELU()): its call is its forward, whose state is judged.

@@ -87,6 +87,7 @@ def _more_topic_models(out: Path, sentences: list[list[str]]) -> None:
         TranslationMatrix,
         Word2Vec,
     )
+    from gensim.models.ensemblelda import rank_masking
     from gensim.models.poincare import PoincareModel
 
     dictionary = Dictionary(sentences)
@@ -105,6 +106,8 @@ def _more_topic_models(out: Path, sentences: list[list[str]]) -> None:
     EnsembleLda(corpus=corpus, id2word=dictionary, num_topics=2, num_models=2, passes=1, random_state=SEED).save(
         str(out / "ensemble.model")
     )
+    EnsembleLda(corpus=corpus, id2word=dictionary, num_topics=2, num_models=2, passes=1, random_state=SEED,
+                masking_method=rank_masking).save(str(out / "ensemble-rank.model"))  # fmt: skip
     relations = [("kangaroo", "marsupial"), ("koala", "marsupial"), ("marsupial", "mammal"), ("cat", "mammal")]
     poincare = PoincareModel(relations, size=2, negative=2, seed=SEED)
     poincare.train(epochs=1)
@@ -113,6 +116,16 @@ def _more_topic_models(out: Path, sentences: list[list[str]]) -> None:
     lda = LdaModel(corpus, num_topics=2, id2word=dictionary, random_state=SEED)
     coherence = CoherenceModel(model=lda, corpus=corpus, dictionary=dictionary, coherence="u_mass")
     coherence.save(str(out / "coherence.model"))
+    coherence.get_coherence()  # saved after use it keeps its accumulator (review 21)
+    coherence.save(str(out / "coherence-used.model"))
+    texts = CoherenceModel(model=lda, texts=sentences, dictionary=dictionary, coherence="c_v", processes=1)
+    texts.get_coherence()
+    texts.save(str(out / "coherence-cv.model"))
+    vectors = Word2Vec(sentences, vector_size=8, min_count=1, workers=1, seed=SEED).wv
+    by_vectors = CoherenceModel(model=lda, texts=sentences, dictionary=dictionary, coherence="c_w2v",
+                                keyed_vectors=vectors)  # fmt: skip
+    by_vectors.get_coherence()
+    by_vectors.save(str(out / "coherence-w2v.model"))
     words = Word2Vec(sentences, vector_size=8, min_count=1, workers=1, seed=SEED).wv
     TranslationMatrix(words, words, word_pairs=[("cat", "dog"), ("mat", "red"), ("sat", "ran")]).save(
         str(out / "translation.model")

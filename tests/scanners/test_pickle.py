@@ -532,3 +532,14 @@ def test_method_of_a_restored_instance_is_judged_by_its_name(tmp_path: Path) -> 
     assert not [f for f in scipy.findings if f.severity >= Severity.HIGH], scipy.findings
     dunder = scan_bytes(tmp_path, _instance_method_call("scipy.stats._discrete_distns", "poisson_gen", "__reduce__"))
     assert any(f.severity >= Severity.CRITICAL for f in dunder.findings), dunder.findings
+
+
+def test_a_protocol_above_five_at_the_start_is_no_pickle(tmp_path: Path) -> None:
+    """Review 19: both unpicklers refuse PROTO > 5 before anything runs, yet data starting 0x80 then a larger byte
+    was read as a pickle and flagged high: a pymorphy dictionary's uint16 count 3456 (80 0d), slovnet's raw float
+    arrays, 8-bit PCM silence (4,000 findings). Such bytes are an unknown format now."""
+    for name, blob in {"counts.array": b"\x80\x0d" + bytes(range(200)), "silence.raw": b"\x80" * 8192}.items():
+        with pytest.raises(ValueError, match="unsupported pickle protocol"):
+            pickle.loads(blob)  # what every loader built on pickle does with it
+        report = scan_bytes(tmp_path, blob, name)
+        assert rule_ids(report) == {"WS-FILE-006"}, name

@@ -961,3 +961,26 @@ def test_a_dataset_maps_element_is_what_its_function_returns(tmp_path: Path, ret
         reader(graph, "read", ("element",), "element")
 
     assert _functions_rules(tmp_path, build) == {rule}
+
+
+TRITON_CONFIG = b"""name: "f5_tts"
+backend: "python"
+max_batch_size: 4
+dynamic_batching { max_queue_delay_microseconds: 100 }
+input [
+  { name: "reference_wav" data_type: TYPE_FP32 dims: [-1] },
+  { name: "target_text" data_type: TYPE_STRING dims: [1] }
+]
+output [ { name: "waveform" data_type: TYPE_FP32 dims: [-1] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""
+
+
+def test_text_naming_no_graph_field_is_not_tensorflow(tmp_path: Path) -> None:
+    """Review 19: a Triton model repository's config.pbtxt (every one has it) was tried as each TensorFlow message,
+    found none, and was WS-TF-007 high. Text that names none of any message's graph fields holds no graph however
+    a program reads it: it is text. A .pbtxt that names a graph field and fails to parse is still malformed."""
+    report = scan_bytes(tmp_path / "triton", TRITON_CONFIG, "config.pbtxt")
+    assert rule_ids(report) == set() and report.files[0].status == "skipped"
+    broken = scan_bytes(tmp_path / "broken", b'node { name: "a" op: "Const" attr { key: ', "graph.pbtxt")
+    assert rule_ids(broken) == {"WS-TF-007"}

@@ -100,8 +100,10 @@ def probe(head: bytes, strict: bool, size: int | None = None) -> bool:
         # archive scanner does so here; a random CRC byte must not turn a real .keras or .pt into a "pickle".
         return False
     has_proto = head[0] == 0x80 and len(head) > 1 and 2 <= head[1] <= 5
-    if strict and head[:1] == b"\x80" and len(head) > 1 and head[1] > 5:
-        return False  # pickle refuses PROTO > 5 before running anything: raw tensor bytes, not a pickle
+    if head[:1] == b"\x80" and len(head) > 1 and head[1] > 5:
+        # Both unpicklers refuse PROTO > 5 before running anything: raw tensor bytes, a uint16 count of 3456, 8-bit
+        # PCM silence (review 19 found such data files flagged high), never a pickle.
+        return False
     if has_proto and not strict:
         # Anything that gets one opcode past its PROTO is a pickle, damaged or not (fail closed). What the
         # unpickler refuses at the very next byte is not: a safetensors header of 640 bytes opens with 80 02 00.

@@ -200,7 +200,8 @@ class PickleResult:
     kept: set[str] = field(default_factory=set)
     # The dict states BUILD gave objects, with where: judged at the end of the stream (`check_states`), since the
     # stream can still change a state's lists after the BUILD.
-    states: list[tuple[Dict, int, str]] = field(default_factory=list)  # with the restored class's name
+    # each with the restored class's name, and its items when BUILD copied them (`_keep_state`)
+    states: list[tuple[Dict, int, str, Dict]] = field(default_factory=list)
 
     @property
     def nested_all_read(self) -> bool:
@@ -1204,38 +1205,99 @@ def check_states(res: PickleResult) -> None:
     a name with a path separator or `..` walks out of the folder through a directory the folder ships (a review
     proved it). A name the machine cannot read (computed, past MAX_ITEMS) counts the same. Writers name
     attributes with constants, so a state with a computed name, or more names than the machine keeps, is
-    reported too."""
-    seen: set[int] = set()
-    for state, at, restored in res.states:
-        if id(state) in seen:
+    reported too. A dict is judged under every class a BUILD gives it to (review 21 built a model's state into a
+    decoy of another class first), as BUILD copied it, and as the stream's end leaves it when that differs (a class
+    whose __setstate__ keeps the dict itself sees later changes)."""
+    seen: set[tuple[int, str]] = set()
+    for state, at, restored, copied in res.states:
+        if (id(state), restored) in seen:
             continue
-        seen.add(id(state))
-        _callable_members(res, state, restored, at)
-        if state.dropped or any(not isinstance(key, Const) for key, _ in state.items):
-            detail = f"{len(state.items) + state.dropped} names, some computed or past what wscan keeps"
-            res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": ""}))
-            _state_code(res, restored, "<unread>", Unknown(), at)
-        for key, value in state.items:
-            if isinstance(key, Const) and key.value in CODE_STATE_KEYS:
-                _state_code(res, restored, str(key.value), value, at)
-            elif isinstance(key, Const) and key.value in FOLDER_STATE_KEYS and not _is_none(value):
-                folder = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
-                res.events.append(Event("pickle.state_folder", at, dict[str, str | int | bool](folder)))
-            elif isinstance(key, Const) and key.value in ALIAS_STATE_KEYS:
-                aliases = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
-                res.events.append(Event("pickle.state_aliases", at, dict[str, str | int | bool](aliases)))
-            elif isinstance(key, Const) and key.value in IMPORT_STATE_KEYS:
-                _state_import(res, state, str(key.value), value, restored, at)
-            if not (isinstance(key, Const) and key.value in SIDE_FILE_LISTS):
-                continue
-            names = value.items if isinstance(value, Seq) else [value]
-            unread = isinstance(value, Seq) and value.dropped > 0
-            for name in names:
-                text = name.value if isinstance(name, Const) else None
-                if unread or not isinstance(text, str) or "/" in text or "\\" in text or ".." in text:
-                    attrs: dict[str, str | int | bool] = {"list": str(key.value), "name": describe(name)}
-                    res.events.append(Event("pickle.side_file_outside", at, attrs))
-                    break
+        seen.add((id(state), restored))
+        before = len(res.events)
+        _judge_dict_state(res, copied, at, restored)
+        if len(state.items) != len(copied.items) or state.dropped != copied.dropped:
+            judged = {(e.kind, e.offset, tuple(sorted(e.attrs.items()))) for e in res.events[before:]}
+            start = len(res.events)
+            _judge_dict_state(res, state, at, restored)
+            res.events[start:] = [e for e in res.events[start:]
+                                  if (e.kind, e.offset, tuple(sorted(e.attrs.items()))) not in judged]
+
+
+def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) -> None:
+    """One view of a dict state, as `check_states` takes it."""
+    _callable_members(res, state, restored, at)
+    if state.dropped or any(not isinstance(key, Const) for key, _ in state.items):
+        detail = f"{len(state.items) + state.dropped} names, some computed or past what wscan keeps"
+        res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": ""}))
+        _state_code(res, restored, "<unread>", Unknown(), at)
+    for key, value in state.items:
+        if isinstance(key, Const) and key.value in CODE_STATE_KEYS:
+            _state_code(res, restored, str(key.value), value, at)
+        elif isinstance(key, Const) and key.value in FOLDER_STATE_KEYS and not _is_none(value):
+            folder = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
+            res.events.append(Event("pickle.state_folder", at, dict[str, str | int | bool](folder)))
+        elif isinstance(key, Const) and key.value in ALIAS_STATE_KEYS:
+            aliases = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
+            res.events.append(Event("pickle.state_aliases", at, dict[str, str | int | bool](aliases)))
+        elif isinstance(key, Const) and key.value in IMPORT_STATE_KEYS:
+            _state_import(res, state, str(key.value), value, restored, at)
+        elif isinstance(key, Const) and key.value in MODEL_ARGUMENT_KEYS:
+            _model_arguments(res, str(key.value), value, restored, at)
+        if isinstance(key, Const) and restored.startswith(SIDE_FILE_WRITERS) and _outside(key.value):
+            attrs: dict[str, str | int | bool] = {"list": "its attribute names", "name": describe(key)}
+            res.events.append(Event("pickle.side_file_outside", at, attrs))
+        if not (isinstance(key, Const) and key.value in SIDE_FILE_LISTS):
+            continue
+        names = value.items if isinstance(value, Seq) else [value]
+        unread = isinstance(value, Seq) and value.dropped > 0
+        for name in names:
+            text = name.value if isinstance(name, Const) else None
+            if unread or not isinstance(text, str) or _outside(text):
+                attrs = {"list": str(key.value), "name": describe(name)}
+                res.events.append(Event("pickle.side_file_outside", at, attrs))
+                break
+
+
+def _outside(name: object) -> bool:
+    """A side file's attribute name that leads out of the folder gensim joins it to."""
+    return isinstance(name, str) and ("/" in name or "\\" in name or ".." in name)
+
+
+# gensim's save writes an array attribute of 10 MiB elements or more to `<file>.<attribute name>.npy`, so an
+# attribute named with a path leads the user's re-save out of the folder (review 21 wrote a file elsewhere so).
+SIDE_FILE_WRITERS = ("gensim.",)
+# State attributes holding the keyword arguments a library passes to the models it builds: gensim's EnsembleLda
+# calls LdaModel(**gensim_kw_args) at add_model() and recluster(). `distributed` with `ns_conf` connects to the
+# name server they name (Pyro4's client then unpickles its reply: review 21 ran code so), and `callbacks` are
+# called during training (a visdom metric connects). Real files train locally, without callbacks.
+# A coherence model's word-vector accumulator trains Word2Vec(**model_kwargs) when it has no vectors: callbacks again.
+MODEL_ARGUMENT_KEYS = {
+    "gensim_kw_args": frozenset({"distributed", "ns_conf", "callbacks", "dispatcher"}),
+    "model_kwargs": frozenset({"callbacks"}),
+}
+
+
+def _model_arguments(res: PickleResult, name: str, value: Sym, restored: str, at: int) -> None:
+    """The arguments of MODEL_ARGUMENT_KEYS that turn on what no real file asks for: set to anything but None,
+    False, 0 or an empty container, or arguments the machine cannot read."""
+    if _is_none(value):
+        return
+    if not isinstance(value, Dict) or value.dropped or any(not isinstance(k, Const) for k, _ in value.items):
+        pairs: list[tuple[str, Sym]] = [("<unread>", value)]
+    else:
+        pairs = [(str(k.value), v) for k, v in value.items if isinstance(k, Const)]
+    for argument, given in pairs:
+        if argument != "<unread>" and (argument not in MODEL_ARGUMENT_KEYS[name] or _empty(given)):
+            continue
+        attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "argument": argument,
+                                              "value": describe(given)[:300]}  # fmt: skip
+        res.events.append(Event("pickle.state_model_arguments", at, attrs))
+
+
+def _empty(value: Sym) -> bool:
+    if isinstance(value, Const):
+        return value.value is None or value.value is False or value.value == 0 or value.value in ("", b"")
+    return isinstance(value, Seq | Dict) and not value.items and not value.dropped
 
 
 # State attributes whose text a library runs as code when it restores the object: every SciPy distribution execs
@@ -1533,9 +1595,11 @@ def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
 
 
 def _keep_state(res: PickleResult, mapping: Dict, at: int, restored: str) -> None:
-    """A dict state, judged once the stream ends (`check_states`), up to MAX_STATES of them."""
+    """A dict state, judged once the stream ends (`check_states`), up to MAX_STATES of them. BUILD copies the items
+    into the instance as they are then: a SETITEMS on the same dict later changes what the stream's end shows, not
+    the object (review 21 renamed an EnsembleLda's module so), so the items are kept as they were too."""
     if len(res.states) < MAX_STATES:
-        res.states.append((mapping, at, restored))
+        res.states.append((mapping, at, restored, Dict(items=list(mapping.items), dropped=mapping.dropped)))
 
 
 def _pairs(state: Sym) -> Dict | None:

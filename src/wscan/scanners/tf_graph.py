@@ -36,7 +36,16 @@ from typing import Any
 from wscan.discover import display_path
 from wscan.model import AttrValue, Observation
 from wscan.scanners.archive import path_problem
-from wscan.scanners.base import CLAIM_KIND, HEAD_BYTES, Artifact, Head, ScanContext, ScanItem, read_capped
+from wscan.scanners.base import (
+    CLAIM_KIND,
+    HEAD_BYTES,
+    NOT_MINE_KIND,
+    Artifact,
+    Head,
+    ScanContext,
+    ScanItem,
+    read_capped,
+)
 
 SAVED_MODEL_NAME = "saved_model.pb"
 SAVED_MODEL_TEXT_NAME = "saved_model.pbtxt"
@@ -907,6 +916,11 @@ class TfGraphScanner:
                     seen.add(key)
                     yield item
             del message, found
+        if not parsed and not failures and len(readings) > 1:
+            # Text naming none of any message's graph fields (a Triton `config.pbtxt`, review 19): whatever a
+            # program reads it as, it finds no graph in it. Not a TensorFlow file, as for any other text.
+            yield artifact.observe(NOT_MINE_KIND)
+            return
         if not parsed:
             kind, reason = failures[0] if failures else (readings[0][0], "nothing to read")
             head = data[:HEAD_BYTES]
