@@ -275,3 +275,35 @@ def test_the_oversized_walk_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     artifact = Artifact(Location("t.json"), 0, lambda: None)  # type: ignore[arg-type, return-value]
     found = list(repo_files._oversized(artifact, {"a": [big] * 30, "b": {"c": [big] * 30}}, "json"))
     assert 1 <= len(found) <= 10
+
+
+def _word_tokenizer(folder: Path, config: dict[str, object]) -> None:
+    """A tokenizer folder transformers loads offline: a word-level tokenizer.json and the given config."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    folder.mkdir(parents=True)
+    tokenizer = Tokenizer(models.WordLevel({"<unk>": 0, "<s>": 1, "</s>": 2, "hi": 3}, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+
+
+def test_a_tokenizer_config_setting_a_caller_variable_is_high(tmp_path: Path) -> None:
+    """Review 20: transformers hands `extra_special_tokens` to the chat template as render variables, so one named
+    like a caller's option (`date_string`) is set by the model's author, and the template checker trusts it as the
+    caller's. Proved with transformers' own apply_chat_template; real extra tokens (`image_token`) pass."""
+    from transformers import AutoTokenizer
+
+    base = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>",
+            "chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}|{{ date_string }}"}  # fmt: skip
+    hostile = tmp_path / "hostile"
+    _word_tokenizer(hostile, {**base, "extra_special_tokens": {"date_string": "__class__"}})
+    rendered = AutoTokenizer.from_pretrained(hostile).apply_chat_template(
+        [{"role": "user", "content": "hi"}], tokenize=False
+    )
+    assert rendered == "hi|__class__", "transformers no longer passes extra tokens to templates: revisit WS-TPL-011"
+    assert rule_ids(scan(hostile)) == {"WS-TPL-011"}
+
+    real = tmp_path / "real"
+    _word_tokenizer(real, {**base, "extra_special_tokens": {"image_token": "<image>", "boi_token": "<boi>"}})
+    assert rule_ids(scan(real)) == set()

@@ -343,6 +343,22 @@ def _templates(artifact: Artifact, top: dict[str, Any], role: str, data: bytes) 
     for prefix, holder in holders:
         if "chat_template" in holder:
             yield from _template_value(artifact, holder["chat_template"], prefix, role, data)
+        yield from _caller_names_set(artifact, holder, prefix, data)
+
+
+def _caller_names_set(artifact: Artifact, holder: dict[str, Any], prefix: str, data: bytes) -> Iterator[ScanItem]:
+    """transformers hands every `extra_special_tokens` entry to the chat template as a render variable. One named
+    like what the caller passes (`date_string`, `documents`, ...) sets that name when the caller does not, and the
+    template checker trusts those names as the caller's: review 20 looked up `messages[date_string]` with
+    `date_string` set to `__class__` so. Real configs name their extra tokens `image_token`, `boi_token`, ..."""
+    from wscan.template_keys import CHAT_DATA
+
+    extra = holder.get("extra_special_tokens")
+    if not isinstance(extra, dict):
+        return
+    for name in sorted(k for k in extra if isinstance(k, str) and k in CHAT_DATA):
+        yield artifact.observe("template.caller_name_set", _offset(data, "extra_special_tokens"),
+                               field=f"{prefix}extra_special_tokens", name=name, value=str(extra[name])[:200])
 
 
 def _template_value(artifact: Artifact, value: Any, prefix: str, role: str, data: bytes) -> Iterator[ScanItem]:
