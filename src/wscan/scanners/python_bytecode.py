@@ -10,7 +10,7 @@ code a reviewer (or wscan's Python check) read. Nothing writes that kind by defa
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 from wscan.lookup import is_file
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
@@ -42,18 +42,18 @@ class PythonBytecodeScanner:
             return
         with artifact.opener() as raw:
             mode = bytecode_header(raw.read(PYC_HEADER)) or "unknown"
-        where = artifact.real_path if artifact.real_path is not None else PurePath(artifact.name)
-        place = "cache" if where.parent.name == CACHE_FOLDER else "legacy"
-        yield artifact.observe("code.bytecode", invalidation=mode, place=place, source=_source(artifact))
+        place, source = _placement(artifact)
+        yield artifact.observe("code.bytecode", invalidation=mode, place=place, source=source)
 
 
-def _source(artifact: Artifact) -> str:
-    """Whether the source Python would compile in its place lies beside it: "beside", "none" or "unknown" (inside
-    an archive, where what lies beside it is not a folder Python imports from)."""
+def _placement(artifact: Artifact) -> tuple[str, str]:
+    """Where the file sits ("cache": in __pycache__, else "legacy") and whether the source Python would compile in
+    its place lies beside it: "beside", "none" or "unknown" (inside an archive, which Python imports nothing from)."""
+    where = artifact.real_path.absolute() if artifact.real_path is not None else PurePath(artifact.name)
+    cached = where.parent.name == CACHE_FOLDER
+    place = "cache" if cached else "legacy"
     if artifact.real_path is None:
-        return "unknown"
-    path = artifact.real_path.absolute()
-    stem = path.name.split(".", 1)[0]  # NAME.cpython-311.pyc and NAME.pyc both compile NAME.py
-    folder = path.parent.parent if path.parent.name == CACHE_FOLDER else path.parent
-    return "beside" if is_file(folder / f"{stem}.py") else "none"
-
+        return place, "unknown"
+    stem = where.name.split(".", 1)[0]  # NAME.cpython-311.pyc and NAME.pyc both compile NAME.py
+    folder = where.parent.parent if cached else where.parent
+    return place, "beside" if is_file(Path(folder, f"{stem}.py")) else "none"

@@ -356,9 +356,10 @@ def _caller_names_set(artifact: Artifact, holder: dict[str, Any], prefix: str, d
     extra = holder.get("extra_special_tokens")
     if not isinstance(extra, dict):
         return
+    offset = _offset(data, "extra_special_tokens")
     for name in sorted(k for k in extra if isinstance(k, str) and k in CHAT_DATA):
-        yield artifact.observe("template.caller_name_set", _offset(data, "extra_special_tokens"),
-                               field=f"{prefix}extra_special_tokens", name=name, value=str(extra[name])[:200])
+        yield artifact.observe("template.caller_name_set", offset, field=f"{prefix}extra_special_tokens", name=name,
+                               value=str(extra[name])[:200])  # fmt: skip
 
 
 def _template_value(artifact: Artifact, value: Any, prefix: str, role: str, data: bytes) -> Iterator[ScanItem]:
