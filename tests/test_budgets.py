@@ -633,3 +633,20 @@ def test_a_joblib_arrays_payload_is_not_pushed_past_the_observation_limit(tmp_pa
     path.write_bytes(data[:-2] + b"".join(b"cmod%d\nname%d\n0" % (i, i) for i in range(1500)) + b"s.")
     report = Engine(Config(jobs=0, limits=replace(Limits(), max_observations=1000))).scan([path])
     assert {"WS-PKL-001", "WS-FILE-002"} <= rule_ids(report)
+
+
+def test_a_data_pickle_of_over_a_million_distinct_objects_passes(tmp_path: Path) -> None:
+    """Real word lists pickled as dicts hold over a million distinct objects (pykakasi's kanwadict4.db: 1,143,500
+    memo entries, nagisa's dictionary 1,262,099); the default memo limit of 1,000,000 failed both as high."""
+    path = tmp_path / "words.pkl"
+    words = {f"w{i}": i for i in range(1_050_000)}
+    path.write_bytes(pickle.dumps(words, protocol=4))
+    assert pickletools_memo_count(path.read_bytes()) > 1_000_000
+    report = Engine(Config(jobs=0)).scan([path])
+    assert report.findings == [] and [r.status for r in report.files] == ["scanned"]
+
+
+def pickletools_memo_count(data: bytes) -> int:
+    import pickletools
+
+    return sum(1 for op, _, _ in pickletools.genops(data) if op.name in ("MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"))

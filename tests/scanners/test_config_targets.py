@@ -501,3 +501,25 @@ def test_a_shell_default_runs_under_eval_only_when_it_is_code(tmp_path: Path, de
     subprocess.run([sys.executable, "-I", "-c", resolve, str(path)], check=True, timeout=60)
     assert marker.exists() is runs
     assert ("WS-CFG-011" in rule_ids(scan(path))) is runs
+
+
+REAL_CODE = Path(__file__).resolve().parents[1] / "data" / "real_code"
+
+
+@pytest.mark.parametrize("name", ["speechbrain_data_pipeline.py", "speechbrain_hparams.py"])
+def test_python_files_quoting_hyperpyyaml_are_code_not_configs(tmp_path: Path, name: str) -> None:
+    """speechbrain's own modules show HyperPyYAML in doctests (`!new:`, `!name:operator.add`): imported, never
+    read as YAML, so they are code (read by the Python scanner), not configs with calling tags."""
+    source = (REAL_CODE / f"{name}.txt").read_bytes()
+    assert b"!name:" in source or b"!new:" in source or b"!ref" in source
+    report = scan_bytes(tmp_path, source, name.removeprefix("speechbrain_"))
+    assert report.files[0].formats == ("python",)
+    assert not [f for f in report.findings if f.rule_id.startswith("WS-CFG")], [f.message for f in report.findings]
+
+
+def test_a_python_named_file_python_cannot_parse_is_still_a_config(tmp_path: Path) -> None:
+    """Only text that Python parses is left to the code scanner: YAML with a calling tag under a .py name (which no
+    import runs, but a loader given the name reads) is judged as a config."""
+    report = scan_bytes(tmp_path, b"model: !new:os.system\n  - id\n", "hyperparams.py")
+    assert "config-targets" in report.files[0].formats
+    assert any(f.severity == Severity.CRITICAL and f.rule_id.startswith("WS-CFG") for f in report.findings)

@@ -96,6 +96,50 @@ def test_jinja_file(tmp_path: Path) -> None:
     assert rule_ids(scan(tmp_path)) == {"WS-TPL-001", "WS-TPL-002", "WS-TPL-004"}
 
 
+OTHER_JINJA = Path(__file__).resolve().parents[1] / "data" / "jinja_other"
+
+
+def test_other_programs_jinja_templates_are_not_chat_templates(tmp_path: Path) -> None:
+    """mne's and nilearn's HTML report templates (private names, include/extends, computed keys) are not chat
+    templates: no loader renders them as one, and they hold no escape."""
+    report = scan(OTHER_JINJA)
+    templates = [f for f in report.files if f.path.endswith(".jinja")]
+    assert len(templates) == 5 and all(f.status == "scanned" and f.formats == ("chat-template",) for f in templates)
+    assert report.findings == [], [f.message for f in report.findings]
+
+
+def test_the_same_template_at_a_chat_template_name_is_a_chat_template(tmp_path: Path) -> None:
+    """Named as transformers reads a chat template, mne's HTML is judged as one: its private names and its
+    include are what a chat template never needs."""
+    source = (OTHER_JINJA / "mne" / "repr" / "_frequencies.html.jinja").read_bytes()
+    (tmp_path / "chat_template.jinja").write_bytes(source)
+    (tmp_path / "additional_chat_templates").mkdir()
+    (tmp_path / "additional_chat_templates" / "report.jinja").write_bytes(source)
+    (tmp_path / "reads_the_chat.jinja").write_bytes(b"{% for message in messages %}{% include 'x' %}{% endfor %}")
+    report = scan(tmp_path)
+    by_file = {p: {f.rule_id for f in report.findings if f.location.path.endswith(p)}
+               for p in ("/chat_template.jinja", "/report.jinja", "/reads_the_chat.jinja")}
+    html = {"WS-TPL-001", "WS-TPL-006"}
+    assert by_file == {"/chat_template.jinja": html, "/report.jinja": html, "/reads_the_chat.jinja": {"WS-TPL-006"}}
+
+
+@pytest.mark.parametrize(
+    ("source", "rule"),
+    [
+        (ESCAPE, "WS-TPL-002"),
+        ("{{ ''.__class__.__mro__[1].__subclasses__() }}", "WS-TPL-001"),
+        ("{{ '{0.__class__}'.format(x) }}", "WS-TPL-001"),
+        ("{{ x.gi_frame.f_globals }}", "WS-TPL-003"),
+    ],
+)
+def test_an_escape_in_any_jinja_file_is_found(tmp_path: Path, source: str, rule: str) -> None:
+    """A `.jinja` file that is not a chat template is still judged for escapes: its own program may render it
+    without a sandbox."""
+    (tmp_path / "report.html.jinja").write_text(source, encoding="utf-8")
+    found = {f.rule_id for f in scan(tmp_path).findings if f.severity >= Severity.HIGH}
+    assert rule in found
+
+
 def test_jinja_file_not_utf8(tmp_path: Path) -> None:
     (tmp_path / "chat_template.jinja").write_bytes(b"{{ x }}\xff")
     assert rule_ids(scan(tmp_path)) == {"WS-TPL-007"}

@@ -22,13 +22,14 @@ every tail of a target's name is reported too, for the rules to judge.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, unquote_to_bytes
 
-from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem, read_capped
+from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem, read_capped
 from wscan.scanners.funasr_config import funasr_config
 from wscan.scanners.hyperpyyaml_refs import MAX_TEXT, UNKNOWN, plain_scalar_text, reference_arithmetic
 from wscan.scanners.pickle_vm import TOO_MANY_RESOLVERS, resolver_calls
@@ -79,6 +80,7 @@ STRING_TAGS = "!string"  # the key under which a string holding calling tags is 
 QUOTED_INTERPOLATION = "${ (quoted)"  # a double-quoted value with an interpolation: (key, line, decoded value)
 _DECODES = 4  # ruamel %-decodes a tag twice; a few more rounds cost nothing
 YAML_SUFFIXES = (".yaml", ".yml")
+PYTHON_SUFFIXES = (".py", ".pyw")  # imported, never read as YAML: a docstring's HyperPyYAML example is not a config
 # `_target_` as a key: at a line's start (block YAML) or after `{` or `,` (JSON and YAML flow mappings, which
 # OmegaConf.load reads whatever the file is called).
 _TARGET_IN_HEAD = re.compile(
@@ -136,6 +138,9 @@ class ConfigTargetScanner:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             yield from _unreadable(artifact, data, f"not UTF-8 at byte {exc.start}")
+            return
+        if _python_source(artifact.name, text):
+            yield artifact.observe(NOT_MINE_KIND)  # its doctests' YAML is not a config; the code scanner reads it
             return
         try:
             found, more = _targets(text, ctx)
@@ -574,3 +579,15 @@ def _value_done(stack: list[_Frame]) -> None:
             top.key, top.key_pending = None, False
         else:
             top.key, top.key_pending = None, True
+
+
+def _python_source(name: str, text: str) -> bool:
+    """A `.py` file that Python can parse: whatever YAML its docstrings show, loaders import it, and no loader
+    reads it as a config. `ast.parse` builds a tree and runs nothing. Text Python refuses stays a config."""
+    if not name.lower().endswith(PYTHON_SUFFIXES):
+        return False
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from wscan.discover import LOADER_FOLDERS
 from wscan.lookup import is_file
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem, read_capped
@@ -411,8 +412,35 @@ def _offset(data: bytes, key: str) -> int | None:
     return position if position >= 0 else None
 
 
+# Where a loader reads a stand-alone chat template by its name: transformers' chat_template.jinja (a tokenizer's or a
+# processor's) and every file of additional_chat_templates/ (discover.LOADER_FOLDERS). Servers (vLLM, llama.cpp)
+# take one by any name, given by their user; such a template reads the chat, `messages`.
+CHAT_TEMPLATE_FILE = "chat_template.jinja"
+_READS_CHAT = re.compile(r"\bmessages\b")
+# What in another program's template is still an escape: a dunder walk or a template global taken apart breaks out
+# of an unsandboxed Environment, where that program renders it. Private names, includes, computed keys and names
+# like `request` are how HTML templates (mne's, nilearn's reports) are written.
+_ESCAPE_KINDS = frozenset({"template.global_internals", "template.dangerous_attribute", "template.size_limit",
+                           "template.node_limit", "template.malformed"})
+
+
+def reads_as_chat_template(where: str, source: str) -> bool:
+    """Whether a `.jinja` file is a chat template: by the name a loader reads, else by reading the chat."""
+    parts = where.replace("\\", "/").split("/")
+    if parts[-1] == CHAT_TEMPLATE_FILE or (len(parts) > 1 and parts[-2] in LOADER_FOLDERS):
+        return True
+    return _READS_CHAT.search(source) is not None
+
+
+def _escape(kind: str, name: str) -> bool:
+    return kind in _ESCAPE_KINDS or (kind == "template.dunder_access" and "__" in name)
+
+
 class TemplateFileScanner:
-    """Stand-alone chat templates (`chat_template.jinja`, `*.jinja`) as transformers 4.43+ stores them."""
+    """Stand-alone chat templates (`chat_template.jinja`, `*.jinja`) as transformers 4.43+ stores them.
+
+    Other programs' `.jinja` files (HTML reports, documentation themes) ship beside models too. One that is not
+    at a chat template's name and never reads the chat is judged only for escapes (`_ESCAPE_KINDS`)."""
 
     name = "chat-template"
 
@@ -431,8 +459,10 @@ class TemplateFileScanner:
             return
         from wscan.chat_template import check_template  # jinja2 loads only when there is a template
 
+        chat = reads_as_chat_template(artifact.location.member or artifact.location.path, source)
         for issue in check_template(source):
-            yield artifact.observe(issue.kind, field="file", **issue.attrs)
+            if chat or _escape(issue.kind, str(issue.attrs.get("name", ""))):
+                yield artifact.observe(issue.kind, field="file", **issue.attrs)
 
 
 MODEL_CARD_BYTES = 64 * 1024
