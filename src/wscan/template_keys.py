@@ -29,9 +29,14 @@ CHAT_DATA = frozenset({
     "messages", "tools", "documents", "custom_tools", "builtin_tools", "tools_in_user_message", "tool_choice",
     "add_generation_prompt", "continue_final_message", "enable_thinking", "thinking", "reasoning_effort",
     "date_string", "loop", "conversation", "chat", "message", "system_message",
+    # Guard models' documented render options: Llama Guard 3's categories, Granite Guardian's guardian_config.
+    "categories", "excluded_category_keys", "guardian_config",
 })  # fmt: skip
 # Callables a template may call whose result is never a name: numbers, dates, nothing.
 PLAIN_CALLS = frozenset({"range", "strftime_now", "raise_exception"})
+# Filters whose result is an int or float whatever they are given (filesizeformat, also in NUMBER_FILTERS, makes text).
+COUNT_FILTERS = frozenset({"int", "float", "abs", "round", "length", "count", "wordcount"})
+LOOP_COUNTERS = frozenset({"index", "index0", "revindex", "revindex0", "length", "depth", "depth0"})
 NUMBER_FILTERS = frozenset({"int", "float", "abs", "round", "length", "count", "filesizeformat", "wordcount"})
 # Filters whose arguments can end up in the result (`replace`'s new text, `join`'s separator, `default`'s value);
 # the others' arguments name attributes or tests.
@@ -62,6 +67,15 @@ class KeySources:
         self.loose: set[str] = {"varargs", "kwargs"}
         self.underscored: set[str] = {"varargs", "kwargs"}
         self.fetched: set[str] = {"varargs", "kwargs"}
+        # Names every binding of which is a number (`for i in range(n)`, `set k = k + 1` from `set k = 0`): the
+        # largest such set, so a name counting on itself stays a number. A number as a key never names an attribute.
+        self.numeric = set(self.bound) - {"varargs", "kwargs"}
+        changed = True
+        while changed:
+            wrong = {name for names, value, loop in bindings for name in names
+                     if name in self.numeric and not self._numbers(value, loop)}  # fmt: skip
+            self.numeric -= wrong
+            changed = bool(wrong)
         for _ in range(MAX_ROUNDS):  # until nothing changes: a name set from a name set from ...
             before = len(self.loose) + len(self.underscored) + len(self.fetched)
             for names, value, loop in bindings:
@@ -159,7 +173,8 @@ class KeySources:
         if isinstance(node, nodes.Name):
             return node.name in self.bound and node.name in self.fetched
         if isinstance(node, nodes.Getitem):
-            return not isinstance(node.arg, nodes.Const | nodes.Slice) or self.fetches(node.node, deeper)
+            keyed = not isinstance(node.arg, nodes.Const | nodes.Slice) and not self.number(node.arg)
+            return keyed or self.fetches(node.node, deeper)
         if isinstance(node, nodes.Filter):
             computed = node.name == "attr" and not all(isinstance(arg, nodes.Const) for arg in node.args)
             return computed or (node.node is not None and self.fetches(node.node, deeper))
@@ -174,6 +189,35 @@ class KeySources:
         if isinstance(node, nodes.Dict):
             return any(self.fetches(pair.value, deeper) for pair in node.items)
         return False
+
+    def number(self, node: nodes.Node, depth: int = 0) -> bool:
+        """Whether the expression is certainly a number (never a string, so never an attribute's name): a numeric
+        constant, a count or length, arithmetic on numbers, a loop's counters, a name bound only to numbers."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(node, nodes.Const):
+            return isinstance(node.value, int | float)
+        if isinstance(node, nodes.Name):
+            return node.name in self.numeric and not self.from_context(node)
+        if isinstance(node, nodes.Getattr):  # Jinja's loop object, when the template never rebinds `loop`
+            return (isinstance(node.node, nodes.Name) and node.node.name == "loop" and "loop" not in self.bound
+                    and node.attr in LOOP_COUNTERS)  # fmt: skip
+        if isinstance(node, nodes.Filter):
+            return node.name in COUNT_FILTERS
+        if isinstance(node, nodes.Neg | nodes.Pos):
+            return self.number(node.node, depth + 1)
+        if isinstance(node, nodes.Add | nodes.Sub | nodes.Mul | nodes.Div | nodes.FloorDiv | nodes.Pow | nodes.Mod):
+            return self.number(node.left, depth + 1) and self.number(node.right, depth + 1)  # 'popen' * 1 is text
+        return False
+
+    def _numbers(self, value: nodes.Node | None, loop: bool) -> bool:
+        """Whether a binding gives its names only numbers: a number, or the items of `range(...)`."""
+        if value is None:
+            return False
+        if loop:
+            return (isinstance(value, nodes.Call) and isinstance(value.node, nodes.Name) and value.node.name == "range"
+                    and "range" not in self.bound)  # fmt: skip
+        return self.number(value)
 
     def from_context(self, node: nodes.Name) -> bool:
         """Whether this load of a name may read the render context (a template global, the caller's variable, a

@@ -348,6 +348,10 @@ def test_a_tokenizer_config_setting_a_caller_variable_is_high(tmp_path: Path) ->
     assert rendered == "hi|__class__", "transformers no longer passes extra tokens to templates: revisit WS-TPL-011"
     assert rule_ids(scan(hostile)) == {"WS-TPL-011"}
 
+    guard = tmp_path / "guard"  # a guard model's render option is the caller's too
+    _word_tokenizer(guard, {**base, "extra_special_tokens": {"guardian_config": "__class__"}})
+    assert rule_ids(scan(guard)) == {"WS-TPL-011"}
+
     real = tmp_path / "real"
     _word_tokenizer(real, {**base, "extra_special_tokens": {"image_token": "<image>", "boi_token": "<boi>"}})
     assert rule_ids(scan(real)) == set()
