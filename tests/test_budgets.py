@@ -324,6 +324,25 @@ def test_scanning_one_onnx_file_leaves_the_calling_process_without_onnx() -> Non
     assert done.stdout.strip() == "[('onnx',)] []"
 
 
+def test_json_configs_without_a_template_leave_jinja_unloaded(tmp_path: Path) -> None:
+    """jinja2 is loaded for chat templates only: checking every JSON config for extra_special_tokens (WS-TPL-011)
+    had loaded it for tokenizer.json too, 15 ms in each worker that met one."""
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"version": "1.0", "model": {"type": "BPE", "vocab": {}}}))
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"extra_special_tokens": {"image_token": "<i>"}}))
+    code = (
+        "import sys; from wscan.config import Config; from wscan.engine import Engine; from pathlib import Path\n"
+        "engine = Engine(Config(jobs=0))\n"
+        "loaded = []\n"
+        "for name in sys.argv[1:]:\n"
+        "    engine.scan([Path(name)]); loaded.append('jinja2' in sys.modules)\n"
+        "print(loaded)"
+    )
+    names = [str(tmp_path / n) for n in ("tokenizer.json", "config.json", "tokenizer_config.json")]
+    done = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[False, False, True]"
+
+
 def _importing(count: int, tail: bytes = b"") -> bytes:
     """A pickle that imports `count` distinct unknown names (each a high finding), then runs `tail`."""
     return b"\x80\x02" + b"".join(b"cmod%d\nname%d\n0" % (i, i) for i in range(count)) + tail + b"N."

@@ -40,7 +40,12 @@ def builtin_rules_dir() -> Path:
 
 
 def builtin_packs() -> list[tuple[Path, dict[str, Any]]]:
-    """Every built-in pack, parsed, in file-name order.
+    """Every built-in pack, parsed, in file-name order."""
+    return [(path, pack) for path, pack, _ in _builtin_packs()]
+
+
+def _builtin_packs() -> list[tuple[Path, dict[str, Any], str]]:
+    """Every built-in pack, parsed, with the SHA-256 of its source (what the rule set's digest is made of).
 
     Parsing the YAML packs took a third of a scan's start-up, so tools/compile_rules.py stores them parsed in
     one JSON file, each with the SHA-256 of its source. A pack whose bytes no longer match (edited since) is
@@ -51,13 +56,14 @@ def builtin_packs() -> list[tuple[Path, dict[str, Any]]]:
         compiled = json.loads((folder / COMPILED_PACKS).read_bytes())
     except (OSError, ValueError):
         compiled = {}
-    packs: list[tuple[Path, dict[str, Any]]] = []
+    packs: list[tuple[Path, dict[str, Any], str]] = []
     for path in sorted(folder.glob("*.yaml")):
         entry = compiled.get(path.name) if isinstance(compiled, dict) else None
-        if isinstance(entry, dict) and entry.get("sha256") == hashlib.sha256(path.read_bytes()).hexdigest():
-            packs.append((path, entry["pack"]))
+        source = hashlib.sha256(path.read_bytes()).hexdigest()
+        if isinstance(entry, dict) and entry.get("sha256") == source:
+            packs.append((path, entry["pack"], source))
         else:
-            packs.append((path, load_pack(path, validate=False)))
+            packs.append((path, load_pack(path, validate=False), source))
     return packs
 
 
@@ -207,12 +213,14 @@ class RuleSet:
     @classmethod
     def load(cls, config: Config) -> RuleSet:
         """Built-in packs, then the config's extra packs; validate references; apply overrides."""
-        packs = [*builtin_packs(), *((path, load_pack(path)) for path in config.rule_files)]
+        # A built-in pack is known by its source's digest; a user's, which may be any YAML, by its parsed content.
+        packs = [*_builtin_packs(), *((path, pack, json.dumps(pack, sort_keys=True))
+                                      for path in config.rule_files for pack in [load_pack(path)])]  # fmt: skip
         rules: dict[str, Rule] = {}
         lists: dict[str, set[str]] = {}
         hasher = hashlib.sha256()
-        for path, pack in packs:
-            hasher.update(json.dumps(pack, sort_keys=True).encode())
+        for path, pack, digest in packs:
+            hasher.update(digest.encode())
             for name, values in pack.get("lists", {}).items():
                 lists.setdefault(name, set()).update(values)
             for raw in pack.get("rules", []):

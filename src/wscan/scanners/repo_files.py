@@ -352,11 +352,11 @@ def _caller_names_set(artifact: Artifact, holder: dict[str, Any], prefix: str, d
     like what the caller passes (`date_string`, `documents`, ...) sets that name when the caller does not, and the
     template checker trusts those names as the caller's: review 20 looked up `messages[date_string]` with
     `date_string` set to `__class__` so. Real configs name their extra tokens `image_token`, `boi_token`, ..."""
-    from wscan.template_keys import CHAT_DATA
-
     extra = holder.get("extra_special_tokens")
     if not isinstance(extra, dict):
         return
+    from wscan.template_keys import CHAT_DATA  # with jinja2: only for a config that has extra tokens
+
     offset = _offset(data, "extra_special_tokens")
     for name in sorted(k for k in extra if isinstance(k, str) and k in CHAT_DATA):
         yield artifact.observe("template.caller_name_set", offset, field=f"{prefix}extra_special_tokens", name=name,
