@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, unquote_to_bytes
 
+from wscan.model import Observation
 from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem, read_capped
 from wscan.scanners.funasr_config import funasr_config
 from wscan.scanners.hyperpyyaml_refs import MAX_TEXT, UNKNOWN, plain_scalar_text, reference_arithmetic
@@ -36,6 +37,8 @@ from wscan.scanners.pickle_vm import TOO_MANY_RESOLVERS, resolver_calls
 
 TARGET_KEY = "_target_"  # Hydra, at any depth
 COMPONENT_KEY = "_component_"  # torchtune's config.instantiate, at any depth, resolved the same way
+# Lightning's load_from_checkpoint before 2.6.6 imports and calls it, from the checkpoint or its hparams.yaml
+INSTANTIATOR_KEY = "_instantiator"
 # jsonargparse / LightningCLI, and vocos' `from_hparams` (gemelo-ai/vocos#76): `class_path` is imported and called
 # with `init_args`, at any depth.
 CLASS_PATH_KEY = "class_path"
@@ -185,17 +188,27 @@ class ConfigTargetScanner:
                                            path=path)  # fmt: skip
                 yield from _walk_tails(artifact, key, path, value, binds=True)
                 continue
-            if _INTERPOLATION in value:
-                yield artifact.observe("config.dynamic_target", callable=value[:_KEEP], key=key, path=path)
-                continue
-            parts = value.split(".")
-            yield artifact.observe("config.target", callable=value[:_KEEP], leaf=parts[-1][:_KEEP], key=key, path=path)
-            yield from _walk_tails(artifact, key, path, value, binds=key in _BINDING_KEYS or key == GETTER_PATH)
+            yield from target_observations(artifact, None, key, path, value)
         if more:
             yield artifact.observe("config.more_targets", count=more)
 
 
-def _walk_tails(artifact: Artifact, key: str, path: str, value: str, binds: bool) -> Iterator[ScanItem]:
+def target_observations(
+    artifact: Artifact, offset: int | None, key: str, path: str, value: str
+) -> Iterator[Observation]:
+    """A name a loader imports and calls (or binds), for the rules to judge: the name and each tail of it, or a
+    name only an interpolation decides. Also used for the Hydra targets a pickled checkpoint holds."""
+    if _INTERPOLATION in value:
+        yield artifact.observe("config.dynamic_target", offset, callable=value[:_KEEP], key=key, path=path)
+        return
+    parts = value.split(".")
+    yield artifact.observe("config.target", offset, callable=value[:_KEEP], leaf=parts[-1][:_KEEP], key=key, path=path)
+    yield from _walk_tails(artifact, key, path, value, binds=key in _BINDING_KEYS or key == GETTER_PATH, offset=offset)
+
+
+def _walk_tails(
+    artifact: Artifact, key: str, path: str, value: str, binds: bool, offset: int | None = None
+) -> Iterator[Observation]:
     """Each tail of a dotted name, for the rules to judge: Hydra, pydoc.locate and `!ref` resolve a name
     attribute by attribute, so `omegaconf._utils.os.system` is os.system when `_utils` imports os.
 
@@ -208,7 +221,7 @@ def _walk_tails(artifact: Artifact, key: str, path: str, value: str, binds: bool
         rest = parts[start:]
         if len(rest) == 1 and not binds:
             continue
-        yield artifact.observe("config.target_walk", callable=".".join(rest)[:_KEEP], target=value[:_KEEP],
+        yield artifact.observe("config.target_walk", offset, callable=".".join(rest)[:_KEEP], target=value[:_KEEP],
                                key=key, path=path, through=rest[0][:_KEEP],
                                member=".".join(rest[:2])[:_KEEP])  # fmt: skip
 
@@ -549,7 +562,7 @@ def _names_callable(key: str, value: str) -> bool:
     """Whether a key's value is a callable the loader imports: NeMo's `target` only as a dotted name, and
     jsonargparse's `class_path` only with a dot or an interpolation (a bare class name is looked up among the
     subclasses already imported, and vocos' `rsplit(".", 1)` refuses it)."""
-    if key in (TARGET_KEY, COMPONENT_KEY):
+    if key in (TARGET_KEY, COMPONENT_KEY, INSTANTIATOR_KEY):
         return True
     if key == CLASS_PATH_KEY:
         return "." in value or _INTERPOLATION in value

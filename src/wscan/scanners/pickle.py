@@ -20,6 +20,7 @@ from wscan.model import AttrValue, Observation
 from wscan.scanners import dcp, joblib_legacy
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.config_targets import target_observations
 from wscan.scanners.pickle_ops import (
     OPCODES,
     FrameOverrun,
@@ -51,6 +52,7 @@ LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."
 # the object, its storage keys), then reads storages: a damaged one of them is a malformed file, not trailing data.
 LEGACY_PICKLES = 5
 LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C  # what torch compares the first pickle's value with, however it is spelled
+CHECKPOINT_CONFIG = "(a dict in the pickle: checkpoint hyperparameters)"  # the path of a pickled config target
 
 # Element sizes of the storage classes legacy torch.save names in its persistent ids.
 STORAGE_ELEMENT_SIZE = {
@@ -484,6 +486,12 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
                 leaf=rec.name.rsplit(".", 1)[-1],
                 **extra,
             )
+        for offset, key, value in sub.config_targets:
+            if value is None:
+                yield artifact.observe("config.dynamic_target", offset, callable="<a value the pickle builds>", key=key,
+                                       path=CHECKPOINT_CONFIG)  # fmt: skip
+            else:
+                yield from target_observations(artifact, offset, key, CHECKPOINT_CONFIG, value)
         for event in sub.events:
             owner = event.attrs.get("callable")
             if torchscript and isinstance(owner, str) and owner.startswith("__torch__."):

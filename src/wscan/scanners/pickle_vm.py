@@ -202,6 +202,11 @@ class PickleResult:
     # stream can still change a state's lists after the BUILD.
     # each with the restored class's name, and its items when BUILD copied them (`_keep_state`)
     states: list[tuple[Dict, int, str, Dict]] = field(default_factory=list)
+    # Dict items that a loader instantiates from a checkpoint's hyperparameters (`CONFIG_TARGET_KEYS`): (offset, key,
+    # the name as text, or None when the pickle builds it), at most MAX_CONFIG_TARGETS of them.
+    config_targets: list[tuple[int, str, str | None]] = field(default_factory=list)
+    # The copies `_keep_state` made of each dict state, by the dict's id (the dicts are kept alive in `states`).
+    state_copies: dict[int, list[Dict]] = field(default_factory=dict)
 
     @property
     def nested_all_read(self) -> bool:
@@ -732,6 +737,7 @@ class Machine:
                     if len(pairs) % 2:
                         raise PickleSyntaxError(at, "SETITEMS with an odd number of items")
                 escape(pairs)
+                _config_targets(res, pairs, at)
                 target = top()
                 if isinstance(target, Dict):
                     # A dict's items are kept when the dict is (its walk reads them), or now if it already was or
@@ -826,6 +832,7 @@ class Machine:
                 _keep(res, items)
                 if len(items) % 2:
                     raise PickleSyntaxError(at, "DICT with an odd number of items")
+                _config_targets(res, items, at)
                 d = Dict()
                 for i in range(0, len(items), 2):
                     d.add(items[i], items[i + 1])
@@ -1138,6 +1145,39 @@ _KEPT_FROM = {
     **_RESTORED_POSITIONS, **dict.fromkeys(_ARRAY_REBUILDERS, 1), "torch._utils._rebuild_wrapper_subclass": 1,
     GETATTR: 1,
 }
+
+
+# Keys of a checkpoint's hyperparameters that loaders import and call: Hydra's `_target_`, which NeMo's models (and
+# any module that calls hydra.utils.instantiate on its config) build in __init__, and Lightning's `_instantiator`,
+# which load_from_checkpoint imported and called before 2.6.6 (Lightning #21822), whatever it named.
+CONFIG_TARGET_KEYS = frozenset({"_target_", "_instantiator"})
+MAX_CONFIG_TARGETS = 1000
+_OMEGACONF_VALUE = "_val"  # an OmegaConf node's value, in its BUILD state (a DictConfig's items are nodes)
+
+
+def _config_targets(res: PickleResult, pairs: list[Sym], at: int) -> None:
+    """Note the items of a dict being filled whose key a loader instantiates; their values as text."""
+    for index in range(0, len(pairs) - 1, 2):
+        key = pairs[index]
+        if isinstance(key, Const) and isinstance(key.value, str) and key.value in CONFIG_TARGET_KEYS:
+            for text in _config_texts(res, pairs[index + 1]):
+                if len(res.config_targets) < MAX_CONFIG_TARGETS:
+                    res.config_targets.append((at, key.value, text))
+
+
+def _config_texts(res: PickleResult, value: Sym) -> list[str | None]:
+    """A config value as the loader may read it: a string, or the string an OmegaConf node holds (as each BUILD
+    copied its state, and as the state is now: a SETITEMS after the BUILD changes the dict, not the node); None
+    for anything else."""
+    if isinstance(value, Obj) and isinstance(value.state, Dict):
+        states = [*res.state_copies.get(id(value.state), []), value.state]
+        held = [found for state in states if (found := state.get(_OMEGACONF_VALUE)) is not None]
+        return list(dict.fromkeys(_text(found) for found in held)) if held else [None]
+    return [_text(value)]
+
+
+def _text(value: Sym) -> str | None:
+    return value.value if isinstance(value, Const) and isinstance(value.value, str) else None
 
 
 def _keep_arguments(res: PickleResult, func: Sym, args: Sym) -> None:
@@ -1594,7 +1634,9 @@ def _keep_state(res: PickleResult, mapping: Dict, at: int, restored: str) -> Non
     into the instance as they are then: a SETITEMS on the same dict later changes what the stream's end shows, not
     the object (review 21 renamed an EnsembleLda's module so), so the items are kept as they were too."""
     if len(res.states) < MAX_STATES:
-        res.states.append((mapping, at, restored, Dict(items=list(mapping.items), dropped=mapping.dropped)))
+        copied = Dict(items=list(mapping.items), dropped=mapping.dropped)
+        res.states.append((mapping, at, restored, copied))
+        res.state_copies.setdefault(id(mapping), []).append(copied)
 
 
 def _pairs(state: Sym) -> Dict | None:

@@ -1,0 +1,116 @@
+"""Configs inside pickled checkpoints: the hyperparameters Lightning and NeMo keep in a `.ckpt` are instantiated when
+the model loads, as a YAML config's are. NeMo's models build every Hydra `_target_` of their config in __init__
+(the CVE-2025-23304 path, here through `torch.load` instead of a `.nemo` YAML), and Lightning before 2.6.6 imported
+and called whatever `_instantiator` the hyperparameters named (Lightning #21822)."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from tests.helpers.scanning import rule_ids, scan
+
+NEMO_LIKE = {
+    "preprocessor": {"_target_": "nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor", "features": 80},
+    "encoder": {"_target_": "nemo.collections.asr.modules.ConformerEncoder", "feat_in": 80, "n_layers": 2},
+    "optim": {"name": "adamw", "lr": 0.001, "sched": {"name": "NoamAnnealing", "warmup_steps": "${trainer.steps}"}},
+    "trainer": {"steps": 1000, "devices": [0, 1]},
+    "head": {"_target_": "torch.nn.Linear", "in_features": 4, "out_features": 2},
+}
+
+
+def checkpoint(path: Path, hyper_parameters: object) -> Path:
+    """A Lightning-style checkpoint, written by torch.save as Lightning's Trainer writes one."""
+    torch.save({"state_dict": {"w": torch.zeros(2)}, "hyper_parameters": hyper_parameters,
+                "pytorch-lightning_version": "2.5.0"}, path)  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize(("as_omegaconf", "expected"), [(False, set()), (True, {"WS-PKL-003"})])
+def test_hydra_trained_checkpoints_name_only_what_they_build(
+    tmp_path: Path, as_omegaconf: bool, expected: set[str]
+) -> None:
+    """A NeMo-like config with NeMo and PyTorch targets: as plain dicts, clean. As a DictConfig it stays high for
+    OmegaConf's classes alone (comparing two of them resolves interpolations while the pickle loads, so they are
+    off the allowlist: tests/test_library_gadgets.py); its targets add nothing."""
+    config = OmegaConf.create(NEMO_LIKE) if as_omegaconf else NEMO_LIKE
+    report = scan(checkpoint(tmp_path / "model.ckpt", {"cfg": config}))
+    assert rule_ids(report) == expected, [f.message for f in report.findings]
+
+
+@pytest.mark.parametrize("as_omegaconf", [True, False])
+def test_a_gadget_target_in_a_checkpoint_is_critical_and_runs(tmp_path: Path, as_omegaconf: bool) -> None:
+    """`_target_: os.makedirs` in the hyperparameters: instantiating the loaded config, as NeMo's ModelPT does with
+    each module's config, makes the folder. wscan judges it as it judges the YAML (WS-CFG-001)."""
+    marker = tmp_path / "instantiated-marker"
+    hostile = {**NEMO_LIKE, "encoder": {"_target_": "os.makedirs", "name": str(marker)}}
+    config = OmegaConf.create(hostile) if as_omegaconf else hostile
+    path = checkpoint(tmp_path / "model.ckpt", {"cfg": config})
+    findings = {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
+    assert ("WS-CFG-001", "os.makedirs") in findings
+
+    code = ("import sys, torch; from hydra.utils import instantiate\n"
+            "ckpt = torch.load(sys.argv[1], weights_only=False)\n"
+            "instantiate(ckpt['hyper_parameters']['cfg']['encoder'])")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=120, capture_output=True)
+    assert marker.is_dir()
+
+
+@pytest.mark.parametrize(
+    ("instantiator", "expected"),
+    [
+        ("lightning.pytorch.cli.instantiate_module", set()),  # what LightningCLI writes
+        ("pytorch_lightning.cli.instantiate_module", set()),
+        ("mypackage.build", {"WS-CFG-022"}),
+        ("os.system", {"WS-CFG-022", "WS-CFG-001"}),
+    ],
+)
+def test_a_checkpoint_naming_its_own_instantiator_is_high(
+    tmp_path: Path, instantiator: str, expected: set[str]
+) -> None:
+    """Lightning before 2.6.6 (`_load_state` in lightning/pytorch/core/saving.py) pops `_instantiator` from the
+    hyperparameters, imports it and calls it with the model class; 2.6.6 takes only its own instantiate_module."""
+    hparams = {"_instantiator": instantiator, "_class_path": "mypackage.models.Net", "lr": 0.1}
+    assert rule_ids(scan(checkpoint(tmp_path / "model.ckpt", hparams))) == expected
+
+
+def _node_renamed_after_build() -> bytes:
+    """An OmegaConf node BUILT with `_val` os.system, whose state dict a later SETITEM sets to torch.nn.Linear, put
+    under `_target_`: the node keeps what BUILD copied (Node.__setstate__ updates its __dict__ from the dict)."""
+    return (b"\x80\x02comegaconf.nodes\nAnyNode\nq\x00)\x81q\x01}q\x02X\x04\x00\x00\x00_val"
+            b"X\t\x00\x00\x00os.systemsb0h\x02X\x04\x00\x00\x00_valX\x0f\x00\x00\x00torch.nn.Linears0"
+            b"}X\x08\x00\x00\x00_target_h\x01s.")  # fmt: skip
+
+
+def test_a_node_state_changed_after_its_build_is_judged_as_built(tmp_path: Path) -> None:
+    data = _node_renamed_after_build()
+    assert pickle.loads(data)["_target_"]._val == "os.system"  # the real unpickler, with OmegaConf's own class
+    path = tmp_path / "hparams.pkl"
+    path.write_bytes(data)
+    findings = {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
+    assert ("WS-CFG-001", "os.system") in findings
+
+
+def test_a_target_the_pickle_builds_is_dynamic(tmp_path: Path) -> None:
+    """A `_target_` whose value is no string the machine can read (here a call's result) may name anything."""
+    data = b"\x80\x02}X\x08\x00\x00\x00_target_cbuiltins\nstr\nX\t\x00\x00\x00os.system\x85Rs."
+    path = tmp_path / "hparams.pkl"
+    path.write_bytes(data)
+    assert pickle.loads(data) == {"_target_": "os.system"}
+    report = scan(path)
+    assert any(f.rule_id == "WS-CFG-003" for f in report.findings), [f.rule_id for f in report.findings]
+
+
+def test_an_instantiator_in_a_lightning_hparams_file_is_high(tmp_path: Path) -> None:
+    """Lightning's loggers write the hyperparameters to hparams.yaml too, and load_from_checkpoint(hparams_file=...)
+    reads them from there: the same key is judged the same way."""
+    (tmp_path / "hparams.yaml").write_text("_instantiator: mypackage.build\nlr: 0.1\n")
+    assert rule_ids(scan(tmp_path / "hparams.yaml")) == {"WS-CFG-022"}
+    (tmp_path / "hparams.yaml").write_text("_instantiator: lightning.pytorch.cli.instantiate_module\nlr: 0.1\n")
+    assert rule_ids(scan(tmp_path / "hparams.yaml")) == set()
