@@ -65,12 +65,28 @@ def test_more_real_templates_pass(path: Path) -> None:
         ("{% set range = ['popen'] %}{% for i in range %}{{ x[i]() }}{% endfor %}", True),
         ("{% set loop = {'index': 'popen'} %}{{ x[loop.index]() }}", True),
         ("{% macro f(i) %}{{ x[i]() }}{% endmacro %}{{ f(1) }}", True),  # parameters take any call's values
+        ("{{ x['x'|int]() }}", False),
+        ("{{ x['x'|int(0)]() }}", False),
+        # int and float give their default when the value does not convert (review 22): the user's text here
+        ("{% for m in messages %}{{ m.content['x'|int(m.content)]() }}{% endfor %}", True),
+        ("{{ x['x'|float(default=n)]() }}", True),
     ],
 )
 def test_a_number_as_key_names_no_attribute(source: str, flagged: bool) -> None:
     """`x[k](...)` calls whatever the key picks, attributes included (a string key Jinja falls back to getattr with);
     a key that is certainly a number picks an item only."""
     assert ("template.computed_call" in {issue.kind for issue in check_template(source)}) is flagged
+
+
+def test_an_int_filters_default_is_the_users_text() -> None:
+    """Review 22, in transformers' own sandbox: `'x'|int(text)` is `text`, so a user's message picks the method the
+    template calls; and a default can spell a dunder key (which passed before the counters were numbers too)."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    source = "{% for m in messages %}{{ m.content[('x'|int(m.content))]() }}{% endfor %}"
+    assert ImmutableSandboxedEnvironment().from_string(source).render(messages=[{"content": "upper"}]) == "UPPER"
+    assert "template.computed_call" in {issue.kind for issue in check_template(source)}
+    assert "template.dunder_access" in {issue.kind for issue in check_template("{{ y['x'|int('__class__')] }}")}
 
 
 def test_guard_models_render_options_are_the_callers() -> None:

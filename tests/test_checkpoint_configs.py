@@ -114,3 +114,44 @@ def test_an_instantiator_in_a_lightning_hparams_file_is_high(tmp_path: Path) -> 
     assert rule_ids(scan(tmp_path / "hparams.yaml")) == {"WS-CFG-022"}
     (tmp_path / "hparams.yaml").write_text("_instantiator: lightning.pytorch.cli.instantiate_module\nlr: 0.1\n")
     assert rule_ids(scan(tmp_path / "hparams.yaml")) == set()
+
+
+def pyannote_checkpoint(path: Path, module: str, name: str) -> Path:
+    """What pyannote.audio's Model.on_save_checkpoint adds to a Lightning checkpoint (pyannote.audio 4.0.7)."""
+    torch.save({"state_dict": {"w": torch.zeros(2)}, "pytorch-lightning_version": "2.5.0",
+                "pyannote.audio": {"versions": {"pyannote.audio": "4.0.7"},
+                                   "architecture": {"module": module, "class": name}}}, path)  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "expected"),
+    [
+        ("pyannote.audio.models.segmentation.PyanNet", "PyanNet", set()),  # what pyannote writes
+        ("mypackage.models", "Net", {"WS-CFG-002"}),
+        ("os", "system", {"WS-CFG-001"}),
+    ],
+)
+def test_pyannote_imports_the_module_its_checkpoint_names(
+    tmp_path: Path, module: str, name: str, expected: set[str]
+) -> None:
+    """pyannote.audio's Model.from_pretrained loads the checkpoint, imports `architecture.module` and calls
+    `load_from_checkpoint` on its `class` (review 19 noticed it): the name is judged as a config target."""
+    report = scan(pyannote_checkpoint(tmp_path / "pytorch_model.bin", module, name))
+    assert rule_ids(report) == expected, [f.message for f in report.findings]
+
+
+def _text(value: str) -> bytes:
+    return b"X" + len(value).to_bytes(4, "little") + value.encode()
+
+
+def test_an_architecture_changed_after_it_is_stored_is_read_as_the_loader_reads_it(tmp_path: Path) -> None:
+    """The dict is stored under `architecture` naming pyannote's class, then changed in place to os.system: the loader
+    reads the dict as the stream leaves it."""
+    data = (b"\x80\x02}q\x00" + _text("architecture") + b"}q\x01" + _text("module")
+            + _text("pyannote.audio.models.segmentation.PyanNet") + b"s" + _text("class") + _text("PyanNet") + b"ss"
+            + b"h\x01" + _text("module") + _text("os") + b"s" + _text("class") + _text("system") + b"s0.")  # fmt: skip
+    assert pickle.loads(data) == {"architecture": {"module": "os", "class": "system"}}
+    path = tmp_path / "checkpoint.pkl"
+    path.write_bytes(data)
+    assert ("WS-CFG-001", "os.system") in {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}

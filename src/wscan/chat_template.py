@@ -92,8 +92,11 @@ class _Generation(Extension):
 _ENV = Environment(trim_blocks=True, lstrip_blocks=True, extensions=[_Generation, "jinja2.ext.loopcontrols"])
 
 
-def check_template(source: str) -> list[Issue]:
-    """Everything a chat template reaches for that a sandboxed chat never needs; empty for a clean template."""
+def check_template(source: str, program_data: bool = False) -> list[Issue]:
+    """Everything a chat template reaches for that a sandboxed chat never needs; empty for a clean template.
+
+    `program_data`: the template is another program's (an HTML report), whose render context is that program's own
+    data: a key read from there is the program's choice, and only names the template builds itself are judged."""
     if len(source) > MAX_TEMPLATE_CHARS:
         return [Issue("template.size_limit", {"length": len(source), "limit": MAX_TEMPLATE_CHARS})]
     try:
@@ -106,9 +109,9 @@ def check_template(source: str) -> list[Issue]:
     walked = list(islice(_walk(tree), MAX_NODES + 1))
     if len(walked) > MAX_NODES:  # failed whatever it holds; Jinja's scoping is not worth compiling it for
         issues[("limit", "")] = Issue("template.node_limit", {"limit": MAX_NODES})
-        sources = KeySources(walked)
+        sources = KeySources(walked, trust_context=program_data)
     else:
-        sources = KeySources(walked, context_reads(tree, _ENV))
+        sources = KeySources(walked, context_reads(tree, _ENV), trust_context=program_data)
     aliases = _global_aliases(walked, sources)
     found: Iterator[Issue] = (issue for node in walked for issue in _inspect(node, aliases, sources))
     if len(walked) <= MAX_NODES:  # what rendering costs: llama.cpp renders the template while loading the model
@@ -118,6 +121,26 @@ def check_template(source: str) -> list[Issue]:
         if len(issues) >= MAX_ISSUES:
             break
     return list(issues.values())
+
+
+def context_names(source: str) -> set[str] | None:
+    """The names a template reads from its render context (where Jinja's scoping may resolve them there:
+    `template_scopes`), or None when it does not parse or is too large to walk: a caller then treats it as a chat
+    template, whose checks report why. (jinja2.meta compiles the template, and fails on another program's
+    filters.)"""
+    if len(source) > MAX_TEMPLATE_CHARS:
+        return None
+    try:
+        tree = _ENV.parse(source)
+    except (TemplateSyntaxError, RecursionError):
+        return None
+    walked = list(islice(_walk(tree), MAX_NODES + 1))
+    if len(walked) > MAX_NODES:
+        return None
+    reads = context_reads(tree, _ENV)
+    if reads is None:
+        return None
+    return {node.name for node in walked if isinstance(node, nodes.Name) and id(node) in reads}
 
 
 def _walk(tree: nodes.Node) -> Iterator[nodes.Node]:

@@ -26,7 +26,7 @@ class Limits:
     max_member_bytes: int = 2 * GIB          # a single member that must be materialised to be scanned
     max_pickle_bytes: int = 512 * MIB        # one pickle stream's opcodes and their arguments
     max_pickle_opcodes: int = 20_000_000
-    max_memo_entries: int = 8_000_000        # distinct objects of a data pickle: 1.2 M in real word lists
+    max_memo_entries: int = 4_000_000        # distinct objects of a data pickle: 1.2 M in real word lists
     max_stack_depth: int = 1_000_000
     max_header_bytes: int = 100 * MIB        # npy / safetensors style headers
     max_json_bytes: int = 64 * MIB           # config, tokenizer and template files (tokenizer.json is the big one)

@@ -52,10 +52,14 @@ class KeySources:
     `s[1]`, or a loop over it, may then be one), and it may be an object looked up by a computed name
     (`fetched`)."""
 
-    def __init__(self, walk: Iterable[nodes.Node], context_reads: set[int] | None = None) -> None:
+    def __init__(
+        self, walk: Iterable[nodes.Node], context_reads: set[int] | None = None, trust_context: bool = False
+    ) -> None:
         """`context_reads`: the name loads Jinja resolves from the render context (`template_scopes`); without it
-        a name the template binds anywhere is taken to be bound everywhere."""
+        a name the template binds anywhere is taken to be bound everywhere. `trust_context`: every name the context
+        gives is the caller's, as CHAT_DATA's are in a chat (another program's template, rendered with its data)."""
         self.context_reads = context_reads
+        self.trust_context = trust_context
         bindings: list[tuple[list[str], nodes.Node | None, bool]] = []  # names, value (None: anything), a loop?
         statements = list(walk)
         macros = {node.name: node for node in statements if isinstance(node, nodes.Macro)}
@@ -142,8 +146,8 @@ class KeySources:
         if isinstance(node, nodes.Mod):
             return True  # '%c' % 95
         if isinstance(node, nodes.Filter):
-            if node.name in NUMBER_FILTERS:
-                return False
+            if node.name in NUMBER_FILTERS:  # `int` and `float` give their default when the value is not a number
+                return any(self.contains(d, deeper) for d in _filter_defaults(node))
             if node.name == "format":
                 return True
             values = [node.node] if node.node is not None else []
@@ -203,7 +207,7 @@ class KeySources:
             return (isinstance(node.node, nodes.Name) and node.node.name == "loop" and "loop" not in self.bound
                     and node.attr in LOOP_COUNTERS)  # fmt: skip
         if isinstance(node, nodes.Filter):
-            return node.name in COUNT_FILTERS
+            return node.name in COUNT_FILTERS and all(self.number(d, depth + 1) for d in _filter_defaults(node))
         if isinstance(node, nodes.Neg | nodes.Pos):
             return self.number(node.node, depth + 1)
         if isinstance(node, nodes.Add | nodes.Sub | nodes.Mul | nodes.Div | nodes.FloorDiv | nodes.Pow | nodes.Mod):
@@ -229,7 +233,7 @@ class KeySources:
     def _name(self, node: nodes.Name, facts: set[str]) -> bool:
         """A name's values: those of its bindings, and the context's where Jinja may resolve it from there."""
         bound = node.name in self.bound and node.name in facts
-        return bound or (self.from_context(node) and node.name not in CHAT_DATA)
+        return bound or (self.from_context(node) and not self.trust_context and node.name not in CHAT_DATA)
 
     def _outer(self, node: nodes.Node) -> bool:
         """Whether `node` is a name that may come from the context here (its namespace attributes with it)."""
@@ -324,6 +328,14 @@ def target_names(target: nodes.Node) -> list[str]:
     if isinstance(target, nodes.Tuple | nodes.List):
         return [name for item in target.items for name in target_names(item)]
     return []
+
+
+def _filter_defaults(node: nodes.Filter) -> list[nodes.Expr]:
+    """What `int` and `float` return when the value does not convert: their first argument or `default=`
+    (`'x'|int(message.content)` is the message's text, review 22). Other filters have none."""
+    if node.name not in ("int", "float"):
+        return []
+    return [*node.args[:1], *(kw.value for kw in node.kwargs if kw.key == "default")]
 
 
 def _attribute_name(node: nodes.Getattr) -> str:

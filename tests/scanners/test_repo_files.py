@@ -104,7 +104,7 @@ def test_other_programs_jinja_templates_are_not_chat_templates(tmp_path: Path) -
     templates: no loader renders them as one, and they hold no escape."""
     report = scan(OTHER_JINJA)
     templates = [f for f in report.files if f.path.endswith(".jinja")]
-    assert len(templates) == 5 and all(f.status == "scanned" and f.formats == ("chat-template",) for f in templates)
+    assert len(templates) == 6 and all(f.status == "scanned" and f.formats == ("chat-template",) for f in templates)
     assert report.findings == [], [f.message for f in report.findings]
 
 
@@ -138,6 +138,37 @@ def test_an_escape_in_any_jinja_file_is_found(tmp_path: Path, source: str, rule:
     (tmp_path / "report.html.jinja").write_text(source, encoding="utf-8")
     found = {f.rule_id for f in scan(tmp_path).findings if f.severity >= Severity.HIGH}
     assert rule in found
+
+
+NESTED_LOOPS = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"
+
+
+def test_a_template_reached_through_a_symlinked_template_folder_is_still_judged(tmp_path: Path) -> None:
+    """Review 22: additional_chat_templates/ as a link to tpl/, whose tool_use.jinja transformers renders whenever
+    tools are passed (nested constant loops hung it). The file is reached by its own name, and judged as a chat
+    template by what it reads (`tools`); one that reads nothing is still judged for its render cost."""
+    (tmp_path / "tpl").mkdir()
+    (tmp_path / "tpl" / "tool_use.jinja").write_text("{% for t in tools %}{{ t.name }}{% endfor %}" + NESTED_LOOPS)
+    (tmp_path / "tpl" / "quiet.jinja").write_text(NESTED_LOOPS)
+    (tmp_path / "additional_chat_templates").symlink_to("tpl")
+    report = scan(tmp_path)
+    by_file = {p: {f.rule_id for f in report.findings if f.location.path.endswith(p)} for p in ("tool_use.jinja",
+                                                                                                  "quiet.jinja")}
+    assert by_file == {"tool_use.jinja": {"WS-TPL-010"}, "quiet.jinja": {"WS-TPL-010"}}
+
+
+def test_names_another_programs_template_builds_itself_are_judged(tmp_path: Path) -> None:
+    """Review 22: an HTML template that assembles `__class__` and friends from `'%c'|format(95)` reaches Python's
+    internals under a plain Environment (shown here with `__class__`); keys from its program's data pass."""
+    from jinja2 import Environment
+
+    built = "{%- set u = '%c'|format(95) * 2 -%}{{ ''[u ~ 'class' ~ u] }}"
+    assert Environment().from_string(built).render() == "<class 'str'>"
+    (tmp_path / "report.html.jinja").write_text(built + "<h1>{{ title }}</h1>")
+    (tmp_path / "rows.html.jinja").write_text("{% for k in columns %}<td>{{ row[k] }}</td>{% endfor %}")
+    report = scan(tmp_path)
+    assert {f.rule_id for f in report.findings if f.location.path.endswith("report.html.jinja")} == {"WS-TPL-005"}
+    assert not [f for f in report.findings if f.location.path.endswith("rows.html.jinja")]
 
 
 def test_jinja_file_not_utf8(tmp_path: Path) -> None:

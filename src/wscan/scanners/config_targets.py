@@ -83,7 +83,7 @@ STRING_TAGS = "!string"  # the key under which a string holding calling tags is 
 QUOTED_INTERPOLATION = "${ (quoted)"  # a double-quoted value with an interpolation: (key, line, decoded value)
 _DECODES = 4  # ruamel %-decodes a tag twice; a few more rounds cost nothing
 YAML_SUFFIXES = (".yaml", ".yml")
-PYTHON_SUFFIXES = (".py", ".pyw")  # imported, never read as YAML: a docstring's HyperPyYAML example is not a config
+PYTHON_SUFFIXES = (".py", ".pyw")  # code that YAML cannot read is not a config (`_python_source`)
 # `_target_` as a key: at a line's start (block YAML) or after `{` or `,` (JSON and YAML flow mappings, which
 # OmegaConf.load reads whatever the file is called).
 _TARGET_IN_HEAD = re.compile(
@@ -142,12 +142,12 @@ class ConfigTargetScanner:
         except UnicodeDecodeError as exc:
             yield from _unreadable(artifact, data, f"not UTF-8 at byte {exc.start}")
             return
-        if _python_source(artifact.name, text):
-            yield artifact.observe(NOT_MINE_KIND)  # its doctests' YAML is not a config; the code scanner reads it
-            return
         try:
             found, more = _targets(text, ctx)
         except _YamlError as exc:
+            if _python_source(artifact.name, text):
+                yield artifact.observe(NOT_MINE_KIND)  # its doctests' YAML is not a config; the code scanner reads it
+                return
             yield from _unreadable(artifact, data, str(exc))
             # HyperPyYAML reads with ruamel, which takes YAML PyYAML refuses: its calling tags are judged as text.
             found, more = _first(_tags_in_text(text))
@@ -595,8 +595,10 @@ def _value_done(stack: list[_Frame]) -> None:
 
 
 def _python_source(name: str, text: str) -> bool:
-    """A `.py` file that Python can parse: whatever YAML its docstrings show, loaders import it, and no loader
-    reads it as a config. `ast.parse` builds a tree and runs nothing. Text Python refuses stays a config."""
+    """A `.py` file that Python can parse (and YAML cannot): whatever YAML its docstrings show, no loader can read it
+    as a config. `ast.parse` builds a tree and runs nothing. A file both read (`key: "value"` lines are annotated
+    assignments too) stays a config: FunASR reads the file its configuration.json names with OmegaConf.load, whatever
+    it is called (review 22 ran remote code from a `config.py` so)."""
     if not name.lower().endswith(PYTHON_SUFFIXES):
         return False
     try:

@@ -205,6 +205,8 @@ class PickleResult:
     # Dict items that a loader instantiates from a checkpoint's hyperparameters (`CONFIG_TARGET_KEYS`): (offset, key,
     # the name as text, or None when the pickle builds it), at most MAX_CONFIG_TARGETS of them.
     config_targets: list[tuple[int, str, str | None]] = field(default_factory=list)
+    # Dicts set under `architecture` (pyannote's checkpoint names its model class there), read at the stream's end.
+    architectures: list[tuple[int, Dict]] = field(default_factory=list)
     # The copies `_keep_state` made of each dict state, by the dict's id (the dicts are kept alive in `states`).
     state_copies: dict[int, list[Dict]] = field(default_factory=dict)
 
@@ -599,6 +601,7 @@ class Machine:
             res.over_budget = BudgetExceeded("max-memory-bytes", detail)
         res.end = self.stream.base + self.stream.offset
         check_states(res)
+        check_architectures(res)
         return res
 
     def _loop(self, res: PickleResult) -> None:
@@ -1152,17 +1155,36 @@ _KEPT_FROM = {
 # which load_from_checkpoint imported and called before 2.6.6 (Lightning #21822), whatever it named.
 CONFIG_TARGET_KEYS = frozenset({"_target_", "_instantiator"})
 MAX_CONFIG_TARGETS = 1000
+ARCHITECTURE_KEY = "architecture"
+PYANNOTE_ARCHITECTURE = "pyannote.audio architecture"  # the key its module and class are reported under
 _OMEGACONF_VALUE = "_val"  # an OmegaConf node's value, in its BUILD state (a DictConfig's items are nodes)
 
 
 def _config_targets(res: PickleResult, pairs: list[Sym], at: int) -> None:
     """Note the items of a dict being filled whose key a loader instantiates; their values as text."""
     for index in range(0, len(pairs) - 1, 2):
-        key = pairs[index]
-        if isinstance(key, Const) and isinstance(key.value, str) and key.value in CONFIG_TARGET_KEYS:
-            for text in _config_texts(res, pairs[index + 1]):
+        key, value = pairs[index], pairs[index + 1]
+        if not isinstance(key, Const) or not isinstance(key.value, str):
+            continue
+        if key.value in CONFIG_TARGET_KEYS:
+            for text in _config_texts(res, value):
                 if len(res.config_targets) < MAX_CONFIG_TARGETS:
                     res.config_targets.append((at, key.value, text))
+        elif key.value == ARCHITECTURE_KEY and isinstance(value, Dict) and len(res.architectures) < MAX_CONFIG_TARGETS:
+            res.architectures.append((at, value))
+
+
+def check_architectures(res: PickleResult) -> None:
+    """pyannote.audio's Model.from_pretrained imports the checkpoint's `architecture` `module` and calls
+    `load_from_checkpoint` on its `class`: the name as the stream's end leaves the dict (what the loader reads)."""
+    for at, architecture in res.architectures:
+        module, name = architecture.get("module"), architecture.get("class")
+        if module is None and name is None:
+            continue  # another library's `architecture`
+        texts = (_text(module) if module is not None else None, _text(name) if name is not None else None)
+        dotted = f"{texts[0]}.{texts[1]}" if None not in texts else None
+        if len(res.config_targets) < MAX_CONFIG_TARGETS:
+            res.config_targets.append((at, PYANNOTE_ARCHITECTURE, dotted))
 
 
 def _config_texts(res: PickleResult, value: Sym) -> list[str | None]:

@@ -414,22 +414,32 @@ def _offset(data: bytes, key: str) -> int | None:
 
 # Where a loader reads a stand-alone chat template by its name: transformers' chat_template.jinja (a tokenizer's or a
 # processor's) and every file of additional_chat_templates/ (discover.LOADER_FOLDERS). Servers (vLLM, llama.cpp)
-# take one by any name, given by their user; such a template reads the chat, `messages`.
+# take one by any name, given by their user; such a template reads the chat or the tokens loaders pass.
 CHAT_TEMPLATE_FILE = "chat_template.jinja"
-_READS_CHAT = re.compile(r"\bmessages\b")
-# What in another program's template is still an escape: a dunder walk or a template global taken apart breaks out
-# of an unsandboxed Environment, where that program renders it. Private names, includes, computed keys and names
-# like `request` are how HTML templates (mne's, nilearn's reports) are written.
+# What chat loaders pass a template besides the caller's options (template_keys.CHAT_DATA): the tokenizer's tokens.
+SPECIAL_TOKENS = frozenset({"bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token"})
+# Another program's template is still judged for what breaks out of an unsandboxed Environment (a dunder walk, a
+# template global taken apart, `popen`-style attributes, names the template assembles itself: review 22 ran a
+# command from `'%c'|format(95) * 2`) and for what a loader cannot survive rendering (a symlinked
+# additional_chat_templates/ reaches a file by another name: review 22 hung transformers so). Private names,
+# includes, keys from its program's data and names like `request` are how HTML templates (mne's, nilearn's
+# reports) are written.
 _ESCAPE_KINDS = frozenset({"template.global_internals", "template.dangerous_attribute", "template.size_limit",
-                           "template.node_limit", "template.malformed"})
+                           "template.node_limit", "template.malformed", "template.render_cost",
+                           "template.computed_attribute", "template.computed_call"})
 
 
 def reads_as_chat_template(where: str, source: str) -> bool:
-    """Whether a `.jinja` file is a chat template: by the name a loader reads, else by reading the chat."""
+    """Whether a `.jinja` file is a chat template: by the name a loader reads, else by reading from its context
+    anything a chat loader passes (`messages`, `tools`, a special token, ...), or by not parsing."""
+    from wscan.chat_template import context_names  # jinja2 loads only when there is a template
+    from wscan.template_keys import CHAT_DATA
+
     parts = where.replace("\\", "/").split("/")
     if parts[-1] == CHAT_TEMPLATE_FILE or (len(parts) > 1 and parts[-2] in LOADER_FOLDERS):
         return True
-    return _READS_CHAT.search(source) is not None
+    names = context_names(source)
+    return names is None or bool(names & (CHAT_DATA | SPECIAL_TOKENS) - {"loop"})
 
 
 def _escape(kind: str, name: str) -> bool:
@@ -440,7 +450,8 @@ class TemplateFileScanner:
     """Stand-alone chat templates (`chat_template.jinja`, `*.jinja`) as transformers 4.43+ stores them.
 
     Other programs' `.jinja` files (HTML reports, documentation themes) ship beside models too. One that is not
-    at a chat template's name and never reads the chat is judged only for escapes (`_ESCAPE_KINDS`)."""
+    at a chat template's name and reads nothing a chat loader passes is judged for escapes and render cost only
+    (`_ESCAPE_KINDS`)."""
 
     name = "chat-template"
 
@@ -460,7 +471,7 @@ class TemplateFileScanner:
         from wscan.chat_template import check_template  # jinja2 loads only when there is a template
 
         chat = reads_as_chat_template(artifact.location.member or artifact.location.path, source)
-        for issue in check_template(source):
+        for issue in check_template(source, program_data=not chat):
             if chat or _escape(issue.kind, str(issue.attrs.get("name", ""))):
                 yield artifact.observe(issue.kind, field="file", **issue.attrs)
 
