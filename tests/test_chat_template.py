@@ -70,6 +70,11 @@ def test_more_real_templates_pass(path: Path) -> None:
         # int and float give their default when the value does not convert (review 22): the user's text here
         ("{% for m in messages %}{{ m.content['x'|int(m.content)]() }}{% endfor %}", True),
         ("{{ x['x'|float(default=n)]() }}", True),
+        # Review 23: a default spread from a list or dict, `caller` called through another name, a macro's name
+        ("{{ x['x'|int(*[bos_token])]() }}", True),
+        ("{{ x['x'|float(**{'default': bos_token})]() }}", True),
+        ("{% set k = 0 %}{% macro m() %}{% set c = caller %}{{ c(bos_token) }}{% endmacro %}"
+         "{% call(k) m() %}{{ x[k]() }}{% endcall %}", True),
     ],
 )
 def test_a_number_as_key_names_no_attribute(source: str, flagged: bool) -> None:
@@ -87,6 +92,13 @@ def test_an_int_filters_default_is_the_users_text() -> None:
     assert ImmutableSandboxedEnvironment().from_string(source).render(messages=[{"content": "upper"}]) == "UPPER"
     assert "template.computed_call" in {issue.kind for issue in check_template(source)}
     assert "template.dunder_access" in {issue.kind for issue in check_template("{{ y['x'|int('__class__')] }}")}
+
+
+def test_a_dict_filled_by_update_holds_what_it_was_given() -> None:
+    """Review 23: `n.update({'k': '__class__'})` then `x[n.k]`, under an Environment that allows the call."""
+    source = ("{%- set u = '%c'|format(95) -%}{%- set n = {} -%}"
+              "{%- set _ = n.update({'k': u ~ u ~ 'class' ~ u ~ u}) -%}{{ messages[0].content[n.k] }}")  # fmt: skip
+    assert "template.computed_attribute" in {issue.kind for issue in check_template(source)}
 
 
 def test_guard_models_render_options_are_the_callers() -> None:

@@ -155,3 +155,70 @@ def test_an_architecture_changed_after_it_is_stored_is_read_as_the_loader_reads_
     path = tmp_path / "checkpoint.pkl"
     path.write_bytes(data)
     assert ("WS-CFG-001", "os.system") in {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
+
+
+class _Built:
+    """Pickles as `callable(*args)`: how a review built the dicts below (dict(pairs), OrderedDict(pairs), ...)."""
+
+    def __init__(self, func: object, *args: object) -> None:
+        self.func, self.args = func, args
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return self.func, self.args
+
+
+def test_dicts_built_from_pairs_or_with_computed_keys_are_read(tmp_path: Path) -> None:
+    """Review 23: a config dict made by dict(pairs), OrderedDict(pairs) or copyreg._reconstructor(dict, dict, pairs),
+    or keyed by numpy.str_('_target_') (a str subclass, equal to the key Hydra looks up), built os.makedirs with
+    Hydra while wscan saw no `_target_` item. Proved for dict(pairs) and the numpy key."""
+    import collections
+    import copyreg
+
+    import numpy
+
+    made = {name: tmp_path / f"made-{name}" for name in ("pairs", "numpy")}
+    variants = {
+        "pairs": _Built(dict, [("_target_", "os.makedirs"), ("name", str(made["pairs"]))]),
+        "ordered": _Built(collections.OrderedDict, [("_target_", "os.makedirs"), ("name", "x")]),
+        "reconstructor": _Built(copyreg._reconstructor, dict, dict, [("_target_", "os.makedirs"), ("name", "x")]),
+        "numpy": {numpy.str_("_target_"): "os.makedirs", "name": str(made["numpy"])},
+    }
+    for name, config in variants.items():
+        path = checkpoint(tmp_path / f"{name}.ckpt", {"cfg": {"encoder": config}})
+        findings = {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
+        assert ("WS-CFG-001", "os.makedirs") in findings, name
+        if name in made:
+            code = ("import sys, torch; from hydra.utils import instantiate\n"
+                    "instantiate(torch.load(sys.argv[1], weights_only=False)['hyper_parameters']['cfg']['encoder'])")
+            subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=120, capture_output=True)
+            assert made[name].is_dir(), name
+
+
+def test_more_distinct_targets_than_judged_is_high_and_repeats_are_judged_once(tmp_path: Path) -> None:
+    """Review 23 put 1,000 harmless targets before os.makedirs, past the cap of names judged: a name met again is
+    judged once now, and distinct names past the cap are WS-CFG-006 (high)."""
+    gadget = {"_target_": "os.makedirs", "name": "x"}
+    same = [{"_target_": "torch.nn.Linear"}] * 1000 + [gadget]
+    assert "WS-CFG-001" in rule_ids(scan(checkpoint(tmp_path / "same.ckpt", {"layers": same})))
+    distinct = [{"_target_": f"torch.nn.Layer{i}"} for i in range(1000)] + [gadget]
+    assert "WS-CFG-006" in rule_ids(scan(checkpoint(tmp_path / "distinct.ckpt", {"layers": distinct})))
+
+
+def test_a_target_too_long_to_judge_is_high(tmp_path: Path) -> None:
+    """Review 23: Hydra walks a dotted name attribute by attribute; a name of 69 parts ended on torch.os.makedirs
+    past the 64 parts judged. Longer than that, it is an unjudged (dynamic) target."""
+    name = "torch.nn.functional." * 22 + "torch.os.makedirs"
+    assert "WS-CFG-003" in rule_ids(scan(checkpoint(tmp_path / "long.ckpt", {"cfg": {"_target_": name}})))
+    (tmp_path / "long.yaml").write_text(f"model:\n  _target_: {name}\n")
+    assert "WS-CFG-003" in rule_ids(scan(tmp_path / "long.yaml"))
+
+
+def test_an_instantiator_or_architecture_in_an_ordered_dict_is_read(tmp_path: Path) -> None:
+    """Review 23: Lightning's hyperparameters and pyannote's architecture as OrderedDicts made from pairs."""
+    import collections
+
+    hparams = _Built(collections.OrderedDict, [("_instantiator", "mypackage.build"), ("lr", 0.1)])
+    assert "WS-CFG-022" in rule_ids(scan(checkpoint(tmp_path / "lightning.ckpt", hparams)))
+    architecture = _Built(collections.OrderedDict, [("module", "os"), ("class", "system")])
+    torch.save({"pyannote.audio": {"architecture": architecture}}, tmp_path / "pyannote.bin")
+    assert "WS-CFG-001" in rule_ids(scan(tmp_path / "pyannote.bin"))

@@ -67,13 +67,14 @@ class KeySources:
             bindings.extend(_bindings(node))
             if isinstance(node, nodes.Call):
                 bindings.extend(_arguments(node, macros, statements))
+                bindings.extend(_mutations(node))
         self.bound = {name for names, _, _ in bindings for name in names} | {"varargs", "kwargs"}
         self.loose: set[str] = {"varargs", "kwargs"}
         self.underscored: set[str] = {"varargs", "kwargs"}
         self.fetched: set[str] = {"varargs", "kwargs"}
         # Names every binding of which is a number (`for i in range(n)`, `set k = k + 1` from `set k = 0`): the
         # largest such set, so a name counting on itself stays a number. A number as a key never names an attribute.
-        self.numeric = set(self.bound) - {"varargs", "kwargs"}
+        self.numeric = set(self.bound) - {"varargs", "kwargs"} - set(macros)  # a macro's name is the macro
         changed = True
         while changed:
             wrong = {name for names, value, loop in bindings for name in names
@@ -147,7 +148,9 @@ class KeySources:
             return True  # '%c' % 95
         if isinstance(node, nodes.Filter):
             if node.name in NUMBER_FILTERS:  # `int` and `float` give their default when the value is not a number
-                return any(self.contains(d, deeper) for d in _filter_defaults(node))
+                spread = [n for n in (node.dyn_args, node.dyn_kwargs) if n is not None]
+                defaults = _filter_defaults(node) + (spread if node.name in ("int", "float") else [])
+                return any(self.contains(d, deeper) for d in defaults)
             if node.name == "format":
                 return True
             values = [node.node] if node.node is not None else []
@@ -207,7 +210,9 @@ class KeySources:
             return (isinstance(node.node, nodes.Name) and node.node.name == "loop" and "loop" not in self.bound
                     and node.attr in LOOP_COUNTERS)  # fmt: skip
         if isinstance(node, nodes.Filter):
-            return node.name in COUNT_FILTERS and all(self.number(d, depth + 1) for d in _filter_defaults(node))
+            spread = node.dyn_args is not None or node.dyn_kwargs is not None  # `int(*[k])`: any default (review 23)
+            return node.name in COUNT_FILTERS and not (spread and node.name in ("int", "float")) and all(
+                self.number(d, depth + 1) for d in _filter_defaults(node))
         if isinstance(node, nodes.Neg | nodes.Pos):
             return self.number(node.node, depth + 1)
         if isinstance(node, nodes.Add | nodes.Sub | nodes.Mul | nodes.Div | nodes.FloorDiv | nodes.Pow | nodes.Mod):
@@ -288,6 +293,20 @@ def _bindings(node: nodes.Node) -> Iterator[tuple[list[str], nodes.Node | None, 
             yield [name], default, False
 
 
+# Methods that put their arguments into the container they are called on (an unsandboxed Environment runs them).
+MUTATORS = frozenset({"update", "setdefault", "append", "extend", "insert", "add"})
+
+
+def _mutations(call: nodes.Call) -> Iterator[tuple[list[str], nodes.Node | None, bool]]:
+    """`n.update({'k': v})` or `l.append(v)`: the name then holds what the call put in it (review 23 built a
+    dunder key so, read back as `n.k`)."""
+    target = call.node
+    if isinstance(target, nodes.Getattr) and target.attr in MUTATORS and isinstance(target.node, nodes.Name):
+        given = [*call.args, *(kw.value for kw in call.kwargs)]
+        spread = [n for n in (call.dyn_args, call.dyn_kwargs) if n is not None]
+        yield [target.node.name], nodes.List([*given, *spread]), False
+
+
 def _arguments(call: nodes.Call, macros: dict[str, nodes.Macro], statements: list[nodes.Node]) -> Iterator[
     tuple[list[str], nodes.Node | None, bool]
 ]:
@@ -304,8 +323,9 @@ def _arguments(call: nodes.Call, macros: dict[str, nodes.Macro], statements: lis
         return
     elif target in macros:
         receivers = [macros[target].args]
-    elif target is not None and target not in PLAIN_CALLS:
+    elif target is not None and target not in PLAIN_CALLS:  # a macro or `caller` kept in a variable (review 23)
         receivers = [macro.args for macro in macros.values()]
+        receivers += [node.args for node in statements if isinstance(node, nodes.CallBlock)]
     else:
         return
     for parameters in receivers:

@@ -418,10 +418,13 @@ def test_size_and_time_limits(tmp_path: Path) -> None:
 
 
 def test_more_targets_than_listed_are_counted() -> None:
-    text = b"".join(b"k%d:\n  _target_: torch.nn.Linear\n" % i for i in range(1003))
+    text = b"".join(b"k%d:\n  _target_: torch.nn.Linear%d\n" % (i, i) for i in range(1003))
     found = observe(text)
     assert len([o for o in found if o.kind == "config.target"]) == 1000
     assert [o.attrs["count"] for o in found if o.kind == "config.more_targets"] == [3]
+    repeated = observe(b"".join(b"k%d:\n  _target_: torch.nn.Linear\n" % i for i in range(1003)))
+    assert len([o for o in repeated if o.kind == "config.target"]) == 1  # one name, judged once
+    assert not [o for o in repeated if o.kind == "config.more_targets"]
 
 
 def test_sniffed_by_name_or_by_a_target_key() -> None:
@@ -542,3 +545,12 @@ def test_a_python_file_yaml_also_reads_is_still_a_config(tmp_path: Path) -> None
     report = scan_bytes(tmp_path, FUNASR_POLYGLOT, "config.py")
     assert "config-targets" in report.files[0].formats
     assert "WS-CFG-018" in rule_ids(report)
+
+
+def test_more_distinct_yaml_targets_than_judged_is_high(tmp_path: Path) -> None:
+    """Review 23: 1,000 harmless targets, then a gadget: repeats are judged once; distinct ones past the cap are
+    WS-CFG-006 (high), since the rest go unjudged."""
+    same = "".join(f"l{i}:\n  _target_: torch.nn.Linear\n" for i in range(1000)) + "g:\n  _target_: os.makedirs\n"
+    assert "WS-CFG-001" in rule_ids(scan_bytes(tmp_path / "a", same.encode(), "config.yaml"))
+    distinct = "".join(f"l{i}:\n  _target_: torch.nn.L{i}\n" for i in range(1000)) + "g:\n  _target_: os.makedirs\n"
+    assert "WS-CFG-006" in rule_ids(scan_bytes(tmp_path / "b", distinct.encode(), "config.yaml"))

@@ -101,7 +101,7 @@ _BINDING_KEYS = frozenset({"!name", "!module", "!!python/name", "!!python/module
 # What `_walk` reports besides targets: a file with only these names no callable.
 _NOT_TARGETS = frozenset({REMOTE_CODE, STRING_TAGS, INCLUDE_TAG.rstrip(":")})
 _KEEP = 300
-MAX_REPORTED = 1000  # target observations per file; more are counted
+MAX_REPORTED = 1000  # distinct targets judged per file; more are counted, and that is high (WS-CFG-006)
 MAX_RESOLVERS = 1000  # distinct resolver names reported per file; past it, one "(too many)"
 
 
@@ -202,6 +202,10 @@ def target_observations(
         yield artifact.observe("config.dynamic_target", offset, callable=value[:_KEEP], key=key, path=path)
         return
     parts = value.split(".")
+    if len(parts) > _MAX_PARTS:  # its tails past the limit would go unjudged (review 23 hid torch.os.makedirs so)
+        named = f"{value[:200]} (more than {_MAX_PARTS} parts)"
+        yield artifact.observe("config.dynamic_target", offset, callable=named, key=key, path=path)
+        return
     yield artifact.observe("config.target", offset, callable=value[:_KEEP], leaf=parts[-1][:_KEEP], key=key, path=path)
     yield from _walk_tails(artifact, key, path, value, binds=key in _BINDING_KEYS or key == GETTER_PATH, offset=offset)
 
@@ -319,13 +323,17 @@ def _first(targets: Iterator[tuple[str, str, str]]) -> tuple[list[tuple[str, str
     with an interpolation come along outside that count (their resolvers are judged by name, once each)."""
     found: list[tuple[str, str, str]] = []
     quoted: list[tuple[str, str, str]] = []
+    seen: set[tuple[str, str]] = set()  # a name met again is judged already, wherever it sits
     more = 0
     for item in targets:
         if item[0] == QUOTED_INTERPOLATION:
             if len(quoted) < MAX_RESOLVERS:
                 quoted.append(item)
+        elif (item[0], item[2]) in seen:
+            continue
         elif len(found) < MAX_REPORTED:
             found.append(item)
+            seen.add((item[0], item[2]))
         else:
             more += 1
     return found + quoted, more

@@ -492,6 +492,8 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
                                        path=CHECKPOINT_CONFIG)  # fmt: skip
             else:
                 yield from target_observations(artifact, offset, key, CHECKPOINT_CONFIG, value)
+        if sub.config_more:
+            yield artifact.observe("config.more_targets", count=sub.config_more)
         for event in sub.events:
             owner = event.attrs.get("callable")
             if torchscript and isinstance(owner, str) and owner.startswith("__torch__."):
