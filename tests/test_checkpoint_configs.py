@@ -97,14 +97,17 @@ def test_a_node_state_changed_after_its_build_is_judged_as_built(tmp_path: Path)
     assert ("WS-CFG-001", "os.system") in findings
 
 
-def test_a_target_the_pickle_builds_is_dynamic(tmp_path: Path) -> None:
-    """A `_target_` whose value is no string the machine can read (here a call's result) may name anything."""
-    data = b"\x80\x02}X\x08\x00\x00\x00_target_cbuiltins\nstr\nX\t\x00\x00\x00os.system\x85Rs."
-    path = tmp_path / "hparams.pkl"
-    path.write_bytes(data)
-    assert pickle.loads(data) == {"_target_": "os.system"}
-    report = scan(path)
-    assert any(f.rule_id == "WS-CFG-003" for f in report.findings), [f.rule_id for f in report.findings]
+def test_a_target_the_pickle_builds_is_read_or_dynamic(tmp_path: Path) -> None:
+    """A `_target_` made by str(text) is that text; one no string the machine can read (str of bytes, a call's
+    result) may name anything: a dynamic target."""
+    read = b"\x80\x02}X\x08\x00\x00\x00_target_cbuiltins\nstr\nX\t\x00\x00\x00os.system\x85Rs."
+    unread = b"\x80\x03}X\x08\x00\x00\x00_target_cbuiltins\nstr\nC\tos.system\x85Rs."
+    assert pickle.loads(read) == {"_target_": "os.system"}
+    assert pickle.loads(unread) == {"_target_": "b'os.system'"}
+    (tmp_path / "read.pkl").write_bytes(read)
+    (tmp_path / "unread.pkl").write_bytes(unread)
+    assert "WS-CFG-001" in rule_ids(scan(tmp_path / "read.pkl"))
+    assert "WS-CFG-003" in rule_ids(scan(tmp_path / "unread.pkl"))
 
 
 def test_an_instantiator_in_a_lightning_hparams_file_is_high(tmp_path: Path) -> None:
@@ -170,7 +173,8 @@ class _Built:
 def test_dicts_built_from_pairs_or_with_computed_keys_are_read(tmp_path: Path) -> None:
     """Review 23: a config dict made by dict(pairs), OrderedDict(pairs) or copyreg._reconstructor(dict, dict, pairs),
     or keyed by numpy.str_('_target_') (a str subclass, equal to the key Hydra looks up), built os.makedirs with
-    Hydra while wscan saw no `_target_` item. Proved for dict(pairs) and the numpy key."""
+    Hydra while wscan saw no `_target_` item; review 24 then used a frozenset of pairs, dicts of two keys as pairs,
+    and a numpy.str_ value. Proved for dict(pairs) and the numpy key and value."""
     import collections
     import copyreg
 
@@ -181,7 +185,10 @@ def test_dicts_built_from_pairs_or_with_computed_keys_are_read(tmp_path: Path) -
         "pairs": _Built(dict, [("_target_", "os.makedirs"), ("name", str(made["pairs"]))]),
         "ordered": _Built(collections.OrderedDict, [("_target_", "os.makedirs"), ("name", "x")]),
         "reconstructor": _Built(copyreg._reconstructor, dict, dict, [("_target_", "os.makedirs"), ("name", "x")]),
-        "numpy": {numpy.str_("_target_"): "os.makedirs", "name": str(made["numpy"])},
+        "numpy": {numpy.str_("_target_"): numpy.str_("os.makedirs"), "name": str(made["numpy"])},
+        # Review 24: any iterable of twos is pairs to dict(): a frozenset of pairs, a dict of two keys
+        "frozenset": _Built(dict, frozenset({("_target_", "os.makedirs"), ("name", "x")})),
+        "two-keys": _Built(dict, [{"_target_": "torch.nn.Identity", "os.makedirs": 0}, {"name": 0, "x": 0}]),
     }
     for name, config in variants.items():
         path = checkpoint(tmp_path / f"{name}.ckpt", {"cfg": {"encoder": config}})
@@ -222,3 +229,12 @@ def test_an_instantiator_or_architecture_in_an_ordered_dict_is_read(tmp_path: Pa
     architecture = _Built(collections.OrderedDict, [("module", "os"), ("class", "system")])
     torch.save({"pyannote.audio": {"architecture": architecture}}, tmp_path / "pyannote.bin")
     assert "WS-CFG-001" in rule_ids(scan(tmp_path / "pyannote.bin"))
+
+
+def test_numbers_mapped_to_dotted_text_are_data(tmp_path: Path) -> None:
+    """Review 24's false-positive check: an index of numpy integers to host names (`www.x.com`) names nothing a
+    loader builds; only a key that is `_target_` (or reads as it) makes its value a target."""
+    import numpy
+
+    table = {numpy.int64(i): f"host{i}.example.com" for i in range(1200)}
+    assert rule_ids(scan(checkpoint(tmp_path / "hosts.ckpt", {"hosts": table}))) == set()

@@ -1158,30 +1158,20 @@ _KEPT_FROM = {
 # which load_from_checkpoint imported and called before 2.6.6 (Lightning #21822), whatever it named.
 CONFIG_TARGET_KEYS = frozenset({"_target_", "_instantiator"})
 MAX_CONFIG_TARGETS = 1000
-COMPUTED_KEY = "(a key the pickle computes)"  # the key a computed key's dotted-name value is reported under
-_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\Z")
 ARCHITECTURE_KEY = "architecture"
 PYANNOTE_ARCHITECTURE = "pyannote.audio architecture"  # the key its module and class are reported under
 _OMEGACONF_VALUE = "_val"  # an OmegaConf node's value, in its BUILD state (a DictConfig's items are nodes)
 
 
 def _config_targets(res: PickleResult, pairs: list[Sym], at: int) -> None:
-    """Note the items of a dict being filled whose key a loader instantiates; their values as text. A key the
-    pickle computes (a numpy.str_ equals the str it holds, as a dict key too) is taken to be one when its value is
-    a dotted name."""
+    """Note the items of a dict being filled whose key a loader instantiates; their values as text. A key is read as
+    text as `_text` reads it: a numpy.str_ equals the str it holds, as a dict key too (review 23)."""
     for index in range(0, len(pairs) - 1, 2):
-        key, value = pairs[index], pairs[index + 1]
-        if not isinstance(key, Const):
-            text = _text(value)
-            if not isinstance(key, Seq | Dict) and text is not None and _DOTTED_NAME.match(text):
-                _config_target(res, at, COMPUTED_KEY, text)
-            continue
-        if not isinstance(key.value, str):
-            continue
-        if key.value in CONFIG_TARGET_KEYS:
+        key, value = _text(pairs[index]), pairs[index + 1]
+        if key in CONFIG_TARGET_KEYS:
             for text in _config_texts(res, value):
-                _config_target(res, at, key.value, text)
-        elif key.value == ARCHITECTURE_KEY and isinstance(value, Dict | Obj):
+                _config_target(res, at, key, text)
+        elif key == ARCHITECTURE_KEY and isinstance(value, Dict | Obj):
             _architecture(res, at, value)
 
 
@@ -1225,13 +1215,9 @@ def _config_pairs(res: PickleResult, args: Sym, at: int) -> None:
     if not isinstance(args, Seq):
         return
     for argument in args.items[:4]:
-        if isinstance(argument, Seq) and argument.type in ("list", "tuple"):
-            pairs = [part for item in argument.items if isinstance(item, Seq) and len(item.items) == 2
-                     for part in item.items]  # fmt: skip
-            if pairs:
-                _config_targets(res, pairs, at)
-        elif isinstance(argument, Dict):
-            _config_targets(res, [part for pair in argument.items for part in pair], at)
+        given = argument if isinstance(argument, Dict) else _pairs(argument)  # any iterable of twos (review 24)
+        if given is not None:
+            _config_targets(res, [part for pair in given.items for part in pair], at)
 
 
 def check_architectures(res: PickleResult) -> None:
@@ -1260,7 +1246,43 @@ def _config_texts(res: PickleResult, value: Sym) -> list[str | None]:
 
 
 def _text(value: Sym) -> str | None:
-    return value.value if isinstance(value, Const) and isinstance(value.value, str) else None
+    """A string the pickle holds: a constant, `str(constant)`, or a numpy.str_ (NumPy's scalar rebuild from a
+    unicode dtype and its UTF-32 bytes), which equals its text, as a dict key too (reviews 23, 24)."""
+    if isinstance(value, Const):
+        return value.value if isinstance(value.value, str) else None
+    if not (isinstance(value, Obj) and isinstance(value.func, Global) and isinstance(value.args, Seq)):
+        return None
+    args = value.args.items
+    if value.func.dotted == "builtins.str" and len(args) == 1:
+        return _text(args[0])
+    if value.func.dotted in _NUMPY_SCALARS and len(args) == 2:
+        return _unicode_scalar(args[0], args[1])
+    return None
+
+
+_NUMPY_SCALARS = frozenset({"numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar"})
+
+
+def _unicode_scalar(dtype: Sym, data: Sym) -> str | None:
+    """The text of numpy.str_: dtype('U<n>') (byte order in its BUILD state) and UTF-32 bytes, given as bytes or,
+    under protocol 2, as `_codecs.encode(text, 'latin1')`."""
+    if not (isinstance(dtype, Obj) and isinstance(dtype.args, Seq) and dtype.args.items):
+        return None
+    kind = dtype.args.items[0]
+    if not (isinstance(kind, Const) and isinstance(kind.value, str) and kind.value.startswith("U")):
+        return None
+    if isinstance(data, Obj) and isinstance(data.func, Global) and data.func.dotted == "_codecs.encode":
+        first = data.args.items[0] if isinstance(data.args, Seq) and data.args.items else None
+        data = Const(first.value.encode("latin-1", "replace")) if isinstance(first, Const) and isinstance(
+            first.value, str) else data  # fmt: skip
+    if not (isinstance(data, Const) and isinstance(data.value, bytes)):
+        return None
+    order = dtype.state.items[1] if isinstance(dtype.state, Seq) and len(dtype.state.items) > 1 else None
+    codec = "utf-32-be" if isinstance(order, Const) and order.value == ">" else "utf-32-le"
+    try:
+        return data.value[: len(data.value) // 4 * 4].decode(codec).rstrip("\x00")
+    except UnicodeDecodeError:
+        return None
 
 
 def _keep_arguments(res: PickleResult, func: Sym, args: Sym) -> None:
