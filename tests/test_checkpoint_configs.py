@@ -238,3 +238,53 @@ def test_numbers_mapped_to_dotted_text_are_data(tmp_path: Path) -> None:
 
     table = {numpy.int64(i): f"host{i}.example.com" for i in range(1200)}
     assert rule_ids(scan(checkpoint(tmp_path / "hosts.ckpt", {"hosts": table}))) == set()
+
+
+def test_text_and_pairs_built_other_ways_are_read(tmp_path: Path) -> None:
+    """Review 25: `_target_` keys made by allowed calls (copyreg._reconstructor, numpy.str_ and torch's
+    TorchVersion called on the text; copyreg.__newobj__ and __newobj_ex__ through REDUCE too, which pickle will not
+    write), pairs the machine could not all read (one pair of another kind, 4,098 pairs, rows of a numpy array) and
+    a numpy.str_ value whose BUILD state carries a decoy `_val`. Hydra built os.makedirs from each; proved here for
+    TorchVersion and the decoy."""
+    import collections
+    import copyreg
+
+    import numpy
+    from torch.torch_version import TorchVersion
+
+    made = {name: tmp_path / f"made-{name}" for name in ("torchversion", "decoy")}
+
+    def keyed(key: object, name: str = "x") -> dict[object, object]:
+        return {key: "os.makedirs", "name": name}
+
+    decoy = _Decoy("os.makedirs")
+    variants: dict[str, object] = {
+        "reconstructor": keyed(_Built(copyreg._reconstructor, str, str, "_target_")),
+        "numpy-call": keyed(_Built(numpy.str_, "_target_")),
+        "torchversion": keyed(_Built(TorchVersion, "_target_"), str(made["torchversion"])),
+        "one-unread-pair": _Built(dict, [("_target_", "os.makedirs"), ("name", "x"), collections.deque(["a", 1])]),
+        "many-pairs": _Built(dict, [("exist_ok", True)] * 4096 + [("_target_", "os.makedirs"), ("name", "x")]),
+        "numpy-rows": _Built(dict, numpy.array([["_target_", "os.makedirs"], ["name", "x"]])),
+        "decoy": {"_target_": decoy, "name": str(made["decoy"])},
+    }
+    for name, config in variants.items():
+        path = checkpoint(tmp_path / f"{name}.ckpt", {"cfg": {"encoder": config}})
+        found = rule_ids(scan(path))
+        assert found & {"WS-CFG-001", "WS-CFG-003"}, (name, found)
+        if name in made:
+            code = ("import sys, torch; from hydra.utils import instantiate\n"
+                    "instantiate(torch.load(sys.argv[1], weights_only=False)['hyper_parameters']['cfg']['encoder'])")
+            subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=120, capture_output=True)
+            assert made[name].is_dir(), name
+
+
+class _Decoy:
+    """Pickles as numpy.str_(text) given a BUILD state {'_val': 'torch.nn.Linear'}: the str is the text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import numpy
+
+        return numpy.str_, (self.text,), {"_val": "torch.nn.Linear"}

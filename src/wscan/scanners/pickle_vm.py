@@ -451,7 +451,7 @@ class Machine:
         _keep_arguments(res, func, args)
         _zone_files(res, func, args, offset)
         _computed_text(res, func, args, offset)
-        _config_pairs(res, args, offset)
+        _config_pairs(res, func, args, offset)
         if func is self.getattr:
             res.getattr_calls += 1
         if isinstance(func, Global) and func.dotted == NESTED_LOADER:
@@ -1209,15 +1209,36 @@ def _config_target(res: PickleResult, at: int, key: str, text: str | None) -> No
         res.config_more += 1
 
 
-def _config_pairs(res: PickleResult, args: Sym, at: int) -> None:
+# Calls that build a dict from the pairs or mapping at this argument. Writers never call them so (a dict pickles as
+# itself, an OrderedDict or defaultdict as an empty call then SETITEMS, a dict subclass's state as a dict), so pairs
+# the machine cannot read there, or did not keep, may hide a target (review 25: a numpy array of rows, one pair of
+# another kind, 4,097 pairs): that is an unread target.
+_DICT_BUILDERS = {"builtins.dict": 0, "collections.OrderedDict": 0, "collections.defaultdict": 1,
+                  "copyreg._reconstructor": 2}  # fmt: skip
+UNREAD_PAIRS = "(pairs the machine cannot read)"
+
+
+def _config_pairs(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
     """A call given (key, value) pairs or a dict builds a dict of them (dict(pairs), OrderedDict(pairs),
-    copyreg._reconstructor(cls, dict, pairs), a dict subclass's constructor): judged as SETITEMS' are."""
+    copyreg._reconstructor(cls, dict, pairs), a dict subclass's constructor): judged as SETITEMS' are, every pair
+    the machine can read (any iterable of twos, review 24)."""
     if not isinstance(args, Seq):
         return
     for argument in args.items[:4]:
-        given = argument if isinstance(argument, Dict) else _pairs(argument)  # any iterable of twos (review 24)
-        if given is not None:
-            _config_targets(res, [part for pair in given.items for part in pair], at)
+        if isinstance(argument, Dict):
+            _config_targets(res, [part for pair in argument.items for part in pair], at)
+        elif isinstance(argument, Seq):
+            read = [pair for item in argument.items if (pair := _pair(item)) is not None]
+            _config_targets(res, [part for pair in read for part in pair], at)
+    position = _DICT_BUILDERS.get(func.dotted) if isinstance(func, Global) else None
+    if position == 2:  # copyreg._reconstructor(cls, base, state): a dict only when the base is one
+        base = args.items[1] if len(args.items) > 1 else None
+        position = position if isinstance(base, Global) and base.dotted in _DICT_BUILDERS else None
+    given = args.items[position] if position is not None and position < len(args.items) else None
+    if given is None or isinstance(given, Dict) or (isinstance(given, Const) and given.value is None):
+        return
+    if not (isinstance(given, Seq) and not given.dropped and all(_pair(item) is not None for item in given.items)):
+        _config_target(res, at, UNREAD_PAIRS, None)
 
 
 def check_architectures(res: PickleResult) -> None:
@@ -1238,11 +1259,13 @@ def _config_texts(res: PickleResult, value: Sym) -> list[str | None]:
     """A config value as the loader may read it: a string, or the string an OmegaConf node holds (as each BUILD
     copied its state, and as the state is now: a SETITEMS after the BUILD changes the dict, not the node); None
     for anything else."""
-    if isinstance(value, Obj) and isinstance(value.state, Dict):
+    own = _text(value)
+    if isinstance(value, Obj) and isinstance(value.state, Dict) and restored_class(value).startswith("omegaconf."):
         states = [*res.state_copies.get(id(value.state), []), value.state]
         held = [found for state in states if (found := state.get(_OMEGACONF_VALUE)) is not None]
-        return list(dict.fromkeys(_text(found) for found in held)) if held else [None]
-    return [_text(value)]
+        texts = [_text(found) for found in held] + ([own] if own is not None else [])
+        return list(dict.fromkeys(texts)) if texts else [None]
+    return [own]
 
 
 def _text(value: Sym) -> str | None:
@@ -1252,11 +1275,17 @@ def _text(value: Sym) -> str | None:
         return value.value if isinstance(value.value, str) else None
     if not (isinstance(value, Obj) and isinstance(value.func, Global) and isinstance(value.args, Seq)):
         return None
-    args = value.args.items
-    if value.func.dotted == "builtins.str" and len(args) == 1:
-        return _text(args[0])
-    if value.func.dotted in _NUMPY_SCALARS and len(args) == 2:
+    args, name = value.args.items, value.func.dotted
+    if name in _NUMPY_SCALARS and len(args) == 2:
         return _unicode_scalar(args[0], args[1])
+    # A str subclass made from text equals that text, as a dict key too (review 25: copyreg's helpers, numpy.str_,
+    # torch's TorchVersion). Any class given one text is read so: a key taken for `_target_` that is not one only
+    # adds a finding.
+    given = {"copyreg._reconstructor": 2, "copyreg.__newobj__": 1}.get(name, 0 if len(args) == 1 else None)
+    if name == "copyreg.__newobj_ex__" and len(args) > 1 and isinstance(args[1], Seq) and args[1].items:
+        return _text(args[1].items[0])
+    if given is not None and given < len(args) and not isinstance(args[given], Obj):
+        return _text(args[given])
     return None
 
 
