@@ -97,16 +97,11 @@ def check_template(source: str, program_data: bool = False) -> list[Issue]:
 
     `program_data`: the template is another program's (an HTML report), whose render context is that program's own
     data: a key read from there is the program's choice, and only names the template builds itself are judged."""
-    if len(source) > MAX_TEMPLATE_CHARS:
-        return [Issue("template.size_limit", {"length": len(source), "limit": MAX_TEMPLATE_CHARS})]
-    try:
-        tree = _ENV.parse(source)
-    except TemplateSyntaxError as exc:
-        return [Issue("template.malformed", {"reason": str(exc.message)[:200], "line": exc.lineno})]
-    except RecursionError:  # renderers parse deeper than this stack allows: never a pass for a deep template
-        return [Issue("template.node_limit", {"limit": "nesting the parser can follow"})]
+    parsed = _parse(source)
+    if isinstance(parsed, Issue):
+        return [parsed]
+    tree, walked = parsed
     issues: dict[tuple[str, str], Issue] = {}
-    walked = list(islice(_walk(tree), MAX_NODES + 1))
     if len(walked) > MAX_NODES:  # failed whatever it holds; Jinja's scoping is not worth compiling it for
         issues[("limit", "")] = Issue("template.node_limit", {"limit": MAX_NODES})
         sources = KeySources(walked, trust_context=program_data)
@@ -128,19 +123,27 @@ def context_names(source: str) -> set[str] | None:
     `template_scopes`), or None when it does not parse or is too large to walk: a caller then treats it as a chat
     template, whose checks report why. (jinja2.meta compiles the template, and fails on another program's
     filters.)"""
-    if len(source) > MAX_TEMPLATE_CHARS:
+    parsed = _parse(source)
+    if isinstance(parsed, Issue) or len(parsed[1]) > MAX_NODES:
         return None
-    try:
-        tree = _ENV.parse(source)
-    except (TemplateSyntaxError, RecursionError):
-        return None
-    walked = list(islice(_walk(tree), MAX_NODES + 1))
-    if len(walked) > MAX_NODES:
-        return None
+    tree, walked = parsed
     reads = context_reads(tree, _ENV)
     if reads is None:
         return None
     return {node.name for node in walked if isinstance(node, nodes.Name) and id(node) in reads}
+
+
+def _parse(source: str) -> tuple[nodes.Template, list[nodes.Node]] | Issue:
+    """The template's tree and its nodes (one past MAX_NODES at most), or why it cannot be read."""
+    if len(source) > MAX_TEMPLATE_CHARS:
+        return Issue("template.size_limit", {"length": len(source), "limit": MAX_TEMPLATE_CHARS})
+    try:
+        tree = _ENV.parse(source)
+    except TemplateSyntaxError as exc:
+        return Issue("template.malformed", {"reason": str(exc.message)[:200], "line": exc.lineno})
+    except RecursionError:  # renderers parse deeper than this stack allows: never a pass for a deep template
+        return Issue("template.node_limit", {"limit": "nesting the parser can follow"})
+    return tree, list(islice(_walk(tree), MAX_NODES + 1))
 
 
 def _walk(tree: nodes.Node) -> Iterator[nodes.Node]:

@@ -34,10 +34,12 @@ CHAT_DATA = frozenset({
 })  # fmt: skip
 # Callables a template may call whose result is never a name: numbers, dates, nothing.
 PLAIN_CALLS = frozenset({"range", "strftime_now", "raise_exception"})
-# Filters whose result is an int or float whatever they are given (filesizeformat, also in NUMBER_FILTERS, makes text).
-COUNT_FILTERS = frozenset({"int", "float", "abs", "round", "length", "count", "wordcount"})
 LOOP_COUNTERS = frozenset({"index", "index0", "revindex", "revindex0", "length", "depth", "depth0"})
 NUMBER_FILTERS = frozenset({"int", "float", "abs", "round", "length", "count", "filesizeformat", "wordcount"})
+# Filters whose result is an int or float (filesizeformat makes text), but for `int` and `float`, which return their
+# default when the value does not convert (`_filter_defaults`).
+COUNT_FILTERS = NUMBER_FILTERS - {"filesizeformat"}
+DEFAULTED_FILTERS = frozenset({"int", "float"})
 # Filters whose arguments can end up in the result (`replace`'s new text, `join`'s separator, `default`'s value);
 # the others' arguments name attributes or tests.
 OUTPUT_ARGUMENT_FILTERS = frozenset({"replace", "join", "default", "d", "format", "indent", "truncate", "wordwrap",
@@ -148,9 +150,7 @@ class KeySources:
             return True  # '%c' % 95
         if isinstance(node, nodes.Filter):
             if node.name in NUMBER_FILTERS:  # `int` and `float` give their default when the value is not a number
-                spread = [n for n in (node.dyn_args, node.dyn_kwargs) if n is not None]
-                defaults = _filter_defaults(node) + (spread if node.name in ("int", "float") else [])
-                return any(self.contains(d, deeper) for d in defaults)
+                return any(self.contains(d, deeper) for d in _filter_defaults(node))
             if node.name == "format":
                 return True
             values = [node.node] if node.node is not None else []
@@ -210,9 +210,7 @@ class KeySources:
             return (isinstance(node.node, nodes.Name) and node.node.name == "loop" and "loop" not in self.bound
                     and node.attr in LOOP_COUNTERS)  # fmt: skip
         if isinstance(node, nodes.Filter):
-            spread = node.dyn_args is not None or node.dyn_kwargs is not None  # `int(*[k])`: any default (review 23)
-            return node.name in COUNT_FILTERS and not (spread and node.name in ("int", "float")) and all(
-                self.number(d, depth + 1) for d in _filter_defaults(node))
+            return node.name in COUNT_FILTERS and all(self.number(d, depth + 1) for d in _filter_defaults(node))
         if isinstance(node, nodes.Neg | nodes.Pos):
             return self.number(node.node, depth + 1)
         if isinstance(node, nodes.Add | nodes.Sub | nodes.Mul | nodes.Div | nodes.FloorDiv | nodes.Pow | nodes.Mod):
@@ -351,11 +349,13 @@ def target_names(target: nodes.Node) -> list[str]:
 
 
 def _filter_defaults(node: nodes.Filter) -> list[nodes.Expr]:
-    """What `int` and `float` return when the value does not convert: their first argument or `default=`
-    (`'x'|int(message.content)` is the message's text, review 22). Other filters have none."""
-    if node.name not in ("int", "float"):
+    """What `int` and `float` return when the value does not convert: their first argument, `default=`, or whatever
+    `*args` and `**kwargs` spread (`'x'|int(message.content)` is the message's text, reviews 22 and 23). Other
+    filters have none."""
+    if node.name not in DEFAULTED_FILTERS:
         return []
-    return [*node.args[:1], *(kw.value for kw in node.kwargs if kw.key == "default")]
+    spread = [n for n in (node.dyn_args, node.dyn_kwargs) if n is not None]
+    return [*node.args[:1], *(kw.value for kw in node.kwargs if kw.key == "default"), *spread]
 
 
 def _attribute_name(node: nodes.Getattr) -> str:

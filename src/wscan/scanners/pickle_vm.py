@@ -1251,7 +1251,7 @@ def check_architectures(res: PickleResult) -> None:
         module, name = architecture.get("module"), architecture.get("class")
         if module is None and name is None:
             continue  # another library's `architecture`
-        texts = (_text(module) if module is not None else None, _text(name) if name is not None else None)
+        texts = (_text(module), _text(name))
         _config_target(res, at, PYANNOTE_ARCHITECTURE, f"{texts[0]}.{texts[1]}" if None not in texts else None)
 
 
@@ -1268,7 +1268,7 @@ def _config_texts(res: PickleResult, value: Sym) -> list[str | None]:
     return [own]
 
 
-def _text(value: Sym) -> str | None:
+def _text(value: Sym | None) -> str | None:
     """A string the pickle holds: a constant, `str(constant)`, or a numpy.str_ (NumPy's scalar rebuild from a
     unicode dtype and its UTF-32 bytes), which equals its text, as a dict key too (reviews 23, 24)."""
     if isinstance(value, Const):
@@ -1281,7 +1281,7 @@ def _text(value: Sym) -> str | None:
     # A str subclass made from text equals that text, as a dict key too (review 25: copyreg's helpers, numpy.str_,
     # torch's TorchVersion). Any class given one text is read so: a key taken for `_target_` that is not one only
     # adds a finding.
-    given = {"copyreg._reconstructor": 2, "copyreg.__newobj__": 1}.get(name, 0 if len(args) == 1 else None)
+    given = _TEXT_POSITIONS.get(name, 0 if len(args) == 1 else None)
     if name == "copyreg.__newobj_ex__" and len(args) > 1 and isinstance(args[1], Seq) and args[1].items:
         return _text(args[1].items[0])
     if given is not None and given < len(args) and not isinstance(args[given], Obj):
@@ -1290,6 +1290,7 @@ def _text(value: Sym) -> str | None:
 
 
 _NUMPY_SCALARS = frozenset({"numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar"})
+_TEXT_POSITIONS = {"copyreg._reconstructor": 2, "copyreg.__newobj__": 1}  # where copyreg's helpers take the text
 
 
 def _unicode_scalar(dtype: Sym, data: Sym) -> str | None:
@@ -1300,16 +1301,13 @@ def _unicode_scalar(dtype: Sym, data: Sym) -> str | None:
     kind = dtype.args.items[0]
     if not (isinstance(kind, Const) and isinstance(kind.value, str) and kind.value.startswith("U")):
         return None
-    if isinstance(data, Obj) and isinstance(data.func, Global) and data.func.dotted == "_codecs.encode":
-        first = data.args.items[0] if isinstance(data.args, Seq) and data.args.items else None
-        data = Const(first.value.encode("latin-1", "replace")) if isinstance(first, Const) and isinstance(
-            first.value, str) else data  # fmt: skip
-    if not (isinstance(data, Const) and isinstance(data.value, bytes)):
+    raw = _nested_bytes(Seq("tuple", [data]))  # bytes as the stream spells them, protocol 2's latin-1 text too
+    if not isinstance(raw, bytes):
         return None
     order = dtype.state.items[1] if isinstance(dtype.state, Seq) and len(dtype.state.items) > 1 else None
     codec = "utf-32-be" if isinstance(order, Const) and order.value == ">" else "utf-32-le"
     try:
-        return data.value[: len(data.value) // 4 * 4].decode(codec).rstrip("\x00")
+        return raw[: len(raw) // 4 * 4].decode(codec).rstrip("\x00")
     except UnicodeDecodeError:
         return None
 
