@@ -288,3 +288,149 @@ class _Decoy:
         import numpy
 
         return numpy.str_, (self.text,), {"_val": "torch.nn.Linear"}
+
+
+def _keyed_raw(key: bytes) -> bytes:
+    """Protocol 3 `{<key>: 'os.makedirs', 'name': 'x'}`, the key as the opcodes given build it."""
+    return b"\x80\x03}(" + key + b"X\x0b\x00\x00\x00os.makedirsX\x04\x00\x00\x00nameX\x01\x00\x00\x00xu."
+
+
+class _Scalar:
+    """Pickles as numpy's scalar rebuild from a dtype and raw bytes, as numpy.str_ pickles."""
+
+    def __init__(self, dtype: object, data: bytes) -> None:
+        self.dtype, self.data = dtype, data
+
+    def __reduce__(self) -> tuple[object, ...]:
+        from numpy._core.multiarray import scalar
+
+        return scalar, (self.dtype, self.data)
+
+
+class _Dtype:
+    """Pickles as numpy.dtype(text) with no BUILD state: the byte order is the text's."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import numpy
+
+        return numpy.dtype, (self.text, False, True)
+
+
+def test_keys_decoded_from_bytes_or_big_endian_text_are_read(tmp_path: Path) -> None:
+    """Review 26: `_target_` keys the loader decodes, which wscan read as no text: a numpy.str_ whose dtype is
+    '>U8' with no BUILD state, or whose data is longer than its item (NumPy cuts it), and str(b'_target_', codec)
+    made by copyreg.__newobj__, __newobj_ex__ or NEWOBJ. The real unpickler gives each key as `_target_`; Hydra
+    built os.makedirs from the first (proved here)."""
+    made = tmp_path / "made-big-endian"
+    numpy_keys = {
+        "big-endian": _Scalar(_Dtype(">U8"), "_target_".encode("utf-32-be")),
+        "longer-data": _Scalar(_Dtype("<U8"), "_target_zzzz".encode("utf-32-le")),
+    }
+    for name, key in numpy_keys.items():
+        config = {key: "os.makedirs", "name": str(made) if name == "big-endian" else "x"}
+        path = checkpoint(tmp_path / f"{name}.ckpt", {"cfg": {"encoder": config}})
+        assert "_target_" in torch.load(path, weights_only=False)["hyper_parameters"]["cfg"]["encoder"], name
+        assert ("WS-CFG-001", "os.makedirs") in {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
+    code = ("import sys, torch; from hydra.utils import instantiate\n"
+            "instantiate(torch.load(sys.argv[1], weights_only=False)['hyper_parameters']['cfg']['encoder'])")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "big-endian.ckpt")], check=True, timeout=120,
+                   capture_output=True)  # fmt: skip
+    assert made.is_dir()
+
+    decoded = {
+        "newobj-reduce": b"ccopyreg\n__newobj__\n(cbuiltins\nstr\nC\x08_target_X\x05\x00\x00\x00asciitR",
+        "newobj-ex-reduce": b"ccopyreg\n__newobj_ex__\n(cbuiltins\nstr\n(C\x08_target_X\x05\x00\x00\x00asciit}tR",
+        "newobj": b"cbuiltins\nstr\n(C\x08_target_X\x05\x00\x00\x00asciit\x81",
+        "utf-16": b"cbuiltins\nstr\n(C\x10" + "_target_".encode("utf-16-le") + b"X\x08\x00\x00\x00utf-16let\x81",
+        "keyword": b"cbuiltins\nstr\n)}(X\x06\x00\x00\x00objectC\x08_target_X\x08\x00\x00\x00encodingX\x04"
+                   b"\x00\x00\x00utf8u\x92",
+    }  # fmt: skip
+    for name, key in decoded.items():
+        data = _keyed_raw(key)
+        assert pickle.loads(data) == {"_target_": "os.makedirs", "name": "x"}, name
+        (tmp_path / f"{name}.pkl").write_bytes(data)
+        findings = {(f.rule_id, f.evidence.get("callable")) for f in scan(tmp_path / f"{name}.pkl").findings}
+        assert ("WS-CFG-001", "os.makedirs") in findings, name
+
+
+def test_a_text_key_the_machine_cannot_read_with_a_text_value_is_an_unread_target(tmp_path: Path) -> None:
+    """A key made by a str class from bytes in a codec wscan does not look up (cp1252: a lookup imports a codec
+    module) is unread: high, and its value is judged as a target too. A numpy integer key stays data."""
+    unread = _keyed_raw(b"cbuiltins\nstr\n(C\x08_target_X\x06\x00\x00\x00cp1252tR")
+    assert pickle.loads(unread) == {"_target_": "os.makedirs", "name": "x"}
+    (tmp_path / "unread.pkl").write_bytes(unread)
+    findings = {(f.rule_id, f.evidence.get("callable")) for f in scan(tmp_path / "unread.pkl").findings}
+    assert {"WS-CFG-003", "WS-CFG-001"} <= {rule for rule, _ in findings}
+    number = _keyed_raw(b"cnumpy.core.multiarray\nscalar\ncnumpy\ndtype\nX\x02\x00\x00\x00i8\x89\x88\x87R"
+                        b"C\x08\x01\x00\x00\x00\x00\x00\x00\x00\x86R")  # fmt: skip
+    (tmp_path / "number.pkl").write_bytes(number)
+    assert rule_ids(scan(tmp_path / "number.pkl")) == set()
+
+
+def _attribute_dict(monkeypatch: pytest.MonkeyPatch) -> type[dict[str, object]]:
+    """A dict subclass named as Lightning's AttributeDict, which pickles by that name (Lightning is not installed)."""
+    import types
+
+    class AttributeDict(dict[str, object]):
+        pass
+
+    AttributeDict.__module__ = "lightning.fabric.utilities.data"
+    AttributeDict.__qualname__ = "AttributeDict"
+    for name in ("lightning", "lightning.fabric", "lightning.fabric.utilities", AttributeDict.__module__):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setattr(sys.modules[AttributeDict.__module__], "AttributeDict", AttributeDict, raising=False)
+    return AttributeDict
+
+
+@pytest.mark.parametrize("key", ["hparams", "module_arguments", "hyper_parameters"])
+def test_lightning_hyperparameters_given_as_rows_are_read_or_unread(
+    tmp_path: Path, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 26: Lightning's `_load_state` merges the 0.7-era keys `hparams` and `module_arguments`, then
+    `hyper_parameters`, with dict.update, which takes any iterable of pairs: rows of a numpy array (object or
+    unicode, any order) or a list of pairs carrying `_instantiator`, which it imports and calls. A list of pairs is
+    read pair by pair; an array is an unread target (high). AttributeDict(rows) builds a dict as dict(rows) does."""
+    import numpy
+
+    rows = [["_instantiator", "os.system"], ["lr", "0.1"]]
+    variants: dict[str, object] = {
+        "list": rows,
+        "object-array": numpy.array(rows, dtype=object),
+        "unicode-array": numpy.array(rows),
+        "fortran-array": numpy.asfortranarray(numpy.array(rows, dtype=object)),
+    }
+    for name, value in variants.items():
+        path = tmp_path / f"{name}.ckpt"
+        torch.save({"state_dict": {}, key: value, "hyper_parameters": {"lr": 0.1}} if key != "hyper_parameters"
+                   else {"state_dict": {}, key: value}, path)  # fmt: skip
+        merged: dict[object, object] = {}
+        merged.update(torch.load(path, weights_only=False)[key])  # as _load_state does
+        assert merged["_instantiator"] == "os.system", name
+        expected = {"WS-CFG-022", "WS-CFG-001"} if name == "list" else {"WS-CFG-003"}
+        assert expected <= rule_ids(scan(path)), name
+
+    attribute_dict = _attribute_dict(monkeypatch)
+    built = _Built(attribute_dict, numpy.array(rows, dtype=object))
+    assert pickle.loads(pickle.dumps(built))["_instantiator"] == "os.system"
+    assert "WS-CFG-003" in rule_ids(scan(checkpoint(tmp_path / "built.ckpt", built)))
+    plain = attribute_dict(lr=0.1, _instantiator="lightning.pytorch.cli.instantiate_module")
+    assert rule_ids(scan(checkpoint(tmp_path / "plain.ckpt", plain))) == set()
+
+
+def test_python2_ordered_dicts_of_many_items_are_read_in_full(tmp_path: Path) -> None:
+    """A Python 2 OrderedDict pickles as OrderedDict([[key, value], ...]); past the 4,096 items the machine keeps
+    per list, the pairs are still read: 5,000 plain ones pass (they were an unread target), a `_target_` pair past
+    them is judged, and an item that is no pair the machine can read is an unread target."""
+    import collections
+
+    many = [[f"k{i}", i] for i in range(5000)]
+    plain = _Built(collections.OrderedDict, many)
+    assert rule_ids(scan(checkpoint(tmp_path / "plain.ckpt", {"cfg": plain}))) == set()
+    target = _Built(collections.OrderedDict, [*many, ["_target_", "os.makedirs"]])
+    path = checkpoint(tmp_path / "target.ckpt", {"cfg": {"encoder": target}})
+    assert ("WS-CFG-001", "os.makedirs") in {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
+    other = _Built(collections.OrderedDict, [*many, collections.deque(["_target_", "os.makedirs"])])
+    assert "WS-CFG-003" in rule_ids(scan(checkpoint(tmp_path / "other.ckpt", {"cfg": {"encoder": other}})))

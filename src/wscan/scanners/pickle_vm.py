@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import _compat_pickle
 import codecs
+import encodings
+import encodings.aliases
 import re
 import struct
 from collections.abc import Callable, Iterator
@@ -78,24 +80,51 @@ class Obj(Sym):
 
 @dataclass(eq=False, slots=True)
 class Seq(Sym):
-    """list, tuple, set or frozenset; items past MAX_ITEMS are counted only."""
+    """list, tuple, set or frozenset; items past MAX_ITEMS are counted only, but for the (key, value) pairs a dict
+    built from it would take a target from (a Python 2 OrderedDict pickles as a call given its items as pairs)."""
 
     type: str
     items: list[Sym] = field(default_factory=list)
     dropped: int = 0
     walked: bool = False  # its names noted as values (`_keep`)
+    pairs_past: list[tuple[Sym, Sym]] | None = None  # dropped pairs whose key may name a target
+    others_past: int = 0  # dropped items that are not pairs (or not kept)
 
     def add(self, value: Sym) -> None:
         if len(self.items) < MAX_ITEMS:
             self.items.append(value)
         else:
             self.dropped += 1
+            self._note_past([value])
 
     def extend(self, values: list[Sym]) -> None:
         """`add` for each of `values`, in one step (APPENDS of a long list)."""
         room = max(0, MAX_ITEMS - len(self.items))
         self.items.extend(values[:room])
-        self.dropped += max(0, len(values) - room)
+        if len(values) > room:
+            self.dropped += len(values) - room
+            self._note_past(values[room:])
+
+    def _note_past(self, values: list[Sym]) -> None:
+        if not isinstance(self.items[0], Seq | Dict):  # not a list of pairs: a list of numbers costs nothing here
+            self.others_past += len(values)
+            return
+        for value in values:
+            pair = _pair(value)
+            if pair is None:
+                self.others_past += 1
+            elif _text(pair[0]) in _PAIR_KEYS or _unread_text(pair[0]):
+                if self.pairs_past is None:
+                    self.pairs_past = []
+                if len(self.pairs_past) < MAX_CONFIG_TARGETS:
+                    self.pairs_past.append(pair)
+                else:
+                    self.others_past += 1
+
+    def pairs(self) -> tuple[list[tuple[Sym, Sym]], bool]:
+        """The (key, value) pairs dict(self) takes that the machine can read, and whether that is all of them."""
+        read = [pair for item in self.items if (pair := _pair(item)) is not None]
+        return read + (self.pairs_past or []), len(read) == len(self.items) and not self.others_past
 
 
 @dataclass(eq=False, slots=True)
@@ -209,6 +238,8 @@ class PickleResult:
     config_more: int = 0  # distinct ones past the cap: unjudged, which is high (WS-CFG-006)
     # Dicts set under `architecture` (pyannote's checkpoint names its model class there), read at the stream's end.
     architectures: list[tuple[int, Dict | Obj]] = field(default_factory=list)
+    # Values set under Lightning's hyperparameter keys that are not dicts, read at the stream's end.
+    hyperparameters: list[tuple[int, Sym]] = field(default_factory=list)
     # The copies `_keep_state` made of each dict state, by the dict's id (the dicts are kept alive in `states`).
     state_copies: dict[int, list[Dict]] = field(default_factory=dict)
 
@@ -605,6 +636,7 @@ class Machine:
         res.end = self.stream.base + self.stream.offset
         check_states(res)
         check_architectures(res)
+        check_hyperparameters(res)
         return res
 
     def _loop(self, res: PickleResult) -> None:
@@ -1157,6 +1189,11 @@ _KEPT_FROM = {
 # any module that calls hydra.utils.instantiate on its config) build in __init__, and Lightning's `_instantiator`,
 # which load_from_checkpoint imported and called before 2.6.6 (Lightning #21822), whatever it named.
 CONFIG_TARGET_KEYS = frozenset({"_target_", "_instantiator"})
+# Lightning's dict subclass for hyperparameters, by every name it has had.
+LIGHTNING_ATTRIBUTE_DICTS = frozenset({
+    "lightning.fabric.utilities.data.AttributeDict", "lightning.pytorch.utilities.parsing.AttributeDict",
+    "lightning_fabric.utilities.data.AttributeDict", "pytorch_lightning.utilities.parsing.AttributeDict",
+})  # fmt: skip
 MAX_CONFIG_TARGETS = 1000
 ARCHITECTURE_KEY = "architecture"
 PYANNOTE_ARCHITECTURE = "pyannote.audio architecture"  # the key its module and class are reported under
@@ -1165,7 +1202,8 @@ _OMEGACONF_VALUE = "_val"  # an OmegaConf node's value, in its BUILD state (a Di
 
 def _config_targets(res: PickleResult, pairs: list[Sym], at: int) -> None:
     """Note the items of a dict being filled whose key a loader instantiates; their values as text. A key is read as
-    text as `_text` reads it: a numpy.str_ equals the str it holds, as a dict key too (review 23)."""
+    text as `_text` reads it: a numpy.str_ equals the str it holds, as a dict key too (review 23). A key that may be
+    text the machine cannot read (str of bytes in an unknown codec), given a text value, may be any of them."""
     for index in range(0, len(pairs) - 1, 2):
         key, value = _text(pairs[index]), pairs[index + 1]
         if key in CONFIG_TARGET_KEYS:
@@ -1173,6 +1211,60 @@ def _config_targets(res: PickleResult, pairs: list[Sym], at: int) -> None:
                 _config_target(res, at, key, text)
         elif key == ARCHITECTURE_KEY and isinstance(value, Dict | Obj):
             _architecture(res, at, value)
+        elif key in HYPERPARAMETER_KEYS and not isinstance(value, Dict):
+            _hyperparameters(res, at, value)
+        elif key is None and _unread_text(pairs[index]) and (text := _text(value)) is not None:
+            _config_target(res, at, UNREAD_KEY, None)
+            _config_target(res, at, UNREAD_KEY, text)  # judged too: a gadget is critical
+
+
+# Lightning's load_from_checkpoint merges the checkpoint's hyperparameters, and before that the 0.7-era keys, with
+# dict.update (lightning/pytorch/core/saving.py, `_load_state`): a mapping, or any iterable of pairs. Writers store a
+# dict, an AttributeDict, an argparse Namespace or an OmegaConf DictConfig there; pairs in anything else (a numpy
+# array of rows, review 26) are read at the stream's end, as the loader sees them.
+HYPERPARAMETER_KEYS = frozenset({"hyper_parameters", "hparams", "module_arguments"})
+_HYPERPARAMETER_CLASSES = frozenset({
+    "builtins.dict", "collections.OrderedDict", "collections.defaultdict", "argparse.Namespace",
+    "omegaconf.dictconfig.DictConfig", "easydict.EasyDict", *LIGHTNING_ATTRIBUTE_DICTS,
+})  # fmt: skip
+UNREAD_KEY = "(a key the machine cannot read)"
+_PAIR_KEYS = CONFIG_TARGET_KEYS | HYPERPARAMETER_KEYS | {ARCHITECTURE_KEY}  # keys `_config_targets` reads values of
+
+
+def _hyperparameters(res: PickleResult, at: int, value: Sym) -> None:
+    if len(res.hyperparameters) < MAX_CONFIG_TARGETS:
+        res.hyperparameters.append((at, value))
+    else:
+        res.config_more += 1
+
+
+def check_hyperparameters(res: PickleResult) -> None:
+    """Hyperparameters that are not a dict, as the stream's end leaves them: a list or set of pairs is read pair by
+    pair; pairs the machine cannot read, and any object but the mappings writers store, are an unread target."""
+    for at, value in res.hyperparameters:
+        if isinstance(value, Seq):
+            read, whole = value.pairs()
+            _config_targets(res, [part for pair in read for part in pair], at)
+            if not whole:
+                _config_target(res, at, UNREAD_PAIRS, None)
+        elif isinstance(value, Obj) and restored_class(value) not in _HYPERPARAMETER_CLASSES:
+            _config_target(res, at, UNREAD_PAIRS, None)
+
+
+# Classes whose instances are text (str subclasses), for keys the machine cannot read as text.
+_KEY_TEXT_CLASSES = _STR_CLASSES | {"numpy.str_", "numpy.unicode_", "torch.torch_version.TorchVersion"}
+
+
+def _unread_text(key: Sym) -> bool:
+    """A key made as text the machine cannot read: a str class given something else than one text (bytes in a codec
+    not looked up), or a numpy scalar of a dtype that may be unicode."""
+    if not (isinstance(key, Obj) and isinstance(key.func, Global) and isinstance(key.args, Seq)):
+        return False
+    if key.func.dotted in _NUMPY_SCALARS:
+        kind = _dtype_text(key.args.items[0]) if key.args.items else None
+        return kind is None or "U" in kind
+    made = restored_class(key) if key.func.dotted in _RESTORED_POSITIONS else key.func.dotted
+    return made in _KEY_TEXT_CLASSES
 
 
 def _architecture(res: PickleResult, at: int, value: Dict | Obj) -> None:
@@ -1214,7 +1306,7 @@ def _config_target(res: PickleResult, at: int, key: str, text: str | None) -> No
 # the machine cannot read there, or did not keep, may hide a target (review 25: a numpy array of rows, one pair of
 # another kind, 4,097 pairs): that is an unread target.
 _DICT_BUILDERS = {"builtins.dict": 0, "collections.OrderedDict": 0, "collections.defaultdict": 1,
-                  "copyreg._reconstructor": 2}  # fmt: skip
+                  "copyreg._reconstructor": 2, **dict.fromkeys(LIGHTNING_ATTRIBUTE_DICTS, 0)}  # fmt: skip
 UNREAD_PAIRS = "(pairs the machine cannot read)"
 
 
@@ -1228,8 +1320,7 @@ def _config_pairs(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
         if isinstance(argument, Dict):
             _config_targets(res, [part for pair in argument.items for part in pair], at)
         elif isinstance(argument, Seq):
-            read = [pair for item in argument.items if (pair := _pair(item)) is not None]
-            _config_targets(res, [part for pair in read for part in pair], at)
+            _config_targets(res, [part for pair in argument.pairs()[0] for part in pair], at)
     position = _DICT_BUILDERS.get(func.dotted) if isinstance(func, Global) else None
     if position == 2:  # copyreg._reconstructor(cls, base, state): a dict only when the base is one
         base = args.items[1] if len(args.items) > 1 else None
@@ -1237,7 +1328,7 @@ def _config_pairs(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
     given = args.items[position] if position is not None and position < len(args.items) else None
     if given is None or isinstance(given, Dict) or (isinstance(given, Const) and given.value is None):
         return
-    if not (isinstance(given, Seq) and not given.dropped and all(_pair(item) is not None for item in given.items)):
+    if not (isinstance(given, Seq) and given.pairs()[1]):
         _config_target(res, at, UNREAD_PAIRS, None)
 
 
@@ -1269,45 +1360,107 @@ def _config_texts(res: PickleResult, value: Sym) -> list[str | None]:
 
 
 def _text(value: Sym | None) -> str | None:
-    """A string the pickle holds: a constant, `str(constant)`, or a numpy.str_ (NumPy's scalar rebuild from a
-    unicode dtype and its UTF-32 bytes), which equals its text, as a dict key too (reviews 23, 24)."""
+    """A string the pickle holds: a constant, `str(constant)`, `str(bytes, encoding)`, or a numpy.str_ (NumPy's
+    scalar rebuild from a unicode dtype and its UTF-32 bytes), which equals its text, as a dict key too (reviews
+    23 to 26)."""
     if isinstance(value, Const):
         return value.value if isinstance(value.value, str) else None
     if not (isinstance(value, Obj) and isinstance(value.func, Global) and isinstance(value.args, Seq)):
         return None
-    args, name = value.args.items, value.func.dotted
-    if name in _NUMPY_SCALARS and len(args) == 2:
-        return _unicode_scalar(args[0], args[1])
+    if value.func.dotted in _NUMPY_SCALARS and len(value.args.items) == 2:
+        return _unicode_scalar(value.args.items[0], value.args.items[1])
     # A str subclass made from text equals that text, as a dict key too (review 25: copyreg's helpers, numpy.str_,
     # torch's TorchVersion). Any class given one text is read so: a key taken for `_target_` that is not one only
     # adds a finding.
-    given = _TEXT_POSITIONS.get(name, 0 if len(args) == 1 else None)
-    if name == "copyreg.__newobj_ex__" and len(args) > 1 and isinstance(args[1], Seq) and args[1].items:
-        return _text(args[1].items[0])
-    if given is not None and given < len(args) and not isinstance(args[given], Obj):
-        return _text(args[given])
-    return None
+    return _decoded(*_text_arguments(value.func.dotted, value.args.items))
 
 
 _NUMPY_SCALARS = frozenset({"numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar"})
 _TEXT_POSITIONS = {"copyreg._reconstructor": 2, "copyreg.__newobj__": 1}  # where copyreg's helpers take the text
 
 
-def _unicode_scalar(dtype: Sym, data: Sym) -> str | None:
-    """The text of numpy.str_: dtype('U<n>') (byte order in its BUILD state) and UTF-32 bytes, given as bytes or,
-    under protocol 2, as `_codecs.encode(text, 'latin1')`."""
+def _text_arguments(name: str, args: list[Sym]) -> tuple[list[Sym], Dict | None]:
+    """The arguments a call passes to the class it makes: after copyreg's class (and base), or the (args, kwargs) of
+    __newobj_ex__ and of NEWOBJ_EX, which the machine records as a call given those two."""
+    if name == "copyreg.__newobj_ex__":
+        args = args[1:]
+    elif name in _TEXT_POSITIONS:
+        return args[_TEXT_POSITIONS[name] :][:3], None
+    if len(args) == 2 and isinstance(args[0], Seq) and isinstance(args[1], Dict):
+        return args[0].items, args[1]
+    return args, None
+
+
+# str(bytes, encoding, errors) decodes: the codecs a key may be decoded with, by every name Python's codec registry
+# takes for them (its alias table, read as data). Other codecs are not looked up (a lookup imports a codec module by
+# name): such a key is unread.
+_DECODERS = ("ascii", "utf_8", "latin_1", "utf_16", "utf_16_le", "utf_16_be", "utf_32", "utf_32_le", "utf_32_be")
+_CODECS = {**dict(zip(_DECODERS, _DECODERS, strict=True)),
+           **{alias: codec for alias, codec in encodings.aliases.aliases.items() if codec in _DECODERS}}  # fmt: skip
+_ERRORS = frozenset({"strict", "ignore", "replace", "surrogateescape", "backslashreplace"})
+
+
+def _decoded(given: list[Sym], keywords: Dict | None) -> str | None:
+    """str(object, encoding, errors), by position or keyword: bytes decoded with a known codec, or plain text."""
+    named = ("object", "encoding", "errors")
+    values = [given[i] if i < len(given) else keywords.get(name) if keywords else None for i, name in enumerate(named)]
+    if len(given) > 3 or any(value is not None and not isinstance(value, Const) for value in values[1:]):
+        return None
+    # bytes as the stream spells them: protocol 2 writes them as _codecs.encode(text, 'latin1')
+    source = _nested_bytes(Seq("tuple", [values[0]])) if isinstance(values[0], Obj) else _const(values[0])
+    encoding, errors = _const(values[1]), _const(values[2])
+    if encoding is None and errors is None:
+        return source if isinstance(source, str) else None
+    codec = _CODECS.get(_normalized(encoding)) if isinstance(encoding, str) else "utf_8" if encoding is None else None
+    if not (isinstance(source, bytes | bytearray) and codec is not None and (errors is None or errors in _ERRORS)):
+        return None
+    try:
+        return bytes(source).decode(codec, errors if isinstance(errors, str) else "strict")
+    except UnicodeDecodeError:
+        return None
+
+
+def _normalized(encoding: str) -> str:
+    """A codec name as the registry looks it up: lower case, spaces as underscores, then encodings' own
+    normalisation (other punctuation runs as one underscore), dots as underscores."""
+    return encodings.normalize_encoding(encoding.lower().replace(" ", "_")).replace(".", "_")
+
+
+_UNICODE_DTYPE = re.compile(r"([<>=|]?)U(\d*)")
+# A dtype's BUILD state by its length: where the byte order and the item size are (numpy's arraydescr_setstate).
+_DTYPE_STATE = {9: (1, 5), 8: (1, 5), 7: (1, 5), 6: (1, 4), 5: (0, 3)}
+
+
+def _dtype_text(dtype: Sym) -> str | None:
+    """The text numpy.dtype was called with ('<U8'), if it was."""
     if not (isinstance(dtype, Obj) and isinstance(dtype.args, Seq) and dtype.args.items):
         return None
-    kind = dtype.args.items[0]
-    if not (isinstance(kind, Const) and isinstance(kind.value, str) and kind.value.startswith("U")):
-        return None
+    kind = _const(dtype.args.items[0])
+    return kind if isinstance(kind, str) else None
+
+
+def _unicode_scalar(dtype: Sym, data: Sym) -> str | None:
+    """The text of numpy.str_: dtype('U<n>') and UTF-32 bytes, given as bytes or, under protocol 2, as
+    `_codecs.encode(text, 'latin1')`. As NumPy reads it: the byte order and size from the dtype's BUILD state when
+    it has one (the size there wins), else from its string ('>U8'); only the item's bytes (longer data is cut),
+    trailing NULs dropped."""
+    kind = _dtype_text(dtype)
+    match = _UNICODE_DTYPE.fullmatch(kind) if kind is not None else None
     raw = _nested_bytes(Seq("tuple", [data]))  # bytes as the stream spells them, protocol 2's latin-1 text too
-    if not isinstance(raw, bytes):
+    if match is None or not isinstance(raw, bytes):
         return None
-    order = dtype.state.items[1] if isinstance(dtype.state, Seq) and len(dtype.state.items) > 1 else None
-    codec = "utf-32-be" if isinstance(order, Const) and order.value == ">" else "utf-32-le"
+    order, size = match.group(1), 4 * int(match.group(2) or 0)
+    state = dtype.state.items if isinstance(dtype, Obj) and isinstance(dtype.state, Seq) else None
+    if state is not None:
+        if len(state) not in _DTYPE_STATE:
+            return None  # NumPy refuses the state
+        at_order, at_size = _DTYPE_STATE[len(state)]
+        order, given = _const(state[at_order]), _const(state[at_size])
+        size = given if isinstance(given, int) and not isinstance(given, bool) and given >= 0 else size
+    if len(raw) < size:
+        return None  # NumPy refuses data shorter than the item
     try:
-        return raw[: len(raw) // 4 * 4].decode(codec).rstrip("\x00")
+        return raw[: size // 4 * 4].decode("utf-32-be" if order == ">" else "utf-32-le").rstrip("\x00")
     except UnicodeDecodeError:
         return None
 
@@ -1583,9 +1736,7 @@ CALLED_TABLES = frozenset({
 LIST_TABLES = frozenset({"lr_lambdas", "_schedulers"})
 # Dicts whose items are also their attributes (set by __setitem__ or __getattr__).
 ATTRIBUTE_DICTS = frozenset({
-    "easydict.EasyDict", "sklearn.utils._bunch.Bunch", "lightning.fabric.utilities.data.AttributeDict",
-    "lightning.pytorch.utilities.parsing.AttributeDict", "lightning_fabric.utilities.data.AttributeDict",
-    "pytorch_lightning.utilities.parsing.AttributeDict",
+    "easydict.EasyDict", "sklearn.utils._bunch.Bunch", *LIGHTNING_ATTRIBUTE_DICTS,
     # SciPy's result objects answer attribute lookups from their items (a review made one a pipeline step)
     "scipy.optimize._optimize.OptimizeResult", "scipy._lib._util._RichResult",
 })  # fmt: skip
