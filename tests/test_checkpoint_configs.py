@@ -385,14 +385,16 @@ def _attribute_dict(monkeypatch: pytest.MonkeyPatch) -> type[dict[str, object]]:
     return AttributeDict
 
 
-@pytest.mark.parametrize("key", ["hparams", "module_arguments", "hyper_parameters"])
+@pytest.mark.parametrize("key", ["hparams", "module_arguments"])
 def test_lightning_hyperparameters_given_as_rows_are_read_or_unread(
     tmp_path: Path, key: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Review 26: Lightning's `_load_state` merges the 0.7-era keys `hparams` and `module_arguments`, then
-    `hyper_parameters`, with dict.update, which takes any iterable of pairs: rows of a numpy array (object or
-    unicode, any order) or a list of pairs carrying `_instantiator`, which it imports and calls. A list of pairs is
-    read pair by pair; an array is an unread target (high). AttributeDict(rows) builds a dict as dict(rows) does."""
+    """Review 26: Lightning's `_load_state` merges the 0.7-era keys `hparams` and `module_arguments` with
+    dict.update, which takes any iterable of pairs: rows of a numpy array (object or unicode, any order) or a list of
+    pairs carrying `_instantiator`, which it imports and calls (review 27 proved it with Lightning 2.5.6). A list of
+    pairs is read pair by pair; an array is an unread target (high). AttributeDict(rows) and EasyDict(rows) build a
+    dict as dict(rows) does."""
+    import easydict
     import numpy
 
     rows = [["_instantiator", "os.system"], ["lr", "0.1"]]
@@ -404,20 +406,123 @@ def test_lightning_hyperparameters_given_as_rows_are_read_or_unread(
     }
     for name, value in variants.items():
         path = tmp_path / f"{name}.ckpt"
-        torch.save({"state_dict": {}, key: value, "hyper_parameters": {"lr": 0.1}} if key != "hyper_parameters"
-                   else {"state_dict": {}, key: value}, path)  # fmt: skip
+        torch.save({"state_dict": {}, key: value, "hyper_parameters": {"lr": 0.1}}, path)
         merged: dict[object, object] = {}
         merged.update(torch.load(path, weights_only=False)[key])  # as _load_state does
         assert merged["_instantiator"] == "os.system", name
         expected = {"WS-CFG-022", "WS-CFG-001"} if name == "list" else {"WS-CFG-003"}
         assert expected <= rule_ids(scan(path)), name
 
-    attribute_dict = _attribute_dict(monkeypatch)
-    built = _Built(attribute_dict, numpy.array(rows, dtype=object))
-    assert pickle.loads(pickle.dumps(built))["_instantiator"] == "os.system"
-    assert "WS-CFG-003" in rule_ids(scan(checkpoint(tmp_path / "built.ckpt", built)))
-    plain = attribute_dict(lr=0.1, _instantiator="lightning.pytorch.cli.instantiate_module")
+    for builder in (_attribute_dict(monkeypatch), easydict.EasyDict):
+        built = _Built(builder, numpy.array(rows, dtype=object))
+        assert pickle.loads(pickle.dumps(built))["_instantiator"] == "os.system"
+        assert "WS-CFG-003" in rule_ids(scan(checkpoint(tmp_path / "built.ckpt", built))), builder
+    plain = _attribute_dict(monkeypatch)(lr=0.1, _instantiator="lightning.pytorch.cli.instantiate_module")
     assert rule_ids(scan(checkpoint(tmp_path / "plain.ckpt", plain))) == set()
+
+
+def test_hyperparameters_no_update_takes_pairs_from_are_data(tmp_path: Path) -> None:
+    """Review 27's false positives: under `hparams` dict.update raises on a list of numbers, a tuple of text, a
+    namespace, a float array, dicts of one key, so the load fails before any `_instantiator`; and Lightning updates
+    `hyper_parameters` with the caller's arguments first, which fails on anything but a mapping."""
+    import types
+
+    import numpy
+
+    values: list[object] = [[0.001, 64, "adam"], ("lr", 0.1), types.SimpleNamespace(lr=0.1),
+                            numpy.array([0.1, 0.2, 0.3]), [{"lr": 0.1}, {"lr": 0.01}]]  # fmt: skip
+    for index, value in enumerate(values):
+        for key in ("hparams", "hyper_parameters"):
+            path = tmp_path / f"{key}-{index}.ckpt"
+            torch.save({"state_dict": {}, key: value}, path)
+            with pytest.raises((TypeError, ValueError, AttributeError)):
+                {}.update(torch.load(path, weights_only=False)[key])
+            assert rule_ids(scan(path)) == set(), (key, value)
+    rows = [["_instantiator", "os.system"]]
+    for index, value in enumerate([rows, numpy.array(rows, dtype=object)]):
+        path = tmp_path / f"unreachable-{index}.ckpt"
+        torch.save({"state_dict": {}, "hyper_parameters": value}, path)
+        with pytest.raises(AttributeError):
+            torch.load(path, weights_only=False)["hyper_parameters"].update({})  # what load_from_checkpoint does first
+        assert rule_ids(scan(path)) == set(), index
+
+
+def _text_raw(value: str) -> bytes:
+    encoded = value.encode()
+    return b"X" + len(encoded).to_bytes(4, "little") + encoded
+
+
+class _NamedDtype:
+    """Pickles as numpy.dtype(text) with a BUILD state that sets the item size (and byte order)."""
+
+    def __init__(self, text: str, state: tuple[object, ...]) -> None:
+        self.text, self.state = text, state
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import numpy
+
+        return numpy.dtype, (self.text, False, True), self.state
+
+
+def test_keys_and_pairs_review_27_built_are_read_or_unread(tmp_path: Path) -> None:
+    """Review 27: a numpy.str_ key whose dtype is spelled 'str', 'str_' or 'unicode' (the size in its BUILD state),
+    which Hydra instantiated; a pair list turned into a `_target_` pair by SETITEMS after it was appended (Hydra made
+    the folder, real Lightning imported os.system); EasyDict(rows) as a Hydra config."""
+    import easydict
+    import numpy
+
+    made = tmp_path / "made-dtype"
+    for kind in ("str", "str_", "unicode"):
+        key = _Scalar(_NamedDtype(kind, (3, "<", None, None, None, 32, 4, 8)), "_target_".encode("utf-32-le"))
+        path = checkpoint(tmp_path / f"{kind}.ckpt", {"cfg": {"encoder": {key: "os.makedirs", "name": str(made)}}})
+        assert "_target_" in torch.load(path, weights_only=False)["hyper_parameters"]["cfg"]["encoder"]
+        assert ("WS-CFG-001", "os.makedirs") in {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
+    code = ("import sys, torch; from hydra.utils import instantiate\n"
+            "instantiate(torch.load(sys.argv[1], weights_only=False)['hyper_parameters']['cfg']['encoder'])")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "str.ckpt")], check=True, timeout=120,
+                   capture_output=True)  # fmt: skip
+    assert made.is_dir()
+
+    changed = (b"\x80\x02cbuiltins\ndict\n]q\x01]q\x02(" + _text_raw("a") + _text_raw("b") + b"ea("
+               + _text_raw("name") + _text_raw("x") + b"lah\x02(K\x00" + _text_raw("_target_") + b"K\x01"
+               + _text_raw("os.makedirs") + b"u0\x85R.")  # fmt: skip
+    assert pickle.loads(changed) == {"_target_": "os.makedirs", "name": "x"}
+    (tmp_path / "changed.pkl").write_bytes(changed)
+    assert "WS-CFG-003" in rule_ids(scan(tmp_path / "changed.pkl"))
+
+    rows = numpy.array([["_target_", "os.makedirs"], ["name", "x"]], dtype=object)
+    path = checkpoint(tmp_path / "easydict.ckpt", {"cfg": {"encoder": _Built(easydict.EasyDict, rows)}})
+    assert "WS-CFG-003" in rule_ids(scan(path))
+
+
+def test_pyannote_architectures_review_27_hid_are_read_or_unread(tmp_path: Path) -> None:
+    """Review 27: pyannote's `architecture` with numpy.str_ keys, with `module` and `class` past the 4,096 items a
+    dict keeps (torch.save of a plain dict), and as ChainMap(OrderedDict(pairs)) or EasyDict(rows). pyannote reads
+    `architecture['module']` and `['class']` from each, all of which resolve to os.system."""
+    import collections
+
+    import easydict
+    import numpy
+
+    architectures: dict[str, object] = {
+        "numpy-keys": {numpy.str_("module"): "os", numpy.str_("class"): "system"},
+        "many": {f"k{i}": 0 for i in range(4096)} | {"module": "os", "class": "system"},
+        "chainmap": _Built(collections.ChainMap, _Built(collections.OrderedDict, [("module", "os"),
+                                                                                   ("class", "system")])),
+        "easydict": _Built(easydict.EasyDict, numpy.array([["module", "os"], ["class", "system"]], dtype=object)),
+    }  # fmt: skip
+    for name, architecture in architectures.items():
+        path = tmp_path / f"{name}.bin"
+        torch.save({"state_dict": {}, "pyannote.audio": {"architecture": architecture}}, path)
+        loaded = torch.load(path, weights_only=False)["pyannote.audio"]["architecture"]
+        assert (loaded["module"], loaded["class"]) == ("os", "system"), name
+        assert rule_ids(scan(path)) & {"WS-CFG-001", "WS-CFG-003"}, name
+    # A ChainMap answers from its first map, a dict's items from its last: every map's names are judged.
+    benign = {"module": "pyannote.audio.models.segmentation", "class": "PyanNet"}
+    chained = _Built(collections.ChainMap, {"module": "os", "class": "system"}, benign)
+    torch.save({"state_dict": {}, "pyannote.audio": {"architecture": chained}}, tmp_path / "first.bin")
+    assert torch.load(tmp_path / "first.bin", weights_only=False)["pyannote.audio"]["architecture"]["module"] == "os"
+    assert "WS-CFG-001" in rule_ids(scan(tmp_path / "first.bin"))
 
 
 def test_python2_ordered_dicts_of_many_items_are_read_in_full(tmp_path: Path) -> None:

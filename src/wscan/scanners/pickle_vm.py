@@ -122,9 +122,18 @@ class Seq(Sym):
                     self.others_past += 1
 
     def pairs(self) -> tuple[list[tuple[Sym, Sym]], bool]:
-        """The (key, value) pairs dict(self) takes that the machine can read, and whether that is all of them."""
-        read = [pair for item in self.items if (pair := _pair(item)) is not None]
-        return read + (self.pairs_past or []), len(read) == len(self.items) and not self.others_past
+        """The (key, value) pairs dict(self) takes that the machine can read (a set's both ways round: it iterates
+        in its hashes' order), and whether that is all of them."""
+        read, whole = [], not self.others_past
+        for item in self.items:
+            pair = _pair(item)
+            if pair is None:
+                whole = False
+                continue
+            read.append(pair)
+            if isinstance(item, Seq) and item.type in ("set", "frozenset"):
+                read.append((pair[1], pair[0]))
+        return read + (self.pairs_past or []), whole
 
 
 @dataclass(eq=False, slots=True)
@@ -239,7 +248,7 @@ class PickleResult:
     # Dicts set under `architecture` (pyannote's checkpoint names its model class there), read at the stream's end.
     architectures: list[tuple[int, Dict | Obj]] = field(default_factory=list)
     # Values set under Lightning's hyperparameter keys that are not dicts, read at the stream's end.
-    hyperparameters: list[tuple[int, Sym]] = field(default_factory=list)
+    hyperparameters: list[tuple[int, str, Sym]] = field(default_factory=list)
     # The copies `_keep_state` made of each dict state, by the dict's id (the dicts are kept alive in `states`).
     state_copies: dict[int, list[Dict]] = field(default_factory=dict)
 
@@ -791,6 +800,8 @@ class Machine:
                         _note_items(res, target, list(zip(pairs[::2], pairs[1::2], strict=True)))
                         _dunder_items(res, pairs, restored_class(target), at)
                     self._items_on_object(res, target, pairs, name, at)
+                    if isinstance(target, Seq):
+                        _list_items_set(res, target, pairs, at)
                     self._mutation(res, target, name, at)
             elif name in _APPENDS:
                 values = [pop()] if name == "APPEND" else pop_mark()
@@ -1212,8 +1223,8 @@ def _config_targets(res: PickleResult, pairs: list[Sym], at: int) -> None:
         elif key == ARCHITECTURE_KEY and isinstance(value, Dict | Obj):
             _architecture(res, at, value)
         elif key in HYPERPARAMETER_KEYS and not isinstance(value, Dict):
-            _hyperparameters(res, at, value)
-        elif key is None and _unread_text(pairs[index]) and (text := _text(value)) is not None:
+            _hyperparameters(res, at, key, value)
+        elif _unread_text(pairs[index]) and (text := _text(value)) is not None:
             _config_target(res, at, UNREAD_KEY, None)
             _config_target(res, at, UNREAD_KEY, text)  # judged too: a gadget is critical
 
@@ -1231,24 +1242,64 @@ UNREAD_KEY = "(a key the machine cannot read)"
 _PAIR_KEYS = CONFIG_TARGET_KEYS | HYPERPARAMETER_KEYS | {ARCHITECTURE_KEY}  # keys `_config_targets` reads values of
 
 
-def _hyperparameters(res: PickleResult, at: int, value: Sym) -> None:
+def _hyperparameters(res: PickleResult, at: int, key: str, value: Sym) -> None:
     if len(res.hyperparameters) < MAX_CONFIG_TARGETS:
-        res.hyperparameters.append((at, value))
+        res.hyperparameters.append((at, key, value))
     else:
         res.config_more += 1
 
 
+def _list_items_set(res: PickleResult, target: Seq, pairs: list[Sym], at: int) -> None:
+    """list[i] = v, which no writer pickles: where the list holds or is given a key whose value a loader reads, the
+    pairs it makes are unknown (review 27 turned a pair appended as ['a', 'b'] into a `_target_` pair so)."""
+    if any(_text(value) in _PAIR_KEYS or _unread_text(value) for value in [*target.items, *pairs[1::2]]):
+        _config_target(res, at, UNREAD_PAIRS, None)
+
+
 def check_hyperparameters(res: PickleResult) -> None:
-    """Hyperparameters that are not a dict, as the stream's end leaves them: a list or set of pairs is read pair by
-    pair; pairs the machine cannot read, and any object but the mappings writers store, are an unread target."""
-    for at, value in res.hyperparameters:
+    """Hyperparameters that are not a dict, as the stream's end leaves them, where dict.update may take pairs from
+    them: a list of pairs is read pair by pair; pairs the machine cannot read, and an object that may be a mapping
+    or hold rows of text (a numpy array of objects or text), are an unread target. What makes the update raise is
+    left alone, as the load fails there (review 27): an item that is certainly no pair, an object that is neither
+    iterable nor a mapping, numbers; and anything but a mapping under `hyper_parameters`, which Lightning first
+    updates with the caller's arguments."""
+    for at, key, value in res.hyperparameters:
         if isinstance(value, Seq):
+            if key == LIGHTNING_HYPERPARAMETERS or any(_no_pair(item) for item in value.items):
+                continue
             read, whole = value.pairs()
             _config_targets(res, [part for pair in read for part in pair], at)
             if not whole:
                 _config_target(res, at, UNREAD_PAIRS, None)
-        elif isinstance(value, Obj) and restored_class(value) not in _HYPERPARAMETER_CLASSES:
+        elif isinstance(value, Obj) and not _not_a_mapping(value, key):
             _config_target(res, at, UNREAD_PAIRS, None)
+
+
+LIGHTNING_HYPERPARAMETERS = "hyper_parameters"
+_NOT_MAPPINGS = frozenset({"argparse.Namespace", "types.SimpleNamespace"})  # neither iterable nor mappings
+
+
+def _no_pair(item: Sym) -> bool:
+    """dict.update raises on `item`: a number, text or bytes not of length two, a container known not to hold two."""
+    if isinstance(item, Const):
+        return not (isinstance(item.value, str | bytes) and len(item.value) == 2)
+    if isinstance(item, Seq) and item.type in ("list", "tuple"):
+        return not item.dropped and len(item.items) != 2
+    members = _members(item) if isinstance(item, Dict | Seq) else None
+    return members is not None and len(members) != 2
+
+
+def _not_a_mapping(value: Obj, key: str) -> bool:
+    """An object dict.update cannot take pairs from (or, under `hyper_parameters`, one the loader cannot update),
+    or a mapping whose items the machine reads where they are set."""
+    made = restored_class(value)
+    if made in _HYPERPARAMETER_CLASSES or made in _NOT_MAPPINGS:
+        return True
+    if made in _ARRAY_REBUILDERS:  # a numpy array: no update(); its rows are pairs of numbers or bytes, or may be text
+        state = value.state.items if isinstance(value.state, Seq) else []
+        kind = _dtype_text(state[2]) if len(state) > 2 else None
+        return key == LIGHTNING_HYPERPARAMETERS or (kind is not None and bool(_NOT_TEXT_DTYPE.fullmatch(kind)))
+    return False
 
 
 # Classes whose instances are text (str subclasses), for keys the machine cannot read as text.
@@ -1257,12 +1308,13 @@ _KEY_TEXT_CLASSES = _STR_CLASSES | {"numpy.str_", "numpy.unicode_", "torch.torch
 
 def _unread_text(key: Sym) -> bool:
     """A key made as text the machine cannot read: a str class given something else than one text (bytes in a codec
-    not looked up), or a numpy scalar of a dtype that may be unicode."""
-    if not (isinstance(key, Obj) and isinstance(key.func, Global) and isinstance(key.args, Seq)):
+    not looked up), or a numpy scalar of a dtype that may be unicode (any but the kinds NumPy writes for numbers and
+    bytes)."""
+    if not (isinstance(key, Obj) and isinstance(key.func, Global) and isinstance(key.args, Seq)) or _text(key):
         return False
     if key.func.dotted in _NUMPY_SCALARS:
         kind = _dtype_text(key.args.items[0]) if key.args.items else None
-        return kind is None or "U" in kind
+        return kind is None or not _NOT_TEXT_DTYPE.fullmatch(kind)
     made = restored_class(key) if key.func.dotted in _RESTORED_POSITIONS else key.func.dotted
     return made in _KEY_TEXT_CLASSES
 
@@ -1274,20 +1326,33 @@ def _architecture(res: PickleResult, at: int, value: Dict | Obj) -> None:
         res.config_more += 1  # unread: counted like targets past the cap
 
 
-def _mapping(res: PickleResult, value: Sym) -> Dict | None:
-    """What a dict-like value holds at the stream's end: a dict's items, or an object's (an OrderedDict) from the
-    pairs or dict its call was given and the items SETITEMS put in it since."""
+def _mapping(res: PickleResult, value: Sym, depth: int = 0) -> tuple[list[tuple[Sym, Sym]], bool]:
+    """What a dict-like value holds at the stream's end, and whether that is all of it: a dict's items, or an
+    object's (an OrderedDict, a ChainMap) from the pairs, dicts or mappings its call was given and the items SETITEMS
+    put in it since. A mapping class given what the machine cannot read, or a dict past MAX_ITEMS, is not whole."""
     if isinstance(value, Dict):
-        return value
-    if not isinstance(value, Obj):
-        return None
+        return list(value.items), not value.dropped
+    if not (isinstance(value, Obj) and isinstance(value.args, Seq)) or depth > MAX_MAPPING_DEPTH:
+        return [], False
+    called = value.func.dotted if isinstance(value.func, Global) else ""
+    builds = _MAPPING_ARGUMENTS.get(called)
+    if called == "copyreg._reconstructor":  # a dict only when the base is one
+        base = value.args.items[1] if len(value.args.items) > 1 else None
+        builds = builds if isinstance(base, Global) and base.dotted in _DICT_BUILDERS else None
     items: list[tuple[Sym, Sym]] = []
-    for argument in value.args.items[:4] if isinstance(value.args, Seq) else []:
-        given = argument if isinstance(argument, Dict) else _pairs(argument)
-        items += given.items if given is not None else []
+    whole = True
+    for argument in value.args.items[builds] if builds is not None else value.args.items[:4]:
+        if isinstance(argument, Dict) or (builds is not None and isinstance(argument, Obj)):
+            found, complete = _mapping(res, argument, depth + 1)
+        elif isinstance(argument, Seq):
+            found, complete = argument.pairs()
+        else:
+            found, complete = [], builds is None or _is_none(argument)
+        items += found
+        whole = whole and (complete or builds is None)
     filled = res.object_items.get(id(value))
     items += filled[1] if filled is not None else []
-    return Dict(items) if items else None
+    return items, whole and not any(isinstance(key, Unknown) for key, _ in items)
 
 
 def _config_target(res: PickleResult, at: int, key: str, text: str | None) -> None:
@@ -1306,8 +1371,13 @@ def _config_target(res: PickleResult, at: int, key: str, text: str | None) -> No
 # the machine cannot read there, or did not keep, may hide a target (review 25: a numpy array of rows, one pair of
 # another kind, 4,097 pairs): that is an unread target.
 _DICT_BUILDERS = {"builtins.dict": 0, "collections.OrderedDict": 0, "collections.defaultdict": 1,
-                  "copyreg._reconstructor": 2, **dict.fromkeys(LIGHTNING_ATTRIBUTE_DICTS, 0)}  # fmt: skip
+                  "copyreg._reconstructor": 2, "easydict.EasyDict": 0,
+                  **dict.fromkeys(LIGHTNING_ATTRIBUTE_DICTS, 0)}  # fmt: skip
 UNREAD_PAIRS = "(pairs the machine cannot read)"
+# Classes that build a mapping from arguments, and which of them: the dict builders' one, every map of a ChainMap.
+_MAPPING_ARGUMENTS = {**{name: slice(at, at + 1) for name, at in _DICT_BUILDERS.items()},
+                      "collections.ChainMap": slice(0, 4)}  # fmt: skip
+MAX_MAPPING_DEPTH = 8  # mappings built from mappings, followed
 
 
 def _config_pairs(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
@@ -1332,18 +1402,26 @@ def _config_pairs(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
         _config_target(res, at, UNREAD_PAIRS, None)
 
 
+MAX_ARCHITECTURE_NAMES = 16  # (module, class) combinations judged per architecture; more are unread
+
+
 def check_architectures(res: PickleResult) -> None:
     """pyannote.audio's Model.from_pretrained imports the checkpoint's `architecture` `module` and calls
-    `load_from_checkpoint` on its `class`: the name as the stream's end leaves the dict (what the loader reads)."""
+    `load_from_checkpoint` on its `class`: the names as the stream's end leaves the mapping (what the loader reads),
+    every one it may hold (a key set twice, a ChainMap's maps), keys read as `_text` reads them (review 27)."""
     for at, value in res.architectures:
-        architecture = _mapping(res, value)
-        if architecture is None:
-            continue
-        module, name = architecture.get("module"), architecture.get("class")
-        if module is None and name is None:
+        items, whole = _mapping(res, value)
+        modules = [_text(found) for key, found in items if _text(key) == "module"]
+        classes = [_text(found) for key, found in items if _text(key) == "class"]
+        unread = not whole or any(_unread_text(key) for key, _ in items)
+        if not modules and not classes and not unread:
             continue  # another library's `architecture`
-        texts = (_text(module), _text(name))
-        _config_target(res, at, PYANNOTE_ARCHITECTURE, f"{texts[0]}.{texts[1]}" if None not in texts else None)
+        names = {(module, name) for module in dict.fromkeys(modules or [None])
+                 for name in dict.fromkeys(classes or [None])}  # fmt: skip
+        if unread or len(names) > MAX_ARCHITECTURE_NAMES:
+            _config_target(res, at, PYANNOTE_ARCHITECTURE, None)
+        for module, name in list(names)[:MAX_ARCHITECTURE_NAMES]:
+            _config_target(res, at, PYANNOTE_ARCHITECTURE, f"{module}.{name}" if None not in (module, name) else None)
 
 
 def _config_texts(res: PickleResult, value: Sym) -> list[str | None]:
@@ -1426,7 +1504,10 @@ def _normalized(encoding: str) -> str:
     return encodings.normalize_encoding(encoding.lower().replace(" ", "_")).replace(".", "_")
 
 
-_UNICODE_DTYPE = re.compile(r"([<>=|]?)U(\d*)")
+_UNICODE_DTYPE = re.compile(r"([<>=|]?)(?:U(\d*)|str_?|unicode_?)")
+# The dtype texts NumPy writes for scalars that are not text (a kind and a size: 'i8', 'f4', 'b1', 'M8', 'S5'):
+# a scalar key of any other dtype may be text (review 27: 'str' and 'unicode' with the size in the BUILD state).
+_NOT_TEXT_DTYPE = re.compile(r"[<>=|]?[biufcmMSV?]\d*")
 # A dtype's BUILD state by its length: where the byte order and the item size are (numpy's arraydescr_setstate).
 _DTYPE_STATE = {9: (1, 5), 8: (1, 5), 7: (1, 5), 6: (1, 4), 5: (0, 3)}
 
@@ -1983,7 +2064,8 @@ def _pair(item: Sym) -> tuple[Sym, Sym] | None:
         members = _members(item)
         return (members[0], members[1]) if members is not None and len(members) == 2 else None
     if isinstance(item, Seq) and len(item.items) == 2 and not item.dropped:
-        return item.items[0], item.items[1]
+        # items a SETITEMS on the list made unknown (review 27 set `_target_` into a pair so) are no pair read
+        return None if any(isinstance(part, Unknown) for part in item.items) else (item.items[0], item.items[1])
     if isinstance(item, Const) and isinstance(item.value, str | bytes) and len(item.value) == 2:
         first, second = item.value[:1], item.value[1:]
         return (Const(first), Const(second)) if isinstance(first, str) else (Const(first[0]), Const(second[0]))
