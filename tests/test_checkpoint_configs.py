@@ -539,3 +539,74 @@ def test_python2_ordered_dicts_of_many_items_are_read_in_full(tmp_path: Path) ->
     assert ("WS-CFG-001", "os.makedirs") in {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
     other = _Built(collections.OrderedDict, [*many, collections.deque(["_target_", "os.makedirs"])])
     assert "WS-CFG-003" in rule_ids(scan(checkpoint(tmp_path / "other.ckpt", {"cfg": {"encoder": other}})))
+
+
+def _bytes_raw(value: bytes) -> bytes:
+    return b"C" + bytes([len(value)]) + value
+
+
+def _int_raw(value: int) -> bytes:
+    return b"J" + value.to_bytes(4, "little", signed=True)
+
+
+def _wrapped(encoder: bytes) -> bytes:
+    """Protocol 3 {'state_dict': {}, 'hyper_parameters': {'cfg': {'encoder': <encoder>}}}."""
+    return (b"\x80\x03}(" + _text_raw("state_dict") + b"}" + _text_raw("hyper_parameters") + b"}(" + _text_raw("cfg")
+            + b"}(" + _text_raw("encoder") + encoder + b"uuu.")  # fmt: skip
+
+
+def _unread_text_raw(text: str) -> bytes:
+    """str(bytes, 'cp1252') through copyreg.__newobj__: text wscan does not decode (cp1252 is not looked up)."""
+    return (b"ccopyreg\n__newobj__\n(cbuiltins\nstr\n" + _bytes_raw(text.encode("cp1252")) + _text_raw("cp1252")
+            + b"tR")  # fmt: skip
+
+
+def test_numpy_text_whose_dtype_state_may_disagree_is_unread(tmp_path: Path) -> None:
+    """Review 27 (second red team): a dtype whose BUILD state comes after the scalar is made (NumPy read 'U8', wscan
+    read the later size) and a size given as numpy.int64(32) (NumPy takes any integer, wscan fell back to the text's
+    12): Hydra instantiated both. A dtype's text and state must now agree, as NumPy writes them, or the key is
+    unread (high), its value judged too."""
+    dtype = b"cnumpy\ndtype\n" + _text_raw("U8") + b"\x89\x88\x87Rq\x01"
+    later = (dtype + b"0cnumpy.core.multiarray\nscalar\nh\x01" + _bytes_raw("_target_".encode("utf-32-le")) + b"\x86R"
+             + b"h\x01(K\x03" + _text_raw("<") + b"NNN" + _int_raw(4) + _int_raw(4) + _int_raw(8) + b"tb0")
+    scalar = b"cnumpy.core.multiarray\nscalar\n"
+    int64 = (scalar + b"cnumpy\ndtype\n" + _text_raw("i8") + b"\x89\x88\x87R(K\x03" + _text_raw("<") + b"NNN"
+             + _int_raw(-1) + _int_raw(8) + _int_raw(0) + b"tb" + _bytes_raw((32).to_bytes(8, "little")) + b"\x86R")
+    sized = (scalar + b"cnumpy\ndtype\n" + _text_raw("U12") + b"\x89\x88\x87R(K\x03" + _text_raw("<") + b"NNN" + int64
+             + _int_raw(4) + _int_raw(8) + b"tb" + _bytes_raw("_target_zzzz".encode("utf-32-le")) + b"\x86R")
+    for name, key in {"state-after": later, "numpy-size": sized}.items():
+        data = _wrapped(b"}(" + key + _text_raw("os.makedirs") + _text_raw("name") + _text_raw("x") + b"u")
+        assert "_target_" in pickle.loads(data)["hyper_parameters"]["cfg"]["encoder"], name
+        (tmp_path / f"{name}.pkl").write_bytes(data)
+        assert {"WS-CFG-003", "WS-CFG-001"} <= rule_ids(scan(tmp_path / f"{name}.pkl")), name
+
+
+def test_unread_keys_holding_pairs_or_an_architecture_are_read(tmp_path: Path) -> None:
+    """Review 27 (second red team): a key wscan cannot read may be `hparams` (real Lightning 2.5.6 imported and
+    called os.system from the list of pairs under it) or pyannote's `architecture`: the value is read as both."""
+    hparams = (b"\x80\x03}(" + _text_raw("state_dict") + b"}" + _text_raw("hyper_parameters") + b"}"
+               + _unread_text_raw("hparams") + b"]((" + _text_raw("_instantiator") + _text_raw("os.system") + b"l("
+               + _text_raw("lr") + b"G?\xb9\x99\x99\x99\x99\x99\x9aleu.")  # fmt: skip
+    architecture = (b"\x80\x03}(" + _text_raw("pyannote.audio") + b"}(" + _unread_text_raw("architecture") + b"}("
+                    + _text_raw("module") + _text_raw("os") + _text_raw("class") + _text_raw("system") + b"uuu.")
+    loaded = pickle.loads(hparams)
+    assert dict(loaded["hparams"])["_instantiator"] == "os.system"
+    assert pickle.loads(architecture)["pyannote.audio"]["architecture"]["module"] == "os"
+    for name, data in {"hparams": hparams, "architecture": architecture}.items():
+        (tmp_path / f"{name}.pkl").write_bytes(data)
+        findings = {(f.rule_id, f.evidence.get("callable")) for f in scan(tmp_path / f"{name}.pkl").findings}
+        assert ("WS-CFG-001", "os.system") in findings, name
+
+
+def test_a_vocabulary_with_a_target_token_is_data(tmp_path: Path) -> None:
+    """Review 27 (second red team): scikit-learn's CountVectorizer fitted on text holding `_target_` maps the token to
+    a numpy integer, and a vocabulary dict maps it to an int: no loader takes a number for a name (Hydra and
+    Lightning fail on one), so neither is a target."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    vectorizer = CountVectorizer().fit(["_target_ _instantiator hparams architecture module class", "hello world"])
+    assert "_target_" in vectorizer.vocabulary_
+    (tmp_path / "vectorizer.pkl").write_bytes(pickle.dumps(vectorizer))
+    assert rule_ids(scan(tmp_path / "vectorizer.pkl")) == set()
+    vocabulary = {"_target_": 7, "_instantiator": 8.0, "hello": 9}
+    assert rule_ids(scan(checkpoint(tmp_path / "vocabulary.ckpt", {"vocab": vocabulary}))) == set()

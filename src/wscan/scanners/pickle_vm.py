@@ -249,6 +249,8 @@ class PickleResult:
     architectures: list[tuple[int, Dict | Obj]] = field(default_factory=list)
     # Values set under Lightning's hyperparameter keys that are not dicts, read at the stream's end.
     hyperparameters: list[tuple[int, str, Sym]] = field(default_factory=list)
+    # Lists read as a call's pairs, by id, with what they held then (`_read_before`).
+    pairs_read: dict[int, tuple[Seq, tuple[int, int], bool]] = field(default_factory=dict)
     # The copies `_keep_state` made of each dict state, by the dict's id (the dicts are kept alive in `states`).
     state_copies: dict[int, list[Dict]] = field(default_factory=dict)
 
@@ -989,6 +991,7 @@ class Machine:
             # list[i] = v: which item changed is not followed, so none of them is known any more (a list can be a
             # call's arguments: joblib's and pandas' unpicklers call func(*args) with any iterable).
             target.items = [Unknown() for _ in target.items]
+            res.pairs_read.pop(id(target), None)  # read again when a call is given it (`_read_pairs`)
 
 
     def _items_on_object(self, res: PickleResult, target: Sym, pairs: list[Sym], opcode: str, at: int) -> None:
@@ -1166,10 +1169,11 @@ def _zone_files(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
                 attrs: dict[str, str | int | bool] = {"callable": describe(func), "name": describe(value)}
                 res.events.append(Event("pickle.zone_file", at, attrs))
                 return
+            room = ZONE_WALK - len(inner)  # what the next level reads at most, not built past (review 27's calls)
             if isinstance(value, Seq):
-                inner.extend((item, decoded) for item in value.items)
+                inner.extend((item, decoded) for item in value.items[:room])
             elif isinstance(value, Dict):
-                inner.extend((item, decoded) for pair in value.items for item in pair)
+                inner.extend((item, decoded) for pair in value.items[:room] for item in pair)
             elif isinstance(value, Obj) and isinstance(value.func, Global):
                 maker = value.func.dotted
                 if maker in _NUMPY_SCALAR or maker in _TEXT_CLASSES or (decoded and maker in _BYTES_MAKERS):
@@ -1218,15 +1222,22 @@ def _config_targets(res: PickleResult, pairs: list[Sym], at: int) -> None:
     for index in range(0, len(pairs) - 1, 2):
         key, value = _text(pairs[index]), pairs[index + 1]
         if key in CONFIG_TARGET_KEYS:
+            if _not_text(value):
+                continue  # a token's id in a vocabulary: Hydra and Lightning fail on a number (review 27)
             for text in _config_texts(res, value):
                 _config_target(res, at, key, text)
         elif key == ARCHITECTURE_KEY and isinstance(value, Dict | Obj):
             _architecture(res, at, value)
         elif key in HYPERPARAMETER_KEYS and not isinstance(value, Dict):
             _hyperparameters(res, at, key, value)
-        elif _unread_text(pairs[index]) and (text := _text(value)) is not None:
-            _config_target(res, at, UNREAD_KEY, None)
-            _config_target(res, at, UNREAD_KEY, text)  # judged too: a gadget is critical
+        elif _unread_text(pairs[index]):  # may be any key above (review 27 hid `hparams` and `architecture` so)
+            if (text := _text(value)) is not None:
+                _config_target(res, at, UNREAD_KEY, None)
+                _config_target(res, at, UNREAD_KEY, text)  # judged too: a gadget is critical
+            if isinstance(value, Dict | Obj):
+                _architecture(res, at, value)
+            if isinstance(value, Seq | Obj):
+                _hyperparameters(res, at, "hparams", value)
 
 
 # Lightning's load_from_checkpoint merges the checkpoint's hyperparameters, and before that the 0.7-era keys, with
@@ -1299,6 +1310,16 @@ def _not_a_mapping(value: Obj, key: str) -> bool:
         state = value.state.items if isinstance(value.state, Seq) else []
         kind = _dtype_text(state[2]) if len(state) > 2 else None
         return key == LIGHTNING_HYPERPARAMETERS or (kind is not None and bool(_NOT_TEXT_DTYPE.fullmatch(kind)))
+    return False
+
+
+def _not_text(value: Sym) -> bool:
+    """A number, bytes or None, or a numpy scalar of a dtype that is not text: no loader takes it for a name."""
+    if isinstance(value, Const):
+        return not isinstance(value.value, str)
+    if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in _NUMPY_SCALARS:
+        kind = _dtype_text(value.args.items[0]) if isinstance(value.args, Seq) and value.args.items else None
+        return kind is not None and bool(_NOT_TEXT_DTYPE.fullmatch(kind))
     return False
 
 
@@ -1390,7 +1411,7 @@ def _config_pairs(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
         if isinstance(argument, Dict):
             _config_targets(res, [part for pair in argument.items for part in pair], at)
         elif isinstance(argument, Seq):
-            _config_targets(res, [part for pair in argument.pairs()[0] for part in pair], at)
+            _read_pairs(res, argument, at)
     position = _DICT_BUILDERS.get(func.dotted) if isinstance(func, Global) else None
     if position == 2:  # copyreg._reconstructor(cls, base, state): a dict only when the base is one
         base = args.items[1] if len(args.items) > 1 else None
@@ -1398,11 +1419,30 @@ def _config_pairs(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
     given = args.items[position] if position is not None and position < len(args.items) else None
     if given is None or isinstance(given, Dict) or (isinstance(given, Const) and given.value is None):
         return
-    if not (isinstance(given, Seq) and given.pairs()[1]):
+    if not (isinstance(given, Seq) and _read_pairs(res, given, at)):
         _config_target(res, at, UNREAD_PAIRS, None)
 
 
 MAX_ARCHITECTURE_NAMES = 16  # (module, class) combinations judged per architecture; more are unread
+
+
+MIN_CACHED_PAIRS = 64  # lists at least this long are read as pairs once while unchanged
+MAX_CACHED_LISTS = 10_000
+
+
+def _read_pairs(res: PickleResult, seq: Seq, at: int) -> bool:
+    """Judge the pairs a call given `seq` may build a dict of; whether they are all read. A long list is read once
+    while unchanged (as long; a SETITEMS on it forgets the reading): a review passed one memoised list of 4,096
+    pairs to dict() 200,000 times, past the time budget."""
+    version = (len(seq.items), seq.dropped)
+    seen = res.pairs_read.get(id(seq)) if len(seq.items) >= MIN_CACHED_PAIRS else None
+    if seen is not None and seen[1] == version:
+        return seen[2]
+    pairs, whole = seq.pairs()
+    _config_targets(res, [part for pair in pairs for part in pair], at)
+    if len(seq.items) >= MIN_CACHED_PAIRS and len(res.pairs_read) < MAX_CACHED_LISTS:
+        res.pairs_read[id(seq)] = (seq, version, whole)  # the list kept alive: its id is never reused
+    return whole
 
 
 def check_architectures(res: PickleResult) -> None:
@@ -1504,7 +1544,7 @@ def _normalized(encoding: str) -> str:
     return encodings.normalize_encoding(encoding.lower().replace(" ", "_")).replace(".", "_")
 
 
-_UNICODE_DTYPE = re.compile(r"([<>=|]?)(?:U(\d*)|str_?|unicode_?)")
+_UNICODE_DTYPE = re.compile(r"([<>=|]?)U(\d+)")
 # The dtype texts NumPy writes for scalars that are not text (a kind and a size: 'i8', 'f4', 'b1', 'M8', 'S5'):
 # a scalar key of any other dtype may be text (review 27: 'str' and 'unicode' with the size in the BUILD state).
 _NOT_TEXT_DTYPE = re.compile(r"[<>=|]?[biufcmMSV?]\d*")
@@ -1522,28 +1562,31 @@ def _dtype_text(dtype: Sym) -> str | None:
 
 def _unicode_scalar(dtype: Sym, data: Sym) -> str | None:
     """The text of numpy.str_: dtype('U<n>') and UTF-32 bytes, given as bytes or, under protocol 2, as
-    `_codecs.encode(text, 'latin1')`. As NumPy reads it: the byte order and size from the dtype's BUILD state when
-    it has one (the size there wins), else from its string ('>U8'); only the item's bytes (longer data is cut),
-    trailing NULs dropped."""
+    `_codecs.encode(text, 'latin1')`: only the item's bytes (longer data is cut), trailing NULs dropped. The dtype's
+    BUILD state may come before the scalar is made or after (review 27), so its byte order and size must agree with
+    the text's, as NumPy writes them: else, or spelled any other way ('str', a size given as a numpy integer), the
+    text is unread."""
     kind = _dtype_text(dtype)
     match = _UNICODE_DTYPE.fullmatch(kind) if kind is not None else None
     raw = _nested_bytes(Seq("tuple", [data]))  # bytes as the stream spells them, protocol 2's latin-1 text too
     if match is None or not isinstance(raw, bytes):
         return None
-    order, size = match.group(1), 4 * int(match.group(2) or 0)
+    big, size = match.group(1) == ">", 4 * int(match.group(2))
     state = dtype.state.items if isinstance(dtype, Obj) and isinstance(dtype.state, Seq) else None
     if state is not None:
-        if len(state) not in _DTYPE_STATE:
-            return None  # NumPy refuses the state
-        at_order, at_size = _DTYPE_STATE[len(state)]
+        at_order, at_size = _DTYPE_STATE.get(len(state), (0, 0))
         order, given = _const(state[at_order]), _const(state[at_size])
-        size = given if isinstance(given, int) and not isinstance(given, bool) and given >= 0 else size
+        if len(state) not in _DTYPE_STATE or order not in _BYTE_ORDERS or (order == ">") != big or given != size:
+            return None
     if len(raw) < size:
         return None  # NumPy refuses data shorter than the item
     try:
-        return raw[: size // 4 * 4].decode("utf-32-be" if order == ">" else "utf-32-le").rstrip("\x00")
+        return raw[:size].decode("utf-32-be" if big else "utf-32-le").rstrip("\x00")
     except UnicodeDecodeError:
         return None
+
+
+_BYTE_ORDERS = frozenset({"<", ">", "=", "|"})
 
 
 def _keep_arguments(res: PickleResult, func: Sym, args: Sym) -> None:
