@@ -610,3 +610,62 @@ def test_a_vocabulary_with_a_target_token_is_data(tmp_path: Path) -> None:
     assert rule_ids(scan(tmp_path / "vectorizer.pkl")) == set()
     vocabulary = {"_target_": 7, "_instantiator": 8.0, "hello": 9}
     assert rule_ids(scan(checkpoint(tmp_path / "vocabulary.ckpt", {"vocab": vocabulary}))) == set()
+
+
+def test_keys_made_by_calls_that_return_text_are_read(tmp_path: Path) -> None:
+    """Review 28: numpy.object_(x) returns x, so numpy.object_(str('_target_')) is the key; and
+    torch's _rebuild_from_type_v2(str, str, ('_target_',), None) returns str('_target_'). Hydra built os.makedirs
+    from both (proved here for the first); a call given one unread text is unread itself."""
+    import numpy
+    from torch._tensor import _rebuild_from_type_v2
+
+    made = tmp_path / "made-object"
+    keys = {
+        "object": _Built(numpy.object_, _Built(str, "_target_")),
+        "rebuild": _Built(_rebuild_from_type_v2, str, str, ("_target_",), None),
+    }
+    for name, key in keys.items():
+        path = checkpoint(tmp_path / f"{name}.ckpt", {"cfg": {"encoder": {key: "os.makedirs", "name": str(made)}}})
+        assert "_target_" in torch.load(path, weights_only=False)["hyper_parameters"]["cfg"]["encoder"], name
+        assert ("WS-CFG-001", "os.makedirs") in {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
+    code = ("import sys, torch; from hydra.utils import instantiate\n"
+            "instantiate(torch.load(sys.argv[1], weights_only=False)['hyper_parameters']['cfg']['encoder'])")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "object.ckpt")], check=True, timeout=120,
+                   capture_output=True)  # fmt: skip
+    assert made.is_dir()
+    unread = _keyed_raw(b"cnumpy\nobject_\n" + _unread_text_raw("_target_") + b"\x85R")
+    assert pickle.loads(unread)["_target_"] == "os.makedirs"
+    (tmp_path / "unread.pkl").write_bytes(unread)
+    assert {"WS-CFG-003", "WS-CFG-001"} <= rule_ids(scan(tmp_path / "unread.pkl"))
+
+
+def test_a_list_changed_in_place_makes_unread_pairs(tmp_path: Path) -> None:
+    """Review 28: a pair changed in place (P[0:2] = ['_target_', 'os.makedirs']) inside a list a dict() call had
+    read before, or past the 4,096 items a list keeps, reached Hydra while wscan reused or had dropped its reading.
+    No writer sets items on a list: any such change makes the pairs unread (high)."""
+    pair = b"](" + _text_raw("k") + _text_raw("v") + b"eq\x01"
+    change = (b"h\x01cbuiltins\nslice\n" + _int_raw(0) + _int_raw(2) + b"\x86R](" + _text_raw("_target_")
+              + _text_raw("os.makedirs") + b"es0")  # fmt: skip
+    filler = b"](" + _text_raw("exist_ok") + b"\x88e"
+    read_before = (pair + b"0]q\x02(h\x01" + filler * 69 + b"e0cbuiltins\ndict\nh\x02\x85R0" + change
+                   + b"cbuiltins\ndict\nh\x02\x85R")  # fmt: skip
+    past_limit = b"]q\x02(" + filler * 5000 + pair + b"e0" + change + b"cbuiltins\ndict\nh\x02\x85R"
+    for name, encoder in {"read-before": read_before, "past-limit": past_limit}.items():
+        data = _wrapped(encoder)
+        assert pickle.loads(data)["hyper_parameters"]["cfg"]["encoder"]["_target_"] == "os.makedirs", name
+        (tmp_path / f"{name}.pkl").write_bytes(data)
+        assert "WS-CFG-003" in rule_ids(scan(tmp_path / f"{name}.pkl")), name
+
+
+def test_vocabularies_of_numbers_or_lists_are_data(tmp_path: Path) -> None:
+    """Review 28's false positives: a token-to-numpy.int64 vocabulary holding the tokens `hparams` and
+    `hyper_parameters` (Lightning reads those keys of the checkpoint itself, not of a dict inside it), and a
+    token-to-list one holding `_target_` (a list is no name)."""
+    import numpy
+
+    tokens = ["hparams", "hyper_parameters", "module_arguments", "_target_", "_instantiator", "architecture"]
+    numbers = {token: numpy.int64(index) for index, token in enumerate(tokens)}
+    lists = {token: [index] for index, token in enumerate(tokens)}
+    for name, vocabulary in {"numbers": numbers, "lists": lists}.items():
+        torch.save({"state_dict": {}, "vocab": vocabulary}, tmp_path / f"{name}.pt")
+        assert rule_ids(scan(tmp_path / f"{name}.pt")) == set(), name

@@ -803,7 +803,7 @@ class Machine:
                         _dunder_items(res, pairs, restored_class(target), at)
                     self._items_on_object(res, target, pairs, name, at)
                     if isinstance(target, Seq):
-                        _list_items_set(res, target, pairs, at)
+                        _list_items_set(res, at)
                     self._mutation(res, target, name, at)
             elif name in _APPENDS:
                 values = [pop()] if name == "APPEND" else pop_mark()
@@ -1260,11 +1260,11 @@ def _hyperparameters(res: PickleResult, at: int, key: str, value: Sym) -> None:
         res.config_more += 1
 
 
-def _list_items_set(res: PickleResult, target: Seq, pairs: list[Sym], at: int) -> None:
-    """list[i] = v, which no writer pickles: where the list holds or is given a key whose value a loader reads, the
-    pairs it makes are unknown (review 27 turned a pair appended as ['a', 'b'] into a `_target_` pair so)."""
-    if any(_text(value) in _PAIR_KEYS or _unread_text(value) for value in [*target.items, *pairs[1::2]]):
-        _config_target(res, at, UNREAD_PAIRS, None)
+def _list_items_set(res: PickleResult, at: int) -> None:
+    """list[i] = v, which no writer pickles: the pairs any list makes are unknown from there (reviews 27 and 28 turned
+    a pair appended as ['a', 'b'] into a `_target_` pair so, inside a list read before or past MAX_ITEMS)."""
+    _config_target(res, at, UNREAD_PAIRS, None)
+    res.pairs_read.clear()
 
 
 def check_hyperparameters(res: PickleResult) -> None:
@@ -1273,8 +1273,11 @@ def check_hyperparameters(res: PickleResult) -> None:
     or hold rows of text (a numpy array of objects or text), are an unread target. What makes the update raise is
     left alone, as the load fails there (review 27): an item that is certainly no pair, an object that is neither
     iterable nor a mapping, numbers; and anything but a mapping under `hyper_parameters`, which Lightning first
-    updates with the caller's arguments."""
+    updates with the caller's arguments. Only the checkpoint's own keys, when the stream's result is a dict."""
+    top = res.result if isinstance(res.result, Dict) and not res.result.dropped else None
     for at, key, value in res.hyperparameters:
+        if top is not None and not any(held is value for _, held in top.items):
+            continue  # Lightning reads these keys of the checkpoint itself (a vocabulary elsewhere may hold them)
         if isinstance(value, Seq):
             if key == LIGHTNING_HYPERPARAMETERS or any(_no_pair(item) for item in value.items):
                 continue
@@ -1304,7 +1307,7 @@ def _not_a_mapping(value: Obj, key: str) -> bool:
     """An object dict.update cannot take pairs from (or, under `hyper_parameters`, one the loader cannot update),
     or a mapping whose items the machine reads where they are set."""
     made = restored_class(value)
-    if made in _HYPERPARAMETER_CLASSES or made in _NOT_MAPPINGS:
+    if made in _HYPERPARAMETER_CLASSES or made in _NOT_MAPPINGS or _not_text(value):
         return True
     if made in _ARRAY_REBUILDERS:  # a numpy array: no update(); its rows are pairs of numbers or bytes, or may be text
         state = value.state.items if isinstance(value.state, Seq) else []
@@ -1314,7 +1317,10 @@ def _not_a_mapping(value: Obj, key: str) -> bool:
 
 
 def _not_text(value: Sym) -> bool:
-    """A number, bytes or None, or a numpy scalar of a dtype that is not text: no loader takes it for a name."""
+    """A number, bytes or None, a list or dict, or a numpy scalar of a dtype that is not text: no loader takes it for
+    a name (Hydra and Lightning fail on each; a vocabulary maps a `_target_` token to one)."""
+    if isinstance(value, Seq | Dict):
+        return True
     if isinstance(value, Const):
         return not isinstance(value.value, str)
     if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in _NUMPY_SCALARS:
@@ -1327,17 +1333,24 @@ def _not_text(value: Sym) -> bool:
 _KEY_TEXT_CLASSES = _STR_CLASSES | {"numpy.str_", "numpy.unicode_", "torch.torch_version.TorchVersion"}
 
 
-def _unread_text(key: Sym) -> bool:
-    """A key made as text the machine cannot read: a str class given something else than one text (bytes in a codec
-    not looked up), or a numpy scalar of a dtype that may be unicode (any but the kinds NumPy writes for numbers and
-    bytes)."""
+def _unread_text(key: Sym, depth: int = 0) -> bool:
+    """A key made as text the machine cannot read: a str class (however made: copyreg's helpers,
+    _rebuild_from_type_v2) given something else than one text (bytes in a codec not looked up), a numpy scalar of
+    a dtype that may be unicode (any but the kinds NumPy writes for numbers and bytes), or any call given one such
+    key (numpy.object_ returns what it is given: review 28)."""
     if not (isinstance(key, Obj) and isinstance(key.func, Global) and isinstance(key.args, Seq)) or _text(key):
         return False
-    if key.func.dotted in _NUMPY_SCALARS:
-        kind = _dtype_text(key.args.items[0]) if key.args.items else None
+    name, args = key.func.dotted, key.args.items
+    if name in _NUMPY_SCALARS:
+        kind = _dtype_text(args[0]) if args else None
         return kind is None or not _NOT_TEXT_DTYPE.fullmatch(kind)
-    made = restored_class(key) if key.func.dotted in _RESTORED_POSITIONS else key.func.dotted
-    return made in _KEY_TEXT_CLASSES
+    made = restored_class(key) if name in _RESTORED_POSITIONS else name
+    if name == REBUILD_FROM_TYPE:  # the type it makes the result an instance of
+        made = args[1].dotted if len(args) > 1 and isinstance(args[1], Global) else made
+    if made in _KEY_TEXT_CLASSES:
+        return True
+    given, _ = _text_arguments(name, args)
+    return len(given) == 1 and depth < MAX_TEXT_DEPTH and _unread_text(given[0], depth + 1)
 
 
 def _architecture(res: PickleResult, at: int, value: Dict | Obj) -> None:
@@ -1426,7 +1439,7 @@ def _config_pairs(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
 MAX_ARCHITECTURE_NAMES = 16  # (module, class) combinations judged per architecture; more are unread
 
 
-MIN_CACHED_PAIRS = 64  # lists at least this long are read as pairs once while unchanged
+MIN_CACHED_PAIRS = 8  # lists at least this long are read as pairs once while unchanged
 MAX_CACHED_LISTS = 10_000
 
 
@@ -1440,7 +1453,9 @@ def _read_pairs(res: PickleResult, seq: Seq, at: int) -> bool:
         return seen[2]
     pairs, whole = seq.pairs()
     _config_targets(res, [part for pair in pairs for part in pair], at)
-    if len(seq.items) >= MIN_CACHED_PAIRS and len(res.pairs_read) < MAX_CACHED_LISTS:
+    if len(seq.items) >= MIN_CACHED_PAIRS:
+        if len(res.pairs_read) >= MAX_CACHED_LISTS:
+            res.pairs_read.clear()  # start over: a review filled it, then gave one list to 10,000 calls
         res.pairs_read[id(seq)] = (seq, version, whole)  # the list kept alive: its id is never reused
     return whole
 
@@ -1477,7 +1492,7 @@ def _config_texts(res: PickleResult, value: Sym) -> list[str | None]:
     return [own]
 
 
-def _text(value: Sym | None) -> str | None:
+def _text(value: Sym | None, depth: int = 0) -> str | None:
     """A string the pickle holds: a constant, `str(constant)`, `str(bytes, encoding)`, or a numpy.str_ (NumPy's
     scalar rebuild from a unicode dtype and its UTF-32 bytes), which equals its text, as a dict key too (reviews
     23 to 26)."""
@@ -1488,18 +1503,27 @@ def _text(value: Sym | None) -> str | None:
     if value.func.dotted in _NUMPY_SCALARS and len(value.args.items) == 2:
         return _unicode_scalar(value.args.items[0], value.args.items[1])
     # A str subclass made from text equals that text, as a dict key too (review 25: copyreg's helpers, numpy.str_,
-    # torch's TorchVersion). Any class given one text is read so: a key taken for `_target_` that is not one only
-    # adds a finding.
-    return _decoded(*_text_arguments(value.func.dotted, value.args.items))
+    # torch's TorchVersion), and so does what numpy.object_ returns (review 28). Any class given one text, or one
+    # call that made text, is read so: a key taken for `_target_` that is not one only adds a finding.
+    given, keywords = _text_arguments(value.func.dotted, value.args.items)
+    if len(given) == 1 and not (keywords and keywords.items) and isinstance(given[0], Obj):
+        return _text(given[0], depth + 1) if depth < MAX_TEXT_DEPTH else None
+    return _decoded(given, keywords)
 
 
 _NUMPY_SCALARS = frozenset({"numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar"})
 _TEXT_POSITIONS = {"copyreg._reconstructor": 2, "copyreg.__newobj__": 1}  # where copyreg's helpers take the text
 
 
+MAX_TEXT_DEPTH = 8  # calls made on calls' text, followed
+
+
 def _text_arguments(name: str, args: list[Sym]) -> tuple[list[Sym], Dict | None]:
-    """The arguments a call passes to the class it makes: after copyreg's class (and base), or the (args, kwargs) of
-    __newobj_ex__ and of NEWOBJ_EX, which the machine records as a call given those two."""
+    """The arguments a call passes to the class it makes: after copyreg's class (and base), the arguments
+    _rebuild_from_type_v2(func, type, args, state) calls func with, or the (args, kwargs) of __newobj_ex__ and of
+    NEWOBJ_EX, which the machine records as a call given those two."""
+    if name == REBUILD_FROM_TYPE:
+        return (args[2].items, None) if len(args) > 2 and isinstance(args[2], Seq) else ([], None)
     if name == "copyreg.__newobj_ex__":
         args = args[1:]
     elif name in _TEXT_POSITIONS:
