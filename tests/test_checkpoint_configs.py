@@ -669,3 +669,50 @@ def test_vocabularies_of_numbers_or_lists_are_data(tmp_path: Path) -> None:
     for name, vocabulary in {"numbers": numbers, "lists": lists}.items():
         torch.save({"state_dict": {}, "vocab": vocabulary}, tmp_path / f"{name}.pt")
         assert rule_ids(scan(tmp_path / f"{name}.pt")) == set(), name
+
+
+def test_review_29_hyperparameter_types_records_and_series_are_unread(tmp_path: Path) -> None:
+    """Review 29: Lightning's `_load_state` calls the checkpoint's `hparams_type` on the merged hyperparameters
+    (builtins.list turned a tuple key ('_instantiator', 'os.system') into a pair real Lightning 2.5.6 called); pyannote
+    reads `architecture['module']` from a numpy record or a pandas Series; dict.update takes pairs from a record's
+    fields. Each is unread (high); Lightning's own types (OmegaConf's containers, or a name) are data."""
+    import numpy
+    import pandas
+
+    def saved(name: str, extra: dict[str, object]) -> Path:
+        torch.save({"state_dict": {}, "hyper_parameters": {"lr": 0.1}, **extra}, tmp_path / f"{name}.ckpt")
+        return tmp_path / f"{name}.ckpt"
+
+    typed = saved("typed", {"hyper_parameters": {("_instantiator", "os.system"): 0}, "hparams_type": list})
+    loaded = torch.load(typed, weights_only=False)
+    assert dict(loaded["hparams_type"](loaded["hyper_parameters"]))["_instantiator"] == "os.system"
+    record_type = numpy.dtype([("module", "U2"), ("class", "U6")])
+    record = numpy.array([("os", "system")], dtype=record_type)[0]
+    fields = numpy.array([(numpy.array(["_instantiator", "os.system"]),)], dtype=[("f0", "U13", (2,))])[0]
+    files = {
+        "typed": typed,
+        "record": saved("record", {"pyannote.audio": {"architecture": record}}),
+        "series": saved("series", {"pyannote.audio": {"architecture": pandas.Series({"module": "os",
+                                                                                     "class": "system"})}}),
+        "fields": saved("fields", {"hparams": fields}),
+    }  # fmt: skip
+    assert dict(torch.load(files["fields"], weights_only=False)["hparams"])["_instantiator"] == "os.system"
+    for name, path in files.items():
+        assert "WS-CFG-003" in rule_ids(scan(path)), name
+    from omegaconf import DictConfig
+
+    assert rule_ids(scan(saved("named-type", {"hparams_type": "Namespace"}))) == set()  # an older Lightning's
+    # OmegaConf's classes are high by themselves (WS-PKL-003, by design), not as a hyperparameter type
+    assert "WS-CFG-003" not in rule_ids(scan(saved("dictconfig-type", {"hparams_type": DictConfig})))
+
+
+def test_text_and_flat_text_arrays_under_hparams_are_data(tmp_path: Path) -> None:
+    """Review 29's false positives: text under `hparams` (a str's items are characters, one each) and a 1-D or
+    3-column unicode array (no row of two) make dict.update raise: data. A (n, 2) one is rows of pairs."""
+    import numpy
+
+    for index, value in enumerate([numpy.str_("hparams"), numpy.array(["a", "b", "c"]), numpy.array([["a"] * 3])]):
+        torch.save({"state_dict": {}, "hparams": value}, tmp_path / f"{index}.ckpt")
+        with pytest.raises((TypeError, ValueError)):
+            {}.update(torch.load(tmp_path / f"{index}.ckpt", weights_only=False)["hparams"])
+        assert rule_ids(scan(tmp_path / f"{index}.ckpt")) == set(), index

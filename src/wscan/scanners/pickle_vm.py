@@ -1228,7 +1228,7 @@ def _config_targets(res: PickleResult, pairs: list[Sym], at: int) -> None:
                 _config_target(res, at, key, text)
         elif key == ARCHITECTURE_KEY and isinstance(value, Dict | Obj):
             _architecture(res, at, value)
-        elif key in HYPERPARAMETER_KEYS and not isinstance(value, Dict):
+        elif (key in HYPERPARAMETER_KEYS and not isinstance(value, Dict)) or key in HYPERPARAMETER_TYPE_KEYS:
             _hyperparameters(res, at, key, value)
         elif _unread_text(pairs[index]):  # may be any key above (review 27 hid `hparams` and `architecture` so)
             if (text := _text(value)) is not None:
@@ -1250,6 +1250,9 @@ _HYPERPARAMETER_CLASSES = frozenset({
     "omegaconf.dictconfig.DictConfig", "easydict.EasyDict", *LIGHTNING_ATTRIBUTE_DICTS,
 })  # fmt: skip
 UNREAD_KEY = "(a key the machine cannot read)"
+# What Lightning's _load_state calls on the merged hyperparameters (`_convert_loaded_hparams`): a class the checkpoint
+# names, which it writes only for OmegaConf's containers (review 29: builtins.list turned a tuple key into a pair).
+HYPERPARAMETER_TYPE_KEYS = frozenset({"hparams_type", "datamodule_hparams_type"})
 _PAIR_KEYS = CONFIG_TARGET_KEYS | HYPERPARAMETER_KEYS | {ARCHITECTURE_KEY}  # keys `_config_targets` reads values of
 
 
@@ -1278,6 +1281,12 @@ def check_hyperparameters(res: PickleResult) -> None:
     for at, key, value in res.hyperparameters:
         if top is not None and not any(held is value for _, held in top.items):
             continue  # Lightning reads these keys of the checkpoint itself (a vocabulary elsewhere may hold them)
+        if key in HYPERPARAMETER_TYPE_KEYS:
+            if not (isinstance(value, Const) and isinstance(value.value, str | None)) and not (
+                isinstance(value, Global) and value.dotted in _HYPERPARAMETER_TYPES
+            ):
+                _config_target(res, at, UNREAD_PAIRS, None)
+            continue
         if isinstance(value, Seq):
             if key == LIGHTNING_HYPERPARAMETERS or any(_no_pair(item) for item in value.items):
                 continue
@@ -1290,6 +1299,10 @@ def check_hyperparameters(res: PickleResult) -> None:
 
 
 LIGHTNING_HYPERPARAMETERS = "hyper_parameters"
+# The classes Lightning writes as hparams_type (OmegaConf's containers), and the mappings it may convert to.
+_HYPERPARAMETER_TYPES = frozenset({"omegaconf.dictconfig.DictConfig", "omegaconf.listconfig.ListConfig"}) | (
+    LIGHTNING_ATTRIBUTE_DICTS
+)
 _NOT_MAPPINGS = frozenset({"argparse.Namespace", "types.SimpleNamespace"})  # neither iterable nor mappings
 
 
@@ -1307,12 +1320,16 @@ def _not_a_mapping(value: Obj, key: str) -> bool:
     """An object dict.update cannot take pairs from (or, under `hyper_parameters`, one the loader cannot update),
     or a mapping whose items the machine reads where they are set."""
     made = restored_class(value)
-    if made in _HYPERPARAMETER_CLASSES or made in _NOT_MAPPINGS or _not_text(value):
-        return True
+    if made in _HYPERPARAMETER_CLASSES or made in _NOT_MAPPINGS or _not_text(value) or _text(value) is not None:
+        return True  # text too: its items are characters, one each, which no update takes (review 29)
     if made in _ARRAY_REBUILDERS:  # a numpy array: no update(); its rows are pairs of numbers or bytes, or may be text
         state = value.state.items if isinstance(value.state, Seq) else []
         kind = _dtype_text(state[2]) if len(state) > 2 else None
-        return key == LIGHTNING_HYPERPARAMETERS or (kind is not None and bool(_NOT_TEXT_DTYPE.fullmatch(kind)))
+        shape = [_const(size) for size in state[1].items] if len(state) > 1 and isinstance(state[1], Seq) else None
+        rows = shape is None or (len(shape) == 2 and shape[-1] == 2)  # text in any other shape makes no pair
+        return key == LIGHTNING_HYPERPARAMETERS or (
+            kind is not None and (bool(_NOT_TEXT_DTYPE.fullmatch(kind)) or (not _OBJECTS.fullmatch(kind) and not rows))
+        )
     return False
 
 
@@ -1460,12 +1477,20 @@ def _read_pairs(res: PickleResult, seq: Seq, at: int) -> bool:
     return whole
 
 
+def _known_mapping(value: Obj) -> bool:
+    """A mapping class the machine reads the items of: the builders, and the dict subclasses writers store."""
+    called = value.func.dotted if isinstance(value.func, Global) else ""
+    return called in _MAPPING_ARGUMENTS or restored_class(value) in _HYPERPARAMETER_CLASSES | _MAPPING_ARGUMENTS.keys()
+
+
 def check_architectures(res: PickleResult) -> None:
     """pyannote.audio's Model.from_pretrained imports the checkpoint's `architecture` `module` and calls
     `load_from_checkpoint` on its `class`: the names as the stream's end leaves the mapping (what the loader reads),
     every one it may hold (a key set twice, a ChainMap's maps), keys read as `_text` reads them (review 27)."""
     for at, value in res.architectures:
         items, whole = _mapping(res, value)
+        if isinstance(value, Obj) and not (_known_mapping(value) or _not_text(value) or _text(value) is not None):
+            whole = False  # a numpy record, a pandas Series: pyannote reads ['module'] from either (review 29)
         modules = [_text(found) for key, found in items if _text(key) == "module"]
         classes = [_text(found) for key, found in items if _text(key) == "class"]
         unread = not whole or any(_unread_text(key) for key, _ in items)
@@ -1571,7 +1596,8 @@ def _normalized(encoding: str) -> str:
 _UNICODE_DTYPE = re.compile(r"([<>=|]?)U(\d+)")
 # The dtype texts NumPy writes for scalars that are not text (a kind and a size: 'i8', 'f4', 'b1', 'M8', 'S5'):
 # a scalar key of any other dtype may be text (review 27: 'str' and 'unicode' with the size in the BUILD state).
-_NOT_TEXT_DTYPE = re.compile(r"[<>=|]?[biufcmMSV?]\d*")
+_OBJECTS = re.compile(r"[<>=|]?O\d*")  # an object dtype: its items may be anything, pairs too
+_NOT_TEXT_DTYPE = re.compile(r"[<>=|]?[biufcmMS?]\d*")  # not V: a record's fields may be text (review 29)
 # A dtype's BUILD state by its length: where the byte order and the item size are (numpy's arraydescr_setstate).
 _DTYPE_STATE = {9: (1, 5), 8: (1, 5), 7: (1, 5), 6: (1, 4), 5: (0, 3)}
 
