@@ -32,6 +32,13 @@ def checkpoint(path: Path, hyper_parameters: object) -> Path:
     return path
 
 
+def _instantiate_encoder(path: Path) -> None:
+    """What NeMo's model does with its config, in a subprocess: torch.load, then Hydra on `cfg.encoder`."""
+    code = ("import sys, torch; from hydra.utils import instantiate\n"
+            "instantiate(torch.load(sys.argv[1], weights_only=False)['hyper_parameters']['cfg']['encoder'])")
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=120, capture_output=True)
+
+
 @pytest.mark.parametrize(("as_omegaconf", "expected"), [(False, set()), (True, {"WS-PKL-003"})])
 def test_hydra_trained_checkpoints_name_only_what_they_build(
     tmp_path: Path, as_omegaconf: bool, expected: set[str]
@@ -195,9 +202,7 @@ def test_dicts_built_from_pairs_or_with_computed_keys_are_read(tmp_path: Path) -
         findings = {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
         assert ("WS-CFG-001", "os.makedirs") in findings, name
         if name in made:
-            code = ("import sys, torch; from hydra.utils import instantiate\n"
-                    "instantiate(torch.load(sys.argv[1], weights_only=False)['hyper_parameters']['cfg']['encoder'])")
-            subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=120, capture_output=True)
+            _instantiate_encoder(path)
             assert made[name].is_dir(), name
 
 
@@ -272,9 +277,7 @@ def test_text_and_pairs_built_other_ways_are_read(tmp_path: Path) -> None:
         found = rule_ids(scan(path))
         assert found & {"WS-CFG-001", "WS-CFG-003"}, (name, found)
         if name in made:
-            code = ("import sys, torch; from hydra.utils import instantiate\n"
-                    "instantiate(torch.load(sys.argv[1], weights_only=False)['hyper_parameters']['cfg']['encoder'])")
-            subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=120, capture_output=True)
+            _instantiate_encoder(path)
             assert made[name].is_dir(), name
 
 
@@ -334,10 +337,7 @@ def test_keys_decoded_from_bytes_or_big_endian_text_are_read(tmp_path: Path) -> 
         path = checkpoint(tmp_path / f"{name}.ckpt", {"cfg": {"encoder": config}})
         assert "_target_" in torch.load(path, weights_only=False)["hyper_parameters"]["cfg"]["encoder"], name
         assert ("WS-CFG-001", "os.makedirs") in {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
-    code = ("import sys, torch; from hydra.utils import instantiate\n"
-            "instantiate(torch.load(sys.argv[1], weights_only=False)['hyper_parameters']['cfg']['encoder'])")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "big-endian.ckpt")], check=True, timeout=120,
-                   capture_output=True)  # fmt: skip
+    _instantiate_encoder(tmp_path / "big-endian.ckpt")
     assert made.is_dir()
 
     decoded = {
@@ -477,10 +477,7 @@ def test_keys_and_pairs_review_27_built_are_read_or_unread(tmp_path: Path) -> No
         path = checkpoint(tmp_path / f"{kind}.ckpt", {"cfg": {"encoder": {key: "os.makedirs", "name": str(made)}}})
         assert "_target_" in torch.load(path, weights_only=False)["hyper_parameters"]["cfg"]["encoder"]
         assert ("WS-CFG-001", "os.makedirs") in {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
-    code = ("import sys, torch; from hydra.utils import instantiate\n"
-            "instantiate(torch.load(sys.argv[1], weights_only=False)['hyper_parameters']['cfg']['encoder'])")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "str.ckpt")], check=True, timeout=120,
-                   capture_output=True)  # fmt: skip
+    _instantiate_encoder(tmp_path / "str.ckpt")
     assert made.is_dir()
 
     changed = (b"\x80\x02cbuiltins\ndict\n]q\x01]q\x02(" + _text_raw("a") + _text_raw("b") + b"ea("
@@ -628,10 +625,7 @@ def test_keys_made_by_calls_that_return_text_are_read(tmp_path: Path) -> None:
         path = checkpoint(tmp_path / f"{name}.ckpt", {"cfg": {"encoder": {key: "os.makedirs", "name": str(made)}}})
         assert "_target_" in torch.load(path, weights_only=False)["hyper_parameters"]["cfg"]["encoder"], name
         assert ("WS-CFG-001", "os.makedirs") in {(f.rule_id, f.evidence.get("callable")) for f in scan(path).findings}
-    code = ("import sys, torch; from hydra.utils import instantiate\n"
-            "instantiate(torch.load(sys.argv[1], weights_only=False)['hyper_parameters']['cfg']['encoder'])")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path / "object.ckpt")], check=True, timeout=120,
-                   capture_output=True)  # fmt: skip
+    _instantiate_encoder(tmp_path / "object.ckpt")
     assert made.is_dir()
     unread = _keyed_raw(b"cnumpy\nobject_\n" + _unread_text_raw("_target_") + b"\x85R")
     assert pickle.loads(unread)["_target_"] == "os.makedirs"

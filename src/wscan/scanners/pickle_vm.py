@@ -2104,15 +2104,8 @@ def _pairs(state: Sym) -> Dict | None:
     review hid `forward` so), a set of two either way round, a string of two its characters."""
     if not (isinstance(state, Seq) and state.items) or state.dropped:
         return None
-    pairs: list[tuple[Sym, Sym]] = []
-    for item in state.items:
-        pair = _pair(item)
-        if pair is None:
-            return None
-        pairs.append(pair)
-        if isinstance(item, Seq) and item.type in ("set", "frozenset"):
-            pairs.append((pair[1], pair[0]))  # a set's order is its hashes': judged both ways
-    return Dict(pairs)
+    pairs, whole = state.pairs()  # a set's both ways round: its order is its hashes'
+    return Dict(pairs) if whole else None
 
 
 def _distinct(values: list[Sym]) -> list[Sym] | None:
