@@ -873,6 +873,19 @@ def _hf_sharded(out: Path) -> None:
     assert (out / "pytorch_model.bin.index.json").is_file()
 
 
+@kind("transformers-config-in-checkpoint")
+def _config_in_checkpoint(out: Path) -> None:
+    """A training script's torch.save of the weights with the model's config object beside them (whole-object
+    save, weights_only off): configs of several families, a composite one holding its parts' configs, and
+    a generation config."""
+    from transformers import CLIPConfig, GenerationConfig, GPT2Config, LlamaConfig, T5Config, WhisperConfig
+
+    model = _tiny_bert()
+    configs = [model.config, GPT2Config(n_embd=64), LlamaConfig(), T5Config(), CLIPConfig(), WhisperConfig()]
+    torch.save({"config": model.config, "state_dict": model.state_dict()}, out / "checkpoint.pt")
+    torch.save({"configs": configs, "generation": GenerationConfig(max_new_tokens=8)}, out / "configs.pt")
+
+
 def _trainer_checkpoint(out: Path) -> None:
     """What transformers.Trainer._save_checkpoint writes besides the model, made the same way."""
     import numpy as np

@@ -87,6 +87,20 @@ def test_a_checkpoint_naming_its_own_instantiator_is_high(
     assert rule_ids(scan(checkpoint(tmp_path / "model.ckpt", hparams))) == expected
 
 
+def test_an_instantiator_without_a_dot_is_data(tmp_path: Path) -> None:
+    """Lightning splits `_instantiator` at its last dot to import it, and the load fails on a name without one: a
+    vocabulary that maps each word to itself (its own tokens among them) is data (review 29)."""
+    words = ["_instantiator", "_target_x", "hello"]
+    path = tmp_path / "vocab.pkl"
+    path.write_bytes(pickle.dumps({"vocab": {word: word for word in words}}, protocol=2))
+    token = words[0]
+    with pytest.raises(ValueError):
+        _module_path, _name = token.rsplit(".", 1)  # what _load_state does with it
+    assert not rule_ids(scan(path))
+    path.write_bytes(pickle.dumps({"vocab": {"_instantiator": "mypackage.build"}}, protocol=2))
+    assert rule_ids(scan(path)) == {"WS-CFG-022"}  # a dotted name is still judged, wherever it is
+
+
 def _node_renamed_after_build() -> bytes:
     """An OmegaConf node BUILT with `_val` os.system, whose state dict a later SETITEM sets to torch.nn.Linear, put
     under `_target_`: the node keeps what BUILD copied (Node.__setstate__ updates its __dict__ from the dict)."""

@@ -292,6 +292,24 @@ def test_training_arguments_called_with_arguments_is_flagged(tmp_path: Path) -> 
     assert not _rules(tmp_path / "real", pickle.dumps(real))
 
 
+def test_transformers_config_called_or_renamed_is_flagged(tmp_path: Path) -> None:
+    """A model config is allowed restored from state, as torch.save writes it. Called, its constructor runs on
+    the pickle's arguments (WS-PKL-014); given its own attribute_map, the config reads a method's name as another
+    attribute of the state, as the real loader shows (WS-PKL-040)."""
+    from transformers import BertConfig
+
+    real = BertConfig(hidden_size=64)
+    assert not _rules(tmp_path / "real", pickle.dumps(real, protocol=2))
+    assert "WS-PKL-014" in _rules(tmp_path / "called", _dump(_Call(BertConfig, (), {"hidden_size": 64})))
+
+    renamed = BertConfig(hidden_size=64)
+    renamed.__dict__["attribute_map"] = {"to_dict": "payload"}
+    renamed.__dict__["payload"] = "reached"
+    blob = pickle.dumps(renamed, protocol=2)
+    assert pickle.loads(blob).to_dict == "reached"  # the loaded config's method is gone, aliased to the state's value
+    assert "WS-PKL-040" in _rules(tmp_path / "renamed", blob)
+
+
 def test_accelerate_partial_state_called_is_flagged(tmp_path: Path) -> None:
     from accelerate.state import PartialState
 

@@ -11,6 +11,9 @@ import dataclasses
 import enum
 import importlib
 import inspect
+import os
+import pickle
+import pickletools
 import pkgutil
 import re
 import sys
@@ -276,6 +279,13 @@ REVIEWED_BASES = ("sklearn.", "abc", "builtins", "enum", "typing")
 # Hooks reviewed where they are defined, for every class that inherits them (REVIEWED_HOOKS is per class).
 _MODULE = "torch.nn's layers restore through it too (allow-torch)"
 REVIEWED_OWNER_HOOKS = {
+    # A transformers config maps its legacy attribute names (n_embd -> hidden_size) through the class's
+    # attribute_map, and compares configs by their dicts. A state that brings its own attribute_map would alias a
+    # method to another attribute (WS-PKL-040).
+    "__setattr__ of transformers.configuration_utils.PretrainedConfig": "renames by the class's attribute_map",
+    "__getattribute__ of transformers.configuration_utils.PretrainedConfig": "renames by the class's attribute_map",
+    "__eq__ of transformers.configuration_utils.PretrainedConfig": "compares the dicts",
+    "__hash__ of transformers.configuration_utils.PretrainedConfig": "None: __eq__ is defined",
     # Every SciPy distribution execs the `_parse_arg_template` text of its state here: WS-PKL-032 checks that the
     # text is the argument parser SciPy writes from its one template.
     "__setstate__ of scipy.stats._distn_infrastructure.rv_generic": "execs the state's checked template",
@@ -528,6 +538,38 @@ def training_args_names() -> list[str]:
             ):
                 names.add(f"{module}.{klass.__qualname__}")
     return sorted(names)
+
+
+def transformers_config_names() -> list[str]:
+    """Every model configuration class transformers exports, and every one that can be built with default
+    arguments pickled (a composite config holds its parts' configs; GenerationConfig and the torch dtype they
+    keep): what a checkpoint that saves `model.config` beside its weights names. A config is restored from state
+    (cls.__new__, then BUILD fills its dict); only the classes with no load hooks of their own pass
+    `screened_names` (three multimodal configs forward attributes to their parts and are left out)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"  # a few default configs would look a backbone up on the Hub
+    import transformers
+    from transformers import PretrainedConfig
+
+    names: set[str] = set()
+    for exported in dir(transformers):
+        if not exported.endswith("Config"):
+            continue
+        try:
+            value = getattr(transformers, exported)
+        except Exception:  # a config whose optional dependency is missing
+            continue
+        if isinstance(value, type) and issubclass(value, PretrainedConfig) and value is not PretrainedConfig:
+            names.add(f"{value.__module__}.{value.__qualname__}")
+            try:
+                data = pickle.dumps(value(), protocol=2)
+            except Exception:
+                continue
+            for opcode, arg, _ in pickletools.genops(data):
+                if opcode.name == "GLOBAL":
+                    names.add(str(arg).replace(" ", "."))
+    names = {name for name in names if name.startswith("transformers.")}  # torch's dtypes are allow-torch's
+    allowed, _ = screened_names(sorted(names))
+    return allowed
 
 
 def state_only_names() -> list[str]:
@@ -1019,12 +1061,14 @@ def main() -> int:
             "slot-classes": slot_classes,
         },
     )
+    configs = transformers_config_names()
     write(
         "transformers",
         "What transformers.Trainer pickles into training_args.bin: the arguments dataclasses, the enums and "
-        "config classes their fields hold, and the accelerate state cached on them (exact names).",
-        training_args_names(),
-        more={"state-only-classes": state_only_names()},
+        "config classes their fields hold, and the accelerate state cached on them; and every model configuration "
+        "class (a checkpoint that saves model.config beside its weights), restored from state only (exact names).",
+        training_args_names() + configs,
+        more={"state-only-classes": state_only_names() + configs},
     )
     methods, plain = method_lists()  # last: over every pack just written, and the hand-written ones
     # and a Gaussian process's kernels (a sum's k1 and k2 are kernels, judged the same way)

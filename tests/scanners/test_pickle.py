@@ -543,3 +543,31 @@ def test_a_protocol_above_five_at_the_start_is_no_pickle(tmp_path: Path) -> None
             pickle.loads(blob)  # what every loader built on pickle does with it
         report = scan_bytes(tmp_path, blob, name)
         assert rule_ids(report) == {"WS-FILE-006"}, name
+
+
+def test_a_word_list_that_reads_as_an_import_is_text(tmp_path: Path) -> None:
+    """A word list opening with "cat" reads as GLOBAL at.dog, then fails: pickle.load imports the module (its
+    import-time code runs, as the marker shows) and raises before anything is called. A text file, medium
+    (WS-PKL-041), not a pickle; the same bytes named like a pickle, a dangerous name and a stream that calls what it
+    imports are a pickle's findings."""
+    import subprocess
+    import sys
+
+    words = b"cat\ndog\nbird\nfish\n"
+    (tmp_path / "at.py").write_text("import pathlib\npathlib.Path('imported').write_text('yes')\ndog = 1\n")
+    (tmp_path / "vocab.txt").write_bytes(words)
+    load = "import pickle, sys; sys.path.insert(0, '.'); pickle.load(open('vocab.txt', 'rb'))"
+    loaded = subprocess.run([sys.executable, "-I", "-c", load], cwd=tmp_path, capture_output=True, text=True, timeout=9)
+    assert loaded.returncode != 0 and "UnpicklingError" in loaded.stderr
+    assert (tmp_path / "imported").read_text() == "yes"
+
+    report = scan_bytes(tmp_path, words, "vocab.txt")
+    assert {(f.rule_id, f.severity) for f in report.findings} == {("WS-PKL-041", Severity.MEDIUM)}
+    assert not report.failed
+    named = rule_ids(scan_bytes(tmp_path, words, "words.pkl"))  # what loaders unpickle by its name
+    assert "WS-PKL-003" in named and "WS-PKL-041" not in named
+    assert "WS-PKL-001" in rule_ids(scan_bytes(tmp_path, b"cos\nsystem\nfoo\nbar\n", "names.txt"))
+    called = rule_ids(scan_bytes(tmp_path, b"cat\ndog\n(tR\nfish\n", "called.txt"))
+    assert "WS-PKL-003" in called and "WS-PKL-041" not in called
+    binary = rule_ids(scan_bytes(tmp_path, b"cat\ndog\n\x00\x01\x02\x03", "binary.bin"))
+    assert "WS-PKL-003" in binary and "WS-PKL-041" not in binary

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import BinaryIO
 
+from wscan.discover import WEIGHT_SUFFIXES
 from wscan.limits import BudgetExceeded, Limits
 from wscan.model import AttrValue, Observation
 from wscan.scanners import dcp, joblib_legacy
@@ -174,7 +175,10 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
                             and res.result.value == LEGACY_MAGIC_NUMBER)
         loaded, late = _loaded_blobs(artifact, [res, *nested], ctx)
         stopped = stopped or late
-        yield from _report(artifact, res, nested)
+        if len(results) == 1 and _text_prefix(artifact, res, nested):
+            yield from _as_text(_report(artifact, res, nested))
+        else:
+            yield from _report(artifact, res, nested)
         for sub in [res, *nested]:
             reported.add(sub)
         for blob in loaded:
@@ -375,6 +379,38 @@ def _record_sizes(artifact: Artifact, found: dict[str, tuple[str, int]]) -> Iter
 
 def _remaining(stream: Stream, start: int, total: int) -> int:
     return max(total - (start - stream.base), 0)
+
+
+TEXT_READING = "text-file"  # the `reading` of a text file whose first line reads as an import (`_text_prefix`)
+MAX_TEXT_PREFIX = 4096
+PICKLE_NAMES = (*WEIGHT_SUFFIXES, ".pickle", ".p", ".pk", ".pck", ".pcl", ".sav", ".model", ".data", ".dat", ".db")
+
+
+def _text_prefix(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -> bool:
+    """Whether the stream is a text file's first lines read as opcodes: a word list that opens with "cat" reads as
+    GLOBAL `at.dog`, then fails (BUILD on an empty stack). Such a stream is protocol 0, printable text up to where it
+    fails, and calls nothing: what pickle.load of it would do is import the names, then raise. Its imports are judged
+    by the critical rules and WS-PKL-041 (medium), not as a pickle's; one that completes, calls or builds is a pickle,
+    and so is a file named like one (.pkl, .pt, ...) or an archive's member, which loaders unpickle as they find it."""
+    if artifact.context.get("container") or artifact.name.lower().endswith(PICKLE_NAMES):
+        return False  # what a loader unpickles by name or from an archive: damaged or crafted (WS-PKL-008)
+    if res.stopped or res.error is None or res.over_budget is not None or res.protocol or nested or res.events:
+        return False
+    if not res.imports or any(rec.invoked for rec in res.imports.values()) or res.end - res.start > MAX_TEXT_PREFIX:
+        return False
+    length = min(res.end - res.start + 1, artifact.size - res.start)
+    with open_slice(artifact.opener, res.start, length) as raw:
+        prefix = raw.read(length)
+    try:
+        text = prefix.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return "\n" in text and all(char.isprintable() or char in "\n\r\t" for char in text)
+
+
+def _as_text(observations: Iterator[Observation]) -> Iterator[Observation]:
+    for obs in observations:
+        yield Observation(obs.kind, obs.location, {**obs.attrs, "reading": TEXT_READING})
 
 
 def _is_real_pickle(res: PickleResult) -> bool:

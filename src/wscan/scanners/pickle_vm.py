@@ -1203,7 +1203,8 @@ _KEPT_FROM = {
 # Keys of a checkpoint's hyperparameters that loaders import and call: Hydra's `_target_`, which NeMo's models (and
 # any module that calls hydra.utils.instantiate on its config) build in __init__, and Lightning's `_instantiator`,
 # which load_from_checkpoint imported and called before 2.6.6 (Lightning #21822), whatever it named.
-CONFIG_TARGET_KEYS = frozenset({"_target_", "_instantiator"})
+INSTANTIATOR_KEY = "_instantiator"  # Lightning's, in a checkpoint's hyperparameters
+CONFIG_TARGET_KEYS = frozenset({"_target_", INSTANTIATOR_KEY})
 # Lightning's dict subclass for hyperparameters, by every name it has had.
 LIGHTNING_ATTRIBUTE_DICTS = frozenset({
     "lightning.fabric.utilities.data.AttributeDict", "lightning.pytorch.utilities.parsing.AttributeDict",
@@ -1225,6 +1226,8 @@ def _config_targets(res: PickleResult, pairs: list[Sym], at: int) -> None:
             if _not_text(value):
                 continue  # a token's id in a vocabulary: Hydra and Lightning fail on a number (review 27)
             for text in _config_texts(res, value):
+                if key == INSTANTIATOR_KEY and text is not None and "." not in text:
+                    continue  # Lightning imports it by `text.rsplit(".", 1)`, which raises without a dot (review 29)
                 _config_target(res, at, key, text)
         elif key == ARCHITECTURE_KEY and isinstance(value, Dict | Obj):
             _architecture(res, at, value)
@@ -1873,10 +1876,13 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
 
 def _member_event(res: PickleResult, name: str, value: Sym, restored: str, at: int, via: str = "state") -> None:
     """`name` on an object of class `restored` holds `value`, which may be called (see `_callable_members`); `via`
-    says whether a state or items set it (the attributes libraries call are judged on states only)."""
-    if isinstance(value, Const | Seq | Dict | Persistent):
+    says whether a state or items set it (the attributes libraries call are judged on states only). A name map
+    (NAME_MAP_ATTRIBUTES) is reported whatever it holds: it renames the object's attributes (WS-PKL-040)."""
+    if name in NAME_MAP_ATTRIBUTES:
+        made, kind = "<name map>", "name-map"
+    elif isinstance(value, Const | Seq | Dict | Persistent):
         return
-    if isinstance(value, Obj):
+    elif isinstance(value, Obj):
         made, kind = restored_class(value), "object"
     elif isinstance(value, Global):
         made, kind = f"name:{value.dotted}", "name"  # the function or class itself, not an instance of it
@@ -1916,6 +1922,10 @@ ATTRIBUTE_DICTS = frozenset({
 })  # fmt: skip
 # What torch's Module.__getattr__ answers a name the class lacks from: `copy.deepcopy(model)` asks for __deepcopy__.
 PROXY_TABLES = frozenset({"_modules", "_parameters", "_buffers"})
+# Class attributes a library reads every attribute name through: a transformers config looks each name up in its
+# `attribute_map` first (n_embd -> hidden_size). Kept in an instance's state, the map would send a method's name to
+# another attribute of that state, which no method-name check sees. No writer keeps one in an instance.
+NAME_MAP_ATTRIBUTES = frozenset({"attribute_map"})
 MAX_OBJECT_ITEMS = 1_000_000  # objects whose SETITEMS values are kept (the opcode limit bounds them anyway)
 
 
