@@ -310,6 +310,29 @@ def test_transformers_config_called_or_renamed_is_flagged(tmp_path: Path) -> Non
     assert "WS-PKL-040" in _rules(tmp_path / "renamed", blob)
 
 
+def test_a_pickled_config_is_judged_as_its_config_json(tmp_path: Path) -> None:
+    """A config restored from state holds what transformers acts on, as config.json does (review 32): an auto_map
+    into another repository, an attention implementation naming a hub kernel (what `_attn_implementation` returns
+    to the model's kernel loader), a value the pickle computes there. The implementation the loading program chose
+    (`sdpa`) is the real file's and passes."""
+    from transformers import BertConfig
+
+    def state(**extra: object) -> bytes:
+        config = BertConfig(hidden_size=64)
+        config.__dict__.update(extra)
+        return _dump(config)
+
+    assert not _rules(tmp_path / "real", state(_attn_implementation_internal="sdpa"))
+    hub = state(auto_map={"AutoModel": "attacker/evil--modeling_evil.EvilModel"})
+    assert "WS-REPO-002" in _rules(tmp_path / "hub", hub)
+    kernel = state(_attn_implementation_internal="attacker/evil-kernel")
+    assert pickle.loads(kernel)._attn_implementation == "attacker/evil-kernel"  # what the kernel loader is given
+    assert "WS-REPO-026" in _rules(tmp_path / "kernel", kernel)
+    computed = state(auto_map={"AutoModel": _Call(str, (b"attacker/evil--m.C", "ascii", "strict"))})
+    assert pickle.loads(computed).auto_map == {"AutoModel": "attacker/evil--m.C"}
+    assert "WS-PKL-042" in _rules(tmp_path / "computed", computed)
+
+
 def test_accelerate_partial_state_called_is_flagged(tmp_path: Path) -> None:
     from accelerate.state import PartialState
 

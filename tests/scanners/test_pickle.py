@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import pickle
 import pickletools
@@ -571,3 +572,25 @@ def test_a_word_list_that_reads_as_an_import_is_text(tmp_path: Path) -> None:
     assert "WS-PKL-003" in called and "WS-PKL-041" not in called
     binary = rule_ids(scan_bytes(tmp_path, b"cat\ndog\n\x00\x01\x02\x03", "binary.bin"))
     assert "WS-PKL-003" in binary and "WS-PKL-041" not in binary
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        # review 32: importing unittest.__main__ runs every test*.py in the working folder, then exits
+        ("model.th", b"cunittest.__main__\nmain\nb\n"),
+        # ... from a file a loader decompresses (joblib.load of a gzip'd .pkl)
+        ("model.pkl", gzip.compress(b"cat\ndog\nbird\n")),
+        # SETITEMS with an odd count: the pure-Python unpickler sets the whole pairs, then fails
+        ("plain_model.th", b"ctransformers.models.auto.configuration_auto\n__dict__\n(S'resolve_trust_remote_code'\n"
+                           b"cunittest.mock\nMagicMock\nS'pad'\nu\n"),
+        ("words.txt", b"cat\ndog\ncow\nbird\n"),  # two imports: BUILD acts on what the first one made
+        ("words.txt", b"cat\ndog\nquail\n"),  # BINPUT goes on to the next opcode
+        ("words.txt", b"c_at\ndog\nbird\n"),  # not a word
+        ("words.txt", b"cantigravity\nx\nb\n"),  # the standard library's
+    ],
+)
+def test_text_that_does_more_than_one_import_is_a_pickle(tmp_path: Path, name: str, data: bytes) -> None:
+    found = {(f.rule_id, f.severity) for f in scan_bytes(tmp_path, data, name).findings}
+    assert "WS-PKL-041" not in {rule for rule, _ in found}
+    assert max(severity for _, severity in found) >= Severity.HIGH

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 import struct
+import sys
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -46,6 +47,7 @@ from wscan.scanners.pickle_vm import (
     Sym,
     restored_class,
 )
+from wscan.scanners.pickled_config import config_observations
 from wscan.scanners.slice import open_slice
 
 LEGACY_TORCH_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."
@@ -383,29 +385,39 @@ def _remaining(stream: Stream, start: int, total: int) -> int:
 
 TEXT_READING = "text-file"  # the `reading` of a text file whose first line reads as an import (`_text_prefix`)
 MAX_TEXT_PREFIX = 4096
+# What fails at once in both unpicklers, with one value on the stack and no MARK, before it changes anything: a
+# letter that is no opcode, the opcodes that need a MARK or two values, an argument that does not parse as a number.
+TEXT_FAILURES = frozenset(
+    bytes([letter]) for letter in b"abdefhjkmnostuvwxyzRABCDEGHJMOTUWYZ"
+)  # not BINPUT, LONG_BINPUT (they go on), BINPERSID (torch's persistent_load), GLOBAL, INST, PUT, GET
 PICKLE_NAMES = (*WEIGHT_SUFFIXES, ".pickle", ".p", ".pk", ".pck", ".pcl", ".sav", ".model", ".data", ".dat", ".db")
 
 
 def _text_prefix(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -> bool:
-    """Whether the stream is a text file's first lines read as opcodes: a word list that opens with "cat" reads as
-    GLOBAL `at.dog`, then fails (BUILD on an empty stack). Such a stream is protocol 0, printable text up to where it
-    fails, and calls nothing: what pickle.load of it would do is import the names, then raise. Its imports are judged
-    by the critical rules and WS-PKL-041 (medium), not as a pickle's; one that completes, calls or builds is a pickle,
-    and so is a file named like one (.pkl, .pt, ...) or an archive's member, which loaders unpickle as they find it."""
-    if artifact.context.get("container") or artifact.name.lower().endswith(PICKLE_NAMES):
-        return False  # what a loader unpickles by name or from an archive: damaged or crafted (WS-PKL-008)
+    """Whether the stream is a text file's first two lines read as one GLOBAL: a word list that opens with "cat",
+    "dog" imports `at.dog`, then fails on the next line's first letter ("bird": BUILD with one item on the stack).
+    pickle.load of it would import that module and raise; nothing is called. So narrow that nothing else passes (review
+    32 ran unittest's __main__, rebound names by SETITEMS, and hid the text in a gzip'd .pkl): a top-level file not
+    named like a pickle, protocol 0, exactly one GLOBAL of a module that is one word, not the standard library's (its
+    import runs no code a word list can name), then a byte that fails at once in both unpicklers, or the end. Its
+    import is WS-PKL-041 (medium); anything else is a pickle's finding."""
+    if artifact.depth or artifact.context.get("container") or artifact.name.lower().endswith(PICKLE_NAMES):
+        return False  # what a loader unpickles by name, from an archive or decompressed: damaged or crafted
     if res.stopped or res.error is None or res.over_budget is not None or res.protocol or nested or res.events:
         return False
-    if not res.imports or any(rec.invoked for rec in res.imports.values()) or res.end - res.start > MAX_TEXT_PREFIX:
+    if len(res.imports) != 1 or any(rec.invoked for rec in res.imports.values()) or res.start:
         return False
-    length = min(res.end - res.start + 1, artifact.size - res.start)
-    with open_slice(artifact.opener, res.start, length) as raw:
-        prefix = raw.read(length)
-    try:
-        text = prefix.decode("utf-8")
-    except UnicodeDecodeError:
+    with open_slice(artifact.opener, 0, min(artifact.size, MAX_TEXT_PREFIX)) as raw:
+        prefix = raw.read(MAX_TEXT_PREFIX)
+    lines = prefix.split(b"\n", 2)
+    if len(lines) < 3 or not lines[0].startswith(b"c"):
         return False
-    return "\n" in text and all(char.isprintable() or char in "\n\r\t" for char in text)
+    module, name, rest = lines[0][1:].decode("ascii", "replace"), lines[1].decode("ascii", "replace"), lines[2]
+    if not (module.isidentifier() and name.isidentifier() and module.isascii() and name.isascii()):
+        return False
+    if module.startswith("_") or module in sys.stdlib_module_names or res.error.offset != len(module) + len(name) + 3:
+        return False  # the machine failed at the byte after the two lines, not later
+    return not rest or rest[:1] in TEXT_FAILURES
 
 
 def _as_text(observations: Iterator[Observation]) -> Iterator[Observation]:
@@ -530,6 +542,7 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
                 yield from target_observations(artifact, offset, key, CHECKPOINT_CONFIG, value)
         if sub.config_more:
             yield artifact.observe("config.more_targets", count=sub.config_more)
+        yield from config_observations(artifact, sub)
         for event in sub.events:
             owner = event.attrs.get("callable")
             if torchscript and isinstance(owner, str) and owner.startswith("__torch__."):

@@ -249,6 +249,9 @@ class PickleResult:
     architectures: list[tuple[int, Dict | Obj]] = field(default_factory=list)
     # Values set under Lightning's hyperparameter keys that are not dicts, read at the stream's end.
     hyperparameters: list[tuple[int, str, Sym]] = field(default_factory=list)
+    # The dict states BUILD gave transformers configs (`scanners.pickled_config` judges them as config.json), as BUILD
+    # copied them and as the stream's end leaves them.
+    config_states: list[tuple[int, str, Dict]] = field(default_factory=list)
     # Lists read as a call's pairs, by id, with what they held then (`_read_before`).
     pairs_read: dict[int, tuple[Seq, tuple[int, int], bool]] = field(default_factory=dict)
     # The copies `_keep_state` made of each dict state, by the dict's id (the dicts are kept alive in `states`).
@@ -1226,8 +1229,10 @@ def _config_targets(res: PickleResult, pairs: list[Sym], at: int) -> None:
             if _not_text(value):
                 continue  # a token's id in a vocabulary: Hydra and Lightning fail on a number (review 27)
             for text in _config_texts(res, value):
-                if key == INSTANTIATOR_KEY and text is not None and "." not in text:
-                    continue  # Lightning imports it by `text.rsplit(".", 1)`, which raises without a dot (review 29)
+                if key == INSTANTIATOR_KEY and text is not None and "." not in text and "${" not in text:
+                    # Lightning imports it by `text.rsplit(".", 1)`, which raises without a dot (review 29); an
+                    # OmegaConf interpolation resolves to other text first (review 32)
+                    continue
                 _config_target(res, at, key, text)
         elif key == ARCHITECTURE_KEY and isinstance(value, Dict | Obj):
             _architecture(res, at, value)
@@ -1723,6 +1728,8 @@ def check_states(res: PickleResult) -> None:
 def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) -> None:
     """One view of a dict state, as `check_states` takes it."""
     _callable_members(res, state, restored, at)
+    if is_config_class(restored) and len(res.config_states) < MAX_CONFIG_TARGETS:
+        res.config_states.append((at, restored, state))
     if state.dropped or any(not isinstance(key, Const) for key, _ in state.items):
         detail = f"{len(state.items) + state.dropped} names, some computed or past what wscan keeps"
         res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": ""}))
@@ -2207,6 +2214,11 @@ def _made_from(target: Obj) -> Global | None:
         first = args.items[0] if isinstance(args, Seq) and args.items else None
         return first if isinstance(first, Global) else None
     return func if target.instance and isinstance(func, Global) else None
+
+
+def is_config_class(restored: str) -> bool:
+    """A transformers configuration class, by the name pickle records (the allowlist says which ones are allowed)."""
+    return restored.startswith("transformers.") and restored.endswith("Config")
 
 
 def restored_class(target: Obj) -> str:

@@ -142,7 +142,7 @@ class RepoJsonScanner:
             return
         if len(data) > MAX_FIELD_CHARS:  # a string is never longer in characters than in bytes
             yield from _oversized(artifact, top, role)
-        yield from _custom_code(artifact, top, role, data)
+        yield from custom_code(artifact, top, role, data)
         yield from _pipeline_steps(artifact, top, role)
         # A config.json with `pretrained_cfg` is a timm checkpoint's: AutoImageProcessor takes its processor keys.
         timm = role == "config" and isinstance(top.get("pretrained_cfg"), dict)
@@ -216,7 +216,7 @@ def _nested_auto_maps(top: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             yield join_field(item[0], item[2]), item[3]
 
 
-def _custom_code(artifact: Artifact, top: dict[str, Any], role: str, data: bytes) -> Iterator[ScanItem]:
+def custom_code(artifact: Artifact, top: dict[str, Any], role: str, data: bytes) -> Iterator[ScanItem]:
     fields: list[tuple[str, list[str]]] = []
     if "auto_map" in top:
         fields.append(("auto_map", _references(top["auto_map"])))
