@@ -331,6 +331,28 @@ def test_a_pickled_config_is_judged_as_its_config_json(tmp_path: Path) -> None:
     computed = state(auto_map={"AutoModel": _Call(str, (b"attacker/evil--m.C", "ascii", "strict"))})
     assert pickle.loads(computed).auto_map == {"AutoModel": "attacker/evil--m.C"}
     assert "WS-PKL-042" in _rules(tmp_path / "computed", computed)
+    # Review 33: a decoy public key the property hides; a local auto_map, fetched from the `_name_or_path` the file
+    # chooses (a pickle has no folder of its own); more configs than wscan reads; one shared dict under every config.
+    decoy = state(_attn_implementation_internal="attacker/evil-kernel", _attn_implementation="sdpa")
+    assert pickle.loads(decoy)._attn_implementation == "attacker/evil-kernel"
+    assert "WS-REPO-026" in _rules(tmp_path / "decoy", decoy)
+    local = state(auto_map={"AutoModel": "modeling_evil.EvilModel"}, _name_or_path="/elsewhere/evil")
+    assert "WS-REPO-002" in _rules(tmp_path / "local", local)
+    many = _dump([BertConfig(hidden_size=64) for _ in range(1001)])
+    assert "WS-PKL-042" in _rules(tmp_path / "many", many)
+    shared = {f"k{index}": {"tokenizer_class": "evil.Loader"} for index in range(3000)}
+    flood = _dump([BertConfig(hidden_size=64, shared=shared) for _ in range(100)])
+    assert "WS-PKL-042" in _rules(tmp_path / "flood", flood)
+
+
+def test_a_composite_config_saved_after_model_init_is_clean(tmp_path: Path) -> None:
+    """Model init sets every sub-config's attention implementation (`sdpa`), which a pickled config keeps."""
+    from transformers import CLIPConfig, CLIPModel
+
+    tiny = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}
+    config = CLIPModel(CLIPConfig(text_config=tiny, vision_config={**tiny, "image_size": 32, "patch_size": 16})).config
+    assert config.text_config._attn_implementation_internal is not None
+    assert not _rules(tmp_path, _dump({"config": config}))
 
 
 def test_accelerate_partial_state_called_is_flagged(tmp_path: Path) -> None:

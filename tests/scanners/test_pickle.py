@@ -594,3 +594,16 @@ def test_text_that_does_more_than_one_import_is_a_pickle(tmp_path: Path, name: s
     found = {(f.rule_id, f.severity) for f in scan_bytes(tmp_path, data, name).findings}
     assert "WS-PKL-041" not in {rule for rule, _ in found}
     assert max(severity for _, severity in found) >= Severity.HIGH
+
+
+def test_dict_states_past_what_wscan_keeps_are_a_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dict states are judged at the stream's end, up to MAX_STATES of them (a million): those past it went unjudged
+    without a word (review 33). Shown with the limit lowered; the scan's workers fork from this process."""
+    from wscan.scanners import pickle_vm
+
+    monkeypatch.setattr(pickle_vm, "MAX_STATES", 10)
+    one = b"h\x00)\x81}b0"  # BINGET 0 (the class), EMPTY_TUPLE, NEWOBJ, EMPTY_DICT, BUILD, POP
+    data = PROTO4[:1] + b"\x02cargparse\nNamespace\nq\x00" + one * 11 + b"N."
+    assert isinstance(pickle.loads(data), type(None))
+    assert "WS-PKL-025" in rule_ids(scan_bytes(tmp_path, data))
+    assert "WS-PKL-025" not in rule_ids(scan_bytes(tmp_path, data.replace(one * 11, one * 10), "ten.bin"))

@@ -252,6 +252,8 @@ class PickleResult:
     # The dict states BUILD gave transformers configs (`scanners.pickled_config` judges them as config.json), as BUILD
     # copied them and as the stream's end leaves them.
     config_states: list[tuple[int, str, Dict]] = field(default_factory=list)
+    config_states_more: int = 0  # past MAX_CONFIG_TARGETS: unread, which is high (WS-PKL-042)
+    states_more: bool = False  # dict states past MAX_STATES were not kept for `check_states`
     # Lists read as a call's pairs, by id, with what they held then (`_read_before`).
     pairs_read: dict[int, tuple[Seq, tuple[int, int], bool]] = field(default_factory=dict)
     # The copies `_keep_state` made of each dict state, by the dict's id (the dicts are kept alive in `states`).
@@ -1728,8 +1730,11 @@ def check_states(res: PickleResult) -> None:
 def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) -> None:
     """One view of a dict state, as `check_states` takes it."""
     _callable_members(res, state, restored, at)
-    if is_config_class(restored) and len(res.config_states) < MAX_CONFIG_TARGETS:
-        res.config_states.append((at, restored, state))
+    if is_config_class(restored):
+        if len(res.config_states) < MAX_CONFIG_TARGETS:
+            res.config_states.append((at, restored, state))
+        else:
+            res.config_states_more += 1
     if state.dropped or any(not isinstance(key, Const) for key, _ in state.items):
         detail = f"{len(state.items) + state.dropped} names, some computed or past what wscan keeps"
         res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": ""}))
@@ -2111,6 +2116,10 @@ def _keep_state(res: PickleResult, mapping: Dict, at: int, restored: str) -> Non
         copied = Dict(items=list(mapping.items), dropped=mapping.dropped)
         res.states.append((mapping, at, restored, copied))
         res.state_copies.setdefault(id(mapping), []).append(copied)
+    elif not res.states_more:  # the rest are not judged, which is a finding (review 33), once
+        res.states_more = True
+        detail = f"more than {MAX_STATES:,} dict states; those past them are not judged"
+        res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": restored}))
 
 
 def _pairs(state: Sym) -> Dict | None:

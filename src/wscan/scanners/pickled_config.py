@@ -33,7 +33,7 @@ from wscan.scanners.repo_files import custom_code
 
 CONFIG_ROLE = "config"
 MAX_DEPTH = 8
-MAX_VALUES = 10_000  # per config state; past it the rest reads as unread
+MAX_VALUES = 200_000  # values read per file, whatever the number of configs; past it the rest reads as unread
 # Keys whose value the library imports, downloads or loads from: an unread value there may be any of those.
 ACTED_ON = KERNEL_KEYS | {"auto_map", "custom_pipelines", "quantization_config", "backbone", "trust_remote_code"}
 
@@ -49,45 +49,101 @@ UNREAD = _Unread()
 
 
 def config_observations(artifact: Artifact, res: PickleResult) -> Iterator[Observation]:
-    """What each state a BUILD gave a transformers config holds, as config.json's checks find it, at the BUILD."""
+    """What each state a BUILD gave a transformers config holds, as config.json's checks find it, at the BUILD; each
+    distinct observation once (review 33 gave 1,000 configs one shared dict). A pickle has no folder of its own: the
+    code a local auto_map names is fetched from the config's `_name_or_path`, which the file chooses (review 33), so
+    every reference counts as from another repository."""
+    reader = _Reader()
+    seen: set[tuple[str, tuple[tuple[str, object], ...]]] = set()
+    if res.config_states_more:
+        yield artifact.observe("pickle.config_unread", callable="<more configs>",
+                               field=f"{res.config_states_more} config states past the {len(res.config_states)} read")
+    walked = 0
     for at, restored, state in res.config_states:
-        budget = [MAX_VALUES]
-        top: dict[str, Any] = {}
-        for key, value in state.items:
-            if isinstance(key, Const) and isinstance(key.value, str):
-                name = key.value.removesuffix("_internal") if key.value in INTERNAL_KERNEL_KEYS else key.value
-                top[name] = _plain(value, 0, budget)
-        for field in sorted(key for key in top if key in ACTED_ON and _holds_unread(top[key])):
-            yield artifact.observe("pickle.config_unread", at, callable=restored, field=field)
+        top = reader.config(state, 0)
+        walked += reader.size(top)
+        if walked > MAX_VALUES:  # the checks walk every config's values, shared ones each time: bounded per file
+            yield artifact.observe("pickle.config_unread", at, callable=restored,
+                                   field=f"values past the first {MAX_VALUES:,}")  # fmt: skip
+            return
+        found: list[Observation] = [
+            artifact.observe("pickle.config_unread", at, callable=restored, field=field)
+            for field in sorted(key for key in top if key in ACTED_ON and _holds_unread(top[key]))
+        ]
         for obs in (*custom_code(artifact, top, CONFIG_ROLE, b""), *loader_keys(artifact, top, CONFIG_ROLE)):
             if isinstance(obs, Observation):
-                yield Observation(obs.kind, artifact.location.at(at), {**obs.attrs, "callable": restored})
+                extra = {"remote": True} if obs.kind == "repo.custom_code" else {}
+                attrs = {**obs.attrs, **extra, "callable": restored}
+                found.append(Observation(obs.kind, artifact.location.at(at), attrs))
+        for obs in found:
+            key = (obs.kind, tuple(sorted(obs.attrs.items())))
+            if key not in seen:
+                seen.add(key)
+                yield obs
 
 
-def _plain(value: Sym, depth: int, budget: list[int]) -> Any:
-    """`value` as plain Python values, as far as the machine reads it: a name is its dotted text, a nested config is
-    its state, anything else unread."""
-    budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_DEPTH:
+class _Reader:
+    """Config states as plain Python values, as far as the machine reads them: a name is its dotted text, a nested
+    config is its state, a transformers enum its value, anything else unread. Each container is read once per file,
+    within one budget of values for the file."""
+
+    def __init__(self) -> None:
+        self.budget = MAX_VALUES
+        self.read: dict[int, Any] = {}
+        self.sizes: dict[int, int] = {}
+
+    def size(self, plain: Any) -> int:
+        """How many values the config checks walk in `plain` (a shared container counts each time it is reached)."""
+        if not isinstance(plain, dict | list):
+            return 1
+        if id(plain) not in self.sizes:
+            items = plain.values() if isinstance(plain, dict) else plain
+            self.sizes[id(plain)] = 1 + sum(self.size(item) for item in items)
+        return self.sizes[id(plain)]
+
+    def config(self, state: Dict, depth: int) -> dict[str, Any]:
+        """A config's dict: the attention implementation the loading program chose, kept in `*_internal` keys, is
+        judged as the public key it stands for, whatever else the state puts under that name (the property returns the
+        internal one: review 33 hid a hub kernel behind a decoy `_attn_implementation`)."""
+        plain = self.value(state, depth)
+        if not isinstance(plain, dict):
+            return {"<unread>": UNREAD}  # past the budget or the depth
+        top = {key: value for key, value in plain.items() if key not in INTERNAL_KERNEL_KEYS}
+        for key in INTERNAL_KERNEL_KEYS & plain.keys():
+            top[key.removesuffix("_internal")] = plain[key]
+        return top
+
+    def value(self, value: Sym, depth: int) -> Any:
+        self.budget -= 1
+        if self.budget < 0 or depth > MAX_DEPTH:
+            return UNREAD
+        if isinstance(value, Const):
+            return value.value if isinstance(value.value, str | int | float | bool) or value.value is None else UNREAD
+        if isinstance(value, Global):
+            return value.dotted  # a dtype (torch.float32), a class: a name, nothing the config checks import
+        if isinstance(value, Seq | Dict):
+            if id(value) not in self.read:
+                self.read[id(value)] = self._container(value, depth)
+            return self.read[id(value)]
+        if isinstance(value, Obj) and isinstance(value.state, Dict) and is_config_class(restored_class(value)):
+            return self.config(value.state, depth + 1)  # a sub-config (CLIP's text_config), restored from state
+        if (isinstance(value, Obj) and value.state is None and isinstance(value.func, Global)
+                and value.func.module.startswith("transformers.") and isinstance(value.args, Seq)
+                and len(value.args.items) == 1 and isinstance(value.args.items[0], Const)):  # fmt: skip
+            return self.value(value.args.items[0], depth + 1)  # QuantizationMethod("gptq"): an enum is its value
         return UNREAD
-    if isinstance(value, Const):
-        return value.value if isinstance(value.value, str | int | float | bool) or value.value is None else UNREAD
-    if isinstance(value, Global):
-        return value.dotted  # a dtype (torch.float32), a class: a name, nothing the config checks import
-    if isinstance(value, Seq):
-        items = [_plain(item, depth + 1, budget) for item in value.items]
-        return [*items, UNREAD] if value.dropped else items
-    if isinstance(value, Dict):
+
+    def _container(self, value: Seq | Dict, depth: int) -> Any:
+        if isinstance(value, Seq):
+            items = [self.value(item, depth + 1) for item in value.items]
+            return [*items, UNREAD] if value.dropped else items
         plain: dict[Any, Any] = {"<unread>": UNREAD} if value.dropped else {}
         for key, item in value.items:
             if isinstance(key, Const) and isinstance(key.value, str | int | float):
-                plain[key.value] = _plain(item, depth + 1, budget)
+                plain[key.value] = self.value(item, depth + 1)
             else:  # a key the machine cannot read may be any key: its value is unread wherever it goes
                 plain["<unread>"] = UNREAD
         return plain
-    if isinstance(value, Obj) and isinstance(value.state, Dict) and is_config_class(restored_class(value)):
-        return _plain(value.state, depth + 1, budget)  # a sub-config (CLIP's text_config), restored from state
-    return UNREAD
 
 
 def _holds_unread(value: Any) -> bool:
