@@ -878,12 +878,26 @@ def _config_in_checkpoint(out: Path) -> None:
     """A training script's torch.save of the weights with the model's config object beside them (whole-object
     save, weights_only off): configs of several families, a composite one holding its parts' configs, and
     a generation config."""
-    from transformers import CLIPConfig, GenerationConfig, GPT2Config, LlamaConfig, T5Config, WhisperConfig
+    from transformers import (
+        CLIPConfig,
+        FineGrainedFP8Config,
+        GenerationConfig,
+        GPT2Config,
+        GPTQConfig,
+        LlamaConfig,
+        T5Config,
+        WhisperConfig,
+    )
 
     model = _tiny_bert()
     configs = [model.config, GPT2Config(n_embd=64), LlamaConfig(), T5Config(), CLIPConfig(), WhisperConfig()]
     torch.save({"config": model.config, "state_dict": model.state_dict()}, out / "checkpoint.pt")
     torch.save({"configs": configs, "generation": GenerationConfig(max_new_tokens=8)}, out / "configs.pt")
+    # A quantized model's config: its quantizer sets quantization_config to the config object it was given.
+    for name, quantization in (("gptq", GPTQConfig(bits=4)), ("fp8", FineGrainedFP8Config())):
+        config = LlamaConfig(hidden_size=32, intermediate_size=37, num_hidden_layers=1, num_attention_heads=2)
+        config.quantization_config = quantization
+        torch.save({"config": config}, out / f"quantized-{name}.pt")
 
 
 def _trainer_checkpoint(out: Path) -> None:

@@ -340,6 +340,11 @@ def test_a_pickled_config_is_judged_as_its_config_json(tmp_path: Path) -> None:
     assert "WS-REPO-002" in _rules(tmp_path / "local", local)
     many = _dump([BertConfig(hidden_size=64) for _ in range(1001)])
     assert "WS-PKL-042" in _rules(tmp_path / "many", many)
+    from transformers import GPTQConfig
+
+    quantization = GPTQConfig(bits=4)
+    quantization.__dict__["format"] = "payload.py:Loader"  # compressed-tensors imports a module:name format
+    assert "WS-REPO-028" in _rules(tmp_path / "format", state(quantization_config=quantization))
     shared = {f"k{index}": {"tokenizer_class": "evil.Loader"} for index in range(3000)}
     flood = _dump([BertConfig(hidden_size=64, shared=shared) for _ in range(100)])
     assert "WS-PKL-042" in _rules(tmp_path / "flood", flood)

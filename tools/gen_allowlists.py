@@ -572,6 +572,27 @@ def transformers_config_names() -> list[str]:
     return allowed
 
 
+def transformers_quantization_names() -> tuple[list[str], list[str]]:
+    """(classes, enums) of transformers' quantization configs: what `model.config.quantization_config` holds once a
+    quantizer set it (GPTQ, FP8, HQQ, ...), pickled with the model's config. Dataclasses, whose only load hooks are
+    the generated __eq__ and __hash__ (reviewed here, class by class); restored from state only. Their enums
+    (QuantizationMethod) are rebuilt by a call with the member's value. A config whose fields hold another library's
+    objects (torchao's, compressed-tensors') still names those, which no pack allows."""
+    module = importlib.import_module("transformers.utils.quantization_config")
+    mixin = module.QuantizationConfigMixin
+    classes = [c for _, c in inspect.getmembers(module, inspect.isclass) if c.__module__ == module.__name__]
+    configs = sorted(f"{c.__module__}.{c.__qualname__}" for c in classes if issubclass(c, mixin) and c is not mixin)
+    enums = sorted(f"{c.__module__}.{c.__qualname__}" for c in classes if issubclass(c, enum.Enum))
+    reviewed = {
+        name: "dataclass: the generated __eq__ and __hash__"
+        for name in configs
+        if dataclasses.is_dataclass(_resolve(name))
+        and all(hook.split(" ", 1)[0] in ("__eq__", "__hash__") for hook in own_hooks(_resolve(name)))  # type: ignore[arg-type]
+    }
+    allowed, _ = screened_names(configs, reviewed)
+    return allowed, enums
+
+
 def state_only_names() -> list[str]:
     """The training_args.bin classes whose constructor acts: TrainingArguments' __post_init__ sets environment
     variables and reads the files its fields name, PartialState.__init__ binds the instance to state shared by
@@ -1062,13 +1083,15 @@ def main() -> int:
         },
     )
     configs = transformers_config_names()
+    quantization, quantization_enums = transformers_quantization_names()
     write(
         "transformers",
         "What transformers.Trainer pickles into training_args.bin: the arguments dataclasses, the enums and "
         "config classes their fields hold, and the accelerate state cached on them; and every model configuration "
-        "class (a checkpoint that saves model.config beside its weights), restored from state only (exact names).",
-        training_args_names() + configs,
-        more={"state-only-classes": state_only_names() + configs},
+        "class and quantization config class (a checkpoint that saves model.config beside its weights), restored "
+        "from state only, with the quantization enums (exact names).",
+        training_args_names() + configs + quantization + quantization_enums,
+        more={"state-only-classes": state_only_names() + configs + quantization},
     )
     methods, plain = method_lists()  # last: over every pack just written, and the hand-written ones
     # and a Gaussian process's kernels (a sum's k1 and k2 are kernels, judged the same way)
