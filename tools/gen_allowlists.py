@@ -11,9 +11,9 @@ import dataclasses
 import enum
 import importlib
 import inspect
+import io
 import os
 import pickle
-import pickletools
 import pkgutil
 import re
 import sys
@@ -561,12 +561,9 @@ def transformers_config_names() -> list[str]:
         if isinstance(value, type) and issubclass(value, PretrainedConfig) and value is not PretrainedConfig:
             names.add(f"{value.__module__}.{value.__qualname__}")
             try:
-                data = pickle.dumps(value(), protocol=2)
+                record_imports(io.BytesIO(pickle.dumps(value(), protocol=2)), names)
             except Exception:
                 continue
-            for opcode, arg, _ in pickletools.genops(data):
-                if opcode.name == "GLOBAL":
-                    names.add(str(arg).replace(" ", "."))
     names = {name for name in names if name.startswith("transformers.")}  # torch's dtypes are allow-torch's
     allowed, _ = screened_names(sorted(names))
     return allowed

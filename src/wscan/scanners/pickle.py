@@ -407,8 +407,11 @@ def _text_prefix(artifact: Artifact, res: PickleResult, nested: list[PickleResul
         return False
     if len(res.imports) != 1 or any(rec.invoked for rec in res.imports.values()) or res.start:
         return False
-    with open_slice(artifact.opener, 0, min(artifact.size, MAX_TEXT_PREFIX)) as raw:
-        prefix = raw.read(MAX_TEXT_PREFIX)
+    if res.error.offset > MAX_TEXT_PREFIX:
+        return False
+    length = min(artifact.size, res.error.offset + 1)  # the two lines and the byte that failed
+    with open_slice(artifact.opener, 0, length) as raw:
+        prefix = raw.read(length)
     lines = prefix.split(b"\n", 2)
     if len(lines) < 3 or not lines[0].startswith(b"c"):
         return False

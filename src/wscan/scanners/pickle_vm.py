@@ -252,7 +252,7 @@ class PickleResult:
     # The dict states BUILD gave transformers configs (`scanners.pickled_config` judges them as config.json), as BUILD
     # copied them and as the stream's end leaves them.
     config_states: list[tuple[int, str, Dict]] = field(default_factory=list)
-    config_states_more: int = 0  # past MAX_CONFIG_TARGETS: unread, which is high (WS-PKL-042)
+    config_states_more: int = 0  # past MAX_CONFIG_STATES: unread, which is high (WS-PKL-042)
     states_more: bool = False  # dict states past MAX_STATES were not kept for `check_states`
     # Lists read as a call's pairs, by id, with what they held then (`_read_before`).
     pairs_read: dict[int, tuple[Seq, tuple[int, int], bool]] = field(default_factory=dict)
@@ -1216,6 +1216,7 @@ LIGHTNING_ATTRIBUTE_DICTS = frozenset({
     "lightning_fabric.utilities.data.AttributeDict", "pytorch_lightning.utilities.parsing.AttributeDict",
 })  # fmt: skip
 MAX_CONFIG_TARGETS = 1000
+MAX_CONFIG_STATES = 1000  # transformers config states kept for `scanners.pickled_config`
 ARCHITECTURE_KEY = "architecture"
 PYANNOTE_ARCHITECTURE = "pyannote.audio architecture"  # the key its module and class are reported under
 _OMEGACONF_VALUE = "_val"  # an OmegaConf node's value, in its BUILD state (a DictConfig's items are nodes)
@@ -1731,7 +1732,7 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) ->
     """One view of a dict state, as `check_states` takes it."""
     _callable_members(res, state, restored, at)
     if is_config_class(restored):
-        if len(res.config_states) < MAX_CONFIG_TARGETS:
+        if len(res.config_states) < MAX_CONFIG_STATES:
             res.config_states.append((at, restored, state))
         else:
             res.config_states_more += 1
