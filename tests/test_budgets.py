@@ -559,6 +559,50 @@ def test_the_pickle_machine_stops_holding_imports_past_the_observation_limit() -
     assert len(Machine(Stream(io.BytesIO(blob), limit=len(blob)), Limits()).run().imports) == 5000
 
 
+class _DictOf:
+    """Pickles as dict(pairs): many of them share one list of pairs, which the pickle memoises."""
+
+    def __init__(self, pairs: list[Any]) -> None:
+        self.pairs = pairs
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return dict, (self.pairs,)
+
+
+def test_the_time_zone_walk_reads_each_constant_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 28's slow file: one memoised list of 63 pairs of NumPy string scalars given to dict() 100,000 times took
+    177 s (1.2 MB), every call decoding each scalar's bytes 20 ways to look for a `dateutil/` zone name. A text or
+    bytes constant never changes, so each is now read once per stream (the same list given 10,000 times: 17 s, now
+    1.8 s). A zone name in a later call's own arguments is still found."""
+    import numpy
+
+    from wscan.scanners import pickle_vm
+    from wscan.scanners.pickle_ops import Stream
+
+    reads = 0
+    names_zone_file = pickle_vm._names_zone_file
+
+    def counted(value: Any, decoded: bool) -> bool:
+        nonlocal reads
+        reads += 1
+        return names_zone_file(value, decoded)
+
+    monkeypatch.setattr(pickle_vm, "_names_zone_file", counted)
+    pairs = [(numpy.str_(f"key{i}"), i) for i in range(63)]
+
+    def read(calls: int, last: list[Any]) -> tuple[int, list[str]]:
+        nonlocal reads
+        reads = 0
+        blob = pickle.dumps([*(_DictOf(pairs) for _ in range(calls)), _DictOf(last)], protocol=2)
+        res = pickle_vm.Machine(Stream(io.BytesIO(blob), limit=len(blob)), Limits()).run()
+        return reads, [event.kind for event in res.events if event.kind == "pickle.zone_file"]
+
+    once, found = read(1, [])
+    assert once > 63 and not found  # every scalar's bytes were read
+    assert read(1000, []) == (once, [])
+    assert read(1000, [*pairs, ("tz", "dateutil/../../etc/passwd")])[1] == ["pickle.zone_file"]
+
+
 LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."  # pickle.dumps(torch's legacy magic number)
 
 
