@@ -590,17 +590,21 @@ def test_the_time_zone_walk_reads_each_constant_once(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(pickle_vm, "_names_zone_file", counted)
     pairs = [(numpy.str_(f"key{i}"), i) for i in range(63)]
 
-    def read(calls: int, last: list[Any]) -> tuple[int, list[str]]:
+    def read(calls: int, last: list[Any]) -> tuple[int, list[str], int]:
         nonlocal reads
         reads = 0
         blob = pickle.dumps([*(_DictOf(pairs) for _ in range(calls)), _DictOf(last)], protocol=2)
         res = pickle_vm.Machine(Stream(io.BytesIO(blob), limit=len(blob)), Limits()).run()
-        return reads, [event.kind for event in res.events if event.kind == "pickle.zone_file"]
+        return reads, [event.kind for event in res.events if event.kind == "pickle.zone_file"], len(res.zone_free)
 
-    once, found = read(1, [])
+    once, found, kept = read(1, [])
     assert once > 63 and not found  # every scalar's bytes were read
-    assert read(1000, []) == (once, [])
+    assert read(1000, []) == (once, [], kept)
     assert read(1000, [*pairs, ("tz", "dateutil/../../etc/passwd")])[1] == ["pickle.zone_file"]
+    # The memo is bounded: past its size it starts again, and finds what it found.
+    monkeypatch.setattr(pickle_vm, "ZONE_CACHE", 50)
+    reads_capped, found, kept = read(1000, [*pairs, ("tz", "dateutil/../../etc/passwd")])
+    assert found == ["pickle.zone_file"] and kept <= 50 and reads_capped > once
 
 
 LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."  # pickle.dumps(torch's legacy magic number)

@@ -1122,6 +1122,7 @@ def _computed_text(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
 
 ZONE_CODECS = ("latin-1", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")  # how bytes may carry the name
 ZONE_WALK = 256  # values looked at per call or state
+ZONE_CACHE = 65536  # constants `_zone_files` remembers as naming no zone file, at most (about 10 MB)
 ZONE_DEPTH = 6  # a call's arguments, a scalar made in them, its bytes made by protocol 2's _codecs.encode, its text
 _NUMPY_SCALAR = frozenset({"numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar"})
 _ARRAY_REBUILDERS = frozenset({"numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct"})
@@ -1186,6 +1187,8 @@ def _zone_files(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
                     res.events.append(Event("pickle.zone_file", at, attrs))
                     return
                 if known:
+                    if len(res.zone_free) >= ZONE_CACHE:
+                        res.zone_free.clear()  # a memo, not a record: bounded, and refilled by what recurs
                     res.zone_free[id(value), decoded] = value
                 continue
             room = ZONE_WALK - len(inner)  # what the next level reads at most, not built past (review 27's calls)
