@@ -885,12 +885,15 @@ def _config_in_checkpoint(out: Path) -> None:
         GPT2Config,
         GPTQConfig,
         LlamaConfig,
+        Qwen2_5_VLConfig,
         T5Config,
+        T5GemmaConfig,
         WhisperConfig,
     )
 
     model = _tiny_bert()
     configs = [model.config, GPT2Config(n_embd=64), LlamaConfig(), T5Config(), CLIPConfig(), WhisperConfig()]
+    configs += [Qwen2_5_VLConfig(), T5GemmaConfig()]  # multimodal configs that forward names to their parts
     torch.save({"config": model.config, "state_dict": model.state_dict()}, out / "checkpoint.pt")
     torch.save({"configs": configs, "generation": GenerationConfig(max_new_tokens=8)}, out / "configs.pt")
     # A quantized model's config: its quantizer sets quantization_config to the config object it was given.

@@ -360,6 +360,77 @@ def test_a_composite_config_saved_after_model_init_is_clean(tmp_path: Path) -> N
     assert not _rules(tmp_path, _dump({"config": config}))
 
 
+def test_multimodal_configs_that_forward_names_to_their_parts(tmp_path: Path) -> None:
+    """Qwen2-VL and Qwen2.5-VL configs read and set every name their text_config holds on it (T5Gemma sets six on its
+    encoder and decoder): they were high unknown classes (WS-PKL-003) even as the model writes them. Allowed restored
+    from state, what the forwarding can reach stays judged, each proved with the real loader: a second BUILD finds
+    `__setstate__` in the text config's dict and calls it (WS-PKL-026 on that state, WS-PKL-018); a slot state is set
+    through the forwarding setter (WS-PKL-023); the parent's attention implementation is the text config's
+    (WS-REPO-026)."""
+    import torch
+    from transformers import (
+        ColQwen2Config,
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLModel,
+        Qwen2VLConfig,
+        Qwen2VLModel,
+        T5GemmaConfig,
+    )
+
+    text = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+            "num_key_value_heads": 1, "vocab_size": 64, "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]}}
+    vision = {"depth": 1, "embed_dim": 16, "hidden_size": 16, "num_heads": 2, "patch_size": 2, "spatial_merge_size": 1,
+              "temporal_patch_size": 1}  # fmt: skip
+    after_init = [Qwen2VLModel(Qwen2VLConfig(text_config=text, vision_config=vision)).config,
+                  Qwen2_5_VLModel(Qwen2_5_VLConfig(text_config=text, vision_config={
+                      **vision, "out_hidden_size": 16, "intermediate_size": 32, "fullatt_block_indexes": [0]})).config]
+    assert after_init[0].text_config._attn_implementation_internal == "sdpa"
+    defaults = [Qwen2VLConfig(), Qwen2_5_VLConfig(), T5GemmaConfig(), ColQwen2Config()]
+    for protocol in (2, 4):
+        assert not _rules(tmp_path / f"real{protocol}", pickle.dumps({"configs": defaults + after_init}, protocol))
+
+    module = "transformers.models.qwen2_vl.configuration_qwen2_vl"
+    qwen, part = _g("copyreg", "_reconstructor") + _tuple(_g(module, "Qwen2VLConfig"), _g("builtins", "object"),
+                                                          b"N") + b"R", _g(module, "Qwen2VLTextConfig")  # fmt: skip
+    text_part = _g("copyreg", "_reconstructor") + _tuple(part, _g("builtins", "object"), b"N") + b"R"
+    marker = tmp_path / "made-by-second-build"
+    proof = b"\x80\x02" + qwen + _dict((_s("text_config"), text_part + _dict((_s("__setstate__"), _g("os", "mkdir")))
+                                                                          + b"b")) + b"b" + _s(str(marker)) + b"b."
+    (tmp_path / "proof.pkl").write_bytes(proof)
+    _load_in_subprocess(tmp_path / "proof.pkl", "pickle")
+    assert marker.is_dir(), "the second BUILD did not call the text config's __setstate__"
+    linear = _g("torch.nn.modules.linear", "Linear")
+    forwarded = b"\x80\x02" + qwen + _dict((_s("text_config"), text_part + _dict((_s("__setstate__"), linear)) + b"b"))
+    forwarded += b"b" + _tuple(b"K\x03", b"K\x03") + b"b."
+    assert {"WS-PKL-026", "WS-PKL-018"} <= _rules(tmp_path / "forwarded", forwarded)
+
+    slots = text_part + _dict((_s("vocab_size"), b"K\x05")) + b"b"
+    slot_state = b"\x80\x02" + qwen + _dict((_s("text_config"), slots)) + _dict((_s("vocab_size"), linear))
+    slot_state += b"\x86b."
+    assert pickle.loads(slot_state).text_config.vocab_size is torch.nn.Linear  # set on the part
+    assert "WS-PKL-023" in _rules(tmp_path / "slots", slot_state)
+
+    kernel = text_part + _dict((_s("_attn_implementation"), _s("sdpa")),
+                               (_s("_attn_implementation_internal"), _s("attacker/evil-kernel"))) + b"b"
+    parent = b"\x80\x02" + qwen + _dict((_s("text_config"), kernel), (_s("_attn_implementation_internal"), _s("sdpa")))
+    parent += b"b."
+    assert pickle.loads(parent)._attn_implementation == "attacker/evil-kernel"  # the text config's, forwarded
+    assert "WS-REPO-026" in _rules(tmp_path / "kernel", parent)
+
+    # Review 34: a part that is no config (an allowed Namespace) holds what the parent returns, unjudged before.
+    import argparse
+
+    remote = {"AutoModel": "attacker/evil--modeling_evil.EvilModel"}
+    for name, extra in {"namespace-kernel": {"_attn_implementation": "attacker/evil-kernel"},
+                        "namespace-auto-map": {"auto_map": remote}}.items():  # fmt: skip
+        config = Qwen2VLConfig()
+        config.__dict__["text_config"] = argparse.Namespace(**vars(config.text_config), **extra)
+        blob = pickle.dumps(config, protocol=2)
+        key, value = next(iter(extra.items()))
+        assert getattr(pickle.loads(blob), key) == value, name  # what from_config hands the kernel or code loader
+        assert _rules(tmp_path / name, blob) == {"WS-PKL-042"}, name
+
+
 def test_accelerate_partial_state_called_is_flagged(tmp_path: Path) -> None:
     from accelerate.state import PartialState
 

@@ -286,6 +286,20 @@ REVIEWED_OWNER_HOOKS = {
     "__getattribute__ of transformers.configuration_utils.PretrainedConfig": "renames by the class's attribute_map",
     "__eq__ of transformers.configuration_utils.PretrainedConfig": "compares the dicts",
     "__hash__ of transformers.configuration_utils.PretrainedConfig": "None: __eq__ is defined",
+    # Three multimodal configs reach their parts: Qwen2-VL and Qwen2.5-VL read and set a name their text_config holds
+    # on it; T5Gemma sets six shared names on its encoder and decoder too. pickle looks up __setstate__ (and __dict__)
+    # on the instance before filling its dict: only a second BUILD, after the first gave it a text_config, reaches
+    # that part, and what it finds there is the part's own state, judged as any state (a method's name in it,
+    # WS-PKL-026; a second BUILD, WS-PKL-018). After loading, the Qwen configs return the part's values for the
+    # names it holds: scanners/pickled_config.py reads them as the parent's, and a part that is no config it reads
+    # is WS-PKL-042 (review 34). The real loader's behaviour is in test_library_gadgets.
+    **{f"{hook} of transformers.models.{name}": "forwards names to its parts" for hook, name in (
+        ("__setattr__", "qwen2_vl.configuration_qwen2_vl.Qwen2VLConfig"),
+        ("__getattribute__", "qwen2_vl.configuration_qwen2_vl.Qwen2VLConfig"),
+        ("__setattr__", "qwen2_5_vl.configuration_qwen2_5_vl.Qwen2_5_VLConfig"),
+        ("__getattribute__", "qwen2_5_vl.configuration_qwen2_5_vl.Qwen2_5_VLConfig"),
+        ("__setattr__", "t5gemma.configuration_t5gemma.T5GemmaConfig"),
+    )},
     # Every SciPy distribution execs the `_parse_arg_template` text of its state here: WS-PKL-032 checks that the
     # text is the argument parser SciPy writes from its one template.
     "__setstate__ of scipy.stats._distn_infrastructure.rv_generic": "execs the state's checked template",
@@ -545,7 +559,8 @@ def transformers_config_names() -> list[str]:
     arguments pickled (a composite config holds its parts' configs; GenerationConfig and the torch dtype they
     keep): what a checkpoint that saves `model.config` beside its weights names. A config is restored from state
     (cls.__new__, then BUILD fills its dict); only the classes with no load hooks of their own pass
-    `screened_names` (three multimodal configs forward attributes to their parts and are left out)."""
+    `screened_names` (three multimodal configs that forward names to their parts are reviewed in
+    REVIEWED_OWNER_HOOKS)."""
     os.environ["HF_HUB_OFFLINE"] = "1"  # a few default configs would look a backbone up on the Hub
     import transformers
     from transformers import PretrainedConfig

@@ -36,6 +36,15 @@ MAX_DEPTH = 8
 MAX_VALUES = 200_000  # values read per file, whatever the number of configs; past it the rest reads as unread
 # Keys whose value the library imports, downloads or loads from: an unread value there may be any of those.
 ACTED_ON = KERNEL_KEYS | {"auto_map", "custom_pipelines", "quantization_config", "backbone", "trust_remote_code"}
+# Configs whose __getattribute__ returns what their text_config's dict holds for any name but four: the parent's
+# `auto_map` or attention implementation is the part's, whatever object the file made the part (review 34 gave it an
+# argparse.Namespace holding a hub kernel).
+FORWARDING_CONFIGS = frozenset({
+    "transformers.models.qwen2_vl.configuration_qwen2_vl.Qwen2VLConfig",
+    "transformers.models.qwen2_5_vl.configuration_qwen2_5_vl.Qwen2_5_VLConfig",
+})  # fmt: skip
+FORWARDED_FROM = "text_config"
+NOT_FORWARDED = frozenset({"_name_or_path", "model_type", "dtype", "_attn_implementation_internal"})
 
 
 class _Unread:
@@ -60,7 +69,7 @@ def config_observations(artifact: Artifact, res: PickleResult) -> Iterator[Obser
                                field=f"{res.config_states_more} config states past the {len(res.config_states)} read")
     walked = 0
     for at, restored, state in res.config_states:
-        top = reader.config(state, 0)
+        top = reader.config(state, 0, restored)
         walked += reader.size(top)
         if walked > MAX_VALUES:  # the checks walk every config's values, shared ones each time: bounded per file
             yield artifact.observe("pickle.config_unread", at, callable=restored,
@@ -68,7 +77,7 @@ def config_observations(artifact: Artifact, res: PickleResult) -> Iterator[Obser
             return
         found: list[Observation] = [
             artifact.observe("pickle.config_unread", at, callable=restored, field=field)
-            for field in sorted(key for key in top if key in ACTED_ON and _holds_unread(top[key]))
+            for field in sorted(key for key in top if _acted_on(key, restored) and _holds_unread(top[key]))
         ]
         for obs in (*custom_code(artifact, top, CONFIG_ROLE, b""), *loader_keys(artifact, top, CONFIG_ROLE)):
             if isinstance(obs, Observation):
@@ -101,16 +110,23 @@ class _Reader:
             self.sizes[id(plain)] = 1 + sum(self.size(item) for item in items)
         return self.sizes[id(plain)]
 
-    def config(self, state: Dict, depth: int) -> dict[str, Any]:
+    def config(self, state: Dict, depth: int, restored: str) -> dict[str, Any]:
         """A config's dict: the attention implementation the loading program chose, kept in `*_internal` keys, is
         judged as the public key it stands for, whatever else the state puts under that name (the property returns the
-        internal one: review 33 hid a hub kernel behind a decoy `_attn_implementation`)."""
+        internal one: review 33 hid a hub kernel behind a decoy `_attn_implementation`). A forwarding config's names
+        are its text_config's where that holds them: a part that is no config the machine reads may hold any of them."""
         plain = self.value(state, depth)
         if not isinstance(plain, dict):
             return {"<unread>": UNREAD}  # past the budget or the depth
         top = {key: value for key, value in plain.items() if key not in INTERNAL_KERNEL_KEYS}
         for key in INTERNAL_KERNEL_KEYS & plain.keys():
             top[key.removesuffix("_internal")] = plain[key]
+        if restored in FORWARDING_CONFIGS and (FORWARDED_FROM in plain or "<unread>" in plain):
+            part = plain.get(FORWARDED_FROM, UNREAD)
+            if isinstance(part, dict) and "<unread>" not in part:
+                top.update((key, value) for key, value in part.items() if key not in NOT_FORWARDED)
+            else:
+                top[FORWARDED_FROM] = UNREAD  # judged as a key the library acts on (`_acted_on`)
         return top
 
     def value(self, value: Sym, depth: int) -> Any:
@@ -126,7 +142,8 @@ class _Reader:
                 self.read[id(value)] = self._container(value, depth)
             return self.read[id(value)]
         if isinstance(value, Obj) and isinstance(value.state, Dict) and is_config_class(restored_class(value)):
-            return self.config(value.state, depth + 1)  # a sub-config (CLIP's text_config), restored from state
+            # a sub-config (CLIP's text_config), restored from state
+            return self.config(value.state, depth + 1, restored_class(value))
         if (isinstance(value, Obj) and value.state is None and isinstance(value.func, Global)
                 and value.func.module.startswith("transformers.") and isinstance(value.args, Seq)
                 and len(value.args.items) == 1 and isinstance(value.args.items[0], Const)):  # fmt: skip
@@ -144,6 +161,12 @@ class _Reader:
             else:  # a key the machine cannot read may be any key: its value is unread wherever it goes
                 plain["<unread>"] = UNREAD
         return plain
+
+
+def _acted_on(key: str, restored: str) -> bool:
+    """Whether the library imports, downloads or loads from what the key holds: a forwarding config's part holds
+    whatever the parent returns for the names it has."""
+    return key in ACTED_ON or (key == FORWARDED_FROM and restored in FORWARDING_CONFIGS)
 
 
 def _holds_unread(value: Any) -> bool:
