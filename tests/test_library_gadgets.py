@@ -345,6 +345,12 @@ def test_a_pickled_config_is_judged_as_its_config_json(tmp_path: Path) -> None:
     quantization = GPTQConfig(bits=4)
     quantization.__dict__["format"] = "payload.py:Loader"  # compressed-tensors imports a module:name format
     assert "WS-REPO-028" in _rules(tmp_path / "format", state(quantization_config=quantization))
+    # On its own, a quantization config is judged as what quantization_config holds (it was clean before).
+    assert "WS-REPO-028" in _rules(tmp_path / "format-alone", _dump(quantization))
+    from transformers import AwqConfig, FineGrainedFP8Config
+
+    real_quantization = [GPTQConfig(bits=4), FineGrainedFP8Config(), AwqConfig(bits=4)]
+    assert not _rules(tmp_path / "quantization-alone", pickle.dumps(real_quantization))
     shared = {f"k{index}": {"tokenizer_class": "evil.Loader"} for index in range(3000)}
     flood = _dump([BertConfig(hidden_size=64, shared=shared) for _ in range(100)])
     assert "WS-PKL-042" in _rules(tmp_path / "flood", flood)
