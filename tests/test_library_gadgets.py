@@ -354,6 +354,18 @@ def test_a_pickled_config_is_judged_as_its_config_json(tmp_path: Path) -> None:
     shared = {f"k{index}": {"tokenizer_class": "evil.Loader"} for index in range(3000)}
     flood = _dump([BertConfig(hidden_size=64, shared=shared) for _ in range(100)])
     assert "WS-PKL-042" in _rules(tmp_path / "flood", flood)
+    # Review 35: a dict that sets one key 60 times spent the reader's budget, which kept one list of what it read, and
+    # every config after it was unread without a finding.
+    decoy = BertConfig(hidden_size=64)
+    decoy.__dict__["notes"] = {"SPLICE": 0}
+    spent = pickle.dumps([decoy, BertConfig(hidden_size=64, _attn_implementation_internal="attacker/evil-kernel")],
+                         protocol=2)  # fmt: skip
+    same_key = b"".join(_s("x") + b"](" + b"K\x01" * 4096 + b"e" for _ in range(60))
+    at = spent.index(_s("SPLICE"))
+    end = spent.index(b"K\x00s", at) + 3
+    spent = spent[:at] + b"(" + same_key + b"u" + spent[end:]
+    assert len(pickle.loads(spent)[0].notes) == 1
+    assert "WS-PKL-042" in _rules(tmp_path / "spent", spent)
 
 
 def test_a_composite_config_saved_after_model_init_is_clean(tmp_path: Path) -> None:
@@ -435,6 +447,22 @@ def test_multimodal_configs_that_forward_names_to_their_parts(tmp_path: Path) ->
         key, value = next(iter(extra.items()))
         assert getattr(pickle.loads(blob), key) == value, name  # what from_config hands the kernel or code loader
         assert _rules(tmp_path / name, blob) == {"WS-PKL-042"}, name
+
+    # Review 35: the parent answers from its own dict for a name its part does not hold (the part's text config keeps
+    # only the internal key), and a part without the attention property (GenerationConfig) returns the plain key
+    # behind a decoy internal one.
+    from transformers import GenerationConfig
+
+    own = Qwen2VLConfig()
+    own.__dict__["_attn_implementation_internal"] = "attacker/evil-kernel"
+    generation = GenerationConfig()
+    generation.__dict__.update(_attn_implementation="attacker/evil-kernel", _attn_implementation_internal="sdpa")
+    plain = Qwen2VLConfig()
+    plain.__dict__["text_config"] = generation
+    for name, config in {"own-kernel": own, "plain-part": plain}.items():
+        blob = pickle.dumps(config, protocol=2)
+        assert pickle.loads(blob)._attn_implementation == "attacker/evil-kernel", name
+        assert "WS-REPO-026" in _rules(tmp_path / name, blob), name
 
 
 def test_accelerate_partial_state_called_is_flagged(tmp_path: Path) -> None:

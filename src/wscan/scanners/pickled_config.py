@@ -51,6 +51,9 @@ QUANTIZATION_KEY = "quantization_config"
 NOT_FORWARDED = frozenset({"_name_or_path", "model_type", "dtype", "_attn_implementation_internal"})
 
 
+UNREAD_KEY = "<unread>"  # a key the machine cannot read (or items past what it keeps): it may be any key
+
+
 class _Unread:
     """Stands for a value the machine cannot read."""
 
@@ -73,23 +76,24 @@ def config_observations(artifact: Artifact, res: PickleResult) -> Iterator[Obser
                                field=f"{res.config_states_more} config states past the {len(res.config_states)} read")
     walked = 0
     for at, restored, state in res.config_states:
-        top = reader.config(state, 0, restored)
+        views = reader.views(state, restored)
         if restored.startswith(QUANTIZATION_MODULE):
-            top = {QUANTIZATION_KEY: top}
-        walked += reader.size(top)
-        if walked > MAX_VALUES:  # the checks walk every config's values, shared ones each time: bounded per file
+            views = [{QUANTIZATION_KEY: view} for view in views]
+        walked += sum(reader.size(view) for view in views)
+        if walked > MAX_VALUES or reader.budget < 0:  # the checks walk every config's values, shared ones each time,
+            # and the reader reads at most MAX_VALUES (a dict setting one key 60 times counts each): bounded per file
             yield artifact.observe("pickle.config_unread", at, callable=restored,
                                    field=f"values past the first {MAX_VALUES:,}")  # fmt: skip
             return
-        found: list[Observation] = [
-            artifact.observe("pickle.config_unread", at, callable=restored, field=field)
-            for field in sorted(key for key in top if _acted_on(key, restored) and _holds_unread(top[key]))
-        ]
-        for obs in (*custom_code(artifact, top, CONFIG_ROLE, b""), *loader_keys(artifact, top, CONFIG_ROLE)):
-            if isinstance(obs, Observation):
-                extra = {"remote": True} if obs.kind == "repo.custom_code" else {}
-                attrs = {**obs.attrs, **extra, "callable": restored}
-                found.append(Observation(obs.kind, artifact.location.at(at), attrs))
+        found: list[Observation] = []
+        for top in views:
+            found.extend(artifact.observe("pickle.config_unread", at, callable=restored, field=field) for field in
+                         sorted(key for key in top if _acted_on(key, restored) and _holds_unread(top[key])))
+            for obs in (*custom_code(artifact, top, CONFIG_ROLE, b""), *loader_keys(artifact, top, CONFIG_ROLE)):
+                if isinstance(obs, Observation):
+                    extra = {"remote": True} if obs.kind == "repo.custom_code" else {}
+                    attrs = {**obs.attrs, **extra, "callable": restored}
+                    found.append(Observation(obs.kind, artifact.location.at(at), attrs))
         for obs in found:
             key = (obs.kind, tuple(sorted(obs.attrs.items())))
             if key not in seen:
@@ -105,34 +109,54 @@ class _Reader:
     def __init__(self) -> None:
         self.budget = MAX_VALUES
         self.read: dict[int, Any] = {}
-        self.sizes: dict[int, int] = {}
+        self.sizes: dict[int, tuple[Any, int]] = {}
 
     def size(self, plain: Any) -> int:
         """How many values the config checks walk in `plain` (a shared container counts each time it is reached)."""
         if not isinstance(plain, dict | list):
             return 1
-        if id(plain) not in self.sizes:
+        if id(plain) not in self.sizes:  # kept alive with its size: a view made for one config is dropped after it
             items = plain.values() if isinstance(plain, dict) else plain
-            self.sizes[id(plain)] = 1 + sum(self.size(item) for item in items)
-        return self.sizes[id(plain)]
+            self.sizes[id(plain)] = (plain, 1 + sum(self.size(item) for item in items))
+        return self.sizes[id(plain)][1]
+
+    def views(self, state: Dict, restored: str) -> list[dict[str, Any]]:
+        """What a config answers for its names, each way the library may read them: through the attention property
+        (`config`), and as the state stores them (a class without that property, GenerationConfig or a quantization
+        config, returns a decoy `_attn_implementation` as it is: review 35). A forwarding config answers a name its
+        text_config's dict holds with the part's value, each way too; a part that is no config the reader reads, or
+        one that forwards again, may hold any name (`text_config` unread, WS-PKL-042)."""
+        own = self.config(state, 0, restored)
+        stored = self.value(state, 0)
+        if not isinstance(stored, dict):
+            return [own]
+        views = [own, {key: value for key, value in stored.items() if key not in INTERNAL_KERNEL_KEYS}]
+        if restored not in FORWARDING_CONFIGS or (FORWARDED_FROM not in stored and UNREAD_KEY not in stored):
+            return views
+        part = state.get(FORWARDED_FROM) if UNREAD_KEY not in stored else None
+        part_state = part.state if isinstance(part, Obj) and isinstance(part.state, Dict) else None
+        part_class = restored_class(part) if isinstance(part, Obj) else ""
+        part_stored = self.value(part_state, 1) if part_state is not None else None
+        if (part_state is None or not is_config_class(part_class) or part_class in FORWARDING_CONFIGS
+                or not isinstance(part_stored, dict) or UNREAD_KEY in part_stored):  # fmt: skip
+            own[FORWARDED_FROM] = UNREAD  # judged as a key the library acts on (`_acted_on`)
+            return views
+        forwarded = [key for key in part_stored if key not in NOT_FORWARDED]
+        through_property = self.config(part_state, 1, part_class)
+        views.append({key: part_stored[key] for key in forwarded})
+        views.append({key: through_property[key] for key in forwarded if key in through_property})
+        return views
 
     def config(self, state: Dict, depth: int, restored: str) -> dict[str, Any]:
         """A config's dict: the attention implementation the loading program chose, kept in `*_internal` keys, is
         judged as the public key it stands for, whatever else the state puts under that name (the property returns the
-        internal one: review 33 hid a hub kernel behind a decoy `_attn_implementation`). A forwarding config's names
-        are its text_config's where that holds them: a part that is no config the machine reads may hold any of them."""
+        internal one: review 33 hid a hub kernel behind a decoy `_attn_implementation`)."""
         plain = self.value(state, depth)
         if not isinstance(plain, dict):
-            return {"<unread>": UNREAD}  # past the budget or the depth
+            return {UNREAD_KEY: UNREAD}  # past the budget or the depth
         top = {key: value for key, value in plain.items() if key not in INTERNAL_KERNEL_KEYS}
         for key in INTERNAL_KERNEL_KEYS & plain.keys():
             top[key.removesuffix("_internal")] = plain[key]
-        if restored in FORWARDING_CONFIGS and (FORWARDED_FROM in plain or "<unread>" in plain):
-            part = plain.get(FORWARDED_FROM, UNREAD)
-            if isinstance(part, dict) and "<unread>" not in part:
-                top.update((key, value) for key, value in part.items() if key not in NOT_FORWARDED)
-            else:
-                top[FORWARDED_FROM] = UNREAD  # judged as a key the library acts on (`_acted_on`)
         return top
 
     def value(self, value: Sym, depth: int) -> Any:
@@ -148,7 +172,7 @@ class _Reader:
                 self.read[id(value)] = self._container(value, depth)
             return self.read[id(value)]
         if isinstance(value, Obj) and isinstance(value.state, Dict) and is_config_class(restored_class(value)):
-            # a sub-config (CLIP's text_config), restored from state
+            # a sub-config (CLIP's text_config), restored from state; judged both ways as a config state of its own
             return self.config(value.state, depth + 1, restored_class(value))
         if (isinstance(value, Obj) and value.state is None and isinstance(value.func, Global)
                 and value.func.module.startswith("transformers.") and isinstance(value.args, Seq)
@@ -160,19 +184,19 @@ class _Reader:
         if isinstance(value, Seq):
             items = [self.value(item, depth + 1) for item in value.items]
             return [*items, UNREAD] if value.dropped else items
-        plain: dict[Any, Any] = {"<unread>": UNREAD} if value.dropped else {}
+        plain: dict[Any, Any] = {UNREAD_KEY: UNREAD} if value.dropped else {}
         for key, item in value.items:
             if isinstance(key, Const) and isinstance(key.value, str | int | float):
                 plain[key.value] = self.value(item, depth + 1)
             else:  # a key the machine cannot read may be any key: its value is unread wherever it goes
-                plain["<unread>"] = UNREAD
+                plain[UNREAD_KEY] = UNREAD
         return plain
 
 
 def _acted_on(key: str, restored: str) -> bool:
-    """Whether the library imports, downloads or loads from what the key holds: a forwarding config's part holds
-    whatever the parent returns for the names it has."""
-    return key in ACTED_ON or (key == FORWARDED_FROM and restored in FORWARDING_CONFIGS)
+    """Whether the library imports, downloads or loads from what the key holds: a key the machine cannot read may be
+    any of those, and a forwarding config's part holds whatever the parent returns for the names it has."""
+    return key in ACTED_ON or key == UNREAD_KEY or (key == FORWARDED_FROM and restored in FORWARDING_CONFIGS)
 
 
 def _holds_unread(value: Any) -> bool:
