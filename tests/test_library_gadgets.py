@@ -368,6 +368,36 @@ def test_a_pickled_config_is_judged_as_its_config_json(tmp_path: Path) -> None:
     assert "WS-PKL-042" in _rules(tmp_path / "spent", spent)
 
 
+def test_a_sub_config_kept_as_a_dict_is_judged_at_every_depth(tmp_path: Path) -> None:
+    """Review 36: a composite config restored from state keeps a dict as its text_config, which becomes a config with
+    that attn_implementation once the config is rebuilt from its dict (or saved and loaded again), and then reaches the
+    kernel loader. A value computed there (str(...)) was unread without a finding below the top level; a dict read
+    first at the reader's depth limit was reused, cut short, where it sat one level down (plain constants, 0 findings).
+    AutoRoundConfig's own `packing_format` (`auto_round:gptq`) is no compressed-tensors format (it was WS-REPO-028)."""
+    from transformers import AutoRoundConfig, CLIPConfig, LlamaConfig
+
+    def with_text(value: object) -> CLIPConfig:
+        config = CLIPConfig()
+        text = config.text_config.to_dict()
+        text["attn_implementation"] = value
+        config.__dict__["text_config"] = text
+        return config
+
+    computed = with_text(_Call(str, ("attacker/evil-kernel",)))
+    blob = _dump(computed)
+    loaded = pickle.loads(blob)
+    assert type(loaded).from_dict(loaded.to_dict()).text_config._attn_implementation == "attacker/evil-kernel"
+    assert "WS-PKL-042" in _rules(tmp_path / "computed", blob)
+    deep = with_text("attacker/evil-kernel")
+    deep.vision_config.__dict__["task_specific_params"] = {"history": [[[[[[deep.text_config]]]]]]}
+    assert "WS-REPO-026" in _rules(tmp_path / "deep", pickle.dumps(deep, protocol=2))
+
+    quantized = LlamaConfig(num_hidden_layers=1, hidden_size=16, intermediate_size=32, num_attention_heads=2)
+    quantized.quantization_config = AutoRoundConfig()
+    assert quantized.quantization_config.packing_format.startswith("auto_round:")
+    assert not _rules(tmp_path / "auto-round", pickle.dumps([quantized, AutoRoundConfig()], protocol=4))
+
+
 def test_a_composite_config_saved_after_model_init_is_clean(tmp_path: Path) -> None:
     """Model init sets every sub-config's attention implementation (`sdpa`), which a pickled config keeps."""
     from transformers import CLIPConfig, CLIPModel

@@ -14,6 +14,7 @@ make a loader import code with no opt-in. The files are hand-made, as the review
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -207,3 +208,9 @@ def test_a_quantization_format_naming_a_module_is_high(tmp_path: Path) -> None:
     assert [(f.rule_id, f.severity, f.evidence["field"]) for f in findings] == [
         ("WS-REPO-028", Severity.HIGH, "quantization_config.sparsity_config.format")]
     assert not _at_least(_findings(tmp_path, "ct_real"), Severity.LOW)
+    # Review 36: auto-round writes its own backend as `packing_format` (`auto_round:gptq`), which compressed-tensors
+    # never reads; it was high.
+    (tmp_path / "auto-round").mkdir()
+    (tmp_path / "auto-round" / "config.json").write_text(json.dumps({"model_type": "llama", "quantization_config": {
+        "quant_method": "auto-round", "bits": 4, "group_size": 128, "packing_format": "auto_round:auto_gptq"}}))
+    assert not _at_least(scan(tmp_path / "auto-round").findings, Severity.LOW)

@@ -118,6 +118,7 @@ KERNELS_COMMUNITY = "kernels-community"
 # compressed-tensors looks a quantization or sparsity `format` up in its registry, and a `module:name` there is
 # imported instead (registry.get_from_registry; transformers PR #46303 had a `file.py:Class` run so).
 QUANTIZATION_PREFIX = "quantization_config."
+AUTO_ROUND_FORMAT = "packing_format"
 MAX_VALUES = 1_000_000  # JSON values walked per file; tokenizer.json, the one large file, is not walked
 MAX_SHOWN = 200
 
@@ -220,9 +221,10 @@ def _attention_kernels(artifact: Artifact, role: str, field: str, key: str, valu
 
 def _registry_import(role: str, field: str, key: str, value: Any) -> bool:
     """A `*format` under quantization_config holding `module:name`, which compressed-tensors imports; real
-    formats are registry names (`pack-quantized`, `sparse-24-bitmask`)."""
+    formats are registry names (`pack-quantized`, `sparse-24-bitmask`). auto-round's `packing_format`
+    (`auto_round:gptq`) picks one of its own backends and compressed-tensors never reads it (review 36)."""
     return (role in CONFIG_ROLES and field.startswith(QUANTIZATION_PREFIX) and key.endswith("format")
-            and isinstance(value, str) and ":" in value)  # fmt: skip
+            and key != AUTO_ROUND_FORMAT and isinstance(value, str) and ":" in value)  # fmt: skip
 
 
 def _mlx_module(role: str, field: str, value: Any) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 
 from wscan.model import Observation
 from wscan.scanners.base import Artifact
-from wscan.scanners.loader_keys import INTERNAL_KERNEL_KEYS, KERNEL_KEYS, loader_keys
+from wscan.scanners.loader_keys import INTERNAL_KERNEL_KEYS, KERNEL_KEYS, join_field, json_items, loader_keys
 from wscan.scanners.pickle_vm import (
     Const,
     Dict,
@@ -87,8 +87,8 @@ def config_observations(artifact: Artifact, res: PickleResult) -> Iterator[Obser
             return
         found: list[Observation] = []
         for top in views:
-            found.extend(artifact.observe("pickle.config_unread", at, callable=restored, field=field) for field in
-                         sorted(key for key in top if _acted_on(key, restored) and _holds_unread(top[key])))
+            found.extend(artifact.observe("pickle.config_unread", at, callable=restored, field=field)
+                         for field in _unread_fields(top, restored))
             for obs in (*custom_code(artifact, top, CONFIG_ROLE, b""), *loader_keys(artifact, top, CONFIG_ROLE)):
                 if isinstance(obs, Observation):
                     extra = {"remote": True} if obs.kind == "repo.custom_code" else {}
@@ -108,7 +108,7 @@ class _Reader:
 
     def __init__(self) -> None:
         self.budget = MAX_VALUES
-        self.read: dict[int, Any] = {}
+        self.read: dict[int, tuple[int, Any]] = {}  # a container's reading and the depth it was read at, by id
         self.sizes: dict[int, tuple[Any, int]] = {}
 
     def size(self, plain: Any) -> int:
@@ -168,9 +168,12 @@ class _Reader:
         if isinstance(value, Global):
             return value.dotted  # a dtype (torch.float32), a class: a name, nothing the config checks import
         if isinstance(value, Seq | Dict):
-            if id(value) not in self.read:
-                self.read[id(value)] = self._container(value, depth)
-            return self.read[id(value)]
+            # read once, unless reached nearer the top than before: a reading cut short by the depth is not reused
+            # where the loader reads deeper (review 36 shared a dict at depth 8 and at depth 1)
+            cached = self.read.get(id(value))
+            if cached is None or cached[0] > depth:
+                cached = self.read[id(value)] = (depth, self._container(value, depth))
+            return cached[1]
         if isinstance(value, Obj) and isinstance(value.state, Dict) and is_config_class(restored_class(value)):
             # a sub-config (CLIP's text_config), restored from state; judged both ways as a config state of its own
             return self.config(value.state, depth + 1, restored_class(value))
@@ -191,6 +194,20 @@ class _Reader:
             else:  # a key the machine cannot read may be any key: its value is unread wherever it goes
                 plain[UNREAD_KEY] = UNREAD
         return plain
+
+
+def _unread_fields(top: dict[str, Any], restored: str) -> list[str]:
+    """Where a key the library acts on holds a value the machine cannot read, at any depth: a sub-config kept as a
+    dict (a composite config restored from state keeps what its state holds) becomes a config, with that
+    `attn_implementation`, once the config is saved and loaded again or rebuilt from its dict (review 36)."""
+    fields = sorted(key for key in top if _acted_on(key, restored) and _holds_unread(top[key]))
+    for item in json_items(top, MAX_VALUES):
+        if item is None:
+            return [*fields, "<values past the reading>"]
+        path, _, key, value, depth = item
+        if depth and isinstance(key, str) and key in ACTED_ON and _holds_unread(value):
+            fields.append(join_field(path, key))
+    return fields
 
 
 def _acted_on(key: str, restored: str) -> bool:
