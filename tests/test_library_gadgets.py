@@ -392,6 +392,25 @@ def test_a_sub_config_kept_as_a_dict_is_judged_at_every_depth(tmp_path: Path) ->
     deep.vision_config.__dict__["task_specific_params"] = {"history": [[[[[[deep.text_config]]]]]]}
     assert "WS-REPO-026" in _rules(tmp_path / "deep", pickle.dumps(deep, protocol=2))
 
+    # Review 37: the key computed (str("attn_implementation")), or the part made as an OrderedDict, which the reader
+    # cannot read at all; a real vocabulary of labels longer than what the machine keeps of a dict stays clean.
+    computed_key = with_text(None)
+    computed_key.text_config.pop("attn_implementation")
+    computed_key.text_config[_Call(str, ("attn_implementation",))] = "attacker/evil-kernel"  # type: ignore[index]
+    blob = _dump(computed_key)
+    loaded = pickle.loads(blob)
+    assert type(loaded).from_dict(loaded.to_dict()).text_config._attn_implementation == "attacker/evil-kernel"
+    assert "WS-PKL-042" in _rules(tmp_path / "computed-key", blob)
+    ordered = with_text("attacker/evil-kernel")
+    ordered.__dict__["text_config"] = collections.OrderedDict(ordered.text_config)
+    blob = pickle.dumps(ordered, protocol=2)
+    loaded = pickle.loads(blob)
+    assert type(loaded).from_dict(loaded.to_dict()).text_config._attn_implementation == "attacker/evil-kernel"
+    assert "WS-PKL-042" in _rules(tmp_path / "ordered", blob)
+    labels = CLIPConfig()
+    labels.id2label = {index: f"label {index}" for index in range(21843)}  # an ImageNet-22k head's labels
+    assert not _rules(tmp_path / "labels", pickle.dumps(labels, protocol=2))
+
     quantized = LlamaConfig(num_hidden_layers=1, hidden_size=16, intermediate_size=32, num_attention_heads=2)
     quantized.quantization_config = AutoRoundConfig()
     assert quantized.quantization_config.packing_format.startswith("auto_round:")

@@ -51,7 +51,11 @@ QUANTIZATION_KEY = "quantization_config"
 NOT_FORWARDED = frozenset({"_name_or_path", "model_type", "dtype", "_attn_implementation_internal"})
 
 
-UNREAD_KEY = "<unread>"  # a key the machine cannot read (or items past what it keeps): it may be any key
+UNREAD_KEY = "<unread>"  # a key the machine cannot read: it may be any key
+DROPPED_KEY = "<items past what is kept>"  # a dict's items past MAX_ITEMS (a 21,843-label id2label has them)
+# Keys holding a config's parts, which a composite config turns into configs when it is rebuilt from its dict.
+PART_KEYS = frozenset({"encoder", "decoder"})
+PART_SUFFIX = "_config"
 
 
 class _Unread:
@@ -131,14 +135,14 @@ class _Reader:
         if not isinstance(stored, dict):
             return [own]
         views = [own, {key: value for key, value in stored.items() if key not in INTERNAL_KERNEL_KEYS}]
-        if restored not in FORWARDING_CONFIGS or (FORWARDED_FROM not in stored and UNREAD_KEY not in stored):
+        if restored not in FORWARDING_CONFIGS or (FORWARDED_FROM not in stored and not _cut(stored)):
             return views
-        part = state.get(FORWARDED_FROM) if UNREAD_KEY not in stored else None
+        part = state.get(FORWARDED_FROM) if not _cut(stored) else None
         part_state = part.state if isinstance(part, Obj) and isinstance(part.state, Dict) else None
         part_class = restored_class(part) if isinstance(part, Obj) else ""
         part_stored = self.value(part_state, 1) if part_state is not None else None
         if (part_state is None or not is_config_class(part_class) or part_class in FORWARDING_CONFIGS
-                or not isinstance(part_stored, dict) or UNREAD_KEY in part_stored):  # fmt: skip
+                or not isinstance(part_stored, dict) or _cut(part_stored)):  # fmt: skip
             own[FORWARDED_FROM] = UNREAD  # judged as a key the library acts on (`_acted_on`)
             return views
         forwarded = [key for key in part_stored if key not in NOT_FORWARDED]
@@ -187,7 +191,7 @@ class _Reader:
         if isinstance(value, Seq):
             items = [self.value(item, depth + 1) for item in value.items]
             return [*items, UNREAD] if value.dropped else items
-        plain: dict[Any, Any] = {UNREAD_KEY: UNREAD} if value.dropped else {}
+        plain: dict[Any, Any] = {DROPPED_KEY: UNREAD} if value.dropped else {}
         for key, item in value.items:
             if isinstance(key, Const) and isinstance(key.value, str | int | float):
                 plain[key.value] = self.value(item, depth + 1)
@@ -204,10 +208,25 @@ def _unread_fields(top: dict[str, Any], restored: str) -> list[str]:
     for item in json_items(top, MAX_VALUES):
         if item is None:
             return [*fields, "<values past the reading>"]
-        path, _, key, value, depth = item
-        if depth and isinstance(key, str) and key in ACTED_ON and _holds_unread(value):
+        path, holder, key, value, depth = item
+        if not isinstance(key, str):
+            continue
+        if depth and (key == UNREAD_KEY or (key in ACTED_ON and _holds_unread(value))):
+            fields.append(join_field(path, key))  # a computed key may be any of them (review 37)
+        elif (value is UNREAD and _is_part(key)) or (depth and key == DROPPED_KEY and _is_part(holder)):
+            # a part the machine cannot read at all (an OrderedDict, a dict() call: review 37), or one with items
+            # past what it keeps, may hold any of them once it becomes a config
             fields.append(join_field(path, key))
     return fields
+
+
+def _is_part(key: str) -> bool:
+    return key in PART_KEYS or key.endswith(PART_SUFFIX)
+
+
+def _cut(plain: dict[Any, Any]) -> bool:
+    """Whether a dict's reading may lack keys: one the machine cannot read, or items past what it keeps."""
+    return UNREAD_KEY in plain or DROPPED_KEY in plain
 
 
 def _acted_on(key: str, restored: str) -> bool:
