@@ -410,6 +410,20 @@ def test_a_sub_config_kept_as_a_dict_is_judged_at_every_depth(tmp_path: Path) ->
     labels = CLIPConfig()
     labels.id2label = {index: f"label {index}" for index in range(21843)}  # an ImageNet-22k head's labels
     assert not _rules(tmp_path / "labels", pickle.dumps(labels, protocol=2))
+    # Review 38: parts under other names (RagConfig's question_encoder, Musicgen's text_encoder, which __init__ turns
+    # into configs with AutoConfig.for_model), made as an OrderedDict or padded past what the machine keeps.
+    from transformers import RagConfig
+
+    encoder = {**with_text("attacker/evil-kernel").text_config, "model_type": "clip_text_model"}
+    for name, part in {"rag-ordered": collections.OrderedDict(encoder),
+                       "rag-padded": {**{f"pad{index}": 0 for index in range(4100)}, **encoder}}.items():  # fmt: skip
+        rag = RagConfig(question_encoder={"model_type": "bert"}, generator={"model_type": "bart"})
+        rag.__dict__["question_encoder"] = part
+        blob = pickle.dumps(rag, protocol=2)
+        loaded = pickle.loads(blob)
+        rebuilt = type(loaded).from_dict(loaded.to_dict()).question_encoder
+        assert rebuilt._attn_implementation == "attacker/evil-kernel", name
+        assert "WS-PKL-042" in _rules(tmp_path / name, blob), name
 
     quantized = LlamaConfig(num_hidden_layers=1, hidden_size=16, intermediate_size=32, num_attention_heads=2)
     quantized.quantization_config = AutoRoundConfig()
