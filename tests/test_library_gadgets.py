@@ -431,6 +431,19 @@ def test_a_sub_config_kept_as_a_dict_is_judged_at_every_depth(tmp_path: Path) ->
     assert not _rules(tmp_path / "auto-round", pickle.dumps([quantized, AutoRoundConfig()], protocol=4))
 
 
+def test_a_config_unread_in_many_places_is_one_finding(tmp_path: Path) -> None:
+    """One WS-PKL-042 per config naming the first five places and counting the rest, not a line per value; each view
+    of the config (through the attention property, as stored) adds no second finding."""
+    from transformers import BertConfig
+
+    config = BertConfig(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    for index in range(130):
+        setattr(config, f"part{index:03}", collections.OrderedDict(attn_implementation="attacker/evil-kernel"))
+    findings = [f for f in scan_bytes(tmp_path, pickle.dumps(config, protocol=2), "model.pkl").findings
+                if f.rule_id == "WS-PKL-042"]  # fmt: skip
+    assert [f.evidence["field"] for f in findings] == ["part000, part001, part002, part003, part004 and 125 more"]
+
+
 def test_a_composite_config_saved_after_model_init_is_clean(tmp_path: Path) -> None:
     """Model init sets every sub-config's attention implementation (`sdpa`), which a pickled config keeps."""
     from transformers import CLIPConfig, CLIPModel

@@ -17,7 +17,7 @@ from typing import Any
 
 from wscan.model import Observation
 from wscan.scanners.base import Artifact
-from wscan.scanners.loader_keys import INTERNAL_KERNEL_KEYS, KERNEL_KEYS, join_field, json_items, loader_keys
+from wscan.scanners.loader_keys import INTERNAL_KERNEL_KEYS, join_field, json_items, loader_keys
 from wscan.scanners.pickle_vm import (
     Const,
     Dict,
@@ -34,8 +34,7 @@ from wscan.scanners.repo_files import custom_code
 CONFIG_ROLE = "config"
 MAX_DEPTH = 8
 MAX_VALUES = 200_000  # values read per file, whatever the number of configs; past it the rest reads as unread
-# Keys whose value the library imports, downloads or loads from: an unread value there may be any of those.
-ACTED_ON = KERNEL_KEYS | {"auto_map", "custom_pipelines", "quantization_config", "backbone", "trust_remote_code"}
+MAX_FIELDS_LISTED = 5  # unread places named in a config's one WS-PKL-042 finding; the rest are counted
 # Configs whose __getattribute__ returns what their text_config's dict holds for any name but four: the parent's
 # `auto_map` or attention implementation is the part's, whatever object the file made the part (review 34 gave it an
 # argparse.Namespace holding a hub kernel).
@@ -90,9 +89,10 @@ def config_observations(artifact: Artifact, res: PickleResult) -> Iterator[Obser
                                    field=f"values past the first {MAX_VALUES:,}")  # fmt: skip
             return
         found: list[Observation] = []
+        unread = list(dict.fromkeys(field for top in views for field in _unread_fields(top)))
+        if unread:
+            found.append(artifact.observe("pickle.config_unread", at, callable=restored, field=_summary(unread)))
         for top in views:
-            found.extend(artifact.observe("pickle.config_unread", at, callable=restored, field=field)
-                         for field in _unread_fields(top, restored))
             for obs in (*custom_code(artifact, top, CONFIG_ROLE, b""), *loader_keys(artifact, top, CONFIG_ROLE)):
                 if isinstance(obs, Observation):
                     extra = {"remote": True} if obs.kind == "repo.custom_code" else {}
@@ -143,7 +143,7 @@ class _Reader:
         part_stored = self.value(part_state, 1) if part_state is not None else None
         if (part_state is None or not is_config_class(part_class) or part_class in FORWARDING_CONFIGS
                 or not isinstance(part_stored, dict) or _cut(part_stored)):  # fmt: skip
-            own[FORWARDED_FROM] = UNREAD  # judged as a key the library acts on (`_acted_on`)
+            own[FORWARDED_FROM] = UNREAD  # unread: it may answer for any name (WS-PKL-042)
             return views
         forwarded = [key for key in part_stored if key not in NOT_FORWARDED]
         through_property = self.config(part_state, 1, part_class)
@@ -200,43 +200,33 @@ class _Reader:
         return plain
 
 
-def _unread_fields(top: dict[str, Any], restored: str) -> list[str]:
-    """Where a key the library acts on holds a value the machine cannot read, at any depth: a sub-config kept as a
-    dict (a composite config restored from state keeps what its state holds) becomes a config, with that
-    `attn_implementation`, once the config is saved and loaded again or rebuilt from its dict (review 36)."""
-    fields = sorted(key for key in top if _acted_on(key, restored) and _holds_unread(top[key]))
+def _unread_fields(top: dict[str, Any]) -> list[str]:
+    """Where a config holds what the machine cannot read, at any depth. A value (an OrderedDict, a dict() call) may
+    be a part under whatever name its class converts (RagConfig's question_encoder, Musicgen's text_encoder: review
+    38), and a sub-config kept as a dict becomes a config, with that `attn_implementation`, once the config is
+    rebuilt from its dict (review 36); a computed key may be any key (review 37); a dict's items past what the
+    machine keeps may hold any key, but in a label map (an ImageNet-22k head has 21,843 labels)."""
+    fields: list[str] = []
     for item in json_items(top, MAX_VALUES):
         if item is None:
             return [*fields, "<values past the reading>"]
-        path, holder, key, value, depth = item
+        path, holder, key, value, _ = item
         if key == DROPPED_KEY:
-            if holder not in LABEL_MAPS:  # a part with items past what the machine keeps (review 38)
+            if holder not in LABEL_MAPS:
                 fields.append(join_field(path, key))
-        elif depth and (key == UNREAD_KEY or (key in ACTED_ON and _holds_unread(value))):
-            fields.append(join_field(path, key))  # a computed key may be any of them (review 37)
-        elif value is UNREAD:
-            # a value the machine cannot read at all (an OrderedDict, a dict() call) may be a part, under whatever
-            # name its class converts (RagConfig's question_encoder, Musicgen's text_encoder: review 38)
+        elif key == UNREAD_KEY or value is UNREAD:
             fields.append(join_field(path, key))
     return fields
+
+
+def _summary(fields: list[str]) -> str:
+    """The first few places a config is unread, and how many more: one finding per config, not one per value (a
+    config of a hundred OrderedDicts is one thing to fix)."""
+    shown = ", ".join(fields[:MAX_FIELDS_LISTED])
+    more = len(fields) - MAX_FIELDS_LISTED
+    return f"{shown} and {more:,} more" if more > 0 else shown
 
 
 def _cut(plain: dict[Any, Any]) -> bool:
     """Whether a dict's reading may lack keys: one the machine cannot read, or items past what it keeps."""
     return UNREAD_KEY in plain or DROPPED_KEY in plain
-
-
-def _acted_on(key: str, restored: str) -> bool:
-    """Whether the library imports, downloads or loads from what the key holds: a key the machine cannot read may be
-    any of those, and a forwarding config's part holds whatever the parent returns for the names it has."""
-    return key in ACTED_ON or key == UNREAD_KEY or (key == FORWARDED_FROM and restored in FORWARDING_CONFIGS)
-
-
-def _holds_unread(value: Any) -> bool:
-    if value is UNREAD:
-        return True
-    if isinstance(value, dict):
-        return any(_holds_unread(item) for item in value.values())
-    if isinstance(value, list):
-        return any(_holds_unread(item) for item in value)
-    return False
