@@ -114,6 +114,15 @@ INTERNAL_KERNEL_KEYS = frozenset({"_attn_implementation_internal", "_experts_imp
 KERNEL_KEYS = frozenset({"attn_implementation", "_attn_implementation", "experts_implementation",
                          "_experts_implementation"}) | INTERNAL_KERNEL_KEYS  # fmt: skip
 CONFIG_ROLES = frozenset({"config", "timm-config"})
+# A config's own `attribute_map`: PretrainedConfig.__init__ sets every key it does not know as an attribute, and its
+# __getattribute__ and __setattr__ look names up in the instance's map before the class's, so a map in config.json (or
+# in a part's dict) answers `_attn_implementation` or `auto_map` with whatever key it names (review 39 reached the
+# kernel loader through `{"_attn_implementation": "_name_or_path"}`, the repository's own id). transformers never
+# writes one: the classes' maps are class attributes, which to_dict leaves out.
+ATTRIBUTE_MAP = "attribute_map"
+# The maps of a classification head's labels: a label is any text (`attribute_map` too), and they are the one place
+# real configs hold dicts longer than what the pickle machine keeps (an ImageNet-22k head has 21,843 labels).
+LABEL_MAPS = frozenset({"id2label", "label2id"})
 KERNELS_COMMUNITY = "kernels-community"
 # compressed-tensors looks a quantization or sparsity `format` up in its registry, and a `module:name` there is
 # imported instead (registry.get_from_registry; transformers PR #46303 had a `file.py:Class` run so).
@@ -196,6 +205,9 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
         yield from _tools(artifact, role, field, holder, key, value)
     if role in CONFIG_ROLES and key in KERNEL_KEYS:
         yield from _attention_kernels(artifact, role, field, key, value)
+    if role in CONFIG_ROLES and key == ATTRIBUTE_MAP and holder not in LABEL_MAPS:
+        yield artifact.observe("repo.attribute_map", role=role, field=field[:MAX_SHOWN],
+                               value=json.dumps(value, default=str)[:MAX_SHOWN])  # fmt: skip
     if _registry_import(role, field, key, value):
         yield artifact.observe("repo.registry_import", role=role, field=field[:MAX_SHOWN], value=value[:MAX_SHOWN])
     if _mlx_module(role, field, value):  # joined to the folder: `..` or an absolute path leaves it
@@ -206,17 +218,30 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
 
 
 def _attention_kernels(artifact: Artifact, role: str, field: str, key: str, value: Any) -> Iterator[Observation]:
-    """An `_internal` key with any value, and a hub repository named as the implementation (a dict maps
-    sub-configs to theirs). Plain values (`sdpa`, `flash_attention_2`, `paged|sdpa`) name transformers' own."""
+    """An `_internal` key with any value, and a hub repository named as the implementation. A dict maps sub-configs
+    to theirs, and the setter hands each sub-config its own entry, which may be a dict again (review 39: a Llava
+    part's `{"text_config": {"": kernel}}`), so every leaf counts. Plain values (`sdpa`, `flash_attention_2`,
+    `paged|sdpa`) name transformers' own."""
     internal = key in INTERNAL_KERNEL_KEYS
-    names = list(value.values()) if isinstance(value, dict) else [value]
-    for name in names:
+    for name in _leaves_of(value):
         if name is None or (not internal and not (isinstance(name, str) and "/" in name)):
             continue
         shown = str(name)
         community = shown.rsplit("|", 1)[-1].split("/", 1)[0] == KERNELS_COMMUNITY  # paged|<implementation>
         yield artifact.observe("repo.attention_kernel", role=role, field=field[:MAX_SHOWN], value=shown[:MAX_SHOWN],
                                internal=internal, community=community)  # fmt: skip
+
+
+def _leaves_of(value: Any) -> Iterator[Any]:
+    """What a dict of dicts holds at its ends (the value itself when it is no dict); parsed JSON is finite and its
+    depth bounded by the parser."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(reversed(list(item.values())))
+        else:
+            yield item
 
 
 def _registry_import(role: str, field: str, key: str, value: Any) -> bool:

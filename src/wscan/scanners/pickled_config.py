@@ -17,7 +17,7 @@ from typing import Any
 
 from wscan.model import Observation
 from wscan.scanners.base import Artifact
-from wscan.scanners.loader_keys import INTERNAL_KERNEL_KEYS, join_field, json_items, loader_keys
+from wscan.scanners.loader_keys import INTERNAL_KERNEL_KEYS, LABEL_MAPS, join_field, json_items, loader_keys
 from wscan.scanners.pickle_vm import (
     Const,
     Dict,
@@ -52,9 +52,6 @@ NOT_FORWARDED = frozenset({"_name_or_path", "model_type", "dtype", "_attn_implem
 
 UNREAD_KEY = "<unread>"  # a key the machine cannot read: it may be any key
 DROPPED_KEY = "<items past what is kept>"  # a dict's items past MAX_ITEMS (a 21,843-label id2label has them)
-# The maps of a classification head's labels: the one place real configs hold dicts longer than what the machine
-# keeps (an ImageNet-22k head has 21,843 labels).
-LABEL_MAPS = frozenset({"id2label", "label2id"})
 
 
 class _Unread:

@@ -1,0 +1,96 @@
+"""Review 39's misses (0 findings before), each proved with transformers 4.57 reaching its kernel loader: a config
+that brings its own `attribute_map` (config.json, or a part's dict in a pickled composite config), which answers
+`_attn_implementation` with another key's value; and an attention implementation given as a dict of dicts, which
+the setter hands down a sub-config at a time. The proofs here stop where transformers has made the name its
+configuration's attention implementation (what `from_config` hands `load_and_register_kernel`)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.scanning import scan
+from wscan.model import Finding, Severity
+
+transformers = pytest.importorskip("transformers")
+KERNEL = "attacker/evil-kernel"
+TINY = {"hidden_size": 16, "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+        "vocab_size": 50}  # fmt: skip
+
+
+def _high(findings: list[Finding]) -> set[str]:
+    return {f.rule_id for f in findings if f.severity >= Severity.HIGH}
+
+
+def _bert_folder(folder: Path, extra: dict[str, object]) -> Path:
+    folder.mkdir(parents=True)
+    transformers.BertConfig(**TINY).save_pretrained(folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **extra}))
+    return folder
+
+
+def test_a_config_json_with_its_own_attribute_map_is_high(tmp_path: Path) -> None:
+    """The map sends `_attn_implementation` to `_name_or_path`, which from_pretrained fills with the repository's
+    own id: no string in the file names a kernel, and the model's repository is fetched as one."""
+    folder = _bert_folder(tmp_path / KERNEL, {"attribute_map": {"_attn_implementation": "_name_or_path"}})
+    loaded = transformers.AutoConfig.from_pretrained(folder)
+    assert loaded._attn_implementation == str(folder)  # the hub id, when the model comes from the hub
+    findings = scan(folder).findings
+    assert _high(findings) == {"WS-REPO-032"}, findings
+    assert [f.evidence["field"] for f in findings if f.rule_id == "WS-REPO-032"] == ["attribute_map"]
+
+
+def test_an_attribute_map_in_a_pickled_parts_dict_is_high(tmp_path: Path) -> None:
+    """A RagConfig restored from state keeps its question_encoder as the dict the file gives; rebuilt from its dict,
+    that part becomes a BertConfig whose own map answers `_attn_implementation` with the kernel."""
+    part = {**transformers.BertConfig(**TINY).to_dict(), "attribute_map": {"_attn_implementation": "hint"},
+            "hint": KERNEL}  # fmt: skip
+    rag = transformers.RagConfig(question_encoder={"model_type": "bert"}, generator={"model_type": "bart"})
+    rag.__dict__["question_encoder"] = part
+    blob = pickle.dumps(rag, protocol=2)
+    loaded = pickle.loads(blob)
+    assert type(loaded).from_dict(loaded.to_dict()).question_encoder._attn_implementation == KERNEL
+    (tmp_path / "model.pkl").write_bytes(blob)
+    findings = scan(tmp_path / "model.pkl").findings
+    assert _high(findings) == {"WS-REPO-032"}, findings
+    assert [f.evidence["field"] for f in findings if f.rule_id == "WS-REPO-032"] == ["question_encoder.attribute_map"]
+
+
+def test_an_attention_implementation_nested_two_dicts_deep_is_judged(tmp_path: Path) -> None:
+    """A Llava part's `{"text_config": {"": kernel}}`: the setter gives text_config the inner dict, whose "" entry
+    is the text config's own implementation."""
+    llava = transformers.LlavaConfig(text_config={"model_type": "llama", **TINY}).to_dict()
+    llava["attn_implementation"] = {"text_config": {"": KERNEL}}
+    rag = transformers.RagConfig(question_encoder={"model_type": "bert"}, generator={"model_type": "bart"})
+    rag.__dict__["question_encoder"] = llava
+    blob = pickle.dumps(rag, protocol=2)
+    loaded = pickle.loads(blob)
+    rebuilt = type(loaded).from_dict(loaded.to_dict())
+    assert rebuilt.question_encoder.text_config._attn_implementation == KERNEL
+    (tmp_path / "model.pkl").write_bytes(blob)
+    findings = scan(tmp_path / "model.pkl").findings
+    assert _high(findings) == {"WS-REPO-026"}, findings
+    folder = tmp_path / "saved"
+    loaded.save_pretrained(folder)  # as config.json, the part as the pickle gave it
+    assert json.loads((folder / "config.json").read_text())["question_encoder"]["attn_implementation"] == {
+        "text_config": {"": KERNEL}}
+    assert "WS-REPO-026" in _high(scan(folder).findings)
+
+
+def test_no_transformers_config_writes_an_attribute_map() -> None:
+    """What keeps WS-REPO-032 free of false positives: transformers keeps every map on its class (to_dict, what
+    config.json and a pickled config's state hold, copies the instance's own attributes only), and no source file of
+    it sets one on an instance. Configs with the largest class maps are checked whole."""
+    package = Path(transformers.__file__).parent
+    sources = list(package.rglob("*.py"))
+    assert len(sources) > 1000
+    setters = [str(path) for path in sources if "self.attribute_map" in path.read_text(encoding="utf-8")]
+    assert setters == []
+    for config in (transformers.GPT2Config(), transformers.T5Config(), transformers.BartConfig(),
+                   transformers.LlavaConfig()):  # fmt: skip
+        assert type(config).attribute_map
+        assert "attribute_map" not in json.dumps(config.to_dict(), default=str), type(config).__name__
