@@ -576,18 +576,18 @@ def test_the_time_zone_walk_reads_each_constant_once(monkeypatch: pytest.MonkeyP
     1.8 s). A zone name in a later call's own arguments is still found."""
     import numpy
 
-    from wscan.scanners import pickle_vm
+    from wscan.scanners import pickle_vm, pickle_zones
     from wscan.scanners.pickle_ops import Stream
 
     reads = 0
-    names_zone_file = pickle_vm._names_zone_file
+    names_zone_file = pickle_zones._names_zone_file
 
     def counted(value: Any, decoded: bool) -> bool:
         nonlocal reads
         reads += 1
         return names_zone_file(value, decoded)
 
-    monkeypatch.setattr(pickle_vm, "_names_zone_file", counted)
+    monkeypatch.setattr(pickle_zones, "_names_zone_file", counted)
     pairs = [(numpy.str_(f"key{i}"), i) for i in range(63)]
 
     def read(calls: int, last: list[Any]) -> tuple[int, list[str], int]:
@@ -602,7 +602,7 @@ def test_the_time_zone_walk_reads_each_constant_once(monkeypatch: pytest.MonkeyP
     assert read(1000, []) == (once, [], kept)
     assert read(1000, [*pairs, ("tz", "dateutil/../../etc/passwd")])[1] == ["pickle.zone_file"]
     # The memo is bounded: past its size it starts again, and finds what it found.
-    monkeypatch.setattr(pickle_vm, "ZONE_CACHE", 50)
+    monkeypatch.setattr(pickle_zones, "ZONE_CACHE", 50)
     reads_capped, found, kept = read(1000, [*pairs, ("tz", "dateutil/../../etc/passwd")])
     assert found == ["pickle.zone_file"] and kept <= 50 and reads_capped > once
 

@@ -1,4 +1,4 @@
-"""Pickle streams (scanners/pickle.py + pickle_vm.py): the symbolic VM on arbitrary opcode streams.
+"""Pickle streams (scanners/pickle.py + pickle_vm.py and its pickle_* parts): the symbolic VM on any opcode stream.
 
 Each input is also a torch.distributed.checkpoint folder: its first field is `.metadata` (a pickle whose
 storage records dcp.py follows into the folder), its second the `__0_0.distcp` those records point into.

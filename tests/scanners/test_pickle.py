@@ -407,7 +407,8 @@ _GLUE = [b"(", b"]", b"e", b"t", b"l", b"\x94", b"q\x00", b"h\x00", b"0", b"N", 
 def _outcome(data: bytes, limits: Limits, size_limit: int | None) -> list[object]:
     """Everything a scan takes from running the machine over `data`, or the budget that stopped it."""
     from wscan.scanners.pickle_ops import Stream
-    from wscan.scanners.pickle_vm import Machine, describe
+    from wscan.scanners.pickle_values import describe
+    from wscan.scanners.pickle_vm import Machine
 
     machine = Machine(Stream(io.BytesIO(data), limit=len(data) if size_limit is None else size_limit), limits)
     res = machine.run()
@@ -489,7 +490,8 @@ def test_an_opcode_that_cannot_start_a_pickle_fails_before_anything_runs(tail: b
 @pytest.mark.parametrize("protocol", range(0, pickle.HIGHEST_PROTOCOL + 1))
 def test_a_long_list_keeps_its_first_items_and_counts_the_rest(protocol: int) -> None:
     from wscan.scanners.pickle_ops import Stream
-    from wscan.scanners.pickle_vm import MAX_ITEMS, Const, Machine, Seq
+    from wscan.scanners.pickle_values import MAX_ITEMS, Const, Seq
+    from wscan.scanners.pickle_vm import Machine
 
     data = pickle.dumps([list(range(MAX_ITEMS + 904)), tuple(range(7))], protocol=protocol)
     res = Machine(Stream(io.BytesIO(data), limit=len(data)), Limits()).run()
@@ -599,9 +601,9 @@ def test_text_that_does_more_than_one_import_is_a_pickle(tmp_path: Path, name: s
 def test_dict_states_past_what_wscan_keeps_are_a_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Dict states are judged at the stream's end, up to MAX_STATES of them (a million): those past it went unjudged
     without a word (review 33). Shown with the limit lowered; the scan's workers fork from this process."""
-    from wscan.scanners import pickle_vm
+    from wscan.scanners import pickle_states
 
-    monkeypatch.setattr(pickle_vm, "MAX_STATES", 10)
+    monkeypatch.setattr(pickle_states, "MAX_STATES", 10)
     one = b"h\x00)\x81}b0"  # BINGET 0 (the class), EMPTY_TUPLE, NEWOBJ, EMPTY_DICT, BUILD, POP
     data = PROTO4[:1] + b"\x02cargparse\nNamespace\nq\x00" + one * 11 + b"N."
     assert isinstance(pickle.loads(data), type(None))

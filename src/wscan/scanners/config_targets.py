@@ -33,7 +33,7 @@ from wscan.model import Observation
 from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem, read_capped
 from wscan.scanners.funasr_config import funasr_config
 from wscan.scanners.hyperpyyaml_refs import MAX_TEXT, UNKNOWN, plain_scalar_text, reference_arithmetic
-from wscan.scanners.pickle_vm import TOO_MANY_RESOLVERS, resolver_calls
+from wscan.scanners.omegaconf_resolvers import TOO_MANY_RESOLVERS, resolver_calls
 
 TARGET_KEY = "_target_"  # Hydra, at any depth
 COMPONENT_KEY = "_component_"  # torchtune's config.instantiate, at any depth, resolved the same way

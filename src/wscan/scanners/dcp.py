@@ -18,7 +18,8 @@ from pathlib import Path
 
 from wscan.limits import open_counted
 from wscan.scanners.base import Artifact, ScanContext, ScanItem
-from wscan.scanners.pickle_vm import STORAGE_INFO, Const, Dict, Obj, PickleResult, Seq
+from wscan.scanners.pickle_values import Const, Dict, Obj, PickleResult, Seq
+from wscan.scanners.pickle_vm import STORAGE_INFO
 from wscan.scanners.shards import folder_escape_reason
 from wscan.scanners.slice import open_slice
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from wscan.limits import open_counted
 from wscan.scanners.base import LOADER_FOLDER, Artifact, ScanContext, ScanItem
-from wscan.scanners.pickle_vm import Const, Sym, describe
+from wscan.scanners.pickle_values import Const, Sym, describe
 from wscan.scanners.shards import folder_escape_reason
 
 # The wrapper classes, by every name pickle records for them, and how joblib reads their file.

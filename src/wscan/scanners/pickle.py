@@ -33,13 +33,10 @@ from wscan.scanners.pickle_ops import (
     Truncated,
     Unfollowed,
 )
-from wscan.scanners.pickle_vm import (
-    GETATTR,
-    NESTED_LOADER,
+from wscan.scanners.pickle_values import (
     Const,
     Dict,
     Global,
-    Machine,
     NestedBytes,
     Obj,
     PickleResult,
@@ -47,6 +44,7 @@ from wscan.scanners.pickle_vm import (
     Sym,
     restored_class,
 )
+from wscan.scanners.pickle_vm import GETATTR, NESTED_LOADER, Machine
 from wscan.scanners.pickled_config import config_observations
 from wscan.scanners.slice import open_slice
 

@@ -18,7 +18,7 @@ from typing import Any
 from wscan.model import Observation
 from wscan.scanners.base import Artifact
 from wscan.scanners.loader_keys import INTERNAL_KERNEL_KEYS, LABEL_MAPS, join_field, json_items, loader_keys
-from wscan.scanners.pickle_vm import (
+from wscan.scanners.pickle_values import (
     Const,
     Dict,
     Global,

@@ -1,0 +1,499 @@
+"""The states objects get (by BUILD, or from a call that sets one), judged for what a library later reads, calls
+or writes with them.
+
+Dict states are judged once the stream ends (`check_states`: gensim's side-file lists, SciPy's code templates,
+folders, name maps, callables stored under method names); a (dict, slots) pair or a state made by a call, as it is
+given (`_judge_state`, `_state_from_call`). Items set on objects are judged as their attributes too.
+"""
+
+from __future__ import annotations
+
+from wscan.scanners.pickle_values import (
+    LIGHTNING_ATTRIBUTE_DICTS,
+    MAX_ITEMS,
+    Const,
+    Dict,
+    Event,
+    Global,
+    Obj,
+    Persistent,
+    PickleResult,
+    Seq,
+    Sym,
+    Unknown,
+    _const,
+    _is_none,
+    _members,
+    _pair,
+    describe,
+    is_config_class,
+    restored_class,
+)
+
+MAX_CONFIG_STATES = 1000  # transformers config states kept for `scanners.pickled_config`
+
+
+# gensim's SaveLoad.load reads the attributes these lists name from files beside the model, `<file>.<name>.npy`
+# (the __scipys ones unpickled), and loads __recursive_saveloads attributes' own side files the same way.
+SIDE_FILE_LISTS = ("__numpys", "__scipys", "__ignoreds", "__recursive_saveloads")
+MAX_STATES = 1_000_000  # dict states kept for the end-of-stream check (the opcode limit bounds them anyway)
+
+
+def check_states(res: PickleResult) -> None:
+    """What the objects' states hold once the stream is done. gensim's SaveLoad.load reads the attributes a model
+    lists in __numpys, __scipys and __recursive_saveloads from `<file>.<name>.npy` (unpickling the __scipys ones):
+    a name with a path separator or `..` walks out of the folder through a directory the folder ships (a review
+    proved it). A name the machine cannot read (computed, past MAX_ITEMS) counts the same. Writers name
+    attributes with constants, so a state with a computed name, or more names than the machine keeps, is
+    reported too. A dict is judged under every class a BUILD gives it to (review 21 built a model's state into a
+    decoy of another class first), as BUILD copied it, and as the stream's end leaves it when that differs (a class
+    whose __setstate__ keeps the dict itself sees later changes)."""
+    seen: set[tuple[int, str]] = set()
+    for state, at, restored, copied in res.states:
+        if (id(state), restored) in seen:
+            continue
+        seen.add((id(state), restored))
+        _judge_dict_state(res, copied, at, restored)
+        if len(state.items) != len(copied.items) or state.dropped != copied.dropped:
+            _judge_dict_state(res, state, at, restored)  # what both views find is one finding (RuleSet.judge)
+
+
+def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) -> None:
+    """One view of a dict state, as `check_states` takes it."""
+    _callable_members(res, state, restored, at)
+    if is_config_class(restored):
+        if len(res.config_states) < MAX_CONFIG_STATES:
+            res.config_states.append((at, restored, state))
+        else:
+            res.config_states_more += 1
+    if state.dropped or any(not isinstance(key, Const) for key, _ in state.items):
+        detail = f"{len(state.items) + state.dropped} names, some computed or past what wscan keeps"
+        res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": ""}))
+        _state_code(res, restored, "<unread>", Unknown(), at)
+    for key, value in state.items:
+        if isinstance(key, Const) and key.value in CODE_STATE_KEYS:
+            _state_code(res, restored, str(key.value), value, at)
+        elif isinstance(key, Const) and key.value in FOLDER_STATE_KEYS and not _is_none(value):
+            folder = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
+            res.events.append(Event("pickle.state_folder", at, dict[str, str | int | bool](folder)))
+        elif isinstance(key, Const) and key.value in ALIAS_STATE_KEYS:
+            aliases = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
+            res.events.append(Event("pickle.state_aliases", at, dict[str, str | int | bool](aliases)))
+        elif isinstance(key, Const) and key.value in IMPORT_STATE_KEYS:
+            _state_import(res, state, str(key.value), value, restored, at)
+        elif isinstance(key, Const) and key.value in MODEL_ARGUMENT_KEYS:
+            _model_arguments(res, str(key.value), value, restored, at)
+        if isinstance(key, Const) and restored.startswith(SIDE_FILE_WRITERS) and _outside(key.value):
+            attrs: dict[str, str | int | bool] = {"list": "its attribute names", "name": describe(key)}
+            res.events.append(Event("pickle.side_file_outside", at, attrs))
+        if not (isinstance(key, Const) and key.value in SIDE_FILE_LISTS):
+            continue
+        names = value.items if isinstance(value, Seq) else [value]
+        unread = isinstance(value, Seq) and value.dropped > 0
+        for name in names:
+            text = name.value if isinstance(name, Const) else None
+            if unread or not isinstance(text, str) or _outside(text):
+                attrs = {"list": str(key.value), "name": describe(name)}
+                res.events.append(Event("pickle.side_file_outside", at, attrs))
+                break
+
+
+def _outside(name: object) -> bool:
+    """A side file's attribute name that leads out of the folder gensim joins it to."""
+    return isinstance(name, str) and ("/" in name or "\\" in name or ".." in name)
+
+
+# gensim's save writes an array attribute of 10 MiB elements or more to `<file>.<attribute name>.npy`, so an
+# attribute named with a path leads the user's re-save out of the folder (review 21 wrote a file elsewhere so).
+SIDE_FILE_WRITERS = ("gensim.",)
+# State attributes holding the keyword arguments a library passes to the models it builds: gensim's EnsembleLda
+# calls LdaModel(**gensim_kw_args) at add_model() and recluster(). `distributed` with `ns_conf` connects to the
+# name server they name (Pyro4's client then unpickles its reply: review 21 ran code so), and `callbacks` are
+# called during training (a visdom metric connects). Real files train locally, without callbacks.
+# A coherence model's word-vector accumulator trains Word2Vec(**model_kwargs) when it has no vectors: callbacks again.
+MODEL_ARGUMENT_KEYS = {
+    "gensim_kw_args": frozenset({"distributed", "ns_conf", "callbacks", "dispatcher"}),
+    "model_kwargs": frozenset({"callbacks"}),
+}
+
+
+def _model_arguments(res: PickleResult, name: str, value: Sym, restored: str, at: int) -> None:
+    """The arguments of MODEL_ARGUMENT_KEYS that turn on what no real file asks for: set to anything but None,
+    False, 0 or an empty container, or arguments the machine cannot read."""
+    if _is_none(value):
+        return
+    if not isinstance(value, Dict) or value.dropped or any(not isinstance(k, Const) for k, _ in value.items):
+        pairs: list[tuple[str, Sym]] = [("<unread>", value)]
+    else:
+        pairs = [(str(k.value), v) for k, v in value.items if isinstance(k, Const)]
+    for argument, given in pairs:
+        if argument != "<unread>" and (argument not in MODEL_ARGUMENT_KEYS[name] or _empty(given)):
+            continue
+        attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "argument": argument,
+                                              "value": describe(given)[:300]}  # fmt: skip
+        res.events.append(Event("pickle.state_model_arguments", at, attrs))
+
+
+def _empty(value: Sym) -> bool:
+    if isinstance(value, Const):
+        return value.value is None or value.value is False or value.value == 0 or value.value in ("", b"")
+    return isinstance(value, Seq | Dict) and not value.items and not value.dropped
+
+
+# State attributes whose text a library runs as code when it restores the object: every SciPy distribution execs
+# `_parse_arg_template` in __setstate__ (the rules check it is the argument parser SciPy writes, WS-PKL-032).
+CODE_STATE_KEYS = frozenset({"_parse_arg_template"})
+# State attributes naming a folder or file the library writes to when the object is used: scikit-learn's `memory` (a
+# Pipeline's, an agglomerative clustering's) becomes a joblib.Memory cache at fit(), and a review wrote files anywhere
+# so; gensim's AuthorTopicModel rewrites the corpus file at its `serialization_path` at update().
+FOLDER_STATE_KEYS = frozenset({"memory", "serialization_path"})
+# State attributes that rename the object's other attributes: a transformers config looks every name up in its
+# `attribute_map` first, so an instance's own map points any attribute or method at another one (review 13 made
+# save_pretrained call push_to_hub). The class keeps the map; no real file's state has one.
+ALIAS_STATE_KEYS = frozenset({"attribute_map"})
+# State attributes naming a class the library imports and calls when the object is used: gensim's EnsembleLda
+# imports the module and takes the class its state names the first time it needs its topic model class (at save(),
+# add_model(), recluster()) and calls it with keyword arguments from its state; gensim never saves the class itself
+# (`topic_model_class`), and one in the state is what it calls. The rules check the name is gensim's LDA (WS-PKL-038).
+IMPORT_STATE_KEYS = {"topic_model_module_string": "topic_model_class_string", "topic_model_class": ""}
+MAX_CODE_TEXT = 8192  # SciPy's template is under 1 KiB for every distribution it ships
+
+
+def _state_import(res: PickleResult, state: Dict, name: str, value: Sym, restored: str, at: int) -> None:
+    """The class a state names for the library to import and call (IMPORT_STATE_KEYS), as one dotted name: a module
+    attribute and the class attribute beside it, or a class kept as the value. None names nothing (a loaded
+    EnsembleLda's class before it is looked up); anything but constant text names what no check can read."""
+    if _is_none(value):
+        return
+    partner = IMPORT_STATE_KEYS[name]
+    if partner:
+        module, attribute = state.get(name), state.get(partner)  # the last of a key written twice, as dict keeps
+        parts = [value if module is None else module, Unknown() if attribute is None else attribute]
+        texts = [p.value if isinstance(p, Const) and isinstance(p.value, str) else "<computed>" for p in parts]
+        target = ".".join(text[:200] for text in texts)
+    else:
+        target = value.dotted if isinstance(value, Global) else f"<{describe(value)[:200]}>"
+    attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "target": target}
+    res.events.append(Event("pickle.state_import", at, attrs))
+
+
+def _state_code(res: PickleResult, restored: str, name: str, value: Sym, at: int) -> None:
+    """A state attribute whose text a library runs (CODE_STATE_KEYS), or a state whose names cannot be read, so that
+    it may hold one (`name` "<unread>"): the text, or what stands for text the rules cannot check."""
+    text = value.value if isinstance(value, Const) else None
+    if not isinstance(text, str):
+        shown = "<computed>" if text is None else f"<{type(text).__name__}, not text>"
+    elif len(text) > MAX_CODE_TEXT:
+        shown = f"<text of {len(text)} characters>"
+    else:
+        shown = text
+    attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "text": shown}
+    res.events.append(Event("pickle.state_code", at, attrs))
+
+
+def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) -> None:
+    """The attributes a state gives a value that may be callable: a name, an object (but a constant, a list or
+    a dict), something computed. Put in the instance's dict, such an attribute comes before the class's method
+    of the same name, so the library's or the user's next call of that method runs it (a review ran code at a
+    torchmetrics metric's `compute()` so, and sklearn's tag check through a DataFrame's `__sklearn_tags__`). The
+    rules know the method names and which objects cannot be called (WS-PKL-026), and the attributes libraries call
+    by design, which real files fill with a named function or a known object only (WS-PKL-027)."""
+    for key, value in state.items:
+        name = key.value if isinstance(key, Const) else None
+        if name in METHOD_NAME_ATTRIBUTES:
+            _method_names(res, name, value, restored, at)
+        if name in PROXY_TABLES and isinstance(value, Dict):
+            _dunder_items(res, [item for pair in value.items for item in pair], restored, at)
+        if isinstance(name, str) and name in CALLED_TABLES:
+            for item in _table_values(res, value, keys=name in LIST_TABLES):
+                _member_event(res, name, item, restored, at)
+            continue  # the table itself is data; its values are what is called
+        if isinstance(name, str):
+            # A config dict's state mirrors its items (EasyDict keeps both): no library calls its `weights`.
+            _member_event(res, name, value, restored, at, via="items" if restored in ATTRIBUTE_DICTS else "state")
+
+
+def _member_event(res: PickleResult, name: str, value: Sym, restored: str, at: int, via: str = "state") -> None:
+    """`name` on an object of class `restored` holds `value`, which may be called (see `_callable_members`); `via`
+    says whether a state or items set it (the attributes libraries call are judged on states only). A name map
+    (NAME_MAP_ATTRIBUTES) is reported whatever it holds: it renames the object's attributes (WS-PKL-040)."""
+    if name in NAME_MAP_ATTRIBUTES:
+        made, kind = "<name map>", "name-map"
+    elif isinstance(value, Const | Seq | Dict | Persistent):
+        return
+    elif isinstance(value, Obj):
+        made, kind = restored_class(value), "object"
+    elif isinstance(value, Global):
+        made, kind = f"name:{value.dotted}", "name"  # the function or class itself, not an instance of it
+    else:
+        made, kind = "<computed>", "computed"
+    attrs: dict[str, str | int | bool] = {"name": name[:200], "callable": restored, "value": describe(value),
+                                          "value_class": made, "value_kind": kind, "via": via,
+                                          "member": f"{restored}.{name[:200]}",
+                                          "entry": f"{name[:200]}={made}"}  # fmt: skip
+    res.events.append(Event("pickle.state_member", at, attrs))
+
+
+# Dict attributes whose values the libraries call: torch's module hooks (at model(x), state_dict(), load), a
+# torchmetrics metric's reductions (at compute()), a torch module's submodules (a container's forward calls each)
+# and a multi-metric scorer's scorers (each called with the estimator its search keeps). A review put
+# scikit-learn's validation callback among the hooks; the rules judge submodules and scorers by their class.
+CALLED_TABLES = frozenset({
+    "_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks", "_state_dict_hooks",
+    "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks", "_reductions",
+    "_modules", "_scorers",
+    # an optimizer's hooks (at step(), state_dict() and load_state_dict()), and the lists a LambdaLR's functions and a
+    # SequentialLR's or ChainedScheduler's schedulers sit in (each called or stepped at step())
+    "_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+    "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks",
+    "lr_lambdas", "_schedulers",
+    # a module's parameters and buffers: Module.__getattr__ hands out each as an attribute, so a name the module's
+    # class lacks (`to_dict`) reaches whatever is there (review 14's chain); real files keep tensors or None
+    "_parameters", "_buffers",
+})  # fmt: skip
+# Tables real files keep as lists, which the library iterates: given a dict, it calls or steps the keys (review 11).
+LIST_TABLES = frozenset({"lr_lambdas", "_schedulers"})
+# Dicts whose items are also their attributes (set by __setitem__ or __getattr__).
+ATTRIBUTE_DICTS = frozenset({
+    "easydict.EasyDict", "sklearn.utils._bunch.Bunch", *LIGHTNING_ATTRIBUTE_DICTS,
+    # SciPy's result objects answer attribute lookups from their items (a review made one a pipeline step)
+    "scipy.optimize._optimize.OptimizeResult", "scipy._lib._util._RichResult",
+})  # fmt: skip
+# What torch's Module.__getattr__ answers a name the class lacks from: `copy.deepcopy(model)` asks for __deepcopy__.
+PROXY_TABLES = frozenset({"_modules", "_parameters", "_buffers"})
+# Class attributes a library reads every attribute name through: a transformers config looks each name up in its
+# `attribute_map` first (n_embd -> hidden_size). Kept in an instance's state, the map would send a method's name to
+# another attribute of that state, which no method-name check sees. No writer keeps one in an instance.
+NAME_MAP_ATTRIBUTES = frozenset({"attribute_map"})
+MAX_OBJECT_ITEMS = 1_000_000  # objects whose SETITEMS values are kept (the opcode limit bounds them anyway)
+
+
+def _note_items(res: PickleResult, target: Obj, pairs: list[tuple[Sym, Sym]]) -> None:
+    """Keep what SETITEMS put in an object (an OrderedDict), so a table of callables is read like a dict."""
+    entry = res.object_items.get(id(target))
+    if entry is None:
+        if len(res.object_items) >= MAX_OBJECT_ITEMS:
+            return
+        entry = res.object_items[id(target)] = (target, [])
+    entry[1].extend(pairs[: max(0, MAX_ITEMS - len(entry[1]))])
+    if len(entry[1]) >= MAX_ITEMS:
+        entry[1].append((Unknown(), Unknown()))  # past what is kept: judged as computed
+
+
+# Helpers that give the object they make a state of their own, as BUILD would: (position of the state, position of
+# the class, or the class they always make). torch sets it with __setstate__ or setattr (_set_obj_state).
+STATE_SETTERS: dict[str, tuple[int, int | str]] = {
+    "torch._tensor._rebuild_from_type_v2": (3, 1),
+    "torch._utils._rebuild_parameter_with_state": (3, "torch.nn.parameter.Parameter"),
+}
+
+
+# torch's tensor rebuilds set the hooks at this position as the tensor's backward hooks, run by backward().
+BACKWARD_HOOKS = {
+    "torch._utils._rebuild_tensor_v2": 5,
+    "torch._utils._rebuild_parameter": 2,
+    "torch._utils._rebuild_parameter_with_state": 2,
+}
+
+
+def _state_from_call(res: PickleResult, func: Global, args: Sym, at: int) -> None:
+    """The state a call gives what it makes (a review restored any allowed class with any state through
+    _rebuild_from_type_v2(copyreg.__newobj__, T, (T,), state), past every check of BUILD's state), and the items
+    of a dict a call is given: copyreg._reconstructor(Bunch, dict, {...}) fills a dict subclass with them."""
+    if not isinstance(args, Seq):
+        return
+    made_class = restored_class(Obj(func, args))
+    for item in args.items:
+        if isinstance(item, Dict):
+            _dunder_items(res, [part for pair in item.items for part in pair], made_class, at)
+    hooks = BACKWARD_HOOKS.get(func.dotted)
+    if hooks is not None and len(args.items) > hooks:
+        for value in _table_values(res, args.items[hooks]):
+            _member_event(res, "_backward_hooks", value, func.dotted, at)
+    where = STATE_SETTERS.get(func.dotted)
+    if where is None or len(args.items) <= where[0]:
+        return
+    state, made = args.items[where[0]], where[1]
+    if isinstance(made, int):
+        kind = args.items[made] if len(args.items) > made else None
+        made = kind.dotted if isinstance(kind, Global) else describe(kind)
+    pair = isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2
+    for part in state.items if pair and isinstance(state, Seq) else [state]:  # (dict, slots), as torch writes
+        mapping = _as_mapping(res, part)
+        if mapping is not None:
+            _keep_state(res, mapping, at, made)
+        elif not isinstance(part, Const):
+            attrs: dict[str, str | int | bool] = {"detail": f"a state made by {describe(part)}", "callable": made}
+            res.events.append(Event("pickle.unread_attribute_names", at, attrs))
+
+
+def _filled_items(res: PickleResult, table: Obj) -> list[tuple[Sym, Sym]] | None:
+    """What SETITEMS put in an object made with no arguments (writers make an OrderedDict empty and fill it so);
+    None for one made from arguments, which holds what they hold."""
+    if not (isinstance(table.args, Seq) and not table.args.items):
+        return None
+    entry = res.object_items.get(id(table))
+    return list(entry[1]) if entry is not None else []
+
+
+def _as_mapping(res: PickleResult, state: Sym) -> Dict | None:
+    """`state` as a dict: a dict, or an OrderedDict made empty and filled by SETITEMS (what torch writes)."""
+    if isinstance(state, Dict):
+        return state
+    if isinstance(state, Obj) and isinstance(state.func, Global) and state.func.dotted == "collections.OrderedDict":
+        items = _filled_items(res, state)
+        return Dict(items) if items is not None else None
+    return None
+
+
+def _dunder_items(res: PickleResult, pairs: list[Sym], owner: str, at: int) -> None:
+    """Items named like a special method (`__deepcopy__`, `__array__`) set on an object, or in a torch module's
+    submodule table: classes that answer attribute lookups from their items (torch's Module, scikit-learn's Bunch,
+    EasyDict) hand them to code that looks such names up on the instance (copy, NumPy, scikit-learn). Judged as
+    the object's own attributes (WS-PKL-026); writers never use such names. Every item of a dict whose items are
+    its attributes (ATTRIBUTE_DICTS) is judged so: a review made an EasyDict's `transform` item a pipeline step's
+    transform."""
+    every = owner in ATTRIBUTE_DICTS
+    for i in range(0, len(pairs) - 1, 2):
+        key = _const(pairs[i])
+        if isinstance(key, str) and (every or (key.startswith("__") and key.endswith("__"))):
+            _member_event(res, key, pairs[i + 1], owner, at, via="items")
+
+
+def _table_values(res: PickleResult, table: Sym, keys: bool = False) -> list[Sym]:
+    """The values of a dict, or of an object SETITEMS filled (their keys too with `keys`: what iterating it gives),
+    or the items of a list or tuple; a table made any other way, as one computed value."""
+    if isinstance(table, Dict):
+        pairs = table.items
+        computed = [Unknown()] if table.dropped else []
+    elif isinstance(table, Seq):
+        return [*table.items, *([Unknown()] if table.dropped else [])]
+    elif isinstance(table, Obj):
+        filled = _filled_items(res, table)
+        if filled is None:  # made from arguments: what they hold, with whatever SETITEMS added
+            entry = res.object_items.get(id(table))
+            pairs, computed = (entry[1] if entry is not None else []), [Unknown()]
+        else:
+            pairs, computed = filled, []
+    else:
+        return [] if isinstance(table, Const) else [table]
+    return [item for key, value in pairs for item in ((key, value) if keys else (value,))] + computed
+
+
+# scikit-learn's scorers and stacking ensembles call, on the estimator they are given, the method these attributes
+# name: a review named DataFrame.query and ndarray.tofile there.
+METHOD_NAME_ATTRIBUTES = frozenset({"_response_method", "response_method", "stack_method_", "chain_method_"})
+
+
+def _method_names(res: PickleResult, name: str, value: Sym, restored: str, at: int) -> None:
+    """Each method name such an attribute holds (a string, or a list or tuple of them); anything else as
+    `<computed>`."""
+    items = value.items if isinstance(value, Seq) else [value]
+    if len(items) > 64 or (isinstance(value, Seq) and value.dropped):
+        items = [*items[:64], Unknown()]  # the library takes the first name the estimator has: all must be read
+    for item in items:
+        text = item.value if isinstance(item, Const) else "<computed>"
+        if text is None or text == "":
+            continue  # nothing named: the library resolves it or calls nothing
+        method = text[:200] if isinstance(text, str) else "<computed>"
+        attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "method": method}
+        res.events.append(Event("pickle.state_method_name", at, attrs))
+
+
+def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
+    """What BUILD's state does besides filling the instance's dict. A (mapping, slots) pair, as pickle splits it:
+    the slots are set with setattr (`_slot_state`); a mapping made by a call (OrderedDict(), dict([...])) has its
+    items copied into the instance's dict under names wscan cannot check (a review hid gensim's side-file lists
+    so). A plain dict state is kept for the end of the stream (`check_states`)."""
+    restored = restored_class(target)
+    pairs = _pairs(state)
+    if pairs is not None:  # __dict__.update(state), as torch's Module.__setstate__ does, takes (name, value) pairs
+        _keep_state(res, pairs, at, restored)
+        return
+    hidden_names = isinstance(state, Seq) and _hides_pairs(state)
+    if hidden_names:
+        _state_code(res, restored, "<unread>", Unknown(), at)
+        if _class_like(restored):
+            hidden = {"detail": "(name, value) pairs, some computed or past what wscan keeps", "callable": restored}
+            res.events.append(Event("pickle.unread_attribute_names", at, dict[str, str | int | bool](hidden)))
+            return
+    pair = isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2
+    mapping, slots = (state.items[0], state.items[1]) if pair and isinstance(state, Seq) else (state, None)
+    if isinstance(mapping, Obj | Unknown | Global) and not hidden_names:  # names a call's result (or a named
+        # object, which may be a dict) gives: any may be code
+        _state_code(res, restored, "<unread>", Unknown(), at)
+    if isinstance(state, Obj | Unknown):  # computed: a tuple or any tuple subclass of two makes such a pair
+        _slot_state(res, restored, state, at)
+    elif slots is not None:
+        _slot_state(res, restored, slots, at)
+    if isinstance(mapping, Dict):
+        _keep_state(res, mapping, at, restored)
+    elif pair and isinstance(mapping, Obj | Unknown) and _class_like(restored):
+        # The objects Cython and NumPy helpers return take such pairs in their own __setstate__.
+        attrs: dict[str, str | int | bool] = {"detail": f"names from what {describe(mapping)} returns",
+                                              "callable": restored}  # fmt: skip
+        res.events.append(Event("pickle.unread_attribute_names", at, attrs))
+
+
+def _keep_state(res: PickleResult, mapping: Dict, at: int, restored: str) -> None:
+    """A dict state, judged once the stream ends (`check_states`), up to MAX_STATES of them. BUILD copies the items
+    into the instance as they are then: a SETITEMS on the same dict later changes what the stream's end shows, not
+    the object (review 21 renamed an EnsembleLda's module so), so the items are kept as they were too."""
+    if len(res.states) < MAX_STATES:
+        copied = Dict(items=list(mapping.items), dropped=mapping.dropped)
+        res.states.append((mapping, at, restored, copied))
+        res.state_copies.setdefault(id(mapping), []).append(copied)
+    elif not res.states_more:  # the rest are not judged, which is a finding (review 33), once
+        res.states_more = True
+        detail = f"more than {MAX_STATES:,} dict states; those past them are not judged"
+        res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": restored}))
+
+
+def _pairs(state: Sym) -> Dict | None:
+    """A list or tuple state whose every item is a (name, value) pair, as a dict: a class whose __setstate__ updates
+    its __dict__ with the state (torch's Module, torchmetrics' Metric) takes pairs as well as a dict, and a review
+    hid a scorer among a Sequential's submodules so, past every check of a dict state. Writers give such classes a
+    dict. dict.update takes any iterable of two as a pair: a dict of two keys is the pair of its keys (another
+    review hid `forward` so), a set of two either way round, a string of two its characters."""
+    if not (isinstance(state, Seq) and state.items) or state.dropped:
+        return None
+    pairs, whole = state.pairs()  # a set's both ways round: its order is its hashes'
+    return Dict(pairs) if whole else None
+
+
+def _maybe_pair(item: Sym) -> bool:
+    """A dict or set of two or more whose members' equality is unknown: it may iterate as a pair."""
+    if isinstance(item, Dict) or (isinstance(item, Seq) and item.type in ("set", "frozenset")):
+        return _members(item) is None and len(item.items) + item.dropped >= 2
+    return False
+
+
+def _hides_pairs(state: Seq) -> bool:
+    """A list or tuple state of (name, value) pairs, some or all of which are computed (an object's items, a call's
+    result) or were not kept: the names __dict__.update would set are unknown."""
+    computed = [isinstance(item, Obj | Unknown) or _maybe_pair(item) for item in state.items]
+    if all(computed):  # every pair a call's result (tuple([name, value])): a ninth review set `forward` so
+        return True
+    return any(_pair(item) is not None for item in state.items) and (any(computed) or bool(state.dropped))
+
+
+def _slot_state(res: PickleResult, restored: str, slots: Sym, at: int) -> None:
+    """Slot state: pickle sets each item with setattr, which runs the class's __setattr__ and property setters (a
+    review reached a library call through one). Real files write it only for classes that keep attributes in
+    __slots__."""
+    if isinstance(slots, Dict) and (slots.items or slots.dropped):
+        keys = ",".join(str(k.value)[:40] for k, _ in slots.items[:8] if isinstance(k, Const))
+    elif isinstance(slots, Obj | Unknown) and _class_like(restored):
+        # Computed: an object with .items() (dict(...), a Series) works as slot state. Only for what is named like
+        # a class (a plain instance takes the default BUILD): the objects Cython and NumPy helpers return
+        # (__pyx_unpickle_*, _reconstruct) have a __setstate__ of their own that takes such pairs.
+        keys = f"what {describe(slots)} returns"
+    else:
+        return
+    res.events.append(Event("pickle.slot_state", at, {"callable": restored, "keys": keys}))
+
+
+def _class_like(dotted: str) -> bool:
+    """Named like a class (CamelCase): an instance pickle rebuilds with the default BUILD, unlike the objects
+    Cython's and NumPy's helper functions (__pyx_unpickle_*, _reconstruct) return."""
+    return dotted.rpartition(".")[2][:1].isupper()
