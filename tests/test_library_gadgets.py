@@ -431,6 +431,27 @@ def test_a_sub_config_kept_as_a_dict_is_judged_at_every_depth(tmp_path: Path) ->
     assert not _rules(tmp_path / "auto-round", pickle.dumps([quantized, AutoRoundConfig()], protocol=4))
 
 
+def test_the_base_config_and_watermarking_configs_pass_restored_from_state(tmp_path: Path) -> None:
+    """A bare PretrainedConfig and the watermarking configs a GenerationConfig holds were high (not allowlisted);
+    restored from state they pass, the base config is read as config.json still, and CompileConfig (whose options go
+    to torch.compile when generate() compiles) stays out."""
+    import torch
+    from transformers import GenerationConfig, PretrainedConfig
+    from transformers.generation import CompileConfig, SynthIDTextWatermarkingConfig, WatermarkingConfig
+
+    generation = GenerationConfig(watermarking_config=WatermarkingConfig(bias=2.5))
+    synth = SynthIDTextWatermarkingConfig(ngram_len=5, keys=[654, 400, 836])
+    for name, value in {"base": PretrainedConfig(), "generation": generation, "synthid": synth}.items():
+        assert not _rules(tmp_path / f"{name}-2", pickle.dumps(value, protocol=2)), name
+        buffer = io.BytesIO()
+        torch.save({"config": value}, buffer)
+        assert not _rules(tmp_path / f"{name}-torch", buffer.getvalue()), name
+    kernel = PretrainedConfig()
+    kernel.__dict__["_attn_implementation_internal"] = "attacker/evil-kernel"
+    assert "WS-REPO-026" in _rules(tmp_path / "kernel", pickle.dumps(kernel, protocol=2))
+    assert "WS-PKL-003" in _rules(tmp_path / "compile", pickle.dumps(CompileConfig(), protocol=2))
+
+
 def test_a_config_unread_in_many_places_is_one_finding(tmp_path: Path) -> None:
     """One WS-PKL-042 per config naming the first five places and counting the rest, not a line per value; each view
     of the config (through the attention property, as stored) adds no second finding."""

@@ -286,6 +286,9 @@ REVIEWED_OWNER_HOOKS = {
     "__getattribute__ of transformers.configuration_utils.PretrainedConfig": "renames by the class's attribute_map",
     "__eq__ of transformers.configuration_utils.PretrainedConfig": "compares the dicts",
     "__hash__ of transformers.configuration_utils.PretrainedConfig": "None: __eq__ is defined",
+    # The watermarking configs a GenerationConfig holds are dataclasses: their __eq__ is the one dataclass writes.
+    **{f"__eq__ of transformers.generation.configuration_utils.{name}": "the dataclass's: compares the fields"
+       for name in ("WatermarkingConfig", "SynthIDTextWatermarkingConfig")},
     # Three multimodal configs reach their parts: Qwen2-VL and Qwen2.5-VL read and set a name their text_config holds
     # on it; T5Gemma sets six shared names on its encoder and decoder too. pickle looks up __setstate__ (and __dict__)
     # on the instance before filling its dict: only a second BUILD, after the first gave it a text_config, reaches
@@ -579,6 +582,13 @@ def transformers_config_names() -> list[str]:
                 record_imports(io.BytesIO(pickle.dumps(value(), protocol=2)), names)
             except Exception:
                 continue
+    # The base class itself (a part some configs leave generic), and the watermarking configs a GenerationConfig
+    # holds: plain numbers and text. Not CompileConfig: its `options` go to torch.compile's inductor settings when
+    # generate() compiles the model, which no review has read.
+    from transformers.generation import configuration_utils as generation
+
+    for value in (PretrainedConfig, generation.WatermarkingConfig, generation.SynthIDTextWatermarkingConfig):
+        names.add(f"{value.__module__}.{value.__qualname__}")
     names = {name for name in names if name.startswith("transformers.")}  # torch's dtypes are allow-torch's
     allowed, _ = screened_names(sorted(names))
     return allowed
