@@ -1,8 +1,10 @@
-"""Review 39's misses (0 findings before), each proved with transformers 4.57 reaching its kernel loader: a config
-that brings its own `attribute_map` (config.json, or a part's dict in a pickled composite config), which answers
-`_attn_implementation` with another key's value; and an attention implementation given as a dict of dicts, which
-the setter hands down a sub-config at a time. The proofs here stop where transformers has made the name its
-configuration's attention implementation (what `from_config` hands `load_and_register_kernel`)."""
+"""Configs that make transformers read a value from somewhere the checks did not look (reviews 39 and 40, 0 findings
+before), each proved with transformers 4.57: a config's own `attribute_map` (config.json, or a part's dict in a
+pickled composite config), which answers `_attn_implementation` with another key's value; an attention
+implementation given as a dict of dicts, which the setter hands down a sub-config at a time; a config.json whose
+`configuration_files` sends from_pretrained to a `config.<version>.json`; a sub-config whose `_name_or_path` the
+parent loads (Xcodec). The proofs stop where transformers has made the name its configuration's attention
+implementation (what `from_config` hands `load_and_register_kernel`) or has read the other config."""
 
 from __future__ import annotations
 
@@ -94,3 +96,45 @@ def test_no_transformers_config_writes_an_attribute_map() -> None:
                    transformers.LlavaConfig()):  # fmt: skip
         assert type(config).attribute_map
         assert "attribute_map" not in json.dumps(config.to_dict(), default=str), type(config).__name__
+
+
+def test_a_versioned_config_file_is_judged_as_config_json(tmp_path: Path) -> None:
+    """config.json lists `config.4.0.0.json`, which from_pretrained loads instead, whole: its internal attention key
+    (WS-REPO-025) and an auto_map past the first 64 KiB (WS-REPO-002) are found as in config.json."""
+    folder = _bert_folder(tmp_path / "versioned", {"configuration_files": ["config.4.0.0.json"]})
+    decoy = json.loads((folder / "config.json").read_text())
+    labels = {str(index): f"label {index}" for index in range(5000)}  # pushes what follows past the first 64 KiB
+    versioned = {**decoy, "id2label": labels, "_attn_implementation_internal": KERNEL,
+                 "auto_map": {"AutoConfig": "attacker/repo--configuration_evil.EvilConfig"}}  # fmt: skip
+    (folder / "config.4.0.0.json").write_text(json.dumps(versioned))
+    loaded = transformers.AutoConfig.from_pretrained(folder)
+    assert loaded._attn_implementation == KERNEL and len(loaded.id2label) == 5000
+    assert {"WS-REPO-025", "WS-REPO-002"} <= _high(scan(folder).findings)
+    (folder / "config.4.0.0.json").write_text(json.dumps({**decoy, "id2label": labels}))
+    assert not _high(scan(folder).findings)
+
+
+def test_a_sub_config_loaded_by_its_name_or_path_stays_in_the_folder(tmp_path: Path) -> None:
+    """Xcodec's __init__ loads `semantic_model_config._name_or_path` with AutoConfig.from_pretrained: outside the
+    folder it is high (WS-REPO-013), as a `backbone` is; a hub id is another repository's to be scanned, as there."""
+    other = tmp_path / "outside"
+    other.mkdir()
+    transformers.HubertConfig(hidden_size=24, num_hidden_layers=1, num_attention_heads=2).save_pretrained(other)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    transformers.XcodecConfig().save_pretrained(folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["semantic_model_config"] = {"_name_or_path": "../outside", "model_type": "hubert"}
+    (folder / "config.json").write_text(json.dumps(config))
+    import os
+
+    here = os.getcwd()
+    os.chdir(folder)  # from_pretrained resolves the path from the working folder
+    try:
+        assert transformers.AutoConfig.from_pretrained(".").semantic_model_config.hidden_size == 24
+    finally:
+        os.chdir(here)
+    assert "WS-REPO-013" in _high(scan(folder).findings)
+    config["semantic_model_config"]["_name_or_path"] = "facebook/hubert-base-ls960"
+    (folder / "config.json").write_text(json.dumps(config))
+    assert not _high(scan(folder).findings)

@@ -86,6 +86,12 @@ TOKENIZER_HOLDERS = frozenset({"tokenizer_args", "tokenizer_kwargs"})
 PATH_SUFFIXES = ("_file", "_files", "_folder", "_dir", "_directory")
 ARGUMENT_PATHS = frozenset({"subfolder", "gguf_file", "variant", "pretrained_model_name_or_path"})
 MODEL_PATHS = frozenset({"backbone", "audio_tokenizer_name_or_path", "tokenizer_name_or_path"})
+# Sub-configs whose `_name_or_path` the parent's __init__ loads with AutoConfig.from_pretrained (Xcodec's semantic
+# model, LightGlue's keypoint detector, with the config's own trust_remote_code): a config from anywhere, whose model
+# is built (review 40 loaded a hub kernel from one outside the folder). Elsewhere `_name_or_path` is a record nothing
+# reads.
+LOADED_CONFIG_HOLDERS = frozenset({"semantic_model_config", "keypoint_detector_config"})
+NAME_OR_PATH = "_name_or_path"
 ADAPTER_AS_GIVEN = frozenset({"prompt_tuning_init_state_dict_path"})
 ADAPTER_MODELS = frozenset({"shadow_model"})
 DIFFUSERS_INDEX = "diffusers-index"
@@ -359,6 +365,8 @@ def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
     if role == "adapter-config" and key == "tokenizer_name_or_path":
         return None  # peft loads a prompt-tuning init tokenizer only to train; from_pretrained sets inference mode
     if key in MODEL_PATHS or (role == OPEN_CLIP and key in OPEN_CLIP_MODELS):
+        return MODEL
+    if role in CONFIG_ROLES and key == NAME_OR_PATH and holder in LOADED_CONFIG_HOLDERS:
         return MODEL
     return IN_REPOSITORY if role == "sentence-transformers-modules" and key == "path" else None
 

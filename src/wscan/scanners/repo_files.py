@@ -66,6 +66,10 @@ JSON_ROLES = {
     "policy_postprocessor.json": "lerobot-pipeline",
     "configuration.json": MODELSCOPE,  # ModelScope's model configuration (FunASR reads it too)
 }
+# A config.json with `configuration_files` makes from_pretrained load the whole config from the newest listed
+# `config.<version>.json` the installed transformers is at least (get_configuration_file): config.json is then a decoy
+# (review 40 put a hub kernel, and an attribute_map, in config.4.0.0.json). A version has no path separator.
+VERSIONED_CONFIG = re.compile(r"^config\..+\.json$")
 # Roles whose file is a JSON list, not an object (sentence-transformers' modules.json).
 LIST_ROLES = frozenset({"sentence-transformers-modules"})
 ST_PREFIX = "sentence_transformers."  # module classes sentence-transformers imports from itself
@@ -95,6 +99,12 @@ def read_bounded(artifact: Artifact, ctx: ScanContext) -> bytes | Observation:
         return read_capped(raw, limit)
 
 
+def json_role(name: str) -> str:
+    """The role of a JSON file by its name: what reads it, or "json" for a file no loader opens by name."""
+    base = name.rsplit("/", 1)[-1]
+    return JSON_ROLES.get(base) or ("config" if VERSIONED_CONFIG.match(base) else "json")
+
+
 def _json_start(head: bytes) -> bool:
     return head.lstrip(b" \t\r\n").startswith(b"{")
 
@@ -107,19 +117,18 @@ class RepoJsonScanner:
     def accepts(self, head: Head) -> bool:
         if head.raw_data or head.name.endswith(".index.json"):
             return False
-        base = head.name.rsplit("/", 1)[-1]
-        if base in JSON_ROLES:
+        if json_role(head.name) != "json":
             return True  # the loaders read it by name, with whatever it starts with (json skips any whitespace)
         if not head.head.strip(b" \t\r\n"):  # all whitespace so far: what follows decides
-            return base.endswith(".json")
-        return _json_start(head.head) and base.endswith(".json") and _SIGNAL.search(head.head) is not None
+            return head.name.endswith(".json")
+        return _json_start(head.head) and head.name.endswith(".json") and _SIGNAL.search(head.head) is not None
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         data = read_bounded(artifact, ctx)
         if isinstance(data, Observation):
             yield data
             return
-        role = JSON_ROLES.get(artifact.name.rsplit("/", 1)[-1], "json")
+        role = json_role(artifact.name)
         strict = True
         try:
             top = loads_strict(data)
