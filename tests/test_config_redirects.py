@@ -9,6 +9,7 @@ implementation (what `from_config` hands `load_and_register_kernel`) or has read
 from __future__ import annotations
 
 import json
+import os
 import pickle
 from pathlib import Path
 
@@ -126,7 +127,6 @@ def test_a_sub_config_loaded_by_its_name_or_path_stays_in_the_folder(tmp_path: P
     config = json.loads((folder / "config.json").read_text())
     config["semantic_model_config"] = {"_name_or_path": "../outside", "model_type": "hubert"}
     (folder / "config.json").write_text(json.dumps(config))
-    import os
 
     here = os.getcwd()
     os.chdir(folder)  # from_pretrained resolves the path from the working folder
@@ -138,3 +138,38 @@ def test_a_sub_config_loaded_by_its_name_or_path_stays_in_the_folder(tmp_path: P
     config["semantic_model_config"]["_name_or_path"] = "facebook/hubert-base-ls960"
     (folder / "config.json").write_text(json.dumps(config))
     assert not _high(scan(folder).findings)
+
+
+def test_a_lightglue_config_that_trusts_remote_code_itself_is_high(tmp_path: Path) -> None:
+    """LightGlue hands its config's own `trust_remote_code` to AutoConfig.from_pretrained for the keypoint detector:
+    a detector config elsewhere that names its own code runs it, the user having opted in to nothing (WS-REPO-021).
+    The real default config (false) passes; a hub id there is another repository's, as for a backbone."""
+    import subprocess
+    import sys
+
+    detector = tmp_path / "detector"
+    detector.mkdir()
+    marker = tmp_path / "ran"
+    (detector / "configuration_evil.py").write_text(
+        "from pathlib import Path\nfrom transformers import PretrainedConfig\n"
+        f"Path({str(marker)!r}).write_text('ran')\n"
+        "class EvilConfig(PretrainedConfig):\n    model_type = 'evil_detector'\n")  # fmt: skip
+    (detector / "config.json").write_text(json.dumps({
+        "model_type": "evil_detector", "auto_map": {"AutoConfig": "configuration_evil.EvilConfig"}}))  # fmt: skip
+    folder = tmp_path / "model"
+    folder.mkdir()
+    transformers.LightGlueConfig().save_pretrained(folder)
+    real = json.loads((folder / "config.json").read_text())
+    assert real["trust_remote_code"] is False
+    assert not _high(scan(folder).findings)
+    hostile = {**real, "trust_remote_code": True,
+               "keypoint_detector_config": {"model_type": "evil_detector", "_name_or_path": str(detector)}}  # fmt: skip
+    (folder / "config.json").write_text(json.dumps(hostile))
+    load = f"from transformers import AutoConfig; AutoConfig.from_pretrained({str(folder)!r})"
+    env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_OFFLINE": "1"}
+    subprocess.run([sys.executable, "-c", load], env=env, capture_output=True, timeout=120, check=False)
+    assert marker.read_text() == "ran"  # the detector's code ran on a plain from_pretrained
+    assert {"WS-REPO-021", "WS-REPO-013"} <= _high(scan(folder).findings)
+    hostile["keypoint_detector_config"]["_name_or_path"] = "attacker/detector"
+    (folder / "config.json").write_text(json.dumps(hostile))
+    assert _high(scan(folder).findings) == {"WS-REPO-021"}

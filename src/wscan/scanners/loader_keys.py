@@ -90,7 +90,8 @@ MODEL_PATHS = frozenset({"backbone", "audio_tokenizer_name_or_path", "tokenizer_
 # model, LightGlue's keypoint detector, with the config's own trust_remote_code): a config from anywhere, whose model
 # is built (review 40 loaded a hub kernel from one outside the folder). Elsewhere `_name_or_path` is a record nothing
 # reads.
-LOADED_CONFIG_HOLDERS = frozenset({"semantic_model_config", "keypoint_detector_config"})
+KEYPOINT_DETECTOR = "keypoint_detector_config"
+LOADED_CONFIG_HOLDERS = frozenset({"semantic_model_config", KEYPOINT_DETECTOR})
 NAME_OR_PATH = "_name_or_path"
 ADAPTER_AS_GIVEN = frozenset({"prompt_tuning_init_state_dict_path"})
 ADAPTER_MODELS = frozenset({"shadow_model"})
@@ -149,6 +150,8 @@ def loader_keys(artifact: Artifact, top: Any, role: str) -> Iterator[Observation
         info = top.get("class_info_file")  # OneFormer joins it to "" then: opened from the working folder
         if isinstance(info, str) and info and not OUTSIDE_PATH.search(info):
             yield from outside(artifact, role, "class_info_file", info, AS_GIVEN)
+    if role in CONFIG_ROLES and isinstance(top, dict) and _lightglue_opt_in(top):
+        yield artifact.observe("repo.remote_code_opt_in", role=role, field="trust_remote_code")
     for item in json_items(top, MAX_VALUES):
         if item is None:
             yield artifact.observe("scan.limit", limit="max-json-values", detail=f"more than {MAX_VALUES} values")
@@ -221,6 +224,14 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
             yield from outside(artifact, role, field, value, IN_REPOSITORY)
         else:
             yield _mlx_code(artifact, value)
+
+
+def _lightglue_opt_in(top: dict[str, Any]) -> bool:
+    """A LightGlue config's own `trust_remote_code`, which its __init__ and model hand AutoConfig.from_pretrained and
+    AutoModelForKeypointDetection.from_config for the keypoint detector: the code a detector config from anywhere
+    names runs though the user never opted in. Real LightGlue configs keep the default, false."""
+    lightglue = top.get("model_type") == "lightglue" or isinstance(top.get(KEYPOINT_DETECTOR), dict)
+    return lightglue and top.get("trust_remote_code") is True
 
 
 def _attention_kernels(artifact: Artifact, role: str, field: str, key: str, value: Any) -> Iterator[Observation]:
