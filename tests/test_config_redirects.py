@@ -173,3 +173,34 @@ def test_a_lightglue_config_that_trusts_remote_code_itself_is_high(tmp_path: Pat
     hostile["keypoint_detector_config"]["_name_or_path"] = "attacker/detector"
     (folder / "config.json").write_text(json.dumps(hostile))
     assert _high(scan(folder).findings) == {"WS-REPO-021"}
+
+
+def test_a_versioned_config_named_with_a_line_break_or_linked_out_is_judged(tmp_path: Path) -> None:
+    """transformers takes any `config.<...>.json` whose middle packaging parses as a version, spaces and line breaks
+    around it included (review 41: `config.4.0.0\\n.json`); a versioned config linked to a file outside the folder is
+    a loader file leaving it, as config.json would be (WS-FILE-014)."""
+    folder = _bert_folder(tmp_path / "newline", {"configuration_files": ["config.4.0.0\n.json"]})
+    decoy = json.loads((folder / "config.json").read_text())
+    (folder / "config.4.0.0\n.json").write_text(json.dumps({**decoy, "_attn_implementation_internal": KERNEL}))
+    assert transformers.AutoConfig.from_pretrained(folder)._attn_implementation == KERNEL
+    assert "WS-REPO-025" in _high(scan(folder).findings)
+    linked = _bert_folder(tmp_path / "linked", {"configuration_files": ["config.4.0.0.json"]})
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text(json.dumps({**decoy, "_attn_implementation_internal": KERNEL}))
+    (linked / "config.4.0.0.json").symlink_to(outside)
+    assert transformers.AutoConfig.from_pretrained(linked)._attn_implementation == KERNEL
+    assert "WS-FILE-014" in _high(scan(linked).findings)
+
+
+def test_a_timm_checkpoint_path_outside_the_folder_is_high(tmp_path: Path) -> None:
+    """A timm_wrapper config's `model_args` go to timm.create_model as they are, whose `checkpoint_path` it loads as
+    given, from the working folder (review 41 loaded another file's weights into the model, timm 1.0.31): any value
+    there reads outside the model folder (WS-REPO-013). The config is transformers' own, as save_pretrained writes
+    it."""
+    folder = tmp_path / "timm"
+    config = transformers.TimmWrapperConfig(architecture="resnet18", model_args={"checkpoint_path": "../other.pth"})
+    config.save_pretrained(folder)
+    assert json.loads((folder / "config.json").read_text())["model_args"] == {"checkpoint_path": "../other.pth"}
+    assert "WS-REPO-013" in _high(scan(folder).findings)
+    transformers.TimmWrapperConfig(architecture="resnet18", model_args={"global_pool": "avg"}).save_pretrained(folder)
+    assert not _high(scan(folder).findings)

@@ -38,6 +38,13 @@ LOADER_FILES = frozenset({
     "target_vocab.json", "tokenizer.model", "vocab-src.json", "vocab-tgt.json", "vocab.bin", "vocab.json", "vocab.pkl",
     "vocab.txt", "word_pronunciation.json", "word_shape.json",
 })  # fmt: skip
+
+
+def versioned_config(name: str) -> bool:
+    """A `config.<version>.json`, which from_pretrained loads instead of config.json when config.json's
+    `configuration_files` lists it (transformers' own test: the prefix and suffix, the version being whatever
+    packaging parses, spaces and line breaks around it included: review 41)."""
+    return name.startswith("config.") and name.endswith(".json") and name != "config.json"
 LOADER_FOLDERS = frozenset({"additional_chat_templates"})  # every file in them is read by name (a template each)
 # ... and at any depth under these: Keras and TensorFlow SavedModel assets (a lookup layer's vocabulary.txt), which
 # the loader opens by name, following a link (a review had a Keras folder's vocabulary read a file outside it).
@@ -173,7 +180,7 @@ def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileE
             if not _stays_inside(path, target, root):
                 code = path.name.endswith(CODE_SUFFIXES) or target.name.endswith(CODE_SUFFIXES)
                 weights = not code and (path.name.lower().endswith(WEIGHT_SUFFIXES) or path.name in LOADER_FILES
-                                        or path.parent.name in LOADER_FOLDERS
+                                        or versioned_config(path.name) or path.parent.name in LOADER_FOLDERS
                                         or not ASSET_FOLDERS.isdisjoint(Path(display).parts[:-1]))
                 yield _skip(display, "file.symlink_escape", target=target.as_posix(), code=code, weights=weights)
                 return

@@ -85,6 +85,9 @@ ARGUMENT_HOLDERS = ("_args", "_kwargs")
 TOKENIZER_HOLDERS = frozenset({"tokenizer_args", "tokenizer_kwargs"})
 PATH_SUFFIXES = ("_file", "_files", "_folder", "_dir", "_directory")
 ARGUMENT_PATHS = frozenset({"subfolder", "gguf_file", "variant", "pretrained_model_name_or_path"})
+# timm.create_model's weights file: a timm_wrapper config's `model_args` go to it as they are, and it loads the file
+# as given, from the working folder, with no opt-in (review 41 loaded a model's weights from outside its folder).
+CHECKPOINT_PATH = "checkpoint_path"
 MODEL_PATHS = frozenset({"backbone", "audio_tokenizer_name_or_path", "tokenizer_name_or_path"})
 # Sub-configs whose `_name_or_path` the parent's __init__ loads with AutoConfig.from_pretrained (Xcodec's semantic
 # model, LightGlue's keypoint detector, with the config's own trust_remote_code): a config from anywhere, whose model
@@ -371,6 +374,8 @@ def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
         return AS_GIVEN
     if role in PROCESSOR_ROLES and (key.endswith(FILE_SUFFIXES) or key in PROCESSOR_PATHS):
         return MODEL
+    if holder.endswith(ARGUMENT_HOLDERS) and key == CHECKPOINT_PATH:
+        return AS_GIVEN
     if holder.endswith(ARGUMENT_HOLDERS) and (key in ARGUMENT_PATHS or key.endswith(PATH_SUFFIXES)):
         return IN_REPOSITORY
     if role == "adapter-config" and key == "tokenizer_name_or_path":

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from wscan.discover import LOADER_FOLDERS
+from wscan.discover import LOADER_FOLDERS, versioned_config
 from wscan.lookup import is_file
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem, read_capped
@@ -66,10 +66,6 @@ JSON_ROLES = {
     "policy_postprocessor.json": "lerobot-pipeline",
     "configuration.json": MODELSCOPE,  # ModelScope's model configuration (FunASR reads it too)
 }
-# A config.json with `configuration_files` makes from_pretrained load the whole config from the newest listed
-# `config.<version>.json` the installed transformers is at least (get_configuration_file): config.json is then a decoy
-# (review 40 put a hub kernel, and an attribute_map, in config.4.0.0.json). A version has no path separator.
-VERSIONED_CONFIG = re.compile(r"^config\..+\.json$")
 # Roles whose file is a JSON list, not an object (sentence-transformers' modules.json).
 LIST_ROLES = frozenset({"sentence-transformers-modules"})
 ST_PREFIX = "sentence_transformers."  # module classes sentence-transformers imports from itself
@@ -102,7 +98,9 @@ def read_bounded(artifact: Artifact, ctx: ScanContext) -> bytes | Observation:
 def json_role(name: str) -> str:
     """The role of a JSON file by its name: what reads it, or "json" for a file no loader opens by name."""
     base = name.rsplit("/", 1)[-1]
-    return JSON_ROLES.get(base) or ("config" if VERSIONED_CONFIG.match(base) else "json")
+    # config.json's `configuration_files` makes from_pretrained load the whole config from a listed
+    # `config.<version>.json` instead: config.json is then a decoy (review 40 hid a hub kernel in config.4.0.0.json)
+    return JSON_ROLES.get(base) or ("config" if versioned_config(base) else "json")
 
 
 def _json_start(head: bytes) -> bool:
