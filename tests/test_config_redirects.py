@@ -204,3 +204,58 @@ def test_a_timm_checkpoint_path_outside_the_folder_is_high(tmp_path: Path) -> No
     assert "WS-REPO-013" in _high(scan(folder).findings)
     transformers.TimmWrapperConfig(architecture="resnet18", model_args={"global_pool": "avg"}).save_pretrained(folder)
     assert not _high(scan(folder).findings)
+
+
+def test_backbone_kwargs_that_trust_remote_code_are_high(tmp_path: Path) -> None:
+    """load_backbone hands a config's `backbone_kwargs` to AutoConfig.from_pretrained (or AutoBackbone's) for the
+    `backbone` it names: a `trust_remote_code` there runs that backbone's code on a plain load (review 42), and
+    transformers takes any value Python counts as true (1, "yes", "false"), as LightGlue's does."""
+    import subprocess
+    import sys
+
+    backbone = tmp_path / "backbone"
+    backbone.mkdir()
+    marker = tmp_path / "ran"
+    (backbone / "configuration_evil.py").write_text(
+        "from pathlib import Path\nfrom transformers import PretrainedConfig\n"
+        f"Path({str(marker)!r}).write_text('ran')\n"
+        "class EvilConfig(PretrainedConfig):\n    model_type = 'evil_backbone'\n")  # fmt: skip
+    (backbone / "config.json").write_text(json.dumps({
+        "model_type": "evil_backbone", "auto_map": {"AutoConfig": "configuration_evil.EvilConfig"}}))  # fmt: skip
+    folder = tmp_path / "model"
+    transformers.DepthAnythingConfig(backbone=str(backbone), backbone_config=None, use_pretrained_backbone=False,
+                                     backbone_kwargs={"trust_remote_code": "yes"}).save_pretrained(folder)  # fmt: skip
+    load = ("import transformers\n"
+            f"config = transformers.AutoConfig.from_pretrained({str(folder)!r})\n"
+            "try:\n    transformers.AutoModelForDepthEstimation.from_config(config)\n"
+            "except Exception:\n    pass\n")  # fmt: skip
+    env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_OFFLINE": "1"}
+    subprocess.run([sys.executable, "-c", load], env=env, capture_output=True, timeout=120, check=False)
+    assert marker.read_text() == "ran"  # the backbone's code ran, the user having passed no trust_remote_code
+    assert "WS-REPO-021" in _high(scan(folder).findings)
+    for truthy in (1, "false"):
+        config = json.loads((folder / "config.json").read_text())
+        config["backbone"] = "attacker/backbone"
+        config["backbone_kwargs"] = {"trust_remote_code": truthy}
+        (folder / "config.json").write_text(json.dumps(config))
+        assert _high(scan(folder).findings) == {"WS-REPO-021"}, truthy
+    lightglue = tmp_path / "lightglue"
+    transformers.LightGlueConfig().save_pretrained(lightglue)
+    config = {**json.loads((lightglue / "config.json").read_text()), "trust_remote_code": 1}
+    (lightglue / "config.json").write_text(json.dumps(config))
+    assert "WS-REPO-021" in _high(scan(lightglue).findings)
+
+
+def test_timm_backbone_settings_that_load_weights_from_outside_are_high(tmp_path: Path) -> None:
+    """DETR-family models hand `backbone` and `backbone_kwargs` to timm.create_model: a `local-dir:` backbone and a
+    `pretrained_cfg_overlay.file` are loaded as given (review 42 put another file's weights in the backbone with timm
+    1.0.31). The configs are DetrConfig's own, as save_pretrained writes them; its defaults pass."""
+    folder = tmp_path / "detr"
+    transformers.DetrConfig().save_pretrained(folder)
+    assert not _high(scan(folder).findings)
+    overlay = {"pretrained_cfg_overlay": {"file": "../weights/resnet50.pth"}}
+    transformers.DetrConfig(backbone_kwargs={**overlay, "out_indices": [1, 2, 3, 4]}).save_pretrained(folder)
+    assert "WS-REPO-013" in _high(scan(folder).findings)
+    transformers.DetrConfig(backbone="local-dir:../resnet").save_pretrained(folder)
+    assert json.loads((folder / "config.json").read_text())["backbone"] == "local-dir:../resnet"
+    assert "WS-REPO-013" in _high(scan(folder).findings)

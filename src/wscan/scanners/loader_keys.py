@@ -79,6 +79,12 @@ SPEAKER_EMBEDDINGS = "bark-speaker-embeddings"
 OPEN_CLIP = "open-clip-config"
 OPEN_CLIP_MODELS = frozenset({"hf_model_name", "hf_tokenizer_name"})
 LOCAL_DIR = "local-dir:"  # open_clip and timm's prefix for a model folder, opened as given
+# Where it is read: open_clip's tower, and a `backbone` DETR-family models hand timm.create_model (review 42).
+LOCAL_DIR_KEYS = frozenset({"timm_model_name", "backbone"})
+# timm's pretrained settings, which a DETR-family `backbone_kwargs` hands timm.create_model: `file` is a weights file
+# it loads as given (review 42 put another file's weights in the backbone). `url` and `hf_hub_id` name elsewhere.
+TIMM_PRETRAINED = frozenset({"pretrained_cfg_overlay", "pretrained_cfg"})
+BACKBONE_KWARGS = "backbone_kwargs"
 # Keyword arguments a library hands a loader as they are: from_pretrained's (`model_args`, `config_args`, a
 # sentence-transformers module's `tokenizer_args`) and open_clip's `tokenizer_kwargs`.
 ARGUMENT_HOLDERS = ("_args", "_kwargs")
@@ -193,7 +199,7 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
         yield artifact.observe("repo.write_folder", role=role, field=field[:MAX_SHOWN], value=value[:MAX_SHOWN])
     else:
         how = _read_as(role, field, holder, key) or ""
-        if key == "timm_model_name" and isinstance(value, str) and value.startswith(LOCAL_DIR):
+        if key in LOCAL_DIR_KEYS and isinstance(value, str) and value.startswith(LOCAL_DIR):
             how, value = AS_GIVEN, value[len(LOCAL_DIR) :]
         for path in _strings(value) if how else []:
             if _leaves(how, key, path):
@@ -208,10 +214,10 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
             if isinstance(folder, str) and OUTSIDE_PATH.search(folder):
                 yield artifact.observe("repo.outside_path", role=role, field=f"{field}.{folder}"[:MAX_SHOWN],
                                        value=folder[:MAX_SHOWN], how=IN_REPOSITORY)  # fmt: skip
-    if key == "trust_remote_code" and value is True and role == OPEN_CLIP and holder == "tokenizer_kwargs":
-        # open_clip passes these to AutoTokenizer.from_pretrained as they are: the file opts in for the user
+    if key == "trust_remote_code" and value and _opts_in_for_the_user(role, holder):
         yield artifact.observe("repo.remote_code_opt_in", role=role, field=field[:MAX_SHOWN])
-    elif key == "trust_remote_code" and value is True and field != key:  # top-level ones are reported already
+    elif key == "trust_remote_code" and value and field != key:  # top-level ones are reported already
+        # transformers imports when the value is truthy, not only `true` (review 42: 1, "yes", "false")
         yield artifact.observe("repo.trust_remote_code", role=role, field=field[:MAX_SHOWN])
     if isinstance(value, str) and value.strip():
         yield from _tools(artifact, role, field, holder, key, value)
@@ -234,7 +240,15 @@ def _lightglue_opt_in(top: dict[str, Any]) -> bool:
     AutoModelForKeypointDetection.from_config for the keypoint detector: the code a detector config from anywhere
     names runs though the user never opted in. Real LightGlue configs keep the default, false."""
     lightglue = top.get("model_type") == "lightglue" or isinstance(top.get(KEYPOINT_DETECTOR), dict)
-    return lightglue and top.get("trust_remote_code") is True
+    return lightglue and bool(top.get("trust_remote_code"))  # any value Python counts as true (review 42)
+
+
+def _opts_in_for_the_user(role: str, holder: str) -> bool:
+    """Where a file's `trust_remote_code` is handed to a loader as it is: open_clip's `tokenizer_kwargs`
+    (AutoTokenizer.from_pretrained), and a config's `backbone_kwargs`, which load_backbone hands
+    AutoBackbone.from_pretrained or AutoConfig.from_pretrained for the `backbone` it names (DPT, DepthAnything,
+    UperNet, Mask2Former, ...: review 42 ran another repository's code so)."""
+    return (role == OPEN_CLIP and holder == "tokenizer_kwargs") or (role in CONFIG_ROLES and holder == BACKBONE_KWARGS)
 
 
 def _attention_kernels(artifact: Artifact, role: str, field: str, key: str, value: Any) -> Iterator[Observation]:
@@ -374,7 +388,7 @@ def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
         return AS_GIVEN
     if role in PROCESSOR_ROLES and (key.endswith(FILE_SUFFIXES) or key in PROCESSOR_PATHS):
         return MODEL
-    if holder.endswith(ARGUMENT_HOLDERS) and key == CHECKPOINT_PATH:
+    if (holder.endswith(ARGUMENT_HOLDERS) and key == CHECKPOINT_PATH) or (holder in TIMM_PRETRAINED and key == "file"):
         return AS_GIVEN
     if holder.endswith(ARGUMENT_HOLDERS) and (key in ARGUMENT_PATHS or key.endswith(PATH_SUFFIXES)):
         return IN_REPOSITORY

@@ -243,7 +243,7 @@ def custom_code(artifact: Artifact, top: dict[str, Any], role: str, data: bytes)
             remote=remote,
             missing=", ".join(_missing_modules(artifact, modules))[:300],
         )
-    if top.get("trust_remote_code") is True:
+    if top.get("trust_remote_code"):  # transformers' own test: any value Python counts as true (review 42)
         yield artifact.observe("repo.trust_remote_code", _offset(data, "trust_remote_code"), role=role)
 
 
