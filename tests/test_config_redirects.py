@@ -259,3 +259,29 @@ def test_timm_backbone_settings_that_load_weights_from_outside_are_high(tmp_path
     transformers.DetrConfig(backbone="local-dir:../resnet").save_pretrained(folder)
     assert json.loads((folder / "config.json").read_text())["backbone"] == "local-dir:../resnet"
     assert "WS-REPO-013" in _high(scan(folder).findings)
+
+
+def test_model_paths_that_can_only_be_folders_of_the_working_folder_are_high(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model named by path is looked for in the working folder first: `.`, `./x`, a backslash or two slashes can be
+    nothing else (review 43 loaded a DepthAnything backbone from `./elsewhere`), where `org/name` stays a hub id;
+    OneFormer reads `class_info_file` from the working folder when `repo_path` is "" or "." too; and `/proc/self/cwd`
+    is the loader's working folder, not wscan's, however wscan is started (review 43 scanned from inside the folder)."""
+    folder = tmp_path / "model"
+    for backbone, high in (("./elsewhere", True), (".", True), ("a/b/c", True), ("microsoft/resnet-50", False)):
+        transformers.DepthAnythingConfig(backbone=backbone, backbone_config=None,
+                                         use_pretrained_backbone=False).save_pretrained(folder)  # fmt: skip
+        assert ("WS-REPO-013" in _high(scan(folder).findings)) == high, backbone
+    processor = tmp_path / "processor"
+    processor.mkdir()
+    for repo_path in ("", "."):
+        (processor / "preprocessor_config.json").write_text(json.dumps({
+            "image_processor_type": "OneFormerImageProcessor", "repo_path": repo_path,
+            "class_info_file": "ade20k_panoptic.json"}))  # fmt: skip
+        assert "WS-REPO-013" in _high(scan(processor).findings), repo_path
+    transformers.DepthAnythingConfig(backbone="/proc/self/cwd/elsewhere", backbone_config=None,
+                                     use_pretrained_backbone=False).save_pretrained(folder)  # fmt: skip
+    (folder / "elsewhere").mkdir()  # inside the folder, seen from a scan started there
+    monkeypatch.chdir(folder)
+    assert "WS-REPO-013" in _high(scan(folder).findings)

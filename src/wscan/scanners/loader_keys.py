@@ -111,6 +111,9 @@ MODELSCOPE = "modelscope-config"
 FILE_PATH_METAS = "file_path_metas."
 NOT_PATHS = frozenset({"special_tokens_map_file", "added_tokens_file", "tokenizer_config_file", "chat_template_file"})
 AS_GIVEN, IN_REPOSITORY, MODEL = "as given", "in the repository", "a model"
+LOCAL_FOLDER = re.compile(r"^\.$|^\.[/\\]|\\|/.*/")  # a model path that is a folder of the working folder's, no hub id
+# Links each process resolves to its own: /proc/self/cwd is the loader's working folder there, wscan's here (review 43).
+PROCESS_LINKS = re.compile(r"^/(proc|dev/fd)(/|$)")
 # Keyword arguments naming a folder the loader writes to: accelerate's disk offload, the hub's download cache.
 WRITE_KEYS = frozenset({"offload_folder", "offload_dir", "cache_dir", "cache_folder"})
 # Keys whose dotted value sentence-transformers imports and calls with no arguments (an activation) ...
@@ -155,8 +158,8 @@ def loader_keys(artifact: Artifact, top: Any, role: str) -> Iterator[Observation
     if role == SPEAKER_EMBEDDINGS and isinstance(top, dict):
         yield from _speaker_embeddings(artifact, top)
         return
-    if role in PROCESSOR_ROLES and isinstance(top, dict) and "repo_path" in top and top["repo_path"] is None:
-        info = top.get("class_info_file")  # OneFormer joins it to "" then: opened from the working folder
+    if role in PROCESSOR_ROLES and isinstance(top, dict) and "repo_path" in top and top["repo_path"] in (None, "", "."):
+        info = top.get("class_info_file")  # OneFormer joins it to "" (or "."): opened from the working folder
         if isinstance(info, str) and info and not OUTSIDE_PATH.search(info):
             yield from outside(artifact, role, "class_info_file", info, AS_GIVEN)
     if role in CONFIG_ROLES and isinstance(top, dict) and _lightglue_opt_in(top):
@@ -422,6 +425,8 @@ def placement(artifact: Artifact, path: str) -> str:
     every path that is not absolute, every network path, and every path in an archive, which are not looked up)."""
     if artifact.real_path is None or not ABSOLUTE.match(path) or NETWORK.match(path):
         return ELSEWHERE
+    if PROCESS_LINKS.match(os.path.normpath(path)):
+        return ELSEWHERE
     try:
         folder = os.path.realpath(artifact.real_path.parent)
         target = resolve(path, folder)
@@ -444,8 +449,12 @@ def _tokenizer_file(holder: str, key: str) -> bool:
 
 def _leaves(how: str, key: str, path: str) -> bool:
     """Whether the loader, resolving `path` `how`, opens something outside the model folder. A `variant` is put in
-    a weights file name (model.<variant>.safetensors): a separator there walks into folders."""
+    a weights file name (model.<variant>.safetensors): a separator there walks into folders. A model is looked for in
+    the working folder before the hub: `.`, `./x`, a backslash or more than one `/` can only be a folder there, never
+    a hub id (`org/name`), which stays another repository's (review 43 loaded a backbone from `./elsewhere`)."""
     if how == AS_GIVEN or OUTSIDE_PATH.search(path):
+        return True
+    if how == MODEL and LOCAL_FOLDER.search(path):
         return True
     return key == "variant" and ("/" in path or "\\" in path)
 
