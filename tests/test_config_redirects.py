@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,24 @@ def _bert_folder(folder: Path, extra: dict[str, object]) -> Path:
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, **extra}))
     return folder
+
+
+def _remote_code_folder(folder: Path, model_type: str, marker: Path) -> Path:
+    """A model folder whose config names its own code (auto_map), which writes `marker` when imported."""
+    folder.mkdir()
+    (folder / "configuration_evil.py").write_text(
+        "from pathlib import Path\nfrom transformers import PretrainedConfig\n"
+        f"Path({str(marker)!r}).write_text('ran')\n"
+        f"class EvilConfig(PretrainedConfig):\n    model_type = {model_type!r}\n")  # fmt: skip
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": model_type, "auto_map": {"AutoConfig": "configuration_evil.EvilConfig"}}))  # fmt: skip
+    return folder
+
+
+def _run_loader(code: str, tmp_path: Path) -> None:
+    """`code` in a fresh interpreter, offline, with its own cache of remote code modules."""
+    env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_OFFLINE": "1"}
+    subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=120, check=False)
 
 
 def test_a_config_json_with_its_own_attribute_map_is_high(tmp_path: Path) -> None:
@@ -144,18 +164,8 @@ def test_a_lightglue_config_that_trusts_remote_code_itself_is_high(tmp_path: Pat
     """LightGlue hands its config's own `trust_remote_code` to AutoConfig.from_pretrained for the keypoint detector:
     a detector config elsewhere that names its own code runs it, the user having opted in to nothing (WS-REPO-021).
     The real default config (false) passes; a hub id there is another repository's, as for a backbone."""
-    import subprocess
-    import sys
-
-    detector = tmp_path / "detector"
-    detector.mkdir()
     marker = tmp_path / "ran"
-    (detector / "configuration_evil.py").write_text(
-        "from pathlib import Path\nfrom transformers import PretrainedConfig\n"
-        f"Path({str(marker)!r}).write_text('ran')\n"
-        "class EvilConfig(PretrainedConfig):\n    model_type = 'evil_detector'\n")  # fmt: skip
-    (detector / "config.json").write_text(json.dumps({
-        "model_type": "evil_detector", "auto_map": {"AutoConfig": "configuration_evil.EvilConfig"}}))  # fmt: skip
+    detector = _remote_code_folder(tmp_path / "detector", "evil_detector", marker)
     folder = tmp_path / "model"
     folder.mkdir()
     transformers.LightGlueConfig().save_pretrained(folder)
@@ -165,9 +175,7 @@ def test_a_lightglue_config_that_trusts_remote_code_itself_is_high(tmp_path: Pat
     hostile = {**real, "trust_remote_code": True,
                "keypoint_detector_config": {"model_type": "evil_detector", "_name_or_path": str(detector)}}  # fmt: skip
     (folder / "config.json").write_text(json.dumps(hostile))
-    load = f"from transformers import AutoConfig; AutoConfig.from_pretrained({str(folder)!r})"
-    env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_OFFLINE": "1"}
-    subprocess.run([sys.executable, "-c", load], env=env, capture_output=True, timeout=120, check=False)
+    _run_loader(f"from transformers import AutoConfig; AutoConfig.from_pretrained({str(folder)!r})", tmp_path)
     assert marker.read_text() == "ran"  # the detector's code ran on a plain from_pretrained
     assert {"WS-REPO-021", "WS-REPO-013"} <= _high(scan(folder).findings)
     hostile["keypoint_detector_config"]["_name_or_path"] = "attacker/detector"
@@ -210,18 +218,8 @@ def test_backbone_kwargs_that_trust_remote_code_are_high(tmp_path: Path) -> None
     """load_backbone hands a config's `backbone_kwargs` to AutoConfig.from_pretrained (or AutoBackbone's) for the
     `backbone` it names: a `trust_remote_code` there runs that backbone's code on a plain load (review 42), and
     transformers takes any value Python counts as true (1, "yes", "false"), as LightGlue's does."""
-    import subprocess
-    import sys
-
-    backbone = tmp_path / "backbone"
-    backbone.mkdir()
     marker = tmp_path / "ran"
-    (backbone / "configuration_evil.py").write_text(
-        "from pathlib import Path\nfrom transformers import PretrainedConfig\n"
-        f"Path({str(marker)!r}).write_text('ran')\n"
-        "class EvilConfig(PretrainedConfig):\n    model_type = 'evil_backbone'\n")  # fmt: skip
-    (backbone / "config.json").write_text(json.dumps({
-        "model_type": "evil_backbone", "auto_map": {"AutoConfig": "configuration_evil.EvilConfig"}}))  # fmt: skip
+    backbone = _remote_code_folder(tmp_path / "backbone", "evil_backbone", marker)
     folder = tmp_path / "model"
     transformers.DepthAnythingConfig(backbone=str(backbone), backbone_config=None, use_pretrained_backbone=False,
                                      backbone_kwargs={"trust_remote_code": "yes"}).save_pretrained(folder)  # fmt: skip
@@ -229,8 +227,7 @@ def test_backbone_kwargs_that_trust_remote_code_are_high(tmp_path: Path) -> None
             f"config = transformers.AutoConfig.from_pretrained({str(folder)!r})\n"
             "try:\n    transformers.AutoModelForDepthEstimation.from_config(config)\n"
             "except Exception:\n    pass\n")  # fmt: skip
-    env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "HF_HUB_OFFLINE": "1"}
-    subprocess.run([sys.executable, "-c", load], env=env, capture_output=True, timeout=120, check=False)
+    _run_loader(load, tmp_path)
     assert marker.read_text() == "ran"  # the backbone's code ran, the user having passed no trust_remote_code
     assert "WS-REPO-021" in _high(scan(folder).findings)
     for truthy in (1, "false"):
