@@ -104,6 +104,20 @@ def test_an_attention_implementation_nested_two_dicts_deep_is_judged(tmp_path: P
     assert "WS-REPO-026" in _high(scan(folder).findings)
 
 
+def test_nested_implementation_keys_are_each_walked_once(tmp_path: Path) -> None:
+    """A chain of `attn_implementation` dicts, each holding the next: every kernel in it is reported, once. The
+    outer key used to walk the inner ones' values again (20 levels of 5 kernels gave 825 findings; 90 levels of
+    9,000 values, a 16 MB file, took 7 s), and an `_internal` key at the bottom still flags its plain value."""
+    inner: dict[str, object] = {"_attn_implementation_internal": {"part": "plain"}}
+    for level in range(20):
+        inner = {**{f"part{level}_{i}": f"org{level}/kernel{i}" for i in range(5)}, "attn_implementation": inner}
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "attn_implementation": inner}))
+    findings = scan(tmp_path).findings
+    kernels = [f.evidence["value"] for f in findings if f.rule_id == "WS-REPO-026"]
+    assert sorted(kernels) == sorted(f"org{level}/kernel{i}" for level in range(20) for i in range(5))
+    assert [f.evidence["value"] for f in findings if f.rule_id == "WS-REPO-025"] == ["plain"]
+
+
 def test_no_transformers_config_writes_an_attribute_map() -> None:
     """What keeps WS-REPO-032 free of false positives: transformers keeps every map on its class (to_dict, what
     config.json and a pickled config's state hold, copies the instance's own attributes only), and no source file of

@@ -260,7 +260,7 @@ def _attention_kernels(artifact: Artifact, role: str, field: str, key: str, valu
     part's `{"text_config": {"": kernel}}`), so every leaf counts. Plain values (`sdpa`, `flash_attention_2`,
     `paged|sdpa`) name transformers' own."""
     internal = key in INTERNAL_KERNEL_KEYS
-    for name in _leaves_of(value):
+    for name in _leaves_of(value, internal):
         if name is None or (not internal and not (isinstance(name, str) and "/" in name)):
             continue
         shown = str(name)
@@ -269,16 +269,22 @@ def _attention_kernels(artifact: Artifact, role: str, field: str, key: str, valu
                                internal=internal, community=community)  # fmt: skip
 
 
-def _leaves_of(value: Any) -> Iterator[Any]:
-    """What a dict of dicts holds at its ends (the value itself when it is no dict); parsed JSON is finite and its
-    depth bounded by the parser."""
+def _leaves_of(value: Any, internal: bool) -> Iterator[Any]:
+    """What a dict of dicts holds at its ends (the value itself when it is no dict). A kernel key inside is judged
+    on its own (json_items reaches it), so its value is left to it unless it is judged more leniently (a plain key
+    under an `_internal` one): walking it here too made a chain of nested kernel keys cost depth x size."""
     pending = [value]
     while pending:
         item = pending.pop()
         if isinstance(item, dict):
-            pending.extend(reversed(list(item.values())))
+            pending.extend(reversed([inner for key, inner in item.items() if not _judged_alone(key, internal)]))
         else:
             yield item
+
+
+def _judged_alone(key: object, internal: bool) -> bool:
+    """Whether a kernel key nested under another flags at least what the outer one would in its value."""
+    return key in INTERNAL_KERNEL_KEYS or (key in KERNEL_KEYS and not internal)
 
 
 def _registry_import(role: str, field: str, key: str, value: Any) -> bool:
