@@ -445,6 +445,29 @@ def test_keras_gadgets_are_critical(work: Path, layer: dict[str, Any], callable_
 
 
 @pytest.mark.parametrize(
+    ("function", "arguments"),
+    [("plot_image_gallery", {}), ("plot_bounding_box_gallery", {"bounding_box_format": "xyxy"})],
+)
+def test_keras_visualization_writes_a_file_in_safe_mode(work: Path, function: str, arguments: dict[str, Any]) -> None:
+    """Review 44: Keras 3.15 deserializes keras.visualization's functions in safe mode (they are not in its
+    NON_MODELING_APIS), and the gallery plots save an image wherever `path` says while the model is rebuilt."""
+    marker = work / "written.png"
+    layer = {"module": "keras.layers", "class_name": "Lambda", "config": {"name": "g", "arguments": {
+        **arguments, "path": str(marker)}, "function": {"module": "keras.visualization", "class_name": "function",
+                                                        "config": function, "registered_name": function}}}
+    image = {"module": "keras.layers", "class_name": "InputLayer",
+             "config": {"batch_shape": [None, 4, 4, 3], "dtype": "float32", "name": "in"}}
+    config = {"module": "keras", "class_name": "Sequential", "registered_name": None,
+              "config": {"name": "s", "layers": [image, layer]}}  # fmt: skip
+    _, metadata, weights = _sequential_archive()
+    path = write_keras(work / "gallery.keras", config, metadata, weights)
+    keras.saving.load_model(path)  # safe_mode=True, the default
+    assert marker.exists()
+    gadget = [f for f in scan(path).findings if f.rule_id == "WS-KERAS-003"]
+    assert gadget and gadget[0].evidence["callable"] == f"keras.visualization.{function}"
+
+
+@pytest.mark.parametrize(
     "obj",
     [
         {"module": "builtins", "class_name": "function", "config": "exec", "registered_name": "function"},
