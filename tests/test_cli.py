@@ -151,3 +151,23 @@ def test_python_dash_m(folder: Path) -> None:
     )
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["findings"][0]["rule_id"] == "WS-PKL-001"
+
+
+def _npy(shape: str) -> bytes:
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}".encode()
+    header += b" " * (-(10 + len(header) + 1) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(16)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+def test_integers_too_long_to_print_are_reported_as_huge(tmp_path: Path, fmt: str) -> None:
+    """Two dimensions of 4,001 digits multiply to a size Python refuses to print (past 4,300 digits): the scan
+    failed with a ValueError of its own ("judging failed"). The size is now "more than 10^30" in every format,
+    through a worker as a scan runs."""
+    big = "1" + "0" * 4000
+    (tmp_path / "big.npy").write_bytes(_npy(f"({big}, {big})"))
+    out = tmp_path / f"report.{fmt}"
+    assert main(["scan", "--format", fmt, "-o", str(out), str(tmp_path / "big.npy")]) == 1
+    text = out.read_text()
+    assert "WS-NPY-002" in text and "more than 10^30" in text
+    assert "WS-FILE-001" not in text and "ValueError" not in text

@@ -13,7 +13,7 @@ from wscan import __version__
 from wscan.config import Config
 from wscan.discover import FileEntry, discover
 from wscan.limits import Budget, BudgetExceeded, machine_memory, open_counted
-from wscan.model import AttrValue, Finding, Location, Observation
+from wscan.model import AttrValue, Finding, Location, Observation, bounded
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
 from wscan.rules import RuleSet
 from wscan.scanners import all_scanners, fallback_scanners
@@ -146,8 +146,8 @@ class Engine:
         def watched() -> Iterator[Observation]:
             nonlocal unread, failure, found_kind
             for obs in observations:
-                if not all(type(value) in ATTR_TYPES for value in obs.attrs.values()):
-                    obs = Observation(obs.kind, obs.location, {k: _plain(v) for k, v in obs.attrs.items()})
+                if not all(type(value) in ATTR_TYPES and bounded(value) is value for value in obs.attrs.values()):
+                    obs = Observation(obs.kind, obs.location, {k: bounded(_plain(v)) for k, v in obs.attrs.items()})
                 if not failure and is_failure(obs.kind):
                     failure = obs.kind
                 if not found_kind and obs.kind.startswith("file."):

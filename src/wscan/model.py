@@ -7,6 +7,25 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 AttrValue = str | int | bool
+# Integers past this stand for "huge": a crafted .npy header states dimensions thousands of digits long, whose
+# product Python refuses to print (past 4,300 digits); no rule or reader needs more than that it is huge, and a
+# 64-bit size or offset stays exact below it.
+HUGE_INT = 10**30
+
+
+def bounded(value: AttrValue) -> AttrValue:
+    """An attribute as rules read it: an integer at or past +-HUGE_INT as +-HUGE_INT, so every comparison with a
+    real threshold answers as it would for the integer itself."""
+    if type(value) is int and not -HUGE_INT < value < HUGE_INT:
+        return HUGE_INT if value > 0 else -HUGE_INT
+    return value
+
+
+def shown(value: AttrValue) -> str:
+    """An attribute as text: a bounded integer as what it stands for."""
+    if type(value) is int and not -HUGE_INT < value < HUGE_INT:
+        return "more than 10^30" if value > 0 else "less than -10^30"
+    return str(value)
 
 
 class Severity(IntEnum):

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from importlib import resources
 from typing import Any
 
-from wscan.model import AttrValue, Finding, Severity
+from wscan.model import AttrValue, Finding, Severity, shown
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, ModelSummary, Report
 
 SCHEMA_URI = "https://wscan.dev/schemas/report-2.json"
@@ -87,7 +87,7 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, str):
         return valid_utf8(value)
     if isinstance(value, int) and not isinstance(value, bool) and not -MAX_EXACT_INT < value < MAX_EXACT_INT:
-        return str(value)
+        return shown(value)
     if isinstance(value, dict):
         return {json_safe(key): json_safe(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

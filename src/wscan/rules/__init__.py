@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wscan.errors import UsageError
-from wscan.model import AttrValue, Finding, Observation, Severity
+from wscan.model import AttrValue, Finding, Observation, Severity, shown
 from wscan.report import RuleInfo
 from wscan.rules.loader import load_pack
 
@@ -179,7 +179,7 @@ class Rule:
     source: str = ""
 
     def render(self, obs: Observation) -> str:
-        values: dict[str, str] = {k: str(v) for k, v in obs.attrs.items()}
+        values: dict[str, str] = {k: shown(v) for k, v in obs.attrs.items()}
         values.setdefault("path", obs.location.path)
         values.setdefault("member", obs.location.member or "")
         values.setdefault("offset", str(obs.location.offset))
