@@ -249,3 +249,50 @@ def test_a_name_chain_too_long_to_follow_counts_as_built() -> None:
     short = "{% set v0 = '_' %}{% set v2 = v0 %}{% set v1 = v2 ~ 'x' %}{{ messages[v1] }}"
     assert kinds(short) == {"template.computed_attribute"}
     assert kinds("{% set v0 = '_' %}{% set v1 = 'a' ~ v0 %}{{ messages[v1] }}") == set()  # starts with a
+
+
+# Review 45: a generator's frame leads to a module's globals with no underscore in any name. Each spelling, rendered
+# by a plain jinja2.Environment as llama-cpp-python rendered GGUF templates before 0.2.72 (CVE-2024-34359), reads a
+# module's globals; the last ones reach `os` (getcwd, environ).
+GENERATOR = "messages|map(attribute='role')"
+FRAME_ESCAPES = {
+    "attr-filter": "{{ (" + GENERATOR + ")|attr('gi_frame')|attr('f_globals')|length }}",
+    "subscripts": "{{ (" + GENERATOR + ")['gi_frame']['f_globals']['t']['sys']['modules']['os']['getcwd']() }}",
+    "map-attribute": "{{ [" + GENERATOR + "]|map(attribute='gi_frame.f_globals')|first|length }}",
+    "attributes": "{{ (" + GENERATOR + ").gi_frame.f_globals|length }}",
+    "format-field": "{{ '{0.gi_frame.f_globals[t].sys.modules[os].environ[HOME]}'.format(" + GENERATOR + ") }}",
+    "format-in-prose-via-attr": "{{ ('at {0.gi_frame.f_globals[t].sys.modules[os].environ[HOME]} now'|attr('format'))("
+    + GENERATOR + ") }}",
+    "built-name": "{{ (" + GENERATOR + ")['gi_fr' ~ 'ame']['f_glo' ~ 'bals']|length }}",
+}
+
+
+@pytest.mark.parametrize("source", list(FRAME_ESCAPES.values()), ids=list(FRAME_ESCAPES))
+def test_a_generators_frame_is_an_escape_however_spelled(source: str) -> None:
+    import os
+
+    from jinja2 import Environment
+
+    rendered = Environment().from_string(source).render(messages=[{"role": "user", "content": "hi"}])
+    reached = (os.getcwd(), os.environ.get("HOME", "\0"))  # Python's internals: a count of globals, a folder
+    assert rendered.isdigit() or any(text in rendered for text in reached)
+    found = {(issue.kind, issue.attrs["name"]) for issue in check_template(source)}
+    assert ("template.dunder_access", "gi_frame") in found
+
+
+def test_frame_names_in_prose_and_chat_keys_are_not_escapes() -> None:
+    """The names only count as names: a word that contains them, or prose around a plain field, is text."""
+    assert check_template("{{ 'see the big_frame and f_globalsy, {0} and {name}'.format(x, name=y) }}") == []
+    assert check_template("{{ message['system'] }}{{ roles['tool_calls'] }}") == []
+
+
+def test_a_call_at_the_end_of_a_long_chain_keeps_the_templates_other_findings() -> None:
+    """Review 45: naming the callee of `messages.a.a....a()` (1,000 links, which Jinja parses) recursed once per link;
+    the RecursionError failed the file as unreadable (high) and its critical cycler walk went unreported."""
+    from jinja2 import Environment
+
+    source = "{{ cycler.__init__.__globals__.os.popen('id').read() }}{{ messages" + ".a" * 1000 + "() }}"
+    Environment().parse(source)
+    found = {(issue.kind, str(issue.attrs["name"])) for issue in check_template(source)}
+    assert ("template.global_internals", "cycler.__init__") in found
+    assert ("template.computed_call", "<...>" + ".a" * 20) in found

@@ -30,6 +30,7 @@ FOLD_CHARS = 16 * MAX_TEMPLATE_CHARS  # constant strings folded to read names; l
 OVERSIZED_NAME = "__<name built from more than 16 MiB of constants>__"  # may be private: reported as such
 MAX_NODES = 200_000
 MAX_ISSUES = 50
+MAX_CALLEE_LINKS = 20  # attribute links named in a finding about a call
 
 # Names a chat template reads that no chat template needs: template globals whose internals lead to Python
 # (lipsum, cycler and joiner carry __init__.__globals__), objects other Jinja hosts expose (Flask's config,
@@ -66,11 +67,18 @@ DATA_METHODS = frozenset({
 ATTRIBUTE_FILTERS: dict[str, int | None] = {"attr": 0, "selectattr": 0, "rejectattr": 0, "groupby": 0, "sort": 2,
                                             "map": None, "sum": None, "unique": None, "min": None, "max": None}
 _FORMAT_FIELD = re.compile(r"\{[^{}]*?[.\[]\s*['\"]?_")
+_FIELDS = re.compile(r"\{[^{}]*\}")
 # Python's internals by name, in any string the template holds or builds: a name kept in a variable, a macro
 # argument, a namespace or a filter's positional argument becomes an attribute lookup later (`''[c]`).
+# The interpreter's frame, generator, coroutine, traceback and function attributes need no underscore in front:
+# `(messages|map(attribute='role'))|attr('gi_frame')` is a generator's frame, whose `f_globals` hold `sys` when a
+# host renders without a sandbox (llama-cpp-python before 0.2.72, CVE-2024-34359). No chat names them, as an
+# attribute, a key, a filter's argument or a format field.
 _INTERNAL_NAME = re.compile(
     r"__(class|base|bases|mro|subclasses|init|globals|builtins|import|getattribute|dict|code|func|self|reduce"
     r"|reduce_ex|closure|loader|spec|call|getitem|subclasshook|init_subclass|new)__"
+    r"|\b(?:(?:gi|cr|ag)_(?:frame|code|yieldfrom|await)|f_(?:globals|locals|builtins|back|code)|tb_(?:frame|next)"
+    r"|func_(?:globals|code|closure)|im_(?:func|self))\b"
 )
 _STRING_BUILDERS = (nodes.Concat, nodes.Add, nodes.Mul, nodes.Mod, nodes.Filter)
 _WORDS = re.compile(r"\s")  # text with whitespace in it is prose or markup, never a name on its own
@@ -116,6 +124,11 @@ def check_template(source: str, program_data: bool = False) -> list[Issue]:
         if len(issues) >= MAX_ISSUES:
             break
     return list(issues.values())
+
+
+def names_internals(text: str) -> bool:
+    """Whether `text` names a dunder or the interpreter's frame and function attributes (`gi_frame`, `f_globals`)."""
+    return _INTERNAL_NAME.search(text) is not None
 
 
 def context_names(source: str) -> set[str] | None:
@@ -183,10 +196,12 @@ def _issue(kind: str, node: nodes.Node, **attrs: AttrValue) -> Issue:
 def _inspect(node: nodes.Node, aliases: set[int], sources: KeySources) -> Iterator[Issue]:
     if (isinstance(node, nodes.Const) and isinstance(node.value, str)) or isinstance(node, _STRING_BUILDERS):
         text = node.value if isinstance(node, nodes.Const) else _fold(node)
-        # A name, or a dotted path, on its own: prose that mentions `__init__.py` is not a lookup.
-        found = _INTERNAL_NAME.search(text) if isinstance(text, str) and not _WORDS.search(text) else None
-        if found is not None:
-            yield _issue("template.dunder_access", node, name=found.group(0))
+        # A name, or a dotted path, on its own: prose that mentions `__init__.py` is not a lookup, but a format
+        # field in prose is (`('x {0.gi_frame} y'|attr('format'))(g)`).
+        if isinstance(text, str):
+            found = _INTERNAL_NAME.search(text if not _WORDS.search(text) else " ".join(_FIELDS.findall(text)))
+            if found is not None:
+                yield _issue("template.dunder_access", node, name=found.group(0))
     if isinstance(node, nodes.Getattr):
         yield from _attribute(node, node.attr, dangerous=True)
         if isinstance(node.node, nodes.Name) and id(node.node) in aliases:
@@ -224,26 +239,40 @@ def _call(node: nodes.Call, sources: KeySources) -> Iterator[Issue]:
         # str.format reads attributes and items named in its fields: `'{0.__class__}'.format(x)`
         text = target.node.value if isinstance(target.node, nodes.Const) else _fold_name(target.node)
         if isinstance(text, str):
-            if text is OVERSIZED_NAME or _FORMAT_FIELD.search(text):
+            if text is OVERSIZED_NAME or _FORMAT_FIELD.search(text) or _internal_field(text):
                 yield _issue("template.dunder_access", node, name=f"format string {text[:60]!r}")
         elif sources.contains(target.node):
             yield _issue("template.computed_attribute", node, name="<format string built at render time>")
 
 
+def _internal_field(text: str) -> bool:
+    """A format field naming an interpreter attribute: `'{0.gi_frame.f_globals}'.format(g)`."""
+    return any(_INTERNAL_NAME.search(field) for field in _FIELDS.findall(text))
+
+
 def _callee(target: nodes.Node) -> str:
-    if isinstance(target, nodes.Getattr):
-        return f"{_callee(target.node)}.{target.attr}"
-    if isinstance(target, nodes.Name):
-        return target.name
-    if isinstance(target, nodes.Getitem):
-        return f"{_callee(target.node)}[...]" if isinstance(target.node, nodes.Name) else "<lookup>[...]"
-    return f"<{type(target).__name__.lower()}>"
+    """What a call calls, as the template spells it (`x.y[...]`), in a loop: Jinja parses a chain of any length
+    (review 45: 1,000 links overflowed the stack of a recursive reading, and the template's other findings went)."""
+    parts: list[str] = []
+    node = target
+    while isinstance(node, nodes.Getattr) and len(parts) < MAX_CALLEE_LINKS:
+        parts.append(f".{node.attr}")
+        node = node.node
+    if isinstance(node, nodes.Getattr):
+        head = "<...>"
+    elif isinstance(node, nodes.Name):
+        head = node.name
+    elif isinstance(node, nodes.Getitem):
+        head = f"{node.node.name}[...]" if isinstance(node.node, nodes.Name) else "<lookup>[...]"
+    else:
+        head = f"<{type(node).__name__.lower()}>"
+    return head + "".join(reversed(parts))
 
 
 def _attribute(node: nodes.Node, name: str, dangerous: bool = False) -> Iterator[Issue]:
     """A private or special name; with `dangerous`, also an attribute only reached past Python's internals
     (`x.popen`). A subscript's constant key is left alone there: `roles['system']` is a dict lookup."""
-    if name.startswith("_"):
+    if name.startswith("_") or _INTERNAL_NAME.fullmatch(name):
         yield _issue("template.dunder_access", node, name=name)
     elif dangerous and name in DANGEROUS_ATTRIBUTES:
         yield _issue("template.dangerous_attribute", node, name=name)
@@ -286,8 +315,8 @@ def _filter(node: nodes.Filter, sources: KeySources) -> Iterator[Issue]:
         if isinstance(text, str):
             if not isinstance(value, nodes.Const):
                 yield _issue("template.computed_attribute", node, name=text[:80])
-            for segment in text.split("."):
-                yield from _attribute(node, segment)
+            for segment in text.split("."):  # |attr is getattr alone: `|attr('system')` is never a dict's key
+                yield from _attribute(node, segment, dangerous=direct)
         elif not isinstance(value, nodes.Const) and (direct or sources.contains(value)):
             # |attr with a name computed at render time: nothing a chat needs (it looks up fields by constants).
             yield _issue("template.computed_attribute", node, name="<attribute name built at render time>")

@@ -929,3 +929,27 @@ def test_a_template_read_before_the_time_limit_is_judged(tmp_path: Path) -> None
     limits = replace(Limits(), max_seconds_per_file=1e-6)
     found = rule_ids(Engine(Config(jobs=0, limits=limits)).scan([path]))
     assert found == {rule for rule in judged if rule.startswith("WS-TPL")} | {"WS-FILE-002"}
+
+
+def test_a_frame_walk_without_underscores_in_a_gguf_template_is_critical(tmp_path: Path) -> None:
+    """Review 45: `gi_frame` and `f_globals` reached through `|attr` ran a command in llama-cpp-python's unsandboxed
+    renderer (CVE-2024-34359) and wscan reported nothing: no name starts with an underscore."""
+    template = ("{% for message in messages %}{{ message.content }}{% endfor %}"
+                "{{ ((messages|map(attribute='role'))|attr('gi_frame')|attr('f_globals'))['t']['sys']['modules']"
+                "['os']['getcwd']() }}")  # fmt: skip
+
+    def fill(writer: GGUFWriter) -> None:
+        writer.add_chat_template(template)
+        writer.add_tensor("a", np.ones((2, 3), dtype=np.float32))
+
+    path = write_gguf(tmp_path / "model.gguf", fill)
+    field = GGUFReader(path).fields["tokenizer.chat_template"]
+    stored = bytes(field.parts[field.data[0]]).decode()
+    from jinja2 import BaseLoader, Environment
+
+    env = Environment(loader=BaseLoader(), trim_blocks=True, lstrip_blocks=True)  # llama-cpp-python 0.2.71's
+    import os
+
+    assert env.from_string(stored).render(messages=[{"role": "user", "content": "hi"}]) == "hi" + os.getcwd()
+    report = default_engine().scan([path])
+    assert any(f.rule_id == "WS-TPL-001" and f.severity == Severity.CRITICAL for f in report.findings)

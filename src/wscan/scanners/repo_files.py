@@ -450,7 +450,9 @@ def reads_as_chat_template(where: str, source: str) -> bool:
 
 
 def _escape(kind: str, name: str) -> bool:
-    return kind in _ESCAPE_KINDS or (kind == "template.dunder_access" and "__" in name)
+    from wscan.chat_template import names_internals
+
+    return kind in _ESCAPE_KINDS or (kind == "template.dunder_access" and ("__" in name or names_internals(name)))
 
 
 class TemplateFileScanner:
