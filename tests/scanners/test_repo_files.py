@@ -386,3 +386,42 @@ def test_a_tokenizer_config_setting_a_caller_variable_is_high(tmp_path: Path) ->
     real = tmp_path / "real"
     _word_tokenizer(real, {**base, "extra_special_tokens": {"image_token": "<image>", "boi_token": "<boi>"}})
     assert rule_ids(scan(real)) == set()
+
+
+def test_templates_named_in_a_dict_are_judged(tmp_path: Path) -> None:
+    """Review 45: transformers takes `chat_template` as a dict of named templates as it is (and renders `default`);
+    wscan called the dict malformed (medium) and judged nothing in it."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import AutoTokenizer
+
+    tokenizer = Tokenizer(models.WordLevel({"<unk>": 0, "hi": 1}, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    templates = {"default": "{% for m in messages %}dict:{{ m.content }}{% endfor %}",
+                 "tool_use": "{{ cycler.__init__.__globals__.os.popen('id').read() }}"}  # fmt: skip
+    write_json(tmp_path, "tokenizer_config.json", {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "<unk>",
+                                                   "chat_template": templates})  # fmt: skip
+    loaded = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert loaded.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False) == "dict:hi"
+    found = [f for f in scan(tmp_path).findings if f.severity == Severity.CRITICAL]
+    assert {f.evidence["field"] for f in found} == {"chat_template[tool_use]"}
+
+
+@pytest.mark.parametrize("name", ["chat_template.jinja", "additional_chat_templates/tool_use.jinja"])
+def test_a_nul_in_a_template_file_does_not_hide_it(tmp_path: Path, name: str) -> None:
+    """Review 45: a NUL in a comment (`{#\\0#}`) made wscan call chat_template.jinja an unknown format (low);
+    transformers reads it as text and renders it."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import AutoTokenizer
+
+    tokenizer = Tokenizer(models.WordLevel({"<unk>": 0, "hi": 1}, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    write_json(tmp_path, "tokenizer_config.json", {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "<unk>"})
+    (tmp_path / name).parent.mkdir(exist_ok=True)
+    (tmp_path / name).write_text("{#\0#}{% for m in messages %}nul:{{ m.content }}{% endfor %}{{ ''.__class__ }}")
+    loaded = AutoTokenizer.from_pretrained(str(tmp_path))
+    chosen = "tool_use" if "/" in name else None
+    rendered = loaded.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False, chat_template=chosen)
+    assert rendered.startswith("nul:hi")
+    assert "WS-TPL-001" in rule_ids(scan(tmp_path))

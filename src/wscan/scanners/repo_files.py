@@ -381,6 +381,8 @@ def _template_value(artifact: Artifact, value: Any, prefix: str, role: str, data
             else (f"{prefix}chat_template[{i}]", item)
             for i, item in enumerate(value)
         ]
+    elif isinstance(value, dict):  # {"default": "...", "tool_use": "..."}: transformers picks one by name
+        named = [(f"{prefix}chat_template[{name}]", source) for name, source in value.items()]
     else:
         named = [(f"{prefix}chat_template", value)]
     for field, source in named:
@@ -442,7 +444,7 @@ def reads_as_chat_template(where: str, source: str) -> bool:
     from wscan.chat_template import context_names  # jinja2 loads only when there is a template
     from wscan.template_keys import CHAT_DATA
 
-    parts = where.replace("\\", "/").split("/")
+    parts = where.replace("\\", "/").lower().split("/")
     if parts[-1] == CHAT_TEMPLATE_FILE or (len(parts) > 1 and parts[-2] in LOADER_FOLDERS):
         return True
     names = context_names(source)
@@ -465,7 +467,9 @@ class TemplateFileScanner:
     name = "chat-template"
 
     def accepts(self, head: Head) -> bool:
-        return not head.raw_data and head.name.endswith(".jinja") and b"\x00" not in head.head
+        # A NUL is text to Jinja and to transformers (review 45 hid a template behind `{#\0#}`); the suffix in any
+        # case, as a case-insensitive file system opens `chat_template.jinja` by another spelling.
+        return not head.raw_data and head.name.lower().endswith(".jinja")
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         data = read_bounded(artifact, ctx)
