@@ -24,6 +24,7 @@ from wscan.scanners.pickle_config_targets import (
     check_architectures,
     check_hyperparameters,
 )
+from wscan.scanners.pickle_dtypes import forged_dtype_flags
 from wscan.scanners.pickle_ops import OPCODES, READERS, FrameOverrun, LongBytes, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_states import _dunder_items, _judge_state, _note_items, _state_from_call, check_states
 from wscan.scanners.pickle_values import (
@@ -694,6 +695,9 @@ class Machine:
                 self._after_build(res, target, "BUILD", at)
             target.state = state
             _judge_state(res, target, state, at)
+            forged = forged_dtype_flags(target, state)
+            if forged is not None:
+                res.events.append(Event("pickle.forged_dtype", at, {"callable": describe(target), "detail": forged}))
             # A partial's (func, args, keywords, dict) is what its call is given; any other state, what pandas reads
             # (a DatetimeTZDtype restored with a `tz` of such a name), but an array's: its items are data.
             if restored_class(target) not in _ARRAY_REBUILDERS:

@@ -1,0 +1,91 @@
+"""NumPy dtype states whose flags contradict their kind (review 46): NumPy 2 trusts them, and an object dtype that
+says it holds no objects reads raw bytes as object pointers. Every dtype NumPy itself pickles stays clean."""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.helpers.scanning import rule_ids, scan
+
+POINTER = struct.pack("<Q", 0x4141414141414141)
+
+
+def _dtype(code: bytes, flags: int) -> bytes:
+    """numpy.dtype(code, False, True) with a version 3 state of the given flags, as protocol 2 writes it."""
+    length = struct.pack("<I", len(code))
+    state = b"(K\x03X\x01\x00\x00\x00|NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffJ" + struct.pack("<i", flags) + b"tb"
+    return b"cnumpy\ndtype\nX" + length + code + b"\x89\x88\x87R" + state
+
+
+def _array(dtype: bytes, data: bytes) -> bytes:
+    """_reconstruct(ndarray, (0,), b'b') given the state (1, (1,), dtype, False, data)."""
+    return (b"cnumpy._core.multiarray\n_reconstruct\ncnumpy\nndarray\nK\x00\x85C\x01b\x87R"
+            b"(K\x01K\x01\x85" + dtype + b"\x89C" + bytes([len(data)]) + data + b"tb")  # fmt: skip
+
+
+def forged_object_array() -> bytes:
+    """list(<an object array whose dtype says it holds no objects, over 8 raw bytes>): list() reads the pointer."""
+    return b"\x80\x02cbuiltins\nlist\n" + _array(_dtype(b"O8", 0), POINTER) + b"\x85R."
+
+
+def _loads_in_child(path: Path) -> int:
+    code = "import pickle, sys; pickle.loads(open(sys.argv[1], 'rb').read())"
+    return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, timeout=120).returncode
+
+
+def test_an_object_dtype_without_object_flags_crashes_the_loader_and_is_high(tmp_path: Path) -> None:
+    path = tmp_path / "forged.pkl"
+    path.write_bytes(forged_object_array())
+    assert _loads_in_child(path) == -11  # SIGSEGV: the 8 bytes were taken for an object's address
+    assert "WS-PKL-043" in rule_ids(scan(path))
+
+
+@pytest.mark.parametrize("where", ["torch-zip", "npy"])
+def test_the_forged_dtype_is_found_in_every_container(tmp_path: Path, where: str) -> None:
+    data = forged_object_array()
+    if where == "torch-zip":
+        path = tmp_path / "model.pt"
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("archive/data.pkl", data)
+            archive.writestr("archive/version", "3\n")
+    else:
+        path = tmp_path / "array.npy"
+        header = "{'descr': '|O', 'fortran_order': False, 'shape': (1,), }"
+        header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+        path.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data)
+    assert "WS-PKL-043" in rule_ids(scan(path))
+
+
+def test_a_number_dtype_claiming_objects_is_high(tmp_path: Path) -> None:
+    """float64 with the object flags: NumPy 2.4 breaks inside (a C call returns NULL with no exception set, or
+    'get_clear_loop not set'); a release that lets it through keeps a pointer where a float is read back."""
+    blob = b"\x80\x02" + _array(_dtype(b"f8", 63), POINTER) + b"."
+    path = tmp_path / "claims.pkl"
+    path.write_bytes(blob)
+    assert _loads_in_child(path) != 0
+    assert "WS-PKL-043" in rule_ids(scan(path))
+
+
+DTYPES = [
+    "O", "f8", ">i4", "?", "U5", "S3", "V8", "M8[ns]", "m8[s]", "c16", "f2",
+    [("a", "f8"), ("b", "O")], [("a", "f8"), ("b", "i4")], ("f8", (2, 2)), ("O", (2,)), [("x", [("y", "O")])],
+    np.dtype([("a", "f8"), ("b", "O")], align=True), np.dtype([("a", "i1"), ("b", "f8")], align=True),
+    np.dtype({"names": ["a"], "formats": ["O"], "titles": ["A title"]}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_every_dtype_numpy_pickles_is_clean(tmp_path: Path, protocol: int) -> None:
+    for index, spec in enumerate(DTYPES):
+        dtype = np.dtype(spec)  # type: ignore[call-overload]
+        path = tmp_path / f"{index}.pkl"
+        path.write_bytes(pickle.dumps({"dtype": dtype, "array": np.zeros(3, dtype=dtype)}, protocol=protocol))
+        assert "WS-PKL-043" not in rule_ids(scan(path)), dtype
