@@ -207,3 +207,33 @@ def test_a_tokenizer_config_and_a_template_file_are_judged(tmp_path: Path) -> No
     report = scan(tmp_path)
     assert "WS-TPL-010" in rule_ids(report)
     assert len({f.location.path for f in report.findings if f.rule_id == "WS-TPL-010"}) == 2
+
+
+# Review 45: shapes whose cost passed unjudged. Each is rendered small in transformers' own sandbox (the cost grows
+# with the constant: width, runs, doublings), and its large form is reported.
+GROWING = {
+    "padding-in-a-loop": ("{% for i in range(N) %}{{ 'x'|center(99999) }}{% endfor %}", 3, 3 * 99999, 100000),
+    "repetition-in-a-loop": ("{% for i in range(N) %}{{ 'x' * 99999 }}{% endfor %}", 3, 3 * 99999, 100000),
+    "namespace-doubled-by-join": ("{% set ns = namespace(s='x') %}{% for i in range(N) %}"
+                                  "{% set ns.s = [ns.s, ns.s]|join %}{% endfor %}{{ ns.s }}", 10, 1024, 64),
+    "namespace-doubled-by-replace": ("{% set ns = namespace(s='x') %}{% for i in range(N) %}"
+                                     "{% set ns.s = ns.s|replace('x', 'xx') %}{% endfor %}{{ ns.s }}", 10, 1024, 64),
+    "namespace-doubled-by-format": ("{% set ns = namespace(s='x') %}{% for i in range(N) %}"
+                                    "{% set ns.s = '%s%s'|format(ns.s, ns.s) %}{% endfor %}{{ ns.s }}", 10, 1024, 64),
+    "percent-width": ("{{ '%Ns'|format('x') }}", 1000, 1000, 400_000_000),
+    "percent-operator-width": ("{{ '%Nd' % 1 }}", 1000, 1000, 400_000_000),
+    "percent-precision": ("{{ '%.Nf' % 1 }}", 1000, 1002, 400_000_000),
+    "format-method-width": ("{{ '{:>N}'.format('x') }}", 1000, 1000, 400_000_000),
+    "tab-expansion": ("{{ '\\t'.expandtabs(N) }}", 1000, 1000, 400_000_000),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", list(GROWING), ids=list(GROWING))
+def test_growth_the_sandbox_allows_is_reported(shape: str) -> None:
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    template, small, length, large = GROWING[shape]
+    rendered = _compile_jinja_template(template.replace("N", str(small))).render(messages=[])
+    assert len(rendered) == length
+    assert costs(template.replace("N", str(large)))
+    assert not costs(template.replace("N", "2"))

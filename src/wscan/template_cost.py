@@ -14,16 +14,23 @@ billion-character string is built there too. Reported here:
   from constants and names set once, exceeds MAX_ITEMS (Jinja's own sandbox limit on `range`); strings joined by
   `+` or `~` when they exceed it beyond what the template's own text holds.
 
-- a namespace value built from two or more copies of itself in a loop (it doubles on every run).
+- widths and precisions in format strings (`'%400000000s'|format(x)`, `'{:>400000000}'.format(x)`) and
+  `expandtabs(n)` over MAX_ITEMS; a string repeated or padded within it, in loops over constants that run it
+  so often the total passes MAX_REPEATED_TEXT;
+- a namespace value built from two or more copies of itself in a loop (it doubles on every run), joined,
+  added, formatted or replaced (`|replace('x', 'xx')`) into itself.
 
 Known gaps: recursion that descends into data which never shrinks (a one-character string is its own element,
-a namespace can hold itself), macros passed around as values, `loop()` in recursive for-loops, and growth
-through a macro's result or through plain names (which Python's Jinja resets on every run of a loop).
+a namespace can hold itself) or that calls itself twice per level on a slice (2^n calls), macros passed around
+as values, `loop()` in recursive for-loops, loops over `range(i)` of an outer counter, lists of long strings
+repeated and joined, a namespace value padded to a multiple of its own length, and growth through a macro's
+result or through plain names (which Python's Jinja resets on every run of a loop).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -50,8 +57,15 @@ SELECTING_FILTERS = frozenset({
     "unique", "batch", "slice", "groupby", "reverse",
 })
 SELECTING_METHODS = frozenset({"items", "values", "keys", "get"})
-PADDING_METHODS = frozenset({"ljust", "rjust", "center", "zfill"})
+PADDING_METHODS = frozenset({"ljust", "rjust", "center", "zfill", "expandtabs"})
 PADDING_FILTERS = frozenset({"center", "indent"})
+# Widths and precisions in a format string: `'%400000000s'|format(x)`, `'%.9999999f' % 1`, `'{:>400000000}'.format(x)`
+# build a string that wide (review 45). Real templates format numbers two digits wide.
+_PERCENT_SPEC = re.compile(r"%[-+ #0]*(\d*)(?:\.(\d+))?")
+_FORMAT_SPEC = re.compile(r"\{[^{}]*?:([^{}]*)\}")
+_DIGITS = re.compile(r"\d+")
+FORMAT_METHODS = frozenset({"format", "format_map"})
+MAX_REPEATED_TEXT = 100 * MAX_ITEMS  # characters a loop over constants may build from a sized string, in all
 
 Fold = Callable[[nodes.Node], "str | None"]
 
@@ -73,6 +87,7 @@ def render_costs(tree: nodes.Template, walked: list[nodes.Node], fold: Fold, tex
     sizes = _Sizes(walked, fold)
     yield from _sizes(walked, sizes, text)
     yield from _nested_loops(tree, sizes)
+    yield from _repeated_text(tree, sizes)
     yield from _growing_namespaces(tree, sizes)
 
 
@@ -249,13 +264,33 @@ def _sizes(walked: list[nodes.Node], sizes: _Sizes, text: int) -> Iterator[Issue
 
 
 def _padding(node: nodes.Node, sizes: _Sizes) -> int:
-    """The width `'x'.ljust(n)`, `'x'|center(n)` or `|indent(n)` pads to, when constant; else 0."""
+    """The width `'x'.ljust(n)`, `'x'|center(n)`, `|indent(n)`, `expandtabs(n)` or a format string's conversions
+    pad to, when constant; else 0."""
+    formatted = _format_width(node, sizes)
+    if formatted:
+        return formatted
     method = isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr) and node.node.attr in PADDING_METHODS
     if not (method or (isinstance(node, nodes.Filter) and node.name in PADDING_FILTERS)):
         return 0
     args = node.args if isinstance(node, nodes.Call | nodes.Filter) else []
     width = sizes.of(args[0]) if args else None
     return width if isinstance(width, int) else 0
+
+
+def _format_width(node: nodes.Node, sizes: _Sizes) -> int:
+    """The widest width or precision in the constant format string of `|format`, `%` or `.format(...)`; else 0."""
+    if isinstance(node, nodes.Filter) and node.name == "format" and node.node is not None:
+        text, specs = sizes.fold(node.node), _PERCENT_SPEC
+    elif isinstance(node, nodes.Mod):
+        text, specs = sizes.fold(node.left), _PERCENT_SPEC
+    elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr) and node.node.attr in FORMAT_METHODS:
+        text, specs = sizes.fold(node.node.node), _FORMAT_SPEC
+    else:
+        return 0
+    if text is None:
+        return 0
+    numbers = " ".join(group or "" for match in specs.finditer(text) for group in match.groups())
+    return max((int(digits) for digits in _DIGITS.findall(numbers)), default=0)
 
 
 def _loops_around(tree: nodes.Template, sizes: _Sizes) -> Iterator[tuple[nodes.Node, tuple[int | None, ...]]]:
@@ -281,6 +316,20 @@ def _runs(sizes: Iterable[int]) -> int:
     for size in sizes:
         runs = min(runs * size, MAX_ITEMS * MAX_ITEMS)
     return runs
+
+
+def _repeated_text(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
+    """A string repeated or padded within the limit, in loops over constants that run it so often the total is past
+    MAX_REPEATED_TEXT (`{% for i in range(1000) %}{{ 'x' * 99999 }}`: 100 MB)."""
+    for node, loops in _loops_around(tree, sizes):
+        if not loops or None in loops:
+            continue
+        value = sizes.of(node) if isinstance(node, nodes.Mul) else None
+        size = value.length if isinstance(value, Sized) else _padding(node, sizes)
+        if 0 < size <= MAX_ITEMS:
+            runs = _runs(s for s in loops if s is not None)
+            if size * runs > MAX_REPEATED_TEXT:
+                yield _issue(node, f"{size:,} characters built {runs:,} times in loops over constants")
 
 
 def _nested_loops(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
@@ -335,6 +384,17 @@ def _copies(node: nodes.Node, target: tuple[str, str], sizes: _Sizes, depth: int
         return max(_copies(branch, target, sizes, depth + 1) for branch in branches)
     if isinstance(node, nodes.Filter) and node.node is not None and node.name in COPYING_FILTERS:
         return _copies(node.node, target, sizes, depth + 1)
+    if isinstance(node, nodes.Filter) and node.node is not None and node.name in ("join", "format"):
+        # `[ns.s, ns.s]|join`, `'%s%s'|format(ns.s, ns.s)` (review 45)
+        parts = [node.node, *node.args]
+        return min(sum(_copies(part, target, sizes, depth + 1) for part in parts), MAX_ITEMS)
+    if isinstance(node, nodes.List | nodes.Tuple):
+        return min(sum(_copies(item, target, sizes, depth + 1) for item in node.items), MAX_ITEMS)
+    if isinstance(node, nodes.Filter) and node.name == "replace" and node.node is not None and len(node.args) >= 2:
+        # `ns.s|replace('x', 'xx')`: every 'x' becomes two, so a value of them doubles
+        old, new = sizes.fold(node.args[0]), sizes.fold(node.args[1])
+        grows = new.count(old) if old and new is not None else 1
+        return min(max(grows, 1) * _copies(node.node, target, sizes, depth + 1), MAX_ITEMS)
     return 0
 
 
