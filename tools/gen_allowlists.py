@@ -442,7 +442,13 @@ TORCH_LAYER_HOOKS = [
     "torch.nn.utils.weight_norm.WeightNorm", "torch.nn.utils.spectral_norm.SpectralNorm",
     "torch.nn.utils.spectral_norm.SpectralNormStateDictHook",
     "torch.nn.utils.spectral_norm.SpectralNormLoadStateDictPreHook", "torch.nn.modules.module._WrappedHook",
+    # A lazy layer before its first forward (review 46) keeps the handles of the hooks it registers.
+    "torch.utils.hooks.RemovableHandle",
 ]  # fmt: skip
+# ... and its weights, not made yet: pickled as a call of the class with requires_grad (an empty tensor).
+TORCH_UNMADE_WEIGHTS = ["torch.nn.parameter.UninitializedParameter", "torch.nn.parameter.UninitializedBuffer"]
+# The bound methods a lazy layer registers as its own hooks, which pickle writes as getattr(<layer>, name).
+LAZY_HOOK_METHODS = ("_infer_parameters", "_lazy_load_hook")
 
 
 def torch_layer_names() -> list[str]:
@@ -461,6 +467,19 @@ def torch_layer_names() -> list[str]:
                 if obj.__module__.startswith(package) and issubclass(obj, torch.nn.Module):
                     names.add(f"{obj.__module__}.{obj.__qualname__}")
     return sorted(names)
+
+
+def torch_lazy_hook_names(layers: list[str]) -> list[str]:
+    """`<layer>._infer_parameters` and `<layer>._lazy_load_hook` for every lazy layer: kept in its hook tables,
+    looked up on the layer itself, never called while loading."""
+    from torch.nn.modules.lazy import LazyModuleMixin
+
+    found = []
+    for name in layers:
+        klass = _resolve(name)
+        if isinstance(klass, type) and issubclass(klass, LazyModuleMixin):
+            found += [f"{name}.{method}" for method in LAZY_HOOK_METHODS]
+    return sorted(found)
 
 
 def torch_distribution_names() -> tuple[list[str], list[str]]:
@@ -592,6 +611,18 @@ def transformers_config_names() -> list[str]:
     names = {name for name in names if name.startswith("transformers.")}  # torch's dtypes are allow-torch's
     allowed, _ = screened_names(sorted(names))
     return allowed
+
+
+def transformers_optimization_names() -> tuple[list[str], list[str]]:
+    """(allowed, state-only): transformers' learning-rate lambdas, arithmetic on the step number that a LambdaLR saved
+    whole keeps in a partial (review 46), and its Adafactor optimizer, restored from state as torch's optimizers are,
+    screened for the hooks loading runs."""
+    import transformers.optimization as optimization
+
+    lambdas = sorted(f"{optimization.__name__}.{name}" for name, value in vars(optimization).items()
+                     if inspect.isfunction(value) and name.startswith("_get_") and name.endswith("lambda"))  # fmt: skip
+    allowed, state_only = screened_names([f"{optimization.__name__}.Adafactor"])
+    return lambdas + allowed, state_only
 
 
 def transformers_quantization_names() -> tuple[list[str], list[str]]:
@@ -984,13 +1015,13 @@ def main() -> int:
         "state only; torch.nn.functional as values only; torch.distributed.checkpoint's metadata records; random "
         "generators.",
         torch_names() + declared + layers + distributions + training + TORCH_TRAINING_FUNCTIONS
-        + torch_checkpoint_names() + TORCH_GENERATORS,
+        + torch_checkpoint_names() + TORCH_GENERATORS + TORCH_UNMADE_WEIGHTS,
         # Layer and distribution constructors only set parameters and allocate: safe to keep as values (skorch's
         # criterion, a config's activation class), unlike the state-only classes of the other packs (WS-PKL-022).
         more={
             "state-only-classes": layers + distributions_state_only + declared_state_only + training_state_only,
             "value-classes": layers + distributions_state_only,
-            "referenced-callables": torch_function_names(),
+            "referenced-callables": torch_function_names() + torch_lazy_hook_names(layers),
         },
     )
     # Functions real pickles keep as values (a pooling_func, a scorer's score function) are `referenced-callables`:
@@ -1106,14 +1137,16 @@ def main() -> int:
     )
     configs = transformers_config_names()
     quantization, quantization_enums = transformers_quantization_names()
+    optimization, optimization_state_only = transformers_optimization_names()
     write(
         "transformers",
         "What transformers.Trainer pickles into training_args.bin: the arguments dataclasses, the enums and "
         "config classes their fields hold, and the accelerate state cached on them; and every model configuration "
         "class and quantization config class (a checkpoint that saves model.config beside its weights), restored "
-        "from state only, with the quantization enums (exact names).",
-        training_args_names() + configs + quantization + quantization_enums,
-        more={"state-only-classes": state_only_names() + configs + quantization},
+        "from state only, with the quantization enums (exact names); its learning-rate lambdas and Adafactor, which a "
+        "scheduler and an optimizer saved whole hold.",
+        training_args_names() + configs + quantization + quantization_enums + optimization,
+        more={"state-only-classes": state_only_names() + configs + quantization + optimization_state_only},
     )
     methods, plain = method_lists()  # last: over every pack just written, and the hand-written ones
     # and a Gaussian process's kernels (a sum's k1 and k2 are kernels, judged the same way)

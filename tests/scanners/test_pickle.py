@@ -609,3 +609,51 @@ def test_dict_states_past_what_wscan_keeps_are_a_finding(tmp_path: Path, monkeyp
     assert isinstance(pickle.loads(data), type(None))
     assert "WS-PKL-025" in rule_ids(scan_bytes(tmp_path, data))
     assert "WS-PKL-025" not in rule_ids(scan_bytes(tmp_path, data.replace(one * 11, one * 10), "ten.bin"))
+
+
+def test_lazy_layers_saved_before_their_first_forward_are_clean(tmp_path: Path) -> None:
+    """Review 46: a lazy layer keeps its own bound methods as hooks (pickled as getattr(<layer>, '_lazy_load_hook')),
+    RemovableHandles, and UninitializedParameter weights, made by a call; wscan called the lookups critical."""
+    import torch
+    from torch import nn
+
+    saved = {
+        "linear.pt": nn.LazyLinear(4),
+        "conv.pt": nn.Sequential(nn.LazyConv2d(4, 3), nn.ReLU()),
+        "norm.pt": nn.LazyBatchNorm1d(),
+        "state_dict.pt": nn.LazyLinear(4).state_dict(),
+    }
+    for name, value in saved.items():
+        torch.save(value, tmp_path / name)
+        torch.load(tmp_path / name, weights_only=False)
+    report = wscan.scan([tmp_path])
+    assert [f.rule_id for f in report.findings if f.severity >= Severity.HIGH] == []
+    assert report.count("scanned") == len(saved)
+
+
+def test_transformers_schedulers_and_adafactor_saved_whole_are_clean(tmp_path: Path) -> None:
+    """Review 46: a LambdaLR from transformers' schedule helpers keeps a partial of a lambda in
+    transformers.optimization (arithmetic on the step), and Adafactor is an optimizer like torch's; saved whole, wscan
+    called them not allowed (high)."""
+    import torch
+    from torch import nn
+    from transformers import optimization
+
+    weight = nn.Parameter(torch.ones(2))
+    adafactor = optimization.Adafactor([weight], lr=0.1, relative_step=False)
+    adamw = torch.optim.AdamW([weight], lr=0.1)
+    schedules = {
+        "linear": optimization.get_linear_schedule_with_warmup(adamw, 2, 10),
+        "cosine": optimization.get_cosine_schedule_with_warmup(adamw, 2, 10),
+        "polynomial": optimization.get_polynomial_decay_schedule_with_warmup(adamw, 2, 10),
+        "constant": optimization.get_constant_schedule_with_warmup(adamw, 2),
+        "inverse-sqrt": optimization.get_inverse_sqrt_schedule(adamw, 2),
+    }
+    for name, schedule in schedules.items():
+        torch.save({"optimizer": adamw, "scheduler": schedule}, tmp_path / f"{name}.pt")
+    torch.save(adafactor, tmp_path / "adafactor.pt")
+    for path in tmp_path.iterdir():
+        torch.load(path, weights_only=False)
+    report = wscan.scan([tmp_path])
+    assert [(f.rule_id, f.message) for f in report.findings if f.severity >= Severity.HIGH] == []
+    assert report.count("scanned") == len(schedules) + 1
