@@ -453,10 +453,16 @@ LAZY_HOOK_METHODS = ("_infer_parameters", "_lazy_load_hook")
 
 def torch_layer_names() -> list[str]:
     """Every nn.Module subclass torch.nn defines (not DistributedDataParallel, whose __setstate__ joins the
-    process group, nor parametrizations, which torch.save refuses), and the hooks above."""
+    process group, nor parametrizations, which torch.save refuses), the hooks above and the pruning methods."""
     import torch.nn
 
+    import torch.nn.utils.prune as prune
+
     names = set(TORCH_LAYER_HOOKS)
+    # torch.nn.utils.prune's methods, kept as forward pre-hooks of a pruned layer saved whole (review 46): a tensor
+    # name and an amount, a mask; no load hooks, and their call multiplies a weight by its mask.
+    names |= {f"{k.__module__}.{k.__qualname__}" for k in vars(prune).values()
+              if isinstance(k, type) and issubclass(k, prune.BasePruningMethod)}  # fmt: skip
     for package in TORCH_LAYER_PACKAGES:
         root = importlib.import_module(package)
         modules = [root]

@@ -657,3 +657,31 @@ def test_transformers_schedulers_and_adafactor_saved_whole_are_clean(tmp_path: P
     report = wscan.scan([tmp_path])
     assert [(f.rule_id, f.message) for f in report.findings if f.severity >= Severity.HIGH] == []
     assert report.count("scanned") == len(schedules) + 1
+
+
+def test_pruned_layers_saved_whole_are_clean(tmp_path: Path) -> None:
+    """Review 46: torch.nn.utils.prune keeps its method objects as a layer's forward pre-hooks (a tensor name, an
+    amount, a mask); saved whole, wscan called them not allowed (high) and hooks set by the state (high)."""
+    import torch
+    import torch.nn.utils.prune as prune
+    from torch import nn
+
+    linear = nn.Linear(4, 4)
+    prune.l1_unstructured(linear, "weight", 0.5)
+    conv = nn.Conv2d(2, 2, 3)
+    prune.random_unstructured(conv, "weight", 0.3)
+    prune.ln_structured(conv, "weight", 0.5, n=1, dim=0)  # a PruningContainer of two methods
+    prune.random_structured(conv, "weight", 0.3, dim=1)
+    masked = nn.Linear(3, 3)
+    prune.identity(masked, "weight")
+    prune.custom_from_mask(masked, "bias", torch.tensor([1.0, 0.0, 1.0]))
+    both = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    prune.global_unstructured([(both[0], "weight"), (both[1], "weight")], pruning_method=prune.L1Unstructured,
+                              amount=0.2)  # fmt: skip
+    for name, module in {"linear": linear, "conv": conv, "masked": masked, "global": both}.items():
+        torch.save(module, tmp_path / f"{name}.pt")
+    restored = torch.load(tmp_path / "conv.pt", weights_only=False)
+    assert restored(torch.ones(1, 2, 5, 5)).shape == (1, 2, 3, 3)  # the hooks ran: the weight is its mask's product
+    report = wscan.scan([tmp_path])
+    assert [(f.rule_id, f.message) for f in report.findings if f.severity >= Severity.HIGH] == []
+    assert report.count("scanned") == 4
