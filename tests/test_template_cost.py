@@ -237,3 +237,20 @@ def test_growth_the_sandbox_allows_is_reported(shape: str) -> None:
     assert len(rendered) == length
     assert costs(template.replace("N", str(large)))
     assert not costs(template.replace("N", "2"))
+
+
+BRANCHING = "{% macro f(s) %}x{% if s|length > 0 %}{{ f(s[1:]) }}{{ f(s[1:]) }}{% endif %}{% endmacro %}{{ f('TEXT') }}"
+
+
+def test_a_macro_calling_itself_twice_on_slices_is_exponential() -> None:
+    """Review 45: each level descends (a slice), so the recursion check passed it, but calls twice: 2^n calls."""
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    rendered = _compile_jinja_template(BRANCHING.replace("TEXT", "y" * 10)).render(messages=[])
+    assert len(rendered) == 2**11 - 1  # one 'x' per call
+    twice = "macro f calls itself 2 times a run on slices of its argument"
+    assert costs(BRANCHING.replace("TEXT", "y" * 64)) == [twice]
+    one_call_a_branch = BRANCHING.replace("{{ f(s[1:]) }}{{ f(s[1:]) }}", "{{ f(s[1:]) }}{% else %}{{ f(s[2:]) }}")
+    assert costs(one_call_a_branch) == []
+    in_a_loop = BRANCHING.replace("{{ f(s[1:]) }}{{ f(s[1:]) }}", "{% for c in s %}{{ f(s[1:]) }}{% endfor %}")
+    assert costs(in_a_loop) == ["macro f calls itself in a loop on slices of its argument"]

@@ -20,9 +20,11 @@ billion-character string is built there too. Reported here:
 - a namespace value built from two or more copies of itself in a loop (it doubles on every run), joined,
   added, formatted or replaced (`|replace('x', 'xx')`) into itself.
 
+- a macro that calls itself more than once a run (twice in a row, or in a loop) on slices of its argument:
+  each level descends, and multiplies the calls (2^n for n characters).
+
 Known gaps: recursion that descends into data which never shrinks (a one-character string is its own element,
-a namespace can hold itself) or that calls itself twice per level on a slice (2^n calls), macros passed around
-as values, `loop()` in recursive for-loops, loops over `range(i)` of an outer counter, lists of long strings
+a namespace can hold itself) or that branches on parts other than slices, macros passed around as values, `loop()` in recursive for-loops, loops over `range(i)` of an outer counter, lists of long strings
 repeated and joined, a namespace value padded to a multiple of its own length, and growth through a macro's
 result or through plain names (which Python's Jinja resets on every run of a loop).
 """
@@ -34,6 +36,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import combinations
 
 from jinja2 import nodes
 
@@ -84,6 +87,7 @@ def render_costs(tree: nodes.Template, walked: list[nodes.Node], fold: Fold, tex
     """Rendering work no chat needs: unbounded recursion and constant sizes over MAX_ITEMS (`text`: the
     template's length, which joined constants may reach without costing more than the template itself)."""
     yield from _recursion(walked)
+    yield from _branching(walked)
     sizes = _Sizes(walked, fold)
     yield from _sizes(walked, sizes, text)
     yield from _nested_loops(tree, sizes)
@@ -430,6 +434,47 @@ def _recursion(walked: list[nodes.Node]) -> Iterator[Issue]:
         listed = ", ".join(sorted(cyclic)[:5])
         text = f"macro {first} calls itself" if cyclic == {first} else f"macros {listed} call each other"
         yield Issue("template.render_cost", {"name": f"{text} with no limit", "line": lines[first]})
+
+
+Branch = tuple[int, str]  # an If or a conditional expression (by id) and the field a call sits in
+
+
+def _branching(walked: list[nodes.Node]) -> Iterator[Issue]:
+    """A macro that calls itself more than once a run on slices of what it was given (`f(s[1:])` twice, or in a
+    loop): each level shrinks the data by a step and multiplies the calls, 2^n for n characters (review 45; a
+    recursion into the parts of a tool schema calls itself once for each part, never twice on the same one)."""
+    for macro in (node for node in walked if isinstance(node, nodes.Macro)):
+        sites = [(path, looped) for call, path, looped in _self_calls(macro) if _sliced(call)]
+        exclusive = all(_exclusive(a, b) for (a, _), (b, _) in combinations(sites, 2))
+        if sites and (any(looped for _, looped in sites) or not exclusive):
+            how = "in a loop" if any(looped for _, looped in sites) else f"{len(sites)} times a run"
+            yield _issue(macro, f"macro {macro.name} calls itself {how} on slices of its argument")
+
+
+def _self_calls(macro: nodes.Macro) -> Iterator[tuple[nodes.Call, tuple[Branch, ...], bool]]:
+    """The macro's calls of itself, each with the branches it sits in and whether a loop repeats it."""
+    stack: list[tuple[nodes.Node, tuple[Branch, ...], bool]] = [(child, (), False) for child in macro.body]
+    while stack:
+        node, path, looped = stack.pop()
+        if isinstance(node, nodes.Macro):
+            continue
+        if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name == macro.name:
+            yield node, path, looped
+        for field, child in _children(node):
+            branch = isinstance(node, nodes.If | nodes.CondExpr) and field != "test"
+            inner = (*path, (id(node), field)) if branch else path
+            stack.append((child, inner, looped or (isinstance(node, nodes.For) and field == "body")))
+
+
+def _exclusive(first: tuple[Branch, ...], second: tuple[Branch, ...]) -> bool:
+    """Whether two calls sit in different branches of one condition, so one run makes only one of them."""
+    taken = dict(first)
+    return any(node in taken and taken[node] != field for node, field in second)
+
+
+def _sliced(call: nodes.Call) -> bool:
+    return any(True for argument in [*call.args, *(kw.value for kw in call.kwargs)]
+               for _ in argument.find_all(nodes.Slice))  # fmt: skip
 
 
 def _calls(macro: nodes.Macro) -> Iterator[tuple[nodes.Call, bool]]:
