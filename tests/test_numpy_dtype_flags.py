@@ -79,6 +79,8 @@ DTYPES = [
     [("a", "f8"), ("b", "O")], [("a", "f8"), ("b", "i4")], ("f8", (2, 2)), ("O", (2,)), [("x", [("y", "O")])],
     np.dtype([("a", "f8"), ("b", "O")], align=True), np.dtype([("a", "i1"), ("b", "f8")], align=True),
     np.dtype({"names": ["a"], "formats": ["O"], "titles": ["A title"]}),
+    np.dtype((np.record, [("a", "i4"), ("o", "O")])),  # a record array's: numpy.record as the kind
+    np.dtype({"names": ["a", "b"], "formats": ["i4", "i4"], "offsets": [0, 0]}),  # numbers may share bytes
 ]  # fmt: skip
 
 
@@ -89,3 +91,48 @@ def test_every_dtype_numpy_pickles_is_clean(tmp_path: Path, protocol: int) -> No
         path = tmp_path / f"{index}.pkl"
         path.write_bytes(pickle.dumps({"dtype": dtype, "array": np.zeros(3, dtype=dtype)}, protocol=protocol))
         assert "WS-PKL-043" not in rule_ids(scan(path)), dtype
+
+
+class _Reduce:
+    """Pickles as the given (callable, arguments[, state]): how a hostile file is written without hand-made opcodes."""
+
+    def __init__(self, *reduced: object) -> None:
+        self.reduced = reduced
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return self.reduced
+
+
+def _state_dtype(code: object, state: tuple[object, ...]) -> _Reduce:
+    return _Reduce(np.dtype, (code, False, True), state)
+
+
+def _state_array(dtype: object, shape: tuple[int, ...], data: object) -> _Reduce:
+    from numpy._core.multiarray import _reconstruct  # type: ignore[import-not-found]
+
+    return _Reduce(_reconstruct, (np.ndarray, (0,), b"b"), (1, shape, dtype, False, data))
+
+
+OBJECT = _state_dtype("O8", (3, "|", None, None, None, -1, -1, 63))
+INT64 = _state_dtype("<i8", (3, "<", None, None, None, -1, -1, 0))
+NO_FLAGS = (3, "|", None, None, None, -1, -1, 0)
+# Review 47: states NumPy 2.4 takes as given though no NumPy writes them; each crashed a plain pickle.load.
+MISREAD = {
+    "object-spelled-as-a-word": _state_array(_state_dtype("object", NO_FLAGS), (1,), POINTER),
+    "object-given-as-its-type": _state_array(_state_dtype(np.object_, NO_FLAGS), (1,), POINTER),
+    "number-field-over-object-field": _state_array(
+        _state_dtype("V8", (3, "|", None, ("o", "i"), {"o": (OBJECT, 0), "i": (INT64, 0)}, 8, 1, 27)),
+        (1,), [(None, 0x4141414141414141)]),
+    "object-field-past-the-end": _state_array(
+        _state_dtype("V8", (3, "|", None, ("o",), {"o": (OBJECT, 4096)}, 8, 1, 27)), (1,), [(None,)]),
+    "object-sub-array-past-the-end": _state_array(
+        _state_dtype("V8", (3, "|", (OBJECT, (1000,)), None, None, 8, 8, 63)), (2,), [None, None]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(MISREAD), ids=list(MISREAD))
+def test_a_dtype_state_numpy_misreads_is_high(tmp_path: Path, case: str) -> None:
+    path = tmp_path / f"{case}.pkl"
+    path.write_bytes(pickle.dumps(_Reduce(list, (MISREAD[case],)), protocol=4))  # list() reads every item
+    assert _loads_in_child(path) == -11
+    assert "WS-PKL-043" in rule_ids(scan(path))

@@ -1,15 +1,21 @@
 """NumPy dtype states that make NumPy misread an array's bytes.
 
-NumPy 2 takes a pickled descriptor's flags as given (`arraydescr_setstate`, state versions 3 and 4), and whether
-the items are Python objects follows those flags, not the kind. An object dtype (`O8`) whose state says it holds no
-objects takes raw bytes as its data and reads each 8 of them as an object pointer (review 46: every pickle loader
-crashed, and with a known address the array held `os.system`, which the file never named); a float dtype that says
-it holds objects stores pointers where floats are read back (an address leak). NumPy writes the flags its own
-descriptor has: 63 for `O`, the object bits for a record with an object field, and none otherwise.
+NumPy 2 takes a pickled descriptor's state as given (`arraydescr_setstate`, state versions 3 and 4): its flags, and
+the offsets of a record's fields. Whether the items are Python objects follows the flags, not the kind. An object
+dtype (`O8`) whose state says it holds no objects takes raw bytes as its data and reads each 8 of them as an object
+pointer (review 46: every pickle loader crashed, and with a known address the array held `os.system`, which the file
+never named); a float dtype that says it holds objects stores pointers where floats are read back (an address
+leak); a record whose number field lies over its object field, or whose fields lie past its end, does the same
+(review 47). NumPy writes the flags its own descriptor has (63 for `O`, the object bits for a record with an object
+field, none otherwise), fields inside the record with objects overlapping nothing, and the kind as a short code
+(`'O8'`, `'<f8'`, `'V16'`): a kind spelled any other way (`'object'`, `numpy.object_`) is not read here, so it is
+reported.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 
 from wscan.scanners.pickle_values import Const, Dict, Global, Obj, Seq, Sym, _const
@@ -18,26 +24,32 @@ HOLDS_OBJECTS = 0x01  # NPY_ITEM_HASOBJECT (NPY_ITEM_REFCOUNT)
 LIST_PICKLE = 0x02  # NPY_LIST_PICKLE: the array pickles as a list of its items
 IS_POINTER = 0x04  # NPY_ITEM_IS_POINTER
 OBJECT_FLAGS = 0x3F  # NPY_OBJECT_DTYPE_FLAGS, what an `O` descriptor has
-_KIND = re.compile(r"[<>|=]?([a-zA-Z?])")
+_CODE = re.compile(r"[<>|=]?([biufcOSUVmM?])(\d*)")  # what NumPy's dtype.__reduce__ writes
+_FIXED = {"b": 1, "?": 1, "O": 8, "m": 8, "M": 8}  # sizes when the code gives none
 MAX_FIELDS_WALKED = 10_000
+
+Layout = tuple[int, bool]  # a dtype's size in bytes, and whether it holds objects
 
 
 def forged_dtype_flags(target: Obj, state: Sym) -> str | None:
-    """Why the BUILD state of numpy.dtype(...) gives flags its kind and fields contradict, or None (also when the
-    state is not one that carries flags: NumPy keeps or computes them then)."""
+    """Why the BUILD state of numpy.dtype(...) makes NumPy misread the items, or None (also when the state is not one
+    that carries flags: NumPy keeps or computes them then)."""
     if not _is_dtype(target) or not isinstance(state, Seq) or len(state.items) not in (8, 9):
         return None
-    kind = _kind(target)
-    if kind is None:
-        return None
-    code = _const(target.args.items[0]) if isinstance(target.args, Seq) else None
+    code = _code(target)
+    if code is None:
+        return f"a kind given as {_shown(target)}, which NumPy never pickles"
+    kind = code[0]
     version, flags = _const(state.items[0]), _const(state.items[7])
     if not isinstance(flags, int) or isinstance(flags, bool) or not isinstance(version, int):
         return "flags or version computed while loading"
-    inner = _fields_hold_objects([state.items[2], state.items[4]])
-    if inner is None:
-        return "fields or sub-array built while loading"
-    holds = kind == "O" or inner
+    parts = _parts(state.items[2], state.items[4])
+    if parts is None:
+        return "fields or sub-array built while loading, or of a kind NumPy never pickles"
+    holds = kind == "O" or any(objects for _, (_, objects) in parts)
+    spread = _misplaced(parts, _const(state.items[5]))
+    if spread is not None:
+        return spread
     if version < 3:  # NumPy recomputes: any flag, or an object inside, makes every item an object
         claimed = flags != 0 or holds
         return None if claimed == holds else f"version {version} with flags {flags} on a {code!r} without objects"
@@ -50,39 +62,104 @@ def forged_dtype_flags(target: Obj, state: Sym) -> str | None:
     return None
 
 
-def _fields_hold_objects(values: list[Sym]) -> bool | None:
-    """Whether the sub-array and field dtypes of a state hold objects (by their kind or their own flags); None when
-    they are built some other way than NumPy writes them (plain tuples and dicts of dtypes and constants)."""
-    found = False
-    pending = list(values)
-    walked = 0
-    while pending:
-        value = pending.pop()
-        walked += 1
-        if walked > MAX_FIELDS_WALKED:
+def _parts(subarray: Sym, fields: Sym) -> list[tuple[int | None, Layout]] | None:
+    """(offset, layout) of a state's sub-array (offset None: it fills the item) and fields; None when they are not
+    plain tuples and dicts of dtypes and constants, as NumPy writes them."""
+    found: list[tuple[int | None, Layout]] = []
+    if isinstance(subarray, Seq) and len(subarray.items) == 2:
+        base, shape = _layout(subarray.items[0]), _const_shape(subarray.items[1])
+        if base is None or shape is None:
             return None
-        if isinstance(value, Obj):
-            if not _is_dtype(value):
+        found.append((None, (base[0] * shape, base[1])))
+    elif not _is_none(subarray):
+        return None
+    if isinstance(fields, Dict):
+        if len(fields.items) > MAX_FIELDS_WALKED:
+            return None
+        for _, value in fields.items:
+            if not (isinstance(value, Seq) and len(value.items) in (2, 3)):
                 return None
-            found = found or _kind(value) == "O"
-            if isinstance(value.state, Seq) and len(value.state.items) in (8, 9):
-                flags = _const(value.state.items[7])
-                found = found or (isinstance(flags, int) and bool(flags & HOLDS_OBJECTS))
-                pending.extend([value.state.items[2], value.state.items[4]])
-        elif isinstance(value, Seq):
-            pending.extend(value.items)
-        elif isinstance(value, Dict):
-            pending.extend(v for _, v in value.items)
-        elif not isinstance(value, Const):  # None, a number or text: offsets, titles, names, a shape
-            return None
+            layout, offset = _layout(value.items[0]), _const(value.items[1])
+            if layout is None or not isinstance(offset, int) or isinstance(offset, bool):
+                return None
+            found.append((offset, layout))
+    elif not _is_none(fields):
+        return None
     return found
 
 
-def _kind(dtype: Obj) -> str | None:
-    """The kind letter of the text numpy.dtype was called with ('<f8': 'f')."""
-    code = _const(dtype.args.items[0]) if isinstance(dtype.args, Seq) and dtype.args.items else None
-    match = _KIND.match(code) if isinstance(code, str) else None
-    return match.group(1) if match is not None else None
+def _misplaced(parts: list[tuple[int | None, Layout]], size: object) -> str | None:
+    """A sub-array or field past the item's size, or an object field another field overlaps."""
+    if not parts:
+        return None
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        return "a record or sub-array whose size is computed"
+    spans = []
+    for offset, (length, objects) in parts:
+        start = 0 if offset is None else offset
+        if start < 0 or start + length > size:
+            return f"a field or sub-array at bytes {start} to {start + length} of a {size}-byte item"
+        spans.append((start, start + length, objects))
+    spans = sorted(set(spans))  # a title is a second key for its field: the same span, the same kind
+    for (_, end, objects), (next_start, _, next_objects) in itertools.pairwise(spans):
+        if next_start < end and (objects or next_objects):
+            return f"fields overlapping an object field at bytes {next_start} to {end}"
+    return None
+
+
+def _layout(dtype: Sym) -> Layout | None:
+    """Size and whether it holds objects, of a dtype inside a state: by its code, or by its own state's size and
+    flags (a record's); None when it is spelled otherwise."""
+    if not (isinstance(dtype, Obj) and _is_dtype(dtype)):
+        return None
+    code = _code(dtype)
+    if code is None:
+        return None
+    kind, digits = code[0], code[1:]
+    objects = kind == "O"
+    size = int(digits) * (4 if kind == "U" else 1) if digits else _FIXED.get(kind)
+    if isinstance(dtype.state, Seq) and len(dtype.state.items) in (8, 9):
+        flags, given = _const(dtype.state.items[7]), _const(dtype.state.items[5])
+        objects = objects or (isinstance(flags, int) and bool(flags & HOLDS_OBJECTS))
+        if kind in "SUV" and isinstance(given, int) and not isinstance(given, bool) and given >= 0:
+            size = given  # a flexible dtype's size is its state's
+    return None if size is None else (size, objects)
+
+
+def _const_shape(shape: Sym) -> int | None:
+    """The number of items a sub-array's shape holds."""
+    value = _const(shape)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value >= 0 else None
+    if not isinstance(shape, Seq) or len(shape.items) > 64:
+        return None
+    sizes = [_const(item) for item in shape.items]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes):
+        return None
+    return math.prod(n for n in sizes if isinstance(n, int))
+
+
+def _code(dtype: Obj) -> str | None:
+    """The kind and size NumPy pickles a dtype as ('<f8': 'f8'; a record array's numpy.record class: 'V', sized by
+    its state), or None for any other spelling."""
+    first = dtype.args.items[0] if isinstance(dtype.args, Seq) and dtype.args.items else None
+    if isinstance(first, Global) and first.name == "record" and first.module.split(".")[0] == "numpy":
+        return "V"
+    code = _const(first)
+    match = _CODE.fullmatch(code) if isinstance(code, str) else None
+    return None if match is None else match.group(1) + match.group(2)
+
+
+def _shown(dtype: Obj) -> str:
+    first = dtype.args.items[0] if isinstance(dtype.args, Seq) and dtype.args.items else None
+    if isinstance(first, Global):
+        return first.dotted
+    value = _const(first)
+    return repr(value)[:40] if value is not None else "a computed value"
+
+
+def _is_none(value: Sym) -> bool:
+    return isinstance(value, Const) and value.value is None
 
 
 def _is_dtype(value: Obj) -> bool:
