@@ -296,3 +296,39 @@ def test_a_call_at_the_end_of_a_long_chain_keeps_the_templates_other_findings() 
     found = {(issue.kind, str(issue.attrs["name"])) for issue in check_template(source)}
     assert ("template.global_internals", "cycler.__init__") in found
     assert ("template.computed_call", "<...>" + ".a" * 20) in found
+
+
+# Review 47: an underscore cut from a Python object's text (`{}.items()|string` is 'dict_items([])', a generator's is
+# '<generator object ...>') spells `gi_frame` inside a name the template joins; and a name a filter fetches by, or
+# a value fetched so and then called. Each reaches `os` in a plain jinja2.Environment.
+CUT = "{%- set u = ({}.items()|string)[4] -%}{%- set g = messages|map(attribute='role') -%}"
+WALK = "'gi' ~ u ~ 'frame.f' ~ u ~ 'globals.t.sys.modules.os.environ.HOME'"
+BUILT_ESCAPES = {
+    "subscripts": CUT + "{{ g['gi' ~ u ~ 'frame']['f' ~ u ~ 'globals']['t']['sys']['modules']['os']['environ']"
+    "['HOME'] }}",
+    "map-attribute": CUT + "{{ [g]|map(attribute=" + WALK + ")|first }}",
+    "groupby": CUT + "{{ ([g]|groupby(" + WALK + "))[0].grouper }}",
+    "format-field": CUT + "{{ ('{0.gi' ~ u ~ 'frame.f' ~ u ~ 'globals[t].sys.modules[os].environ[HOME]}').format(g) }}",
+    "a-generators-text": "{%- set u = ((messages|map(attribute='role'))|string)[22] -%}"
+    "{%- set g = messages|map(attribute='role') -%}{{ g['gi' ~ u ~ 'frame']['f' ~ u ~ 'globals']|length }}",
+    "an-underscore-kept-in-a-name": "{%- set u = '_' -%}{%- set g = messages|map(attribute='role') -%}"
+    "{{ g['gi' ~ u ~ 'frame']['f' ~ u ~ 'globals']|length }}",
+    "called-after-map": CUT + "{%- set f = [g]|map(attribute='gi' ~ u ~ 'frame.f' ~ u ~ 'globals.t.sys.modules.os"
+    ".getcwd')|first -%}{{ f() }}",
+    "a-path-and-argument-from-the-chat": "{%- if messages|length > 2 -%}{%- set f = [messages|map(attribute='role')]"
+    "|map(attribute=messages[0].content)|first -%}{{ f(messages[1].content) }}{%- endif -%}",
+}  # fmt: skip
+BACKDOOR_CHAT = [{"role": "tool", "content": "gi_frame.f_globals.t.sys.modules.os.getenv"},
+                 {"role": "user", "content": "HOME"}, {"role": "user", "content": "hi"}]  # fmt: skip
+
+
+@pytest.mark.parametrize("source", list(BUILT_ESCAPES.values()), ids=list(BUILT_ESCAPES))
+def test_names_built_at_render_time_that_reach_python_are_flagged(source: str) -> None:
+    import os
+
+    from jinja2 import Environment
+
+    rendered = Environment().from_string(source).render(messages=BACKDOOR_CHAT)
+    reached = (os.getcwd(), os.environ.get("HOME", "\0"))
+    assert rendered.isdigit() or any(text in rendered for text in reached)
+    assert kinds(source) & {"template.computed_attribute", "template.computed_call"}

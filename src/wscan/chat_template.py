@@ -291,6 +291,8 @@ def _computed_key(node: nodes.Node, key: nodes.Node, sources: KeySources) -> Ite
         yield from _attribute(node, folded)
     elif sources.starts(key):
         yield _issue("template.computed_attribute", node, name="<may start with _ at render time>")
+    elif sources.splices(key):  # `'gi' ~ u ~ 'frame'`: a frame attribute has its underscore inside
+        yield _issue("template.computed_attribute", node, name="<may hold _ at render time>")
 
 
 def _filter(node: nodes.Filter, sources: KeySources) -> Iterator[Issue]:

@@ -44,6 +44,28 @@ DEFAULTED_FILTERS = frozenset({"int", "float"})
 # the others' arguments name attributes or tests.
 OUTPUT_ARGUMENT_FILTERS = frozenset({"replace", "join", "default", "d", "format", "indent", "truncate", "wordwrap",
                                      "center", "map", "batch", "slice", "sum", "xmlattr"})  # fmt: skip
+# Filters that turn their input into text (`str()` of an object): a Python object's text has the underscores of its
+# type's name (`{}.items()|string` is 'dict_items([])', `(messages|map('x'))|string` '<generator object ...>'),
+# which a template can cut out (review 47 built `gi_frame` so, in an unsandboxed renderer).
+TEXT_FILTERS = frozenset({"string", "pprint", "e", "escape", "forceescape", "join", "lower", "upper", "title",
+                          "capitalize", "trim", "replace", "truncate", "wordwrap", "center", "indent", "striptags",
+                          "urlize", "urlencode", "list", "first", "last", "reverse", "batch", "slice"})  # fmt: skip
+# ... and what makes such objects: filters that return generators, and the template globals (functions, classes).
+GENERATOR_FILTERS = frozenset({"map", "select", "reject", "selectattr", "rejectattr", "batch", "slice", "groupby",
+                               "dictsort", "items"})  # fmt: skip
+OBJECT_GLOBALS = frozenset({"namespace", "range", "dict", "lipsum", "cycler", "joiner", "raise_exception",
+                            "strftime_now", "loop", "caller", "self"})  # fmt: skip
+# Methods whose result is text, a number, a list of text or the data itself: its text names no type.
+TEXT_METHODS = frozenset({
+    "capitalize", "casefold", "center", "count", "endswith", "expandtabs", "find", "format", "format_map", "index",
+    "isalnum", "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric", "isprintable",
+    "isspace", "istitle", "isupper", "join", "ljust", "lower", "lstrip", "partition", "removeprefix", "removesuffix",
+    "replace", "rfind", "rindex", "rjust", "rpartition", "rsplit", "rstrip", "split", "splitlines", "startswith",
+    "strip", "swapcase", "title", "upper", "zfill", "get", "pop", "copy",
+})  # fmt: skip
+# Filters that fetch an attribute by a name they are given (`map(attribute=k)`, `sum(attribute=k)`, `groupby(k)`):
+# what they return is what that name looked up, like `x|attr(k)`.
+ATTRIBUTE_FETCHERS = frozenset({"attr", "map", "sum", "groupby"})
 MAX_ROUNDS = 20  # of the fixpoint over bindings; real templates settle in two or three
 MAX_DEPTH = 60  # of one expression
 
@@ -153,6 +175,8 @@ class KeySources:
                 return any(self.contains(d, deeper) for d in _filter_defaults(node))
             if node.name == "format":
                 return True
+            if node.name in TEXT_FILTERS and node.node is not None and self.object_text(node.node):
+                return True
             values = [node.node] if node.node is not None else []
             if node.name in OUTPUT_ARGUMENT_FILTERS:  # arguments that end up in the result
                 values += [*node.args, *(kw.value for kw in node.kwargs)]
@@ -161,8 +185,8 @@ class KeySources:
             return self._call(node, deeper)
         if isinstance(node, nodes.CondExpr):
             return any(n is not None and self.contains(n, deeper) for n in (node.expr1, node.expr2))
-        if isinstance(node, nodes.Concat):
-            return any(self.contains(piece, deeper) for piece in node.nodes)
+        if isinstance(node, nodes.Concat):  # `~` is str() of each piece
+            return any(self.contains(piece, deeper) or self.object_text(piece) for piece in node.nodes)
         if isinstance(node, nodes.BinExpr):  # + - * / // % ** and/or: any side's text may pass through
             return self.contains(node.left, deeper) or self.contains(node.right, deeper)
         if isinstance(node, nodes.List | nodes.Tuple):
@@ -170,6 +194,32 @@ class KeySources:
         if isinstance(node, nodes.Dict):
             return any(self.contains(p.key, deeper) or self.contains(p.value, deeper) for p in node.items)
         return False  # numbers, comparisons, tests, slices
+
+    def splices(self, node: nodes.Node, depth: int = 0) -> bool:
+        """Whether the expression joins pieces one of which may start with `_` by the template's choice: a name with
+        an underscore inside (`'gi' ~ u ~ 'frame'`, u cut from an object's text: review 47)."""
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(node, nodes.Concat):
+            pieces = list(node.nodes)
+        elif isinstance(node, nodes.Add):
+            pieces = [node.left, node.right]
+        else:
+            return False
+        return any(self.starts(piece, depth + 1) or self.splices(piece, depth + 1) for piece in pieces)
+
+    def object_text(self, node: nodes.Node) -> bool:
+        """Whether the expression may be an object that is not text, a number or the chat's data, whose text then
+        names its type: a call's result (but a string method's), a generator from a filter, a template global."""
+        if isinstance(node, nodes.Call):
+            target = node.node
+            plain = isinstance(target, nodes.Name) and target.name in PLAIN_CALLS and target.name not in self.bound
+            return not plain and not (isinstance(target, nodes.Getattr) and target.attr in TEXT_METHODS)
+        if isinstance(node, nodes.Filter):
+            return node.name in GENERATOR_FILTERS
+        if isinstance(node, nodes.Name) and node.ctx == "load":
+            return node.name in OBJECT_GLOBALS and node.name not in self.bound
+        return False
 
     def fetches(self, node: nodes.Node, depth: int = 0) -> bool:
         """Whether the expression's value may be an object looked up by a name chosen at render time (`x[k]`,
@@ -183,7 +233,10 @@ class KeySources:
             keyed = not isinstance(node.arg, nodes.Const | nodes.Slice) and not self.number(node.arg)
             return keyed or self.fetches(node.node, deeper)
         if isinstance(node, nodes.Filter):
-            computed = node.name == "attr" and not all(isinstance(arg, nodes.Const) for arg in node.args)
+            names = [*node.args, *(kw.value for kw in node.kwargs if kw.key == "attribute")]
+            if node.name == "map":  # map('attr', k) or map(attribute=k); map('upper') names a filter
+                names = names[1:2] if node.args and _is_attr_filter(node.args[0]) else names[len(node.args):]
+            computed = node.name in ATTRIBUTE_FETCHERS and not all(isinstance(arg, nodes.Const) for arg in names)
             return computed or (node.node is not None and self.fetches(node.node, deeper))
         if isinstance(node, nodes.Getattr | nodes.Call):
             return self.fetches(node.node, deeper)
@@ -365,3 +418,7 @@ def _attribute_name(node: nodes.Getattr) -> str:
 
 def _number(node: nodes.Node) -> bool:
     return isinstance(node, nodes.Const) and isinstance(node.value, int | float) and not isinstance(node.value, bool)
+
+
+def _is_attr_filter(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Const) and node.value == "attr"
