@@ -254,3 +254,13 @@ def test_a_macro_calling_itself_twice_on_slices_is_exponential() -> None:
     assert costs(one_call_a_branch) == []
     in_a_loop = BRANCHING.replace("{{ f(s[1:]) }}{{ f(s[1:]) }}", "{% for c in s %}{{ f(s[1:]) }}{% endfor %}")
     assert costs(in_a_loop) == ["macro f calls itself in a loop on slices of its argument"]
+
+
+def test_numbers_in_escaped_braces_are_no_width() -> None:
+    """Review 47: a JSON number inside `{{ }}` of a str.format string is text, not a width (transformers renders it in
+    milliseconds)."""
+    source = "{{ 'Settings: {{\"max_new_tokens\": 131072}}, {0}% 100%% 400000000'.format(1) }}"
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    assert len(_compile_jinja_template(source).render(messages=[])) < 100
+    assert costs(source) == []

@@ -18,14 +18,14 @@ billion-character string is built there too. Reported here:
   `expandtabs(n)` over MAX_ITEMS; a string repeated or padded within it, in loops over constants that run it
   so often the total passes MAX_REPEATED_TEXT;
 - a namespace value built from two or more copies of itself in a loop (it doubles on every run), joined,
-  added, formatted or replaced (`|replace('x', 'xx')`) into itself.
-
+  added, formatted or replaced (`|replace('x', 'xx')`) into itself;
 - a macro that calls itself more than once a run (twice in a row, or in a loop) on slices of its argument:
   each level descends, and multiplies the calls (2^n for n characters).
 
 Known gaps: recursion that descends into data which never shrinks (a one-character string is its own element,
-a namespace can hold itself) or that branches on parts other than slices, macros passed around as values, `loop()` in recursive for-loops, loops over `range(i)` of an outer counter, lists of long strings
-repeated and joined, a namespace value padded to a multiple of its own length, and growth through a macro's
+a namespace can hold itself) or that branches on parts other than slices, macros passed around as values,
+`loop()` in recursive for-loops, loops over `range(i)` of an outer counter, lists of long strings repeated and
+joined, a namespace value padded to a multiple of its own length, and growth through a macro's
 result or through plain names (which Python's Jinja resets on every run of a loop).
 """
 
@@ -293,6 +293,8 @@ def _format_width(node: nodes.Node, sizes: _Sizes) -> int:
         return 0
     if text is None:
         return 0
+    for escaped in ("{{", "}}", "%%"):  # literal braces and percent signs: `'{{"max_new_tokens": 131072}}'.format()`
+        text = text.replace(escaped, " ")
     numbers = " ".join(group or "" for match in specs.finditer(text) for group in match.groups())
     return max((int(digits) for digits in _DIGITS.findall(numbers)), default=0)
 
