@@ -455,7 +455,6 @@ def torch_layer_names() -> list[str]:
     """Every nn.Module subclass torch.nn defines (not DistributedDataParallel, whose __setstate__ joins the
     process group, nor parametrizations, which torch.save refuses), the hooks above and the pruning methods."""
     import torch.nn
-
     import torch.nn.utils.prune as prune
 
     names = set(TORCH_LAYER_HOOKS)
