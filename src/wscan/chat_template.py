@@ -22,7 +22,7 @@ from jinja2.parser import Parser
 
 from wscan.model import AttrValue, Issue
 from wscan.template_cost import render_costs
-from wscan.template_keys import KeySources
+from wscan.template_keys import DATA_METHODS, KeySources
 from wscan.template_scopes import context_reads
 
 MAX_TEMPLATE_CHARS = 1024 * 1024  # real templates, tool-calling ones included, are under 64 KiB
@@ -51,16 +51,6 @@ DANGEROUS_ATTRIBUTES = frozenset({
     "modules", "builtins", "f_globals", "f_locals", "f_back", "f_builtins", "gi_frame", "gi_code", "cr_frame",
     "tb_frame", "func_globals", "func_code", "im_func", "mro", "eval", "exec", "compile", "open", "getattr",
     "setattr", "delattr", "breakpoint",
-})
-# Methods of str, list and dict: what templates call on the chat's own values (`m.content.strip()`).
-DATA_METHODS = frozenset({
-    "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs", "find", "format", "format_map",
-    "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric",
-    "isprintable", "isspace", "istitle", "isupper", "join", "ljust", "lower", "lstrip", "partition",
-    "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust", "rpartition", "rsplit", "rstrip",
-    "split", "splitlines", "startswith", "strip", "swapcase", "title", "upper", "zfill", "append", "extend",
-    "insert", "pop", "remove", "reverse", "sort", "copy", "clear", "get", "items", "keys", "values",
-    "setdefault", "update", "popitem",
 })
 # Filters that fetch an attribute by name from every item: which positional argument names it (None: only the
 # `attribute=` keyword does). map's first argument is a filter's name: `map('attr', k)` is `|attr(k)` on each.
@@ -239,15 +229,10 @@ def _call(node: nodes.Call, sources: KeySources) -> Iterator[Issue]:
         # str.format reads attributes and items named in its fields: `'{0.__class__}'.format(x)`
         text = target.node.value if isinstance(target.node, nodes.Const) else _fold_name(target.node)
         if isinstance(text, str):
-            if text is OVERSIZED_NAME or _FORMAT_FIELD.search(text) or _internal_field(text):
+            if text is OVERSIZED_NAME or _FORMAT_FIELD.search(text):
                 yield _issue("template.dunder_access", node, name=f"format string {text[:60]!r}")
         elif sources.contains(target.node):
             yield _issue("template.computed_attribute", node, name="<format string built at render time>")
-
-
-def _internal_field(text: str) -> bool:
-    """A format field naming an interpreter attribute: `'{0.gi_frame.f_globals}'.format(g)`."""
-    return any(_INTERNAL_NAME.search(field) for field in _FIELDS.findall(text))
 
 
 def _callee(target: nodes.Node) -> str:

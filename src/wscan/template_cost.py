@@ -90,9 +90,10 @@ def render_costs(tree: nodes.Template, walked: list[nodes.Node], fold: Fold, tex
     yield from _branching(walked)
     sizes = _Sizes(walked, fold)
     yield from _sizes(walked, sizes, text)
-    yield from _nested_loops(tree, sizes)
-    yield from _repeated_text(tree, sizes)
-    yield from _growing_namespaces(tree, sizes)
+    placed = list(_loops_around(tree, sizes))
+    yield from _nested_loops(placed, sizes)
+    yield from _repeated_text(placed, sizes)
+    yield from _growing_namespaces(placed, sizes)
 
 
 def _issue(node: nodes.Node, name: str) -> Issue:
@@ -299,7 +300,10 @@ def _format_width(node: nodes.Node, sizes: _Sizes) -> int:
     return max((int(digits) for digits in _DIGITS.findall(numbers)), default=0)
 
 
-def _loops_around(tree: nodes.Template, sizes: _Sizes) -> Iterator[tuple[nodes.Node, tuple[int | None, ...]]]:
+Placed = tuple[nodes.Node, tuple[int | None, ...]]  # a node and the sizes of the loops around it
+
+
+def _loops_around(tree: nodes.Template, sizes: _Sizes) -> Iterator[Placed]:
     """Every node with the sizes of the loops whose body holds it, outermost first (None: not a constant, such as
     the chat), counted from the nearest macro: a macro's body runs where it is called, not where it is defined."""
     stack: list[tuple[nodes.Node, tuple[int | None, ...]]] = [(tree, ())]
@@ -324,10 +328,10 @@ def _runs(sizes: Iterable[int]) -> int:
     return runs
 
 
-def _repeated_text(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
+def _repeated_text(placed: list[Placed], sizes: _Sizes) -> Iterator[Issue]:
     """A string repeated or padded within the limit, in loops over constants that run it so often the total is past
     MAX_REPEATED_TEXT (`{% for i in range(1000) %}{{ 'x' * 99999 }}`: 100 MB)."""
-    for node, loops in _loops_around(tree, sizes):
+    for node, loops in placed:
         if not loops or None in loops:
             continue
         value = sizes.of(node) if isinstance(node, nodes.Mul) else None
@@ -338,9 +342,9 @@ def _repeated_text(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
                 yield _issue(node, f"{size:,} characters built {runs:,} times in loops over constants")
 
 
-def _nested_loops(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
+def _nested_loops(placed: list[Placed], sizes: _Sizes) -> Iterator[Issue]:
     """Loops over constant sequences, each within the limit, nested so their product is over it."""
-    for node, loops in _loops_around(tree, sizes):
+    for node, loops in placed:
         size = sizes.of(node.iter) if isinstance(node, nodes.For) else None
         if isinstance(size, Sized) and size.length <= MAX_ITEMS:
             runs = _runs(s for s in loops if s is not None and s <= MAX_ITEMS)
@@ -349,12 +353,12 @@ def _nested_loops(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
                 yield _issue(node, f"nested loops over constants running {inner:,} times")
 
 
-def _growing_namespaces(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
+def _growing_namespaces(placed: list[Placed], sizes: _Sizes) -> Iterator[Issue]:
     """`{% set ns.s = ns.s ~ ns.s %}` in a loop: a namespace value (which, unlike a plain name, keeps its value
     from one run of the loop to the next) built from two or more copies of itself doubles on every run, so 40
     messages make a terabyte. Reported when the runs are not constant (the chat's length) or the growth passes
     MAX_ITEMS; real templates append to a namespace value, one copy of it per assignment."""
-    for node, loops in _loops_around(tree, sizes):
+    for node, loops in placed:
         if not (loops and isinstance(node, nodes.Assign) and isinstance(node.target, nodes.NSRef)):
             continue
         target = (node.target.name, node.target.attr)
@@ -475,8 +479,8 @@ def _exclusive(first: tuple[Branch, ...], second: tuple[Branch, ...]) -> bool:
 
 
 def _sliced(call: nodes.Call) -> bool:
-    return any(True for argument in [*call.args, *(kw.value for kw in call.kwargs)]
-               for _ in argument.find_all(nodes.Slice))  # fmt: skip
+    arguments = [*call.args, *(kw.value for kw in call.kwargs)]
+    return any(next(argument.find_all(nodes.Slice), None) is not None for argument in arguments)
 
 
 def _calls(macro: nodes.Macro) -> Iterator[tuple[nodes.Call, bool]]:

@@ -55,14 +55,18 @@ GENERATOR_FILTERS = frozenset({"map", "select", "reject", "selectattr", "rejecta
                                "dictsort", "items"})  # fmt: skip
 OBJECT_GLOBALS = frozenset({"namespace", "range", "dict", "lipsum", "cycler", "joiner", "raise_exception",
                             "strftime_now", "loop", "caller", "self"})  # fmt: skip
-# Methods whose result is text, a number, a list of text or the data itself: its text names no type.
-TEXT_METHODS = frozenset({
-    "capitalize", "casefold", "center", "count", "endswith", "expandtabs", "find", "format", "format_map", "index",
-    "isalnum", "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric", "isprintable",
-    "isspace", "istitle", "isupper", "join", "ljust", "lower", "lstrip", "partition", "removeprefix", "removesuffix",
-    "replace", "rfind", "rindex", "rjust", "rpartition", "rsplit", "rstrip", "split", "splitlines", "startswith",
-    "strip", "swapcase", "title", "upper", "zfill", "get", "pop", "copy",
-})  # fmt: skip
+# Methods of str, list and dict: what templates call on the chat's own values (`m.content.strip()`).
+DATA_METHODS = frozenset({
+    "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs", "find", "format", "format_map",
+    "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit", "isidentifier", "islower", "isnumeric",
+    "isprintable", "isspace", "istitle", "isupper", "join", "ljust", "lower", "lstrip", "partition",
+    "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rjust", "rpartition", "rsplit", "rstrip",
+    "split", "splitlines", "startswith", "strip", "swapcase", "title", "upper", "zfill", "append", "extend",
+    "insert", "pop", "remove", "reverse", "sort", "copy", "clear", "get", "items", "keys", "values",
+    "setdefault", "update", "popitem",
+})
+# ... of which these return views whose text names their type ('dict_items([])'); the others' text names none.
+TEXT_METHODS = DATA_METHODS - {"items", "keys", "values"}
 # Filters that fetch an attribute by a name they are given (`map(attribute=k)`, `sum(attribute=k)`, `groupby(k)`):
 # what they return is what that name looked up, like `x|attr(k)`.
 ATTRIBUTE_FETCHERS = frozenset({"attr", "map", "sum", "groupby"})

@@ -42,6 +42,7 @@ from wscan.scanners.pickle_values import (
     PickleResult,
     Seq,
     Sym,
+    _const_int,
     restored_class,
 )
 from wscan.scanners.pickle_vm import GETATTR, NESTED_LOADER, Machine
@@ -863,12 +864,6 @@ def _dtype_info(dtype: Sym | None, depth: int) -> tuple[int, bool] | None:
 
 def _truthy(value: Sym) -> bool:
     return not isinstance(value, Const) or bool(value.value)
-
-
-def _const_int(value: Sym) -> int | None:
-    if isinstance(value, Const) and isinstance(value.value, int) and not isinstance(value.value, bool):
-        return value.value
-    return None
 
 
 def _holds_object(values: list[Sym], depth: int) -> bool | None:

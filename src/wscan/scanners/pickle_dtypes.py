@@ -18,7 +18,7 @@ import itertools
 import math
 import re
 
-from wscan.scanners.pickle_values import Const, Dict, Global, Obj, Seq, Sym, _const
+from wscan.scanners.pickle_values import Dict, Global, Obj, Seq, Sym, _const, _const_int, _is_none
 
 HOLDS_OBJECTS = 0x01  # NPY_ITEM_HASOBJECT (NPY_ITEM_REFCOUNT)
 LIST_PICKLE = 0x02  # NPY_LIST_PICKLE: the array pickles as a list of its items
@@ -40,14 +40,14 @@ def forged_dtype_flags(target: Obj, state: Sym) -> str | None:
     if code is None:
         return f"a kind given as {_shown(target)}, which NumPy never pickles"
     kind = code[0]
-    version, flags = _const(state.items[0]), _const(state.items[7])
-    if not isinstance(flags, int) or isinstance(flags, bool) or not isinstance(version, int):
+    version, flags = _const_int(state.items[0]), _const_int(state.items[7])
+    if flags is None or version is None:
         return "flags or version computed while loading"
     parts = _parts(state.items[2], state.items[4])
     if parts is None:
         return "fields or sub-array built while loading, or of a kind NumPy never pickles"
     holds = kind == "O" or any(objects for _, (_, objects) in parts)
-    spread = _misplaced(parts, _const(state.items[5]))
+    spread = _misplaced(parts, _const_int(state.items[5]))
     if spread is not None:
         return spread
     if version < 3:  # NumPy recomputes: any flag, or an object inside, makes every item an object
@@ -79,8 +79,8 @@ def _parts(subarray: Sym, fields: Sym) -> list[tuple[int | None, Layout]] | None
         for _, value in fields.items:
             if not (isinstance(value, Seq) and len(value.items) in (2, 3)):
                 return None
-            layout, offset = _layout(value.items[0]), _const(value.items[1])
-            if layout is None or not isinstance(offset, int) or isinstance(offset, bool):
+            layout, offset = _layout(value.items[0]), _const_int(value.items[1])
+            if layout is None or offset is None:
                 return None
             found.append((offset, layout))
     elif not _is_none(fields):
@@ -88,11 +88,11 @@ def _parts(subarray: Sym, fields: Sym) -> list[tuple[int | None, Layout]] | None
     return found
 
 
-def _misplaced(parts: list[tuple[int | None, Layout]], size: object) -> str | None:
+def _misplaced(parts: list[tuple[int | None, Layout]], size: int | None) -> str | None:
     """A sub-array or field past the item's size, or an object field another field overlaps."""
     if not parts:
         return None
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+    if size is None or size < 0:
         return "a record or sub-array whose size is computed"
     spans = []
     for offset, (length, objects) in parts:
@@ -119,24 +119,23 @@ def _layout(dtype: Sym) -> Layout | None:
     objects = kind == "O"
     size = int(digits) * (4 if kind == "U" else 1) if digits else _FIXED.get(kind)
     if isinstance(dtype.state, Seq) and len(dtype.state.items) in (8, 9):
-        flags, given = _const(dtype.state.items[7]), _const(dtype.state.items[5])
-        objects = objects or (isinstance(flags, int) and bool(flags & HOLDS_OBJECTS))
-        if kind in "SUV" and isinstance(given, int) and not isinstance(given, bool) and given >= 0:
+        flags, given = _const_int(dtype.state.items[7]), _const_int(dtype.state.items[5])
+        objects = objects or (flags is not None and bool(flags & HOLDS_OBJECTS))
+        if kind in "SUV" and given is not None and given >= 0:
             size = given  # a flexible dtype's size is its state's
     return None if size is None else (size, objects)
 
 
 def _const_shape(shape: Sym) -> int | None:
     """The number of items a sub-array's shape holds."""
-    value = _const(shape)
-    if isinstance(value, int) and not isinstance(value, bool):
+    value = _const_int(shape)
+    if value is not None:
         return value if value >= 0 else None
     if not isinstance(shape, Seq) or len(shape.items) > 64:
         return None
-    sizes = [_const(item) for item in shape.items]
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in sizes):
-        return None
-    return math.prod(n for n in sizes if isinstance(n, int))
+    sizes = [_const_int(item) for item in shape.items]
+    counts = [n for n in sizes if n is not None and n >= 0]
+    return math.prod(counts) if len(counts) == len(sizes) else None
 
 
 def _code(dtype: Obj) -> str | None:
@@ -156,10 +155,6 @@ def _shown(dtype: Obj) -> str:
         return first.dotted
     value = _const(first)
     return repr(value)[:40] if value is not None else "a computed value"
-
-
-def _is_none(value: Sym) -> bool:
-    return isinstance(value, Const) and value.value is None
 
 
 def _is_dtype(value: Obj) -> bool:

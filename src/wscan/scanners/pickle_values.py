@@ -487,6 +487,13 @@ def _keep(res: PickleResult, values: list[Sym]) -> None:
                 pending.extend(item for pair in value.items for item in pair)
 
 
+def _const_int(value: Sym) -> int | None:
+    """The integer a constant holds (not a bool), else None."""
+    if isinstance(value, Const) and isinstance(value.value, int) and not isinstance(value.value, bool):
+        return value.value
+    return None
+
+
 def _is_none(value: Sym) -> bool:
     return isinstance(value, Const) and value.value is None
 
