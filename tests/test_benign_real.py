@@ -446,6 +446,38 @@ def _numpy_subclasses(out: Path) -> None:
         (out / f"numpy-p{protocol}.pkl").write_bytes(pickle.dumps(objects, protocol=protocol))
 
 
+@kind("python-stdlib-objects")
+def _stdlib_objects(out: Path) -> None:
+    """Standard-library values scripts keep beside a model, as pickle and joblib write them (fp hunt, 2026-12-05):
+    arrays, addresses and networks, a compiled pattern, a function's signature, HTTP enums, and NumPy 2 string
+    arrays (which joblib pickles after its wrapper)."""
+    import array
+    import http
+    import inspect
+    import ipaddress
+    import re
+
+    import joblib
+    import numpy as np
+
+    def train(data: Any, epochs: int = 3, *, lr: float = 0.1) -> None:
+        """A function whose signature is kept."""
+
+    objects = {
+        "buffer": array.array("d", [1.0, 2.0]), "codes": array.array("b", b"ab"),
+        "hosts": [ipaddress.ip_address("10.0.0.1"), ipaddress.ip_address("::1"), ipaddress.ip_network("10.0.0.0/8"),
+                  ipaddress.ip_network("fe80::/64"), ipaddress.ip_interface("10.0.0.1/24"),
+                  ipaddress.ip_interface("::1/128")],
+        "pattern": re.compile(r"\w+", re.IGNORECASE), "signature": inspect.signature(train),
+        "status": [http.HTTPStatus.OK, http.HTTPMethod.GET],
+        "labels": np.array(["cat", "dog"], dtype=np.dtypes.StringDType()),
+        "maybe": np.array(["cat", None], dtype=np.dtypes.StringDType(na_object=None)),
+    }  # fmt: skip
+    for protocol in (2, pickle.HIGHEST_PROTOCOL):
+        (out / f"stdlib-p{protocol}.pkl").write_bytes(pickle.dumps(objects, protocol=protocol))
+    joblib.dump(objects, out / "stdlib.joblib")
+
+
 for _suffix, _compress in [
     ("plain", 0),
     ("zlib3", 3),

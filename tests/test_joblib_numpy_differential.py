@@ -66,6 +66,15 @@ def joblib_object_array(marker: Path) -> bytes:
     return buffer.getvalue()
 
 
+def joblib_string_array(marker: Path) -> bytes:
+    """A NumPy 2 StringDType array (joblib pickles its items after the wrapper), then the payload: wscan called the
+    dtype unknown (high) and read no further, so the payload after it went unseen."""
+    buffer = io.BytesIO()
+    labels = np.array(["cat", "dog"], dtype=np.dtypes.StringDType(na_object=None))
+    joblib.dump({"labels": labels, "model": Payload(marker)}, buffer)
+    return buffer.getvalue()
+
+
 def zfile(spell: Callable[[int], bytes] | None = None, space: bool = False, cut: int = 0) -> Callable[[Path], bytes]:
     """joblib's pre-0.10 Z-file, as its own write_zfile writes it, optionally with the length spelled by `spell`,
     the extra space joblib <= 0.8.4 wrote, or the last `cut` bytes missing."""
@@ -308,6 +317,7 @@ CASES: dict[str, Case] = {
     "joblib-xz": Case("joblib", joblib_dump(("xz", 3)), ".joblib"),
     "joblib-lz4": Case("joblib", joblib_dump(("lz4", 3)), ".joblib"),
     "joblib-object-array": Case("joblib", joblib_object_array, ".joblib"),
+    "joblib-string-array": Case("joblib", joblib_string_array, ".joblib"),
     "joblib-zlib-truncated": Case("joblib", truncated(joblib_dump(3), 4), ".joblib"),
     "joblib-gzip-truncated": Case("joblib", truncated(joblib_dump(("gzip", 3)), 4), ".joblib"),
     "joblib-lz4-truncated": Case("joblib", truncated(joblib_dump(("lz4", 3)), 4), ".joblib"),
@@ -509,5 +519,6 @@ def test_joblib_dump_at_every_protocol_is_clean(tmp_path: Path, protocol: int) -
     """Protocols 0 and 1 make the wrapper with copyreg._reconstructor(cls, object, None), a call with arguments
     that is not the wrapper's constructor: joblib's own files must not fail closed."""
     path = tmp_path / "model.joblib"
-    joblib.dump({"a": np.arange(3.0), "o": np.array(["x", 1], dtype=object)}, path, protocol=protocol)
+    strings = np.array(["x", "yz"], dtype=np.dtypes.StringDType())
+    joblib.dump({"a": np.arange(3.0), "o": np.array(["x", 1], dtype=object), "s": strings}, path, protocol=protocol)
     assert not [f for f in scan(path).findings if f.severity >= Severity.HIGH]

@@ -2113,3 +2113,53 @@ def test_a_modules_parameters_and_buffers_hold_only_tensors(tmp_path: Path) -> N
     saved = io.BytesIO()
     torch.save(real, saved)
     assert not _rules(tmp_path / "saved", saved.getvalue())
+
+
+HOOK_IDS = """
+import sys, torch
+from torch.utils.hooks import RemovableHandle
+torch.load(sys.argv[1], weights_only=False)
+layer, calls = torch.nn.Linear(2, 2), []
+layer.register_forward_hook(lambda *a: calls.append("first"))
+layer.register_forward_hook(lambda *a: calls.append("second"))
+layer(torch.zeros(1, 2))
+print(RemovableHandle.next_id, calls)
+"""
+
+
+def _lazy_layer(handle_id: object) -> bytes:
+    """A whole LazyLinear as torch.save writes it, its hook handle's id replaced (None: as torch made it)."""
+    import torch
+    from torch.utils.hooks import RemovableHandle
+
+    layer = torch.nn.LazyLinear(4)
+    buffer = io.BytesIO()
+    getstate = RemovableHandle.__getstate__
+    if handle_id is not None:
+        RemovableHandle.__getstate__ = lambda self: (None, handle_id)  # type: ignore[method-assign]
+    try:
+        torch.save(layer, buffer)
+    finally:
+        RemovableHandle.__getstate__ = getstate  # type: ignore[method-assign]
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("handle_id", [float("inf"), 1e300, 2.0**60, 2**64])
+def test_a_hook_handle_id_that_breaks_later_hooks_is_flagged(tmp_path: Path, handle_id: object) -> None:
+    """torch's RemovableHandle.__setstate__ sets the process-wide next_id to the pickled id + 1: from a float that
+    cannot tell id + 1 from id, every hook registered later shares one id and replaces the one before (review 47).
+    The big int cannot collide but torch never writes one; it is flagged with the rest."""
+    path = tmp_path / "lazy.pt"
+    path.write_bytes(_lazy_layer(handle_id))
+    if isinstance(handle_id, float):
+        shown = subprocess.run(
+            [sys.executable, "-I", "-c", HOOK_IDS, str(path)], capture_output=True, text=True, timeout=120
+        ).stdout
+        assert "['second']" in shown, shown  # the first hook was silently replaced
+    found = [f for f in scan_bytes(tmp_path, path.read_bytes(), "lazy.pt").findings if f.rule_id == "WS-PKL-044"]
+    assert found and found[0].severity == Severity.MEDIUM
+
+
+def test_a_lazy_layer_as_torch_saves_it_keeps_its_hook_ids(tmp_path: Path) -> None:
+    report = scan_bytes(tmp_path, _lazy_layer(None), "lazy.pt")
+    assert not [f for f in report.findings if f.severity >= Severity.MEDIUM], report.findings

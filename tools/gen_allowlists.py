@@ -105,6 +105,17 @@ CORE = [
     # getattr(ZoneInfo, "_unpickle")(key, from_cache), which reads that zone from the system's tz database (keys
     # are refused unless they are normalized relative paths).
     "zoneinfo.ZoneInfo", "zoneinfo.ZoneInfo._unpickle",
+    # More of the standard library as pickle writes it (fp hunt, 2026-12-05), each a constructor that checks and
+    # keeps its arguments: arrays (_array_reconstructor refuses a class that is not an array type), addresses and
+    # networks (parsed from text), a compiled pattern (re.compile's cache: compiling runs no matching), function
+    # signatures and their parameters with their kinds and the empty marker, and HTTP status and method enums
+    # (calling an enum with members looks a member up). inspect and http are dangerous modules: pickle.yaml excepts
+    # exactly these names, and the rest of both (getsource, http.client, http.server) stays dangerous.
+    "array.array", "array._array_reconstructor",
+    "ipaddress.IPv4Address", "ipaddress.IPv6Address", "ipaddress.IPv4Network", "ipaddress.IPv6Network",
+    "ipaddress.IPv4Interface", "ipaddress.IPv6Interface", "re._compile",
+    "inspect.Signature", "inspect.Parameter", "inspect._ParameterKind", "inspect._empty",
+    "http.HTTPStatus", "http.HTTPMethod",
 ]  # fmt: skip
 
 # Allowed classes that keep attributes in __slots__, so real pickles restore them with BUILD's slot state

@@ -685,3 +685,22 @@ def test_pruned_layers_saved_whole_are_clean(tmp_path: Path) -> None:
     report = wscan.scan([tmp_path])
     assert [(f.rule_id, f.message) for f in report.findings if f.severity >= Severity.HIGH] == []
     assert report.count("scanned") == 4
+
+
+@pytest.mark.parametrize(
+    "module, name",
+    [
+        ("inspect", "getsource"),
+        ("inspect", "Signature.from_callable"),
+        ("inspect", "Parameter.replace"),
+        ("http.server", "HTTPServer"),
+        ("http", "HTTPStatus.__init__"),
+        ("http.client", "HTTPConnection"),
+    ],
+)
+def test_excepted_stdlib_classes_leave_their_modules_dangerous(tmp_path: Path, module: str, name: str) -> None:
+    """inspect.Signature, inspect.Parameter and http.HTTPStatus are excepted from their dangerous modules by exact
+    name (real pickles hold them); their methods and the modules' other members stay critical."""
+    data = PROTO4 + sbu(module) + sbu(name) + b"\x93" + sbu("x") + b"\x85R."
+    found = [f for f in scan_bytes(tmp_path, data).findings if f.rule_id == "WS-PKL-001"]
+    assert [f.evidence.get("callable") for f in found] == [f"{module}.{name}"]

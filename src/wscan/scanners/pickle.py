@@ -688,6 +688,7 @@ def _skip_tar_record(
 
 _MAKERS = {"copyreg._reconstructor", "copyreg.__newobj__", "copyreg.__newobj_ex__"}  # make an instance of args[0]
 WRAPPER_ATTRIBUTES = frozenset({"subclass", "shape", "order", "dtype", "allow_mmap", "numpy_array_alignment_bytes"})
+STRING_DTYPE_MAKER = "numpy._core._internal._convert_to_stringdtype_kwargs"  # how NumPy 2 pickles a StringDType
 _FLEXIBLE = "SUVa"  # dtypes whose pickled state sets their size (NumPy ignores it for the others)
 
 
@@ -808,6 +809,10 @@ def _apply_build_state(state: Sym | None, attrs: dict[str, Sym], at: int) -> Non
 def _dtype_info(dtype: Sym | None, depth: int) -> tuple[int, bool] | None:
     """(itemsize, holds Python objects) of a symbolic numpy.dtype(code, ...) with its BUILD state, as NumPy
     reads it; None when unknown, or when NumPy releases could disagree (a state no NumPy writes)."""
+    if isinstance(dtype, Obj) and isinstance(dtype.func, Global) and dtype.func.dotted == STRING_DTYPE_MAKER:
+        # NumPy 2's StringDType, whatever its arguments: 16-byte items that hold objects, so joblib pickles the
+        # array (and a state would be a BUILD on a descriptor NumPy does not let change)
+        return (16, True) if dtype.state is None else None
     if depth > 8 or not (isinstance(dtype, Obj) and isinstance(dtype.func, Global) and dtype.func.name == "dtype"):
         return None
     if not (isinstance(dtype.args, Seq) and dtype.args.items and isinstance(dtype.args.items[0], Const)):

@@ -22,6 +22,7 @@ from wscan.scanners.pickle_values import (
     Sym,
     Unknown,
     _const,
+    _const_int,
     _is_none,
     _members,
     _pair,
@@ -497,3 +498,28 @@ def _class_like(dotted: str) -> bool:
     """Named like a class (CamelCase): an instance pickle rebuilds with the default BUILD, unlike the objects
     Cython's and NumPy's helper functions (__pyx_unpickle_*, _reconstruct) return."""
     return dotted.rpartition(".")[2][:1].isupper()
+
+
+# Classes whose __setstate__ moves a counter the whole process shares to the id in their state, and the largest id
+# they can be given before their ids collide. torch's hook handles set next_id = max(next_id, id + 1): from an id a
+# float cannot tell from id + 1 (inf, 1e300) on, every hook registered later gets the same id, and a hook
+# registered after another silently replaces it (review 47).
+SHARED_COUNTERS = {"torch.utils.hooks.RemovableHandle": 1}  # the index of the id in the state tuple
+MAX_COUNTER_ID = 2**53  # any int is exact; past this a float id + 1 == id, and ids this large are never made
+
+
+def forged_counter(target: Obj, state: Sym) -> str | None:
+    """Why BUILD's state gives a class in SHARED_COUNTERS an id that breaks its process-wide counter, or None. torch
+    writes (hooks dict or None, id, extra dicts or None) with the int id the handle was made with."""
+    index = SHARED_COUNTERS.get(restored_class(target))
+    if index is None:
+        return None
+    if not isinstance(state, Seq) or state.dropped or len(state.items) <= index:
+        return f"a state torch never writes ({describe(state)[:60]})"
+    value = _const_int(state.items[index])
+    if value is None:
+        return f"an id that is not an integer ({describe(state.items[index])[:60]})"
+    if not 0 <= value < MAX_COUNTER_ID:
+        return f"an id of {'more than 2^53' if value > 0 else 'below zero'}"
+    return None
+

@@ -26,7 +26,14 @@ from wscan.scanners.pickle_config_targets import (
 )
 from wscan.scanners.pickle_dtypes import forged_dtype_flags
 from wscan.scanners.pickle_ops import OPCODES, READERS, FrameOverrun, LongBytes, PickleSyntaxError, Stream, Truncated
-from wscan.scanners.pickle_states import _dunder_items, _judge_state, _note_items, _state_from_call, check_states
+from wscan.scanners.pickle_states import (
+    _dunder_items,
+    _judge_state,
+    _note_items,
+    _state_from_call,
+    check_states,
+    forged_counter,
+)
 from wscan.scanners.pickle_values import (
     _ARRAY_REBUILDERS,
     _RESTORED_POSITIONS,
@@ -698,6 +705,9 @@ class Machine:
             forged = forged_dtype_flags(target, state)
             if forged is not None:
                 res.events.append(Event("pickle.forged_dtype", at, {"callable": describe(target), "detail": forged}))
+            counter = forged_counter(target, state)
+            if counter is not None:
+                res.events.append(Event("pickle.shared_counter", at, {"callable": describe(target), "detail": counter}))
             # A partial's (func, args, keywords, dict) is what its call is given; any other state, what pandas reads
             # (a DatetimeTZDtype restored with a `tz` of such a name), but an array's: its items are data.
             if restored_class(target) not in _ARRAY_REBUILDERS:
