@@ -264,3 +264,70 @@ def test_numbers_in_escaped_braces_are_no_width() -> None:
 
     assert len(_compile_jinja_template(source).render(messages=[])) < 100
     assert costs(source) == []
+
+
+# Review 47: cheap shapes that still made transformers' renderer build without bound, each passed by wscan. Each is
+# rendered at two small sizes in transformers' own sandbox to show it grows (the output, or the namespace value's
+# length it prints), and its large form is reported; at N=2 the shapes without a namespace pass.
+GROWING_47 = {
+    "repetition-in-constant-loops-inside-the-chat-loop": (
+        "{% for m in messages %}{% for i in range(N) %}{{ 'x' * N }}{% endfor %}{% endfor %}", 99999),
+    "repeated-string-printed-by-name": ("{% set big = 'x' * N %}{% for i in range(N) %}{{ big }}{% endfor %}", 99999),
+    "percent-star-width": ("{{ '%*s'|format(N * 4000, 'x') }}", 99999),
+    "format-nested-width": ("{{ '{:>{}}'.format('x', N * 4000) }}", 99999),
+    "percent-mapping-key-width": ("{{ '%(a)Ns'|format(a='x') }}", 400_000_000),
+    "width-joined-from-a-number": ("{{ ('%' ~ N * 4000 ~ 's')|format('x') }}", 99999),
+    "tabs-expanded": ("{{ ('\\t' * N).expandtabs(N) }}", 99999),
+    "lines-indented": ("{{ ('\\n' * N)|indent(N, blank=true) }}", 99999),
+    "each-character-replaced": ("{{ ('x' * N)|replace('x', 'y' * N) }}", 99999),
+    "namespace-doubled-by-format-fields": (
+        "{% set ns = namespace(s='ab') %}{% for m in messages %}{% for i in range(N) %}"
+        "{% set ns.s = '{0}{0}'.format(ns.s) %}{% endfor %}{% endfor %}{{ ns.s|length }}", 40),
+    "namespace-doubled-by-mapping-keys": (
+        "{% set ns = namespace(s='ab') %}{% for m in messages %}{% for i in range(N) %}"
+        "{% set ns.s = '%(a)s%(a)s'|format(a=ns.s) %}{% endfor %}{% endfor %}{{ ns.s|length }}", 40),
+    "namespaces-feeding-each-other": (
+        "{% set ns = namespace(a='x', b='x') %}{% for m in messages %}{% for i in range(N) %}"
+        "{% set ns.a = ns.a ~ ns.b %}{% set ns.b = ns.b ~ ns.a %}{% endfor %}{% endfor %}{{ ns.a|length }}", 40),
+    "namespace-times-the-chat-length": (
+        "{% set ns = namespace(s='ab') %}{% for m in messages %}{% for i in range(N) %}"
+        "{% set ns.s = ns.s * (messages|length) %}{% endfor %}{% endfor %}{{ ns.s|length }}", 40),
+    "namespace-doubled-by-the-replace-method": (
+        "{% set ns = namespace(s='ab') %}{% for m in messages %}{% for i in range(N) %}"
+        "{% set ns.s = ns.s.replace('a', 'aa').replace('b', 'bb') %}{% endfor %}{% endfor %}{{ ns.s|length }}", 40),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", list(GROWING_47), ids=list(GROWING_47))
+def test_review_47_growth_is_reported(shape: str) -> None:
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    template, large = GROWING_47[shape]
+    messages = [{"role": "user", "content": "hi"}] * 3
+
+    def rendered(n: int) -> int:
+        out = _compile_jinja_template(template.replace("N", str(n))).render(messages=messages)
+        return int(out) if out.strip().isdigit() else len(out)
+
+    assert rendered(2) < rendered(3) < rendered(4)
+    assert costs(template.replace("N", str(large)))
+    if "namespace" not in shape:  # a namespace value that grows in the chat loop does so at any N
+        assert not costs(template.replace("N", "2"))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # appending to namespace values, also to two that read each other once: linear, as real templates do
+        "{% set ns = namespace(a='', b='') %}{% for m in messages %}{% set ns.a = ns.a ~ m.content %}"
+        "{% set ns.b = ns.a ~ '\\n' %}{% endfor %}{{ ns.b }}",
+        "{% set ns = namespace(t='', a='x', b='y') %}{% for m in messages %}{% set ns.t = ns.a %}{% set ns.a = ns.b %}"
+        "{% set ns.b = ns.t %}{% endfor %}{{ ns.a }}",
+        "{% set ns = namespace(s='') %}{% for m in messages %}{% set ns.s = '{}{}'.format(ns.s, m.content) %}"
+        "{% endfor %}{{ ns.s }}",
+        "{% for m in messages %}{{ m.content|indent(4) }}{{ '%-10s'|format(m.role) }}{{ m.content.replace('a', 'b') }}"
+        "{% endfor %}{{ ('x' * 100)|indent(4) }}{{ '{:>{}}'.format('x', 8) }}",
+    ],
+)
+def test_linear_namespace_use_and_small_growth_pass(source: str) -> None:
+    assert costs(source) == []

@@ -21,6 +21,12 @@ billion-character string is built there too. Reported here:
   added, formatted or replaced (`|replace('x', 'xx')`) into itself;
 - a macro that calls itself more than once a run (twice in a row, or in a loop) on slices of its argument:
   each level descends, and multiplies the calls (2^n for n characters).
+- (review 47) widths taken from the arguments (`'%*s'|format(n, x)`, `'{:>{}}'.format(x, n)`, `'%(a)9999s'`, a
+  format string joined from a number); `|indent(n)`, `|replace(a, b)`, `.expandtabs(n)` and `.replace(a, b)` of a
+  sized string, bounded by every line, tab or match growing; a sized string repeated by name, or inside a loop
+  over the chat around constant loops (which runs at least once); namespace values that grow through
+  `.format` fields, `%(key)s` mappings, the `replace` method, a count that is not constant, or through each
+  other (`ns.a = ns.a ~ ns.b` and `ns.b = ns.b ~ ns.a` in one loop: Fibonacci growth).
 
 Known gaps: recursion that descends into data which never shrinks (a one-character string is its own element,
 a namespace can hold itself) or that branches on parts other than slices, macros passed around as values,
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -64,8 +71,14 @@ PADDING_METHODS = frozenset({"ljust", "rjust", "center", "zfill", "expandtabs"})
 PADDING_FILTERS = frozenset({"center", "indent"})
 # Widths and precisions in a format string: `'%400000000s'|format(x)`, `'%.9999999f' % 1`, `'{:>400000000}'.format(x)`
 # build a string that wide (review 45). Real templates format numbers two digits wide.
-_PERCENT_SPEC = re.compile(r"%[-+ #0]*(\d*)(?:\.(\d+))?")
+_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(\*|\d*)(?:\.(\d+|\*))?")
 _FORMAT_SPEC = re.compile(r"\{[^{}]*?:([^{}]*)\}")
+_NESTED_FIELD = re.compile(r"\{[^{}]*:[^{}]*\{")  # `{:>{}}`: a width given by another argument
+_MAPPING_KEY = re.compile(r"%\(([^)]*)\)")
+GROWING_FILTERS = frozenset({"indent", "replace"})  # each line indented, each match replaced
+GROWING_METHODS = frozenset({"expandtabs", "replace"})
+MAX_GROWTH_RUNS = 64  # runs of a loop over the chat assumed when namespace values feed each other
+MAX_GROWING_VALUES = 100  # namespace values followed in one loop
 _DIGITS = re.compile(r"\d+")
 FORMAT_METHODS = frozenset({"format", "format_map"})
 MAX_REPEATED_TEXT = 100 * MAX_ITEMS  # characters a loop over constants may build from a sized string, in all
@@ -94,6 +107,7 @@ def render_costs(tree: nodes.Template, walked: list[nodes.Node], fold: Fold, tex
     yield from _nested_loops(placed, sizes)
     yield from _repeated_text(placed, sizes)
     yield from _growing_namespaces(placed, sizes)
+    yield from _feeding_namespaces(tree, sizes)
 
 
 def _issue(node: nodes.Node, name: str) -> Issue:
@@ -149,9 +163,9 @@ class _Sizes:
         if isinstance(node, nodes.Concat):
             return self._concat(node, depth)
         if isinstance(node, nodes.Call):
-            return self._range(node, depth)
+            return self._range(node, depth) if _method(node) not in GROWING_METHODS else self._grown(node, depth)
         if isinstance(node, nodes.Filter):
-            return self._filter(node, depth)
+            return self._grown(node, depth) if node.name in GROWING_FILTERS else self._filter(node, depth)
         text = self.fold(node)
         return None if text is None else Sized(len(text))
 
@@ -191,6 +205,33 @@ class _Sizes:
             return None
         return Sized(max(0, -((start - stop) // step)))  # ceil((stop - start) / step), as len(range(...))
 
+    def _grown(self, node: nodes.Filter | nodes.Call, depth: int) -> Value | None:
+        """At most what `|indent(n)`, `|replace(a, b)`, `.expandtabs(n)` or `.replace(a, b)` make of a sized string:
+        every line indented, every tab expanded, every match replaced (review 47: `('\\t' * N).expandtabs(N)` has
+        each factor within the limit and their product past it)."""
+        subject = _subject(node)
+        inner = None if subject is None else self.of(subject, depth)
+        if not isinstance(inner, Sized):
+            return None
+        name = node.name if isinstance(node, nodes.Filter) else _method(node)
+        keywords = {k.key: k.value for k in node.kwargs}
+        if name == "replace":
+            if len(node.args) < 2:
+                return None
+            old, new = self.fold(node.args[0]), self.of(node.args[1], depth)
+            if old is None or not isinstance(new, Sized):
+                return None
+            matches = inner.length + 1 if not old else inner.length // len(old)
+            return Sized(inner.length + matches * new.length)
+        default = 4 if name == "indent" else 8
+        given = node.args[0] if node.args else keywords.get("width" if name == "indent" else "tabsize")
+        width = default if given is None else self.of(given, depth)
+        if isinstance(width, Sized):  # Jinja indents by a string too
+            width = width.length
+        if not isinstance(width, int):
+            return None
+        return Sized((inner.length + 1) * (max(width, 0) + 1))
+
     def _filter(self, node: nodes.Filter, depth: int) -> Value | None:
         inner = None if node.node is None else self.of(node.node, depth)
         if node.name in ("length", "count") and isinstance(inner, Sized):
@@ -204,6 +245,24 @@ class _Sizes:
             return inner if isinstance(inner, int) else None
         text = self.fold(node)
         return None if text is None else Sized(len(text))
+
+
+def _method(node: nodes.Call) -> str | None:
+    """The name of the method a call calls (`x.replace(...)`: replace), else None."""
+    return node.node.attr if isinstance(node.node, nodes.Getattr) else None
+
+
+def _subject(node: nodes.Filter | nodes.Call) -> nodes.Node | None:
+    """What a filter filters, or the object whose method a call calls."""
+    if isinstance(node, nodes.Filter):
+        return node.node
+    return node.node.node if isinstance(node.node, nodes.Getattr) else None
+
+
+def _grows(node: nodes.Node) -> bool:
+    return (isinstance(node, nodes.Filter) and node.name in GROWING_FILTERS) or (
+        isinstance(node, nodes.Call) and _method(node) in GROWING_METHODS
+    )
 
 
 def _constant(value: object) -> Value | None:
@@ -253,9 +312,9 @@ def _sizes(walked: list[nodes.Node], sizes: _Sizes, text: int) -> Iterator[Issue
             value = sizes.of(node)
             if isinstance(value, Sized) and value.length > MAX_ITEMS:
                 yield _issue(node, f"range() of {value.length:,} items")
-        elif isinstance(node, nodes.Mul | nodes.Add | nodes.Concat):
+        elif isinstance(node, nodes.Mul | nodes.Add | nodes.Concat) or _grows(node):
             value = sizes.of(node)
-            limit = MAX_ITEMS if isinstance(node, nodes.Mul) else MAX_ITEMS + text
+            limit = MAX_ITEMS + text if isinstance(node, nodes.Add | nodes.Concat) else MAX_ITEMS
             if isinstance(value, Sized) and value.length > limit:
                 large[id(node)] = (node, value.length)
         else:
@@ -285,19 +344,45 @@ def _padding(node: nodes.Node, sizes: _Sizes) -> int:
 def _format_width(node: nodes.Node, sizes: _Sizes) -> int:
     """The widest width or precision in the constant format string of `|format`, `%` or `.format(...)`; else 0."""
     if isinstance(node, nodes.Filter) and node.name == "format" and node.node is not None:
-        text, specs = sizes.fold(node.node), _PERCENT_SPEC
+        text, specs, args = _text(node.node, sizes), _PERCENT_SPEC, [*node.args, *(k.value for k in node.kwargs)]
     elif isinstance(node, nodes.Mod):
-        text, specs = sizes.fold(node.left), _PERCENT_SPEC
-    elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr) and node.node.attr in FORMAT_METHODS:
-        text, specs = sizes.fold(node.node.node), _FORMAT_SPEC
+        text, specs = _text(node.left, sizes), _PERCENT_SPEC
+        args = list(node.right.items) if isinstance(node.right, nodes.Tuple) else [node.right]
+    elif isinstance(node, nodes.Call) and _method(node) in FORMAT_METHODS:
+        text, specs = _text(_subject(node), sizes), _FORMAT_SPEC
+        args = [*node.args, *(k.value for k in node.kwargs)]
     else:
         return 0
     if text is None:
         return 0
     for escaped in ("{{", "}}", "%%"):  # literal braces and percent signs: `'{{"max_new_tokens": 131072}}'.format()`
         text = text.replace(escaped, " ")
-    numbers = " ".join(group or "" for match in specs.finditer(text) for group in match.groups())
-    return max((int(digits) for digits in _DIGITS.findall(numbers)), default=0)
+    groups = [group or "" for match in specs.finditer(text) for group in match.groups()]
+    widest = max((int(digits) for digits in _DIGITS.findall(" ".join(groups))), default=0)
+    if "*" in groups or (specs is _FORMAT_SPEC and _NESTED_FIELD.search(text)):
+        # `'%*s'|format(n, x)`, `'{:>{}}'.format(x, n)`: the width is an argument (review 47)
+        given = (sizes.of(arg) for arg in args)
+        widest = max([widest, *(value for value in given if isinstance(value, int))])
+    return widest
+
+
+def _text(node: nodes.Node | None, sizes: _Sizes) -> str | None:
+    """A constant string, also one joined from constant strings and numbers (`'%' ~ n ~ 's'`)."""
+    if node is None:
+        return None
+    text = sizes.fold(node)
+    if text is not None or not isinstance(node, nodes.Concat):
+        return text
+    parts: list[str] = []
+    for part in node.nodes:
+        value = sizes.fold(part)
+        if value is None:
+            number = sizes.of(part)
+            if not isinstance(number, int):
+                return None
+            value = str(number)
+        parts.append(value)
+    return "".join(parts)
 
 
 Placed = tuple[nodes.Node, tuple[int | None, ...]]  # a node and the sizes of the loops around it
@@ -329,17 +414,20 @@ def _runs(sizes: Iterable[int]) -> int:
 
 
 def _repeated_text(placed: list[Placed], sizes: _Sizes) -> Iterator[Issue]:
-    """A string repeated or padded within the limit, in loops over constants that run it so often the total is past
-    MAX_REPEATED_TEXT (`{% for i in range(1000) %}{{ 'x' * 99999 }}`: 100 MB)."""
+    """A string repeated or padded within the limit (or a name set to one), in loops over constants that run it so often
+    the total is past MAX_REPEATED_TEXT (`{% for i in range(1000) %}{{ 'x' * 99999 }}`: 100 MB), also inside a loop
+    over the chat."""
     for node, loops in placed:
-        if not loops or None in loops:
+        if not loops:
             continue
-        value = sizes.of(node) if isinstance(node, nodes.Mul) else None
+        repeated = isinstance(node, nodes.Mul) or _grows(node) or (isinstance(node, nodes.Name) and node.ctx == "load")
+        value = sizes.of(node) if repeated else None
         size = value.length if isinstance(value, Sized) else _padding(node, sizes)
         if 0 < size <= MAX_ITEMS:
-            runs = _runs(s for s in loops if s is not None)
+            runs = _runs(s for s in loops if s is not None)  # a loop over the chat runs at least once
             if size * runs > MAX_REPEATED_TEXT:
-                yield _issue(node, f"{size:,} characters built {runs:,} times in loops over constants")
+                chat = ", and again for each message" if None in loops else ""
+                yield _issue(node, f"{size:,} characters built {runs:,} times in loops over constants{chat}")
 
 
 def _nested_loops(placed: list[Placed], sizes: _Sizes) -> Iterator[Issue]:
@@ -370,6 +458,81 @@ def _growing_namespaces(placed: list[Placed], sizes: _Sizes) -> Iterator[Issue]:
             yield _issue(node, f"a namespace value {shown} made of {copies} copies of itself in a loop run {count}")
 
 
+def _feeding_namespaces(tree: nodes.Template, sizes: _Sizes) -> Iterator[Issue]:
+    """Namespace values in one loop that take copies of each other (`ns.a = ns.a ~ ns.b`, `ns.b = ns.b ~ ns.a`): none
+    holds two copies of itself, yet together they grow like Fibonacci numbers (review 47). Their lengths are followed
+    through the loop's runs (MAX_GROWTH_RUNS for a loop over the chat) from one character each, leaving out the text
+    the assignments add: values that only append stay at one, and a value set anew drops to nothing."""
+    references: dict[int, dict[tuple[str, str], int]] = {}  # per assignment: copies of each value it reads
+    checked: set[tuple[tuple[int, ...], int]] = set()
+    for loop, assigns in _namespace_assignments(tree).items():
+        rows = [((target.name, target.attr), _references(value, sizes, references)) for target, value in assigns]
+        keys = {target for target, _ in rows}
+        if not any(key != target and key in keys for target, refs in rows for key in refs):
+            continue  # no value reads another: each only appends (or doubles by itself, `_growing_namespaces`)
+        if any(refs.get(target, 0) >= 2 for target, refs in rows):
+            continue  # a value that doubles by itself: `_growing_namespaces` reports it
+        size = sizes.of(loop.iter)
+        runs = min(size.length if isinstance(size, Sized) else MAX_GROWTH_RUNS, MAX_GROWTH_RUNS)
+        seen = (tuple(id(value) for _, value in assigns), runs)  # nested loops around the same body: once
+        if seen in checked:
+            continue
+        checked.add(seen)
+        lengths = dict.fromkeys(keys, 1)
+        for _ in range(runs):
+            for target, refs in rows:
+                grown = sum(count * lengths.get(key, 0) for key, count in refs.items())
+                lengths[target] = min(grown, MAX_ITEMS * MAX_ITEMS)
+            if max(lengths.values()) > MAX_ITEMS:
+                count = "as many times as the chat has messages" if size is None else f"{runs:,} times"
+                names = sorted(f"{name}.{attr}" for name, attr in keys if lengths[(name, attr)] > 1)
+                shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+                yield _issue(loop, f"namespace values {shown} built from each other in a loop run {count}")
+                break
+
+
+MAX_REFERENCES = 20  # namespace values one assignment is judged to copy
+
+
+def _references(
+    value: nodes.Node, sizes: _Sizes, cache: dict[int, dict[tuple[str, str], int]]
+) -> dict[tuple[str, str], int]:
+    """How many copies of each namespace value (`ns.a`) an assigned expression holds, for the first MAX_REFERENCES
+    it names; worked out once per assignment, however many loops hold it."""
+    key = id(value)
+    if key not in cache:
+        named: dict[tuple[str, str], None] = {}
+        stack = [value]  # a loop, not find_all's recursion: an expression may nest deeply
+        while stack and len(named) < MAX_REFERENCES:
+            node = stack.pop()
+            if isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Name):
+                named[(node.node.name, node.attr)] = None
+            stack.extend(child for _, child in _children(node))
+        copies = {name: _copies(value, name, sizes, 0) for name in named}
+        cache[key] = {name: count for name, count in copies.items() if count}
+    return cache[key]
+
+
+def _namespace_assignments(tree: nodes.Template) -> dict[nodes.For, list[tuple[nodes.NSRef, nodes.Node]]]:
+    """Each loop with the namespace assignments its body runs (in inner loops too; a macro's body runs where it is
+    called), in order, at most MAX_GROWING_VALUES a loop."""
+    found: dict[nodes.For, list[tuple[nodes.NSRef, nodes.Node]]] = {}
+    stack: list[tuple[nodes.Node, tuple[nodes.For, ...]]] = [(tree, ())]
+    while stack:
+        node, loops = stack.pop()
+        if isinstance(node, nodes.Macro):
+            loops = ()
+        if isinstance(node, nodes.Assign) and isinstance(node.target, nodes.NSRef):
+            for loop in loops:
+                assigns = found.setdefault(loop, [])
+                if len(assigns) < MAX_GROWING_VALUES:
+                    assigns.append((node.target, node.node))
+        inside = (*loops, node) if isinstance(node, nodes.For) else loops
+        children = list(_children(node))
+        stack.extend((child, inside if field == "body" else loops) for field, child in reversed(children))
+    return found
+
+
 COPYING_FILTERS = frozenset({"string", "trim", "upper", "lower", "title", "capitalize", "list", "safe", "e", "escape"})
 
 
@@ -388,24 +551,65 @@ def _copies(node: nodes.Node, target: tuple[str, str], sizes: _Sizes, depth: int
             times = sizes.of(count)
             if isinstance(times, int):
                 return min(max(times, 0) * _copies(value, target, sizes, depth + 1), MAX_ITEMS)
-        return _copies(node.left, target, sizes, depth + 1) + _copies(node.right, target, sizes, depth + 1)
+        # `ns.s * (messages|length)`: a count that is not constant may be two or more (review 47)
+        return 2 * (_copies(node.left, target, sizes, depth + 1) + _copies(node.right, target, sizes, depth + 1))
     if isinstance(node, nodes.CondExpr):
         branches = [node.expr1, *([node.expr2] if node.expr2 is not None else [])]
         return max(_copies(branch, target, sizes, depth + 1) for branch in branches)
     if isinstance(node, nodes.Filter) and node.node is not None and node.name in COPYING_FILTERS:
         return _copies(node.node, target, sizes, depth + 1)
     if isinstance(node, nodes.Filter) and node.node is not None and node.name in ("join", "format"):
-        # `[ns.s, ns.s]|join`, `'%s%s'|format(ns.s, ns.s)` (review 45)
+        # `[ns.s, ns.s]|join`, `'%s%s'|format(ns.s, ns.s)` (review 45), `'%(a)s%(a)s'|format(a=ns.s)` (review 47)
         parts = [node.node, *node.args]
-        return min(sum(_copies(part, target, sizes, depth + 1) for part in parts), MAX_ITEMS)
+        total = sum(_copies(part, target, sizes, depth + 1) for part in parts)
+        keys = _MAPPING_KEY.findall(sizes.fold(node.node) or "")
+        for keyword in node.kwargs:
+            total += max(keys.count(keyword.key), 1) * _copies(keyword.value, target, sizes, depth + 1)
+        return min(total, MAX_ITEMS)
+    if isinstance(node, nodes.Call) and _method(node) in FORMAT_METHODS:
+        return min(_format_copies(node, target, sizes, depth), MAX_ITEMS)  # `'{0}{0}'.format(ns.s)` (review 47)
     if isinstance(node, nodes.List | nodes.Tuple):
         return min(sum(_copies(item, target, sizes, depth + 1) for item in node.items), MAX_ITEMS)
-    if isinstance(node, nodes.Filter) and node.name == "replace" and node.node is not None and len(node.args) >= 2:
-        # `ns.s|replace('x', 'xx')`: every 'x' becomes two, so a value of them doubles
-        old, new = sizes.fold(node.args[0]), sizes.fold(node.args[1])
+    replacement = _replacement(node)
+    if replacement is not None:
+        # `ns.s|replace('x', 'xx')`, `ns.s.replace('x', 'xx')`: every 'x' becomes two, so a value of them doubles
+        subject, old_node, new_node = replacement
+        old, new = sizes.fold(old_node), sizes.fold(new_node)
         grows = new.count(old) if old and new is not None else 1
-        return min(max(grows, 1) * _copies(node.node, target, sizes, depth + 1), MAX_ITEMS)
+        return min(max(grows, 1) * _copies(subject, target, sizes, depth + 1), MAX_ITEMS)
     return 0
+
+
+def _replacement(node: nodes.Node) -> tuple[nodes.Node, nodes.Node, nodes.Node] | None:
+    """(subject, old, new) of `subject|replace(old, new)` or `subject.replace(old, new)`, else None."""
+    if isinstance(node, nodes.Filter) and node.name == "replace" and node.node is not None and len(node.args) >= 2:
+        return node.node, node.args[0], node.args[1]
+    if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr) and node.node.attr == "replace":
+        return (node.node.node, node.args[0], node.args[1]) if len(node.args) >= 2 else None
+    return None
+
+
+def _format_copies(node: nodes.Call, target: tuple[str, str], sizes: _Sizes, depth: int) -> int:
+    """Copies of `target` that `'...'.format(...)` puts in its result: each argument as often as a field names it
+    (every argument once when the format string is not constant)."""
+    args = {str(index): arg for index, arg in enumerate(node.args)}
+    args.update((keyword.key, keyword.value) for keyword in node.kwargs)
+    text = sizes.fold(node.node.node) if isinstance(node.node, nodes.Getattr) else None
+    uses: Counter[str] = Counter()
+    try:
+        automatic = 0
+        for _, field, _, _ in string.Formatter().parse(text or ""):  # parsing only: nothing is formatted
+            if field is None:
+                continue
+            name = re.split(r"[.\[]", field, maxsplit=1)[0]
+            if not name:
+                name, automatic = str(automatic), automatic + 1
+            uses[name] += 1
+    except ValueError:  # not a format string Python accepts: the call fails
+        return 0
+    if text is None:
+        uses = Counter(dict.fromkeys(args, 1))
+    return sum(count * _copies(args[name], target, sizes, depth + 1) for name, count in uses.items() if name in args)
 
 
 def _children(node: nodes.Node) -> Iterator[tuple[str, nodes.Node]]:
