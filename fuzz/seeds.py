@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import pickle
 import shutil
 import sys
 import tarfile
@@ -105,6 +106,19 @@ def _pickles() -> Iterator[bytes]:
             yield path.read_bytes()
         elif _is_torch_zip(path):
             yield from _zip_members(path, lambda n: n.endswith(".pkl"))
+    yield from _arrow_pickles()
+
+
+def _arrow_pickles() -> Iterator[bytes]:
+    """pyarrow arrays as pickle writes them (`scanners/pickle_arrow.py` checks their layout), when pyarrow is there."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return
+    strings = pa.array(["a", None, "ccc"])
+    arrays = [strings, strings.slice(1), pa.array([1, None, 3]), pa.array([True, False]), pa.array([[1], [2, 3]])]
+    for protocol in (2, 5):
+        yield pickle.dumps(arrays, protocol=protocol)
 
 
 # gzip, bz2, xz, lzma-alone, zlib (joblib's compress=3), LZ4 frames, joblib's Z-file.

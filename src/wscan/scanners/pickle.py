@@ -19,7 +19,7 @@ from typing import BinaryIO
 from wscan.discover import WEIGHT_SUFFIXES
 from wscan.limits import BudgetExceeded, Limits
 from wscan.model import AttrValue, Observation
-from wscan.scanners import dcp, joblib_legacy
+from wscan.scanners import dcp, joblib_legacy, pickle_arrow
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.config_targets import target_observations
@@ -36,6 +36,7 @@ from wscan.scanners.pickle_ops import (
 from wscan.scanners.pickle_values import (
     Const,
     Dict,
+    Event,
     Global,
     NestedBytes,
     Obj,
@@ -172,6 +173,8 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
             )
             break
         results.append(res)
+        for sub in [res, *nested]:
+            _check_arrow_arrays(artifact, sub)
         legacy = legacy or (len(results) == 1 and res.stopped and isinstance(res.result, Const)
                             and res.result.value == LEGACY_MAGIC_NUMBER)
         loaded, late = _loaded_blobs(artifact, [res, *nested], ctx)
@@ -478,6 +481,21 @@ def _nested_blobs(artifact: Artifact, res: PickleResult, ctx: ScanContext) -> li
         else:
             blobs[key] = blob
     return list(blobs.values())
+
+
+def _check_arrow_arrays(artifact: Artifact, res: PickleResult) -> None:
+    """pyarrow arrays whose layout Arrow would refuse, or that wscan cannot follow, as events of the stream; long
+    buffers are read back from the file (`pickle_arrow`)."""
+    if not res.arrow_arrays:
+        return
+
+    def read(source: LongBytes) -> bytes:
+        with open_slice(artifact.opener, source.start, source.length) as fh:
+            return fh.read(source.length)
+
+    verdict = pickle_arrow.check_arrays(res.arrow_arrays, read)
+    for kind, offset, detail in pickle_arrow.arrow_events(verdict):
+        res.events.append(Event(kind, offset, {"callable": pickle_arrow.RESTORE_ARRAY, "detail": detail}))
 
 
 def _nested_blob(artifact: Artifact, offset: int, source: NestedBytes) -> Artifact | None:

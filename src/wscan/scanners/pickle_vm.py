@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from wscan.limits import BudgetExceeded, Limits
 from wscan.scanners.omegaconf_resolvers import TOO_MANY_RESOLVERS, ResolverCall, resolver_calls
+from wscan.scanners.pickle_arrow import MAX_ARRAYS, RESTORE_ARRAY
 from wscan.scanners.pickle_config_targets import (
     _config_pairs,
     _config_targets,
@@ -242,6 +243,8 @@ class Machine:
         _config_pairs(res, func, args, offset)
         if func is self.getattr:
             res.getattr_calls += 1
+        if isinstance(func, Global) and func.dotted == RESTORE_ARRAY and len(res.arrow_arrays) <= MAX_ARRAYS:
+            res.arrow_arrays.append((offset, args))  # the layout is checked once the stream ends (`pickle_arrow`)
         if isinstance(func, Global) and func.dotted == NESTED_LOADER:
             source = _nested_bytes(args) if func is self.nested_loader and how == "REDUCE" else None
             if source is None or len(res.nested_loads) >= MAX_NESTED_LOADS:

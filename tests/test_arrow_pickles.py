@@ -1,0 +1,142 @@
+"""pyarrow arrays in pickles (review 46): `pyarrow.lib._restore_array` rebuilds an array without validating it, so
+offsets past the data buffer make every pickle loader read out of bounds. Real pandas and pyarrow pickles pass;
+forged layouts are WS-PKL-045 (high); layouts wscan does not follow (lists, structs, dictionaries) are WS-PKL-046
+(medium), never high."""
+
+from __future__ import annotations
+
+import io
+import pickle
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import joblib
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from tests.helpers.scanning import scan_bytes
+from wscan.model import Severity
+
+
+class Call:
+    """Pickles as func(*args): the stream a hostile writer makes by hand."""
+
+    def __init__(self, func: Any, *args: Any) -> None:
+        self.func, self.args = func, args
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return self.func, self.args
+
+
+def forged(arrow_type: pa.DataType, offsets: list[int], data: bytes, protocol: int = 4, **change: Any) -> bytes:
+    """A one-array pickle, materialised by list() as the file loads (the review's shape)."""
+    fields: dict[str, Any] = {
+        "type": arrow_type, "length": len(offsets) - 1, "nulls": 0, "offset": 0,
+        "buffers": [None, pa.py_buffer(struct.pack(f"<{len(offsets)}i", *offsets)), pa.py_buffer(data)],
+    }  # fmt: skip
+    fields.update(change)
+    state = (fields["type"], fields["length"], fields["nulls"], fields["offset"], fields["buffers"], [], None)
+    return pickle.dumps(Call(list, Call(pa.lib._restore_array, state)), protocol=protocol)
+
+
+LENGTH = "import pickle, sys; print(len(pickle.load(open(sys.argv[1], 'rb'))[0].as_py()))"
+
+
+def rules(tmp_path: Path, blob: bytes, name: str = "frame.pkl") -> dict[str, Severity]:
+    return {f.rule_id: f.severity for f in scan_bytes(tmp_path, blob, name).findings}
+
+
+def test_offsets_past_the_data_crash_the_loader_and_are_flagged(tmp_path: Path) -> None:
+    blob = forged(pa.string(), [0, 0x7FFFFF00], b"A")
+    path = tmp_path / "oob.pkl"
+    path.write_bytes(blob)
+    loaded = subprocess.run([sys.executable, "-I", "-c", LENGTH, str(path)], capture_output=True, timeout=120)
+    assert loaded.returncode < 0, loaded  # killed by a signal: the read went out of bounds
+    assert rules(tmp_path, blob).get("WS-PKL-045") == Severity.HIGH
+
+
+def test_a_leak_that_loads_cleanly_is_flagged(tmp_path: Path) -> None:
+    """A binary array of 4,096 bytes over a one-byte buffer loads, and holds bytes of the process's memory."""
+    blob = forged(pa.binary(), [0, 4096], b"A")
+    path = tmp_path / "leak.pkl"
+    path.write_bytes(blob)
+    shown = subprocess.run(  # in a child: the read is out of bounds
+        [sys.executable, "-I", "-c", LENGTH, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert shown.stdout.strip() == "4096", shown
+    assert rules(tmp_path, blob).get("WS-PKL-045") == Severity.HIGH
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_long_offsets_are_read_back_from_the_file(tmp_path: Path, protocol: int) -> None:
+    """Offsets past what the pickle machine keeps (4 KiB): the last one, 50,000 bytes in, is read back."""
+    offsets = list(range(0, 12_001))
+    good = forged(pa.string(), offsets, b"x" * 12_000, protocol)
+    assert not rules(tmp_path, good, "good.pkl")
+    bad = forged(pa.string(), [*offsets[:-1], 1_000_000], b"x" * 12_000, protocol)
+    assert rules(tmp_path, bad, "bad.pkl").get("WS-PKL-045") == Severity.HIGH
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"buffers": [None, pa.py_buffer(struct.pack("<2i", 0, 1))]},  # two buffers: MakeArray reads a third
+        {"offset": 5},  # offsets past the offsets buffer
+        {"length": -1},
+        {"nulls": 1},  # nulls but no validity bitmap
+        {"type": pa.int64()},  # one buffer too many for a number array
+    ],
+    ids=["missing-buffer", "offset-past-offsets", "negative-length", "nulls-without-bitmap", "extra-buffer"],
+)
+def test_layouts_arrow_refuses_are_flagged(tmp_path: Path, change: dict[str, Any]) -> None:
+    blob = forged(pa.string(), [0, 1], b"A", **change)
+    assert rules(tmp_path, blob).get("WS-PKL-045") == Severity.HIGH
+
+
+def _frame(rows: int) -> pd.DataFrame:
+    words = [f"word-{i}" if i % 7 else None for i in range(rows)]
+    return pd.DataFrame({
+        "text": pd.array(words, dtype="string[pyarrow]"),
+        "large": pd.Series(words, dtype=pd.ArrowDtype(pa.large_string())),
+        "blob": pd.Series([w.encode() if w else None for w in words], dtype=pd.ArrowDtype(pa.binary())),
+        "count": pd.Series(range(rows), dtype="int64[pyarrow]"),
+        "flag": pd.Series([i % 3 == 0 for i in range(rows)], dtype="bool[pyarrow]"),
+        "ratio": pd.Series([i / 3 for i in range(rows)], dtype="float32[pyarrow]"),
+        "when": pd.Series(pd.date_range("2024-01-01", periods=rows, freq="h", tz="UTC")).astype(
+            pd.ArrowDtype(pa.timestamp("ns", tz="UTC"))),
+        "day": pd.Series(pd.date_range("2024-01-01", periods=rows)).astype(pd.ArrowDtype(pa.date32())),
+        "price": pd.Series([None] * rows, dtype=pd.ArrowDtype(pa.decimal128(10, 2))),
+        "nothing": pd.Series([None] * rows, dtype=pd.ArrowDtype(pa.null())),
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize("rows", [3, 5000])
+def test_pandas_arrow_columns_as_pandas_pickles_them_pass(tmp_path: Path, rows: int) -> None:
+    """Every flat Arrow type pandas keeps, short and past 4 KiB, sliced, and pickled every way pandas and joblib do."""
+    frame = _frame(rows)
+    blobs = {f"p{protocol}.pkl": pickle.dumps(frame, protocol=protocol) for protocol in (2, 4, 5)}
+    blobs["sliced.pkl"] = pickle.dumps(frame.iloc[1:], protocol=5)
+    buffer = io.BytesIO()
+    frame.to_pickle(buffer)
+    blobs["pandas.pkl"] = buffer.getvalue()
+    buffer = io.BytesIO()
+    joblib.dump(frame, buffer)
+    blobs["frame.joblib"] = buffer.getvalue()
+    buffer = io.BytesIO()
+    pickle.dump(pa.Table.from_pandas(frame), buffer, protocol=5)
+    blobs["table.pkl"] = buffer.getvalue()
+    for name, blob in blobs.items():
+        assert rules(tmp_path, blob, name) == {}, name
+
+
+def test_nested_arrow_types_are_unverified_not_high(tmp_path: Path) -> None:
+    frame = pd.DataFrame({
+        "tags": pd.Series([["a", "b"], ["c"]], dtype=pd.ArrowDtype(pa.list_(pa.string()))),
+        "kind": pd.Series(["x", "y"]).astype(pd.ArrowDtype(pa.dictionary(pa.int32(), pa.string()))),
+    })  # fmt: skip
+    found = rules(tmp_path, pickle.dumps(frame, protocol=5))
+    assert found == {"WS-PKL-046": Severity.MEDIUM}
