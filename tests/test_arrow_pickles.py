@@ -133,10 +133,68 @@ def test_pandas_arrow_columns_as_pandas_pickles_them_pass(tmp_path: Path, rows: 
         assert rules(tmp_path, blob, name) == {}, name
 
 
-def test_nested_arrow_types_are_unverified_not_high(tmp_path: Path) -> None:
-    frame = pd.DataFrame({
-        "tags": pd.Series([["a", "b"], ["c"]], dtype=pd.ArrowDtype(pa.list_(pa.string()))),
-        "kind": pd.Series(["x", "y"]).astype(pd.ArrowDtype(pa.dictionary(pa.int32(), pa.string()))),
+def _nested_frame() -> pd.DataFrame:
+    tags = [["a", "b"], None, ["c"]]
+    return pd.DataFrame({
+        "tags": pd.Series(tags, dtype=pd.ArrowDtype(pa.list_(pa.string()))),
+        "big_tags": pd.Series(tags, dtype=pd.ArrowDtype(pa.large_list(pa.string()))),
+        "pair": pd.Series([[1, 2], [3, 4], None], dtype=pd.ArrowDtype(pa.list_(pa.int64(), 2))),
+        "point": pd.Series([{"x": 1, "y": "a"}, None, {"x": 3, "y": None}],
+                           dtype=pd.ArrowDtype(pa.struct([("x", pa.int64()), ("y", pa.string())]))),
+        "attrs": pd.Series([[("k", 1)], [], None], dtype=pd.ArrowDtype(pa.map_(pa.string(), pa.int64()))),
+        "kind": pd.Series(["x", None, "x"]).astype(pd.ArrowDtype(pa.dictionary(pa.int8(), pa.string()))),
     })  # fmt: skip
-    found = rules(tmp_path, pickle.dumps(frame, protocol=5))
-    assert found == {"WS-PKL-046": Severity.MEDIUM}
+
+
+def test_nested_arrow_types_as_pandas_pickles_them_pass(tmp_path: Path) -> None:
+    """Lists, large lists, fixed-size lists, structs, maps and dictionaries: each child is checked against the type
+    its parent declares, and a dictionary's indices against its entries."""
+    frame = _nested_frame()
+    for protocol in (2, 5):
+        assert rules(tmp_path, pickle.dumps(frame, protocol=protocol), f"p{protocol}.pkl") == {}
+        assert rules(tmp_path, pickle.dumps(frame.iloc[1:], protocol=protocol), f"sliced{protocol}.pkl") == {}
+    assert rules(tmp_path, pickle.dumps(pa.Table.from_pandas(frame), protocol=5), "table.pkl") == {}
+
+
+def _array_state(array: pa.Array) -> tuple[Any, ...]:
+    state = array.__reduce__()[1][0]
+    return tuple(state)
+
+
+def _materialised(state: tuple[Any, ...]) -> bytes:
+    return pickle.dumps(Call(list, Call(pa.lib._restore_array, state)), protocol=5)
+
+
+def test_dictionary_indices_past_the_dictionary_are_flagged(tmp_path: Path) -> None:
+    """Indices a dictionary array looks up past its entries: its items are read out of bounds as the file loads."""
+    real = _array_state(pa.array(["a", "b", "a"]).dictionary_encode())
+    assert rules(tmp_path, _materialised(real), "real.pkl") == {}
+    buffers = [None, pa.py_buffer(struct.pack("<3i", 0, 1, 1_000_000))]
+    forged_state = (real[0], 3, 0, 0, buffers, [], real[6])
+    assert rules(tmp_path, _materialised(forged_state), "forged.pkl").get("WS-PKL-045") == Severity.HIGH
+
+
+def test_list_offsets_past_the_child_are_flagged(tmp_path: Path) -> None:
+    real = _array_state(pa.array([[1, 2], [3]]))
+    offsets = pa.py_buffer(struct.pack("<3i", 0, 2, 50_000))
+    forged_state = (real[0], 2, 0, 0, [None, offsets], real[5], None)
+    assert rules(tmp_path, _materialised(forged_state), "list.pkl").get("WS-PKL-045") == Severity.HIGH
+
+
+def test_a_struct_child_shorter_than_the_struct_is_flagged(tmp_path: Path) -> None:
+    real = _array_state(pa.array([{"a": 1}, {"a": 2}]))
+    forged_state = (real[0], 5, 0, 0, real[4], real[5], None)
+    assert rules(tmp_path, _materialised(forged_state), "struct.pkl").get("WS-PKL-045") == Severity.HIGH
+
+
+def test_a_child_of_another_layout_than_declared_is_flagged(tmp_path: Path) -> None:
+    """A list of int64 whose child array says it holds strings."""
+    real = _array_state(pa.array([[1, 2], [3]]))
+    strings = _array_state(pa.array(["a", "b", "c"]))
+    forged_state = (real[0], real[1], real[2], real[3], real[4], [strings], None)
+    assert rules(tmp_path, _materialised(forged_state), "child.pkl").get("WS-PKL-045") == Severity.HIGH
+
+
+def test_arrow_types_wscan_does_not_follow_are_unverified_not_high(tmp_path: Path) -> None:
+    views = pa.array(["a", "b"], type=pa.string_view())
+    assert rules(tmp_path, pickle.dumps(views, protocol=5)) == {"WS-PKL-046": Severity.MEDIUM}

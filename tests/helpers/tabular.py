@@ -114,6 +114,13 @@ def arrow_objects() -> dict[str, Any]:
         "duration": ([pd.Timedelta(1), None], pa.duration("ns")),
         "decimal": ([decimal.Decimal("1.5"), None], pa.decimal128(5, 2)),
         "dictionary": (["a", "b"], pa.dictionary(pa.int32(), pa.string())),
+        # more of the nested and flat types ArrowDtype wraps (pickle_arrow checks each layout)
+        "large_list": ([["a"], None], pa.large_list(pa.string())),
+        "fixed_size_list": ([[1, 2], None], pa.list_(pa.int8(), 2)),
+        "map": ([[("k", 1)], None], pa.map_(pa.string(), pa.int64())),
+        "large_binary": ([b"a", None], pa.large_binary()), "float16": ([None, None], pa.float16()),
+        "uint64": ([1, None], pa.uint64()), "date64": ([None, None], pa.date64()),
+        "time64": ([None, None], pa.time64("us")), "null": ([None, None], pa.null()),
     }  # fmt: skip
     return {
         "default-strings": pd.DataFrame({"name": ["x", "y", None], "n": [1, 2, 3]}).set_index("name"),

@@ -5,15 +5,16 @@ from its pickled `(type, length, null_count, offset, buffers, children, dictiona
 it (review 46): a string array whose offsets point past its data buffer made `pickle.load`, `pd.read_pickle` and
 `joblib.load` read out of bounds (a segfault, or bytes of the process's memory in a string), and fewer buffers than
 the type has are read past the end of the list. Each call's layout is checked here against the buffers the stream
-gives it: their number, their sizes, and for strings and binaries the offsets themselves (read back from the file
-when they are longer than the pickle machine keeps). Types whose layout this module does not follow (lists,
-structs, dictionaries, views, unions) and buffers the stream computes are reported as unverified instead.
+gives it: their number, their sizes, the offsets of strings, binaries and lists, and a dictionary's indices (read back
+from the file when they are longer than the pickle machine keeps), through lists, structs, maps and dictionaries,
+each child against the type its parent declares. Types whose layout this module does not follow (views, unions,
+run-end encoded, extension types) and buffers the stream computes are reported as unverified instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from wscan.scanners.pickle_ops import LongBytes
 from wscan.scanners.pickle_values import Const, Global, Obj, Seq, Sym, _const, _const_int, _is_latin1, _is_none
@@ -81,10 +82,34 @@ def check_arrays(calls: list[tuple[int, Sym]], read: Read) -> ArrowCheck:
     return result
 
 
-def _check(data: Sym, read: Read, budget: list[int], depth: int) -> None:
+@dataclass(frozen=True)
+class ArrowType:
+    """A type's physical layout, which is all bounds depend on: 'null'; 'fixed' (size: bits); 'binary' and 'list'
+    (size: bytes per offset); 'fixed_list' (size: items per list); 'struct'; 'dictionary' (children: indices,
+    values). `alias` names an integer index type; it plays no part in comparing types."""
+
+    kind: str
+    size: int = 0
+    children: tuple[ArrowType, ...] = ()
+    alias: str | None = field(default=None, compare=False)
+
+
+INDEX_TYPES = {  # dictionary index aliases and how to read them
+    **dict.fromkeys(("i1", "int8"), "<i1"), **dict.fromkeys(("i2", "int16"), "<i2"),
+    **dict.fromkeys(("i4", "int32"), "<i4"), **dict.fromkeys(("i8", "int64"), "<i8"),
+    **dict.fromkeys(("u1", "uint8"), "<u1"), **dict.fromkeys(("u2", "uint16"), "<u2"),
+    **dict.fromkeys(("u4", "uint32"), "<u4"), **dict.fromkeys(("u8", "uint64"), "<u8"),
+}  # fmt: skip
+MAX_DEPTH = 32  # nested types followed
+
+
+def _check(data: Sym, read: Read, budget: list[int], depth: int, declared: ArrowType | None = None) -> int:
+    """Check one array's data (and its children and dictionary) against its type; return its length."""
+    if depth > MAX_DEPTH:
+        raise Unverified(f"types nested deeper than {MAX_DEPTH}")
     if not isinstance(data, Seq) or data.dropped or len(data.items) != 7:
         raise Unverified("array data the stream computes or gives otherwise than pyarrow writes")
-    dtype, length_sym, nulls_sym, offset_sym, buffers_sym, children, dictionary = data.items
+    dtype, length_sym, nulls_sym, offset_sym, buffers_sym, children_sym, dictionary = data.items
     length, nulls, offset = _const_int(length_sym), _const_int(nulls_sym), _const_int(offset_sym)
     if length is None or nulls is None or offset is None:
         raise Unverified("a length, null count or offset the stream computes")
@@ -92,67 +117,130 @@ def _check(data: Sym, read: Read, budget: list[int], depth: int) -> None:
         raise Invalid(f"length {length}, offset {offset} and null count {nulls} that Arrow refuses")
     if not isinstance(buffers_sym, Seq) or buffers_sym.dropped:
         raise Unverified("buffers the stream computes")
-    kind, size = _layout(dtype)
-    if not (isinstance(children, Seq) and not children.items and not children.dropped and _is_none(dictionary)):
-        raise Invalid(f"children or a dictionary on a {kind} array, which has none")
-    expected = 1 if kind == "null" else 3 if kind == "binary" else 2
-    buffers = buffers_sym.items
-    if len(buffers) != expected:
-        raise Invalid(f"{len(buffers)} buffers for a {kind} array, which has {expected} (read past the list)")
-    if kind == "null":
-        return
+    if not isinstance(children_sym, Seq) or children_sym.dropped:
+        raise Unverified("children the stream computes")
+    kind = _type(dtype, 0)
+    if declared is not None and kind != declared:
+        raise Invalid("a child or dictionary whose layout differs from the one its parent's type declares")
+    expected = {"null": 1, "binary": 3, "fixed": 2, "list": 2, "dictionary": 2}.get(kind.kind, 1)
+    children = children_sym.items
+    wanted = 0 if kind.kind in ("null", "fixed", "binary", "dictionary") else len(kind.children)
+    if len(buffers_sym.items) != expected or len(children) != wanted:
+        raise Invalid(f"{len(buffers_sym.items)} buffers and {len(children)} children for a {kind.kind} array, which"
+                      f" has {expected} and {wanted} (read past the list)")  # fmt: skip
+    if (kind.kind == "dictionary") == _is_none(dictionary):
+        raise Invalid(f"a dictionary {'missing from' if _is_none(dictionary) else 'on'} a {kind.kind} array")
+    if kind.kind == "null":
+        return length
     end = offset + length
-    validity = _buffer(buffers[0], read, budget)
+    buffers = [_buffer(item, read, budget) for item in buffers_sym.items]
+    validity = buffers[0]
     if validity is None and nulls > 0:
         raise Invalid(f"{nulls} nulls and no validity bitmap")
     if validity is not None and len(validity) < -(-end // 8):
         raise Invalid(f"a validity bitmap of {len(validity)} bytes for {end:,} items")
-    if kind == "fixed":
-        values = _buffer(buffers[1], read, budget)
-        needed = -(-end * size // 8)
-        if (values is None and end) or (values is not None and len(values) < needed):
-            shown = 0 if values is None else len(values)
-            raise Invalid(f"a data buffer of {shown:,} bytes for {end:,} items of {size} bits (needs {needed:,})")
-        return
-    offsets, values = _buffer(buffers[1], read, budget), _buffer(buffers[2], read, budget)
-    if not length:
-        return
-    if offsets is None or len(offsets) < (end + 1) * size:
-        shown = 0 if offsets is None else len(offsets)
-        raise Invalid(f"an offsets buffer of {shown:,} bytes for {end:,} items")
-    _check_offsets(offsets, size, offset, end, 0 if values is None else len(values))
+    if kind.kind in ("fixed", "dictionary"):
+        bits = kind.size if kind.kind == "fixed" else kind.children[0].size
+        _sized(buffers[1], -(-end * bits // 8), end)
+    if kind.kind == "dictionary":
+        words = _check(dictionary, read, budget, depth + 1, kind.children[1])
+        _check_indices(buffers[1] or b"", validity, kind.children[0], offset, end, words)
+    elif kind.kind in ("binary", "list") and length:
+        if buffers[1] is None or len(buffers[1]) < (end + 1) * kind.size:
+            shown = 0 if buffers[1] is None else len(buffers[1])
+            raise Invalid(f"an offsets buffer of {shown:,} bytes for {end:,} items")
+        if kind.kind == "binary":
+            limit, what = (0 if buffers[2] is None else len(buffers[2])), "bytes in the data buffer"
+        else:
+            limit, what = _check(children[0], read, budget, depth + 1, kind.children[0]), "items in the child array"
+        _check_offsets(buffers[1], kind.size, offset, end, limit, what)
+    elif kind.kind in ("list", "binary"):  # empty: the children are checked all the same
+        for child, child_type in zip(children, kind.children, strict=True):
+            _check(child, read, budget, depth + 1, child_type)
+    elif kind.kind in ("fixed_list", "struct"):
+        per_item = kind.size if kind.kind == "fixed_list" else 1
+        for child, child_type in zip(children, kind.children, strict=True):
+            items = _check(child, read, budget, depth + 1, child_type)
+            if items < end * per_item:
+                raise Invalid(f"a child of {items:,} items under a {kind.kind} of {end:,} items")
+    return length
 
 
-def _check_offsets(offsets: bytes, size: int, first: int, end: int, data: int) -> None:
-    """Offsets first..end of a string or binary array: from 0 up, never down, within the data buffer."""
-    import numpy as np  # a dependency of gguf, onnx and h5py; loaded only for files that hold Arrow strings
+def _sized(buffer: bytes | None, needed: int, end: int) -> None:
+    if (buffer is None and needed) or (buffer is not None and len(buffer) < needed):
+        shown = 0 if buffer is None else len(buffer)
+        raise Invalid(f"a data buffer of {shown:,} bytes for {end:,} items (needs {needed:,})")
+
+
+def _check_offsets(offsets: bytes, size: int, first: int, end: int, limit: int, what: str) -> None:
+    """Offsets first..end of a string, binary or list array: from 0 up, never down, within what they index."""
+    import numpy as np  # a dependency of gguf, onnx and h5py; loaded only for files that hold Arrow arrays
 
     values = np.frombuffer(offsets, dtype="<i4" if size == 4 else "<i8", count=end + 1)[first:]
     low, high = int(values[0]), int(values[-1])
     if low < 0 or bool((np.diff(values) < 0).any()):
         raise Invalid("offsets that go below zero or backwards")
-    if high > data:
-        raise Invalid(f"offsets up to {high:,} into a data buffer of {data:,} bytes (an out-of-bounds read)")
+    if high > limit:
+        raise Invalid(f"offsets up to {high:,} over {limit:,} {what} (an out-of-bounds read)")
 
 
-def _layout(dtype: Sym) -> tuple[str, int]:
-    """('fixed', bits), ('binary', offset size) or ('null', 0) for the types followed here."""
-    if isinstance(dtype, Obj) and isinstance(dtype.func, Global):
-        maker = dtype.func.dotted
-        if maker in MAKER_BITS:
-            return "fixed", MAKER_BITS[maker]
-        if maker == "pyarrow.lib.type_for_alias" and isinstance(dtype.args, Seq) and len(dtype.args.items) == 1:
-            alias = _const(dtype.args.items[0])
-            if isinstance(alias, str):
-                alias = alias.lower()
-                if alias == "null":
-                    return "null", 0
-                if alias in FIXED_BITS:
-                    return "fixed", FIXED_BITS[alias]
-                if alias in OFFSET_BYTES:
-                    return "binary", OFFSET_BYTES[alias]
-        raise Unverified(f"an Arrow type made by {maker}, whose layout wscan does not follow")
-    raise Unverified("an Arrow type the stream computes")
+def _check_indices(indices: bytes, validity: bytes | None, index: ArrowType, first: int, end: int, words: int) -> None:
+    """A dictionary array's indices, where not null: each names an entry of the dictionary."""
+    import numpy as np
+
+    if index.alias not in INDEX_TYPES:
+        raise Unverified("dictionary indices of a type wscan does not read")
+    values = np.frombuffer(indices, dtype=INDEX_TYPES[index.alias], count=end)[first:]
+    if validity is not None:
+        valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[first:end].astype(bool)
+        values = values[valid]
+    if values.size and (int(values.min()) < 0 or int(values.max()) >= words):
+        raise Invalid(f"dictionary indices from {int(values.min()):,} to {int(values.max()):,} into {words:,} entries"
+                      " (an out-of-bounds read)")  # fmt: skip
+
+
+def _type(dtype: Sym, depth: int) -> ArrowType:
+    """The layout of a pickled pyarrow type (or field), as pyarrow pickles it: its maker and arguments."""
+    if depth > MAX_DEPTH:
+        raise Unverified(f"types nested deeper than {MAX_DEPTH}")
+    if not (isinstance(dtype, Obj) and isinstance(dtype.func, Global)):
+        raise Unverified("an Arrow type the stream computes")
+    maker = dtype.func.dotted
+    args = dtype.args.items if isinstance(dtype.args, Seq) and not dtype.args.dropped else None
+    if maker in MAKER_BITS:
+        return ArrowType("fixed", MAKER_BITS[maker])
+    if maker == "pyarrow.lib.type_for_alias" and args is not None and len(args) == 1:
+        alias = _const(args[0])
+        if isinstance(alias, str):
+            alias = alias.lower()
+            if alias == "null":
+                return ArrowType("null")
+            if alias in FIXED_BITS:
+                return ArrowType("fixed", FIXED_BITS[alias], alias=alias)
+            if alias in OFFSET_BYTES:
+                return ArrowType("binary", OFFSET_BYTES[alias])
+    if maker == "pyarrow.lib.field" and args is not None and len(args) >= 2:
+        return _type(args[1], depth + 1)
+    if maker in ("pyarrow.lib.list_", "pyarrow.lib.large_list") and args is not None and 1 <= len(args) <= 2:
+        value = _type(args[0], depth + 1)
+        size = _const_int(args[1]) if len(args) == 2 else -1
+        if size is not None and maker == "pyarrow.lib.list_" and size >= 0:
+            return ArrowType("fixed_list", size, (value,))
+        if size == -1:
+            return ArrowType("list", 4 if maker == "pyarrow.lib.list_" else 8, (value,))
+    if maker == "pyarrow.lib.struct" and args is not None and len(args) == 1 and isinstance(args[0], Seq) and (
+        not args[0].dropped
+    ):
+        return ArrowType("struct", 0, tuple(_type(item, depth + 1) for item in args[0].items))
+    if maker == "pyarrow.lib.map_" and args is not None and 2 <= len(args) <= 3:
+        entries = ArrowType("struct", 0, (_type(args[0], depth + 1), _type(args[1], depth + 1)))
+        return ArrowType("list", 4, (entries,))
+    if maker == "pyarrow.lib.dictionary" and args is not None and 2 <= len(args) <= 3:
+        index = _type(args[0], depth + 1)
+        if index.alias not in INDEX_TYPES:
+            raise Unverified("dictionary indices of a type wscan does not read")
+        return ArrowType("dictionary", 0, (index, _type(args[1], depth + 1)))
+    raise Unverified(f"an Arrow type made by {maker}, whose layout wscan does not follow")
 
 
 def _buffer(value: Sym, read: Read, budget: list[int]) -> bytes | None:
@@ -164,6 +252,8 @@ def _buffer(value: Sym, read: Read, budget: list[int]) -> bytes | None:
         raise Unverified("a buffer the stream makes otherwise than pyarrow writes")
     inner = _single(value)
     if isinstance(inner, Obj) and isinstance(inner.func, Global) and inner.func.dotted in BYTEARRAY:
+        if isinstance(inner.args, Seq) and not inner.args.items and not inner.args.dropped:
+            return b""  # an empty buffer, as protocol 2 writes it: bytearray()
         inner = _single(inner)
     if isinstance(inner, Const) and isinstance(inner.value, bytes | bytearray):
         return bytes(inner.value)
