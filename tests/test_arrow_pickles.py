@@ -198,3 +198,52 @@ def test_a_child_of_another_layout_than_declared_is_flagged(tmp_path: Path) -> N
 def test_arrow_types_wscan_does_not_follow_are_unverified_not_high(tmp_path: Path) -> None:
     views = pa.array(["a", "b"], type=pa.string_view())
     assert rules(tmp_path, pickle.dumps(views, protocol=5)) == {"WS-PKL-046": Severity.MEDIUM}
+
+
+# Review 48: ways around the first version of the check, each now WS-PKL-045.
+BAD_STRINGS = (pa.string(), 1, 0, 0, [None, pa.py_buffer(struct.pack("<2i", 0, 0x7FFFFF00)), pa.py_buffer(b"A")], [],
+               None)  # fmt: skip
+
+
+def test_an_allowlisted_helper_calling_restore_array_is_flagged(tmp_path: Path) -> None:
+    """numpy's __randomstate_ctor(data, _restore_array) calls _restore_array itself, then reads the array."""
+    from numpy.random._pickle import __randomstate_ctor as randomstate
+
+    blob = pickle.dumps(Call(randomstate, BAD_STRINGS, pa.lib._restore_array), protocol=4)
+    assert rules(tmp_path, blob).get("WS-PKL-045") == Severity.HIGH
+
+
+def _glob(module: str, name: str) -> bytes:
+    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+
+
+def _bytes(data: bytes) -> bytes:
+    return b"C" + bytes([len(data)]) + data if len(data) < 256 else b"B" + struct.pack("<I", len(data)) + data
+
+
+def test_a_buffer_list_grown_after_the_call_is_judged_as_the_call_saw_it(tmp_path: Path) -> None:
+    """pyarrow copies the buffers list when _restore_array runs: two buffers for a string array (no data buffer). The
+    stream appends the data buffer to the same list afterwards; the check used to see three."""
+    offsets = struct.pack("<2i", 0, 0x10000)
+    stream = (b"\x80\x04" + _glob("builtins", "list") + _glob("pyarrow.lib", "_restore_array") + b"("
+              + _glob("pyarrow.lib", "type_for_alias") + b"X\x06\x00\x00\x00string\x85R" + b"K\x01K\x00K\x00"
+              + b"]q\x01(N" + _glob("pyarrow.lib", "py_buffer") + _bytes(offsets) + b"\x85Re" + b"]Nt\x85R\x85R"
+              + b"h\x01" + _glob("pyarrow.lib", "py_buffer") + _bytes(b"A" * 0x10000) + b"\x85Ra0.")  # fmt: skip
+    assert rules(tmp_path, stream).get("WS-PKL-045") == Severity.HIGH
+
+
+def test_offsets_changed_in_place_are_flagged(tmp_path: Path) -> None:
+    """bytearray(b'...') given to py_buffer, then an item of it set by the stream: pyarrow never writes that."""
+    stream = (b"\x80\x04" + _glob("pyarrow.lib", "_restore_array") + b"("
+              + _glob("pyarrow.lib", "type_for_alias") + b"X\x06\x00\x00\x00string\x85R" + b"K\x01K\x00K\x00"
+              + b"](N" + _glob("pyarrow.lib", "py_buffer") + _glob("builtins", "bytearray")
+              + _bytes(struct.pack("<2i", 0, 1)) + b"\x85Rq\x02\x85R" + _glob("pyarrow.lib", "py_buffer")
+              + _bytes(b"A") + b"\x85Re]Nt\x85R" + b"h\x02K\x04K\xffs0.")  # fmt: skip
+    assert rules(tmp_path, stream).get("WS-PKL-045") == Severity.HIGH
+
+
+def test_a_bad_array_after_many_good_ones_is_flagged(tmp_path: Path) -> None:
+    good = (pa.string(), 1, 0, 0, [None, pa.py_buffer(struct.pack("<2i", 0, 1)), pa.py_buffer(b"A")], [], None)
+    bad = Call(list, Call(pa.lib._restore_array, BAD_STRINGS))
+    blob = pickle.dumps([Call(pa.lib._restore_array, good)] * 3 + [bad])
+    assert rules(tmp_path, blob).get("WS-PKL-045") == Severity.HIGH

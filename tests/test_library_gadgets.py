@@ -2127,6 +2127,10 @@ print(RemovableHandle.next_id, calls)
 """
 
 
+PLAIN_TORCH_LOAD = "torch.load(sys.argv[1], weights_only=False)"
+PLAIN_PICKLE_LOAD = "import pickle; pickle.load(open(sys.argv[1], 'rb'))"
+
+
 def _lazy_layer(handle_id: object) -> bytes:
     """A whole LazyLinear as torch.save writes it, its hook handle's id replaced (None: as torch made it)."""
     import torch
@@ -2163,3 +2167,22 @@ def test_a_hook_handle_id_that_breaks_later_hooks_is_flagged(tmp_path: Path, han
 def test_a_lazy_layer_as_torch_saves_it_keeps_its_hook_ids(tmp_path: Path) -> None:
     report = scan_bytes(tmp_path, _lazy_layer(None), "lazy.pt")
     assert not [f for f in report.findings if f.severity >= Severity.MEDIUM], report.findings
+
+
+def test_a_hook_handle_id_set_through_rebuild_from_type_is_flagged(tmp_path: Path) -> None:
+    """torch's _rebuild_from_type_v2(copyreg.__newobj__, RemovableHandle, (RemovableHandle,), state) calls
+    __setstate__ itself, with no BUILD opcode (review 48)."""
+    import torch
+    from torch.utils.hooks import RemovableHandle
+
+    state = (None, float("inf"))
+    made = _Call(torch._tensor._rebuild_from_type_v2, (copyreg.__newobj__, RemovableHandle, (RemovableHandle,), state))
+    path = tmp_path / "handle.pt"
+    path.write_bytes(_dump({"handle": made}))
+    shown = subprocess.run(
+        [sys.executable, "-I", "-c", HOOK_IDS.replace(PLAIN_TORCH_LOAD, PLAIN_PICKLE_LOAD), str(path)],
+        capture_output=True, text=True, timeout=120,
+    ).stdout
+    assert "['second']" in shown, shown
+    found = [f for f in scan_bytes(tmp_path, path.read_bytes(), "handle.pt").findings if f.rule_id == "WS-PKL-044"]
+    assert found and found[0].severity == Severity.MEDIUM

@@ -331,3 +331,34 @@ def test_review_47_growth_is_reported(shape: str) -> None:
 )
 def test_linear_namespace_use_and_small_growth_pass(source: str) -> None:
     assert costs(source) == []
+
+
+LONG_PROMPT = "\\n".join(f"{i}. Always follow rule number {i}: be helpful, honest and harmless." for i in range(300))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '{%- set prompt = "' + LONG_PROMPT + '" %}{{ prompt|indent(4) }}{% for m in messages %}{{ m }}{% endfor %}',
+        '{%- set prompt = "' + LONG_PROMPT + '" %}{{ prompt|replace("\\n", "\\n> ") }}',
+        '{{ "' + LONG_PROMPT + '"|indent(8, first=true) }}',
+    ],
+    ids=["indent", "replace", "indent-first"],
+)
+def test_a_long_prompt_indented_or_quoted_passes(source: str) -> None:
+    """Review 48: a 20 KB default system prompt indented by 4 was taken for 20,000 lines (120,000 characters); its
+    lines and matches are counted when its text is known."""
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    assert len(_compile_jinja_template(source).render(messages=[])) < 2 * len(LONG_PROMPT)
+    assert costs(source) == []
+
+
+def test_many_lines_indented_by_name_are_still_reported() -> None:
+    assert costs("{% set s = '\\n' * 99999 %}{{ s|indent(99999) }}")
+
+
+def test_a_width_too_long_to_convert_is_reported_not_a_crash() -> None:
+    """Review 48: a width of 5,000 digits made int() raise (Python's 4,300-digit limit), failing the file."""
+    expected = ["a string padded to 999,999,999,999,999,999 characters"]
+    assert costs("{{ '%" + "9" * 5000 + "s'|format('x') }}") == expected

@@ -81,6 +81,7 @@ MAX_GROWTH_RUNS = 64  # runs of a loop over the chat assumed when namespace valu
 MAX_GROWING_VALUES = 100  # namespace values followed in one loop
 _DIGITS = re.compile(r"\d+")
 FORMAT_METHODS = frozenset({"format", "format_map"})
+MAX_WIDTH_DIGITS = 18  # digits of a width read; more is past every limit anyway
 MAX_REPEATED_TEXT = 100 * MAX_ITEMS  # characters a loop over constants may build from a sized string, in all
 
 Fold = Callable[[nodes.Node], "str | None"]
@@ -205,14 +206,25 @@ class _Sizes:
             return None
         return Sized(max(0, -((start - stop) // step)))  # ceil((stop - start) / step), as len(range(...))
 
+    def text(self, node: nodes.Node, depth: int = 0) -> str | None:
+        """A constant string, through names set once (`{% set prompt = "..." %}{{ prompt|indent(4) }}`)."""
+        while isinstance(node, nodes.Name) and node.ctx == "load" and depth < MAX_DEPTH:
+            value = self.values.get(node.name)
+            if value is None:
+                return None
+            node, depth = value, depth + 1
+        return self.fold(node)
+
     def _grown(self, node: nodes.Filter | nodes.Call, depth: int) -> Value | None:
-        """At most what `|indent(n)`, `|replace(a, b)`, `.expandtabs(n)` or `.replace(a, b)` make of a sized string:
-        every line indented, every tab expanded, every match replaced (review 47: `('\\t' * N).expandtabs(N)` has
-        each factor within the limit and their product past it)."""
+        """What `|indent(n)`, `|replace(a, b)`, `.expandtabs(n)` or `.replace(a, b)` make of a sized string: its lines,
+        tabs or matches counted when its text is known, else every character taken for one (review 47:
+        `('\\t' * N).expandtabs(N)` has each factor within the limit and their product past it; review 48: a long
+        prompt indented is as long as its lines make it, not its characters)."""
         subject = _subject(node)
         inner = None if subject is None else self.of(subject, depth)
         if not isinstance(inner, Sized):
             return None
+        text = None if subject is None else self.text(subject)
         name = node.name if isinstance(node, nodes.Filter) else _method(node)
         keywords = {k.key: k.value for k in node.kwargs}
         if name == "replace":
@@ -221,7 +233,10 @@ class _Sizes:
             old, new = self.fold(node.args[0]), self.of(node.args[1], depth)
             if old is None or not isinstance(new, Sized):
                 return None
-            matches = inner.length + 1 if not old else inner.length // len(old)
+            if text is not None:
+                matches = text.count(old) if old else len(text) + 1
+            else:
+                matches = inner.length + 1 if not old else inner.length // len(old)
             return Sized(inner.length + matches * new.length)
         default = 4 if name == "indent" else 8
         given = node.args[0] if node.args else keywords.get("width" if name == "indent" else "tabsize")
@@ -230,7 +245,11 @@ class _Sizes:
             width = width.length
         if not isinstance(width, int):
             return None
-        return Sized((inner.length + 1) * (max(width, 0) + 1))
+        if text is not None:
+            places = text.count("\n") + 1 if name == "indent" else text.count("\t")
+        else:
+            places = inner.length + 1
+        return Sized(inner.length + places * max(width, 0))
 
     def _filter(self, node: nodes.Filter, depth: int) -> Value | None:
         inner = None if node.node is None else self.of(node.node, depth)
@@ -358,7 +377,8 @@ def _format_width(node: nodes.Node, sizes: _Sizes) -> int:
     for escaped in ("{{", "}}", "%%"):  # literal braces and percent signs: `'{{"max_new_tokens": 131072}}'.format()`
         text = text.replace(escaped, " ")
     groups = [group or "" for match in specs.finditer(text) for group in match.groups()]
-    widest = max((int(digits) for digits in _DIGITS.findall(" ".join(groups))), default=0)
+    # a width too long to be a number Python converts (4,300 digits) is at least this wide anyway (review 48)
+    widest = max((int(digits[:MAX_WIDTH_DIGITS]) for digits in _DIGITS.findall(" ".join(groups))), default=0)
     if "*" in groups or (specs is _FORMAT_SPEC and _NESTED_FIELD.search(text)):
         # `'%*s'|format(n, x)`, `'{:>{}}'.format(x, n)`: the width is an argument (review 47)
         given = (sizes.of(arg) for arg in args)

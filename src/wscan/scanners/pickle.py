@@ -284,6 +284,7 @@ def _plain_reading(
             if not first and not _is_real_pickle(res):
                 break
             first = False
+            _check_arrow_arrays(artifact, res)  # an array's raw bytes, run as opcodes, can build one (review 48)
             plain = PickleResult(res.start, res.end, protocol=res.protocol, opcodes=res.opcodes)
             for key, rec in res.imports.items():
                 uses, kept = seen.get(key, (set(), False))

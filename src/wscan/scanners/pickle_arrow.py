@@ -17,12 +17,32 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from wscan.scanners.pickle_ops import LongBytes
-from wscan.scanners.pickle_values import Const, Global, Obj, Seq, Sym, _const, _const_int, _is_latin1, _is_none
+from wscan.scanners.pickle_values import (
+    CHANGED,
+    Const,
+    Dict,
+    Global,
+    Obj,
+    Seq,
+    Sym,
+    _const,
+    _const_int,
+    _is_latin1,
+    _is_none,
+)
 
 RESTORE_ARRAY = "pyarrow.lib._restore_array"
-MAX_ARRAYS = 10_000  # calls checked per stream; more are unverified
-MAX_ARROW_BYTES = 256 * 1024 * 1024  # bytes read back from the file per stream for offsets; past it, unverified
+MAX_ARRAYS = 1_000_000  # calls checked per stream (the opcode limit bounds them anyway); past it, flagged
+MAX_ARROW_BYTES = 1024 * 1024 * 1024  # distinct bytes read back from the file per stream; past it, flagged
 BYTEARRAY = frozenset({"builtins.bytearray", "__builtin__.bytearray"})
+# Calls whose arguments pyarrow copies when they are made: their arguments are kept as they are then (`frozen`), so a
+# list the stream grows afterwards (review 48 added a data buffer after the call) changes nothing here either.
+ARROW_CALLS = frozenset({
+    RESTORE_ARRAY, "pyarrow.lib.py_buffer", "pyarrow.lib.type_for_alias", "pyarrow.lib.field", "pyarrow.lib.list_",
+    "pyarrow.lib.large_list", "pyarrow.lib.struct", "pyarrow.lib.map_", "pyarrow.lib.dictionary",
+    "pyarrow.lib.timestamp", "pyarrow.lib.decimal128", "pyarrow.lib.decimal256", "_codecs.encode", *BYTEARRAY,
+})  # fmt: skip
+INDIRECT = Const("called through another function")  # a call of _restore_array no pyarrow writes
 
 # pyarrow's type aliases (`type_for_alias`, which lowers the name first) by width in bits; timestamps and decimals
 # pickle through their own makers.
@@ -65,16 +85,18 @@ class ArrowCheck:
 def check_arrays(calls: list[tuple[int, Sym]], read: Read) -> ArrowCheck:
     """Each `_restore_array(data)` call, as the stream makes it (offset, arguments)."""
     result = ArrowCheck([], [])
-    budget = [MAX_ARROW_BYTES]
+    budget = _Budget(read)
     for index, (offset, args) in enumerate(calls):
-        if index >= MAX_ARRAYS:
-            result.unverified.append((offset, f"more than {MAX_ARRAYS:,} arrays in one stream"))
+        if index >= MAX_ARRAYS:  # a limit, so it fails closed: arrays after harmless ones are not left unchecked
+            result.invalid.append((offset, f"more than {MAX_ARRAYS:,} arrays in one stream, the rest not checked"))
             break
         try:
+            if args is INDIRECT:
+                raise Invalid("a call through another function (an allowlisted helper), which pyarrow never writes")
             data = args.items[0] if isinstance(args, Seq) and len(args.items) == 1 and not args.dropped else None
             if data is None:
                 raise Unverified("arguments the stream computes")
-            _check(data, read, budget, 0)
+            _check(data, budget, 0)
         except Invalid as exc:
             result.invalid.append((offset, str(exc)))
         except Unverified as exc:
@@ -103,7 +125,7 @@ INDEX_TYPES = {  # dictionary index aliases and how to read them
 MAX_DEPTH = 32  # nested types followed
 
 
-def _check(data: Sym, read: Read, budget: list[int], depth: int, declared: ArrowType | None = None) -> int:
+def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = None) -> int:
     """Check one array's data (and its children and dictionary) against its type; return its length."""
     if depth > MAX_DEPTH:
         raise Unverified(f"types nested deeper than {MAX_DEPTH}")
@@ -133,7 +155,7 @@ def _check(data: Sym, read: Read, budget: list[int], depth: int, declared: Arrow
     if kind.kind == "null":
         return length
     end = offset + length
-    buffers = [_buffer(item, read, budget) for item in buffers_sym.items]
+    buffers = [_buffer(item, budget) for item in buffers_sym.items]
     validity = buffers[0]
     if validity is None and nulls > 0:
         raise Invalid(f"{nulls} nulls and no validity bitmap")
@@ -143,7 +165,7 @@ def _check(data: Sym, read: Read, budget: list[int], depth: int, declared: Arrow
         bits = kind.size if kind.kind == "fixed" else kind.children[0].size
         _sized(buffers[1], -(-end * bits // 8), end)
     if kind.kind == "dictionary":
-        words = _check(dictionary, read, budget, depth + 1, kind.children[1])
+        words = _check(dictionary, budget, depth + 1, kind.children[1])
         _check_indices(buffers[1] or b"", validity, kind.children[0], offset, end, words)
     elif kind.kind in ("binary", "list") and length:
         if buffers[1] is None or len(buffers[1]) < (end + 1) * kind.size:
@@ -152,15 +174,15 @@ def _check(data: Sym, read: Read, budget: list[int], depth: int, declared: Arrow
         if kind.kind == "binary":
             limit, what = (0 if buffers[2] is None else len(buffers[2])), "bytes in the data buffer"
         else:
-            limit, what = _check(children[0], read, budget, depth + 1, kind.children[0]), "items in the child array"
+            limit, what = _check(children[0], budget, depth + 1, kind.children[0]), "items in the child array"
         _check_offsets(buffers[1], kind.size, offset, end, limit, what)
     elif kind.kind in ("list", "binary"):  # empty: the children are checked all the same
         for child, child_type in zip(children, kind.children, strict=True):
-            _check(child, read, budget, depth + 1, child_type)
+            _check(child, budget, depth + 1, child_type)
     elif kind.kind in ("fixed_list", "struct"):
         per_item = kind.size if kind.kind == "fixed_list" else 1
         for child, child_type in zip(children, kind.children, strict=True):
-            items = _check(child, read, budget, depth + 1, child_type)
+            items = _check(child, budget, depth + 1, child_type)
             if items < end * per_item:
                 raise Invalid(f"a child of {items:,} items under a {kind.kind} of {end:,} items")
     return length
@@ -243,7 +265,7 @@ def _type(dtype: Sym, depth: int) -> ArrowType:
     raise Unverified(f"an Arrow type made by {maker}, whose layout wscan does not follow")
 
 
-def _buffer(value: Sym, read: Read, budget: list[int]) -> bytes | None:
+def _buffer(value: Sym, budget: _Budget) -> bytes | None:
     """A buffer's bytes: None for an absent one; py_buffer(bytes), py_buffer(bytearray(bytes)) or, at protocol 2,
     py_buffer(bytearray(_codecs.encode(text, 'latin1'))), as pyarrow writes them."""
     if _is_none(value):
@@ -252,19 +274,23 @@ def _buffer(value: Sym, read: Read, budget: list[int]) -> bytes | None:
         raise Unverified("a buffer the stream makes otherwise than pyarrow writes")
     inner = _single(value)
     if isinstance(inner, Obj) and isinstance(inner.func, Global) and inner.func.dotted in BYTEARRAY:
+        if inner.state is not None:  # `_mutation`: items set or appended on the bytearray, as no writer does
+            raise Invalid("a buffer the stream changes in place, which pyarrow never writes")
         if isinstance(inner.args, Seq) and not inner.args.items and not inner.args.dropped:
             return b""  # an empty buffer, as protocol 2 writes it: bytearray()
         inner = _single(inner)
+    if isinstance(inner, Const) and inner.value is CHANGED:
+        raise Invalid("a buffer the stream changes in place, which pyarrow never writes")
     if isinstance(inner, Const) and isinstance(inner.value, bytes | bytearray):
         return bytes(inner.value)
     if isinstance(inner, Const) and isinstance(inner.value, LongBytes) and not inner.value.text:
-        return _read(inner.value, read, budget)
+        return budget.read(inner.value)
     if isinstance(inner, Obj) and isinstance(inner.func, Global) and inner.func.dotted == "_codecs.encode":
         args = inner.args.items if isinstance(inner.args, Seq) and not inner.args.dropped else []
         if len(args) == 2 and _is_latin1(args[1]) and isinstance(args[0], Const):
             text = args[0].value
             if isinstance(text, LongBytes) and text.text:
-                raw = _read(text, read, budget)
+                raw = budget.read(text)
                 text = raw.decode("utf-8", "surrogatepass")
             if isinstance(text, str):
                 try:
@@ -279,14 +305,38 @@ def _single(value: Obj) -> Sym | None:
     return args.items[0] if isinstance(args, Seq) and len(args.items) == 1 and not args.dropped else None
 
 
-def _read(source: LongBytes, read: Read, budget: list[int]) -> bytes:
-    if source.start < 0 or source.length > budget[0]:
-        raise Unverified(f"buffers past the {MAX_ARROW_BYTES // 2**20} MiB wscan reads back per stream")
-    budget[0] -= source.length
-    data = read(source)
-    if data is None or len(data) != source.length:
-        raise Unverified("a buffer that could not be read back")
-    return data
+class _Budget:
+    """Long buffers read back from the file, each once however often the memo hands it out, up to MAX_ARROW_BYTES."""
+
+    def __init__(self, read: Read) -> None:
+        self._read = read
+        self.left = MAX_ARROW_BYTES
+        self.cache: dict[tuple[int, int], bytes] = {}
+
+    def read(self, source: LongBytes) -> bytes:
+        key = (source.start, source.length)
+        if key in self.cache:
+            return self.cache[key]
+        if source.start < 0:
+            raise Unverified("a buffer that could not be read back")
+        if source.length > self.left:  # a limit, so it fails closed
+            raise Invalid(f"buffers past the {MAX_ARROW_BYTES // 2**20:,} MiB wscan reads back per stream, not checked")
+        self.left -= source.length
+        data = self._read(source)
+        if data is None or len(data) != source.length:
+            raise Unverified("a buffer that could not be read back")
+        self.cache[key] = data
+        return data
+
+
+def frozen(args: Sym, depth: int = 0) -> Sym:
+    """The arguments of a call as they are when it is made: lists and tuples copied (items a later opcode appends or
+    sets are not seen), objects kept (each pyarrow object froze its own arguments when it was made)."""
+    if depth > MAX_DEPTH or not isinstance(args, Seq | Dict):
+        return args
+    if isinstance(args, Dict):
+        return Dict([(key, frozen(value, depth + 1)) for key, value in args.items], dropped=args.dropped)
+    return Seq(args.type, [frozen(item, depth + 1) for item in args.items], dropped=args.dropped)
 
 
 def arrow_events(check: ArrowCheck) -> Iterator[tuple[str, int, str]]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from wscan.limits import BudgetExceeded, Limits
 from wscan.scanners.omegaconf_resolvers import TOO_MANY_RESOLVERS, ResolverCall, resolver_calls
-from wscan.scanners.pickle_arrow import MAX_ARRAYS, RESTORE_ARRAY
+from wscan.scanners.pickle_arrow import ARROW_CALLS, BYTEARRAY, INDIRECT, MAX_ARRAYS, RESTORE_ARRAY, frozen
 from wscan.scanners.pickle_config_targets import (
     _config_pairs,
     _config_targets,
@@ -243,6 +243,9 @@ class Machine:
         _config_pairs(res, func, args, offset)
         if func is self.getattr:
             res.getattr_calls += 1
+        arrow = isinstance(func, Global) and func.dotted in ARROW_CALLS
+        if arrow:
+            args = frozen(args)  # as pyarrow takes them now, whatever the stream does to the lists later
         if isinstance(func, Global) and func.dotted == RESTORE_ARRAY and len(res.arrow_arrays) <= MAX_ARRAYS:
             res.arrow_arrays.append((offset, args))  # the layout is checked once the stream ends (`pickle_arrow`)
         if isinstance(func, Global) and func.dotted == NESTED_LOADER:
@@ -288,6 +291,12 @@ class Machine:
                     target = called.items[0] if called.items else None
                     if isinstance(target, Obj) and target.state is not None:
                         self._after_build(res, target, f"{how} via {func.dotted}", offset)
+                # ... with __setstate__ if the object has one: a hook handle's id moves torch's counter (review 48)
+                made = Obj(inner, called)
+                counter = forged_counter(made, args.items[3])
+                if counter is not None:
+                    attrs: dict[str, str | int | bool] = {"callable": restored_class(made), "detail": counter}
+                    res.events.append(Event("pickle.shared_counter", offset, attrs))
             _state_from_call(res, func, args, offset)
         else:
             res.events.append(Event("pickle.dynamic_call", offset, {"opcode": how, "callee": describe(func)}))
@@ -322,6 +331,8 @@ class Machine:
         if _is_partial(target):
             return  # a partial's callable is judged as called where the partial is made or built
         if isinstance(target, Global):
+            if target.dotted == RESTORE_ARRAY and len(res.arrow_arrays) <= MAX_ARRAYS:
+                res.arrow_arrays.append((offset, INDIRECT))  # what the helper gives it is not followed (review 48)
             record = res.imports.get(target.dotted)
             if record is None:  # derived by getattr
                 record = ImportRecord(target.module, target.name, target.dotted, offset, how)
@@ -740,6 +751,8 @@ class Machine:
             target.value = CHANGED
         elif isinstance(target, Global):
             res.events.append(Event("pickle.build_global", at, {"callable": target.dotted, "opcode": opcode}))
+        elif isinstance(target, Obj) and isinstance(target.func, Global) and target.func.dotted in BYTEARRAY:
+            target.state = Const(CHANGED)  # bytes set or appended in place: pyarrow's buffers are read as changed
         elif isinstance(target, Obj) and (target.state is not None or not isinstance(target.func, Global)):
             self._after_build(res, target, opcode, at)
         elif isinstance(target, Seq):
