@@ -247,3 +247,16 @@ def test_a_bad_array_after_many_good_ones_is_flagged(tmp_path: Path) -> None:
     bad = Call(list, Call(pa.lib._restore_array, BAD_STRINGS))
     blob = pickle.dumps([Call(pa.lib._restore_array, good)] * 3 + [bad])
     assert rules(tmp_path, blob).get("WS-PKL-045") == Severity.HIGH
+
+
+def test_only_offsets_are_read_back_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Data buffers are measured, not read: a frame with more string data than the read-back limit passes, and one
+    whose offsets alone pass the limit is flagged (the limit fails closed)."""
+    from wscan.scanners import pickle_arrow
+
+    words = pa.array(["x" * 50] * 2000)  # 8 KB of offsets, 100 KB of data
+    blob = pickle.dumps(words, protocol=5)
+    monkeypatch.setattr(pickle_arrow, "MAX_ARROW_BYTES", 20_000)
+    assert rules(tmp_path, blob, "under.pkl") == {}
+    monkeypatch.setattr(pickle_arrow, "MAX_ARROW_BYTES", 5_000)
+    assert rules(tmp_path, blob, "over.pkl").get("WS-PKL-045") == Severity.HIGH

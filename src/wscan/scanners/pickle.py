@@ -490,13 +490,34 @@ def _check_arrow_arrays(artifact: Artifact, res: PickleResult) -> None:
     if not res.arrow_arrays:
         return
 
-    def read(source: LongBytes) -> bytes:
-        with open_slice(artifact.opener, source.start, source.length) as fh:
-            return fh.read(source.length)
-
-    verdict = pickle_arrow.check_arrays(res.arrow_arrays, read)
+    reader = _ReadBack(artifact)
+    try:
+        verdict = pickle_arrow.check_arrays(res.arrow_arrays, reader.read)
+    finally:
+        reader.close()
     for kind, offset, detail in pickle_arrow.arrow_events(verdict):
         res.events.append(Event(kind, offset, {"callable": pickle_arrow.RESTORE_ARRAY, "detail": detail}))
+
+
+class _ReadBack:
+    """Long arguments read back from the file through one handle, forward where it can: a compressed file (a
+    joblib.dump(compress=3) of a frame) is then decompressed once, not once per buffer."""
+
+    def __init__(self, artifact: Artifact) -> None:
+        self.artifact = artifact
+        self.handle: BinaryIO | None = None
+
+    def read(self, source: LongBytes) -> bytes:
+        if self.handle is None or source.start < self.handle.tell():
+            self.close()
+            self.handle = self.artifact.opener()
+        self.handle.seek(source.start)
+        return self.handle.read(source.length)
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
 
 
 def _nested_blob(artifact: Artifact, offset: int, source: NestedBytes) -> Artifact | None:

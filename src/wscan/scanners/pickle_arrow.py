@@ -155,7 +155,11 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
     if kind.kind == "null":
         return length
     end = offset + length
-    buffers = [_buffer(item, budget) for item in buffers_sym.items]
+    # Only offsets, indices and a dictionary array's bitmap are read; the other buffers are only measured, so data
+    # past what the machine keeps is not read back (nor counted against MAX_ARROW_BYTES).
+    read = {0} if kind.kind == "dictionary" else set()
+    read |= {1} if kind.kind in ("binary", "list", "dictionary") else set()
+    buffers = [_buffer(item, budget, index in read) for index, item in enumerate(buffers_sym.items)]
     validity = buffers[0]
     if validity is None and nulls > 0:
         raise Invalid(f"{nulls} nulls and no validity bitmap")
@@ -166,7 +170,8 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
         _sized(buffers[1], -(-end * bits // 8), end)
     if kind.kind == "dictionary":
         words = _check(dictionary, budget, depth + 1, kind.children[1])
-        _check_indices(buffers[1] or b"", validity, kind.children[0], offset, end, words)
+        _check_indices(_whole(buffers[1]), None if validity is None else _whole(validity), kind.children[0], offset,
+                       end, words)
     elif kind.kind in ("binary", "list") and length:
         if buffers[1] is None or len(buffers[1]) < (end + 1) * kind.size:
             shown = 0 if buffers[1] is None else len(buffers[1])
@@ -175,7 +180,7 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
             limit, what = (0 if buffers[2] is None else len(buffers[2])), "bytes in the data buffer"
         else:
             limit, what = _check(children[0], budget, depth + 1, kind.children[0]), "items in the child array"
-        _check_offsets(buffers[1], kind.size, offset, end, limit, what)
+        _check_offsets(_whole(buffers[1]), kind.size, offset, end, limit, what)
     elif kind.kind in ("list", "binary"):  # empty: the children are checked all the same
         for child, child_type in zip(children, kind.children, strict=True):
             _check(child, budget, depth + 1, child_type)
@@ -188,7 +193,7 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
     return length
 
 
-def _sized(buffer: bytes | None, needed: int, end: int) -> None:
+def _sized(buffer: bytes | Measured | None, needed: int, end: int) -> None:
     if (buffer is None and needed) or (buffer is not None and len(buffer) < needed):
         shown = 0 if buffer is None else len(buffer)
         raise Invalid(f"a data buffer of {shown:,} bytes for {end:,} items (needs {needed:,})")
@@ -265,7 +270,21 @@ def _type(dtype: Sym, depth: int) -> ArrowType:
     raise Unverified(f"an Arrow type made by {maker}, whose layout wscan does not follow")
 
 
-def _buffer(value: Sym, budget: _Budget) -> bytes | None:
+class Measured:
+    """A buffer's size, when its bytes need not be read."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+
+def _whole(buffer: bytes | Measured | None) -> bytes:
+    return buffer if isinstance(buffer, bytes) else b""  # a measured one is never passed here: see `read` in _check
+
+
+def _buffer(value: Sym, budget: _Budget, whole: bool = True) -> bytes | Measured | None:
     """A buffer's bytes: None for an absent one; py_buffer(bytes), py_buffer(bytearray(bytes)) or, at protocol 2,
     py_buffer(bytearray(_codecs.encode(text, 'latin1'))), as pyarrow writes them."""
     if _is_none(value):
@@ -284,7 +303,7 @@ def _buffer(value: Sym, budget: _Budget) -> bytes | None:
     if isinstance(inner, Const) and isinstance(inner.value, bytes | bytearray):
         return bytes(inner.value)
     if isinstance(inner, Const) and isinstance(inner.value, LongBytes) and not inner.value.text:
-        return budget.read(inner.value)
+        return budget.read(inner.value) if whole else Measured(inner.value.length)
     if isinstance(inner, Obj) and isinstance(inner.func, Global) and inner.func.dotted == "_codecs.encode":
         args = inner.args.items if isinstance(inner.args, Seq) and not inner.args.dropped else []
         if len(args) == 2 and _is_latin1(args[1]) and isinstance(args[0], Const):
