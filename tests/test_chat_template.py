@@ -332,3 +332,25 @@ def test_names_built_at_render_time_that_reach_python_are_flagged(source: str) -
     reached = (os.getcwd(), os.environ.get("HOME", "\0"))
     assert rendered.isdigit() or any(text in rendered for text in reached)
     assert kinds(source) & {"template.computed_attribute", "template.computed_call"}
+
+
+NS_SYSTEM = ("{%- set ns = namespace(system='') %}{% for m in messages %}{% if m.role == 'system' %}"
+             "{% set ns.system = ns.system ~ m.content %}{% endif %}{% endfor %}{{ ns.system }}")
+
+
+def test_a_namespace_attribute_named_like_a_gadget_passes() -> None:
+    """Review 48: `ns.system`, the system prompt a template collects in its own namespace, was high."""
+    assert kinds(NS_SYSTEM) == set()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        NS_SYSTEM.replace("{% for m in messages %}", "{% for ns in messages %}"),  # ns is also a loop variable
+        NS_SYSTEM.replace("{{ ns.system }}", "{{ messages.system }}"),  # another object's attribute
+        "{% set namespace = cycler %}" + NS_SYSTEM,  # namespace itself rebound
+    ],
+    ids=["rebound-by-a-loop", "another-object", "namespace-rebound"],
+)
+def test_gadget_attributes_of_anything_else_stay_high(source: str) -> None:
+    assert "template.dangerous_attribute" in kinds(source)

@@ -12,6 +12,7 @@ llama.cpp renders the template while it loads the model, with no limits.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from itertools import chain, islice
 
@@ -106,7 +107,8 @@ def check_template(source: str, program_data: bool = False) -> list[Issue]:
     else:
         sources = KeySources(walked, context_reads(tree, _ENV), trust_context=program_data)
     aliases = _global_aliases(walked, sources)
-    found: Iterator[Issue] = (issue for node in walked for issue in _inspect(node, aliases, sources))
+    namespaces = _own_namespaces(walked)
+    found: Iterator[Issue] = (issue for node in walked for issue in _inspect(node, aliases, sources, namespaces))
     if len(walked) <= MAX_NODES:  # what rendering costs: llama.cpp renders the template while loading the model
         found = chain(found, render_costs(tree, walked, _fold, len(source)))
     for issue in found:
@@ -183,7 +185,24 @@ def _issue(kind: str, node: nodes.Node, **attrs: AttrValue) -> Issue:
     return Issue(kind, {**attrs, "line": node.lineno})
 
 
-def _inspect(node: nodes.Node, aliases: set[int], sources: KeySources) -> Iterator[Issue]:
+def _own_namespaces(walked: list[nodes.Node]) -> frozenset[str]:
+    """Names the template binds only ever to `namespace(...)`: their attributes are the template's own keys
+    (`ns.system` holds the system prompt it collects), not Python objects' (review 48)."""
+    bound: Counter[str] = Counter()
+    made: Counter[str] = Counter()
+    for node in walked:
+        if isinstance(node, nodes.Name) and node.ctx in ("store", "param"):
+            bound[node.name] += 1
+        elif isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name):
+            call = node.node.node if isinstance(node.node, nodes.Call) else None
+            if isinstance(call, nodes.Name) and call.name == "namespace":
+                made[node.target.name] += 1
+    if bound["namespace"]:
+        return frozenset()
+    return frozenset(name for name, count in made.items() if bound[name] == count)
+
+
+def _inspect(node: nodes.Node, aliases: set[int], sources: KeySources, namespaces: frozenset[str]) -> Iterator[Issue]:
     if (isinstance(node, nodes.Const) and isinstance(node.value, str)) or isinstance(node, _STRING_BUILDERS):
         text = node.value if isinstance(node, nodes.Const) else _fold(node)
         # A name, or a dotted path, on its own: prose that mentions `__init__.py` is not a lookup, but a format
@@ -193,7 +212,8 @@ def _inspect(node: nodes.Node, aliases: set[int], sources: KeySources) -> Iterat
             if found is not None:
                 yield _issue("template.dunder_access", node, name=found.group(0))
     if isinstance(node, nodes.Getattr):
-        yield from _attribute(node, node.attr, dangerous=True)
+        own = isinstance(node.node, nodes.Name) and node.node.name in namespaces
+        yield from _attribute(node, node.attr, dangerous=not own)
         if isinstance(node.node, nodes.Name) and id(node.node) in aliases:
             yield _issue("template.global_internals", node, name=f"{node.node.name}.{node.attr}")
     elif isinstance(node, nodes.Getitem):
