@@ -260,3 +260,39 @@ def test_only_offsets_are_read_back_and_counted(tmp_path: Path, monkeypatch: pyt
     assert rules(tmp_path, blob, "under.pkl") == {}
     monkeypatch.setattr(pickle_arrow, "MAX_ARROW_BYTES", 5_000)
     assert rules(tmp_path, blob, "over.pkl").get("WS-PKL-045") == Severity.HIGH
+
+
+# Review 49: more ways around the check, each now WS-PKL-045.
+def _raw_array(length: bytes, data: bytes) -> bytes:
+    """list(_restore_array((string, <length>, 0, 0, [None, offsets 0..0x7fffff00, <data>], [], None))), by hand."""
+    offsets = struct.pack("<2i", 0, 0x7FFFFF00)
+    return (b"\x80\x04" + _glob("builtins", "list") + _glob("pyarrow.lib", "_restore_array") + b"("
+            + _glob("pyarrow.lib", "type_for_alias") + b"X\x06\x00\x00\x00string\x85R" + length + b"K\x00K\x00"
+            + b"](N" + _glob("pyarrow.lib", "py_buffer") + _bytes(offsets) + b"\x85R"
+            + _glob("pyarrow.lib", "py_buffer") + data + b"\x85Re]Nt\x85R\x85R.")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "length",
+    [b"\x8b" + struct.pack("<i", 1025) + b"\x01" + b"\x00" * 1024, b"\x88", b"I01\n"],
+    ids=["long4-of-1025-bytes", "newtrue", "protocol-0-true"],
+)
+def test_a_length_written_unusually_is_read_as_pyarrow_reads_it(tmp_path: Path, length: bytes) -> None:
+    """A LONG4 of 1,025 bytes holding 1 was read as 0 (an empty array, nothing checked); True is 1 to pyarrow."""
+    blob = _raw_array(length, _bytes(b"A"))
+    assert rules(tmp_path, blob).get("WS-PKL-045") == Severity.HIGH
+
+
+def test_a_bytearray_made_by_newobj_is_empty(tmp_path: Path) -> None:
+    """NEWOBJ runs bytearray.__new__ only, which ignores its argument: the data buffer is empty, not 256 bytes."""
+    newobj = _glob("builtins", "bytearray") + _bytes(b"A" * 256) + b"\x85\x81"
+    blob = _raw_array(b"K\x01", newobj).replace(struct.pack("<2i", 0, 0x7FFFFF00), struct.pack("<2i", 0, 256))
+    assert rules(tmp_path, blob).get("WS-PKL-045") == Severity.HIGH
+
+
+def test_arrays_nested_past_the_depth_limit_fail_closed(tmp_path: Path) -> None:
+    state: tuple[Any, ...] = _array_state(pa.array([1, 2]))
+    for _ in range(40):
+        state = (pa.struct([("x", state[0])]), 2, 0, 0, [None], [state], None)
+    found = rules(tmp_path, pickle.dumps(Call(pa.lib._restore_array, state), protocol=4))
+    assert found.get("WS-PKL-045") == Severity.HIGH

@@ -362,3 +362,11 @@ def test_a_width_too_long_to_convert_is_reported_not_a_crash() -> None:
     """Review 48: a width of 5,000 digits made int() raise (Python's 4,300-digit limit), failing the file."""
     expected = ["a string padded to 999,999,999,999,999,999 characters"]
     assert costs("{{ '%" + "9" * 5000 + "s'|format('x') }}") == expected
+
+
+def test_a_long_prompt_joined_then_indented_passes() -> None:
+    """Review 49: the prompt joined with `~` before `indent` was still taken for one line per character."""
+    source = ('{%- set prompt = "' + LONG_PROMPT + '" %}{% set full = prompt ~ "\\n" ~ prompt %}'
+              "{{ full|indent(4) }}{{ (prompt ~ '\\n' ~ prompt)|indent(2) }}")  # fmt: skip
+    assert costs(source) == []
+    assert costs("{% set s = '\\n' * 60000 %}{{ (s ~ s)|indent(99999) }}")  # many lines, joined: still reported

@@ -81,6 +81,7 @@ MAX_GROWTH_RUNS = 64  # runs of a loop over the chat assumed when namespace valu
 MAX_GROWING_VALUES = 100  # namespace values followed in one loop
 _DIGITS = re.compile(r"\d+")
 FORMAT_METHODS = frozenset({"format", "format_map"})
+MAX_TEXT = 16 * 1024 * 1024  # characters of a joined constant string built to count its lines
 MAX_WIDTH_DIGITS = 18  # digits of a width read; more is past every limit anyway
 MAX_REPEATED_TEXT = 100 * MAX_ITEMS  # characters a loop over constants may build from a sized string, in all
 
@@ -140,6 +141,8 @@ class _Sizes:
             if self.bound[node.target.name] == 1:
                 self.values[node.target.name] = node.node
         self.memo: dict[int, Value | None] = {}
+        self.texts: dict[int, str | None] = {}
+        self.counts: dict[tuple[int, str], int] = {}
 
     def of(self, node: nodes.Node, depth: int = 0) -> Value | None:
         """The node's number or length; None when it is not a constant (or too large to compute)."""
@@ -207,12 +210,34 @@ class _Sizes:
         return Sized(max(0, -((start - stop) // step)))  # ceil((stop - start) / step), as len(range(...))
 
     def text(self, node: nodes.Node, depth: int = 0) -> str | None:
-        """A constant string, through names set once (`{% set prompt = "..." %}{{ prompt|indent(4) }}`)."""
-        while isinstance(node, nodes.Name) and node.ctx == "load" and depth < MAX_DEPTH:
+        """A constant string, through names set once and the `~` and `+` joins of such names and constants
+        (`{% set full = prompt ~ '\\n' %}{{ full|indent(4) }}`); each node's text is worked out once (review 49
+        rebuilt a 6-million-character string for every `indent` of it), and none longer than MAX_TEXT is built."""
+        if depth > MAX_DEPTH:
+            return None
+        key = id(node)
+        if key not in self.texts:
+            self.texts[key] = None  # a name set to itself has no text
+            self.texts[key] = self._text(node, depth)
+        return self.texts[key]
+
+    def count(self, text: str, needle: str) -> int:
+        """How often `needle` occurs in a text `text` returned: counted once per text (each is kept in `texts`)."""
+        key = (id(text), needle)
+        if key not in self.counts:
+            self.counts[key] = text.count(needle)
+        return self.counts[key]
+
+    def _text(self, node: nodes.Node, depth: int) -> str | None:
+        if isinstance(node, nodes.Name) and node.ctx == "load":
             value = self.values.get(node.name)
-            if value is None:
+            return None if value is None else self.text(value, depth + 1)
+        if isinstance(node, nodes.Concat | nodes.Add):
+            parts = node.nodes if isinstance(node, nodes.Concat) else [node.left, node.right]
+            texts = [self.text(part, depth + 1) for part in parts]
+            if any(t is None for t in texts) or sum(len(t or "") for t in texts) > MAX_TEXT:
                 return None
-            node, depth = value, depth + 1
+            return "".join(t or "" for t in texts)
         return self.fold(node)
 
     def _grown(self, node: nodes.Filter | nodes.Call, depth: int) -> Value | None:
@@ -234,7 +259,7 @@ class _Sizes:
             if old is None or not isinstance(new, Sized):
                 return None
             if text is not None:
-                matches = text.count(old) if old else len(text) + 1
+                matches = self.count(text, old) if old else len(text) + 1
             else:
                 matches = inner.length + 1 if not old else inner.length // len(old)
             return Sized(inner.length + matches * new.length)
@@ -246,7 +271,7 @@ class _Sizes:
         if not isinstance(width, int):
             return None
         if text is not None:
-            places = text.count("\n") + 1 if name == "indent" else text.count("\t")
+            places = self.count(text, "\n") + 1 if name == "indent" else self.count(text, "\t")
         else:
             places = inner.length + 1
         return Sized(inner.length + places * max(width, 0))

@@ -25,8 +25,8 @@ from wscan.scanners.pickle_values import (
     Obj,
     Seq,
     Sym,
+    Unknown,
     _const,
-    _const_int,
     _is_latin1,
     _is_none,
 )
@@ -123,24 +123,25 @@ INDEX_TYPES = {  # dictionary index aliases and how to read them
     **dict.fromkeys(("u4", "uint32"), "<u4"), **dict.fromkeys(("u8", "uint64"), "<u8"),
 }  # fmt: skip
 MAX_DEPTH = 32  # nested types followed
+MAX_FROZEN_DEPTH = 4 * MAX_DEPTH + 8  # containers copied: each array level nests its children list and data tuple
 
 
 def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = None) -> int:
     """Check one array's data (and its children and dictionary) against its type; return its length."""
-    if depth > MAX_DEPTH:
-        raise Unverified(f"types nested deeper than {MAX_DEPTH}")
+    if depth > MAX_DEPTH:  # a limit, so it fails closed
+        raise Invalid(f"arrays nested deeper than {MAX_DEPTH}, not checked")
     if not isinstance(data, Seq) or data.dropped or len(data.items) != 7:
-        raise Unverified("array data the stream computes or gives otherwise than pyarrow writes")
+        raise Invalid("array data the stream computes or gives otherwise than pyarrow writes")
     dtype, length_sym, nulls_sym, offset_sym, buffers_sym, children_sym, dictionary = data.items
-    length, nulls, offset = _const_int(length_sym), _const_int(nulls_sym), _const_int(offset_sym)
+    length, nulls, offset = _number(length_sym), _number(nulls_sym), _number(offset_sym)
     if length is None or nulls is None or offset is None:
-        raise Unverified("a length, null count or offset the stream computes")
+        raise Invalid("a length, null count or offset the stream computes, which pyarrow never writes")
     if length < 0 or offset < 0 or length + offset >= 2**63 or not -1 <= nulls <= length:
         raise Invalid(f"length {length}, offset {offset} and null count {nulls} that Arrow refuses")
     if not isinstance(buffers_sym, Seq) or buffers_sym.dropped:
-        raise Unverified("buffers the stream computes")
+        raise Invalid("buffers the stream computes, which pyarrow never writes")
     if not isinstance(children_sym, Seq) or children_sym.dropped:
-        raise Unverified("children the stream computes")
+        raise Invalid("children the stream computes, which pyarrow never writes")
     kind = _type(dtype, 0)
     if declared is not None and kind != declared:
         raise Invalid("a child or dictionary whose layout differs from the one its parent's type declares")
@@ -193,6 +194,12 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
     return length
 
 
+def _number(value: Sym) -> int | None:
+    """An integer constant as pyarrow's int64 arguments take it: a bool is 0 or 1 (review 49 gave a length as True)."""
+    number = _const(value)
+    return int(number) if isinstance(number, int) else None
+
+
 def _sized(buffer: bytes | Measured | None, needed: int, end: int) -> None:
     if (buffer is None and needed) or (buffer is not None and len(buffer) < needed):
         shown = 0 if buffer is None else len(buffer)
@@ -228,10 +235,10 @@ def _check_indices(indices: bytes, validity: bytes | None, index: ArrowType, fir
 
 def _type(dtype: Sym, depth: int) -> ArrowType:
     """The layout of a pickled pyarrow type (or field), as pyarrow pickles it: its maker and arguments."""
-    if depth > MAX_DEPTH:
-        raise Unverified(f"types nested deeper than {MAX_DEPTH}")
-    if not (isinstance(dtype, Obj) and isinstance(dtype.func, Global)):
-        raise Unverified("an Arrow type the stream computes")
+    if depth > MAX_DEPTH:  # a limit, so it fails closed
+        raise Invalid(f"types nested deeper than {MAX_DEPTH}, not checked")
+    if not (isinstance(dtype, Obj) and isinstance(dtype.func, Global)) or dtype.instance:
+        raise Invalid("an Arrow type the stream computes, which pyarrow never writes")
     maker = dtype.func.dotted
     args = dtype.args.items if isinstance(dtype.args, Seq) and not dtype.args.dropped else None
     if maker in MAKER_BITS:
@@ -250,7 +257,7 @@ def _type(dtype: Sym, depth: int) -> ArrowType:
         return _type(args[1], depth + 1)
     if maker in ("pyarrow.lib.list_", "pyarrow.lib.large_list") and args is not None and 1 <= len(args) <= 2:
         value = _type(args[0], depth + 1)
-        size = _const_int(args[1]) if len(args) == 2 else -1
+        size = _number(args[1]) if len(args) == 2 else -1
         if size is not None and maker == "pyarrow.lib.list_" and size >= 0:
             return ArrowType("fixed_list", size, (value,))
         if size == -1:
@@ -290,9 +297,11 @@ def _buffer(value: Sym, budget: _Budget, whole: bool = True) -> bytes | Measured
     if _is_none(value):
         return None
     if not (isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted == "pyarrow.lib.py_buffer"):
-        raise Unverified("a buffer the stream makes otherwise than pyarrow writes")
+        raise Invalid("a buffer the stream makes otherwise than pyarrow writes")
     inner = _single(value)
     if isinstance(inner, Obj) and isinstance(inner.func, Global) and inner.func.dotted in BYTEARRAY:
+        if inner.instance:  # NEWOBJ runs bytearray.__new__ only, which ignores what it is given: empty (review 49)
+            raise Invalid("a buffer made by bytearray.__new__, empty whatever it is given; pyarrow never writes it")
         if inner.state is not None:  # `_mutation`: items set or appended on the bytearray, as no writer does
             raise Invalid("a buffer the stream changes in place, which pyarrow never writes")
         if isinstance(inner.args, Seq) and not inner.args.items and not inner.args.dropped:
@@ -351,8 +360,10 @@ class _Budget:
 def frozen(args: Sym, depth: int = 0) -> Sym:
     """The arguments of a call as they are when it is made: lists and tuples copied (items a later opcode appends or
     sets are not seen), objects kept (each pyarrow object froze its own arguments when it was made)."""
-    if depth > MAX_DEPTH or not isinstance(args, Seq | Dict):
+    if not isinstance(args, Seq | Dict):
         return args
+    if depth > MAX_FROZEN_DEPTH:
+        return Unknown()  # deeper than any array the check follows (it fails closed there)
     if isinstance(args, Dict):
         return Dict([(key, frozen(value, depth + 1)) for key, value in args.items], dropped=args.dropped)
     return Seq(args.type, [frozen(item, depth + 1) for item in args.items], dropped=args.dropped)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 KEEP_BYTES = 4096  # prefix kept of long bytes/str arguments
+MAX_LONG_BYTES = 1024  # bytes of a LONG4 turned into a number; past them only a sign extension is followed
+HUGE_LONG = 1 << (8 * MAX_LONG_BYTES + 8)  # what a longer number stands for: past every size and offset
 TEXT_CHUNK = 1 << 20  # long text is read through in chunks of this size, never held
 INTERPOLATION_SPAN = 128  # bytes kept from each `${` found in long text
 MAX_INTERPOLATIONS = 16
@@ -343,10 +345,23 @@ def _long4(stream: Stream) -> int:
     n = int(_I4(stream.read(4))[0])
     if n < 0:
         raise PickleSyntaxError(start, "LONG4 with negative length")
-    if n > 1024:
-        stream.skip(n)
-        return 0  # a number that large is only ever data
-    return int.from_bytes(stream.read(n), "little", signed=True)
+    if n <= MAX_LONG_BYTES:
+        return int.from_bytes(stream.read(n), "little", signed=True)
+    # Longer: the value is what its first bytes say when the rest only extends the sign (review 49 wrote 1 in 1,025
+    # bytes, which this read as 0, to give pyarrow an array length wscan never saw); else a number past any size.
+    head = stream.read(MAX_LONG_BYTES)
+    filler: int | None = None  # the one byte the rest repeats, if it does
+    uniform, last, remaining = True, 0, n - MAX_LONG_BYTES
+    while remaining:
+        chunk = stream.read(min(remaining, TEXT_CHUNK))
+        remaining -= len(chunk)
+        if filler is None:
+            filler = chunk[0]
+        uniform = uniform and not chunk.strip(bytes([filler]))
+        last = chunk[-1]
+    if uniform and filler in (0, 0xFF):
+        return int.from_bytes(head + bytes([filler]), "little", signed=True)
+    return -HUGE_LONG if last >= 0x80 else HUGE_LONG
 
 
 def _long1(stream: Stream) -> int:
