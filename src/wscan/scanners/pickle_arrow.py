@@ -7,8 +7,11 @@ it (review 46): a string array whose offsets point past its data buffer made `pi
 the type has are read past the end of the list. Each call's layout is checked here against the buffers the stream
 gives it: their number, their sizes, the offsets of strings, binaries and lists, and a dictionary's indices (read back
 from the file when they are longer than the pickle machine keeps), through lists, structs, maps and dictionaries,
-each child against the type its parent declares. Types whose layout this module does not follow (views, unions,
-run-end encoded, extension types) and buffers the stream computes are reported as unverified instead.
+each child against the type its parent declares. Each call is judged with its arguments as they were when it ran
+(`frozen`). Shapes pyarrow never writes (computed lengths, types or buffers, a call through another function, a
+buffer changed in place) and anything past a limit are invalid, so a limit fails closed; types whose layout this
+module does not follow (views, unions, run-end encoded, extension types) and buffers it cannot read back (protocol 0
+lines) are reported as unverified instead.
 """
 
 from __future__ import annotations
