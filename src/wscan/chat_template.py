@@ -22,7 +22,7 @@ from jinja2.ext import Extension
 from jinja2.parser import Parser
 
 from wscan.model import AttrValue, Issue
-from wscan.template_cost import render_costs
+from wscan.template_cost import bound_names, render_costs
 from wscan.template_keys import DATA_METHODS, KeySources
 from wscan.template_scopes import context_reads
 
@@ -188,12 +188,10 @@ def _issue(kind: str, node: nodes.Node, **attrs: AttrValue) -> Issue:
 def _own_namespaces(walked: list[nodes.Node]) -> frozenset[str]:
     """Names the template binds only ever to `namespace(...)`: their attributes are the template's own keys
     (`ns.system` holds the system prompt it collects), not Python objects' (review 48)."""
-    bound: Counter[str] = Counter()
+    bound = bound_names(walked)
     made: Counter[str] = Counter()
     for node in walked:
-        if isinstance(node, nodes.Name) and node.ctx in ("store", "param"):
-            bound[node.name] += 1
-        elif isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name):
+        if isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name):
             call = node.node.node if isinstance(node.node, nodes.Call) else None
             if isinstance(call, nodes.Name) and call.name == "namespace":
                 made[node.target.name] += 1

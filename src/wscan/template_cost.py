@@ -119,7 +119,7 @@ def _issue(node: nodes.Node, name: str) -> Issue:
 # --- sizes ------------------------------------------------------------------------------------------------------
 
 
-def _bound_names(walked: list[nodes.Node]) -> Counter[str]:
+def bound_names(walked: list[nodes.Node]) -> Counter[str]:
     """How often each name is bound anywhere (set, loops, macro and call-block parameters, with, macros)."""
     counts: Counter[str] = Counter()
     for node in walked:
@@ -133,7 +133,7 @@ class _Sizes:
 
     def __init__(self, walked: list[nodes.Node], fold: Fold) -> None:
         self.fold = fold
-        self.bound = _bound_names(walked)
+        self.bound = bound_names(walked)
         self.values: dict[str, nodes.Node] = {}
         for node in walked:
             if not (isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name)):

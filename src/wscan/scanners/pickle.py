@@ -492,10 +492,10 @@ def _check_arrow_arrays(artifact: Artifact, res: PickleResult) -> None:
 
     reader = _ReadBack(artifact)
     try:
-        verdict = pickle_arrow.check_arrays(res.arrow_arrays, reader.read)
+        events = pickle_arrow.check_arrays(res.arrow_arrays, reader.read)
     finally:
         reader.close()
-    for kind, offset, detail in pickle_arrow.arrow_events(verdict):
+    for kind, offset, detail in events:
         res.events.append(Event(kind, offset, {"callable": pickle_arrow.RESTORE_ARRAY, "detail": detail}))
 
 

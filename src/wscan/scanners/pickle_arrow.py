@@ -16,7 +16,7 @@ lines) are reported as unverified instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from wscan.scanners.pickle_ops import LongBytes
@@ -66,7 +66,8 @@ OFFSET_BYTES = {  # strings and binaries: offsets of this size into a data buffe
     **dict.fromkeys(("large_string", "large_str", "large_utf8", "large_binary"), 8),
 }
 
-Read = Callable[[LongBytes], bytes | None]  # the bytes of a long argument, read back from the file (None: too many)
+Read = Callable[[LongBytes], bytes | None]  # the bytes of a long argument, read back from the file (None: unreadable)
+Event = tuple[str, int, str]  # (kind, offset, detail)
 
 
 class Unverified(Exception):
@@ -77,21 +78,15 @@ class Invalid(Exception):
     """Arrow's validation refuses the array: MakeArray would build it anyway."""
 
 
-@dataclass
-class ArrowCheck:
-    """The verdict on one stream's arrays: (offset, why) for the invalid and the unverified ones."""
-
-    invalid: list[tuple[int, str]]
-    unverified: list[tuple[int, str]]
-
-
-def check_arrays(calls: list[tuple[int, Sym]], read: Read) -> ArrowCheck:
-    """Each `_restore_array(data)` call, as the stream makes it (offset, arguments)."""
-    result = ArrowCheck([], [])
+def check_arrays(calls: list[tuple[int, Sym]], read: Read) -> list[Event]:
+    """What each `_restore_array(data)` call (offset, arguments, as the stream makes it) is found to be: the invalid
+    arrays (`pickle.arrow_invalid`), then those not checked (`pickle.arrow_unverified`)."""
+    invalid: list[Event] = []
+    unverified: list[Event] = []
     budget = _Budget(read)
     for index, (offset, args) in enumerate(calls):
         if index >= MAX_ARRAYS:  # a limit, so it fails closed: arrays after harmless ones are not left unchecked
-            result.invalid.append((offset, f"more than {MAX_ARRAYS:,} arrays in one stream, the rest not checked"))
+            invalid.append(("pickle.arrow_invalid", offset, f"more than {MAX_ARRAYS:,} arrays, the rest not checked"))
             break
         try:
             if args is INDIRECT:
@@ -101,10 +96,10 @@ def check_arrays(calls: list[tuple[int, Sym]], read: Read) -> ArrowCheck:
                 raise Unverified("arguments the stream computes")
             _check(data, budget, 0)
         except Invalid as exc:
-            result.invalid.append((offset, str(exc)))
+            invalid.append(("pickle.arrow_invalid", offset, str(exc)))
         except Unverified as exc:
-            result.unverified.append((offset, str(exc)))
-    return result
+            unverified.append(("pickle.arrow_unverified", offset, str(exc)))
+    return invalid + unverified
 
 
 @dataclass(frozen=True)
@@ -370,12 +365,3 @@ def frozen(args: Sym, depth: int = 0) -> Sym:
     if isinstance(args, Dict):
         return Dict([(key, frozen(value, depth + 1)) for key, value in args.items], dropped=args.dropped)
     return Seq(args.type, [frozen(item, depth + 1) for item in args.items], dropped=args.dropped)
-
-
-def arrow_events(check: ArrowCheck) -> Iterator[tuple[str, int, str]]:
-    """(kind, offset, detail) of each finding."""
-    for offset, detail in check.invalid:
-        yield "pickle.arrow_invalid", offset, detail
-    for offset, detail in check.unverified:
-        yield "pickle.arrow_unverified", offset, detail
-

@@ -243,8 +243,7 @@ class Machine:
         _config_pairs(res, func, args, offset)
         if func is self.getattr:
             res.getattr_calls += 1
-        arrow = isinstance(func, Global) and func.dotted in ARROW_CALLS
-        if arrow:
+        if isinstance(func, Global) and func.dotted in ARROW_CALLS:
             args = frozen(args)  # as pyarrow takes them now, whatever the stream does to the lists later
         if isinstance(func, Global) and func.dotted == RESTORE_ARRAY and len(res.arrow_arrays) <= MAX_ARRAYS:
             res.arrow_arrays.append((offset, args))  # the layout is checked once the stream ends (`pickle_arrow`)
