@@ -71,13 +71,30 @@ def test_a_leak_that_loads_cleanly_is_flagged(tmp_path: Path) -> None:
     assert rules(tmp_path, blob).get("WS-PKL-045") == Severity.HIGH
 
 
-@pytest.mark.parametrize("protocol", [2, 4, 5])
+@pytest.mark.parametrize("protocol", [0, 1, 2, 4, 5])
 def test_long_offsets_are_read_back_from_the_file(tmp_path: Path, protocol: int) -> None:
-    """Offsets past what the pickle machine keeps (4 KiB): the last one, 50,000 bytes in, is read back."""
+    """Offsets past what the pickle machine keeps (4 KiB; at protocol 0, a line past 64 KiB): the last one,
+    48,000 bytes in, is read back."""
     offsets = list(range(0, 12_001))
     good = forged(pa.string(), offsets, b"x" * 12_000, protocol)
     assert not rules(tmp_path, good, "good.pkl")
     bad = forged(pa.string(), [*offsets[:-1], 1_000_000], b"x" * 12_000, protocol)
+    assert rules(tmp_path, bad, "bad.pkl").get("WS-PKL-045") == Severity.HIGH
+
+
+def test_a_protocol_0_data_buffer_is_measured_as_the_loader_decodes_it(tmp_path: Path) -> None:
+    """At protocol 0 a buffer is a raw-unicode-escape line, where each NUL takes six characters: 100,000 NULs are a
+    600,000-byte line but a 100,000-byte buffer. Offsets to 150,000 load, and the last string holds 50,000 bytes of
+    the process's memory; measured as the line, they were within the buffer and only unverified (medium)."""
+    offsets = [index * 100 for index in range(1000)]
+    good = forged(pa.binary(), [*offsets, 100_000], b"\0" * 100_000, protocol=0)
+    assert not rules(tmp_path, good, "good.pkl")
+    bad = forged(pa.binary(), [*offsets, 150_000], b"\0" * 100_000, protocol=0)
+    path = tmp_path / "leak0.pkl"
+    path.write_bytes(bad)
+    last = "import pickle, sys; print(len(pickle.load(open(sys.argv[1], 'rb'))[-1].as_py()))"
+    shown = subprocess.run([sys.executable, "-I", "-c", last, str(path)], capture_output=True, text=True, timeout=120)
+    assert shown.stdout.strip() == "50100", shown  # 100 bytes of the buffer, 50,000 past it
     assert rules(tmp_path, bad, "bad.pkl").get("WS-PKL-045") == Severity.HIGH
 
 

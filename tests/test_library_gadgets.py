@@ -1600,21 +1600,23 @@ class _LoadBytes:
 def test_pickled_tensors_are_judged_by_the_torch_files_they_hold(tmp_path: Path) -> None:
     """pickle.dump (and joblib.dump) of tensors stores each storage as torch.storage._load_from_bytes(b), which
     torch.load(weights_only=False)s the bytes b: always critical before. The bytes are a constant, so they are now
-    scanned as a torch file of their own, for every protocol and for bytes past the kept prefix; a payload in
-    them is critical (proved with plain pickle.load), a real pickle of tensors is clean."""
+    scanned as a torch file of their own, for every protocol and for bytes past the kept prefix (at protocol 0, a
+    line past 64 KiB, read back and decoded as raw-unicode-escape); a payload in them is critical (proved with
+    plain pickle.load), a real pickle of tensors is clean."""
     import joblib
     import torch
 
-    tensors = {"small": torch.arange(3), "big": torch.randn(3000), "half": torch.ones(2, dtype=torch.float16)}
-    for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+    tensors = {"small": torch.arange(3), "big": torch.randn(3000), "half": torch.ones(2, dtype=torch.float16),
+               "long": torch.arange(40_000, dtype=torch.float32)}  # at protocol 0, a 377,000-byte line
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
         assert not _rules(tmp_path / f"real-{protocol}", pickle.dumps(tensors, protocol=protocol)), protocol
     joblib.dump(tensors, tmp_path / "tensors.joblib", compress=3)
     assert not _rules(tmp_path / "joblib", (tmp_path / "tensors.joblib").read_bytes())
 
     marker = tmp_path / "marker"
     held = io.BytesIO()
-    torch.save({"pad": "x" * 9000, "payload": _Payload(marker)}, held, _use_new_zipfile_serialization=False)
-    for protocol in (2, 5):
+    torch.save({"pad": "\0" * 100_000, "payload": _Payload(marker)}, held, _use_new_zipfile_serialization=False)
+    for protocol in (0, 1, 2, 5):
         blob = pickle.dumps({"t": _LoadBytes(held.getvalue())}, protocol=protocol)
         sample = tmp_path / f"hostile-{protocol}.pkl"
         sample.write_bytes(blob)

@@ -32,6 +32,7 @@ from wscan.scanners.pickle_ops import (
     Stream,
     Truncated,
     Unfollowed,
+    decode_text,
 )
 from wscan.scanners.pickle_values import (
     Const,
@@ -529,7 +530,7 @@ def _nested_blob(artifact: Artifact, offset: int, source: NestedBytes) -> Artifa
     with open_slice(artifact.opener, source.start, source.length) as fh:
         text = fh.read(source.length)
     try:
-        data = text.decode("utf-8", "surrogatepass").encode("latin-1")
+        data = decode_text(text, source).encode("latin-1")
     except UnicodeError:
         return None
     return artifact.child(name, len(data), partial(io.BytesIO, data))

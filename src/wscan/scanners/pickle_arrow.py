@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from wscan.scanners.pickle_ops import LongBytes
+from wscan.scanners.pickle_ops import LongBytes, decode_text
 from wscan.scanners.pickle_values import (
     CHANGED,
     Const,
@@ -316,8 +316,10 @@ def _buffer(value: Sym, budget: _Budget, whole: bool = True) -> bytes | Measured
         if len(args) == 2 and _is_latin1(args[1]) and isinstance(args[0], Const):
             text = args[0].value
             if isinstance(text, LongBytes) and text.text:
-                raw = budget.read(text)
-                text = raw.decode("utf-8", "surrogatepass")
+                try:
+                    text = decode_text(budget.read(text), text)
+                except UnicodeDecodeError:
+                    raise Unverified("a buffer the loader cannot decode (it fails there)") from None
             if isinstance(text, str):
                 try:
                     return text.encode("latin-1")

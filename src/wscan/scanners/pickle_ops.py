@@ -62,7 +62,8 @@ class LongBytes:
     # For text: every `${` in the part not kept, with what follows it (see `_text_arg`).
     interpolations: tuple[str, ...] = ()
     start: int = -1  # where the whole argument sits in the blob
-    text: bool = False  # UTF-8 text (a unicode opcode's argument), not bytes
+    text: bool = False  # text (a unicode opcode's argument), not bytes: UTF-8, or as `escaped` says
+    escaped: bool = False  # a protocol 0 UNICODE line: raw-unicode-escape, not UTF-8
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,7 @@ class LongLine:
     core: bytes | None  # None: longer than KEEP_CORE
     core_is_number: bool  # the core (kept or not) holds only characters of a numeric literal
     interpolations: tuple[str, ...]
+    start: int  # where the line sits in the blob
 
 
 KEEP_CORE = 8192
@@ -121,10 +123,11 @@ class _LineReader:
             at = window.find(b"${", at + 2)
         self.carry = window[-INTERPOLATION_SPAN:]
 
-    def result(self) -> LongLine:
+    def result(self, start: int) -> LongLine:
         core = None if self.core_long else bytes(self.core).rstrip()
         is_number = self.core_is_number and (core is None or _NUMBERISH.fullmatch(core) is not None)
-        return LongLine(self.length, self.prefix, self.last, core, is_number, tuple(dict.fromkeys(self.found)))
+        found = tuple(dict.fromkeys(self.found))
+        return LongLine(self.length, self.prefix, self.last, core, is_number, found, start)
 
 
 # The characters of an int or float literal (hex, octal, binary, underscores, exponent, LONG's L)
@@ -279,7 +282,7 @@ class Stream:
             self._i = stop
             if end >= 0:
                 self._i = end + 1
-                return line.result()
+                return line.result(self.base + start)
             if self._i >= self._cap or not self._fill(1):
                 raise Truncated(self.base + start, "stream ends inside a line argument")
 
@@ -389,9 +392,17 @@ def _stringnl(stream: Stream) -> bytes | LongBytes:
 
 def _unicodenl(stream: Stream) -> str | LongBytes:
     line = stream.readline()
-    if isinstance(line, LongLine):
-        return LongBytes(line.length, line.prefix, line.interpolations)
+    if isinstance(line, LongLine):  # pyarrow's buffers at protocol 0, for one: read back and decoded when checked
+        return LongBytes(line.length, line.prefix, line.interpolations, start=line.start, text=True, escaped=True)
     return line.decode("raw-unicode-escape")
+
+
+def decode_text(raw: bytes, source: LongBytes) -> str:
+    """A long text argument's bytes, read back from the blob, as the unpickler decodes them (UnicodeDecodeError
+    where it fails)."""
+    if source.escaped:
+        return raw.decode("raw-unicode-escape")
+    return raw.decode("utf-8", "surrogatepass")
 
 
 def _pair(stream: Stream) -> tuple[str, str]:
