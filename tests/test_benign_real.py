@@ -159,6 +159,77 @@ def _torch_whole_model(out: Path) -> None:
         torch.save(nn.Linear(2, 2), out / f"linear-protocol{protocol}.pt", pickle_protocol=protocol)
 
 
+@kind("torch-quantized")
+def _torch_quantized(out: Path) -> None:
+    """Quantized models (review 50): dynamic (linear, LSTM, GRU; int8 and float16) and eager static (a fused
+    conv-bn-relu and a linear), each as a state_dict and saved whole. Their packed weights pickle as TorchScript
+    objects (torch.ScriptObject and the packed-parameter class's name); the conv's state is a positional tuple."""
+    import torch
+    from torch import nn
+    from torch.ao import quantization as tq
+
+    _seed()
+    engine = "fbgemm" if "fbgemm" in torch.backends.quantized.supported_engines else "qnnpack"
+    torch.backends.quantized.engine = engine
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantized tensors are deprecated
+        recurrent = nn.Sequential(nn.Linear(8, 8), nn.LSTM(8, 8, 2), nn.GRU(8, 8))
+        for dtype in (torch.qint8, torch.float16):
+            dynamic = tq.quantize_dynamic(recurrent, {nn.Linear, nn.LSTM, nn.GRU}, dtype=dtype)
+            torch.save(dynamic, out / f"dynamic-{dtype}.pt")
+            torch.save(dynamic.state_dict(), out / f"dynamic-{dtype}-state.pt")
+        model = nn.Sequential(tq.QuantStub(), nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                              nn.Linear(4 * 6 * 6, 5), tq.DeQuantStub()).eval()  # fmt: skip
+        model.qconfig = tq.get_default_qconfig(engine)
+        prepared = tq.prepare(tq.fuse_modules(model, [["1", "2", "3"]]))
+        prepared(torch.randn(2, 3, 8, 8))
+        static = tq.convert(prepared)
+    torch.save(static, out / "static.pt")
+    torch.save(static.state_dict(), out / "static-state.pt")
+
+
+@kind("torch-data-and-returned-values")
+def _torch_data_values(out: Path) -> None:
+    """Datasets, packed sequences and the named tuples torch's functions return, saved as they are (review 50)."""
+    import torch
+    from torch.nn.utils.rnn import pack_padded_sequence
+    from torch.utils.data import ConcatDataset, StackDataset, TensorDataset, random_split
+
+    _seed()
+    data = TensorDataset(torch.randn(10, 3), torch.arange(10))
+    train, test = random_split(data, [8, 2])
+    torch.save({"data": data, "train": train, "test": test}, out / "datasets.pt")
+    torch.save(ConcatDataset([data, data]), out / "concat.pt")
+    torch.save(StackDataset(data, data), out / "stack.pt")
+    packed = pack_padded_sequence(torch.randn(3, 4, 2), torch.tensor([4, 3, 1]), batch_first=True)
+    torch.save(packed, out / "packed.pt")
+    values = torch.randn(4, 4)
+    returned = {"topk": values.topk(2), "max": values.max(0), "sort": values.sort(), "svd": torch.linalg.svd(values),
+                "eigh": torch.linalg.eigh(values @ values.T), "qr": torch.linalg.qr(values), "kth": values.kthvalue(2)}
+    torch.save(returned, out / "returned.pt")
+
+
+@kind("numpy-scalar-types-as-values")
+def _numpy_scalar_types(out: Path) -> None:
+    """NumPy's scalar types kept as values: every concrete and abstract one, and scikit-learn's uses of them
+    (make_column_selector(dtype_include=np.number), OneHotEncoder(dtype=np.bool_); review 50)."""
+    import joblib
+    import numpy as np
+    from sklearn.compose import ColumnTransformer, make_column_selector
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    kinds = sorted({t for t in np.sctypeDict.values()} | {np.generic, np.number, np.integer, np.signedinteger,
+                   np.unsignedinteger, np.inexact, np.floating, np.complexfloating, np.flexible, np.character},
+                   key=lambda t: t.__name__)  # fmt: skip
+    joblib.dump(kinds, out / "scalar-types.joblib")
+    columns = ColumnTransformer([
+        ("numbers", StandardScaler(), make_column_selector(dtype_include=np.number)),
+        ("floats", "passthrough", make_column_selector(dtype_include=np.floating)),
+        ("codes", OneHotEncoder(dtype=np.bool_), make_column_selector(dtype_exclude=np.number)),
+    ])  # fmt: skip
+    joblib.dump(columns, out / "column-selector.joblib")
+
+
 @kind("torch-distributions-and-generators")
 def _torch_distributions(out: Path) -> None:
     """What policies and probabilistic models keep: distributions (mixtures, transformed, multivariate) and a seeded

@@ -2188,3 +2188,36 @@ def test_a_hook_handle_id_set_through_rebuild_from_type_is_flagged(tmp_path: Pat
     assert "['second']" in shown, shown
     found = [f for f in scan_bytes(tmp_path, path.read_bytes(), "handle.pt").findings if f.rule_id == "WS-PKL-044"]
     assert found and found[0].severity == Severity.MEDIUM
+
+
+def _script_object(state: bytes | None) -> bytes:
+    """{"w": torch.ScriptObject.__new__()} with BUILD(state), or no BUILD, as torch pickles a packed weight."""
+    made = _g("torch", "ScriptObject") + b")\x81" + (state + b"b" if state is not None else b"")
+    return b"\x80\x02" + _dict((_s("w"), made)) + b"."
+
+
+def test_torchscript_objects_only_as_torch_writes_them(tmp_path: Path) -> None:
+    """A quantized layer's packed weights pickle as torch.ScriptObject and BUILD((values, class name)), which makes
+    an object of that registered TorchScript class (review 50: real files now pass, `torch-quantized` in
+    test_benign_real). Any other class name, another state shape, or an object never given a state is WS-PKL-047;
+    the empty one crashes the process as soon as the model touches it (shown here with repr)."""
+    empty = tmp_path / "empty.pkl"
+    empty.write_bytes(_script_object(None))
+    touch = "import sys, pickle, torch; repr(pickle.load(open(sys.argv[1], 'rb'))['w'])"
+    touched = subprocess.run([sys.executable, "-c", touch, str(empty)], capture_output=True, timeout=300)
+    assert touched.returncode < 0, touched  # killed by a signal
+    packed = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
+    shapes = {
+        "empty": None,
+        "other class": _tuple(_tuple(), _s("__torch__.torch.classes.quantized.Nothing")),
+        "dict state": _dict((_s("a"), b"K\x01")),
+        "three items": _tuple(_tuple(), _s(packed), b"K\x01"),
+        "computed name": _tuple(_tuple(), _g("builtins", "str") + _tuple(_s(packed)) + b"R"),
+    }
+    for name, state in shapes.items():
+        scanned = scan_bytes(tmp_path / name, _script_object(state), "model.pkl")
+        found = {f.rule_id: f.severity for f in scanned.findings}
+        assert found.get("WS-PKL-047") == Severity.HIGH, (name, found)
+    found = {f.rule_id for f in scan_bytes(tmp_path / "torch's", _script_object(_tuple(_tuple(), _s(packed))),
+                                            "model.pkl").findings}  # fmt: skip
+    assert "WS-PKL-047" not in found

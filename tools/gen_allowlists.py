@@ -356,11 +356,42 @@ REVIEWED_OWNER_HOOKS = {
 }
 
 
+# NumPy's scalar types, by the names NumPy 1 and NumPy 2 pickle them under (NumPy 2 names bool_ `numpy.bool`), and the
+# abstract ones (np.number, np.floating: a ColumnTransformer's make_column_selector(dtype_include=np.number) keeps
+# one, review 50), which cannot be instantiated.
 NUMPY_SCALARS = [
-    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
+    "bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
     "float64", "longdouble", "complex64", "complex128", "clongdouble", "str_", "bytes_", "void",
     "datetime64", "timedelta64", "object_", "intc", "uintc", "longlong", "ulonglong",
+    "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact", "floating", "complexfloating",
+    "flexible", "character",
 ]  # fmt: skip
+
+
+# Datasets saved whole (torch.save(TensorDataset(...)), random_split's Subsets; review 50): tensors, indices and
+# lists of datasets, restored with cls.__new__ and their attribute dict.
+TORCH_DATASETS = [
+    "torch.utils.data.dataset.TensorDataset", "torch.utils.data.dataset.Subset",
+    "torch.utils.data.dataset.ConcatDataset", "torch.utils.data.dataset.StackDataset",
+]  # fmt: skip
+# Values torch pickles by calling their type with their fields: a PackedSequence (a namedtuple whose __new__ checks its
+# tensors) and the named tuples torch.topk, torch.sort, torch.linalg.svd, ... return (structseq types, made from a
+# tuple).
+TORCH_VALUE_TYPES = ["torch.nn.utils.rnn.PackedSequence"]
+# A quantized layer's packed weights: TorchScript objects, pickled as torch.ScriptObject.__new__ and a BUILD of (state,
+# class name), which repacks the state with that class's __setstate__. Only the shape torch writes, with the classes
+# it writes, passes (`pickle_states.forged_script_object`).
+TORCH_SCRIPT_OBJECT = ["torch.ScriptObject"]
+
+
+def torch_return_types() -> list[str]:
+    """The structseq types of torch.return_types, by the names pickle records for them."""
+    import torch.return_types
+
+    return sorted(
+        f"torch.return_types.{name}" for name, value in vars(torch.return_types).items()
+        if isinstance(value, type) and issubclass(value, tuple) and not name.startswith("_")
+    )  # fmt: skip
 
 
 # A pickled torch.Generator is Generator(device) and BUILD with its seed, offset and state tensor (set_state).
@@ -446,7 +477,10 @@ def torch_training_names() -> tuple[list[str], list[str]]:
 # A whole-model torch.save pickles each layer by its class, restored with cls.__new__ and its attribute dict (the
 # __setstate__ of Module and of the few layers with their own only fill in defaults), and a DataParallel wrapper.
 # Their constructors are never run by a real file: they are state-only classes (WS-PKL-014 if a pickle calls one).
-TORCH_LAYER_PACKAGES = ("torch.nn.modules", "torch.nn.parallel.data_parallel", "torch.optim.swa_utils")
+# Quantized layers (torch.ao.nn: dynamic, static, intrinsic, QAT, reference, sparse; review 50) are layers too; the
+# conv and sparse linear ones have a __setstate__ of their own, which sets attributes and repacks the weights it is
+# given (torch's quantized prepack ops, which check them).
+TORCH_LAYER_PACKAGES = ("torch.nn.modules", "torch.nn.parallel.data_parallel", "torch.optim.swa_utils", "torch.ao.nn")
 # Objects layers keep beside them: the hooks weight_norm and spectral_norm register (plain objects holding a name and
 # a dim) and the wrapper Module keeps for a hook registered with its module.
 TORCH_LAYER_HOOKS = [
@@ -483,6 +517,24 @@ def torch_layer_names() -> list[str]:
                 if obj.__module__.startswith(package) and issubclass(obj, torch.nn.Module):
                     names.add(f"{obj.__module__}.{obj.__qualname__}")
     return sorted(names)
+
+
+# The layers whose own __setstate__ reads a tuple by position (quantized convolutions: channels, sizes, then the weight
+# and bias it repacks; sparse quantized linear packed params): fixed attribute names, so a tuple state of theirs hides
+# no (name, value) pairs (WS-PKL-025).
+POSITIONAL_SETSTATE = (
+    "torch.ao.nn.quantized.modules.conv._ConvNd.__setstate__",
+    "torch.ao.nn.sparse.quantized.linear.LinearPackedParams.__setstate__",
+)  # fmt: skip
+
+
+def torch_positional_state_names(layers: list[str]) -> list[str]:
+    found = []
+    for name in layers:
+        setstate = getattr(_resolve(name), "__setstate__", None)
+        if f"{getattr(setstate, '__module__', '')}.{getattr(setstate, '__qualname__', '')}" in POSITIONAL_SETSTATE:
+            found.append(name)
+    return sorted(found)
 
 
 def torch_lazy_hook_names(layers: list[str]) -> list[str]:
@@ -1031,13 +1083,16 @@ def main() -> int:
         "state only; torch.nn.functional as values only; torch.distributed.checkpoint's metadata records; random "
         "generators.",
         torch_names() + declared + layers + distributions + training + TORCH_TRAINING_FUNCTIONS
-        + torch_checkpoint_names() + TORCH_GENERATORS + TORCH_UNMADE_WEIGHTS,
+        + torch_checkpoint_names() + TORCH_GENERATORS + TORCH_UNMADE_WEIGHTS + TORCH_DATASETS + TORCH_VALUE_TYPES
+        + torch_return_types() + TORCH_SCRIPT_OBJECT,
         # Layer and distribution constructors only set parameters and allocate: safe to keep as values (skorch's
         # criterion, a config's activation class), unlike the state-only classes of the other packs (WS-PKL-022).
         more={
-            "state-only-classes": layers + distributions_state_only + declared_state_only + training_state_only,
+            "state-only-classes": layers + distributions_state_only + declared_state_only + training_state_only
+            + TORCH_DATASETS,
             "value-classes": layers + distributions_state_only,
             "referenced-callables": torch_function_names() + torch_lazy_hook_names(layers),
+            "positional-state-classes": torch_positional_state_names(layers),
         },
     )
     # Functions real pickles keep as values (a pooling_func, a scorer's score function) are `referenced-callables`:

@@ -508,6 +508,54 @@ SHARED_COUNTERS = {"torch.utils.hooks.RemovableHandle": 1}  # the index of the i
 MAX_COUNTER_ID = 2**53  # any int is exact; past this a float id + 1 == id, and ids this large are never made
 
 
+# A quantized layer's packed weights are TorchScript objects: torch pickles one as torch.ScriptObject.__new__() and a
+# BUILD of (state, class name), and ScriptObject.__setstate__ makes an object of that registered class and runs the
+# class's own __setstate__ with the state. These are the classes torch's quantized layers write; any other runs
+# whatever TorchScript class the process has registered, and one never given a state is an empty object that crashes
+# the process when used (review 50).
+SCRIPT_OBJECT = "torch.ScriptObject"
+SCRIPT_CLASSES = frozenset({
+    "__torch__.torch.classes.quantized.LinearPackedParamsBase",
+    "__torch__.torch.classes.quantized.Conv2dPackedParamsBase",
+    "__torch__.torch.classes.quantized.Conv3dPackedParamsBase",
+    "__torch__.torch.classes.quantized.EmbeddingPackedParamsBase",
+    "__torch__.torch.classes.sparse.LinearPackedParamsBase",
+    "__torch__.torch.classes.rnn.CellParamsBase",
+})  # fmt: skip
+MAX_SCRIPT_OBJECTS = 1_000_000  # tracked per stream (the opcode limit bounds them anyway); past it, fails closed
+
+
+def check_script_objects(res: PickleResult) -> None:
+    """Each torch.ScriptObject the stream made, as the stream's end leaves it: given the state torch writes, once."""
+    for at, made in res.script_objects:
+        detail = forged_script_object(made.state)
+        if detail is not None:
+            res.events.append(Event("pickle.script_object", at, {"callable": SCRIPT_OBJECT, "detail": detail}))
+
+
+def note_script_object(res: PickleResult, made: Sym, at: int) -> None:
+    if not (isinstance(made, Obj) and restored_class(made) == SCRIPT_OBJECT):
+        return
+    if len(res.script_objects) < MAX_SCRIPT_OBJECTS:
+        res.script_objects.append((at, made))
+    elif len(res.script_objects) == MAX_SCRIPT_OBJECTS:
+        detail = f"more than {MAX_SCRIPT_OBJECTS:,} TorchScript objects, past what wscan checks"
+        res.events.append(Event("pickle.script_object", at, {"callable": SCRIPT_OBJECT, "detail": detail}))
+        res.script_objects.append((at, made))  # counted once past the limit: the event above is not repeated
+
+
+def forged_script_object(state: Sym | None) -> str | None:
+    """Why a torch.ScriptObject's state is not one torch writes, or None."""
+    if state is None:
+        return "an empty TorchScript object, never given a state (using it crashes the process)"
+    if not (isinstance(state, Seq) and state.type == "tuple" and not state.dropped and len(state.items) == 2):
+        return f"a state torch never writes ({describe(state)[:60]})"
+    name = _const(state.items[1])
+    if not isinstance(name, str) or name not in SCRIPT_CLASSES:
+        return f"the TorchScript class {describe(state.items[1])[:80]}, which torch's quantized layers never write"
+    return None
+
+
 def forged_counter(target: Obj, state: Sym) -> str | None:
     """Why BUILD's state gives a class in SHARED_COUNTERS an id that breaks its process-wide counter, or None. torch
     writes (hooks dict or None, id, extra dicts or None) with the int id the handle was made with."""

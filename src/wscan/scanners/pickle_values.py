@@ -205,6 +205,8 @@ class PickleResult:
     storage_infos: list[Obj] = field(default_factory=list)
     # pyarrow.lib._restore_array calls (offset, arguments), checked once the stream ends (`pickle_arrow`).
     arrow_arrays: list[tuple[int, Sym]] = field(default_factory=list)
+    # torch.ScriptObjects made (offset, object), each checked for the state torch gives it once the stream ends.
+    script_objects: list[tuple[int, Obj]] = field(default_factory=list)
     storage_infos_dropped: int = 0
     # Items set on objects under names pickle later looks up on the instance (see `_items_on_object`), by id.
     # The values SETITEMS put in objects (an OrderedDict of torch hooks), by id, for `_callable_members`.

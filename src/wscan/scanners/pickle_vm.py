@@ -32,8 +32,10 @@ from wscan.scanners.pickle_states import (
     _judge_state,
     _note_items,
     _state_from_call,
+    check_script_objects,
     check_states,
     forged_counter,
+    note_script_object,
 )
 from wscan.scanners.pickle_values import (
     _ARRAY_REBUILDERS,
@@ -405,6 +407,7 @@ class Machine:
             res.over_budget = BudgetExceeded("max-memory-bytes", detail)
         res.end = self.stream.base + self.stream.offset
         check_states(res)
+        check_script_objects(res)
         check_architectures(res)
         check_hyperparameters(res)
         return res
@@ -581,6 +584,7 @@ class Machine:
                 made = self._invoke(res, func, args, name, at)
                 if name == "NEWOBJ" and isinstance(made, Obj) and made.func is func:
                     made.instance = True
+                note_script_object(res, made, at)
                 stack.append(made)
             elif name == "BUILD":
                 state = pop()
@@ -671,7 +675,9 @@ class Machine:
                 args = pop()
                 cls = pop()
                 escape([args, kwargs])
-                stack.append(self._invoke(res, cls, Seq("tuple", [args, kwargs]), name, at))
+                made = self._invoke(res, cls, Seq("tuple", [args, kwargs]), name, at)
+                note_script_object(res, made, at)
+                stack.append(made)
             elif name == "INST":
                 assert isinstance(arg, tuple)
                 cls_global = self._record_import(res, arg[0], arg[1], at, name)
