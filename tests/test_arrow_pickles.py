@@ -313,3 +313,32 @@ def test_arrays_nested_past_the_depth_limit_fail_closed(tmp_path: Path) -> None:
         state = (pa.struct([("x", state[0])]), 2, 0, 0, [None], [state], None)
     found = rules(tmp_path, pickle.dumps(Call(pa.lib._restore_array, state), protocol=4))
     assert found.get("WS-PKL-045") == Severity.HIGH
+
+
+def test_shapes_pyarrow_never_writes_are_invalid_not_unverified(tmp_path: Path) -> None:
+    """Review 51: a computed offsets buffer (a NumPy array), computed call arguments (`_restore_array(*tuple([s]))`)
+    and a struct type given as a dict were medium, and their offsets went unchecked; wrapped in set(), each crashed
+    pickle.load itself (shown for the first). pyarrow writes none of them: each is WS-PKL-045."""
+    import numpy as np
+
+    far = struct.pack("<2i", 0, 0x7FFFFF00)
+    as_array = np.frombuffer(far, dtype=np.uint8).copy()
+    state = (pa.string(), 1, 0, 0, [None, Call(pa.py_buffer, as_array), pa.py_buffer(b"A")], [], None)
+    crash = pickle.dumps(Call(set, Call(pa.lib._restore_array, state)), protocol=4)
+    path = tmp_path / "crash.pkl"
+    path.write_bytes(crash)
+    loaded = subprocess.run([sys.executable, "-I", "-c", "import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))",
+                             str(path)], capture_output=True, timeout=120)  # fmt: skip
+    assert loaded.returncode < 0, loaded  # killed by a signal while loading
+    child = (pa.string(), 1, 0, 0, [None, pa.py_buffer(far), pa.py_buffer(b"A")], [], None)
+    body = pickle.dumps(child, protocol=2)[2:-1]  # the state alone: no PROTO, no STOP
+    computed = (b"\x80\x02cbuiltins\nlist\ncpyarrow.lib\n_restore_array\ncbuiltins\ntuple\n]" + body
+                + b"a\x85R" + b"R" + b"\x85R.")  # list(_restore_array(*tuple([state])))  # fmt: skip
+    as_dict = (Call(pa.struct, {"a": pa.string()}), 1, 0, 0, [None], [Call(pa.lib._restore_array, child)], None)
+    shapes = {
+        "ndarray buffer": crash,
+        "computed arguments": computed,
+        "dict struct": pickle.dumps(Call(list, Call(pa.lib._restore_array, as_dict)), protocol=4),
+    }
+    for name, blob in shapes.items():
+        assert rules(tmp_path, blob, f"{name}.pkl").get("WS-PKL-045") == Severity.HIGH, name

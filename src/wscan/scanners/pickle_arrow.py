@@ -8,10 +8,11 @@ the type has are read past the end of the list. Each call's layout is checked he
 gives it: their number, their sizes, the offsets of strings, binaries and lists, and a dictionary's indices (read back
 from the file when they are longer than the pickle machine keeps), through lists, structs, maps and dictionaries,
 each child against the type its parent declares. Each call is judged with its arguments as they were when it ran
-(`frozen`). Shapes pyarrow never writes (computed lengths, types or buffers, a call through another function, a
-buffer changed in place) and anything past a limit are invalid, so a limit fails closed; types whose layout this
-module does not follow (views, unions, run-end encoded, extension types) and buffers it cannot read back (protocol 0
-lines) are reported as unverified instead.
+(`frozen`). Shapes pyarrow never writes (computed lengths, types, buffers or arguments, a followed type spelled
+otherwise, a call through another function, a buffer changed in place) and anything past a limit are invalid, so a
+limit fails closed; types whose layout this module does not follow (views, unions, run-end encoded, extension types)
+and buffers the loader could not decode are reported as unverified instead. Long buffers are read back at every
+protocol (a protocol 0 line decoded as raw-unicode-escape).
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ FIXED_BITS = {
     "month_day_nano_interval": 128,
 }  # fmt: skip
 MAKER_BITS = {"pyarrow.lib.timestamp": 64, "pyarrow.lib.decimal128": 128, "pyarrow.lib.decimal256": 256}
+# Type makers whose arguments `_type` follows, as pyarrow writes them; any other spelling of them is invalid.
+FOLLOWED_MAKERS = frozenset({
+    "pyarrow.lib.field", "pyarrow.lib.list_", "pyarrow.lib.large_list", "pyarrow.lib.struct", "pyarrow.lib.map_",
+    "pyarrow.lib.dictionary",
+})  # fmt: skip
 OFFSET_BYTES = {  # strings and binaries: offsets of this size into a data buffer
     **dict.fromkeys(("string", "str", "utf8", "binary"), 4),
     **dict.fromkeys(("large_string", "large_str", "large_utf8", "large_binary"), 8),
@@ -92,8 +98,8 @@ def check_arrays(calls: list[tuple[int, Sym]], read: Read) -> list[Event]:
             if args is INDIRECT:
                 raise Invalid("a call through another function (an allowlisted helper), which pyarrow never writes")
             data = args.items[0] if isinstance(args, Seq) and len(args.items) == 1 and not args.dropped else None
-            if data is None:
-                raise Unverified("arguments the stream computes")
+            if data is None:  # `_restore_array(*tuple([state]))` (review 51): pyarrow writes a tuple of one
+                raise Invalid("arguments the stream computes, which pyarrow never writes")
             _check(data, budget, 0)
         except Invalid as exc:
             invalid.append(("pickle.arrow_invalid", offset, str(exc)))
@@ -272,6 +278,12 @@ def _type(dtype: Sym, depth: int) -> ArrowType:
         if index.alias not in INDEX_TYPES:
             raise Unverified("dictionary indices of a type wscan does not read")
         return ArrowType("dictionary", 0, (index, _type(args[1], depth + 1)))
+    if maker in FOLLOWED_MAKERS or (maker == "pyarrow.lib.type_for_alias" and not (args and isinstance(
+        _const(args[0]), str
+    ))):
+        # A type wscan follows, spelled otherwise than pyarrow writes it (a struct of a dict, review 51): its children
+        # would go unchecked.
+        raise Invalid(f"an Arrow type made by {maker} from arguments pyarrow never writes")
     raise Unverified(f"an Arrow type made by {maker}, whose layout wscan does not follow")
 
 
@@ -325,7 +337,7 @@ def _buffer(value: Sym, budget: _Budget, whole: bool = True) -> bytes | Measured
                     return text.encode("latin-1")
                 except UnicodeEncodeError:
                     raise Unverified("a buffer the loader cannot encode (it fails there)") from None
-    raise Unverified("a buffer the stream computes")
+    raise Invalid("a buffer the stream computes (from a NumPy array, say), which pyarrow never writes")  # review 51
 
 
 def _single(value: Obj) -> Sym | None:
