@@ -2221,3 +2221,43 @@ def test_torchscript_objects_only_as_torch_writes_them(tmp_path: Path) -> None:
     found = {f.rule_id for f in scan_bytes(tmp_path / "torch's", _script_object(_tuple(_tuple(), _s(packed))),
                                             "model.pkl").findings}  # fmt: skip
     assert "WS-PKL-047" not in found
+
+
+def test_calls_that_allocate_or_iterate_far_more_than_the_file_are_high(tmp_path: Path) -> None:
+    """Review 51: bytearray(N) zero-fills N bytes in every loader (200 MB from a 60-byte pickle here; the review's
+    6 GB also loaded under torch's weights_only), and list() of a large range or address network iterates past any
+    memory. No writer pickles these shapes (WS-PKL-048); real bytearrays, bytes, ranges and networks pass."""
+    import ipaddress
+
+    size = 200_000_000
+    bomb = _dumped({"weight": _Call(bytearray, (size,))}, protocol=4)
+    path = tmp_path / "bomb.pkl"
+    path.write_bytes(bomb)
+    peak = ("import pickle, resource, sys; pickle.load(open(sys.argv[1], 'rb')); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)")  # fmt: skip
+    shown = subprocess.run([sys.executable, "-c", peak, str(path)], capture_output=True, text=True, timeout=300)
+    assert int(shown.stdout) > size, shown  # the pages were touched: resident
+    hostile = {
+        "bytearray": bomb,
+        "bytes": _dumped(_Call(bytes, (size,)), protocol=2),
+        "range": _dumped(_Call(list, (range(10**12),)), protocol=4),
+        "network": _dumped(_Call(set, (ipaddress.IPv6Network("::/0"),)), protocol=4),
+        "ipv4": _dumped(_Call(tuple, (ipaddress.IPv4Network("10.0.0.0/8"),)), protocol=2),
+    }
+    for name, blob in hostile.items():
+        found = {f.rule_id: f.severity for f in scan_bytes(tmp_path / name, blob, "model.pkl").findings}
+        assert found.get("WS-PKL-048") == Severity.HIGH, (name, found)
+    real = {
+        "values": [bytearray(b"ab\0\xff"), bytearray(), b"", b"xy", range(10**12), ipaddress.IPv6Network("::/0")],
+        "small": _Call(list, (ipaddress.IPv4Network("10.0.0.0/24"),)), "few": _Call(set, (range(100),)),
+    }  # fmt: skip
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        found = {f.rule_id for f in scan_bytes(tmp_path / f"real-{protocol}", _dumped(real, protocol=protocol),
+                                                "model.pkl").findings}  # fmt: skip
+        assert "WS-PKL-048" not in found, (protocol, found)
+
+
+def _dumped(obj: object, protocol: int) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=protocol).dump(obj)
+    return buffer.getvalue()

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from wscan.limits import BudgetExceeded, Limits
 from wscan.scanners.omegaconf_resolvers import TOO_MANY_RESOLVERS, ResolverCall, resolver_calls
 from wscan.scanners.pickle_arrow import ARROW_CALLS, BYTEARRAY, INDIRECT, MAX_ARRAYS, RESTORE_ARRAY, frozen
+from wscan.scanners.pickle_calls import amplified_call
 from wscan.scanners.pickle_config_targets import (
     _config_pairs,
     _config_targets,
@@ -299,6 +300,10 @@ class Machine:
                     attrs: dict[str, str | int | bool] = {"callable": restored_class(made), "detail": counter}
                     res.events.append(Event("pickle.shared_counter", offset, attrs))
             _state_from_call(res, func, args, offset)
+            amplified = amplified_call(func, args)
+            if amplified is not None:
+                attrs = {"callable": func.dotted, "detail": amplified}
+                res.events.append(Event("pickle.amplified_call", offset, dict[str, str | int | bool](attrs)))
         else:
             res.events.append(Event("pickle.dynamic_call", offset, {"opcode": how, "callee": describe(func)}))
         made = Obj(func, args)
