@@ -370,3 +370,47 @@ def test_a_long_prompt_joined_then_indented_passes() -> None:
               "{{ full|indent(4) }}{{ (prompt ~ '\\n' ~ prompt)|indent(2) }}")  # fmt: skip
     assert costs(source) == []
     assert costs("{% set s = '\\n' * 60000 %}{{ (s ~ s)|indent(99999) }}")  # many lines, joined: still reported
+
+
+GROWING_51 = {
+    "count-from-a-bool": ("{{ 'x' * (true * N) }}", 400_000_000),
+    "count-from-a-float": ("{{ 'x' * ((N * 1.0)|int) }}", 400_000_000),
+    "count-from-float-text": ("{{ 'x' * ('Ne0'|float|int) }}", 400_000_000),
+    "count-through-abs": ("{{ 'x' * (N|abs) }}", 400_000_000),
+    "count-picked-from-a-list": ("{{ 'x' * ([N]|first) }}", 400_000_000),
+    "count-through-max": ("{{ 'x' * ([1, N]|max) }}", 400_000_000),
+    "nested-loops-counted-by-a-bool": (
+        "{% for i in range(N) %}{% for j in range(true * N) %}.{% endfor %}{% endfor %}", 99999),
+    "joined-by-a-long-separator": ("{{ range(N)|join('x' * N) }}", 30000),
+    "indented-json": ("{{ range(N)|list|tojson(indent=N) }}", 30000),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", list(GROWING_51), ids=list(GROWING_51))
+def test_review_51_sizes_are_reported(shape: str) -> None:
+    """Review 51: counts written through a bool, a float or a filter, a long `join` separator and `tojson`'s indent
+    built 1.5 billion characters in transformers' sandbox while wscan passed. Each grows with N when rendered
+    there (small N), and is reported at the review's sizes."""
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    template, large = GROWING_51[shape]
+
+    def rendered(n: int) -> int:
+        return len(_compile_jinja_template(template.replace("N", str(n))).render(messages=[]))
+
+    assert rendered(2) < rendered(3) < rendered(4)
+    assert costs(template.replace("N", str(large)))
+    assert not costs(template.replace("N", "3"))
+
+
+def test_a_power_folded_at_compile_time_is_reported() -> None:
+    """Jinja's optimizer computes `9 ** 10**9` while transformers compiles the template (hours of CPU; 10**7 took
+    9 s in review 51): a power of constants past MAX_POWER_BITS is reported, small ones pass."""
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    environment = _compile_jinja_template("x").environment
+    code = environment.compile("{% if false %}{{ 9 ** 2000 }}{% endif %}", raw=True)
+    assert str(9**2000) in code  # computed while compiling, in a branch that never renders
+    assert costs("{% if (9 ** 1000000000) > 0 %}{{ '' }}{% endif %}")
+    assert costs("{% set e = 10000000 %}{{ 7 ** e }}")
+    assert not costs("{{ 2 ** 10 }}{{ 10 ** 6 }}{% if x ** 2 > 1 %}{% endif %}")

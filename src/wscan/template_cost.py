@@ -27,6 +27,10 @@ billion-character string is built there too. Reported here:
   over the chat around constant loops (which runs at least once); namespace values that grow through
   `.format` fields, `%(key)s` mappings, the `replace` method, a count that is not constant, or through each
   other (`ns.a = ns.a ~ ns.b` and `ns.b = ns.b ~ ns.a` in one loop: Fibonacci growth).
+- (review 51) counts written through a bool (`true * N`), a float (`1.5e9|int`, `'1e9'|float|int`) or a filter
+  (`|abs`, `|round`, `[N]|first`, `|max`); the separators `|join(sep)` puts between the items of a sized sequence
+  and the newline and indent `|tojson(indent=n)` puts before each; powers of constants past MAX_POWER_BITS, which
+  Jinja's optimizer computes when the template is compiled (`9 ** 10**9`).
 
 Known gaps: recursion that descends into data which never shrinks (a one-character string is its own element,
 a namespace can hold itself) or that branches on parts other than slices, macros passed around as values,
@@ -282,13 +286,60 @@ class _Sizes:
             return inner.length
         if node.name == "list" and isinstance(inner, Sized):
             return inner
-        if node.name == "int" and node.node is not None:
-            text = self.fold(node.node)
-            if text is not None and text.strip().isdigit() and len(text) < 40:
-                return int(text)
-            return inner if isinstance(inner, int) else None
+        if node.name in NUMBER_FILTERS and node.node is not None:
+            # `1.5e9|int`, `'1e9'|float|int`, `N|abs`, `x|round|int` (review 51): Jinja's int() of a float or of a
+            # float's text; round and float are taken as the integer a later `int` makes of them.
+            if isinstance(inner, int):
+                return abs(inner) if node.name == "abs" else inner
+            return _integral(node.node.value if isinstance(node.node, nodes.Const) else self.fold(node.node))
+        if node.name in PICKING_FILTERS and isinstance(node.node, nodes.List | nodes.Tuple) and node.node.items:
+            picked = [self.of(item, depth) for item in node.node.items]  # `[N]|first`, `[N, M]|max`
+            numbers = [value for value in picked if isinstance(value, int)]
+            if node.name in ("first", "last"):
+                return picked[0] if node.name == "first" else picked[-1]
+            return (max if node.name == "max" else min)(numbers) if len(numbers) == len(picked) else None
+        if node.name in JOINING_FILTERS:
+            return self._joined(node, inner, depth)
         text = self.fold(node)
         return None if text is None else Sized(len(text))
+
+    def _joined(self, node: nodes.Filter, inner: Value | None, depth: int) -> Value | None:
+        """At least what `|join(sep)` and `|tojson(indent=n)` add to a sized sequence: the separator between each
+        two items, a newline and the indent before each (review 51: `range(30000)|join('x' * 50000)` and
+        `|tojson(indent=75000)` each made 1.5 billion characters)."""
+        keywords: dict[object, nodes.Node] = {k.key: k.value for k in node.kwargs}
+        given = node.args[0] if node.args else keywords.get("d" if node.name == "join" else "indent")
+        if given is None:
+            return None
+        width = self.of(given, depth)
+        per_item = width.length if isinstance(width, Sized) else width if node.name == "tojson" else None
+        if not isinstance(per_item, int):
+            return None
+        if node.name == "tojson":
+            per_item += 1  # the newline before each indented item
+            if not isinstance(inner, Sized):  # any value: at least one item, and a bare value is never indented
+                return Sized(per_item) if per_item > MAX_ITEMS else None
+        return Sized(max(inner.length - 1, 0) * per_item) if isinstance(inner, Sized) else None
+
+
+NUMBER_FILTERS = frozenset({"int", "abs", "round", "float"})
+PICKING_FILTERS = frozenset({"first", "last", "max", "min"})
+JOINING_FILTERS = frozenset({"join", "tojson"})
+MAX_POWER_BITS = 1 << 20  # Jinja folds `a ** b` when it compiles the template: 9 ** 10**9 runs for hours (review 51)
+
+
+def _integral(value: object) -> int | None:
+    """Jinja's `int` of a constant: the integer, or the float's integer part, of a number or of its text."""
+    if isinstance(value, bool | int):
+        return int(value)
+    if isinstance(value, str) and len(value) < 40:
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, float) and math.isfinite(value) and abs(value) < 2.0**MAX_BITS:
+        return int(value)
+    return None
 
 
 def _method(node: nodes.Call) -> str | None:
@@ -310,9 +361,11 @@ def _grows(node: nodes.Node) -> bool:
 
 
 def _constant(value: object) -> Value | None:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        return None
-    return value if isinstance(value, int) else Sized(len(value))
+    """A constant's number (a bool is 0 or 1 to Python's `*`: `true * N`, review 51; a float its integer part, as a
+    count made from it by `|int` is) or length."""
+    if isinstance(value, bool | int | float):
+        return _integral(value)
+    return Sized(len(value)) if isinstance(value, str) else None
 
 
 def _small(value: Value | None) -> Value | None:
@@ -356,7 +409,13 @@ def _sizes(walked: list[nodes.Node], sizes: _Sizes, text: int) -> Iterator[Issue
             value = sizes.of(node)
             if isinstance(value, Sized) and value.length > MAX_ITEMS:
                 yield _issue(node, f"range() of {value.length:,} items")
-        elif isinstance(node, nodes.Mul | nodes.Add | nodes.Concat) or _grows(node):
+        elif isinstance(node, nodes.Pow):
+            bits = _power_bits(sizes.of(node.left), sizes.of(node.right))
+            if bits > MAX_POWER_BITS:
+                yield _issue(node, f"a power of about {bits:,} bits, computed when the template is compiled")
+        elif isinstance(node, nodes.Mul | nodes.Add | nodes.Concat) or _grows(node) or (
+            isinstance(node, nodes.Filter) and node.name in JOINING_FILTERS
+        ):
             value = sizes.of(node)
             limit = MAX_ITEMS + text if isinstance(node, nodes.Add | nodes.Concat) else MAX_ITEMS
             if isinstance(value, Sized) and value.length > limit:
@@ -369,6 +428,13 @@ def _sizes(walked: list[nodes.Node], sizes: _Sizes, text: int) -> Iterator[Issue
     for key, (node, length) in large.items():
         if key not in inner:
             yield _issue(node, f"a string or list of {length:,} items built from constants")
+
+
+def _power_bits(base: Value | None, exponent: Value | None) -> int:
+    """About how many bits `base ** exponent` has; 0 when either is not a constant integer or it stays small."""
+    if not (isinstance(base, int) and isinstance(exponent, int)) or exponent <= 0 or abs(base) <= 1:
+        return 0
+    return exponent * (abs(base).bit_length() - 1) + 1
 
 
 def _padding(node: nodes.Node, sizes: _Sizes) -> int:
