@@ -230,6 +230,20 @@ def _numpy_scalar_types(out: Path) -> None:
     joblib.dump(columns, out / "column-selector.joblib")
 
 
+@kind("sklearn-scipy-distance-metrics")
+def _sklearn_scipy_metrics(out: Path) -> None:
+    """Neighbour models fitted with SciPy's distance functions as their metric (review 50), kept as values."""
+    import joblib
+    from scipy.spatial import distance
+    from sklearn.neighbors import KNeighborsClassifier, NearestNeighbors
+
+    x, y = _data()
+    for metric in (distance.cosine, distance.braycurtis, distance.canberra, distance.chebyshev):
+        model = KNeighborsClassifier(n_neighbors=3, metric=metric).fit(x, y)
+        joblib.dump(model, out / f"knn-{metric.__name__}.joblib")
+    joblib.dump(NearestNeighbors(metric=distance.jensenshannon).fit(abs(x)), out / "neighbours.joblib")
+
+
 @kind("torch-distributions-and-generators")
 def _torch_distributions(out: Path) -> None:
     """What policies and probabilistic models keep: distributions (mixtures, transformed, multivariate) and a seeded

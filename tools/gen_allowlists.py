@@ -174,6 +174,13 @@ SCIPY_FUNCTIONS = [
     "scipy.stats._stats_py.rankdata", "scipy.stats._morestats.boxcox", "scipy.stats._morestats.yeojohnson",
     *(f"scipy.special.{module}{name}" for module in ("", "_ufuncs.", "_special_ufuncs.")
       for name in SCIPY_SPECIAL_FUNCTIONS),
+    # Distance functions a neighbours model keeps as its metric (KNeighborsClassifier(metric=distance.cosine), review
+    # 50): called on two vectors when it predicts.
+    *(f"scipy.spatial.distance.{name}" for name in (
+        "braycurtis", "canberra", "chebyshev", "cityblock", "correlation", "cosine", "dice", "euclidean", "hamming",
+        "jaccard", "jensenshannon", "mahalanobis", "minkowski", "rogerstanimoto", "russellrao", "seuclidean",
+        "sokalsneath", "sqeuclidean", "yule",
+    )),
 ]  # fmt: skip
 # Classes that do something on load, so a pickle must not get them for free: ScoringMonitor connects to the
 # address in its state (multiprocessing Client) when unpickled and opens a listener when made. pickle.yaml lists
