@@ -218,7 +218,8 @@ def _numpy_scalar_types(out: Path) -> None:
     from sklearn.compose import ColumnTransformer, make_column_selector
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-    kinds = sorted({t for t in np.sctypeDict.values()} | {np.generic, np.number, np.integer, np.signedinteger,
+    own = {t for t in np.sctypeDict.values() if t.__module__ == "numpy"}  # ml_dtypes, once imported, adds its own
+    kinds = sorted(own | {np.generic, np.number, np.integer, np.signedinteger,
                    np.unsignedinteger, np.inexact, np.floating, np.complexfloating, np.flexible, np.character},
                    key=lambda t: t.__name__)  # fmt: skip
     joblib.dump(kinds, out / "scalar-types.joblib")
