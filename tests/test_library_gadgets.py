@@ -2261,3 +2261,27 @@ def _dumped(obj: object, protocol: int) -> bytes:
     buffer = io.BytesIO()
     _Pickler(buffer, protocol=protocol).dump(obj)
     return buffer.getvalue()
+
+
+def test_a_state_set_on_a_shared_enum_member_is_high(tmp_path: Path) -> None:
+    """Calling an enum class looks its member up: http.HTTPStatus(200) is HTTPStatus.OK for the whole process, and
+    BUILD on it rewrote OK's phrase, which http.server writes into every status line it sends later (a header
+    injection with a CRLF in it). WS-PKL-049; members pickled as their class and value pass."""
+    import http
+    import inspect
+
+    phrase = _dict((_s("phrase"), _s("OK\r\nX-Injected: 1")))
+    hostile = b"\x80\x04" + _g("http", "HTTPStatus") + b"K\xc8\x85R" + phrase + b"b."
+    path = tmp_path / "status.pkl"
+    path.write_bytes(hostile)
+    show = ("import http, pickle, sys; pickle.load(open(sys.argv[1], 'rb')); "
+            "from http.server import BaseHTTPRequestHandler as H; print(repr(H.responses[200][0]))")  # fmt: skip
+    shown = subprocess.run([sys.executable, "-c", show, str(path)], capture_output=True, text=True, timeout=120)
+    assert "X-Injected" in shown.stdout, shown  # what http.server would send for 200 from then on
+    found = {f.rule_id: f.severity for f in scan_bytes(tmp_path / "hostile", hostile, "model.pkl").findings}
+    assert found.get("WS-PKL-049") == Severity.HIGH, found
+    real = {"status": http.HTTPStatus.NOT_FOUND, "method": http.HTTPMethod.GET, "kind": inspect.Parameter.KEYWORD_ONLY}
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        found = {f.rule_id: f.severity for f in scan_bytes(tmp_path / f"real-{protocol}", pickle.dumps(real, protocol),
+                                                           "model.pkl").findings}  # fmt: skip
+        assert not found, (protocol, found)

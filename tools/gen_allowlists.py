@@ -832,6 +832,15 @@ def _resolve(name: str) -> object:
     raise ImportError(name)
 
 
+def _maybe(name: str) -> object:
+    """The object a dotted name stands for, or None where this machine cannot import it (old pandas' names,
+    pytorch_lightning's)."""
+    try:
+        return _resolve(name)
+    except (ImportError, AttributeError):
+        return None
+
+
 def gensim_names() -> tuple[list[str], list[str]]:
     """(classes, functions) the pickles of the gensim catalogue import: gensim's own names, and builtins.hash."""
     from tests.helpers.gensim_models import save_models
@@ -1227,6 +1236,8 @@ def main() -> int:
         more={"state-only-classes": state_only_names() + configs + quantization + optimization_state_only},
     )
     methods, plain = method_lists()  # last: over every pack just written, and the hand-written ones
+    # Allowed enums: calling one looks a member up, an object the whole process shares (WS-PKL-049).
+    enums = sorted(name for name in _pack_names("allowed-callables") if isinstance(_maybe(name), enum.EnumMeta))
     # and a Gaussian process's kernels (a sum's k1 and k2 are kernels, judged the same way)
     kernels = [name for name in sklearn_classes if name.startswith("sklearn.gaussian_process.kernels.")]
     called_objects = ["functools.partial", *TORCH_LAYER_HOOKS, *layers, *kernels]
@@ -1239,7 +1250,8 @@ def main() -> int:
         "allowlist in rules/, so tools/gen_tabular_allowlist.py runs first.\n",
         {"method-names": methods, "inert-values": plain, "callable-members": CALLABLE_MEMBERS,
          "called-attributes": CALLED_ATTRIBUTES, "called-attribute-objects": called_objects,
-         "response-methods": RESPONSE_METHODS, "typed-tables": TYPED_TABLES, "table-members": table_members()},
+         "response-methods": RESPONSE_METHODS, "typed-tables": TYPED_TABLES, "table-members": table_members(),
+         "enum-classes": enums},
     )
     write(
         "architectures",

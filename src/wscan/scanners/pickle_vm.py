@@ -722,6 +722,11 @@ class Machine:
                 record = res.imports.get(target.func.dotted)
                 if record is not None:
                     record.invoked.add("BUILD")
+                if isinstance(target.args, Seq) and len(target.args.items) == 1 and not target.args.dropped:
+                    # Class(value) looks an enum's member up, one object the whole process shares (rules judge
+                    # which classes are enums): a state on it rewrites HTTPStatus.OK.phrase everywhere.
+                    attrs: dict[str, str | int | bool] = {"callable": target.func.dotted, "opcode": "BUILD"}
+                    res.events.append(Event("pickle.state_on_lookup", at, attrs))
             if target.state is not None:
                 self._after_build(res, target, "BUILD", at)
             target.state = state
