@@ -342,3 +342,20 @@ def test_shapes_pyarrow_never_writes_are_invalid_not_unverified(tmp_path: Path) 
     }
     for name, blob in shapes.items():
         assert rules(tmp_path, blob, f"{name}.pkl").get("WS-PKL-045") == Severity.HIGH, name
+
+
+def test_buffers_passed_out_of_band_are_unverified_not_invalid(tmp_path: Path) -> None:
+    """Protocol 5 with a buffer_callback leaves the buffers out of the file (the caller passes them back to
+    pickle.loads): real arrays, tables and frames so written were WS-PKL-045 for a few hours (review 52)."""
+    objects = {
+        "array": pa.array(["a", "bc", None] * 100),
+        "table": pa.table({"n": [1, 2, 3], "s": ["x", "y", "z"]}),
+        "frame": pd.DataFrame({"s": pd.array(["a", "b"], dtype="string[pyarrow]"), "n": [1, 2]}),
+    }
+    for name, value in objects.items():
+        buffers: list[pickle.PickleBuffer] = []
+        blob = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
+        assert buffers, name  # really out of band
+        pickle.loads(blob, buffers=buffers)  # loads with its buffers
+        found = rules(tmp_path, blob, f"{name}.pkl")
+        assert "WS-PKL-045" not in found and found.get("WS-PKL-046") == Severity.MEDIUM, (name, found)

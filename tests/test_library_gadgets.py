@@ -2226,8 +2226,14 @@ def test_torchscript_objects_only_as_torch_writes_them(tmp_path: Path) -> None:
 def test_calls_that_allocate_or_iterate_far_more_than_the_file_are_high(tmp_path: Path) -> None:
     """Review 51: bytearray(N) zero-fills N bytes in every loader (200 MB from a 60-byte pickle here; the review's
     6 GB also loaded under torch's weights_only), and list() of a large range or address network iterates past any
-    memory. No writer pickles these shapes (WS-PKL-048); real bytearrays, bytes, ranges and networks pass."""
+    memory. Review 52 reached the same through copyreg's helpers, numpy.ndarray called with a shape (an object array
+    of 600 million Nones, or one byte viewed 10**12 times) and Fraction('1e999999999') (10**999999999 computed). No
+    writer pickles these shapes (WS-PKL-048); real bytearrays, bytes, ranges, networks, numbers and arrays pass."""
+    import decimal
+    import fractions
     import ipaddress
+
+    import numpy as np
 
     size = 200_000_000
     bomb = _dumped({"weight": _Call(bytearray, (size,))}, protocol=4)
@@ -2243,12 +2249,20 @@ def test_calls_that_allocate_or_iterate_far_more_than_the_file_are_high(tmp_path
         "range": _dumped(_Call(list, (range(10**12),)), protocol=4),
         "network": _dumped(_Call(set, (ipaddress.IPv6Network("::/0"),)), protocol=4),
         "ipv4": _dumped(_Call(tuple, (ipaddress.IPv4Network("10.0.0.0/8"),)), protocol=2),
+        # review 52: through copyreg's helpers, an array class called with a shape, a huge exponent
+        "reconstructor": _dumped(_Call(copyreg._reconstructor, (bytearray, bytearray, size)), protocol=2),  # type: ignore[attr-defined]
+        "object array": _dumped(_Call(np.ndarray, ((600_000_000,), "O")), protocol=2),
+        "zero strides": _dumped(_Call(set, (_Call(np.ndarray, ((10**12,), "b", b"\0", 0, (0,))),)), protocol=2),
+        "fraction": _dumped(_Call(fractions.Fraction, ("1e999999999",)), protocol=2),
+        "decimal": _dumped(_Call(int, (_Call(decimal.Decimal, ("1e999999999",)),)), protocol=2),
     }
     for name, blob in hostile.items():
         found = {f.rule_id: f.severity for f in scan_bytes(tmp_path / name, blob, "model.pkl").findings}
         assert found.get("WS-PKL-048") == Severity.HIGH, (name, found)
     real = {
         "values": [bytearray(b"ab\0\xff"), bytearray(), b"", b"xy", range(10**12), ipaddress.IPv6Network("::/0")],
+        "numbers": [decimal.Decimal("1.5E+300"), decimal.Decimal("-0.001"), fractions.Fraction(10**40, 3)],
+        "arrays": [np.zeros((3, 4)), np.matrix([[1, 2]]), np.array([None, "x"], dtype=object)],
         "small": _Call(list, (ipaddress.IPv4Network("10.0.0.0/24"),)), "few": _Call(set, (range(100),)),
     }  # fmt: skip
     for protocol in range(pickle.HIGHEST_PROTOCOL + 1):

@@ -27,6 +27,7 @@ from wscan.scanners.pickle_values import (
     Dict,
     Global,
     Obj,
+    OutOfBand,
     Seq,
     Sym,
     Unknown,
@@ -317,6 +318,8 @@ def _buffer(value: Sym, budget: _Budget, whole: bool = True) -> bytes | Measured
         if isinstance(inner.args, Seq) and not inner.args.items and not inner.args.dropped:
             return b""  # an empty buffer, as protocol 2 writes it: bytearray()
         inner = _single(inner)
+    if isinstance(inner, OutOfBand):  # review 52: real arrays pickled with buffer_callback; plain loaders refuse them
+        raise Unverified("a buffer passed out of band, whose bytes the file does not hold")
     if isinstance(inner, Const) and inner.value is CHANGED:
         raise Invalid("a buffer the stream changes in place, which pyarrow never writes")
     if isinstance(inner, Const) and isinstance(inner.value, bytes | bytearray):

@@ -147,6 +147,12 @@ class Unknown(Sym):
     __slots__ = ()
 
 
+class OutOfBand(Unknown):
+    """A protocol 5 buffer the file does not hold: the loader's caller passes it (`pickle.loads(data, buffers=...)`)."""
+
+    __slots__ = ()
+
+
 NestedBytes = bytes | LongBytes  # a constant's bytes, or where a long one sits in the blob
 CHANGED = object()  # the value of a constant the stream changed in place
 

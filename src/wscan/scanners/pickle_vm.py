@@ -51,6 +51,7 @@ from wscan.scanners.pickle_values import (
     Global,
     ImportRecord,
     Obj,
+    OutOfBand,
     Persistent,
     PickleResult,
     Seq,
@@ -666,7 +667,7 @@ class Machine:
             elif name == "DUP":
                 stack.append(top())
             elif name == "NEXT_BUFFER":
-                stack.append(Unknown())
+                stack.append(OutOfBand())
             elif name in ("EXT1", "EXT2", "EXT4"):
                 assert isinstance(arg, int)
                 registered = self.extensions.get(arg)
