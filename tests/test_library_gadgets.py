@@ -2299,3 +2299,48 @@ def test_a_state_set_on_a_shared_enum_member_is_high(tmp_path: Path) -> None:
         found = {f.rule_id: f.severity for f in scan_bytes(tmp_path / f"real-{protocol}", pickle.dumps(real, protocol),
                                                            "model.pkl").findings}  # fmt: skip
         assert not found, (protocol, found)
+
+
+class _Packed:
+    """Pickles as torch writes a packed-parameter object: ScriptObject.__new__, then BUILD((values, class name))."""
+
+    def __init__(self, values: object) -> None:
+        self.values = values
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # pickle's __newobj__ check compares it with the class it is given
+        import torch
+
+        return torch.ScriptObject  # type: ignore[no-any-return]
+
+    def __reduce_ex__(self, protocol: object) -> tuple[object, ...]:
+        import torch
+
+        name = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
+        return (copyreg.__newobj__, (torch.ScriptObject,), (self.values, name))  # type: ignore[attr-defined]
+
+
+def test_a_packed_weight_viewed_larger_than_it_stores_is_high(tmp_path: Path) -> None:
+    """Review 52: one stored byte viewed as 40,000 x 40,000 (strides 0) in the allowed ScriptObject shape; the
+    class's __setstate__ repacks it into a contiguous copy (3.3 GB and 30 s to load). The repack is shown here at
+    2,000 x 2,000, where the loaded object holds every element; such a view is WS-PKL-047, a real weight passes."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantized tensors are deprecated
+        one = torch.quantize_per_tensor(torch.zeros(1, 1), 1.0, 0, torch.qint8)
+        real = torch.quantize_per_tensor(torch.randn(8, 4), 0.1, 0, torch.qint8)
+    viewed = tmp_path / "viewed.pt"
+    torch.save({"p": _Packed((one.expand(2000, 2000), None))}, viewed)
+    show = ("import sys, torch; p = torch.load(sys.argv[1], weights_only=False)['p']; "
+            "w = torch.ops.quantized.linear_unpack(p)[0]; print(w.numel(), w.stride())")  # fmt: skip
+    shown = subprocess.run([sys.executable, "-c", show, str(viewed)], capture_output=True, text=True, timeout=300)
+    assert shown.stdout.split()[0] == "4000000", shown  # copied out whole, though one byte was stored
+    found = {f.rule_id: f.severity for f in scan_bytes(tmp_path / "viewed", viewed.read_bytes(), "model.pt").findings}
+    assert found.get("WS-PKL-047") == Severity.HIGH, found
+    torch.save({"p": _Packed((real, torch.zeros(8)))}, tmp_path / "real.pt")
+    found = {f.rule_id: f.severity for f in scan_bytes(tmp_path / "real", (tmp_path / "real.pt").read_bytes(),
+                                                       "model.pt").findings}  # fmt: skip
+    assert "WS-PKL-047" not in found, found

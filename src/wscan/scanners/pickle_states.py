@@ -8,6 +8,8 @@ given (`_judge_state`, `_state_from_call`). Items set on objects are judged as t
 
 from __future__ import annotations
 
+import math
+
 from wscan.scanners.pickle_values import (
     LIGHTNING_ATTRIBUTE_DICTS,
     MAX_ITEMS,
@@ -553,7 +555,44 @@ def forged_script_object(state: Sym | None) -> str | None:
     name = _const(state.items[1])
     if not isinstance(name, str) or name not in SCRIPT_CLASSES:
         return f"the TorchScript class {describe(state.items[1])[:80]}, which torch's quantized layers never write"
+    return _viewed_weight(state.items[0], 0)
+
+
+# The class's __setstate__ repacks its weights into a new contiguous copy: one stored byte viewed as 40,000 x 40,000
+# with strides (0, 0) took 30 s and 3.3 GB to load (review 52). torch writes the weights it unpacked, contiguous.
+TENSOR_REBUILDS = frozenset({"torch._utils._rebuild_qtensor", "torch._utils._rebuild_tensor_v2",
+                             "torch._utils._rebuild_tensor"})  # fmt: skip
+MAX_VIEW_DEPTH = 6
+MAX_VIEW_GROWTH = 16  # elements a view may have per element its strides reach (plus a small allowance)
+
+
+def _viewed_weight(value: Sym, depth: int) -> str | None:
+    """Why a tensor in a packed-parameter state would be copied out far larger than what it stores, or None."""
+    if depth > MAX_VIEW_DEPTH:
+        return "tensors nested past what wscan reads"
+    if isinstance(value, Seq):
+        return next((why for item in value.items if (why := _viewed_weight(item, depth + 1))), None)
+    if not (isinstance(value, Obj) and isinstance(value.args, Seq)):
+        return None
+    if not (isinstance(value.func, Global) and value.func.dotted in TENSOR_REBUILDS):
+        return _viewed_weight(value.args, depth + 1)  # a parameter wrapping its tensor
+    items = value.args.items
+    sizes = _ints(items[2]) if len(items) > 3 else None
+    strides = _ints(items[3]) if len(items) > 3 else None
+    if sizes is None or strides is None or len(sizes) != len(strides):
+        return "a weight whose shape or strides wscan cannot read"
+    elements = math.prod(max(size, 0) for size in sizes)
+    reach = 1 + sum((size - 1) * abs(stride) for size, stride in zip(sizes, strides, strict=True) if size > 0)
+    if elements > MAX_VIEW_GROWTH * reach + 4096:
+        return f"a weight of {elements:,} elements viewed over {reach:,} stored ones, which the class copies out"
     return None
+
+
+def _ints(value: Sym) -> list[int] | None:
+    if not isinstance(value, Seq) or value.dropped:
+        return None
+    numbers = [_const_int(item) for item in value.items]
+    return [n for n in numbers if n is not None] if all(n is not None for n in numbers) else None
 
 
 def forged_counter(target: Obj, state: Sym) -> str | None:
