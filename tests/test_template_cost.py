@@ -414,3 +414,46 @@ def test_a_power_folded_at_compile_time_is_reported() -> None:
     assert costs("{% if (9 ** 1000000000) > 0 %}{{ '' }}{% endif %}")
     assert costs("{% set e = 10000000 %}{{ 7 ** e }}")
     assert not costs("{{ 2 ** 10 }}{{ 10 ** 6 }}{% if x ** 2 > 1 %}{% endif %}")
+
+
+GROWING_52 = {
+    "sum-of-a-list": ("{{ 'x' * ([N, N]|sum) }}", 400_000_000),
+    "sum-of-a-range": ("{{ 'x' * (range(N)|sum) }}", 60000),
+    "random-item": ("{{ 'x' * ([N]|random) }}", 400_000_000),
+    "sorted-first": ("{{ 'x' * ([N]|sort|first) }}", 400_000_000),
+    "number-as-text-then-int": ("{{ 'x' * (N|string|int) }}", 400_000_000),
+    "formatted-then-int": ("{{ 'x' * ('%d'|format(N)|int) }}", 400_000_000),
+    "joined-then-int": ("{{ 'x' * ([N]|join|int) }}", 400_000_000),
+    "list-item": ("{{ 'x' * ([N][0]) }}", 400_000_000),
+    "dict-item": ("{{ 'x' * ({'a': N}['a']) }}", 400_000_000),
+    "loop-variable": ("{% for n in [N] %}{{ 'x' * n }}{% endfor %}", 400_000_000),
+    "items-loop-value": ("{% for k, v in {'a': N}.items() %}{{ 'x' * v }}{% endfor %}", 400_000_000),
+    "macro-argument": ("{% macro f(n) %}{{ 'x' * n }}{% endmacro %}{{ f(N) }}", 400_000_000),
+    "namespace-attribute": ("{% set ns = namespace(n=N) %}{{ 'x' * ns.n }}", 400_000_000),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", list(GROWING_52), ids=list(GROWING_52))
+def test_review_52_counts_are_reported(shape: str) -> None:
+    """Review 52: counts picked, summed, spelled out and read back, or passed through a loop variable, a macro
+    argument or a namespace attribute built 1.0 to 1.8 billion characters in transformers' sandbox while wscan
+    passed. Each grows with N when rendered there (small N), and is reported at the review's sizes."""
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    template, large = GROWING_52[shape]
+
+    def rendered(n: int) -> int:
+        return len(_compile_jinja_template(template.replace("N", str(n))).render(messages=[]))
+
+    assert rendered(2) < rendered(3) < rendered(4)
+    assert costs(template.replace("N", str(large)))
+    assert not costs(template.replace("N", "3"))
+
+
+def test_names_taking_several_values_are_sized_by_the_largest() -> None:
+    """A loop variable or macro parameter sized from constants only when every value it takes is one; a name that
+    also takes the chat's data, or is set again, is not sized."""
+    assert costs("{% for n in [3, 400000000] %}{{ 'x' * n }}{% endfor %}")
+    assert not costs("{% for n in [3, 4] %}{{ 'x' * n }}{% endfor %}")
+    assert not costs("{% macro f(n) %}{{ 'x' * n }}{% endmacro %}{{ f(400000000 if false else 2) }}{{ f(m) }}")
+    assert not costs("{% set ns = namespace(n=400000000) %}{% set ns.n = 2 %}{{ 'x' * ns.n }}")

@@ -31,6 +31,10 @@ billion-character string is built there too. Reported here:
   (`|abs`, `|round`, `[N]|first`, `|max`); the separators `|join(sep)` puts between the items of a sized sequence
   and the newline and indent `|tojson(indent=n)` puts before each; powers of constants past MAX_POWER_BITS, which
   Jinja's optimizer computes when the template is compiled (`9 ** 10**9`).
+- (review 52) counts summed (`|sum` of a list or a range), picked (`|random`, `|sort|first`, `[N][0]`,
+  `{'a': N}['a']`), spelled out and read back (`N|string|int`, `'%d'|format(N)|int`, `[N]|join|int`), or passed
+  through a loop variable over a literal (also `.items()` of a dict literal), a macro parameter every call gives a
+  constant, or a namespace attribute set once (each sized by the largest value it takes).
 
 Known gaps: recursion that descends into data which never shrinks (a one-character string is its own element,
 a namespace can hold itself) or that branches on parts other than slices, macros passed around as values,
@@ -145,6 +149,10 @@ class _Sizes:
             if self.bound[node.target.name] == 1:
                 self.values[node.target.name] = node.node
         self.memo: dict[int, Value | None] = {}
+        self.attributes = _namespace_values(walked, self.bound)
+        # Loop variables and macro parameters that take constants (review 52): sized by the largest they take.
+        self.largest = {name: values for name, values in _passed_values(walked).items()
+                        if self.bound[name] == 1 and name not in self.values}  # fmt: skip
         self.texts: dict[int, str | None] = {}
         self.counts: dict[tuple[int, str], int] = {}
 
@@ -163,6 +171,10 @@ class _Sizes:
             return _constant(node.value)
         if isinstance(node, nodes.List | nodes.Tuple):
             return Sized(len(node.items))
+        if isinstance(node, nodes.Name) and node.ctx == "load" and node.name in self.largest:
+            found = [self.of(value, depth) for value in self.largest[node.name]]
+            numbers = [value for value in found if isinstance(value, int)]
+            return max(numbers) if numbers and len(numbers) == len(found) else None
         if isinstance(node, nodes.Name) and node.ctx == "load":
             value = self.values.get(node.name)
             return None if value is None else self.of(value, depth)
@@ -174,6 +186,14 @@ class _Sizes:
             return self._range(node, depth) if _method(node) not in GROWING_METHODS else self._grown(node, depth)
         if isinstance(node, nodes.Filter):
             return self._grown(node, depth) if node.name in GROWING_FILTERS else self._filter(node, depth)
+        if isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Name):  # `namespace(n=N)` ... `ns.n`
+            given = self.attributes.get((node.node.name, node.attr))
+            if given is not None:
+                return self.of(given, depth)
+        if isinstance(node, nodes.Getitem):  # `[N][0]`, `{'a': N}['a']` (review 52)
+            picked = _literal_item(node)
+            if picked is not None:
+                return self.of(picked, depth)
         text = self.fold(node)
         return None if text is None else Sized(len(text))
 
@@ -287,21 +307,66 @@ class _Sizes:
         if node.name == "list" and isinstance(inner, Sized):
             return inner
         if node.name in NUMBER_FILTERS and node.node is not None:
-            # `1.5e9|int`, `'1e9'|float|int`, `N|abs`, `x|round|int` (review 51): Jinja's int() of a float or of a
-            # float's text; round and float are taken as the integer a later `int` makes of them.
+            # `1.5e9|int`, `'1e9'|float|int`, `N|abs`, `x|round|int` (review 51), `N|string|int`, `'%d'|format(N)|int`,
+            # `[N]|join|int` (review 52): Jinja's int() of a float, of a float's text or of a number's text; round
+            # and float are taken as the integer a later `int` makes of them.
             if isinstance(inner, int):
                 return abs(inner) if node.name == "abs" else inner
+            written = self._written_number(node.node, depth)
+            if written is not None:
+                return written
             return _integral(node.node.value if isinstance(node.node, nodes.Const) else self.fold(node.node))
-        if node.name in PICKING_FILTERS and isinstance(node.node, nodes.List | nodes.Tuple) and node.node.items:
-            picked = [self.of(item, depth) for item in node.node.items]  # `[N]|first`, `[N, M]|max`
+        if node.name in PICKING_FILTERS and node.node is not None:
+            # `[N]|first`, `[N, M]|max`, `[N]|sort|first`, `[N]|random` (reviews 51, 52): the largest item, where the
+            # order is not the literal's
+            items = _literal_items(node.node)
+            picked = [self.of(item, depth) for item in items or []]
             numbers = [value for value in picked if isinstance(value, int)]
-            if node.name in ("first", "last"):
+            if not picked:
+                return None
+            if node.name in ("first", "last") and isinstance(node.node, nodes.List | nodes.Tuple):
                 return picked[0] if node.name == "first" else picked[-1]
-            return (max if node.name == "max" else min)(numbers) if len(numbers) == len(picked) else None
+            if len(numbers) != len(picked):
+                return None
+            return min(numbers) if node.name == "min" else max(numbers)
+        if node.name == "sum" and node.node is not None:
+            return self._sum(node.node, depth)
         if node.name in JOINING_FILTERS:
             return self._joined(node, inner, depth)
         text = self.fold(node)
         return None if text is None else Sized(len(text))
+
+    def _written_number(self, node: nodes.Node, depth: int) -> int | None:
+        """The number a text spells when it is a number written out: `N|string`, `'%d'|format(N)`, `[N]|join`."""
+        if isinstance(node, nodes.Filter) and node.name == "string" and node.node is not None:
+            value = self.of(node.node, depth)
+            return value if isinstance(value, int) else None
+        if (isinstance(node, nodes.Filter) and node.name == "format" and isinstance(node.node, nodes.Const)
+                and node.node.value in ("%d", "%i", "%s") and len(node.args) == 1 and not node.kwargs):
+            value = self.of(node.args[0], depth)
+            return value if isinstance(value, int) else None
+        if isinstance(node, nodes.Filter) and node.name == "join" and not node.args and node.node is not None:
+            items = _literal_items(node.node)
+            values = [self.of(item, depth) for item in items or []]
+            if len(values) == 1 and isinstance(values[0], int):
+                return values[0]
+        return None
+
+    def _sum(self, node: nodes.Node, depth: int) -> int | None:
+        """`[a, b]|sum` of constants, or `range(...)|sum` (review 52: range(60000)|sum is 1.8 billion)."""
+        items = _literal_items(node)
+        if items is not None:
+            values = [self.of(item, depth) for item in items]
+            numbers = [value for value in values if isinstance(value, int)]
+            return sum(numbers) if len(numbers) == len(values) else None
+        if isinstance(node, nodes.Call) and isinstance(self._range(node, depth), Sized):
+            bounds = [self.of(arg, depth) for arg in node.args]
+            numbers = [value for value in bounds if isinstance(value, int)]
+            start, stop = (0, numbers[0]) if len(numbers) == 1 else (numbers[0], numbers[1])
+            step = numbers[2] if len(numbers) == 3 else 1
+            count = max(0, -((start - stop) // step))
+            return count * start + step * count * (count - 1) // 2
+        return None
 
     def _joined(self, node: nodes.Filter, inner: Value | None, depth: int) -> Value | None:
         """At least what `|join(sep)` and `|tojson(indent=n)` add to a sized sequence: the separator between each
@@ -323,7 +388,77 @@ class _Sizes:
 
 
 NUMBER_FILTERS = frozenset({"int", "abs", "round", "float"})
-PICKING_FILTERS = frozenset({"first", "last", "max", "min"})
+PICKING_FILTERS = frozenset({"first", "last", "max", "min", "random"})
+ORDERING_FILTERS = frozenset({"sort", "reverse", "unique", "list"})  # the same items, in another order
+
+
+def _passed_values(walked: list[nodes.Node]) -> dict[str, list[nodes.Node]]:
+    """What names take from literals: `for n in [N]`, `for k, v in {'a': N}.items()` (each value in turn), and a
+    macro's parameters from the constants every call passes (review 52: each was a count wscan never sized)."""
+    passed: dict[str, list[nodes.Node]] = {}
+    for node in walked:
+        if isinstance(node, nodes.For):
+            items = _literal_items(node.iter)
+            iterated = node.iter
+            if isinstance(iterated, nodes.Call) and isinstance(iterated.node, nodes.Getattr) and isinstance(
+                iterated.node.node, nodes.Dict
+            ) and iterated.node.attr in ("items", "values") and not iterated.args:
+                pairs = iterated.node.node.items
+                pair_target = node.target.items if isinstance(node.target, nodes.Tuple) else []
+                if len(pair_target) == 2 and iterated.node.attr == "items" and isinstance(pair_target[1], nodes.Name):
+                    passed.setdefault(pair_target[1].name, []).extend(pair.value for pair in pairs)
+                elif isinstance(node.target, nodes.Name) and iterated.node.attr == "values":
+                    passed.setdefault(node.target.name, []).extend(pair.value for pair in pairs)
+            elif items is not None and isinstance(node.target, nodes.Name):
+                passed.setdefault(node.target.name, []).extend(items)
+    macros = {node.name: node for node in walked if isinstance(node, nodes.Macro)}
+    calls: dict[str, list[nodes.Call]] = {}
+    for node in walked:
+        if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name in macros:
+            calls.setdefault(node.node.name, []).append(node)
+    for name, macro in macros.items():
+        for index, param in enumerate(macro.args):
+            given = [call.args[index] for call in calls.get(name, []) if index < len(call.args)]
+            if given and all(isinstance(value, nodes.Const) for value in given):
+                passed.setdefault(param.name, []).extend(given)
+    return passed
+
+
+def _namespace_values(walked: list[nodes.Node], bound: Counter[str]) -> dict[tuple[str, str], nodes.Node]:
+    """`ns.n` for a name bound once to `namespace(n=...)` whose `n` is never set again."""
+    spaces: dict[tuple[str, str], nodes.Node] = {}
+    reset = {(node.name, node.attr) for node in walked if isinstance(node, nodes.NSRef)}
+    for node in walked:
+        if not (isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name)):
+            continue
+        if bound[node.target.name] != 1:
+            continue
+        made = node.node
+        if isinstance(made, nodes.Call) and isinstance(made.node, nodes.Name) and made.node.name == "namespace":
+            for keyword in made.kwargs:
+                key = (node.target.name, keyword.key)
+                if key not in reset:
+                    spaces[key] = keyword.value
+    return spaces
+
+
+def _literal_items(node: nodes.Node) -> list[nodes.Node] | None:
+    """The items of a list or tuple literal, also through filters that only reorder them."""
+    while isinstance(node, nodes.Filter) and node.name in ORDERING_FILTERS and node.node is not None:
+        node = node.node
+    return list(node.items) if isinstance(node, nodes.List | nodes.Tuple) and node.items else None
+
+
+def _literal_item(node: nodes.Getitem) -> nodes.Node | None:
+    """The item a constant index or key picks from a list, tuple or dict literal."""
+    key = node.arg.value if isinstance(node.arg, nodes.Const) else None
+    if isinstance(node.node, nodes.List | nodes.Tuple) and isinstance(key, int) and not isinstance(key, bool):
+        items = node.node.items
+        return items[key] if -len(items) <= key < len(items) else None
+    if isinstance(node.node, nodes.Dict) and key is not None:
+        found = [pair.value for pair in node.node.items if isinstance(pair.key, nodes.Const) and pair.key.value == key]
+        return found[-1] if found else None
+    return None
 JOINING_FILTERS = frozenset({"join", "tojson"})
 MAX_POWER_BITS = 1 << 20  # Jinja folds `a ** b` when it compiles the template: 9 ** 10**9 runs for hours (review 51)
 
