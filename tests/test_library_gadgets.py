@@ -2344,3 +2344,65 @@ def test_a_packed_weight_viewed_larger_than_it_stores_is_high(tmp_path: Path) ->
     found = {f.rule_id: f.severity for f in scan_bytes(tmp_path / "real", (tmp_path / "real.pt").read_bytes(),
                                                        "model.pt").findings}  # fmt: skip
     assert "WS-PKL-047" not in found, found
+
+
+def test_review_53_shapes_of_the_new_pickle_checks(tmp_path: Path) -> None:
+    """Review 53. Around WS-PKL-049: HTTPStatus(200) made by NEWOBJ_EX or copyreg.__newobj__ and given a state.
+    Around WS-PKL-048: Fraction('1e999_999_99') (underscores), Fraction of a Decimal with a negative exponent,
+    numpy's _reconstruct, _mareconstruct and recarray given a shape (an object array of 7e8 items took 5.5 GB).
+    False positives it found: Decimal values (Decimal(2)**20000, Decimal('1E-5000'), a frame of them) cost nothing
+    to make, and pass."""
+    import decimal
+    import fractions
+
+    import numpy as np
+    import pandas as pd
+
+    phrase = _dict((_s("phrase"), _s("PWNED")))
+    status = _g("http", "HTTPStatus")
+    hostile = {
+        "WS-PKL-049 newobj_ex": b"\x80\x04" + status + b"K\xc8\x85}\x92" + phrase + b"b.",
+        "WS-PKL-049 copyreg": b"\x80\x02" + _g("copyreg", "__newobj__") + _tuple(status, b"K\xc8") + b"R" + phrase
+        + b"b.",
+        "WS-PKL-048 underscores": _dumped(_Call(fractions.Fraction, ("1e999_999_99",)), protocol=2),
+        "WS-PKL-048 decimal": _dumped(_Call(fractions.Fraction, (_Call(decimal.Decimal, ("1e-999999999",)),)), 2),
+        "WS-PKL-048 reconstruct": _dumped(_Call(np._core.multiarray._reconstruct, (np.ndarray, (7 * 10**8,), "O")), 2),
+        "WS-PKL-048 mareconstruct": _dumped(
+            _Call(np.ma.core._mareconstruct, (np.ma.MaskedArray, np.ndarray, (7 * 10**8,), "O")), 2
+        ),
+        "WS-PKL-048 recarray": _dumped(_Call(np.recarray, ((7 * 10**8,), [("a", "O")])), 2),
+    }
+    for name, blob in hostile.items():
+        rule = name.split()[0]
+        found = {f.rule_id: f.severity for f in scan_bytes(tmp_path / name, blob, "model.pkl").findings}
+        assert found.get(rule) == Severity.HIGH, (name, found)
+    frame = pd.DataFrame({"amount": [decimal.Decimal("1.10"), decimal.Decimal(2) ** 20000]})
+    real = {"numbers": [decimal.Decimal(2) ** 20000, decimal.Decimal("1E-5000"), decimal.Decimal(-20000).exp()],
+            "frame": frame, "masked": np.ma.masked_array([1, 2], mask=[0, 1]), "records": np.rec.array([(1, 2.0)])}
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        scanned = scan_bytes(tmp_path / f"real-{protocol}", pickle.dumps(real, protocol), "model.pkl")
+        assert not [f for f in scanned.findings if f.severity >= Severity.HIGH], protocol
+
+
+def test_a_packed_weight_reviewed_by_its_own_state_is_high(tmp_path: Path) -> None:
+    """Review 53: the weight rebuilt honestly as one stored element, then BUILD on that tensor gives
+    Tensor.__setstate__ (storage, offset, size, stride), which calls set_: a 40,000 x 40,000 view. WS-PKL-047."""
+    import collections
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = torch.quantize_per_tensor(torch.zeros(1, 1), 1.0, 0, torch.qint8)
+
+    class Viewed:
+        def __reduce_ex__(self, protocol: object) -> tuple[object, ...]:
+            storage = one._typed_storage()
+            args = (storage, 0, (1, 1), (1, 1), (torch.per_tensor_affine, 1.0, 0), False, collections.OrderedDict())
+            return (torch._utils._rebuild_qtensor, args, (storage, 0, (40_000, 40_000), (0, 0)))
+
+    path = tmp_path / "viewed.pt"
+    torch.save({"p": _Packed((Viewed(), None))}, path)
+    found = {f.rule_id: f.severity for f in scan_bytes(tmp_path / "scan", path.read_bytes(), "model.pt").findings}
+    assert found.get("WS-PKL-047") == Severity.HIGH, found

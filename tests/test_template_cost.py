@@ -451,9 +451,58 @@ def test_review_52_counts_are_reported(shape: str) -> None:
 
 
 def test_names_taking_several_values_are_sized_by_the_largest() -> None:
-    """A loop variable or macro parameter sized from constants only when every value it takes is one; a name that
-    also takes the chat's data, or is set again, is not sized."""
+    """A loop variable, macro parameter or namespace attribute is sized by the largest constant it takes (it reaches
+    that one, whatever its other values are); small constants beside the chat's data pass."""
     assert costs("{% for n in [3, 400000000] %}{{ 'x' * n }}{% endfor %}")
     assert not costs("{% for n in [3, 4] %}{{ 'x' * n }}{% endfor %}")
-    assert not costs("{% macro f(n) %}{{ 'x' * n }}{% endmacro %}{{ f(400000000 if false else 2) }}{{ f(m) }}")
-    assert not costs("{% set ns = namespace(n=400000000) %}{% set ns.n = 2 %}{{ 'x' * ns.n }}")
+    assert costs("{% macro f(n) %}{{ 'x' * n }}{% endmacro %}{{ f(2) }}{{ f(m) }}{{ f(400000000) }}")
+    assert not costs("{% macro f(n) %}{{ 'x' * n }}{% endmacro %}{{ f(2) }}{{ f(m) }}")
+    assert costs("{% set ns = namespace(n=2) %}{% set ns.n = 400000000 %}{{ 'x' * ns.n }}")
+    assert not costs("{% set ns = namespace(n=2) %}{% set ns.n = ns.n + loop.index %}{{ 'x' * ns.n }}")
+
+
+GROWING_53 = {
+    "center-by-keyword": ("{{ 'x'|center(width=N) }}", 400_000_000),
+    "conditional-count": ("{{ 'x' * (N if messages else 1) }}", 400_000_000),
+    "default-count": ("{{ 'x' * (budget|default(N)) }}", 400_000_000),
+    "dict-by-name": ("{% set d = {'n': N} %}{{ 'x' * d['n'] }}", 400_000_000),
+    "dict-get": ("{{ 'x' * ({'n': N}.get('n')) }}", 400_000_000),
+    "format-method": ("{{ 'x' * ('{}'.format(N)|int) }}", 400_000_000),
+    "list-by-name": ("{% set l = [N] %}{{ 'x' * l[0] }}", 400_000_000),
+    "tuple-unpacking-loop": ("{% for k, n in [('a', N)] %}{{ 'x' * n }}{% endfor %}", 400_000_000),
+    "macro-default": ("{% macro pad(n=N) %}{{ 'x' * n }}{% endmacro %}{{ pad() }}", 400_000_000),
+    "macro-keyword": ("{% macro pad(n) %}{{ 'x' * n }}{% endmacro %}{{ pad(n=N) }}", 400_000_000),
+    "max-with-the-chat": ("{{ 'x' * ([N, messages|length]|max) }}", 400_000_000),
+    "namespace-set-later": ("{% set ns = namespace(n=1) %}{% set ns.n = N %}{{ 'x' * ns.n }}", 400_000_000),
+    "percent-operator": ("{{ 'x' * (('%d' % N)|int) }}", 400_000_000),
+    "plus-the-chat-length": ("{{ 'x' * (N + messages|length) }}", 400_000_000),
+    "set-block": ("{% set n %}N{% endset %}{{ 'x' * (n|int) }}", 400_000_000),
+    "text-trimmed": ("{{ 'x' * (N|string|trim|int) }}", 400_000_000),
+    "true-division": ("{{ 'x' * ((N * 2 / 2)|int) }}", 400_000_000),
+    "with-block": ("{% with n = N %}{{ 'x' * n }}{% endwith %}", 400_000_000),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", list(GROWING_53), ids=list(GROWING_53))
+def test_review_53_counts_are_reported(shape: str) -> None:
+    """Review 53: 18 more ways to carry a count to `*` or a padding (keywords, defaults, conditionals, names set
+    once, `%` and `.format`, division, `set` and `with` blocks); each built 2 billion characters in transformers'
+    sandbox. A name or attribute is sized by the largest constant it may take."""
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    template, large = GROWING_53[shape]
+    messages = [{"role": "user", "content": "hi"}]
+
+    def rendered(n: int) -> int:
+        return len(_compile_jinja_template(template.replace("N", str(n))).render(messages=messages))
+
+    assert rendered(2) < rendered(3) < rendered(4)
+    assert costs(template.replace("N", str(large)))
+    assert not costs(template.replace("N", "3"))
+
+
+def test_a_long_string_dumped_as_json_with_an_indent_passes() -> None:
+    """tojson's indent never applies to a string (review 53: a 43,540-character system prompt was taken for 130,497
+    items)."""
+    prompt = "You are a helpful assistant. " * 1500
+    assert not costs("{% set p = '" + prompt + "' %}{{ p|tojson(indent=2) }}{{ tools|tojson(indent=4) }}")

@@ -35,12 +35,18 @@ billion-character string is built there too. Reported here:
   `{'a': N}['a']`), spelled out and read back (`N|string|int`, `'%d'|format(N)|int`, `[N]|join|int`), or passed
   through a loop variable over a literal (also `.items()` of a dict literal), a macro parameter every call gives a
   constant, or a namespace attribute set once (each sized by the largest value it takes).
+- (review 53) a padding width given by keyword; the larger branch of `a if c else b`, a `|default`, `|max` beside
+  the chat's data, a number plus a length; subscripts and `.get` of a literal through a name set once; `'%d' % N`,
+  `'{}'.format(N)` and `|trim` read back as numbers; true division; loops unpacking literal tuples; macro keywords
+  and defaults; `set ns.n = N`; `{% set n %}N{% endset %}` and `{% with n = N %}`. A name is sized by the largest
+  constant it may take (it reaches that one); `|tojson(indent=n)` of a string is never indented.
 
-Known gaps: recursion that descends into data which never shrinks (a one-character string is its own element,
-a namespace can hold itself) or that branches on parts other than slices, macros passed around as values,
-`loop()` in recursive for-loops, loops over `range(i)` of an outer counter, lists of long strings repeated and
-joined, a namespace value padded to a multiple of its own length, and growth through a macro's
-result or through plain names (which Python's Jinja resets on every run of a loop).
+Known gaps: counts carried by data flow the folder does not follow (`|map('center', n)` over a range, values from
+macros' output or from the chat itself), recursion that descends into data which never shrinks (a one-character
+string is its own element, a namespace can hold itself) or that branches on parts other than slices, macros passed
+around as values, `loop()` in recursive for-loops, loops over `range(i)` of an outer counter, lists of long strings
+repeated and joined, a namespace value padded to a multiple of its own length, and growth through a macro's result
+or through plain names (which Python's Jinja resets on every run of a loop).
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ import math
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -172,9 +178,7 @@ class _Sizes:
         if isinstance(node, nodes.List | nodes.Tuple):
             return Sized(len(node.items))
         if isinstance(node, nodes.Name) and node.ctx == "load" and node.name in self.largest:
-            found = [self.of(value, depth) for value in self.largest[node.name]]
-            numbers = [value for value in found if isinstance(value, int)]
-            return max(numbers) if numbers and len(numbers) == len(found) else None
+            return self._largest(self.largest[node.name], depth)
         if isinstance(node, nodes.Name) and node.ctx == "load":
             value = self.values.get(node.name)
             return None if value is None else self.of(value, depth)
@@ -182,6 +186,9 @@ class _Sizes:
             return self._arithmetic(node, depth)
         if isinstance(node, nodes.Concat):
             return self._concat(node, depth)
+        if isinstance(node, nodes.Call) and _method(node) == "get":  # `{'a': N}.get('a')` (review 53)
+            picked = _literal_item(node, self.values)
+            return None if picked is None else self.of(picked, depth)
         if isinstance(node, nodes.Call):
             return self._range(node, depth) if _method(node) not in GROWING_METHODS else self._grown(node, depth)
         if isinstance(node, nodes.Filter):
@@ -189,11 +196,13 @@ class _Sizes:
         if isinstance(node, nodes.Getattr) and isinstance(node.node, nodes.Name):  # `namespace(n=N)` ... `ns.n`
             given = self.attributes.get((node.node.name, node.attr))
             if given is not None:
-                return self.of(given, depth)
-        if isinstance(node, nodes.Getitem):  # `[N][0]`, `{'a': N}['a']` (review 52)
-            picked = _literal_item(node)
+                return self._largest(given, depth)
+        if isinstance(node, nodes.Getitem | nodes.Call):  # `[N][0]`, `{'a': N}['a']`, `d.get('a')` (reviews 52, 53)
+            picked = _literal_item(node, self.values)
             if picked is not None:
                 return self.of(picked, depth)
+        if isinstance(node, nodes.CondExpr):  # `N if c else M`: the larger (review 53)
+            return self._largest([node.expr1] + ([node.expr2] if node.expr2 is not None else []), depth)
         text = self.fold(node)
         return None if text is None else Sized(len(text))
 
@@ -204,6 +213,9 @@ class _Sizes:
                 return None
             return -operand if isinstance(node, nodes.Neg) else operand if isinstance(node, nodes.Pos) else None
         left, right = self.of(node.left, depth), self.of(node.right, depth)
+        if isinstance(node, nodes.Add) and _counts_something(node.right if isinstance(left, int) else node.left):
+            known = left if isinstance(left, int) else right  # `N + messages|length` is at least N (review 53)
+            return known if isinstance(known, int) else None
         if left is None or right is None:
             return None
         return _binary(type(node), left, right)
@@ -326,18 +338,37 @@ class _Sizes:
                 return None
             if node.name in ("first", "last") and isinstance(node.node, nodes.List | nodes.Tuple):
                 return picked[0] if node.name == "first" else picked[-1]
+            if node.name == "max" and numbers:  # `[N, messages|length]|max` is at least N (review 53)
+                return max(numbers)
             if len(numbers) != len(picked):
                 return None
             return min(numbers) if node.name == "min" else max(numbers)
         if node.name == "sum" and node.node is not None:
             return self._sum(node.node, depth)
+        if node.name in ("default", "d") and node.node is not None and node.args:  # `budget|default(N)`
+            return self._largest([node.node, node.args[0]], depth)
         if node.name in JOINING_FILTERS:
             return self._joined(node, inner, depth)
         text = self.fold(node)
         return None if text is None else Sized(len(text))
 
+    def _largest(self, candidates: Sequence[nodes.Node], depth: int) -> int | None:
+        """The largest number among what a name may take: at least that is reached, whatever the others are."""
+        numbers = [value for value in (self.of(c, depth) for c in candidates) if isinstance(value, int)]
+        return max(numbers) if numbers else None
+
     def _written_number(self, node: nodes.Node, depth: int) -> int | None:
-        """The number a text spells when it is a number written out: `N|string`, `'%d'|format(N)`, `[N]|join`."""
+        """The number a text spells when it is a number written out: `N|string`, `'%d'|format(N)`, `[N]|join`,
+        `'%d' % N`, `'{}'.format(N)`, through filters that keep a number's text (`|trim`)."""
+        while isinstance(node, nodes.Filter) and node.name in TEXT_KEEPING_FILTERS and node.node is not None:
+            node = node.node
+            number = self.of(node, depth)
+            if isinstance(number, int):
+                return number  # `N|string|trim`
+        spelled = _spelled_argument(node)
+        if spelled is not None:
+            value = self.of(spelled, depth)
+            return value if isinstance(value, int) else None
         if isinstance(node, nodes.Filter) and node.name == "string" and node.node is not None:
             value = self.of(node.node, depth)
             return value if isinstance(value, int) else None
@@ -381,6 +412,8 @@ class _Sizes:
         if not isinstance(per_item, int):
             return None
         if node.name == "tojson":
+            if node.node is not None and self.text(node.node) is not None:
+                return None  # a string: dumped as one JSON string, never indented (review 53: 43,540 characters)
             per_item += 1  # the newline before each indented item
             if not isinstance(inner, Sized):  # any value: at least one item, and a bare value is never indented
                 return Sized(per_item) if per_item > MAX_ITEMS else None
@@ -393,41 +426,74 @@ ORDERING_FILTERS = frozenset({"sort", "reverse", "unique", "list"})  # the same 
 
 
 def _passed_values(walked: list[nodes.Node]) -> dict[str, list[nodes.Node]]:
-    """What names take from literals: `for n in [N]`, `for k, v in {'a': N}.items()` (each value in turn), and a
-    macro's parameters from the constants every call passes (review 52: each was a count wscan never sized)."""
+    """What names take from literals: `for n in [N]`, `for k, n in [('a', N)]`, `for k, v in {'a': N}.items()`
+    (each value in turn), `{% with n = N %}`, `{% set n %}N{% endset %}`, and a macro's parameters from what its
+    calls pass, by position or keyword, or its defaults (reviews 52, 53: each was a count wscan never sized)."""
     passed: dict[str, list[nodes.Node]] = {}
+
+    def add(target: nodes.Node, value: nodes.Node) -> None:
+        if isinstance(target, nodes.Name):
+            passed.setdefault(target.name, []).append(value)
+
     for node in walked:
         if isinstance(node, nodes.For):
-            items = _literal_items(node.iter)
-            iterated = node.iter
-            if isinstance(iterated, nodes.Call) and isinstance(iterated.node, nodes.Getattr) and isinstance(
-                iterated.node.node, nodes.Dict
-            ) and iterated.node.attr in ("items", "values") and not iterated.args:
-                pairs = iterated.node.node.items
-                pair_target = node.target.items if isinstance(node.target, nodes.Tuple) else []
-                if len(pair_target) == 2 and iterated.node.attr == "items" and isinstance(pair_target[1], nodes.Name):
-                    passed.setdefault(pair_target[1].name, []).extend(pair.value for pair in pairs)
-                elif isinstance(node.target, nodes.Name) and iterated.node.attr == "values":
-                    passed.setdefault(node.target.name, []).extend(pair.value for pair in pairs)
-            elif items is not None and isinstance(node.target, nodes.Name):
-                passed.setdefault(node.target.name, []).extend(items)
+            for target, value in _loop_bindings(node):
+                add(target, value)
+        elif isinstance(node, nodes.With):
+            for target, value in zip(node.targets, node.values, strict=False):
+                add(target, value)
+        elif isinstance(node, nodes.AssignBlock) and node.filter is None and len(node.body) == 1:
+            output = node.body[0]
+            data = output.nodes[0] if isinstance(output, nodes.Output) and len(output.nodes) == 1 else None
+            text = data.data.strip() if isinstance(data, nodes.TemplateData) else ""
+            if text.isdigit() and len(text) < 40:
+                add(node.target, nodes.Const(int(text)))
     macros = {node.name: node for node in walked if isinstance(node, nodes.Macro)}
     calls: dict[str, list[nodes.Call]] = {}
     for node in walked:
         if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name in macros:
             calls.setdefault(node.node.name, []).append(node)
     for name, macro in macros.items():
+        defaults = dict(zip([a.name for a in macro.args[len(macro.args) - len(macro.defaults):]], macro.defaults,
+                            strict=True))  # fmt: skip
         for index, param in enumerate(macro.args):
-            given = [call.args[index] for call in calls.get(name, []) if index < len(call.args)]
-            if given and all(isinstance(value, nodes.Const) for value in given):
-                passed.setdefault(param.name, []).extend(given)
+            for call in calls.get(name, []):
+                keywords = {k.key: k.value for k in call.kwargs}
+                given = call.args[index] if index < len(call.args) else keywords.get(param.name)
+                given = given if given is not None else defaults.get(param.name)
+                if given is not None:
+                    add(param, given)
+            if not calls.get(name) and param.name in defaults:
+                add(param, defaults[param.name])
     return passed
 
 
-def _namespace_values(walked: list[nodes.Node], bound: Counter[str]) -> dict[tuple[str, str], nodes.Node]:
-    """`ns.n` for a name bound once to `namespace(n=...)` whose `n` is never set again."""
-    spaces: dict[tuple[str, str], nodes.Node] = {}
-    reset = {(node.name, node.attr) for node in walked if isinstance(node, nodes.NSRef)}
+def _loop_bindings(loop: nodes.For) -> Iterator[tuple[nodes.Node, nodes.Node]]:
+    """(name, value) for each value a loop over a literal binds, unpacked as the loop's target is."""
+    iterated = loop.iter
+    if isinstance(iterated, nodes.Call) and isinstance(iterated.node, nodes.Getattr) and isinstance(
+        iterated.node.node, nodes.Dict
+    ) and iterated.node.attr in ("items", "values") and not iterated.args:
+        pairs = iterated.node.node.items
+        if iterated.node.attr == "values":
+            yield from ((loop.target, pair.value) for pair in pairs)
+        elif isinstance(loop.target, nodes.Tuple) and len(loop.target.items) == 2:
+            yield from ((loop.target.items[1], pair.value) for pair in pairs)
+        return
+    items = _literal_items(iterated) or []
+    if isinstance(loop.target, nodes.Tuple):
+        for item in items:
+            if isinstance(item, nodes.List | nodes.Tuple) and len(item.items) == len(loop.target.items):
+                yield from zip(loop.target.items, item.items, strict=True)
+    else:
+        yield from ((loop.target, item) for item in items)
+
+
+def _namespace_values(walked: list[nodes.Node], bound: Counter[str]) -> dict[tuple[str, str], list[nodes.Node]]:
+    """What `ns.n` takes, for a name bound once to `namespace(n=...)`: its first value and every `set ns.n = ...`
+    (review 53), sized by the largest."""
+    spaces: dict[tuple[str, str], list[nodes.Node]] = {}
+    names: set[str] = set()
     for node in walked:
         if not (isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name)):
             continue
@@ -435,28 +501,61 @@ def _namespace_values(walked: list[nodes.Node], bound: Counter[str]) -> dict[tup
             continue
         made = node.node
         if isinstance(made, nodes.Call) and isinstance(made.node, nodes.Name) and made.node.name == "namespace":
+            names.add(node.target.name)
             for keyword in made.kwargs:
-                key = (node.target.name, keyword.key)
-                if key not in reset:
-                    spaces[key] = keyword.value
+                spaces.setdefault((node.target.name, keyword.key), []).append(keyword.value)
+    for node in walked:
+        if isinstance(node, nodes.Assign) and isinstance(node.target, nodes.NSRef) and node.target.name in names:
+            spaces.setdefault((node.target.name, node.target.attr), []).append(node.node)
     return spaces
 
 
-def _literal_items(node: nodes.Node) -> list[nodes.Node] | None:
-    """The items of a list or tuple literal, also through filters that only reorder them."""
+TEXT_KEEPING_FILTERS = frozenset({"trim", "string", "e", "escape", "safe", "lower", "upper"})
+
+
+def _counts_something(node: nodes.Node) -> bool:
+    """A length or count, never below zero: added to a number, the sum is at least that number."""
+    return isinstance(node, nodes.Filter) and node.name in ("length", "count")
+
+
+def _spelled_argument(node: nodes.Node) -> nodes.Node | None:
+    """What `'%d' % N` or `'{}'.format(N)` writes out: N."""
+    if isinstance(node, nodes.Mod) and isinstance(node.left, nodes.Const) and node.left.value in ("%d", "%i", "%s"):
+        right = node.right.items if isinstance(node.right, nodes.Tuple) else [node.right]
+        return right[0] if len(right) == 1 else None
+    if (isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr) and node.node.attr == "format"
+            and isinstance(node.node.node, nodes.Const) and node.node.node.value == "{}" and len(node.args) == 1):
+        return node.args[0]
+    return None
+
+
+def _literal_items(node: nodes.Node, names: dict[str, nodes.Node] | None = None) -> list[nodes.Node] | None:
+    """The items of a list or tuple literal, also through filters that only reorder them and a name set once."""
     while isinstance(node, nodes.Filter) and node.name in ORDERING_FILTERS and node.node is not None:
         node = node.node
+    if isinstance(node, nodes.Name) and names is not None and node.name in names:
+        node = names[node.name]
     return list(node.items) if isinstance(node, nodes.List | nodes.Tuple) and node.items else None
 
 
-def _literal_item(node: nodes.Getitem) -> nodes.Node | None:
-    """The item a constant index or key picks from a list, tuple or dict literal."""
-    key = node.arg.value if isinstance(node.arg, nodes.Const) else None
-    if isinstance(node.node, nodes.List | nodes.Tuple) and isinstance(key, int) and not isinstance(key, bool):
-        items = node.node.items
+def _literal_item(node: nodes.Getitem | nodes.Call, names: dict[str, nodes.Node]) -> nodes.Node | None:
+    """The item a constant index or key picks from a list, tuple or dict literal (or a name set once to one):
+    `l[0]`, `d['n']`, `d.get('n')`."""
+    container: nodes.Node
+    if isinstance(node, nodes.Call):
+        if not (isinstance(node.node, nodes.Getattr) and node.node.attr == "get" and len(node.args) >= 1):
+            return None
+        container, arg = node.node.node, node.args[0]
+    else:
+        container, arg = node.node, node.arg
+    if isinstance(container, nodes.Name) and container.name in names:
+        container = names[container.name]
+    key = arg.value if isinstance(arg, nodes.Const) else None
+    if isinstance(container, nodes.List | nodes.Tuple) and isinstance(key, int) and not isinstance(key, bool):
+        items = container.items
         return items[key] if -len(items) <= key < len(items) else None
-    if isinstance(node.node, nodes.Dict) and key is not None:
-        found = [pair.value for pair in node.node.items if isinstance(pair.key, nodes.Const) and pair.key.value == key]
+    if isinstance(container, nodes.Dict) and key is not None:
+        found = [pair.value for pair in container.items if isinstance(pair.key, nodes.Const) and pair.key.value == key]
         return found[-1] if found else None
     return None
 JOINING_FILTERS = frozenset({"join", "tojson"})
@@ -531,6 +630,8 @@ def _numbers(kind: type[nodes.Node], left: int, right: int) -> int | None:
         return left * right
     if kind in (nodes.FloorDiv, nodes.Mod) and right:
         return left // right if kind is nodes.FloorDiv else left % right
+    if kind is nodes.Div and right:  # `(2 * N / 2)|int` (review 53): the integer part a later `int` makes
+        return int(left / right) if abs(left).bit_length() < 1000 else left // right
     computable = abs(left) <= 1 or right * abs(left).bit_length() <= MAX_BITS + 1  # 10**10**10 is never computed
     return int(left**right) if kind is nodes.Pow and right >= 0 and computable else None
 
@@ -582,7 +683,9 @@ def _padding(node: nodes.Node, sizes: _Sizes) -> int:
     if not (method or (isinstance(node, nodes.Filter) and node.name in PADDING_FILTERS)):
         return 0
     args = node.args if isinstance(node, nodes.Call | nodes.Filter) else []
-    width = sizes.of(args[0]) if args else None
+    keywords = {k.key: k.value for k in node.kwargs} if isinstance(node, nodes.Call | nodes.Filter) else {}
+    given = args[0] if args else keywords.get("width")  # `|center(width=N)` (review 53)
+    width = sizes.of(given) if given is not None else None
     return width if isinstance(width, int) else 0
 
 

@@ -34,15 +34,15 @@ def amplified_call(func: Global, args: Sym) -> str | None:
     if not args.items:
         return None
     first = args.items[0]
-    if func.dotted in ARRAY_CLASSES:
-        elements = _elements(first)
+    shape_at = ARRAY_MAKERS.get(func.dotted)
+    if shape_at is not None and shape_at < len(args.items):
+        elements = _elements(args.items[shape_at])
         if elements is None or elements > MAX_ITERATED:
             amount = "a shape wscan cannot read" if elements is None else _amount(elements)
-            return f"{func.name}({amount}) made by calling the class, which no writer pickles"
-    if func.dotted in EXACT_NUMBERS:
-        exponent = _exponent(first)
-        if exponent > MAX_EXPONENT:
-            return f"a number with an exponent of {exponent:,}, whose exact value is computed digit by digit"
+            return f"an array of {amount} made from a shape alone, which no writer pickles"
+    exponent = _exact_exponent(func.dotted, first)
+    if abs(exponent) > MAX_EXPONENT:
+        return f"a number with an exponent of {exponent:,}, whose exact value is computed digit by digit"
     if func.dotted in ZERO_FILLED:
         size = _const_int(first)
         if size is not None:
@@ -83,14 +83,23 @@ def _items(value: Sym) -> int | None:
 
 
 UNKNOWN = 2**128  # an argument whose size wscan cannot read counts as the largest
-# numpy.ndarray(shape, dtype, buffer, offset, strides) zero-fills an object array of that shape, or views a one-byte
-# buffer with stride 0 as 10**12 items (review 52); writers restore arrays with _reconstruct and a state instead.
-ARRAY_CLASSES = frozenset({"numpy.ndarray", "numpy.matrix", "numpy.matrixlib.defmatrix.matrix"})
-# Fraction('1e999999999'), and Fraction or int of such a Decimal, compute 10**999999999 (review 52): a Decimal or
-# Fraction pickles as its text, and no real one carries an exponent past the digits Python converts to int.
-EXACT_NUMBERS = frozenset({"fractions.Fraction", "decimal.Decimal", "_pydecimal.Decimal"})
+# Where each array maker takes its shape. numpy.ndarray(shape, dtype, buffer, offset, strides) zero-fills an object
+# array of that shape, or views a one-byte buffer with stride 0 as 10**12 items (review 52); _mareconstruct fills an
+# object array too (review 53). Writers pass these (0,) and BUILD the array from its data.
+ARRAY_MAKERS = {
+    "numpy.ndarray": 0, "numpy.matrix": 0, "numpy.matrixlib.defmatrix.matrix": 0, "numpy.recarray": 0,
+    "numpy._core.records.recarray": 0, "numpy.core.records.recarray": 0, "numpy.rec.recarray": 0,
+    "numpy._core.multiarray._reconstruct": 1, "numpy.core.multiarray._reconstruct": 1,
+    "numpy.core._internal._reconstruct": 1, "numpy.ma.core._mareconstruct": 2,
+}  # fmt: skip
+# Fraction('1e999999999') computes 10**999999999, and so do Fraction(d) and int(d) of such a Decimal (review 52); a
+# Decimal alone keeps its exponent and costs nothing (review 53: Decimal(2)**20000 is an ordinary value). A Fraction
+# pickles as its plain text, so no real one carries an exponent past the digits Python converts to int.
+FRACTION = "fractions.Fraction"
+DECIMALS = frozenset({"decimal.Decimal", "_pydecimal.Decimal"})
+INTEGER = "builtins.int"
 MAX_EXPONENT = 4300  # sys.int_info.default_max_str_digits
-_EXPONENT = re.compile(r"[eE]\s*([-+]?)\s*0*(\d+)")
+_EXPONENT = re.compile(r"[eE]\s*([-+]?)\s*([\d_]+)")  # underscores too: Fraction('1e999_999_99') (review 53)
 COPYREG_RECONSTRUCTOR = "copyreg._reconstructor"
 COPYREG_NEWOBJ = ("copyreg.__newobj__", "copyreg.__newobj_ex__")
 
@@ -119,14 +128,33 @@ def _elements(shape: Sym) -> int | None:
     return None if size is None else max(size, 0)
 
 
+def _exact_exponent(func: str, value: Sym) -> int:
+    """The exponent an exact conversion computes 10 to: Fraction of a text or a Decimal (either sign: the numerator
+    or the denominator), int of a Decimal (a positive one); else 0."""
+    if func == FRACTION:
+        return _exponent(value) or _decimal_exponent(value)
+    if func == INTEGER:
+        return max(_decimal_exponent(value), 0)
+    return 0
+
+
+def _decimal_exponent(value: Sym) -> int:
+    made = value.func.dotted if isinstance(value, Obj) and isinstance(value.func, Global) else ""
+    if made not in DECIMALS or not isinstance(value, Obj) or not isinstance(value.args, Seq) or not value.args.items:
+        return 0
+    return _exponent(value.args.items[0])
+
+
 def _exponent(value: Sym) -> int:
-    """The largest exponent written in a constant text (`1e999999999`), else 0."""
+    """The exponent of largest magnitude written in a constant text (`1e999999999`, `1e-5000`), else 0."""
     text = value.value if isinstance(value, Const) else None
     if isinstance(text, bytes):
         text = text.decode("latin-1")
     if not isinstance(text, str):
         return 0
-    return max((int(match.group(2)[:12] or "0") for match in _EXPONENT.finditer(text[:4096])), default=0)
+    found = [int((match.group(1) + match.group(2).replace("_", ""))[:14] or "0")
+             for match in _EXPONENT.finditer(text[:4096]) if match.group(2).strip("_")]  # fmt: skip
+    return max(found, key=abs, default=0)
 
 
 def _amount(count: int) -> str:

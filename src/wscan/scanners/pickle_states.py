@@ -577,6 +577,11 @@ def _viewed_weight(value: Sym, depth: int) -> str | None:
     if not (isinstance(value.func, Global) and value.func.dotted in TENSOR_REBUILDS):
         return _viewed_weight(value.args, depth + 1)  # a parameter wrapping its tensor
     items = value.args.items
+    if isinstance(value.state, Seq) and len(value.state.items) == 4:
+        # BUILD on the tensor: Tensor.__setstate__ runs set_(storage, offset, size, stride), a new view (review 53)
+        items = value.state.items
+    elif value.state is not None:
+        return "a weight given a state after it was rebuilt, which torch never writes"
     sizes = _ints(items[2]) if len(items) > 3 else None
     strides = _ints(items[3]) if len(items) > 3 else None
     if sizes is None or strides is None or len(sizes) != len(strides):

@@ -723,10 +723,11 @@ class Machine:
                 record = res.imports.get(target.func.dotted)
                 if record is not None:
                     record.invoked.add("BUILD")
-                if isinstance(target.args, Seq) and len(target.args.items) == 1 and not target.args.dropped:
+                looked_up = _one_value_lookup(target)
+                if looked_up is not None:
                     # Class(value) looks an enum's member up, one object the whole process shares (rules judge
                     # which classes are enums): a state on it rewrites HTTPStatus.OK.phrase everywhere.
-                    attrs: dict[str, str | int | bool] = {"callable": target.func.dotted, "opcode": "BUILD"}
+                    attrs: dict[str, str | int | bool] = {"callable": looked_up, "opcode": "BUILD"}
                     res.events.append(Event("pickle.state_on_lookup", at, attrs))
             if target.state is not None:
                 self._after_build(res, target, "BUILD", at)
@@ -894,6 +895,27 @@ def _built_values(target: Sym, state: Sym) -> list[Sym]:
         if not (isinstance(key, Const) and key.value == "subclass" and isinstance(value, Global)):
             kept.append(value)
     return kept
+
+
+def _one_value_lookup(target: Obj) -> str | None:
+    """The class an object was made from with exactly one value, `Class(value)`, however the stream spells it:
+    REDUCE or NEWOBJ, NEWOBJ_EX with one positional argument, or copyreg's __newobj__(Class, value) (review 53)."""
+    func, args = target.func, target.args
+    if not isinstance(func, Global) or not isinstance(args, Seq) or args.dropped:
+        return None
+    items = args.items
+    if func.dotted == "copyreg.__newobj__":
+        cls = items[0] if items else None
+        return cls.dotted if isinstance(cls, Global) and len(items) == 2 else None
+    if func.dotted == "copyreg.__newobj_ex__":
+        cls = items[0] if items else None
+        given = items[1] if len(items) == 3 else None
+        return cls.dotted if isinstance(cls, Global) and isinstance(given, Seq) and len(given.items) == 1 else None
+    # NEWOBJ_EX(Class, (value,), {}) is held as Class((value,), {}); as a plain call that shape only fails
+    positional = items[0] if len(items) == 2 and isinstance(items[0], Seq) and isinstance(items[1], Dict) else None
+    if positional is not None:
+        return func.dotted if len(positional.items) == 1 else None
+    return func.dotted if len(items) == 1 else None
 
 
 def _made_from(target: Obj) -> Global | None:
