@@ -386,23 +386,6 @@ GROWING_51 = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("shape", list(GROWING_51), ids=list(GROWING_51))
-def test_review_51_sizes_are_reported(shape: str) -> None:
-    """Review 51: counts written through a bool, a float or a filter, a long `join` separator and `tojson`'s indent
-    built 1.5 billion characters in transformers' sandbox while wscan passed. Each grows with N when rendered
-    there (small N), and is reported at the review's sizes."""
-    from transformers.utils.chat_template_utils import _compile_jinja_template
-
-    template, large = GROWING_51[shape]
-
-    def rendered(n: int) -> int:
-        return len(_compile_jinja_template(template.replace("N", str(n))).render(messages=[]))
-
-    assert rendered(2) < rendered(3) < rendered(4)
-    assert costs(template.replace("N", str(large)))
-    assert not costs(template.replace("N", "3"))
-
-
 def test_a_power_folded_at_compile_time_is_reported() -> None:
     """Jinja's optimizer computes `9 ** 10**9` while transformers compiles the template (hours of CPU; 10**7 took
     9 s in review 51): a power of constants past MAX_POWER_BITS is reported, small ones pass."""
@@ -431,23 +414,6 @@ GROWING_52 = {
     "macro-argument": ("{% macro f(n) %}{{ 'x' * n }}{% endmacro %}{{ f(N) }}", 400_000_000),
     "namespace-attribute": ("{% set ns = namespace(n=N) %}{{ 'x' * ns.n }}", 400_000_000),
 }  # fmt: skip
-
-
-@pytest.mark.parametrize("shape", list(GROWING_52), ids=list(GROWING_52))
-def test_review_52_counts_are_reported(shape: str) -> None:
-    """Review 52: counts picked, summed, spelled out and read back, or passed through a loop variable, a macro
-    argument or a namespace attribute built 1.0 to 1.8 billion characters in transformers' sandbox while wscan
-    passed. Each grows with N when rendered there (small N), and is reported at the review's sizes."""
-    from transformers.utils.chat_template_utils import _compile_jinja_template
-
-    template, large = GROWING_52[shape]
-
-    def rendered(n: int) -> int:
-        return len(_compile_jinja_template(template.replace("N", str(n))).render(messages=[]))
-
-    assert rendered(2) < rendered(3) < rendered(4)
-    assert costs(template.replace("N", str(large)))
-    assert not costs(template.replace("N", "3"))
 
 
 def test_names_taking_several_values_are_sized_by_the_largest() -> None:
@@ -483,14 +449,28 @@ GROWING_53 = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("shape", list(GROWING_53), ids=list(GROWING_53))
-def test_review_53_counts_are_reported(shape: str) -> None:
-    """Review 53: 18 more ways to carry a count to `*` or a padding (keywords, defaults, conditionals, names set
-    once, `%` and `.format`, division, `set` and `with` blocks); each built 2 billion characters in transformers'
-    sandbox. A name or attribute is sized by the largest constant it may take."""
+def test_a_long_string_dumped_as_json_with_an_indent_passes() -> None:
+    """tojson's indent never applies to a string (review 53: a 43,540-character system prompt was taken for 130,497
+    items)."""
+    prompt = "You are a helpful assistant. " * 1500
+    assert not costs("{% set p = '" + prompt + "' %}{{ p|tojson(indent=2) }}{{ tools|tojson(indent=4) }}")
+
+
+COUNTS = {f"review-{n}-{name}": shape for n, shapes in ((51, GROWING_51), (52, GROWING_52), (53, GROWING_53))
+          for name, shape in shapes.items()}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", list(COUNTS), ids=list(COUNTS))
+def test_counts_carried_to_a_repetition_are_reported(shape: str) -> None:
+    """Reviews 51 to 53: a count written through a bool, a float or a filter, a long `join` separator or `tojson`
+    indent; counts summed, picked, spelled out and read back; counts passed through loop variables, macro arguments
+    (by position, keyword or default), namespace attributes, `set` and `with` blocks, conditionals and `|default`.
+    Each built 1 to 2 billion characters in transformers' sandbox while wscan passed. Each grows with N when
+    rendered there (small N), and is reported at the review's sizes; a name is sized by the largest constant it may
+    take."""
     from transformers.utils.chat_template_utils import _compile_jinja_template
 
-    template, large = GROWING_53[shape]
+    template, large = COUNTS[shape]
     messages = [{"role": "user", "content": "hi"}]
 
     def rendered(n: int) -> int:
@@ -499,10 +479,3 @@ def test_review_53_counts_are_reported(shape: str) -> None:
     assert rendered(2) < rendered(3) < rendered(4)
     assert costs(template.replace("N", str(large)))
     assert not costs(template.replace("N", "3"))
-
-
-def test_a_long_string_dumped_as_json_with_an_indent_passes() -> None:
-    """tojson's indent never applies to a string (review 53: a 43,540-character system prompt was taken for 130,497
-    items)."""
-    prompt = "You are a helpful assistant. " * 1500
-    assert not costs("{% set p = '" + prompt + "' %}{{ p|tojson(indent=2) }}{{ tools|tojson(indent=4) }}")
