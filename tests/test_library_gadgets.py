@@ -2249,6 +2249,7 @@ def test_calls_that_allocate_or_iterate_far_more_than_the_file_are_high(tmp_path
         "range": _dumped(_Call(list, (range(10**12),)), protocol=4),
         "network": _dumped(_Call(set, (ipaddress.IPv6Network("::/0"),)), protocol=4),
         "ipv4": _dumped(_Call(tuple, (ipaddress.IPv4Network("10.0.0.0/8"),)), protocol=2),
+        "netmask": _dumped(_Call(list, (_Call(ipaddress.IPv4Network, ("10.0.0.0/255.0.0.0",)),)), protocol=2),
         # review 52: through copyreg's helpers, an array class called with a shape, a huge exponent
         "reconstructor": _dumped(_Call(copyreg._reconstructor, (bytearray, bytearray, size)), protocol=2),  # type: ignore[attr-defined]
         "object array": _dumped(_Call(np.ndarray, ((600_000_000,), "O")), protocol=2),

@@ -231,6 +231,11 @@ class _Sizes:
 
     def _range(self, node: nodes.Call, depth: int) -> Value | None:
         """`range(...)` of constants, when `range` is the template global."""
+        bounds = self._range_bounds(node, depth)
+        return None if bounds is None else Sized(_range_length(*bounds))
+
+    def _range_bounds(self, node: nodes.Call, depth: int) -> tuple[int, int, int] | None:
+        """(start, stop, step) of `range(...)` of constants, when `range` is the template global."""
         if not (isinstance(node.node, nodes.Name) and node.node.name == "range" and not self.bound["range"]):
             return None
         if node.kwargs or node.dyn_args or node.dyn_kwargs or not 1 <= len(node.args) <= 3:
@@ -241,9 +246,7 @@ class _Sizes:
             return None
         start, stop = (0, numbers[0]) if len(numbers) == 1 else (numbers[0], numbers[1])
         step = numbers[2] if len(numbers) == 3 else 1
-        if step == 0:
-            return None
-        return Sized(max(0, -((start - stop) // step)))  # ceil((stop - start) / step), as len(range(...))
+        return None if step == 0 else (start, stop, step)
 
     def text(self, node: nodes.Node, depth: int = 0) -> str | None:
         """A constant string, through names set once and the `~` and `+` joins of such names and constants
@@ -390,14 +393,12 @@ class _Sizes:
             values = [self.of(item, depth) for item in items]
             numbers = [value for value in values if isinstance(value, int)]
             return sum(numbers) if len(numbers) == len(values) else None
-        if isinstance(node, nodes.Call) and isinstance(self._range(node, depth), Sized):
-            bounds = [self.of(arg, depth) for arg in node.args]
-            numbers = [value for value in bounds if isinstance(value, int)]
-            start, stop = (0, numbers[0]) if len(numbers) == 1 else (numbers[0], numbers[1])
-            step = numbers[2] if len(numbers) == 3 else 1
-            count = max(0, -((start - stop) // step))
-            return count * start + step * count * (count - 1) // 2
-        return None
+        bounds = self._range_bounds(node, depth) if isinstance(node, nodes.Call) else None
+        if bounds is None:
+            return None
+        start, _, step = bounds
+        count = _range_length(*bounds)
+        return count * start + step * count * (count - 1) // 2
 
     def _joined(self, node: nodes.Filter, inner: Value | None, depth: int) -> Value | None:
         """At least what `|join(sep)` and `|tojson(indent=n)` add to a sized sequence: the separator between each
@@ -574,6 +575,10 @@ def _integral(value: object) -> int | None:
     if isinstance(value, float) and math.isfinite(value) and abs(value) < 2.0**MAX_BITS:
         return int(value)
     return None
+
+
+def _range_length(start: int, stop: int, step: int) -> int:
+    return max(0, -((start - stop) // step))  # ceil((stop - start) / step), as len(range(...))
 
 
 def _method(node: nodes.Call) -> str | None:

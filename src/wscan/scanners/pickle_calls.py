@@ -12,11 +12,10 @@ number with an exponent past MAX_EXPONENT are reported (`pickle.amplified_call`)
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import re
 
-from wscan.scanners.pickle_values import Const, Global, Obj, Seq, Sym, _const_int, describe, restored_class
+from wscan.scanners.pickle_values import Const, Global, Obj, Seq, Sym, _const_int, const_ints, describe, restored_class
 
 ZERO_FILLED = frozenset({"builtins.bytearray", "builtins.bytes"})
 # What these take besides bytes, as pickle writes them: protocol 2 spells bytes as _codecs.encode(text, "latin1").
@@ -62,9 +61,8 @@ def _items(value: Sym) -> int | None:
         return None
     made = restored_class(value)
     if made == RANGE:
-        bounds = [_const_int(item) for item in value.args.items]
-        numbers = [bound for bound in bounds if bound is not None]
-        if not 1 <= len(bounds) <= 3 or len(numbers) != len(bounds):
+        numbers = const_ints(value.args)
+        if numbers is None or not 1 <= len(numbers) <= 3:
             return UNKNOWN
         start, stop, step = ([0] if len(numbers) == 1 else []) + numbers + ([1] if len(numbers) < 3 else [])
         if step > 0:
@@ -74,12 +72,24 @@ def _items(value: Sym) -> int | None:
         text = value.args.items[0] if len(value.args.items) == 1 else None
         if not (isinstance(text, Const) and isinstance(text.value, str)):
             return UNKNOWN  # a computed address, or (address, prefix): as large as any network
-        network = ipaddress.IPv4Network if made == "ipaddress.IPv4Network" else ipaddress.IPv6Network
-        try:
-            return network(text.value).num_addresses  # the standard library's parser, on the stream's text
-        except ValueError:
-            return None  # the class refuses it too: the load fails there
+        return _addresses(text.value, 32 if made == "ipaddress.IPv4Network" else 128)
     return None
+
+
+def _addresses(text: str, bits: int) -> int:
+    """How many addresses a network's text spans, read from its prefix (`::/0`, `10.0.0.0/8`, an IPv4 netmask
+    `10.0.0.0/255.0.0.0`), never by making the network; a prefix wscan cannot read spans the whole space."""
+    _, slash, prefix = text.partition("/")
+    if not slash:
+        return 1
+    prefix = prefix.strip()
+    if prefix.isdigit() and len(prefix) <= 3:
+        return 1 << max(bits - int(prefix), 0)
+    octets = prefix.split(".")
+    if bits == 32 and len(octets) == 4 and all(o.isdigit() and len(o) <= 3 for o in octets):
+        mask = int.from_bytes(bytes(int(o) & 0xFF for o in octets), "big")
+        return 1 << (32 - bin(mask).count("1"))
+    return 1 << bits
 
 
 UNKNOWN = 2**128  # an argument whose size wscan cannot read counts as the largest
@@ -120,12 +130,9 @@ def _through_helpers(func: Global, args: Seq) -> tuple[Global, Seq]:
 
 def _elements(shape: Sym) -> int | None:
     """How many items an array of this shape holds (an int or a tuple of ints); None when computed."""
-    if isinstance(shape, Seq) and not shape.dropped:
-        sizes = [_const_int(item) for item in shape.items]
-        known = [size for size in sizes if size is not None]
-        return math.prod(max(size, 0) for size in known) if len(known) == len(sizes) else None
-    size = _const_int(shape)
-    return None if size is None else max(size, 0)
+    single = _const_int(shape)
+    sizes = [single] if single is not None else const_ints(shape)
+    return None if sizes is None else math.prod(max(size, 0) for size in sizes)
 
 
 def _exact_exponent(func: str, value: Sym) -> int:

@@ -28,6 +28,7 @@ from wscan.scanners.pickle_values import (
     _is_none,
     _members,
     _pair,
+    const_ints,
     describe,
     is_config_class,
     restored_class,
@@ -582,8 +583,8 @@ def _viewed_weight(value: Sym, depth: int) -> str | None:
         items = value.state.items
     elif value.state is not None:
         return "a weight given a state after it was rebuilt, which torch never writes"
-    sizes = _ints(items[2]) if len(items) > 3 else None
-    strides = _ints(items[3]) if len(items) > 3 else None
+    sizes = const_ints(items[2]) if len(items) > 3 else None
+    strides = const_ints(items[3]) if len(items) > 3 else None
     if sizes is None or strides is None or len(sizes) != len(strides):
         return "a weight whose shape or strides wscan cannot read"
     elements = math.prod(max(size, 0) for size in sizes)
@@ -591,13 +592,6 @@ def _viewed_weight(value: Sym, depth: int) -> str | None:
     if elements > MAX_VIEW_GROWTH * reach + 4096:
         return f"a weight of {elements:,} elements viewed over {reach:,} stored ones, which the class copies out"
     return None
-
-
-def _ints(value: Sym) -> list[int] | None:
-    if not isinstance(value, Seq) or value.dropped:
-        return None
-    numbers = [_const_int(item) for item in value.items]
-    return [n for n in numbers if n is not None] if all(n is not None for n in numbers) else None
 
 
 def forged_counter(target: Obj, state: Sym) -> str | None:

@@ -504,6 +504,14 @@ def _const_int(value: Sym) -> int | None:
     return None
 
 
+def const_ints(value: Sym) -> list[int] | None:
+    """The integers a tuple or list of constants holds (a shape, strides, a range's bounds), else None."""
+    if not isinstance(value, Seq) or value.dropped:
+        return None
+    numbers = [_const_int(item) for item in value.items]
+    return [n for n in numbers if n is not None] if all(n is not None for n in numbers) else None
+
+
 def _is_none(value: Sym) -> bool:
     return isinstance(value, Const) and value.value is None
 
