@@ -144,6 +144,22 @@ def test_guard_models_render_options_are_the_callers() -> None:
          {"template.computed_attribute", "template.dunder_access"}),
         ("{% set a = 'x_y'|list %}{% set u = a[1] %}{{ messages[u ~ u] }}", {"template.computed_attribute"}),
         ("{{ namespace[messages[0].content] }}", {"template.global_internals"}),
+        # Review 53: a table the template writes out, looked up by a key it does not choose (a config value, a macro
+        # parameter), reads its own entries (four real templates). What is taken from such a lookup is judged on.
+        ("{% set d = {'a': 1} %}{{ d[adapter_name] }}{{ ['a'][adapter_name] }}", set()),
+        ("{% macro m(k) %}{% set d = {'a': 1} %}{{ d[k] }}{% endmacro %}{{ m(adapter_name) }}", set()),
+        ("{% set d = {'a': 1} %}{{ d[adapter_name][adapter_name] }}", {"template.computed_attribute"}),
+        ("{% set d = {'a': 1} %}{% set c = d[adapter_name] %}{{ c[adapter_name] }}", {"template.computed_attribute"}),
+        ("{% set d = {'a': 1} %}{% set t = {'x': d[k]} %}{{ t.x[k] }}", {"template.computed_attribute"}),
+        ("{% set d = {'a': 1} %}{{ d[k]|attr(k) }}", {"template.computed_attribute"}),
+        ("{% set d = {'a': 1} %}{{ d[k](1) }}", {"template.computed_call"}),
+        ("{% set d = {'a': 1} %}{{ d[k].mro() }}", {"template.computed_call", "template.dangerous_attribute"}),
+        ("{% set d = {'a': 1} %}{{ d['__cla' ~ 'ss__'] }}", {"template.computed_attribute", "template.dunder_access"}),
+        # ... and only a name never bound to anything else is such a table.
+        ("{% set d = {'a': 1} %}{% set d = messages %}{{ d[adapter_name] }}", {"template.computed_attribute"}),
+        ("{% for d in [{'a': 1}] %}{{ d[adapter_name] }}{% endfor %}", {"template.computed_attribute"}),
+        ("{% macro m(d) %}{{ d[adapter_name] }}{% endmacro %}{% set d = {} %}{{ m(d) }}",
+         {"template.computed_attribute"}),
         ("{{ x['%99999999s'|format('a')] }}", {"template.computed_attribute", "template.render_cost"}),  # never built
         # What real templates index with: loop variables, numbers, slices.
         ("{% for tool in tools %}{% for key in tool.parameters.properties %}{{ tool.parameters.properties[key] }}"

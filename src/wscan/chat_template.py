@@ -107,8 +107,8 @@ def check_template(source: str, program_data: bool = False) -> list[Issue]:
     else:
         sources = KeySources(walked, context_reads(tree, _ENV), trust_context=program_data)
     aliases = _global_aliases(walked, sources)
-    namespaces = _own_namespaces(walked)
-    found: Iterator[Issue] = (issue for node in walked for issue in _inspect(node, aliases, sources, namespaces))
+    owned = _Owned(_own_namespaces(walked), _own_tables(walked))
+    found: Iterator[Issue] = (issue for node in walked for issue in _inspect(node, aliases, sources, owned))
     if len(walked) <= MAX_NODES:  # what rendering costs: llama.cpp renders the template while loading the model
         found = chain(found, render_costs(tree, walked, _fold, len(source)))
     for issue in found:
@@ -200,7 +200,33 @@ def _own_namespaces(walked: list[nodes.Node]) -> frozenset[str]:
     return frozenset(name for name, count in made.items() if bound[name] == count)
 
 
-def _inspect(node: nodes.Node, aliases: set[int], sources: KeySources, namespaces: frozenset[str]) -> Iterator[Issue]:
+def _own_tables(walked: list[nodes.Node]) -> frozenset[str]:
+    """Names the template binds only ever to a dict or list it writes out (`{% set roles = {'user': ...} %}`): looking
+    one up by a key the chat controls (`roles[message.role]`) reads the template's own entries. A key no entry has
+    falls through to an attribute of dict or list, which the sandbox refuses when it starts with `_`, and which
+    without one is a method, harmless unless taken further (that lookup is judged on its own)."""
+    bound = bound_names(walked)
+    made: Counter[str] = Counter()
+    for node in walked:
+        if (isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name)
+                and isinstance(node.node, nodes.Dict | nodes.List)):
+            made[node.target.name] += 1
+    return frozenset(name for name, count in made.items() if bound[name] == count)
+
+
+class _Owned:
+    """What the template makes itself: namespaces (their attributes are its keys) and literal tables."""
+
+    def __init__(self, namespaces: frozenset[str], tables: frozenset[str]) -> None:
+        self.namespaces = namespaces
+        self.tables = tables
+
+    def table(self, node: nodes.Node) -> bool:
+        """Whether `node` is a dict or list the template writes out, directly or by a name only ever set to one."""
+        return isinstance(node, nodes.Dict | nodes.List) or (isinstance(node, nodes.Name) and node.name in self.tables)
+
+
+def _inspect(node: nodes.Node, aliases: set[int], sources: KeySources, owned: _Owned) -> Iterator[Issue]:
     if (isinstance(node, nodes.Const) and isinstance(node.value, str)) or isinstance(node, _STRING_BUILDERS):
         text = node.value if isinstance(node, nodes.Const) else _fold(node)
         # A name, or a dotted path, on its own: prose that mentions `__init__.py` is not a lookup, but a format
@@ -210,12 +236,12 @@ def _inspect(node: nodes.Node, aliases: set[int], sources: KeySources, namespace
             if found is not None:
                 yield _issue("template.dunder_access", node, name=found.group(0))
     if isinstance(node, nodes.Getattr):
-        own = isinstance(node.node, nodes.Name) and node.node.name in namespaces
+        own = isinstance(node.node, nodes.Name) and node.node.name in owned.namespaces
         yield from _attribute(node, node.attr, dangerous=not own)
         if isinstance(node.node, nodes.Name) and id(node.node) in aliases:
             yield _issue("template.global_internals", node, name=f"{node.node.name}.{node.attr}")
     elif isinstance(node, nodes.Getitem):
-        yield from _computed_key(node, node.arg, sources)
+        yield from _computed_key(node, node.arg, sources, owned.table(node.node))
         if isinstance(node.node, nodes.Name) and id(node.node) in aliases:
             yield _issue("template.global_internals", node, name=f"{node.node.name}[...]")
     elif isinstance(node, nodes.Filter):
@@ -281,9 +307,11 @@ def _attribute(node: nodes.Node, name: str, dangerous: bool = False) -> Iterator
         yield _issue("template.dangerous_attribute", node, name=name)
 
 
-def _computed_key(node: nodes.Node, key: nodes.Node, sources: KeySources) -> Iterator[Issue]:
+def _computed_key(node: nodes.Node, key: nodes.Node, sources: KeySources, own_table: bool) -> Iterator[Issue]:
     """`x['__class__']` or `x['__cla' ~ 'ss__']`: a string key is an attribute lookup in Jinja. A key the template
-    assembles, there or through names, a macro's parameters and the like (template_keys), may be any name."""
+    assembles, there or through names, a macro's parameters and the like (template_keys), may be any name, except as
+    a key into a table the template writes out itself (`_own_tables`): real templates map a role or a language code
+    to text so (review 53 found four)."""
     if isinstance(key, nodes.Const):
         if isinstance(key.value, str):
             yield from _attribute(node, key.value)
@@ -292,6 +320,8 @@ def _computed_key(node: nodes.Node, key: nodes.Node, sources: KeySources) -> Ite
     if folded is not None:
         yield _issue("template.computed_attribute", node, name=folded[:80])
         yield from _attribute(node, folded)
+    elif own_table:
+        return
     elif sources.starts(key):
         yield _issue("template.computed_attribute", node, name="<may start with _ at render time>")
     elif sources.splices(key):  # `'gi' ~ u ~ 'frame'`: a frame attribute has its underscore inside
