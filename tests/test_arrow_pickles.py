@@ -5,6 +5,7 @@ forged layouts are WS-PKL-045 (high); layouts wscan does not follow (lists, stru
 
 from __future__ import annotations
 
+import decimal
 import io
 import pickle
 import struct
@@ -128,6 +129,9 @@ def _frame(rows: int) -> pd.DataFrame:
         "day": pd.Series(pd.date_range("2024-01-01", periods=rows)).astype(pd.ArrowDtype(pa.date32())),
         "price": pd.Series([None] * rows, dtype=pd.ArrowDtype(pa.decimal128(10, 2))),
         "nothing": pd.Series([None] * rows, dtype=pd.ArrowDtype(pa.null())),
+        # review 53: fixed-size binary and 256-bit decimals, common in real data, were WS-PKL-003
+        "code": pd.Series([w[-2:].encode() if w else None for w in words], dtype=pd.ArrowDtype(pa.binary(2))),
+        "amount": pd.Series([decimal.Decimal(i) / 4 for i in range(rows)], dtype=pd.ArrowDtype(pa.decimal256(40, 2))),
     })  # fmt: skip
 
 
@@ -189,6 +193,24 @@ def test_dictionary_indices_past_the_dictionary_are_flagged(tmp_path: Path) -> N
     buffers = [None, pa.py_buffer(struct.pack("<3i", 0, 1, 1_000_000))]
     forged_state = (real[0], 3, 0, 0, buffers, [], real[6])
     assert rules(tmp_path, _materialised(forged_state), "forged.pkl").get("WS-PKL-045") == Severity.HIGH
+
+
+def test_a_fixed_size_binary_data_buffer_shorter_than_its_items_is_flagged(tmp_path: Path) -> None:
+    """`pa.binary(4096)` over a four-byte data buffer: the item loads, holding 4,092 bytes of the process's memory."""
+    real = _array_state(pa.array([b"abcd"], pa.binary(4)))
+    assert rules(tmp_path, _materialised(real), "real.pkl") == {}
+    blob = _materialised((pa.binary(4096), 1, 0, 0, [None, pa.py_buffer(b"abcd")], [], None))
+    path = tmp_path / "leak.pkl"
+    path.write_bytes(blob)
+    shown = subprocess.run(  # in a child: the read is out of bounds
+        [sys.executable, "-I", "-c", LENGTH, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert shown.stdout.strip() == "4096", shown
+    assert rules(tmp_path, blob, "leak.pkl").get("WS-PKL-045") == Severity.HIGH
+    wide = _materialised((pa.decimal256(40, 2), 2, 0, 0, [None, pa.py_buffer(b"\0" * 32)], [], None))
+    assert rules(tmp_path, wide, "wide.pkl").get("WS-PKL-045") == Severity.HIGH  # two 32-byte decimals in 32 bytes
+    spelled = _materialised((Call(pa.lib.binary, -4), 1, 0, 0, [None, pa.py_buffer(b"abcd")], [], None))
+    assert rules(tmp_path, spelled, "spelled.pkl").get("WS-PKL-045") == Severity.HIGH  # pyarrow never writes it
 
 
 def test_list_offsets_past_the_child_are_flagged(tmp_path: Path) -> None:

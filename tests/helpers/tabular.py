@@ -113,6 +113,9 @@ def arrow_objects() -> dict[str, Any]:
         "date32": ([datetime.date(2020, 1, 1), None], pa.date32()),
         "duration": ([pd.Timedelta(1), None], pa.duration("ns")),
         "decimal": ([decimal.Decimal("1.5"), None], pa.decimal128(5, 2)),
+        # common in real data, and left out until review 53 (WS-PKL-003)
+        "decimal256": ([decimal.Decimal("1.5"), None], pa.decimal256(40, 2)),
+        "fixed_size_binary": ([b"ab", None], pa.binary(2)),
         "dictionary": (["a", "b"], pa.dictionary(pa.int32(), pa.string())),
         # more of the nested and flat types ArrowDtype wraps (pickle_arrow checks each layout)
         "large_list": ([["a"], None], pa.large_list(pa.string())),
@@ -129,6 +132,7 @@ def arrow_objects() -> dict[str, Any]:
         "arrow-table": pa.table({"a": [1, 2], "b": ["x", "y"], "c": [[1], None]}),
         "arrow-batch": pa.record_batch({"a": [1, 2]}),
         "arrow-chunked": pa.chunked_array([[1, 2], [3]]),
+        "arrow-scalars": [pa.scalar(1.5), pa.scalar("a"), pa.scalar(b"ab", pa.binary(2))],
     }
 
 

@@ -45,7 +45,8 @@ BYTEARRAY = frozenset({"builtins.bytearray", "__builtin__.bytearray"})
 ARROW_CALLS = frozenset({
     RESTORE_ARRAY, "pyarrow.lib.py_buffer", "pyarrow.lib.type_for_alias", "pyarrow.lib.field", "pyarrow.lib.list_",
     "pyarrow.lib.large_list", "pyarrow.lib.struct", "pyarrow.lib.map_", "pyarrow.lib.dictionary",
-    "pyarrow.lib.timestamp", "pyarrow.lib.decimal128", "pyarrow.lib.decimal256", "_codecs.encode", *BYTEARRAY,
+    "pyarrow.lib.timestamp", "pyarrow.lib.decimal128", "pyarrow.lib.decimal256", "pyarrow.lib.binary", "_codecs.encode",
+    *BYTEARRAY,
 })  # fmt: skip
 INDIRECT = Const("called through another function")  # a call of _restore_array no pyarrow writes
 
@@ -66,7 +67,7 @@ MAKER_BITS = {"pyarrow.lib.timestamp": 64, "pyarrow.lib.decimal128": 128, "pyarr
 # Type makers whose arguments `_type` follows, as pyarrow writes them; any other spelling of them is invalid.
 FOLLOWED_MAKERS = frozenset({
     "pyarrow.lib.field", "pyarrow.lib.list_", "pyarrow.lib.large_list", "pyarrow.lib.struct", "pyarrow.lib.map_",
-    "pyarrow.lib.dictionary",
+    "pyarrow.lib.dictionary", "pyarrow.lib.binary",
 })  # fmt: skip
 OFFSET_BYTES = {  # strings and binaries: offsets of this size into a data buffer
     **dict.fromkeys(("string", "str", "utf8", "binary"), 4),
@@ -258,6 +259,10 @@ def _type(dtype: Sym, depth: int) -> ArrowType:
                 return ArrowType("fixed", FIXED_BITS[alias], alias=alias)
             if alias in OFFSET_BYTES:
                 return ArrowType("binary", OFFSET_BYTES[alias])
+    if maker == "pyarrow.lib.binary" and args is not None and len(args) == 1:
+        width = _number(args[0])  # fixed-size binary (`pa.binary(4)`); a variable-size one pickles by its alias
+        if width is not None and 0 <= width < 2**31:
+            return ArrowType("fixed", 8 * width)
     if maker == "pyarrow.lib.field" and args is not None and len(args) >= 2:
         return _type(args[1], depth + 1)
     if maker in ("pyarrow.lib.list_", "pyarrow.lib.large_list") and args is not None and 1 <= len(args) <= 2:
