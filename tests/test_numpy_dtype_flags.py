@@ -136,3 +136,59 @@ def test_a_dtype_state_numpy_misreads_is_high(tmp_path: Path, case: str) -> None
     path.write_bytes(pickle.dumps(_Reduce(list, (MISREAD[case],)), protocol=4))  # list() reads every item
     assert _loads_in_child(path) == -11
     assert "WS-PKL-043" in rule_ids(scan(path))
+
+
+# ml_dtypes' types (bfloat16, float8, int4: JAX, TensorFlow and ONNX weights hold them): NumPy pickles their
+# descriptors as dtype(ml_dtypes.<type>, False, True) with a state of their own size and flags. They were WS-PKL-003
+# and WS-PKL-043, and a joblib file holding one failed to parse.
+ML_TYPES = ["bfloat16", "float8_e4m3fn", "float8_e5m2", "int4", "uint4", "complex32", "float4_e2m1fn"]
+
+
+@pytest.mark.parametrize("name", ML_TYPES)
+def test_ml_dtypes_arrays_as_numpy_and_joblib_pickle_them_are_clean(tmp_path: Path, name: str) -> None:
+    import joblib
+    import ml_dtypes
+
+    kind = getattr(ml_dtypes, name)
+    array = np.arange(6, dtype=np.float32).reshape(2, 3).astype(kind)
+    for protocol in (2, 4, 5):
+        path = tmp_path / f"{name}-{protocol}.pkl"
+        path.write_bytes(pickle.dumps({"w": array, "first": array.flat[1], "row": array[1:]}, protocol=protocol))
+        assert not rule_ids(scan(path)), protocol
+    for compress in (0, 3):
+        path = tmp_path / f"{name}-{compress}.joblib"
+        joblib.dump({"w": array, "t": "x"}, path, compress=compress)
+        assert not rule_ids(scan(path)), compress
+
+
+def _ml_dtype_array(flags: int, size: int) -> bytes:
+    """A two-item bfloat16 array whose descriptor's state says `flags` and `size`, over bytes of 0x41."""
+
+    class Reduce:
+        def __init__(self, *reduced: object) -> None:
+            self.reduced = reduced
+
+        def __reduce__(self) -> tuple[object, ...]:
+            return self.reduced
+
+    import ml_dtypes
+
+    dtype = Reduce(np.dtype, (ml_dtypes.bfloat16, False, True), (3, "<", None, None, None, size, 2, flags))
+    state = (1, (2,), dtype, False, b"A" * 2 * size)
+    return pickle.dumps(Reduce(np._core.multiarray._reconstruct, (np.ndarray, (0,), b"b"), state), protocol=4)
+
+
+def test_an_ml_dtype_state_claiming_objects_is_high(tmp_path: Path) -> None:
+    """Flags 1 on an 8-byte bfloat16: NumPy takes both, and the array's 16 bytes become two object pointers, which the
+    interpreter releases (0x4141414141414141) when it frees the array."""
+    path = tmp_path / "forged.pkl"
+    path.write_bytes(_ml_dtype_array(1, 8))
+    code = "import pickle, sys; a = pickle.load(open(sys.argv[1], 'rb')); print(a.dtype.hasobject, a.itemsize)"
+    shown = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert shown.stdout.split() == ["True", "8"], shown
+    assert "WS-PKL-043" in rule_ids(scan(path))
+    for flags, size in ((64, 8), (63, 2), (0, 2)):  # states NumPy never writes for bfloat16
+        path.write_bytes(_ml_dtype_array(flags, size))
+        assert "WS-PKL-043" in rule_ids(scan(path)), (flags, size)
+    path.write_bytes(_ml_dtype_array(64, 2))  # as NumPy writes it
+    assert not rule_ids(scan(path))

@@ -375,6 +375,24 @@ NUMPY_SCALARS = [
 ]  # fmt: skip
 
 
+def ml_dtypes_names() -> list[str]:
+    """ml_dtypes' scalar types (bfloat16, float8s, int4, ...), which arrays of JAX, TensorFlow and ONNX weights pickle
+    as their dtype's kind: the table the pickle reader checks their descriptors against, checked against ml_dtypes."""
+    import ml_dtypes
+    import numpy as np
+
+    from wscan.scanners.pickle_dtypes import ML_DTYPE_FLAGS, ML_DTYPES
+
+    found = {
+        name: np.dtype(value) for name, value in vars(ml_dtypes).items()
+        if isinstance(value, type) and issubclass(value, np.generic) and value.__module__ == "ml_dtypes"
+    }  # fmt: skip
+    assert set(found) == set(ML_DTYPES), sorted(set(found) ^ set(ML_DTYPES))
+    for name, dtype in found.items():
+        assert dtype.__reduce__()[2] == (3, "<", None, None, None, *ML_DTYPES[name], ML_DTYPE_FLAGS), name
+    return sorted(f"ml_dtypes.{name}" for name in found)
+
+
 # Datasets saved whole (torch.save(TensorDataset(...)), random_split's Subsets; review 50): tensors, indices and
 # lists of datasets, restored with cls.__new__ and their attribute dict.
 TORCH_DATASETS = [
@@ -1116,9 +1134,9 @@ def main() -> int:
     # and NumPy and scikit-learn functions call methods of those arguments (np.mean(x) calls x.mean()).
     write(
         "core",
-        "Python containers, copyreg helpers, NumPy reconstruction (hand-picked); NumPy ufuncs and reductions "
-        "as values only.",
-        CORE + numpy_names,
+        "Python containers, copyreg helpers, NumPy reconstruction (hand-picked), NumPy's and ml_dtypes' scalar types; "
+        "NumPy ufuncs and reductions as values only.",
+        CORE + numpy_names + ml_dtypes_names(),
         more={
             "referenced-callables": numpy_function_names() + [f"builtins.str.{m}" for m in STR_METHODS],
             "slot-classes": SLOT_CLASSES,

@@ -23,6 +23,7 @@ from wscan.scanners import dcp, joblib_legacy, pickle_arrow
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.config_targets import target_observations
+from wscan.scanners.pickle_dtypes import ml_dtype_size
 from wscan.scanners.pickle_ops import (
     OPCODES,
     FrameOverrun,
@@ -856,6 +857,9 @@ def _dtype_info(dtype: Sym | None, depth: int) -> tuple[int, bool] | None:
         return (16, True) if dtype.state is None else None
     if depth > 8 or not (isinstance(dtype, Obj) and isinstance(dtype.func, Global) and dtype.func.name == "dtype"):
         return None
+    ml_size = ml_dtype_size(dtype, dtype.state)  # bfloat16 and its kin, as NumPy pickles them
+    if ml_size is not None:
+        return ml_size, False
     if not (isinstance(dtype.args, Seq) and dtype.args.items and isinstance(dtype.args.items[0], Const)):
         return None
     code = dtype.args.items[0].value

@@ -18,7 +18,7 @@ import itertools
 import math
 import re
 
-from wscan.scanners.pickle_values import Dict, Global, Obj, Seq, Sym, _const, _const_int, _is_none
+from wscan.scanners.pickle_values import Const, Dict, Global, Obj, Seq, Sym, _const, _const_int, _is_none
 
 HOLDS_OBJECTS = 0x01  # NPY_ITEM_HASOBJECT (NPY_ITEM_REFCOUNT)
 LIST_PICKLE = 0x02  # NPY_LIST_PICKLE: the array pickles as a list of its items
@@ -29,6 +29,19 @@ _FIXED = {"b": 1, "?": 1, "O": 8, "m": 8, "M": 8}  # sizes when the code gives n
 MAX_FIELDS_WALKED = 10_000
 
 Layout = tuple[int, bool]  # a dtype's size in bytes, and whether it holds objects
+# ml_dtypes' scalar types (bfloat16, the float8s, int4, ...: JAX, TensorFlow and ONNX arrays hold them) by name: the
+# item size and alignment of NumPy's descriptor for each. NumPy pickles one as dtype(<the type>, False, True) with the
+# state (3, '<', None, None, None, size, alignment, 64): USE_SETITEM, no objects. tools/gen_allowlists.py checks the
+# table against ml_dtypes itself.
+ML_DTYPES: dict[str, tuple[int, int]] = {
+    "bfloat16": (2, 2), "complex32": (4, 2), "bcomplex32": (4, 2),
+    **dict.fromkeys((
+        "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
+        "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e5m3fnu", "float8_e8m0fnu",
+        "int1", "int2", "int4", "uint1", "uint2", "uint4",
+    ), (1, 1)),
+}  # fmt: skip
+ML_DTYPE_FLAGS = 0x40  # NPY_USE_SETITEM
 
 
 def forged_dtype_flags(target: Obj, state: Sym) -> str | None:
@@ -36,6 +49,8 @@ def forged_dtype_flags(target: Obj, state: Sym) -> str | None:
     that carries flags: NumPy keeps or computes them then)."""
     if not _is_dtype(target) or not isinstance(state, Seq) or len(state.items) not in (8, 9):
         return None
+    if _ml_dtype(target) is not None:
+        return None if ml_dtype_size(target, state) is not None else f"{_shown(target)} with a state NumPy never writes"
     code = _code(target)
     if code is None:
         return f"a kind given as {_shown(target)}, which NumPy never pickles"
@@ -107,11 +122,42 @@ def _misplaced(parts: list[tuple[int | None, Layout]], size: int | None) -> str 
     return None
 
 
+def ml_dtype_size(dtype: Obj, state: Sym | None) -> int | None:
+    """The item size of an ml_dtypes descriptor made and given its state (None: never given one) exactly as NumPy
+    writes it; None for anything else. Another state (flags that claim objects, another size) is NumPy's to misread."""
+    args = dtype.args.items if isinstance(dtype.args, Seq) and not dtype.args.dropped else []
+    name = _ml_dtype(dtype)
+    if name not in ML_DTYPES or len(args) != 3:
+        return None
+    copy, align = args[1], args[2]
+    if not (isinstance(copy, Const) and copy.value is False and isinstance(align, Const) and align.value is True):
+        return None
+    size, alignment = ML_DTYPES[name]
+    if state is None:
+        return size
+    if not isinstance(state, Seq) or state.dropped or len(state.items) != 8:
+        return None
+    version, order, subarray, names, fields, elsize, given_alignment, flags = state.items
+    plain = all(_is_none(item) for item in (subarray, names, fields))
+    written = [_const_int(version), _const(order), _const_int(elsize), _const_int(given_alignment), _const_int(flags)]
+    return size if plain and written == [3, "<", size, alignment, ML_DTYPE_FLAGS] else None
+
+
+def _ml_dtype(dtype: Obj) -> str | None:
+    """The name of the ml_dtypes type numpy.dtype(...) is made from, if it is one."""
+    args = dtype.args
+    first = args.items[0] if isinstance(args, Seq) and args.items and not args.dropped else None
+    return first.name if isinstance(first, Global) and first.module == "ml_dtypes" else None
+
+
 def _layout(dtype: Sym) -> Layout | None:
     """Size and whether it holds objects, of a dtype inside a state: by its code, or by its own state's size and
     flags (a record's); None when it is spelled otherwise."""
     if not (isinstance(dtype, Obj) and _is_dtype(dtype)):
         return None
+    ml_size = ml_dtype_size(dtype, dtype.state)
+    if ml_size is not None:
+        return ml_size, False
     code = _code(dtype)
     if code is None:
         return None
