@@ -370,3 +370,28 @@ def test_a_namespace_attribute_named_like_a_gadget_passes() -> None:
 )
 def test_gadget_attributes_of_anything_else_stay_high(source: str) -> None:
     assert "template.dangerous_attribute" in kinds(source)
+
+
+# Review 54: `caller` set once to a dict looked like a table the template writes out, but a macro that reads `caller`
+# takes it from any call's `caller=` keyword: passed a macro, `caller[k]` reached its __init__, then jinja2.runtime's
+# globals and os.popen in an unsandboxed renderer. The last call went through a namespace attribute set to a lookup.
+HOP = ("{% set caller = {} %}{% set u = '%c'|format(range(95)|length) %}{% set ns = namespace(v=none) %}"
+       "{% macro hop(ns, k) %}{% set ns.v = caller[k] %}{% endmacro %}"
+       "{{ hop(ns, u ~ u ~ 'init' ~ u ~ u, caller=hop) }}{{ hop(ns, u ~ u ~ 'globals' ~ u ~ u, caller=ns.v) }}")
+
+
+def test_a_table_named_like_jinjas_own_bindings_is_no_table() -> None:
+    import jinja2
+
+    reached = jinja2.Environment().from_string(HOP + "{{ ns.v['sys']['modules']['os']['popen'].__module__ }}").render()
+    assert reached.strip() == "os"  # os.popen within reach of the next call
+    run = HOP + "{{ ns.v['sys']['modules']['os']['popen']('id').read() }}"
+    assert {"template.computed_attribute", "template.computed_call"} <= {i.kind for i in check_template(run)}
+    key = "{% set u = '%c'|format(range(95)|length) %}{% set K = u ~ u ~ 'init' ~ u ~ u %}"
+    for source in (
+        key + "{% set loop = [] %}{% for x in [1] %}{{ loop[K] }}{% endfor %}",
+        key + "{% set caller = [] %}{% macro m() %}{{ caller[K] }}{% endmacro %}{% call m() %}x{% endcall %}",
+        key + "{% set varargs = [] %}{% macro m() %}{{ varargs[K] }}{% endmacro %}{{ m(1) }}",
+        key + "{% if false %}{% set d = {} %}{% endif %}{{ d[K] }}",  # d may come from the render context
+    ):
+        assert "template.computed_attribute" in {i.kind for i in check_template(source)}, source

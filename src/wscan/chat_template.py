@@ -107,7 +107,7 @@ def check_template(source: str, program_data: bool = False) -> list[Issue]:
     else:
         sources = KeySources(walked, context_reads(tree, _ENV), trust_context=program_data)
     aliases = _global_aliases(walked, sources)
-    owned = _Owned(_own_namespaces(walked), _own_tables(walked))
+    owned = _Owned(_own_namespaces(walked), _own_tables(walked), sources)
     found: Iterator[Issue] = (issue for node in walked for issue in _inspect(node, aliases, sources, owned))
     if len(walked) <= MAX_NODES:  # what rendering costs: llama.cpp renders the template while loading the model
         found = chain(found, render_costs(tree, walked, _fold, len(source)))
@@ -200,6 +200,11 @@ def _own_namespaces(walked: list[nodes.Node]) -> frozenset[str]:
     return frozenset(name for name, count in made.items() if bound[name] == count)
 
 
+# Names Jinja binds itself: a macro that reads `caller` takes it from any call's `caller=` keyword (review 54 passed a
+# macro there and went on through its __init__ to os.popen), a loop binds `loop`, a macro `varargs` and `kwargs`.
+IMPLICIT_NAMES = frozenset({"caller", "loop", "varargs", "kwargs", "self"})
+
+
 def _own_tables(walked: list[nodes.Node]) -> frozenset[str]:
     """Names the template binds only ever to a dict or list it writes out (`{% set roles = {'user': ...} %}`): looking
     one up by a key the chat controls (`roles[message.role]`) reads the template's own entries. A key no entry has
@@ -211,19 +216,23 @@ def _own_tables(walked: list[nodes.Node]) -> frozenset[str]:
         if (isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name)
                 and isinstance(node.node, nodes.Dict | nodes.List)):
             made[node.target.name] += 1
-    return frozenset(name for name, count in made.items() if bound[name] == count)
+    return frozenset(name for name, count in made.items() if bound[name] == count and name not in IMPLICIT_NAMES)
 
 
 class _Owned:
     """What the template makes itself: namespaces (their attributes are its keys) and literal tables."""
 
-    def __init__(self, namespaces: frozenset[str], tables: frozenset[str]) -> None:
+    def __init__(self, namespaces: frozenset[str], tables: frozenset[str], sources: KeySources) -> None:
         self.namespaces = namespaces
         self.tables = tables
+        self.sources = sources
 
     def table(self, node: nodes.Node) -> bool:
-        """Whether `node` is a dict or list the template writes out, directly or by a name only ever set to one."""
-        return isinstance(node, nodes.Dict | nodes.List) or (isinstance(node, nodes.Name) and node.name in self.tables)
+        """Whether `node` is a dict or list the template writes out, directly or by a name only ever set to one that
+        Jinja resolves to that binding here (not to the render context, where the binding does not reach)."""
+        if isinstance(node, nodes.Dict | nodes.List):
+            return True
+        return isinstance(node, nodes.Name) and node.name in self.tables and not self.sources.from_context(node)
 
 
 def _inspect(node: nodes.Node, aliases: set[int], sources: KeySources, owned: _Owned) -> Iterator[Issue]:

@@ -242,6 +242,8 @@ class KeySources:
                 names = names[1:2] if node.args and _is_attr_filter(node.args[0]) else names[len(node.args):]
             computed = node.name in ATTRIBUTE_FETCHERS and not all(isinstance(arg, nodes.Const) for arg in names)
             return computed or (node.node is not None and self.fetches(node.node, deeper))
+        if isinstance(node, nodes.Getattr) and _attribute_name(node) in self.fetched:
+            return True  # `{% set ns.v = x[k] %}`, then `ns.v`: what the attribute was set to (review 54)
         if isinstance(node, nodes.Getattr | nodes.Call):
             return self.fetches(node.node, deeper)
         if isinstance(node, nodes.CondExpr):
