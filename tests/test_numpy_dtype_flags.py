@@ -161,16 +161,18 @@ def test_ml_dtypes_arrays_as_numpy_and_joblib_pickle_them_are_clean(tmp_path: Pa
         assert not rule_ids(scan(path)), compress
 
 
+class Reduce:
+    """Pickles as whatever `__reduce__` tuple it is given: the streams a hostile writer makes by hand."""
+
+    def __init__(self, *reduced: object) -> None:
+        self.reduced = reduced
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return self.reduced
+
+
 def _ml_dtype_array(flags: int, size: int) -> bytes:
     """A two-item bfloat16 array whose descriptor's state says `flags` and `size`, over bytes of 0x41."""
-
-    class Reduce:
-        def __init__(self, *reduced: object) -> None:
-            self.reduced = reduced
-
-        def __reduce__(self) -> tuple[object, ...]:
-            return self.reduced
-
     import ml_dtypes
 
     dtype = Reduce(np.dtype, (ml_dtypes.bfloat16, False, True), (3, "<", None, None, None, size, 2, flags))
@@ -192,3 +194,52 @@ def test_an_ml_dtype_state_claiming_objects_is_high(tmp_path: Path) -> None:
         assert "WS-PKL-043" in rule_ids(scan(path)), (flags, size)
     path.write_bytes(_ml_dtype_array(64, 2))  # as NumPy writes it
     assert not rule_ids(scan(path))
+
+
+def _shared_descriptor_rewrite(how: str) -> bytes:
+    """bfloat16's descriptor, the one the process shares, given a 4-byte state by `how`, then a list holding it."""
+    import copyreg
+
+    import ml_dtypes
+
+    bf16 = ml_dtypes.bfloat16
+    state = (3, "<", None, None, None, 4, 2, 64)
+    made = {
+        "reconstructor": (copyreg._reconstructor, (np.dtype, np.dtype, bf16)),  # type: ignore[attr-defined]
+        "newobj": (copyreg.__newobj__, (np.dtype, bf16)),  # type: ignore[attr-defined]
+        "newobj_ex": (copyreg.__newobj_ex__, (np.dtype, (bf16,), {})),  # type: ignore[attr-defined]
+        "no-copy": (np.dtype, (bf16,)),
+        "copy-false": (np.dtype, (bf16, False, False)),
+    }[how]
+    return pickle.dumps([Reduce(*made, state)], protocol=1)  # protocol 2 and up write __newobj__ as NEWOBJ
+
+
+@pytest.mark.parametrize("how", ["reconstructor", "newobj", "newobj_ex", "no-copy", "copy-false"])
+def test_a_state_on_the_shared_ml_dtypes_descriptor_is_high(tmp_path: Path, how: str) -> None:
+    """Review 54: NumPy protects its built-in descriptors but lets a state rewrite ml_dtypes' shared ones, so every
+    later bfloat16 array in the process reads 4-byte items (a joblib file then ran a payload where wscan skipped 32
+    bytes of data, and a record's bfloat16 field read past its buffer). Only numpy.dtype(t, False, True) copies."""
+    path = tmp_path / f"{how}.pkl"
+    path.write_bytes(_shared_descriptor_rewrite(how))
+    code = ("import pickle, sys, ml_dtypes, numpy as np; pickle.load(open(sys.argv[1], 'rb'));"
+            " print(np.dtype(ml_dtypes.bfloat16).itemsize)")  # fmt: skip
+    shown = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert shown.stdout.strip() == "4", shown
+    assert "WS-PKL-043" in rule_ids(scan(path))
+
+
+def test_a_joblib_array_of_an_ml_dtype_copy_never_given_a_state_is_not_sized(tmp_path: Path) -> None:
+    """A copy never given NumPy's state copies the shared descriptor as the stream left it: its size is unknown, so
+    the file is not read as if its items were 2 bytes (review 54 hid a payload behind 32 bytes so)."""
+    import joblib
+    import ml_dtypes
+
+    path = tmp_path / "real.joblib"
+    joblib.dump(np.zeros(16, ml_dtypes.bfloat16), path)
+    assert not rule_ids(scan(path))
+    blob = path.read_bytes()
+    stated = b"\x94(K\x03\x8c\x01<\x94NNNK\x02K\x02K@t\x94b"  # MEMOIZE, the dtype's state, BUILD
+    assert blob[2:3] == b"\x95" and stated in blob  # a FRAME first, holding the wrapper
+    frame = struct.unpack("<Q", blob[3:11])[0] - len(stated) + 1
+    path.write_bytes(blob[:3] + struct.pack("<Q", frame) + blob[11:].replace(stated, b"\x94", 1))
+    assert "WS-PKL-008" in rule_ids(scan(path))  # the array's size is unknown: not read as 2-byte items

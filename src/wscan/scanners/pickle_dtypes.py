@@ -42,15 +42,18 @@ ML_DTYPES: dict[str, tuple[int, int]] = {
     ), (1, 1)),
 }  # fmt: skip
 ML_DTYPE_FLAGS = 0x40  # NPY_USE_SETITEM
+COPYREG_MAKERS = frozenset({"copyreg._reconstructor", "copyreg.__newobj__", "copyreg.__newobj_ex__"})
 
 
 def forged_dtype_flags(target: Obj, state: Sym) -> str | None:
     """Why the BUILD state of numpy.dtype(...) makes NumPy misread the items, or None (also when the state is not one
     that carries flags: NumPy keeps or computes them then)."""
-    if not _is_dtype(target) or not isinstance(state, Seq) or len(state.items) not in (8, 9):
-        return None
-    if _ml_dtype(target) is not None:
+    if not _is_dtype(target):
+        return _made_otherwise(target)
+    if _ml_dtype(target) is not None:  # any state: the descriptor may be the one the process shares (review 54)
         return None if ml_dtype_size(target, state) is not None else f"{_shown(target)} with a state NumPy never writes"
+    if not isinstance(state, Seq) or len(state.items) not in (8, 9):
+        return None
     code = _code(target)
     if code is None:
         return f"a kind given as {_shown(target)}, which NumPy never pickles"
@@ -74,6 +77,19 @@ def forged_dtype_flags(target: Obj, state: Sym) -> str | None:
         return f"a record with object fields and flags {flags}"
     if not holds and flags & (HOLDS_OBJECTS | LIST_PICKLE | IS_POINTER):
         return f"flags {flags} claim objects in a {code!r} without any"
+    return None
+
+
+def _made_otherwise(target: Obj) -> str | None:
+    """A descriptor made through copyreg's helpers, which hand back the one the process shares for a type (review 54
+    rewrote bfloat16's for every later array so: NumPy protects only its built-in ones). NumPy never pickles one so."""
+    func, args = target.func, target.args
+    helper = func.dotted if isinstance(func, Global) and func.dotted in COPYREG_MAKERS else None
+    made = args.items[0] if helper is not None and isinstance(args, Seq) and args.items else None
+    if isinstance(made, Global) and made.module.split(".")[0] == "numpy" and (
+        made.name == "dtype" or made.name.endswith("DType")
+    ):
+        return f"a dtype made by {helper}, a descriptor the process may share"
     return None
 
 
@@ -123,8 +139,9 @@ def _misplaced(parts: list[tuple[int | None, Layout]], size: int | None) -> str 
 
 
 def ml_dtype_size(dtype: Obj, state: Sym | None) -> int | None:
-    """The item size of an ml_dtypes descriptor made and given its state (None: never given one) exactly as NumPy
-    writes it; None for anything else. Another state (flags that claim objects, another size) is NumPy's to misread."""
+    """The item size of an ml_dtypes descriptor made and given its state exactly as NumPy writes it; None for anything
+    else. Another state (flags that claim objects, another size) is NumPy's to misread; a copy never given one copies
+    the shared descriptor, whatever the stream did to it before (review 54), so its size is unknown."""
     args = dtype.args.items if isinstance(dtype.args, Seq) and not dtype.args.dropped else []
     name = _ml_dtype(dtype)
     if name not in ML_DTYPES or len(args) != 3:
@@ -133,8 +150,6 @@ def ml_dtype_size(dtype: Obj, state: Sym | None) -> int | None:
     if not (isinstance(copy, Const) and copy.value is False and isinstance(align, Const) and align.value is True):
         return None
     size, alignment = ML_DTYPES[name]
-    if state is None:
-        return size
     if not isinstance(state, Seq) or state.dropped or len(state.items) != 8:
         return None
     version, order, subarray, names, fields, elsize, given_alignment, flags = state.items
