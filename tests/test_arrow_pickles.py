@@ -226,6 +226,24 @@ def test_a_struct_child_shorter_than_the_struct_is_flagged(tmp_path: Path) -> No
     assert rules(tmp_path, _materialised(forged_state), "struct.pkl").get("WS-PKL-045") == Severity.HIGH
 
 
+@pytest.mark.parametrize(
+    ("declared", "child"), [(pa.decimal256(40, 2), pa.binary(32)), (pa.float64(), pa.int64())], ids=["fsb", "int64"]
+)
+def test_a_child_of_the_same_layout_but_another_type_aborts_the_loader_and_is_flagged(
+    tmp_path: Path, declared: pa.DataType, child: pa.DataType
+) -> None:
+    """Review 54: Arrow checks a list child's type id, not only its layout, and aborts the process on a mismatch."""
+    width = child.bit_width // 8
+    state = (child, 1, 0, 0, [None, pa.py_buffer(b"\x01" * width)], [], None)
+    offsets = pa.py_buffer(struct.pack("<2i", 0, 1))
+    blob = _materialised((pa.list_(declared), 1, 0, 0, [None, offsets], [state], None))
+    path = tmp_path / "abort.pkl"
+    path.write_bytes(blob)
+    loaded = subprocess.run([sys.executable, "-I", "-c", LENGTH, str(path)], capture_output=True, timeout=120)
+    assert loaded.returncode < 0, loaded  # SIGABRT
+    assert rules(tmp_path, blob).get("WS-PKL-045") == Severity.HIGH
+
+
 def test_a_child_of_another_layout_than_declared_is_flagged(tmp_path: Path) -> None:
     """A list of int64 whose child array says it holds strings."""
     real = _array_state(pa.array([[1, 2], [3]]))

@@ -69,6 +69,13 @@ FOLLOWED_MAKERS = frozenset({
     "pyarrow.lib.field", "pyarrow.lib.list_", "pyarrow.lib.large_list", "pyarrow.lib.struct", "pyarrow.lib.map_",
     "pyarrow.lib.dictionary", "pyarrow.lib.binary",
 })  # fmt: skip
+# The type id of an alias: the alias up to any `[unit]`, spelled as Arrow names the id.
+ALIAS_IDS = {
+    "boolean": "bool", "i1": "int8", "u1": "uint8", "i2": "int16", "u2": "uint16", "f2": "halffloat",
+    "float16": "halffloat", "i4": "int32", "u4": "uint32", "f4": "float", "float32": "float", "i8": "int64",
+    "u8": "uint64", "f8": "double", "float64": "double", "str": "string", "utf8": "string",
+    "large_str": "large_string", "large_utf8": "large_string",
+}  # fmt: skip
 OFFSET_BYTES = {  # strings and binaries: offsets of this size into a data buffer
     **dict.fromkeys(("string", "str", "utf8", "binary"), 4),
     **dict.fromkeys(("large_string", "large_str", "large_utf8", "large_binary"), 8),
@@ -114,11 +121,14 @@ def check_arrays(calls: list[tuple[int, Sym]], read: Read) -> list[Event]:
 class ArrowType:
     """A type's physical layout, which is all bounds depend on: 'null'; 'fixed' (size: bits); 'binary' and 'list'
     (size: bytes per offset); 'fixed_list' (size: items per list); 'struct'; 'dictionary' (children: indices,
-    values). `alias` names an integer index type; it plays no part in comparing types."""
+    values). `ident` is Arrow's type id, which it compares a child's type by and aborts the process on a mismatch
+    (review 54: a list of decimal256 over a fixed-size binary child of the same width). `alias` names an integer
+    index type; it plays no part in comparing types."""
 
     kind: str
     size: int = 0
     children: tuple[ArrowType, ...] = ()
+    ident: str = ""
     alias: str | None = field(default=None, compare=False)
 
 
@@ -150,7 +160,7 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
         raise Invalid("children the stream computes, which pyarrow never writes")
     kind = _type(dtype, 0)
     if declared is not None and kind != declared:
-        raise Invalid("a child or dictionary whose layout differs from the one its parent's type declares")
+        raise Invalid("a child or dictionary whose type differs from the one its parent's type declares")
     expected = {"null": 1, "binary": 3, "fixed": 2, "list": 2, "dictionary": 2}.get(kind.kind, 1)
     children = children_sym.items
     wanted = 0 if kind.kind in ("null", "fixed", "binary", "dictionary") else len(kind.children)
@@ -248,42 +258,44 @@ def _type(dtype: Sym, depth: int) -> ArrowType:
     maker = dtype.func.dotted
     args = dtype.args.items if isinstance(dtype.args, Seq) and not dtype.args.dropped else None
     if maker in MAKER_BITS:
-        return ArrowType("fixed", MAKER_BITS[maker])
+        return ArrowType("fixed", MAKER_BITS[maker], ident=maker.rsplit(".", 1)[1])
     if maker == "pyarrow.lib.type_for_alias" and args is not None and len(args) == 1:
         alias = _const(args[0])
         if isinstance(alias, str):
             alias = alias.lower()
             if alias == "null":
-                return ArrowType("null")
+                return ArrowType("null", ident="null")
             if alias in FIXED_BITS:
-                return ArrowType("fixed", FIXED_BITS[alias], alias=alias)
+                return ArrowType("fixed", FIXED_BITS[alias], ident=_alias_id(alias), alias=alias)
             if alias in OFFSET_BYTES:
-                return ArrowType("binary", OFFSET_BYTES[alias])
+                return ArrowType("binary", OFFSET_BYTES[alias], ident=_alias_id(alias))
     if maker == "pyarrow.lib.binary" and args is not None and len(args) == 1:
         width = _number(args[0])  # fixed-size binary (`pa.binary(4)`); a variable-size one pickles by its alias
         if width is not None and 0 <= width < 2**31:
-            return ArrowType("fixed", 8 * width)
+            return ArrowType("fixed", 8 * width, ident="fixed_size_binary")
     if maker == "pyarrow.lib.field" and args is not None and len(args) >= 2:
         return _type(args[1], depth + 1)
     if maker in ("pyarrow.lib.list_", "pyarrow.lib.large_list") and args is not None and 1 <= len(args) <= 2:
         value = _type(args[0], depth + 1)
         size = _number(args[1]) if len(args) == 2 else -1
         if size is not None and maker == "pyarrow.lib.list_" and size >= 0:
-            return ArrowType("fixed_list", size, (value,))
+            return ArrowType("fixed_list", size, (value,), "fixed_size_list")
         if size == -1:
-            return ArrowType("list", 4 if maker == "pyarrow.lib.list_" else 8, (value,))
+            if maker == "pyarrow.lib.list_":
+                return ArrowType("list", 4, (value,), "list")
+            return ArrowType("list", 8, (value,), "large_list")
     if maker == "pyarrow.lib.struct" and args is not None and len(args) == 1 and isinstance(args[0], Seq) and (
         not args[0].dropped
     ):
-        return ArrowType("struct", 0, tuple(_type(item, depth + 1) for item in args[0].items))
+        return ArrowType("struct", 0, tuple(_type(item, depth + 1) for item in args[0].items), "struct")
     if maker == "pyarrow.lib.map_" and args is not None and 2 <= len(args) <= 3:
-        entries = ArrowType("struct", 0, (_type(args[0], depth + 1), _type(args[1], depth + 1)))
-        return ArrowType("list", 4, (entries,))
+        entries = ArrowType("struct", 0, (_type(args[0], depth + 1), _type(args[1], depth + 1)), "struct")
+        return ArrowType("list", 4, (entries,), "map")
     if maker == "pyarrow.lib.dictionary" and args is not None and 2 <= len(args) <= 3:
         index = _type(args[0], depth + 1)
         if index.alias not in INDEX_TYPES:
             raise Unverified("dictionary indices of a type wscan does not read")
-        return ArrowType("dictionary", 0, (index, _type(args[1], depth + 1)))
+        return ArrowType("dictionary", 0, (index, _type(args[1], depth + 1)), "dictionary")
     if maker in FOLLOWED_MAKERS or (maker == "pyarrow.lib.type_for_alias" and not (args and isinstance(
         _const(args[0]), str
     ))):
@@ -291,6 +303,11 @@ def _type(dtype: Sym, depth: int) -> ArrowType:
         # would go unchecked.
         raise Invalid(f"an Arrow type made by {maker} from arguments pyarrow never writes")
     raise Unverified(f"an Arrow type made by {maker}, whose layout wscan does not follow")
+
+
+def _alias_id(alias: str) -> str:
+    base = alias.split("[", 1)[0]
+    return ALIAS_IDS.get(base, base)
 
 
 class Measured:
