@@ -155,6 +155,10 @@ def test_guard_models_render_options_are_the_callers() -> None:
         ("{% set d = {'a': 1} %}{{ d[k](1) }}", {"template.computed_call"}),
         ("{% set d = {'a': 1} %}{{ d[k].mro() }}", {"template.computed_call", "template.dangerous_attribute"}),
         ("{% set d = {'a': 1} %}{{ d['__cla' ~ 'ss__'] }}", {"template.computed_attribute", "template.dunder_access"}),
+        # A macro that reads `caller` takes it from a call's `caller=` keyword (review 54): what it calls was looked up.
+        ("{% macro run(c) %}{{ caller(c) }}{% endmacro %}{% set d = {} %}{{ run('x', caller=d[k]) }}",
+         {"template.computed_call"}),
+        ("{% macro run(c) %}{{ caller(c) }}{% endmacro %}{% call run('x') %}y{% endcall %}", set()),
         # ... and only a name never bound to anything else is such a table.
         ("{% set d = {'a': 1} %}{% set d = messages %}{{ d[adapter_name] }}", {"template.computed_attribute"}),
         ("{% for d in [{'a': 1}] %}{{ d[adapter_name] }}{% endfor %}", {"template.computed_attribute"}),

@@ -390,7 +390,7 @@ def _arguments(call: nodes.Call, macros: dict[str, nodes.Macro], statements: lis
         for name, value in zip(names, call.args, strict=False):
             yield [name], value, False
         for keyword in call.kwargs:
-            if keyword.key in names:
+            if keyword.key in names or keyword.key == "caller":  # a macro that reads `caller` takes it from here
                 yield [keyword.key], keyword.value, False
         if call.dyn_args is not None or call.dyn_kwargs is not None:  # f(*xs), f(**d): any parameter
             yield names, None, False
