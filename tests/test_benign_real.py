@@ -752,6 +752,13 @@ def _sklearn_in_use() -> dict[str, Callable[[], tuple[Any, Any, Any]]]:
             ensemble.HistGradientBoostingClassifier(max_iter=3, categorical_features=[0], random_state=SEED),
             np.column_stack([np.round(x[:, 0]), x[:, 1:]]), y),
         "tuned-threshold": lambda: (model_selection.TunedThresholdClassifierCV(logistic(), scoring="f1", cv=3), x, y),
+        # early stopping with a scorer leaves the estimator's own bound _raw_predict in its dict (review 55: critical)
+        "hist-gradient-boosting-early-stopping-scorer": lambda: (
+            ensemble.HistGradientBoostingClassifier(max_iter=5, early_stopping=True, scoring="roc_auc",
+                                                    random_state=SEED), x, y),
+        "hist-gradient-boosting-regressor-early-stopping-scorer": lambda: (
+            ensemble.HistGradientBoostingRegressor(max_iter=5, early_stopping=True, scoring="r2", random_state=SEED),
+            x, yr),
     }  # fmt: skip
 
 
@@ -760,7 +767,8 @@ for _name in (
     "function-transformer-log1p", "function-transformer-array-functions", "transformed-target", "select-k-best-chi2",
     "select-k-best-mutual-info",
     "feature-agglomeration-median", "bisecting-kmeans", "spline-transformer", "hist-gradient-boosting-categorical",
-    "tuned-threshold",
+    "tuned-threshold", "hist-gradient-boosting-early-stopping-scorer",
+    "hist-gradient-boosting-regressor-early-stopping-scorer",
 ):  # fmt: skip
     for _how in ("pickle", "joblib"):
 

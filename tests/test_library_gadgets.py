@@ -2407,3 +2407,13 @@ def test_a_packed_weight_reviewed_by_its_own_state_is_high(tmp_path: Path) -> No
     torch.save({"p": _Packed((Viewed(), None))}, path)
     found = {f.rule_id: f.severity for f in scan_bytes(tmp_path / "scan", path.read_bytes(), "model.pt").findings}
     assert found.get("WS-PKL-047") == Severity.HIGH, found
+
+
+def test_a_histgradientboosting_bound_method_is_a_value_never_a_call(tmp_path: Path) -> None:
+    """Review 55: early stopping with a scorer leaves getattr(<the estimator>, "_raw_predict") in the estimator's own
+    dict (critical, on a plain model). It passes as a value; calling it while the file loads stays critical."""
+    module = b"sklearn.ensemble._hist_gradient_boosting.gradient_boosting\nHistGradientBoostingClassifier\n"
+    bound = b"\x80\x02cbuiltins\ngetattr\nc" + module + b")\x81X\x0c\x00\x00\x00_raw_predict\x86R"
+    assert not _critical(tmp_path / "kept", bound + b".", "kept.pkl")
+    found = _critical(tmp_path / "called", bound + b"K\x01\x85R.", "called.pkl")
+    assert any(f.startswith("WS-PKL-017") for f in found), found

@@ -974,6 +974,14 @@ INERT_FUNCTIONS = [
     "scipy.interpolate._interpolate.interp1d._call_spline",
     "scipy.interpolate._interpolate.interp1d._call_nan_spline",
 ]
+# Bound methods scikit-learn leaves in an estimator's own dict, pickled as getattr(<that estimator>, name) (review 55):
+# HistGradientBoosting's early stopping with a scorer puts its own _raw_predict back so (`_patch_raw_predict`). Kept
+# as values, and harmless to call: they predict with the estimator they are bound to.
+SKLEARN_OWN_METHODS = [
+    f"sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoosting{kind}._raw_predict"
+    for kind in ("Classifier", "Regressor")
+]
+INERT_FUNCTIONS += SKLEARN_OWN_METHODS
 # Attributes real files give a callable, named like a method of some other allowed class (the names are one set for
 # all classes): scikit-learn's metadata requests keep the scorer they describe as `owner` (pathlib.Path.owner).
 CALLABLE_MEMBERS = [
@@ -1157,7 +1165,7 @@ def main() -> int:
         # Constructors only store parameters, so kept as values they pass; but a pickle that calls one with its
         # arguments (a scorer's score function, a transformer's func) sets what WS-PKL-027 judges in a state.
         more={
-            "referenced-callables": sklearn_function_names() + SCIPY_FUNCTIONS,
+            "referenced-callables": sklearn_function_names() + SCIPY_FUNCTIONS + SKLEARN_OWN_METHODS,
             "state-only-classes": restored_only(sklearn_classes),
             "value-classes": restored_only(sklearn_classes),
         },

@@ -52,6 +52,9 @@ def models() -> dict[str, Any]:
     }
     for kind in ("linear", "nearest", "quadratic", "cubic", "previous"):
         found[f"interp1d-{kind}"] = interpolate.interp1d(x, y, kind=kind, fill_value="extrapolate")
+    # review 55: the defaults take numpy.interp's path (_call_linear_np), NaNs a cubic one's (_call_nan_spline)
+    found["interp1d-default"] = interpolate.interp1d(x, y)
+    found["interp1d-cubic-nan"] = interpolate.interp1d(x, np.where(x > 5, np.nan, y), kind="cubic")
     systems = {"lti": signal.lti([1], [1, 2, 1]), "dlti": signal.dlti([1], [1, 0.5], dt=0.1)}
     for name, system in systems.items():
         found[name] = system
@@ -82,6 +85,12 @@ def distributions() -> dict[str, Any]:
     found["frozen-norm-seeded"].random_state = 5
     found["rv_histogram"] = stats.rv_histogram(np.histogram(rng.normal(size=200), bins=12))
     found["rv_discrete-values"] = stats.rv_discrete(values=([1, 2, 3], [0.2, 0.5, 0.3]), name="three")
+    # frozen multivariate distributions (review 55), as a sampler or a density model keeps them
+    cov = np.array([[2.0, 0.3], [0.3, 1.0]])
+    found["frozen-multivariate_normal"] = stats.multivariate_normal([0.0, 1.0], cov)
+    found["frozen-multivariate_t"] = stats.multivariate_t([0.0, 1.0], cov, df=4)
+    found["frozen-dirichlet"] = stats.dirichlet([1.0, 2.0, 3.0])
+    found["frozen-wishart"] = stats.wishart(df=3, scale=cov)
     return found
 
 
