@@ -701,7 +701,10 @@ for _name in SKLEARN:
 def _sklearn_in_use() -> dict[str, Callable[[], tuple[Any, Any, Any]]]:
     """Estimators as tutorials and real projects configure them: scorers, score functions, NumPy functions as
     parameters, searches, categorical features. Each returns (estimator, X, y or None)."""
+    import math
+
     import numpy as np
+    import pandas as pd
     from scipy import special, stats
     from sklearn import (
         cluster,
@@ -752,6 +755,12 @@ def _sklearn_in_use() -> dict[str, Callable[[], tuple[Any, Any, Any]]]:
             ensemble.HistGradientBoostingClassifier(max_iter=3, categorical_features=[0], random_state=SEED),
             np.column_stack([np.round(x[:, 0]), x[:, 1:]]), y),
         "tuned-threshold": lambda: (model_selection.TunedThresholdClassifierCV(logistic(), scoring="f1", cv=3), x, y),
+        # library functions kept as FunctionTransformer's func (review 55)
+        "function-transformer-library-functions": lambda: (pipeline.make_union(*[
+            preprocessing.FunctionTransformer(func) for func in (
+                pd.to_numeric, pd.to_datetime, pd.get_dummies, pd.isna, pd.cut, preprocessing.normalize,
+                preprocessing.scale, preprocessing.minmax_scale, preprocessing.binarize, math.log, math.sqrt, abs, len,
+                np.char.lower)]), x, None),
         # early stopping with a scorer leaves the estimator's own bound _raw_predict in its dict (review 55: critical)
         "hist-gradient-boosting-early-stopping-scorer": lambda: (
             ensemble.HistGradientBoostingClassifier(max_iter=5, early_stopping=True, scoring="roc_auc",
@@ -767,7 +776,7 @@ for _name in (
     "function-transformer-log1p", "function-transformer-array-functions", "transformed-target", "select-k-best-chi2",
     "select-k-best-mutual-info",
     "feature-agglomeration-median", "bisecting-kmeans", "spline-transformer", "hist-gradient-boosting-categorical",
-    "tuned-threshold", "hist-gradient-boosting-early-stopping-scorer",
+    "tuned-threshold", "hist-gradient-boosting-early-stopping-scorer", "function-transformer-library-functions",
     "hist-gradient-boosting-regressor-early-stopping-scorer",
 ):  # fmt: skip
     for _how in ("pickle", "joblib"):

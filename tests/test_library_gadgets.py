@@ -2417,3 +2417,11 @@ def test_a_histgradientboosting_bound_method_is_a_value_never_a_call(tmp_path: P
     assert not _critical(tmp_path / "kept", bound + b".", "kept.pkl")
     found = _critical(tmp_path / "called", bound + b"K\x01\x85R.", "called.pkl")
     assert any(f.startswith("WS-PKL-017") for f in found), found
+
+
+@pytest.mark.parametrize("call", [b"cmath\nfactorial\n(I100000\ntR.", b"cbuiltins\nlen\n(S'abc'\ntR.",
+                                  b"cpandas\nto_numeric\n(S'1'\ntR.", b"cnumpy.strings\nlower\n(S'A'\ntR."])
+def test_functions_kept_as_values_are_flagged_when_called(tmp_path: Path, call: bytes) -> None:
+    """Review 55's FunctionTransformer functions (math, builtins, pandas, np.char) pass as values only."""
+    report = scan_bytes(tmp_path, call, "called.pkl")
+    assert any(f.rule_id == "WS-PKL-003" and f.severity >= Severity.HIGH for f in report.findings), report.findings

@@ -136,6 +136,9 @@ NUMPY_FUNCTIONS = [
     # call no function they are given.
     "atleast_3d", "asanyarray", "ascontiguousarray", "array", "copy", "nan_to_num", "hstack", "vstack", "dstack",
     "column_stack", "concatenate", "stack", "reshape", "expand_dims", "diff", "ediff1d", "sort", "argsort", "where",
+    # np.char's text functions (NumPy 2 pickles them as numpy.strings.*; review 55)
+    "char.lower", "char.upper", "char.strip", "char.lstrip", "char.rstrip", "char.title", "char.capitalize",
+    "char.replace", "char.zfill", "char.str_len",
     "real", "imag", "fix", "sinc", "interp", "digitize", "flip", "fliplr", "flipud", "ones_like", "zeros_like",
     "full_like", "diag", "dot", "outer", "isclose", "gradient", "unique", "histogram", "tile", "repeat",
     "linalg.norm", "fft.fft", "fft.ifft", "fft.rfft", "fft.irfft",
@@ -158,6 +161,7 @@ SKLEARN_CALLED_FUNCTIONS = ["sklearn.utils.validation.check_array"]
 # fitted scorers hold. They compute on arrays; none reads or writes files.
 SKLEARN_FUNCTION_MODULES = [
     "sklearn.metrics", "sklearn.metrics.pairwise", "sklearn.metrics.cluster", "sklearn.feature_selection",
+    "sklearn.preprocessing",  # normalize, scale, minmax_scale, ...: FunctionTransformer keeps them (review 55)
 ]
 # Score functions of sklearn.feature_selection (its other public names are classes).
 SKLEARN_SCORE_FUNCTIONS = {
@@ -925,6 +929,17 @@ def numpy_function_names() -> list[str]:
     return sorted(names)
 
 
+# Builtins FunctionTransformer and friends keep as values (review 55): they compute on what they are given.
+PLAIN_BUILTINS = ["abs", "len", "round", "min", "max", "sum"]
+
+
+def math_function_names() -> list[str]:
+    """The math module's functions, as values: arithmetic on numbers (math.log in a FunctionTransformer, review 55)."""
+    import math
+
+    return sorted(f"math.{name}" for name, value in vars(math).items() if callable(value) and not name.startswith("_"))
+
+
 def sklearn_function_names() -> list[str]:
     """Public metric, scorer, kernel and score functions, by the module that defines them (what pickle records)."""
     names = set(SKLEARN_FUNCTIONS)
@@ -1146,7 +1161,8 @@ def main() -> int:
         "NumPy ufuncs and reductions as values only.",
         CORE + numpy_names + ml_dtypes_names(),
         more={
-            "referenced-callables": numpy_function_names() + [f"builtins.str.{m}" for m in STR_METHODS],
+            "referenced-callables": numpy_function_names() + [f"builtins.str.{m}" for m in STR_METHODS]
+            + math_function_names() + [f"builtins.{name}" for name in PLAIN_BUILTINS],
             "slot-classes": SLOT_CLASSES,
         },
     )
