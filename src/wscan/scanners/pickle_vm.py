@@ -27,6 +27,7 @@ from wscan.scanners.pickle_config_targets import (
     check_hyperparameters,
 )
 from wscan.scanners.pickle_dtypes import forged_dtype_flags
+from wscan.scanners.pickle_jax import RECONSTRUCT_ARRAY, forged_jax_array
 from wscan.scanners.pickle_ops import OPCODES, READERS, FrameOverrun, LongBytes, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_states import (
     _dunder_items,
@@ -118,6 +119,7 @@ FORWARDERS: dict[str, tuple[tuple[int, str], ...]] = {
     "pandas.core.indexes.datetimes._new_DatetimeIndex": ((0, "new"),),
     "pandas.core.indexes.timedeltas._new_TimedeltaIndex": ((0, "new"),),
     "pandas.core.indexes.interval._new_IntervalIndex": ((0, "call"),),
+    "jax._src.array._reconstruct_array": ((0, "call"),),  # fun(*args): NumPy's _reconstruct, as JAX writes it
 }
 PARTIAL = "functools.partial"
 NESTED_LOADER = "torch.storage._load_from_bytes"  # loads its bytes with torch's loader, weights_only off
@@ -301,6 +303,10 @@ class Machine:
                     attrs: dict[str, str | int | bool] = {"callable": restored_class(made), "detail": counter}
                     res.events.append(Event("pickle.shared_counter", offset, attrs))
             _state_from_call(res, func, args, offset)
+            jax_array = forged_jax_array(func, args)
+            if jax_array is not None:
+                attrs = {"callable": func.dotted, "detail": jax_array}
+                res.events.append(Event("pickle.forged_jax_array", offset, dict[str, str | int | bool](attrs)))
             amplified = amplified_call(func, args)
             if amplified is not None:
                 attrs = {"callable": func.dotted, "detail": amplified}
@@ -340,6 +346,10 @@ class Machine:
         if isinstance(target, Global):
             if target.dotted == RESTORE_ARRAY and len(res.arrow_arrays) <= MAX_ARRAYS:
                 res.arrow_arrays.append((offset, INDIRECT))  # what the helper gives it is not followed (review 48)
+            if target.dotted == RECONSTRUCT_ARRAY:  # its arguments are the helper's to give: not JAX's shape
+                attrs: dict[str, str | int | bool] = {"callable": target.dotted,
+                                                      "detail": f"called through {func.dotted}, which JAX never writes"}
+                res.events.append(Event("pickle.forged_jax_array", offset, attrs))
             record = res.imports.get(target.dotted)
             if record is None:  # derived by getattr
                 record = ImportRecord(target.module, target.name, target.dotted, offset, how)

@@ -1,0 +1,31 @@
+"""JAX arrays in a pickle, judged as JAX writes them.
+
+A jax.Array pickles as `jax._src.array._reconstruct_array(fun, args, arr_state, aval_state)` (`ArrayImpl.__reduce__`),
+which calls `fun(*args)`, gives the result `arr_state` through its __setstate__ (no BUILD opcode: the pickle machine
+never sees that state) and updates the array's abstract value with `aval_state`. JAX writes NumPy's `_reconstruct` as
+`fun` and `{'weak_type': <bool>}` as `aval_state`. Anything else would set a state no check judged on whatever `fun`
+made, or give the array an abstract value (a shape, a dtype) its buffer does not have. `fun` itself is judged as
+called by the allowlist (the machine's FORWARDERS).
+"""
+
+from __future__ import annotations
+
+from wscan.scanners.pickle_values import _ARRAY_REBUILDERS, Dict, Global, Seq, Sym, _const, describe
+
+RECONSTRUCT_ARRAY = "jax._src.array._reconstruct_array"
+
+
+def forged_jax_array(func: Global, args: Sym) -> str | None:
+    """Why `_reconstruct_array(*args)` is not what JAX writes, or None (also for any other function)."""
+    if func.dotted != RECONSTRUCT_ARRAY:
+        return None
+    items = args.items if isinstance(args, Seq) and not args.dropped else None
+    if items is None or len(items) != 4:
+        return "arguments JAX never writes"
+    fun, _, _, aval = items
+    if not (isinstance(fun, Global) and fun.dotted in _ARRAY_REBUILDERS):
+        return f"{describe(fun)} where JAX writes NumPy's _reconstruct"
+    pairs = aval.items if isinstance(aval, Dict) and not aval.dropped else []
+    if len(pairs) != 1 or _const(pairs[0][0]) != "weak_type" or not isinstance(_const(pairs[0][1]), bool):
+        return "an abstract value JAX never writes (it writes weak_type alone)"
+    return None

@@ -1,0 +1,61 @@
+"""JAX arrays, Flax parameters and Optax optimizer states, pickled (review 55 found every one WS-PKL-003).
+
+The files in tests/data/jax are made by the real libraries (`tools/gen_jax_allowlist.py`; jaxlib is not in the test
+extra). A jax.Array pickles as `_reconstruct_array(fun, args, arr_state, aval_state)`, which calls `fun(*args)`: `fun`
+is judged as called, and anything but what JAX writes there is WS-PKL-050."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.scanning import scan_bytes
+from wscan.model import Severity
+
+DATA = Path(__file__).parent / "data" / "jax"
+REAL = sorted(p for p in DATA.iterdir() if p.suffix in (".pkl", ".joblib"))
+
+
+def test_the_real_pickles_are_present() -> None:
+    names = {p.name.split(".")[0] for p in REAL}
+    assert {"array-bfloat16", "flax-params-frozen", "optax-adam", "optax-masked-partly", "all"} <= names
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
+def test_real_jax_pickles_pass(tmp_path: Path, path: Path) -> None:
+    report = scan_bytes(tmp_path, path.read_bytes(), path.name)
+    assert not [f for f in report.findings if f.severity >= Severity.HIGH], report.findings
+
+
+def _reconstruct(fun: bytes, aval: bytes = b"}S'weak_type'\n\x89s") -> bytes:
+    """_reconstruct_array(fun, ('x',), 'y', aval) at protocol 2, `fun` a GLOBAL's text."""
+    return b"\x80\x02cjax._src.array\n_reconstruct_array\n(c" + fun + b"(S'x'\ntS'y'\n" + aval + b"tR."
+
+
+def _rules(tmp_path: Path, blob: bytes) -> dict[str, Severity]:
+    return {f.rule_id: f.severity for f in scan_bytes(tmp_path, blob, "array.pkl").findings}
+
+
+def test_what_reconstruct_array_calls_is_judged_as_called(tmp_path: Path) -> None:
+    found = _rules(tmp_path, _reconstruct(b"os\nsystem\n"))
+    assert found.get("WS-PKL-001") == Severity.CRITICAL, found
+
+
+@pytest.mark.parametrize(
+    ("fun", "aval"),
+    [
+        (b"collections\nOrderedDict\n", b"}S'weak_type'\n\x89s"),  # allowed, but its __setstate__ gets arr_state
+        (b"numpy._core.multiarray\n_reconstruct\n", b"}S'shape'\n(I16\ntsS'weak_type'\n\x89s"),  # a shape too
+        (b"numpy._core.multiarray\n_reconstruct\n", b"}"),  # no weak_type
+    ],
+    ids=["other-fun", "shape", "empty-aval"],
+)
+def test_arguments_jax_never_writes_are_high(tmp_path: Path, fun: bytes, aval: bytes) -> None:
+    assert _rules(tmp_path, _reconstruct(fun, aval)).get("WS-PKL-050") == Severity.HIGH
+
+
+def test_reconstruct_array_called_through_partial_is_high(tmp_path: Path) -> None:
+    blob = (b"\x80\x02cfunctools\npartial\ncjax._src.array\n_reconstruct_array\n\x85R"
+            b"(cnumpy._core.multiarray\n_reconstruct\n(S'x'\ntS'y'\n}S'weak_type'\n\x89stR.")  # fmt: skip
+    assert _rules(tmp_path, blob).get("WS-PKL-050") == Severity.HIGH
