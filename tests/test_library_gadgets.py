@@ -2425,3 +2425,15 @@ def test_functions_kept_as_values_are_flagged_when_called(tmp_path: Path, call: 
     """Review 55's FunctionTransformer functions (math, builtins, pandas, np.char) pass as values only."""
     report = scan_bytes(tmp_path, call, "called.pkl")
     assert any(f.rule_id == "WS-PKL-003" and f.severity >= Severity.HIGH for f in report.findings), report.findings
+
+
+def test_interp1d_methods_are_values_never_calls(tmp_path: Path) -> None:
+    """Review 56: interp1d._call_spline(ns, x) returns ns._spline(x), so an allowed call of it called any value the
+    file chose (math.factorial, a HistGradientBoosting's bound _raw_predict over forged trees: a segfault) with a
+    file-chosen argument. interp1d keeps its _call_* methods as values; a call of one while loading is WS-PKL-003."""
+    pytest.importorskip("scipy")
+    call = (b"\x80\x04cscipy.interpolate._interpolate\ninterp1d._call_spline\ncargparse\nNamespace\n)R"
+            b"}X\x07\x00\x00\x00_splinecmath\nfactorial\nsbK\x05\x86R.")  # fmt: skip
+    assert pickle.loads(call) == 120  # factorial(5), called by loading
+    report = scan_bytes(tmp_path, call, "call.pkl")
+    assert any(f.rule_id == "WS-PKL-003" and "_call_spline" in f.message for f in report.findings), report.findings

@@ -243,3 +243,19 @@ def test_a_joblib_array_of_an_ml_dtype_copy_never_given_a_state_is_not_sized(tmp
     frame = struct.unpack("<Q", blob[3:11])[0] - len(stated) + 1
     path.write_bytes(blob[:3] + struct.pack("<Q", frame) + blob[11:].replace(stated, b"\x94", 1))
     assert "WS-PKL-008" in rule_ids(scan(path))  # the array's size is unknown: not read as 2-byte items
+
+
+def test_an_ml_dtype_named_by_its_text_is_no_numpy_kind(tmp_path: Path) -> None:
+    """Review 56: numpy.dtype('bfloat16') is ml_dtypes' shared descriptor by its registered name, and a 7-item state
+    rewrote its size (later casts corrupted the heap). NumPy pickles it by its type, never its name: any state on
+    a dtype of a kind NumPy never writes is WS-PKL-043, whatever the state's length."""
+    import ml_dtypes  # noqa: F401  (registers the name)
+
+    blob = b"\x80\x02cnumpy\ndtype\nX\x08\x00\x00\x00bfloat16\x89\x89\x87R(K\x02X\x01\x00\x00\x00<NNNK\x04K\x02tb."
+    path = tmp_path / "by-name.pkl"
+    path.write_bytes(blob)
+    code = ("import pickle, sys, ml_dtypes, numpy as np; pickle.load(open(sys.argv[1], 'rb'));"
+            " print(np.dtype(ml_dtypes.bfloat16).itemsize)")  # fmt: skip
+    shown = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert shown.stdout.strip() == "4", shown
+    assert "WS-PKL-043" in rule_ids(scan(path))

@@ -978,6 +978,9 @@ def architecture_names() -> list[str]:
     return sorted(names)
 
 
+# Functions real files keep as values (interp1d's _call_* methods, a metric's reductions) are
+# `referenced-callables` only, never `allowed-callables`: review 56 called interp1d._call_spline(ns, x) while a file
+# loaded, which calls ns._spline(x), any value the file chose, with x.
 # Functions real files keep under a method's name, harmless whatever calls them: gensim replaces `load` on a saved
 # model with one that raises (load is for the class), and interp1d keeps the method it evaluates with as `_call`.
 INERT_FUNCTIONS = [
@@ -1206,7 +1209,7 @@ def main() -> int:
         "What gensim's saved models import (word vectors, topic, phrase and similarity models, recorded from real "
         "saves): classes restored from state only, each screened for the hooks loading runs; the functions its "
         "models keep as attributes, as values only.",
-        gensim_allowed + gensim_functions,
+        gensim_allowed + gensim_functions,  # partial(smartirs_wlocal, ...): called through the partial
         more={"state-only-classes": gensim_state_only, "referenced-callables": gensim_functions},
     )
     optuna_allowed, optuna_state_only = screened_classes("optuna", skip=OPTUNA_SKIP)
@@ -1233,7 +1236,7 @@ def main() -> int:
         "aggregation, clustering, nominal and retrieval metrics, collections and wrappers, recorded from real "
         "saves; not the metrics that wrap networks): classes restored from state only, each screened for the hooks "
         "loading runs; the reduction functions they keep, as values only.",
-        metric_allowed + metric_functions,
+        metric_allowed,
         more={"state-only-classes": metric_state_only, "referenced-callables": metric_functions},
     )
     from tests.helpers.scipy_models import save_models as save_scipy
@@ -1254,7 +1257,7 @@ def main() -> int:
         "or rotations): classes restored from state, each screened for the hooks loading runs, whose constructors "
         "only compute from arrays (a spline keeps its class as a value); a distribution's state holds code SciPy "
         "execs, judged by WS-PKL-032; the methods interp1d keeps, as values only.",
-        scipy_allowed + scipy_functions,
+        scipy_allowed,
         # Their constructors only compute from the arrays they are given; a fitted UnivariateSpline keeps its own
         # class as `_spline_class`.
         more={

@@ -52,11 +52,11 @@ def forged_dtype_flags(target: Obj, state: Sym) -> str | None:
         return _made_otherwise(target)
     if _ml_dtype(target) is not None:  # any state: the descriptor may be the one the process shares (review 54)
         return None if ml_dtype_size(target, state) is not None else f"{_shown(target)} with a state NumPy never writes"
+    code = _code(target)
+    if code is None:  # any state: 'bfloat16' by its name is ml_dtypes' shared descriptor too (review 56)
+        return f"a kind given as {_shown(target)}, which NumPy never pickles"
     if not isinstance(state, Seq) or len(state.items) not in (8, 9):
         return None
-    code = _code(target)
-    if code is None:
-        return f"a kind given as {_shown(target)}, which NumPy never pickles"
     kind = code[0]
     version, flags = _const_int(state.items[0]), _const_int(state.items[7])
     if flags is None or version is None:
