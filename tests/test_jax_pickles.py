@@ -59,3 +59,10 @@ def test_reconstruct_array_called_through_partial_is_high(tmp_path: Path) -> Non
     blob = (b"\x80\x02cfunctools\npartial\ncjax._src.array\n_reconstruct_array\n\x85R"
             b"(cnumpy._core.multiarray\n_reconstruct\n(S'x'\ntS'y'\n}S'weak_type'\n\x89stR.")  # fmt: skip
     assert _rules(tmp_path, blob).get("WS-PKL-050") == Severity.HIGH
+
+
+def test_the_array_reconstruct_array_makes_is_sized_as_numpys(tmp_path: Path) -> None:
+    """Review 56: NumPy's _reconstruct with a shape of 4e9 items is WS-PKL-048, through _reconstruct_array too."""
+    blob = (b"\x80\x02cjax._src.array\n_reconstruct_array\n(cnumpy._core.multiarray\n_reconstruct\n"
+            b"(cnumpy\nndarray\n(I4000000000\ntS'b'\ntS'y'\n}S'weak_type'\n\x89stR.")  # fmt: skip
+    assert _rules(tmp_path, blob).get("WS-PKL-048") == Severity.HIGH

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 
+from wscan.scanners.pickle_jax import RECONSTRUCT_ARRAY
 from wscan.scanners.pickle_values import Const, Global, Obj, Seq, Sym, _const_int, const_ints, describe, restored_class
 
 ZERO_FILLED = frozenset({"builtins.bytearray", "builtins.bytes"})
@@ -115,8 +116,9 @@ COPYREG_NEWOBJ = ("copyreg.__newobj__", "copyreg.__newobj_ex__")
 
 
 def _through_helpers(func: Global, args: Seq) -> tuple[Global, Seq]:
-    """The call a copyreg helper makes: _reconstructor(cls, base, state) runs base.__init__(obj, state), so
-    _reconstructor(bytearray, bytearray, N) fills N bytes (review 52); __newobj__(cls, *args) runs cls.__new__."""
+    """The call a helper makes: _reconstructor(cls, base, state) runs base.__init__(obj, state), so
+    _reconstructor(bytearray, bytearray, N) fills N bytes (review 52); __newobj__(cls, *args) runs cls.__new__;
+    JAX's _reconstruct_array(fun, args, ...) runs fun(*args)."""
     items = args.items
     if func.dotted == COPYREG_RECONSTRUCTOR and len(items) == 3 and isinstance(items[1], Global):
         return items[1], Seq("tuple", [items[2]])
@@ -125,6 +127,10 @@ def _through_helpers(func: Global, args: Seq) -> tuple[Global, Seq]:
         if func.dotted == "copyreg.__newobj_ex__":
             rest = rest[0].items if rest and isinstance(rest[0], Seq) else []
         return items[0], Seq("tuple", list(rest))
+    if func.dotted == RECONSTRUCT_ARRAY and len(items) > 1:
+        fun, inner = items[0], items[1]
+        if isinstance(fun, Global) and isinstance(inner, Seq):
+            return fun, inner  # a JAX array: fun(*args) (review 56 gave NumPy's _reconstruct 4e9 items so)
     return func, args
 
 
