@@ -484,7 +484,7 @@ def _keep(res: PickleResult, values: list[Sym]) -> None:
     """Note the names `values` hold, inside the lists, tuples, sets and dicts among them (each container walked
     once; what is added to it later is noted as it is added). A class kept as a value can be called later by
     whatever holds it (WS-PKL-022)."""
-    pending = list(values)
+    pending = [value for value in values if type(value) is not Const]  # constants hold no names: most items
     while pending:
         value = pending.pop()
         if isinstance(value, Global):
@@ -492,9 +492,9 @@ def _keep(res: PickleResult, values: list[Sym]) -> None:
         elif isinstance(value, Seq | Dict) and not value.walked:  # marked on itself: a set of ids kept every
             value.walked = True  # container alive (9,900,000 empty lists appended to one: 1.9 GB, memory audit #10)
             if isinstance(value, Seq):
-                pending.extend(value.items)
+                pending.extend(item for item in value.items if type(item) is not Const)
             else:
-                pending.extend(item for pair in value.items for item in pair)
+                pending.extend(item for pair in value.items for item in pair if type(item) is not Const)
 
 
 def _const_int(value: Sym) -> int | None:

@@ -469,9 +469,10 @@ class Machine:
         def escape(values: list[Sym]) -> None:
             """builtins.getattr put anywhere but the callee's place: no longer only a lookup (the same for the
             nested loader: no longer only called where the machine sees its argument)."""
-            if res.getattr_seen and any(v is getattr_global for v in values):
+            # `in` is identity here: symbolic values compare by identity (eq=False), and it runs in C
+            if res.getattr_seen and getattr_global in values:
                 res.getattr_escaped = True
-            if any(v is nested_loader for v in values):
+            if nested_loader in values:
                 res.nested_unread = True
 
         def memo_put(index: int, value: Sym) -> None:
