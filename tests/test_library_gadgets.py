@@ -2437,3 +2437,15 @@ def test_interp1d_methods_are_values_never_calls(tmp_path: Path) -> None:
     assert pickle.loads(call) == 120  # factorial(5), called by loading
     report = scan_bytes(tmp_path, call, "call.pkl")
     assert any(f.rule_id == "WS-PKL-003" and "_call_spline" in f.message for f in report.findings), report.findings
+
+
+def test_a_distributions_entropy_imported_by_name_is_never_called(tmp_path: Path) -> None:
+    """A discrete distribution keeps its own _entropy, looked up on itself (getattr) and bound to it; imported by name,
+    `_entropy(ns, x)` calls ns._get_support(x), any value the file chose (review 56's interp1d shape). Only the
+    lookup on a restored instance passes (test_method_of_a_restored_instance_is_judged_by_its_name)."""
+    pytest.importorskip("scipy")
+    call = (b"\x80\x04cscipy.stats._discrete_distns\npoisson_gen._entropy\ncargparse\nNamespace\n)R"
+            b"}X\x02\x00\x00\x00pk]G?\xe0\x00\x00\x00\x00\x00\x00aG?\xe0\x00\x00\x00\x00\x00\x00asb\x85R.")  # fmt: skip
+    assert abs(pickle.loads(call) - 0.6931) < 1e-3  # entropy of (0.5, 0.5): called by loading
+    report = scan_bytes(tmp_path, call, "call.pkl")
+    assert any(f.rule_id == "WS-PKL-003" and "_entropy" in f.message for f in report.findings), report.findings

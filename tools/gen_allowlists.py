@@ -1246,7 +1246,9 @@ def main() -> int:
     # A discrete distribution pickles `vecentropy`, np.vectorize of its own bound _entropy (getattr(self, "_entropy")):
     # kept as a value, called by its entropy().
     discrete = _resolve("scipy.stats._distn_infrastructure.rv_discrete")
-    scipy_functions += [f"{name}._entropy" for name in scipy_allowed if _subclass(_resolve(name), discrete)]
+    # Looked up on an instance the stream restored (getattr), so bound to it: never importable and callable by name,
+    # where `_entropy(ns, x)` calls ns._get_support(x), any value a file chose (review 56's shape).
+    scipy_methods = [f"{name}._entropy" for name in scipy_allowed if _subclass(_resolve(name), discrete)]
     # Their pickles carry slot state (BUILD sets it with setattr): the property setters it can reach (PPoly's x and
     # c, interp1d's fill_value) only convert and check arrays.
     slot_classes = [name for name in scipy_allowed if any(vars(b).get("__slots__") for b in _resolve(name).__mro__)]  # type: ignore[attr-defined]
@@ -1264,6 +1266,7 @@ def main() -> int:
             "state-only-classes": scipy_state_only,
             "value-classes": scipy_state_only,
             "referenced-callables": scipy_functions,
+            "instance-methods": scipy_methods,
             "slot-classes": slot_classes,
         },
     )
