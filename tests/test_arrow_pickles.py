@@ -399,3 +399,15 @@ def test_buffers_passed_out_of_band_are_unverified_not_invalid(tmp_path: Path) -
         pickle.loads(blob, buffers=buffers)  # loads with its buffers
         found = rules(tmp_path, blob, f"{name}.pkl")
         assert "WS-PKL-045" not in found and found.get("WS-PKL-046") == Severity.MEDIUM, (name, found)
+
+
+def test_dictionary_indices_under_a_bitmap_with_no_nulls_are_all_read(tmp_path: Path) -> None:
+    """Review 57: with a null count of 0 Arrow drops the validity bitmap, so an index the bitmap marked null is read;
+    a compute kernel segfaulted on 1,000,000 into two entries."""
+    real = _array_state(pa.array(["a", "b", "a"]).dictionary_encode())
+    indices = pa.py_buffer(struct.pack("<3i", 0, 1_000_000, 1))
+    bitmap = pa.py_buffer(bytes([0b101]))
+    hidden = (real[0], 3, 1, 0, [bitmap, indices], [], real[6])  # one null: the index under it is never read
+    assert rules(tmp_path, _materialised(hidden), "hidden.pkl") == {}
+    counted = (real[0], 3, 0, 0, [bitmap, indices], [], real[6])
+    assert rules(tmp_path, _materialised(counted), "counted.pkl").get("WS-PKL-045") == Severity.HIGH

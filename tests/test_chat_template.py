@@ -399,3 +399,34 @@ def test_a_table_named_like_jinjas_own_bindings_is_no_table() -> None:
         key + "{% if false %}{% set d = {} %}{% endif %}{{ d[K] }}",  # d may come from the render context
     ):
         assert "template.computed_attribute" in {i.kind for i in check_template(source)}, source
+
+
+# Review 57: an underscore cut from the text of a list of objects, and looked-up values laundered through
+# namespace({...}), default() or dict(**...), or str.format kept to call later, reached os.popen unsandboxed.
+U57 = "{% set u = ([{}.items()]|join)[4] %}{% macro m() %}{% endmacro %}"
+G57 = "m[u~u~'init'~u~u][u~u~'globals'~u~u]['sys']['modules']"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (U57 + "{{ " + G57 + "['shutil'].copy('a', 'b') }}", "template.computed_attribute"),
+        (U57 + "{% set ns = namespace({'run': " + G57 + "['os']['popen']}) %}{{ ns.run('id') }}",
+         "template.computed_call"),
+        ("{% set ns = namespace({'run': x[k]}) %}{{ ns.run('id') }}", "template.computed_call"),
+        ("{% set f = none|default(x[k], true) %}{{ f('id') }}", "template.computed_call"),
+        ("{% set d = dict(**{'f': x[k]}) %}{{ d.f('id') }}", "template.computed_call"),
+        ("{% set fs = '{0.x}' %}{% set ns = namespace({'f': fs.format}) %}{{ ns.f(m) }}",
+         "template.computed_attribute"),
+    ],
+    ids=["join-underscore", "namespace-dict-popen", "namespace-dict", "default", "dict-kwargs", "format-kept"],
+)
+def test_values_laundered_through_containers_are_judged(source: str, expected: str) -> None:
+    assert expected in {i.kind for i in check_template(source)}
+
+
+def test_the_underscore_cut_from_a_joined_list_of_objects_is_real() -> None:
+    import jinja2
+
+    assert jinja2.Environment().from_string("{{ ([{}.items()]|join)[4] }}").render() == "_"
+    assert check_template("{{ '{0}'.format(x) }}{{ messages[0].content.format_map(d) }}") == []  # calls pass

@@ -108,6 +108,7 @@ def check_template(source: str, program_data: bool = False) -> list[Issue]:
         sources = KeySources(walked, context_reads(tree, _ENV), trust_context=program_data)
     aliases = _global_aliases(walked, sources)
     owned = _Owned(_own_namespaces(walked), _own_tables(walked), sources)
+    owned.called = {id(node.node) for node in walked if isinstance(node, nodes.Call)}
     found: Iterator[Issue] = (issue for node in walked for issue in _inspect(node, aliases, sources, owned))
     if len(walked) <= MAX_NODES:  # what rendering costs: llama.cpp renders the template while loading the model
         found = chain(found, render_costs(tree, walked, _fold, len(source)))
@@ -226,6 +227,7 @@ class _Owned:
         self.namespaces = namespaces
         self.tables = tables
         self.sources = sources
+        self.called: set[int] = set()  # the nodes a call calls
 
     def table(self, node: nodes.Node) -> bool:
         """Whether `node` is a dict or list the template writes out, directly or by a name only ever set to one that
@@ -247,6 +249,9 @@ def _inspect(node: nodes.Node, aliases: set[int], sources: KeySources, owned: _O
     if isinstance(node, nodes.Getattr):
         own = isinstance(node.node, nodes.Name) and node.node.name in owned.namespaces
         yield from _attribute(node, node.attr, dangerous=not own)
+        if node.attr in ("format", "format_map") and id(node) not in owned.called:
+            # str.format kept to call later, where the check of its format string (`_call`) cannot see it (review 57)
+            yield _issue("template.computed_attribute", node, name=f"<{node.attr} method kept as a value>")
         if isinstance(node.node, nodes.Name) and id(node.node) in aliases:
             yield _issue("template.global_internals", node, name=f"{node.node.name}.{node.attr}")
     elif isinstance(node, nodes.Getitem):

@@ -53,6 +53,9 @@ TEXT_FILTERS = frozenset({"string", "pprint", "e", "escape", "forceescape", "joi
 # ... and what makes such objects: filters that return generators, and the template globals (functions, classes).
 GENERATOR_FILTERS = frozenset({"map", "select", "reject", "selectattr", "rejectattr", "batch", "slice", "groupby",
                                "dictsort", "items"})  # fmt: skip
+# Filters that hand on items of their input as they are: an object in a list stays one.
+PICKING_FILTERS = frozenset({"first", "last", "random", "min", "max", "list", "reverse", "sort", "unique", "join",
+                             "string", "batch", "slice"})  # fmt: skip
 OBJECT_GLOBALS = frozenset({"namespace", "range", "dict", "lipsum", "cycler", "joiner", "raise_exception",
                             "strftime_now", "loop", "caller", "self"})  # fmt: skip
 # Methods of str, list and dict: what templates call on the chat's own values (`m.content.strip()`).
@@ -220,7 +223,11 @@ class KeySources:
             plain = isinstance(target, nodes.Name) and target.name in PLAIN_CALLS and target.name not in self.bound
             return not plain and not (isinstance(target, nodes.Getattr) and target.attr in TEXT_METHODS)
         if isinstance(node, nodes.Filter):
-            return node.name in GENERATOR_FILTERS
+            # ... or one taken out of a list of them (`[{}.items()]|join` is 'dict_items([])': review 57)
+            picked = node.name in PICKING_FILTERS and node.node is not None and self.object_text(node.node)
+            return node.name in GENERATOR_FILTERS or picked
+        if isinstance(node, nodes.List | nodes.Tuple):
+            return any(self.object_text(item) for item in node.items)
         if isinstance(node, nodes.Name) and node.ctx == "load":
             return node.name in OBJECT_GLOBALS and node.name not in self.bound
         return False
@@ -241,7 +248,15 @@ class KeySources:
             if node.name == "map":  # map('attr', k) or map(attribute=k); map('upper') names a filter
                 names = names[1:2] if node.args and _is_attr_filter(node.args[0]) else names[len(node.args):]
             computed = node.name in ATTRIBUTE_FETCHERS and not all(isinstance(arg, nodes.Const) for arg in names)
-            return computed or (node.node is not None and self.fetches(node.node, deeper))
+            # `none|default(x[k], true)` is x[k]: what the filter is given may be what it returns (review 57)
+            given = [*node.args, *(kw.value for kw in node.kwargs), *(n for n in (node.dyn_args, node.dyn_kwargs) if n)]
+            return computed or (node.node is not None and self.fetches(node.node, deeper)) or any(
+                self.fetches(value, deeper) for value in given
+            )
+        if isinstance(node, nodes.Call) and _holds_arguments(node, self.bound):
+            # namespace({'run': x[k]}) and dict(**{...}) keep what they are given (review 57)
+            given = [*node.args, *(kw.value for kw in node.kwargs), *(n for n in (node.dyn_args, node.dyn_kwargs) if n)]
+            return any(self.fetches(value, deeper) for value in given)
         if isinstance(node, nodes.Getattr) and _attribute_name(node) in self.fetched:
             return True  # `{% set ns.v = x[k] %}`, then `ns.v`: what the attribute was set to (review 54)
         if isinstance(node, nodes.Getattr | nodes.Call):
@@ -328,6 +343,12 @@ class KeySources:
         return True  # a macro's output, caller(), a cycler or joiner: text the template makes
 
 
+def _holds_arguments(call: nodes.Call, bound: set[str]) -> bool:
+    """A call of the template global `namespace` or `dict`, which keeps its arguments as its values."""
+    target = call.node
+    return isinstance(target, nodes.Name) and target.name in ("namespace", "dict") and target.name not in bound
+
+
 def _bindings(node: nodes.Node) -> Iterator[tuple[list[str], nodes.Node | None, bool]]:
     """The names a statement binds, the expression their values come from (None: may be anything), and whether
     they are its items (a loop)."""
@@ -336,6 +357,10 @@ def _bindings(node: nodes.Node) -> Iterator[tuple[list[str], nodes.Node | None, 
         if isinstance(node.target, nodes.Name) and isinstance(node.node, nodes.Call):
             for keyword in node.node.kwargs:  # namespace(k=v): ns.k starts as v
                 yield [f"{node.target.name}.{keyword.key}"], keyword.value, False
+            for given in node.node.args:  # namespace({'k': v}) too (review 57)
+                for pair in given.items if isinstance(given, nodes.Dict) else []:
+                    if isinstance(pair.key, nodes.Const) and isinstance(pair.key.value, str):
+                        yield [f"{node.target.name}.{pair.key.value}"], pair.value, False
     elif isinstance(node, nodes.AssignBlock):
         yield target_names(node.target), None, False
     elif isinstance(node, nodes.For):

@@ -187,8 +187,9 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
         _sized(buffers[1], -(-end * bits // 8), end)
     if kind.kind == "dictionary":
         words = _check(dictionary, budget, depth + 1, kind.children[1])
-        _check_indices(_whole(buffers[1]), None if validity is None else _whole(validity), kind.children[0], offset,
-                       end, words)
+        # a null count of 0 drops the bitmap (Arrow's AdjustNonNullable): every index is read then (review 57)
+        mask = None if validity is None or nulls == 0 else _whole(validity)
+        _check_indices(_whole(buffers[1]), mask, kind.children[0], offset, end, words)
     elif kind.kind in ("binary", "list") and length:
         if buffers[1] is None or len(buffers[1]) < (end + 1) * kind.size:
             shown = 0 if buffers[1] is None else len(buffers[1])
