@@ -525,14 +525,15 @@ def _instance_method_call(module: str, cls: str, method: str) -> bytes:
 
 def test_method_of_a_restored_instance_is_judged_by_its_name(tmp_path: Path) -> None:
     """getattr(instance, "name") is the class's function of that name, judged by the allowlist: a DataFrame's
-    to_pickle is not on it (critical), a SciPy discrete distribution's _entropy (what its pickled vecentropy
-    wraps) is, and calling it computes an entropy."""
+    to_pickle is not on it (critical). A SciPy discrete distribution's _entropy (what its pickled vecentropy wraps)
+    passes as a value only (test_scipy_distributions_as_scipy_writes_them_pass): called while the file loads it
+    calls self._get_support, which a state set before the call replaces (review 58: a segfault, factorial(10**8))."""
     hostile = scan_bytes(tmp_path, _instance_method_call("pandas.core.frame", "DataFrame", "to_pickle"))
     assert any(f.rule_id == "WS-PKL-017" and "DataFrame.to_pickle" in f.message for f in hostile.findings), (
         hostile.findings
     )
     scipy = scan_bytes(tmp_path, _instance_method_call("scipy.stats._discrete_distns", "poisson_gen", "_entropy"))
-    assert not [f for f in scipy.findings if f.severity >= Severity.HIGH], scipy.findings
+    assert any(f.rule_id == "WS-PKL-017" and "_entropy" in f.message for f in scipy.findings), scipy.findings
     dunder = scan_bytes(tmp_path, _instance_method_call("scipy.stats._discrete_distns", "poisson_gen", "__reduce__"))
     assert any(f.severity >= Severity.CRITICAL for f in dunder.findings), dunder.findings
 
