@@ -16,7 +16,19 @@ import math
 import re
 
 from wscan.scanners.pickle_jax import RECONSTRUCT_ARRAY
-from wscan.scanners.pickle_values import Const, Global, Obj, Seq, Sym, _const_int, const_ints, describe, restored_class
+from wscan.scanners.pickle_ops import LongBytes
+from wscan.scanners.pickle_values import (
+    Const,
+    Global,
+    Obj,
+    PickleResult,
+    Seq,
+    Sym,
+    _const_int,
+    const_ints,
+    describe,
+    restored_class,
+)
 
 ZERO_FILLED = frozenset({"builtins.bytearray", "builtins.bytes"})
 # What these take besides bytes, as pickle writes them: protocol 2 spells bytes as _codecs.encode(text, "latin1").
@@ -172,3 +184,28 @@ def _exponent(value: Sym) -> int:
 
 def _amount(count: int) -> str:
     return f"{count:,} items" if count < 10**15 else f"about 2^{count.bit_length() - 1} items"
+
+
+# Bytes of array data a stream may hand its arrays beyond its own length: each buffer the file holds backs one array
+# in what writers make (pickle memoizes an array, never its state); a state reused for many arrays is copied by each
+# when NumPy byte-swaps it or JAX converts it (review 59: 16 MiB given to 600 arrays, 9.4 GiB as the file loaded).
+ARRAY_DATA_SLACK = 64 * 1024 * 1024
+
+
+def array_data_length(state: Sym) -> int:
+    """The bytes of data in an array's state (version, shape, dtype, fortran, data), as NumPy's BUILD takes it."""
+    data = state.items[-1] if isinstance(state, Seq) and len(state.items) == 5 and not state.dropped else None
+    value = data.value if isinstance(data, Const) else None
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    return value.length if isinstance(value, LongBytes) and not value.text else 0
+
+
+def handed_out(res: PickleResult, state: Sym, read: int) -> str | None:
+    """Why the arrays so far were handed more data than a `read`-byte stream holds, once per stream; else None."""
+    res.array_data += array_data_length(state)
+    if res.array_data_reported or res.array_data <= read + ARRAY_DATA_SLACK:
+        return None
+    res.array_data_reported = True
+    return (f"{res.array_data:,} bytes of array data from a stream of {read:,} bytes: one buffer given to many "
+            "arrays, which no writer pickles")  # fmt: skip

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from wscan.limits import BudgetExceeded, Limits
 from wscan.scanners.omegaconf_resolvers import TOO_MANY_RESOLVERS, ResolverCall, resolver_calls
 from wscan.scanners.pickle_arrow import ARROW_CALLS, BYTEARRAY, INDIRECT, MAX_ARRAYS, RESTORE_ARRAY, frozen
-from wscan.scanners.pickle_calls import amplified_call
+from wscan.scanners.pickle_calls import amplified_call, handed_out
 from wscan.scanners.pickle_config_targets import (
     _config_pairs,
     _config_targets,
@@ -303,6 +303,8 @@ class Machine:
                     attrs: dict[str, str | int | bool] = {"callable": restored_class(made), "detail": counter}
                     res.events.append(Event("pickle.shared_counter", offset, attrs))
             _state_from_call(res, func, args, offset)
+            if func.dotted == RECONSTRUCT_ARRAY and isinstance(args, Seq) and len(args.items) == 4:
+                self._array_data(res, func, args.items[2], offset)  # its arr_state: the array's BUILD
             jax_array = forged_jax_array(func, args)
             if jax_array is not None:
                 attrs = {"callable": func.dotted, "detail": jax_array}
@@ -320,6 +322,14 @@ class Machine:
             else:
                 res.storage_infos_dropped += 1
         return made
+
+    def _array_data(self, res: PickleResult, maker: Sym, state: Sym, offset: int) -> None:
+        """Count the data an array's state hands it against what the stream holds (`pickle_calls.handed_out`)."""
+        amplified = handed_out(res, state, self.stream.base + self.stream.offset)
+        if amplified is not None:
+            callable_ = restored_class(maker) if isinstance(maker, Obj) else describe(maker)
+            attrs = {"callable": callable_, "detail": amplified}
+            res.events.append(Event("pickle.amplified_call", offset, dict[str, str | int | bool](attrs)))
 
     def _forward(self, res: PickleResult, func: Global, args: Sym, how: str, offset: int, depth: int = 0) -> None:
         """What an allowlisted helper does with its arguments: call them, or instantiate them."""
@@ -744,6 +754,8 @@ class Machine:
                 self._after_build(res, target, "BUILD", at)
             target.state = state
             _judge_state(res, target, state, at)
+            if restored_class(target) in _ARRAY_REBUILDERS:
+                self._array_data(res, target, state, at)
             forged = forged_dtype_flags(target, state)
             if forged is not None:
                 res.events.append(Event("pickle.forged_dtype", at, {"callable": describe(target), "detail": forged}))
