@@ -214,6 +214,14 @@ def _shared_descriptor_rewrite(how: str) -> bytes:
     return pickle.dumps([Reduce(*made, state)], protocol=1)  # protocol 2 and up write __newobj__ as NEWOBJ
 
 
+def _bfloat16_size_after_loading(path: Path) -> str:
+    """The item size of ml_dtypes' shared bfloat16 descriptor once `path` is loaded, in a child process."""
+    code = ("import pickle, sys, ml_dtypes, numpy as np; pickle.load(open(sys.argv[1], 'rb'));"
+            " print(np.dtype(ml_dtypes.bfloat16).itemsize)")  # fmt: skip
+    shown = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    return shown.stdout.strip() or shown.stderr[-500:]
+
+
 @pytest.mark.parametrize("how", ["reconstructor", "newobj", "newobj_ex", "no-copy", "copy-false"])
 def test_a_state_on_the_shared_ml_dtypes_descriptor_is_high(tmp_path: Path, how: str) -> None:
     """Review 54: NumPy protects its built-in descriptors but lets a state rewrite ml_dtypes' shared ones, so every
@@ -221,10 +229,7 @@ def test_a_state_on_the_shared_ml_dtypes_descriptor_is_high(tmp_path: Path, how:
     bytes of data, and a record's bfloat16 field read past its buffer). Only numpy.dtype(t, False, True) copies."""
     path = tmp_path / f"{how}.pkl"
     path.write_bytes(_shared_descriptor_rewrite(how))
-    code = ("import pickle, sys, ml_dtypes, numpy as np; pickle.load(open(sys.argv[1], 'rb'));"
-            " print(np.dtype(ml_dtypes.bfloat16).itemsize)")  # fmt: skip
-    shown = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
-    assert shown.stdout.strip() == "4", shown
+    assert _bfloat16_size_after_loading(path) == "4"
     assert "WS-PKL-043" in rule_ids(scan(path))
 
 
@@ -254,10 +259,7 @@ def test_an_ml_dtype_named_by_its_text_is_no_numpy_kind(tmp_path: Path) -> None:
     blob = b"\x80\x02cnumpy\ndtype\nX\x08\x00\x00\x00bfloat16\x89\x89\x87R(K\x02X\x01\x00\x00\x00<NNNK\x04K\x02tb."
     path = tmp_path / "by-name.pkl"
     path.write_bytes(blob)
-    code = ("import pickle, sys, ml_dtypes, numpy as np; pickle.load(open(sys.argv[1], 'rb'));"
-            " print(np.dtype(ml_dtypes.bfloat16).itemsize)")  # fmt: skip
-    shown = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
-    assert shown.stdout.strip() == "4", shown
+    assert _bfloat16_size_after_loading(path) == "4"
     assert "WS-PKL-043" in rule_ids(scan(path))
 
 

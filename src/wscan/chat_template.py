@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import chain, islice
 
 from jinja2 import Environment, nodes
@@ -107,8 +107,7 @@ def check_template(source: str, program_data: bool = False) -> list[Issue]:
     else:
         sources = KeySources(walked, context_reads(tree, _ENV), trust_context=program_data)
     aliases = _global_aliases(walked, sources)
-    owned = _Owned(_own_namespaces(walked), _own_tables(walked), sources)
-    owned.called = {id(node.node) for node in walked if isinstance(node, nodes.Call)}
+    owned = _Owned(walked, sources)
     found: Iterator[Issue] = (issue for node in walked for issue in _inspect(node, aliases, sources, owned))
     if len(walked) <= MAX_NODES:  # what rendering costs: llama.cpp renders the template while loading the model
         found = chain(found, render_costs(tree, walked, _fold, len(source)))
@@ -186,19 +185,16 @@ def _issue(kind: str, node: nodes.Node, **attrs: AttrValue) -> Issue:
     return Issue(kind, {**attrs, "line": node.lineno})
 
 
-def _own_namespaces(walked: list[nodes.Node]) -> frozenset[str]:
-    """Names the template binds only ever to `namespace(...)`: their attributes are the template's own keys
-    (`ns.system` holds the system prompt it collects), not Python objects' (review 48)."""
+def _only_set_to(walked: list[nodes.Node], made: Callable[[nodes.Node], bool]) -> frozenset[str]:
+    """Names every binding of which (set, loops, parameters, ...) is a `{% set name = value %}` with `made(value)`."""
     bound = bound_names(walked)
-    made: Counter[str] = Counter()
-    for node in walked:
-        if isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name):
-            call = node.node.node if isinstance(node.node, nodes.Call) else None
-            if isinstance(call, nodes.Name) and call.name == "namespace":
-                made[node.target.name] += 1
-    if bound["namespace"]:
-        return frozenset()
-    return frozenset(name for name, count in made.items() if bound[name] == count)
+    counts = Counter(node.target.name for node in walked
+                     if isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name) and made(node.node))
+    return frozenset(name for name, count in counts.items() if bound[name] == count)
+
+
+def _is_namespace_call(value: nodes.Node) -> bool:
+    return isinstance(value, nodes.Call) and isinstance(value.node, nodes.Name) and value.node.name == "namespace"
 
 
 # Names Jinja binds itself: a macro that reads `caller` takes it from any call's `caller=` keyword (review 54 passed a
@@ -206,28 +202,20 @@ def _own_namespaces(walked: list[nodes.Node]) -> frozenset[str]:
 IMPLICIT_NAMES = frozenset({"caller", "loop", "varargs", "kwargs", "self"})
 
 
-def _own_tables(walked: list[nodes.Node]) -> frozenset[str]:
-    """Names the template binds only ever to a dict or list it writes out (`{% set roles = {'user': ...} %}`): looking
-    one up by a key the chat controls (`roles[message.role]`) reads the template's own entries. A key no entry has
-    falls through to an attribute of dict or list, which the sandbox refuses when it starts with `_`, and which
-    without one is a method, harmless unless taken further (that lookup is judged on its own)."""
-    bound = bound_names(walked)
-    made: Counter[str] = Counter()
-    for node in walked:
-        if (isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name)
-                and isinstance(node.node, nodes.Dict | nodes.List)):
-            made[node.target.name] += 1
-    return frozenset(name for name, count in made.items() if bound[name] == count and name not in IMPLICIT_NAMES)
-
-
 class _Owned:
-    """What the template makes itself: namespaces (their attributes are its keys) and literal tables."""
+    """What the template makes itself, and what it calls."""
 
-    def __init__(self, namespaces: frozenset[str], tables: frozenset[str], sources: KeySources) -> None:
-        self.namespaces = namespaces
-        self.tables = tables
+    def __init__(self, walked: list[nodes.Node], sources: KeySources) -> None:
+        # Names only ever set to `namespace(...)`: their attributes are the template's own keys (`ns.system` holds
+        # the system prompt it collects), not Python objects' (review 48).
+        self.namespaces = frozenset() if bound_names(walked)["namespace"] else _only_set_to(walked, _is_namespace_call)
+        # Names only ever set to a dict or list it writes out (`{% set roles = {'user': ...} %}`): looking one up by a
+        # key the chat controls (`roles[message.role]`) reads the template's own entries. A key no entry has falls
+        # through to an attribute of dict or list, which the sandbox refuses when it starts with `_`, and which
+        # without one is a method, harmless unless taken further (that lookup is judged on its own).
+        self.tables = _only_set_to(walked, lambda value: isinstance(value, nodes.Dict | nodes.List)) - IMPLICIT_NAMES
         self.sources = sources
-        self.called: set[int] = set()  # the nodes a call calls
+        self.called = {id(node.node) for node in walked if isinstance(node, nodes.Call)}  # what calls call
 
     def table(self, node: nodes.Node) -> bool:
         """Whether `node` is a dict or list the template writes out, directly or by a name only ever set to one that
@@ -324,7 +312,7 @@ def _attribute(node: nodes.Node, name: str, dangerous: bool = False) -> Iterator
 def _computed_key(node: nodes.Node, key: nodes.Node, sources: KeySources, own_table: bool) -> Iterator[Issue]:
     """`x['__class__']` or `x['__cla' ~ 'ss__']`: a string key is an attribute lookup in Jinja. A key the template
     assembles, there or through names, a macro's parameters and the like (template_keys), may be any name, except as
-    a key into a table the template writes out itself (`_own_tables`): real templates map a role or a language code
+    a key into a table the template writes out itself (`_Owned.tables`): real templates map a role or a language code
     to text so (review 53 found four)."""
     if isinstance(key, nodes.Const):
         if isinstance(key.value, str):

@@ -249,14 +249,12 @@ class KeySources:
                 names = names[1:2] if node.args and _is_attr_filter(node.args[0]) else names[len(node.args):]
             computed = node.name in ATTRIBUTE_FETCHERS and not all(isinstance(arg, nodes.Const) for arg in names)
             # `none|default(x[k], true)` is x[k]: what the filter is given may be what it returns (review 57)
-            given = [*node.args, *(kw.value for kw in node.kwargs), *(n for n in (node.dyn_args, node.dyn_kwargs) if n)]
             return computed or (node.node is not None and self.fetches(node.node, deeper)) or any(
-                self.fetches(value, deeper) for value in given
+                self.fetches(value, deeper) for value in _passed(node)
             )
         if isinstance(node, nodes.Call) and _holds_arguments(node, self.bound):
             # namespace({'run': x[k]}) and dict(**{...}) keep what they are given (review 57)
-            given = [*node.args, *(kw.value for kw in node.kwargs), *(n for n in (node.dyn_args, node.dyn_kwargs) if n)]
-            return any(self.fetches(value, deeper) for value in given)
+            return any(self.fetches(value, deeper) for value in _passed(node))
         if isinstance(node, nodes.Getattr) and _attribute_name(node) in self.fetched:
             return True  # `{% set ns.v = x[k] %}`, then `ns.v`: what the attribute was set to (review 54)
         if isinstance(node, nodes.Getattr | nodes.Call):
@@ -343,6 +341,12 @@ class KeySources:
         return True  # a macro's output, caller(), a cycler or joiner: text the template makes
 
 
+def _passed(node: nodes.Call | nodes.Filter) -> list[nodes.Expr]:
+    """Everything a call or filter is handed: positional and keyword arguments, and what `*` and `**` spread."""
+    spread = [n for n in (node.dyn_args, node.dyn_kwargs) if n is not None]
+    return [*node.args, *(kw.value for kw in node.kwargs), *spread]
+
+
 def _holds_arguments(call: nodes.Call, bound: set[str]) -> bool:
     """A call of the template global `namespace` or `dict`, which keeps its arguments as its values."""
     target = call.node
@@ -384,9 +388,7 @@ def _mutations(call: nodes.Call) -> Iterator[tuple[list[str], nodes.Node | None,
     dunder key so, read back as `n.k`)."""
     target = call.node
     if isinstance(target, nodes.Getattr) and target.attr in MUTATORS and isinstance(target.node, nodes.Name):
-        given = [*call.args, *(kw.value for kw in call.kwargs)]
-        spread = [n for n in (call.dyn_args, call.dyn_kwargs) if n is not None]
-        yield [target.node.name], nodes.List([*given, *spread]), False
+        yield [target.node.name], nodes.List(_passed(call)), False
 
 
 def _arguments(call: nodes.Call, macros: dict[str, nodes.Macro], statements: list[nodes.Node]) -> Iterator[

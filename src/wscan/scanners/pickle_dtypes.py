@@ -18,7 +18,19 @@ import itertools
 import math
 import re
 
-from wscan.scanners.pickle_values import Const, Dict, Global, Obj, Seq, Sym, _const, _const_int, _is_none
+from wscan.scanners.pickle_values import (
+    _RESTORED_POSITIONS,
+    Const,
+    Dict,
+    Global,
+    Obj,
+    Seq,
+    Sym,
+    _const,
+    _const_int,
+    _is_none,
+    restored_class,
+)
 
 HOLDS_OBJECTS = 0x01  # NPY_ITEM_HASOBJECT (NPY_ITEM_REFCOUNT)
 LIST_PICKLE = 0x02  # NPY_LIST_PICKLE: the array pickles as a list of its items
@@ -42,7 +54,6 @@ ML_DTYPES: dict[str, tuple[int, int]] = {
     ), (1, 1)),
 }  # fmt: skip
 ML_DTYPE_FLAGS = 0x40  # NPY_USE_SETITEM
-COPYREG_MAKERS = frozenset({"copyreg._reconstructor", "copyreg.__newobj__", "copyreg.__newobj_ex__"})
 
 
 def forged_dtype_flags(target: Obj, state: Sym) -> str | None:
@@ -83,13 +94,12 @@ def forged_dtype_flags(target: Obj, state: Sym) -> str | None:
 def _made_otherwise(target: Obj) -> str | None:
     """A descriptor made through copyreg's helpers, which hand back the one the process shares for a type (review 54
     rewrote bfloat16's for every later array so: NumPy protects only its built-in ones). NumPy never pickles one so."""
-    func, args = target.func, target.args
-    helper = func.dotted if isinstance(func, Global) and func.dotted in COPYREG_MAKERS else None
-    made = args.items[0] if helper is not None and isinstance(args, Seq) and args.items else None
-    if isinstance(made, Global) and made.module.split(".")[0] == "numpy" and (
-        made.name == "dtype" or made.name.endswith("DType")
-    ):
-        return f"a dtype made by {helper}, a descriptor the process may share"
+    if not (isinstance(target.func, Global) and target.func.dotted in _RESTORED_POSITIONS):
+        return None
+    made = restored_class(target)  # the class the helper makes
+    module, _, name = made.rpartition(".")
+    if module.split(".")[0] == "numpy" and (name == "dtype" or name.endswith("DType")):
+        return f"a dtype made by {target.func.dotted}, a descriptor the process may share"
     return None
 
 

@@ -303,12 +303,8 @@ class Machine:
                     attrs: dict[str, str | int | bool] = {"callable": restored_class(made), "detail": counter}
                     res.events.append(Event("pickle.shared_counter", offset, attrs))
             _state_from_call(res, func, args, offset)
-            if func.dotted == RECONSTRUCT_ARRAY and isinstance(args, Seq) and len(args.items) == 4:
-                self._array_data(res, func, args.items[2], offset)  # its arr_state: the array's BUILD
-            jax_array = forged_jax_array(func, args)
-            if jax_array is not None:
-                attrs = {"callable": func.dotted, "detail": jax_array}
-                res.events.append(Event("pickle.forged_jax_array", offset, dict[str, str | int | bool](attrs)))
+            if func.dotted == RECONSTRUCT_ARRAY:
+                self._jax_array(res, func, args, offset)
             amplified = amplified_call(func, args)
             if amplified is not None:
                 attrs = {"callable": func.dotted, "detail": amplified}
@@ -322,6 +318,16 @@ class Machine:
             else:
                 res.storage_infos_dropped += 1
         return made
+
+    def _jax_array(self, res: PickleResult, func: Global, args: Sym, offset: int) -> None:
+        """JAX's _reconstruct_array(fun, args, arr_state, aval_state): arr_state is the array's BUILD (its data is
+        counted), and anything but what JAX writes is WS-PKL-050 (`pickle_jax`)."""
+        if isinstance(args, Seq) and len(args.items) == 4:
+            self._array_data(res, func, args.items[2], offset)
+        forged = forged_jax_array(func, args)
+        if forged is not None:
+            attrs: dict[str, str | int | bool] = {"callable": func.dotted, "detail": forged}
+            res.events.append(Event("pickle.forged_jax_array", offset, attrs))
 
     def _array_data(self, res: PickleResult, maker: Sym, state: Sym, offset: int) -> None:
         """Count the data an array's state hands it against what the stream holds (`pickle_calls.handed_out`)."""
