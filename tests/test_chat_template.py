@@ -418,8 +418,14 @@ G57 = "m[u~u~'init'~u~u][u~u~'globals'~u~u]['sys']['modules']"
         ("{% set d = dict(**{'f': x[k]}) %}{{ d.f('id') }}", "template.computed_call"),
         ("{% set fs = '{0.x}' %}{% set ns = namespace({'f': fs.format}) %}{{ ns.f(m) }}",
          "template.computed_attribute"),
+        # Review 58: a call hands back what it is given, so calling its result calls the looked-up value
+        ("{% for i in [1] %}{{ loop.cycle(x[k])('id') }}{% endfor %}", "template.computed_call"),
+        ("{{ cycler(x[k]).next()('id') }}", "template.computed_call"),
+        ("{% set d = {} %}{{ d.get('a', x[k])('id') }}", "template.computed_call"),
+        ("{% set f = loop.cycle(x[k]) %}{{ f('id') }}", "template.computed_call"),
     ],
-    ids=["join-underscore", "namespace-dict-popen", "namespace-dict", "default", "dict-kwargs", "format-kept"],
+    ids=["join-underscore", "namespace-dict-popen", "namespace-dict", "default", "dict-kwargs", "format-kept",
+         "loop-cycle", "cycler-next", "dict-get-default", "cycle-kept"],
 )
 def test_values_laundered_through_containers_are_judged(source: str, expected: str) -> None:
     assert expected in {i.kind for i in check_template(source)}

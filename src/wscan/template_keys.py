@@ -252,12 +252,13 @@ class KeySources:
             return computed or (node.node is not None and self.fetches(node.node, deeper)) or any(
                 self.fetches(value, deeper) for value in _passed(node)
             )
-        if isinstance(node, nodes.Call) and _holds_arguments(node, self.bound):
-            # namespace({'run': x[k]}) and dict(**{...}) keep what they are given (review 57)
-            return any(self.fetches(value, deeper) for value in _passed(node))
+        if isinstance(node, nodes.Call):
+            # A call may hand back what it is given: namespace({'run': x[k]}) and dict(**{...}) keep it (review 57),
+            # loop.cycle(x[k]) and cycler(x[k]).next() return it, d.get(k, x[k]) may (review 58)
+            return self.fetches(node.node, deeper) or any(self.fetches(value, deeper) for value in _passed(node))
         if isinstance(node, nodes.Getattr) and _attribute_name(node) in self.fetched:
             return True  # `{% set ns.v = x[k] %}`, then `ns.v`: what the attribute was set to (review 54)
-        if isinstance(node, nodes.Getattr | nodes.Call):
+        if isinstance(node, nodes.Getattr):
             return self.fetches(node.node, deeper)
         if isinstance(node, nodes.CondExpr):
             return any(n is not None and self.fetches(n, deeper) for n in (node.expr1, node.expr2))
@@ -345,12 +346,6 @@ def _passed(node: nodes.Call | nodes.Filter) -> list[nodes.Expr]:
     """Everything a call or filter is handed: positional and keyword arguments, and what `*` and `**` spread."""
     spread = [n for n in (node.dyn_args, node.dyn_kwargs) if n is not None]
     return [*node.args, *(kw.value for kw in node.kwargs), *spread]
-
-
-def _holds_arguments(call: nodes.Call, bound: set[str]) -> bool:
-    """A call of the template global `namespace` or `dict`, which keeps its arguments as its values."""
-    target = call.node
-    return isinstance(target, nodes.Name) and target.name in ("namespace", "dict") and target.name not in bound
 
 
 def _bindings(node: nodes.Node) -> Iterator[tuple[list[str], nodes.Node | None, bool]]:
