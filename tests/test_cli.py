@@ -153,6 +153,18 @@ def test_python_dash_m(folder: Path) -> None:
     assert json.loads(proc.stdout)["findings"][0]["rule_id"] == "WS-PKL-001"
 
 
+def test_the_command_leaves_after_a_scan_with_its_whole_report(tmp_path: Path) -> None:
+    """`wscan` exits without tearing the interpreter down after a scan (`cli.console`): the report must still reach
+    a pipe whole (here 300 files, far past a pipe's 64 KiB buffer), with the scan's exit code."""
+    for index in range(300):
+        (tmp_path / f"config-{index:03}.json").write_text('{"model_type": "bert"}')
+    proc = subprocess.run([sys.executable, "-m", "wscan", "--format", "json", str(tmp_path)], capture_output=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout) > 65536
+    assert json.loads(proc.stdout)["summary"]["files"]["total"] == 300
+
+
 def _npy(shape: str) -> bytes:
     header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}".encode()
     header += b" " * (-(10 + len(header) + 1) % 64) + b"\n"
