@@ -554,3 +554,81 @@ def test_more_distinct_yaml_targets_than_judged_is_high(tmp_path: Path) -> None:
     assert "WS-CFG-001" in rule_ids(scan_bytes(tmp_path / "a", same.encode(), "config.yaml"))
     distinct = "".join(f"l{i}:\n  _target_: torch.nn.L{i}\n" for i in range(1000)) + "g:\n  _target_: os.makedirs\n"
     assert "WS-CFG-006" in rule_ids(scan_bytes(tmp_path / "b", distinct.encode(), "config.yaml"))
+
+
+# Review 61: Lightning's CSVLogger writes a tensor hyperparameter into hparams.yaml with yaml.dump, as
+# `!!python/object/apply:torch.storage._load_from_bytes [!!binary <a legacy torch.save>]`; yaml.unsafe_load calls
+# it, and torch.load (weights_only off) reads those bytes. They are scanned as a torch file of their own.
+class _Payload:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        import os
+
+        return os.system, (f"touch {self.marker}",)
+
+
+def _tensor_yaml() -> str:
+    import torch
+    import yaml
+
+    return str(yaml.dump({"pos_weight": torch.tensor([1.0, 2.0])}))
+
+
+def _with_binary(text: str, payload: bytes) -> str:
+    """`text` with the bytes of its one `!!binary` scalar replaced by `payload`."""
+    import base64
+
+    head, rest = text.split("!!binary |\n", 1)
+    lines = rest.split("\n")
+    indent = lines[0][: len(lines[0]) - len(lines[0].lstrip())]
+    body = [line for line in lines if line.startswith(indent) and line.strip()]
+    tail = "\n".join(lines[len(body):])
+    encoded = base64.encodebytes(payload).decode().strip().split("\n")
+    return head + "!!binary |\n" + "\n".join(indent + line for line in encoded) + "\n" + tail
+
+
+def test_a_tensor_yaml_dump_writes_is_read_through_its_bytes(tmp_path: Path) -> None:
+    import torch
+    import yaml
+
+    text = _tensor_yaml()
+    assert "torch.storage._load_from_bytes" in text and "!!binary" in text
+    assert torch.equal(yaml.unsafe_load(text)["pos_weight"], torch.tensor([1.0, 2.0]))  # what the loader builds
+    report = scan_bytes(tmp_path, text.encode(), "hparams.yaml")
+    assert rule_ids(report) == set(), [f.message for f in report.findings]
+    assert "pickle" in report.files[0].formats  # the bytes were read, not passed unread
+
+
+def test_the_bytes_a_yaml_hands_torch_load_are_judged_by_what_they_hold(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    text = _with_binary(_tensor_yaml(), pickle.dumps(_Payload(marker), protocol=2))
+    report = scan_bytes(tmp_path, text.encode(), "hparams.yaml")
+    assert "WS-PKL-001" in rule_ids(report), [f.message for f in report.findings]
+    assert any("os.system" in f.message or "posix.system" in f.message for f in report.findings)
+    # The loader runs it: yaml.unsafe_load in a child process calls _load_from_bytes, whose torch.load runs the pickle.
+    subprocess.run([sys.executable, "-c", "import sys, yaml; yaml.unsafe_load(open(sys.argv[1]).read())",
+                    str(tmp_path / "hparams.yaml")], capture_output=True, timeout=120, check=False)
+    assert marker.exists()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        "[!!binary 'gAJOLg==', 1]",  # more than the bytes
+        "['gAJOLg==']",  # text, not bytes
+        "[!!python/object/apply:builtins.bytes [[128, 2, 78, 46]]]",  # bytes made by another call
+        "{args: [!!binary 'gAJOLg==']}",  # the mapping form
+        "[[!!binary 'gAJOLg==']]",  # nested
+    ],
+)
+def test_any_other_use_of_load_from_bytes_in_yaml_is_judged_as_the_call(tmp_path: Path, arguments: str) -> None:
+    text = f"w: !!python/object/apply:torch.storage._load_from_bytes {arguments}\n"
+    report = scan_bytes(tmp_path, text.encode(), "hparams.yaml")
+    assert "WS-CFG-001" in rule_ids(report), [f.message for f in report.findings]
+
+
+def test_an_aliased_binary_is_judged_as_the_call(tmp_path: Path) -> None:
+    text = "b: &b !!binary 'gAJOLg=='\nw: !!python/object/apply:torch.storage._load_from_bytes [*b]\n"
+    assert "WS-CFG-001" in rule_ids(scan_bytes(tmp_path, text.encode(), "hparams.yaml"))

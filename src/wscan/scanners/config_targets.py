@@ -23,9 +23,12 @@ every tail of a target's name is reported too, for the rules to judge.
 from __future__ import annotations
 
 import ast
+import base64
+import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import unquote, unquote_to_bytes
 
@@ -101,6 +104,12 @@ _BINDING_KEYS = frozenset({"!name", "!module", "!!python/name", "!!python/module
 # What `_walk` reports besides targets: a file with only these names no callable.
 _NOT_TARGETS = frozenset({REMOTE_CODE, STRING_TAGS, INCLUDE_TAG.rstrip(":")})
 _KEEP = 300
+# torch.storage._load_from_bytes(b) hands b to torch.load (weights_only off): PyYAML's `!!python/object/apply` of it
+# over one `!!binary` scalar is how yaml.dump writes a tensor (Lightning's hparams.yaml), and those bytes are scanned
+# as a torch file of their own, as the pickle scanner does; any other use of it is judged as a call.
+NESTED_LOADER = "torch.storage._load_from_bytes"
+NESTED_LOAD = "!!python/object/apply (bytes read)"  # the key a read call is reported under, with its base64 text
+_BINARY_TAG = "tag:yaml.org,2002:binary"
 MAX_REPORTED = 1000  # distinct targets judged per file; more are counted, and that is high (WS-CFG-006)
 MAX_RESOLVERS = 1000  # distinct resolver names reported per file; past it, one "(too many)"
 
@@ -116,6 +125,10 @@ class _Frame:
     target: str | None = None  # in a mapping: its `_target_`, when that is a name
     path: str | None = None  # in a mapping: its `path` scalar (a Hydra getter's argument)
     first_arg: str | None = None  # in a mapping: the first scalar of its `_args_` list
+    # The argument list of `!!python/object/apply:torch.storage._load_from_bytes`: the call, reported when the list
+    # ends, and what the list holds, while it is only `!!binary` scalars (else None: the call is judged unread).
+    loads_bytes: tuple[str, str, str] | None = None
+    payloads: list[str] | None = None
 
 
 class ConfigTargetScanner:
@@ -163,6 +176,9 @@ class ConfigTargetScanner:
             if key == INCLUDE_TAG.rstrip(":"):
                 yield artifact.observe("config.include", file=value[:_KEEP], path=path)
                 continue
+            if key == NESTED_LOAD:
+                yield from _nested_torch_file(artifact, path, value)
+                continue
             if key == STRING_TAGS:
                 yield artifact.observe("config.tags_in_string", text=value[:120], path=path)
                 continue
@@ -191,6 +207,18 @@ class ConfigTargetScanner:
             yield from target_observations(artifact, None, key, path, value)
         if more:
             yield artifact.observe("config.more_targets", count=more)
+
+
+def _nested_torch_file(artifact: Artifact, path: str, text: str) -> Iterator[ScanItem]:
+    """The bytes a `!!binary` scalar hands _load_from_bytes, decoded as PyYAML decodes them, as a blob of their own
+    (judged by what it holds); text PyYAML cannot decode fails the load before the call, but is judged as the call."""
+    try:
+        data = base64.decodebytes(text.encode("ascii"))
+    except (ValueError, UnicodeEncodeError):
+        yield from target_observations(artifact, None, "!!python/object/apply", path, NESTED_LOADER)
+        return
+    yield artifact.observe("config.nested_torch_load", callable=NESTED_LOADER, path=path, length=len(data))
+    yield artifact.child(f"{path}@load_from_bytes", len(data), partial(io.BytesIO, data))
 
 
 def target_observations(
@@ -344,6 +372,7 @@ def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iter
 
     anchors: dict[str, str] = {}  # anchored scalars, for a target given as an alias
     stack: list[_Frame] = []
+    deferred: tuple[str, str, str] | None = None  # a call of _load_from_bytes whose argument list opens next
     values = _References()
     try:
         for count, event in enumerate(yaml.parse(text, Loader=loader)):
@@ -363,7 +392,20 @@ def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iter
                 tagged = _CALLING_TAG.match(tag)
                 if tagged is not None:
                     kind = f"!{tagged.group('hyper')}" if tagged.group("hyper") else f"!!python/{tagged.group('py')}"
-                    yield kind, _tagged_path(stack), tagged.group("target").strip() or "(empty)"
+                    call = (kind, _tagged_path(stack), tagged.group("target").strip() or "(empty)")
+                    if call[0] == "!!python/object/apply" and call[2] == NESTED_LOADER and not inner and isinstance(
+                        event, yaml.SequenceStartEvent
+                    ):
+                        deferred = call  # judged when its argument list ends (`_loaded_bytes`)
+                    else:
+                        yield call
+            payloads = stack[-1].payloads if stack else None
+            if payloads is not None and not isinstance(event, yaml.SequenceEndEvent):
+                # an argument of _load_from_bytes: one !!binary scalar is bytes to read, anything else is not
+                if isinstance(event, yaml.ScalarEvent) and raw_tag == _BINARY_TAG and not event.anchor:
+                    payloads.append(str(event.value))
+                else:
+                    stack[-1].payloads = None
             if isinstance(event, yaml.ScalarEvent):
                 value = str(event.value)
                 if event.anchor:
@@ -388,17 +430,29 @@ def _walk(text: str, ctx: ScanContext, loader: Any, inner: bool = False) -> Iter
                 yield from _scalar(stack, anchors.get(str(event.anchor), ""))
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 stack.append(_Frame(isinstance(event, yaml.MappingStartEvent), _step(stack)))
+                if deferred is not None:
+                    stack[-1].loads_bytes, stack[-1].payloads, deferred = deferred, [], None
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 where = _path(stack)
                 frame = stack.pop()
                 if frame.mapping:
                     yield from _mapping_done(frame, where)
+                if frame.loads_bytes is not None:
+                    yield _loaded_bytes(frame.loads_bytes, frame.payloads)
                 _value_done(stack)
     except yaml.YAMLError as exc:
         raise _YamlError(" ".join(str(exc).split())) from None
     except RecursionError:
         raise _YamlError("nested too deeply") from None
     yield from values.computed(ctx)
+
+
+def _loaded_bytes(call: tuple[str, str, str], payloads: list[str] | None) -> tuple[str, str, str]:
+    """`_load_from_bytes(<!!binary>)`: its bytes, as base64 text, to be read as a torch file; any other argument
+    list (more or other arguments, an alias, a nested value): the call itself, for the rules."""
+    if payloads is None or len(payloads) != 1:
+        return call
+    return NESTED_LOAD, call[1], payloads[0]
 
 
 class _References:
