@@ -212,6 +212,25 @@ def test_workers_are_capped_and_leave_no_core_files() -> None:
     assert core == 0 and abs(data - (held + 2**30)) < 2**28  # what the worker held at its start, plus the cap
 
 
+@needs_fork
+def test_workers_collect_their_garbage_when_the_command_does_not() -> None:
+    """The wscan command turns the cyclic collector off in its own process (`cli.console`); a worker forked from it
+    turns it back on, since what it scans may make cycles."""
+    import gc
+
+    from wscan.parallel import scan_in_workers
+
+    def collector(index: int) -> bytes:
+        return json.dumps(gc.isenabled()).encode()
+
+    gc.disable()
+    try:
+        [(_, answer)] = list(scan_in_workers(["a"], [[0]], collector, 1, 30.0))
+    finally:
+        gc.enable()
+    assert answer == b"true"
+
+
 def test_a_memory_cap_past_what_the_system_takes_is_none(tmp_path: Path) -> None:
     """2**63 made setrlimit raise in every worker, and every file failed (review 8)."""
     code = "from wscan.parallel import cap_memory; print(cap_memory(2**63))"

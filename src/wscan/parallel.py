@@ -190,6 +190,7 @@ def _serve(conn: Connection, scan_one: ScanOne, memory: int | None) -> None:
     """Worker loop: a batch of indices in, each file's answer out, until the parent hangs up."""
     global IN_WORKER
     IN_WORKER = True
+    gc.enable()  # off in the wscan command's own process (`cli.console`), never here: scanned files make garbage
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _no_core_dumps()
     if memory is not None:
