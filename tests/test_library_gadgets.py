@@ -35,7 +35,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.helpers.scanning import scan_bytes
+from tests.helpers.scanning import scan, scan_bytes
 from wscan.config import Config
 from wscan.model import Severity
 
@@ -1560,17 +1560,57 @@ def test_forwarders_are_followed_through_partials(tmp_path: Path) -> None:
     assert "WS-PKL-014" in _rules(tmp_path / "through", through)
 
 
-@pytest.mark.parametrize(
-    "cls", ["statsmodels.base.data.PandasData", "skorch.classifier.NeuralNetClassifier", "skorch.net.NeuralNet"]
-)
+@pytest.mark.parametrize("cls", ["skorch.classifier.NeuralNetClassifier", "skorch.net.NeuralNet"])
 def test_library_classes_that_run_their_state_are_critical(tmp_path: Path, cls: str) -> None:
-    """statsmodels' ModelData re-evaluates the formula its state holds (formulaic evaluates Python expressions),
-    and skorch's nets unpickle the bytes their state holds: restored from state alone, they are carriers (a
-    review proved both with the real libraries, which are not test dependencies)."""
+    """skorch's nets unpickle the bytes their state holds: restored from state alone, they are carriers (a review
+    proved it with the real library, which is not a test dependency)."""
     module, name = cls.rsplit(".", 1)
     blob = b"\x80\x02" + _g(module, name) + b")\x81" + _dict((_s("formula"), _s("y ~ x"))) + b"b."
     found = scan_bytes(tmp_path, blob, "results.pickle").findings
     assert [f.rule_id for f in found if f.severity >= Severity.CRITICAL] == ["WS-PKL-013"]
+
+
+STATSMODELS = Path(__file__).parent / "data" / "statsmodels"
+
+
+@pytest.mark.parametrize(
+    ("state", "critical"),
+    [
+        ((_s("formula"), _s("y ~ x")), False),  # a formula alone is only kept
+        ((_s("restore_model_spec"), b"\x88", _s("formula"), _s("y ~ x")), True),  # statsmodels 0.15
+        ((_s("restore_design_info"), b"\x88", _s("formula"), _s("y ~ x")), True),  # before 0.15 (patsy)
+    ],
+)
+def test_statsmodels_data_is_critical_when_its_state_asks_for_the_formula(
+    tmp_path: Path, state: tuple[bytes, ...], critical: bool
+) -> None:
+    """Review 61: ModelData.__setstate__ evaluates the formula only when the state holds `restore_model_spec`
+    (`restore_design_info` before 0.15); 22 statsmodels files fitted from arrays were critical without one."""
+    pairs = zip(state[::2], state[1::2], strict=True)
+    blob = b"\x80\x02" + _g("statsmodels.base.data", "PandasData") + b")\x81" + _dict(*pairs) + b"b."
+    found = scan_bytes(tmp_path, blob, "results.pickle").findings
+    assert {f.rule_id for f in found if f.severity >= Severity.CRITICAL} == ({"WS-PKL-051"} if critical else set())
+
+
+def test_statsmodels_state_names_that_cannot_be_read_may_ask_for_the_formula(tmp_path: Path) -> None:
+    computed = _g("builtins", "str") + _tuple(_s("restore_model_spec")) + b"R"  # a key the machine does not read
+    blob = b"\x80\x02" + _g("statsmodels.base.data", "ModelData") + b")\x81}" + computed + b"\x88sb."
+    found = scan_bytes(tmp_path, blob, "results.pickle").findings
+    assert "WS-PKL-051" in {f.rule_id for f in found}
+
+
+@pytest.mark.parametrize(
+    ("name", "worst", "formula"),
+    [("ols.pickle", Severity.HIGH, False), ("ols_formula.pickle", Severity.CRITICAL, True),
+     ("hostile_formula.pickle", Severity.CRITICAL, True)],
+)
+def test_real_statsmodels_results_are_judged_by_their_formula(name: str, worst: Severity, formula: bool) -> None:
+    """Files statsmodels 0.15 wrote (tests/data/statsmodels/README.md): the formula models' state asks for the
+    formula (the hostile one's code ran under pickle.load); the OLS fitted from arrays stays high only for its
+    classes, which no allowlist holds."""
+    found = scan(STATSMODELS / name).findings
+    assert max(f.severity for f in found) == worst
+    assert ("WS-PKL-051" in {f.rule_id for f in found}) is formula
 
 
 class _Payload:

@@ -77,6 +77,9 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) ->
     for key, value in state.items:
         if isinstance(key, Const) and key.value in CODE_STATE_KEYS:
             _state_code(res, restored, str(key.value), value, at)
+        elif isinstance(key, Const) and key.value in FORMULA_STATE_KEYS:
+            formula = {"name": str(key.value), "callable": restored}
+            res.events.append(Event("pickle.state_formula", at, dict[str, str | int | bool](formula)))
         elif isinstance(key, Const) and key.value in FOLDER_STATE_KEYS and not _is_none(value):
             folder = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
             res.events.append(Event("pickle.state_folder", at, dict[str, str | int | bool](folder)))
@@ -147,6 +150,10 @@ def _empty(value: Sym) -> bool:
 # State attributes whose text a library runs as code when it restores the object: every SciPy distribution execs
 # `_parse_arg_template` in __setstate__ (the rules check it is the argument parser SciPy writes, WS-PKL-032).
 CODE_STATE_KEYS = frozenset({"_parse_arg_template"})
+# State attributes that make statsmodels' ModelData.__setstate__ evaluate the model's formula (through formulaic, or
+# patsy before statsmodels 0.15) over the data in the same state: a formula evaluates Python expressions. A state
+# without them only fills the instance's dict (WS-PKL-051 judges the rest).
+FORMULA_STATE_KEYS = frozenset({"restore_model_spec", "restore_design_info"})
 # State attributes naming a folder or file the library writes to when the object is used: scikit-learn's `memory` (a
 # Pipeline's, an agglomerative clustering's) becomes a joblib.Memory cache at fit(), and a review wrote files anywhere
 # so; gensim's AuthorTopicModel rewrites the corpus file at its `serialization_path` at update().
@@ -193,6 +200,9 @@ def _state_code(res: PickleResult, restored: str, name: str, value: Sym, at: int
         shown = text
     attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "text": shown}
     res.events.append(Event("pickle.state_code", at, attrs))
+    if name == "<unread>":  # names that cannot be read may ask for the formula too
+        formula: dict[str, str | int | bool] = {"name": name, "callable": restored}
+        res.events.append(Event("pickle.state_formula", at, formula))
 
 
 def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) -> None:
