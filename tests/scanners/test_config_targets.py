@@ -632,3 +632,36 @@ def test_any_other_use_of_load_from_bytes_in_yaml_is_judged_as_the_call(tmp_path
 def test_an_aliased_binary_is_judged_as_the_call(tmp_path: Path) -> None:
     text = "b: &b !!binary 'gAJOLg=='\nw: !!python/object/apply:torch.storage._load_from_bytes [*b]\n"
     assert "WS-CFG-001" in rule_ids(scan_bytes(tmp_path, text.encode(), "hparams.yaml"))
+
+
+# Review 62: libyaml skips U+FEFF at the start of any line; PyYAML's own parser, which every loader that acts on YAML
+# uses, reads it as text there. A line starting `\ufeff#` was a comment to the scan and a key to the loader.
+@pytest.mark.parametrize(
+    "line",
+    [
+        "\ufeff#: !!python/object/apply:os.system ['touch {marker}']",
+        "\ufeff#: {{_target_: os.system, command: 'touch {marker}'}}",
+    ],
+    ids=["python-tag", "hydra-target"],
+)
+def test_a_byte_order_mark_inside_the_text_hides_nothing(tmp_path: Path, line: str) -> None:
+    marker = tmp_path / "ran"
+    text = "lr: 0.1\n" + line.format(marker=marker) + "\n"
+    report = scan_bytes(tmp_path, text.encode(), "hparams.yaml")
+    assert "WS-CFG-001" in rule_ids(report), [f.message for f in report.findings]
+    if "python/object" in line:  # the loader runs it
+        subprocess.run([sys.executable, "-c", "import sys, yaml; yaml.unsafe_load(open(sys.argv[1]).read())",
+                        str(tmp_path / "hparams.yaml")], capture_output=True, timeout=60, check=False)
+        assert marker.exists()
+
+
+def test_large_yaml_with_a_byte_order_mark_is_read_by_the_loaders_parser() -> None:
+    import yaml
+
+    from wscan.scanners.yaml_parsers import PURE_PARSER_BYTES, yaml_loaders
+
+    large = "a: 1\n" * (PURE_PARSER_BYTES // 5 + 1)
+    assert yaml_loaders("a: 1\n") == [yaml.SafeLoader]
+    assert yaml_loaders(large)[-1] is yaml.SafeLoader
+    assert yaml_loaders(large + "\ufeff#: 1\n") == [yaml.SafeLoader]
+    assert yaml_loaders("\ufeff" + large)[0] is not yaml.SafeLoader or not hasattr(yaml, "CSafeLoader")

@@ -37,6 +37,7 @@ from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext, Scan
 from wscan.scanners.funasr_config import funasr_config
 from wscan.scanners.hyperpyyaml_refs import MAX_TEXT, UNKNOWN, plain_scalar_text, reference_arithmetic
 from wscan.scanners.omegaconf_resolvers import TOO_MANY_RESOLVERS, resolver_calls
+from wscan.scanners.yaml_parsers import yaml_loaders
 
 TARGET_KEY = "_target_"  # Hydra, at any depth
 COMPONENT_KEY = "_component_"  # torchtune's config.instantiate, at any depth, resolved the same way
@@ -336,14 +337,15 @@ def _unreadable(artifact: Artifact, data: bytes, reason: str) -> Iterator[ScanIt
 
 def _targets(text: str, ctx: ScanContext) -> tuple[list[tuple[str, str, str]], int]:
     """(key, path, value) of the first MAX_REPORTED targets (every `_target_` scalar, and every `target`
-    scalar that is a dotted name: NeMo's model class, at the top or under `model:`), and how many more.
-    libyaml reads faster; what it refuses is read again with PyYAML's own parser, which OmegaConf uses."""
-    import yaml
-
-    try:
-        return _first(_walk(text, ctx, getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-    except _YamlError:
-        return _first(_walk(text, ctx, yaml.SafeLoader))
+    scalar that is a dotted name: NeMo's model class, at the top or under `model:`), and how many more, as
+    PyYAML's own parser reads the text (`yaml_parsers`: libyaml only reads large texts first)."""
+    *faster, pure = yaml_loaders(text)
+    for loader in faster:
+        try:
+            return _first(_walk(text, ctx, loader))
+        except _YamlError:
+            continue
+    return _first(_walk(text, ctx, pure))
 
 
 def _first(targets: Iterator[tuple[str, str, str]]) -> tuple[list[tuple[str, str, str]], int]:

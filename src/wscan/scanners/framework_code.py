@@ -31,12 +31,12 @@ from wscan.model import Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.loader_keys import DIFFUSERS_INDEX, loader_keys
 from wscan.scanners.repo_files import read_bounded
+from wscan.scanners.yaml_parsers import yaml_loaders
 from wscan.strict_json import loads_lenient
 
 MLMODEL = "MLmodel"
 DIFFUSERS_INDEXES = frozenset({"model_index.json", "modular_model_index.json"})
 MLFLOW_PREFIX = "mlflow."  # loader modules MLflow ships (mlflow.pyfunc.model, mlflow.sklearn, ...)
-PURE_PARSER_BYTES = 1024 * 1024  # manifests this small are parsed by PyYAML's own (pure) parser, as loaders do
 _KEEP = 300
 
 
@@ -149,15 +149,13 @@ def _shadowed(artifact: Artifact, folder: str) -> list[str]:
 
 
 def load_yaml_document(data: bytes) -> Any:
-    """A YAML document as yaml.safe_load builds it (aliases are shared objects, never copies), or None. The
-    loaders use PyYAML's own parser; libyaml (faster) takes a large file first, and the pure parser what libyaml
-    refuses (`%YAML 1.9`, a reserved directive, a lone surrogate escape: the pure parser accepts them)."""
+    """A YAML document as yaml.safe_load builds it (aliases are shared objects, never copies), or None, read by the
+    parser the loaders use (`yaml_parsers`); what libyaml refuses (`%YAML 1.9`, a reserved directive, a lone
+    surrogate escape) the pure parser may still accept."""
     import yaml
 
     text = data.decode("utf-8", "replace")
-    loaders = [yaml.SafeLoader] if len(data) <= PURE_PARSER_BYTES else [getattr(yaml, "CSafeLoader", yaml.SafeLoader),
-                                                                        yaml.SafeLoader]  # fmt: skip
-    for loader in loaders:
+    for loader in yaml_loaders(text):
         try:
             return yaml.load(text, Loader=loader)
         except (yaml.YAMLError, RecursionError, ValueError, TypeError):

@@ -29,6 +29,7 @@ from wscan.scanners.loader_keys import (
     placement,
 )
 from wscan.scanners.python_code import OUTSIDE_PATH
+from wscan.scanners.yaml_parsers import yaml_loaders
 from wscan.strict_json import TOO_DEEP, JsonRejected, loads_lenient, loads_strict
 
 # The files sentence-transformers modules keep their settings in (older versions named the first after the model).
@@ -523,8 +524,10 @@ def _front_matter(text: str) -> dict[str, Any]:
         return {}
     import yaml  # only model cards with front matter need it
 
-    try:
-        loaded = yaml.load(text[3:end], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError:
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
+    for loader in yaml_loaders(text[3:end]):  # as the Hub's and huggingface_hub's readers parse it
+        try:
+            loaded = yaml.load(text[3:end], Loader=loader)
+        except yaml.YAMLError:
+            continue
+        return loaded if isinstance(loaded, dict) else {}
+    return {}
