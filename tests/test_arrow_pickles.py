@@ -411,3 +411,43 @@ def test_dictionary_indices_under_a_bitmap_with_no_nulls_are_all_read(tmp_path: 
     assert rules(tmp_path, _materialised(hidden), "hidden.pkl") == {}
     counted = (real[0], 3, 0, 0, [bitmap, indices], [], real[6])
     assert rules(tmp_path, _materialised(counted), "counted.pkl").get("WS-PKL-045") == Severity.HIGH
+
+
+def _aborts(tmp_path: Path, blob: bytes, use: str = LENGTH) -> subprocess.CompletedProcess[bytes]:
+    path = tmp_path / "loaded.pkl"
+    path.write_bytes(blob)
+    return subprocess.run([sys.executable, "-I", "-c", use, str(path)], capture_output=True, timeout=120)
+
+
+@pytest.mark.parametrize("where", ["entries", "keys"])
+def test_a_map_whose_entries_or_keys_hold_a_null_aborts_the_loader_and_is_flagged(tmp_path: Path, where: str) -> None:
+    """Review 60: Arrow aborts the process (SIGABRT) on a map whose entries struct, or its keys, hold a null; nulls
+    elsewhere in a map (its values, the map slots themselves) are real data."""
+    real = pa.array([[(1, 2), (3, 4)], None, [(5, None)]], type=pa.map_(pa.int32(), pa.int32()))
+    state = _array_state(real)
+    assert rules(tmp_path, _materialised(state), "real.pkl") == {}
+    entries = list(state[5][0])
+    if where == "entries":
+        entries[2], entries[4] = 1, [pa.py_buffer(bytes([0b11110]))]
+    else:
+        keys = list(entries[5][0])
+        keys[2], keys[4] = 1, [pa.py_buffer(bytes([0b11110])), keys[4][1]]
+        entries[5] = [tuple(keys), entries[5][1]]
+    blob = _materialised((*state[:5], [tuple(entries)], None))
+    assert _aborts(tmp_path, blob).returncode < 0  # SIGABRT as it loads
+    assert rules(tmp_path, blob, "forged.pkl").get("WS-PKL-045") == Severity.HIGH
+    unknown = list(state[5][0])
+    unknown[2], unknown[4] = -1, [pa.py_buffer(bytes([0b11111]))]  # a null count Arrow computes: none
+    assert rules(tmp_path, _materialised((*state[:5], [tuple(unknown)], None)), "unknown.pkl") == {}
+
+
+def test_an_empty_list_past_its_offsets_crashes_on_use_and_is_flagged(tmp_path: Path) -> None:
+    """Review 60: an empty list array at offset 2^40 over its real offsets loads, then segfaults on flatten()."""
+    state = _array_state(pa.array([], pa.list_(pa.int32())))
+    assert rules(tmp_path, _materialised(state), "real.pkl") == {}
+    sliced = pa.array([[1], [2, 3]], pa.list_(pa.int32())).slice(2, 0)  # empty, at offset 2, as pyarrow pickles it
+    assert rules(tmp_path, pickle.dumps(sliced, protocol=5), "sliced.pkl") == {}
+    forged = pickle.dumps(Call(pa.lib._restore_array, (state[0], 0, 0, 2**40, state[4], state[5], None)), protocol=5)
+    flatten = "import pickle, sys; pickle.load(open(sys.argv[1], 'rb')).flatten()"
+    assert _aborts(tmp_path, forged, flatten).returncode < 0  # SIGSEGV
+    assert rules(tmp_path, forged, "forged.pkl").get("WS-PKL-045") == Severity.HIGH

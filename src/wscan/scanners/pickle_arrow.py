@@ -142,8 +142,9 @@ MAX_DEPTH = 32  # nested types followed
 MAX_FROZEN_DEPTH = 4 * MAX_DEPTH + 8  # containers copied: each array level nests its children list and data tuple
 
 
-def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = None) -> int:
-    """Check one array's data (and its children and dictionary) against its type; return its length."""
+def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = None, entries: bool = False) -> int:
+    """Check one array's data (and its children and dictionary) against its type; return its length. `entries`: the
+    child of a map, which (and whose keys) may hold no null: Arrow aborts the process on one (review 60)."""
     if depth > MAX_DEPTH:  # a limit, so it fails closed
         raise Invalid(f"arrays nested deeper than {MAX_DEPTH}, not checked")
     if not isinstance(data, Seq) or data.dropped or len(data.items) != 7:
@@ -174,7 +175,7 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
     end = offset + length
     # Only offsets, indices and a dictionary array's bitmap are read; the other buffers are only measured, so data
     # past what the machine keeps is not read back (nor counted against MAX_ARROW_BYTES).
-    read = {0} if kind.kind == "dictionary" else set()
+    read = {0} if kind.kind == "dictionary" or entries else set()
     read |= {1} if kind.kind in ("binary", "list", "dictionary") else set()
     buffers = [_buffer(item, budget, index in read) for index, item in enumerate(buffers_sym.items)]
     validity = buffers[0]
@@ -182,6 +183,8 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
         raise Invalid(f"{nulls} nulls and no validity bitmap")
     if validity is not None and len(validity) < -(-end // 8):
         raise Invalid(f"a validity bitmap of {len(validity)} bytes for {end:,} items")
+    if entries and (nulls > 0 or (nulls < 0 and validity is not None and _has_null(_whole(validity), offset, end))):
+        raise Invalid("a map whose entries or keys hold a null, which Arrow aborts the process on (review 60)")
     if kind.kind in ("fixed", "dictionary"):
         bits = kind.size if kind.kind == "fixed" else kind.children[0].size
         _sized(buffers[1], -(-end * bits // 8), end)
@@ -190,22 +193,24 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
         # a null count of 0 drops the bitmap (Arrow's AdjustNonNullable): every index is read then (review 57)
         mask = None if validity is None or nulls == 0 else _whole(validity)
         _check_indices(_whole(buffers[1]), mask, kind.children[0], offset, end, words)
-    elif kind.kind in ("binary", "list") and length:
+    elif kind.kind in ("binary", "list") and (length or offset or buffers[1] is not None):
+        # An empty array too: Arrow reads offsets[offset] (review 60's empty list at offset 2^40 segfaulted on use).
         if buffers[1] is None or len(buffers[1]) < (end + 1) * kind.size:
             shown = 0 if buffers[1] is None else len(buffers[1])
-            raise Invalid(f"an offsets buffer of {shown:,} bytes for {end:,} items")
+            raise Invalid(f"an offsets buffer of {shown:,} bytes for {length:,} items from item {offset:,}")
         if kind.kind == "binary":
             limit, what = (0 if buffers[2] is None else len(buffers[2])), "bytes in the data buffer"
         else:
-            limit, what = _check(children[0], budget, depth + 1, kind.children[0]), "items in the child array"
+            limit = _check(children[0], budget, depth + 1, kind.children[0], entries=kind.ident == "map")
+            what = "items in the child array"
         _check_offsets(_whole(buffers[1]), kind.size, offset, end, limit, what)
-    elif kind.kind in ("list", "binary"):  # empty: the children are checked all the same
+    elif kind.kind in ("list", "binary"):  # empty, at offset 0, without offsets: its children are checked all the same
         for child, child_type in zip(children, kind.children, strict=True):
-            _check(child, budget, depth + 1, child_type)
+            _check(child, budget, depth + 1, child_type, entries=kind.ident == "map")
     elif kind.kind in ("fixed_list", "struct"):
         per_item = kind.size if kind.kind == "fixed_list" else 1
-        for child, child_type in zip(children, kind.children, strict=True):
-            items = _check(child, budget, depth + 1, child_type)
+        for index, (child, child_type) in enumerate(zip(children, kind.children, strict=True)):
+            items = _check(child, budget, depth + 1, child_type, entries=entries and index == 0)  # a map's keys
             if items < end * per_item:
                 raise Invalid(f"a child of {items:,} items under a {kind.kind} of {end:,} items")
     return length
@@ -233,6 +238,14 @@ def _check_offsets(offsets: bytes, size: int, first: int, end: int, limit: int, 
         raise Invalid("offsets that go below zero or backwards")
     if high > limit:
         raise Invalid(f"offsets up to {high:,} over {limit:,} {what} (an out-of-bounds read)")
+
+
+def _has_null(validity: bytes, first: int, end: int) -> bool:
+    """Whether a validity bitmap marks any of items first..end null."""
+    import numpy as np
+
+    bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[first:end]
+    return bool(bits.size) and not bool(bits.all())
 
 
 def _check_indices(indices: bytes, validity: bytes | None, index: ArrowType, first: int, end: int, words: int) -> None:
