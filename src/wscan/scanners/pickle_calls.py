@@ -21,10 +21,10 @@ from wscan.scanners.pickle_values import (
     Const,
     Global,
     Obj,
-    PickleResult,
     Seq,
     Sym,
     _const_int,
+    _is_latin1,
     const_ints,
     describe,
     restored_class,
@@ -193,19 +193,22 @@ ARRAY_DATA_SLACK = 64 * 1024 * 1024
 
 
 def array_data_length(state: Sym) -> int:
-    """The bytes of data in an array's state (version, shape, dtype, fortran, data), as NumPy's BUILD takes it."""
+    """The bytes of data in an array's state (version, shape, dtype, fortran, data), as NumPy's BUILD takes it:
+    bytes, or at protocols 0 to 2 `_codecs.encode(text, 'latin1')` (review 60), counted by the text's length (a long
+    one by its UTF-8 length in the file, never less than the bytes it encodes)."""
     data = state.items[-1] if isinstance(state, Seq) and len(state.items) == 5 and not state.dropped else None
+    if isinstance(data, Obj) and isinstance(data.func, Global) and data.func.dotted == ENCODED:
+        args = data.args.items if isinstance(data.args, Seq) and len(data.args.items) == 2 else None
+        data = args[0] if args is not None and _is_latin1(args[1]) else None
     value = data.value if isinstance(data, Const) else None
-    if isinstance(value, bytes | bytearray):
+    if isinstance(value, bytes | bytearray | str):
         return len(value)
-    return value.length if isinstance(value, LongBytes) and not value.text else 0
+    return value.length if isinstance(value, LongBytes) else 0
 
 
-def handed_out(res: PickleResult, state: Sym, read: int) -> str | None:
-    """Why the arrays so far were handed more data than a `read`-byte stream holds, once per stream; else None."""
-    res.array_data += array_data_length(state)
-    if res.array_data_reported or res.array_data <= read + ARRAY_DATA_SLACK:
+def handed_out(total: int, read: int) -> str | None:
+    """Why `total` bytes of array data are more than a stream that has read `read` bytes holds; else None."""
+    if total <= read + ARRAY_DATA_SLACK:
         return None
-    res.array_data_reported = True
-    return (f"{res.array_data:,} bytes of array data from a stream of {read:,} bytes: one buffer given to many "
-            "arrays, which no writer pickles")  # fmt: skip
+    return (f"{total:,} bytes of array data from a stream of {read:,} bytes: one buffer given to many arrays, which no"
+            " writer pickles")  # fmt: skip

@@ -202,8 +202,6 @@ class PickleResult:
     getattr_escaped: bool = False
     getattr_calls: int = 0
     getattr_lookups: int = 0
-    array_data: int = 0  # bytes of array data the stream's arrays were handed, each use counted (`pickle_calls`)
-    array_data_reported: bool = False
     # torch.storage._load_from_bytes(b), which hands the bytes b to torch's full unpickler: each direct call whose
     # argument is a constant (offset of the call, the bytes or where they sit), and whether it was ever used
     # any other way (put anywhere but the callee's place, called with an argument that is not a constant).

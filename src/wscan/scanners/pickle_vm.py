@@ -18,7 +18,7 @@ from collections.abc import Callable
 from wscan.limits import BudgetExceeded, Limits
 from wscan.scanners.omegaconf_resolvers import TOO_MANY_RESOLVERS, ResolverCall, resolver_calls
 from wscan.scanners.pickle_arrow import ARROW_CALLS, BYTEARRAY, INDIRECT, MAX_ARRAYS, RESTORE_ARRAY, frozen
-from wscan.scanners.pickle_calls import amplified_call, handed_out
+from wscan.scanners.pickle_calls import amplified_call, array_data_length, handed_out
 from wscan.scanners.pickle_config_targets import (
     _config_pairs,
     _config_targets,
@@ -218,6 +218,10 @@ class Machine:
         self.frame_end = -1  # where the last FRAME ends (protocol 4+)
         self.extensions: dict[int, tuple[str, str]] = {}  # copyreg registrations seen in this file
         self.opcodes_total = 0
+        # Bytes of array data the file's arrays were handed, each use counted, over every pickle this machine runs: a
+        # file's concatenated pickles and joblib's object arrays, each a pickle with its own memo (review 60).
+        self.array_data = 0
+        self.array_data_reported = False
         self.resolvers: set[str] = set()  # config resolvers already reported for this file
         self.getattr = Global("builtins", "getattr")  # one object, so a push of it is told by identity
         self.nested_loader = Global("torch.storage", "_load_from_bytes")  # the same, for the same reason
@@ -330,9 +334,14 @@ class Machine:
             res.events.append(Event("pickle.forged_jax_array", offset, attrs))
 
     def _array_data(self, res: PickleResult, maker: Sym, state: Sym, offset: int) -> None:
-        """Count the data an array's state hands it against what the stream holds (`pickle_calls.handed_out`)."""
-        amplified = handed_out(res, state, self.stream.base + self.stream.offset)
+        """Count the data an array's state hands it against what the stream holds (`pickle_calls.handed_out`), once
+        per file."""
+        self.array_data += array_data_length(state)
+        if self.array_data_reported:
+            return
+        amplified = handed_out(self.array_data, self.stream.base + self.stream.offset)
         if amplified is not None:
+            self.array_data_reported = True
             callable_ = restored_class(maker) if isinstance(maker, Obj) else describe(maker)
             attrs = {"callable": callable_, "detail": amplified}
             res.events.append(Event("pickle.amplified_call", offset, dict[str, str | int | bool](attrs)))
