@@ -451,3 +451,18 @@ def test_an_empty_list_past_its_offsets_crashes_on_use_and_is_flagged(tmp_path: 
     flatten = "import pickle, sys; pickle.load(open(sys.argv[1], 'rb')).flatten()"
     assert _aborts(tmp_path, forged, flatten).returncode < 0  # SIGSEGV
     assert rules(tmp_path, forged, "forged.pkl").get("WS-PKL-045") == Severity.HIGH
+
+
+def test_null_scalars_are_counted_by_what_their_type_fills(tmp_path: Path) -> None:
+    """Review 60: pyarrow pickles a null scalar as scalar(None, type), and making it fills an array of one null of the
+    type: list_(int64, 2^24) takes 128 MiB from a 100-byte file (2^26: 0.5 GiB a call). Such data counts as array
+    data the file does not hold (WS-PKL-048); null scalars of ordinary types pass."""
+    ordinary = [pa.scalar(None, pa.list_(pa.int64(), 4)), pa.scalar(None, pa.string()), pa.scalar(3, pa.int8())]
+    assert rules(tmp_path, pickle.dumps(ordinary, protocol=5), "ordinary.pkl") == {}
+    huge = pa.scalar(None, pa.list_(pa.int64(), 2**24))
+    blob = pickle.dumps(huge, protocol=5)
+    assert len(blob) < 200
+    peak = "import pickle, resource, sys; pickle.load(open(sys.argv[1], 'rb')); print(resource.getrusage(0).ru_maxrss)"
+    loaded = _aborts(tmp_path, blob, peak)
+    assert int(loaded.stdout) > 128 * 1024, loaded  # KiB: the null list was filled in full
+    assert rules(tmp_path, blob, "huge.pkl").get("WS-PKL-048") == Severity.HIGH

@@ -37,14 +37,15 @@ from wscan.scanners.pickle_values import (
 )
 
 RESTORE_ARRAY = "pyarrow.lib._restore_array"
+SCALAR = "pyarrow.lib.scalar"  # how pyarrow pickles a scalar: scalar(value, type); a null one is made by the type
 MAX_ARRAYS = 1_000_000  # calls checked per stream (the opcode limit bounds them anyway); past it, flagged
 MAX_ARROW_BYTES = 1024 * 1024 * 1024  # distinct bytes read back from the file per stream; past it, flagged
 BYTEARRAY = frozenset({"builtins.bytearray", "__builtin__.bytearray"})
 # Calls whose arguments pyarrow copies when they are made: their arguments are kept as they are then (`frozen`), so a
 # list the stream grows afterwards (review 48 added a data buffer after the call) changes nothing here either.
 ARROW_CALLS = frozenset({
-    RESTORE_ARRAY, "pyarrow.lib.py_buffer", "pyarrow.lib.type_for_alias", "pyarrow.lib.field", "pyarrow.lib.list_",
-    "pyarrow.lib.large_list", "pyarrow.lib.struct", "pyarrow.lib.map_", "pyarrow.lib.dictionary",
+    RESTORE_ARRAY, SCALAR, "pyarrow.lib.py_buffer", "pyarrow.lib.type_for_alias", "pyarrow.lib.field",
+    "pyarrow.lib.list_", "pyarrow.lib.large_list", "pyarrow.lib.struct", "pyarrow.lib.map_", "pyarrow.lib.dictionary",
     "pyarrow.lib.timestamp", "pyarrow.lib.decimal128", "pyarrow.lib.decimal256", "pyarrow.lib.binary", "_codecs.encode",
     *BYTEARRAY,
 })  # fmt: skip
@@ -214,6 +215,31 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
             if items < end * per_item:
                 raise Invalid(f"a child of {items:,} items under a {kind.kind} of {end:,} items")
     return length
+
+
+def null_scalar_bytes(args: Sym) -> int:
+    """The bytes pyarrow fills for `scalar(None, type)`, what it pickles a null scalar as: an array of one null of the
+    type, whose fixed-size lists and binaries are allocated in full (review 60: list_(int64, 2^26) took 0.5 GiB per
+    call from 9 bytes of pickle). 0 for a value, or a type wscan does not follow."""
+    items = args.items if isinstance(args, Seq) and not args.dropped else []
+    if len(items) != 2 or not _is_none(items[0]):
+        return 0
+    try:
+        return _footprint(_type(items[1], 0))
+    except (Invalid, Unverified):
+        return 0
+
+
+def _footprint(kind: ArrowType) -> int:
+    """The bytes one item of a type holds in its buffers: a fixed-size list's items in full, an offset or an index for
+    the rest."""
+    if kind.kind == "fixed":
+        return -(-kind.size // 8)
+    if kind.kind == "fixed_list":
+        return kind.size * _footprint(kind.children[0])
+    if kind.kind == "struct":
+        return sum(_footprint(child) for child in kind.children)
+    return 8
 
 
 def _number(value: Sym) -> int | None:

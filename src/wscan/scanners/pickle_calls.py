@@ -210,5 +210,5 @@ def handed_out(total: int, read: int) -> str | None:
     """Why `total` bytes of array data are more than a stream that has read `read` bytes holds; else None."""
     if total <= read + ARRAY_DATA_SLACK:
         return None
-    return (f"{total:,} bytes of array data from a stream of {read:,} bytes: one buffer given to many arrays, which no"
-            " writer pickles")  # fmt: skip
+    return (f"{total:,} bytes of array data from a stream of {read:,} bytes: data the file does not hold (one buffer"
+            " given to many arrays, null Arrow scalars of huge fixed-size types), which no writer pickles")  # fmt: skip

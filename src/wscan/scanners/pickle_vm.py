@@ -17,7 +17,16 @@ from collections.abc import Callable
 
 from wscan.limits import BudgetExceeded, Limits
 from wscan.scanners.omegaconf_resolvers import TOO_MANY_RESOLVERS, ResolverCall, resolver_calls
-from wscan.scanners.pickle_arrow import ARROW_CALLS, BYTEARRAY, INDIRECT, MAX_ARRAYS, RESTORE_ARRAY, frozen
+from wscan.scanners.pickle_arrow import (
+    ARROW_CALLS,
+    BYTEARRAY,
+    INDIRECT,
+    MAX_ARRAYS,
+    RESTORE_ARRAY,
+    SCALAR,
+    frozen,
+    null_scalar_bytes,
+)
 from wscan.scanners.pickle_calls import amplified_call, array_data_length, handed_out
 from wscan.scanners.pickle_config_targets import (
     _config_pairs,
@@ -257,6 +266,8 @@ class Machine:
             args = frozen(args)  # as pyarrow takes them now, whatever the stream does to the lists later
         if isinstance(func, Global) and func.dotted == RESTORE_ARRAY and len(res.arrow_arrays) <= MAX_ARRAYS:
             res.arrow_arrays.append((offset, args))  # the layout is checked once the stream ends (`pickle_arrow`)
+        if isinstance(func, Global) and func.dotted == SCALAR:
+            self._array_data(res, func, null_scalar_bytes(args), offset)
         if isinstance(func, Global) and func.dotted == NESTED_LOADER:
             source = _nested_bytes(args) if func is self.nested_loader and how == "REDUCE" else None
             if source is None or len(res.nested_loads) >= MAX_NESTED_LOADS:
@@ -327,16 +338,16 @@ class Machine:
         """JAX's _reconstruct_array(fun, args, arr_state, aval_state): arr_state is the array's BUILD (its data is
         counted), and anything but what JAX writes is WS-PKL-050 (`pickle_jax`)."""
         if isinstance(args, Seq) and len(args.items) == 4:
-            self._array_data(res, func, args.items[2], offset)
+            self._array_data(res, func, array_data_length(args.items[2]), offset)
         forged = forged_jax_array(func, args)
         if forged is not None:
             attrs: dict[str, str | int | bool] = {"callable": func.dotted, "detail": forged}
             res.events.append(Event("pickle.forged_jax_array", offset, attrs))
 
-    def _array_data(self, res: PickleResult, maker: Sym, state: Sym, offset: int) -> None:
-        """Count the data an array's state hands it against what the stream holds (`pickle_calls.handed_out`), once
-        per file."""
-        self.array_data += array_data_length(state)
+    def _array_data(self, res: PickleResult, maker: Sym, nbytes: int, offset: int) -> None:
+        """Count the data an array's state (or a null Arrow scalar) takes against what the stream holds
+        (`pickle_calls.handed_out`), once per file."""
+        self.array_data += nbytes
         if self.array_data_reported:
             return
         amplified = handed_out(self.array_data, self.stream.base + self.stream.offset)
@@ -770,7 +781,7 @@ class Machine:
             target.state = state
             _judge_state(res, target, state, at)
             if restored_class(target) in _ARRAY_REBUILDERS:
-                self._array_data(res, target, state, at)
+                self._array_data(res, target, array_data_length(state), at)
             forged = forged_dtype_flags(target, state)
             if forged is not None:
                 res.events.append(Event("pickle.forged_dtype", at, {"callable": describe(target), "detail": forged}))
