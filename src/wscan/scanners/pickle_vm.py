@@ -36,7 +36,7 @@ from wscan.scanners.pickle_config_targets import (
     check_hyperparameters,
 )
 from wscan.scanners.pickle_dtypes import forged_dtype_flags
-from wscan.scanners.pickle_jax import RECONSTRUCT_ARRAY, forged_jax_array
+from wscan.scanners.pickle_jax import FROZEN_DICT, RECONSTRUCT_ARRAY, forged_jax_array, shared_frozen_dicts
 from wscan.scanners.pickle_ops import OPCODES, READERS, FrameOverrun, LongBytes, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_states import (
     _dunder_items,
@@ -268,6 +268,10 @@ class Machine:
             res.arrow_arrays.append((offset, args))  # the layout is checked once the stream ends (`pickle_arrow`)
         if isinstance(func, Global) and func.dotted == SCALAR:
             self._array_data(res, func, null_scalar_bytes(args), offset)
+        if isinstance(func, Global) and func.dotted == FROZEN_DICT:
+            shared = shared_frozen_dicts(func, args)
+            if shared is not None:
+                res.events.append(Event("pickle.amplified_call", offset, {"callable": func.dotted, "detail": shared}))
         if isinstance(func, Global) and func.dotted == NESTED_LOADER:
             source = _nested_bytes(args) if func is self.nested_loader and how == "REDUCE" else None
             if source is None or len(res.nested_loads) >= MAX_NESTED_LOADS:
