@@ -466,3 +466,5 @@ def test_null_scalars_are_counted_by_what_their_type_fills(tmp_path: Path) -> No
     loaded = _aborts(tmp_path, blob, peak)
     assert int(loaded.stdout) > 128 * 1024, loaded  # KiB: the null list was filled in full
     assert rules(tmp_path, blob, "huge.pkl").get("WS-PKL-048") == Severity.HIGH
+    empty = pa.scalar(None, pa.list_(pa.list_(pa.struct([]), 2**14), 2**14))  # review 63: no bytes per item, but bits
+    assert rules(tmp_path, pickle.dumps([empty] * 2, protocol=5), "empty.pkl").get("WS-PKL-048") == Severity.HIGH

@@ -94,3 +94,14 @@ def test_a_frozen_dict_of_shared_dicts_is_high(tmp_path: Path) -> None:
     tree of dicts of their own."""
     assert _rules(tmp_path, _frozen_dict_of_levels(20, shared=True)).get("WS-PKL-048") == Severity.HIGH
     assert "WS-PKL-048" not in _rules(tmp_path, _frozen_dict_of_levels(6, shared=False))
+
+
+def test_a_frozen_dict_of_shared_ordered_dicts_is_high(tmp_path: Path) -> None:
+    """Review 63: Flax copies dict subclasses too; OrderedDict levels filled by SETITEMS, as pickle writes them."""
+    blob = b"\x80\x02ccollections\nOrderedDict\n)Rq\x00(X\x01\x00\x00\x00wK\x00u0"
+    for level in range(1, 20):
+        below = b"h" + bytes([level - 1])
+        blob += (b"ccollections\nOrderedDict\n)R(X\x01\x00\x00\x00a" + below + b"X\x01\x00\x00\x00b" + below
+                 + b"uq" + bytes([level]) + b"0")
+    blob = b"\x80\x02cflax.core.frozen_dict\nFrozenDict\n" + blob[2:] + b"(h" + bytes([19]) + b"tR."
+    assert _rules(tmp_path, blob).get("WS-PKL-048") == Severity.HIGH

@@ -282,6 +282,30 @@ def test_one_array_state_given_to_many_arrays_is_high(tmp_path: Path, protocol: 
     assert not rule_ids(scan(path))  # arrays of their own
 
 
+@pytest.mark.parametrize("shape", ["state of 4", "ndarray by __newobj__", "masked array"])
+def test_array_states_of_every_shape_numpy_takes_are_counted(tmp_path: Path, shape: str) -> None:
+    """Review 63: ndarray.__setstate__ also takes (shape, dtype, fortran, data), an ndarray is also made by
+    copyreg.__newobj__, and a masked array by numpy.ma's rebuilder with a 7-item state: one shared state given to
+    many of each was counted as no data (3.2 GiB loaded from 8.4 MB)."""
+    import copyreg
+
+    data = b"\x01" * (1 << 20)
+    if shape == "masked array":
+        state: tuple[object, ...] = (1, (131072,), np.dtype(">f8"), False, data, b"\x00" * 131072, 0.0)
+        made = (np.ma.core._mareconstruct, (np.ma.MaskedArray, np.ndarray, (0,), b"b"), state)
+    elif shape == "ndarray by __newobj__":
+        made = (copyreg.__newobj__, (np.ndarray, (0,)), (1, (131072,), np.dtype(">f8"), False, data))
+    else:
+        made = (np._core.multiarray._reconstruct, (np.ndarray, (0,), b"b"), ((131072,), np.dtype(">f8"), False, data))
+    # protocol 1 writes __newobj__ as the plain call it is (2 and up insist the object be of that class)
+    blob = pickle.dumps([Reduce(*made) for _ in range(100)], protocol=1 if "newobj" in shape else 4)
+    assert len(blob) < 3 << 20
+    assert sum(a.nbytes for a in pickle.loads(blob)) == 100 << 20  # each array its own 1 MiB
+    path = tmp_path / "shared.pkl"
+    path.write_bytes(blob)
+    assert "WS-PKL-048" in rule_ids(scan(path))
+
+
 def test_array_data_is_counted_over_every_object_array_of_a_joblib_file(tmp_path: Path) -> None:
     """Review 60: joblib writes each object array as a pickle of its own (its own memo), so one state shared within
     each of many object arrays stayed under the allowance of each (5.4 GiB loaded from 13.7 MB). The count is the

@@ -231,14 +231,14 @@ def null_scalar_bytes(args: Sym) -> int:
 
 
 def _footprint(kind: ArrowType) -> int:
-    """The bytes one item of a type holds in its buffers: a fixed-size list's items in full, an offset or an index for
-    the rest."""
+    """The bytes one item of a type holds in its buffers, at least one (its validity bit, rounded up: review 63 filled
+    lists of empty structs): a fixed-size list's items in full, an offset or an index for the rest."""
     if kind.kind == "fixed":
-        return -(-kind.size // 8)
+        return max(1, -(-kind.size // 8))
     if kind.kind == "fixed_list":
-        return kind.size * _footprint(kind.children[0])
+        return max(1, kind.size * _footprint(kind.children[0]))
     if kind.kind == "struct":
-        return sum(_footprint(child) for child in kind.children)
+        return max(1, sum(_footprint(child) for child in kind.children))
     return 8
 
 

@@ -18,6 +18,7 @@ import re
 from wscan.scanners.pickle_jax import RECONSTRUCT_ARRAY
 from wscan.scanners.pickle_ops import LongBytes
 from wscan.scanners.pickle_values import (
+    _ARRAY_REBUILDERS,
     Const,
     Global,
     Obj,
@@ -192,11 +193,25 @@ def _amount(count: int) -> str:
 ARRAY_DATA_SLACK = 64 * 1024 * 1024
 
 
+# Where an array's BUILD state holds its data (and a masked array's mask), by the state's length: ndarray's
+# __setstate__ takes (version, shape, dtype, fortran, data) or, without the version, 4 items (review 63), and
+# MaskedArray's (version, shape, dtype, fortran, data, mask, fill value).
+ARRAY_STATE_DATA = {4: (3,), 5: (4,), 7: (4, 5)}
+# What makes an object that takes such a state: NumPy's rebuilders, and the array classes copyreg's __newobj__ or
+# numpy.ma's rebuilder hands BUILD (review 63 gave one state to many of each).
+ARRAY_MAKERS_BUILT = _ARRAY_REBUILDERS | {"numpy.ndarray", "numpy.ma.core._mareconstruct", "numpy.ma.core.MaskedArray",
+                                          "numpy.ma.MaskedArray"}  # fmt: skip
+
+
 def array_data_length(state: Sym) -> int:
-    """The bytes of data in an array's state (version, shape, dtype, fortran, data), as NumPy's BUILD takes it:
-    bytes, or at protocols 0 to 2 `_codecs.encode(text, 'latin1')` (review 60), counted by the text's length (a long
-    one by its UTF-8 length in the file, never less than the bytes it encodes)."""
-    data = state.items[-1] if isinstance(state, Seq) and len(state.items) == 5 and not state.dropped else None
+    """The bytes of data in an array's state, as NumPy's BUILD takes it (ARRAY_STATE_DATA)."""
+    places = ARRAY_STATE_DATA.get(len(state.items), ()) if isinstance(state, Seq) and not state.dropped else ()
+    return sum(_data_length(state.items[place]) for place in places) if isinstance(state, Seq) else 0
+
+
+def _data_length(data: Sym | None) -> int:
+    """Bytes, or at protocols 0 to 2 `_codecs.encode(text, 'latin1')` (review 60), counted by the text's length (a
+    long one by its UTF-8 length in the file, never less than the bytes it encodes)."""
     if isinstance(data, Obj) and isinstance(data.func, Global) and data.func.dotted == ENCODED:
         args = data.args.items if isinstance(data.args, Seq) and len(data.args.items) == 2 else None
         data = args[0] if args is not None and _is_latin1(args[1]) else None

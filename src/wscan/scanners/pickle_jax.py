@@ -10,10 +10,13 @@ called by the allowlist (the machine's FORWARDERS).
 
 from __future__ import annotations
 
-from wscan.scanners.pickle_values import _ARRAY_REBUILDERS, Dict, Global, Seq, Sym, _const, describe
+from wscan.scanners.pickle_values import _ARRAY_REBUILDERS, Dict, Global, Obj, Seq, Sym, _const, describe
 
 RECONSTRUCT_ARRAY = "jax._src.array._reconstruct_array"
 FROZEN_DICT = "flax.core.frozen_dict.FrozenDict"
+MAPPING_MAKERS = frozenset({"builtins.dict", "__builtin__.dict", "collections.OrderedDict", "collections.defaultdict",
+                            "collections.Counter"})  # fmt: skip
+ObjectItems = dict[int, tuple[Obj, list[tuple[Sym, Sym]]]]
 
 
 def forged_jax_array(func: Global, args: Sym) -> str | None:
@@ -32,18 +35,41 @@ def forged_jax_array(func: Global, args: Sym) -> str | None:
     return None
 
 
-def shared_frozen_dicts(func: Global, args: Sym) -> str | None:
+def shared_frozen_dicts(func: Global, args: Sym, object_items: ObjectItems) -> str | None:
     """Why making a FrozenDict from `args` copies more dicts than the file holds, or None. Flax's `_prepare_freeze`
-    copies every dict it reaches in its argument, once per path: dicts the memo shares down D levels are 2^D copies
-    (review 60: 317 bytes took 3.2 GiB and 41 s). Flax writes a FrozenDict's own dict, in which nothing is shared."""
+    copies every dict (dict subclasses too: OrderedDict, defaultdict) it reaches in its argument, once per path: dicts
+    the memo shares down D levels are 2^D copies (review 60: 317 bytes took 3.2 GiB and 41 s; review 63 the same with
+    OrderedDicts). Flax writes a FrozenDict's own dict, in which nothing is shared. `object_items`: the items SETITEMS
+    put in objects, by id."""
     if func.dotted != FROZEN_DICT or not isinstance(args, Seq):
         return None
     seen: set[int] = set()
-    stack = [item for item in args.items if isinstance(item, Dict)]
+    stack = [item for item in args.items if _is_mapping(item)]
     while stack:
         mapping = stack.pop()
         if id(mapping) in seen:
             return "a dict reached twice in its argument, which Flax copies once for each path to it"
         seen.add(id(mapping))
-        stack.extend(value for _, value in mapping.items if isinstance(value, Dict))
+        stack.extend(value for value in _values(mapping, object_items) if _is_mapping(value))
     return None
+
+
+def _is_mapping(value: Sym) -> bool:
+    return isinstance(value, Dict) or (
+        isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in MAPPING_MAKERS
+    )
+
+
+def _values(mapping: Sym, object_items: ObjectItems) -> list[Sym]:
+    """A mapping's values: a dict's, or a dict subclass's set by SETITEMS or given as its argument (pairs, a dict)."""
+    if isinstance(mapping, Dict):
+        return [value for _, value in mapping.items]
+    if not isinstance(mapping, Obj):
+        return []
+    values = [value for _, value in object_items.get(id(mapping), (mapping, []))[1]]
+    for arg in mapping.args.items if isinstance(mapping.args, Seq) else []:
+        if isinstance(arg, Dict):
+            values += [value for _, value in arg.items]
+        elif isinstance(arg, Seq):
+            values += [pair.items[1] for pair in arg.items if isinstance(pair, Seq) and len(pair.items) == 2]
+    return values

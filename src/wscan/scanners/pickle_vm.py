@@ -27,7 +27,7 @@ from wscan.scanners.pickle_arrow import (
     frozen,
     null_scalar_bytes,
 )
-from wscan.scanners.pickle_calls import amplified_call, array_data_length, handed_out
+from wscan.scanners.pickle_calls import ARRAY_MAKERS_BUILT, amplified_call, array_data_length, handed_out
 from wscan.scanners.pickle_config_targets import (
     _config_pairs,
     _config_targets,
@@ -269,7 +269,7 @@ class Machine:
         if isinstance(func, Global) and func.dotted == SCALAR:
             self._array_data(res, func, null_scalar_bytes(args), offset)
         if isinstance(func, Global) and func.dotted == FROZEN_DICT:
-            shared = shared_frozen_dicts(func, args)
+            shared = shared_frozen_dicts(func, args, res.object_items)
             if shared is not None:
                 res.events.append(Event("pickle.amplified_call", offset, {"callable": func.dotted, "detail": shared}))
         if isinstance(func, Global) and func.dotted == NESTED_LOADER:
@@ -784,7 +784,7 @@ class Machine:
                 self._after_build(res, target, "BUILD", at)
             target.state = state
             _judge_state(res, target, state, at)
-            if restored_class(target) in _ARRAY_REBUILDERS:
+            if restored_class(target) in ARRAY_MAKERS_BUILT:
                 self._array_data(res, target, array_data_length(state), at)
             forged = forged_dtype_flags(target, state)
             if forged is not None:
