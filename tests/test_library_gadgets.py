@@ -2489,3 +2489,46 @@ def test_a_distributions_entropy_imported_by_name_is_never_called(tmp_path: Path
     assert abs(pickle.loads(call) - 0.6931) < 1e-3  # entropy of (0.5, 0.5): called by loading
     report = scan_bytes(tmp_path, call, "call.pkl")
     assert any(f.rule_id == "WS-PKL-003" and "_entropy" in f.message for f in report.findings), report.findings
+
+
+_ASKS = _dict((_s("restore_model_spec"), b"\x88"), (_s("formula"), _s("y ~ x")))
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        # review 63: the class through a module that imports it
+        b"\x80\x02" + _g("statsmodels.tsa.statespace.mlemodel", "PandasData") + b")\x81" + _ASKS + b"b.",
+        # made by an allowlisted helper (scikit-learn's newObj), then BUILD
+        b"\x80\x02" + _g("sklearn.metrics._dist_metrics", "newObj") + _tuple(_g("statsmodels.base.data", "PandasData"))
+        + b"R" + _ASKS + b"b.",
+        # made and given its state by torch's _rebuild_from_type_v2, the state a dict([...]) call
+        b"\x80\x02" + _g("torch._tensor", "_rebuild_from_type_v2") + _tuple(
+            _g("copyreg", "__newobj__"), _g("statsmodels.base.data", "PandasData"),
+            _tuple(_g("statsmodels.base.data", "PandasData")),
+            _g("builtins", "dict") + b"(]" + _tuple(_s("restore_model_spec"), b"\x88") + b"atR") + b"R.",
+    ],
+    ids=["alias", "helper", "rebuild-from-type"],
+)
+def test_statsmodels_data_reached_otherwise_stays_critical(tmp_path: Path, route: bytes) -> None:
+    """Review 63: a class reached through another module, made by a helper, or given its state by a call, is cleared
+    by nothing: WS-PKL-051 (each ran a formula's code under pickle.load with statsmodels 0.15)."""
+    found = scan_bytes(tmp_path, route, "results.pickle").findings
+    assert "WS-PKL-051" in {f.rule_id for f in found if f.severity >= Severity.CRITICAL}
+
+
+def test_statsmodels_states_past_what_wscan_keeps_stay_critical(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 63: a state past MAX_STATES is not read, so it may ask for the formula (999,999 states hid one)."""
+    from wscan.scanners import pickle_states
+
+    monkeypatch.setattr(pickle_states, "MAX_STATES", 2)
+    plain = _dict((_s("formula"), _s("y ~ x")))
+    padding = (_g("argparse", "Namespace") + b")\x81" + plain + b"b") * 2
+    blob = b"\x80\x02(" + padding + _g("statsmodels.base.data", "PandasData") + b")\x81" + plain + b"bl."
+    found = scan_bytes(tmp_path, blob, "results.pickle").findings
+    assert "WS-PKL-051" in {f.rule_id for f in found if f.severity >= Severity.CRITICAL}
+    monkeypatch.setattr(pickle_states, "MAX_STATES", 1000)
+    found = scan_bytes(tmp_path, blob, "results.pickle").findings
+    assert "WS-PKL-051" not in {f.rule_id for f in found}

@@ -94,6 +94,9 @@ PROTO_PEEK = 16  # enough for PROTO, then FRAME and its 8-byte length, then one 
 _PROBE_LIMITS = Limits()  # a probe reads one head: the defaults bound it, built once (it runs for every file)
 # Protocol-2 bytes are stored as UTF-8 text the loader encodes to latin-1: decoded in memory up to this size.
 MAX_TRANSCODED = 64 * 1024 * 1024
+# statsmodels' data classes (statsmodels.base.data, also reached through the modules that import them), whose
+# __setstate__ evaluates the model's formula when the state asks (WS-PKL-051).
+FORMULA_DATA_CLASSES = frozenset({"ModelData", "PandasData", "PatsyData", "FormulaicData"})
 PLAIN_READING = "plain-unpickler"  # the `reading` of names only a plain unpickler makes (`_plain_reading`)
 PLAIN_DATA_READING = "plain-unpickler-array-bytes"  # ... from bytes joblib reads as an array's data
 
@@ -553,6 +556,11 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
             extra: dict[str, AttrValue] = {}
             if key == GETATTR:
                 extra["only_looks_up"] = sub.getattr_only_looks_up
+            if rec.name.rsplit(".", 1)[-1] in FORMULA_DATA_CLASSES:
+                # statsmodels' data classes evaluate a formula only when a state asks: cleared where every use of
+                # the class restored an object (NEWOBJ, BUILD) and every state it got was read without the ask
+                extra["formula_cleared"] = (rec.invoked <= {"NEWOBJ", "BUILD"} and key not in sub.kept
+                                            and key not in sub.formula_unclear)  # fmt: skip
             if torchscript and rec.module.split(".")[0] == "__torch__":
                 # torch.jit.load's C++ unpickler resolves __torch__ names to classes compiled from the
                 # archive's own code/ folder, never to Python modules.

@@ -78,8 +78,7 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) ->
         if isinstance(key, Const) and key.value in CODE_STATE_KEYS:
             _state_code(res, restored, str(key.value), value, at)
         elif isinstance(key, Const) and key.value in FORMULA_STATE_KEYS:
-            formula = {"name": str(key.value), "callable": restored}
-            res.events.append(Event("pickle.state_formula", at, dict[str, str | int | bool](formula)))
+            res.formula_unclear.add(restored)
         elif isinstance(key, Const) and key.value in FOLDER_STATE_KEYS and not _is_none(value):
             folder = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
             res.events.append(Event("pickle.state_folder", at, dict[str, str | int | bool](folder)))
@@ -152,7 +151,8 @@ def _empty(value: Sym) -> bool:
 CODE_STATE_KEYS = frozenset({"_parse_arg_template"})
 # State attributes that make statsmodels' ModelData.__setstate__ evaluate the model's formula (through formulaic, or
 # patsy before statsmodels 0.15) over the data in the same state: a formula evaluates Python expressions. A state
-# without them only fills the instance's dict (WS-PKL-051 judges the rest).
+# without them only fills the instance's dict. Classes given such a state, or one whose names cannot be read, are
+# `PickleResult.formula_unclear` (WS-PKL-051).
 FORMULA_STATE_KEYS = frozenset({"restore_model_spec", "restore_design_info"})
 # State attributes naming a folder or file the library writes to when the object is used: scikit-learn's `memory` (a
 # Pipeline's, an agglomerative clustering's) becomes a joblib.Memory cache at fit(), and a review wrote files anywhere
@@ -201,8 +201,7 @@ def _state_code(res: PickleResult, restored: str, name: str, value: Sym, at: int
     attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "text": shown}
     res.events.append(Event("pickle.state_code", at, attrs))
     if name == "<unread>":  # names that cannot be read may ask for the formula too
-        formula: dict[str, str | int | bool] = {"name": name, "callable": restored}
-        res.events.append(Event("pickle.state_formula", at, formula))
+        res.formula_unclear.add(restored)
 
 
 def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) -> None:
@@ -337,6 +336,7 @@ def _state_from_call(res: PickleResult, func: Global, args: Sym, at: int) -> Non
         if mapping is not None:
             _keep_state(res, mapping, at, made)
         elif not isinstance(part, Const):
+            res.formula_unclear.add(made)
             attrs: dict[str, str | int | bool] = {"detail": f"a state made by {describe(part)}", "callable": made}
             res.events.append(Event("pickle.unread_attribute_names", at, attrs))
 
@@ -457,10 +457,12 @@ def _keep_state(res: PickleResult, mapping: Dict, at: int, restored: str) -> Non
         copied = Dict(items=list(mapping.items), dropped=mapping.dropped)
         res.states.append((mapping, at, restored, copied))
         res.state_copies.setdefault(id(mapping), []).append(copied)
-    elif not res.states_more:  # the rest are not judged, which is a finding (review 33), once
-        res.states_more = True
-        detail = f"more than {MAX_STATES:,} dict states; those past them are not judged"
-        res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": restored}))
+    else:  # the rest are not judged, which is a finding (review 33), once; nor is whether they ask for a formula
+        res.formula_unclear.add(restored)
+        if not res.states_more:
+            res.states_more = True
+            detail = f"more than {MAX_STATES:,} dict states; those past them are not judged"
+            res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": restored}))
 
 
 def _pairs(state: Sym) -> Dict | None:

@@ -241,6 +241,9 @@ class PickleResult:
     config_states: list[tuple[int, str, Dict]] = field(default_factory=list)
     config_states_more: int = 0  # past MAX_CONFIG_STATES: unread, which is high (WS-PKL-042)
     states_more: bool = False  # dict states past MAX_STATES were not kept for `check_states`
+    # Classes given a state that may make statsmodels' data objects evaluate a formula (`pickle_states`): one
+    # holding `restore_model_spec`, one whose names cannot be read, one past MAX_STATES.
+    formula_unclear: set[str] = field(default_factory=set)
     # Lists read as a call's pairs, by id, with what they held then (`_read_before`).
     pairs_read: dict[int, tuple[Seq, tuple[int, int], bool]] = field(default_factory=dict)
     # The copies `_keep_state` made of each dict state, by the dict's id (the dicts are kept alive in `states`).
