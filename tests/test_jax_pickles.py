@@ -105,3 +105,15 @@ def test_a_frozen_dict_of_shared_ordered_dicts_is_high(tmp_path: Path) -> None:
                  + b"uq" + bytes([level]) + b"0")
     blob = b"\x80\x02cflax.core.frozen_dict\nFrozenDict\n" + blob[2:] + b"(h" + bytes([19]) + b"tR."
     assert _rules(tmp_path, blob).get("WS-PKL-048") == Severity.HIGH
+
+
+def test_a_frozen_dict_of_shared_dict_subclasses_is_high(tmp_path: Path) -> None:
+    """Review 64: any dict subclass filled by SETITEMS (SciPy's OptimizeResult, made by NEWOBJ) is copied too."""
+    make = b"cscipy.optimize._optimize\nOptimizeResult\n)\x81"
+    blob = b"" + make + b"(X\x01\x00\x00\x00wK\x00uq\x000"
+    for level in range(1, 20):
+        below = b"h" + bytes([level - 1])
+        blob += make + b"(X\x01\x00\x00\x00a" + below + b"X\x01\x00\x00\x00b" + below + b"uq" + bytes([level]) + b"0"
+    blob = b"\x80\x02cflax.core.frozen_dict\nFrozenDict\n" + blob + b"(h" + bytes([19]) + b"tR."
+    assert _rules(tmp_path, blob).get("WS-PKL-048") == Severity.HIGH
+

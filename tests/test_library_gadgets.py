@@ -2507,8 +2507,10 @@ _ASKS = _dict((_s("restore_model_spec"), b"\x88"), (_s("formula"), _s("y ~ x")))
             _g("copyreg", "__newobj__"), _g("statsmodels.base.data", "PandasData"),
             _tuple(_g("statsmodels.base.data", "PandasData")),
             _g("builtins", "dict") + b"(]" + _tuple(_s("restore_model_spec"), b"\x88") + b"atR") + b"R.",
+        # review 64: its base class through a walk, which protocol 4 resolves (ModelData.__setstate__ runs)
+        b"\x80\x04" + _g("statsmodels.base.data", "PandasData.__base__") + b")\x81" + _ASKS + b"b.",
     ],
-    ids=["alias", "helper", "rebuild-from-type"],
+    ids=["alias", "helper", "rebuild-from-type", "base-walk"],
 )
 def test_statsmodels_data_reached_otherwise_stays_critical(tmp_path: Path, route: bytes) -> None:
     """Review 63: a class reached through another module, made by a helper, or given its state by a call, is cleared

@@ -306,6 +306,29 @@ def test_array_states_of_every_shape_numpy_takes_are_counted(tmp_path: Path, sha
     assert "WS-PKL-048" in rule_ids(scan(path))
 
 
+@pytest.mark.parametrize("maker", ["bytearray", "numpy.bytes_", "array.array", "bytes state"])
+def test_one_buffer_copied_by_many_makers_is_high(tmp_path: Path, maker: str) -> None:
+    """Review 64: one bytes object handed to many calls of a maker that copies it (bytearray, numpy.bytes_, array.array,
+    or an array state's data given as bytes(b)) loaded 3.2 GiB from 8.4 MB; what they copy counts as array data."""
+    import array
+
+    data = b"\x01" * (1 << 20)
+    shared = Reduce(bytes, (data,))
+    made = {
+        "bytearray": (bytearray, (data,)), "numpy.bytes_": (np.bytes_, (data,)),
+        "array.array": (array.array, ("b", data)),
+        "bytes state": (np._core.multiarray._reconstruct, (np.ndarray, (0,), b"b"),
+                        (1, (131072,), np.dtype(">f8"), False, shared)),
+    }[maker]  # fmt: skip
+    blob = pickle.dumps([Reduce(*made) for _ in range(100)], protocol=4)
+    assert len(blob) < 2 << 20
+    path = tmp_path / "copies.pkl"
+    path.write_bytes(blob)
+    assert "WS-PKL-048" in rule_ids(scan(path))
+    path.write_bytes(pickle.dumps([bytearray(data[:4096]) for _ in range(100)], protocol=4))  # buffers of their own
+    assert not rule_ids(scan(path))
+
+
 def test_array_data_is_counted_over_every_object_array_of_a_joblib_file(tmp_path: Path) -> None:
     """Review 60: joblib writes each object array as a pickle of its own (its own memo), so one state shared within
     each of many object arrays stayed under the allowance of each (5.4 GiB loaded from 13.7 MB). The count is the

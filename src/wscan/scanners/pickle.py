@@ -556,7 +556,7 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
             extra: dict[str, AttrValue] = {}
             if key == GETATTR:
                 extra["only_looks_up"] = sub.getattr_only_looks_up
-            if rec.name.rsplit(".", 1)[-1] in FORMULA_DATA_CLASSES:
+            if not FORMULA_DATA_CLASSES.isdisjoint(rec.name.split(".")):  # `PandasData.__base__` too (review 64)
                 # statsmodels' data classes evaluate a formula only when a state asks: cleared where every use of
                 # the class restored an object (NEWOBJ, BUILD) and every state it got was read without the ask
                 extra["formula_cleared"] = (rec.invoked <= {"NEWOBJ", "BUILD"} and key not in sub.kept

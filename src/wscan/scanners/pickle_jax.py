@@ -44,19 +44,28 @@ def shared_frozen_dicts(func: Global, args: Sym, object_items: ObjectItems) -> s
     if func.dotted != FROZEN_DICT or not isinstance(args, Seq):
         return None
     seen: set[int] = set()
-    stack = [item for item in args.items if _is_mapping(item)]
+    stack = [item for item in args.items if _is_mapping(item, object_items)]
     while stack:
         mapping = stack.pop()
         if id(mapping) in seen:
             return "a dict reached twice in its argument, which Flax copies once for each path to it"
         seen.add(id(mapping))
-        stack.extend(value for value in _values(mapping, object_items) if _is_mapping(value))
+        stack.extend(value for value in _values(mapping, object_items) if _is_mapping(value, object_items))
     return None
 
 
-def _is_mapping(value: Sym) -> bool:
-    return isinstance(value, Dict) or (
-        isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in MAPPING_MAKERS
+def _is_mapping(value: Sym, object_items: ObjectItems) -> bool:
+    """A dict, or what may be a dict subclass: made by a dict maker, filled by SETITEMS (any class: SciPy's
+    OptimizeResult, review 64), or rebuilt by copyreg from dict."""
+    if isinstance(value, Dict):
+        return True
+    if not (isinstance(value, Obj) and isinstance(value.func, Global)):
+        return False
+    if value.func.dotted in MAPPING_MAKERS or id(value) in object_items:
+        return True
+    args = value.args.items if isinstance(value.args, Seq) else []
+    return value.func.dotted == "copyreg._reconstructor" and len(args) > 1 and isinstance(args[1], Global) and (
+        args[1].dotted in MAPPING_MAKERS
     )
 
 

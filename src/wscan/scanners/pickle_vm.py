@@ -27,7 +27,14 @@ from wscan.scanners.pickle_arrow import (
     frozen,
     null_scalar_bytes,
 )
-from wscan.scanners.pickle_calls import ARRAY_MAKERS_BUILT, amplified_call, array_data_length, handed_out
+from wscan.scanners.pickle_calls import (
+    ARRAY_MAKERS_BUILT,
+    COPYING_MAKERS,
+    amplified_call,
+    array_data_length,
+    copied_length,
+    handed_out,
+)
 from wscan.scanners.pickle_config_targets import (
     _config_pairs,
     _config_targets,
@@ -268,6 +275,8 @@ class Machine:
             res.arrow_arrays.append((offset, args))  # the layout is checked once the stream ends (`pickle_arrow`)
         if isinstance(func, Global) and func.dotted == SCALAR:
             self._array_data(res, func, null_scalar_bytes(args), offset)
+        if isinstance(func, Global) and func.dotted in COPYING_MAKERS:
+            self._array_data(res, func, copied_length(args), offset)
         if isinstance(func, Global) and func.dotted == FROZEN_DICT:
             shared = shared_frozen_dicts(func, args, res.object_items)
             if shared is not None:
