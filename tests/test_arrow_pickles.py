@@ -454,17 +454,26 @@ def test_an_empty_list_past_its_offsets_crashes_on_use_and_is_flagged(tmp_path: 
 
 
 def test_null_scalars_are_counted_by_what_their_type_fills(tmp_path: Path) -> None:
-    """Review 60: pyarrow pickles a null scalar as scalar(None, type), and making it fills an array of one null of the
-    type: list_(int64, 2^24) takes 128 MiB from a 100-byte file (2^26: 0.5 GiB a call). Such data counts as array
-    data the file does not hold (WS-PKL-048); null scalars of ordinary types pass."""
+    """Review 60: pyarrow pickles a scalar as scalar(value, type), and each null in it (the value, or one inside it:
+    review 65) fills an item of its type: list_(int64, 2^24) takes 128 MiB from a 100-byte file. Real files make
+    such fills too (review 65: a column's scalars, most of them null), so only past 1 GiB more than the stream holds is
+    it WS-PKL-048."""
     ordinary = [pa.scalar(None, pa.list_(pa.int64(), 4)), pa.scalar(None, pa.string()), pa.scalar(3, pa.int8())]
     assert rules(tmp_path, pickle.dumps(ordinary, protocol=5), "ordinary.pkl") == {}
-    huge = pa.scalar(None, pa.list_(pa.int64(), 2**24))
-    blob = pickle.dumps(huge, protocol=5)
+    embeddings = pa.array([None] * 30000 + [[1.0] * 768] * 10, type=pa.list_(pa.float32(), 768))
+    assert rules(tmp_path, pickle.dumps(list(embeddings), protocol=4), "column.pkl") == {}  # 88 MiB filled
+    fixed = pa.list_(pa.int64(), 2**24)
+    blob = pickle.dumps(pa.scalar(None, fixed), protocol=5)
     assert len(blob) < 200
     peak = "import pickle, resource, sys; pickle.load(open(sys.argv[1], 'rb')); print(resource.getrusage(0).ru_maxrss)"
     loaded = _aborts(tmp_path, blob, peak)
     assert int(loaded.stdout) > 128 * 1024, loaded  # KiB: the null list was filled in full
-    assert rules(tmp_path, blob, "huge.pkl").get("WS-PKL-048") == Severity.HIGH
-    empty = pa.scalar(None, pa.list_(pa.list_(pa.struct([]), 2**14), 2**14))  # review 63: no bytes per item, but bits
-    assert rules(tmp_path, pickle.dumps([empty] * 2, protocol=5), "empty.pkl").get("WS-PKL-048") == Severity.HIGH
+    # The calls pyarrow writes for these, made without building them here (each would fill what it says):
+    many = [Call(pa.lib.scalar, None, fixed) for _ in range(10)]  # 1.25 GiB
+    assert rules(tmp_path, pickle.dumps(many, protocol=5), "many.pkl").get("WS-PKL-048") == Severity.HIGH
+    nested = pa.list_(pa.list_(pa.int64(), 2**20))
+    inner = [Call(pa.lib.scalar, [None] * 8, nested) for _ in range(20)]  # 20 x 64 MiB
+    assert rules(tmp_path, pickle.dumps(inner, protocol=5), "inner.pkl").get("WS-PKL-048") == Severity.HIGH
+    bits = pa.list_(pa.list_(pa.struct([]), 2**14), 2**14)  # review 63: no bytes per item, but a bit
+    empty = [Call(pa.lib.scalar, None, bits) for _ in range(5)]
+    assert rules(tmp_path, pickle.dumps(empty, protocol=5), "empty.pkl").get("WS-PKL-048") == Severity.HIGH

@@ -38,6 +38,7 @@ from wscan.scanners.pickle_values import (
 
 RESTORE_ARRAY = "pyarrow.lib._restore_array"
 SCALAR = "pyarrow.lib.scalar"  # how pyarrow pickles a scalar: scalar(value, type); a null one is made by the type
+MAX_FILL_NODES = 1_000_000  # items of one scalar's value walked for nulls
 MAX_ARRAYS = 1_000_000  # calls checked per stream (the opcode limit bounds them anyway); past it, flagged
 MAX_ARROW_BYTES = 1024 * 1024 * 1024  # distinct bytes read back from the file per stream; past it, flagged
 BYTEARRAY = frozenset({"builtins.bytearray", "__builtin__.bytearray"})
@@ -218,16 +219,40 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
 
 
 def null_scalar_bytes(args: Sym) -> int:
-    """The bytes pyarrow fills for `scalar(None, type)`, what it pickles a null scalar as: an array of one null of the
-    type, whose fixed-size lists and binaries are allocated in full (review 60: list_(int64, 2^26) took 0.5 GiB per
-    call from 9 bytes of pickle). 0 for a value, or a type wscan does not follow."""
+    """The bytes pyarrow fills for the nulls of `scalar(value, type)`, what it pickles a scalar as: each null, the
+    value itself or one inside it (review 65: `scalar([None] * 8, list_(list_(int64, 2^20)))`), is an array item of
+    its type whose fixed-size lists and binaries are allocated in full (review 60: list_(int64, 2^26) took 0.5 GiB
+    per call from 9 bytes of pickle). Each null is counted at the largest fill any part of the type makes; 0 for a
+    type wscan does not follow."""
     items = args.items if isinstance(args, Seq) and not args.dropped else []
-    if len(items) != 2 or not _is_none(items[0]):
+    if len(items) != 2:
         return 0
     try:
-        return _footprint(_type(items[1], 0))
+        worst = _worst_fill(_type(items[1], 0))
     except (Invalid, Unverified):
         return 0
+    return worst * _nulls(items[0])
+
+
+def _worst_fill(kind: ArrowType) -> int:
+    """The most one null anywhere in a value of this type fills: its own item, or one of a child's."""
+    return max([_footprint(kind), *(_worst_fill(child) for child in kind.children)])
+
+
+def _nulls(value: Sym) -> int:
+    """How many Nones a scalar's value holds, in its lists, tuples and dicts (each read once however the memo shares
+    it: a shared list's Nones are counted where each reference is, up to MAX_FILL_NODES containers)."""
+    count, stack, seen = 0, [value], 0
+    while stack and seen < MAX_FILL_NODES:
+        item = stack.pop()
+        seen += 1
+        if _is_none(item):
+            count += 1
+        elif isinstance(item, Seq):
+            stack.extend(item.items)
+        elif isinstance(item, Dict):
+            stack.extend(part for _, part in item.items)
+    return count + len(stack)  # past the limit, whatever is left counts as null (fails closed)
 
 
 def _footprint(kind: ArrowType) -> int:

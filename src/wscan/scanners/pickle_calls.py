@@ -192,6 +192,9 @@ def _amount(count: int) -> str:
 # in what writers make (pickle memoizes an array, never its state); a state reused for many arrays is copied by each
 # when NumPy byte-swaps it or JAX converts it (review 59: 16 MiB given to 600 arrays, 9.4 GiB as the file loaded).
 ARRAY_DATA_SLACK = 64 * 1024 * 1024
+# The same for what null Arrow scalars fill, which real files do make (a column's scalars, most of them null): only a
+# fill far past anything such a list needs is judged.
+NULL_FILL_SLACK = 1024 * 1024 * 1024
 
 
 # Where an array's BUILD state holds its data (and a masked array's mask), by the state's length: ndarray's

@@ -30,6 +30,7 @@ from wscan.scanners.pickle_arrow import (
 from wscan.scanners.pickle_calls import (
     ARRAY_MAKERS_BUILT,
     COPYING_MAKERS,
+    NULL_FILL_SLACK,
     amplified_call,
     array_data_length,
     copied_length,
@@ -238,6 +239,8 @@ class Machine:
         # file's concatenated pickles and joblib's object arrays, each a pickle with its own memo (review 60).
         self.array_data = 0
         self.array_data_reported = False
+        self.null_fill = 0  # what null Arrow scalars fill (`_null_fill`), over the file too
+        self.null_fill_reported = False
         self.resolvers: set[str] = set()  # config resolvers already reported for this file
         self.getattr = Global("builtins", "getattr")  # one object, so a push of it is told by identity
         self.nested_loader = Global("torch.storage", "_load_from_bytes")  # the same, for the same reason
@@ -274,7 +277,7 @@ class Machine:
         if isinstance(func, Global) and func.dotted == RESTORE_ARRAY and len(res.arrow_arrays) <= MAX_ARRAYS:
             res.arrow_arrays.append((offset, args))  # the layout is checked once the stream ends (`pickle_arrow`)
         if isinstance(func, Global) and func.dotted == SCALAR:
-            self._array_data(res, func, null_scalar_bytes(args), offset)
+            self._null_fill(res, func, null_scalar_bytes(args), offset)
         if isinstance(func, Global) and func.dotted in COPYING_MAKERS:
             self._array_data(res, func, copied_length(args), offset)
         if isinstance(func, Global) and func.dotted == FROZEN_DICT:
@@ -356,6 +359,21 @@ class Machine:
         if forged is not None:
             attrs: dict[str, str | int | bool] = {"callable": func.dotted, "detail": forged}
             res.events.append(Event("pickle.forged_jax_array", offset, attrs))
+
+    def _null_fill(self, res: PickleResult, maker: Global, nbytes: int, offset: int) -> None:
+        """Count what null Arrow scalars fill, once per file: pyarrow writes them (a list of a column's scalars, most of
+        them null, fills about 3 KiB per 22 bytes for 768-float embeddings: review 65), so only past NULL_FILL_SLACK
+        more than the stream holds is it WS-PKL-048."""
+        self.null_fill += nbytes
+        if self.null_fill_reported:
+            return
+        read = self.stream.base + self.stream.offset
+        if self.null_fill > read + NULL_FILL_SLACK:
+            self.null_fill_reported = True
+            detail = (f"{self.null_fill:,} bytes filled for null Arrow scalars from a stream of {read:,} bytes: "
+                      "fixed-size types pyarrow fills in full for each null")  # fmt: skip
+            attrs: dict[str, str | int | bool] = {"callable": maker.dotted, "detail": detail}
+            res.events.append(Event("pickle.amplified_call", offset, attrs))
 
     def _array_data(self, res: PickleResult, maker: Sym, nbytes: int, offset: int) -> None:
         """Count the data an array's state (or a null Arrow scalar) takes against what the stream holds
