@@ -186,7 +186,7 @@ def _check(data: Sym, budget: _Budget, depth: int, declared: ArrowType | None = 
     if validity is not None and len(validity) < -(-end // 8):
         raise Invalid(f"a validity bitmap of {len(validity)} bytes for {end:,} items")
     if entries and (nulls > 0 or (nulls < 0 and validity is not None and _has_null(_whole(validity), offset, end))):
-        raise Invalid("a map whose entries or keys hold a null, which Arrow aborts the process on (review 60)")
+        raise Invalid("a map whose entries or keys hold a null, which Arrow aborts the process on")
     if kind.kind in ("fixed", "dictionary"):
         bits = kind.size if kind.kind == "fixed" else kind.children[0].size
         _sized(buffers[1], -(-end * bits // 8), end)
