@@ -35,6 +35,7 @@ from wscan.scanners.pickle_calls import (
     array_data_length,
     copied_length,
     handed_out,
+    iterated_bytes,
 )
 from wscan.scanners.pickle_config_targets import (
     _config_pairs,
@@ -280,6 +281,8 @@ class Machine:
             self._null_fill(res, func, null_scalar_bytes(args), offset)
         if isinstance(func, Global) and func.dotted in COPYING_MAKERS:
             self._array_data(res, func, copied_length(args), offset)
+        if isinstance(func, Global):
+            self._array_data(res, func, iterated_bytes(func, args), offset)
         if isinstance(func, Global) and func.dotted == FROZEN_DICT:
             shared = shared_frozen_dicts(func, args, res.object_items)
             if shared is not None:
