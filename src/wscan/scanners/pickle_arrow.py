@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from wscan.scanners.pickle_ops import LongBytes, decode_text
 from wscan.scanners.pickle_values import (
@@ -291,11 +292,15 @@ def _check_offsets(offsets: bytes, size: int, first: int, end: int, limit: int, 
         raise Invalid(f"offsets up to {high:,} over {limit:,} {what} (an out-of-bounds read)")
 
 
-def _has_null(validity: bytes, first: int, end: int) -> bool:
-    """Whether a validity bitmap marks any of items first..end null."""
+def _valid(validity: bytes, first: int, end: int) -> Any:
+    """Items first..end of a validity bitmap, as booleans (a NumPy array): True where the item is not null."""
     import numpy as np
 
-    bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[first:end]
+    return np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[first:end].astype(bool)
+
+
+def _has_null(validity: bytes, first: int, end: int) -> bool:
+    bits = _valid(validity, first, end)
     return bool(bits.size) and not bool(bits.all())
 
 
@@ -307,8 +312,7 @@ def _check_indices(indices: bytes, validity: bytes | None, index: ArrowType, fir
         raise Unverified("dictionary indices of a type wscan does not read")
     values = np.frombuffer(indices, dtype=INDEX_TYPES[index.alias], count=end)[first:]
     if validity is not None:
-        valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[first:end].astype(bool)
-        values = values[valid]
+        values = values[_valid(validity, first, end)]
     if values.size and (int(values.min()) < 0 or int(values.max()) >= words):
         raise Invalid(f"dictionary indices from {int(values.min()):,} to {int(values.max()):,} into {words:,} entries"
                       " (an out-of-bounds read)")  # fmt: skip

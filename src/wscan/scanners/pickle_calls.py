@@ -32,7 +32,7 @@ from wscan.scanners.pickle_values import (
 )
 
 ZERO_FILLED = frozenset({"builtins.bytearray", "builtins.bytes"})
-WRAPPERS = frozenset({"__builtin__.bytearray", "__builtin__.bytes"})  # the same, by Python 2's name
+BYTES_MAKERS = ZERO_FILLED | {"__builtin__.bytearray", "__builtin__.bytes"}  # the same, by Python 2's name too
 # What these take besides bytes, as pickle writes them: protocol 2 spells bytes as _codecs.encode(text, "latin1").
 ENCODED = "_codecs.encode"
 NETWORKS = frozenset({"ipaddress.IPv4Network", "ipaddress.IPv6Network"})
@@ -80,7 +80,7 @@ ITERATING_MAKERS = frozenset({
 def iterated_bytes(func: Global, args: Sym) -> int:
     """The memory a call makes by iterating its arguments, 8 bytes an item: a range or network handed to any call,
     bytes or text handed to list, tuple or set. One memoised range listed 100 times took 3.75 GiB from 656 bytes
-    (review 66): each call stays under MAX_ITERATED, so these count towards the file's array data (`handed_out`)."""
+    (review 66): each call stays under MAX_ITERATED, so these count towards the file's array data (`Tally`)."""
     if not isinstance(args, Seq) or args.dropped:
         return 0
     total = 0
@@ -253,7 +253,7 @@ def _data_length(data: Sym | None) -> int:
     """Bytes, or at protocols 0 to 2 `_codecs.encode(text, 'latin1')` (review 60), counted by the text's length (a
     long one by its UTF-8 length in the file, never less than the bytes it encodes); `bytes(b)` or `bytearray(b)`
     by b's (review 64)."""
-    if isinstance(data, Obj) and isinstance(data.func, Global) and data.func.dotted in ZERO_FILLED | WRAPPERS:
+    if isinstance(data, Obj) and isinstance(data.func, Global) and data.func.dotted in BYTES_MAKERS:
         args = data.args.items if isinstance(data.args, Seq) and len(data.args.items) == 1 else None
         data = args[0] if args is not None else None
     if isinstance(data, Obj) and isinstance(data.func, Global) and data.func.dotted == ENCODED:
@@ -265,9 +265,25 @@ def _data_length(data: Sym | None) -> int:
     return value.length if isinstance(value, LongBytes) else 0
 
 
-def handed_out(total: int, read: int) -> str | None:
-    """Why `total` bytes of array data are more than a stream that has read `read` bytes holds; else None."""
-    if total <= read + ARRAY_DATA_SLACK:
-        return None
-    return (f"{total:,} bytes of array data from a stream of {read:,} bytes: data the file does not hold (one buffer"
-            " given to many arrays, null Arrow scalars of huge fixed-size types), which no writer pickles")  # fmt: skip
+class Tally:
+    """Bytes a file's objects are handed beyond what it holds, over every pickle in the file, judged once: past
+    `slack` more than the stream has read, `add` says why (WS-PKL-048), then never again."""
+
+    def __init__(self, slack: int, what: tuple[str, str]) -> None:
+        self.slack, self.what = slack, what
+        self.total = 0
+        self.reported = False
+
+    def add(self, nbytes: int, read: int) -> str | None:
+        self.total += nbytes
+        if self.reported or self.total <= read + self.slack:
+            return None
+        self.reported = True
+        kind, why = self.what
+        return f"{self.total:,} bytes of {kind} from a stream of {read:,} bytes: {why}"
+
+
+# What the machine tallies per file: array data (one buffer handed to many arrays, copied or iterated by many calls),
+# and what null Arrow scalars fill, which real files do make (a column's scalars, most of them null: review 65).
+ARRAY_DATA = ("array data", "data the file does not hold (one buffer given to many arrays), which no writer pickles")
+NULL_FILL = ("fill for null Arrow scalars", "fixed-size types pyarrow fills in full for each null")

@@ -28,13 +28,16 @@ from wscan.scanners.pickle_arrow import (
     null_scalar_bytes,
 )
 from wscan.scanners.pickle_calls import (
+    ARRAY_DATA,
+    ARRAY_DATA_SLACK,
     ARRAY_MAKERS_BUILT,
     COPYING_MAKERS,
+    NULL_FILL,
     NULL_FILL_SLACK,
+    Tally,
     amplified_call,
     array_data_length,
     copied_length,
-    handed_out,
     iterated_bytes,
 )
 from wscan.scanners.pickle_config_targets import (
@@ -238,10 +241,8 @@ class Machine:
         self.opcodes_total = 0
         # Bytes of array data the file's arrays were handed, each use counted, over every pickle this machine runs: a
         # file's concatenated pickles and joblib's object arrays, each a pickle with its own memo (review 60).
-        self.array_data = 0
-        self.array_data_reported = False
-        self.null_fill = 0  # what null Arrow scalars fill (`_null_fill`), over the file too
-        self.null_fill_reported = False
+        self.array_data = Tally(ARRAY_DATA_SLACK, ARRAY_DATA)
+        self.null_fill = Tally(NULL_FILL_SLACK, NULL_FILL)  # judged only far past what a real list of scalars fills
         self.resolvers: set[str] = set()  # config resolvers already reported for this file
         self.getattr = Global("builtins", "getattr")  # one object, so a push of it is told by identity
         self.nested_loader = Global("torch.storage", "_load_from_bytes")  # the same, for the same reason
@@ -278,11 +279,11 @@ class Machine:
         if isinstance(func, Global) and func.dotted == RESTORE_ARRAY and len(res.arrow_arrays) <= MAX_ARRAYS:
             res.arrow_arrays.append((offset, args))  # the layout is checked once the stream ends (`pickle_arrow`)
         if isinstance(func, Global) and func.dotted == SCALAR:
-            self._null_fill(res, func, null_scalar_bytes(args), offset)
+            self._tally(res, self.null_fill, func, null_scalar_bytes(args), offset)
         if isinstance(func, Global) and func.dotted in COPYING_MAKERS:
-            self._array_data(res, func, copied_length(args), offset)
+            self._tally(res, self.array_data, func, copied_length(args), offset)
         if isinstance(func, Global):
-            self._array_data(res, func, iterated_bytes(func, args), offset)
+            self._tally(res, self.array_data, func, iterated_bytes(func, args), offset)
         if isinstance(func, Global) and func.dotted == FROZEN_DICT:
             shared = shared_frozen_dicts(func, args, res.object_items)
             if shared is not None:
@@ -357,36 +358,16 @@ class Machine:
         """JAX's _reconstruct_array(fun, args, arr_state, aval_state): arr_state is the array's BUILD (its data is
         counted), and anything but what JAX writes is WS-PKL-050 (`pickle_jax`)."""
         if isinstance(args, Seq) and len(args.items) == 4:
-            self._array_data(res, func, array_data_length(args.items[2]), offset)
+            self._tally(res, self.array_data, func, array_data_length(args.items[2]), offset)
         forged = forged_jax_array(func, args)
         if forged is not None:
             attrs: dict[str, str | int | bool] = {"callable": func.dotted, "detail": forged}
             res.events.append(Event("pickle.forged_jax_array", offset, attrs))
 
-    def _null_fill(self, res: PickleResult, maker: Global, nbytes: int, offset: int) -> None:
-        """Count what null Arrow scalars fill, once per file: pyarrow writes them (a list of a column's scalars, most of
-        them null, fills about 3 KiB per 22 bytes for 768-float embeddings: review 65), so only past NULL_FILL_SLACK
-        more than the stream holds is it WS-PKL-048."""
-        self.null_fill += nbytes
-        if self.null_fill_reported:
-            return
-        read = self.stream.base + self.stream.offset
-        if self.null_fill > read + NULL_FILL_SLACK:
-            self.null_fill_reported = True
-            detail = (f"{self.null_fill:,} bytes filled for null Arrow scalars from a stream of {read:,} bytes: "
-                      "fixed-size types pyarrow fills in full for each null")  # fmt: skip
-            attrs: dict[str, str | int | bool] = {"callable": maker.dotted, "detail": detail}
-            res.events.append(Event("pickle.amplified_call", offset, attrs))
-
-    def _array_data(self, res: PickleResult, maker: Sym, nbytes: int, offset: int) -> None:
-        """Count the data an array's state (or a null Arrow scalar) takes against what the stream holds
-        (`pickle_calls.handed_out`), once per file."""
-        self.array_data += nbytes
-        if self.array_data_reported:
-            return
-        amplified = handed_out(self.array_data, self.stream.base + self.stream.offset)
+    def _tally(self, res: PickleResult, tally: Tally, maker: Sym, nbytes: int, offset: int) -> None:
+        """Count bytes an object is handed against what the stream holds (`pickle_calls.Tally`), once per file."""
+        amplified = tally.add(nbytes, self.stream.base + self.stream.offset)
         if amplified is not None:
-            self.array_data_reported = True
             callable_ = restored_class(maker) if isinstance(maker, Obj) else describe(maker)
             attrs = {"callable": callable_, "detail": amplified}
             res.events.append(Event("pickle.amplified_call", offset, dict[str, str | int | bool](attrs)))
@@ -815,7 +796,7 @@ class Machine:
             target.state = state
             _judge_state(res, target, state, at)
             if restored_class(target) in ARRAY_MAKERS_BUILT:
-                self._array_data(res, target, array_data_length(state), at)
+                self._tally(res, self.array_data, target, array_data_length(state), at)
             forged = forged_dtype_flags(target, state)
             if forged is not None:
                 res.events.append(Event("pickle.forged_dtype", at, {"callable": describe(target), "detail": forged}))
