@@ -609,7 +609,7 @@ def gadget_pickles(p: Payload) -> list[PickleSample]:
             "code-interactive-interpreter",
             getattr_of(call(glob("code", "InteractiveInterpreter"), ()), "runsource") + then_call((p.code,)),
             "code.InteractiveInterpreter().runsource",
-            ["WS-PKL-005"],
+            [],  # made from no arguments: the lookup is judged as the name code.InteractiveInterpreter.runsource
         ),
         ("cprofile-run", call(glob("cProfile", "run"), (p.code,)), "cProfile.run", []),
         (
@@ -640,7 +640,7 @@ def gadget_pickles(p: Payload) -> list[PickleSample]:
             "ctypes-cdll",
             getattr_of(call(glob("ctypes", "CDLL"), (None,)), "system") + then_call((p.cmd.encode(),)),
             "ctypes.CDLL(None).system",
-            ["WS-PKL-005"],
+            [],  # made from constants: the lookup is judged as the name ctypes.CDLL.system
         ),
         (
             "multiprocessing-spawnv-passfds",

@@ -298,6 +298,8 @@ GENSIM_LEGACY_FUNCTIONS = ["gensim.models.tfidfmodel.smartirs_normalize"]  # gen
 # Base classes whose hooks were reviewed with their own packs (BaseEstimator.__setstate__ checks the version and
 # updates __dict__; ABCMeta and enum are the standard library).
 REVIEWED_BASES = ("sklearn.", "abc", "builtins", "enum", "typing")
+# Metaclasses reviewed for what they change of their classes (a metaclass's __call__ runs when pickle calls a class).
+REVIEWED_METACLASSES: dict[str, str] = {}
 # Hooks reviewed where they are defined, for every class that inherits them (REVIEWED_HOOKS is per class).
 _MODULE = "torch.nn's layers restore through it too (allow-torch)"
 REVIEWED_OWNER_HOOKS = {
@@ -814,7 +816,8 @@ def own_hooks(klass: type) -> list[str]:
         inherited = any(_reviewed(b) and vars(b).get(hook) is value for b in klass.__mro__)
         if not _reviewed(owner) and not inherited and described not in REVIEWED_OWNER_HOOKS:
             found.append(described)
-    if not _reviewed(type(klass)):
+    metaclass = f"{type(klass).__module__}.{type(klass).__qualname__}"
+    if not _reviewed(type(klass)) and metaclass not in REVIEWED_METACLASSES:
         found.append(f"metaclass {type(klass).__module__}.{type(klass).__qualname__}")
     return found
 

@@ -442,12 +442,13 @@ class Machine:
             target, attr = args.items[0], _const(args.items[1])
             if isinstance(target, Global) and isinstance(attr, str):
                 return Global(target.module, f"{target.name}.{attr}")
-            made = _made_from(target) if isinstance(target, Obj) and target.state is None else None
+            made = _made_from(target) if isinstance(target, Obj) and _holds_no_callable(target.state) else None
             if made is not None and isinstance(attr, str) and attr.isidentifier() and not attr.startswith("__"):
                 # A method of an object the stream restored and has not given a state yet (a SciPy discrete
-                # distribution keeps its own _entropy in a vectorize, before its BUILD): the class's function of
-                # that name, judged by the allowlist like an import. Once BUILD gave the object a state, the name
-                # may be an attribute of that state instead (a review handed a payload dict on so).
+                # distribution keeps its own _entropy in a vectorize, before its BUILD), or gave a state of plain
+                # constants (river's Random, its generator's numbers): the class's function of that name, judged by
+                # the allowlist like an import. A state that may hold objects may put one under the name instead
+                # (a review handed a payload dict on so).
                 return Global(made.module, f"{made.name}.{attr}")
             if isinstance(target, Obj) and isinstance(target.func, Global) and isinstance(attr, str):
                 return Obj(Global(target.func.module, f"{target.func.name}().{attr}"), args)
@@ -984,12 +985,27 @@ def _one_value_lookup(target: Obj) -> str | None:
 
 def _made_from(target: Obj) -> Global | None:
     """The class an object is an instance of, when pickle restored it so: the class NEWOBJ or copyreg's helpers
-    were given. What REDUCE made (a function's result, a module import_module returned) is not named so."""
+    were given, or what REDUCE gave nothing but constants (random.Random()) when named like a class. A function's
+    result (a module import_module returned) is not named so, nor what a class made from objects (a LinearOperator
+    its __new__ chose from the function it was given); and what the allowlist lists under such names are methods of
+    classes that make their own instances."""
     func, args = target.func, target.args
     if isinstance(func, Global) and func.dotted in _RESTORED_POSITIONS:
         first = args.items[0] if isinstance(args, Seq) and args.items else None
         return first if isinstance(first, Global) else None
+    if isinstance(func, Global) and not target.instance and args is not None and _holds_no_callable(args):
+        return func if func.name.rpartition(".")[2][:1].isupper() else None  # a class's name, not a function's
     return func if target.instance and isinstance(func, Global) else None
+
+
+def _holds_no_callable(value: Sym | None, depth: int = 0) -> bool:
+    """Nothing, a constant, or a tuple or list of only those (every item kept): what cannot put a callable under any
+    name, whatever __setstate__ or BUILD does with it."""
+    if value is None or isinstance(value, Const):
+        return True
+    if isinstance(value, Seq) and value.type in ("tuple", "list") and not value.dropped and depth < 4:
+        return all(_holds_no_callable(item, depth + 1) for item in value.items)
+    return False
 
 
 def _owner(target: Obj) -> Global:
