@@ -1614,13 +1614,18 @@ def test_real_statsmodels_results_are_judged_by_their_formula(name: str, critica
 
 RIVER = Path(__file__).parent / "data" / "river"
 SKTIME = Path(__file__).parent / "data" / "sktime"
+OLD_STATS = Path(__file__).parent / "data" / "old_stats"  # older versions' names (README.md there)
 STATS_FILES = sorted(
     [*RIVER.glob("*.pkl"), *SKTIME.glob("*.pkl"), *SKTIME.glob("*.zip"), *STATSMODELS.glob("*_removed.pickle"),
-     STATSMODELS / "model_ols.pkl"]
+     STATSMODELS / "model_ols.pkl", *OLD_STATS.glob("*/*.p*"), *OLD_STATS.glob("*/*.zip")]
 )
 
 
-@pytest.mark.parametrize("path", STATS_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def _stats_id(path: Path) -> str:
+    return f"{'old' if path.parent.parent == OLD_STATS else path.parent.name}/{path.name}"
+
+
+@pytest.mark.parametrize("path", STATS_FILES, ids=_stats_id)
 def test_real_statsmodels_sktime_and_river_files_pass(path: Path) -> None:
     """Review 61: every pickle statsmodels, sktime and river wrote was high (no allowlist held their classes) and
     some critical (river's KMeans keeps partial(rng.gauss, 0, 1), which pickle writes as getattr on the RNG), or high
