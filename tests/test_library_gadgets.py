@@ -19,17 +19,20 @@ Each proof loads the corpus sample's bytes (rebuilt with a marker payload or a l
 
 from __future__ import annotations
 
+import base64
 import codecs
 import collections
 import copyreg
 import importlib.util
 import io
+import json
 import os
 import pickle
 import socket
 import subprocess
 import sys
 import warnings
+import zipfile
 from pathlib import Path
 from types import ModuleType
 
@@ -1576,7 +1579,9 @@ STATSMODELS = Path(__file__).parent / "data" / "statsmodels"
 @pytest.mark.parametrize(
     ("state", "critical"),
     [
-        ((_s("formula"), _s("y ~ x")), False),  # a formula alone is only kept
+        ((_s("nobs"), b"K\x01"), False),  # a state without the ask only fills the object's dict
+        # a formula alone is what a results object's predict() evaluates, the model's or any object's (review 67)
+        ((_s("formula"), _s("y ~ x")), True),
         ((_s("restore_model_spec"), b"\x88", _s("formula"), _s("y ~ x")), True),  # statsmodels 0.15
         ((_s("restore_design_info"), b"\x88", _s("formula"), _s("y ~ x")), True),  # before 0.15 (patsy)
     ],
@@ -1621,6 +1626,7 @@ STATS_FILES = sorted(
 )
 
 
+
 def _stats_id(path: Path) -> str:
     return f"{'old' if path.parent.parent == OLD_STATS else path.parent.name}/{path.name}"
 
@@ -1633,6 +1639,61 @@ def test_real_statsmodels_sktime_and_river_files_pass(path: Path) -> None:
     and ARF's `metric` (WS-PKL-026, WS-PKL-027). The files are the libraries' own (READMEs beside them)."""
     found = scan(path).findings
     assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+SB3 = Path(__file__).parent / "data" / "sb3"
+
+
+@pytest.mark.parametrize("name", ["a2c.zip", "dqn_replay_buffer.pkl", "vec_normalize.pkl"])
+def test_real_stable_baselines3_saves_pass(name: str) -> None:
+    """Review 68: stable-baselines3's own saves (tests/data/sb3/README.md), the `data` member's cloudpickles
+    included, hold only its classes, gymnasium's spaces and NumPy (rules/allow-sb3.yaml)."""
+    found = scan(SB3 / name).findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+def _with_serialized(source: Path, target: Path, key: str, blob: bytes, padding: int = 0) -> Path:
+    """A copy of a stable-baselines3 zip whose data JSON holds `blob` as `key`'s cloudpickle, after `padding`
+    characters of a docstring (the real file keeps the policy class's docstring there)."""
+    with zipfile.ZipFile(source) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    data = json.loads(members["data"])
+    first = {"__doc__": "x" * padding} if padding else {}
+    data = {**first, **data, key: {":type:": "<class 'function'>", ":serialized:": base64.b64encode(blob).decode()}}
+    members["data"] = json.dumps(data).encode()
+    with zipfile.ZipFile(target, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return target
+
+
+@pytest.mark.parametrize("padding", [0, 200_000])
+def test_a_pickle_in_a_stable_baselines3_zip_is_scanned(tmp_path: Path, padding: int) -> None:
+    """Review 68: `PPO.load()` (any algorithm's) base64-decodes and cloudpickle-loads every `:serialized:` value of
+    the zip's `data` JSON; an os.system pickle there passed. Found by the member's name too, past the first 64 KiB."""
+    payload = b"\x80\x02" + _g("os", "system") + _tuple(_s("echo pwned")) + b"R."
+    hostile = _with_serialized(SB3 / "a2c.zip", tmp_path / "model.zip", "learning_rate", payload, padding)
+    found = scan(hostile).findings
+    assert "WS-PKL-001" in {f.rule_id for f in found if f.severity >= Severity.CRITICAL}
+    assert any("data" in f.location.describe() and "learning_rate" in f.location.describe() for f in found)
+
+
+def test_a_learning_rate_saved_as_a_lambda_is_code() -> None:
+    """cloudpickle saves a lambda by value (its code object), which stable-baselines3's loader rebuilds."""
+    found = scan(SB3 / "td3_lambda_data.zip").findings
+    assert "WS-PKL-001" in {f.rule_id for f in found if f.severity >= Severity.CRITICAL}
+
+
+def test_a_bunch_given_itself_as_state_is_judged_by_its_items(tmp_path: Path) -> None:
+    """statsmodels' Bunch (in ARIMA results) pickles with itself as its state: BUILD copies its items into its
+    attributes, as from a dict state. It was WS-PKL-023 (slot state) and, with a formula check, WS-PKL-051."""
+    found = scan_bytes(tmp_path, b"\x80\x02" + _bunch_with(_s("nobs"), b"K\x01") + b".", "results.pickle").findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+def _bunch_with(key: bytes, value: bytes) -> bytes:
+    """statsmodels' Bunch as pickle writes it: NEWOBJ, its items, then BUILD with itself as the state."""
+    return _g("statsmodels.tools.tools", "Bunch") + b")\x81p0\n(" + key + value + b"ug0\nb"
 
 
 def _random(state: bytes = b"") -> bytes:
@@ -1666,8 +1727,16 @@ def _partial(func: bytes) -> bytes:
         (_partial(_bound(_random(_RNG_STATE), "seed")), True),
         # the partial called while the file loads
         (_partial(_bound(_random(_RNG_STATE), "gauss")) + b")R", True),
+        # ... or handed to a helper that calls it (numpy's __generator_ctor; review 67)
+        (_g("numpy.random._pickle", "__generator_ctor") + _tuple(_s("PCG64"), _partial(_bound(_random(), "gauss")))
+         + b"R", True),
+        # looked up on the class: the function takes the file's first argument (review 67)
+        (_partial(_bound(_g("random", "Random"), "gauss")), True),
+        # river's KMeans: the partial as a defaultdict's factory
+        (_g("collections", "defaultdict") + _tuple(_partial(_bound(_random(_RNG_STATE), "gauss"))) + b"R", False),
     ],
-    ids=["numbers-state", "no-state", "dict-state", "made-from-object", "other-method", "called"],
+    ids=["numbers-state", "no-state", "dict-state", "made-from-object", "other-method", "called", "helper-calls",
+         "class-lookup", "defaultdict-factory"],
 )
 def test_a_bound_method_of_a_restored_rng_is_judged_by_its_name(tmp_path: Path, body: bytes, critical: bool) -> None:
     """Review 61: river's KMeans binds rng.gauss in a partial; a method looked up on an instance is the class's only
@@ -1687,8 +1756,23 @@ def test_a_bound_method_of_a_restored_rng_is_judged_by_its_name(tmp_path: Path, 
         # itemgetter made is a value (river's BagOfWords); calling what it returns is calling a computed value
         (_g("operator", "itemgetter") + _tuple(_s("text")) + b"R" + _tuple(_dict()) + b"R", "WS-PKL-005"),
         (_g("operator", "attrgetter") + _tuple(_s("text")) + b"R", "WS-PKL-001"),
+        # review 67: a Cython state-space class called with sizes the file chose read past its buffer (SIGSEGV); the
+        # Cython smoothing function ETS keeps as a value, called with the file's arrays, wrote past its output
+        (_g("statsmodels.tsa.statespace._simulation_smoother", "dSimulationSmoother")
+         + _tuple(b"N", b"J\x80\x96\x98\x00") + b"R", "WS-PKL-014"),
+        (_g("statsmodels.tsa.exponential_smoothing._ets_smooth", "_ets_smooth_add_add") + _tuple(b"N", b"N") + b"R",
+         "WS-PKL-003"),
+        # review 67: an OLS fitted from arrays given a formula and a model spec, which predict() evaluates; the data
+        # object given the spec
+        (_g("statsmodels.regression.linear_model", "OLS") + b")\x81"
+         + _dict((_s("formula"), _s("y ~ x")), (_s("model_spec"), _s("I(x)"))) + b"b", "WS-PKL-051"),
+        (_g("statsmodels.base.data", "PandasData") + b")\x81" + _dict((_s("model_spec"), _s("I(x)"))) + b"b",
+         "WS-PKL-051"),
+        # statsmodels' Bunch is its own state: its items are judged as a dict state's (a class under a method's name)
+        (_bunch_with(_s("keys"), _g("collections", "OrderedDict")), "WS-PKL-026"),
     ],
-    ids=["called-model", "itemgetter-called", "attrgetter"],
+    ids=["called-model", "itemgetter-called", "attrgetter", "state-space-called", "ets-smoothing-called",
+         "model-formula", "data-model-spec", "bunch-method-name"],
 )
 def test_stats_library_names_stay_judged_by_how_they_are_used(tmp_path: Path, body: bytes, rule: str) -> None:
     found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "model.pkl").findings
@@ -2608,7 +2692,7 @@ def test_statsmodels_states_past_what_wscan_keeps_stay_critical(
     from wscan.scanners import pickle_states
 
     monkeypatch.setattr(pickle_states, "MAX_STATES", 2)
-    plain = _dict((_s("formula"), _s("y ~ x")))
+    plain = _dict((_s("nobs"), b"K\x01"))
     padding = (_g("argparse", "Namespace") + b")\x81" + plain + b"b") * 2
     blob = b"\x80\x02(" + padding + _g("statsmodels.base.data", "PandasData") + b")\x81" + plain + b"bl."
     found = scan_bytes(tmp_path, blob, "results.pickle").findings

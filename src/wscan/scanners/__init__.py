@@ -26,6 +26,7 @@ from wscan.scanners.python_bytecode import PythonBytecodeScanner
 from wscan.scanners.python_code import PythonCodeScanner
 from wscan.scanners.repo_files import ModelCardScanner, RepoJsonScanner, TemplateFileScanner
 from wscan.scanners.safetensors import SafetensorsScanner
+from wscan.scanners.sb3_data import Sb3DataScanner
 from wscan.scanners.shards import ShardIndexScanner
 from wscan.scanners.tf_checkpoint import TfCheckpointScanner
 from wscan.scanners.tf_graph import TfGraphScanner
@@ -49,6 +50,7 @@ def builtin_scanners() -> list[Scanner]:
         OnnxScanner(),
         PickleScanner(),
         ShardIndexScanner(),
+        Sb3DataScanner(),
         Pt2GraphScanner(),
         RepoJsonScanner(),
         TemplateFileScanner(),

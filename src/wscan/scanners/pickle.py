@@ -292,19 +292,20 @@ def _plain_reading(
             _check_arrow_arrays(artifact, res)  # an array's raw bytes, run as opcodes, can build one (review 48)
             plain = PickleResult(res.start, res.end, protocol=res.protocol, opcodes=res.opcodes)
             for key, rec in res.imports.items():
-                uses, kept = seen.get(key, (set(), False))
+                uses, kept, bound = seen.get(key, (set(), False, True))
                 newly_kept = key in res.kept and not kept
                 # getattr on something other than an import and a constant name (review 12 fetched a class back
                 # from the wrapper joblib had built: getattr(<wrapper>, "subclass")(...))
                 newly_called = key == GETATTR and not getattr_called and not res.getattr_only_looks_up
-                if (key in seen and rec.invoked <= uses and not newly_kept and not newly_called) or not all(
-                        part.isidentifier() for part in key.split(".")):
+                newly_unbound = bound and not rec.bound
+                if (key in seen and rec.invoked <= uses and not newly_kept and not newly_called and not newly_unbound
+                        ) or not all(part.isidentifier() for part in key.split(".")):
                     continue
                 getattr_called = getattr_called or newly_called
                 plain.imports[key] = rec
                 if newly_kept:
                     plain.kept.add(key)
-                seen[key] = (uses | rec.invoked, kept or newly_kept)
+                seen[key] = (uses | rec.invoked, kept or newly_kept, bound and rec.bound)
             plain.getattr_seen, plain.getattr_escaped = res.getattr_seen, res.getattr_escaped
             plain.getattr_calls, plain.getattr_lookups = res.getattr_calls, res.getattr_lookups
             # What the machine saw besides imports (a call of a value it fetched back, a class patched), where
@@ -338,14 +339,14 @@ class _Reported:
     """What joblib's reading (its arrays' nested pickles too) reported: the plain reading of the same stream reports
     only what goes further. Names with how each was used and whether it was kept; events by kind and byte."""
 
-    imports: dict[str, tuple[set[str], bool]] = field(default_factory=dict)
+    imports: dict[str, tuple[set[str], bool, bool]] = field(default_factory=dict)  # uses, kept, only bound
     events: set[tuple[str, int]] = field(default_factory=set)
     getattr_called: bool = False  # builtins.getattr reported as more than a lookup of a dotted name
 
     def add(self, res: PickleResult) -> None:
         for key, rec in res.imports.items():
-            uses, kept = self.imports.get(key, (set(), False))
-            self.imports[key] = (uses | rec.invoked, kept or key in res.kept)
+            uses, kept, bound = self.imports.get(key, (set(), False, True))
+            self.imports[key] = (uses | rec.invoked, kept or key in res.kept, bound and rec.bound)
         self.events.update((event.kind, event.offset) for event in res.events)
         self.getattr_called = self.getattr_called or (GETATTR in res.imports and not res.getattr_only_looks_up)
 
@@ -556,7 +557,9 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
             extra: dict[str, AttrValue] = {}
             if key == GETATTR:
                 extra["only_looks_up"] = sub.getattr_only_looks_up
-            if not FORMULA_DATA_CLASSES.isdisjoint(rec.name.split(".")):  # `PandasData.__base__` too (review 64)
+            if sub.formula_kept:  # a state keeps a formula, which a results object's predict() evaluates (review 67)
+                extra["formula_cleared"] = False
+            elif not FORMULA_DATA_CLASSES.isdisjoint(rec.name.split(".")):  # `PandasData.__base__` too (review 64)
                 # statsmodels' data classes evaluate a formula only when a state asks: cleared where every use of
                 # the class restored an object (NEWOBJ, BUILD) and every state it got was read without the ask
                 extra["formula_cleared"] = (rec.invoked <= {"NEWOBJ", "BUILD"} and key not in sub.kept
@@ -576,6 +579,7 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
                 count=rec.count,
                 invoked=",".join(sorted(rec.invoked)),
                 called=bool(rec.invoked),
+                bound=rec.bound,  # a method looked up on instances only
                 # Whether the class's __init__ (or the function) runs, not only __new__ and BUILD.
                 runs_init=any(use in _RUNS_INIT or use.startswith("CALL ") for use in rec.invoked),
                 kept=key in sub.kept,  # kept as a plain value somewhere, not only called or restored

@@ -79,6 +79,9 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) ->
             _state_code(res, restored, str(key.value), value, at)
         elif isinstance(key, Const) and key.value in FORMULA_STATE_KEYS:
             res.formula_unclear.add(restored)
+        elif isinstance(key, Const) and key.value in FORMULA_KEPT_KEYS and (key.value == "formula" or
+                                                                            not _is_none(value)):
+            res.formula_kept = True  # whatever the class: a results object's model may be any object
         elif isinstance(key, Const) and key.value in FOLDER_STATE_KEYS and not _is_none(value):
             folder = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
             res.events.append(Event("pickle.state_folder", at, dict[str, str | int | bool](folder)))
@@ -154,6 +157,12 @@ CODE_STATE_KEYS = frozenset({"_parse_arg_template"})
 # without them only fills the instance's dict. Classes given such a state, or one whose names cannot be read, are
 # `PickleResult.formula_unclear` (WS-PKL-051).
 FORMULA_STATE_KEYS = frozenset({"restore_model_spec", "restore_design_info"})
+# What a statsmodels results object's predict() reads: a model with a `formula` attribute (any value) has the new data
+# go through its `model_spec` (`design_info` before 0.15), the model's or its data object's, which evaluates the
+# formula's Python (review 67 ran code at predict() from an array-fitted OLS given these two strings). Models fitted
+# from arrays keep none of them; in any state of a file that imports statsmodels they are WS-PKL-051
+# (`PickleResult.formula_kept`), since the results' model and data may be objects of any class.
+FORMULA_KEPT_KEYS = frozenset({"formula", "model_spec", "design_info"})
 # State attributes naming a folder or file the library writes to when the object is used: scikit-learn's `memory` (a
 # Pipeline's, an agglomerative clustering's) becomes a joblib.Memory cache at fit(), and a review wrote files anywhere
 # so; gensim's AuthorTopicModel rewrites the corpus file at its `serialization_path` at update().
@@ -420,6 +429,12 @@ def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     items copied into the instance's dict under names wscan cannot check (a review hid gensim's side-file lists
     so). A plain dict state is kept for the end of the stream (`check_states`)."""
     restored = restored_class(target)
+    own = res.object_items.get(id(target)) if state is target else None
+    if own is not None and own[0] is target:
+        # The object as its own state (statsmodels' Bunch, a dict that is its own __dict__): BUILD copies the items
+        # SETITEMS gave it so far into its attributes, as from a dict state.
+        _keep_state(res, Dict(items=list(own[1])), at, restored)
+        return
     pairs = _pairs(state)
     if pairs is not None:  # __dict__.update(state), as torch's Module.__setstate__ does, takes (name, value) pairs
         _keep_state(res, pairs, at, restored)

@@ -168,6 +168,9 @@ class ImportRecord:
     opcode: str
     count: int = 0
     invoked: set[str] = field(default_factory=set)
+    # Reached only by getattr on instances the stream restored (a bound method), never imported nor looked up on a
+    # class or module, where the file would choose the function's first argument (review 67).
+    bound: bool = False
 
 
 @dataclass
@@ -244,6 +247,7 @@ class PickleResult:
     # Classes given a state that may make statsmodels' data objects evaluate a formula (`pickle_states`): one
     # holding `restore_model_spec`, one whose names cannot be read, one past MAX_STATES.
     formula_unclear: set[str] = field(default_factory=set)
+    formula_kept: bool = False  # some state keeps a formula or a model spec, which predict() evaluates
     # Lists read as a call's pairs, by id, with what they held then (`_read_before`).
     pairs_read: dict[int, tuple[Seq, tuple[int, int], bool]] = field(default_factory=dict)
     # The copies `_keep_state` made of each dict state, by the dict's id (the dicts are kept alive in `states`).

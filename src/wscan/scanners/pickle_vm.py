@@ -176,6 +176,21 @@ def _is_partial(value: Sym) -> bool:
     return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted == PARTIAL
 
 
+def _partial_function(value: Obj) -> Sym | None:
+    """The function a partial calls, through partials of partials: what its BUILD state names, else its first
+    argument."""
+    for _ in range(MAX_FORWARD_DEPTH):
+        state, args = value.state, value.args
+        if isinstance(state, Seq) and state.items:
+            inner: Sym | None = state.items[0]
+        else:
+            inner = args.items[0] if isinstance(args, Seq) and args.items else None
+        if not isinstance(inner, Obj) or not _is_partial(inner):
+            return inner
+        value = inner
+    return None
+
+
 def _is_defaultdict(value: Sym) -> bool:
     return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted == "collections.defaultdict"
 
@@ -311,11 +326,16 @@ class Machine:
             derived = self._derive(func, args)
             if isinstance(derived, Global):
                 # getattr(<import>, "name") is the import of the dotted name (as protocol 4 writes a qualified
-                # name): recorded as one, so the allowlist judges it whether or not it is called.
-                if derived.dotted not in res.imports:
-                    res.imports[derived.dotted] = ImportRecord(derived.module, derived.name, derived.dotted, offset,
-                                                               "getattr")  # fmt: skip
-                res.imports[derived.dotted].count += 1
+                # name): recorded as one, so the allowlist judges it whether or not it is called. On an instance
+                # it is a bound method, as long as no lookup of that name was on a class or module.
+                on_instance = isinstance(args, Seq) and bool(args.items) and isinstance(args.items[0], Obj)
+                record = res.imports.get(derived.dotted)
+                if record is None:
+                    record = ImportRecord(derived.module, derived.name, derived.dotted, offset, "getattr")
+                    record.bound = on_instance
+                    res.imports[derived.dotted] = record
+                record.bound = record.bound and on_instance
+                record.count += 1
                 if func is self.getattr:
                     res.getattr_lookups += 1
                 return derived
@@ -392,8 +412,15 @@ class Machine:
 
     def _mark(self, res: PickleResult, func: Global, target: Sym, use: str, how: str, offset: int) -> None:
         """`func` calls or instantiates `target`: judge a name as called, anything computed as a dynamic call."""
-        if _is_partial(target):
-            return  # a partial's callable is judged as called where the partial is made or built
+        if isinstance(target, Obj) and _is_partial(target):
+            # A partial's callable is judged as called where the partial is made or built; handed on here it is
+            # called while the file loads too (numpy's __generator_ctor), or later by what the helper made (a
+            # defaultdict's factory): noted, so a bound method that passes only inside a partial no longer does.
+            inner = _partial_function(target)
+            record = res.imports.get(inner.dotted) if isinstance(inner, Global) else None
+            if record is not None:
+                record.invoked.add(f"{use.upper()} via {func.dotted}")
+            return
         if isinstance(target, Global):
             if target.dotted == RESTORE_ARRAY and len(res.arrow_arrays) <= MAX_ARRAYS:
                 res.arrow_arrays.append((offset, INDIRECT))  # what the helper gives it is not followed (review 48)

@@ -1,0 +1,150 @@
+"""Regenerate rules/allow-sb3.yaml: the names stable-baselines3's saves import.
+
+stable-baselines3 is not a test dependency (tests/data/sb3 keeps real files it wrote), so run this where it is
+installed beside the test extra (`pip install stable-baselines3 gymnasium`, never another torch), then
+`python tools/gen_sb3_allowlist.py [--keep DIR]`. Empirical, as the other
+recorded lists: each algorithm of the catalogue below learns a few steps and is saved the ways stable-baselines3
+documents (`model.save()`, a zip whose `data` JSON holds base64 cloudpickles the loader unpickles, which wscan scans;
+`save_replay_buffer()` and `VecNormalize.save()`, plain pickles); the names those pickles import are recorded by a
+find_class that refuses nothing, and classes are screened as scikit-learn's ecosystem is. The policy classes, spaces
+and schedules are kept as values (the loader builds the policy from its class): their constructors build networks
+or store numbers. A learning rate given as a lambda is code in the file (cloudpickle saves the function by value),
+which stays critical whatever this list says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import pickle
+import shutil
+import tempfile
+import warnings
+import zipfile
+from pathlib import Path
+
+from gen_allowlists import REVIEWED_HOOKS, REVIEWED_OWNER_HOOKS, _resolve, screened_names
+from gen_stats_allowlist import _callable_attributes, _callable_instances, methods
+from pack_file import record_imports, write_pack
+
+LIBRARIES = ("stable_baselines3.", "gymnasium.spaces.")
+SB3_CLASS_HOOKS = {
+    "stable_baselines3.common.type_aliases.TrainFreq": "NamedTuple",
+    "stable_baselines3.common.type_aliases.TrainFrequencyUnit": "Enum",
+}
+SB3_OWNER_HOOKS = {
+    # gymnasium's spaces compare their bounds and shapes; Box's and Space's __setstate__ fill in fields older versions
+    # lacked, then update __dict__
+    "__eq__ of gymnasium.spaces.box.Box": "compares bounds and shape",
+    "__eq__ of gymnasium.spaces.discrete.Discrete": "compares n and start",
+    "__setstate__ of gymnasium.spaces.box.Box": "defaults, then __dict__",
+    "__setstate__ of gymnasium.spaces.discrete.Discrete": "defaults, then __dict__",
+    "__setstate__ of gymnasium.spaces.space.Space": "defaults, then __dict__",
+    # VecNormalize's __setstate__ updates __dict__ and drops the env (set again with set_venv); its __getattr__
+    # (VecEnvWrapper's) reads from the wrapped env, which a loaded one does not have
+    "__setstate__ of stable_baselines3.common.vec_env.vec_normalize.VecNormalize": "__dict__, no env",
+    "__getattr__ of stable_baselines3.common.vec_env.base_vec_env.VecEnvWrapper": "the wrapped env's attributes",
+    # pickle's APPENDS and ADDITEMS call extend and add: a buffer stores the transitions it is given in its NumPy
+    # arrays (shapes checked by NumPy)
+    "extend of stable_baselines3.common.buffers.BaseBuffer": "adds transitions",
+    "add of stable_baselines3.common.buffers.ReplayBuffer": "stores a transition",
+    "add of stable_baselines3.common.buffers.RolloutBuffer": "stores a transition",
+    # a torch module: Module's own hooks, reviewed with torch's pack
+    "__setstate__ of stable_baselines3.common.policies.BaseModel": "Module's",
+}
+
+
+def save_models(folder: Path) -> None:
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    torch.manual_seed(0)
+    runs = {
+        "ppo": PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=32, n_epochs=1, seed=0),
+        "a2c": A2C("MlpPolicy", "CartPole-v1", n_steps=8, seed=0,
+                   policy_kwargs={"net_arch": [16, 16], "activation_fn": torch.nn.Tanh}),
+        "dqn": DQN("MlpPolicy", "CartPole-v1", learning_starts=10, buffer_size=500, seed=0),
+        "sac": SAC("MlpPolicy", "Pendulum-v1", learning_starts=10, buffer_size=500, batch_size=16, seed=0),
+        "td3": TD3("MlpPolicy", "Pendulum-v1", learning_starts=10, buffer_size=300, seed=0),
+        "ddpg": DDPG("MlpPolicy", "Pendulum-v1", learning_starts=10, buffer_size=300, seed=0),
+    }
+    for name, model in runs.items():
+        model.learn(64)
+        model.save(folder / f"sb3_{name}")
+        if hasattr(model, "replay_buffer"):
+            model.save_replay_buffer(folder / f"sb3_{name}_replay_buffer")
+    env = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")]))
+    normalized = PPO("MlpPolicy", env, n_steps=32, batch_size=16, n_epochs=1, seed=0)
+    normalized.learn(64)
+    normalized.save(folder / "sb3_ppo_vecnormalize")
+    env.save(str(folder / "sb3_vec_normalize.pkl"))
+
+
+def torch_optimizers() -> list[str]:
+    """torch's optimizer classes, as values: A2C keeps RMSprop as its policy's `optimizer_class` (so do skorch and
+    darts keep theirs), which the loader calls with the network's parameters; a constructor only stores them and the
+    defaults. (allow-torch lists them as restored from state only.)"""
+    import torch.optim
+
+    found = {f"{value.__module__}.{value.__qualname__}" for value in vars(torch.optim).values()
+             if isinstance(value, type) and issubclass(value, torch.optim.Optimizer)}
+    return sorted(found)
+
+
+def pickles(path: Path) -> list[bytes]:
+    """The pickles stable-baselines3's loaders unpickle from one file: the `:serialized:` values of a zip's data."""
+    if path.suffix != ".zip":
+        return [path.read_bytes()]
+    data = json.loads(zipfile.ZipFile(path).read("data"))
+    return [base64.b64decode(value[":serialized:"]) for value in data.values()
+            if isinstance(value, dict) and ":serialized:" in value]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", type=Path, help="also copy the catalogue's files here (for tests/data)")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    REVIEWED_HOOKS.update(SB3_CLASS_HOOKS)
+    REVIEWED_OWNER_HOOKS.update(SB3_OWNER_HOOKS)
+    names: set[str] = set()
+    members: set[str] = set()
+    with tempfile.TemporaryDirectory() as folder:
+        save_models(Path(folder))
+        for path in sorted(Path(folder).iterdir()):
+            for blob in pickles(path):
+                record_imports(io.BytesIO(blob), names)
+                _callable_attributes(pickle.loads(blob), members, set())  # this tool's own file
+        if args.keep:
+            shutil.copytree(folder, args.keep, dirs_exist_ok=True)
+    own = sorted(n for n in names if n.startswith(LIBRARIES))
+    classes = [n for n in own if isinstance(_resolve(n), type)]
+    functions = [n for n in own if not isinstance(_resolve(n), type)]
+    allowed, state_only = screened_names(classes)
+    import stable_baselines3
+
+    write_pack(
+        "allow-sb3",
+        f"Generated by tools/gen_sb3_allowlist.py (stable-baselines3 {stable_baselines3.__version__}): what its saved "
+        "models (the cloudpickles in a model zip's data), replay buffers and VecNormalize statistics import, recorded "
+        "from real saves: classes restored from state only, each screened for the hooks loading runs, kept as values "
+        "too (the loader builds the policy from its class); their method names and the classes that cannot be "
+        "called. A learning rate saved as a lambda is code in the file, critical whatever this pack says.\n",
+        {
+            "allowed-callables": allowed,
+            "state-only-classes": state_only,
+            "value-classes": state_only + torch_optimizers(),
+            "referenced-callables": functions,
+            "method-names": methods(allowed),
+            "inert-values": [n for n in allowed if not _callable_instances(_resolve(n))],
+            "callable-members": sorted(members),
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
