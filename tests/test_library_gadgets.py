@@ -1644,7 +1644,7 @@ def test_real_statsmodels_sktime_and_river_files_pass(path: Path) -> None:
 SB3 = Path(__file__).parent / "data" / "sb3"
 
 
-@pytest.mark.parametrize("name", ["a2c.zip", "dqn_replay_buffer.pkl", "vec_normalize.pkl"])
+@pytest.mark.parametrize("name", ["a2c.zip", "dqn_replay_buffer.pkl", "vec_normalize.pkl", "ppo_policy.pth"])
 def test_real_stable_baselines3_saves_pass(name: str) -> None:
     """Review 68: stable-baselines3's own saves (tests/data/sb3/README.md), the `data` member's cloudpickles
     included, hold only its classes, gymnasium's spaces and NumPy (rules/allow-sb3.yaml)."""

@@ -30,6 +30,14 @@ from gen_stats_allowlist import _callable_attributes, _callable_instances, metho
 from pack_file import record_imports, write_pack
 
 LIBRARIES = ("stable_baselines3.", "gymnasium.spaces.")
+# What `policy.save()` (a torch.save of the policy's constructor arguments) keeps as its schedule: a static method
+# that returns 0.0, looked up on the class (a value; nothing calls it while the file loads).
+REFERENCED = ["stable_baselines3.common.policies.BasePolicy._dummy_schedule",
+              "stable_baselines3.common.policies.BasePolicy"]
+# ... and its features extractor class (torch modules that flatten or encode observations), kept as a value the loader
+# builds the policy with.
+EXTRACTORS = [f"stable_baselines3.common.torch_layers.{name}"
+              for name in ("FlattenExtractor", "NatureCNN", "CombinedExtractor", "MlpExtractor")]
 SB3_CLASS_HOOKS = {
     "stable_baselines3.common.type_aliases.TrainFreq": "NamedTuple",
     "stable_baselines3.common.type_aliases.TrainFrequencyUnit": "Enum",
@@ -122,7 +130,7 @@ def main() -> None:
         if args.keep:
             shutil.copytree(folder, args.keep, dirs_exist_ok=True)
     own = sorted(n for n in names if n.startswith(LIBRARIES))
-    classes = [n for n in own if isinstance(_resolve(n), type)]
+    classes = sorted({n for n in own if isinstance(_resolve(n), type)} | set(EXTRACTORS))
     functions = [n for n in own if not isinstance(_resolve(n), type)]
     allowed, state_only = screened_names(classes)
     import stable_baselines3
@@ -138,7 +146,7 @@ def main() -> None:
             "allowed-callables": allowed,
             "state-only-classes": state_only,
             "value-classes": state_only + torch_optimizers(),
-            "referenced-callables": functions,
+            "referenced-callables": functions + REFERENCED,
             "method-names": methods(allowed),
             "inert-values": [n for n in allowed if not _callable_instances(_resolve(n))],
             "callable-members": sorted(members),
