@@ -1678,6 +1678,23 @@ def test_a_pickle_in_a_stable_baselines3_zip_is_scanned(tmp_path: Path, padding:
     assert any("data" in f.location.describe() and "learning_rate" in f.location.describe() for f in found)
 
 
+@pytest.mark.parametrize("shape", ["leading-whitespace", "too-deep"])
+def test_a_stable_baselines3_data_wscan_cannot_parse_is_still_scanned(tmp_path: Path, shape: str) -> None:
+    """Review 69: the loader's json skips any leading whitespace (70 KiB put the object past the head) and, from a
+    shallower stack, reads nesting that exhausts wscan's parser: the values are found in the text all the same."""
+    payload = base64.b64encode(b"\x80\x02" + _g("os", "system") + _tuple(_s("echo pwned")) + b"R.").decode()
+    value = f'{{":type:": "x", ":serialized:": "{payload}"}}'
+    if shape == "leading-whitespace":
+        text = " " * 70_000 + f'{{"learning_rate": {value}}}'
+    else:
+        text = f'{{"deep": {"[" * 5000}{"]" * 5000}, "learning_rate": {value}}}'
+    target = tmp_path / "model.zip"
+    with zipfile.ZipFile(target, "w") as archive:
+        archive.writestr("data", text)
+    found = scan(target).findings
+    assert "WS-PKL-001" in {f.rule_id for f in found if f.severity >= Severity.CRITICAL}
+
+
 def test_a_learning_rate_saved_as_a_lambda_is_code() -> None:
     """cloudpickle saves a lambda by value (its code object), which stable-baselines3's loader rebuilds."""
     found = scan(SB3 / "td3_lambda_data.zip").findings

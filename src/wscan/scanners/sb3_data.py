@@ -12,13 +12,14 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import re
 from collections.abc import Iterator
 from functools import partial
 
 from wscan.model import Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.repo_files import read_bounded
-from wscan.strict_json import JsonRejected, loads_lenient, loads_strict
+from wscan.strict_json import TOO_DEEP, JsonRejected, loads_lenient, loads_strict
 
 SERIALIZED = ":serialized:"
 MEMBER = "data"  # the member stable-baselines3 reads, whatever the zip is called
@@ -30,10 +31,14 @@ class Sb3DataScanner:
     name = "sb3-data"
 
     def accepts(self, head: Head) -> bool:
-        if head.raw_data or not head.head.lstrip(b" \t\r\n").startswith(b"{"):
+        if head.raw_data:
             return False
-        # By name the loader reads it whatever it holds first (a long docstring can push every key past the head).
-        return head.name.rsplit("/", 1)[-1] == MEMBER or SERIALIZED.encode() in head.head
+        start = head.head.lstrip(b" \t\r\n")
+        if head.name.rsplit("/", 1)[-1] == MEMBER:
+            # By name, as the loader reads it, whatever comes first: a long docstring can push every key past the
+            # head, and json skips any amount of leading whitespace (review 69 put 70 KiB of it first).
+            return not start or start.startswith(b"{")
+        return start.startswith(b"{") and SERIALIZED.encode() in head.head
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         data = read_bounded(artifact, ctx)
@@ -41,24 +46,50 @@ class Sb3DataScanner:
             yield data
             return
         top = _as_loader_reads(data)
+        if isinstance(top, str):  # unreadable here; the loader, from a shallower stack, may read it (review 69)
+            if top == TOO_DEEP:
+                yield artifact.observe("repo.json_too_deep", role=self.name)
+            yield from _serialized_anywhere(artifact, data)
+            return
         if not isinstance(top, dict):
             return
         for key, value in top.items():
-            if not (isinstance(value, dict) and SERIALIZED in value):
-                continue
-            text = value[SERIALIZED]
-            if not isinstance(text, str):
-                continue  # the loader's `.encode()` raises: the load fails before anything is unpickled
-            try:
-                payload = base64.b64decode(text.encode("utf-8"))  # as the loader decodes: non-alphabet bytes dropped
-            except (binascii.Error, ValueError):
-                continue  # the loader's decode raises too
-            yield artifact.child(f"{str(key)[:200]}:serialized:", len(payload), partial(io.BytesIO, payload))
+            if isinstance(value, dict) and SERIALIZED in value:
+                yield from _pickle_of(artifact, str(key)[:200], value[SERIALIZED])
 
 
 def _as_loader_reads(data: bytes) -> object:
-    """The JSON as the loader's json reads it: strict when it can be, else the last of duplicate keys, NaN."""
+    """The JSON as the loader's json reads it: strict when it can be, else the last of duplicate keys, NaN; or, when
+    neither reads it, why strict parsing refused (a str)."""
     try:
         return loads_strict(data)
-    except JsonRejected:
-        return loads_lenient(data)
+    except JsonRejected as exc:
+        top = loads_lenient(data)
+        return str(exc) if top is None else top
+
+
+def _pickle_of(artifact: Artifact, key: str, text: object) -> Iterator[ScanItem]:
+    """The bytes the loader cloudpickle-loads for one value, as a blob of their own."""
+    if not isinstance(text, str):
+        return  # the loader's `.encode()` raises: the load fails before anything is unpickled
+    try:
+        payload = base64.b64decode(text.encode("utf-8"))  # as the loader decodes: non-alphabet bytes dropped
+    except (binascii.Error, ValueError):
+        return  # the loader's decode raises too
+    yield artifact.child(f"{key}:serialized:", len(payload), partial(io.BytesIO, payload))
+
+
+def _serialized_anywhere(artifact: Artifact, data: bytes) -> Iterator[ScanItem]:
+    """Every `":serialized:": "..."` in a text wscan could not parse, wherever it sits (more than the loader's top
+    level, never less)."""
+    for number, match in enumerate(_SERIALIZED_VALUE.finditer(data)):
+        if number >= MAX_UNPARSED_VALUES:
+            yield artifact.observe("repo.json_too_deep", role="sb3-data (values past the count)")
+            return
+        text = loads_lenient(b'"' + match.group(1) + b'"')
+        yield from _pickle_of(artifact, f"{match.start()}", text)
+
+
+# A JSON string value under the key, escapes and all (what json.loads then decodes).
+_SERIALIZED_VALUE = re.compile(rb'":serialized:"\s*:\s*"((?:[^"\\]|\\.)*)"')
+MAX_UNPARSED_VALUES = 10_000
