@@ -1074,14 +1074,27 @@ def method_lists() -> tuple[list[str], list[str]]:
         if not isinstance(value, type):
             plain.add(name)
             continue
-        if not any("__call__" in vars(base) for base in value.__mro__ if base not in (object, type)):
+        if not callable_instances(value):
             plain.add(name)
-        for base in value.__mro__:
-            for attr, member in vars(base).items():
-                data = hasattr(type(member), "__set__") or hasattr(type(member), "__delete__")
-                if not data and (callable(member) or isinstance(member, classmethod | staticmethod)):
-                    methods.add(attr)
+        methods.update(method_names(value))
     return sorted(methods), sorted(plain | {f"name:{name}" for name in INERT_FUNCTIONS})
+
+
+def callable_instances(klass: type) -> bool:
+    """Whether the class's instances can be called (a __call__ of its own or a base's other than object's)."""
+    return any("__call__" in vars(base) for base in klass.__mro__ if base not in (object, type))
+
+
+def method_names(klass: type) -> set[str]:
+    """The attributes of the class and its bases that an instance's own dict can hide: functions, classmethods,
+    builtin methods, nested classes; not properties (a data descriptor wins over the instance's dict)."""
+    found: set[str] = set()
+    for base in klass.__mro__:
+        for attr, member in vars(base).items():
+            data = hasattr(type(member), "__set__") or hasattr(type(member), "__delete__")
+            if not data and (callable(member) or isinstance(member, classmethod | staticmethod)):
+                found.add(attr)
+    return found
 
 
 # The rebuild functions of torch's weights_only list (and of the nested jagged tensors its modules add).

@@ -25,8 +25,8 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from gen_allowlists import REVIEWED_HOOKS, REVIEWED_OWNER_HOOKS, _resolve, screened_names
-from gen_stats_allowlist import _callable_attributes, _callable_instances, methods
+from gen_allowlists import REVIEWED_HOOKS, REVIEWED_OWNER_HOOKS, _resolve, callable_instances, screened_names
+from gen_stats_allowlist import _callable_attributes, methods
 from pack_file import record_imports, write_pack
 
 LIBRARIES = ("stable_baselines3.", "gymnasium.spaces.")
@@ -148,7 +148,7 @@ def main() -> None:
             "value-classes": state_only + torch_optimizers(),
             "referenced-callables": functions + REFERENCED,
             "method-names": methods(allowed),
-            "inert-values": [n for n in allowed if not _callable_instances(_resolve(n))],
+            "inert-values": [n for n in allowed if not callable_instances(_resolve(n))],  # type: ignore[arg-type]
             "callable-members": sorted(members),
         },
     )

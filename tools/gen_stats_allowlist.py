@@ -28,7 +28,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gen_allowlists import REVIEWED_HOOKS, REVIEWED_METACLASSES, REVIEWED_OWNER_HOOKS, _resolve, screened_names
+from gen_allowlists import (
+    REVIEWED_HOOKS,
+    REVIEWED_METACLASSES,
+    REVIEWED_OWNER_HOOKS,
+    _resolve,
+    callable_instances,
+    method_names,
+    screened_names,
+)
 from pack_file import record_imports, write_pack
 
 LIBRARIES = ("statsmodels.", "sktime.", "river.")
@@ -399,7 +407,7 @@ def lists_here(folder: Path) -> dict[str, list[str]]:
         "slot-classes": sorted(slots),
         "method-names": methods(allowed),
         # and the bound methods above: each harmless to call
-        "inert-values": [n for n in allowed if not _callable_instances(_resolve(n))]
+        "inert-values": [n for n in allowed if not callable_instances(_resolve(n))]  # type: ignore[arg-type]
         + [f"name:{method}" for method in INSTANCE_METHODS],
         "callable-members": sorted(members),
     }
@@ -411,21 +419,10 @@ def _reduce_helper(name: str) -> bool:
     return name.rpartition(".")[2].startswith("__pyx_unpickle_")
 
 
-def _callable_instances(klass: Any) -> bool:
-    return any("__call__" in vars(base) for base in klass.__mro__ if base not in (object, type))
-
-
 def methods(classes: list[str]) -> list[str]:
-    """The names of the methods of these classes that an instance's dict can hide (as gen_allowlists.method_lists
-    finds them for the packs it writes): WS-PKL-026 judges a state that sets one."""
-    found: set[str] = set()
-    for name in classes:
-        for base in _resolve(name).__mro__:  # type: ignore[attr-defined]
-            for attr, member in vars(base).items():
-                data = hasattr(type(member), "__set__") or hasattr(type(member), "__delete__")
-                if not data and (callable(member) or isinstance(member, classmethod | staticmethod)):
-                    found.add(attr)
-    return sorted(found)
+    """The names of the methods of these classes that an instance's dict can hide (`gen_allowlists.method_names`):
+    WS-PKL-026 judges a state that sets one."""
+    return sorted({attr for name in classes for attr in method_names(_resolve(name))})  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from wscan.scanners.pickle_dtypes import forged_dtype_flags
 from wscan.scanners.pickle_jax import FROZEN_DICT, RECONSTRUCT_ARRAY, forged_jax_array, shared_frozen_dicts
 from wscan.scanners.pickle_ops import OPCODES, READERS, FrameOverrun, LongBytes, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_states import (
+    _class_like,
     _dunder_items,
     _judge_state,
     _note_items,
@@ -329,11 +330,8 @@ class Machine:
                 # name): recorded as one, so the allowlist judges it whether or not it is called. On an instance
                 # it is a bound method, as long as no lookup of that name was on a class or module.
                 on_instance = isinstance(args, Seq) and bool(args.items) and isinstance(args.items[0], Obj)
-                record = res.imports.get(derived.dotted)
-                if record is None:
-                    record = ImportRecord(derived.module, derived.name, derived.dotted, offset, "getattr")
-                    record.bound = on_instance
-                    res.imports[derived.dotted] = record
+                record = res.imports.setdefault(derived.dotted, ImportRecord(
+                    derived.module, derived.name, derived.dotted, offset, "getattr", bound=on_instance))
                 record.bound = record.bound and on_instance
                 record.count += 1
                 if func is self.getattr:
@@ -1021,7 +1019,7 @@ def _made_from(target: Obj) -> Global | None:
         first = args.items[0] if isinstance(args, Seq) and args.items else None
         return first if isinstance(first, Global) else None
     if isinstance(func, Global) and not target.instance and args is not None and _holds_no_callable(args):
-        return func if func.name.rpartition(".")[2][:1].isupper() else None  # a class's name, not a function's
+        return func if _class_like(func.dotted) else None  # a class's name, not a function's
     return func if target.instance and isinstance(func, Global) else None
 
 
