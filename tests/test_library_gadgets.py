@@ -1765,6 +1765,125 @@ def test_a_bound_method_of_a_restored_rng_is_judged_by_its_name(tmp_path: Path, 
         assert worst < Severity.HIGH, [f"{f.rule_id}: {f.message}" for f in found]
 
 
+def _builtin_type(name: bytes, module: str = "cloudpickle.cloudpickle") -> bytes:
+    """cloudpickle's _builtin_type(name), which is getattr(types, name)."""
+    return _g(module, "_builtin_type") + _tuple(name) + b"R"
+
+
+def _method(function: bytes, target: bytes) -> bytes:
+    """A bound method as cloudpickle writes one: _builtin_type('MethodType')(function, target)."""
+    return _builtin_type(_s("MethodType")) + _tuple(function, target) + b"R"
+
+
+_GAUSS = _bound(_g("random", "Random"), "gauss")  # the function, looked up on the class
+
+
+@pytest.mark.parametrize(
+    ("body", "critical"),
+    [
+        # fastai's exports (cloudpickle): a method bound to an object the stream restored, kept as a value
+        (_dict((_s("f"), _method(_GAUSS, _random(_RNG_STATE)))), False),
+        # ... through joblib's copy of cloudpickle
+        (_dict((_s("f"), _builtin_type(_s("MethodType"), "joblib.externals.cloudpickle.cloudpickle")
+                + _tuple(_GAUSS, _random()) + b"R")), False),
+        # a method no real file binds
+        (_dict((_s("f"), _method(_bound(_g("random", "Random"), "seed"), _random()))), True),
+        # bound to a constant: the file chooses the function's first argument
+        (_dict((_s("f"), _method(_GAUSS, _s("/etc/passwd")))), True),
+        # bound, then called while the file loads
+        (_method(_GAUSS, _random()) + b")R", True),
+        # the same function also looked up on the class and handed to a partial (the file's first argument)
+        (_dict((_s("f"), _method(_GAUSS, _random())), (_s("g"), _partial(_GAUSS))), True),
+        # ... or the one lookup bound and handed to the partial too (the memo gives it twice)
+        (_GAUSS + b"p9\n" + _dict((_s("f"), _method(b"g9\n", _random())), (_s("g"), _partial(b"g9\n"))), True),
+        # any other class of the types module: code and functions written by value
+        (_builtin_type(_s("CodeType")), True),
+        (_builtin_type(_s("sys")), True),
+        (_builtin_type(_s("ClassType")) + _tuple(_s("X"), _tuple(), _dict()) + b"R", True),
+        # the helper itself kept as a value, or given a name the stream computes
+        (_dict((_s("f"), _g("cloudpickle.cloudpickle", "_builtin_type"))), True),
+        (_builtin_type(_g("builtins", "str") + _tuple(_s("MethodType")) + b"R"), True),
+        # a function bound to a restored object is judged as itself
+        (_dict((_s("f"), _method(_g("os", "system"), _random()))), True),
+        # print kept as a logger (fastai's Learner, skorch's PrintLog), never called while the file loads; called, it is
+        (_dict((_s("logger"), _g("builtins", "print"))), False),
+        (_g("builtins", "print") + _tuple(_s("owned")) + b"R", True),
+        (_g("collections", "defaultdict") + _tuple(_g("builtins", "print")) + b"R", True),
+    ],
+    ids=["bound", "joblib-copy", "other-method", "bound-to-constant", "called", "also-unbound", "memo-twice",
+         "code-type", "module", "class-type", "helper-kept", "computed-name", "dangerous-function", "print-kept",
+         "print-called", "print-factory"],
+)
+def test_cloudpickle_bound_methods_are_judged_as_bound_methods(tmp_path: Path, body: bytes, critical: bool) -> None:
+    """Review 68: every fastai export (cloudpickle) was critical for `_builtin_type('MethodType')(getattr(Class,
+    'name'), obj)`, cloudpickle's spelling of the bound method plain pickle writes as getattr(obj, 'name'), and for
+    the `print` its Learner keeps as a logger. Both are now judged as what they are, and nothing else of the two."""
+    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "model.pkl").findings
+    worst = max((f.severity for f in found), default=Severity.INFO)
+    assert (worst >= Severity.CRITICAL) is critical, [f"{f.rule_id}: {f.message}" for f in found]
+    if not critical:
+        assert worst < Severity.HIGH, [f"{f.rule_id}: {f.message}" for f in found]
+
+
+def test_cloudpickle_writes_a_bound_method_as_the_machine_reads_it(tmp_path: Path) -> None:
+    """The shape above is cloudpickle's own (the test extra installs it): a bound method of an allowed instance
+    method passes, one of a method off the list is critical."""
+    import random
+
+    import cloudpickle
+
+    for protocol in (2, 5):  # the function looked up with getattr, or imported by its qualified name
+        kept = cloudpickle.dumps({"f": random.Random(0).gauss}, protocol=protocol)
+        assert b"_builtin_type" in kept
+        found = scan_bytes(tmp_path / f"gauss{protocol}", kept, "model.pkl").findings
+        assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+        other = cloudpickle.dumps({"f": random.Random(0).seed}, protocol=protocol)
+        found = scan_bytes(tmp_path / f"seed{protocol}", other, "model.pkl").findings
+        assert {"WS-PKL-017", "WS-PKL-003"} & {f.rule_id for f in found if f.severity >= Severity.HIGH}
+
+
+def test_every_lookup_helper_the_machine_knows_is_judged_as_one() -> None:
+    """The machine reads cloudpickle's _builtin_type wherever it lives; WS-PKL-001 passes each only as a lookup."""
+    from wscan.rules import RuleSet
+    from wscan.scanners.pickle_vm import TYPE_LOOKUPS
+
+    lists = RuleSet.load(Config()).lists
+    assert TYPE_LOOKUPS | {"builtins.getattr"} == set(lists["lookup-helpers"])
+
+
+FASTAI = Path(__file__).parent / "data" / "fastai"
+FASTAI_FILES = sorted(path for path in FASTAI.rglob("*") if path.suffix in (".pkl", ".pth"))
+
+
+@pytest.mark.parametrize("path", FASTAI_FILES, ids=lambda path: path.name)
+def test_real_fastai_saves_pass(path: Path) -> None:
+    """Review 68: every fastai export was critical (`print` kept as the logger, cloudpickle's bound methods) and high
+    (no allowlist held fastai's classes). The files are fastai's own (tests/data/fastai/README.md); their classes are
+    in rules/allow-fastai.yaml, each hook reviewed in tools/gen_fastai_allowlist.py."""
+    found = scan(path).findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+@pytest.mark.parametrize(
+    ("body", "rule"),
+    [
+        # Stateful.__setstate__ calls self._init_state() after updating the dict: a state naming one replaces it
+        (_g("fastai.learner", "Recorder") + b")\x81" + _dict((_s("_init_state"), _g("fastai.metrics", "accuracy")))
+         + b"b", "WS-PKL-026"),
+        # a fastai class called with arguments the file chose: real exports restore every one from state
+        (_g("fastai.tabular.core", "TabularPandas") + _tuple(_s("data.csv")) + b"R", "WS-PKL-014"),
+        # a bound method off the list
+        (_dict((_s("f"), _method(_bound(_g("fastai.learner", "Learner"), "export"),
+                                 _g("fastai.learner", "Learner") + b")\x81"))), "WS-PKL-017"),
+    ],
+    ids=["init-state", "called", "other-method"],
+)
+def test_fastai_classes_stay_judged_outside_what_real_saves_do(tmp_path: Path, body: bytes, rule: str) -> None:
+    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "export.pkl").findings
+    flagged = {f.rule_id for f in found if f.severity >= Severity.HIGH}
+    assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
+
+
 @pytest.mark.parametrize(
     ("body", "rule"),
     [
@@ -2281,7 +2400,9 @@ def test_torch_training_objects_pass_restored_from_state_but_not_called_or_hooke
     use = "import pickle, sys; pickle.load(open(sys.argv[1], 'rb')).step()"
     used = subprocess.run([sys.executable, "-c", use, str(sample)], capture_output=True, text=True, timeout=300)
     assert "Parameter Group 0" in used.stdout, used.stderr[-2000:]  # print(optimizer, args, kwargs) ran
-    assert "WS-PKL-001" in _rules(tmp_path / "print", sample.read_bytes())  # print is critical by itself
+    # print only prints what the hook is given (a logger real files keep: `dangerous-values`); os.system would run it
+    assert not _rules(tmp_path / "print", sample.read_bytes())
+    assert "WS-PKL-001" in _rules(tmp_path / "system", hooked(os.system))
     scorer = make_scorer(np.equal)  # an allowed object that calls what its state names
     assert _rules(tmp_path / "scorer", hooked(scorer)) == {"WS-PKL-027"}
     assert not _rules(tmp_path / "real", pickle.dumps(optimizer))

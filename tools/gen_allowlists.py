@@ -7,6 +7,7 @@ public classes, never a module wildcard, and reviewed in the diff before it is c
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import enum
 import importlib
@@ -20,7 +21,8 @@ import sys
 import tempfile
 import types
 import typing
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
@@ -92,8 +94,9 @@ CORE = [
     "numpy.core.records.recarray", "numpy.core.records.record", "numpy._core.records.recarray",
     "numpy._core.records.record", "numpy.core.defchararray.chararray", "numpy._core.defchararray.chararray",
     "numpy.core._internal._reconstruct", "numpy.random.__RandomState_ctor",
-    # An attribute bag statsmodels' ARIMA results keep (pickle.yaml excepts it from the dangerous `types`).
-    "types.SimpleNamespace",
+    # An attribute bag statsmodels' ARIMA results keep (pickle.yaml excepts it from the dangerous `types`), and the
+    # bound-method maker cloudpickle calls (fastai's exports): it binds a function, judged on its own, to an object.
+    "types.SimpleNamespace", "types.MethodType",
     # The config dict research checkpoints keep (a dict whose items are attributes too; an item named like a
     # method pickle calls is WS-PKL-021).
     "easydict.EasyDict",
@@ -842,6 +845,40 @@ def recorded_names(
     return classes, found
 
 
+def reachable(root: object, depth: int) -> Iterator[object]:
+    """Every object reachable from `root` (one of a generator's own saved models) through containers' items and
+    objects' attribute dicts, each once, at most `depth` steps down."""
+    seen: set[int] = set()  # ids of objects `root` keeps alive
+    pending = [(root, 0)]
+    while pending:
+        obj, level = pending.pop()
+        if id(obj) in seen or level > depth:
+            continue
+        seen.add(id(obj))
+        yield obj
+        if isinstance(obj, dict):
+            children: list[object] = list(obj.values())
+        elif isinstance(obj, list | tuple | set | frozenset):
+            children = list(obj)
+        else:
+            children = list(getattr(obj, "__dict__", {}).values())
+        pending.extend((child, level + 1) for child in children)
+
+
+def catalogue_arguments(
+    description: str, hooks: dict[str, str], owner_hooks: dict[str, str], metaclasses: dict[str, str] | None = None
+) -> argparse.Namespace:
+    """A recorded catalogue's command line (`--keep DIR`), with its reviewed hooks added to the screen's."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--keep", type=Path, help="also copy the catalogue's files here (for tests/data)")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    REVIEWED_HOOKS.update(hooks)
+    REVIEWED_OWNER_HOOKS.update(owner_hooks)
+    REVIEWED_METACLASSES.update(metaclasses or {})
+    return args
+
+
 def _resolve(name: str) -> object:
     """The object a pickle's dotted name stands for; the name may go on past the module (`interp1d._call_spline`,
     a method a SciPy interpolator keeps as a value)."""
@@ -1014,6 +1051,9 @@ CALLABLE_MEMBERS = [
     # then returned quietly instead of checking.
     "scipy.stats._distn_infrastructure.rv_continuous_frozen.dist",
     "scipy.stats._distn_infrastructure.rv_discrete_frozen.dist",
+    # torch's transformer layers keep the activation function they are given (fastai's losses have an `activation`)
+    "torch.nn.modules.transformer.TransformerEncoderLayer.activation",
+    "torch.nn.modules.transformer.TransformerDecoderLayer.activation",
 ]
 # Attributes the libraries call by design, with arguments of their own or from the state: real files keep a named
 # function there (a score function, FunctionTransformer's func, a torchmetrics metric's sync functions) or a

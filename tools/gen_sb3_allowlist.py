@@ -14,18 +14,16 @@ which stays critical whatever this list says.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import io
 import json
 import pickle
 import shutil
 import tempfile
-import warnings
 import zipfile
 from pathlib import Path
 
-from gen_allowlists import REVIEWED_HOOKS, REVIEWED_OWNER_HOOKS, _resolve, callable_instances, screened_names
+from gen_allowlists import _resolve, callable_instances, catalogue_arguments, screened_names
 from gen_stats_allowlist import _callable_attributes, methods
 from pack_file import record_imports, write_pack
 
@@ -113,12 +111,7 @@ def pickles(path: Path) -> list[bytes]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keep", type=Path, help="also copy the catalogue's files here (for tests/data)")
-    args = parser.parse_args()
-    warnings.simplefilter("ignore")
-    REVIEWED_HOOKS.update(SB3_CLASS_HOOKS)
-    REVIEWED_OWNER_HOOKS.update(SB3_OWNER_HOOKS)
+    args = catalogue_arguments(__doc__.splitlines()[0], SB3_CLASS_HOOKS, SB3_OWNER_HOOKS)
     names: set[str] = set()
     members: set[str] = set()
     with tempfile.TemporaryDirectory() as folder:
@@ -126,7 +119,7 @@ def main() -> None:
         for path in sorted(Path(folder).iterdir()):
             for blob in pickles(path):
                 record_imports(io.BytesIO(blob), names)
-                _callable_attributes(pickle.loads(blob), members, set())  # this tool's own file
+                _callable_attributes(pickle.loads(blob), members, LIBRARIES)  # this tool's own file
         if args.keep:
             shutil.copytree(folder, args.keep, dirs_exist_ok=True)
     own = sorted(n for n in names if n.startswith(LIBRARIES))

@@ -35,6 +35,7 @@ from gen_allowlists import (
     _resolve,
     callable_instances,
     method_names,
+    reachable,
     screened_names,
 )
 from pack_file import record_imports, write_pack
@@ -307,32 +308,23 @@ def recorded(folder: Path, members: set[str]) -> set[str]:
                 continue  # sktime's zip also holds a text metadata file
             record_imports(io.BytesIO(blob), names)
             obj = pickle.loads(blob)  # this tool's own file, written a moment ago
-            _callable_attributes(obj, members, set())
+            _callable_attributes(obj, members)
             for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
                 record_imports(io.BytesIO(pickle.dumps(obj, protocol=protocol)), names)
     return names
 
 
-def _callable_attributes(obj: object, members: set[str], seen: set[int], depth: int = 0) -> None:
-    if id(obj) in seen or depth > 30:
-        return
-    seen.add(id(obj))
-    if isinstance(obj, dict):
-        values: list[object] = list(obj.values())
-    elif isinstance(obj, list | tuple | set | frozenset):
-        values = list(obj)
-    else:
-        values = list(getattr(obj, "__dict__", {}).values())
-        klass = type(obj)
+def _callable_attributes(obj: object, members: set[str], libraries: tuple[str, ...] = LIBRARIES) -> None:
+    for found in reachable(obj, 30):
+        klass = type(found)
         name = f"{klass.__module__}.{klass.__qualname__}"
-        if name.startswith(LIBRARIES):
-            for attr, value in vars(obj).items() if hasattr(obj, "__dict__") else ():
-                own = inspect.getattr_static(klass, attr, None)
-                method = inspect.isroutine(own) or isinstance(own, classmethod | staticmethod)
-                if callable(value) and not isinstance(value, type) and not method:  # a value, or a class's value
-                    members.add(f"{name}.{attr}")
-    for value in values:
-        _callable_attributes(value, members, seen, depth + 1)
+        if isinstance(found, dict | list | tuple | set | frozenset) or not name.startswith(libraries):
+            continue
+        for attr, value in vars(found).items() if hasattr(found, "__dict__") else ():
+            own = inspect.getattr_static(klass, attr, None)
+            method = inspect.isroutine(own) or isinstance(own, classmethod | staticmethod)
+            if callable(value) and not isinstance(value, type) and not method:  # a value, or a class's value
+                members.add(f"{name}.{attr}")
 
 
 def main() -> None:

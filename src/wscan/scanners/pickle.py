@@ -48,7 +48,7 @@ from wscan.scanners.pickle_values import (
     _const_int,
     restored_class,
 )
-from wscan.scanners.pickle_vm import GETATTR, NESTED_LOADER, Machine
+from wscan.scanners.pickle_vm import GETATTR, NESTED_LOADER, TYPE_LOOKUPS, Machine
 from wscan.scanners.pickled_config import config_observations
 from wscan.scanners.slice import open_slice
 
@@ -296,7 +296,8 @@ def _plain_reading(
                 newly_kept = key in res.kept and not kept
                 # getattr on something other than an import and a constant name (review 12 fetched a class back
                 # from the wrapper joblib had built: getattr(<wrapper>, "subclass")(...))
-                newly_called = key == GETATTR and not getattr_called and not res.getattr_only_looks_up
+                newly_called = ((key == GETATTR and not getattr_called and not res.getattr_only_looks_up)
+                                or (key in TYPE_LOOKUPS and not res.only_looks_up(key)))
                 newly_unbound = bound and not rec.bound
                 if (key in seen and rec.invoked <= uses and not newly_kept and not newly_called and not newly_unbound
                         ) or not all(part.isidentifier() for part in key.split(".")):
@@ -557,6 +558,8 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
             extra: dict[str, AttrValue] = {}
             if key == GETATTR:
                 extra["only_looks_up"] = sub.getattr_only_looks_up
+            elif key in TYPE_LOOKUPS:
+                extra["only_looks_up"] = sub.only_looks_up(key)
             if sub.formula_kept:  # a state keeps a formula, which a results object's predict() evaluates (review 67)
                 extra["formula_cleared"] = False
             elif not FORMULA_DATA_CLASSES.isdisjoint(rec.name.split(".")):  # `PandasData.__base__` too (review 64)

@@ -171,6 +171,16 @@ class ImportRecord:
     # Reached only by getattr on instances the stream restored (a bound method), never imported nor looked up on a
     # class or module, where the file would choose the function's first argument (review 67).
     bound: bool = False
+    # cloudpickle writes a bound method as `_builtin_type('MethodType')(getattr(Class, "name"), obj)`: the reaches of
+    # the name by import or by a lookup on a class or module (`unbound`), and how many of those types.MethodType then
+    # bound to an object the stream restored (`rebound`). A name whose every such reach was bound so, and which the
+    # stream never calls, is a bound method as well (`Machine.run`).
+    unbound: int = 0
+    rebound: int = 0
+    # For a lookup helper (cloudpickle's _builtin_type, `getattr(types, name)`): how often the stream called it, and
+    # how often such a call looked a constant name up, so that the load only looks names up (see `only_looks_up`).
+    calls: int = 0
+    lookups: int = 0
 
 
 @dataclass
@@ -266,6 +276,13 @@ class PickleResult:
         """builtins.getattr was only ever called, each time on an import and a constant name: the load then only
         looks those dotted names up, and they are judged as imports of their own."""
         return self.getattr_seen and not self.getattr_escaped and self.getattr_calls == self.getattr_lookups
+
+
+    def only_looks_up(self, key: str) -> bool:
+        """A lookup helper other than getattr (cloudpickle's _builtin_type) was only ever called, each time on a
+        constant name, and never kept: the load then only looks those names up, each judged as an import."""
+        record = self.imports[key]
+        return record.invoked == {"REDUCE"} and record.calls == record.lookups and key not in self.kept
 
 
 def _const(value: Sym | None) -> object:

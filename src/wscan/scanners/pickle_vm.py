@@ -149,6 +149,14 @@ MAX_NESTED_LOADS = 10_000  # per stream; more is read as a use the scanner did n
 STORAGE_INFO = "torch.distributed.checkpoint.filesystem._StorageInfo"  # where dcp.load reads an item (dcp.py)
 MAX_STORAGE_INFOS = 1_000_000
 GETATTR = "builtins.getattr"
+# cloudpickle's _builtin_type(name): `getattr(types, name)` ("ClassType": type), as cloudpickle and the copies of it
+# that joblib, spaCy's srsly, numba and Ray ship write a class of the types module (MethodType, CodeType, ...).
+TYPE_LOOKUPS = frozenset(
+    f"{package}cloudpickle.{module}._builtin_type"
+    for package in ("", "joblib.externals.", "srsly.", "numba.", "ray.", "pyspark.")
+    for module in ("cloudpickle", "cloudpickle_fast")
+)
+METHOD_TYPE = "types.MethodType"  # MethodType(function, obj): the function bound to obj, nothing called
 MAX_RESOLVERS = 1000  # distinct resolver names reported per file; past it, one TOO_MANY_RESOLVERS
 _NEWOBJ_HELPERS = ("copyreg.__newobj__", "copyreg.__newobj_ex__")
 
@@ -262,6 +270,7 @@ class Machine:
         self.resolvers: set[str] = set()  # config resolvers already reported for this file
         self.getattr = Global("builtins", "getattr")  # one object, so a push of it is told by identity
         self.nested_loader = Global("torch.storage", "_load_from_bytes")  # the same, for the same reason
+        self.rebound: list[Global] = []  # the name objects types.MethodType bound (`_bind`), kept alive
 
     # -- helpers -------------------------------------------------------------------------------------
 
@@ -274,6 +283,7 @@ class Machine:
             record = ImportRecord(mapped_module, mapped_name, f"{module}.{name}", offset, opcode)
             res.imports[key] = record
         record.count += 1
+        record.unbound += 1
         if key == GETATTR:
             res.getattr_seen = True
             return self.getattr
@@ -317,6 +327,7 @@ class Machine:
                 record.count = 1
                 res.imports[func.dotted] = record
             record.invoked.add(how)
+            record.calls += 1
             self._forward(res, func, args, how, offset)
             self._apply_effects(res, func, args)
             made = _newobj_partial(func, args)
@@ -334,11 +345,16 @@ class Machine:
                     derived.module, derived.name, derived.dotted, offset, "getattr", bound=on_instance))
                 record.bound = record.bound and on_instance
                 record.count += 1
+                record.unbound += not on_instance
                 if func is self.getattr:
                     res.getattr_lookups += 1
+                elif func.dotted in TYPE_LOOKUPS:
+                    res.imports[func.dotted].lookups += 1
                 return derived
             if derived is not None:
                 return derived
+            if func.dotted == METHOD_TYPE:
+                self._bind(res, args)
             if func.dotted in IDENTITY_FUNCTIONS and isinstance(args, Seq) and args.items:
                 return args.items[0]  # what it was given, itself: a class BUILD then patches is still that class
             if func.dotted == REBUILD_FROM_TYPE and isinstance(args, Seq) and len(args.items) > 3:
@@ -371,6 +387,19 @@ class Machine:
             else:
                 res.storage_infos_dropped += 1
         return made
+
+    def _bind(self, res: PickleResult, args: Sym) -> None:
+        """types.MethodType(F, obj) with F a name and obj an object the stream restored: a bound method of F, as
+        getattr(obj, "name") makes one, so that reach of F counts as bound (each name object once: the memo can hand
+        the same one on twice)."""
+        if not (isinstance(args, Seq) and args.type == "tuple" and len(args.items) == 2):
+            return
+        function, target = args.items
+        if isinstance(function, Global) and isinstance(target, Obj) and function not in self.rebound:
+            record = res.imports.get(function.dotted)
+            if record is not None:
+                self.rebound.append(function)
+                record.rebound += 1
 
     def _jax_array(self, res: PickleResult, func: Global, args: Sym, offset: int) -> None:
         """JAX's _reconstruct_array(fun, args, arr_state, aval_state): arr_state is the array's BUILD (its data is
@@ -463,6 +492,10 @@ class Machine:
         """getattr(<import>, "name") is the import of the dotted name; getattr(<built object>, "name") an object
         named after it, whose calls stay computed."""
         # Exactly (target, name): with a default, a name missing from the installed library yields the default.
+        if func.dotted in TYPE_LOOKUPS and isinstance(args, Seq) and args.type == "tuple" and len(args.items) == 1:
+            attr = _const(args.items[0])
+            if isinstance(attr, str):
+                return Global("builtins", "type") if attr == "ClassType" else Global("types", attr)
         if func.dotted == GETATTR and isinstance(args, Seq) and args.type == "tuple" and len(args.items) == 2:
             target, attr = args.items[0], _const(args.items[1])
             if isinstance(target, Global) and isinstance(attr, str):
@@ -499,6 +532,9 @@ class Machine:
             detail = f"the pickle machine needed more than {self.limits.max_memory_bytes} bytes of memory"
             res.over_budget = BudgetExceeded("max-memory-bytes", detail)
         res.end = self.stream.base + self.stream.offset
+        for record in res.imports.values():
+            if record.rebound:  # cloudpickle's bound methods (`_bind`): bound if every unbound reach was bound so
+                record.bound = record.unbound == record.rebound and not record.invoked
         check_states(res)
         check_script_objects(res)
         check_architectures(res)
@@ -948,6 +984,7 @@ def _tensor_memory(target: Sym) -> bool:
 _KEPT_FROM = {
     **_RESTORED_POSITIONS, **dict.fromkeys(_ARRAY_REBUILDERS, 1), "torch._utils._rebuild_wrapper_subclass": 1,
     GETATTR: 1,
+    METHOD_TYPE: 1,  # the function is bound, so judged as a bound method (`Machine._bind`); the object is kept
 }
 
 
