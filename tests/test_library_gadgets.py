@@ -1805,14 +1805,19 @@ _GAUSS = _bound(_g("random", "Random"), "gauss")  # the function, looked up on t
         (_builtin_type(_g("builtins", "str") + _tuple(_s("MethodType")) + b"R"), True),
         # a function bound to a restored object is judged as itself
         (_dict((_s("f"), _method(_g("os", "system"), _random()))), True),
+        # review 70: the function MethodType binds is called by whoever calls the bound method, print too ...
+        (_dict((_s("logger"), _method(_g("builtins", "print"), _s("owned")))), True),
+        (_dict((_s("logger"), _method(_g("builtins", "print"), _random()))), True),
+        # ... and one the stream binds and also keeps unbound (the memo gives it twice) is no bound method
+        (_GAUSS + b"p9\n" + _dict((_s("f"), _method(b"g9\n", _random())), (_s("g"), b"g9\n")), True),
         # print kept as a logger (fastai's Learner, skorch's PrintLog), never called while the file loads; called, it is
         (_dict((_s("logger"), _g("builtins", "print"))), False),
         (_g("builtins", "print") + _tuple(_s("owned")) + b"R", True),
         (_g("collections", "defaultdict") + _tuple(_g("builtins", "print")) + b"R", True),
     ],
     ids=["bound", "joblib-copy", "other-method", "bound-to-constant", "called", "also-unbound", "memo-twice",
-         "code-type", "module", "class-type", "helper-kept", "computed-name", "dangerous-function", "print-kept",
-         "print-called", "print-factory"],
+         "code-type", "module", "class-type", "helper-kept", "computed-name", "dangerous-function", "print-bound-text",
+         "print-bound-object", "bound-and-kept", "print-kept", "print-called", "print-factory"],
 )
 def test_cloudpickle_bound_methods_are_judged_as_bound_methods(tmp_path: Path, body: bytes, critical: bool) -> None:
     """Review 68: every fastai export (cloudpickle) was critical for `_builtin_type('MethodType')(getattr(Class,
@@ -1851,6 +1856,25 @@ def test_every_lookup_helper_the_machine_knows_is_judged_as_one() -> None:
     assert TYPE_LOOKUPS | {"builtins.getattr"} == set(lists["lookup-helpers"])
 
 
+SCIENCE_FILES = sorted((Path(__file__).parent / "data" / "science").glob("*.pkl"))
+
+
+@pytest.mark.parametrize("path", SCIENCE_FILES, ids=lambda path: path.name)
+def test_real_hmmlearn_survival_tslearn_and_pgmpy_models_pass(path: Path) -> None:
+    """Review 68: every hmmlearn, scikit-survival, tslearn (plain pickle) and pgmpy model was high, no allowlist
+    holding their classes. The files are the libraries' own (tests/data/science/README.md); their classes are in
+    rules/allow-science.yaml, each hook reviewed in tools/gen_science_allowlist.py."""
+    found = scan(path).findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+def test_a_science_model_called_with_arguments_is_high(tmp_path: Path) -> None:
+    """Real files restore these models from state; called with arguments the file chose, one is WS-PKL-014."""
+    body = _g("pgmpy.models.DiscreteBayesianNetwork", "DiscreteBayesianNetwork") + _tuple(_s("edges")) + b"R"
+    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "network.pkl").findings
+    assert "WS-PKL-014" in {f.rule_id for f in found if f.severity >= Severity.HIGH}
+
+
 FASTAI = Path(__file__).parent / "data" / "fastai"
 FASTAI_FILES = sorted(path for path in FASTAI.rglob("*") if path.suffix in (".pkl", ".pth"))
 
@@ -1875,8 +1899,15 @@ def test_real_fastai_saves_pass(path: Path) -> None:
         # a bound method off the list
         (_dict((_s("f"), _method(_bound(_g("fastai.learner", "Learner"), "export"),
                                  _g("fastai.learner", "Learner") + b")\x81"))), "WS-PKL-017"),
+        # review 70: a class real files only restore, bound to an object, runs its constructor when called
+        (_dict((_s("cb"), _method(_g("torch.optim.lr_scheduler", "LambdaLR"), _random()))), "WS-PKL-014"),
+        # ... and a callable set in a partial's own dict (its BUILD state's fourth item) replaces a method
+        (_g("functools", "partial") + _tuple(_g("builtins", "str")) + b"R"
+         + _tuple(_g("builtins", "str"), _tuple(), _dict(),
+                  _dict((_s("cpu"), _g("functools", "partial") + _tuple(_g("builtins", "str")) + b"R"))) + b"b",
+         "WS-PKL-026"),
     ],
-    ids=["init-state", "called", "other-method"],
+    ids=["init-state", "called", "other-method", "bound-class", "partial-dict"],
 )
 def test_fastai_classes_stay_judged_outside_what_real_saves_do(tmp_path: Path, body: bytes, rule: str) -> None:
     found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "export.pkl").findings

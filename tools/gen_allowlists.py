@@ -879,6 +879,18 @@ def catalogue_arguments(
     return args
 
 
+def screened_catalogue(names: set[str], libraries: tuple[str, ...]) -> tuple[list[str], list[str], list[str]]:
+    """(allowed classes, state-only classes, functions) among the recorded `names` under `libraries`; a class the
+    screen leaves out stops the generator, since a recorded catalogue's every class must be reviewed."""
+    own = sorted(n for n in names if n.startswith(libraries))
+    classes = [n for n in own if isinstance(_resolve(n), type)]
+    allowed, state_only = screened_names(classes)
+    left_out = sorted(set(classes) - set(allowed))
+    if left_out:
+        raise SystemExit(f"classes with hooks to review: {', '.join(left_out)}")
+    return allowed, state_only, [n for n in own if n not in classes]
+
+
 def _resolve(name: str) -> object:
     """The object a pickle's dotted name stands for; the name may go on past the module (`interp1d._call_spline`,
     a method a SciPy interpolator keeps as a value)."""

@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from gen_allowlists import _resolve, callable_instances, catalogue_arguments, reachable, screened_names
+from gen_allowlists import _resolve, callable_instances, catalogue_arguments, reachable, screened_catalogue
 from gen_sb3_allowlist import torch_optimizers
 from gen_stats_allowlist import _callable_attributes, methods
 from pack_file import write_pack
@@ -218,13 +218,7 @@ def main() -> None:
     unknown = sorted(n for n in bound if n.startswith(LIBRARIES) and n not in INSTANCE_METHODS)
     if unknown:
         raise SystemExit(f"bound methods to review for INSTANCE_METHODS: {', '.join(unknown)}")
-    own = sorted(n for n in names if n.startswith(LIBRARIES))
-    classes = [n for n in own if isinstance(_resolve(n), type)]
-    functions = [n for n in own if not isinstance(_resolve(n), type)]
-    allowed, state_only = screened_names(classes)
-    left_out = sorted(set(classes) - set(allowed))
-    if left_out:
-        raise SystemExit(f"classes with hooks to review: {', '.join(left_out)}")
+    allowed, state_only, functions = screened_catalogue(names, LIBRARIES)
     import fastai
 
     write_pack(

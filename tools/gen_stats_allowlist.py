@@ -289,7 +289,7 @@ def _dump(path: Path, obj: object) -> None:
 CATALOGUE: list[Callable[[Path], None]] = [statsmodels_models, sktime_models, river_models]
 
 
-def recorded(folder: Path, members: set[str]) -> set[str]:
+def recorded(folder: Path, members: set[str], libraries: tuple[str, ...] = LIBRARIES) -> set[str]:
     """The names the catalogue's files import, as written and with every pickle protocol from 2; and, into `members`,
     `Class.attribute` for each callable attribute an object of the libraries' classes holds (loss functions,
     variance functions, bound methods) under a name its class has no method by (a GLM family's class keeps a default
@@ -308,7 +308,7 @@ def recorded(folder: Path, members: set[str]) -> set[str]:
                 continue  # sktime's zip also holds a text metadata file
             record_imports(io.BytesIO(blob), names)
             obj = pickle.loads(blob)  # this tool's own file, written a moment ago
-            _callable_attributes(obj, members)
+            _callable_attributes(obj, members, libraries)
             for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
                 record_imports(io.BytesIO(pickle.dumps(obj, protocol=protocol)), names)
     return names

@@ -157,6 +157,7 @@ TYPE_LOOKUPS = frozenset(
     for module in ("cloudpickle", "cloudpickle_fast")
 )
 METHOD_TYPE = "types.MethodType"  # MethodType(function, obj): the function bound to obj, nothing called
+BOUND_BY_METHOD_TYPE = f"CALL via {METHOD_TYPE}"  # how a function MethodType binds is invoked (`Machine._bind`)
 MAX_RESOLVERS = 1000  # distinct resolver names reported per file; past it, one TOO_MANY_RESOLVERS
 _NEWOBJ_HELPERS = ("copyreg.__newobj__", "copyreg.__newobj_ex__")
 
@@ -354,7 +355,7 @@ class Machine:
             if derived is not None:
                 return derived
             if func.dotted == METHOD_TYPE:
-                self._bind(res, args)
+                self._bind(res, args, offset)
             if func.dotted in IDENTITY_FUNCTIONS and isinstance(args, Seq) and args.items:
                 return args.items[0]  # what it was given, itself: a class BUILD then patches is still that class
             if func.dotted == REBUILD_FROM_TYPE and isinstance(args, Seq) and len(args.items) > 3:
@@ -388,13 +389,15 @@ class Machine:
                 res.storage_infos_dropped += 1
         return made
 
-    def _bind(self, res: PickleResult, args: Sym) -> None:
-        """types.MethodType(F, obj) with F a name and obj an object the stream restored: a bound method of F, as
-        getattr(obj, "name") makes one, so that reach of F counts as bound (each name object once: the memo can hand
-        the same one on twice)."""
+    def _bind(self, res: PickleResult, args: Sym, offset: int) -> None:
+        """types.MethodType(F, obj): whoever calls the bound method calls F with obj first, so F counts as called
+        through MethodType (review 70 bound print, a logger's class and a scheduler's so). With F a name and obj an
+        object the stream restored, it is a bound method of F, as getattr(obj, "name") makes one, so that reach of F
+        counts as bound (each name object once: the memo can hand the same one on twice)."""
         if not (isinstance(args, Seq) and args.type == "tuple" and len(args.items) == 2):
             return
         function, target = args.items
+        self._mark(res, Global("types", "MethodType"), function, "call", "REDUCE", offset)
         if isinstance(function, Global) and isinstance(target, Obj) and function not in self.rebound:
             record = res.imports.get(function.dotted)
             if record is not None:
@@ -532,9 +535,11 @@ class Machine:
             detail = f"the pickle machine needed more than {self.limits.max_memory_bytes} bytes of memory"
             res.over_budget = BudgetExceeded("max-memory-bytes", detail)
         res.end = self.stream.base + self.stream.offset
-        for record in res.imports.values():
-            if record.rebound:  # cloudpickle's bound methods (`_bind`): bound if every unbound reach was bound so
-                record.bound = record.unbound == record.rebound and not record.invoked
+        for key, record in res.imports.items():
+            if record.rebound:  # cloudpickle's bound methods (`_bind`): bound if every unbound reach was bound so,
+                # and nothing but MethodType calls the function or keeps it unbound (review 70 kept the one it bound)
+                record.bound = (record.unbound == record.rebound and record.invoked <= {BOUND_BY_METHOD_TYPE}
+                                and key not in res.kept)
         check_states(res)
         check_script_objects(res)
         check_architectures(res)
@@ -879,6 +884,10 @@ class Machine:
                 bound = state.items[1] if isinstance(state, Seq) and len(state.items) > 1 else None
                 if _is_partial(target) and isinstance(first, Global) and isinstance(bound, Seq):
                     self._forward(res, owner, Seq("tuple", [first, *bound.items]), "BUILD", at)
+                if _is_partial(target) and isinstance(state, Seq) and len(state.items) > 3:
+                    # ... and its fourth item becomes the partial's own dict, judged as any object's (review 70 put a
+                    # callable under `cpu` there, which fastai's load_learner calls on what it takes for its loaders)
+                    _judge_state(res, target, state.items[3], at)
             if self.on_build is not None:
                 self.on_build(self, target)
 

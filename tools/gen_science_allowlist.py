@@ -1,0 +1,156 @@
+"""Regenerate rules/allow-science.yaml: the names hmmlearn, scikit-survival, tslearn and pgmpy models import.
+
+None of these is a test dependency (tests/data/science keeps real files they wrote), so run this where they are
+installed beside the test extra (`pip install hmmlearn scikit-survival tslearn pgmpy`), then
+`python tools/gen_science_allowlist.py [--keep DIR]`. Empirical, as statsmodels' list (`gen_stats_allowlist`, whose
+recording this shares): each model of the catalogue below is fitted on a little data and saved the ways the libraries
+document (pickle, joblib, tslearn's `to_pickle`), with every pickle protocol from 2; the names those pickles import are
+recorded by a find_class that refuses nothing, and classes are screened as scikit-learn's ecosystem is. pgmpy's networks
+are networkx graphs, whose view classes come with them; scikit-survival's encoder keeps narwhals' enum of dataframe
+libraries.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from gen_allowlists import _resolve, callable_instances, catalogue_arguments, screened_catalogue
+from gen_stats_allowlist import methods, recorded
+from pack_file import write_pack
+
+LIBRARIES = ("hmmlearn.", "sksurv.", "tslearn.", "pgmpy.", "networkx.", "narwhals._utils.Implementation")
+# Load hooks read in the installed source (hmmlearn 0.3.3, scikit-survival 0.28, tslearn 0.10, pgmpy 1.1.2,
+# networkx 3.6).
+SCIENCE_OWNER_HOOKS = {
+    # networkx's views take their fields from the state (an edge view also its adjacency's items method, not called)
+    "__setstate__ of networkx.classes.coreviews.AtlasView": "its _atlas from the state",
+    "__setstate__ of networkx.classes.reportviews.NodeView": "its _nodes from the state",
+    "__setstate__ of networkx.classes.reportviews.OutEdgeView": "its graph and adjacency from the state",
+    "__hash__ of collections.abc.Mapping": "None: unhashable",
+    "__eq__ of collections.abc.Mapping": "compares items",
+    "__eq__ of collections.abc.Set": "compares members",
+    # object.__new__, through networkx's dispatcher (which picks among installed backends, never a file's)
+    "__new__ of networkx.classes.digraph.DiGraph": "object.__new__",
+    # pgmpy's factors and graphs hash and compare what they hold (variables, values, nodes, edges, roles)
+    "__hash__ of pgmpy.factors.discrete.DiscreteFactor.DiscreteFactor": "hashes variables and values",
+    "__eq__ of pgmpy.factors.discrete.DiscreteFactor.DiscreteFactor": "compares scope, state names and values",
+    "__hash__ of pgmpy.base.DAG.DAG": "hashes nodes, edges, latents and roles",
+    "__eq__ of pgmpy.base.DAG.DAG": "compares nodes, edges, latents and roles",
+    # a frozen dataclass (pickle restores it through its dict, never setattr) and a step function's arrays
+    "__setattr__ of sksurv._dataframe._categorical_semantics.ColumnSemantics": "frozen: raises",
+    "__hash__ of sksurv._dataframe._categorical_semantics.ColumnSemantics": "its fields",
+    "__eq__ of sksurv._dataframe._categorical_semantics.ColumnSemantics": "its fields",
+    "__hash__ of sksurv.functions.StepFunction": "None: __eq__ is defined",
+    "__eq__ of sksurv.functions.StepFunction": "compares its arrays",
+    # Enum.__new__ itself (enum copies it into the class's dict): looks a member up by value
+    "__new__ of narwhals._utils.Implementation": "Enum.__new__",
+}
+
+
+def save_models(folder: Path) -> None:
+    import pickle
+
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+
+    def dump(name: str, obj: object) -> None:  # joblib.dump pickles the same names, its arrays apart
+        with (folder / f"{name}.pkl").open("wb") as stream:
+            pickle.dump(obj, stream)
+
+    from hmmlearn import hmm, vhmm
+
+    sequence = rng.normal(size=(100, 2))
+    dump("hmmlearn_gaussian", hmm.GaussianHMM(n_components=3, n_iter=5, random_state=0).fit(sequence))
+    dump("hmmlearn_gmm", hmm.GMMHMM(n_components=2, n_mix=2, n_iter=3, random_state=0).fit(sequence))
+    dump("hmmlearn_categorical", hmm.CategoricalHMM(n_components=2, n_iter=3, random_state=0)
+         .fit(rng.integers(0, 4, size=(100, 1))))
+    dump("hmmlearn_variational", vhmm.VariationalGaussianHMM(n_components=2, n_iter=3, random_state=0).fit(sequence))
+
+    from sklearn.pipeline import make_pipeline
+    from sksurv.datasets import load_whas500
+    from sksurv.ensemble import GradientBoostingSurvivalAnalysis, RandomSurvivalForest
+    from sksurv.linear_model import CoxnetSurvivalAnalysis, CoxPHSurvivalAnalysis
+    from sksurv.preprocessing import OneHotEncoder
+    from sksurv.svm import FastSurvivalSVM
+    from sksurv.tree import SurvivalTree
+    from sksurv.util import Surv
+
+    features = pd.DataFrame(rng.normal(size=(80, 3)), columns=["a", "b", "c"])
+    outcome = Surv.from_arrays(event=rng.integers(0, 2, 80).astype(bool), time=rng.random(80) * 10 + 1)
+    dump("sksurv_coxph", CoxPHSurvivalAnalysis(alpha=0.1).fit(features, outcome))
+    dump("sksurv_forest", RandomSurvivalForest(n_estimators=3, max_depth=3, random_state=0).fit(features, outcome))
+    dump("sksurv_boosting", GradientBoostingSurvivalAnalysis(n_estimators=3, random_state=0).fit(features, outcome))
+    dump("sksurv_coxnet", CoxnetSurvivalAnalysis(l1_ratio=0.9, fit_baseline_model=True).fit(features, outcome))
+    dump("sksurv_svm", FastSurvivalSVM(max_iter=20, random_state=0).fit(features, outcome))
+    dump("sksurv_tree", SurvivalTree(max_depth=3, random_state=0).fit(features, outcome))
+    whas, whas_outcome = load_whas500()
+    dump("sksurv_onehot_pipeline", make_pipeline(OneHotEncoder(), CoxPHSurvivalAnalysis(alpha=0.1))
+         .fit(whas, whas_outcome))
+
+    from tslearn.clustering import KShape, TimeSeriesKMeans
+    from tslearn.neighbors import KNeighborsTimeSeriesClassifier
+    from tslearn.preprocessing import TimeSeriesScalerMeanVariance
+    from tslearn.svm import TimeSeriesSVC
+
+    series = rng.normal(size=(30, 20, 1)).cumsum(axis=1)
+    labels = np.arange(30) % 2
+    kmeans = TimeSeriesKMeans(n_clusters=2, metric="dtw", max_iter=3, random_state=0).fit(series)
+    dump("tslearn_kmeans", kmeans)
+    kmeans.to_pickle(str(folder / "tslearn_kmeans_to_pickle.pkl"))
+    dump("tslearn_kshape", KShape(n_clusters=2, max_iter=3, random_state=0)
+         .fit(TimeSeriesScalerMeanVariance().fit_transform(series)))
+    dump("tslearn_knn", KNeighborsTimeSeriesClassifier(n_neighbors=2).fit(series, labels))
+    dump("tslearn_svc", TimeSeriesSVC(kernel="gak").fit(series, labels))
+
+    from pgmpy.inference import VariableElimination
+    from pgmpy.models import DiscreteBayesianNetwork
+    from pgmpy.parameter_estimator import DiscreteBayesianEstimator, DiscreteMLE
+
+    data = pd.DataFrame(rng.integers(0, 2, size=(200, 4)), columns=list("ABCD"))
+    network = DiscreteBayesianNetwork([("A", "B"), ("B", "C"), ("A", "D")])
+    network.fit(data, estimator=DiscreteMLE())
+    dump("pgmpy_network", network)
+    bayes = DiscreteBayesianNetwork([("A", "B"), ("C", "B")])
+    bayes.fit(data, estimator=DiscreteBayesianEstimator(prior_type="BDeu"))
+    dump("pgmpy_bayes", bayes)
+    dump("pgmpy_inference", VariableElimination(network))
+
+
+def main() -> None:
+    args = catalogue_arguments(__doc__.splitlines()[0], {}, SCIENCE_OWNER_HOOKS)
+    members: set[str] = set()
+    with tempfile.TemporaryDirectory() as folder:
+        save_models(Path(folder))
+        names = recorded(Path(folder), members, LIBRARIES)
+        if args.keep:
+            import shutil
+
+            shutil.copytree(folder, args.keep, dirs_exist_ok=True)
+    allowed, state_only, functions = screened_catalogue(names, LIBRARIES)
+    others = sorted(n for n in names if not n.startswith(LIBRARIES))
+    print(f"recorded outside the libraries (judged by the other packs): {', '.join(others)}")
+    versions = ", ".join(f"{lib} {__import__(lib).__version__}" for lib in ("hmmlearn", "sksurv", "tslearn", "pgmpy",
+                                                                          "networkx"))
+    write_pack(
+        "allow-science",
+        f"Generated by tools/gen_science_allowlist.py ({versions}): what hidden Markov models, survival models, "
+        "time-series estimators and Bayesian networks import, recorded from real saves, never a package wildcard: "
+        "classes restored from state only, each screened for the hooks loading runs; the functions they keep as "
+        "values; their method names and the classes that cannot be called.\n",
+        {
+            "allowed-callables": allowed,
+            "state-only-classes": state_only,
+            "value-classes": state_only,
+            "referenced-callables": functions,
+            "method-names": methods(allowed),
+            "inert-values": [n for n in allowed if not callable_instances(_resolve(n))],  # type: ignore[arg-type]
+            "callable-members": sorted(members),
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
