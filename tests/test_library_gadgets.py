@@ -1810,6 +1810,13 @@ _GAUSS = _bound(_g("random", "Random"), "gauss")  # the function, looked up on t
         (_dict((_s("logger"), _method(_g("builtins", "print"), _random()))), True),
         # ... and one the stream binds and also keeps unbound (the memo gives it twice) is no bound method
         (_GAUSS + b"p9\n" + _dict((_s("f"), _method(b"g9\n", _random())), (_s("g"), b"g9\n")), True),
+        # review 71: the same made with copyreg's __newobj__ and __newobj_ex__, or the NEWOBJ_EX opcode
+        (_dict((_s("logger"), _g("copyreg", "__newobj__") + _tuple(_builtin_type(_s("MethodType")),
+                                                                  _g("builtins", "print"), _s("owned")) + b"R")), True),
+        (_dict((_s("logger"), _g("copyreg", "__newobj_ex__") + _tuple(
+            _builtin_type(_s("MethodType")), _tuple(_g("builtins", "print"), _s("owned")), _dict()) + b"R")), True),
+        (_dict((_s("logger"), _builtin_type(_s("MethodType")) + _tuple(_g("builtins", "print"), _s("owned")) + _dict()
+                + b"\x92")), True),
         # print kept as a logger (fastai's Learner, skorch's PrintLog), never called while the file loads; called, it is
         (_dict((_s("logger"), _g("builtins", "print"))), False),
         (_g("builtins", "print") + _tuple(_s("owned")) + b"R", True),
@@ -1817,7 +1824,8 @@ _GAUSS = _bound(_g("random", "Random"), "gauss")  # the function, looked up on t
     ],
     ids=["bound", "joblib-copy", "other-method", "bound-to-constant", "called", "also-unbound", "memo-twice",
          "code-type", "module", "class-type", "helper-kept", "computed-name", "dangerous-function", "print-bound-text",
-         "print-bound-object", "bound-and-kept", "print-kept", "print-called", "print-factory"],
+         "print-bound-object", "bound-and-kept", "newobj", "newobj-ex", "newobj-ex-opcode", "print-kept",
+         "print-called", "print-factory"],
 )
 def test_cloudpickle_bound_methods_are_judged_as_bound_methods(tmp_path: Path, body: bytes, critical: bool) -> None:
     """Review 68: every fastai export (cloudpickle) was critical for `_builtin_type('MethodType')(getattr(Class,

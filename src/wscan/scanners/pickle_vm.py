@@ -211,6 +211,21 @@ def _newobj_partial(func: Global, args: Sym) -> Obj | None:
         return None
     made = Obj(args.items[0], Seq("tuple", args.items[1:]))
     return made if _is_partial(made) else None
+def _method_type_args(func: Global, args: Sym, how: str) -> Sym | None:
+    """What types.MethodType is given, however the stream makes one: MethodType(F, obj) by REDUCE or NEWOBJ,
+    NEWOBJ_EX(MethodType, (F, obj), {}), or copyreg's __newobj__(MethodType, F, obj) and __newobj_ex__(MethodType,
+    (F, obj), {}) (review 71 bound print so); else None."""
+    items = args.items if isinstance(args, Seq) else []
+    if func.dotted == METHOD_TYPE:
+        return items[0] if how == "NEWOBJ_EX" and items else args
+    helper = func.dotted in _NEWOBJ_HELPERS
+    if not (helper and items and isinstance(items[0], Global) and items[0].dotted == METHOD_TYPE):
+        return None
+    if func.dotted == "copyreg.__newobj__":
+        return Seq("tuple", items[1:])
+    return items[1] if len(items) > 1 else Seq("tuple", [])
+
+
 # Cython's __pyx_unpickle_<Class>(type, checksum, state) and scikit-learn's newObj(cls): cls.__new__ only.
 _NEW_HELPERS = ("__pyx_unpickle_", "newObj")
 
@@ -354,8 +369,9 @@ class Machine:
                 return derived
             if derived is not None:
                 return derived
-            if func.dotted == METHOD_TYPE:
-                self._bind(res, args, offset)
+            bound_args = _method_type_args(func, args, how)
+            if bound_args is not None:
+                self._bind(res, bound_args, offset)
             if func.dotted in IDENTITY_FUNCTIONS and isinstance(args, Seq) and args.items:
                 return args.items[0]  # what it was given, itself: a class BUILD then patches is still that class
             if func.dotted == REBUILD_FROM_TYPE and isinstance(args, Seq) and len(args.items) > 3:
