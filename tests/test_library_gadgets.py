@@ -1914,8 +1914,18 @@ def test_real_fastai_saves_pass(path: Path) -> None:
          + _tuple(_g("builtins", "str"), _tuple(), _dict(),
                   _dict((_s("cpu"), _g("functools", "partial") + _tuple(_g("builtins", "str")) + b"R"))) + b"b",
          "WS-PKL-026"),
+        # review 72: print as a metric's function, whose keyword arguments (the file's text) the state holds
+        (_g("fastai.metrics", "AccumMetric") + b")\x81" + _dict((_s("func"), _g("builtins", "print")),
+                                                             (_s("kwargs"), _dict((_s("end"), _s("owned"))))) + b"b",
+         "WS-PKL-052"),
+        # ... and tslearn's to_pickle dict, whose model_params from_pickle sets on the model with setattr
+        (_dict((_s("hyper_params"), _dict()), (_s("model_params"), _dict((_s("predict"), _g("builtins", "print"))))),
+         "WS-PKL-026"),
+        (_dict((_s("hyper_params"), _dict()), (_s("model_params"), _dict((_s("labels"), _g("builtins", "print"))))),
+         "WS-PKL-052"),
     ],
-    ids=["init-state", "called", "other-method", "bound-class", "partial-dict"],
+    ids=["init-state", "called", "other-method", "bound-class", "partial-dict", "print-as-metric",
+         "tslearn-method", "tslearn-print"],
 )
 def test_fastai_classes_stay_judged_outside_what_real_saves_do(tmp_path: Path, body: bytes, rule: str) -> None:
     found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "export.pkl").findings
@@ -2439,8 +2449,8 @@ def test_torch_training_objects_pass_restored_from_state_but_not_called_or_hooke
     use = "import pickle, sys; pickle.load(open(sys.argv[1], 'rb')).step()"
     used = subprocess.run([sys.executable, "-c", use, str(sample)], capture_output=True, text=True, timeout=300)
     assert "Parameter Group 0" in used.stdout, used.stderr[-2000:]  # print(optimizer, args, kwargs) ran
-    # print only prints what the hook is given (a logger real files keep: `dangerous-values`); os.system would run it
-    assert not _rules(tmp_path / "print", sample.read_bytes())
+    # print kept anywhere but a logger attribute is high (WS-PKL-052, review 72); os.system is critical
+    assert _rules(tmp_path / "print", sample.read_bytes()) == {"WS-PKL-052"}
     assert "WS-PKL-001" in _rules(tmp_path / "system", hooked(os.system))
     scorer = make_scorer(np.equal)  # an allowed object that calls what its state names
     assert _rules(tmp_path / "scorer", hooked(scorer)) == {"WS-PKL-027"}

@@ -62,6 +62,26 @@ def check_states(res: PickleResult) -> None:
             _judge_dict_state(res, state, at, restored)  # what both views find is one finding (RuleSet.judge)
 
 
+# tslearn's to_pickle writes a plain dict {"hyper_params": ..., "model_params": ...}; its from_pickle (and from_json,
+# from_hdf5) makes the model from the first and sets each item of the second on it with setattr: both are the
+# model's attributes (review 72 replaced `predict` so).
+MODEL_PACKAGE = "tslearn.bases.bases.BaseModelPackage"
+MODEL_PACKAGE_KEYS = ("hyper_params", "model_params")
+
+
+def check_model_package(res: PickleResult) -> None:
+    """A stream whose result is tslearn's model dict: its parameters judged as the model's attributes."""
+    result = res.result
+    if not isinstance(result, Dict):
+        return
+    found = {key.value: value for key, value in result.items if isinstance(key, Const) and isinstance(key.value, str)}
+    if set(MODEL_PACKAGE_KEYS) <= set(found):
+        for key in MODEL_PACKAGE_KEYS:
+            params = found[key]
+            if isinstance(params, Dict):
+                _judge_dict_state(res, params, res.start, MODEL_PACKAGE)
+
+
 def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) -> None:
     """One view of a dict state, as `check_states` takes it."""
     _callable_members(res, state, restored, at)

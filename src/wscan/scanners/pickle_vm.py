@@ -56,6 +56,7 @@ from wscan.scanners.pickle_states import (
     _judge_state,
     _note_items,
     _state_from_call,
+    check_model_package,
     check_script_objects,
     check_states,
     forged_counter,
@@ -557,6 +558,7 @@ class Machine:
                 record.bound = (record.unbound == record.rebound and record.invoked <= {BOUND_BY_METHOD_TYPE}
                                 and key not in res.kept)
         check_states(res)
+        check_model_package(res)
         check_script_objects(res)
         check_architectures(res)
         check_hyperparameters(res)
