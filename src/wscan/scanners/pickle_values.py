@@ -277,7 +277,6 @@ class PickleResult:
         looks those dotted names up, and they are judged as imports of their own."""
         return self.getattr_seen and not self.getattr_escaped and self.getattr_calls == self.getattr_lookups
 
-
     def only_looks_up(self, key: str) -> bool:
         """A lookup helper other than getattr (cloudpickle's _builtin_type) was only ever called, each time on a
         constant name, and never kept: the load then only looks those names up, each judged as an import."""

@@ -212,6 +212,8 @@ def _newobj_partial(func: Global, args: Sym) -> Obj | None:
         return None
     made = Obj(args.items[0], Seq("tuple", args.items[1:]))
     return made if _is_partial(made) else None
+
+
 def _method_type_args(func: Global, args: Sym, how: str) -> Sym | None:
     """What types.MethodType is given, however the stream makes one: MethodType(F, obj) by REDUCE or NEWOBJ,
     NEWOBJ_EX(MethodType, (F, obj), {}), or copyreg's __newobj__(MethodType, F, obj) and __newobj_ex__(MethodType,
