@@ -1864,16 +1864,60 @@ def test_every_lookup_helper_the_machine_knows_is_judged_as_one() -> None:
     assert TYPE_LOOKUPS | {"builtins.getattr"} == set(lists["lookup-helpers"])
 
 
-SCIENCE_FILES = sorted((Path(__file__).parent / "data" / "science").glob("*.pkl"))
+SCIENCE = Path(__file__).parent / "data" / "science"
+REGEX_PICKLES = {"nltk_regexp_tagger.pkl"}  # they hold a pattern of the regex package: see below
+SCIENCE_FILES = sorted(path for path in SCIENCE.glob("*.pkl") if path.name not in REGEX_PICKLES)
 
 
 @pytest.mark.parametrize("path", SCIENCE_FILES, ids=lambda path: path.name)
-def test_real_hmmlearn_survival_tslearn_and_pgmpy_models_pass(path: Path) -> None:
-    """Review 68: every hmmlearn, scikit-survival, tslearn (plain pickle) and pgmpy model was high, no allowlist
+def test_real_hmmlearn_survival_tslearn_pgmpy_and_nltk_models_pass(path: Path) -> None:
+    """Review 68: every hmmlearn, scikit-survival, tslearn (plain pickle), pgmpy and NLTK model was high, no allowlist
     holding their classes. The files are the libraries' own (tests/data/science/README.md); their classes are in
     rules/allow-science.yaml, each hook reviewed in tools/gen_science_allowlist.py."""
     found = scan(path).findings
     assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+def test_a_regex_pattern_stays_high_as_its_compile_takes_the_engine_code_from_the_file() -> None:
+    """NLTK's RegexpTagger keeps its patterns compiled by the regex package, which pickles one as
+    `regex._regex.compile(pattern, flags, code, ...)`: the C engine is handed the compiled code the file holds,
+    not the pattern's text to compile (unlike `re._compile`). Only that import is flagged in a real tagger."""
+    found = scan(SCIENCE / "nltk_regexp_tagger.pkl").findings
+    flagged = [(f.rule_id, f.message.split(",")[0]) for f in found if f.severity >= Severity.HIGH]
+    assert flagged == [("WS-PKL-003", "Loading imports regex._regex.compile")]
+
+
+def _slotted(module: str, name: str, *pairs: tuple[bytes, bytes]) -> bytes:
+    """An object of the class restored as pickle restores a slotted one: (None, slots) state, set with setattr."""
+    made = _g("copyreg", "_reconstructor") + _tuple(_g(module, name), _g("builtins", "object"), b"N") + b"R"
+    return made + _tuple(b"N", _dict(*pairs)) + b"b"
+
+
+TIMED = ("nltk.redos", "TimedPattern")
+FILLER = tuple((_s(f"_x{i}"), b"K\x01") for i in range(9))
+
+
+@pytest.mark.parametrize(
+    ("body", "rule"),
+    [
+        (_slotted(*TIMED, (_s("_rx"), _s("a+")), (_s("_timeout"), b"K\x01")), None),
+        # setattr of __class__ on a slotted object gives it another class of its layout; no writer's slot state
+        # holds a dunder name, even past the names an observation quotes, nor a computed name
+        (_slotted(*TIMED, (_s("__class__"), _g("nltk.tokenize.punkt", "PunktLanguageVars"))), "WS-PKL-023"),
+        (_slotted(*TIMED, *FILLER, (_s("__class__"), _g("nltk.tokenize.punkt", "PunktLanguageVars"))), "WS-PKL-023"),
+        (_slotted(*TIMED, (_g("builtins", "str") + _tuple(_s("_rx")) + b"R", _s("a+"))), "WS-PKL-023"),
+        # a slotted class of another pack (SciPy's) whose base keeps a dict: its __dict__ replaced whole
+        (_slotted("scipy.interpolate._cubic", "CubicSpline", (_s("__dict__"), _dict())), "WS-PKL-023"),
+        # FreqDist is a Counter, which pickle calls with its counts; punkt's tokenizer real files only restore
+        (_g("nltk.probability", "FreqDist") + _tuple(_dict((_s("a"), b"K\x02"))) + b"R", None),
+        (_g("nltk.tokenize.punkt", "PunktSentenceTokenizer") + _tuple(_s("train on this")) + b"R", "WS-PKL-014"),
+    ],
+    ids=["timed-pattern", "class", "class-ninth", "computed-name", "scipy-dict", "freqdist", "punkt-called"],
+)
+def test_nltk_classes_stay_judged_outside_what_real_saves_do(tmp_path: Path, body: bytes, rule: str | None) -> None:
+    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "model.pkl").findings
+    flagged = {f.rule_id for f in found if f.severity >= Severity.HIGH}
+    assert flagged == ({rule} if rule else set()), [f"{f.rule_id}: {f.message}" for f in found]
 
 
 def test_a_science_model_called_with_arguments_is_high(tmp_path: Path) -> None:

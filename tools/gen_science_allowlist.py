@@ -1,7 +1,7 @@
-"""Regenerate rules/allow-science.yaml: the names hmmlearn, scikit-survival, tslearn and pgmpy models import.
+"""Regenerate rules/allow-science.yaml: the names hmmlearn, scikit-survival, tslearn, pgmpy and NLTK models import.
 
 None of these is a test dependency (tests/data/science keeps real files they wrote), so run this where they are
-installed beside the test extra (`pip install hmmlearn scikit-survival tslearn pgmpy`), then
+installed beside the test extra (`pip install hmmlearn scikit-survival tslearn pgmpy nltk`), then
 `python tools/gen_science_allowlist.py [--keep DIR]`. Empirical, as statsmodels' list (`gen_stats_allowlist`, whose
 recording this shares): each model of the catalogue below is fitted on a little data and saved the ways the libraries
 document (pickle, joblib, tslearn's `to_pickle`), with every pickle protocol from 2; the names those pickles import are
@@ -13,13 +13,15 @@ libraries.
 from __future__ import annotations
 
 import tempfile
+import types
 from pathlib import Path
 
 from gen_allowlists import _resolve, callable_instances, catalogue_arguments, screened_catalogue
 from gen_stats_allowlist import methods, recorded
 from pack_file import write_pack
 
-LIBRARIES = ("hmmlearn.", "sksurv.", "tslearn.", "pgmpy.", "networkx.", "narwhals._utils.Implementation")
+LIBRARIES = ("hmmlearn.", "sksurv.", "tslearn.", "pgmpy.", "networkx.", "narwhals._utils.Implementation", "nltk.",
+             "re.RegexFlag", "regex._regex_core.RegexFlag")
 # Load hooks read in the installed source (hmmlearn 0.3.3, scikit-survival 0.28, tslearn 0.10, pgmpy 1.1.2,
 # networkx 3.6).
 SCIENCE_OWNER_HOOKS = {
@@ -45,7 +47,33 @@ SCIENCE_OWNER_HOOKS = {
     "__eq__ of sksurv.functions.StepFunction": "compares its arrays",
     # Enum.__new__ itself (enum copies it into the class's dict): looks a member up by value
     "__new__ of narwhals._utils.Implementation": "Enum.__new__",
+    # NLTK (3.10): a FreqDist is a Counter that forgets its cached total when set; punkt's language variables keep
+    # no state (their __setstate__ returns 1); a TimedPattern holds a pattern in slots, hashes and compares its
+    # pattern's text and flags, and hands other non-dunder names to it (a pattern needs regex's compile, which
+    # stays flagged: it takes the engine's compiled code from the file)
+    "__setitem__ of nltk.probability.FreqDist": "sets its cached total to None, then the count",
+    "__eq__ of collections.Counter": "compares counts",
+    "__setstate__ of nltk.tokenize.punkt.PunktLanguageVars": "does nothing",
+    "__getattr__ of nltk.redos.TimedPattern": "dunder names raise; others are its pattern's attribute",
+    "__hash__ of nltk.redos.TimedPattern": "hashes its pattern's text, flags and timeout",
+    "__eq__ of nltk.redos.TimedPattern": "compares its pattern's text, flags and timeout",
 }
+
+# Classes real files have pickle call, with what their __reduce__ gives (reviewed): not state-only.
+CALLED_CLASSES = {
+    "nltk.probability.FreqDist": "Counter.__reduce__: called with its counts as a dict; Counter.__init__ updates "
+    "itself with them, through FreqDist.__setitem__ (reviewed above)",
+}
+
+
+def plain_slots(klass: type) -> bool:
+    """Whether setattr on the class can only fill its slots: it keeps them in __slots__, has no __dict__ and no
+    data descriptor but the slots' own (BUILD's slot state sets names with setattr: a property's setter would run;
+    the screen has already left out a class with its own __setattr__)."""
+    bases = klass.__mro__[:-1]
+    slotted = all("__slots__" in vars(base) for base in bases)
+    setters = [value for base in bases for value in vars(base).values() if hasattr(type(value), "__set__")]
+    return slotted and all(type(value) is types.MemberDescriptorType for value in setters)
 
 
 def save_models(folder: Path) -> None:
@@ -118,6 +146,25 @@ def save_models(folder: Path) -> None:
     dump("pgmpy_bayes", bayes)
     dump("pgmpy_inference", VariableElimination(network))
 
+    from nltk.classify import NaiveBayesClassifier
+    from nltk.tag import BigramTagger, DefaultTagger, PerceptronTagger, RegexpTagger, UnigramTagger
+    from nltk.tokenize import RegexpTokenizer, TreebankWordTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer, PunktTrainer
+
+    tagged = [[("the", "DT"), ("cat", "NN"), ("sat", "VBD"), ("on", "IN"), ("a", "DT"), ("mat", "NN")],
+              [("dogs", "NNS"), ("run", "VBP"), ("fast", "RB")]] * 20
+    perceptron = PerceptronTagger(load=False)
+    perceptron.train(tagged, nr_iter=2)
+    dump("nltk_perceptron_tagger", perceptron)
+    dump("nltk_bigram_tagger", BigramTagger(tagged, backoff=UnigramTagger(tagged, backoff=DefaultTagger("NN"))))
+    dump("nltk_regexp_tagger", RegexpTagger([(r".*ing$", "VBG"), (r".*", "NN")]))
+    trainer = PunktTrainer()  # how nltk_data's punkt pickles were made, on a few sentences here
+    trainer.train("Mr. Smith went to Washington. He arrived at 5 p.m. on Monday. Dr. Jones was there. " * 30)
+    dump("nltk_punkt", PunktSentenceTokenizer(trainer.get_params()))
+    dump("nltk_regexp_tokenizer", RegexpTokenizer(r"\w+|\$[\d\.]+|\S+"))
+    dump("nltk_treebank_tokenizer", TreebankWordTokenizer())
+    dump("nltk_naive_bayes", NaiveBayesClassifier.train([({"last": w[-1]}, t) for s in tagged for w, t in s]))
+
 
 def main() -> None:
     args = catalogue_arguments(__doc__.splitlines()[0], {}, SCIENCE_OWNER_HOOKS)
@@ -130,14 +177,16 @@ def main() -> None:
 
             shutil.copytree(folder, args.keep, dirs_exist_ok=True)
     allowed, state_only, functions = screened_catalogue(names, LIBRARIES)
+    state_only = [name for name in state_only if name not in CALLED_CLASSES]
     others = sorted(n for n in names if not n.startswith(LIBRARIES))
     print(f"recorded outside the libraries (judged by the other packs): {', '.join(others)}")
     versions = ", ".join(f"{lib} {__import__(lib).__version__}" for lib in ("hmmlearn", "sksurv", "tslearn", "pgmpy",
-                                                                          "networkx"))
+                                                                          "networkx", "nltk"))
     write_pack(
         "allow-science",
         f"Generated by tools/gen_science_allowlist.py ({versions}): what hidden Markov models, survival models, "
-        "time-series estimators and Bayesian networks import, recorded from real saves, never a package wildcard: "
+        "time-series estimators, Bayesian networks and NLTK's taggers, tokenizers and classifiers import, recorded "
+        "from real saves, never a package wildcard: "
         "classes restored from state only, each screened for the hooks loading runs; the functions they keep as "
         "values; their method names and the classes that cannot be called.\n",
         {
@@ -148,6 +197,7 @@ def main() -> None:
             "method-names": methods(allowed),
             "inert-values": [n for n in allowed if not callable_instances(_resolve(n))],  # type: ignore[arg-type]
             "callable-members": sorted(members),
+            "slot-classes": [name for name in allowed if plain_slots(_resolve(name))],  # type: ignore[arg-type]
         },
     )
 

@@ -531,9 +531,15 @@ def _hides_pairs(state: Seq) -> bool:
 def _slot_state(res: PickleResult, restored: str, slots: Sym, at: int) -> None:
     """Slot state: pickle sets each item with setattr, which runs the class's __setattr__ and property setters (a
     review reached a library call through one). Real files write it only for classes that keep attributes in
-    __slots__."""
+    __slots__, under the slots' names: never a dunder name, whose setattr on even such a class changes what the
+    object is (`__class__`, to any class of the same layout). `dunder` is also set where the names are not all
+    known."""
+    dunder = True
     if isinstance(slots, Dict) and (slots.items or slots.dropped):
         keys = ",".join(str(k.value)[:40] for k, _ in slots.items[:8] if isinstance(k, Const))
+        dunder = bool(slots.dropped) or not all(
+            isinstance(k, Const) and isinstance(k.value, str) and not _is_dunder(k.value) for k, _ in slots.items
+        )
     elif isinstance(slots, Obj | Unknown) and _class_like(restored):
         # Computed: an object with .items() (dict(...), a Series) works as slot state. Only for what is named like
         # a class (a plain instance takes the default BUILD): the objects Cython and NumPy helpers return
@@ -541,7 +547,11 @@ def _slot_state(res: PickleResult, restored: str, slots: Sym, at: int) -> None:
         keys = f"what {describe(slots)} returns"
     else:
         return
-    res.events.append(Event("pickle.slot_state", at, {"callable": restored, "keys": keys}))
+    res.events.append(Event("pickle.slot_state", at, {"callable": restored, "keys": keys, "dunder": dunder}))
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
 def _class_like(dotted: str) -> bool:
