@@ -163,6 +163,13 @@ def save_models(folder: Path) -> None:
     dump("nltk_punkt", PunktSentenceTokenizer(trainer.get_params()))
     dump("nltk_regexp_tokenizer", RegexpTokenizer(r"\w+|\$[\d\.]+|\S+"))
     dump("nltk_treebank_tokenizer", TreebankWordTokenizer())
+    from nltk.tokenize import (BlanklineTokenizer, LineTokenizer, MWETokenizer, NLTKWordTokenizer, SpaceTokenizer,
+                               TabTokenizer, TweetTokenizer, WhitespaceTokenizer, WordPunctTokenizer)
+
+    for tokenizer in (WordPunctTokenizer(), WhitespaceTokenizer(), BlanklineTokenizer(), LineTokenizer(),
+                      SpaceTokenizer(), TabTokenizer(), NLTKWordTokenizer(), MWETokenizer([("New", "York")]),
+                      TweetTokenizer(preserve_case=False, reduce_len=True)):
+        dump(f"nltk_{type(tokenizer).__name__.lower()}", tokenizer)
     dump("nltk_naive_bayes", NaiveBayesClassifier.train([({"last": w[-1]}, t) for s in tagged for w, t in s]))
 
 
