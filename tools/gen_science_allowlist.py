@@ -148,7 +148,19 @@ def save_models(folder: Path) -> None:
 
     from nltk.classify import NaiveBayesClassifier
     from nltk.tag import BigramTagger, DefaultTagger, PerceptronTagger, RegexpTagger, UnigramTagger
-    from nltk.tokenize import RegexpTokenizer, TreebankWordTokenizer
+    from nltk.tokenize import (
+        BlanklineTokenizer,
+        LineTokenizer,
+        MWETokenizer,
+        NLTKWordTokenizer,
+        RegexpTokenizer,
+        SpaceTokenizer,
+        TabTokenizer,
+        TreebankWordTokenizer,
+        TweetTokenizer,
+        WhitespaceTokenizer,
+        WordPunctTokenizer,
+    )
     from nltk.tokenize.punkt import PunktSentenceTokenizer, PunktTrainer
 
     tagged = [[("the", "DT"), ("cat", "NN"), ("sat", "VBD"), ("on", "IN"), ("a", "DT"), ("mat", "NN")],
@@ -163,9 +175,6 @@ def save_models(folder: Path) -> None:
     dump("nltk_punkt", PunktSentenceTokenizer(trainer.get_params()))
     dump("nltk_regexp_tokenizer", RegexpTokenizer(r"\w+|\$[\d\.]+|\S+"))
     dump("nltk_treebank_tokenizer", TreebankWordTokenizer())
-    from nltk.tokenize import (BlanklineTokenizer, LineTokenizer, MWETokenizer, NLTKWordTokenizer, SpaceTokenizer,
-                               TabTokenizer, TweetTokenizer, WhitespaceTokenizer, WordPunctTokenizer)
-
     for tokenizer in (WordPunctTokenizer(), WhitespaceTokenizer(), BlanklineTokenizer(), LineTokenizer(),
                       SpaceTokenizer(), TabTokenizer(), NLTKWordTokenizer(), MWETokenizer([("New", "York")]),
                       TweetTokenizer(preserve_case=False, reduce_len=True)):
