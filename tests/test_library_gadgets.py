@@ -1887,6 +1887,22 @@ def test_a_regex_pattern_stays_high_as_its_compile_takes_the_engine_code_from_th
     assert flagged == [("WS-PKL-003", "Loading imports regex._regex.compile")]
 
 
+def test_numba_serialized_objects_are_critical_even_where_their_names_are_allowed(tmp_path: Path) -> None:
+    """numba pickles a jitted function (shap's explainers, umap and pynndescent keep some) as
+    `custom_rebuild(_unpickle__CustomPickled(<bytes>))`: the bytes are another pickle, which cloudpickle.loads runs
+    (a real one rebuilds the function from its bytecode), and custom_rebuild calls `_rebuild(**states)` on the class
+    it returns. Review 74's sweep allowed both names, as WS-PKL-003's help suggests, and a shap explainer passed with
+    no finding: the module is now dangerous, so the files stay critical whatever a user allows."""
+    inner = pickle.dumps(("payload", {}), protocol=2)
+    body = (_g("numba.core.serialize", "custom_rebuild") + b"(" + _g("numba.core.serialize", "_unpickle__CustomPickled")
+            + b"(C" + bytes([len(inner)]) + inner + b"tRtR")
+    names = {"numba.core.serialize.custom_rebuild", "numba.core.serialize._unpickle__CustomPickled"}
+    for config in (None, Config(allow=frozenset(names))):
+        found = scan_bytes(tmp_path, b"\x80\x03" + body + b".", "explainer.pkl", config).findings
+        critical = {f.message.split(" (")[0] for f in found if f.severity >= Severity.CRITICAL}
+        assert critical == {f"Loading imports {name}" for name in names}, [f.message for f in found]
+
+
 def _slotted(module: str, name: str, *pairs: tuple[bytes, bytes]) -> bytes:
     """An object of the class restored as pickle restores a slotted one: (None, slots) state, set with setattr."""
     made = _g("copyreg", "_reconstructor") + _tuple(_g(module, name), _g("builtins", "object"), b"N") + b"R"

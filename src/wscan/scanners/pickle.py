@@ -458,11 +458,16 @@ def _dotted_name(raw: str) -> bool:
     return len(parts) >= 2 and all(part.isidentifier() for part in parts)
 
 
+# Events that are no act of their own: the unpickler refuses an extension code this stream never registered
+# ("unregistered extension code"; bytes 0x82-0x84 open many binary files, a Flax msgpack map, a float) and a protocol
+# above 5 ("unsupported pickle protocol") before it does anything else. CatBoost's models open with "CBM1": pickle
+# reads 66 bytes, then the flatbuffer's next bytes, which can be 0x80 0x11 (review 74's sweep failed such files).
+REFUSALS = frozenset({"pickle.unregistered_extension", "pickle.unsupported_protocol"})
+
+
 def _acts(res: PickleResult) -> bool:
-    """Whether loading the stream would import or call anything. An extension code this stream never
-    registered is not enough: the unpickler refuses it ("unregistered extension code") before it does anything
-    else, and bytes 0x82-0x84 open many binary files (a Flax msgpack map, a float)."""
-    return _imports_names(res) or any(e.kind != "pickle.unregistered_extension" for e in res.events)
+    """Whether loading the stream would import or call anything (see REFUSALS)."""
+    return _imports_names(res) or any(e.kind not in REFUSALS for e in res.events)
 
 
 def _nested_blobs(artifact: Artifact, res: PickleResult, ctx: ScanContext) -> list[Artifact]:
