@@ -1644,12 +1644,22 @@ def test_real_statsmodels_sktime_and_river_files_pass(path: Path) -> None:
 SB3 = Path(__file__).parent / "data" / "sb3"
 
 
-@pytest.mark.parametrize("name", ["a2c.zip", "dqn_replay_buffer.pkl", "vec_normalize.pkl", "ppo_policy.pth"])
+@pytest.mark.parametrize("name", ["a2c.zip", "dqn_replay_buffer.pkl", "vec_normalize.pkl", "ppo_policy.pth",
+                                  "ppo_dict_multidiscrete_data.zip", "ppo_dict_multibinary_data.zip",
+                                  "dqn_dict_data.zip", "dqn_dict_replay_buffer.pkl"])
 def test_real_stable_baselines3_saves_pass(name: str) -> None:
     """Review 68: stable-baselines3's own saves (tests/data/sb3/README.md), the `data` member's cloudpickles
-    included, hold only its classes, gymnasium's spaces and NumPy (rules/allow-sb3.yaml)."""
+    included, hold only its classes, gymnasium's spaces and NumPy (rules/allow-sb3.yaml). Review 74's sweep: models
+    of Dict observations (MultiInputPolicy) with MultiDiscrete or MultiBinary actions were high."""
     found = scan(SB3 / name).findings
     assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+def test_a_space_called_with_arguments_is_high(tmp_path: Path) -> None:
+    """Real saves restore gymnasium's spaces from state; one called with arguments the file chose is WS-PKL-014."""
+    body = _g("gymnasium.spaces.dict", "Dict") + _tuple(_dict()) + b"R"
+    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "space.pkl").findings
+    assert "WS-PKL-014" in {f.rule_id for f in found if f.severity >= Severity.HIGH}
 
 
 def _with_serialized(source: Path, target: Path, key: str, blob: bytes, padding: int = 0) -> Path:

@@ -57,9 +57,49 @@ SB3_OWNER_HOOKS = {
     "extend of stable_baselines3.common.buffers.BaseBuffer": "adds transitions",
     "add of stable_baselines3.common.buffers.ReplayBuffer": "stores a transition",
     "add of stable_baselines3.common.buffers.RolloutBuffer": "stores a transition",
+    # the spaces of Dict observations and of MultiDiscrete and MultiBinary actions: a Dict compares its subspaces and
+    # sets only a space under a key; MultiDiscrete's __setstate__ makes the `start` an older version lacked (zeros of
+    # the state's shape, allocated lazily), then Space's
+    "__eq__ of gymnasium.spaces.dict.Dict": "compares its subspaces",
+    "__setitem__ of gymnasium.spaces.dict.Dict": "a space under a key, else TypeError",
+    "__eq__ of gymnasium.spaces.multi_binary.MultiBinary": "compares n",
+    "__eq__ of gymnasium.spaces.multi_discrete.MultiDiscrete": "compares dtype, shape, nvec and start",
+    "__setstate__ of gymnasium.spaces.multi_discrete.MultiDiscrete": "np.zeros start if missing, then Space's",
+    # the Dict buffers' add takes six arguments: pickle's ADDITEMS passes one (TypeError)
+    "add of stable_baselines3.common.buffers.DictReplayBuffer": "stores a transition",
+    "add of stable_baselines3.common.buffers.DictRolloutBuffer": "stores a transition",
     # a torch module: Module's own hooks, reviewed with torch's pack
     "__setstate__ of stable_baselines3.common.policies.BaseModel": "Module's",
 }
+
+
+def spaces_env(action: object) -> object:
+    """A small environment observing a Dict space (a position, a goal, a mode) and acting in `action` (the class is
+    made here, where gymnasium is installed)."""
+    import gymnasium as gym
+    import numpy as np
+
+    class SpacesEnv(gym.Env):  # type: ignore[misc]
+        observation_space = gym.spaces.Dict({
+            "position": gym.spaces.Box(-1.0, 1.0, (2,), np.float32),
+            "goal": gym.spaces.Box(-1.0, 1.0, (2,), np.float32),
+            "mode": gym.spaces.Discrete(3),
+        })
+
+        def __init__(self) -> None:
+            self.action_space = action
+            self.steps = 0
+
+        def reset(self, *, seed: int | None = None, options: object = None) -> tuple[object, dict[str, object]]:
+            super().reset(seed=seed)
+            self.steps = 0
+            return self.observation_space.sample(), {}
+
+        def step(self, act: object) -> tuple[object, float, bool, bool, dict[str, object]]:
+            self.steps += 1
+            return self.observation_space.sample(), 0.0, self.steps >= 8, False, {}
+
+    return SpacesEnv()
 
 
 def save_models(folder: Path) -> None:
@@ -83,6 +123,17 @@ def save_models(folder: Path) -> None:
         model.save(folder / f"sb3_{name}")
         if hasattr(model, "replay_buffer"):
             model.save_replay_buffer(folder / f"sb3_{name}_replay_buffer")
+    # Environments whose observations are a Dict space (MultiInputPolicy: robot arms, goal-conditioned tasks) and whose
+    # actions are MultiDiscrete or MultiBinary: the model's data keeps those spaces (review 74's sweep flagged them)
+    actions = {"multidiscrete": gym.spaces.MultiDiscrete([3, 2]), "multibinary": gym.spaces.MultiBinary(3)}
+    for name, action in actions.items():
+        model = PPO("MultiInputPolicy", spaces_env(action), n_steps=32, batch_size=16, n_epochs=1, seed=0)
+        model.learn(32)
+        model.save(folder / f"sb3_ppo_dict_{name}")
+    dqn = DQN("MultiInputPolicy", spaces_env(gym.spaces.Discrete(2)), learning_starts=10, buffer_size=100, seed=0)
+    dqn.learn(32)
+    dqn.save(folder / "sb3_dqn_dict")
+    dqn.save_replay_buffer(folder / "sb3_dqn_dict_replay_buffer")
     env = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")]))
     normalized = PPO("MlpPolicy", env, n_steps=32, batch_size=16, n_epochs=1, seed=0)
     normalized.learn(64)
