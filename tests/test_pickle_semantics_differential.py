@@ -74,7 +74,7 @@ CASES: dict[str, Callable[[Path], bytes]] = {
     "put-get-nul": lambda m: b"I1\np0\x00x\n0g0\x00y\n0" + _call(m) + b".",
     "int-70k-nul": lambda m: b"I" + b" " * 70000 + b"1\x00" + b"x" * 70000 + b"\n0" + _call(m) + b".",
     "proto-then-float-nul": lambda m: b"\x80\x02F1.0\x00x\n0" + _call(m) + b".",
-    # both unpicklers stop at a PROTO above 5 (so does the machine, since review 74): what ran before it ran
+    # CPython's unpicklers stop at a PROTO above 5: what ran before it ran
     "call-then-proto-17": lambda m: _call(m) + b"\x80\x11" + _call(m) + b".",
     # Padding after the number that runs past the 64 KiB head (review 15: the sniff read these as text, no finding):
     # trailing whitespace, which int() and float() strip, or a NUL and any bytes, which the C unpickler never reads.
@@ -141,19 +141,24 @@ def test_what_cpython_runs_is_critical(files: dict[str, tuple[Path, dict[str, bo
     assert critical, f"bypass: CPython runs {case}, wscan has no critical finding"
 
 
-def test_what_follows_a_protocol_above_5_is_never_read(tmp_path: Path) -> None:
-    """Both unpicklers refuse PROTO 17 where they meet it, before reading on: a payload after it never runs, and
-    bytes before it that only hold data make no pickle (a CatBoost model, review 74). One that called before it is
-    critical (`call-then-proto-17` above)."""
-    marker = tmp_path / "marker"
-    path = tmp_path / "after.pkl"
-    path.write_bytes(b"C\x02ab\x80\x11" + _call(marker) + b".")
-    for code in LOADERS.values():
-        subprocess.run([sys.executable, "-I", "-c", code, str(path)], cwd=tmp_path, capture_output=True, timeout=120)
-    assert not marker.exists()
+def test_a_protocol_above_5_is_no_act_of_its_own_but_what_follows_it_is_read(tmp_path: Path) -> None:
+    """CPython's unpicklers refuse PROTO 17 where they meet it: bytes that only hold data before it, and no opcode
+    after it, make no pickle (a CatBoost model, review 74). torch's weights-only reader, torch.load's default, reads
+    on past it (review 75: a legacy checkpoint behind `K 01 80 11` loaded), so a call after it is judged."""
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"C\x02ab\x80\x11\x00\x00" + bytes(range(256)) * 4)
     report = scan(path)
     assert [(f.status, f.formats) for f in report.files] == [("skipped", ())]
     assert not [f for f in report.findings if f.severity >= Severity.MEDIUM]
+    path.write_bytes(b"C\x02ab\x80\x11" + _call(tmp_path / "marker") + b".")
+    assert {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL} == {"WS-PKL-001"}
+    import torch
+
+    legacy = io.BytesIO()
+    torch.save({"w": torch.zeros(2)}, legacy, _use_new_zipfile_serialization=False)
+    path.write_bytes(b"K\x01\x80\x11" + legacy.getvalue())
+    assert torch.load(path, weights_only=True)["w"].shape == (2,)
+    assert "WS-PKL-010" in {f.rule_id for f in scan(path).findings if f.severity >= Severity.HIGH}
 
 
 def test_memmap_is_judged_as_a_gadget_but_where_numpy_restores_an_array_of_it(tmp_path: Path) -> None:

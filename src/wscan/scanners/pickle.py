@@ -458,10 +458,11 @@ def _dotted_name(raw: str) -> bool:
     return len(parts) >= 2 and all(part.isidentifier() for part in parts)
 
 
-# Events that are no act of their own: the unpickler refuses an extension code this stream never registered
+# Events that are no act of their own: CPython's unpicklers refuse an extension code this stream never registered
 # ("unregistered extension code"; bytes 0x82-0x84 open many binary files, a Flax msgpack map, a float) and a protocol
-# above 5 ("unsupported pickle protocol") before it does anything else. CatBoost's models open with "CBM1": pickle
-# reads 66 bytes, then the flatbuffer's next bytes, which can be 0x80 0x11 (review 74's sweep failed such files).
+# above 5 ("unsupported pickle protocol") before they do anything else. CatBoost's models open with "CBM1": pickle
+# reads 66 bytes, then the flatbuffer's next bytes, which can be 0x80 0x11 (review 74's sweep failed such files). What
+# a stream does past either is judged as ever (torch's weights-only reader reads on past the protocol).
 REFUSALS = frozenset({"pickle.unregistered_extension", "pickle.unsupported_protocol"})
 
 

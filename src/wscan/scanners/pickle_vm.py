@@ -783,9 +783,10 @@ class Machine:
             elif name == "PROTO":
                 assert isinstance(arg, int)
                 res.protocol = arg
-                if arg > 5:  # both unpicklers refuse it here, before reading on: so does the machine
+                if arg > 5:
+                    # CPython's unpicklers refuse it here; torch's weights-only reader, torch.load's default, reads on
+                    # (review 75): so does the machine
                     events.append(Event("pickle.unsupported_protocol", at, {"protocol": arg}))
-                    raise PickleSyntaxError(at, f"unsupported protocol {arg}: the unpicklers stop here")
             elif name in ("LIST", "TUPLE", "FROZENSET"):
                 seq = Seq(name.lower())
                 popped = pop_mark()
