@@ -1677,6 +1677,44 @@ def _with_serialized(source: Path, target: Path, key: str, blob: bytes, padding:
     return target
 
 
+def _with_data(source: Path, target: Path, **values: object) -> Path:
+    """A copy of a stable-baselines3 zip whose data JSON also holds `values`, as plain JSON."""
+    with zipfile.ZipFile(source) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    members["data"] = json.dumps({**json.loads(members["data"]), **values}).encode()
+    with zipfile.ZipFile(target, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return target
+
+
+@pytest.mark.parametrize(
+    ("key", "blob", "rule"),
+    [
+        # review 75: the loader sets every data key on the model, then calls set_random_seed(self.seed)
+        ("set_random_seed", pickle.dumps(print, protocol=4), "WS-REPO-033"),
+        ("predict", pickle.dumps(print, protocol=4), "WS-REPO-033"),
+        # a key stable-baselines3's save always leaves out
+        ("env", pickle.dumps(None, protocol=4), "WS-REPO-034"),
+    ],
+    ids=["set-random-seed", "predict", "env-serialized"],
+)
+def test_a_stable_baselines3_data_key_is_judged_as_the_model_attribute_it_becomes(
+    tmp_path: Path, key: str, blob: bytes, rule: str
+) -> None:
+    path = _with_serialized(SB3 / "a2c.zip", tmp_path / "model.zip", key, blob)
+    assert rule in {f.rule_id for f in scan(path).findings if f.severity >= Severity.HIGH}
+
+
+@pytest.mark.parametrize(("env", "rule"), [("this:CartPole-v1", "WS-REPO-035"), ("CartPole-v1", "WS-REPO-034")])
+def test_a_stable_baselines3_env_id_in_data_is_what_the_loader_makes(tmp_path: Path, env: str, rule: str) -> None:
+    """Review 75: given no env, `A2C.load` passes data's `env` to gym.make, which imports the module before a colon
+    (a `.py` beside the model, the standard library's `this`): critical; any other env there is high."""
+    path = _with_data(SB3 / "a2c.zip", tmp_path / "model.zip", env=env)
+    found = {f.rule_id: f.severity for f in scan(path).findings if f.severity >= Severity.HIGH}
+    assert found == {rule: Severity.CRITICAL if ":" in env else Severity.HIGH}
+
+
 @pytest.mark.parametrize("padding", [0, 200_000])
 def test_a_pickle_in_a_stable_baselines3_zip_is_scanned(tmp_path: Path, padding: int) -> None:
     """Review 68: `PPO.load()` (any algorithm's) base64-decodes and cloudpickle-loads every `:serialized:` value of

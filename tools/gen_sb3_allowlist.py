@@ -152,6 +152,19 @@ def torch_optimizers() -> list[str]:
     return sorted(found)
 
 
+def algorithm_methods() -> list[str]:
+    """The methods and properties of stable-baselines3's algorithms: a `data` key with one of these names replaces
+    it on the loaded model (WS-REPO-033)."""
+    import inspect
+
+    from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
+
+    names = {name for algorithm in (A2C, DDPG, DQN, PPO, SAC, TD3) for name in dir(algorithm)
+             if inspect.isroutine(static := inspect.getattr_static(algorithm, name))
+             or isinstance(static, property | classmethod | staticmethod)}
+    return sorted(names)
+
+
 def pickles(path: Path) -> list[bytes]:
     """The pickles stable-baselines3's loaders unpickle from one file: the `:serialized:` values of a zip's data."""
     if path.suffix != ".zip":
@@ -194,6 +207,10 @@ def main() -> None:
             "method-names": methods(allowed),
             "inert-values": [n for n in allowed if not callable_instances(_resolve(n))],  # type: ignore[arg-type]
             "callable-members": sorted(members),
+            "sb3-algorithm-methods": algorithm_methods(),
+            # what `_excluded_save_params` always leaves out of `data`, which the loader would set all the same
+            "sb3-unsaved-keys": ["policy", "device", "env", "replay_buffer", "rollout_buffer", "_vec_normalize_env",
+                                 "_logger", "_custom_logger"],
         },
     )
 

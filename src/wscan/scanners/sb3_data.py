@@ -4,7 +4,9 @@
 object with a `:serialized:` key, base64-decodes that text and hands it to `cloudpickle.loads`: the policy class,
 the spaces, the schedules, the last observations. Those bytes are pickles like any other, so each is scanned as a
 blob of its own (review 68 put an `os.system` pickle there, which passed). The rest of the zip (`policy.pth`,
-`pytorch_variables.pth`) is torch files, which the zip walker already hands to the pickle scanner.
+`pytorch_variables.pth`) is torch files, which the zip walker already hands to the pickle scanner. The loader then
+sets every top-level key on the model, and makes its environment from an `env` key where the user gives none
+(review 75): each key is an observation the rules judge.
 """
 
 from __future__ import annotations
@@ -54,7 +56,12 @@ class Sb3DataScanner:
         if not isinstance(top, dict):
             return
         for key, value in top.items():
-            if isinstance(value, dict) and SERIALIZED in value:
+            serialized = isinstance(value, dict) and SERIALIZED in value
+            # The loader sets every key on the model (`model.__dict__.update(data)`): the rules judge the names
+            # (one naming a method replaces it; `env` it makes an environment from, gym.make importing a module)
+            text = value if isinstance(value, str) else ""
+            yield artifact.observe("sb3.data_key", key=str(key)[:200], serialized=serialized, text=text[:200])
+            if serialized:
                 yield from _pickle_of(artifact, str(key)[:200], value[SERIALIZED])
 
 
