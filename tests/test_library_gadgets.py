@@ -1949,6 +1949,12 @@ def test_numba_serialized_objects_are_critical_even_where_their_names_are_allowe
         found = scan_bytes(tmp_path, b"\x80\x03" + body + b".", "explainer.pkl", config).findings
         critical = {f.message.split(" (")[0] for f in found if f.severity >= Severity.CRITICAL}
         assert critical == {f"Loading imports {name}" for name in names}, [f.message for f in found]
+    # review 75: the same function under a module that imports the serializer (rules/library-aliases.yaml)
+    alias = "numba.core.dispatcher.serialize._numba_unpickle"
+    body = _g("numba.core.dispatcher", "serialize._numba_unpickle") + _tuple(b"K\x00", b"C\x01.", b"C\x00") + b"R"
+    for config in (None, Config(allow=frozenset({alias}))):
+        found = scan_bytes(tmp_path, b"\x80\x04" + body + b".", "alias.pkl", config).findings  # dotted names: 4
+        assert "WS-PKL-001" in {f.rule_id for f in found if f.severity >= Severity.CRITICAL}
 
 
 def _slotted(module: str, name: str, *pairs: tuple[bytes, bytes]) -> bytes:

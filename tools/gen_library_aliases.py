@@ -35,6 +35,9 @@ OUT = RULES / "library-aliases.yaml"
 LIBRARIES = [
     "speechbrain", "pyannote.audio", "torch.nn", "torch.optim", "torch.utils.data", "torchmetrics",
     "lightning.pytorch", "pytorch_lightning", "omegaconf", "nemo", "megatron",
+    # not a config library: numba's modules import its serializer (`numba.core.dispatcher.serialize`), whose loads
+    # pickles read too (review 75)
+    "numba",
 ]  # fmt: skip
 SKIP = ("typing.",)  # typing's aliases are names for annotations: listed, they would only be noise
 
@@ -59,7 +62,10 @@ def _judged(name: str, dangerous: set[str]) -> bool:
 def _real_name(value: object) -> str | None:
     if isinstance(value, types.ModuleType):
         return value.__name__
-    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    try:
+        module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    except Exception:  # an object whose attributes raise (numba's CUDA driver where there is none)
+        return None
     if callable(value) and isinstance(module, str) and isinstance(qualname, str) and "<" not in qualname:
         return f"{module}.{qualname}"
     return None
@@ -101,6 +107,7 @@ def aliases(library: str, dangerous: set[str], exceptions: set[str]) -> dict[str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fresh", action="store_true", help="drop the aliases of libraries not installed here")
+    parser.add_argument("--only", nargs="+", metavar="LIBRARY", help="recompute these; keep the others' aliases")
     args = parser.parse_args()
     previous: dict[str, dict[str, str]] = {}
     if OUT.exists() and not args.fresh:
@@ -111,6 +118,9 @@ def main() -> None:
     dangerous = set(listed)
     table: dict[str, dict[str, str]] = {}
     for library in LIBRARIES:
+        if args.only and library not in args.only:
+            table[library] = previous.get(library, {})
+            continue
         found = aliases(library, dangerous, exceptions)
         if found is None:
             print(f"  {library}: not installed here, previous aliases kept", file=sys.stderr)
