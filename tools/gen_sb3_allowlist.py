@@ -68,27 +68,36 @@ SB3_OWNER_HOOKS = {
     # the Dict buffers' add takes six arguments: pickle's ADDITEMS passes one (TypeError)
     "add of stable_baselines3.common.buffers.DictReplayBuffer": "stores a transition",
     "add of stable_baselines3.common.buffers.DictRolloutBuffer": "stores a transition",
+    # hindsight experience replay: its buffer's __setstate__ updates __dict__ and drops the env (set again with
+    # set_env), its add takes six arguments; its goal selection strategy is an enum (Enum.__new__ looks a member up)
+    "__setstate__ of stable_baselines3.her.her_replay_buffer.HerReplayBuffer": "__dict__, no env",
+    "add of stable_baselines3.her.her_replay_buffer.HerReplayBuffer": "stores a transition",
+    "__new__ of stable_baselines3.her.goal_selection_strategy.GoalSelectionStrategy": "Enum.__new__",
     # a torch module: Module's own hooks, reviewed with torch's pack
     "__setstate__ of stable_baselines3.common.policies.BaseModel": "Module's",
 }
 
 
-def spaces_env(action: object) -> object:
-    """A small environment observing a Dict space (a position, a goal, a mode) and acting in `action` (the class is
-    made here, where gymnasium is installed)."""
+def spaces_env(action: object, goal: bool = False) -> object:
+    """A small environment observing a Dict space (a position, a goal, a mode; or, with `goal`, the observation and
+    achieved and desired goals HerReplayBuffer relabels, with their reward) and acting in `action` (the class is made
+    here, where gymnasium is installed)."""
     import gymnasium as gym
     import numpy as np
 
+    box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    keys = ("observation", "achieved_goal", "desired_goal") if goal else ("position", "goal")
+    observed = {key: box for key in keys} | ({} if goal else {"mode": gym.spaces.Discrete(3)})
+
     class SpacesEnv(gym.Env):  # type: ignore[misc]
-        observation_space = gym.spaces.Dict({
-            "position": gym.spaces.Box(-1.0, 1.0, (2,), np.float32),
-            "goal": gym.spaces.Box(-1.0, 1.0, (2,), np.float32),
-            "mode": gym.spaces.Discrete(3),
-        })
+        observation_space = gym.spaces.Dict(observed)
 
         def __init__(self) -> None:
             self.action_space = action
             self.steps = 0
+
+        def compute_reward(self, achieved: np.ndarray, desired: np.ndarray, info: object) -> np.ndarray:
+            return -np.linalg.norm(achieved - desired, axis=-1)
 
         def reset(self, *, seed: int | None = None, options: object = None) -> tuple[object, dict[str, object]]:
             super().reset(seed=seed)
@@ -105,7 +114,7 @@ def spaces_env(action: object) -> object:
 def save_models(folder: Path) -> None:
     import gymnasium as gym
     import torch
-    from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
+    from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3, HerReplayBuffer
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     torch.manual_seed(0)
@@ -130,10 +139,21 @@ def save_models(folder: Path) -> None:
         model = PPO("MultiInputPolicy", spaces_env(action), n_steps=32, batch_size=16, n_epochs=1, seed=0)
         model.learn(32)
         model.save(folder / f"sb3_ppo_dict_{name}")
-    dqn = DQN("MultiInputPolicy", spaces_env(gym.spaces.Discrete(2)), learning_starts=10, buffer_size=100, seed=0)
-    dqn.learn(32)
-    dqn.save(folder / "sb3_dqn_dict")
-    dqn.save_replay_buffer(folder / "sb3_dqn_dict_replay_buffer")
+    box = gym.spaces.Box(-1.0, 1.0, (2,))
+    off_policy = {
+        "dqn_dict": DQN("MultiInputPolicy", spaces_env(gym.spaces.Discrete(2)), learning_starts=10, buffer_size=100,
+                        seed=0),
+        **{f"{algorithm.__name__.lower()}_dict": algorithm("MultiInputPolicy", spaces_env(box), learning_starts=10,
+                                                           buffer_size=100, batch_size=8, seed=0)
+           for algorithm in (SAC, TD3, DDPG)},
+        # hindsight experience replay on a goal-conditioned task (its buffer keeps the goal selection strategy)
+        "sac_her": SAC("MultiInputPolicy", spaces_env(box, goal=True), replay_buffer_class=HerReplayBuffer,
+                       learning_starts=20, buffer_size=200, batch_size=8, seed=0),
+    }
+    for name, model in off_policy.items():
+        model.learn(40)
+        model.save(folder / f"sb3_{name}")
+        model.save_replay_buffer(folder / f"sb3_{name}_replay_buffer")
     env = VecNormalize(DummyVecEnv([lambda: gym.make("CartPole-v1")]))
     normalized = PPO("MlpPolicy", env, n_steps=32, batch_size=16, n_epochs=1, seed=0)
     normalized.learn(64)
