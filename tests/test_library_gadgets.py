@@ -1647,7 +1647,7 @@ SB3 = Path(__file__).parent / "data" / "sb3"
 @pytest.mark.parametrize("name", ["a2c.zip", "dqn_replay_buffer.pkl", "vec_normalize.pkl", "ppo_policy.pth",
                                   "ppo_dict_multidiscrete_data.zip", "ppo_dict_multibinary_data.zip",
                                   "dqn_dict_data.zip", "dqn_dict_replay_buffer.pkl", "td3_dict_data.zip",
-                                  "sac_her_data.zip", "sac_her_replay_buffer.pkl"])
+                                  "sac_her_data.zip", "sac_her_replay_buffer.pkl", "td3_noise_data.zip"])
 def test_real_stable_baselines3_saves_pass(name: str) -> None:
     """Review 68: stable-baselines3's own saves (tests/data/sb3/README.md), the `data` member's cloudpickles
     included, hold only its classes, gymnasium's spaces and NumPy (rules/allow-sb3.yaml). Review 74's sweep: models
@@ -1698,8 +1698,13 @@ def _with_data(source: Path, target: Path, **values: object) -> Path:
         ("predict", pickle.dumps(print, protocol=4), "WS-REPO-033"),
         # a key stable-baselines3's save always leaves out
         ("env", pickle.dumps(None, protocol=4), "WS-REPO-034"),
+        # review 76: the loader calls policy_class with policy_kwargs, and a features extractor class with its
+        # kwargs: print there printed the file's text (passed as a value elsewhere, it is high in data)
+        ("policy_class", pickle.dumps(print, protocol=4), "WS-PKL-053"),
+        ("policy_kwargs", pickle.dumps({"features_extractor_class": print, "features_extractor_kwargs": {}}),
+         "WS-PKL-053"),
     ],
-    ids=["set-random-seed", "predict", "env-serialized"],
+    ids=["set-random-seed", "predict", "env-serialized", "policy-class-print", "extractor-print"],
 )
 def test_a_stable_baselines3_data_key_is_judged_as_the_model_attribute_it_becomes(
     tmp_path: Path, key: str, blob: bytes, rule: str

@@ -113,8 +113,10 @@ def spaces_env(action: object, goal: bool = False) -> object:
 
 def save_models(folder: Path) -> None:
     import gymnasium as gym
+    import numpy as np
     import torch
     from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3, HerReplayBuffer
+    from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     torch.manual_seed(0)
@@ -146,6 +148,11 @@ def save_models(folder: Path) -> None:
         **{f"{algorithm.__name__.lower()}_dict": algorithm("MultiInputPolicy", spaces_env(box), learning_starts=10,
                                                            buffer_size=100, batch_size=8, seed=0)
            for algorithm in (SAC, TD3, DDPG)},
+        # exploration noise as SB3's TD3 and DDPG examples add it (the model keeps the noise object)
+        "td3_noise": TD3("MlpPolicy", "Pendulum-v1", learning_starts=10, buffer_size=100, seed=0,
+                         action_noise=NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))),
+        "ddpg_noise": DDPG("MlpPolicy", "Pendulum-v1", learning_starts=10, buffer_size=100, seed=0,
+                           action_noise=OrnsteinUhlenbeckActionNoise(np.zeros(1), 0.1 * np.ones(1))),
         # hindsight experience replay on a goal-conditioned task (its buffer keeps the goal selection strategy)
         "sac_her": SAC("MultiInputPolicy", spaces_env(box, goal=True), replay_buffer_class=HerReplayBuffer,
                        learning_starts=20, buffer_size=200, batch_size=8, seed=0),

@@ -550,6 +550,7 @@ def _nested_blob(artifact: Artifact, offset: int, source: NestedBytes) -> Artifa
 
 def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -> Iterator[Observation]:
     torchscript = artifact.context.get("container") == "torchscript"
+    sb3_data = {"sb3_data": True} if artifact.context.get("container") == "sb3-data" else {}
     # Arrays' nested pickles first: they are short, and a flood of imports in the outer stream must not push
     # their payload past the file's observation limit.
     for sub in [*nested, res]:
@@ -561,7 +562,7 @@ def _report(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -
                 continue  # each call's bytes are scanned as a torch file of their own, judged by what they hold
             # The attribute path with leading underscores dropped: `_os.system` walks through `os`.
             walk = ".".join(part.lstrip("_") for part in rec.name.split("."))
-            extra: dict[str, AttrValue] = {}
+            extra: dict[str, AttrValue] = dict(sb3_data)
             if key == GETATTR:
                 extra["only_looks_up"] = sub.getattr_only_looks_up
             elif key in TYPE_LOOKUPS:

@@ -25,6 +25,7 @@ from wscan.strict_json import TOO_DEEP, JsonRejected, loads_lenient, loads_stric
 
 SERIALIZED = ":serialized:"
 MEMBER = "data"  # the member stable-baselines3 reads, whatever the zip is called
+CONTAINER = "sb3-data"  # what the pickles of its values are inside: the loader calls some of them (WS-PKL-053)
 
 
 class Sb3DataScanner:
@@ -83,7 +84,7 @@ def _pickle_of(artifact: Artifact, key: str, text: object) -> Iterator[ScanItem]
         payload = base64.b64decode(text.encode("utf-8"))  # as the loader decodes: non-alphabet bytes dropped
     except (binascii.Error, ValueError):
         return  # the loader's decode raises too
-    yield artifact.child(f"{key}:serialized:", len(payload), partial(io.BytesIO, payload))
+    yield artifact.child(f"{key}:serialized:", len(payload), partial(io.BytesIO, payload), {"container": CONTAINER})
 
 
 def _serialized_anywhere(artifact: Artifact, data: bytes) -> Iterator[ScanItem]:
