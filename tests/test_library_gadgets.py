@@ -993,7 +993,9 @@ def test_a_state_of_name_value_pairs_is_judged_like_a_dict(tmp_path: Path) -> No
     for name, shape in {"list": list(state.items()), "tuple": tuple(state.items())}.items():
         assert _rules(tmp_path / name, _dump(_restored(torch.nn.Sequential, shape))) == {"WS-PKL-029"}, name
     forward = dict(torch.nn.Identity().__dict__, forward=scorer)
-    assert _rules(tmp_path / "forward", _dump(_restored(torch.nn.Identity, list(forward.items())))) == {"WS-PKL-026"}
+    # (a scorer is no bound method, which is all a fused Ultralytics layer keeps as its forward: WS-PKL-027 too)
+    assert _rules(tmp_path / "forward", _dump(_restored(torch.nn.Identity, list(forward.items())))) == {
+        "WS-PKL-026", "WS-PKL-027"}
     real = dict(torch.nn.Sequential(torch.nn.Linear(2, 2)).__dict__)
     assert not _rules(tmp_path / "real", _dump(_restored(torch.nn.Sequential, list(real.items()))))
     # A ninth review: every pair a call's result.
@@ -1001,7 +1003,7 @@ def test_a_state_of_name_value_pairs_is_judged_like_a_dict(tmp_path: Path) -> No
     assert _rules(tmp_path / "made", _dump(_restored(torch.nn.Identity, made))) == {"WS-PKL-025"}
     # An eighth review: dict.update takes a dict of two keys as the pair of its keys.
     keys = [*dict(torch.nn.Identity().__dict__).items(), {"forward": 0, scorer: 0}]  # type: ignore[dict-item]
-    assert _rules(tmp_path / "keys", _dump(_restored(torch.nn.Identity, keys))) == {"WS-PKL-026"}
+    assert _rules(tmp_path / "keys", _dump(_restored(torch.nn.Identity, keys))) == {"WS-PKL-026", "WS-PKL-027"}
 
 
 def test_a_time_zone_name_that_opens_a_file_is_high(tmp_path: Path) -> None:
@@ -2050,6 +2052,58 @@ def test_real_fastai_saves_pass(path: Path) -> None:
 )
 def test_fastai_classes_stay_judged_outside_what_real_saves_do(tmp_path: Path, body: bytes, rule: str) -> None:
     found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "export.pkl").findings
+    flagged = {f.rule_id for f in found if f.severity >= Severity.HIGH}
+    assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
+
+
+ULTRALYTICS = Path(__file__).parent / "data" / "ultralytics"
+
+
+@pytest.mark.parametrize("path", sorted(ULTRALYTICS.glob("*.pt")), ids=lambda path: path.name)
+def test_real_ultralytics_checkpoints_pass(path: Path) -> None:
+    """Every YOLO checkpoint was high: no allowlist held Ultralytics' classes. The files are its own saves, fused and
+    not, and a trainer's (tests/data/ultralytics/README.md); the classes are in rules/allow-ultralytics.yaml, each
+    hook reviewed in tools/gen_ultralytics_allowlist.py."""
+    found = scan(path).findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+def _module(module: str, name: str, *pairs: tuple[bytes, bytes]) -> bytes:
+    """An object as torch.save pickles a module: NEWOBJ of its class, then its dict as BUILD's state."""
+    return _g(module, name) + b")\x81" + (_dict(*pairs) + b"b" if pairs else b"")
+
+
+_CONV = ("ultralytics.nn.modules.conv", "Conv")
+_NAMESPACE = ("ultralytics.utils", "IterableSimpleNamespace")
+
+
+@pytest.mark.parametrize(
+    ("body", "rule"),
+    [
+        # a model class called with arguments the file chose (its constructor reads and builds from a YAML)
+        (_g("ultralytics.nn.tasks", "DetectionModel") + _tuple(_s("yolov8n.yaml")) + b"R", "WS-PKL-014"),
+        # a layer's forward replaced by another of its methods, or a method another class does not fuse
+        (_module(*_CONV, (_s("forward"), _bound(_module(*_CONV), "fuse"))), "WS-PKL-017"),
+        (_module("ultralytics.nn.modules.head", "Detect",
+                 (_s("forward"), _bound(_module("ultralytics.nn.modules.head", "Detect"), "forward_fuse"))),
+         "WS-PKL-026"),
+        # the arguments' namespace: a method replaced through its state, or through the mapping Python 3.13 takes
+        (_g(*_NAMESPACE) + b")R" + _dict((_s("get"), _partial(_g("builtins", "str")))) + b"b", "WS-PKL-026"),
+        (_g(*_NAMESPACE) + _tuple(_dict((_s("get"), _partial(_g("builtins", "str"))))) + b"R", "WS-PKL-026"),
+        (_g(*_NAMESPACE) + _tuple(_dict((_s("save_dir"), _g("builtins", "print")))) + b"R", "WS-PKL-052"),
+        (_g("types", "SimpleNamespace") + _tuple(_dict((_s("get"), _partial(_g("builtins", "str"))))) + b"R",
+         "WS-PKL-026"),
+        # YOLO12's area attention multiplies two values of its state in __setstate__: left out of the allowlist
+        (_module("ultralytics.nn.modules.block", "AAttn"), "WS-PKL-003"),
+        # print as a classifier's preprocessing, which predict calls with the picture
+        (_module("ultralytics.nn.tasks", "ClassificationModel", (_s("transforms"), _g("builtins", "print"))),
+         "WS-PKL-052"),
+    ],
+    ids=["model-called", "forward-other-method", "forward-unfused-class", "namespace-state", "namespace-mapping",
+         "namespace-mapping-print", "core-namespace-mapping", "area-attention", "transforms-print"],
+)
+def test_ultralytics_classes_stay_judged_outside_what_real_saves_do(tmp_path: Path, body: bytes, rule: str) -> None:
+    found = scan_bytes(tmp_path, b"\x80\x04" + body + b".", "yolo.pkl").findings
     flagged = {f.rule_id for f in found if f.severity >= Severity.HIGH}
     assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
 

@@ -175,13 +175,13 @@ def bound_methods(root: object, found: set[str]) -> None:
             found.add(f"{obj.__func__.__module__}.{obj.__func__.__qualname__}")
 
 
-def shadowed_methods(root: object, members: set[str], values: set[str]) -> None:
+def shadowed_methods(root: object, members: set[str], values: set[str], libraries: tuple[str, ...] = LIBRARIES) -> None:
     """`Class.attr` for each method of a library class that its objects replace with a callable object of their own
     (a data loader's `after_batch` pipeline, a dataset's bound `dataloaders`), and the classes of those objects."""
     for obj in reachable(root, 40):
         klass = type(obj)
         name = f"{klass.__module__}.{klass.__qualname__}"
-        if inspect.isclass(obj) or not name.startswith(LIBRARIES) or not hasattr(obj, "__dict__"):
+        if inspect.isclass(obj) or not name.startswith(libraries) or not hasattr(obj, "__dict__"):
             continue
         for attr, value in vars(obj).items():
             method = inspect.isroutine(inspect.getattr_static(klass, attr, None))

@@ -327,6 +327,10 @@ def _note_items(res: PickleResult, target: Obj, pairs: list[tuple[Sym, Sym]]) ->
 STATE_SETTERS: dict[str, tuple[int, int | str]] = {
     "torch._tensor._rebuild_from_type_v2": (3, 1),
     "torch._utils._rebuild_parameter_with_state": (3, "torch.nn.parameter.Parameter"),
+    # a namespace called with a mapping takes its items as attributes (Python 3.13 and later); real files call one
+    # with no arguments and give it a state
+    "types.SimpleNamespace": (0, "types.SimpleNamespace"),
+    "ultralytics.utils.IterableSimpleNamespace": (0, "ultralytics.utils.IterableSimpleNamespace"),
 }
 
 
