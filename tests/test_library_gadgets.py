@@ -2056,6 +2056,45 @@ def test_fastai_classes_stay_judged_outside_what_real_saves_do(tmp_path: Path, b
     assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
 
 
+OUTLIERS = Path(__file__).parent / "data" / "outliers"
+
+
+@pytest.mark.parametrize("path", sorted(OUTLIERS.glob("*.pkl")), ids=lambda path: path.name)
+def test_real_pyod_detectors_and_hdbscan_clusterers_pass(path: Path) -> None:
+    """Review 77: every PyOD detector and HDBSCAN clusterer was high (WS-PKL-003: no allowlist held their classes).
+    The files are their own (tests/data/outliers/README.md); the classes are in rules/allow-outliers.yaml, screened
+    by tools/gen_outlier_allowlist.py."""
+    found = scan(path).findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+@pytest.mark.parametrize(
+    ("body", "rule"),
+    [
+        # a detector real files only restore from state, called with arguments the file chose
+        (_g("pyod.models.knn", "KNN") + _tuple(b"K\x05") + b"R", "WS-PKL-014"),
+        # its scoring method replaced through its state
+        (_g("pyod.models.knn", "KNN") + b")\x81" + _dict((_s("decision_function"), _partial(_g("builtins", "str"))))
+         + b"b", "WS-PKL-026"),
+        # print as the variational autoencoder's loss, which fit calls
+        (_g("pyod.models.vae", "VAE") + b")\x81" + _dict((_s("criterion"), _g("builtins", "print"))) + b"b",
+         "WS-PKL-052"),
+        # HDBSCAN's memory: a folder (or a Memory with one) is where fit writes its cache; only Memory(None) passes
+        (_g("hdbscan.hdbscan_", "HDBSCAN") + b")\x81" + _dict((_s("memory"), _s("/tmp/owned"))) + b"b", "WS-PKL-033"),
+        (_g("hdbscan.hdbscan_", "HDBSCAN") + b")\x81" + _dict((_s("memory"), _g("joblib.memory", "Memory") + b")\x81"
+         + _dict((_s("location"), _s("/tmp/owned")), (_s("store_backend"), b"N")) + b"b")) + b"b", "WS-PKL-033"),
+        # a metric that reads its state's arrays by the data's width, not theirs
+        (_g("hdbscan.dist_metrics", "newObj") + _tuple(_g("hdbscan.dist_metrics", "SEuclideanDistance")) + b"R",
+         "WS-PKL-003"),
+    ],
+    ids=["called", "method-replaced", "print-as-loss", "memory-folder", "memory-with-location", "weighted-metric"],
+)
+def test_pyod_and_hdbscan_classes_stay_judged_beyond_real_saves(tmp_path: Path, body: bytes, rule: str) -> None:
+    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "detector.pkl").findings
+    flagged = {f.rule_id for f in found if f.severity >= Severity.HIGH}
+    assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
+
+
 ULTRALYTICS = Path(__file__).parent / "data" / "ultralytics"
 
 

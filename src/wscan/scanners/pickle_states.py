@@ -102,7 +102,7 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) ->
         elif isinstance(key, Const) and key.value in FORMULA_KEPT_KEYS and (key.value == "formula" or
                                                                             not _is_none(value)):
             res.formula_kept = True  # whatever the class: a results object's model may be any object
-        elif isinstance(key, Const) and key.value in FOLDER_STATE_KEYS and not _is_none(value):
+        elif isinstance(key, Const) and key.value in FOLDER_STATE_KEYS and not _is_none(value) and not _no_cache(value):
             folder = {"name": str(key.value), "callable": restored, "value": describe(value)[:300]}
             res.events.append(Event("pickle.state_folder", at, dict[str, str | int | bool](folder)))
         elif isinstance(key, Const) and key.value in ALIAS_STATE_KEYS:
@@ -125,6 +125,22 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) ->
                 attrs = {"list": str(key.value), "name": describe(name)}
                 res.events.append(Event("pickle.side_file_outside", at, attrs))
                 break
+
+
+# A joblib Memory with neither location nor store backend caches nothing: its cache() hands the function back as it
+# is. HDBSCAN keeps one as its default `memory` (scikit-learn's check_memory passes a Memory through).
+UNCACHED_MEMORY = "joblib.memory.Memory"
+NO_CACHE_KEYS = ("location", "store_backend")
+
+
+def _no_cache(value: Sym) -> bool:
+    """Whether `value` is a joblib Memory restored from a state that sets no location and no store backend."""
+    if not (isinstance(value, Obj) and restored_class(value) == UNCACHED_MEMORY and isinstance(value.state, Dict)):
+        return False
+    if value.state.dropped or any(not isinstance(key, Const) for key, _ in value.state.items):
+        return False
+    kept = {key.value: item for key, item in value.state.items if isinstance(key, Const)}
+    return all(key in kept and _is_none(kept[key]) for key in NO_CACHE_KEYS)
 
 
 def _outside(name: object) -> bool:

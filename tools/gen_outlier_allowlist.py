@@ -1,0 +1,143 @@
+"""Regenerate rules/allow-outliers.yaml: the names PyOD's outlier detectors, SUOD's ensembles and HDBSCAN import.
+
+PyOD and hdbscan are not test dependencies (tests/data/outliers keeps real files they wrote), so run this where they
+are installed beside the test extra (`pip install pyod suod hdbscan`, never another torch), then
+`python tools/gen_outlier_allowlist.py [--keep DIR]`. Empirical, as the other recorded lists (`gen_stats_allowlist`,
+whose recording this shares): each detector and clusterer of the catalogue below is fitted on a little data and saved
+the ways the libraries document (pickle and joblib, which pickles the same names; a PyOD deep model's own `save()`
+pickles it too), with every pickle protocol from 2; the names those pickles import are recorded by a find_class that
+refuses nothing, and classes are screened as scikit-learn's ecosystem is. The deep detectors keep torch modules and
+optimizers (allow-torch judges those).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from pathlib import Path
+
+from gen_allowlists import _resolve, callable_instances, catalogue_arguments, screened_catalogue, screened_names
+from gen_fastai_allowlist import table_members
+from gen_stats_allowlist import methods, recorded
+from pack_file import write_pack
+
+LIBRARIES = ("pyod.", "suod.", "hdbscan.")
+# HDBSCAN keeps `memory=Memory(None)` by default: a joblib Memory with no store backend, whose cache() returns the
+# function as is (WS-PKL-033 passes only such a Memory, see pickle_states; any other memory is a folder fit writes to).
+OTHER_CLASSES = ["joblib.memory.Memory"]
+# hdbscan's own copy of scikit-learn's old distance metrics: Cython classes made by newObj (cls.__new__(cls)), whose
+# __setstate__ sets p and takes the data pointers of the vec and mat arrays of the state, which only the weighted,
+# standardised and Mahalanobis metrics read (by the data's width, not the arrays': they stay off the list)
+NEW_HELPERS = ["hdbscan.dist_metrics.newObj"]  # `return obj.__new__(obj)`, as scikit-learn's
+OUTLIER_CLASS_HOOKS = {f"hdbscan.dist_metrics.{name}": "sets p, vec and mat; does not read vec or mat"
+                       for name in ("EuclideanDistance", "ManhattanDistance", "ChebyshevDistance",
+                                    "MinkowskiDistance")}  # fmt: skip
+
+
+def save_models(folder: Path) -> None:
+    import pickle
+
+    import numpy as np
+    import torch
+    from pyod.models.auto_encoder import AutoEncoder
+    from pyod.models.cblof import CBLOF
+    from pyod.models.copod import COPOD
+    from pyod.models.deep_svdd import DeepSVDD
+    from pyod.models.ecod import ECOD
+    from pyod.models.gmm import GMM
+    from pyod.models.hbos import HBOS
+    from pyod.models.iforest import IForest
+    from pyod.models.inne import INNE
+    from pyod.models.knn import KNN
+    from pyod.models.loda import LODA
+    from pyod.models.lof import LOF
+    from pyod.models.mcd import MCD
+    from pyod.models.ocsvm import OCSVM
+    from pyod.models.pca import PCA
+    from pyod.models.suod import SUOD
+    from pyod.models.vae import VAE
+
+    warnings.simplefilter("ignore")
+    torch.manual_seed(0)
+    rng = np.random.RandomState(0)
+    data = np.vstack([rng.randn(50, 4), rng.randn(10, 4) + 8])
+    detectors = {
+        "iforest": IForest(n_estimators=10, random_state=0), "lof": LOF(n_neighbors=5), "knn": KNN(n_neighbors=5),
+        "ecod": ECOD(), "copod": COPOD(), "hbos": HBOS(), "ocsvm": OCSVM(), "pca": PCA(), "mcd": MCD(random_state=0),
+        "cblof": CBLOF(n_clusters=2, alpha=0.8, beta=3, random_state=0), "gmm": GMM(n_components=2, random_state=0),
+        "loda": LODA(), "inne": INNE(n_estimators=10, random_state=0),
+        "suod": SUOD(base_estimators=[LOF(n_neighbors=5), IForest(n_estimators=5)], n_jobs=1, verbose=False),
+        "auto_encoder": AutoEncoder(epoch_num=2, batch_size=16, hidden_neuron_list=[4, 2], verbose=0, device="cpu"),
+        "vae": VAE(epoch_num=2, batch_size=16, encoder_neuron_list=[4, 2], decoder_neuron_list=[2, 4], latent_dim=2,
+                   verbose=0, device="cpu"),
+        "deep_svdd": DeepSVDD(n_features=4, epochs=2, batch_size=16, hidden_neurons=[4, 2], verbose=0),
+    }  # fmt: skip
+    for name, detector in detectors.items():
+        detector.fit(data)
+        with (folder / f"pyod_{name}.pkl").open("wb") as stream:  # joblib.dump pickles the same names
+            pickle.dump(detector, stream)
+
+    import hdbscan
+
+    points = np.vstack([rng.randn(40, 2), rng.randn(40, 2) + 6, rng.randn(20, 2) - 6])
+    clusterers = {
+        "default": hdbscan.HDBSCAN(),
+        "prediction": hdbscan.HDBSCAN(min_cluster_size=5, prediction_data=True, gen_min_span_tree=True),
+        "manhattan": hdbscan.HDBSCAN(min_cluster_size=5, metric="manhattan", prediction_data=True),
+        "minkowski": hdbscan.HDBSCAN(min_cluster_size=5, metric="minkowski", p=3, prediction_data=True),
+        "chebyshev": hdbscan.HDBSCAN(min_cluster_size=5, metric="chebyshev", prediction_data=True),
+        "branches": hdbscan.HDBSCAN(min_cluster_size=5, branch_detection_data=True),
+        "robust_single_linkage": hdbscan.RobustSingleLinkage(cut=0.5),
+    }
+    for name, clusterer in clusterers.items():
+        clusterer.fit(points)
+        if name == "prediction":  # the trees users read, built lazily
+            _ = clusterer.condensed_tree_, clusterer.single_linkage_tree_, clusterer.minimum_spanning_tree_
+        with (folder / f"hdbscan_{name}.pkl").open("wb") as stream:
+            pickle.dump(clusterer, stream)
+    branches = hdbscan.BranchDetector().fit(clusterers["branches"])
+    with (folder / "hdbscan_branch_detector.pkl").open("wb") as stream:
+        pickle.dump(branches, stream)
+
+
+def main() -> None:
+    args = catalogue_arguments(__doc__.splitlines()[0], OUTLIER_CLASS_HOOKS, {})
+    members: set[str] = set()
+    with tempfile.TemporaryDirectory() as folder:
+        save_models(Path(folder))
+        names = recorded(Path(folder), members, LIBRARIES)
+        if args.keep:
+            import shutil
+
+            shutil.copytree(folder, args.keep, dirs_exist_ok=True)
+    allowed, state_only, functions = screened_catalogue(names, LIBRARIES)
+    other_allowed, other_state_only = screened_names(OTHER_CLASSES)
+    if other_allowed != OTHER_CLASSES:
+        raise SystemExit(f"classes with hooks to review: {', '.join(sorted(set(OTHER_CLASSES) - set(other_allowed)))}")
+    allowed, state_only = sorted(allowed + other_allowed), sorted(state_only + other_state_only)
+    others = sorted(n for n in names if not n.startswith(LIBRARIES))
+    print(f"recorded outside the libraries (judged by the other packs): {', '.join(others)}")
+    from importlib.metadata import version
+
+    versions = ", ".join(f"{lib} {version(lib)}" for lib in ("pyod", "suod", "hdbscan"))
+    write_pack(
+        "allow-outliers",
+        f"Generated by tools/gen_outlier_allowlist.py ({versions}): what PyOD's outlier detectors, SUOD's "
+        "ensembles and HDBSCAN's clusterers import, recorded from real saves, never a package wildcard: classes "
+        "restored from state only, each screened for the hooks loading runs; hdbscan's newObj (cls.__new__(cls)); "
+        "the functions they keep as values; their method names and the classes that cannot be called.\n",
+        {
+            "allowed-callables": sorted(allowed + NEW_HELPERS),
+            "state-only-classes": state_only,
+            "value-classes": state_only,
+            "referenced-callables": [name for name in functions if name not in NEW_HELPERS],
+            "method-names": methods(allowed),
+            "inert-values": [n for n in allowed if not callable_instances(_resolve(n))],  # type: ignore[arg-type]
+            "callable-members": sorted(members),
+            "table-members": table_members(allowed),  # the deep detectors' networks, as a Sequential's modules
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
