@@ -2147,6 +2147,66 @@ def test_ultralytics_classes_stay_judged_outside_what_real_saves_do(tmp_path: Pa
     assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
 
 
+def _list(*items: bytes) -> bytes:
+    return b"](" + b"".join(items) + b"e"
+
+
+def _row(layer: str, *arguments: bytes) -> bytes:
+    """A row of an architecture: [from, repeats, layer, arguments], as model.yaml keeps it."""
+    return _list(b"J" + (-1).to_bytes(4, "little", signed=True), b"K\x01", _s(layer), _list(*arguments))
+
+
+def _detector(*spec: tuple[bytes, bytes], args: bytes = b"") -> bytes:
+    """A DetectionModel whose state holds the architecture `spec` (and `args`, when given)."""
+    pairs = [(_s("yaml"), _dict((_s("nc"), b"K\x02"), *spec))]
+    if args:
+        pairs.append((_s("args"), args))
+    return _module("ultralytics.nn.tasks", "DetectionModel", *pairs)
+
+
+_BACKBONE = (_s("backbone"), _list(_row("Conv", b"K\x10", b"K\x03", b"K\x02"), _row("nn.Upsample", b"N", b"K\x02",
+                                                                                   _s("nearest"))))
+
+
+@pytest.mark.parametrize(
+    ("body", "rule"),
+    [
+        # review 78: the activation training evaluates, a row naming a function of parse_model's module (which
+        # downloaded and unpickled a second file), string arguments older versions evaluate, a spec not read
+        (_detector(_BACKBONE, (_s("activation"), _s("__import__('os').system('id') or nn.SiLU()"))), "WS-PKL-054"),
+        (_detector((_s("backbone"), _list(_row("load_checkpoint", _s("http://127.0.0.1/stage2.pt"))))), "WS-PKL-054"),
+        (_detector((_s("backbone"), _list(_row("nn.functional", b"K\x01")))), "WS-PKL-054"),
+        (_detector((_s("head"), _list(_row("Detect", _s("__import__('os')"))))), "WS-PKL-054"),
+        (_detector((_s("backbone"), _g("builtins", "dict") + b")R")), "WS-PKL-054"),
+        # ... arguments val() and a resume fetch, and run: a dataset's address, a teacher model
+        (_dict((_s("model"), _detector(_BACKBONE)),
+               (_s("train_args"), _dict((_s("data"), _s("http://127.0.0.1/evil.yaml"))))), "WS-PKL-055"),
+        (_detector(_BACKBONE, args=_g(*_NAMESPACE) + b")R" + _dict((_s("data"), _s("ul://evil/data"))) + b"b"),
+         "WS-PKL-055"),
+        (_dict((_s("model"), _detector(_BACKBONE)), (_s("train_args"), _dict((_s("distill_model"), _s("t.pt"))))),
+         "WS-PKL-055"),
+        # ... a ModelOpt state, which makes YOLO(path) pip-install packages
+        (_dict((_s("model"), _detector(_BACKBONE)), (_s("modelopt"), _dict((_s("modes"), _list())))), "WS-PKL-056"),
+    ],
+    ids=["activation-code", "layer-function", "layer-module", "argument-code", "spec-computed", "data-address",
+         "args-address", "teacher-model", "modelopt"],
+)
+def test_what_ultralytics_runs_from_a_checkpoints_data_is_judged(tmp_path: Path, body: bytes, rule: str) -> None:
+    found = scan_bytes(tmp_path, b"\x80\x04" + body + b".", "yolo.pkl").findings
+    flagged = {f.rule_id for f in found if f.severity >= Severity.HIGH}
+    assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
+
+
+def test_a_real_architecture_and_a_huge_image_size_in_a_yolo_checkpoint(tmp_path: Path) -> None:
+    """What real checkpoints keep passes (layers of Ultralytics and torch, `nn.SiLU()`, names as arguments); an
+    image size past 8,192 (predict allocates pictures of it) is medium."""
+    spec = (_BACKBONE, (_s("activation"), _s("nn.LeakyReLU(0.1, inplace=True)")))
+    assert not scan_bytes(tmp_path, b"\x80\x04" + _detector(*spec) + b".", "yolo.pkl").findings
+    huge = _dict((_s("model"), _detector(*spec)), (_s("train_args"), _dict((_s("imgsz"), b"J\x40\x0d\x03\x00"))))
+    found = scan_bytes(tmp_path, b"\x80\x04" + huge + b".", "huge.pkl").findings
+    assert [(f.rule_id, f.severity) for f in found] == [("WS-PKL-057", Severity.MEDIUM)]
+
+
 @pytest.mark.parametrize(
     ("body", "rule"),
     [

@@ -86,6 +86,19 @@ def bound_methods(root: object, found: set[str]) -> None:
             found.add(f"{klass.__module__}.{klass.__qualname__}.{obj.__func__.__name__}")
 
 
+def layer_names(allowed: list[str]) -> list[str]:
+    """The layer names an architecture may give (WS-PKL-054): what parse_model resolves among ultralytics.nn.tasks'
+    names to an allowed torch module class, and `nn.<Layer>` for torch's own layers."""
+    import torch.nn
+    import ultralytics.nn.tasks as tasks
+
+    own = [name for name, obj in vars(tasks).items() if isinstance(obj, type) and issubclass(obj, torch.nn.Module)
+           and f"{obj.__module__}.{obj.__qualname__}" in allowed]  # fmt: skip
+    torch_layers = [f"nn.{name}" for name, obj in vars(torch.nn).items()
+                    if isinstance(obj, type) and issubclass(obj, torch.nn.Module)]  # fmt: skip
+    return sorted(own + torch_layers)
+
+
 def module_classes() -> list[str]:
     """Every torch module class defined under MODULE_PACKAGES and every class of CLASS_MODULES, by pickle's names."""
     import torch.nn
@@ -239,6 +252,7 @@ def main() -> None:
             "called-attribute-objects": sorted(shadows),
             "callable-members": sorted(members | shadowing),
             "table-members": table_members(allowed),
+            "ultralytics-layers": layer_names(allowed),
         },
     )
 

@@ -62,6 +62,7 @@ from wscan.scanners.pickle_states import (
     forged_counter,
     note_script_object,
 )
+from wscan.scanners.pickle_ultralytics import check_ultralytics
 from wscan.scanners.pickle_values import (
     _ARRAY_REBUILDERS,
     _RESTORED_POSITIONS,
@@ -564,6 +565,7 @@ class Machine:
         check_script_objects(res)
         check_architectures(res)
         check_hyperparameters(res)
+        check_ultralytics(res)
         return res
 
     def _loop(self, res: PickleResult) -> None:
