@@ -2156,6 +2156,20 @@ def _row(layer: str, *arguments: bytes) -> bytes:
     return _list(b"J" + (-1).to_bytes(4, "little", signed=True), b"K\x01", _s(layer), _list(*arguments))
 
 
+def _numpy_str(text: str) -> bytes:
+    """A numpy.str_ as pickle writes one (numpy's scalar rebuild of a U dtype and its bytes), without its memo writes
+    (it reads none), so that it can sit anywhere in a hand-made stream."""
+    import pickletools
+
+    import numpy as np
+
+    raw = pickle.dumps(np.str_(text), protocol=2)
+    ops = list(pickletools.genops(raw))
+    ends = [at for _, _, at in ops[1:]] + [len(raw)]
+    return b"".join(raw[at:end] for (op, _, at), end in zip(ops, ends, strict=True)
+                    if op.name not in ("PROTO", "BINPUT", "STOP"))  # fmt: skip
+
+
 def _detector(*spec: tuple[bytes, bytes], args: bytes = b"") -> bytes:
     """A DetectionModel whose state holds the architecture `spec` (and `args`, when given)."""
     pairs = [(_s("yaml"), _dict((_s("nc"), b"K\x02"), *spec))]
@@ -2187,9 +2201,33 @@ _BACKBONE = (_s("backbone"), _list(_row("Conv", b"K\x10", b"K\x03", b"K\x02"), _
          "WS-PKL-055"),
         # ... a ModelOpt state, which makes YOLO(path) pip-install packages
         (_dict((_s("model"), _detector(_BACKBONE)), (_s("modelopt"), _dict((_s("modes"), _list())))), "WS-PKL-056"),
+        # the loader takes any object under ema or model: a torch container keeping the architecture, or its address
+        (_dict((_s("model"), _module("torch.nn.modules.container", "Sequential", (_s("yaml"), _dict(
+            (_s("activation"), _s("__import__('os').system('id')"))))))), "WS-PKL-054"),
+        (_dict((_s("ema"), _module("torch.nn.modules.container", "Sequential",
+                                   (_s("yaml"), _s("http://127.0.0.1/spec.yaml"))))), "WS-PKL-055"),
+        # arguments given as slot state (setattr), in an OrderedDict checkpoint, or computed
+        (_detector(_BACKBONE, args=_g(*_NAMESPACE) + b")R" + _tuple(b"N", _dict((_s("data"), _s("http://x/d.yaml"))))
+                   + b"b"), "WS-PKL-055"),
+        (_g("collections", "OrderedDict") + b")R" + b"(" + _s("train_args")
+         + _dict((_s("data"), _s("http://127.0.0.1/d.yaml"))) + b"u", "WS-PKL-055"),
+        (_detector(_BACKBONE, args=_g("builtins", "dict") + _tuple(_g("builtins", "list") + b")R") + b"R"),
+         "WS-PKL-054"),
+        # review 79: a numpy.str_ equals its text as a key or value (a key of the architecture, the dataset's address,
+        # a checkpoint key); arguments in an OrderedDict; `quantize`, whose resume installs ModelOpt too
+        (_detector((_numpy_str("activation"), _s("__import__('os').system('id') or nn.SiLU()"))), "WS-PKL-054"),
+        (_detector(_BACKBONE, args=_dict((_s("data"), _numpy_str("http://127.0.0.1/d.yaml")))), "WS-PKL-054"),
+        (_dict((_s("model"), _detector(_BACKBONE)), (_numpy_str("modelopt"), _dict())), "WS-PKL-054"),
+        (_dict((_s("model"), _detector(_BACKBONE)), (_s("train_args"), _g("collections", "OrderedDict") + b")R("
+                                                     + _s("distill_model") + _s("http://127.0.0.1/t.pt") + b"u")),
+         "WS-PKL-055"),
+        (_dict((_s("model"), _detector(_BACKBONE)), (_s("train_args"), _dict((_s("quantize"), b"K\x08")))),
+         "WS-PKL-056"),
     ],
     ids=["activation-code", "layer-function", "layer-module", "argument-code", "spec-computed", "data-address",
-         "args-address", "teacher-model", "modelopt"],
+         "args-address", "teacher-model", "modelopt", "other-class-spec", "spec-address", "args-slot-state",
+         "ordered-checkpoint", "args-computed", "numpy-key", "numpy-value", "numpy-checkpoint-key",
+         "ordered-arguments", "quantize"],
 )
 def test_what_ultralytics_runs_from_a_checkpoints_data_is_judged(tmp_path: Path, body: bytes, rule: str) -> None:
     found = scan_bytes(tmp_path, b"\x80\x04" + body + b".", "yolo.pkl").findings
@@ -2204,6 +2242,10 @@ def test_a_real_architecture_and_a_huge_image_size_in_a_yolo_checkpoint(tmp_path
     assert not scan_bytes(tmp_path, b"\x80\x04" + _detector(*spec) + b".", "yolo.pkl").findings
     huge = _dict((_s("model"), _detector(*spec)), (_s("train_args"), _dict((_s("imgsz"), b"J\x40\x0d\x03\x00"))))
     found = scan_bytes(tmp_path, b"\x80\x04" + huge + b".", "huge.pkl").findings
+    assert [(f.rule_id, f.severity) for f in found] == [("WS-PKL-057", Severity.MEDIUM)]
+    # review 79: a classifier's stored crop, which predict pads each picture to
+    crop = _module("torchvision.transforms.transforms", "CenterCrop", (_s("size"), _tuple(b"J`\xea\x00\x00", b"K\x20")))
+    found = scan_bytes(tmp_path, b"\x80\x04" + crop + b".", "crop.pkl").findings
     assert [(f.rule_id, f.severity) for f in found] == [("WS-PKL-057", Severity.MEDIUM)]
 
 

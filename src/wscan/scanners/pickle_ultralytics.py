@@ -12,43 +12,126 @@ Ultralytics-version specific but the key names.
 
 from __future__ import annotations
 
-from wscan.scanners.pickle_values import Const, Dict, Event, Obj, PickleResult, Seq, Sym, describe
+from wscan.scanners.pickle_values import (
+    Const,
+    Dict,
+    Event,
+    Obj,
+    PickleResult,
+    Seq,
+    Sym,
+    _is_none,
+    describe,
+    restored_class,
+)
 
 TASKS = "ultralytics.nn.tasks."
 SPEC_PARTS = ("backbone", "head")  # the rows: [from, repeats, layer name, arguments]
 FETCHED_ARGS = frozenset({"data", "model", "pretrained", "distill_model"})  # an address is downloaded and read
 SIZE_ARGS = frozenset({"imgsz"})
+QUANTIZE_ARGS = frozenset({"quantize", "int8"})  # a resume prepares quantization-aware training: installs ModelOpt
+MAX_SIZE = 8192  # pixels; real checkpoints keep a few hundred to a few thousand
+TRANSFORMS = "torchvision.transforms."
+DICT_LIKE = frozenset({"collections.OrderedDict", "collections.defaultdict", "builtins.dict"})
 MAX_VALUES = 10_000  # spec values walked per checkpoint (real ones hold a few hundred)
 
 
 def check_ultralytics(res: PickleResult) -> None:
-    """Each Ultralytics model's `yaml` and `args` state, and the checkpoint's `train_args` and `modelopt`."""
-    seen: set[int] = set()
+    """The `yaml` and `args` state of each Ultralytics model, and of whatever object a checkpoint dict keeps under
+    `model` or `ema` (the loader takes `ckpt.get("ema") or ckpt["model"]` whatever its class, and training reads
+    its `yaml`); the checkpoint's `train_args` and `modelopt`; the sizes of a classifier's stored transforms."""
+    judged: set[int] = set()
     for state, at, restored, _ in res.states:
-        if not restored.startswith(TASKS) or id(state) in seen:
-            continue
-        seen.add(id(state))
-        for key, value in state.items:
-            if isinstance(key, Const) and key.value == "yaml":
-                _judge_spec(res, value, restored, at)
-            elif isinstance(key, Const) and key.value == "args":
-                _judge_args(res, _mapping(value), restored, at)
-    top = res.result
-    if isinstance(top, Dict):
-        for key, value in top.items:
-            if isinstance(key, Const) and key.value == "train_args":
-                _judge_args(res, _mapping(value), "train_args", res.start)
-            elif isinstance(key, Const) and key.value == "modelopt" and not _falsy(value):
-                _event(res, "modelopt", res.start, "checkpoint", "modelopt", describe(value))
+        if restored.startswith(TASKS) and id(state) not in judged:
+            judged.add(id(state))
+            _judge_model(res, state, restored, at, own=True)
+        elif restored.startswith(TRANSFORMS):
+            _judge_sizes(res, state, restored, at)
+    if res.result is None:
+        return
+    top = _mapping(res, res.result)
+    ultralytics = any(name.startswith("ultralytics.") for name in res.imports)
+    if top is None or _unread_keys(top):
+        if ultralytics and isinstance(res.result, Dict | Obj):  # a checkpoint whose keys wscan cannot all read
+            _event(res, "unread", res.start, "checkpoint", "keys", describe(res.result))
+        if top is None:
+            return
+    for key, value in top.items:
+        name = key.value if isinstance(key, Const) else None
+        if name in ("model", "ema") and isinstance(value, Obj):
+            held = _mapping(res, value)
+            if held is not None and id(held) not in judged:
+                judged.add(id(held))
+                _judge_model(res, held, restored_class(value), res.start, own=False)
+        elif name == "train_args":
+            _judge_args(res, value, "train_args", res.start)
+        elif name == "modelopt" and not _falsy(value):
+            _event(res, "modelopt", res.start, "checkpoint", "modelopt", describe(value))
 
 
-def _mapping(value: Sym) -> Dict | None:
-    """A dict, or the state of an object made from one (IterableSimpleNamespace)."""
+def _unread_keys(mapping: Dict) -> bool:
+    """Keys wscan cannot read as text: computed, or past what it keeps (a numpy.str_ key equals its text)."""
+    return bool(mapping.dropped) or any(not isinstance(key, Const) for key, _ in mapping.items)
+
+
+def _judge_sizes(res: PickleResult, state: Dict, owner: str, at: int) -> None:
+    """A stored transform's size (Resize, CenterCrop): predict makes pictures of it."""
+    for key, value in state.items:
+        if isinstance(key, Const) and key.value == "size":
+            sizes = value.items if isinstance(value, Seq) else [value]
+            if any(isinstance(size, Const) and isinstance(size.value, int) and size.value > MAX_SIZE for size in sizes):
+                _event(res, "size", at, owner, "size", describe(value))
+
+
+def _judge_model(res: PickleResult, state: Dict, owner: str, at: int, own: bool) -> None:
+    """A model's architecture and arguments. An Ultralytics class's architecture must be a readable dict; another
+    class's is judged when it is one, and as fetched when it is an address (check_yaml downloads it)."""
+    for key, value in state.items:
+        name = key.value if isinstance(key, Const) else None
+        if name == "yaml":
+            text = value.value if isinstance(value, Const) else None
+            if isinstance(text, str) and "://" in text:
+                _event(res, "fetched", at, owner, "yaml", text)
+            elif own or isinstance(value, Dict) or _mapping(res, value) is not None:
+                _judge_spec(res, _mapping(res, value) or value, owner, at)
+        elif name == "args":
+            _judge_args(res, value, owner, at)
+
+
+def _mapping(res: PickleResult, value: Sym) -> Dict | None:
+    """`value` as the mapping Ultralytics reads: a dict; a dict-like object (OrderedDict, defaultdict, a dict call)
+    with the pairs it was made from and those SETITEMS gave it; an object's state (IterableSimpleNamespace's), a
+    (dict, slots) pair's two merged, as BUILD sets both. None when any part cannot be read."""
     if isinstance(value, Dict):
         return value
-    if isinstance(value, Obj) and isinstance(value.state, Dict):
-        return value.state
-    return None
+    if not isinstance(value, Obj):
+        return None
+    if value.state is not None:
+        state = value.state
+        if isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2:
+            parts = [_mapping(res, part) for part in state.items if not _is_none(part)]
+            if all(part is not None for part in parts):
+                return Dict([pair for part in parts if part is not None for pair in part.items])
+            return None
+        return _mapping(res, state)
+    made = restored_class(value)
+    if made not in DICT_LIKE:
+        return None
+    pairs: list[tuple[Sym, Sym]] = []
+    args = value.args.items if isinstance(value.args, Seq) else None
+    if args is None:
+        return None
+    for given in args[1:] if made == "collections.defaultdict" else args:  # a defaultdict's first is its factory
+        if isinstance(given, Dict):
+            pairs += given.items
+        elif isinstance(given, Seq) and all(isinstance(i, Seq) and len(i.items) == 2 for i in given.items):
+            pairs += [(i.items[0], i.items[1]) for i in given.items if isinstance(i, Seq)]
+        else:
+            return None
+    filled = res.object_items.get(id(value))
+    if filled is not None:
+        pairs += list(filled[1])
+    return Dict(pairs)
 
 
 def _falsy(value: Sym) -> bool:
@@ -63,7 +146,7 @@ def _event(res: PickleResult, part: str, at: int, owner: str, name: str, value: 
 def _judge_spec(res: PickleResult, spec: Sym, owner: str, at: int) -> None:
     """Every layer name, the activation and every string argument of the architecture; what cannot be read is
     reported as unread."""
-    if not isinstance(spec, Dict) or spec.dropped:
+    if not isinstance(spec, Dict) or _unread_keys(spec):
         _event(res, "unread", at, owner, "yaml", describe(spec))
         return
     walked = 0
@@ -105,19 +188,28 @@ def _judge_arguments(res: PickleResult, value: Sym, owner: str, name: str, at: i
             _event(res, "unread", at, owner, name, describe(item))
 
 
-def _judge_args(res: PickleResult, args: Dict | None, owner: str, at: int) -> None:
+def _judge_args(res: PickleResult, value: Sym, owner: str, at: int) -> None:
     """Arguments Ultralytics fetches or sizes memory by. Not the folders a resume writes its arguments and weights
-    under (`save_dir`, `project`): every trained checkpoint keeps the trainer's own, and the file names are fixed."""
-    if args is None:
-        return
-    for key, value in args.items:
+    under (`save_dir`, `project`): every trained checkpoint keeps the trainer's own, and the file names are fixed.
+    Arguments wscan cannot read as a dict (a computed mapping, a state it does not follow) are reported unread."""
+    args = _mapping(res, value)
+    if args is None or _unread_keys(args):
+        if not _is_none(value):
+            _event(res, "unread", at, owner, "args", describe(value))
+        if args is None:
+            return
+    for key, item in args.items:
         name = key.value if isinstance(key, Const) else None
-        text = value.value if isinstance(value, Const) else None
+        text = item.value if isinstance(item, Const) else None
         if name in FETCHED_ARGS and isinstance(text, str) and "://" in text:
             _event(res, "fetched", at, owner, str(name), text)
-        elif name == "distill_model" and not _falsy(value):
-            _event(res, "fetched", at, owner, str(name), describe(value))
+        elif name == "distill_model" and not _falsy(item):
+            _event(res, "fetched", at, owner, str(name), describe(item))
+        elif name in FETCHED_ARGS and not isinstance(item, Const):
+            _event(res, "unread", at, owner, str(name), describe(item))
         elif name in SIZE_ARGS:
-            sizes = value.items if isinstance(value, Seq) else [value]
-            if any(isinstance(size, Const) and isinstance(size.value, int) and size.value > 8192 for size in sizes):
-                _event(res, "size", at, owner, str(name), describe(value))
+            sizes = item.items if isinstance(item, Seq) else [item]
+            if any(isinstance(size, Const) and isinstance(size.value, int) and size.value > MAX_SIZE for size in sizes):
+                _event(res, "size", at, owner, str(name), describe(item))
+        elif name in QUANTIZE_ARGS and not _falsy(item):
+            _event(res, "modelopt", at, owner, str(name), describe(item))
