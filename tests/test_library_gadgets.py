@@ -1465,6 +1465,13 @@ def test_arrow_extension_types_stay_unknown(tmp_path: Path) -> None:
 # --- hand-assembled streams (a review of the torch.nn allowlist proved each shape with the real loaders) ----------
 
 
+def _assert_flagged(tmp_path: Path, stream: bytes, name: str, rule: str) -> None:
+    """The hand-made pickle `stream`, scanned as a file called `name`, has `rule` among its high findings."""
+    found = scan_bytes(tmp_path, stream, name).findings
+    flagged = {f.rule_id for f in found if f.severity >= Severity.HIGH}
+    assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
+
+
 def _g(module: str, name: str) -> bytes:
     return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
 
@@ -2051,9 +2058,7 @@ def test_real_fastai_saves_pass(path: Path) -> None:
          "tslearn-method", "tslearn-print"],
 )
 def test_fastai_classes_stay_judged_outside_what_real_saves_do(tmp_path: Path, body: bytes, rule: str) -> None:
-    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "export.pkl").findings
-    flagged = {f.rule_id for f in found if f.severity >= Severity.HIGH}
-    assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
+    _assert_flagged(tmp_path, b"\x80\x02" + body + b".", "export.pkl", rule)
 
 
 OUTLIERS = Path(__file__).parent / "data" / "outliers"
@@ -2090,9 +2095,7 @@ def test_real_pyod_detectors_and_hdbscan_clusterers_pass(path: Path) -> None:
     ids=["called", "method-replaced", "print-as-loss", "memory-folder", "memory-with-location", "weighted-metric"],
 )
 def test_pyod_and_hdbscan_classes_stay_judged_beyond_real_saves(tmp_path: Path, body: bytes, rule: str) -> None:
-    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "detector.pkl").findings
-    flagged = {f.rule_id for f in found if f.severity >= Severity.HIGH}
-    assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
+    _assert_flagged(tmp_path, b"\x80\x02" + body + b".", "detector.pkl", rule)
 
 
 ULTRALYTICS = Path(__file__).parent / "data" / "ultralytics"
@@ -2142,9 +2145,7 @@ _NAMESPACE = ("ultralytics.utils", "IterableSimpleNamespace")
          "namespace-mapping-print", "core-namespace-mapping", "area-attention", "transforms-print"],
 )
 def test_ultralytics_classes_stay_judged_outside_what_real_saves_do(tmp_path: Path, body: bytes, rule: str) -> None:
-    found = scan_bytes(tmp_path, b"\x80\x04" + body + b".", "yolo.pkl").findings
-    flagged = {f.rule_id for f in found if f.severity >= Severity.HIGH}
-    assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
+    _assert_flagged(tmp_path, b"\x80\x04" + body + b".", "yolo.pkl", rule)
 
 
 def _list(*items: bytes) -> bytes:
@@ -2230,9 +2231,7 @@ _BACKBONE = (_s("backbone"), _list(_row("Conv", b"K\x10", b"K\x03", b"K\x02"), _
          "ordered-arguments", "quantize"],
 )
 def test_what_ultralytics_runs_from_a_checkpoints_data_is_judged(tmp_path: Path, body: bytes, rule: str) -> None:
-    found = scan_bytes(tmp_path, b"\x80\x04" + body + b".", "yolo.pkl").findings
-    flagged = {f.rule_id for f in found if f.severity >= Severity.HIGH}
-    assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
+    _assert_flagged(tmp_path, b"\x80\x04" + body + b".", "yolo.pkl", rule)
 
 
 def test_a_real_architecture_and_a_huge_image_size_in_a_yolo_checkpoint(tmp_path: Path) -> None:

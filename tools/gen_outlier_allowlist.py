@@ -12,13 +12,12 @@ optimizers (allow-torch judges those).
 
 from __future__ import annotations
 
-import tempfile
 import warnings
 from pathlib import Path
 
 from gen_allowlists import _resolve, callable_instances, catalogue_arguments, screened_catalogue, screened_names
 from gen_fastai_allowlist import table_members
-from gen_stats_allowlist import methods, recorded
+from gen_stats_allowlist import methods, recorded_catalogue
 from pack_file import write_pack
 
 LIBRARIES = ("pyod.", "suod.", "hdbscan.")
@@ -102,14 +101,7 @@ def save_models(folder: Path) -> None:
 
 def main() -> None:
     args = catalogue_arguments(__doc__.splitlines()[0], OUTLIER_CLASS_HOOKS, {})
-    members: set[str] = set()
-    with tempfile.TemporaryDirectory() as folder:
-        save_models(Path(folder))
-        names = recorded(Path(folder), members, LIBRARIES)
-        if args.keep:
-            import shutil
-
-            shutil.copytree(folder, args.keep, dirs_exist_ok=True)
+    names, members = recorded_catalogue(save_models, LIBRARIES, args.keep)
     allowed, state_only, functions = screened_catalogue(names, LIBRARIES)
     other_allowed, other_state_only = screened_names(OTHER_CLASSES)
     if other_allowed != OTHER_CLASSES:

@@ -12,12 +12,11 @@ libraries.
 
 from __future__ import annotations
 
-import tempfile
 import types
 from pathlib import Path
 
 from gen_allowlists import _resolve, callable_instances, catalogue_arguments, screened_catalogue
-from gen_stats_allowlist import methods, recorded
+from gen_stats_allowlist import methods, recorded_catalogue
 from pack_file import write_pack
 
 LIBRARIES = ("hmmlearn.", "sksurv.", "tslearn.", "pgmpy.", "networkx.", "narwhals._utils.Implementation", "nltk.",
@@ -184,14 +183,7 @@ def save_models(folder: Path) -> None:
 
 def main() -> None:
     args = catalogue_arguments(__doc__.splitlines()[0], {}, SCIENCE_OWNER_HOOKS)
-    members: set[str] = set()
-    with tempfile.TemporaryDirectory() as folder:
-        save_models(Path(folder))
-        names = recorded(Path(folder), members, LIBRARIES)
-        if args.keep:
-            import shutil
-
-            shutil.copytree(folder, args.keep, dirs_exist_ok=True)
+    names, members = recorded_catalogue(save_models, LIBRARIES, args.keep)
     allowed, state_only, functions = screened_catalogue(names, LIBRARIES)
     state_only = [name for name in state_only if name not in CALLED_CLASSES]
     others = sorted(n for n in names if not n.startswith(LIBRARIES))

@@ -314,6 +314,19 @@ def recorded(folder: Path, members: set[str], libraries: tuple[str, ...] = LIBRA
     return names
 
 
+def recorded_catalogue(save: Callable[[Path], None], libraries: tuple[str, ...], keep: Path | None
+                       ) -> tuple[set[str], set[str]]:
+    """(names, callable members) of a catalogue `save` writes into a temporary folder (copied to `keep` if given),
+    recorded as `recorded` does."""
+    members: set[str] = set()
+    with tempfile.TemporaryDirectory() as folder:
+        save(Path(folder))
+        names = recorded(Path(folder), members, libraries)
+        if keep:
+            shutil.copytree(folder, keep, dirs_exist_ok=True)
+    return names, members
+
+
 def _callable_attributes(obj: object, members: set[str], libraries: tuple[str, ...] = LIBRARIES) -> None:
     for found in reachable(obj, 30):
         klass = type(found)

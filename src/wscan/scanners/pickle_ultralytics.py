@@ -33,6 +33,7 @@ QUANTIZE_ARGS = frozenset({"quantize", "int8"})  # a resume prepares quantizatio
 MAX_SIZE = 8192  # pixels; real checkpoints keep a few hundred to a few thousand
 TRANSFORMS = "torchvision.transforms."
 DICT_LIKE = frozenset({"collections.OrderedDict", "collections.defaultdict", "builtins.dict"})
+MAX_STATE_DEPTH = 4  # a state's state: real ones go one level down (a namespace's dict)
 MAX_VALUES = 10_000  # spec values walked per checkpoint (real ones hold a few hundred)
 
 
@@ -98,22 +99,23 @@ def _judge_model(res: PickleResult, state: Dict, owner: str, at: int, own: bool)
             _judge_args(res, value, owner, at)
 
 
-def _mapping(res: PickleResult, value: Sym) -> Dict | None:
+def _mapping(res: PickleResult, value: Sym, depth: int = 0) -> Dict | None:
     """`value` as the mapping Ultralytics reads: a dict; a dict-like object (OrderedDict, defaultdict, a dict call)
     with the pairs it was made from and those SETITEMS gave it; an object's state (IterableSimpleNamespace's), a
-    (dict, slots) pair's two merged, as BUILD sets both. None when any part cannot be read."""
+    (dict, slots) pair's two merged, as BUILD sets both. None when any part cannot be read, or is nested past
+    MAX_STATE_DEPTH (an object may be its own state: statsmodels' Bunch)."""
     if isinstance(value, Dict):
         return value
-    if not isinstance(value, Obj):
+    if not isinstance(value, Obj) or depth >= MAX_STATE_DEPTH:
         return None
     if value.state is not None:
         state = value.state
         if isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2:
-            parts = [_mapping(res, part) for part in state.items if not _is_none(part)]
+            parts = [_mapping(res, part, depth + 1) for part in state.items if not _is_none(part)]
             if all(part is not None for part in parts):
                 return Dict([pair for part in parts if part is not None for pair in part.items])
             return None
-        return _mapping(res, state)
+        return _mapping(res, state, depth + 1)
     made = restored_class(value)
     if made not in DICT_LIKE:
         return None
