@@ -107,6 +107,12 @@ def _pickles() -> Iterator[bytes]:
         elif _is_torch_zip(path):
             yield from _zip_members(path, lambda n: n.endswith(".pkl"))
     yield from _arrow_pickles()
+    for name in ULTRALYTICS_SEEDS:  # what pickle_ultralytics reads: architecture, arguments, transforms
+        yield from _zip_members(ROOT / "tests" / "data" / "ultralytics" / name, lambda n: n.endswith(".pkl"))
+
+
+# Ultralytics checkpoints: a trainer's (arguments as a namespace, optimizer, EMA), a fused model's, a classifier's.
+ULTRALYTICS_SEEDS = ("yolov8n_detect_epoch.pt", "yolov8n_fused.pt", "yolov8n_classify_best.pt")
 
 
 def _arrow_pickles() -> Iterator[bytes]:

@@ -2224,11 +2224,27 @@ _BACKBONE = (_s("backbone"), _list(_row("Conv", b"K\x10", b"K\x03", b"K\x02"), _
          "WS-PKL-055"),
         (_dict((_s("model"), _detector(_BACKBONE)), (_s("train_args"), _dict((_s("quantize"), b"K\x08")))),
          "WS-PKL-056"),
+        # review 80: an OrderedDict given attributes after its items (BUILD sets attributes, not items); a model
+        # object's state as (name, value) pairs, or given through torch's _rebuild_from_type_v2; an architecture
+        # given as a file name, which the trainer reads
+        (_dict((_s("model"), _detector(_BACKBONE)), (_s("train_args"), _g("collections", "OrderedDict") + b")R("
+                                                     + _s("data") + _s("http://127.0.0.1/d.yaml") + b"u"
+                                                     + _dict((_s("_x"), b"K\x01")) + b"b")), "WS-PKL-055"),
+        (_dict((_s("model"), _g("torch.nn.modules.container", "Sequential") + b")\x81"
+                + _list(_tuple(_s("yaml"), _dict((_s("activation"), _s("__import__('os')"))))) + b"b")), "WS-PKL-054"),
+        (_dict((_s("model"), _g("torch._tensor", "_rebuild_from_type_v2")
+                + _tuple(_g("copyreg", "__newobj__"), _g("torch.nn.modules.container", "Sequential"),
+                         _tuple(_g("torch.nn.modules.container", "Sequential")),
+                         _dict((_s("yaml"), _dict((_s("activation"), _s("__import__('os')")))))) + b"R")),
+         "WS-PKL-054"),
+        (_dict((_s("model"), _module("torch.nn.modules.container", "Sequential", (_s("yaml"), _s("arch.yaml"))))),
+         "WS-PKL-054"),
     ],
     ids=["activation-code", "layer-function", "layer-module", "argument-code", "spec-computed", "data-address",
          "args-address", "teacher-model", "modelopt", "other-class-spec", "spec-address", "args-slot-state",
          "ordered-checkpoint", "args-computed", "numpy-key", "numpy-value", "numpy-checkpoint-key",
-         "ordered-arguments", "quantize"],
+         "ordered-arguments", "quantize", "ordered-with-attributes", "pair-state", "rebuild-from-type",
+         "spec-file"],
 )
 def test_what_ultralytics_runs_from_a_checkpoints_data_is_judged(tmp_path: Path, body: bytes, rule: str) -> None:
     _assert_flagged(tmp_path, b"\x80\x04" + body + b".", "yolo.pkl", rule)
@@ -2242,6 +2258,18 @@ def test_a_real_architecture_and_a_huge_image_size_in_a_yolo_checkpoint(tmp_path
     huge = _dict((_s("model"), _detector(*spec)), (_s("train_args"), _dict((_s("imgsz"), b"J\x40\x0d\x03\x00"))))
     found = scan_bytes(tmp_path, b"\x80\x04" + huge + b".", "huge.pkl").findings
     assert [(f.rule_id, f.severity) for f in found] == [("WS-PKL-057", Severity.MEDIUM)]
+    # another library's model object keeping something else under `args` is its own business, unless the checkpoint
+    # is Ultralytics' (its `train_args` key): then arguments wscan cannot read as a dict are high
+    other = _dict((_s("model"), _module("torch.nn.modules.container", "Sequential", (_s("args"), _tuple(b"K\x01")))))
+    assert not scan_bytes(tmp_path, b"\x80\x04" + other + b".", "other.pkl").findings
+    ours = other[:-1] + _s("train_args") + _dict() + b"u"
+    _assert_flagged(tmp_path, b"\x80\x04" + ours + b".", "ours.pkl", "WS-PKL-054")
+    # review 80: an architecture that repeats a block two million times, or builds a layer of 40,000 channels
+    for row in (_list(b"J" + (-1).to_bytes(4, "little", signed=True), b"J\x80\x84\x1e\x00", _s("C2f"), _list(b"K\x10")),
+                _row("Conv", b"J\x40\x9c\x00\x00", b"K\x03")):
+        big = _detector((_s("backbone"), _list(row)))
+        found = scan_bytes(tmp_path, b"\x80\x04" + big + b".", "big.pkl").findings
+        assert [(f.rule_id, f.severity) for f in found] == [("WS-PKL-057", Severity.MEDIUM)]
     # review 79: a classifier's stored crop, which predict pads each picture to
     crop = _module("torchvision.transforms.transforms", "CenterCrop", (_s("size"), _tuple(b"J`\xea\x00\x00", b"K\x20")))
     found = scan_bytes(tmp_path, b"\x80\x04" + crop + b".", "crop.pkl").findings

@@ -12,6 +12,7 @@ Ultralytics-version specific but the key names.
 
 from __future__ import annotations
 
+from wscan.scanners.pickle_states import _pairs
 from wscan.scanners.pickle_values import (
     Const,
     Dict,
@@ -30,7 +31,9 @@ SPEC_PARTS = ("backbone", "head")  # the rows: [from, repeats, layer name, argum
 FETCHED_ARGS = frozenset({"data", "model", "pretrained", "distill_model"})  # an address is downloaded and read
 SIZE_ARGS = frozenset({"imgsz"})
 QUANTIZE_ARGS = frozenset({"quantize", "int8"})  # a resume prepares quantization-aware training: installs ModelOpt
-MAX_SIZE = 8192  # pixels; real checkpoints keep a few hundred to a few thousand
+MAX_SIZE = 8192  # pixels or channels; real checkpoints keep a few hundred to a few thousand
+MAX_REPEATS = 100  # a row's repeat count; real architectures repeat a block at most a few times
+SCALE_KEYS = frozenset({"scales", "channels", "ch"})  # the widths, depths and input channels the network is built of
 TRANSFORMS = "torchvision.transforms."
 DICT_LIKE = frozenset({"collections.OrderedDict", "collections.defaultdict", "builtins.dict"})
 MAX_STATE_DEPTH = 4  # a state's state: real ones go one level down (a namespace's dict)
@@ -41,12 +44,14 @@ def check_ultralytics(res: PickleResult) -> None:
     """The `yaml` and `args` state of each Ultralytics model, and of whatever object a checkpoint dict keeps under
     `model` or `ema` (the loader takes `ckpt.get("ema") or ckpt["model"]` whatever its class, and training reads
     its `yaml`); the checkpoint's `train_args` and `modelopt`; the sizes of a classifier's stored transforms."""
-    judged: set[int] = set()
-    for state, at, restored, _ in res.states:
-        if restored.startswith(TASKS) and id(state) not in judged:
-            judged.add(id(state))
-            _judge_model(res, state, restored, at, own=True)
-        elif restored.startswith(TRANSFORMS):
+    judged: dict[int, bool] = {}  # states judged, and whether as an Ultralytics model's
+    for state, at, restored, _ in res.states:  # every class's: the loader takes any object (review 80 restored a
+        # Sequential through torch's _rebuild_from_type_v2, whose state is a call's argument)
+        own = restored.startswith(TASKS)
+        if judged.get(id(state)) in (None, False) and (own or id(state) not in judged):
+            judged[id(state)] = own
+            _judge_model(res, state, restored, at, own=own)
+        if restored.startswith(TRANSFORMS):
             _judge_sizes(res, state, restored, at)
     if res.result is None:
         return
@@ -57,15 +62,19 @@ def check_ultralytics(res: PickleResult) -> None:
             _event(res, "unread", res.start, "checkpoint", "keys", describe(res.result))
         if top is None:
             return
+    # Ultralytics' own key: a checkpoint that has it is read as strictly as one importing Ultralytics' classes
+    ultralytics = ultralytics or any(isinstance(key, Const) and key.value == "train_args" for key, _ in top.items)
     for key, value in top.items:
         name = key.value if isinstance(key, Const) else None
         if name in ("model", "ema") and isinstance(value, Obj):
             held = _mapping(res, value)
-            if held is not None and id(held) not in judged:
-                judged.add(id(held))
-                _judge_model(res, held, restored_class(value), res.start, own=False)
+            if held is None and ultralytics and value.state is not None:
+                _event(res, "unread", res.start, restored_class(value), name, describe(value.state))
+            elif held is not None and judged.get(id(held)) in (None, False) and (ultralytics or id(held) not in judged):
+                judged[id(held)] = ultralytics  # judged again when the checkpoint is Ultralytics': strictly
+                _judge_model(res, held, restored_class(value), res.start, own=ultralytics)
         elif name == "train_args":
-            _judge_args(res, value, "train_args", res.start)
+            _judge_args(res, value, "train_args", res.start, strict=True)
         elif name == "modelopt" and not _falsy(value):
             _event(res, "modelopt", res.start, "checkpoint", "modelopt", describe(value))
 
@@ -85,44 +94,52 @@ def _judge_sizes(res: PickleResult, state: Dict, owner: str, at: int) -> None:
 
 
 def _judge_model(res: PickleResult, state: Dict, owner: str, at: int, own: bool) -> None:
-    """A model's architecture and arguments. An Ultralytics class's architecture must be a readable dict; another
-    class's is judged when it is one, and as fetched when it is an address (check_yaml downloads it)."""
+    """A model's architecture and arguments. In an Ultralytics model or checkpoint (`own`) both must be readable
+    dicts; elsewhere they are judged when they are (other libraries keep other things under `args`), and an
+    architecture given as text, a file the trainer loads or an address check_yaml downloads, is reported either
+    way."""
     for key, value in state.items:
         name = key.value if isinstance(key, Const) else None
         if name == "yaml":
             text = value.value if isinstance(value, Const) else None
-            if isinstance(text, str) and "://" in text:
-                _event(res, "fetched", at, owner, "yaml", text)
+            if isinstance(text, str):  # an address check_yaml downloads, or a file the trainer reads (review 80)
+                _event(res, "fetched" if "://" in text else "unread", at, owner, "yaml", text)
             elif own or isinstance(value, Dict) or _mapping(res, value) is not None:
                 _judge_spec(res, _mapping(res, value) or value, owner, at)
         elif name == "args":
-            _judge_args(res, value, owner, at)
+            _judge_args(res, value, owner, at, strict=own)
 
 
 def _mapping(res: PickleResult, value: Sym, depth: int = 0) -> Dict | None:
     """`value` as the mapping Ultralytics reads: a dict; a dict-like object (OrderedDict, defaultdict, a dict call)
-    with the pairs it was made from and those SETITEMS gave it; an object's state (IterableSimpleNamespace's), a
-    (dict, slots) pair's two merged, as BUILD sets both. None when any part cannot be read, or is nested past
-    MAX_STATE_DEPTH (an object may be its own state: statsmodels' Bunch)."""
+    as its items, those it was made from and those SETITEMS gave it (a BUILD state sets its attributes, not items:
+    review 80); an object's state (IterableSimpleNamespace's): a dict, (name, value) pairs, which __dict__.update
+    takes too (review 80), or a (dict, slots) pair's two merged, as BUILD sets both. None when any part cannot be
+    read, or is nested past MAX_STATE_DEPTH (an object may be its own state: statsmodels' Bunch)."""
     if isinstance(value, Dict):
         return value
     if not isinstance(value, Obj) or depth >= MAX_STATE_DEPTH:
         return None
-    if value.state is not None:
-        state = value.state
-        if isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2:
-            parts = [_mapping(res, part, depth + 1) for part in state.items if not _is_none(part)]
-            if all(part is not None for part in parts):
-                return Dict([pair for part in parts if part is not None for pair in part.items])
-            return None
-        return _mapping(res, state, depth + 1)
-    made = restored_class(value)
-    if made not in DICT_LIKE:
+    if restored_class(value) in DICT_LIKE:
+        return _dict_items(res, value)
+    state = value.state
+    if state is None:
         return None
-    pairs: list[tuple[Sym, Sym]] = []
+    if isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2 and _pairs(state) is None:
+        parts = [_mapping(res, part, depth + 1) for part in state.items if not _is_none(part)]
+        if all(part is not None for part in parts):
+            return Dict([pair for part in parts if part is not None for pair in part.items])
+        return None
+    return _pairs(state) if isinstance(state, Seq) else _mapping(res, state, depth + 1)
+
+
+def _dict_items(res: PickleResult, value: Obj) -> Dict | None:
+    """The items of a dict-like object: the pairs its call was given and those SETITEMS added."""
+    made = restored_class(value)
     args = value.args.items if isinstance(value.args, Seq) else None
     if args is None:
         return None
+    pairs: list[tuple[Sym, Sym]] = []
     for given in args[1:] if made == "collections.defaultdict" else args:  # a defaultdict's first is its factory
         if isinstance(given, Dict):
             pairs += given.items
@@ -147,7 +164,8 @@ def _event(res: PickleResult, part: str, at: int, owner: str, name: str, value: 
 
 def _judge_spec(res: PickleResult, spec: Sym, owner: str, at: int) -> None:
     """Every layer name, the activation and every string argument of the architecture; what cannot be read is
-    reported as unread."""
+    reported as unread; repeat counts, channels and scales past what a network is built of (review 80 made training
+    exhaust memory with two million repeats, and with 40,000 channels) as sizes."""
     if not isinstance(spec, Dict) or _unread_keys(spec):
         _event(res, "unread", at, owner, "yaml", describe(spec))
         return
@@ -157,6 +175,8 @@ def _judge_spec(res: PickleResult, spec: Sym, owner: str, at: int) -> None:
         if name == "activation":
             text = value.value if isinstance(value, Const) else None
             _event(res, "activation", at, owner, "activation", text if isinstance(text, str) else describe(value))
+        elif name in SCALE_KEYS and _numbers_past(value, MAX_SIZE):
+            _event(res, "size", at, owner, str(name), describe(value))
         elif name in SPEC_PARTS:
             if not isinstance(value, Seq) or value.dropped:
                 _event(res, "unread", at, owner, str(name), describe(value))
@@ -166,11 +186,29 @@ def _judge_spec(res: PickleResult, spec: Sym, owner: str, at: int) -> None:
                 if walked > MAX_VALUES or not isinstance(row, Seq) or len(row.items) < 3 or row.dropped:
                     _event(res, "unread", at, owner, str(name), describe(row))
                     continue
+                repeats = row.items[1]
+                if isinstance(repeats, Const) and isinstance(repeats.value, int) and repeats.value > MAX_REPEATS:
+                    _event(res, "size", at, owner, f"{name} repeats", describe(repeats))
                 layer = row.items[2]
                 text = layer.value if isinstance(layer, Const) else None
                 _event(res, "layer", at, owner, str(name), text if isinstance(text, str) else describe(layer))
                 for argument in row.items[3:]:
                     _judge_arguments(res, argument, owner, str(name), at)
+
+
+def _numbers_past(value: Sym, limit: int) -> bool:
+    """Whether a number in `value` (a scale's [depth, width, max channels], nested lists of them) passes `limit`."""
+    pending, count = [value], 0
+    while pending and count < MAX_VALUES:
+        item = pending.pop()
+        count += 1
+        if isinstance(item, Dict):
+            pending.extend(part for _, part in item.items)
+        elif isinstance(item, Seq):
+            pending.extend(item.items)
+        elif isinstance(item, Const) and isinstance(item.value, int | float) and item.value > limit:
+            return True
+    return False
 
 
 def _judge_arguments(res: PickleResult, value: Sym, owner: str, name: str, at: int) -> None:
@@ -186,17 +224,21 @@ def _judge_arguments(res: PickleResult, value: Sym, owner: str, name: str, at: i
             pending.extend(item.items)
         elif isinstance(item, Const) and isinstance(item.value, str):
             _event(res, "argument", at, owner, name, item.value)
+        elif isinstance(item, Const) and isinstance(item.value, int | float) and item.value > MAX_SIZE:
+            _event(res, "size", at, owner, name, describe(item))  # a layer's channels: its weights are made of them
         elif not isinstance(item, Const):
             _event(res, "unread", at, owner, name, describe(item))
 
 
-def _judge_args(res: PickleResult, value: Sym, owner: str, at: int) -> None:
+def _judge_args(res: PickleResult, value: Sym, owner: str, at: int, strict: bool) -> None:
     """Arguments Ultralytics fetches or sizes memory by. Not the folders a resume writes its arguments and weights
     under (`save_dir`, `project`): every trained checkpoint keeps the trainer's own, and the file names are fixed.
-    Arguments wscan cannot read as a dict (a computed mapping, a state it does not follow) are reported unread."""
+    Arguments wscan cannot read as a dict (a computed mapping, a state it does not follow) are reported unread when
+    `strict` (an Ultralytics model's, or a checkpoint's that imports Ultralytics: other libraries' objects keep
+    other things under `args`)."""
     args = _mapping(res, value)
     if args is None or _unread_keys(args):
-        if not _is_none(value):
+        if strict and not _is_none(value):
             _event(res, "unread", at, owner, "args", describe(value))
         if args is None:
             return
