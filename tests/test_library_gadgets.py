@@ -2179,6 +2179,8 @@ def _detector(*spec: tuple[bytes, bytes], args: bytes = b"") -> bytes:
     return _module("ultralytics.nn.tasks", "DetectionModel", *pairs)
 
 
+_CHAIN_MAP = (_g("collections", "ChainMap") + b")\x81"
+              + _dict((_s("maps"), _list(_dict((_s("data"), _s("http://127.0.0.1/d.yaml")))))) + b"b")
 _BACKBONE = (_s("backbone"), _list(_row("Conv", b"K\x10", b"K\x03", b"K\x02"), _row("nn.Upsample", b"N", b"K\x02",
                                                                                    _s("nearest"))))
 
@@ -2239,12 +2241,29 @@ _BACKBONE = (_s("backbone"), _list(_row("Conv", b"K\x10", b"K\x03", b"K\x02"), _
          "WS-PKL-054"),
         (_dict((_s("model"), _module("torch.nn.modules.container", "Sequential", (_s("yaml"), _s("arch.yaml"))))),
          "WS-PKL-054"),
+        # any dict SETITEMS fills (a Counter here) is read as its items
+        (_g("collections", "Counter") + b")R(" + _s("model") + _module("torch.nn.modules.container", "Sequential")
+         + _s("train_args") + _dict((_s("data"), _s("http://127.0.0.1/d.yaml"))) + b"u", "WS-PKL-055"),
+        # review 81: a Counter given its items, then an empty state (its attributes); a ChainMap, whose state holds its
+        # maps; a module the user may lack, which the loader pip-installs by name (one only Python 3.13 has); an
+        # address with one slash, which Ultralytics' downloader and requests take
+        (_dict((_s("model"), _detector(_BACKBONE)), (_s("train_args"), _g("collections", "Counter")
+                                                     + _tuple(_dict((_s("data"), _s("http://127.0.0.1/d.yaml"))))
+                                                     + b"R" + _dict() + b"b")), "WS-PKL-055"),
+        (_dict((_s("model"), _detector(_BACKBONE)), (_s("train_args"), _CHAIN_MAP)), "WS-PKL-055"),
+        (_dict((_s("model"), _detector(_BACKBONE)), (_s("extra"), _g("easydict", "EasyDict") + b")\x81")),
+         "WS-PKL-058"),
+        (_dict((_s("model"), _detector(_BACKBONE)), (_s("extra"), _g("pathlib._local", "PosixPath") + b")\x81")),
+         "WS-PKL-058"),
+        (_dict((_s("model"), _detector(_BACKBONE)), (_s("train_args"), _dict((_s("model"), _s("http:/x/evil.pt"))))),
+         "WS-PKL-055"),
     ],
     ids=["activation-code", "layer-function", "layer-module", "argument-code", "spec-computed", "data-address",
          "args-address", "teacher-model", "modelopt", "other-class-spec", "spec-address", "args-slot-state",
          "ordered-checkpoint", "args-computed", "numpy-key", "numpy-value", "numpy-checkpoint-key",
          "ordered-arguments", "quantize", "ordered-with-attributes", "pair-state", "rebuild-from-type",
-         "spec-file"],
+         "spec-file", "counter-checkpoint", "counter-with-attributes", "chain-map", "missing-module",
+         "python-313-module", "one-slash-address"],
 )
 def test_what_ultralytics_runs_from_a_checkpoints_data_is_judged(tmp_path: Path, body: bytes, rule: str) -> None:
     _assert_flagged(tmp_path, b"\x80\x04" + body + b".", "yolo.pkl", rule)

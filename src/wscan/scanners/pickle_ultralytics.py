@@ -12,11 +12,14 @@ Ultralytics-version specific but the key names.
 
 from __future__ import annotations
 
+import re
+
 from wscan.scanners.pickle_states import _pairs
 from wscan.scanners.pickle_values import (
     Const,
     Dict,
     Event,
+    Global,
     Obj,
     PickleResult,
     Seq,
@@ -35,7 +38,15 @@ MAX_SIZE = 8192  # pixels or channels; real checkpoints keep a few hundred to a 
 MAX_REPEATS = 100  # a row's repeat count; real architectures repeat a block at most a few times
 SCALE_KEYS = frozenset({"scales", "channels", "ch"})  # the widths, depths and input channels the network is built of
 TRANSFORMS = "torchvision.transforms."
-DICT_LIKE = frozenset({"collections.OrderedDict", "collections.defaultdict", "builtins.dict"})
+DICT_LIKE = frozenset({"collections.OrderedDict", "collections.defaultdict", "collections.Counter", "builtins.dict"})
+CHAIN_MAP = "collections.ChainMap"
+COPYREG_MAKERS = frozenset({"copyreg._reconstructor", "copyreg.__newobj__", "copyreg.__newobj_ex__"})
+NAMESPACES = frozenset({"types.SimpleNamespace", "ultralytics.utils.IterableSimpleNamespace", "argparse.Namespace"})
+ADDRESS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")  # a scheme of two letters or more (not a drive) and a slash
+# What real checkpoints import (review 81): Ultralytics, torch, torchvision and NumPy, and these core modules
+CHECKPOINT_PACKAGES = frozenset({"ultralytics", "torch", "torchvision", "numpy"})
+CORE_MODULES = frozenset({"builtins", "__builtin__", "collections", "copyreg", "copy_reg", "_codecs", "codecs",
+                          "types", "functools", "pathlib", "datetime", "argparse", "enum", "operator", "math"})
 MAX_STATE_DEPTH = 4  # a state's state: real ones go one level down (a namespace's dict)
 MAX_VALUES = 10_000  # spec values walked per checkpoint (real ones hold a few hundred)
 
@@ -43,7 +54,8 @@ MAX_VALUES = 10_000  # spec values walked per checkpoint (real ones hold a few h
 def check_ultralytics(res: PickleResult) -> None:
     """The `yaml` and `args` state of each Ultralytics model, and of whatever object a checkpoint dict keeps under
     `model` or `ema` (the loader takes `ckpt.get("ema") or ckpt["model"]` whatever its class, and training reads
-    its `yaml`); the checkpoint's `train_args` and `modelopt`; the sizes of a classifier's stored transforms."""
+    its `yaml`); the checkpoint's `train_args` and `modelopt`; the sizes of a classifier's stored transforms; the
+    modules an Ultralytics checkpoint imports."""
     judged: dict[int, bool] = {}  # states judged, and whether as an Ultralytics model's
     for state, at, restored, _ in res.states:  # every class's: the loader takes any object (review 80 restored a
         # Sequential through torch's _rebuild_from_type_v2, whose state is a call's argument)
@@ -55,19 +67,22 @@ def check_ultralytics(res: PickleResult) -> None:
             _judge_sizes(res, state, restored, at)
     if res.result is None:
         return
-    top = _mapping(res, res.result)
+    top = _items(res, res.result)
     ultralytics = any(name.startswith("ultralytics.") for name in res.imports)
-    if top is None or _unread_keys(top):
-        if ultralytics and isinstance(res.result, Dict | Obj):  # a checkpoint whose keys wscan cannot all read
-            _event(res, "unread", res.start, "checkpoint", "keys", describe(res.result))
-        if top is None:
-            return
+    # A result that is no dict is taken as a whole model (`{"model": result.model}`): its states are judged above.
+    unread = (top is None and _dict_like(res, res.result)) or (top is not None and _unread_keys(top))
+    if unread and ultralytics:  # a checkpoint whose keys wscan cannot all read
+        _event(res, "unread", res.start, "checkpoint", "keys", describe(res.result))
+    if top is None:
+        _judge_modules(res, ultralytics)
+        return
     # Ultralytics' own key: a checkpoint that has it is read as strictly as one importing Ultralytics' classes
     ultralytics = ultralytics or any(isinstance(key, Const) and key.value == "train_args" for key, _ in top.items)
+    _judge_modules(res, ultralytics)
     for key, value in top.items:
         name = key.value if isinstance(key, Const) else None
         if name in ("model", "ema") and isinstance(value, Obj):
-            held = _mapping(res, value)
+            held = _attributes(res, value)
             if held is None and ultralytics and value.state is not None:
                 _event(res, "unread", res.start, restored_class(value), name, describe(value.state))
             elif held is not None and judged.get(id(held)) in (None, False) and (ultralytics or id(held) not in judged):
@@ -77,6 +92,18 @@ def check_ultralytics(res: PickleResult) -> None:
             _judge_args(res, value, "train_args", res.start, strict=True)
         elif name == "modelopt" and not _falsy(value):
             _event(res, "modelopt", res.start, "checkpoint", "modelopt", describe(value))
+
+
+def _judge_modules(res: PickleResult, ultralytics: bool) -> None:
+    """Ultralytics' loader pip-installs a module a checkpoint names and this Python lacks, and loads again (review
+    81: `easydict`, and `pathlib._local`, which only Python 3.13 has, under a name anyone may register). Real
+    checkpoints import Ultralytics, torch, torchvision, NumPy and a few core modules; any other module is reported."""
+    if not ultralytics:
+        return
+    for record in res.imports.values():
+        module = record.module
+        if module not in CORE_MODULES and module.partition(".")[0] not in CHECKPOINT_PACKAGES:
+            _event(res, "module", record.offset, "checkpoint", module, f"{module}.{record.name}")
 
 
 def _unread_keys(mapping: Dict) -> bool:
@@ -94,58 +121,108 @@ def _judge_sizes(res: PickleResult, state: Dict, owner: str, at: int) -> None:
 
 
 def _judge_model(res: PickleResult, state: Dict, owner: str, at: int, own: bool) -> None:
-    """A model's architecture and arguments. In an Ultralytics model or checkpoint (`own`) both must be readable
-    dicts; elsewhere they are judged when they are (other libraries keep other things under `args`), and an
-    architecture given as text, a file the trainer loads or an address check_yaml downloads, is reported either
-    way."""
+    """A model's architecture and arguments. The architecture must be a dict wscan reads (text is a file the trainer
+    loads or an address check_yaml downloads, review 80); the arguments too in an Ultralytics model or checkpoint
+    (`own`), and elsewhere they are judged when they are one (other libraries keep other things under `args`)."""
     for key, value in state.items:
         name = key.value if isinstance(key, Const) else None
-        if name == "yaml":
+        if name == "yaml" and not _is_none(value):
             text = value.value if isinstance(value, Const) else None
-            if isinstance(text, str):  # an address check_yaml downloads, or a file the trainer reads (review 80)
-                _event(res, "fetched" if "://" in text else "unread", at, owner, "yaml", text)
-            elif own or isinstance(value, Dict) or _mapping(res, value) is not None:
-                _judge_spec(res, _mapping(res, value) or value, owner, at)
+            spec = _items(res, value)
+            if isinstance(text, str):
+                _event(res, "fetched" if _address(text) else "unread", at, owner, "yaml", text)
+            elif spec is None:
+                _event(res, "unread", at, owner, "yaml", describe(value))
+            else:
+                _judge_spec(res, spec, owner, at)
         elif name == "args":
             _judge_args(res, value, owner, at, strict=own)
 
 
-def _mapping(res: PickleResult, value: Sym, depth: int = 0) -> Dict | None:
-    """`value` as the mapping Ultralytics reads: a dict; a dict-like object (OrderedDict, defaultdict, a dict call)
-    as its items, those it was made from and those SETITEMS gave it (a BUILD state sets its attributes, not items:
-    review 80); an object's state (IterableSimpleNamespace's): a dict, (name, value) pairs, which __dict__.update
-    takes too (review 80), or a (dict, slots) pair's two merged, as BUILD sets both. None when any part cannot be
-    read, or is nested past MAX_STATE_DEPTH (an object may be its own state: statsmodels' Bunch)."""
+def _address(text: str) -> bool:
+    """An address Ultralytics downloads: a scheme and a slash (its downloader and requests take `http:/` too)."""
+    return "://" in text or ADDRESS.match(text) is not None
+
+
+def _items(res: PickleResult, value: Sym, depth: int = 0) -> Dict | None:
+    """`value` as the dict Ultralytics reads with `[]`, get() and `**`: a dict; a dict-like object (OrderedDict,
+    defaultdict, Counter, a dict call, any object SETITEMS filled) as the pairs it was made from and those SETITEMS
+    gave it, whatever attributes a BUILD state gave it (reviews 80, 81: the state is not its items); a dict
+    subclass copyreg rebuilt from a dict; a ChainMap as its maps merged. None for anything else, and past
+    MAX_STATE_DEPTH."""
     if isinstance(value, Dict):
         return value
     if not isinstance(value, Obj) or depth >= MAX_STATE_DEPTH:
         return None
-    if restored_class(value) in DICT_LIKE:
+    made = restored_class(value)
+    if made == CHAIN_MAP:
+        attributes = _attributes(res, value, depth + 1)
+        maps = next((item for key, item in attributes.items if isinstance(key, Const) and key.value == "maps"),
+                    None) if attributes is not None else None  # fmt: skip
+        if not isinstance(maps, Seq) or maps.dropped:
+            return None
+        merged = [_items(res, item, depth + 1) for item in maps.items]
+        if any(part is None for part in merged):
+            return None
+        return Dict([pair for part in merged if part is not None for pair in part.items])
+    if _dict_like(res, value):
         return _dict_items(res, value)
-    state = value.state
-    if state is None:
+    return None
+
+
+def _dict_like(res: PickleResult, value: Sym) -> bool:
+    """Whether Ultralytics may take `value` as a dict: a dict, a dict-like class, an object SETITEMS filled (it fills
+    only dicts), a dict subclass copyreg rebuilt, a ChainMap, or a class called with a dict (any dict subclass made
+    from one: judging its argument as its items is the safe side)."""
+    if isinstance(value, Dict):
+        return True
+    if not isinstance(value, Obj):
+        return False
+    args = value.args.items if isinstance(value.args, Seq) else []
+    return (restored_class(value) in DICT_LIKE | {CHAIN_MAP} or id(value) in res.object_items or _dict_made(value)
+            or (not value.instance and any(isinstance(arg, Dict) for arg in args)))  # fmt: skip
+
+
+def _dict_made(value: Obj) -> bool:
+    """A dict subclass copyreg rebuilds from a dict: `_reconstructor(cls, dict, items)` (protocols 0 and 1)."""
+    args = value.args.items if isinstance(value.args, Seq) else []
+    return (isinstance(value.func, Global) and value.func.dotted == "copyreg._reconstructor" and len(args) == 3
+            and isinstance(args[1], Global) and args[1].dotted == "builtins.dict")  # fmt: skip
+
+
+def _attributes(res: PickleResult, value: Sym, depth: int = 0) -> Dict | None:
+    """An object's attributes, as BUILD sets them from its state: a dict (or dict-like), (name, value) pairs, which
+    __dict__.update takes too (review 80), or a (dict, slots) pair's two merged. None when any part cannot be read,
+    or is nested past MAX_STATE_DEPTH (an object may be its own state: statsmodels' Bunch)."""
+    if isinstance(value, Dict):
+        return value
+    if not isinstance(value, Obj) or value.state is None or depth >= MAX_STATE_DEPTH:
         return None
+    state = value.state
     if isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2 and _pairs(state) is None:
-        parts = [_mapping(res, part, depth + 1) for part in state.items if not _is_none(part)]
+        parts = [_items(res, part, depth + 1) for part in state.items if not _is_none(part)]
         if all(part is not None for part in parts):
             return Dict([pair for part in parts if part is not None for pair in part.items])
         return None
-    return _pairs(state) if isinstance(state, Seq) else _mapping(res, state, depth + 1)
+    return _pairs(state) if isinstance(state, Seq) else _items(res, state, depth + 1)
 
 
 def _dict_items(res: PickleResult, value: Obj) -> Dict | None:
-    """The items of a dict-like object: the pairs its call was given and those SETITEMS added."""
+    """The items of a dict-like object: the pairs its call was given (counted even where the call ignores them, as
+    cls.__new__ does: judging more is safe) and those SETITEMS added."""
     made = restored_class(value)
     args = value.args.items if isinstance(value.args, Seq) else None
     if args is None:
         return None
+    if isinstance(value.func, Global) and value.func.dotted in COPYREG_MAKERS:
+        args = args[2:] if value.func.dotted == "copyreg._reconstructor" else args[1:]  # past the class (and base)
     pairs: list[tuple[Sym, Sym]] = []
     for given in args[1:] if made == "collections.defaultdict" else args:  # a defaultdict's first is its factory
         if isinstance(given, Dict):
             pairs += given.items
         elif isinstance(given, Seq) and all(isinstance(i, Seq) and len(i.items) == 2 for i in given.items):
             pairs += [(i.items[0], i.items[1]) for i in given.items if isinstance(i, Seq)]
-        else:
+        elif not _is_none(given):
             return None
     filled = res.object_items.get(id(value))
     if filled is not None:
@@ -236,7 +313,9 @@ def _judge_args(res: PickleResult, value: Sym, owner: str, at: int, strict: bool
     Arguments wscan cannot read as a dict (a computed mapping, a state it does not follow) are reported unread when
     `strict` (an Ultralytics model's, or a checkpoint's that imports Ultralytics: other libraries' objects keep
     other things under `args`)."""
-    args = _mapping(res, value)
+    args = _items(res, value)
+    if args is None and isinstance(value, Obj) and restored_class(value) in NAMESPACES:
+        args = _attributes(res, value)
     if args is None or _unread_keys(args):
         if strict and not _is_none(value):
             _event(res, "unread", at, owner, "args", describe(value))
@@ -245,7 +324,7 @@ def _judge_args(res: PickleResult, value: Sym, owner: str, at: int, strict: bool
     for key, item in args.items:
         name = key.value if isinstance(key, Const) else None
         text = item.value if isinstance(item, Const) else None
-        if name in FETCHED_ARGS and isinstance(text, str) and "://" in text:
+        if name in FETCHED_ARGS and isinstance(text, str) and _address(text):
             _event(res, "fetched", at, owner, str(name), text)
         elif name == "distill_model" and not _falsy(item):
             _event(res, "fetched", at, owner, str(name), describe(item))
