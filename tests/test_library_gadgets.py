@@ -29,6 +29,7 @@ import json
 import os
 import pickle
 import socket
+import struct
 import subprocess
 import sys
 import warnings
@@ -2257,13 +2258,27 @@ _BACKBONE = (_s("backbone"), _list(_row("Conv", b"K\x10", b"K\x03", b"K\x02"), _
          "WS-PKL-058"),
         (_dict((_s("model"), _detector(_BACKBONE)), (_s("train_args"), _dict((_s("model"), _s("http:/x/evil.pt"))))),
          "WS-PKL-055"),
+        # review 83: a defaultdict's factory makes what a missing key reads (the architecture's rows; the address a
+        # ChainMap's first map lacks), and a torch checkpoint without Ultralytics' names makes YOLO(path) pip-install
+        (_module("ultralytics.nn.tasks", "DetectionModel", (
+            _s("yaml"), _g("collections", "defaultdict") + _tuple(_partial(_g("builtins", "list")), _dict()) + b"R")),
+         "WS-PKL-054"),
+        (_dict((_s("model"), _detector(_BACKBONE)), (_s("train_args"), _g("collections", "ChainMap") + b")\x81"
+                                                     + _dict((_s("maps"), _list(
+                                                         _g("collections", "defaultdict")
+                                                         + _tuple(_partial(_g("builtins", "str")), _dict()) + b"R",
+                                                         _dict((_s("data"), _s("coco8.yaml")))))) + b"b")),
+         "WS-PKL-054"),
+        (_dict((_s("model"), _module("torch.nn.modules.container", "Sequential")),
+               (_s("notes"), _g("easydict", "EasyDict") + b")\x81")), "WS-PKL-058"),
     ],
     ids=["activation-code", "layer-function", "layer-module", "argument-code", "spec-computed", "data-address",
          "args-address", "teacher-model", "modelopt", "other-class-spec", "spec-address", "args-slot-state",
          "ordered-checkpoint", "args-computed", "numpy-key", "numpy-value", "numpy-checkpoint-key",
          "ordered-arguments", "quantize", "ordered-with-attributes", "pair-state", "rebuild-from-type",
          "spec-file", "counter-checkpoint", "counter-with-attributes", "chain-map", "missing-module",
-         "python-313-module", "one-slash-address"],
+         "python-313-module", "one-slash-address", "defaultdict-architecture", "chain-map-defaultdict",
+         "torch-checkpoint-module"],
 )
 def test_what_ultralytics_runs_from_a_checkpoints_data_is_judged(tmp_path: Path, body: bytes, rule: str) -> None:
     _assert_flagged(tmp_path, b"\x80\x04" + body + b".", "yolo.pkl", rule)
@@ -2285,6 +2300,8 @@ def test_a_real_architecture_and_a_huge_image_size_in_a_yolo_checkpoint(tmp_path
     _assert_flagged(tmp_path, b"\x80\x04" + ours + b".", "ours.pkl", "WS-PKL-054")
     # review 80: an architecture that repeats a block two million times, or builds a layer of 40,000 channels
     for row in (_list(b"J" + (-1).to_bytes(4, "little", signed=True), b"J\x80\x84\x1e\x00", _s("C2f"), _list(b"K\x10")),
+                _list(b"J" + (-1).to_bytes(4, "little", signed=True), b"G" + struct.pack(">d", 2e6), _s("C2f"),
+                      _list(b"K\x10")),  # review 83: a float repeat count is rounded
                 _row("Conv", b"J\x40\x9c\x00\x00", b"K\x03")):
         big = _detector((_s("backbone"), _list(row)))
         found = scan_bytes(tmp_path, b"\x80\x04" + big + b".", "big.pkl").findings

@@ -40,6 +40,7 @@ SCALE_KEYS = frozenset({"scales", "channels", "ch"})  # the widths, depths and i
 TRANSFORMS = "torchvision.transforms."
 DICT_LIKE = frozenset({"collections.OrderedDict", "collections.defaultdict", "collections.Counter", "builtins.dict"})
 CHAIN_MAP = "collections.ChainMap"
+PLAIN_FACTORIES = frozenset({"builtins.list", "builtins.dict", "builtins.set", "builtins.int", "builtins.float"})
 COPYREG_MAKERS = frozenset({"copyreg._reconstructor", "copyreg.__newobj__", "copyreg.__newobj_ex__"})
 NAMESPACES = frozenset({"types.SimpleNamespace", "ultralytics.utils.IterableSimpleNamespace", "argparse.Namespace"})
 ADDRESS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")  # a scheme of two letters or more (not a drive) and a slash
@@ -77,8 +78,12 @@ def check_ultralytics(res: PickleResult) -> None:
         _judge_modules(res, ultralytics)
         return
     # Ultralytics' own key: a checkpoint that has it is read as strictly as one importing Ultralytics' classes
-    ultralytics = ultralytics or any(isinstance(key, Const) and key.value == "train_args" for key, _ in top.items)
-    _judge_modules(res, ultralytics)
+    keys = {key.value for key, _ in top.items if isinstance(key, Const)}
+    ultralytics = ultralytics or "train_args" in keys
+    # a torch checkpoint YOLO(path) would take (a model under `model` or `ema`): its loader pip-installs a module it
+    # lacks before looking at anything else (review 83)
+    torch_checkpoint = bool(keys & {"model", "ema"}) and any(name.startswith("torch.") for name in res.imports)
+    _judge_modules(res, ultralytics or torch_checkpoint)
     for key, value in top.items:
         name = key.value if isinstance(key, Const) else None
         if name in ("model", "ema") and isinstance(value, Obj):
@@ -116,7 +121,7 @@ def _judge_sizes(res: PickleResult, state: Dict, owner: str, at: int) -> None:
     for key, value in state.items:
         if isinstance(key, Const) and key.value == "size":
             sizes = value.items if isinstance(value, Seq) else [value]
-            if any(isinstance(size, Const) and isinstance(size.value, int) and size.value > MAX_SIZE for size in sizes):
+            if any(_past(size, MAX_SIZE) for size in sizes):
                 _event(res, "size", at, owner, "size", describe(value))
 
 
@@ -216,8 +221,15 @@ def _dict_items(res: PickleResult, value: Obj) -> Dict | None:
         return None
     if isinstance(value.func, Global) and value.func.dotted in COPYREG_MAKERS:
         args = args[2:] if value.func.dotted == "copyreg._reconstructor" else args[1:]  # past the class (and base)
+    if made == "collections.defaultdict":  # its factory makes the value of any key it lacks (review 83 hid an
+        # architecture's rows, and a ChainMap's address, in a partial there): only an empty container's type passes
+        factory = args[0] if args else None
+        if factory is not None and not _is_none(factory) and not (
+                isinstance(factory, Global) and factory.dotted in PLAIN_FACTORIES):
+            return None
+        args = args[1:]
     pairs: list[tuple[Sym, Sym]] = []
-    for given in args[1:] if made == "collections.defaultdict" else args:  # a defaultdict's first is its factory
+    for given in args:
         if isinstance(given, Dict):
             pairs += given.items
         elif isinstance(given, Seq) and all(isinstance(i, Seq) and len(i.items) == 2 for i in given.items):
@@ -228,6 +240,13 @@ def _dict_items(res: PickleResult, value: Obj) -> Dict | None:
     if filled is not None:
         pairs += list(filled[1])
     return Dict(pairs)
+
+
+def _past(value: Sym, limit: int) -> bool:
+    """A number past `limit`, int or float (Ultralytics rounds a float repeat count and ceils float sizes: review
+    83)."""
+    number = value.value if isinstance(value, Const) else None
+    return isinstance(number, int | float) and not isinstance(number, bool) and number > limit
 
 
 def _falsy(value: Sym) -> bool:
@@ -264,7 +283,7 @@ def _judge_spec(res: PickleResult, spec: Sym, owner: str, at: int) -> None:
                     _event(res, "unread", at, owner, str(name), describe(row))
                     continue
                 repeats = row.items[1]
-                if isinstance(repeats, Const) and isinstance(repeats.value, int) and repeats.value > MAX_REPEATS:
+                if _past(repeats, MAX_REPEATS):
                     _event(res, "size", at, owner, f"{name} repeats", describe(repeats))
                 layer = row.items[2]
                 text = layer.value if isinstance(layer, Const) else None
@@ -283,7 +302,7 @@ def _numbers_past(value: Sym, limit: int) -> bool:
             pending.extend(part for _, part in item.items)
         elif isinstance(item, Seq):
             pending.extend(item.items)
-        elif isinstance(item, Const) and isinstance(item.value, int | float) and item.value > limit:
+        elif _past(item, limit):
             return True
     return False
 
@@ -301,7 +320,7 @@ def _judge_arguments(res: PickleResult, value: Sym, owner: str, name: str, at: i
             pending.extend(item.items)
         elif isinstance(item, Const) and isinstance(item.value, str):
             _event(res, "argument", at, owner, name, item.value)
-        elif isinstance(item, Const) and isinstance(item.value, int | float) and item.value > MAX_SIZE:
+        elif _past(item, MAX_SIZE):
             _event(res, "size", at, owner, name, describe(item))  # a layer's channels: its weights are made of them
         elif not isinstance(item, Const):
             _event(res, "unread", at, owner, name, describe(item))
@@ -332,7 +351,7 @@ def _judge_args(res: PickleResult, value: Sym, owner: str, at: int, strict: bool
             _event(res, "unread", at, owner, str(name), describe(item))
         elif name in SIZE_ARGS:
             sizes = item.items if isinstance(item, Seq) else [item]
-            if any(isinstance(size, Const) and isinstance(size.value, int) and size.value > MAX_SIZE for size in sizes):
+            if any(_past(size, MAX_SIZE) for size in sizes):
                 _event(res, "size", at, owner, str(name), describe(item))
         elif name in QUANTIZE_ARGS and not _falsy(item):
             _event(res, "modelopt", at, owner, str(name), describe(item))
