@@ -1,13 +1,18 @@
-"""Regenerate rules/allow-outliers.yaml: the names PyOD's outlier detectors, SUOD's ensembles and HDBSCAN import.
+"""Regenerate rules/allow-outliers.yaml: the names PyOD's outlier detectors and SUOD's ensembles import.
 
-PyOD and hdbscan are not test dependencies (tests/data/outliers keeps real files they wrote), so run this where they
-are installed beside the test extra (`pip install pyod suod hdbscan`, never another torch), then
+PyOD is not a test dependency (tests/data/outliers keeps real files it wrote), so run this where it is installed
+beside the test extra (`pip install pyod suod`, never another torch), then
 `python tools/gen_outlier_allowlist.py [--keep DIR]`. Empirical, as the other recorded lists (`gen_stats_allowlist`,
-whose recording this shares): each detector and clusterer of the catalogue below is fitted on a little data and saved
-the ways the libraries document (pickle and joblib, which pickles the same names; a PyOD deep model's own `save()`
-pickles it too), with every pickle protocol from 2; the names those pickles import are recorded by a find_class that
-refuses nothing, and classes are screened as scikit-learn's ecosystem is. The deep detectors keep torch modules and
-optimizers (allow-torch judges those).
+whose recording this shares): each detector of the catalogue below is fitted on a little data and saved the ways
+PyOD documents (pickle and joblib, which pickles the same names; a deep model's own `save()` pickles it too), with
+every pickle protocol from 2; the names those pickles import are recorded by a find_class that refuses nothing, and
+classes are screened as scikit-learn's ecosystem is. The deep detectors keep torch modules and optimizers
+(allow-torch judges those).
+
+HDBSCAN is left out (review 82): its compiled tree code trusts the index arrays a model keeps, and a file whose
+condensed tree names a child past its points wrote out of bounds when `outlier_scores_` was read (SIGSEGV), as did
+its single-linkage tree at `dbscan_clustering`; wscan does not check those arrays' contents. tests/data/outliers
+keeps HDBSCAN's real files, which stay high.
 """
 
 from __future__ import annotations
@@ -15,22 +20,12 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from gen_allowlists import _resolve, callable_instances, catalogue_arguments, screened_catalogue, screened_names
+from gen_allowlists import _resolve, callable_instances, catalogue_arguments, screened_catalogue
 from gen_fastai_allowlist import table_members
 from gen_stats_allowlist import methods, recorded_catalogue
 from pack_file import write_pack
 
-LIBRARIES = ("pyod.", "suod.", "hdbscan.")
-# HDBSCAN keeps `memory=Memory(None)` by default: a joblib Memory with no store backend, whose cache() returns the
-# function as is (WS-PKL-033 passes only such a Memory, see pickle_states; any other memory is a folder fit writes to).
-OTHER_CLASSES = ["joblib.memory.Memory"]
-# hdbscan's own copy of scikit-learn's old distance metrics: Cython classes made by newObj (cls.__new__(cls)), whose
-# __setstate__ sets p and takes the data pointers of the vec and mat arrays of the state, which only the weighted,
-# standardised and Mahalanobis metrics read (by the data's width, not the arrays': they stay off the list)
-NEW_HELPERS = ["hdbscan.dist_metrics.newObj"]  # `return obj.__new__(obj)`, as scikit-learn's
-OUTLIER_CLASS_HOOKS = {f"hdbscan.dist_metrics.{name}": "sets p, vec and mat; does not read vec or mat"
-                       for name in ("EuclideanDistance", "ManhattanDistance", "ChebyshevDistance",
-                                    "MinkowskiDistance")}  # fmt: skip
+LIBRARIES = ("pyod.", "suod.")
 
 
 def save_models(folder: Path) -> None:
@@ -76,53 +71,27 @@ def save_models(folder: Path) -> None:
         with (folder / f"pyod_{name}.pkl").open("wb") as stream:  # joblib.dump pickles the same names
             pickle.dump(detector, stream)
 
-    import hdbscan
-
-    points = np.vstack([rng.randn(40, 2), rng.randn(40, 2) + 6, rng.randn(20, 2) - 6])
-    clusterers = {
-        "default": hdbscan.HDBSCAN(),
-        "prediction": hdbscan.HDBSCAN(min_cluster_size=5, prediction_data=True, gen_min_span_tree=True),
-        "manhattan": hdbscan.HDBSCAN(min_cluster_size=5, metric="manhattan", prediction_data=True),
-        "minkowski": hdbscan.HDBSCAN(min_cluster_size=5, metric="minkowski", p=3, prediction_data=True),
-        "chebyshev": hdbscan.HDBSCAN(min_cluster_size=5, metric="chebyshev", prediction_data=True),
-        "branches": hdbscan.HDBSCAN(min_cluster_size=5, branch_detection_data=True),
-        "robust_single_linkage": hdbscan.RobustSingleLinkage(cut=0.5),
-    }
-    for name, clusterer in clusterers.items():
-        clusterer.fit(points)
-        if name == "prediction":  # the trees users read, built lazily
-            _ = clusterer.condensed_tree_, clusterer.single_linkage_tree_, clusterer.minimum_spanning_tree_
-        with (folder / f"hdbscan_{name}.pkl").open("wb") as stream:
-            pickle.dump(clusterer, stream)
-    branches = hdbscan.BranchDetector().fit(clusterers["branches"])
-    with (folder / "hdbscan_branch_detector.pkl").open("wb") as stream:
-        pickle.dump(branches, stream)
-
 
 def main() -> None:
-    args = catalogue_arguments(__doc__.splitlines()[0], OUTLIER_CLASS_HOOKS, {})
+    args = catalogue_arguments(__doc__.splitlines()[0], {}, {})
     names, members = recorded_catalogue(save_models, LIBRARIES, args.keep)
     allowed, state_only, functions = screened_catalogue(names, LIBRARIES)
-    other_allowed, other_state_only = screened_names(OTHER_CLASSES)
-    if other_allowed != OTHER_CLASSES:
-        raise SystemExit(f"classes with hooks to review: {', '.join(sorted(set(OTHER_CLASSES) - set(other_allowed)))}")
-    allowed, state_only = sorted(allowed + other_allowed), sorted(state_only + other_state_only)
     others = sorted(n for n in names if not n.startswith(LIBRARIES))
     print(f"recorded outside the libraries (judged by the other packs): {', '.join(others)}")
     from importlib.metadata import version
 
-    versions = ", ".join(f"{lib} {version(lib)}" for lib in ("pyod", "suod", "hdbscan"))
+    versions = ", ".join(f"{lib} {version(lib)}" for lib in ("pyod", "suod"))
     write_pack(
         "allow-outliers",
-        f"Generated by tools/gen_outlier_allowlist.py ({versions}): what PyOD's outlier detectors, SUOD's "
-        "ensembles and HDBSCAN's clusterers import, recorded from real saves, never a package wildcard: classes "
-        "restored from state only, each screened for the hooks loading runs; hdbscan's newObj (cls.__new__(cls)); "
-        "the functions they keep as values; their method names and the classes that cannot be called.\n",
+        f"Generated by tools/gen_outlier_allowlist.py ({versions}): what PyOD's outlier detectors and SUOD's "
+        "ensembles import, recorded from real saves, never a package wildcard: classes restored from state only, "
+        "each screened for the hooks loading runs; the functions they keep as values; their method names and the "
+        "classes that cannot be called.\n",
         {
-            "allowed-callables": sorted(allowed + NEW_HELPERS),
+            "allowed-callables": allowed,
             "state-only-classes": state_only,
             "value-classes": state_only,
-            "referenced-callables": [name for name in functions if name not in NEW_HELPERS],
+            "referenced-callables": functions,
             "method-names": methods(allowed),
             "inert-values": [n for n in allowed if not callable_instances(_resolve(n))],  # type: ignore[arg-type]
             "callable-members": sorted(members),
