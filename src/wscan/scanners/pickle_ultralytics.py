@@ -80,9 +80,11 @@ def check_ultralytics(res: PickleResult) -> None:
     # Ultralytics' own key: a checkpoint that has it is read as strictly as one importing Ultralytics' classes
     keys = {key.value for key, _ in top.items if isinstance(key, Const)}
     ultralytics = ultralytics or "train_args" in keys
-    # a torch checkpoint YOLO(path) would take (a model under `model` or `ema`): its loader pip-installs a module it
-    # lacks before looking at anything else (review 83)
-    torch_checkpoint = bool(keys & {"model", "ema"}) and any(name.startswith("torch.") for name in res.imports)
+    # a torch checkpoint YOLO(path) would take, a model object (not a state dict, as fastai's saves keep) under
+    # `model` or `ema`: its loader pip-installs a module it lacks before looking at anything else (review 83)
+    models = [value for key, value in top.items if isinstance(key, Const) and key.value in ("model", "ema")]
+    torch_checkpoint = any(isinstance(value, Obj) and not _dict_like(res, value) for value in models) and any(
+        name.startswith("torch.") for name in res.imports)
     _judge_modules(res, ultralytics or torch_checkpoint)
     for key, value in top.items:
         name = key.value if isinstance(key, Const) else None
