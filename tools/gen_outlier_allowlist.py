@@ -20,9 +20,9 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from gen_allowlists import _resolve, callable_instances, catalogue_arguments, screened_catalogue
+from gen_allowlists import catalogue_arguments, screened_catalogue
 from gen_fastai_allowlist import table_members
-from gen_stats_allowlist import methods, recorded_catalogue
+from gen_stats_allowlist import recorded_catalogue, screened_lists
 from pack_file import write_pack
 
 LIBRARIES = ("pyod.", "suod.")
@@ -88,13 +88,7 @@ def main() -> None:
         "each screened for the hooks loading runs; the functions they keep as values; their method names and the "
         "classes that cannot be called.\n",
         {
-            "allowed-callables": allowed,
-            "state-only-classes": state_only,
-            "value-classes": state_only,
-            "referenced-callables": functions,
-            "method-names": methods(allowed),
-            "inert-values": [n for n in allowed if not callable_instances(_resolve(n))],  # type: ignore[arg-type]
-            "callable-members": sorted(members),
+            **screened_lists(allowed, state_only, functions, members),
             "table-members": table_members(allowed),  # the deep detectors' networks, as a Sequential's modules
         },
     )

@@ -15,8 +15,8 @@ from __future__ import annotations
 import types
 from pathlib import Path
 
-from gen_allowlists import _resolve, callable_instances, catalogue_arguments, screened_catalogue
-from gen_stats_allowlist import methods, recorded_catalogue
+from gen_allowlists import _resolve, catalogue_arguments, screened_catalogue
+from gen_stats_allowlist import recorded_catalogue, screened_lists
 from pack_file import write_pack
 
 LIBRARIES = ("hmmlearn.", "sksurv.", "tslearn.", "pgmpy.", "networkx.", "narwhals._utils.Implementation", "nltk.",
@@ -198,13 +198,7 @@ def main() -> None:
         "classes restored from state only, each screened for the hooks loading runs; the functions they keep as "
         "values; their method names and the classes that cannot be called.\n",
         {
-            "allowed-callables": allowed,
-            "state-only-classes": state_only,
-            "value-classes": state_only,
-            "referenced-callables": functions,
-            "method-names": methods(allowed),
-            "inert-values": [n for n in allowed if not callable_instances(_resolve(n))],  # type: ignore[arg-type]
-            "callable-members": sorted(members),
+            **screened_lists(allowed, state_only, functions, members),
             "slot-classes": [name for name in allowed if plain_slots(_resolve(name))],  # type: ignore[arg-type]
         },
     )

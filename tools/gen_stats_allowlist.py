@@ -424,6 +424,22 @@ def _reduce_helper(name: str) -> bool:
     return name.rpartition(".")[2].startswith("__pyx_unpickle_")
 
 
+def screened_lists(allowed: list[str], state_only: list[str], functions: list[str], members: set[str]
+                   ) -> dict[str, list[str]]:
+    """The lists every recorded catalogue's pack holds: its screened classes (allowed; restored from state only,
+    which may also be kept as values), the functions its files keep, its classes' method names, the classes that
+    cannot be called, and the callable attributes its objects keep."""
+    return {
+        "allowed-callables": allowed,
+        "state-only-classes": state_only,
+        "value-classes": state_only,
+        "referenced-callables": functions,
+        "method-names": methods(allowed),
+        "inert-values": [n for n in allowed if not callable_instances(_resolve(n))],  # type: ignore[arg-type]
+        "callable-members": sorted(members),
+    }
+
+
 def methods(classes: list[str]) -> list[str]:
     """The names of the methods of these classes that an instance's dict can hide (`gen_allowlists.method_names`):
     WS-PKL-026 judges a state that sets one."""

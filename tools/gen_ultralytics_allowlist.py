@@ -27,15 +27,13 @@ import types
 from pathlib import Path
 
 from gen_allowlists import (
-    _resolve,
-    callable_instances,
     catalogue_arguments,
     reachable,
     screened_catalogue,
     screened_names,
 )
 from gen_fastai_allowlist import loaded, shadowed_methods, table_members
-from gen_stats_allowlist import _callable_attributes, methods
+from gen_stats_allowlist import _callable_attributes, screened_lists
 from pack_file import write_pack
 
 LIBRARIES = ("ultralytics.", "torchvision.transforms.")
@@ -240,17 +238,11 @@ def main() -> None:
         "restricted loader accepts: classes restored from state only, each screened for the hooks loading runs; "
         "the bound forward methods fused layers keep; their method names.\n",
         {
-            "allowed-callables": allowed,
-            "state-only-classes": state_only,
-            "value-classes": state_only,
-            "referenced-callables": functions,
+            **screened_lists(allowed, state_only, functions, members | shadowing),
             "instance-methods": sorted(bound),
-            "method-names": methods(allowed),
-            "inert-values": [n for n in allowed if not callable_instances(_resolve(n))],  # type: ignore[arg-type]
             # a fused layer's forward, replaced by its own forward_fuse bound (WS-PKL-027: only a bound method there)
             "called-attributes": sorted({member.rpartition(".")[2] for member in shadowing}),
             "called-attribute-objects": sorted(shadows),
-            "callable-members": sorted(members | shadowing),
             "table-members": table_members(allowed),
             "ultralytics-layers": layer_names(allowed),
         },

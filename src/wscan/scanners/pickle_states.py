@@ -90,7 +90,7 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) ->
             res.config_states.append((at, restored, state))
         else:
             res.config_states_more += 1
-    if state.dropped or any(not isinstance(key, Const) for key, _ in state.items):
+    if unread_names(state):
         detail = f"{len(state.items) + state.dropped} names, some computed or past what wscan keeps"
         res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": ""}))
         _state_code(res, restored, "<unread>", Unknown(), at)
@@ -137,10 +137,16 @@ def _no_cache(value: Sym) -> bool:
     """Whether `value` is a joblib Memory restored from a state that sets no location and no store backend."""
     if not (isinstance(value, Obj) and restored_class(value) == UNCACHED_MEMORY and isinstance(value.state, Dict)):
         return False
-    if value.state.dropped or any(not isinstance(key, Const) for key, _ in value.state.items):
+    if unread_names(value.state):
         return False
     kept = {key.value: item for key, item in value.state.items if isinstance(key, Const)}
     return all(key in kept and _is_none(kept[key]) for key in NO_CACHE_KEYS)
+
+
+def unread_names(mapping: Dict) -> bool:
+    """Whether some of a dict's keys are unknown: computed (a numpy.str_ equals its text), or past what the machine
+    keeps."""
+    return bool(mapping.dropped) or any(not isinstance(key, Const) for key, _ in mapping.items)
 
 
 def _outside(name: object) -> bool:

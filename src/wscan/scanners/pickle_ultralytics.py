@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from wscan.scanners.pickle_states import _pairs
+from wscan.scanners.pickle_states import _pairs, unread_names
 from wscan.scanners.pickle_values import (
     Const,
     Dict,
@@ -60,10 +60,7 @@ def check_ultralytics(res: PickleResult) -> None:
     judged: dict[int, bool] = {}  # states judged, and whether as an Ultralytics model's
     for state, at, restored, _ in res.states:  # every class's: the loader takes any object (review 80 restored a
         # Sequential through torch's _rebuild_from_type_v2, whose state is a call's argument)
-        own = restored.startswith(TASKS)
-        if judged.get(id(state)) in (None, False) and (own or id(state) not in judged):
-            judged[id(state)] = own
-            _judge_model(res, state, restored, at, own=own)
+        _judge_model_once(res, judged, state, restored, at, own=restored.startswith(TASKS))
         if restored.startswith(TRANSFORMS):
             _judge_sizes(res, state, restored, at)
     if res.result is None:
@@ -71,34 +68,39 @@ def check_ultralytics(res: PickleResult) -> None:
     top = _items(res, res.result)
     ultralytics = any(name.startswith("ultralytics.") for name in res.imports)
     # A result that is no dict is taken as a whole model (`{"model": result.model}`): its states are judged above.
-    unread = (top is None and _dict_like(res, res.result)) or (top is not None and _unread_keys(top))
+    unread = (top is None and _dict_like(res, res.result)) or (top is not None and unread_names(top))
     if unread and ultralytics:  # a checkpoint whose keys wscan cannot all read
         _event(res, "unread", res.start, "checkpoint", "keys", describe(res.result))
-    if top is None:
-        _judge_modules(res, ultralytics)
-        return
+    named = {key.value: value for key, value in top.items if isinstance(key, Const)} if top is not None else {}
     # Ultralytics' own key: a checkpoint that has it is read as strictly as one importing Ultralytics' classes
-    keys = {key.value for key, _ in top.items if isinstance(key, Const)}
-    ultralytics = ultralytics or "train_args" in keys
+    ultralytics = ultralytics or "train_args" in named
     # a torch checkpoint YOLO(path) would take, a model object (not a state dict, as fastai's saves keep) under
     # `model` or `ema`: its loader pip-installs a module it lacks before looking at anything else (review 83)
-    models = [value for key, value in top.items if isinstance(key, Const) and key.value in ("model", "ema")]
+    models = [value for key, value in named.items() if key in ("model", "ema")]
     torch_checkpoint = any(isinstance(value, Obj) and not _dict_like(res, value) for value in models) and any(
         name.startswith("torch.") for name in res.imports)
     _judge_modules(res, ultralytics or torch_checkpoint)
+    if top is None:
+        return
     for key, value in top.items:
         name = key.value if isinstance(key, Const) else None
         if name in ("model", "ema") and isinstance(value, Obj):
             held = _attributes(res, value)
             if held is None and ultralytics and value.state is not None:
                 _event(res, "unread", res.start, restored_class(value), name, describe(value.state))
-            elif held is not None and judged.get(id(held)) in (None, False) and (ultralytics or id(held) not in judged):
-                judged[id(held)] = ultralytics  # judged again when the checkpoint is Ultralytics': strictly
-                _judge_model(res, held, restored_class(value), res.start, own=ultralytics)
+            elif held is not None:
+                _judge_model_once(res, judged, held, restored_class(value), res.start, own=ultralytics)
         elif name == "train_args":
             _judge_args(res, value, "train_args", res.start, strict=True)
         elif name == "modelopt" and not _falsy(value):
             _event(res, "modelopt", res.start, "checkpoint", "modelopt", describe(value))
+
+
+def _judge_model_once(res: PickleResult, judged: dict[int, bool], state: Dict, owner: str, at: int, own: bool) -> None:
+    """`_judge_model` once per state, and once more when it is met again as an Ultralytics model's (strictly)."""
+    if id(state) not in judged or (own and not judged[id(state)]):
+        judged[id(state)] = own
+        _judge_model(res, state, owner, at, own=own)
 
 
 def _judge_modules(res: PickleResult, ultralytics: bool) -> None:
@@ -113,18 +115,11 @@ def _judge_modules(res: PickleResult, ultralytics: bool) -> None:
             _event(res, "module", record.offset, "checkpoint", module, f"{module}.{record.name}")
 
 
-def _unread_keys(mapping: Dict) -> bool:
-    """Keys wscan cannot read as text: computed, or past what it keeps (a numpy.str_ key equals its text)."""
-    return bool(mapping.dropped) or any(not isinstance(key, Const) for key, _ in mapping.items)
-
-
 def _judge_sizes(res: PickleResult, state: Dict, owner: str, at: int) -> None:
     """A stored transform's size (Resize, CenterCrop): predict makes pictures of it."""
     for key, value in state.items:
-        if isinstance(key, Const) and key.value == "size":
-            sizes = value.items if isinstance(value, Seq) else [value]
-            if any(_past(size, MAX_SIZE) for size in sizes):
-                _event(res, "size", at, owner, "size", describe(value))
+        if isinstance(key, Const) and key.value == "size" and _size_past(value):
+            _event(res, "size", at, owner, "size", describe(value))
 
 
 def _judge_model(res: PickleResult, state: Dict, owner: str, at: int, own: bool) -> None:
@@ -234,9 +229,9 @@ def _dict_items(res: PickleResult, value: Obj) -> Dict | None:
     for given in args:
         if isinstance(given, Dict):
             pairs += given.items
-        elif isinstance(given, Seq) and all(isinstance(i, Seq) and len(i.items) == 2 for i in given.items):
-            pairs += [(i.items[0], i.items[1]) for i in given.items if isinstance(i, Seq)]
-        elif not _is_none(given):
+        elif (listed := _pairs(given)) is not None:  # (name, value) pairs, read as dict.update reads them
+            pairs += listed.items
+        elif not (_is_none(given) or (isinstance(given, Seq) and not given.items and not given.dropped)):
             return None
     filled = res.object_items.get(id(value))
     if filled is not None:
@@ -249,6 +244,11 @@ def _past(value: Sym, limit: int) -> bool:
     83)."""
     number = value.value if isinstance(value, Const) else None
     return isinstance(number, int | float) and not isinstance(number, bool) and number > limit
+
+
+def _size_past(value: Sym) -> bool:
+    """A size (one number, or a list of them: height and width) past MAX_SIZE."""
+    return any(_past(size, MAX_SIZE) for size in (value.items if isinstance(value, Seq) else [value]))
 
 
 def _falsy(value: Sym) -> bool:
@@ -264,7 +264,7 @@ def _judge_spec(res: PickleResult, spec: Sym, owner: str, at: int) -> None:
     """Every layer name, the activation and every string argument of the architecture; what cannot be read is
     reported as unread; repeat counts, channels and scales past what a network is built of (review 80 made training
     exhaust memory with two million repeats, and with 40,000 channels) as sizes."""
-    if not isinstance(spec, Dict) or _unread_keys(spec):
+    if not isinstance(spec, Dict) or unread_names(spec):
         _event(res, "unread", at, owner, "yaml", describe(spec))
         return
     walked = 0
@@ -337,7 +337,7 @@ def _judge_args(res: PickleResult, value: Sym, owner: str, at: int, strict: bool
     args = _items(res, value)
     if args is None and isinstance(value, Obj) and restored_class(value) in NAMESPACES:
         args = _attributes(res, value)
-    if args is None or _unread_keys(args):
+    if args is None or unread_names(args):
         if strict and not _is_none(value):
             _event(res, "unread", at, owner, "args", describe(value))
         if args is None:
@@ -352,8 +352,7 @@ def _judge_args(res: PickleResult, value: Sym, owner: str, at: int, strict: bool
         elif name in FETCHED_ARGS and not isinstance(item, Const):
             _event(res, "unread", at, owner, str(name), describe(item))
         elif name in SIZE_ARGS:
-            sizes = item.items if isinstance(item, Seq) else [item]
-            if any(_past(size, MAX_SIZE) for size in sizes):
+            if _size_past(item):
                 _event(res, "size", at, owner, str(name), describe(item))
         elif name in QUANTIZE_ARGS and not _falsy(item):
             _event(res, "modelopt", at, owner, str(name), describe(item))
