@@ -19,10 +19,11 @@ from typing import BinaryIO
 from wscan.discover import WEIGHT_SUFFIXES
 from wscan.limits import BudgetExceeded, Limits
 from wscan.model import AttrValue, Observation
-from wscan.scanners import dcp, joblib_legacy, pickle_arrow
+from wscan.scanners import dcp, joblib_legacy, pickle_arrow, pickle_native
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.config_targets import target_observations
+from wscan.scanners.pickle_arrays import ArrayReader, JoblibData
 from wscan.scanners.pickle_dtypes import ml_dtype_size
 from wscan.scanners.pickle_ops import (
     OPCODES,
@@ -180,6 +181,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         results.append(res)
         for sub in [res, *nested]:
             _check_arrow_arrays(artifact, sub)
+            _check_native(artifact, sub, arrays.data)
         legacy = legacy or (len(results) == 1 and res.stopped and isinstance(res.result, Const)
                             and res.result.value == LEGACY_MAGIC_NUMBER)
         loaded, late = _loaded_blobs(artifact, [res, *nested], ctx)
@@ -512,6 +514,20 @@ def _check_arrow_arrays(artifact: Artifact, res: PickleResult) -> None:
         res.events.append(Event(kind, offset, {"callable": pickle_arrow.RESTORE_ARRAY, "detail": detail}))
 
 
+def _check_native(artifact: Artifact, res: PickleResult, joblib: dict[int, JoblibData]) -> None:
+    """scikit-learn's compiled models whose index arrays lead out of bounds, as events of the stream; their arrays
+    are read back from the file (`pickle_native`)."""
+    if not res.native.restored and not res.native.dropped:
+        return
+    reader = _ReadBack(artifact)
+    try:
+        events = pickle_native.check(res.native, ArrayReader(reader.read, joblib))
+    finally:
+        reader.close()
+    for kind, offset, attrs in events:
+        res.events.append(Event(kind, offset, dict(attrs)))
+
+
 class _ReadBack:
     """Long arguments read back from the file through one handle, forward where it can: a compressed file (a
     joblib.dump(compress=3) of a frame) is then decompressed once, not once per buffer."""
@@ -770,6 +786,7 @@ class _JoblibArrays:
         # readings part from then on.
         self.first_data: int | None = None
         self.nested_spans: list[tuple[int, int]] = []  # object arrays' nested pickles (start, end)
+        self.data: dict[int, JoblibData] = {}  # where each wrapper's raw array lies, by the wrapper's id
 
     def __call__(self, machine: Machine, obj: Obj) -> None:
         legacy = restored_class(obj)
@@ -831,6 +848,8 @@ class _JoblibArrays:
             machine.stream.skip(padded - 1)
         if self.first_data is None and padded + count * itemsize:
             self.first_data = at
+        data = JoblibData(obj, shape, attrs.get("dtype"), attrs.get("order"), at + padded, count * itemsize)
+        self.data[id(obj)] = data
         machine.stream.skip(count * itemsize)
 
 

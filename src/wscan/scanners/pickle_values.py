@@ -192,6 +192,29 @@ class Event:
     attrs: dict[str, str | int | bool]
 
 
+MAX_NATIVE_RECORDED = 100_000  # native states and owners kept per stream; past it, reported unverified
+
+
+@dataclass(eq=False, slots=True)
+class Restored:
+    """One BUILD of a native class, with its state as it was then (a dict's items copied: the stream may change the
+    dict afterwards, the model keeps what it was given)."""
+
+    offset: int
+    cls: str
+    target: Obj
+    state: Sym
+
+
+@dataclass(eq=False, slots=True)
+class NativeStates:
+    """What a stream restored that `check` reads once it ends."""
+
+    restored: list[Restored] = field(default_factory=list)
+    owners: list[tuple[Obj, Dict]] = field(default_factory=list)  # estimators' dict states that hold trees
+    dropped: int = 0  # past MAX_RECORDED
+
+
 @dataclass
 class PickleResult:
     """What one pickle stream (up to its STOP or its failure) would do when loaded."""
@@ -226,6 +249,8 @@ class PickleResult:
     arrow_arrays: list[tuple[int, Sym]] = field(default_factory=list)
     # torch.ScriptObjects made (offset, object), each checked for the state torch gives it once the stream ends.
     script_objects: list[tuple[int, Obj]] = field(default_factory=list)
+    # scikit-learn's compiled models and the estimators holding them, checked once the stream ends (`pickle_native`).
+    native: NativeStates = field(default_factory=NativeStates)
     storage_infos_dropped: int = 0
     # Items set on objects under names pickle later looks up on the instance (see `_items_on_object`), by id.
     # The values SETITEMS put in objects (an OrderedDict of torch hooks), by id, for `_callable_members`.

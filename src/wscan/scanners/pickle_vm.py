@@ -49,6 +49,7 @@ from wscan.scanners.pickle_config_targets import (
 )
 from wscan.scanners.pickle_dtypes import forged_dtype_flags
 from wscan.scanners.pickle_jax import FROZEN_DICT, RECONSTRUCT_ARRAY, forged_jax_array, shared_frozen_dicts
+from wscan.scanners.pickle_native import record as record_native
 from wscan.scanners.pickle_ops import OPCODES, READERS, FrameOverrun, LongBytes, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_states import (
     _class_like,
@@ -885,6 +886,7 @@ class Machine:
             if target.state is not None:
                 self._after_build(res, target, "BUILD", at)
             target.state = state
+            record_native(res.native, target, state, at)
             _judge_state(res, target, state, at)
             if restored_class(target) in ARRAY_MAKERS_BUILT:
                 self._tally(res, self.array_data, target, array_data_length(state), at)

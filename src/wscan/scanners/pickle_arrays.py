@@ -1,0 +1,223 @@
+"""A pickled NumPy array's values, read from the stream without loading it.
+
+Why: some checks need an array's numbers, not only its shape (`pickle_native` checks scikit-learn's index arrays).
+NumPy and joblib write an array in three ways, each read here as NumPy would read it, and nothing else:
+
+- `_reconstruct(ndarray, (0,), b'b')` with BUILD state `(version, shape, dtype, is_fortran, data)` (pickle protocols 0
+  to 4; protocol 2 gives the data as `_codecs.encode(text, 'latin1')`);
+- `_frombuffer(data, dtype, shape, order)` (protocol 5, the buffer in band);
+- joblib's `NumpyArrayWrapper`, whose bytes follow its BUILD in the stream (`pickle._JoblibArrays` says where).
+
+The dtype is rebuilt from its pickled code and state as plain numbers (`[<>|=]` order, kinds b, i, u, f and records of
+them): an array of any other kind, a shape or dtype the stream computes, data the file does not hold, or more bytes
+than MAX_ARRAY_BYTES is `Unread`, which callers report (fail closed). Long data is read back from the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeGuard
+
+import numpy as np
+
+from wscan.scanners.pickle_ops import LongBytes, decode_text
+from wscan.scanners.pickle_values import (
+    _ARRAY_REBUILDERS,
+    Const,
+    Dict,
+    Global,
+    Obj,
+    Seq,
+    Sym,
+    _const_int,
+    _is_latin1,
+    _is_none,
+)
+
+FROMBUFFER = frozenset({"numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer"})
+EMPTY_BYTES = frozenset({"builtins.bytes", "__builtin__.bytes"})
+ENCODE = frozenset({"_codecs.encode"})
+MAX_ARRAY_BYTES = 256 * 1024 * 1024  # one array's bytes read back to check; a larger one is unread
+MAX_DIMS = 32  # NumPy's own limit is 64; no model array comes near
+MAX_FIELDS = 64  # fields of a record dtype read here
+_CODE = re.compile(r"([<>|=]?)([biuf?V])(\d*)")
+_ORDERS = frozenset("<>|=")
+
+Read = Callable[[LongBytes], bytes | None]  # a long argument's bytes, read back from the file (None: unreadable)
+
+
+class Unread(Exception):
+    """The array's values cannot be known here: why, for the report."""
+
+
+@dataclass(frozen=True, slots=True)
+class JoblibData:
+    """Where joblib reads a wrapper's array from: its attributes at its BUILD, and the raw bytes after it."""
+
+    wrapper: Obj  # kept alive, so its id is never another's
+    shape: Sym | None
+    dtype: Sym | None
+    order: Sym | None
+    start: int
+    length: int
+
+
+class ArrayReader:
+    """Reads arrays' values for one stream: `Read` for long bytes, joblib's raw arrays by the wrapper's id."""
+
+    def __init__(self, read: Read, joblib: dict[int, JoblibData]) -> None:
+        self.read = read
+        self.joblib = joblib
+        self.budget = MAX_ARRAY_BYTES * 4  # bytes read back for one stream
+
+    def values(self, array: Sym) -> np.ndarray:
+        """The array `array` is once the stream ends. An array is built before the model that holds it, or the
+        model's load fails (scikit-learn refuses the empty array `_reconstruct` makes); building it again is
+        reported on its own (WS-PKL-018)."""
+        if not isinstance(array, Obj):
+            raise Unread(f"an array the stream gives as {type(array).__name__.lower()}")
+        joblib = self.joblib.get(id(array))
+        if joblib is not None:
+            source = LongBytes(joblib.length, b"", start=joblib.start)
+            return self._shaped(self._bytes(Const(source)), joblib.dtype, joblib.shape, _fortran_order(joblib.order))
+        func = array.func.dotted if isinstance(array.func, Global) else ""
+        state = array.state
+        if func in _ARRAY_REBUILDERS:
+            items = state.items if isinstance(state, Seq) and state.type == "tuple" and not state.dropped else None
+            if items is None or len(items) != 5 or _const_int(items[0]) != 1:
+                raise Unread("an array state NumPy does not write")
+            fortran = items[3].value if isinstance(items[3], Const) else None
+            if not isinstance(fortran, bool | int):
+                raise Unread("an array order the stream computes")
+            return self._shaped(self._bytes(items[4]), items[2], items[1], bool(fortran))
+        if func in FROMBUFFER and state is None:
+            args = array.args.items if isinstance(array.args, Seq) and not array.args.dropped else []
+            if len(args) != 4:
+                raise Unread("a _frombuffer call NumPy does not write")
+            return self._shaped(self._bytes(args[0]), args[1], args[2], _fortran_order(args[3]))
+        raise Unread(f"an array made by {func or 'a computed call'}")
+
+    def _bytes(self, data: Sym) -> bytes:
+        """An array's data: bytes, long bytes in the file, or protocol 2's `_codecs.encode(text, 'latin1')`."""
+        if isinstance(data, Const) and isinstance(data.value, bytes | bytearray):
+            return bytes(data.value)
+        if isinstance(data, Const) and isinstance(data.value, LongBytes) and not data.value.text:
+            return self._read_back(data.value)
+        if _called(data, EMPTY_BYTES) and isinstance(data.args, Seq) and not data.args.items and data.state is None:
+            return b""  # protocol 2's empty bytes: bytes()
+        if _called(data, ENCODE):
+            args = data.args.items if isinstance(data.args, Seq) else []
+            if len(args) == 2 and _is_latin1(args[1]) and isinstance(args[0], Const):
+                text = args[0].value
+                if isinstance(text, LongBytes) and text.text:
+                    text = decode_text(self._read_back(text), text)
+                if isinstance(text, str):
+                    try:
+                        return text.encode("latin-1")
+                    except UnicodeError:
+                        raise Unread("array data the loader cannot encode") from None
+        raise Unread("array data the file does not hold as bytes")
+
+    def _read_back(self, source: LongBytes) -> bytes:
+        if source.length > MAX_ARRAY_BYTES or source.length > self.budget or source.start < 0:
+            raise Unread(f"an array of {source.length:,} bytes, more than wscan reads to check one")
+        self.budget -= source.length
+        raw = self.read(source)
+        if raw is None or len(raw) != source.length:
+            raise Unread("array data cut short")
+        return raw
+
+    def _shaped(self, raw: bytes, dtype: Sym | None, shape: Sym | None, fortran: bool) -> np.ndarray:
+        kind = numpy_dtype(dtype)
+        dims = _shape(shape)
+        count = 1
+        for dim in dims:
+            count *= dim
+        if count * kind.itemsize != len(raw):
+            raise Unread(f"{len(raw):,} bytes of data for {count:,} items of {kind.itemsize} bytes")
+        return np.frombuffer(raw, dtype=kind).reshape(dims, order="F" if fortran else "C")
+
+
+def _called(value: Sym, names: frozenset[str]) -> TypeGuard[Obj]:
+    return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in names
+
+
+def _fortran_order(order: Sym | None) -> bool:
+    value = order.value if isinstance(order, Const) else None
+    if value not in ("C", "F"):
+        raise Unread("an array order the stream computes")
+    return value == "F"
+
+
+def _shape(shape: Sym | None) -> tuple[int, ...]:
+    if not isinstance(shape, Seq) or shape.dropped or len(shape.items) > MAX_DIMS:
+        raise Unread("an array shape the stream computes")
+    dims = []
+    for item in shape.items:
+        value = item.value if isinstance(item, Const) else None
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise Unread("an array shape the stream computes")
+        dims.append(value)
+    return tuple(dims)
+
+
+def numpy_dtype(dtype: Sym | None, depth: int = 0) -> np.dtype:
+    """The NumPy dtype a pickled `numpy.dtype(code, align, copy)` with its BUILD state is, for plain numbers and records
+    of them: built from the parsed code, order, names and offsets, never from anything the file could make run."""
+    if not (isinstance(dtype, Obj) and isinstance(dtype.func, Global) and dtype.func.dotted in NUMPY_DTYPE):
+        raise Unread("a dtype the stream computes")
+    args = dtype.args.items if isinstance(dtype.args, Seq) else []
+    code = args[0].value if args and isinstance(args[0], Const) else None
+    match = _CODE.fullmatch(code) if isinstance(code, str) else None
+    if match is None:
+        raise Unread(f"a dtype of kind {str(code)[:20]!r}, not read here")
+    order, kind, digits = match.groups()
+    state = dtype.state
+    names: Sym | None = None
+    fields: Sym | None = None
+    size = int(digits) if digits else 1
+    if state is not None:
+        items = state.items if isinstance(state, Seq) and not state.dropped else []
+        if len(items) not in (8, 9) or _const_int(items[0]) not in (3, 4) or not _is_none(items[2]):
+            raise Unread("a dtype state NumPy does not write")
+        given = items[1].value if isinstance(items[1], Const) else None
+        if given not in _ORDERS:
+            raise Unread("a dtype byte order the stream computes")
+        order, names, fields = str(given), items[3], items[4]
+        if kind == "V":
+            size = _const_int(items[5]) or 0
+    try:
+        if kind != "V":
+            if not (names is None or _is_none(names)) or not (fields is None or _is_none(fields)):
+                raise Unread("a number dtype with fields")
+            return np.dtype(f"{'=' if order in ('', '|') else order}{kind}{digits}")
+        return _record(names, fields, size, depth)
+    except (TypeError, ValueError) as exc:
+        raise Unread(f"a dtype NumPy refuses: {exc}"[:120]) from None
+
+
+NUMPY_DTYPE = frozenset({"numpy.dtype", "numpy.core.multiarray.dtype", "numpy._core.multiarray.dtype"})
+
+
+def _record(names: Sym | None, fields: Sym | None, size: int, depth: int) -> np.dtype:
+    """A record dtype from its state's names and fields (name -> (dtype, offset)), one level deep."""
+    if depth or not isinstance(names, Seq) or not isinstance(fields, Dict) or len(names.items) > MAX_FIELDS:
+        raise Unread("a record dtype not read here")
+    by_name = {}
+    for key, value in fields.items:
+        if isinstance(key, Const) and isinstance(key.value, str):
+            by_name[key.value] = value
+    listed, formats, offsets = [], [], []
+    for name in names.items:
+        text = name.value if isinstance(name, Const) else None
+        entry = by_name.get(text) if isinstance(text, str) else None
+        parts = entry.items if isinstance(entry, Seq) and not entry.dropped else []
+        offset = _const_int(parts[1]) if len(parts) == 2 else None
+        if offset is None or offset < 0:
+            raise Unread("a record dtype's fields the stream computes")
+        listed.append(str(text))
+        formats.append(numpy_dtype(parts[0], depth + 1))
+        offsets.append(offset)
+    return np.dtype({"names": listed, "formats": formats, "offsets": offsets, "itemsize": size})

@@ -1,0 +1,210 @@
+"""scikit-learn models with compiled state (neighbor trees, decision trees, histogram boosting), fitted for real, and
+the ways a hostile writer changes one index so that predict() goes out of bounds (`pickle_native`).
+
+Each model is fitted on small seeded data; each tamper returns a changed deep copy. Models are saved every way
+scikit-learn users save them: pickle at protocols 2, 4 and 5, joblib, joblib compressed."""
+
+from __future__ import annotations
+
+import copy
+import io
+import pickle
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+SEED = 11
+SAVES = ("pickle2", "pickle4", "pickle5", "joblib", "joblib-z")
+
+
+def data(features: int = 3, rows: int = 120) -> tuple[Any, Any]:
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(rows, features))
+    return x, (x[:, 0] + 0.3 * x[:, 1] > 0).astype(int)
+
+
+def save(model: Any, how: str) -> bytes:
+    """The bytes `how` writes for `model`."""
+    import joblib
+
+    if how.startswith("pickle"):
+        return pickle.dumps(model, protocol=int(how.removeprefix("pickle")))
+    buffer = io.BytesIO()
+    joblib.dump(model, buffer, compress=3 if how == "joblib-z" else 0)
+    return buffer.getvalue()
+
+
+def benign_models() -> dict[str, Any]:
+    """Fitted models whose compiled state `pickle_native` checks, one of each way scikit-learn builds it."""
+    from sklearn.ensemble import (
+        AdaBoostClassifier,
+        BaggingClassifier,
+        ExtraTreesRegressor,
+        GradientBoostingClassifier,
+        HistGradientBoostingClassifier,
+        IsolationForest,
+        RandomForestClassifier,
+        StackingClassifier,
+    )
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KernelDensity, KNeighborsClassifier, LocalOutlierFactor, NearestNeighbors
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    x, y = data()
+    y3 = np.digitize(x[:, 0], [-0.5, 0.5])
+    cov = np.cov(x.T)
+    models: dict[str, Any] = {
+        "knn-kd": KNeighborsClassifier(3, algorithm="kd_tree", leaf_size=5).fit(x, y),
+        "knn-ball": KNeighborsClassifier(3, algorithm="ball_tree", leaf_size=5).fit(x, y),
+        "knn-ball-mahalanobis": KNeighborsClassifier(
+            3, algorithm="ball_tree", metric="mahalanobis", metric_params={"VI": np.linalg.inv(cov)}
+        ).fit(x, y),
+        "knn-ball-seuclidean": KNeighborsClassifier(
+            3, algorithm="ball_tree", metric="seuclidean", metric_params={"V": x.var(axis=0)}
+        ).fit(x, y),
+        "knn-kd-minkowski-p3": KNeighborsClassifier(3, algorithm="kd_tree", p=3).fit(x, y),
+        "knn-ball-weighted-minkowski": KNeighborsClassifier(
+            3, algorithm="ball_tree", metric="minkowski", metric_params={"w": np.array([1.0, 2.0, 0.5])}
+        ).fit(x, y),
+        "neighbors-haversine": NearestNeighbors(algorithm="ball_tree", metric="haversine").fit(x[:, :2] / 4),
+        "lof": LocalOutlierFactor(n_neighbors=5, novelty=True, algorithm="kd_tree").fit(x),
+        "kde-weighted": KernelDensity(bandwidth=0.5).fit(x, sample_weight=np.linspace(0.5, 1.5, len(x))),
+        "tree": DecisionTreeClassifier(max_depth=4, random_state=SEED).fit(x, y),
+        "tree-unbounded": DecisionTreeClassifier(random_state=SEED).fit(x, y3),
+        "tree-multi-output": DecisionTreeRegressor(max_depth=3).fit(x, np.column_stack([x[:, 0], x[:, 1]])),
+        "forest": RandomForestClassifier(n_estimators=3, max_depth=3, random_state=SEED).fit(x, y),
+        "extra-trees": ExtraTreesRegressor(n_estimators=2, max_depth=3, random_state=SEED).fit(x, x[:, 0]),
+        "gradient-boosting-3": GradientBoostingClassifier(n_estimators=2, max_depth=2, random_state=SEED).fit(x, y3),
+        "isolation-forest": IsolationForest(n_estimators=3, random_state=SEED).fit(x),
+        "bagging-half-features": BaggingClassifier(
+            DecisionTreeClassifier(max_depth=2), n_estimators=3, max_features=0.5, random_state=SEED
+        ).fit(x, y),
+        "adaboost": AdaBoostClassifier(n_estimators=3, random_state=SEED).fit(x, y),
+        "stacking-passthrough": StackingClassifier(
+            [("lr", LogisticRegression()), ("tree", DecisionTreeClassifier(max_depth=2))],
+            final_estimator=DecisionTreeClassifier(max_depth=3, random_state=SEED), passthrough=True, cv=2,
+        ).fit(x, y),
+        "pipeline-forest": make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=2, max_depth=2)).fit(
+            x, y
+        ),
+        "hist-gradient-boosting": HistGradientBoostingClassifier(max_iter=3, random_state=SEED).fit(x, y),
+    }
+    codes = np.column_stack([np.digitize(x[:, 0], [-1, 0, 1]), x[:, 1:]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        models["hist-gradient-boosting-categorical"] = HistGradientBoostingClassifier(
+            max_iter=3, categorical_features=[0], random_state=SEED
+        ).fit(codes, y)
+    return models
+
+
+class _Forged:
+    """Pickles as `func(*args)` with `state`: compiled state as a writer changed it. The change is never given to a
+    live object: scikit-learn would go out of bounds in this process already, pickling it."""
+
+    def __init__(self, func: Any, args: tuple[Any, ...], state: Any) -> None:
+        self.func, self.args, self.state = func, args, state
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return self.func, self.args, self.state
+
+
+def _binary_tree(model: Any, change: Callable[[list[Any]], None]) -> Any:
+    model = copy.deepcopy(model)
+    attribute = "_tree" if "_tree" in model.__dict__ else "tree_"
+    func, args, state = model.__dict__[attribute].__reduce__()
+    state = list(state)
+    change(state)
+    model.__dict__[attribute] = _Forged(func, args, tuple(state))
+    return model
+
+
+def _node_field(state: list[Any], name: str, index: int, value: int) -> None:
+    nodes = state[2].copy()
+    nodes[name][index] = value
+    state[2] = nodes
+
+
+def _tree_state(model: Any, change: Callable[[dict[str, Any]], None], **given: Any) -> Any:
+    """`model` with its Tree's state changed by `change`, and its constructor arguments by `given`."""
+    model = copy.deepcopy(model)
+    cls, args, state = model.tree_.__reduce__()
+    state = dict(state, nodes=state["nodes"].copy())
+    change(state)
+    args = (given.get("n_features", args[0]), given.get("n_classes", args[1]), args[2])
+    model.__dict__["tree_"] = _Forged(cls, args, state)
+    return model
+
+
+def _tree_args(model: Any, **given: Any) -> Any:
+    return _tree_state(model, lambda state: None, **given)
+
+
+def _set(nodes: Any, name: str, index: int, value: int) -> None:
+    nodes[name][index] = value
+
+
+def _predictor(model: Any, change: Callable[[Any, Any], None]) -> Any:
+    model = copy.deepcopy(model)
+    predictor = model._predictors[0][0]
+    predictor.nodes = predictor.nodes.copy()
+    change(predictor.nodes, predictor)
+    return model
+
+
+def _inner(nodes: Any) -> int:
+    return int(np.flatnonzero(nodes["is_leaf"] == 0)[0])
+
+
+def hostile_models() -> dict[str, Any]:
+    """Each real model with one value a writer changed so that its compiled code goes out of bounds."""
+    models = benign_models()
+    knn, tree, hgb = models["knn-kd"], models["tree"], models["hist-gradient-boosting"]
+    forest = copy.deepcopy(models["forest"])
+    for index, member in enumerate(forest.estimators_):  # the members take 40 features; the forest checks X for 3
+        member.n_features_in_ = 40
+        split = (lambda s: _set(s["nodes"], "feature", 0, 39)) if index == 0 else (lambda s: None)
+        forest.estimators_[index] = _tree_state(member, split, n_features=40)
+    categorical = copy.deepcopy(models["hist-gradient-boosting-categorical"])
+    predictor = categorical._predictors[0][0]
+    predictor.nodes = predictor.nodes.copy()
+    split = int(np.flatnonzero((predictor.nodes["is_leaf"] == 0) & (predictor.nodes["is_categorical"] == 1))[0])
+    predictor.nodes["bitset_idx"][split] = 50
+    return {
+        "kd-index-past-the-rows": _binary_tree(knn, lambda s: s.__setitem__(1, np.full_like(s[1], 2**40))),
+        "kd-node-range-past-the-index": _binary_tree(knn, lambda s: _node_field(s, "idx_end", -1, 10**9)),
+        "kd-no-leaves": _binary_tree(knn, lambda s: _node_field(s, "is_leaf", -1, 0)),
+        "kd-bounds-for-one-node": _binary_tree(knn, lambda s: s.__setitem__(3, s[3][:, :1, :].copy())),
+        "kd-more-nodes-claimed": _binary_tree(knn, lambda s: s.__setitem__(6, 10**6)),
+        "kd-leaf-size-zero": _binary_tree(knn, lambda s: s.__setitem__(4, 0)),
+        "kd-fewer-rows": _binary_tree(knn, lambda s: s.__setitem__(0, s[0][:10].copy())),
+        "ball-index-negative": _binary_tree(
+            models["knn-ball"], lambda s: s.__setitem__(1, np.where(s[1] == 0, -7, s[1]))
+        ),
+        "ball-mahalanobis-small-matrix": _mahalanobis(models["knn-ball-mahalanobis"]),
+        "kde-short-weights": _binary_tree(models["kde-weighted"], lambda s: s.__setitem__(12, s[12][:1].copy())),
+        "tree-left-child-far": _tree_state(tree, lambda s: _set(s["nodes"], "left_child", 0, 10**9)),
+        "tree-right-child-negative": _tree_state(tree, lambda s: _set(s["nodes"], "right_child", 0, -5)),
+        "tree-feature-far": _tree_state(tree, lambda s: _set(s["nodes"], "feature", 0, 10**9)),
+        "tree-cycle": _tree_state(tree, lambda s: _set(s["nodes"], "left_child", 0, 0)),
+        "tree-max-depth-zero": _tree_state(tree, lambda s: s.__setitem__("max_depth", 0)),
+        "tree-more-nodes-counted": _tree_state(tree, lambda s: s.__setitem__("node_count", 10**6)),
+        "tree-one-feature": _tree_args(tree, n_features=1),
+        "tree-no-classes": _tree_args(tree, n_classes=np.zeros(1, dtype=np.intp)),
+        "forest-members-wider-than-the-forest": forest,
+        "hgb-left-child-far": _predictor(hgb, lambda n, p: _set(n, "left", _inner(n), 4_000_000_000)),
+        "hgb-feature-far": _predictor(hgb, lambda n, p: _set(n, "feature_idx", _inner(n), 10**9)),
+        "hgb-categorical-bitset-far": categorical,
+    }
+
+
+def _mahalanobis(model: Any) -> Any:
+    def shrink(state: list[Any]) -> None:
+        func, args, (p, vec, mat) = state[11].__reduce__()
+        state[11] = _Forged(func, args, (p, vec, mat[:1, :1].copy()))
+
+    return _binary_tree(model, shrink)

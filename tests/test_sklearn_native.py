@@ -1,0 +1,104 @@
+"""scikit-learn models whose compiled code trusts pickled index arrays (`pickle_native`, WS-PKL-059).
+
+A KDTree, a decision tree or a histogram-boosting predictor with one index changed imports nothing but scikit-learn
+and NumPy, and its predict() reads or writes outside its arrays. Each such change to a real fitted model is flagged
+in every way the model is saved; the same models as scikit-learn writes them are not; the loader really does go out
+of bounds on a few of them (a child process killed by a signal)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.scanning import scan_bytes
+from tests.helpers.sklearn_native import SAVES, benign_models, hostile_models, save
+from wscan.model import Severity
+
+pytest.importorskip("sklearn")
+
+RULE = "WS-PKL-059"
+
+
+@pytest.fixture(scope="module")
+def benign() -> dict[str, Any]:
+    return benign_models()
+
+
+@pytest.fixture(scope="module")
+def hostile() -> dict[str, Any]:
+    return hostile_models()
+
+
+def findings(tmp_path: Path, blob: bytes, name: str) -> dict[str, tuple[Severity, str]]:
+    report = scan_bytes(tmp_path, blob, name)
+    return {f.rule_id: (f.severity, f.message) for f in report.findings}
+
+
+HOSTILE = [
+    "kd-index-past-the-rows", "kd-node-range-past-the-index", "kd-no-leaves", "kd-bounds-for-one-node",
+    "kd-more-nodes-claimed", "kd-leaf-size-zero", "kd-fewer-rows", "ball-index-negative",
+    "ball-mahalanobis-small-matrix", "kde-short-weights", "tree-left-child-far", "tree-right-child-negative",
+    "tree-feature-far", "tree-cycle", "tree-max-depth-zero", "tree-more-nodes-counted", "tree-one-feature",
+    "tree-no-classes", "forest-members-wider-than-the-forest", "hgb-left-child-far", "hgb-feature-far",
+    "hgb-categorical-bitset-far",
+]  # fmt: skip
+
+
+def test_every_hostile_case_is_listed(hostile: dict[str, Any]) -> None:
+    assert sorted(hostile) == sorted(HOSTILE)
+
+
+@pytest.mark.parametrize("how", SAVES)
+@pytest.mark.parametrize("name", HOSTILE)
+def test_an_index_out_of_bounds_is_flagged(tmp_path: Path, hostile: dict[str, Any], name: str, how: str) -> None:
+    found = findings(tmp_path, save(hostile[name], how), f"{name}.{how}")
+    assert found.get(RULE, (None, ""))[0] == Severity.HIGH, found
+    assert "cannot check" not in found[RULE][1], found[RULE]  # read and found wrong, not unread
+
+
+BENIGN = [
+    "knn-kd", "knn-ball", "knn-ball-mahalanobis", "knn-ball-seuclidean", "knn-kd-minkowski-p3",
+    "knn-ball-weighted-minkowski", "neighbors-haversine", "lof", "kde-weighted", "tree", "tree-unbounded",
+    "tree-multi-output", "forest", "extra-trees", "gradient-boosting-3", "isolation-forest", "bagging-half-features",
+    "adaboost", "stacking-passthrough", "pipeline-forest", "hist-gradient-boosting",
+    "hist-gradient-boosting-categorical",
+]  # fmt: skip
+
+
+def test_every_benign_case_is_listed(benign: dict[str, Any]) -> None:
+    assert sorted(benign) == sorted(BENIGN)
+
+
+@pytest.mark.parametrize("how", SAVES)
+@pytest.mark.parametrize("name", BENIGN)
+def test_models_as_scikit_learn_writes_them_pass(tmp_path: Path, benign: dict[str, Any], name: str, how: str) -> None:
+    found = findings(tmp_path, save(benign[name], how), f"{name}.{how}")
+    assert RULE not in found, found[RULE]
+    assert not {rule for rule, (severity, _) in found.items() if severity >= Severity.HIGH}, found
+
+
+PREDICT = """
+import pickle, sys
+import numpy as np
+model = pickle.load(open(sys.argv[1], "rb"))
+x = np.random.default_rng(1).normal(size=(64, 3))
+for _ in range(20):
+    (model.kneighbors(x) if hasattr(model, "kneighbors") else model.predict(x))
+    if hasattr(model, "decision_path"):
+        model.decision_path(x)
+print("survived")
+"""
+
+
+@pytest.mark.parametrize("name", ["kd-index-past-the-rows", "tree-left-child-far", "hgb-left-child-far"])
+def test_the_loader_goes_out_of_bounds(tmp_path: Path, hostile: dict[str, Any], name: str) -> None:
+    """What the rule is for: scikit-learn's own predict() on the file is killed by a signal (SIGSEGV)."""
+    path = tmp_path / f"{name}.pkl"
+    path.write_bytes(save(hostile[name], "pickle4"))
+    run = subprocess.run([sys.executable, "-c", PREDICT, str(path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])
+    assert findings(tmp_path, path.read_bytes(), path.name)[RULE][0] == Severity.HIGH
