@@ -39,6 +39,9 @@ def findings(tmp_path: Path, blob: bytes, name: str) -> dict[str, tuple[Severity
 
 
 HOSTILE = [
+    "gradient-boosting-wider-than-its-predictions", "gradient-boosting-member-without-a-tree",
+    "gradient-boosting-members-wider-than-the-model", "hgb-categorical-split-on-a-number-feature",
+    "kd-ranges-overlapping",
     "kd-index-past-the-rows", "kd-node-range-past-the-index", "kd-no-leaves", "kd-bounds-for-one-node",
     "kd-more-nodes-claimed", "kd-leaf-size-zero", "kd-fewer-rows", "ball-index-negative",
     "ball-mahalanobis-small-matrix", "kde-short-weights", "tree-left-child-far", "tree-right-child-negative",
@@ -63,7 +66,7 @@ def test_an_index_out_of_bounds_is_flagged(tmp_path: Path, hostile: dict[str, An
 BENIGN = [
     "knn-kd", "knn-ball", "knn-ball-mahalanobis", "knn-ball-seuclidean", "knn-kd-minkowski-p3",
     "knn-ball-weighted-minkowski", "neighbors-haversine", "lof", "kde-weighted", "tree", "tree-unbounded",
-    "tree-multi-output", "forest", "extra-trees", "gradient-boosting-3", "isolation-forest", "bagging-half-features",
+    "tree-multi-output", "forest", "extra-trees", "gradient-boosting-3", "gradient-boosting-2", "isolation-forest", "bagging-half-features",
     "adaboost", "stacking-passthrough", "pipeline-forest", "hist-gradient-boosting",
     "hist-gradient-boosting-categorical",
 ]  # fmt: skip

@@ -79,6 +79,7 @@ def benign_models() -> dict[str, Any]:
         "forest": RandomForestClassifier(n_estimators=3, max_depth=3, random_state=SEED).fit(x, y),
         "extra-trees": ExtraTreesRegressor(n_estimators=2, max_depth=3, random_state=SEED).fit(x, x[:, 0]),
         "gradient-boosting-3": GradientBoostingClassifier(n_estimators=2, max_depth=2, random_state=SEED).fit(x, y3),
+        "gradient-boosting-2": GradientBoostingClassifier(n_estimators=3, max_depth=2, random_state=SEED).fit(x, y),
         "isolation-forest": IsolationForest(n_estimators=3, random_state=SEED).fit(x),
         "bagging-half-features": BaggingClassifier(
             DecisionTreeClassifier(max_depth=2), n_estimators=3, max_features=0.5, random_state=SEED
@@ -174,7 +175,23 @@ def hostile_models() -> dict[str, Any]:
     predictor.nodes = predictor.nodes.copy()
     split = int(np.flatnonzero((predictor.nodes["is_leaf"] == 0) & (predictor.nodes["is_categorical"] == 1))[0])
     predictor.nodes["bitset_idx"][split] = 50
+    boosting = copy.deepcopy(models["gradient-boosting-3"])
+    boosting.estimators_ = np.concatenate([boosting.estimators_, boosting.estimators_[:, :1]], axis=1)
+    no_tree = copy.deepcopy(models["gradient-boosting-3"])
+    no_tree.estimators_[1, 2].tree_ = None
+    wide_members = copy.deepcopy(models["gradient-boosting-2"])
+    for index, member in enumerate(wide_members.estimators_[:, 0]):
+        member.n_features_in_ = 40
+        split = (lambda s: _set(s["nodes"], "feature", 0, 39)) if index == 0 else (lambda s: None)
+        wide_members.estimators_[index, 0] = _tree_state(member, split, n_features=40)
+    unmapped = copy.deepcopy(models["hist-gradient-boosting-categorical"])
+    unmapped._bin_mapper.is_categorical_ = np.zeros_like(unmapped._bin_mapper.is_categorical_)
     return {
+        "gradient-boosting-wider-than-its-predictions": boosting,
+        "gradient-boosting-member-without-a-tree": no_tree,
+        "gradient-boosting-members-wider-than-the-model": wide_members,
+        "hgb-categorical-split-on-a-number-feature": unmapped,
+        "kd-ranges-overlapping": _binary_tree(knn, lambda s: _node_field(s, "idx_end", 1, int(s[2]["idx_end"][2]))),
         "kd-index-past-the-rows": _binary_tree(knn, lambda s: s.__setitem__(1, np.full_like(s[1], 2**40))),
         "kd-node-range-past-the-index": _binary_tree(knn, lambda s: _node_field(s, "idx_end", -1, 10**9)),
         "kd-no-leaves": _binary_tree(knn, lambda s: _node_field(s, "is_leaf", -1, 0)),

@@ -19,12 +19,12 @@ from typing import BinaryIO
 from wscan.discover import WEIGHT_SUFFIXES
 from wscan.limits import BudgetExceeded, Limits
 from wscan.model import AttrValue, Observation
-from wscan.scanners import dcp, joblib_legacy, pickle_arrow, pickle_native
+from wscan.scanners import dcp, joblib_legacy, pickle_arrow
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.config_targets import target_observations
-from wscan.scanners.pickle_arrays import ArrayReader, JoblibData
 from wscan.scanners.pickle_dtypes import ml_dtype_size
+from wscan.scanners.pickle_native import JoblibData, JoblibObjects
 from wscan.scanners.pickle_ops import (
     OPCODES,
     FrameOverrun,
@@ -181,7 +181,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         results.append(res)
         for sub in [res, *nested]:
             _check_arrow_arrays(artifact, sub)
-            _check_native(artifact, sub, arrays.data)
+        _check_native(artifact, [res, *nested], arrays)
         legacy = legacy or (len(results) == 1 and res.stopped and isinstance(res.result, Const)
                             and res.result.value == LEGACY_MAGIC_NUMBER)
         loaded, late = _loaded_blobs(artifact, [res, *nested], ctx)
@@ -514,18 +514,23 @@ def _check_arrow_arrays(artifact: Artifact, res: PickleResult) -> None:
         res.events.append(Event(kind, offset, {"callable": pickle_arrow.RESTORE_ARRAY, "detail": detail}))
 
 
-def _check_native(artifact: Artifact, res: PickleResult, joblib: dict[int, JoblibData]) -> None:
-    """scikit-learn's compiled models whose index arrays lead out of bounds, as events of the stream; their arrays
-    are read back from the file (`pickle_native`)."""
-    if not res.native.restored and not res.native.dropped:
+def _check_native(artifact: Artifact, results: list[PickleResult], arrays: _JoblibArrays) -> None:
+    """scikit-learn's compiled models whose index arrays lead out of bounds, as events of the stream that restored
+    them; a stream and its object arrays' nested pickles (joblib: a forest's trees) are read as one. Arrays are read
+    back from the file (`pickle_native`)."""
+    if not any(res.native.restored or res.native.owners or res.native.dropped for res in results):
         return
+    from wscan.scanners import pickle_native_checks  # imports NumPy: a tenth of a second no other scan needs
+    from wscan.scanners.pickle_arrays import ArrayReader
+
     reader = _ReadBack(artifact)
     try:
-        events = pickle_native.check(res.native, ArrayReader(reader.read, joblib))
+        read = ArrayReader(reader.read, arrays.data, arrays.objects)
+        found = pickle_native_checks.check([res.native for res in results], read)
     finally:
         reader.close()
-    for kind, offset, attrs in events:
-        res.events.append(Event(kind, offset, dict(attrs)))
+    for index, kind, offset, attrs in found:
+        results[index].events.append(Event(kind, offset, dict(attrs)))
 
 
 class _ReadBack:
@@ -787,6 +792,7 @@ class _JoblibArrays:
         self.first_data: int | None = None
         self.nested_spans: list[tuple[int, int]] = []  # object arrays' nested pickles (start, end)
         self.data: dict[int, JoblibData] = {}  # where each wrapper's raw array lies, by the wrapper's id
+        self.objects: dict[int, JoblibObjects] = {}  # what each object array's nested pickle made, by the wrapper's id
 
     def __call__(self, machine: Machine, obj: Obj) -> None:
         legacy = restored_class(obj)
@@ -837,6 +843,7 @@ class _JoblibArrays:
             finally:
                 machine.on_build = hook
             self.nested_spans.append((self.nested[-1].start, self.nested[-1].end))
+            self.objects[id(obj)] = JoblibObjects(obj, shape, self.nested[-1].result)
             if self.nested[-1].over_budget is not None:
                 raise self.nested[-1].over_budget  # stops the outer pickle too; both are reported up to here
             return

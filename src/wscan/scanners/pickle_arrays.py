@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeGuard
 
 import numpy as np
 
+from wscan.scanners.pickle_native import JoblibData, JoblibObjects
 from wscan.scanners.pickle_ops import LongBytes, decode_text
 from wscan.scanners.pickle_values import (
     _ARRAY_REBUILDERS,
@@ -52,25 +52,24 @@ class Unread(Exception):
     """The array's values cannot be known here: why, for the report."""
 
 
-@dataclass(frozen=True, slots=True)
-class JoblibData:
-    """Where joblib reads a wrapper's array from: its attributes at its BUILD, and the raw bytes after it."""
-
-    wrapper: Obj  # kept alive, so its id is never another's
-    shape: Sym | None
-    dtype: Sym | None
-    order: Sym | None
-    start: int
-    length: int
-
-
 class ArrayReader:
-    """Reads arrays' values for one stream: `Read` for long bytes, joblib's raw arrays by the wrapper's id."""
+    """Reads arrays for one stream: `Read` for long bytes, joblib's raw and object arrays by the wrapper's id."""
 
-    def __init__(self, read: Read, joblib: dict[int, JoblibData]) -> None:
+    def __init__(self, read: Read, joblib: dict[int, JoblibData], objects: dict[int, JoblibObjects]) -> None:
         self.read = read
         self.joblib = joblib
+        self.objects = objects
         self.budget = MAX_ARRAY_BYTES * 4  # bytes read back for one stream
+
+    def object_shape(self, array: Sym | None) -> tuple[tuple[int, ...], Sym | None]:
+        """An object array's shape, and what holds its items (the list its state gives, or joblib's nested pickle's
+        result, itself an array)."""
+        joblib = self.objects.get(id(array))
+        if joblib is not None:
+            return _shape(joblib.shape), joblib.made
+        if not _called(array, _ARRAY_REBUILDERS) or not isinstance(array.state, Seq) or len(array.state.items) != 5:
+            raise Unread("an object array the stream computes")
+        return _shape(array.state.items[1]), array.state.items[4]
 
     def values(self, array: Sym) -> np.ndarray:
         """The array `array` is once the stream ends. An array is built before the model that holds it, or the
@@ -140,7 +139,7 @@ class ArrayReader:
         return np.frombuffer(raw, dtype=kind).reshape(dims, order="F" if fortran else "C")
 
 
-def _called(value: Sym, names: frozenset[str]) -> TypeGuard[Obj]:
+def _called(value: Sym | None, names: frozenset[str]) -> TypeGuard[Obj]:
     return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in names
 
 

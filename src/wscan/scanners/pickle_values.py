@@ -211,7 +211,7 @@ class NativeStates:
     """What a stream restored that `check` reads once it ends."""
 
     restored: list[Restored] = field(default_factory=list)
-    owners: list[tuple[Obj, Dict]] = field(default_factory=list)  # estimators' dict states that hold trees
+    owners: list[tuple[int, Obj, Dict]] = field(default_factory=list)  # estimators' dict states that hold trees
     dropped: int = 0  # past MAX_RECORDED
 
 

@@ -1,0 +1,412 @@
+"""scikit-learn's compiled models, checked for index arrays their compiled code would follow out of bounds.
+
+Why: scikit-learn restores some models' native state from pickled arrays and then indexes memory with their values
+unchecked (`boundscheck(False)`). A file that imports nothing but scikit-learn and NumPy, with one index changed,
+crashes `predict()` or reads and writes outside the arrays (memory corruption, not only a crash):
+
+- neighbors' KDTree and BallTree (KNeighbors*, RadiusNeighbors*, LocalOutlierFactor, KernelDensity, PyOD's KNN and
+  LOF): `idx_array` values index the data's rows; each node's `idx_start:idx_end` indexes `idx_array`; a node not
+  marked a leaf has children at 2i+1 and 2i+2; `node_bounds` holds a row per node.
+- trees' `Tree` (decision trees, forests, gradient boosting, isolation forests): a node's children index the node
+  array, its feature indexes a row of X.
+- histogram gradient boosting's `TreePredictor`: the same for its own node records.
+
+Each BUILD of such a class is recorded with its state as it was then (`pickle_native.record`). Once the stream ends
+(`check`), each state's arrays are read (`pickle_arrays`) and checked against the invariants every file
+scikit-learn writes keeps; a tree's feature indices against the number of features of the estimators that hold it
+(`n_features_in_`, up through ensembles' `estimators_`), which is what X is checked against before the tree reads it.
+An array that cannot be read, a state of another shape or a limit passed is reported as unverified, never passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from wscan.scanners.pickle_arrays import ArrayReader, Unread
+from wscan.scanners.pickle_native import BINARY_TREES, TREE, dict_state, native_class_of
+from wscan.scanners.pickle_values import (
+    MAX_NATIVE_RECORDED,
+    Const,
+    Dict,
+    NativeStates,
+    Obj,
+    Restored,
+    Seq,
+    Sym,
+    _const_int,
+    _is_none,
+)
+
+MAX_OWNER_DEPTH = 8  # ensembles of ensembles followed down to their trees
+MAX_DEPTH = 4096  # levels of a tree walked; a deeper one is reported unverified
+FEATURE_COUNTS = ("n_features_in_", "n_features_")  # what an estimator checks X's columns against
+_INTEGERS = "iu"
+KIND = "pickle.native_index"
+METRICS = "sklearn.metrics._dist_metrics"
+
+
+class Invalid(Exception):
+    """The model's compiled code would read or write out of bounds with these values."""
+
+
+Found = tuple[int, str, int, dict[str, str]]  # (which stream, kind, offset, attributes)
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """Where a tree is used: the fewest features X has there, and the state of the estimator that holds it."""
+
+    features: int
+    state: Dict
+
+
+def check(streams: list[NativeStates], arrays: ArrayReader) -> list[Found]:
+    """Each recorded native state or estimator found out of bounds or unverified, as events of the stream (by index)
+    that restored it. The streams are read together: joblib pickles an object array (a forest's trees) in a nested
+    stream of its own."""
+    found: list[Found] = []
+    for index, native in enumerate(streams):
+        if native.dropped:
+            detail = f"more than {MAX_NATIVE_RECORDED:,} of them, the rest unverified"
+            found.append((index, KIND, 0, {"callable": "scikit-learn models", "detail": detail}))
+    owners = [(index, *owner) for index, native in enumerate(streams) for owner in native.owners]
+    holders = _holders([(owner, state) for _, _, owner, state in owners], arrays)
+    for index, offset, owner, state in owners:
+        cls = native_class_of(owner)
+        _report(found, index, offset, cls, partial(_estimator, cls, state, arrays))
+    for index, native in enumerate(streams):
+        for item in native.restored:
+            parts = _Arrays(arrays, item)
+            holder = holders.get(id(item.target))
+            if item.cls in BINARY_TREES:
+                run = partial(_binary_tree, parts, BINARY_TREES[item.cls] == "BallTree")
+            elif item.cls == TREE:
+                run = partial(_tree, parts, item.target, holder)
+            else:
+                run = partial(_predictor, parts, holder)
+            _report(found, index, item.offset, item.cls, run)
+    return found
+
+
+def _report(found: list[Found], index: int, offset: int, cls: str, run: Callable[[], None]) -> None:
+    try:
+        run()
+    except Invalid as exc:
+        found.append((index, KIND, offset, {"callable": cls, "detail": str(exc)}))
+    except Unread as exc:
+        found.append((index, KIND, offset, {"callable": cls, "detail": f"arrays wscan cannot check ({exc})"}))
+
+
+class _Arrays:
+    """A recorded state's parts, and its arrays' values as they were at its BUILD."""
+
+    def __init__(self, reader: ArrayReader, item: Restored) -> None:
+        self.reader = reader
+        self.item = item
+
+    def items(self, sizes: tuple[int, ...]) -> list[Sym]:
+        state = self.item.state
+        if not (isinstance(state, Seq) and state.type == "tuple" and not state.dropped and len(state.items) in sizes):
+            raise Unread("a state scikit-learn does not write")
+        return state.items
+
+    def get(self, key: str) -> Sym | None:
+        state = dict_state(self.item.state)
+        if state is None or state.dropped:
+            raise Unread("a state scikit-learn does not write")
+        return state.get(key)
+
+    def array(self, value: Sym | None, what: str) -> np.ndarray:
+        if value is None:
+            raise Unread(f"no {what}")
+        try:
+            return self.reader.values(value)
+        except Unread as exc:
+            raise Unread(f"{what}: {exc}") from None
+
+
+def _integers(array: np.ndarray, what: str, fields: tuple[str, ...] = ()) -> None:
+    names = array.dtype.names or ()
+    kinds = [array.dtype[name].kind if name in names else "" for name in fields]
+    if (not fields and array.dtype.kind not in _INTEGERS) or any(not kind or kind not in _INTEGERS for kind in kinds):
+        raise Unread(f"{what} of dtype {array.dtype}")
+
+
+def _outside(values: np.ndarray, low: int, high: int) -> int | None:
+    """The first value outside [low, high), or None."""
+    if not values.size:
+        return None
+    bad = np.flatnonzero((values < low) | (values >= high))
+    return int(values.flat[bad[0]]) if bad.size else None
+
+
+def _binary_tree(state: _Arrays, ball: bool) -> None:
+    """KDTree/BallTree state: (data, idx_array, node_data, node_bounds, leaf_size, n_levels, n_nodes, n_trims,
+    n_leaves, n_splits, n_calls, dist_metric[, sample_weight])."""
+    items = state.items((12, 13))
+    data = state.array(items[0], "data")
+    idx = state.array(items[1], "idx_array")
+    nodes = state.array(items[2], "node_data")
+    bounds = state.array(items[3], "node_bounds")
+    if data.ndim != 2 or idx.ndim != 1 or nodes.ndim != 1 or bounds.ndim != 3:
+        raise Invalid(f"arrays of {data.ndim}, {idx.ndim}, {nodes.ndim} and {bounds.ndim} dimensions")
+    samples, features = data.shape
+    _integers(idx, "idx_array")
+    _integers(nodes, "node_data", ("idx_start", "idx_end", "is_leaf"))
+    bad = _outside(idx, 0, samples)
+    if bad is not None:
+        raise Invalid(f"idx_array value {bad} outside the data's {samples} rows")
+    if len(idx) != samples:
+        raise Invalid(f"idx_array of {len(idx)} items for {samples} rows")
+    count = len(nodes)
+    n_nodes = _const_int(items[6])
+    if n_nodes != count or not count:
+        raise Invalid(f"n_nodes {n_nodes} for {count} nodes")
+    _node_ranges(nodes, samples)
+    expected = (1 if ball else 2, count, features)
+    if bounds.shape != expected:
+        raise Invalid(f"node_bounds of shape {bounds.shape}, not {expected}")
+    leaf_size = _const_int(items[4])
+    if leaf_size is None or leaf_size < 1:
+        raise Invalid(f"leaf_size {leaf_size}")
+    _metric(state, items[11], features)
+    if len(items) == 13 and not _is_none(items[12]):
+        weights = state.array(items[12], "sample_weight")
+        if weights.shape != (samples,):
+            raise Invalid(f"sample_weight of shape {weights.shape} for {samples} rows")
+
+
+def _node_ranges(nodes: np.ndarray, samples: int) -> None:
+    """Node 0 holds every row; an inner node's children are 2i+1 and 2i+2 and split its range in half, as
+    scikit-learn builds them (query_radius copies whole ranges into a buffer of one slot per row: ranges that
+    overlap write past it). Nodes no walk from node 0 reaches are never read."""
+    starts, ends, count = nodes["idx_start"], nodes["idx_end"], len(nodes)
+    if (int(starts[0]), int(ends[0])) != (0, samples):
+        raise Invalid(f"node 0 holding rows {int(starts[0])} to {int(ends[0])} of {samples}")
+    frontier = np.array([0])
+    while frontier.size:
+        inner = frontier[nodes["is_leaf"][frontier] == 0]
+        if not inner.size:
+            return
+        if 2 * int(inner.max()) + 2 >= count:
+            raise Invalid(f"node {int(inner.max())} not a leaf, with children past the {count} nodes")
+        middle = starts[inner] + (ends[inner] - starts[inner]) // 2
+        left, right = 2 * inner + 1, 2 * inner + 2
+        split = (starts[left] == starts[inner]) & (ends[left] == middle)
+        split &= (starts[right] == middle) & (ends[right] == ends[inner])
+        if not bool(split.all()):
+            at = int(inner[np.flatnonzero(~split)[0]])
+            raise Invalid(f"node {at}'s children not splitting its rows in half")
+        frontier = np.concatenate([left, right])
+
+
+def _metric(state: _Arrays, metric: Sym, features: int) -> None:
+    """The tree's DistanceMetric: one of scikit-learn's (None crashes the query), its weights and matrix as long as
+    the rows it measures (each metric's rdist reads them by the data's column, unchecked)."""
+    cls = native_class_of(metric)
+    module, _, name = cls.rpartition(".")
+    if module != METRICS or not isinstance(metric, Obj):
+        raise Invalid(f"a distance metric made by {cls}")
+    base = name.removesuffix("64").removesuffix("32")
+    if base == "PyFuncDistance":
+        return  # the function it calls is judged as a call; it reads no weights
+    items = metric.state.items if isinstance(metric.state, Seq) and not metric.state.dropped else []
+    if len(items) != 3:
+        raise Unread(f"{name}'s state")
+    vec = state.array(items[1], f"{name}'s weights")
+    mat = state.array(items[2], f"{name}'s matrix")
+    weights = {"SEuclideanDistance": (features,), "WMinkowskiDistance": (features,), "MinkowskiDistance": (0, features)}
+    if base in weights and (vec.ndim != 1 or len(vec) not in weights[base]):
+        raise Invalid(f"{name} with {vec.shape} weights for {features} features")
+    if base == "MahalanobisDistance" and mat.shape != (features, features):
+        raise Invalid(f"{name} with a {mat.shape} matrix for {features} features")
+    if base == "HaversineDistance" and features != 2:
+        raise Invalid(f"{name} over {features} features (it reads two)")
+
+
+def _tree(state: _Arrays, target: Obj, holder: Holder | None) -> None:
+    """Tree(n_features, n_classes, n_outputs) with state {max_depth, node_count, nodes, values}: node i's children
+    lie after it and before node_count, each with one parent (so every walk ends), the tree no deeper than max_depth
+    (decision_path's buffer), a split's feature below the features X has and the tree's own feature count
+    (feature_importances_' buffer), a class count of at least one per output (the values' stride)."""
+    args = target.args.items if isinstance(target.args, Seq) and not target.args.dropped else []
+    n_features = _const_int(args[0]) if len(args) == 3 else None
+    n_outputs = _const_int(args[2]) if len(args) == 3 else None
+    if n_features is None or n_outputs is None:
+        raise Unread("a feature or output count the stream computes")
+    classes = state.array(args[1], "n_classes")
+    _integers(classes, "n_classes")
+    if n_outputs < 1 or classes.shape != (n_outputs,) or _outside(classes, 1, 2**31) is not None:
+        raise Invalid(f"n_classes {classes.tolist()[:4]} for {n_outputs} outputs")
+    nodes = state.array(state.get("nodes"), "nodes")
+    node_count = _const_int(state.get("node_count") or Const(None))
+    max_depth = _const_int(state.get("max_depth") or Const(None))
+    if nodes.ndim != 1:
+        raise Invalid(f"nodes of {nodes.ndim} dimensions")
+    _integers(nodes, "nodes", ("left_child", "right_child", "feature"))
+    if node_count is None or not 0 < node_count <= len(nodes):
+        raise Invalid(f"node_count {node_count} for {len(nodes)} nodes")
+    used = nodes[:node_count]
+    inner = used["left_child"] != -1
+    _children(used["left_child"], used["right_child"], inner, node_count, leaf=-1)
+    depth = _depth(used["left_child"], used["right_child"], inner)
+    if max_depth is None or depth > max_depth:
+        raise Invalid(f"max_depth {max_depth} for a tree {depth} deep")
+    limit = n_features if holder is None else min(n_features, holder.features)
+    bad = _outside(used["feature"][inner], 0, limit)
+    if bad is not None:
+        raise Invalid(f"feature {bad} of a split, for {limit} features")
+
+
+def _depth(left: np.ndarray, right: np.ndarray, inner: np.ndarray) -> int:
+    """How deep the tree under node 0 is, once each node is known to have one parent at most."""
+    children = np.concatenate([left[inner], right[inner]])
+    if children.size and int(np.bincount(children).max()) > 1:
+        at = int(np.flatnonzero(np.bincount(children) > 1)[0])
+        raise Invalid(f"node {at} the child of two nodes")
+    frontier, depth = np.array([0]), 0
+    while True:
+        frontier = frontier[inner[frontier]]
+        if not frontier.size:
+            return depth
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise Unread(f"a tree deeper than {MAX_DEPTH:,} levels")
+        frontier = np.concatenate([left[frontier], right[frontier]])
+
+
+def _children(left: np.ndarray, right: np.ndarray, inner: np.ndarray, count: int, leaf: int) -> None:
+    """Each inner node's children come after it and before `count`; a leaf's are `leaf` on both sides."""
+    index = np.arange(len(left))
+    for side, name in ((left, "left"), (right, "right")):
+        wrong = inner & ((side <= index) | (side >= count))
+        if bool(np.any(wrong)):
+            at = int(np.flatnonzero(wrong)[0])
+            raise Invalid(f"node {at}'s {name} child {int(side[at])}, for {count} nodes")
+    if leaf >= 0:
+        return
+    odd = ~inner & (right != leaf)
+    if bool(np.any(odd)):
+        at = int(np.flatnonzero(odd)[0])
+        raise Invalid(f"leaf {at} with a right child {int(right[at])}")
+
+
+def _predictor(state: _Arrays, holder: Holder | None) -> None:
+    """TreePredictor's `nodes` records: an inner node's children after it, its feature below the estimator's
+    feature count, a categorical split on a feature the estimator's bin mapper has as categorical (its row of
+    known categories is found through that) and with its bitset within `raw_left_cat_bitsets`."""
+    nodes = state.array(state.get("nodes"), "nodes")
+    if nodes.ndim != 1 or not len(nodes):
+        raise Invalid(f"nodes of shape {nodes.shape}")
+    _integers(nodes, "nodes", ("left", "right", "feature_idx", "is_leaf", "is_categorical", "bitset_idx"))
+    inner = nodes["is_leaf"] == 0
+    _children(nodes["left"], nodes["right"], inner, len(nodes), leaf=0)
+    if holder is None:
+        raise Unread("not held by an estimator that says how many features X has")
+    bad = _outside(nodes["feature_idx"][inner], 0, holder.features)
+    if bad is not None:
+        raise Invalid(f"feature {bad} of a split, for {holder.features} features")
+    categorical = inner & (nodes["is_categorical"] != 0)
+    if not bool(np.any(categorical)):
+        return
+    bitsets = state.array(state.get("raw_left_cat_bitsets"), "raw_left_cat_bitsets")
+    bad = _outside(nodes["bitset_idx"][categorical], 0, len(bitsets) if bitsets.ndim == 2 else 0)
+    if bad is not None:
+        raise Invalid(f"bitset {bad} of a categorical split, for {len(bitsets)} bitsets")
+    mapper = holder.state.get("_bin_mapper")
+    mapper_state = dict_state(mapper.state) if isinstance(mapper, Obj) else None
+    flags = mapper_state.get("is_categorical_") if mapper_state is not None else None
+    if flags is None or _is_none(flags):
+        raise Invalid("a categorical split in a model whose bin mapper has no categorical features")
+    known = state.array(flags, "is_categorical_")
+    features = nodes["feature_idx"][categorical]
+    if known.ndim != 1 or _outside(features, 0, len(known)) is not None or not bool(np.all(known[features] != 0)):
+        raise Invalid("a categorical split on a feature the bin mapper does not have as categorical")
+
+
+def _holders(owners: list[tuple[Obj, Dict]], arrays: ArrayReader) -> dict[int, Holder]:
+    """Where each tree is used, by the tree's id: the least `n_features_in_` of the estimators that hold it,
+    through ensembles' `estimators_` (the ensemble checks X, its members are given it unchecked), and the
+    estimator that holds it directly."""
+    own: dict[int, int] = {}
+    members: dict[int, list[Sym]] = {}
+    for owner, state in owners:
+        counts = [_const_int(given) for key in FEATURE_COUNTS if (given := state.get(key)) is not None]
+        known = [count for count in counts if count is not None]
+        if known:
+            own[id(owner)] = min([own.get(id(owner), min(known)), *known])
+        members.setdefault(id(owner), []).extend(_members(state.get("estimators_"), arrays))
+    bound = dict(own)
+    for _ in range(MAX_OWNER_DEPTH):  # down through ensembles of ensembles
+        changed = False
+        for owner_id, held in members.items():
+            for member in held if owner_id in bound else ():
+                least = min(bound[owner_id], bound.get(id(member), bound[owner_id]))
+                if bound.get(id(member)) != least:
+                    bound[id(member)] = least
+                    changed = True
+        if not changed:
+            break
+    found: dict[int, Holder] = {}
+    for owner, state in owners:
+        if id(owner) in bound:
+            for tree in _members(state.get("tree_"), arrays) + _members(state.get("_predictors"), arrays):
+                previous = found.get(id(tree))
+                features = bound[id(owner)] if previous is None else min(previous.features, bound[id(owner)])
+                found[id(tree)] = Holder(features, state)
+    return found
+
+
+def _members(value: Sym | None, arrays: ArrayReader, depth: int = 0) -> list[Sym]:
+    """The objects in a holder: itself, the items of lists and tuples of them, or an object array's items."""
+    if depth > 3 or value is None:
+        return []
+    if isinstance(value, Obj):
+        try:
+            _, items = arrays.object_shape(value)
+        except Unread:
+            return [value]
+        return _members(items, arrays, depth + 1)
+    if isinstance(value, Seq):
+        return [member for item in value.items for member in _members(item, arrays, depth + 1)]
+    return []
+
+
+GRADIENT_BOOSTING = frozenset({
+    f"sklearn.ensemble.{module}.GradientBoosting{kind}"
+    for module in ("_gb", "gradient_boosting") for kind in ("Classifier", "Regressor")
+})  # fmt: skip
+DECISION_TREES = "sklearn.tree._classes."
+PRIOR = frozenset({"sklearn.dummy.DummyClassifier"})
+
+
+def _estimator(cls: str, state: Dict, arrays: ArrayReader) -> None:
+    """An estimator's own hold on its trees: a decision tree's `tree_` is a Tree (gradient boosting's compiled
+    predict takes None for one, and reads through it); gradient boosting's `estimators_` has as many columns as
+    the predictions it writes into (`n_trees_per_iteration_`, or the initial estimator's classes)."""
+    tree = state.get("tree_")
+    if cls.startswith(DECISION_TREES) and tree is not None and native_class_of(tree) != TREE:
+        raise Invalid(f"a tree_ made by {native_class_of(tree)}")
+    if cls not in GRADIENT_BOOSTING or state.get("estimators_") is None:
+        return
+    shape, _ = arrays.object_shape(state.get("estimators_"))
+    if len(shape) != 2:
+        raise Invalid(f"estimators_ of shape {shape}")
+    columns = shape[1]
+    per_iteration = state.get("n_trees_per_iteration_")
+    if per_iteration is not None and _const_int(per_iteration) != columns:
+        raise Invalid(f"estimators_ of {columns} columns for {_const_int(per_iteration)} trees per iteration")
+    init = state.get("init_")
+    if columns == 1 or (isinstance(init, Const) and init.value == "zero"):
+        return
+    init_state = dict_state(init.state) if isinstance(init, Obj) and native_class_of(init) in PRIOR else None
+    prior = init_state.get("class_prior_") if init_state is not None else None
+    if prior is None:
+        raise Unread(f"an initial estimator, {native_class_of(init)}, whose predictions wscan does not size")
+    classes = arrays.values(prior)
+    if classes.shape != (columns,):
+        raise Invalid(f"estimators_ of {columns} columns over {classes.shape} initial predictions")
