@@ -39,6 +39,10 @@ def findings(tmp_path: Path, blob: bytes, name: str) -> dict[str, tuple[Severity
 
 
 HOSTILE = [
+    "svc-n-support-negative", "svc-n-support-over", "svc-precomputed-support-far", "svc-sparse-n-support",
+    "svc-dual-coef-narrow", "svc-intercept-short", "svc-platt-short", "svr-n-support-far",
+    "svc-sparse-vectors-index-far", "knn-sparse-data-indptr-far", "logistic-sparse-coef-index-far",
+    "coo-coordinate-far",
     "gradient-boosting-wider-than-its-predictions", "gradient-boosting-member-without-a-tree",
     "gradient-boosting-members-wider-than-the-model", "hgb-categorical-split-on-a-number-feature",
     "kd-ranges-overlapping",
@@ -68,7 +72,8 @@ BENIGN = [
     "knn-ball-weighted-minkowski", "neighbors-haversine", "lof", "kde-weighted", "tree", "tree-unbounded",
     "tree-multi-output", "forest", "extra-trees", "gradient-boosting-3", "gradient-boosting-2", "isolation-forest", "bagging-half-features",
     "adaboost", "stacking-passthrough", "pipeline-forest", "hist-gradient-boosting",
-    "hist-gradient-boosting-categorical",
+    "hist-gradient-boosting-categorical", "svc-3-probability", "svc-2", "nu-svc", "svr", "nu-svr", "one-class-svm",
+    "svc-precomputed", "svc-sparse", "svr-sparse", "logistic-sparsified", "knn-on-sparse-data", "sparse-matrices",
 ]  # fmt: skip
 
 
@@ -97,7 +102,9 @@ print("survived")
 """
 
 
-@pytest.mark.parametrize("name", ["kd-index-past-the-rows", "tree-left-child-far", "hgb-left-child-far"])
+@pytest.mark.parametrize(
+    "name", ["kd-index-past-the-rows", "tree-left-child-far", "hgb-left-child-far", "svc-n-support-negative"]
+)
 def test_the_loader_goes_out_of_bounds(tmp_path: Path, hostile: dict[str, Any], name: str) -> None:
     """What the rule is for: scikit-learn's own predict() on the file is killed by a signal (SIGSEGV)."""
     path = tmp_path / f"{name}.pkl"

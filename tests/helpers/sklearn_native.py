@@ -94,6 +94,7 @@ def benign_models() -> dict[str, Any]:
         ),
         "hist-gradient-boosting": HistGradientBoostingClassifier(max_iter=3, random_state=SEED).fit(x, y),
     }
+    models.update(_svms_and_matrices(x, y, y3))
     codes = np.column_stack([np.digitize(x[:, 0], [-1, 0, 1]), x[:, 1:]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -101,6 +102,52 @@ def benign_models() -> dict[str, Any]:
             max_iter=3, categorical_features=[0], random_state=SEED
         ).fit(codes, y)
     return models
+
+
+def _svms_and_matrices(x: Any, y: Any, y3: Any) -> dict[str, Any]:
+    """libsvm's models (dense, sparse, precomputed) and SciPy's sparse matrices, in models and on their own."""
+    from scipy import sparse
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
+
+    sparse_x = sparse.csr_matrix(np.where(np.abs(x) > 0.5, x, 0.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SVC(probability=True) is deprecated in 1.9
+        probability = SVC(probability=True, random_state=SEED).fit(x, y3)
+    return {
+        "svc-3-probability": probability,
+        "svc-2": SVC().fit(x, y),
+        "nu-svc": NuSVC().fit(x, y3),
+        "svr": SVR().fit(x, x[:, 0]),
+        "nu-svr": NuSVR().fit(x, x[:, 0]),
+        "one-class-svm": OneClassSVM().fit(x),
+        "svc-precomputed": SVC(kernel="precomputed").fit(x @ x.T, y3),
+        "svc-sparse": SVC().fit(sparse_x, y3),
+        "svr-sparse": SVR().fit(sparse_x, x[:, 0]),
+        "logistic-sparsified": LogisticRegression().fit(x, y3).sparsify(),
+        "knn-on-sparse-data": KNeighborsClassifier(3).fit(sparse_x, y),
+        "sparse-matrices": {
+            "csc": sparse.csc_matrix(sparse_x), "coo": sparse.coo_matrix(sparse_x), "coo-array": sparse.coo_array(sparse_x),
+            "bsr": sparse.bsr_matrix(np.kron(np.eye(3), np.ones((2, 2))), blocksize=(2, 2)),
+            "csr-array": sparse.csr_array(sparse_x), "empty": sparse.csr_matrix((4, 5)),
+        },
+    }  # fmt: skip
+
+
+def _svm_change(model: Any, **changes: Any) -> Any:
+    model = copy.deepcopy(model)
+    for name, change in changes.items():
+        setattr(model, name, change(getattr(model, name)))
+    return model
+
+
+def _sparse_change(matrix: Any, name: str, index: int, value: int) -> Any:
+    matrix = copy.deepcopy(matrix)
+    array = getattr(matrix, name).copy()
+    array[index] = value
+    setattr(matrix, name, array)
+    return matrix
 
 
 class _Forged:
@@ -186,7 +233,29 @@ def hostile_models() -> dict[str, Any]:
         wide_members.estimators_[index, 0] = _tree_state(member, split, n_features=40)
     unmapped = copy.deepcopy(models["hist-gradient-boosting-categorical"])
     unmapped._bin_mapper.is_categorical_ = np.zeros_like(unmapped._bin_mapper.is_categorical_)
+    three = models["svc-3-probability"]
+    counts = three._n_support
+    knn_sparse = copy.deepcopy(models["knn-on-sparse-data"])
+    knn_sparse._fit_X = _sparse_change(knn_sparse._fit_X, "indptr", -1, 10**8)
+    logistic = copy.deepcopy(models["logistic-sparsified"])
+    logistic.coef_ = _sparse_change(logistic.coef_, "indices", 0, 10**8)
+    coo = models["sparse-matrices"]["coo"]
     return {
+        "svc-n-support-negative": _svm_change(three, _n_support=lambda c: np.array(
+            [-(10**9), 10**9, int(c.sum())], dtype=c.dtype)),
+        "svc-n-support-over": _svm_change(models["svc-2"], _n_support=lambda c: c * 1000),
+        "svc-precomputed-support-far": _svm_change(
+            models["svc-precomputed"], support_=lambda s: np.where(s == s[0], 10**8, s).astype(s.dtype)),
+        "svc-sparse-n-support": _svm_change(models["svc-sparse"], _n_support=lambda c: c[::-1] * 2),
+        "svc-dual-coef-narrow": _svm_change(three, _dual_coef_=lambda d: d[:, :1].copy()),
+        "svc-intercept-short": _svm_change(three, _intercept_=lambda i: i[:1].copy()),
+        "svc-platt-short": _svm_change(three, _probA=lambda a: a[:1].copy()),
+        "svr-n-support-far": _svm_change(models["svr"], _n_support=lambda c: c + 10**6),
+        "svc-sparse-vectors-index-far": _svm_change(
+            models["svc-sparse"], support_vectors_=lambda v: _sparse_change(v, "indices", 0, 10**8)),
+        "knn-sparse-data-indptr-far": knn_sparse,
+        "logistic-sparse-coef-index-far": logistic,
+        "coo-coordinate-far": {"coo": _coo_row(coo, 10**6)},
         "gradient-boosting-wider-than-its-predictions": boosting,
         "gradient-boosting-member-without-a-tree": no_tree,
         "gradient-boosting-members-wider-than-the-model": wide_members,
@@ -217,6 +286,14 @@ def hostile_models() -> dict[str, Any]:
         "hgb-feature-far": _predictor(hgb, lambda n, p: _set(n, "feature_idx", _inner(n), 10**9)),
         "hgb-categorical-bitset-far": categorical,
     }
+
+
+def _coo_row(matrix: Any, value: int) -> Any:
+    matrix = copy.deepcopy(matrix)
+    rows = matrix.coords[0].copy()
+    rows[0] = value
+    matrix.coords = (rows, matrix.coords[1])
+    return matrix
 
 
 def _mahalanobis(model: Any) -> Any:

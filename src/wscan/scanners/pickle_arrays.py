@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeGuard
 
 import numpy as np
@@ -59,7 +60,6 @@ class ArrayReader:
         self.read = read
         self.joblib = joblib
         self.objects = objects
-        self.budget = MAX_ARRAY_BYTES * 4  # bytes read back for one stream
 
     def object_shape(self, array: Sym | None) -> tuple[tuple[int, ...], Sym | None]:
         """An object array's shape, and what holds its items (the list its state gives, or joblib's nested pickle's
@@ -71,32 +71,17 @@ class ArrayReader:
             raise Unread("an object array the stream computes")
         return _shape(array.state.items[1]), array.state.items[4]
 
-    def values(self, array: Sym) -> np.ndarray:
+    def shape(self, array: Sym | None) -> tuple[int, ...]:
+        """The shape the array has once loaded, without reading its data (NumPy refuses data of another size)."""
+        return _shape(_layout(array, self.joblib).shape)
+
+    def values(self, array: Sym | None) -> np.ndarray:
         """The array `array` is once the stream ends. An array is built before the model that holds it, or the
         model's load fails (scikit-learn refuses the empty array `_reconstruct` makes); building it again is
         reported on its own (WS-PKL-018)."""
-        if not isinstance(array, Obj):
-            raise Unread(f"an array the stream gives as {type(array).__name__.lower()}")
-        joblib = self.joblib.get(id(array))
-        if joblib is not None:
-            source = LongBytes(joblib.length, b"", start=joblib.start)
-            return self._shaped(self._bytes(Const(source)), joblib.dtype, joblib.shape, _fortran_order(joblib.order))
-        func = array.func.dotted if isinstance(array.func, Global) else ""
-        state = array.state
-        if func in _ARRAY_REBUILDERS:
-            items = state.items if isinstance(state, Seq) and state.type == "tuple" and not state.dropped else None
-            if items is None or len(items) != 5 or _const_int(items[0]) != 1:
-                raise Unread("an array state NumPy does not write")
-            fortran = items[3].value if isinstance(items[3], Const) else None
-            if not isinstance(fortran, bool | int):
-                raise Unread("an array order the stream computes")
-            return self._shaped(self._bytes(items[4]), items[2], items[1], bool(fortran))
-        if func in FROMBUFFER and state is None:
-            args = array.args.items if isinstance(array.args, Seq) and not array.args.dropped else []
-            if len(args) != 4:
-                raise Unread("a _frombuffer call NumPy does not write")
-            return self._shaped(self._bytes(args[0]), args[1], args[2], _fortran_order(args[3]))
-        raise Unread(f"an array made by {func or 'a computed call'}")
+        layout = _layout(array, self.joblib)
+        raw = self._read_back(layout.data) if isinstance(layout.data, LongBytes) else self._bytes(layout.data)
+        return self._shaped(raw, layout.dtype, layout.shape, layout.fortran)
 
     def _bytes(self, data: Sym) -> bytes:
         """An array's data: bytes, long bytes in the file, or protocol 2's `_codecs.encode(text, 'latin1')`."""
@@ -120,9 +105,8 @@ class ArrayReader:
         raise Unread("array data the file does not hold as bytes")
 
     def _read_back(self, source: LongBytes) -> bytes:
-        if source.length > MAX_ARRAY_BYTES or source.length > self.budget or source.start < 0:
+        if source.length > MAX_ARRAY_BYTES or source.start < 0:
             raise Unread(f"an array of {source.length:,} bytes, more than wscan reads to check one")
-        self.budget -= source.length
         raw = self.read(source)
         if raw is None or len(raw) != source.length:
             raise Unread("array data cut short")
@@ -137,6 +121,41 @@ class ArrayReader:
         if count * kind.itemsize != len(raw):
             raise Unread(f"{len(raw):,} bytes of data for {count:,} items of {kind.itemsize} bytes")
         return np.frombuffer(raw, dtype=kind).reshape(dims, order="F" if fortran else "C")
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    shape: Sym | None
+    dtype: Sym | None
+    fortran: bool
+    data: Sym | LongBytes
+
+
+def _layout(array: Sym | None, joblib: dict[int, JoblibData]) -> _Layout:
+    """Where an array's shape, dtype, order and data are: its `_reconstruct` state, its `_frombuffer` arguments, or
+    joblib's wrapper and the raw bytes after it."""
+    if not isinstance(array, Obj):
+        raise Unread(f"an array the stream gives as {type(array).__name__.lower()}")
+    found = joblib.get(id(array))
+    if found is not None:
+        data = LongBytes(found.length, b"", start=found.start)
+        return _Layout(found.shape, found.dtype, _fortran_order(found.order), data)
+    func = array.func.dotted if isinstance(array.func, Global) else ""
+    state = array.state
+    if func in _ARRAY_REBUILDERS:
+        items = state.items if isinstance(state, Seq) and state.type == "tuple" and not state.dropped else None
+        if items is None or len(items) != 5 or _const_int(items[0]) != 1:
+            raise Unread("an array state NumPy does not write")
+        fortran = items[3].value if isinstance(items[3], Const) else None
+        if not isinstance(fortran, bool | int):
+            raise Unread("an array order the stream computes")
+        return _Layout(items[1], items[2], bool(fortran), items[4])
+    if func in FROMBUFFER and state is None:
+        args = array.args.items if isinstance(array.args, Seq) and not array.args.dropped else []
+        if len(args) != 4:
+            raise Unread("a _frombuffer call NumPy does not write")
+        return _Layout(args[2], args[1], _fortran_order(args[3]), args[0])
+    raise Unread(f"an array made by {func or 'a computed call'}")
 
 
 def _called(value: Sym | None, names: frozenset[str]) -> TypeGuard[Obj]:

@@ -23,6 +23,17 @@ TREE = "sklearn.tree._tree.Tree"
 PREDICTOR = "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"
 NATIVE_CLASSES = frozenset({*BINARY_TREES, TREE, PREDICTOR})
 HOLDERS = ("tree_", "_predictors", "estimators_")  # where an estimator keeps its trees, or its estimators
+# Estimators and matrices whose own dict state compiled code indexes by: libsvm's models, SciPy's sparse matrices
+# (their index arrays are never checked on load; SciPy's and scikit-learn's compiled products follow them).
+SVMS = frozenset({
+    f"sklearn.svm.{module}.{name}"
+    for module in ("_classes", "classes") for name in ("SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM")
+})  # fmt: skip
+SPARSE = frozenset({
+    f"scipy.sparse.{prefix}{kind}.{kind}_{flavour}"
+    for prefix in ("_", "") for kind in ("csr", "csc", "coo", "bsr") for flavour in ("matrix", "array")
+})  # fmt: skip
+CHECKED = SVMS | SPARSE
 
 
 def native_class(target: Obj) -> str | None:
@@ -32,11 +43,12 @@ def native_class(target: Obj) -> str | None:
 
 
 def record(native: NativeStates, target: Obj, state: Sym, at: int) -> None:
-    """Keep a BUILD's state if it is a native class's, or an estimator's that holds trees."""
+    """Keep a BUILD's state if it is a native class's, an estimator's that holds trees, or a checked object's."""
     cls = native_class(target)
     if cls is None:
         state_dict = dict_state(state)
-        if state_dict is not None and any(state_dict.get(key) is not None for key in HOLDERS):
+        held = state_dict is not None and any(state_dict.get(key) is not None for key in HOLDERS)
+        if state_dict is not None and (held or native_class_of(target) in CHECKED):
             if len(native.owners) < MAX_NATIVE_RECORDED:
                 native.owners.append((at, target, Dict(list(state_dict.items))))
             else:

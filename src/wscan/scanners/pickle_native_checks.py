@@ -27,7 +27,7 @@ from functools import partial
 import numpy as np
 
 from wscan.scanners.pickle_arrays import ArrayReader, Unread
-from wscan.scanners.pickle_native import BINARY_TREES, TREE, dict_state, native_class_of
+from wscan.scanners.pickle_native import BINARY_TREES, SPARSE, SVMS, TREE, dict_state, native_class_of
 from wscan.scanners.pickle_values import (
     MAX_NATIVE_RECORDED,
     Const,
@@ -45,6 +45,7 @@ MAX_OWNER_DEPTH = 8  # ensembles of ensembles followed down to their trees
 MAX_DEPTH = 4096  # levels of a tree walked; a deeper one is reported unverified
 FEATURE_COUNTS = ("n_features_in_", "n_features_")  # what an estimator checks X's columns against
 _INTEGERS = "iu"
+BITSET_WORDS = 8  # a categorical split's bitset: 256 bits in uint32 words
 KIND = "pickle.native_index"
 METRICS = "sklearn.metrics._dist_metrics"
 
@@ -120,6 +121,14 @@ class _Arrays:
             raise Unread("a state scikit-learn does not write")
         return state.get(key)
 
+    def shape(self, value: Sym | None, what: str) -> tuple[int, ...]:
+        if value is None:
+            raise Unread(f"no {what}")
+        try:
+            return self.reader.shape(value)
+        except Unread as exc:
+            raise Unread(f"{what}: {exc}") from None
+
     def array(self, value: Sym | None, what: str) -> np.ndarray:
         if value is None:
             raise Unread(f"no {what}")
@@ -148,13 +157,13 @@ def _binary_tree(state: _Arrays, ball: bool) -> None:
     """KDTree/BallTree state: (data, idx_array, node_data, node_bounds, leaf_size, n_levels, n_nodes, n_trims,
     n_leaves, n_splits, n_calls, dist_metric[, sample_weight])."""
     items = state.items((12, 13))
-    data = state.array(items[0], "data")
+    data = state.shape(items[0], "data")
     idx = state.array(items[1], "idx_array")
     nodes = state.array(items[2], "node_data")
-    bounds = state.array(items[3], "node_bounds")
-    if data.ndim != 2 or idx.ndim != 1 or nodes.ndim != 1 or bounds.ndim != 3:
-        raise Invalid(f"arrays of {data.ndim}, {idx.ndim}, {nodes.ndim} and {bounds.ndim} dimensions")
-    samples, features = data.shape
+    bounds = state.shape(items[3], "node_bounds")
+    if len(data) != 2 or idx.ndim != 1 or nodes.ndim != 1:
+        raise Invalid(f"data of {len(data)}, idx_array of {idx.ndim} and node_data of {nodes.ndim} dimensions")
+    samples, features = data
     _integers(idx, "idx_array")
     _integers(nodes, "node_data", ("idx_start", "idx_end", "is_leaf"))
     bad = _outside(idx, 0, samples)
@@ -168,16 +177,16 @@ def _binary_tree(state: _Arrays, ball: bool) -> None:
         raise Invalid(f"n_nodes {n_nodes} for {count} nodes")
     _node_ranges(nodes, samples)
     expected = (1 if ball else 2, count, features)
-    if bounds.shape != expected:
-        raise Invalid(f"node_bounds of shape {bounds.shape}, not {expected}")
+    if bounds != expected:
+        raise Invalid(f"node_bounds of shape {bounds}, not {expected}")
     leaf_size = _const_int(items[4])
     if leaf_size is None or leaf_size < 1:
         raise Invalid(f"leaf_size {leaf_size}")
     _metric(state, items[11], features)
     if len(items) == 13 and not _is_none(items[12]):
-        weights = state.array(items[12], "sample_weight")
-        if weights.shape != (samples,):
-            raise Invalid(f"sample_weight of shape {weights.shape} for {samples} rows")
+        weights = state.shape(items[12], "sample_weight")
+        if weights != (samples,):
+            raise Invalid(f"sample_weight of shape {weights} for {samples} rows")
 
 
 def _node_ranges(nodes: np.ndarray, samples: int) -> None:
@@ -217,13 +226,13 @@ def _metric(state: _Arrays, metric: Sym, features: int) -> None:
     items = metric.state.items if isinstance(metric.state, Seq) and not metric.state.dropped else []
     if len(items) != 3:
         raise Unread(f"{name}'s state")
-    vec = state.array(items[1], f"{name}'s weights")
-    mat = state.array(items[2], f"{name}'s matrix")
+    vec = state.shape(items[1], f"{name}'s weights")
+    mat = state.shape(items[2], f"{name}'s matrix")
     weights = {"SEuclideanDistance": (features,), "WMinkowskiDistance": (features,), "MinkowskiDistance": (0, features)}
-    if base in weights and (vec.ndim != 1 or len(vec) not in weights[base]):
-        raise Invalid(f"{name} with {vec.shape} weights for {features} features")
-    if base == "MahalanobisDistance" and mat.shape != (features, features):
-        raise Invalid(f"{name} with a {mat.shape} matrix for {features} features")
+    if base in weights and (len(vec) != 1 or vec[0] not in weights[base]):
+        raise Invalid(f"{name} with {vec} weights for {features} features")
+    if base == "MahalanobisDistance" and mat != (features, features):
+        raise Invalid(f"{name} with a {mat} matrix for {features} features")
     if base == "HaversineDistance" and features != 2:
         raise Invalid(f"{name} over {features} features (it reads two)")
 
@@ -313,10 +322,11 @@ def _predictor(state: _Arrays, holder: Holder | None) -> None:
     categorical = inner & (nodes["is_categorical"] != 0)
     if not bool(np.any(categorical)):
         return
-    bitsets = state.array(state.get("raw_left_cat_bitsets"), "raw_left_cat_bitsets")
-    bad = _outside(nodes["bitset_idx"][categorical], 0, len(bitsets) if bitsets.ndim == 2 else 0)
+    bitsets = state.shape(state.get("raw_left_cat_bitsets"), "raw_left_cat_bitsets")
+    rows = bitsets[0] if len(bitsets) == 2 and bitsets[1] == BITSET_WORDS else 0
+    bad = _outside(nodes["bitset_idx"][categorical], 0, rows)
     if bad is not None:
-        raise Invalid(f"bitset {bad} of a categorical split, for {len(bitsets)} bitsets")
+        raise Invalid(f"bitset {bad} of a categorical split, for bitsets of shape {bitsets}")
     mapper = holder.state.get("_bin_mapper")
     mapper_state = dict_state(mapper.state) if isinstance(mapper, Obj) else None
     flags = mapper_state.get("is_categorical_") if mapper_state is not None else None
@@ -385,6 +395,16 @@ PRIOR = frozenset({"sklearn.dummy.DummyClassifier"})
 
 
 def _estimator(cls: str, state: Dict, arrays: ArrayReader) -> None:
+    """The checks of an estimator's or matrix's own dict state."""
+    if cls in SVMS:
+        _svm(cls, state, arrays)
+    elif cls in SPARSE:
+        _sparse(cls, state, arrays)
+    else:
+        _tree_holder(cls, state, arrays)
+
+
+def _tree_holder(cls: str, state: Dict, arrays: ArrayReader) -> None:
     """An estimator's own hold on its trees: a decision tree's `tree_` is a Tree (gradient boosting's compiled
     predict takes None for one, and reads through it); gradient boosting's `estimators_` has as many columns as
     the predictions it writes into (`n_trees_per_iteration_`, or the initial estimator's classes)."""
@@ -407,6 +427,121 @@ def _estimator(cls: str, state: Dict, arrays: ArrayReader) -> None:
     prior = init_state.get("class_prior_") if init_state is not None else None
     if prior is None:
         raise Unread(f"an initial estimator, {native_class_of(init)}, whose predictions wscan does not size")
-    classes = arrays.values(prior)
-    if classes.shape != (columns,):
-        raise Invalid(f"estimators_ of {columns} columns over {classes.shape} initial predictions")
+    classes = arrays.shape(prior)
+    if classes != (columns,):
+        raise Invalid(f"estimators_ of {columns} columns over {classes} initial predictions")
+
+
+SVM_KERNELS = frozenset({"linear", "poly", "rbf", "sigmoid", "precomputed"})
+SVM_CLASSIFIERS = frozenset({"SVC", "NuSVC"})
+
+
+def _svm(cls: str, state: Dict, arrays: ArrayReader) -> None:
+    """libsvm's model as scikit-learn hands it over at predict (dense or sparse): `support_` indexes the training
+    rows (a precomputed kernel's columns), `_n_support` splits the support vectors by class (libsvm walks them by
+    these counts: scikit-learn compares only their sum, and only for dense models), and the coefficients, intercepts
+    and Platt parameters have the sizes libsvm reads for that many classes."""
+    name = cls.rpartition(".")[2]
+    support = _values(arrays, state.get("support_"), "support_")
+    n_sv = len(support)
+    fit = _ints(state.get("shape_fit_"))
+    if fit is None or len(fit) != 2:
+        raise Unread("shape_fit_ the stream computes")
+    if support.ndim != 1 or _outside(support, 0, fit[0]) is not None:
+        raise Invalid(f"support_ index {_outside(support, 0, fit[0])} for {fit[0]} training rows")
+    counts_key = "_n_support" if state.get("_n_support") is not None else "n_support_"
+    counts = _values(arrays, state.get(counts_key), counts_key)
+    if counts.ndim != 1 or _outside(counts, 0, n_sv + 1) is not None:
+        raise Invalid(f"{counts_key} {counts.tolist()[:4]} for {n_sv} support vectors")
+    classifier = name in SVM_CLASSIFIERS
+    classes = len(counts)
+    if (classifier and (classes < 2 or int(counts.sum()) != n_sv)) or (not classifier and classes != 2):
+        raise Invalid(f"{counts_key} {counts.tolist()[:4]} for {n_sv} support vectors")
+    kernel = state.get("kernel")
+    vectors = _matrix_shape(arrays, state.get("support_vectors_"))
+    # A precomputed or callable kernel: libsvm reads the kernel's columns through support_, not the vectors.
+    vectors_read = isinstance(kernel, Const) and kernel.value != "precomputed"
+    given = state.get("n_features_in_")
+    features = (_const_int(given) if given is not None else None) or fit[1]
+    if vectors_read and vectors != (n_sv, features):
+        raise Invalid(f"support_vectors_ of shape {vectors} for {n_sv} support vectors of {features} features")
+    rows = classes - 1 if classifier else 1
+    pairs = classes * (classes - 1) // 2 if classifier else 1
+    dual = _matrix_shape(arrays, state.get("_dual_coef_"))
+    if dual != (rows, n_sv):
+        raise Invalid(f"_dual_coef_ of shape {dual}, not {(rows, n_sv)}")
+    intercept = arrays.shape(state.get("_intercept_"))
+    if intercept != (pairs,):
+        raise Invalid(f"_intercept_ of shape {intercept}, not {(pairs,)}")
+    for key in ("_probA", "_probB"):
+        if state.get(key) is not None and arrays.shape(state.get(key)) not in ((0,), (pairs,)):
+            raise Invalid(f"{key} of shape {arrays.shape(state.get(key))} for {pairs} class pairs")
+
+
+def _sparse(cls: str, state: Dict, arrays: ArrayReader) -> None:
+    """A SciPy sparse matrix as `check_format(full_check=True)` would check it, which loading never does: CSR's and
+    CSC's row pointers start at 0, never go down and end at the stored count, their indices lie within the other
+    dimension (BSR: in blocks); COO's coordinates lie within the shape."""
+    kind = cls.rpartition(".")[2].split("_")[0]
+    shape = _ints(state.get("_shape"))
+    if shape is None:
+        raise Unread("a matrix shape the stream computes")
+    data = arrays.shape(state.get("data"))
+    stored = data[0] if data else 0
+    if kind == "coo":
+        coords = state.get("coords")
+        parts = coords.items if isinstance(coords, Seq) else [state.get("row"), state.get("col")]
+        if len(parts) != len(shape):
+            raise Invalid(f"{len(parts)} coordinates for a shape of {len(shape)}")
+        for axis, (part, size) in enumerate(zip(parts, shape, strict=True)):
+            values = _values(arrays, part, "coordinates")
+            if values.shape != (stored,) or _outside(values, 0, size) is not None:
+                raise Invalid(f"axis {axis} coordinates outside its {size} or not one per stored value")
+        return
+    if len(shape) != 2:
+        raise Invalid(f"a {kind} matrix of shape {shape}")
+    major, minor = (shape[1], shape[0]) if kind == "csc" else shape
+    if kind == "bsr":
+        block = data[1:] if len(data) == 3 else (0, 0)
+        if 0 in block or major % block[0] or minor % block[1]:
+            raise Invalid(f"blocks of {block} in a matrix of shape {shape}")
+        major, minor = major // block[0], minor // block[1]
+    indptr = _values(arrays, state.get("indptr"), "indptr")
+    indices = _values(arrays, state.get("indices"), "indices")
+    steps = np.diff(indptr) if indptr.ndim == 1 else indptr
+    if indptr.shape != (major + 1,) or int(indptr[0]) != 0 or bool(np.any(steps < 0)):
+        raise Invalid(f"indptr not rising from 0 over {major} rows")
+    if indices.ndim != 1 or int(indptr[-1]) != len(indices) or len(indices) != stored:
+        raise Invalid(f"indptr ending at {int(indptr[-1])} for {len(indices)} indices and {stored} values")
+    bad = _outside(indices, 0, minor)
+    if bad is not None:
+        raise Invalid(f"index {bad} outside the matrix's {minor} columns")
+
+
+def _values(arrays: ArrayReader, value: Sym | None, what: str) -> np.ndarray:
+    """An integer array's values."""
+    if value is None:
+        raise Unread(f"no {what}")
+    found = arrays.values(value)
+    _integers(found, what)
+    return found
+
+
+def _matrix_shape(arrays: ArrayReader, value: Sym | None) -> tuple[int, ...]:
+    """A dense array's shape, or a sparse matrix's `_shape` (its own checks are its own)."""
+    if isinstance(value, Obj) and native_class_of(value) in SPARSE:
+        state = dict_state(value.state)
+        shape = _ints(state.get("_shape")) if state is not None else None
+        if shape is None:
+            raise Unread("a matrix shape the stream computes")
+        return shape
+    return arrays.shape(value)
+
+
+def _ints(value: Sym | None) -> tuple[int, ...] | None:
+    """A tuple of constant non-negative integers, as a state holds a shape."""
+    if not isinstance(value, Seq) or value.dropped:
+        return None
+    numbers = [_const_int(item) for item in value.items]
+    found = tuple(number for number in numbers if number is not None and number >= 0)
+    return found if len(found) == len(numbers) else None
