@@ -70,8 +70,8 @@ def test_an_index_out_of_bounds_is_flagged(tmp_path: Path, hostile: dict[str, An
 BENIGN = [
     "knn-kd", "knn-ball", "knn-ball-mahalanobis", "knn-ball-seuclidean", "knn-kd-minkowski-p3",
     "knn-ball-weighted-minkowski", "neighbors-haversine", "lof", "kde-weighted", "tree", "tree-unbounded",
-    "tree-multi-output", "forest", "extra-trees", "gradient-boosting-3", "gradient-boosting-2", "isolation-forest", "bagging-half-features",
-    "adaboost", "stacking-passthrough", "pipeline-forest", "hist-gradient-boosting",
+    "tree-multi-output", "forest", "extra-trees", "gradient-boosting-3", "gradient-boosting-2", "isolation-forest",
+    "bagging-half-features", "adaboost", "stacking-passthrough", "pipeline-forest", "hist-gradient-boosting",
     "hist-gradient-boosting-categorical", "svc-3-probability", "svc-2", "nu-svc", "svr", "nu-svr", "one-class-svm",
     "svc-precomputed", "svc-sparse", "svr-sparse", "logistic-sparsified", "knn-on-sparse-data", "sparse-matrices",
 ]  # fmt: skip

@@ -128,7 +128,8 @@ def _svms_and_matrices(x: Any, y: Any, y3: Any) -> dict[str, Any]:
         "logistic-sparsified": LogisticRegression().fit(x, y3).sparsify(),
         "knn-on-sparse-data": KNeighborsClassifier(3).fit(sparse_x, y),
         "sparse-matrices": {
-            "csc": sparse.csc_matrix(sparse_x), "coo": sparse.coo_matrix(sparse_x), "coo-array": sparse.coo_array(sparse_x),
+            "csc": sparse.csc_matrix(sparse_x), "coo": sparse.coo_matrix(sparse_x),
+            "coo-array": sparse.coo_array(sparse_x),
             "bsr": sparse.bsr_matrix(np.kron(np.eye(3), np.ones((2, 2))), blocksize=(2, 2)),
             "csr-array": sparse.csr_array(sparse_x), "empty": sparse.csr_matrix((4, 5)),
         },
@@ -234,7 +235,6 @@ def hostile_models() -> dict[str, Any]:
     unmapped = copy.deepcopy(models["hist-gradient-boosting-categorical"])
     unmapped._bin_mapper.is_categorical_ = np.zeros_like(unmapped._bin_mapper.is_categorical_)
     three = models["svc-3-probability"]
-    counts = three._n_support
     knn_sparse = copy.deepcopy(models["knn-on-sparse-data"])
     knn_sparse._fit_X = _sparse_change(knn_sparse._fit_X, "indptr", -1, 10**8)
     logistic = copy.deepcopy(models["logistic-sparsified"])
