@@ -107,12 +107,29 @@ def _pickles() -> Iterator[bytes]:
         elif _is_torch_zip(path):
             yield from _zip_members(path, lambda n: n.endswith(".pkl"))
     yield from _arrow_pickles()
+    yield from _sklearn_native_pickles()
     for name in ULTRALYTICS_SEEDS:  # what pickle_ultralytics reads: architecture, arguments, transforms
         yield from _zip_members(ROOT / "tests" / "data" / "ultralytics" / name, lambda n: n.endswith(".pkl"))
 
 
 # Ultralytics checkpoints: a trainer's (arguments as a namespace, optimizer, EMA), a fused model's, a classifier's.
 ULTRALYTICS_SEEDS = ("yolov8n_detect_epoch.pt", "yolov8n_fused.pt", "yolov8n_classify_best.pt")
+
+
+def _sklearn_native_pickles() -> Iterator[bytes]:
+    """scikit-learn models whose index arrays `scanners/pickle_native_checks.py` reads (neighbor and decision trees,
+    histogram boosting, libsvm, sparse matrices), pickled and joblib-dumped, when scikit-learn is there."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))  # the models are built by the tests' helper
+    try:
+        from tests.helpers.sklearn_native import benign_models, save
+    except ImportError:
+        return
+    models = benign_models()
+    for name in ("knn-kd", "knn-ball-mahalanobis", "tree", "gradient-boosting-3", "hist-gradient-boosting-categorical",
+                 "svc-sparse", "sparse-matrices"):
+        for how in ("pickle2", "pickle4", "joblib"):
+            yield save(models[name], how)
 
 
 def _arrow_pickles() -> Iterator[bytes]:

@@ -95,6 +95,7 @@ def benign_models() -> dict[str, Any]:
         "hist-gradient-boosting": HistGradientBoostingClassifier(max_iter=3, random_state=SEED).fit(x, y),
     }
     models.update(_svms_and_matrices(x, y, y3))
+    models.update(_clusterings(x))
     codes = np.column_stack([np.digitize(x[:, 0], [-1, 0, 1]), x[:, 1:]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -134,6 +135,34 @@ def _svms_and_matrices(x: Any, y: Any, y3: Any) -> dict[str, Any]:
             "csr-array": sparse.csr_array(sparse_x), "empty": sparse.csr_matrix((4, 5)),
         },
     }  # fmt: skip
+
+
+def _clusterings(x: Any) -> dict[str, Any]:
+    from sklearn.cluster import HDBSCAN, BisectingKMeans, KMeans, MiniBatchKMeans
+
+    return {
+        "kmeans": KMeans(3, n_init=1, random_state=SEED).fit(x),
+        "minibatch-kmeans": MiniBatchKMeans(3, n_init=1, random_state=SEED).fit(x),
+        "bisecting-kmeans": BisectingKMeans(3, random_state=SEED).fit(x),
+        "hdbscan": HDBSCAN(min_cluster_size=5, copy=True).fit(x),
+        "hbos-shaped": hbos(np.zeros((10, 3)), np.zeros((11, 3)), 10),
+    }
+
+
+def hbos(hist: Any, edges: Any, bins: Any) -> Any:
+    """An object that pickles as PyOD's HBOS with these histograms (PyOD is not a test dependency; the check reads
+    the class's name and its state, nothing else)."""
+    import sys
+    import types
+
+    for name in ("pyod", "pyod.models", "pyod.models.hbos"):
+        sys.modules.setdefault(name, types.ModuleType(name))
+    module = sys.modules["pyod.models.hbos"]
+    if not hasattr(module, "HBOS"):
+        module.HBOS = type("HBOS", (), {"__module__": "pyod.models.hbos"})  # type: ignore[attr-defined]
+    made = module.HBOS()
+    made.__dict__.update(n_bins=bins, hist_=hist, bin_edges_=edges, alpha=0.1, tol=0.5, contamination=0.1)
+    return made
 
 
 def _svm_change(model: Any, **changes: Any) -> Any:
@@ -240,7 +269,16 @@ def hostile_models() -> dict[str, Any]:
     logistic = copy.deepcopy(models["logistic-sparsified"])
     logistic.coef_ = _sparse_change(logistic.coef_, "indices", 0, 10**8)
     coo = models["sparse-matrices"]["coo"]
+    kmeans = copy.deepcopy(models["kmeans"])
+    kmeans.cluster_centers_ = kmeans.cluster_centers_[:, :1].copy()
+    linkage = copy.deepcopy(models["hdbscan"])
+    linkage._single_linkage_tree_ = linkage._single_linkage_tree_.copy()
+    linkage._single_linkage_tree_["left_node"][0] = 10**9
     return {
+        "kmeans-centers-narrow": kmeans,
+        "hdbscan-linkage-far": linkage,
+        "hbos-edges-narrow": hbos(np.zeros((10, 3)), np.zeros((11, 1)), 10),
+        "hbos-bins-far": hbos(np.zeros((1, 3)), np.zeros((2, 3)), 10**9),
         "svc-n-support-negative": _svm_change(three, _n_support=lambda c: np.array(
             [-(10**9), 10**9, int(c.sum())], dtype=c.dtype)),
         "svc-n-support-over": _svm_change(models["svc-2"], _n_support=lambda c: c * 1000),

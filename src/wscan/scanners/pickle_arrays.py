@@ -120,7 +120,10 @@ class ArrayReader:
             count *= dim
         if count * kind.itemsize != len(raw):
             raise Unread(f"{len(raw):,} bytes of data for {count:,} items of {kind.itemsize} bytes")
-        return np.frombuffer(raw, dtype=kind).reshape(dims, order="F" if fortran else "C")
+        try:
+            return np.frombuffer(raw, dtype=kind).reshape(dims, order="F" if fortran else "C")
+        except ValueError as exc:  # a zero-sized item, say: NumPy's refusal is the loader's too
+            raise Unread(f"an array NumPy refuses: {exc}"[:120]) from None
 
 
 @dataclass(frozen=True, slots=True)

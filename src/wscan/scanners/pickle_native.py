@@ -33,7 +33,13 @@ SPARSE = frozenset({
     f"scipy.sparse.{prefix}{kind}.{kind}_{flavour}"
     for prefix in ("_", "") for kind in ("csr", "csc", "coo", "bsr") for flavour in ("matrix", "array")
 })  # fmt: skip
-CHECKED = SVMS | SPARSE
+# Estimators whose arrays compiled code reads by the sizes of others: k-means' centers (their columns), HDBSCAN's
+# single-linkage tree (its node ids), PyOD's HBOS histograms (their bins, read by numba).
+KMEANS = frozenset({"sklearn.cluster._kmeans.KMeans", "sklearn.cluster._kmeans.MiniBatchKMeans",
+                    "sklearn.cluster._bisect_k_means.BisectingKMeans"})  # fmt: skip
+HDBSCAN = "sklearn.cluster._hdbscan.hdbscan.HDBSCAN"
+HBOS = "pyod.models.hbos.HBOS"
+CHECKED = SVMS | SPARSE | KMEANS | {HDBSCAN, HBOS}
 
 
 def native_class(target: Obj) -> str | None:

@@ -26,8 +26,19 @@ from functools import partial
 
 import numpy as np
 
+from wscan.limits import BudgetExceeded
 from wscan.scanners.pickle_arrays import ArrayReader, Unread
-from wscan.scanners.pickle_native import BINARY_TREES, SPARSE, SVMS, TREE, dict_state, native_class_of
+from wscan.scanners.pickle_native import (
+    BINARY_TREES,
+    HBOS,
+    HDBSCAN,
+    KMEANS,
+    SPARSE,
+    SVMS,
+    TREE,
+    dict_state,
+    native_class_of,
+)
 from wscan.scanners.pickle_values import (
     MAX_NATIVE_RECORDED,
     Const,
@@ -94,12 +105,18 @@ def check(streams: list[NativeStates], arrays: ArrayReader) -> list[Found]:
 
 
 def _report(found: list[Found], index: int, offset: int, cls: str, run: Callable[[], None]) -> None:
+    """Run one check: what it finds, or that it could not finish, is the object's finding (fail closed)."""
     try:
         run()
     except Invalid as exc:
         found.append((index, KIND, offset, {"callable": cls, "detail": str(exc)}))
     except Unread as exc:
         found.append((index, KIND, offset, {"callable": cls, "detail": f"arrays wscan cannot check ({exc})"}))
+    except BudgetExceeded:
+        raise  # the file's limit: the scan reports it
+    except (ArithmeticError, LookupError, TypeError, ValueError, MemoryError) as exc:
+        detail = f"arrays wscan cannot check ({type(exc).__name__} reading them)"
+        found.append((index, KIND, offset, {"callable": cls, "detail": detail}))
 
 
 class _Arrays:
@@ -400,6 +417,12 @@ def _estimator(cls: str, state: Dict, arrays: ArrayReader) -> None:
         _svm(cls, state, arrays)
     elif cls in SPARSE:
         _sparse(cls, state, arrays)
+    elif cls in KMEANS:
+        _kmeans(state, arrays)
+    elif cls == HDBSCAN:
+        _linkage(state, arrays)
+    elif cls == HBOS:
+        _histograms(state, arrays)
     else:
         _tree_holder(cls, state, arrays)
 
@@ -545,3 +568,55 @@ def _ints(value: Sym | None) -> tuple[int, ...] | None:
     numbers = [_const_int(item) for item in value.items]
     found = tuple(number for number in numbers if number is not None and number >= 0)
     return found if len(found) == len(numbers) else None
+
+
+def _kmeans(state: Dict, arrays: ArrayReader) -> None:
+    """k-means' compiled assignment reads each center over as many columns as X has (checked against
+    n_features_in_): the centers must have that many."""
+    centers = state.get("cluster_centers_")
+    features = state.get("n_features_in_")
+    if centers is None or features is None:
+        return  # not fitted: predict refuses
+    shape = arrays.shape(centers)
+    if len(shape) != 2 or shape[1] != _const_int(features):
+        raise Invalid(f"cluster_centers_ of shape {shape} for {_const_int(features)} features")
+
+
+def _linkage(state: Dict, arrays: ArrayReader) -> None:
+    """HDBSCAN's single-linkage tree, which dbscan_clustering() unions in a compiled union-find of one slot per
+    point and merge: merge k joins points or earlier merges (ids below n + k, n the points)."""
+    linkage = state.get("_single_linkage_tree_")
+    if linkage is None or _is_none(linkage):
+        return
+    rows = arrays.values(linkage)
+    _integers(rows, "_single_linkage_tree_", ("left_node", "right_node"))
+    if rows.ndim != 1:
+        raise Invalid(f"_single_linkage_tree_ of {rows.ndim} dimensions")
+    limit = np.arange(len(rows)) + len(rows) + 1
+    for side in ("left_node", "right_node"):
+        wrong = (rows[side] < 0) | (rows[side] >= limit)
+        if bool(np.any(wrong)):
+            at = int(np.flatnonzero(wrong)[0])
+            raise Invalid(f"merge {at}'s {side} {int(rows[side][at])}, for {len(rows) + 1} points")
+
+
+def _histograms(state: Dict, arrays: ArrayReader) -> None:
+    """HBOS's histograms, which its numba code reads by bin with no bounds checks: with n_bins a number, hist_ is
+    (n_bins, features) and bin_edges_ (n_bins + 1, features); with "auto", a pair of arrays per feature, the edges
+    one longer."""
+    hist, edges = state.get("hist_"), state.get("bin_edges_")
+    if hist is None or edges is None:
+        return  # not fitted
+    bins = state.get("n_bins")
+    if isinstance(hist, Seq) and isinstance(edges, Seq):  # n_bins="auto"
+        if len(hist.items) != len(edges.items) or hist.dropped or edges.dropped:
+            raise Invalid(f"{len(hist.items)} histograms for {len(edges.items)} bin edges")
+        for index, (counts, bounds) in enumerate(zip(hist.items, edges.items, strict=True)):
+            one, two = arrays.shape(counts), arrays.shape(bounds)
+            if len(one) != 1 or two != (one[0] + 1,):
+                raise Invalid(f"feature {index}'s histogram of {one} bins with edges {two}")
+        return
+    number = _const_int(bins) if bins is not None else None
+    one, two = arrays.shape(hist), arrays.shape(edges)
+    if number is None or len(one) != 2 or one[0] != number or two != (number + 1, one[1]):
+        raise Invalid(f"hist_ of shape {one} and bin_edges_ of shape {two} for {number} bins")
