@@ -7,6 +7,7 @@ of bounds on a few of them (a child process killed by a signal)."""
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -124,3 +125,10 @@ def test_the_loader_goes_out_of_bounds(tmp_path: Path, hostile: dict[str, Any], 
     run = subprocess.run([sys.executable, "-c", PREDICT, str(path)], capture_output=True, text=True, timeout=300)
     assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])
     assert findings(tmp_path, path.read_bytes(), path.name)[RULE][0] == Severity.HIGH
+
+
+def test_arrays_the_file_does_not_hold_are_reported(tmp_path: Path, benign: dict[str, Any]) -> None:
+    """Protocol 5 with the arrays out of band (the loader's caller passes them): nothing to check, so reported."""
+    blob = pickle.dumps(benign["knn-kd"], protocol=5, buffer_callback=lambda buffer: None)
+    severity, message = findings(tmp_path, blob, "out-of-band.pkl")[RULE]
+    assert severity == Severity.HIGH and "cannot check" in message, message

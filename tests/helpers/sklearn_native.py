@@ -2,7 +2,7 @@
 the ways a hostile writer changes one index so that predict() goes out of bounds (`pickle_native`).
 
 Each model is fitted on small seeded data; each tamper returns a changed deep copy. Models are saved every way
-scikit-learn users save them: pickle at protocols 2, 4 and 5, joblib, joblib compressed."""
+scikit-learn users save them: pickle at protocols 0, 2, 4 and 5, joblib, joblib compressed."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 SEED = 11
-SAVES = ("pickle2", "pickle4", "pickle5", "joblib", "joblib-z")
+SAVES = ("pickle0", "pickle2", "pickle4", "pickle5", "joblib", "joblib-z")
 
 
 def data(features: int = 3, rows: int = 120) -> tuple[Any, Any]:
