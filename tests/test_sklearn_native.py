@@ -132,3 +132,21 @@ def test_arrays_the_file_does_not_hold_are_reported(tmp_path: Path, benign: dict
     blob = pickle.dumps(benign["knn-kd"], protocol=5, buffer_callback=lambda buffer: None)
     severity, message = findings(tmp_path, blob, "out-of-band.pkl")[RULE]
     assert severity == Severity.HIGH and "cannot check" in message, message
+
+
+def test_a_member_past_the_kept_items_of_a_forest_is_bounded_by_the_forest(tmp_path: Path) -> None:
+    """The pickle machine keeps 4,096 items of a list: tree 4,150 of a 4,200-tree forest is not seen held by the
+    forest, so it is bounded by the forest's feature count anyway (before: its own forged count of 40 let a split on
+    feature 39 pass, which predict reads from a row of 3). The same forest as scikit-learn writes it passes."""
+    from sklearn.ensemble import ExtraTreesClassifier
+
+    from tests.helpers.sklearn_native import _set, _tree_state, data
+
+    x, y = data()
+    forest = ExtraTreesClassifier(n_estimators=4200, max_depth=1, random_state=0, n_jobs=2).fit(x, y)
+    assert RULE not in findings(tmp_path, save(forest, "pickle4"), "forest.pkl")
+    member = forest.estimators_[4150]
+    member.n_features_in_ = 40
+    forest.estimators_[4150] = _tree_state(member, lambda s: _set(s["nodes"], "feature", 0, 39), n_features=40)
+    severity, message = findings(tmp_path, save(forest, "pickle4"), "forest-bad.pkl")[RULE]
+    assert severity == Severity.HIGH and "feature 39 of a split, for 3 features" in message, message

@@ -70,10 +70,11 @@ Found = tuple[int, str, int, dict[str, str]]  # (which stream, kind, offset, att
 
 @dataclass(frozen=True, slots=True)
 class Holder:
-    """Where a tree is used: the fewest features X has there, and the state of the estimator that holds it."""
+    """Where a tree is used: the fewest features X has there, and the state of the estimator that holds it (None:
+    one of several, past what the machine kept of their lists)."""
 
     features: int
-    state: Dict
+    state: Dict | None
 
 
 def check(streams: list[NativeStates], arrays: ArrayReader) -> list[Found]:
@@ -86,14 +87,14 @@ def check(streams: list[NativeStates], arrays: ArrayReader) -> list[Found]:
             detail = f"more than {MAX_NATIVE_RECORDED:,} of them, the rest unverified"
             found.append((index, KIND, 0, {"callable": "scikit-learn models", "detail": detail}))
     owners = [(index, *owner) for index, native in enumerate(streams) for owner in native.owners]
-    holders = _holders([(owner, state) for _, _, owner, state in owners], arrays)
+    holders, spare = _holders([(owner, state) for _, _, owner, state in owners], arrays)
     for index, offset, owner, state in owners:
         cls = native_class_of(owner)
         _report(found, index, offset, cls, partial(_estimator, cls, state, arrays))
     for index, native in enumerate(streams):
         for item in native.restored:
             parts = _Arrays(arrays, item)
-            holder = holders.get(id(item.target))
+            holder = holders.get(id(item.target), spare)
             if item.cls in BINARY_TREES:
                 run = partial(_binary_tree, parts, BINARY_TREES[item.cls] == "BallTree")
             elif item.cls == TREE:
@@ -344,6 +345,8 @@ def _predictor(state: _Arrays, holder: Holder | None) -> None:
     bad = _outside(nodes["bitset_idx"][categorical], 0, rows)
     if bad is not None:
         raise Invalid(f"bitset {bad} of a categorical split, for bitsets of shape {bitsets}")
+    if holder.state is None:
+        raise Unread("a categorical split in one of several models, past what wscan keeps of their lists")
     mapper = holder.state.get("_bin_mapper")
     mapper_state = dict_state(mapper.state) if isinstance(mapper, Obj) else None
     flags = mapper_state.get("is_categorical_") if mapper_state is not None else None
@@ -355,18 +358,24 @@ def _predictor(state: _Arrays, holder: Holder | None) -> None:
         raise Invalid("a categorical split on a feature the bin mapper does not have as categorical")
 
 
-def _holders(owners: list[tuple[Obj, Dict]], arrays: ArrayReader) -> dict[int, Holder]:
+def _holders(owners: list[tuple[Obj, Dict]], arrays: ArrayReader) -> tuple[dict[int, Holder], Holder | None]:
     """Where each tree is used, by the tree's id: the least `n_features_in_` of the estimators that hold it,
     through ensembles' `estimators_` (the ensemble checks X, its members are given it unchecked), and the
-    estimator that holds it directly."""
+    estimator that holds it directly. Past what the machine keeps of a list (4,096 items: a forest of more
+    trees), the members and trees not seen held take the least count of the estimators whose lists were cut
+    (the second value), so a cut list never lifts a bound."""
     own: dict[int, int] = {}
     members: dict[int, list[Sym]] = {}
+    cut: set[int] = set()
     for owner, state in owners:
         counts = [_const_int(given) for key in FEATURE_COUNTS if (given := state.get(key)) is not None]
         known = [count for count in counts if count is not None]
         if known:
             own[id(owner)] = min([own.get(id(owner), min(known)), *known])
-        members.setdefault(id(owner), []).extend(_members(state.get("estimators_"), arrays))
+        held, whole = _members(state.get("estimators_"), arrays)
+        members.setdefault(id(owner), []).extend(held)
+        if not whole:
+            cut.add(id(owner))
     bound = dict(own)
     for _ in range(MAX_OWNER_DEPTH):  # down through ensembles of ensembles
         changed = False
@@ -378,29 +387,51 @@ def _holders(owners: list[tuple[Obj, Dict]], arrays: ArrayReader) -> dict[int, H
                     changed = True
         if not changed:
             break
+    linked = {id(member) for held in members.values() for member in held}
+    ensembles_cut = [bound[owner_id] for owner_id in cut if owner_id in bound]
+    for owner, _ in owners if ensembles_cut else ():
+        if id(owner) not in linked and id(owner) not in cut:
+            bound[id(owner)] = min(bound.get(id(owner), min(ensembles_cut)), min(ensembles_cut))
     found: dict[int, Holder] = {}
+    spare: list[Holder] = []
     for owner, state in owners:
-        if id(owner) in bound:
-            for tree in _members(state.get("tree_"), arrays) + _members(state.get("_predictors"), arrays):
-                previous = found.get(id(tree))
-                features = bound[id(owner)] if previous is None else min(previous.features, bound[id(owner)])
-                found[id(tree)] = Holder(features, state)
-    return found
+        if id(owner) not in bound:
+            continue
+        trees, whole_trees = _members(state.get("tree_"), arrays)
+        predictors, whole_predictors = _members(state.get("_predictors"), arrays)
+        for tree in trees + predictors:
+            previous = found.get(id(tree))
+            features = bound[id(owner)] if previous is None else min(previous.features, bound[id(owner)])
+            found[id(tree)] = Holder(features, state)
+        if not (whole_trees and whole_predictors):
+            spare.append(Holder(bound[id(owner)], state))
+    if not spare:
+        return found, None
+    return found, Holder(min(h.features for h in spare), spare[0].state if len(spare) == 1 else None)
 
 
-def _members(value: Sym | None, arrays: ArrayReader, depth: int = 0) -> list[Sym]:
-    """The objects in a holder: itself, the items of lists and tuples of them, or an object array's items."""
-    if depth > 3 or value is None:
-        return []
+def _members(value: Sym | None, arrays: ArrayReader, depth: int = 0) -> tuple[list[Sym], bool]:
+    """The objects in a holder (itself, the items of lists and tuples of them, or an object array's items), and
+    whether that is all of them."""
+    if value is None:
+        return [], True
+    if depth > 3:
+        return [], False
     if isinstance(value, Obj):
         try:
             _, items = arrays.object_shape(value)
         except Unread:
-            return [value]
+            return [value], True
         return _members(items, arrays, depth + 1)
     if isinstance(value, Seq):
-        return [member for item in value.items for member in _members(item, arrays, depth + 1)]
-    return []
+        found: list[Sym] = []
+        whole = not value.dropped
+        for item in value.items:
+            held, complete = _members(item, arrays, depth + 1)
+            found.extend(held)
+            whole = whole and complete
+        return found, whole
+    return [], True
 
 
 GRADIENT_BOOSTING = frozenset({
