@@ -40,6 +40,9 @@ def findings(tmp_path: Path, blob: bytes, name: str) -> dict[str, tuple[Severity
 
 
 HOSTILE = [
+    "kd-as-its-base-class", "tree-without-a-feature-count", "gradient-boosting-member-none-tree",
+    "isolation-forest-member-wider-than-its-columns", "gradient-boosting-uniform-init-narrow",
+    "kmeans-wide-without-a-feature-count", "svc-sparse-precomputed", "tree-fields-reordered", "kd-node-fields-renamed",
     "kmeans-centers-narrow", "hdbscan-linkage-far", "hbos-edges-narrow", "hbos-bins-far",
     "svc-n-support-negative", "svc-n-support-over", "svc-precomputed-support-far", "svc-sparse-n-support",
     "svc-dual-coef-narrow", "svc-intercept-short", "svc-platt-short", "svr-n-support-far",
@@ -66,7 +69,11 @@ def test_every_hostile_case_is_listed(hostile: dict[str, Any]) -> None:
 def test_an_index_out_of_bounds_is_flagged(tmp_path: Path, hostile: dict[str, Any], name: str, how: str) -> None:
     found = findings(tmp_path, save(hostile[name], how), f"{name}.{how}")
     assert found.get(RULE, (None, ""))[0] == Severity.HIGH, found
-    assert "cannot check" not in found[RULE][1], found[RULE]  # read and found wrong, not unread
+    if name not in UNCOUNTED:
+        assert "cannot check" not in found[RULE][1], found[RULE]  # read and found wrong, not unread
+
+
+UNCOUNTED = {"tree-without-a-feature-count", "kmeans-wide-without-a-feature-count"}  # nothing to bound them by
 
 
 BENIGN = [
@@ -76,7 +83,9 @@ BENIGN = [
     "bagging-half-features", "adaboost", "stacking-passthrough", "pipeline-forest", "hist-gradient-boosting",
     "hist-gradient-boosting-categorical", "svc-3-probability", "svc-2", "nu-svc", "svr", "nu-svr", "one-class-svm",
     "svc-precomputed", "svc-sparse", "svr-sparse", "logistic-sparsified", "knn-on-sparse-data", "sparse-matrices",
-    "kmeans", "minibatch-kmeans", "bisecting-kmeans", "hdbscan", "hbos-shaped",
+    "kmeans", "minibatch-kmeans", "bisecting-kmeans", "hdbscan", "hbos-shaped", "svc-unfitted", "grid-search-svc",
+    "bagging-svc", "classifier-chain-trees", "classifier-chain-hgb", "regressor-chain-trees",
+    "isolation-forest-one-feature",
 ]  # fmt: skip
 
 
@@ -115,9 +124,10 @@ print("survived")
 """
 
 
-@pytest.mark.parametrize(
-    "name", ["kd-index-past-the-rows", "tree-left-child-far", "hgb-left-child-far", "svc-n-support-negative"]
-)
+@pytest.mark.parametrize("name", [
+    "kd-index-past-the-rows", "tree-left-child-far", "hgb-left-child-far", "svc-n-support-negative",
+    "kd-node-fields-renamed", "tree-fields-reordered", "gradient-boosting-member-none-tree",
+])  # fmt: skip
 def test_the_loader_goes_out_of_bounds(tmp_path: Path, hostile: dict[str, Any], name: str) -> None:
     """What the rule is for: scikit-learn's own predict() on the file is killed by a signal (SIGSEGV)."""
     path = tmp_path / f"{name}.pkl"

@@ -96,6 +96,7 @@ def benign_models() -> dict[str, Any]:
     }
     models.update(_svms_and_matrices(x, y, y3))
     models.update(_clusterings(x))
+    models.update(_containers(x, y))
     codes = np.column_stack([np.digitize(x[:, 0], [-1, 0, 1]), x[:, 1:]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -135,6 +136,27 @@ def _svms_and_matrices(x: Any, y: Any, y3: Any) -> dict[str, Any]:
             "csr-array": sparse.csr_array(sparse_x), "empty": sparse.csr_matrix((4, 5)),
         },
     }  # fmt: skip
+
+
+def _containers(x: Any, y: Any) -> dict[str, Any]:
+    """Meta-estimators review 84 found flagged: an unfitted SVC (GridSearchCV's template), chains (member k is
+    given X and k predictions), an isolation forest (each member a column subset)."""
+    from sklearn.ensemble import BaggingClassifier, HistGradientBoostingClassifier, IsolationForest
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.multioutput import ClassifierChain, RegressorChain
+    from sklearn.svm import SVC
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    labels = np.column_stack([y, 1 - y, (x[:, 1] > 0).astype(int)])
+    return {
+        "svc-unfitted": SVC(),
+        "grid-search-svc": GridSearchCV(SVC(), {"C": [0.5, 1.0]}, cv=2).fit(x, y),
+        "bagging-svc": BaggingClassifier(SVC(), n_estimators=2, random_state=SEED).fit(x, y),
+        "classifier-chain-trees": ClassifierChain(DecisionTreeClassifier(max_depth=3), order=[2, 0, 1]).fit(x, labels),
+        "classifier-chain-hgb": ClassifierChain(HistGradientBoostingClassifier(max_iter=3)).fit(x, labels),
+        "regressor-chain-trees": RegressorChain(DecisionTreeRegressor(max_depth=3)).fit(x, labels.astype(float)),
+        "isolation-forest-one-feature": IsolationForest(n_estimators=3, max_features=1, random_state=SEED).fit(x),
+    }
 
 
 def _clusterings(x: Any) -> dict[str, Any]:
@@ -274,7 +296,9 @@ def hostile_models() -> dict[str, Any]:
     linkage = copy.deepcopy(models["hdbscan"])
     linkage._single_linkage_tree_ = linkage._single_linkage_tree_.copy()
     linkage._single_linkage_tree_["left_node"][0] = 10**9
+    review = _review_84(models)
     return {
+        **review,
         "kmeans-centers-narrow": kmeans,
         "hdbscan-linkage-far": linkage,
         "hbos-edges-narrow": hbos(np.zeros((10, 3)), np.zeros((11, 1)), 10),
@@ -340,3 +364,72 @@ def _mahalanobis(model: Any) -> Any:
         state[11] = _Forged(func, args, (p, vec, mat[:1, :1].copy()))
 
     return _binary_tree(model, shrink)
+
+
+def _review_84(models: dict[str, Any]) -> dict[str, Any]:
+    """Review 84's ways past the first checks, each of which crashed predict or read out of bounds."""
+    from sklearn.dummy import DummyRegressor
+    from sklearn.neighbors._kd_tree import BinaryTree64
+
+    knn = models["knn-kd"]
+    as_base = copy.deepcopy(knn)
+    func, _, state = as_base._tree.__reduce__()
+    state = list(state)
+    state[1] = np.full_like(state[1], 2**40)
+    as_base.__dict__["_tree"] = _Forged(func, (BinaryTree64,), tuple(state))
+    uncounted = _tree_state(models["tree"], lambda s: _set(s["nodes"], "feature", 0, 10**9), n_features=2**31)
+    del uncounted.n_features_in_
+    boosting = copy.deepcopy(models["gradient-boosting-2"])
+    dummy = DummyRegressor().fit(np.zeros((2, 3)), np.zeros(2))
+    dummy.tree_ = None
+    boosting.estimators_[1, 0] = dummy
+    subset = copy.deepcopy(models["isolation-forest-one-feature"])
+    member = subset.estimators_[0]
+    member.n_features_in_ = 3
+    subset.estimators_[0] = _tree_state(member, lambda s: _set(s["nodes"], "feature", 0, 2), n_features=3)
+    uniform = copy.deepcopy(models["gradient-boosting-3"])
+    uniform.init_._strategy = "uniform"
+    uniform.init_.n_classes_ = 1
+    centers = copy.deepcopy(models["kmeans"])
+    centers.cluster_centers_ = np.ones((3, 4096))
+    del centers.n_features_in_
+    sparse_kernel = copy.deepcopy(models["svc-sparse"])
+    sparse_kernel.kernel = "precomputed"
+    return {
+        "kd-as-its-base-class": as_base,
+        "tree-without-a-feature-count": uncounted,
+        "gradient-boosting-member-none-tree": boosting,
+        "isolation-forest-member-wider-than-its-columns": subset,
+        "gradient-boosting-uniform-init-narrow": uniform,
+        "kmeans-wide-without-a-feature-count": centers,
+        "svc-sparse-precomputed": sparse_kernel,
+        "tree-fields-reordered": _tree_state(models["tree"], _reorder_fields),
+        "kd-node-fields-renamed": _binary_tree(knn, _rename_node_fields),
+    }
+
+
+def _reorder_fields(state: dict[str, Any]) -> None:
+    """The Tree's nodes with `feature` and `n_node_samples` trading places: scikit-learn casts by position."""
+    nodes = state["nodes"]
+    names = list(nodes.dtype.names)
+    swapped = {"feature": "n_node_samples", "n_node_samples": "feature"}
+    dtype = np.dtype({"names": [swapped.get(n, n) for n in names],
+                      "formats": [nodes.dtype.fields[n][0] for n in names],
+                      "offsets": [nodes.dtype.fields[n][1] for n in names], "itemsize": nodes.dtype.itemsize})
+    moved = np.zeros(len(nodes), dtype=dtype)
+    for name in names:
+        moved[name] = nodes[name]
+    moved["n_node_samples"][0] = 10**9  # what the loader takes for node 0's feature
+    state["nodes"] = moved
+
+
+def _rename_node_fields(state: list[Any]) -> None:
+    """node_data with `idx_end` and `is_leaf` named the other way round: the compiled code reads by offset."""
+    nodes = state[2]
+    dtype = np.dtype({"names": ["idx_start", "is_leaf", "idx_end", "radius"], "formats": ["<i8"] * 3 + ["<f8"],
+                      "offsets": [0, 8, 16, 24], "itemsize": 32})
+    renamed = np.zeros(len(nodes), dtype=dtype)
+    # By name every node is a leaf over its real rows; by offset node 0 is a leaf over a billion rows.
+    renamed["idx_start"], renamed["is_leaf"], renamed["idx_end"] = nodes["idx_start"], 10**9, nodes["idx_end"]
+    renamed["radius"] = nodes["radius"]
+    state[2] = renamed

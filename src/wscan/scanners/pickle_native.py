@@ -15,9 +15,12 @@ from wscan.scanners.pickle_values import MAX_NATIVE_RECORDED, Const, Dict, Globa
 
 _NEIGHBORS = ("sklearn.neighbors._kd_tree", "sklearn.neighbors._ball_tree", "sklearn.neighbors.kd_tree",
               "sklearn.neighbors.ball_tree")  # fmt: skip
+# The tree classes of each neighbors module, by whether the module's tree is a ball tree: their base class
+# BinaryTree is the same compiled code as KDTree or BallTree there (review 84 restored a KNN's tree as
+# `_kd_tree.BinaryTree64`, which KNeighborsClassifier queried as it would its KDTree).
 BINARY_TREES = {
-    f"{module}.{name}{suffix}": name
-    for module in _NEIGHBORS for name in ("KDTree", "BallTree") for suffix in ("", "64", "32")
+    f"{module}.{name}{suffix}": "ball" in module
+    for module in _NEIGHBORS for name in ("KDTree", "BallTree", "BinaryTree") for suffix in ("", "64", "32")
 }  # fmt: skip
 TREE = "sklearn.tree._tree.Tree"
 PREDICTOR = "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor"
@@ -84,6 +87,8 @@ def native_class_of(value: Sym | None) -> str:
     """The class a value was made of, by its maker (scikit-learn's `newObj(cls)` helpers, copyreg's), for reports."""
     if isinstance(value, Const):
         return repr(value.value)[:40]
+    if isinstance(value, Global):
+        return value.dotted
     if not isinstance(value, Obj) or not isinstance(value.func, Global):
         return type(value).__name__ if value is not None else "nothing"
     func = value.func

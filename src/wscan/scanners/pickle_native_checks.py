@@ -75,6 +75,7 @@ class Holder:
 
     features: int
     state: Dict | None
+    direct: bool = True  # the estimator holding it says how many features X has (its own constant count)
 
 
 def check(streams: list[NativeStates], arrays: ArrayReader) -> list[Found]:
@@ -96,7 +97,7 @@ def check(streams: list[NativeStates], arrays: ArrayReader) -> list[Found]:
             parts = _Arrays(arrays, item)
             holder = holders.get(id(item.target), spare)
             if item.cls in BINARY_TREES:
-                run = partial(_binary_tree, parts, BINARY_TREES[item.cls] == "BallTree")
+                run = partial(_binary_tree, parts, BINARY_TREES[item.cls])
             elif item.cls == TREE:
                 run = partial(_tree, parts, item.target, holder)
             else:
@@ -163,6 +164,41 @@ def _integers(array: np.ndarray, what: str, fields: tuple[str, ...] = ()) -> Non
         raise Unread(f"{what} of dtype {array.dtype}")
 
 
+# Record layouts as scikit-learn writes them: (name, offset) per field, in order. Its compiled code reads a record
+# by position, never by name: Cython's typed memoryviews by offset (neighbor trees' NodeData, HDBSCAN's linkage),
+# and `astype` to the expected dtype by field order (a Tree's nodes, TreePredictor's). wscan reads by name, so the
+# names must be those, in that order (review 84 swapped two names: wscan read a leaf, the query walked a billion
+# rows), and for the memoryviews at those offsets.
+NODE_DATA = (("idx_start", 0), ("idx_end", 8), ("is_leaf", 16), ("radius", 24))
+HIERARCHY = (("left_node", 0), ("right_node", 8), ("value", 16), ("cluster_size", 24))
+_TREE_FIELDS = ("left_child", "right_child", "feature", "threshold", "impurity", "n_node_samples",
+                "weighted_n_node_samples")  # fmt: skip
+TREE_NODES = (  # scikit-learn 1.3 and later; before it, without missing_go_to_left
+    tuple((name, 8 * index) for index, name in enumerate((*_TREE_FIELDS, "missing_go_to_left"))),
+    tuple((name, 8 * index) for index, name in enumerate(_TREE_FIELDS)),
+)
+PREDICTOR_NODES = tuple(zip(
+    ("value", "count", "feature_idx", "num_threshold", "missing_go_to_left", "left", "right", "gain", "depth",
+     "is_leaf", "bin_threshold", "is_categorical", "bitset_idx"),
+    (0, 8, 12, 20, 28, 29, 33, 37, 45, 49, 50, 51, 52), strict=True,
+))  # fmt: skip
+
+
+def _layout(
+    array: np.ndarray, what: str, layouts: tuple[tuple[tuple[str, int], ...], ...], by_offset: bool = False
+) -> None:
+    """The record's fields are one of `layouts`' names in order (and at their offsets, where the compiled code
+    reads by offset), so that what wscan reads by name is what scikit-learn reads by position."""
+    names = array.dtype.names or ()
+    fields = array.dtype.fields
+    offsets = tuple(int(fields[name][1]) for name in names) if fields is not None else ()
+    for layout in layouts:
+        if names == tuple(name for name, _ in layout) and (not by_offset or offsets == tuple(o for _, o in layout)):
+            return
+    raise Invalid(f"{what} records laid out as {list(zip(names, offsets, strict=True))[:6]}, not as scikit-learn "
+                  "writes them (its compiled code reads fields by position)")
+
+
 def _outside(values: np.ndarray, low: int, high: int) -> int | None:
     """The first value outside [low, high), or None."""
     if not values.size:
@@ -183,6 +219,7 @@ def _binary_tree(state: _Arrays, ball: bool) -> None:
         raise Invalid(f"data of {len(data)}, idx_array of {idx.ndim} and node_data of {nodes.ndim} dimensions")
     samples, features = data
     _integers(idx, "idx_array")
+    _layout(nodes, "node_data", (NODE_DATA,), by_offset=True)
     _integers(nodes, "node_data", ("idx_start", "idx_end", "is_leaf"))
     bad = _outside(idx, 0, samples)
     if bad is not None:
@@ -274,6 +311,7 @@ def _tree(state: _Arrays, target: Obj, holder: Holder | None) -> None:
     max_depth = _const_int(state.get("max_depth") or Const(None))
     if nodes.ndim != 1:
         raise Invalid(f"nodes of {nodes.ndim} dimensions")
+    _layout(nodes, "nodes", TREE_NODES)
     _integers(nodes, "nodes", ("left_child", "right_child", "feature"))
     if node_count is None or not 0 < node_count <= len(nodes):
         raise Invalid(f"node_count {node_count} for {len(nodes)} nodes")
@@ -283,7 +321,11 @@ def _tree(state: _Arrays, target: Obj, holder: Holder | None) -> None:
     depth = _depth(used["left_child"], used["right_child"], inner)
     if max_depth is None or depth > max_depth:
         raise Invalid(f"max_depth {max_depth} for a tree {depth} deep")
-    limit = n_features if holder is None else min(n_features, holder.features)
+    if holder is None or not holder.direct:
+        # A decision tree's predict checks X against its n_features_in_ only when it has one; the Tree itself
+        # never does (review 84 deleted the count and split on feature 10**9).
+        raise Unread("not held by an estimator that says how many features X has")
+    limit = min(n_features, holder.features)
     bad = _outside(used["feature"][inner], 0, limit)
     if bad is not None:
         raise Invalid(f"feature {bad} of a split, for {limit} features")
@@ -329,10 +371,11 @@ def _predictor(state: _Arrays, holder: Holder | None) -> None:
     nodes = state.array(state.get("nodes"), "nodes")
     if nodes.ndim != 1 or not len(nodes):
         raise Invalid(f"nodes of shape {nodes.shape}")
+    _layout(nodes, "nodes", (PREDICTOR_NODES,))
     _integers(nodes, "nodes", ("left", "right", "feature_idx", "is_leaf", "is_categorical", "bitset_idx"))
     inner = nodes["is_leaf"] == 0
     _children(nodes["left"], nodes["right"], inner, len(nodes), leaf=0)
-    if holder is None:
+    if holder is None or not holder.direct:
         raise Unread("not held by an estimator that says how many features X has")
     bad = _outside(nodes["feature_idx"][inner], 0, holder.features)
     if bad is not None:
@@ -367,21 +410,25 @@ def _holders(owners: list[tuple[Obj, Dict]], arrays: ArrayReader) -> tuple[dict[
     own: dict[int, int] = {}
     members: dict[int, list[Sym]] = {}
     cut: set[int] = set()
+    subsets: dict[int, int] = {}  # bagging's and isolation forests' members: the columns of X each is given
     for owner, state in owners:
         counts = [_const_int(given) for key in FEATURE_COUNTS if (given := state.get(key)) is not None]
         known = [count for count in counts if count is not None]
         if known:
             own[id(owner)] = min([own.get(id(owner), min(known)), *known])
         held, whole = _members(state.get("estimators_"), arrays)
+        if native_class_of(owner) in CHAINS:
+            held, whole = [], True  # member k is given X and the first k predictions: its own count is its bound
         members.setdefault(id(owner), []).extend(held)
         if not whole:
             cut.add(id(owner))
+        _subset_widths(state.get("estimators_features_"), held, whole, arrays, subsets)
     bound = dict(own)
     for _ in range(MAX_OWNER_DEPTH):  # down through ensembles of ensembles
         changed = False
         for owner_id, held in members.items():
             for member in held if owner_id in bound else ():
-                least = min(bound[owner_id], bound.get(id(member), bound[owner_id]))
+                least = min(bound[owner_id], bound.get(id(member), bound[owner_id]), subsets.get(id(member), 2**63))
                 if bound.get(id(member)) != least:
                     bound[id(member)] = least
                     changed = True
@@ -402,12 +449,40 @@ def _holders(owners: list[tuple[Obj, Dict]], arrays: ArrayReader) -> tuple[dict[
         for tree in trees + predictors:
             previous = found.get(id(tree))
             features = bound[id(owner)] if previous is None else min(previous.features, bound[id(owner)])
-            found[id(tree)] = Holder(features, state)
+            direct = id(owner) in own and (previous is None or previous.direct)
+            found[id(tree)] = Holder(features, state, direct)
         if not (whole_trees and whole_predictors):
             spare.append(Holder(bound[id(owner)], state))
     if not spare:
         return found, None
     return found, Holder(min(h.features for h in spare), spare[0].state if len(spare) == 1 else None)
+
+
+def _subset_widths(
+    features: Sym | None, members: list[Sym], whole: bool, arrays: ArrayReader, widths: dict[int, int]
+) -> None:
+    """Bagging and isolation forests give member i the columns `estimators_features_[i]` of X (an isolation
+    forest without checking them against the member's count): each member's width is at most that many, the
+    fewest of them where the two lists cannot be paired."""
+    if features is None:
+        return
+    listed, complete = _features_lists(features)
+    try:
+        counts = [arrays.shape(item)[0] for item in listed]
+    except (Unread, IndexError):
+        counts = [0]  # unreadable: no column is known to be given
+    if not counts:
+        return
+    paired = whole and complete and len(counts) == len(members)
+    for index, member in enumerate(members):
+        width = counts[index] if paired else min(counts)
+        widths[id(member)] = min(widths.get(id(member), width), width)
+
+
+def _features_lists(value: Sym) -> tuple[list[Sym], bool]:
+    if isinstance(value, Seq):
+        return list(value.items), not value.dropped
+    return [value], False
 
 
 def _members(value: Sym | None, arrays: ArrayReader, depth: int = 0) -> tuple[list[Sym], bool]:
@@ -434,12 +509,14 @@ def _members(value: Sym | None, arrays: ArrayReader, depth: int = 0) -> tuple[li
     return [], True
 
 
+CHAINS = frozenset({"sklearn.multioutput.ClassifierChain", "sklearn.multioutput.RegressorChain"})
 GRADIENT_BOOSTING = frozenset({
     f"sklearn.ensemble.{module}.GradientBoosting{kind}"
     for module in ("_gb", "gradient_boosting") for kind in ("Classifier", "Regressor")
 })  # fmt: skip
 DECISION_TREES = "sklearn.tree._classes."
-PRIOR = frozenset({"sklearn.dummy.DummyClassifier"})
+GB_MEMBER = "sklearn.tree._classes.DecisionTreeRegressor"
+DUMMY = "sklearn.dummy.DummyClassifier"
 
 
 def _estimator(cls: str, state: Dict, arrays: ArrayReader) -> None:
@@ -463,10 +540,16 @@ def _tree_holder(cls: str, state: Dict, arrays: ArrayReader) -> None:
     predict takes None for one, and reads through it); gradient boosting's `estimators_` has as many columns as
     the predictions it writes into (`n_trees_per_iteration_`, or the initial estimator's classes)."""
     tree = state.get("tree_")
-    if cls.startswith(DECISION_TREES) and tree is not None and native_class_of(tree) != TREE:
+    if tree is not None and (_is_none(tree) or cls.startswith(DECISION_TREES)) and native_class_of(tree) != TREE:
+        # gradient boosting's compiled predict reads any member's tree_ as a Tree, and None crashes it (review 84
+        # made one member a DummyRegressor holding None)
         raise Invalid(f"a tree_ made by {native_class_of(tree)}")
     if cls not in GRADIENT_BOOSTING or state.get("estimators_") is None:
         return
+    held, _ = _members(state.get("estimators_"), arrays)
+    for member in held:
+        if native_class_of(member) != GB_MEMBER:
+            raise Invalid(f"a member made by {native_class_of(member)}, where predict reads a decision tree's Tree")
     shape, _ = arrays.object_shape(state.get("estimators_"))
     if len(shape) != 2:
         raise Invalid(f"estimators_ of shape {shape}")
@@ -477,17 +560,38 @@ def _tree_holder(cls: str, state: Dict, arrays: ArrayReader) -> None:
     init = state.get("init_")
     if columns == 1 or (isinstance(init, Const) and init.value == "zero"):
         return
-    init_state = dict_state(init.state) if isinstance(init, Obj) and native_class_of(init) in PRIOR else None
-    prior = init_state.get("class_prior_") if init_state is not None else None
-    if prior is None:
+    width = _dummy_width(init, arrays)
+    if width != columns:
+        raise Invalid(f"estimators_ of {columns} columns over initial predictions {width} wide")
+
+
+def _dummy_width(init: Sym | None, arrays: ArrayReader) -> int:
+    """How many columns a DummyClassifier's predict_proba gives (gradient boosting's default initial estimator):
+    its class prior's length for the prior and stratified strategies, `n_classes_` for the others (review 84: a
+    uniform one with one class under a 60-wide prior overflowed the predictions). Other initial estimators are not
+    sized (a known false positive for multiclass boosting with a user's `init`)."""
+    state = dict_state(init.state) if isinstance(init, Obj) and native_class_of(init) == DUMMY else None
+    if state is None:
         raise Unread(f"an initial estimator, {native_class_of(init)}, whose predictions wscan does not size")
-    classes = arrays.shape(prior)
-    if classes != (columns,):
-        raise Invalid(f"estimators_ of {columns} columns over {classes} initial predictions")
+    strategy = state.get("_strategy") or state.get("strategy")
+    name = strategy.value if isinstance(strategy, Const) else None
+    if name in ("prior", "stratified"):
+        shape = arrays.shape(state.get("class_prior_"))
+        if len(shape) != 1:
+            raise Invalid(f"a class prior of shape {shape}")
+        return shape[0]
+    if name in ("most_frequent", "uniform", "constant"):
+        count = _const_int(state.get("n_classes_") or Const(None))
+        if count is None:
+            raise Unread("an initial estimator's class count the stream computes")
+        return count
+    raise Unread(f"an initial estimator's strategy {str(name)[:30]!r}")
 
 
 SVM_KERNELS = frozenset({"linear", "poly", "rbf", "sigmoid", "precomputed"})
 SVM_CLASSIFIERS = frozenset({"SVC", "NuSVC"})
+SVM_FITTED = ("support_", "support_vectors_", "_n_support", "n_support_", "_dual_coef_", "dual_coef_", "_intercept_",
+              "intercept_", "shape_fit_")  # fmt: skip
 
 
 def _svm(cls: str, state: Dict, arrays: ArrayReader) -> None:
@@ -496,6 +600,8 @@ def _svm(cls: str, state: Dict, arrays: ArrayReader) -> None:
     these counts: scikit-learn compares only their sum, and only for dense models), and the coefficients, intercepts
     and Platt parameters have the sizes libsvm reads for that many classes."""
     name = cls.rpartition(".")[2]
+    if all(state.get(key) is None for key in SVM_FITTED):
+        return  # not fitted (GridSearchCV's template, say): predict refuses before libsvm is called
     support = _values(arrays, state.get("support_"), "support_")
     n_sv = len(support)
     fit = _ints(state.get("shape_fit_"))
@@ -512,6 +618,12 @@ def _svm(cls: str, state: Dict, arrays: ArrayReader) -> None:
     if (classifier and (classes < 2 or int(counts.sum()) != n_sv)) or (not classifier and classes != 2):
         raise Invalid(f"{counts_key} {counts.tolist()[:4]} for {n_sv} support vectors")
     kernel = state.get("kernel")
+    sparse = state.get("_sparse")
+    if isinstance(sparse, Const) and sparse.value and not (isinstance(kernel, Const) and kernel.value in SVM_KERNELS
+                                                           and kernel.value != "precomputed"):
+        # sparse libsvm reads a precomputed kernel's column from each support vector's value (review 84: a value of
+        # 1e9 crashed predict); fit never writes a sparse model with a precomputed or callable kernel
+        raise Invalid(f"a sparse model with the kernel {native_class_of(kernel)}, which fit never writes")
     vectors = _matrix_shape(arrays, state.get("support_vectors_"))
     # A precomputed or callable kernel: libsvm reads the kernel's columns through support_, not the vectors.
     vectors_read = isinstance(kernel, Const) and kernel.value != "precomputed"
@@ -602,12 +714,15 @@ def _ints(value: Sym | None) -> tuple[int, ...] | None:
 
 
 def _kmeans(state: Dict, arrays: ArrayReader) -> None:
-    """k-means' compiled assignment reads each center over as many columns as X has (checked against
-    n_features_in_): the centers must have that many."""
+    """k-means' compiled assignment reads a row of X over as many columns as the centers have: centers wider than
+    X read past it. X is checked against n_features_in_ only when the model has one (review 84 deleted it and
+    widened the centers), so the centers must be as wide as a constant n_features_in_."""
     centers = state.get("cluster_centers_")
-    features = state.get("n_features_in_")
-    if centers is None or features is None:
+    if centers is None:
         return  # not fitted: predict refuses
+    features = state.get("n_features_in_")
+    if features is None or _const_int(features) is None:
+        raise Unread("centers without a feature count X is checked against")
     shape = arrays.shape(centers)
     if len(shape) != 2 or shape[1] != _const_int(features):
         raise Invalid(f"cluster_centers_ of shape {shape} for {_const_int(features)} features")
@@ -620,6 +735,7 @@ def _linkage(state: Dict, arrays: ArrayReader) -> None:
     if linkage is None or _is_none(linkage):
         return
     rows = arrays.values(linkage)
+    _layout(rows, "_single_linkage_tree_", (HIERARCHY,), by_offset=True)
     _integers(rows, "_single_linkage_tree_", ("left_node", "right_node"))
     if rows.ndim != 1:
         raise Invalid(f"_single_linkage_tree_ of {rows.ndim} dimensions")
