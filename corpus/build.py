@@ -796,6 +796,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_keras_tf(corpus)
     build_hostile_configs(corpus)
     build_distributed_checkpoint(corpus, payload, main_rules)
+    build_hostile_sklearn_native(corpus)
 
 
 def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
@@ -1250,6 +1251,54 @@ def build_benign_numpy(corpus: Corpus) -> None:
             corpus.record(rel, f"joblib.dump of numpy data, compress={compress!r}", made_by="joblib.dump"),
             compress=compress,
         )
+
+
+class _Reduced:
+    """Pickles as `func(*args)` with `state`: a model's compiled state with one value changed, never given to a live
+    object (scikit-learn would go out of bounds here already)."""
+
+    def __init__(self, func: Any, args: tuple[Any, ...], state: Any) -> None:
+        self.func, self.args, self.state = func, args, state
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return self.func, self.args, self.state
+
+
+def build_hostile_sklearn_native(corpus: Corpus) -> None:
+    """Real scikit-learn models with one index changed, which their compiled predict follows out of bounds."""
+    import joblib
+    import numpy as np
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(30, 3))
+    y = (x[:, 0] + x[:, 1] > 0).astype(int)
+    knn = KNeighborsClassifier(3, algorithm="kd_tree", leaf_size=5).fit(x, y)
+    func, args, state = knn._tree.__reduce__()
+    knn.__dict__["_tree"] = _Reduced(func, args, (state[0], np.full_like(state[1], 2**40), *state[2:]))
+    corpus.add(
+        "hostile/sklearn-knn-index-past-the-rows.pkl",
+        pickle.dumps(knn, protocol=4),
+        "a scikit-learn KNN whose KDTree row indices point past its data: predict crashes (SIGSEGV)",
+        rules=expect("WS-PKL-059"),
+    )
+    tree = DecisionTreeClassifier(max_depth=3, random_state=SEED).fit(x, y)
+    cls, tree_args, tree_state = tree.tree_.__reduce__()
+    real = tree_state["nodes"]
+    nodes = np.zeros(len(real), dtype=real.dtype)  # field by field: a copy would keep the C struct's padding bytes
+    for name in real.dtype.names:
+        nodes[name] = real[name]
+    nodes["feature"][0] = 10**9
+    tree.__dict__["tree_"] = _Reduced(cls, tree_args, dict(tree_state, nodes=nodes))
+    buffer = io.BytesIO()
+    joblib.dump(tree, buffer)
+    corpus.add(
+        "hostile/sklearn-tree-feature-far.joblib",
+        buffer.getvalue(),
+        "a scikit-learn decision tree whose root splits on feature 10**9: predict reads far past X (SIGSEGV)",
+        rules=expect("WS-PKL-059"),
+    )
 
 
 def build_benign_sklearn(corpus: Corpus) -> None:
