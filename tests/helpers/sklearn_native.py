@@ -134,7 +134,11 @@ def _svms_and_matrices(x: Any, y: Any, y3: Any) -> dict[str, Any]:
             "coo-array": sparse.coo_array(sparse_x),
             "bsr": sparse.bsr_matrix(np.kron(np.eye(3), np.ones((2, 2))), blocksize=(2, 2)),
             "csr-array": sparse.csr_array(sparse_x), "empty": sparse.csr_matrix((4, 5)),
+            "lil": sparse.lil_matrix(sparse_x), "dia": sparse.dia_matrix(np.eye(4) + np.eye(4, k=1)),
+            "dok": sparse.dok_matrix(sparse_x),
         },
+        "knn-brute-manhattan": KNeighborsClassifier(3, algorithm="brute", metric="manhattan").fit(x, y),
+        **_scipy_objects(x),
     }  # fmt: skip
 
 
@@ -185,6 +189,21 @@ def hbos(hist: Any, edges: Any, bins: Any) -> Any:
     made = module.HBOS()
     made.__dict__.update(n_bins=bins, hist_=hist, bin_edges_=edges, alpha=0.1, tol=0.5, contamination=0.1)
     return made
+
+
+def _scipy_objects(x: Any) -> dict[str, Any]:
+    """SciPy objects whose evaluation trusts their arrays' sizes: splines (SplineTransformer keeps them), a grid
+    interpolator, a Gaussian KDE."""
+    from scipy.interpolate import RegularGridInterpolator
+    from scipy.stats import gaussian_kde
+    from sklearn.preprocessing import SplineTransformer
+
+    grid = RegularGridInterpolator((np.arange(3.0), np.arange(4.0)), np.arange(12.0).reshape(3, 4))
+    return {
+        "spline-transformer": SplineTransformer(n_knots=4, degree=3).fit(x),
+        "grid-interpolator": grid,
+        "gaussian-kde": gaussian_kde(x[:, :2].T, weights=np.linspace(1, 2, len(x))),
+    }
 
 
 def _svm_change(model: Any, **changes: Any) -> Any:
@@ -296,9 +315,9 @@ def hostile_models() -> dict[str, Any]:
     linkage = copy.deepcopy(models["hdbscan"])
     linkage._single_linkage_tree_ = linkage._single_linkage_tree_.copy()
     linkage._single_linkage_tree_["left_node"][0] = 10**9
-    review = _review_84(models)
     return {
-        **review,
+        **_review_84(models),
+        **_review_85(models),
         "kmeans-centers-narrow": kmeans,
         "hdbscan-linkage-far": linkage,
         "hbos-edges-narrow": hbos(np.zeros((10, 3)), np.zeros((11, 1)), 10),
@@ -433,3 +452,44 @@ def _rename_node_fields(state: list[Any]) -> None:
     renamed["idx_start"], renamed["is_leaf"], renamed["idx_end"] = nodes["idx_start"], 10**9, nodes["idx_end"]
     renamed["radius"] = nodes["radius"]
     state[2] = renamed
+
+
+def _review_85(models: dict[str, Any]) -> dict[str, Any]:
+    """Review 85's ways past the checks: SciPy's classes under other names or unchecked, neighbor labels, splines,
+    interpolators, and a big-endian dtype (which a dtype given its state late makes ambiguous)."""
+    from scipy import sparse
+
+    logistic = copy.deepcopy(models["logistic-sparsified"])
+    coef = logistic.coef_
+    indices = coef.indices.copy()
+    indices[0] = 10**8
+    base = sparse._csr._csr_base.__new__(sparse._csr._csr_base)  # the same code as csr_matrix, allowlisted
+    base.__dict__.update(coef.__dict__, indices=indices)
+    logistic.coef_ = base
+    lil = copy.deepcopy(models["logistic-sparsified"])
+    lil.coef_ = sparse.lil_matrix(lil.coef_)
+    lil.coef_.rows[0] = [10**8]
+    lil.coef_.data[0] = [1.0]
+    dia = sparse.dia_matrix(np.eye(4))
+    dia.offsets = np.arange(8, dtype=dia.offsets.dtype)
+    labels = copy.deepcopy(models["knn-brute-manhattan"])
+    labels._y = np.full_like(labels._y, 10**9)  # every neighbor's vote lands far past the class scores
+    spline = copy.deepcopy(models["spline-transformer"])
+    spline.bsplines_[0]._t = np.arange(100_000.0)
+    grid = copy.deepcopy(models["grid-interpolator"])
+    grid._grid = (np.arange(300.0), np.arange(400.0))
+    kde = copy.deepcopy(models["gaussian-kde"])
+    kde._weights = kde._weights[:5].copy()
+    swapped = copy.deepcopy(models["knn-kd"])
+    func, args, state = swapped._tree.__reduce__()
+    swapped.__dict__["_tree"] = _Forged(func, args, (state[0], state[1].astype(">i8"), *state[2:]))
+    return {
+        "csr-as-its-base-class": logistic,
+        "lil-column-far": lil,
+        "dia-offsets-past-data": {"dia": dia},
+        "knn-brute-label-far": labels,
+        "spline-knots-past-coefficients": spline,
+        "grid-interpolator-values-small": grid,
+        "kde-weights-short": kde,
+        "kd-index-big-endian": swapped,
+    }

@@ -207,6 +207,11 @@ def numpy_dtype(dtype: Sym | None, depth: int = 0) -> np.dtype:
         if given not in _ORDERS:
             raise Unread("a dtype byte order the stream computes")
         order, names, fields = str(given), items[3], items[4]
+    if order == ">" and (kind != "V" or names is not None):
+        # NumPy lets a dtype be given its state after an array used it, and a model's compiled __setstate__ takes
+        # the bytes as native then: a big-endian dtype may be read either way (review 85 flipped one after a KDTree
+        # took it). No little-endian writer pickles one.
+        raise Unread("a big-endian dtype, which the loader may have read as native")
         if kind == "V":
             size = _const_int(items[5]) or 0
     try:

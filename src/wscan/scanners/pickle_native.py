@@ -32,9 +32,23 @@ SVMS = frozenset({
     f"sklearn.svm.{module}.{name}"
     for module in ("_classes", "classes") for name in ("SVC", "NuSVC", "SVR", "NuSVR", "OneClassSVM")
 })  # fmt: skip
-SPARSE = frozenset({
-    f"scipy.sparse.{prefix}{kind}.{kind}_{flavour}"
-    for prefix in ("_", "") for kind in ("csr", "csc", "coo", "bsr") for flavour in ("matrix", "array")
+# SciPy's sparse matrices by the format their class stores, whatever the class's spelling: the matrix, the array,
+# and their base class, which is the same code (review 85 restored a CSR matrix as `_csr_base`). The other classes of
+# scipy.sparse (the abstract bases) are no matrix any writer pickles.
+SPARSE_FORMATS = ("csr", "csc", "coo", "bsr", "dia", "lil", "dok")
+SPARSE = {
+    f"scipy.sparse.{prefix}{kind}.{name}": kind
+    for prefix in ("_", "") for kind in SPARSE_FORMATS for name in (f"{kind}_matrix", f"{kind}_array", f"_{kind}_base")
+}  # fmt: skip
+SPARSE_ABSTRACT = frozenset({
+    "scipy.sparse._base._spbase", "scipy.sparse._base.sparray", "scipy.sparse._matrix.spmatrix",
+    "scipy.sparse._compressed._cs_matrix", "scipy.sparse._data._data_matrix", "scipy.sparse._data._minmax_mixin",
+    "scipy.sparse._index.IndexMixin",
+})  # fmt: skip
+# SciPy objects whose compiled evaluation trusts the sizes of their arrays, which only their __init__ checks.
+SCIPY_OBJECTS = frozenset({
+    "scipy.interpolate._bsplines.BSpline", "scipy.interpolate._rgi.RegularGridInterpolator",
+    "scipy.stats._kde.gaussian_kde",
 })  # fmt: skip
 # Estimators whose arrays compiled code reads by the sizes of others: k-means' centers (their columns), HDBSCAN's
 # single-linkage tree (its node ids), PyOD's HBOS histograms (their bins, read by numba).
@@ -42,7 +56,9 @@ KMEANS = frozenset({"sklearn.cluster._kmeans.KMeans", "sklearn.cluster._kmeans.M
                     "sklearn.cluster._bisect_k_means.BisectingKMeans"})  # fmt: skip
 HDBSCAN = "sklearn.cluster._hdbscan.hdbscan.HDBSCAN"
 HBOS = "pyod.models.hbos.HBOS"
-CHECKED = SVMS | SPARSE | KMEANS | {HDBSCAN, HBOS}
+NEIGHBOR_CLASSIFIERS = frozenset({"sklearn.neighbors._classification.KNeighborsClassifier",
+                                  "sklearn.neighbors._classification.RadiusNeighborsClassifier"})  # fmt: skip
+CHECKED = SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | {HDBSCAN, HBOS, *NEIGHBOR_CLASSIFIERS}
 
 
 def native_class(target: Obj) -> str | None:

@@ -27,18 +27,23 @@ from functools import partial
 import numpy as np
 
 from wscan.limits import BudgetExceeded
+from wscan.scanners import pickle_native_scipy
 from wscan.scanners.pickle_arrays import ArrayReader, Unread
 from wscan.scanners.pickle_native import (
     BINARY_TREES,
     HBOS,
     HDBSCAN,
     KMEANS,
+    NEIGHBOR_CLASSIFIERS,
+    SCIPY_OBJECTS,
     SPARSE,
+    SPARSE_ABSTRACT,
     SVMS,
     TREE,
     dict_state,
     native_class_of,
 )
+from wscan.scanners.pickle_native_common import Invalid, const_shape, int_values, integers, outside
 from wscan.scanners.pickle_values import (
     MAX_NATIVE_RECORDED,
     Const,
@@ -55,14 +60,9 @@ from wscan.scanners.pickle_values import (
 MAX_OWNER_DEPTH = 8  # ensembles of ensembles followed down to their trees
 MAX_DEPTH = 4096  # levels of a tree walked; a deeper one is reported unverified
 FEATURE_COUNTS = ("n_features_in_", "n_features_")  # what an estimator checks X's columns against
-_INTEGERS = "iu"
 BITSET_WORDS = 8  # a categorical split's bitset: 256 bits in uint32 words
 KIND = "pickle.native_index"
 METRICS = "sklearn.metrics._dist_metrics"
-
-
-class Invalid(Exception):
-    """The model's compiled code would read or write out of bounds with these values."""
 
 
 Found = tuple[int, str, int, dict[str, str]]  # (which stream, kind, offset, attributes)
@@ -157,13 +157,6 @@ class _Arrays:
             raise Unread(f"{what}: {exc}") from None
 
 
-def _integers(array: np.ndarray, what: str, fields: tuple[str, ...] = ()) -> None:
-    names = array.dtype.names or ()
-    kinds = [array.dtype[name].kind if name in names else "" for name in fields]
-    if (not fields and array.dtype.kind not in _INTEGERS) or any(not kind or kind not in _INTEGERS for kind in kinds):
-        raise Unread(f"{what} of dtype {array.dtype}")
-
-
 # Record layouts as scikit-learn writes them: (name, offset) per field, in order. Its compiled code reads a record
 # by position, never by name: Cython's typed memoryviews by offset (neighbor trees' NodeData, HDBSCAN's linkage),
 # and `astype` to the expected dtype by field order (a Tree's nodes, TreePredictor's). wscan reads by name, so the
@@ -199,14 +192,6 @@ def _layout(
                   "writes them (its compiled code reads fields by position)")
 
 
-def _outside(values: np.ndarray, low: int, high: int) -> int | None:
-    """The first value outside [low, high), or None."""
-    if not values.size:
-        return None
-    bad = np.flatnonzero((values < low) | (values >= high))
-    return int(values.flat[bad[0]]) if bad.size else None
-
-
 def _binary_tree(state: _Arrays, ball: bool) -> None:
     """KDTree/BallTree state: (data, idx_array, node_data, node_bounds, leaf_size, n_levels, n_nodes, n_trims,
     n_leaves, n_splits, n_calls, dist_metric[, sample_weight])."""
@@ -218,10 +203,10 @@ def _binary_tree(state: _Arrays, ball: bool) -> None:
     if len(data) != 2 or idx.ndim != 1 or nodes.ndim != 1:
         raise Invalid(f"data of {len(data)}, idx_array of {idx.ndim} and node_data of {nodes.ndim} dimensions")
     samples, features = data
-    _integers(idx, "idx_array")
+    integers(idx, "idx_array")
     _layout(nodes, "node_data", (NODE_DATA,), by_offset=True)
-    _integers(nodes, "node_data", ("idx_start", "idx_end", "is_leaf"))
-    bad = _outside(idx, 0, samples)
+    integers(nodes, "node_data", ("idx_start", "idx_end", "is_leaf"))
+    bad = outside(idx, 0, samples)
     if bad is not None:
         raise Invalid(f"idx_array value {bad} outside the data's {samples} rows")
     if len(idx) != samples:
@@ -303,8 +288,8 @@ def _tree(state: _Arrays, target: Obj, holder: Holder | None) -> None:
     if n_features is None or n_outputs is None:
         raise Unread("a feature or output count the stream computes")
     classes = state.array(args[1], "n_classes")
-    _integers(classes, "n_classes")
-    if n_outputs < 1 or classes.shape != (n_outputs,) or _outside(classes, 1, 2**31) is not None:
+    integers(classes, "n_classes")
+    if n_outputs < 1 or classes.shape != (n_outputs,) or outside(classes, 1, 2**31) is not None:
         raise Invalid(f"n_classes {classes.tolist()[:4]} for {n_outputs} outputs")
     nodes = state.array(state.get("nodes"), "nodes")
     node_count = _const_int(state.get("node_count") or Const(None))
@@ -312,7 +297,7 @@ def _tree(state: _Arrays, target: Obj, holder: Holder | None) -> None:
     if nodes.ndim != 1:
         raise Invalid(f"nodes of {nodes.ndim} dimensions")
     _layout(nodes, "nodes", TREE_NODES)
-    _integers(nodes, "nodes", ("left_child", "right_child", "feature"))
+    integers(nodes, "nodes", ("left_child", "right_child", "feature"))
     if node_count is None or not 0 < node_count <= len(nodes):
         raise Invalid(f"node_count {node_count} for {len(nodes)} nodes")
     used = nodes[:node_count]
@@ -326,7 +311,7 @@ def _tree(state: _Arrays, target: Obj, holder: Holder | None) -> None:
         # never does (review 84 deleted the count and split on feature 10**9).
         raise Unread("not held by an estimator that says how many features X has")
     limit = min(n_features, holder.features)
-    bad = _outside(used["feature"][inner], 0, limit)
+    bad = outside(used["feature"][inner], 0, limit)
     if bad is not None:
         raise Invalid(f"feature {bad} of a split, for {limit} features")
 
@@ -372,12 +357,12 @@ def _predictor(state: _Arrays, holder: Holder | None) -> None:
     if nodes.ndim != 1 or not len(nodes):
         raise Invalid(f"nodes of shape {nodes.shape}")
     _layout(nodes, "nodes", (PREDICTOR_NODES,))
-    _integers(nodes, "nodes", ("left", "right", "feature_idx", "is_leaf", "is_categorical", "bitset_idx"))
+    integers(nodes, "nodes", ("left", "right", "feature_idx", "is_leaf", "is_categorical", "bitset_idx"))
     inner = nodes["is_leaf"] == 0
     _children(nodes["left"], nodes["right"], inner, len(nodes), leaf=0)
     if holder is None or not holder.direct:
         raise Unread("not held by an estimator that says how many features X has")
-    bad = _outside(nodes["feature_idx"][inner], 0, holder.features)
+    bad = outside(nodes["feature_idx"][inner], 0, holder.features)
     if bad is not None:
         raise Invalid(f"feature {bad} of a split, for {holder.features} features")
     categorical = inner & (nodes["is_categorical"] != 0)
@@ -385,7 +370,7 @@ def _predictor(state: _Arrays, holder: Holder | None) -> None:
         return
     bitsets = state.shape(state.get("raw_left_cat_bitsets"), "raw_left_cat_bitsets")
     rows = bitsets[0] if len(bitsets) == 2 and bitsets[1] == BITSET_WORDS else 0
-    bad = _outside(nodes["bitset_idx"][categorical], 0, rows)
+    bad = outside(nodes["bitset_idx"][categorical], 0, rows)
     if bad is not None:
         raise Invalid(f"bitset {bad} of a categorical split, for bitsets of shape {bitsets}")
     if holder.state is None:
@@ -397,7 +382,7 @@ def _predictor(state: _Arrays, holder: Holder | None) -> None:
         raise Invalid("a categorical split in a model whose bin mapper has no categorical features")
     known = state.array(flags, "is_categorical_")
     features = nodes["feature_idx"][categorical]
-    if known.ndim != 1 or _outside(features, 0, len(known)) is not None or not bool(np.all(known[features] != 0)):
+    if known.ndim != 1 or outside(features, 0, len(known)) is not None or not bool(np.all(known[features] != 0)):
         raise Invalid("a categorical split on a feature the bin mapper does not have as categorical")
 
 
@@ -523,8 +508,12 @@ def _estimator(cls: str, state: Dict, arrays: ArrayReader) -> None:
     """The checks of an estimator's or matrix's own dict state."""
     if cls in SVMS:
         _svm(cls, state, arrays)
-    elif cls in SPARSE:
-        _sparse(cls, state, arrays)
+    elif cls in SPARSE or cls in SPARSE_ABSTRACT:
+        pickle_native_scipy.sparse(cls, state, arrays)
+    elif cls in SCIPY_OBJECTS:
+        pickle_native_scipy.scipy_object(cls, state, arrays)
+    elif cls in NEIGHBOR_CLASSIFIERS:
+        _neighbor_labels(state, arrays)
     elif cls in KMEANS:
         _kmeans(state, arrays)
     elif cls == HDBSCAN:
@@ -602,16 +591,16 @@ def _svm(cls: str, state: Dict, arrays: ArrayReader) -> None:
     name = cls.rpartition(".")[2]
     if all(state.get(key) is None for key in SVM_FITTED):
         return  # not fitted (GridSearchCV's template, say): predict refuses before libsvm is called
-    support = _values(arrays, state.get("support_"), "support_")
+    support = int_values(arrays, state.get("support_"), "support_")
     n_sv = len(support)
-    fit = _ints(state.get("shape_fit_"))
+    fit = const_shape(state.get("shape_fit_"))
     if fit is None or len(fit) != 2:
         raise Unread("shape_fit_ the stream computes")
-    if support.ndim != 1 or _outside(support, 0, fit[0]) is not None:
-        raise Invalid(f"support_ index {_outside(support, 0, fit[0])} for {fit[0]} training rows")
+    if support.ndim != 1 or outside(support, 0, fit[0]) is not None:
+        raise Invalid(f"support_ index {outside(support, 0, fit[0])} for {fit[0]} training rows")
     counts_key = "_n_support" if state.get("_n_support") is not None else "n_support_"
-    counts = _values(arrays, state.get(counts_key), counts_key)
-    if counts.ndim != 1 or _outside(counts, 0, n_sv + 1) is not None:
+    counts = int_values(arrays, state.get(counts_key), counts_key)
+    if counts.ndim != 1 or outside(counts, 0, n_sv + 1) is not None:
         raise Invalid(f"{counts_key} {counts.tolist()[:4]} for {n_sv} support vectors")
     classifier = name in SVM_CLASSIFIERS
     classes = len(counts)
@@ -624,7 +613,7 @@ def _svm(cls: str, state: Dict, arrays: ArrayReader) -> None:
         # sparse libsvm reads a precomputed kernel's column from each support vector's value (review 84: a value of
         # 1e9 crashed predict); fit never writes a sparse model with a precomputed or callable kernel
         raise Invalid(f"a sparse model with the kernel {native_class_of(kernel)}, which fit never writes")
-    vectors = _matrix_shape(arrays, state.get("support_vectors_"))
+    vectors = pickle_native_scipy.matrix_shape(arrays, state.get("support_vectors_"))
     # A precomputed or callable kernel: libsvm reads the kernel's columns through support_, not the vectors.
     vectors_read = isinstance(kernel, Const) and kernel.value != "precomputed"
     given = state.get("n_features_in_")
@@ -633,7 +622,7 @@ def _svm(cls: str, state: Dict, arrays: ArrayReader) -> None:
         raise Invalid(f"support_vectors_ of shape {vectors} for {n_sv} support vectors of {features} features")
     rows = classes - 1 if classifier else 1
     pairs = classes * (classes - 1) // 2 if classifier else 1
-    dual = _matrix_shape(arrays, state.get("_dual_coef_"))
+    dual = pickle_native_scipy.matrix_shape(arrays, state.get("_dual_coef_"))
     if dual != (rows, n_sv):
         raise Invalid(f"_dual_coef_ of shape {dual}, not {(rows, n_sv)}")
     intercept = arrays.shape(state.get("_intercept_"))
@@ -644,73 +633,25 @@ def _svm(cls: str, state: Dict, arrays: ArrayReader) -> None:
             raise Invalid(f"{key} of shape {arrays.shape(state.get(key))} for {pairs} class pairs")
 
 
-def _sparse(cls: str, state: Dict, arrays: ArrayReader) -> None:
-    """A SciPy sparse matrix as `check_format(full_check=True)` would check it, which loading never does: CSR's and
-    CSC's row pointers start at 0, never go down and end at the stored count, their indices lie within the other
-    dimension (BSR: in blocks); COO's coordinates lie within the shape."""
-    kind = cls.rpartition(".")[2].split("_")[0]
-    shape = _ints(state.get("_shape"))
-    if shape is None:
-        raise Unread("a matrix shape the stream computes")
-    data = arrays.shape(state.get("data"))
-    stored = data[0] if data else 0
-    if kind == "coo":
-        coords = state.get("coords")
-        parts = coords.items if isinstance(coords, Seq) else [state.get("row"), state.get("col")]
-        if len(parts) != len(shape):
-            raise Invalid(f"{len(parts)} coordinates for a shape of {len(shape)}")
-        for axis, (part, size) in enumerate(zip(parts, shape, strict=True)):
-            values = _values(arrays, part, "coordinates")
-            if values.shape != (stored,) or _outside(values, 0, size) is not None:
-                raise Invalid(f"axis {axis} coordinates outside its {size} or not one per stored value")
-        return
-    if len(shape) != 2:
-        raise Invalid(f"a {kind} matrix of shape {shape}")
-    major, minor = (shape[1], shape[0]) if kind == "csc" else shape
-    if kind == "bsr":
-        block = data[1:] if len(data) == 3 else (0, 0)
-        if 0 in block or major % block[0] or minor % block[1]:
-            raise Invalid(f"blocks of {block} in a matrix of shape {shape}")
-        major, minor = major // block[0], minor // block[1]
-    indptr = _values(arrays, state.get("indptr"), "indptr")
-    indices = _values(arrays, state.get("indices"), "indices")
-    steps = np.diff(indptr) if indptr.ndim == 1 else indptr
-    if indptr.shape != (major + 1,) or int(indptr[0]) != 0 or bool(np.any(steps < 0)):
-        raise Invalid(f"indptr not rising from 0 over {major} rows")
-    if indices.ndim != 1 or int(indptr[-1]) != len(indices) or len(indices) != stored:
-        raise Invalid(f"indptr ending at {int(indptr[-1])} for {len(indices)} indices and {stored} values")
-    bad = _outside(indices, 0, minor)
-    if bad is not None:
-        raise Invalid(f"index {bad} outside the matrix's {minor} columns")
-
-
-def _values(arrays: ArrayReader, value: Sym | None, what: str) -> np.ndarray:
-    """An integer array's values."""
-    if value is None:
-        raise Unread(f"no {what}")
-    found = arrays.values(value)
-    _integers(found, what)
-    return found
-
-
-def _matrix_shape(arrays: ArrayReader, value: Sym | None) -> tuple[int, ...]:
-    """A dense array's shape, or a sparse matrix's `_shape` (its own checks are its own)."""
-    if isinstance(value, Obj) and native_class_of(value) in SPARSE:
-        state = dict_state(value.state)
-        shape = _ints(state.get("_shape")) if state is not None else None
-        if shape is None:
-            raise Unread("a matrix shape the stream computes")
-        return shape
-    return arrays.shape(value)
-
-
-def _ints(value: Sym | None) -> tuple[int, ...] | None:
-    """A tuple of constant non-negative integers, as a state holds a shape."""
-    if not isinstance(value, Seq) or value.dropped:
-        return None
-    numbers = [_const_int(item) for item in value.items]
-    found = tuple(number for number in numbers if number is not None and number >= 0)
-    return found if len(found) == len(numbers) else None
+def _neighbor_labels(state: Dict, arrays: ArrayReader) -> None:
+    """A neighbors classifier's encoded labels `_y`, which its compiled brute-force predict adds votes at
+    (`class_scores[i, _y[j]]`, unchecked: review 85 wrote out of bounds with `_y = 3` for two classes): each within
+    its output's classes."""
+    labels = state.get("_y")
+    classes = state.get("classes_")
+    if labels is None or classes is None:
+        return  # not fitted: predict refuses
+    per_output = [arrays.shape(item) for item in classes.items] if isinstance(classes, Seq) else [arrays.shape(classes)]
+    if isinstance(classes, Seq) and classes.dropped:
+        raise Unread("more outputs than wscan keeps")
+    values = int_values(arrays, labels, "_y")
+    columns = values.reshape(len(values), -1) if values.ndim in (1, 2) and len(values) else values.reshape(0, 0)
+    if values.ndim not in (1, 2) or (columns.shape[1] != len(per_output) and len(values)):
+        raise Invalid(f"_y of shape {values.shape} for {len(per_output)} outputs")
+    for index, shape in enumerate(per_output):
+        bad = outside(columns[:, index], 0, shape[0] if len(shape) == 1 else 0) if len(values) else None
+        if bad is not None:
+            raise Invalid(f"label {bad} of output {index}, for classes of shape {shape}")
 
 
 def _kmeans(state: Dict, arrays: ArrayReader) -> None:
@@ -736,7 +677,7 @@ def _linkage(state: Dict, arrays: ArrayReader) -> None:
         return
     rows = arrays.values(linkage)
     _layout(rows, "_single_linkage_tree_", (HIERARCHY,), by_offset=True)
-    _integers(rows, "_single_linkage_tree_", ("left_node", "right_node"))
+    integers(rows, "_single_linkage_tree_", ("left_node", "right_node"))
     if rows.ndim != 1:
         raise Invalid(f"_single_linkage_tree_ of {rows.ndim} dimensions")
     limit = np.arange(len(rows)) + len(rows) + 1
