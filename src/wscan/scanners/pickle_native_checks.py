@@ -10,6 +10,8 @@ crashes `predict()` or reads and writes outside the arrays (memory corruption, n
 - trees' `Tree` (decision trees, forests, gradient boosting, isolation forests): a node's children index the node
   array, its feature indexes a row of X.
 - histogram gradient boosting's `TreePredictor`: the same for its own node records.
+- libsvm's models (support indices, class counts, coefficient sizes), k-means' centers, HDBSCAN's single-linkage tree,
+  neighbors classifiers' encoded labels, PyOD's HBOS histograms; SciPy's objects are `pickle_native_scipy`'s.
 
 Each BUILD of such a class is recorded with its state as it was then (`pickle_native.record`). Once the stream ends
 (`check`), each state's arrays are read (`pickle_arrays`) and checked against the invariants every file
@@ -122,7 +124,8 @@ def _report(found: list[Found], index: int, offset: int, cls: str, run: Callable
 
 
 class _Arrays:
-    """A recorded state's parts, and its arrays' values as they were at its BUILD."""
+    """A recorded state's parts as BUILD gave them, and its arrays' values (an array is built before a model takes
+    it, or the load fails; building or changing it afterwards is reported on its own, WS-PKL-018 and WS-PKL-035)."""
 
     def __init__(self, reader: ArrayReader, item: Restored) -> None:
         self.reader = reader
