@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeVar
 
 import numpy as np
 
@@ -67,6 +68,7 @@ KIND = "pickle.native_index"
 METRICS = "sklearn.metrics._dist_metrics"
 
 
+T = TypeVar("T")
 Found = tuple[int, str, int, dict[str, str]]  # (which stream, kind, offset, attributes)
 
 
@@ -144,20 +146,20 @@ class _Arrays:
         return state.get(key)
 
     def shape(self, value: Sym | None, what: str) -> tuple[int, ...]:
-        if value is None:
-            raise Unread(f"no {what}")
-        try:
-            return self.reader.shape(value)
-        except Unread as exc:
-            raise Unread(f"{what}: {exc}") from None
+        return _named(self.reader.shape, value, what)
 
     def array(self, value: Sym | None, what: str) -> np.ndarray:
-        if value is None:
-            raise Unread(f"no {what}")
-        try:
-            return self.reader.values(value)
-        except Unread as exc:
-            raise Unread(f"{what}: {exc}") from None
+        return _named(self.reader.values, value, what)
+
+
+def _named(read: Callable[[Sym], T], value: Sym | None, what: str) -> T:
+    """What `read` makes of a state's part, an unread part named in the report."""
+    if value is None:
+        raise Unread(f"no {what}")
+    try:
+        return read(value)
+    except Unread as exc:
+        raise Unread(f"{what}: {exc}") from None
 
 
 # Record layouts as scikit-learn writes them: (name, offset) per field, in order. Its compiled code reads a record
