@@ -89,3 +89,17 @@ def test_long_arrays_are_read_back_from_the_file(how: str) -> None:
 def test_a_big_endian_array_is_not_read(how: str) -> None:
     with pytest.raises(Unread, match="big-endian"):
         read_back(saved({"a": np.arange(5, dtype=">i8")}, how))
+
+
+def test_a_big_endian_code_given_a_little_endian_state_is_not_read() -> None:
+    """Review 86: `numpy.dtype('>i8')` with no state while a model takes its bytes, given the state '<' at the end
+    of the stream. The dtype reads little-endian once the stream ends; the loader read it big-endian."""
+    from wscan.scanners.pickle_arrays import numpy_dtype
+    from wscan.scanners.pickle_values import Const, Global, Obj, Seq
+
+    made = Obj(Global("numpy", "dtype"), Seq("tuple", [Const(">i8"), Const(False), Const(True)]))
+    made.state = Seq("tuple", [Const(v) for v in (3, "<", None, None, None, -1, -1, 0)])
+    with pytest.raises(Unread, match="big-endian"):
+        numpy_dtype(made)
+    made.args = Seq("tuple", [Const("<i8"), Const(False), Const(True)])
+    assert numpy_dtype(made) == np.dtype("<i8")

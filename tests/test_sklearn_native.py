@@ -40,6 +40,8 @@ def findings(tmp_path: Path, blob: bytes, name: str) -> dict[str, tuple[Severity
 
 
 HOSTILE = [
+    "tree-shared-with-a-counted-decoy", "hgb-nodes-forming-a-graph", "kmeans-threads-far", "bisecting-kmeans-node-wide",
+    "fitpack-spline-degree-30", "knn-training-data-narrow", "knn-labels-fewer-than-rows",
     "csr-as-its-base-class", "lil-column-far", "dia-offsets-past-data", "knn-brute-label-far",
     "spline-knots-past-coefficients", "grid-interpolator-values-small", "kde-weights-short", "kd-index-big-endian",
     "kd-as-its-base-class", "tree-without-a-feature-count", "gradient-boosting-member-none-tree",
@@ -76,7 +78,8 @@ def test_an_index_out_of_bounds_is_flagged(tmp_path: Path, hostile: dict[str, An
 
 
 # Nothing to bound them by, or a byte order the loader may have read either way: reported as unread.
-UNCOUNTED = {"tree-without-a-feature-count", "kmeans-wide-without-a-feature-count", "kd-index-big-endian"}
+UNCOUNTED = {"tree-without-a-feature-count", "kmeans-wide-without-a-feature-count", "kd-index-big-endian",
+             "tree-shared-with-a-counted-decoy"}
 
 
 BENIGN = [
@@ -89,6 +92,7 @@ BENIGN = [
     "kmeans", "minibatch-kmeans", "bisecting-kmeans", "hdbscan", "hbos-shaped", "svc-unfitted", "grid-search-svc",
     "bagging-svc", "classifier-chain-trees", "classifier-chain-hgb", "regressor-chain-trees",
     "isolation-forest-one-feature", "knn-brute-manhattan", "spline-transformer", "grid-interpolator", "gaussian-kde",
+    "fitpack-splines", "sgd-sparsified",
 ]  # fmt: skip
 
 

@@ -194,12 +194,24 @@ def hbos(hist: Any, edges: Any, bins: Any) -> Any:
 def _scipy_objects(x: Any) -> dict[str, Any]:
     """SciPy objects whose evaluation trusts their arrays' sizes: splines (SplineTransformer keeps them), a grid
     interpolator, a Gaussian KDE."""
-    from scipy.interpolate import RegularGridInterpolator
+    from scipy.interpolate import (
+        InterpolatedUnivariateSpline,
+        LSQUnivariateSpline,
+        RegularGridInterpolator,
+        UnivariateSpline,
+    )
     from scipy.stats import gaussian_kde
+    from sklearn.linear_model import SGDRegressor
     from sklearn.preprocessing import SplineTransformer
 
     grid = RegularGridInterpolator((np.arange(3.0), np.arange(4.0)), np.arange(12.0).reshape(3, 4))
+    points = np.linspace(0, 1, 20)
     return {
+        "fitpack-splines": [
+            InterpolatedUnivariateSpline(points, points**2), UnivariateSpline(points, np.sin(points)),
+            LSQUnivariateSpline(points, points**3, [0.25, 0.5, 0.75]),
+        ],
+        "sgd-sparsified": SGDRegressor(random_state=SEED).fit(x, x[:, 0]).sparsify(),
         "spline-transformer": SplineTransformer(n_knots=4, degree=3).fit(x),
         "grid-interpolator": grid,
         "gaussian-kde": gaussian_kde(x[:, :2].T, weights=np.linspace(1, 2, len(x))),
@@ -318,6 +330,7 @@ def hostile_models() -> dict[str, Any]:
     return {
         **_review_84(models),
         **_review_85(models),
+        **_review_86(models),
         "kmeans-centers-narrow": kmeans,
         "hdbscan-linkage-far": linkage,
         "hbos-edges-narrow": hbos(np.zeros((10, 3)), np.zeros((11, 1)), 10),
@@ -493,3 +506,44 @@ def _review_85(models: dict[str, Any]) -> dict[str, Any]:
         "kde-weights-short": kde,
         "kd-index-big-endian": swapped,
     }
+
+
+def _review_86(models: dict[str, Any]) -> dict[str, Any]:
+    """Review 86's ways past the checks: a Tree shared with a decoy that has a count, a boosting predictor whose
+    nodes form a graph, k-means' thread count and bisecting tree, FITPACK's spline degree, a KNN's training data
+    narrower than X and labels fewer than its rows."""
+    from scipy.interpolate import InterpolatedUnivariateSpline
+
+    decoy = _tree_state(models["tree"], lambda s: _set(s["nodes"], "feature", 0, 10**8), n_features=2**31)
+    decoy.n_features_in_ = 10**9
+    victim = copy.deepcopy(models["tree"])
+    del victim.n_features_in_
+    victim.__dict__["tree_"] = decoy.tree_  # one object: pickled once, held by both
+    hgb = _predictor(models["hist-gradient-boosting"], _graph_nodes)
+    threads = copy.deepcopy(models["kmeans"])
+    threads._n_threads = 100_000
+    bisecting = copy.deepcopy(models["bisecting-kmeans"])
+    bisecting._bisecting_tree.left.center = np.ones(4096)
+    points = np.linspace(0, 1, 20)
+    spline = InterpolatedUnivariateSpline(points, points**2)
+    knots = np.linspace(0, 1, 80)
+    spline._eval_args = (knots, np.zeros(len(knots)), 30)  # FITPACK's splev keeps 20 basis values on its stack
+    narrow = copy.deepcopy(models["knn-brute-manhattan"])
+    narrow._fit_X = narrow._fit_X[:, :1].copy()
+    short = copy.deepcopy(models["knn-brute-manhattan"])
+    short._y = short._y[:1].copy()
+    return {
+        "tree-shared-with-a-counted-decoy": [decoy, victim],
+        "hgb-nodes-forming-a-graph": hgb,
+        "kmeans-threads-far": threads,
+        "bisecting-kmeans-node-wide": bisecting,
+        "fitpack-spline-degree-30": {"spline": spline},
+        "knn-training-data-narrow": narrow,
+        "knn-labels-fewer-than-rows": short,
+    }
+
+
+def _graph_nodes(nodes: Any, predictor: Any) -> None:
+    """Node 0's right child is its left child: one node with two parents."""
+    first = _inner(nodes)
+    nodes["right"][first] = nodes["left"][first]

@@ -181,7 +181,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         results.append(res)
         for sub in [res, *nested]:
             _check_arrow_arrays(artifact, sub)
-        _check_native(artifact, [res, *nested], arrays)
+        _check_native(artifact, [res, *nested], arrays, ctx)
         legacy = legacy or (len(results) == 1 and res.stopped and isinstance(res.result, Const)
                             and res.result.value == LEGACY_MAGIC_NUMBER)
         loaded, late = _loaded_blobs(artifact, [res, *nested], ctx)
@@ -514,7 +514,7 @@ def _check_arrow_arrays(artifact: Artifact, res: PickleResult) -> None:
         res.events.append(Event(kind, offset, {"callable": pickle_arrow.RESTORE_ARRAY, "detail": detail}))
 
 
-def _check_native(artifact: Artifact, results: list[PickleResult], arrays: _JoblibArrays) -> None:
+def _check_native(artifact: Artifact, results: list[PickleResult], arrays: _JoblibArrays, ctx: ScanContext) -> None:
     """scikit-learn's compiled models whose index arrays lead out of bounds, as events of the stream that restored
     them; a stream and its object arrays' nested pickles (joblib: a forest's trees) are read as one. Arrays are read
     back from the file (`pickle_native`)."""
@@ -526,7 +526,7 @@ def _check_native(artifact: Artifact, results: list[PickleResult], arrays: _Jobl
     reader = _ReadBack(artifact)
     try:
         read = ArrayReader(reader.read, arrays.data, arrays.objects)
-        found = pickle_native_checks.check([res.native for res in results], read)
+        found = pickle_native_checks.check([res.native for res in results], read, ctx.budget.check_time)
     finally:
         reader.close()
     for index, kind, offset, attrs in found:

@@ -41,6 +41,7 @@ FROMBUFFER = frozenset({"numpy.core.numeric._frombuffer", "numpy._core.numeric._
 EMPTY_BYTES = frozenset({"builtins.bytes", "__builtin__.bytes"})
 ENCODE = frozenset({"_codecs.encode"})
 MAX_ARRAY_BYTES = 256 * 1024 * 1024  # one array's bytes read back to check; a larger one is unread
+MAX_CACHED_BYTES = 64 * 1024 * 1024  # values kept for arrays read again
 MAX_DIMS = 32  # NumPy's own limit is 64; no model array comes near
 MAX_FIELDS = 64  # fields of a record dtype read here
 _CODE = re.compile(r"([<>|=]?)([biuf?V])(\d*)")
@@ -60,6 +61,9 @@ class ArrayReader:
         self.read = read
         self.joblib = joblib
         self.objects = objects
+        self.cache: dict[int, tuple[Sym | None, np.ndarray]] = {}  # values read, by the array's id (kept alive)
+        self.derived: dict[tuple[object, ...], object] = {}  # what checks computed from arrays, by their own keys
+        self.cached_bytes = 0
 
     def object_shape(self, array: Sym | None) -> tuple[tuple[int, ...], Sym | None]:
         """An object array's shape, and what holds its items (the list its state gives, or joblib's nested pickle's
@@ -79,9 +83,16 @@ class ArrayReader:
         """The array `array` is once the stream ends. An array is built before the model that holds it, or the
         model's load fails (scikit-learn refuses the empty array `_reconstruct` makes); building it again is
         reported on its own (WS-PKL-018)."""
+        cached = self.cache.get(id(array))
+        if cached is not None:
+            return cached[1]
         layout = _layout(array, self.joblib)
         raw = self._read_back(layout.data) if isinstance(layout.data, LongBytes) else self._bytes(layout.data)
-        return self._shaped(raw, layout.dtype, layout.shape, layout.fortran)
+        found = self._shaped(raw, layout.dtype, layout.shape, layout.fortran)
+        if self.cached_bytes + found.nbytes <= MAX_CACHED_BYTES:  # one array many models share is read once
+            self.cache[id(array)] = (array, found)
+            self.cached_bytes += found.nbytes
+        return found
 
     def _bytes(self, data: Sym) -> bytes:
         """An array's data: bytes, long bytes in the file, or protocol 2's `_codecs.encode(text, 'latin1')`."""
@@ -195,6 +206,7 @@ def numpy_dtype(dtype: Sym | None, depth: int = 0) -> np.dtype:
     if match is None:
         raise Unread(f"a dtype of kind {str(code)[:20]!r}, not read here")
     order, kind, digits = match.groups()
+    written = order  # the order the code gives: the dtype's until its state (if any) is given
     state = dtype.state
     names: Sym | None = None
     fields: Sym | None = None
@@ -207,21 +219,23 @@ def numpy_dtype(dtype: Sym | None, depth: int = 0) -> np.dtype:
         if given not in _ORDERS:
             raise Unread("a dtype byte order the stream computes")
         order, names, fields = str(given), items[3], items[4]
-    if order == ">" and (kind != "V" or names is not None):
-        # NumPy lets a dtype be given its state after an array used it, and a model's compiled __setstate__ takes
-        # the bytes as native then: a big-endian dtype may be read either way (review 85 flipped one after a KDTree
-        # took it). No little-endian writer pickles one.
-        raise Unread("a big-endian dtype, which the loader may have read as native")
         if kind == "V":
             size = _const_int(items[5]) or 0
     try:
         if kind != "V":
             if not (names is None or _is_none(names)) or not (fields is None or _is_none(fields)):
                 raise Unread("a number dtype with fields")
-            return np.dtype(f"{'=' if order in ('', '|') else order}{kind}{digits}")
-        return _record(names, fields, size, depth)
+            found = np.dtype(f"{'=' if order in ('', '|') else order}{kind}{digits}")
+        else:
+            found = _record(names, fields, size, depth)
     except (TypeError, ValueError) as exc:
         raise Unread(f"a dtype NumPy refuses: {exc}"[:120]) from None
+    if ">" in (written, order) and kind != "V" and found.itemsize > 1:
+        # NumPy lets a dtype be given its state after an array used it, and a model's compiled __setstate__ (or
+        # joblib, at its wrapper's BUILD) took the bytes in the order the dtype had then: a big-endian code or state
+        # may have been read either way (reviews 85 and 86 flipped one each way). No little-endian writer pickles one.
+        raise Unread("a big-endian dtype, which the loader may have read in another order")
+    return found
 
 
 NUMPY_DTYPE = frozenset({"numpy.dtype", "numpy.core.multiarray.dtype", "numpy._core.multiarray.dtype"})

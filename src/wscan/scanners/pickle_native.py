@@ -45,10 +45,14 @@ SPARSE_ABSTRACT = frozenset({
     "scipy.sparse._compressed._cs_matrix", "scipy.sparse._data._data_matrix", "scipy.sparse._data._minmax_mixin",
     "scipy.sparse._index.IndexMixin",
 })  # fmt: skip
+FITPACK_SPLINES = frozenset({
+    f"scipy.interpolate._fitpack2.{name}"
+    for name in ("UnivariateSpline", "InterpolatedUnivariateSpline", "LSQUnivariateSpline")
+})  # fmt: skip
 # SciPy objects whose compiled evaluation trusts the sizes of their arrays, which only their __init__ checks.
 SCIPY_OBJECTS = frozenset({
     "scipy.interpolate._bsplines.BSpline", "scipy.interpolate._rgi.RegularGridInterpolator",
-    "scipy.stats._kde.gaussian_kde",
+    "scipy.stats._kde.gaussian_kde", *FITPACK_SPLINES,
 })  # fmt: skip
 # Estimators whose arrays compiled code reads by the sizes of others: k-means' centers (their columns), HDBSCAN's
 # single-linkage tree (its node ids), PyOD's HBOS histograms (their bins, read by numba).
@@ -58,7 +62,13 @@ HDBSCAN = "sklearn.cluster._hdbscan.hdbscan.HDBSCAN"
 HBOS = "pyod.models.hbos.HBOS"
 NEIGHBOR_CLASSIFIERS = frozenset({"sklearn.neighbors._classification.KNeighborsClassifier",
                                   "sklearn.neighbors._classification.RadiusNeighborsClassifier"})  # fmt: skip
-CHECKED = SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | {HDBSCAN, HBOS, *NEIGHBOR_CLASSIFIERS}
+# Every estimator that keeps its training data as `_fit_X` and queries it with compiled brute-force reductions.
+NEIGHBORS = NEIGHBOR_CLASSIFIERS | {
+    "sklearn.neighbors._regression.KNeighborsRegressor", "sklearn.neighbors._regression.RadiusNeighborsRegressor",
+    "sklearn.neighbors._unsupervised.NearestNeighbors", "sklearn.neighbors._lof.LocalOutlierFactor",
+    "sklearn.neighbors._graph.KNeighborsTransformer", "sklearn.neighbors._graph.RadiusNeighborsTransformer",
+}  # fmt: skip
+CHECKED = SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | {HDBSCAN, HBOS, *NEIGHBORS}
 
 
 def native_class(target: Obj) -> str | None:

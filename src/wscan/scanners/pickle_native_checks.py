@@ -38,6 +38,7 @@ from wscan.scanners.pickle_native import (
     HDBSCAN,
     KMEANS,
     NEIGHBOR_CLASSIFIERS,
+    NEIGHBORS,
     SCIPY_OBJECTS,
     SPARSE,
     SPARSE_ABSTRACT,
@@ -61,8 +62,9 @@ from wscan.scanners.pickle_values import (
 )
 
 MAX_OWNER_DEPTH = 8  # ensembles of ensembles followed down to their trees
-MAX_DEPTH = 4096  # levels of a tree walked; a deeper one is reported unverified
 FEATURE_COUNTS = ("n_features_in_", "n_features_")  # what an estimator checks X's columns against
+MAX_THREADS = 4096  # OpenMP threads a k-means model may ask for
+MAX_BISECTING_NODES = 100_000  # nodes of a bisecting k-means tree walked
 BITSET_WORDS = 8  # a categorical split's bitset: 256 bits in uint32 words
 KIND = "pickle.native_index"
 METRICS = "sklearn.metrics._dist_metrics"
@@ -82,7 +84,9 @@ class Holder:
     direct: bool = True  # the estimator holding it says how many features X has (its own constant count)
 
 
-def check(streams: list[NativeStates], arrays: ArrayReader) -> list[Found]:
+def check(
+    streams: list[NativeStates], arrays: ArrayReader, check_time: Callable[[], None] | None = None
+) -> list[Found]:
     """Each recorded native state or estimator found out of bounds or unverified, as events of the stream (by index)
     that restored it. The streams are read together: joblib pickles an object array (a forest's trees) in a nested
     stream of its own."""
@@ -93,11 +97,15 @@ def check(streams: list[NativeStates], arrays: ArrayReader) -> list[Found]:
             found.append((index, KIND, 0, {"callable": "scikit-learn models", "detail": detail}))
     owners = [(index, *owner) for index, native in enumerate(streams) for owner in native.owners]
     holders, spare = _holders([(owner, state) for _, _, owner, state in owners], arrays)
+    tick = check_time or (lambda: None)  # the file's deadline: checks of many models can take long
     for index, offset, owner, state in owners:
+        tick()
         cls = native_class_of(owner)
         _report(found, index, offset, cls, partial(_estimator, cls, state, arrays))
+    outcomes: Outcomes = {}
     for index, native in enumerate(streams):
         for item in native.restored:
+            tick()
             parts = _Arrays(arrays, item)
             holder = holders.get(id(item.target), spare)
             if item.cls in BINARY_TREES:
@@ -106,8 +114,39 @@ def check(streams: list[NativeStates], arrays: ArrayReader) -> list[Found]:
                 run = partial(_tree, parts, item.target, holder)
             else:
                 run = partial(_predictor, parts, holder)
-            _report(found, index, item.offset, item.cls, run)
+            reach = None if holder is None else (holder.features, holder.direct, id(holder.state))
+            key = (item.cls, _identity(item.state), _identity(item.target.args), reach)
+            _report(found, index, item.offset, item.cls, partial(_once, outcomes, key, run))
     return found
+
+
+Outcomes = dict[tuple[object, ...], Exception | None]
+
+
+def _once(outcomes: Outcomes, key: tuple[object, ...], run: Callable[[], None]) -> None:
+    """Run a check once per distinct state: review 86 gave 60,000 Trees one deep node array, each checked anew
+    (330 s)."""
+    if key not in outcomes:
+        try:
+            run()
+            outcomes[key] = None
+        except (Invalid, Unread) as exc:
+            outcomes[key] = exc
+    outcome = outcomes[key]
+    if outcome is not None:
+        raise outcome
+
+
+def _identity(value: Sym | None) -> object:
+    """What a state is made of, for `_once`: constants by value, other parts by identity (they are kept alive by the
+    recorded states, so an identity is never reused)."""
+    if isinstance(value, Const):
+        return ("=", value.value) if isinstance(value.value, int | float | str | bool | None) else ("@", id(value))
+    if isinstance(value, Seq) and len(value.items) <= 64:
+        return (value.type, value.dropped, *(_identity(item) for item in value.items))
+    if isinstance(value, Dict) and len(value.items) <= 64:
+        return ("dict", value.dropped, *((_identity(k), _identity(v)) for k, v in value.items))
+    return ("@", id(value))
 
 
 def _report(found: list[Found], index: int, offset: int, cls: str, run: Callable[[], None]) -> None:
@@ -307,8 +346,11 @@ def _tree(state: _Arrays, target: Obj, holder: Holder | None) -> None:
         raise Invalid(f"node_count {node_count} for {len(nodes)} nodes")
     used = nodes[:node_count]
     inner = used["left_child"] != -1
-    _children(used["left_child"], used["right_child"], inner, node_count, leaf=-1)
-    depth = _depth(used["left_child"], used["right_child"], inner)
+    key = ("tree depth", id(state.get("nodes")), node_count)
+    depth = state.reader.derived.get(key)
+    if not isinstance(depth, int):  # many trees may share one node array (review 86): its shape is checked once
+        _children(used["left_child"], used["right_child"], inner, node_count, leaf=-1)
+        depth = state.reader.derived[key] = _depth(used["left_child"], used["right_child"], inner)
     if max_depth is None or depth > max_depth:
         raise Invalid(f"max_depth {max_depth} for a tree {depth} deep")
     if holder is None or not holder.direct:
@@ -321,21 +363,32 @@ def _tree(state: _Arrays, target: Obj, holder: Holder | None) -> None:
         raise Invalid(f"feature {bad} of a split, for {limit} features")
 
 
+def _one_parent(left: np.ndarray, right: np.ndarray, inner: np.ndarray) -> None:
+    """Each node is the child of one inner node at most: a tree, not a graph whose paths multiply."""
+    children = np.concatenate([left[inner], right[inner]]).astype(np.int64)
+    counts = np.bincount(children) if children.size else children
+    if children.size and int(counts.max()) > 1:
+        raise Invalid(f"node {int(np.flatnonzero(counts > 1)[0])} the child of two nodes")
+
+
 def _depth(left: np.ndarray, right: np.ndarray, inner: np.ndarray) -> int:
-    """How deep the tree under node 0 is, once each node is known to have one parent at most."""
-    children = np.concatenate([left[inner], right[inner]])
-    if children.size and int(np.bincount(children).max()) > 1:
-        at = int(np.flatnonzero(np.bincount(children) > 1)[0])
-        raise Invalid(f"node {at} the child of two nodes")
-    frontier, depth = np.array([0]), 0
-    while True:
-        frontier = frontier[inner[frontier]]
-        if not frontier.size:
-            return depth
-        depth += 1
-        if depth > MAX_DEPTH:
-            raise Unread(f"a tree deeper than {MAX_DEPTH:,} levels")
-        frontier = np.concatenate([left[frontier], right[frontier]])
+    """How deep the tree is, once each node is known to have one parent at most, children after it: by pointer
+    jumping, each node's distance to its root doubling its reach per round, so a tree a few thousand deep takes a
+    dozen vectorised rounds, not one per level (review 86 shared a 4,000-deep node array among 20,000 trees)."""
+    _one_parent(left, right, inner)
+    index = np.flatnonzero(inner)
+    parent = np.full(len(left), -1, dtype=np.int64)
+    parent[left[index]] = index
+    parent[right[index]] = index
+    distance = (parent >= 0).astype(np.int64)
+    for _ in range(64):
+        live = np.flatnonzero(parent >= 0)
+        if not live.size:
+            return int(distance.max()) if len(distance) else 0
+        ahead = parent[live]
+        distance[live] += distance[ahead]  # both sides read before either is written: one synchronous round
+        parent[live] = parent[ahead]
+    raise Unread("a tree deeper than 2**64 levels")
 
 
 def _children(left: np.ndarray, right: np.ndarray, inner: np.ndarray, count: int, leaf: int) -> None:
@@ -365,6 +418,7 @@ def _predictor(state: _Arrays, holder: Holder | None) -> None:
     integers(nodes, "nodes", ("left", "right", "feature_idx", "is_leaf", "is_categorical", "bitset_idx"))
     inner = nodes["is_leaf"] == 0
     _children(nodes["left"], nodes["right"], inner, len(nodes), leaf=0)
+    _one_parent(nodes["left"], nodes["right"], inner)  # a DAG made partial dependence walk 2**60 paths (review 86)
     if holder is None or not holder.direct:
         raise Unread("not held by an estimator that says how many features X has")
     bad = outside(nodes["feature_idx"][inner], 0, holder.features)
@@ -431,18 +485,23 @@ def _holders(owners: list[tuple[Obj, Dict]], arrays: ArrayReader) -> tuple[dict[
             bound[id(owner)] = min(bound.get(id(owner), min(ensembles_cut)), min(ensembles_cut))
     found: dict[int, Holder] = {}
     spare: list[Holder] = []
+    uncounted: set[int] = set()  # trees an estimator without its own count holds: its predict checks X against nothing
     for owner, state in owners:
-        if id(owner) not in bound:
-            continue
         trees, whole_trees = _members(state.get("tree_"), arrays)
         predictors, whole_predictors = _members(state.get("_predictors"), arrays)
+        if id(owner) not in own:
+            # review 86 shared one Tree between a decoy with a count and a tree without one
+            uncounted.update(id(tree) for tree in trees + predictors)
+        if id(owner) not in bound:
+            continue
         for tree in trees + predictors:
             previous = found.get(id(tree))
             features = bound[id(owner)] if previous is None else min(previous.features, bound[id(owner)])
-            direct = id(owner) in own and (previous is None or previous.direct)
-            found[id(tree)] = Holder(features, state, direct)
+            found[id(tree)] = Holder(features, state, previous is None or previous.direct)
         if not (whole_trees and whole_predictors):
             spare.append(Holder(bound[id(owner)], state))
+    for tree_id in uncounted & found.keys():
+        found[tree_id] = Holder(found[tree_id].features, found[tree_id].state, direct=False)
     if not spare:
         return found, None
     return found, Holder(min(h.features for h in spare), spare[0].state if len(spare) == 1 else None)
@@ -517,8 +576,8 @@ def _estimator(cls: str, state: Dict, arrays: ArrayReader) -> None:
         pickle_native_scipy.sparse(cls, state, arrays)
     elif cls in SCIPY_OBJECTS:
         pickle_native_scipy.scipy_object(cls, state, arrays)
-    elif cls in NEIGHBOR_CLASSIFIERS:
-        _neighbor_labels(state, arrays)
+    elif cls in NEIGHBORS:
+        _neighbors(cls, state, arrays)
     elif cls in KMEANS:
         _kmeans(state, arrays)
     elif cls == HDBSCAN:
@@ -638,6 +697,32 @@ def _svm(cls: str, state: Dict, arrays: ArrayReader) -> None:
             raise Invalid(f"{key} of shape {arrays.shape(state.get(key))} for {pairs} class pairs")
 
 
+def _neighbors(cls: str, state: Dict, arrays: ArrayReader) -> None:
+    """A neighbors estimator's training data `_fit_X`, which its compiled brute-force reductions walk by X's width
+    (checked against n_features_in_: review 86 narrowed `_fit_X` and read past it), with one label per row for a
+    classifier (the reduction reads `_y[j]` for every row j)."""
+    data = state.get("_fit_X")
+    if data is None or _is_none(data):
+        return  # not fitted
+    shape = pickle_native_scipy.matrix_shape(arrays, data)
+    features = state.get("n_features_in_")
+    count = _const_int(features) if features is not None else None
+    if count is None:
+        raise Unread("training data without a feature count X is checked against")
+    metric = state.get("effective_metric_")
+    precomputed = isinstance(metric, Const) and metric.value == "precomputed"
+    if len(shape) != 2 or (shape[1] != count and not precomputed):
+        raise Invalid(f"_fit_X of shape {shape} for {count} features")
+    samples = state.get("n_samples_fit_")
+    if samples is not None and _const_int(samples) != shape[0]:
+        raise Invalid(f"n_samples_fit_ {_const_int(samples)} for _fit_X of {shape[0]} rows")
+    if cls in NEIGHBOR_CLASSIFIERS:
+        labels = state.get("_y")
+        if labels is not None and arrays.shape(labels)[:1] != (shape[0],):
+            raise Invalid(f"_y of shape {arrays.shape(labels)} for {shape[0]} training rows")
+        _neighbor_labels(state, arrays)
+
+
 def _neighbor_labels(state: Dict, arrays: ArrayReader) -> None:
     """A neighbors classifier's encoded labels `_y`, which its compiled brute-force predict adds votes at
     (`class_scores[i, _y[j]]`, unchecked: review 85 wrote out of bounds with `_y = 3` for two classes): each within
@@ -672,6 +757,34 @@ def _kmeans(state: Dict, arrays: ArrayReader) -> None:
     shape = arrays.shape(centers)
     if len(shape) != 2 or shape[1] != _const_int(features):
         raise Invalid(f"cluster_centers_ of shape {shape} for {_const_int(features)} features")
+    mean = state.get("_X_mean")
+    if mean is not None and arrays.shape(mean) != (shape[1],):
+        raise Invalid(f"_X_mean of shape {arrays.shape(mean)} for {shape[1]} features")
+    threads = state.get("_n_threads")
+    if threads is not None and not 1 <= (_const_int(threads) or 0) <= MAX_THREADS:
+        # handed to OpenMP as written: 100,000 crashed predict, -1 made it allocate 927 GB (review 86)
+        raise Invalid(f"_n_threads {_const_int(threads)}")
+    tree = state.get("_bisecting_tree")
+    if tree is not None:
+        _bisecting_centers(tree, shape[1], arrays)
+
+
+def _bisecting_centers(root: Sym, features: int, arrays: ArrayReader) -> None:
+    """BisectingKMeans predicts through its bisecting tree: every node's center (and the data mean) as wide as X
+    (review 86 widened the node centers, which the compiled assignment read X by)."""
+    pending, seen = [root], 0
+    while pending:
+        node = pending.pop()
+        if node is None or _is_none(node):
+            continue
+        state = dict_state(node.state) if isinstance(node, Obj) else None
+        seen += 1
+        if state is None or seen > MAX_BISECTING_NODES:
+            raise Unread("a bisecting tree wscan cannot walk")
+        center = state.get("center")
+        if center is not None and arrays.shape(center) != (features,):
+            raise Invalid(f"a bisecting node's center of shape {arrays.shape(center)} for {features} features")
+        pending.extend(child for key in ("left", "right") if (child := state.get(key)) is not None)
 
 
 def _linkage(state: Dict, arrays: ArrayReader) -> None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from wscan.scanners.pickle_arrays import ArrayReader, Unread
-from wscan.scanners.pickle_native import SPARSE, dict_state, native_class_of
+from wscan.scanners.pickle_native import FITPACK_SPLINES, SPARSE, dict_state, native_class_of
 from wscan.scanners.pickle_native_common import Invalid, const_shape, int_values, outside
 from wscan.scanners.pickle_values import Const, Dict, Obj, Seq, Sym, _const_int, _is_none
 
 MAX_SPLINE_DEGREE = 100  # B-spline degrees evaluated in O(k^2) per point: SciPy's splines are of degree 5 or less
+FITPACK_MAX_DEGREE = 5  # what FITPACK's routines accept when they fit
 MAX_LIL_ROWS = 1_000_000  # a LIL matrix's row lists walked
 
 
@@ -45,6 +46,8 @@ def sparse(cls: str, state: Dict, arrays: ArrayReader) -> None:
     if kind == "coo":
         _coordinates(state, shape, stored, arrays)
         return
+    if len(shape) == 1 and kind == "csr":
+        shape = (1, shape[0])  # a 1-D CSR array (sparsify() of a 1-D coef_): one row, as SciPy stores it
     if len(shape) != 2:
         raise Invalid(f"a {kind} matrix of shape {shape}")
     major, minor = (shape[1], shape[0]) if kind == "csc" else shape
@@ -110,6 +113,8 @@ def scipy_object(cls: str, state: Dict, arrays: ArrayReader) -> None:
     name = cls.rpartition(".")[2]
     if name == "BSpline":
         _spline(state, arrays)
+    elif cls in FITPACK_SPLINES:
+        _fitpack(state, arrays)
     elif name == "RegularGridInterpolator":
         _grid(state, arrays)
     else:
@@ -130,6 +135,27 @@ def _spline(state: Dict, arrays: ArrayReader) -> None:
     if not bool(np.all(np.isfinite(knots))) or bool(np.any(np.diff(knots) < 0)):
         raise Invalid("knots not finite and rising")
     if not coefficients or coefficients[0] < len(knots) - degree - 1:
+        raise Invalid(f"coefficients of shape {coefficients} for {len(knots) - degree - 1} basis functions")
+
+
+def _fitpack(state: Dict, arrays: ArrayReader) -> None:
+    """UnivariateSpline and its kin evaluate `_eval_args = (t, c, k)` with FITPACK's splev, which takes the degree
+    as given: 1 to 5 (FITPACK's own bound; review 86 overflowed splev's 20-slot stack array with k = 30), knots
+    rising, a coefficient per basis function."""
+    args = state.get("_eval_args")
+    items = args.items if isinstance(args, Seq) and not args.dropped else []
+    if len(items) != 3:
+        raise Unread("spline arguments the stream computes")
+    degree = _const_int(items[2])
+    if degree is None or not 1 <= degree <= FITPACK_MAX_DEGREE:
+        raise Invalid(f"degree {degree}")
+    knots = arrays.values(items[0])
+    coefficients = arrays.shape(items[1])
+    if knots.ndim != 1 or knots.dtype.kind not in "iuf" or len(knots) < 2 * degree + 2:
+        raise Invalid(f"{knots.shape} knots for degree {degree}")
+    if not bool(np.all(np.isfinite(knots))) or bool(np.any(np.diff(knots) < 0)):
+        raise Invalid("knots not finite and rising")
+    if len(coefficients) != 1 or coefficients[0] < len(knots) - degree - 1:
         raise Invalid(f"coefficients of shape {coefficients} for {len(knots) - degree - 1} basis functions")
 
 
