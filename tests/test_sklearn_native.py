@@ -92,7 +92,7 @@ BENIGN = [
     "kmeans", "minibatch-kmeans", "bisecting-kmeans", "hdbscan", "hbos-shaped", "svc-unfitted", "grid-search-svc",
     "bagging-svc", "classifier-chain-trees", "classifier-chain-hgb", "regressor-chain-trees",
     "isolation-forest-one-feature", "knn-brute-manhattan", "spline-transformer", "grid-interpolator", "gaussian-kde",
-    "fitpack-splines", "sgd-sparsified",
+    "fitpack-splines", "sgd-sparsified", "bisecting-kmeans-sparse",
 ]  # fmt: skip
 
 

@@ -164,12 +164,14 @@ def _containers(x: Any, y: Any) -> dict[str, Any]:
 
 
 def _clusterings(x: Any) -> dict[str, Any]:
+    from scipy import sparse
     from sklearn.cluster import HDBSCAN, BisectingKMeans, KMeans, MiniBatchKMeans
 
     return {
         "kmeans": KMeans(3, n_init=1, random_state=SEED).fit(x),
         "minibatch-kmeans": MiniBatchKMeans(3, n_init=1, random_state=SEED).fit(x),
         "bisecting-kmeans": BisectingKMeans(3, random_state=SEED).fit(x),
+        "bisecting-kmeans-sparse": BisectingKMeans(3, random_state=SEED).fit(sparse.csr_matrix(x)),
         "hdbscan": HDBSCAN(min_cluster_size=5, copy=True).fit(x),
         "hbos-shaped": hbos(np.zeros((10, 3)), np.zeros((11, 3)), 10),
     }

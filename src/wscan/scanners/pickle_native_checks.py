@@ -782,7 +782,7 @@ def _bisecting_centers(root: Sym, features: int, arrays: ArrayReader) -> None:
         if state is None or seen > MAX_BISECTING_NODES:
             raise Unread("a bisecting tree wscan cannot walk")
         center = state.get("center")
-        if center is not None and arrays.shape(center) != (features,):
+        if center is not None and arrays.shape(center) not in ((features,), (1, features)):  # a row, fit on sparse X
             raise Invalid(f"a bisecting node's center of shape {arrays.shape(center)} for {features} features")
         pending.extend(child for key in ("left", "right") if (child := state.get(key)) is not None)
 
