@@ -35,6 +35,7 @@ from wscan.scanners.pickle_values import (
     _const_int,
     _is_latin1,
     _is_none,
+    const_ints,
 )
 
 FROMBUFFER = frozenset({"numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer"})
@@ -183,16 +184,17 @@ def _fortran_order(order: Sym | None) -> bool:
     return value == "F"
 
 
+def const_shape(value: Sym | None) -> tuple[int, ...] | None:
+    """A tuple of constant non-negative integers, as a state holds a shape."""
+    numbers = const_ints(value) if value is not None else None
+    return tuple(numbers) if numbers is not None and all(n >= 0 for n in numbers) else None
+
+
 def _shape(shape: Sym | None) -> tuple[int, ...]:
-    if not isinstance(shape, Seq) or shape.dropped or len(shape.items) > MAX_DIMS:
+    dims = const_shape(shape)
+    if dims is None or len(dims) > MAX_DIMS:
         raise Unread("an array shape the stream computes")
-    dims = []
-    for item in shape.items:
-        value = item.value if isinstance(item, Const) else None
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise Unread("an array shape the stream computes")
-        dims.append(value)
-    return tuple(dims)
+    return dims
 
 
 def numpy_dtype(dtype: Sym | None, depth: int = 0) -> np.dtype:

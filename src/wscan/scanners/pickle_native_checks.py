@@ -31,7 +31,7 @@ import numpy as np
 
 from wscan.limits import BudgetExceeded
 from wscan.scanners import pickle_native_scipy
-from wscan.scanners.pickle_arrays import ArrayReader, Unread
+from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
 from wscan.scanners.pickle_native import (
     BINARY_TREES,
     HBOS,
@@ -47,7 +47,7 @@ from wscan.scanners.pickle_native import (
     dict_state,
     native_class_of,
 )
-from wscan.scanners.pickle_native_common import Invalid, const_shape, int_values, integers, outside
+from wscan.scanners.pickle_native_common import Invalid, int_values, integers, outside
 from wscan.scanners.pickle_values import (
     MAX_NATIVE_RECORDED,
     Const,

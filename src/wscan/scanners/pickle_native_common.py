@@ -1,11 +1,11 @@
-"""What the native checks share: the verdict for an invalid model, and integers read out of arrays and states."""
+"""What the native checks share: the verdict for an invalid model, and integers read out of arrays."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from wscan.scanners.pickle_arrays import ArrayReader, Unread
-from wscan.scanners.pickle_values import Seq, Sym, _const_int
+from wscan.scanners.pickle_values import Sym
 
 INTEGERS = "iu"
 
@@ -37,12 +37,3 @@ def int_values(arrays: ArrayReader, value: Sym | None, what: str) -> np.ndarray:
     found = arrays.values(value)
     integers(found, what)
     return found
-
-
-def const_shape(value: Sym | None) -> tuple[int, ...] | None:
-    """A tuple of constant non-negative integers, as a state holds a shape."""
-    if not isinstance(value, Seq) or value.dropped:
-        return None
-    numbers = [_const_int(item) for item in value.items]
-    found = tuple(number for number in numbers if number is not None and number >= 0)
-    return found if len(found) == len(numbers) else None

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from wscan.scanners.pickle_arrays import ArrayReader, Unread
+from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
 from wscan.scanners.pickle_native import FITPACK_SPLINES, SPARSE, dict_state, native_class_of
-from wscan.scanners.pickle_native_common import Invalid, const_shape, int_values, outside
+from wscan.scanners.pickle_native_common import Invalid, int_values, outside
 from wscan.scanners.pickle_values import Const, Dict, Obj, Seq, Sym, _const_int, _is_none
 
 MAX_SPLINE_DEGREE = 100  # B-spline degrees evaluated in O(k^2) per point: SciPy's splines are of degree 5 or less
