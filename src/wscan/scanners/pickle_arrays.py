@@ -95,6 +95,17 @@ class ArrayReader:
             self.cached_bytes += found.nbytes
         return found
 
+    def text(self, value: Sym | None) -> str:
+        """A text value as loading leaves it: a constant, or a long one read back from the file."""
+        if isinstance(value, Const) and isinstance(value.value, str):
+            return value.value
+        if isinstance(value, Const) and isinstance(value.value, LongBytes) and value.value.text:
+            try:
+                return decode_text(self._read_back(value.value), value.value)
+            except UnicodeDecodeError:
+                raise Unread("text the loader cannot decode") from None
+        raise Unread("text the stream computes, or no text")
+
     def _bytes(self, data: Sym) -> bytes:
         """An array's data: bytes, long bytes in the file, or protocol 2's `_codecs.encode(text, 'latin1')`."""
         if isinstance(data, Const) and isinstance(data.value, bytes | bytearray):

@@ -68,7 +68,10 @@ NEIGHBORS = NEIGHBOR_CLASSIFIERS | {
     "sklearn.neighbors._unsupervised.NearestNeighbors", "sklearn.neighbors._lof.LocalOutlierFactor",
     "sklearn.neighbors._graph.KNeighborsTransformer", "sklearn.neighbors._graph.RadiusNeighborsTransformer",
 }  # fmt: skip
-CHECKED = SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | {HDBSCAN, HBOS, *NEIGHBORS}
+# Gradient-boosting libraries' boosters: their state holds the model, which their compiled loader reads on unpickling.
+LIGHTGBM_BOOSTER = "lightgbm.basic.Booster"
+BOOSTERS = frozenset({LIGHTGBM_BOOSTER})
+CHECKED = SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | BOOSTERS | {HDBSCAN, HBOS, *NEIGHBORS}
 
 
 def native_class(target: Obj) -> str | None:

@@ -30,13 +30,15 @@ from typing import TypeVar
 import numpy as np
 
 from wscan.limits import BudgetExceeded
-from wscan.scanners import pickle_native_scipy
+from wscan.scanners import lightgbm_model, pickle_native_scipy
 from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
 from wscan.scanners.pickle_native import (
     BINARY_TREES,
+    BOOSTERS,
     HBOS,
     HDBSCAN,
     KMEANS,
+    LIGHTGBM_BOOSTER,
     NEIGHBOR_CLASSIFIERS,
     NEIGHBORS,
     SCIPY_OBJECTS,
@@ -67,6 +69,7 @@ MAX_THREADS = 4096  # OpenMP threads a k-means model may ask for
 MAX_BISECTING_NODES = 100_000  # nodes of a bisecting k-means tree walked
 BITSET_WORDS = 8  # a categorical split's bitset: 256 bits in uint32 words
 KIND = "pickle.native_index"
+BOOSTER_KIND = "pickle.booster_model"  # a gradient-boosting library's model text or bytes (`lightgbm_model`)
 METRICS = "sklearn.metrics._dist_metrics"
 
 
@@ -101,7 +104,8 @@ def check(
     for index, offset, owner, state in owners:
         tick()
         cls = native_class_of(owner)
-        _report(found, index, offset, cls, partial(_estimator, cls, state, arrays))
+        kind = BOOSTER_KIND if cls in BOOSTERS else KIND
+        _report(found, index, offset, cls, partial(_estimator, cls, state, arrays, tick), kind)
     outcomes: Outcomes = {}
     for index, native in enumerate(streams):
         for item in native.restored:
@@ -149,19 +153,21 @@ def _identity(value: Sym | None) -> object:
     return ("@", id(value))
 
 
-def _report(found: list[Found], index: int, offset: int, cls: str, run: Callable[[], None]) -> None:
+def _report(
+    found: list[Found], index: int, offset: int, cls: str, run: Callable[[], None], kind: str = KIND
+) -> None:
     """Run one check: what it finds, or that it could not finish, is the object's finding (fail closed)."""
     try:
         run()
-    except Invalid as exc:
-        found.append((index, KIND, offset, {"callable": cls, "detail": str(exc)}))
+    except (Invalid, lightgbm_model.Malformed) as exc:
+        found.append((index, kind, offset, {"callable": cls, "detail": str(exc)}))
     except Unread as exc:
-        found.append((index, KIND, offset, {"callable": cls, "detail": f"arrays wscan cannot check ({exc})"}))
+        found.append((index, kind, offset, {"callable": cls, "detail": f"arrays wscan cannot check ({exc})"}))
     except BudgetExceeded:
         raise  # the file's limit: the scan reports it
     except (ArithmeticError, LookupError, TypeError, ValueError, MemoryError) as exc:
         detail = f"arrays wscan cannot check ({type(exc).__name__} reading them)"
-        found.append((index, KIND, offset, {"callable": cls, "detail": detail}))
+        found.append((index, kind, offset, {"callable": cls, "detail": detail}))
 
 
 class _Arrays:
@@ -568,9 +574,11 @@ GB_MEMBER = "sklearn.tree._classes.DecisionTreeRegressor"
 DUMMY = "sklearn.dummy.DummyClassifier"
 
 
-def _estimator(cls: str, state: Dict, arrays: ArrayReader) -> None:
+def _estimator(cls: str, state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> None:
     """The checks of an estimator's or matrix's own dict state."""
-    if cls in SVMS:
+    if cls == LIGHTGBM_BOOSTER:
+        _lightgbm(state, arrays, tick)
+    elif cls in SVMS:
         _svm(cls, state, arrays)
     elif cls in SPARSE or cls in SPARSE_ABSTRACT:
         pickle_native_scipy.sparse(cls, state, arrays)
@@ -586,6 +594,21 @@ def _estimator(cls: str, state: Dict, arrays: ArrayReader) -> None:
         _histograms(state, arrays)
     else:
         _tree_holder(cls, state, arrays)
+
+
+def _lightgbm(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> None:
+    """A LightGBM Booster's model, the text its `__setstate__` hands the C library (`_handle`, else `handle`; no
+    model when it is None)."""
+    if state.dropped:
+        raise Unread(f"a state of more than {len(state.items):,} items")
+    model = state.get("_handle") if _has_key(state, "_handle") else state.get("handle")
+    if model is None or _is_none(model):
+        return
+    lightgbm_model.check(arrays.text(model).encode("utf-8", "surrogatepass"), tick)
+
+
+def _has_key(state: Dict, key: str) -> bool:
+    return any(isinstance(k, Const) and k.value == key for k, _ in state.items)
 
 
 def _tree_holder(cls: str, state: Dict, arrays: ArrayReader) -> None:

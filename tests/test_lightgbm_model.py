@@ -1,0 +1,268 @@
+"""LightGBM models whose text leads LightGBM's compiled loader or predictor out of bounds (WS-PKL-060).
+
+Models are fitted with lightgbm at test time and saved the ways users save them; hostile ones change one number of
+the model text the pickle holds (the Booster's `_handle`), as a writer of a hostile file would. The loader runs
+show that each kind of change is real: lightgbm's own load or predict dies by a signal or never returns.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.scanning import scan_bytes
+from tests.helpers.sklearn_native import SAVES, save
+from wscan.model import Severity
+from wscan.scanners import lightgbm_model
+
+lgb = pytest.importorskip("lightgbm")
+np = pytest.importorskip("numpy")
+
+RULE = "WS-PKL-060"
+ROWS = 300
+
+
+def _data(features: int = 6) -> tuple[Any, Any]:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(ROWS, features))
+    return x, x[:, 0] + 0.5 * x[:, 1]
+
+
+def _models() -> dict[str, Any]:
+    """One model of each shape LightGBM writes: trees of one leaf, categorical splits, linear leaves, several
+    trees per iteration, other boosting modes, the Booster alone and a model never fitted."""
+    import pandas as pd
+
+    x, y = _data()
+    rng = np.random.default_rng(6)
+    frame = pd.DataFrame(x, columns=list("abcdef"))
+    frame["colour"] = pd.Categorical(rng.integers(0, 20, ROWS))
+    linear_x = rng.normal(size=(2000, 4))
+    linear_y = np.where(linear_x[:, 0] > 0, 3 * linear_x[:, 1], -2 * linear_x[:, 2])
+    quiet = {"verbose": -1, "n_estimators": 4, "num_leaves": 6}
+    return {
+        "regression": lgb.LGBMRegressor(**quiet).fit(x, y),
+        "binary": lgb.LGBMClassifier(**quiet).fit(x, y > 0),
+        "multiclass": lgb.LGBMClassifier(**quiet).fit(x, np.digitize(y, [-0.5, 0.5])),
+        "multiclass-ova": lgb.LGBMClassifier(objective="multiclassova", **quiet).fit(x, np.digitize(y, [-0.5, 0.5])),
+        "categorical": lgb.LGBMRegressor(min_data_per_group=5, cat_smooth=1, **quiet).fit(
+            frame, y + frame["colour"].cat.codes % 3
+        ),
+        "linear": lgb.LGBMRegressor(linear_tree=True, **quiet).fit(linear_x, linear_y),
+        "one-leaf-trees": lgb.LGBMRegressor(min_child_samples=ROWS * 2, **quiet).fit(x, y),
+        "dart": lgb.LGBMRegressor(boosting_type="dart", **quiet).fit(x, y),
+        "random-forest": lgb.LGBMRegressor(boosting_type="rf", subsample=0.8, subsample_freq=1, **quiet).fit(x, y),
+        "ranker": lgb.LGBMRanker(**quiet).fit(x, np.digitize(y, [-1, 0, 1]), group=[100, 100, 100]),
+        "booster": lgb.train({"verbose": -1, "num_leaves": 5}, lgb.Dataset(x, y), num_boost_round=3),
+        "unfitted": lgb.LGBMClassifier(),
+    }
+
+
+@pytest.fixture(scope="module")
+def models() -> dict[str, Any]:
+    return _models()
+
+
+def _text(model: Any) -> str:
+    booster = model if isinstance(model, lgb.Booster) else model.booster_
+    return str(booster.model_to_string())
+
+
+@contextmanager
+def _written_as(text: str) -> Iterator[None]:
+    """Pickling a Booster writes `text` as its model, as a hostile writer would."""
+    original = lgb.Booster.__getstate__
+
+    def hostile_state(self: Any) -> dict[str, Any]:
+        state = original(self)
+        state["_handle"] = text
+        return dict(state)
+
+    lgb.Booster.__getstate__ = hostile_state
+    try:
+        yield
+    finally:
+        lgb.Booster.__getstate__ = original
+
+
+def _sub(pattern: str, replacement: str | Callable[[re.Match[str]], str], count: int = 1) -> Callable[[str], str]:
+    def change(text: str) -> str:
+        changed, made = re.subn(pattern, replacement, text, count=count, flags=re.MULTILINE)
+        assert made, pattern
+        return changed
+
+    return change
+
+
+# Each: (the model it changes, the change, what the finding says). tree_sizes are rewritten to fit the change, as
+# a careful writer would, except where they are the change.
+HOSTILE: dict[str, tuple[str, Callable[[str], str], str]] = {
+    "left-child-far": ("regression", _sub(r"^left_child=\d+", "left_child=2000000"), "child 2000000 of"),
+    "leaf-far": ("regression", _sub(r"^left_child=(\S+) (-?\d+)", r"left_child=\1 -2000000"), "leaf 1999999 of"),
+    "right-child-negative-far": ("binary", _sub(r"^right_child=(-?\d+)", "right_child=-99"), "leaf 98 of"),
+    "split-feature-far": ("regression", _sub(r"^split_feature=\d+", "split_feature=100000000"), "feature 100000000"),
+    "split-feature-negative": ("binary", _sub(r"^split_feature=\d+", "split_feature=-1"), "feature -1 of"),
+    "child-cycle": ("regression", _sub(r"^left_child=\d+", "left_child=0"), "node 0 reached twice"),
+    "node-shared": ("regression", _sub(r"^right_child=(-?\d+) (-?\d+)", r"right_child=1 1"), "reached twice"),
+    "tree-sizes-far": ("regression", _sub(r"^tree_sizes=\d+", "tree_sizes=99999999"), "tree_sizes"),
+    "tree-sizes-inside-a-tree": (
+        "regression", _sub(r"^tree_sizes=(\d+)", lambda m: f"tree_sizes={int(m[1]) - 9}"), "where no tree starts"
+    ),
+    "no-trees-per-iteration": (
+        "multiclass", _sub(r"^num_tree_per_iteration=\d+", "num_tree_per_iteration=0"), "num_tree_per_iteration 0"
+    ),
+    "fewer-classes-than-trees-per-iteration": (
+        "multiclass", _sub(r"^num_class=\d+", "num_class=1"), "num_class 1 below"
+    ),
+    "objective-converting-more-classes": (
+        "multiclass", _sub(r"num_class:3", "num_class:3000000"), "converting 3000000 outputs"
+    ),
+    "category-boundaries-past-the-words": (
+        "categorical", _sub(r"^cat_boundaries=0 (\d+)", r"cat_boundaries=0 900"), "cat_boundaries"
+    ),
+    "linear-leaf-feature-far": (
+        "linear", _sub(r"^leaf_features=(\d+)", "leaf_features=4000000"), "feature 4000000"
+    ),
+    "linear-leaf-more-features-than-listed": (
+        "linear", _sub(r"^num_features=(\d+)", lambda m: f"num_features={int(m[1]) + 5}"), "values of leaf_features"
+    ),
+    "tree-running-past-the-text": ("regression", lambda text: text[: text.index("end of trees")].rstrip("\n"),
+                                   "end of the text"),
+    "tree-line-without-equals": ("regression", _sub(r"^is_linear=0$", "is_linear"), "without '='"),
+}  # fmt: skip
+
+
+def _resized(text: str) -> str:
+    """tree_sizes as LightGBM writes them for this text: the bytes from each tree's line to the next tree's, the
+    last to `end of trees`."""
+    starts = [m.start() for m in re.finditer(r"^Tree=", text, flags=re.MULTILINE)]
+    if "tree_sizes=" not in text or not starts:
+        return text
+    ends = [*starts[1:], text.find("end of trees") if "end of trees" in text else len(text)]
+    sizes = " ".join(str(len(text[a:b].encode())) for a, b in zip(starts, ends, strict=True))
+    return re.sub(r"^tree_sizes=.*$", f"tree_sizes={sizes}", text, count=1, flags=re.MULTILINE)
+
+
+def _categorical_far(text: str) -> str:
+    """A categorical split (decision_type with bit 0) given a bitset index past num_cat."""
+    tree = text.index("Tree=0")
+    kinds_at = text.index("decision_type=", tree)
+    kinds = text[kinds_at : text.index("\n", kinds_at)].removeprefix("decision_type=").split(" ")
+    node = next(i for i, kind in enumerate(kinds) if int(kind) & 1)
+    at = text.index("threshold=", tree)
+    end = text.index("\n", at)
+    values = text[at:end].removeprefix("threshold=").split(" ")
+    values[node] = "7000"
+    return text[:at] + "threshold=" + " ".join(values) + text[end:]
+
+
+HOSTILE["category-set-far"] = ("categorical", _categorical_far, "category set 7000")
+
+
+def _hostile_text(models: dict[str, Any], name: str) -> str:
+    model, change, _ = HOSTILE[name]
+    text = _text(models[model])
+    changed = change(text) if name.startswith("tree-sizes") else _resized(change(text))
+    assert changed != text
+    return changed
+
+
+def _findings(tmp_path: Path, blob: bytes, name: str) -> dict[str, tuple[Severity, str]]:
+    return {f.rule_id: (f.severity, f.message) for f in scan_bytes(tmp_path, blob, name).findings}
+
+
+def _hostile_file(models: dict[str, Any], name: str, how: str) -> bytes:
+    with _written_as(_hostile_text(models, name)):
+        return save(models[HOSTILE[name][0]], how)
+
+
+BENIGN = ["regression", "binary", "multiclass", "multiclass-ova", "categorical", "linear", "one-leaf-trees", "dart",
+          "random-forest", "ranker", "booster", "unfitted"]  # fmt: skip
+
+
+def test_every_model_is_listed(models: dict[str, Any]) -> None:
+    assert sorted(BENIGN) == sorted(models)
+
+
+@pytest.mark.parametrize("how", SAVES)
+@pytest.mark.parametrize("name", BENIGN)
+def test_models_as_lightgbm_writes_them_pass(tmp_path: Path, models: dict[str, Any], name: str, how: str) -> None:
+    found = _findings(tmp_path, save(models[name], how), f"{name}.pkl")
+    assert RULE not in found, found[RULE]
+
+
+@pytest.mark.parametrize("how", SAVES)
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_number_out_of_bounds_is_flagged(tmp_path: Path, models: dict[str, Any], name: str, how: str) -> None:
+    found = _findings(tmp_path, _hostile_file(models, name, how), f"{name}.pkl")
+    assert RULE in found, sorted(found)
+    assert found[RULE][0] == Severity.HIGH
+    assert "lightgbm.basic.Booster" in found[RULE][1]
+    assert HOSTILE[name][2] in found[RULE][1]
+
+
+def test_the_checks_read_the_text_as_the_loader_does(models: dict[str, Any]) -> None:
+    """Past a NUL the C library sees nothing; a model it cannot read is unverified, never passed."""
+    text = _resized(_text(models["regression"])).encode()
+    assert text == _text(models["regression"]).encode()  # the sizes as LightGBM writes them
+    lightgbm_model.check(text)
+    lightgbm_model.check(text + b"\0Tree=9\nnum_leaves=0\n")  # what the loader never sees
+    with pytest.raises(lightgbm_model.Malformed, match="no max_feature_idx"):
+        lightgbm_model.check(re.sub(rb"max_feature_idx=\d+\n", b"", text))
+    with pytest.raises(lightgbm_model.Malformed, match="no integer"):
+        lightgbm_model.check(_resized(re.sub(r"left_child=\d+", "left_child=1e3", text.decode(), count=1)).encode())
+    with pytest.raises(lightgbm_model.Malformed, match="values of leaf_value"):
+        lightgbm_model.check(_resized(re.sub(r"num_leaves=\d+", "num_leaves=4000", text.decode(), count=1)).encode())
+
+
+def test_a_state_that_computes_its_model_is_unverified(tmp_path: Path, models: dict[str, Any]) -> None:
+    """The model text made by a call (`str.join` on pieces) cannot be read: reported, not passed."""
+    blob = save(models["regression"], "pickle2")  # no frames: bytes can be swapped in place
+    text = _text(models["regression"]).encode()
+    at = blob.index(text)
+    assert blob[at - 5 : at - 4] == b"X"  # BINUNICODE and its length
+    # The model text becomes the result of `builtins.str(<bytes>, 'utf-8')`, a call the stream computes.
+    call = b"cbuiltins\nstr\n(B" + len(text).to_bytes(4, "little") + text + b"X\x05\x00\x00\x00utf-8tR"
+    hostile = blob[: at - 5] + call + blob[at + len(text) :]
+    found = _findings(tmp_path, hostile, "computed.pkl")
+    assert RULE in found, sorted(found)
+    assert "cannot check" in found[RULE][1]
+
+
+LOAD_AND_PREDICT = """
+import pickle, sys
+import numpy as np
+model = pickle.load(open(sys.argv[1], "rb"))
+print("loaded", flush=True)
+x = np.random.default_rng(1).normal(size=(2000, 6))
+for _ in range(3):
+    model.predict(x)
+print("survived")
+"""
+
+
+@pytest.mark.parametrize("name", [
+    "left-child-far", "split-feature-far", "tree-sizes-far", "no-trees-per-iteration",
+    "fewer-classes-than-trees-per-iteration", "objective-converting-more-classes",
+])  # fmt: skip
+def test_lightgbm_goes_out_of_bounds(tmp_path: Path, models: dict[str, Any], name: str) -> None:
+    """What the rule is for: lightgbm's own load or predict() of the file is killed by a signal."""
+    path = tmp_path / f"{name}.pkl"
+    path.write_bytes(_hostile_file(models, name, "pickle4"))
+    run = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])
+
+
+def test_a_cycle_never_returns_from_predict(tmp_path: Path, models: dict[str, Any]) -> None:
+    path = tmp_path / "cycle.pkl"
+    path.write_bytes(_hostile_file(models, "child-cycle", "pickle4"))
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, timeout=20)
