@@ -61,6 +61,7 @@ def _models() -> dict[str, Any]:
         "random-forest": lgb.LGBMRegressor(boosting_type="rf", subsample=0.8, subsample_freq=1, **quiet).fit(x, y),
         "ranker": lgb.LGBMRanker(**quiet).fit(x, np.digitize(y, [-1, 0, 1]), group=[100, 100, 100]),
         "booster": lgb.train({"verbose": -1, "num_leaves": 5}, lgb.Dataset(x, y), num_boost_round=3),
+        "no-trees": lgb.Booster({"verbose": -1}, lgb.Dataset(x, y)),  # `tree_sizes=` and no tree (review 87)
         "unfitted": lgb.LGBMClassifier(),
     }
 
@@ -184,7 +185,7 @@ def _hostile_file(models: dict[str, Any], name: str, how: str) -> bytes:
 
 
 BENIGN = ["regression", "binary", "multiclass", "multiclass-ova", "categorical", "linear", "one-leaf-trees", "dart",
-          "random-forest", "ranker", "booster", "unfitted"]  # fmt: skip
+          "random-forest", "ranker", "booster", "no-trees", "unfitted"]  # fmt: skip
 
 
 def test_every_model_is_listed(models: dict[str, Any]) -> None:

@@ -108,6 +108,8 @@ def _tree_sizes(value: str, lines: list[tuple[int, str]], first: int, starts: li
     """With tree_sizes the loader parses tree i at the first tree's offset plus the sizes before it, unchecked:
     each such offset must be one of the trees read here, and the sizes must end inside the text."""
     sizes = [_number(token, "tree_sizes") for token in _tokens(value)]
+    if not sizes:
+        return  # a model of no trees (a Booster never trained) writes `tree_sizes=` and no tree
     if first >= len(lines):
         raise Malformed("tree_sizes without trees")
     base = lines[first][0]

@@ -106,6 +106,10 @@ class ArrayReader:
                 raise Unread("text the loader cannot decode") from None
         raise Unread("text the stream computes, or no text")
 
+    def data(self, data: Sym) -> bytes:
+        """Bytes as loading leaves them: a constant, long bytes in the file, or protocol 2's encoded text."""
+        return self._bytes(data)
+
     def _bytes(self, data: Sym) -> bytes:
         """An array's data: bytes, long bytes in the file, or protocol 2's `_codecs.encode(text, 'latin1')`."""
         if isinstance(data, Const) and isinstance(data.value, bytes | bytearray):

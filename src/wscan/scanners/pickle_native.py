@@ -70,7 +70,8 @@ NEIGHBORS = NEIGHBOR_CLASSIFIERS | {
 }  # fmt: skip
 # Gradient-boosting libraries' boosters: their state holds the model, which their compiled loader reads on unpickling.
 LIGHTGBM_BOOSTER = "lightgbm.basic.Booster"
-BOOSTERS = frozenset({LIGHTGBM_BOOSTER})
+XGBOOST_BOOSTER = "xgboost.core.Booster"
+BOOSTERS = frozenset({LIGHTGBM_BOOSTER, XGBOOST_BOOSTER})
 CHECKED = SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | BOOSTERS | {HDBSCAN, HBOS, *NEIGHBORS}
 
 

@@ -30,8 +30,9 @@ from typing import TypeVar
 import numpy as np
 
 from wscan.limits import BudgetExceeded
-from wscan.scanners import lightgbm_model, pickle_native_scipy
+from wscan.scanners import lightgbm_model, pickle_native_scipy, xgboost_model
 from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
+from wscan.scanners.pickle_arrow import BYTEARRAY
 from wscan.scanners.pickle_native import (
     BINARY_TREES,
     BOOSTERS,
@@ -46,14 +47,17 @@ from wscan.scanners.pickle_native import (
     SPARSE_ABSTRACT,
     SVMS,
     TREE,
+    XGBOOST_BOOSTER,
     dict_state,
     native_class_of,
 )
 from wscan.scanners.pickle_native_common import Invalid, int_values, integers, outside
+from wscan.scanners.pickle_ops import LongBytes
 from wscan.scanners.pickle_values import (
     MAX_NATIVE_RECORDED,
     Const,
     Dict,
+    Global,
     NativeStates,
     Obj,
     Restored,
@@ -69,7 +73,7 @@ MAX_THREADS = 4096  # OpenMP threads a k-means model may ask for
 MAX_BISECTING_NODES = 100_000  # nodes of a bisecting k-means tree walked
 BITSET_WORDS = 8  # a categorical split's bitset: 256 bits in uint32 words
 KIND = "pickle.native_index"
-BOOSTER_KIND = "pickle.booster_model"  # a gradient-boosting library's model text or bytes (`lightgbm_model`)
+BOOSTER_KIND = "pickle.booster_model"  # a boosting library's model text or bytes (`lightgbm_model`, `xgboost_model`)
 METRICS = "sklearn.metrics._dist_metrics"
 
 
@@ -159,7 +163,7 @@ def _report(
     """Run one check: what it finds, or that it could not finish, is the object's finding (fail closed)."""
     try:
         run()
-    except (Invalid, lightgbm_model.Malformed) as exc:
+    except (Invalid, lightgbm_model.Malformed) as exc:  # xgboost_model raises the same Malformed
         found.append((index, kind, offset, {"callable": cls, "detail": str(exc)}))
     except Unread as exc:
         found.append((index, kind, offset, {"callable": cls, "detail": f"arrays wscan cannot check ({exc})"}))
@@ -578,6 +582,8 @@ def _estimator(cls: str, state: Dict, arrays: ArrayReader, tick: Callable[[], No
     """The checks of an estimator's or matrix's own dict state."""
     if cls == LIGHTGBM_BOOSTER:
         _lightgbm(state, arrays, tick)
+    elif cls == XGBOOST_BOOSTER:
+        _xgboost(state, arrays, tick)
     elif cls in SVMS:
         _svm(cls, state, arrays)
     elif cls in SPARSE or cls in SPARSE_ABSTRACT:
@@ -605,6 +611,24 @@ def _lightgbm(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> Non
     if model is None or _is_none(model):
         return
     lightgbm_model.check(arrays.text(model).encode("utf-8", "surrogatepass"), tick)
+
+
+def _xgboost(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> None:
+    """An XGBoost Booster's model, the buffer its `__setstate__` hands the C library: `handle`, a bytearray (any
+    other writable buffer is read too, so it is unverified; None is no model)."""
+    if state.dropped:
+        raise Unread(f"a state of more than {len(state.items):,} items")
+    model = state.get("handle")
+    if model is None or _is_none(model):
+        return
+    if isinstance(model, Const) and isinstance(model.value, bytes | bytearray | LongBytes):  # BYTEARRAY8
+        blob = arrays.data(model)  # (bytes, which the loader refuses, are read as well)
+    elif (isinstance(model, Obj) and isinstance(model.func, Global) and model.func.dotted in BYTEARRAY
+          and isinstance(model.args, Seq) and len(model.args.items) == 1 and model.state is None):  # fmt: skip
+        blob = arrays.data(model.args.items[0])
+    else:
+        raise Unread(f"a model buffer made by {native_class_of(model)}")
+    xgboost_model.check(blob, tick)
 
 
 def _has_key(state: Dict, key: str) -> bool:

@@ -1,0 +1,292 @@
+"""An XGBoost model's bytes, checked for indices its compiled loader and predictor follow without bounds checks.
+
+Why: a pickled XGBoost `Booster` keeps its model as the bytes `XGBoosterSerializeToBuffer` wrote (UBJSON since
+XGBoost 2, JSON before it), and unpickling hands them to `XGBoosterUnserializeFromBuffer`, which checks none of a
+tree's indices. With one changed (measured with xgboost 3.2 in a subprocess), a child past the nodes, a child
+pointing back up the tree, a negative child or a split on a feature past the model's crashed `predict()`. This
+module reads the bytes (JSON with the standard library, UBJSON with a bounded reader of its own: no maintained
+library reads it) and checks each tree's shape, its split features, the trees' output groups and the iteration
+ranges; a layout it does not know (XGBoost 1's binary snapshot, multi-target trees) is reported as unverified.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import struct
+from collections.abc import Callable
+
+from wscan.scanners.lightgbm_model import Malformed
+
+ROOT_PARENT = 2147483647  # the root's parent as XGBoost writes it (its invalid node id, without the left bit)
+MAX_DEPTH = 64  # nesting of the model's containers; XGBoost's own is under ten
+NODE_ARRAYS = ("left_children", "right_children", "parents", "split_indices", "split_conditions", "default_left")
+_NUMBERS = {b"i": ">b", b"U": ">B", b"I": ">h", b"l": ">i", b"L": ">q", b"d": ">f", b"D": ">d"}
+_SIZES = {code: struct.calcsize(form) for code, form in _NUMBERS.items()}
+Value = object
+
+
+def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
+    """Raise Malformed for the first index of the model in `blob` that leads XGBoost out of bounds, or for a model
+    it cannot read."""
+    if blob[:2] == b'{"':
+        try:
+            snapshot = json.loads(blob)
+        except (ValueError, RecursionError):
+            raise Malformed("JSON XGBoost cannot read either") from None
+    elif blob[:1] == b"{" and blob[1:2].isalpha():
+        snapshot = _Ubjson(blob).document()
+    else:
+        raise Malformed("a model layout wscan does not read (XGBoost 1's binary snapshot, or none)")
+    model = _get(_dict(snapshot, "the snapshot"), "Model")
+    learner = _get(_dict(model, "Model"), "learner")
+    learner = _dict(learner, "learner")
+    params = _dict(_get(learner, "learner_model_param"), "learner_model_param")
+    features = _int(_get(params, "num_feature"), "num_feature")
+    groups = max(1, _int(params.get("num_class", "0"), "num_class"), _int(params.get("num_target", "1"), "num_target"))
+    booster = _dict(_get(learner, "gradient_booster"), "gradient_booster")
+    name = booster.get("name")
+    if name == "gbtree":
+        _trees(_dict(_get(booster, "model"), "model"), features, groups, tick)
+    elif name == "dart":
+        inner = _dict(_get(_dict(_get(booster, "gbtree"), "gbtree"), "model"), "model")
+        count = _trees(inner, features, groups, tick)
+        if len(_list(_get(booster, "weight_drop"), "weight_drop")) != count:
+            raise Malformed(f"weight_drop not one per tree of {count}")
+    elif name == "gblinear":
+        weights = _list(_get(_dict(_get(booster, "model"), "model"), "weights"), "weights")
+        if len(weights) != (features + 1) * groups:
+            raise Malformed(f"{len(weights)} linear weights for {features} features and {groups} outputs")
+    else:
+        raise Malformed(f"a booster named {str(name)[:20]!r}")
+
+
+def _trees(model: dict[str, Value], features: int, groups: int, tick: Callable[[], None]) -> int:
+    """The trees, their output group each (an index into a row's outputs) and the iterations' ranges of them."""
+    trees = _list(_get(model, "trees"), "trees")
+    count = len(trees)
+    declared = _int(_get(_dict(_get(model, "gbtree_model_param"), "gbtree_model_param"), "num_trees"), "num_trees")
+    info = _list(_get(model, "tree_info"), "tree_info")
+    if declared != count or len(info) != count:
+        raise Malformed(f"{count} trees, num_trees {declared}, {len(info)} tree_info")
+    bad = next((g for g in info if not (isinstance(g, int) and 0 <= g < groups)), None)
+    if bad is not None:
+        raise Malformed(f"a tree writing output {bad} of {groups}")
+    if "iteration_indptr" in model:
+        ranges = _list(model["iteration_indptr"], "iteration_indptr")
+        if not ranges or ranges[0] != 0 or ranges[-1] != count or any(
+            not isinstance(a, int) or not isinstance(b, int) or a > b for a, b in itertools.pairwise(ranges)
+        ):
+            raise Malformed(f"iteration_indptr {ranges[:6]} for {count} trees")
+    for number, tree in enumerate(trees):
+        tick()
+        try:
+            _tree(_dict(tree, "a tree"), features)
+        except Malformed as exc:
+            raise Malformed(f"tree {number}: {exc}") from None
+    return count
+
+
+def _tree(tree: dict[str, Value], features: int) -> None:
+    """Children from the root form a tree over the nodes (XGBoost follows them and the parents unchecked), split
+    features index a row, categorical splits' segments lie inside the categories."""
+    param = _dict(_get(tree, "tree_param"), "tree_param")
+    nodes = _int(_get(param, "num_nodes"), "num_nodes")
+    if _int(param.get("size_leaf_vector", "1"), "size_leaf_vector") > 1:
+        raise Malformed("a multi-target tree, a layout wscan does not check")
+    if nodes < 1:
+        raise Malformed(f"num_nodes {nodes}")
+    arrays = {key: _list(_get(tree, key), key) for key in NODE_ARRAYS}
+    short = next((key for key, values in arrays.items() if len(values) != nodes), None)
+    if short is not None:
+        raise Malformed(f"{len(arrays[short])} {short} for {nodes} nodes")
+    left, right = _ints(arrays["left_children"], "left_children"), _ints(arrays["right_children"], "right_children")
+    parents, split = _ints(arrays["parents"], "parents"), _ints(arrays["split_indices"], "split_indices")
+    if parents[0] not in (ROOT_PARENT, -1):
+        raise Malformed(f"the root's parent {parents[0]}")
+    seen = bytearray(nodes)
+    seen[0] = 1
+    pending = [0]
+    while pending:
+        node = pending.pop()
+        if left[node] == -1:
+            continue
+        if not 0 <= split[node] < features:
+            raise Malformed(f"node {node} splits on feature {split[node]} of {features}")
+        for child in (left[node], right[node]):
+            if not 0 <= child < nodes:
+                raise Malformed(f"node {node}'s child {child} of {nodes} nodes")
+            if seen[child]:
+                raise Malformed(f"node {child} reached twice")
+            if parents[child] != node:
+                raise Malformed(f"node {child}'s parent {parents[child]}, where node {node} holds it")
+            seen[child] = 1
+            pending.append(child)
+    _categories(tree, nodes)
+
+
+def _categories(tree: dict[str, Value], nodes: int) -> None:
+    split_types = _list(tree.get("split_type", []), "split_type")
+    if split_types and len(split_types) != nodes:
+        raise Malformed(f"{len(split_types)} split_type for {nodes} nodes")
+    if any(kind not in (0, 1) for kind in split_types):
+        raise Malformed("a split type other than numerical or categorical")
+    at = _ints(_list(tree.get("categories_nodes", []), "categories_nodes"), "categories_nodes")
+    starts = _ints(_list(tree.get("categories_segments", []), "categories_segments"), "categories_segments")
+    sizes = _ints(_list(tree.get("categories_sizes", []), "categories_sizes"), "categories_sizes")
+    total = len(_list(tree.get("categories", []), "categories"))
+    if not len(at) == len(starts) == len(sizes):
+        raise Malformed("categories_nodes, _segments and _sizes of different lengths")
+    for node, start, size in zip(at, starts, sizes, strict=True):
+        if not 0 <= node < nodes:
+            raise Malformed(f"categories of node {node}")
+        if start < 0 or size < 0 or start + size > total:
+            raise Malformed(f"node {node}'s categories {start}..{start + size} of {total}")
+
+
+class _Ubjson:
+    """UBJSON as XGBoost writes it (keys without a marker, typed and counted arrays, big-endian numbers), read with
+    bounds: every count is checked against the bytes left before anything is allocated, nesting is limited."""
+
+    def __init__(self, blob: bytes) -> None:
+        self.blob = blob
+        self.at = 0
+
+    def document(self) -> Value:
+        try:
+            return self._value(self._marker(), 0)
+        except (struct.error, IndexError, UnicodeDecodeError, OverflowError):
+            raise Malformed("UBJSON cut short or not what XGBoost writes") from None
+
+    def _take(self, size: int) -> bytes:
+        if size < 0 or self.at + size > len(self.blob):
+            raise Malformed("UBJSON cut short or not what XGBoost writes")
+        chunk = self.blob[self.at : self.at + size]
+        self.at += size
+        return chunk
+
+    def _marker(self) -> bytes:
+        marker = self._take(1)
+        while marker == b"N":  # no-op
+            marker = self._take(1)
+        return marker
+
+    def _number(self, marker: bytes) -> int | float:
+        form = _NUMBERS.get(marker)
+        if form is None:
+            raise Malformed(f"UBJSON marker {marker!r} where a number belongs")
+        value: int | float = struct.unpack(form, self._take(_SIZES[marker]))[0]
+        return value
+
+    def _length(self) -> int:
+        length = self._number(self._marker())
+        if not isinstance(length, int) or length < 0:
+            raise Malformed(f"a UBJSON length of {length}")
+        return length
+
+    def _value(self, marker: bytes, depth: int) -> Value:
+        if depth > MAX_DEPTH:
+            raise Malformed(f"UBJSON nested deeper than {MAX_DEPTH}")
+        if marker in _NUMBERS:
+            return self._number(marker)
+        if marker == b"S" or marker == b"H":
+            return self._take(self._length()).decode("utf-8")
+        if marker == b"C":
+            return self._take(1).decode("utf-8")
+        if marker in (b"T", b"F", b"Z"):
+            return {b"T": True, b"F": False, b"Z": None}[marker]
+        if marker == b"[":
+            return self._array(depth)
+        if marker == b"{":
+            return self._object(depth)
+        raise Malformed(f"UBJSON marker {marker!r}")
+
+    def _container_type(self) -> tuple[bytes | None, int | None]:
+        """An optimized container's `$type` and `#count`, where given."""
+        kind: bytes | None = None
+        count: int | None = None
+        if self.blob[self.at : self.at + 1] == b"$":
+            self.at += 1
+            kind = self._take(1)
+            if self._take(1) != b"#":
+                raise Malformed("a UBJSON type without a count")
+            count = self._length()
+        elif self.blob[self.at : self.at + 1] == b"#":
+            self.at += 1
+            count = self._length()
+        return kind, count
+
+    def _array(self, depth: int) -> list[Value]:
+        kind, count = self._container_type()
+        if kind is not None and count is not None:
+            if kind not in _NUMBERS:
+                return [self._value(kind, depth + 1) for _ in range(self._bounded(count, 1))]
+            raw = self._take(self._bounded(count, _SIZES[kind]) * _SIZES[kind])
+            return list(struct.unpack(f">{count}{_NUMBERS[kind][1]}", raw))
+        items: list[Value] = []
+        if count is not None:
+            for _ in range(self._bounded(count, 1)):
+                items.append(self._value(self._marker(), depth + 1))
+            return items
+        while True:
+            marker = self._marker()
+            if marker == b"]":
+                return items
+            items.append(self._value(marker, depth + 1))
+
+    def _object(self, depth: int) -> dict[str, Value]:
+        kind, count = self._container_type()
+        found: dict[str, Value] = {}
+        if count is not None:
+            for _ in range(self._bounded(count, 2)):
+                key = self._take(self._length()).decode("utf-8")
+                found[key] = self._value(kind if kind is not None else self._marker(), depth + 1)
+            return found
+        while True:
+            if self.blob[self.at : self.at + 1] == b"}":
+                self.at += 1
+                return found
+            key = self._take(self._length()).decode("utf-8")
+            found[key] = self._value(self._marker(), depth + 1)
+
+    def _bounded(self, count: int, least: int) -> int:
+        """A count no larger than the bytes left can hold (each item takes at least `least` bytes)."""
+        if count * least > len(self.blob) - self.at:
+            raise Malformed(f"a UBJSON count of {count:,} past the bytes left")
+        return count
+
+
+def _get(mapping: dict[str, Value], key: str) -> Value:
+    if key not in mapping:
+        raise Malformed(f"no {key}")
+    return mapping[key]
+
+
+def _dict(value: Value, what: str) -> dict[str, Value]:
+    if not isinstance(value, dict):
+        raise Malformed(f"{what} is no object")
+    return value
+
+
+def _list(value: Value, what: str) -> list[Value]:
+    if not isinstance(value, list):
+        raise Malformed(f"{what} is no array")
+    return value
+
+
+def _ints(values: list[Value], what: str) -> list[int]:
+    """A list of integers (booleans are not), as XGBoost writes node indices and counts."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise Malformed(f"{what} not all integers")
+    return [v for v in values if isinstance(v, int)]
+
+
+def _int(value: Value, what: str) -> int:
+    """XGBoost keeps its parameters as strings of numbers (`"5"`); counts elsewhere are numbers."""
+    if isinstance(value, bool):
+        raise Malformed(f"{what} is no integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    raise Malformed(f"{what} {str(value)[:20]!r} is no integer")
