@@ -137,6 +137,24 @@ HOSTILE: dict[str, tuple[str, Callable[[str], str], str]] = {
     "tree-running-past-the-text": ("regression", lambda text: text[: text.index("end of trees")].rstrip("\n"),
                                    "end of the text"),
     "tree-line-without-equals": ("regression", _sub(r"^is_linear=0$", "is_linear"), "without '='"),
+    # Review 87: numbers and keys LightGBM reads otherwise than Python would.
+    "header-line-starting-with-equals": (
+        "multiclass", _sub(r"^(num_tree_per_iteration=3)$", "\\1\n=num_tree_per_iteration=0"),
+        "num_tree_per_iteration 0",
+    ),
+    "objective-token-starting-with-colon": (
+        "multiclass", _sub(r"num_class:3", "num_class:3 :num_class:3000000"), "converting 3000000 outputs"
+    ),
+    "non-ascii-digit": (
+        "multiclass", _sub(r"^num_tree_per_iteration=3", "num_tree_per_iteration=\u0663"), "no integer LightGBM writes"
+    ),
+    "form-feed-before-a-number": ("regression", _sub(r"^num_leaves=(\d+)", "num_leaves=\x0c\\1"), "no integer"),
+    "integer-wrapping-to-zero": (
+        "multiclass", _sub(r"^num_tree_per_iteration=3", "num_tree_per_iteration=4294967296"), "no integer"
+    ),
+    "categorical-bit-without-category-sets": (
+        "regression", _sub(r"^decision_type=(\d+)", "decision_type=1"), "categorical split in a tree of no category"
+    ),
 }  # fmt: skip
 
 
@@ -251,7 +269,8 @@ print("survived")
 
 @pytest.mark.parametrize("name", [
     "left-child-far", "split-feature-far", "tree-sizes-far", "no-trees-per-iteration",
-    "fewer-classes-than-trees-per-iteration", "objective-converting-more-classes",
+    "fewer-classes-than-trees-per-iteration", "objective-converting-more-classes", "header-line-starting-with-equals",
+    "non-ascii-digit", "objective-token-starting-with-colon",
 ])  # fmt: skip
 def test_lightgbm_goes_out_of_bounds(tmp_path: Path, models: dict[str, Any], name: str) -> None:
     """What the rule is for: lightgbm's own load or predict() of the file is killed by a signal."""

@@ -9,6 +9,7 @@ snapshot itself, as XGBoost before 2 pickled it. The loader runs show the change
 from __future__ import annotations
 
 import json
+import struct
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -23,6 +24,7 @@ from tests.helpers.sklearn_native import SAVES, save
 from wscan.model import Severity
 from wscan.scanners import xgboost_model
 from wscan.scanners.lightgbm_model import Malformed
+from wscan.scanners.xgboost_model import _Ubjson
 
 xgb = pytest.importorskip("xgboost")
 np = pytest.importorskip("numpy")
@@ -123,8 +125,91 @@ HOSTILE: dict[str, tuple[str, Callable[[dict[str, Any]], None], str]] = {
     ),
     "category-segment-far": ("categorical", _first_tree(_category_far), "categories"),
 }  # fmt: skip
-# Changes XGBoost's own loader refuses (so it will not pickle them): checked in a JSON snapshot only.
+# Changes XGBoost's own loader refuses or undoes (so it will not pickle them): checked in a JSON snapshot only.
 REFUSED = frozenset({"iterations-past-the-trees", "category-segment-far"})
+
+
+FORMS = {b"i": ">b", b"U": ">B", b"I": ">h", b"l": ">i", b"L": ">q", b"d": ">f", b"D": ">d"}
+
+
+def _key(name: str) -> bytes:
+    """A key as XGBoost's UBJSON writes it: its length as an int64, then its bytes."""
+    return b"L" + struct.pack(">q", len(name)) + name.encode()
+
+
+def _patch(key: str, value: int, index: int = 0, occurrence: int = 0) -> Callable[[bytes], bytes]:
+    """Set item `index` of the `occurrence`-th array (or the number) named `key` in XGBoost's own UBJSON, in place:
+    the bytes keep their size, so the rest is XGBoost's untouched. (XGBoost's loader crashes on some of these, so
+    they cannot be made by loading a changed model back.)"""
+
+    def change(blob: bytes) -> bytes:
+        at = -1
+        for _ in range(occurrence + 1):
+            at = blob.index(_key(key), at + 1)
+        at += len(_key(key))
+        if blob[at : at + 2] == b"[$":
+            kind = blob[at + 2 : at + 3]
+            assert blob[at + 3 : at + 5] == b"#L"
+            count = struct.unpack(">q", blob[at + 5 : at + 13])[0]
+            start = at + 13 + (index % count) * struct.calcsize(FORMS[kind])
+        else:
+            kind, start = blob[at : at + 1], at + 1
+        size = struct.calcsize(FORMS[kind])
+        return blob[:start] + struct.pack(FORMS[kind], value) + blob[start + size :]
+
+    return change
+
+
+def _best_iteration(value: str) -> Callable[[bytes], bytes]:
+    def change(blob: bytes) -> bytes:
+        empty = _key("attributes") + b"{}"
+        assert empty in blob
+        text = b"SL" + struct.pack(">q", len(value)) + value.encode()
+        return blob.replace(empty, _key("attributes") + b"{" + _key("best_iteration") + text + b"}", 1)
+
+    return change
+
+
+def _first_deleted_tree_parent(blob: bytes) -> bytes:
+    """The last node of the first tree pruning left nodes in (deleted, unreachable) given a parent far away."""
+    trees = _Ubjson(blob).document()["Model"]["learner"]["gradient_booster"]["model"]["trees"]  # type: ignore[index]
+    number = next(n for n, tree in enumerate(trees) if int(tree["tree_param"]["num_deleted"]))
+    return _patch("parents", 100_000_000, index=-1, occurrence=number)(blob)
+
+
+def _numeric_node_marked_categorical(blob: bytes) -> bytes:
+    tree = _Ubjson(blob).document()["Model"]["learner"]["gradient_booster"]["model"]["trees"][0]  # type: ignore[index]
+    node = next(n for n, left in enumerate(tree["left_children"]) if left != -1 and tree["split_type"][n] == 0)
+    return _patch("split_type", 1, index=node)(blob)
+
+
+# Review 88's ways past the first version of the check, as changes of XGBoost's own bytes: (the model, the
+# change, what the finding says).
+HOSTILE_BYTES: dict[str, tuple[str, Callable[[bytes], bytes], str]] = {
+    "tree-id-repeated": ("regression", _patch("id", 0, occurrence=1), "an id of 0"),
+    "unreachable-node-parent-far": ("pruned", _first_deleted_tree_parent, "parent 100000000"),
+    "negative-category": ("categorical", _patch("categories", -1), "negative category"),
+    "categorical-split-without-categories": ("categorical", _numeric_node_marked_categorical, "without its"),
+    "category-position-far": ("categorical", _patch("sorted_idx", 100_000_000), "category position 100000000"),
+    "best-iteration-past-the-rounds": ("regression", _best_iteration("2147483647"), "best_iteration 2147483647"),
+}
+
+
+def _hostile_bytes_file(models: dict[str, Any], name: str, how: str) -> bytes:
+    model, change, _ = HOSTILE_BYTES[name]
+    blob = bytes(_booster(models[model]).__getstate__()["handle"])
+    changed = change(blob)
+    assert changed != blob
+    with _written_as(changed):
+        return save(models[model], how)
+
+
+@pytest.mark.parametrize("how", SAVES)
+@pytest.mark.parametrize("name", sorted(HOSTILE_BYTES))
+def test_a_change_of_xgboosts_own_bytes_is_flagged(tmp_path: Path, models: dict[str, Any], name: str, how: str) -> None:
+    found = _findings(tmp_path, _hostile_bytes_file(models, name, how), f"{name}.pkl")
+    assert RULE in found, sorted(found)
+    assert HOSTILE_BYTES[name][2] in found[RULE][1], found[RULE][1]
 
 
 def _changed_snapshot(models: dict[str, Any], name: str) -> dict[str, Any]:
@@ -184,6 +269,20 @@ def test_a_json_snapshot_is_read_too(tmp_path: Path, models: dict[str, Any], nam
     assert HOSTILE[name][2] in found[RULE][1], found[RULE][1]
 
 
+def test_a_key_given_twice_is_refused(models: dict[str, Any]) -> None:
+    """XGBoost keeps the first of a repeated key, a dict the last (review 88 put a bad copy first): refused."""
+    first = b"{L\x00\x00\x00\x00\x00\x00\x00\x01aSL\x00\x00\x00\x00\x00\x00\x00\x011"
+    twice = first + b"L\x00\x00\x00\x00\x00\x00\x00\x01aSL\x00\x00\x00\x00\x00\x00\x00\x012}"
+    assert xgboost_model._Ubjson(first + b"}").document() == {"a": "1"}
+    with pytest.raises(Malformed, match="given twice"):
+        xgboost_model._Ubjson(twice).document()
+    text = json.dumps(_snapshot(models["regression"])).encode()
+    doubled = text.replace(b'"num_feature": "5"', b'"num_feature": "100", "num_feature": "5"', 1)
+    assert doubled != text
+    with pytest.raises(Malformed, match="given twice"):
+        xgboost_model.check(doubled)
+
+
 def test_layouts_wscan_does_not_read_are_unverified(models: dict[str, Any]) -> None:
     """XGBoost 1's binary snapshot, a cut UBJSON document and counts past the bytes are never passed."""
     blob = bytes(_booster(models["regression"]).__getstate__()["handle"])
@@ -205,10 +304,14 @@ print("survived")
 """
 
 
-@pytest.mark.parametrize("name", ["left-child-far", "right-child-negative", "split-feature-far", "child-cycle"])
+@pytest.mark.parametrize("name", [
+    "left-child-far", "right-child-negative", "split-feature-far", "child-cycle", "unreachable-node-parent-far",
+    "tree-id-repeated", "best-iteration-past-the-rounds",
+])  # fmt: skip
 def test_xgboost_goes_out_of_bounds(tmp_path: Path, models: dict[str, Any], name: str) -> None:
-    """What the rule is for: xgboost's own predict() on the file is killed by a signal."""
+    """What the rule is for: xgboost's own load or predict() of the file is killed by a signal."""
     path = tmp_path / f"{name}.pkl"
-    path.write_bytes(_hostile_file(models, name, "pickle4"))
+    path.write_bytes(_hostile_bytes_file(models, name, "pickle4") if name in HOSTILE_BYTES
+                     else _hostile_file(models, name, "pickle4"))  # fmt: skip
     run = subprocess.run([sys.executable, "-c", PREDICT, str(path)], capture_output=True, text=True, timeout=300)
     assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])

@@ -18,7 +18,12 @@ import re
 from collections.abc import Callable
 
 TREE_LINES = 22  # `Tree::Tree` reads at most this many key=value lines per tree
-_INT = re.compile(r"-?\d+")
+# A number as LightGBM writes one, in ASCII only: its `Atoi` skips spaces, reads ASCII digits and stops anywhere else,
+# where Python's int() and float() take other digits, other blanks and underscores (review 87 passed U+0661 for 1 and
+# "\x0c1" for 1, which LightGBM read as 0). Anything else is not what LightGBM writes, so it is unverified.
+_INT = re.compile(r"-?[0-9]{1,19}", re.ASCII)
+_FLOAT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?", re.ASCII)
+INT32 = 2**31
 
 
 class Malformed(Exception):
@@ -38,9 +43,12 @@ def check(text: bytes, tick: Callable[[], None] = lambda: None) -> None:
         raise Malformed(f"max_feature_idx {features - 1}, num_class {classes}, num_tree_per_iteration {per_iteration}")
     if classes < per_iteration:  # predictions are written per tree of an iteration into num_class slots
         raise Malformed(f"num_class {classes} below num_tree_per_iteration {per_iteration}")
-    for token in header.get("objective", "").split(" "):
-        if token.startswith("num_class:"):  # the objective converts this many outputs per row
-            wanted = _number(token.partition(":")[2], "the objective's num_class")
+    for token in _tokens(header.get("objective", "")):
+        parts = [part for part in token.split(":") if part]  # `Split` drops empty pieces (":num_class:9" too)
+        if parts and parts[0] == "num_class":  # the objective converts this many outputs per row
+            if len(parts) != 2:
+                raise Malformed(f"an objective parameter {token[:30]!r}")
+            wanted = _number(parts[1], "the objective's num_class")
             if not 1 <= wanted <= per_iteration:
                 raise Malformed(f"an objective converting {wanted} outputs per row of {per_iteration}")
     starts = _tree_starts(lines, first_tree)
@@ -66,16 +74,18 @@ def _lines(text: bytes) -> list[tuple[int, str]]:
 
 
 def _header(lines: list[tuple[int, str]]) -> tuple[dict[str, str], int]:
-    """The key=value lines before the first tree (the loader keeps the last of a repeated key), and where the trees
-    begin."""
+    """The key=value lines before the first tree, cut as `Common::Split(line, '=')` cuts them (empty pieces dropped:
+    review 87 set num_class with a line `=num_class=1`), the last of a repeated key kept; and where the trees begin."""
     header: dict[str, str] = {}
     for index, (_, line) in enumerate(lines):
         if line.startswith("Tree="):
             return header, index
-        if not line:
+        parts = [part for part in line.split("=") if part]
+        if not parts:
             continue
-        key, _, value = line.partition("=")
-        header[key] = value
+        if len(parts) > 2 and parts[0] != "feature_names":  # the loader refuses such a line
+            raise Malformed(f"a header line {line[:40]!r}")
+        header[parts[0]] = "=".join(parts[1:]) if parts[0] == "feature_names" else (parts[1] if len(parts) == 2 else "")
     return header, len(lines)
 
 
@@ -107,7 +117,7 @@ def _tree_end(lines: list[tuple[int, str]], index: int) -> int:
 def _tree_sizes(value: str, lines: list[tuple[int, str]], first: int, starts: list[int], end: int) -> None:
     """With tree_sizes the loader parses tree i at the first tree's offset plus the sizes before it, unchecked:
     each such offset must be one of the trees read here, and the sizes must end inside the text."""
-    sizes = [_number(token, "tree_sizes") for token in _tokens(value)]
+    sizes = [_number(token, "tree_sizes", 2**63) for token in _tokens(value)]
     if not sizes:
         return  # a model of no trees (a Booster never trained) writes `tree_sizes=` and no tree
     if first >= len(lines):
@@ -158,9 +168,8 @@ def _tree(keys: dict[str, str], features: int) -> None:
         if bad is not None:
             raise Malformed(f"a split on feature {bad} of {features}")
         _shape(left, right, leaves)
-        if categories:
-            _categorical(keys, inner, categories)
-    if keys.get("is_linear", "0").strip() not in ("", "0"):
+        _categorical(keys, inner, categories)
+    if "is_linear" in keys and _int(keys, "is_linear") != 0:
         _linear(keys, leaves, features)
 
 
@@ -192,8 +201,14 @@ def _shape(left: list[int], right: list[int], leaves: int) -> None:
 
 
 def _categorical(keys: dict[str, str], inner: int, categories: int) -> None:
-    """A categorical split's threshold is the index of its bitset in cat_boundaries, which cut cat_threshold."""
-    kinds = _ints(keys, "decision_type", inner)
+    """A categorical split (decision_type's bit 0, whatever num_cat says: review 87 set it in a tree of no
+    categories) has as threshold the index of its bitset in cat_boundaries, which cut cat_threshold."""
+    kinds = _ints(keys, "decision_type", inner, 128) if "decision_type" in keys else [0] * inner
+    if not categories:
+        node = next((node for node, kind in enumerate(kinds) if kind & 1), None)
+        if node is not None:
+            raise Malformed(f"node {node}'s categorical split in a tree of no category sets")
+        return
     thresholds = _floats(keys, "threshold", inner)
     boundaries = _ints(keys, "cat_boundaries", categories + 1)
     words = _count(keys, "cat_threshold", None)
@@ -232,26 +247,27 @@ def _count(keys: dict[str, str], key: str, expected: int | None) -> int:
     return found
 
 
-def _ints(keys: dict[str, str], key: str, expected: int) -> list[int]:
+def _ints(keys: dict[str, str], key: str, expected: int, bound: int = INT32) -> list[int]:
     _count(keys, key, expected)
-    return [_number(token, key) for token in _tokens(keys[key])]
+    return [_number(token, key, bound) for token in _tokens(keys[key])]
 
 
 def _floats(keys: dict[str, str], key: str, expected: int) -> list[float]:
     _count(keys, key, expected)
-    try:
-        return [float(token) for token in _tokens(keys[key])]
-    except ValueError:
-        raise Malformed(f"{key} not numbers") from None
+    tokens = _tokens(keys[key])
+    if not all(_FLOAT.fullmatch(token) for token in tokens):
+        raise Malformed(f"{key} not numbers as LightGBM writes them")
+    return [float(token) for token in tokens]
 
 
 def _int(keys: dict[str, str], key: str) -> int:
     if key not in keys:
         raise Malformed(f"no {key}")
-    return _number(keys[key].strip(), key)
+    return _number(keys[key], key)
 
 
-def _number(token: str, what: str) -> int:
-    if not _INT.fullmatch(token):
-        raise Malformed(f"{what} {token[:20]!r} is no integer")
+def _number(token: str, what: str, bound: int = INT32) -> int:
+    """An integer as LightGBM writes it, within the range of the C type it is read into (a larger one wraps)."""
+    if not _INT.fullmatch(token) or not -bound <= int(token) < bound:
+        raise Malformed(f"{what} {token[:20]!r} is no integer LightGBM writes")
     return int(token)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import struct
 from collections.abc import Callable
 
@@ -31,9 +32,9 @@ def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
     it cannot read."""
     if blob[:2] == b'{"':
         try:
-            snapshot = json.loads(blob)
+            snapshot = json.loads(blob, object_pairs_hook=_unique)
         except (ValueError, RecursionError):
-            raise Malformed("JSON XGBoost cannot read either") from None
+            raise Malformed("JSON XGBoost cannot read either, or a key given twice") from None
     elif blob[:1] == b"{" and blob[1:2].isalpha():
         snapshot = _Ubjson(blob).document()
     else:
@@ -47,10 +48,11 @@ def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
     booster = _dict(_get(learner, "gradient_booster"), "gradient_booster")
     name = booster.get("name")
     if name == "gbtree":
-        _trees(_dict(_get(booster, "model"), "model"), features, groups, tick)
+        rounds = _trees(_dict(_get(booster, "model"), "model"), features, groups, tick)
     elif name == "dart":
         inner = _dict(_get(_dict(_get(booster, "gbtree"), "gbtree"), "model"), "model")
-        count = _trees(inner, features, groups, tick)
+        rounds = _trees(inner, features, groups, tick)
+        count = len(_list(_get(inner, "trees"), "trees"))
         if len(_list(_get(booster, "weight_drop"), "weight_drop")) != count:
             raise Malformed(f"weight_drop not one per tree of {count}")
     elif name == "gblinear":
@@ -59,10 +61,22 @@ def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
             raise Malformed(f"{len(weights)} linear weights for {features} features and {groups} outputs")
     else:
         raise Malformed(f"a booster named {str(name)[:20]!r}")
+    if name in ("gbtree", "dart"):
+        _best_iteration(_dict(learner.get("attributes", {}), "attributes"), rounds)
+
+
+def _best_iteration(attributes: dict[str, Value], rounds: int) -> None:
+    """scikit-learn's wrapper predicts with the trees up to `best_iteration` + 1, and XGBoost reads that many rounds
+    unchecked (review 88: "2147483647" crashed predict, "-5" read past the trees)."""
+    if "best_iteration" not in attributes:
+        return
+    if not 0 <= _int(attributes["best_iteration"], "best_iteration") < max(rounds, 1):
+        raise Malformed(f"best_iteration {str(attributes['best_iteration'])[:20]} of {rounds} rounds")
 
 
 def _trees(model: dict[str, Value], features: int, groups: int, tick: Callable[[], None]) -> int:
-    """The trees, their output group each (an index into a row's outputs) and the iterations' ranges of them."""
+    """The trees (each at its place: XGBoost puts a tree where its id says), their output group each (an index into
+    a row's outputs), the iterations' ranges of them and the categorical encoder; the number of rounds."""
     trees = _list(_get(model, "trees"), "trees")
     count = len(trees)
     declared = _int(_get(_dict(_get(model, "gbtree_model_param"), "gbtree_model_param"), "num_trees"), "num_trees")
@@ -72,19 +86,41 @@ def _trees(model: dict[str, Value], features: int, groups: int, tick: Callable[[
     bad = next((g for g in info if not (isinstance(g, int) and 0 <= g < groups)), None)
     if bad is not None:
         raise Malformed(f"a tree writing output {bad} of {groups}")
+    rounds = count
     if "iteration_indptr" in model:
-        ranges = _list(model["iteration_indptr"], "iteration_indptr")
-        if not ranges or ranges[0] != 0 or ranges[-1] != count or any(
-            not isinstance(a, int) or not isinstance(b, int) or a > b for a, b in itertools.pairwise(ranges)
-        ):
+        ranges = _ints(_list(model["iteration_indptr"], "iteration_indptr"), "iteration_indptr")
+        if not ranges or ranges[0] != 0 or ranges[-1] != count or any(a > b for a, b in itertools.pairwise(ranges)):
             raise Malformed(f"iteration_indptr {ranges[:6]} for {count} trees")
+        rounds = len(ranges) - 1
+    if "cats" in model:
+        _encoder(_dict(model["cats"], "cats"))
     for number, tree in enumerate(trees):
         tick()
         try:
-            _tree(_dict(tree, "a tree"), features)
+            tree = _dict(tree, "a tree")
+            if _int(_get(tree, "id"), "id") != number:
+                raise Malformed(f"an id of {str(tree['id'])[:20]}")
+            _tree(tree, features)
         except Malformed as exc:
             raise Malformed(f"tree {number}: {exc}") from None
-    return count
+    return rounds
+
+
+def _encoder(cats: dict[str, Value]) -> None:
+    """The categories a DataFrame's columns are recoded by: each feature's segment of `sorted_idx` holds positions
+    within that segment (review 88 put one far outside and predict aborted)."""
+    segments = _ints(_list(cats.get("feature_segments", []), "feature_segments"), "feature_segments")
+    order = _ints(_list(cats.get("sorted_idx", []), "sorted_idx"), "sorted_idx")
+    if not segments:
+        if order:
+            raise Malformed("sorted_idx without feature_segments")
+        return
+    if segments[0] != 0 or segments[-1] != len(order) or any(a > b for a, b in itertools.pairwise(segments)):
+        raise Malformed(f"feature_segments {segments[:6]} for {len(order)} sorted_idx")
+    for start, end in itertools.pairwise(segments):
+        bad = next((i for i in order[start:end] if not 0 <= i < end - start), None)
+        if bad is not None:
+            raise Malformed(f"a category position {bad} of {end - start}")
 
 
 def _tree(tree: dict[str, Value], features: int) -> None:
@@ -104,6 +140,14 @@ def _tree(tree: dict[str, Value], features: int) -> None:
     parents, split = _ints(arrays["parents"], "parents"), _ints(arrays["split_indices"], "split_indices")
     if parents[0] not in (ROOT_PARENT, -1):
         raise Malformed(f"the root's parent {parents[0]}")
+    # Every node, reached or not (pruning leaves deleted nodes behind): the loader follows each one's parent and
+    # children (review 88 crashed it with an unreachable node's parent far away).
+    for node in range(nodes):
+        if not 0 <= parents[node] < nodes and not (node == 0 and parents[node] in (ROOT_PARENT, -1)):
+            raise Malformed(f"node {node}'s parent {parents[node]}")
+        for child in (left[node], right[node]):
+            if child != -1 and not 0 <= child < nodes:
+                raise Malformed(f"node {node}'s child {child} of {nodes} nodes")
     seen = bytearray(nodes)
     seen[0] = 1
     pending = [0]
@@ -122,10 +166,13 @@ def _tree(tree: dict[str, Value], features: int) -> None:
                 raise Malformed(f"node {child}'s parent {parents[child]}, where node {node} holds it")
             seen[child] = 1
             pending.append(child)
-    _categories(tree, nodes)
+    _categories(tree, left)
 
 
-def _categories(tree: dict[str, Value], nodes: int) -> None:
+def _categories(tree: dict[str, Value], left: list[int]) -> None:
+    """Categorical splits: exactly the inner nodes of split type 1 have a segment of `categories` (a categorical
+    split without one aborted predict, review 88), each inside it, the categories themselves not negative."""
+    nodes = len(left)
     split_types = _list(tree.get("split_type", []), "split_type")
     if split_types and len(split_types) != nodes:
         raise Malformed(f"{len(split_types)} split_type for {nodes} nodes")
@@ -138,10 +185,16 @@ def _categories(tree: dict[str, Value], nodes: int) -> None:
     if not len(at) == len(starts) == len(sizes):
         raise Malformed("categories_nodes, _segments and _sizes of different lengths")
     for node, start, size in zip(at, starts, sizes, strict=True):
-        if not 0 <= node < nodes:
-            raise Malformed(f"categories of node {node}")
+        if not 0 <= node < nodes or left[node] == -1 or not split_types or split_types[node] != 1:
+            raise Malformed(f"categories for node {node}, no categorical split")
         if start < 0 or size < 0 or start + size > total:
             raise Malformed(f"node {node}'s categories {start}..{start + size} of {total}")
+    categorical = {node for node in range(len(split_types)) if split_types[node] == 1 and left[node] != -1}
+    if categorical != set(at) or len(at) != len(set(at)):
+        raise Malformed("a categorical split without its categories, or given two")
+    values = _list(tree.get("categories", []), "categories")
+    if any(not isinstance(v, int | float) or v < 0 for v in values):
+        raise Malformed("a negative category")
 
 
 class _Ubjson:
@@ -240,20 +293,36 @@ class _Ubjson:
         if count is not None:
             for _ in range(self._bounded(count, 2)):
                 key = self._take(self._length()).decode("utf-8")
-                found[key] = self._value(kind if kind is not None else self._marker(), depth + 1)
+                self._unique_key(found, key)
+            found[key] = self._value(kind if kind is not None else self._marker(), depth + 1)
             return found
         while True:
             if self.blob[self.at : self.at + 1] == b"}":
                 self.at += 1
                 return found
             key = self._take(self._length()).decode("utf-8")
+            self._unique_key(found, key)
             found[key] = self._value(self._marker(), depth + 1)
+
+    @staticmethod
+    def _unique_key(found: dict[str, Value], key: str) -> None:
+        """XGBoost keeps the first of a repeated key, a dict the last: a key given twice is refused (review 88)."""
+        if key in found:
+            raise Malformed(f"the key {key[:30]!r} given twice")
 
     def _bounded(self, count: int, least: int) -> int:
         """A count no larger than the bytes left can hold (each item takes at least `least` bytes)."""
         if count * least > len(self.blob) - self.at:
             raise Malformed(f"a UBJSON count of {count:,} past the bytes left")
         return count
+
+
+def _unique(pairs: list[tuple[str, Value]]) -> dict[str, Value]:
+    """A JSON object, refused when a key is given twice (json keeps the last, XGBoost the first)."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("a key given twice")
+    return found
 
 
 def _get(mapping: dict[str, Value], key: str) -> Value:
@@ -287,6 +356,6 @@ def _int(value: Value, what: str) -> int:
         raise Malformed(f"{what} is no integer")
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,19}", value.strip(" \t\n"), re.ASCII):
         return int(value)
     raise Malformed(f"{what} {str(value)[:20]!r} is no integer")
