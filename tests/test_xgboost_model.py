@@ -54,6 +54,9 @@ def _models() -> dict[str, Any]:
         "ranker": xgb.XGBRanker(**small).fit(x, np.digitize(y, [-1, 0, 1]), qid=np.repeat([0, 1, 2], 100)),
         "pruned": xgb.XGBRegressor(gamma=5.0, tree_method="exact", **small).fit(x, y),
         "booster": xgb.train({"max_depth": 2}, xgb.DMatrix(x, y), num_boost_round=3),
+        "multi-target": xgb.XGBRegressor(multi_strategy="multi_output_tree", tree_method="hist", **small).fit(
+            x, np.column_stack([y, x[:, 2], -x[:, 3]])
+        ),
         "unfitted": xgb.XGBClassifier(),
     }
 
@@ -192,6 +195,7 @@ HOSTILE_BYTES: dict[str, tuple[str, Callable[[bytes], bytes], str]] = {
     "categorical-split-without-categories": ("categorical", _numeric_node_marked_categorical, "without its"),
     "category-position-far": ("categorical", _patch("sorted_idx", 100_000_000), "category position 100000000"),
     "best-iteration-past-the-rounds": ("regression", _best_iteration("2147483647"), "best_iteration 2147483647"),
+    "multi-target-leaf-row-far": ("multi-target", _patch("right_children", 1_000_000, index=-1), "row 1000000"),
 }
 
 
@@ -238,7 +242,7 @@ def _findings(tmp_path: Path, blob: bytes, name: str) -> dict[str, tuple[Severit
 
 
 BENIGN = ["regression", "binary", "multiclass", "categorical", "dart", "linear", "random-forest", "ranker", "pruned",
-          "booster", "unfitted"]  # fmt: skip
+          "booster", "multi-target", "unfitted"]  # fmt: skip
 
 
 def test_every_model_is_listed(models: dict[str, Any]) -> None:
@@ -306,7 +310,7 @@ print("survived")
 
 @pytest.mark.parametrize("name", [
     "left-child-far", "right-child-negative", "split-feature-far", "child-cycle", "unreachable-node-parent-far",
-    "tree-id-repeated", "best-iteration-past-the-rounds",
+    "tree-id-repeated", "best-iteration-past-the-rounds", "multi-target-leaf-row-far",
 ])  # fmt: skip
 def test_xgboost_goes_out_of_bounds(tmp_path: Path, models: dict[str, Any], name: str) -> None:
     """What the rule is for: xgboost's own load or predict() of the file is killed by a signal."""

@@ -6,7 +6,7 @@ tree's indices. With one changed (measured with xgboost 3.2 in a subprocess), a 
 pointing back up the tree, a negative child or a split on a feature past the model's crashed `predict()`. This
 module reads the bytes (JSON with the standard library, UBJSON with a bounded reader of its own: no maintained
 library reads it) and checks each tree's shape, its split features, the trees' output groups and the iteration
-ranges; a layout it does not know (XGBoost 1's binary snapshot, multi-target trees) is reported as unverified.
+ranges; a layout it does not know (XGBoost 1's binary snapshot) is reported as unverified.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def _trees(model: dict[str, Value], features: int, groups: int, tick: Callable[[
             tree = _dict(tree, "a tree")
             if _int(_get(tree, "id"), "id") != number:
                 raise Malformed(f"an id of {str(tree['id'])[:20]}")
-            _tree(tree, features)
+            _tree(tree, features, groups)
         except Malformed as exc:
             raise Malformed(f"tree {number}: {exc}") from None
     return rounds
@@ -123,13 +123,14 @@ def _encoder(cats: dict[str, Value]) -> None:
             raise Malformed(f"a category position {bad} of {end - start}")
 
 
-def _tree(tree: dict[str, Value], features: int) -> None:
+def _tree(tree: dict[str, Value], features: int, outputs: int) -> None:
     """Children from the root form a tree over the nodes (XGBoost follows them and the parents unchecked), split
-    features index a row, categorical splits' segments lie inside the categories."""
+    features index a row, categorical splits' segments lie inside the categories. A multi-target tree's leaf keeps
+    in `right_children` the index of its row of `leaf_weights`, one weight per output."""
     param = _dict(_get(tree, "tree_param"), "tree_param")
     nodes = _int(_get(param, "num_nodes"), "num_nodes")
-    if _int(param.get("size_leaf_vector", "1"), "size_leaf_vector") > 1:
-        raise Malformed("a multi-target tree, a layout wscan does not check")
+    targets = _int(param.get("size_leaf_vector", "1"), "size_leaf_vector")
+    leaves = _leaf_rows(tree, nodes, targets, outputs) if targets > 1 else 0
     if nodes < 1:
         raise Malformed(f"num_nodes {nodes}")
     arrays = {key: _list(_get(tree, key), key) for key in NODE_ARRAYS}
@@ -145,6 +146,10 @@ def _tree(tree: dict[str, Value], features: int) -> None:
     for node in range(nodes):
         if not 0 <= parents[node] < nodes and not (node == 0 and parents[node] in (ROOT_PARENT, -1)):
             raise Malformed(f"node {node}'s parent {parents[node]}")
+        if targets > 1 and left[node] == -1:
+            if not 0 <= right[node] < leaves:
+                raise Malformed(f"leaf {node}'s weights at row {right[node]} of {leaves}")
+            continue
         for child in (left[node], right[node]):
             if child != -1 and not 0 <= child < nodes:
                 raise Malformed(f"node {node}'s child {child} of {nodes} nodes")
@@ -167,6 +172,17 @@ def _tree(tree: dict[str, Value], features: int) -> None:
             seen[child] = 1
             pending.append(child)
     _categories(tree, left)
+
+
+def _leaf_rows(tree: dict[str, Value], nodes: int, targets: int, outputs: int) -> int:
+    """A multi-target tree writes `size_leaf_vector` outputs per row (as many as the model has), from rows of
+    `leaf_weights`; its `base_weights` hold a row per node. The rows of leaf weights it has."""
+    if targets != outputs:
+        raise Malformed(f"a tree of {targets} outputs in a model of {outputs}")
+    weights = len(_list(_get(tree, "leaf_weights"), "leaf_weights"))
+    if weights % targets or len(_list(_get(tree, "base_weights"), "base_weights")) != nodes * targets:
+        raise Malformed(f"{weights} leaf weights or base weights not in rows of {targets}")
+    return weights // targets
 
 
 def _categories(tree: dict[str, Value], left: list[int]) -> None:
