@@ -797,6 +797,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_configs(corpus)
     build_distributed_checkpoint(corpus, payload, main_rules)
     build_hostile_sklearn_native(corpus)
+    build_hostile_boosters(corpus)
 
 
 def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
@@ -1298,6 +1299,43 @@ def build_hostile_sklearn_native(corpus: Corpus) -> None:
         buffer.getvalue(),
         "a scikit-learn decision tree whose root splits on feature 10**9: predict reads far past X (SIGSEGV)",
         rules=expect("WS-PKL-059"),
+    )
+
+
+# A LightGBM model as model_to_string writes one, by hand (the library's own text differs between versions): two
+# trees of one split each.
+LIGHTGBM_TREE = (
+    "Tree={n}\nnum_leaves=2\nnum_cat=0\nsplit_feature=0\nsplit_gain=1\nthreshold=0.5\ndecision_type=2\n"
+    "left_child=-1\nright_child=-2\nleaf_value=-1 1\nleaf_weight=1 1\nleaf_count=1 1\ninternal_value=0\n"
+    "internal_weight=2\ninternal_count=2\nis_linear=0\nshrinkage=1\n\n\n"
+)
+
+
+def lightgbm_model(first_tree_size: int | None = None) -> str:
+    trees = [LIGHTGBM_TREE.format(n=n) for n in range(2)]
+    sizes = [first_tree_size or len(trees[0]), len(trees[1])]
+    return (
+        "tree\nversion=v4\nnum_class=1\nnum_tree_per_iteration=1\nlabel_index=0\nmax_feature_idx=0\n"
+        f"objective=regression\nfeature_names=x\nfeature_infos=[0:1]\ntree_sizes={sizes[0]} {sizes[1]}\n\n"
+        + "".join(trees)
+        + "end of trees\n\nfeature_importances:\nx=2\n\nparameters:\n[boosting: gbdt]\nend of parameters\n\n"
+        "pandas_categorical:null\n"
+    )
+
+
+def build_hostile_boosters(corpus: Corpus) -> None:
+    """A LightGBM Booster whose model text leads LightGBM's C loader past the text while unpickling."""
+    from lightgbm.basic import Booster
+
+    state = {"_handle": lightgbm_model(first_tree_size=99_999_999), "best_iteration": 0, "pandas_categorical": None}
+    booster = Booster.__new__(Booster)  # never given the model: its __setstate__ would go past the text here
+    booster._handle = None  # what its __del__ frees
+    booster.__getstate__ = lambda: state  # type: ignore[method-assign]  # pickled as it stands
+    corpus.add(
+        "hostile/lightgbm-tree-sizes-past-the-text.pkl",
+        pickle.dumps(booster, protocol=4),
+        "a LightGBM Booster whose tree_sizes send the C loader 100 MB past the model text: pickle.load crashes",
+        rules=expect("WS-PKL-060"),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib.util
 import json
 import pickle
 import shutil
@@ -132,6 +133,33 @@ def _sklearn_native_pickles() -> Iterator[bytes]:
             yield save(models[name], how)
 
 
+def _boosters() -> Iterator[bytes]:
+    """LightGBM model texts and XGBoost snapshots of the models the tests fit (when the libraries are there), and
+    the corpus's hand-written LightGBM text."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    if importlib.util.find_spec("lightgbm") is not None:  # the test module skips itself without it
+        from tests.test_lightgbm_model import _models as lightgbm_models
+        from tests.test_lightgbm_model import _text
+
+        for name, model in lightgbm_models().items():
+            if name != "unfitted":
+                yield _text(model).encode()
+    if importlib.util.find_spec("xgboost") is not None:
+        from tests.test_xgboost_model import _booster
+        from tests.test_xgboost_model import _models as xgboost_models
+
+        for name, model in xgboost_models().items():
+            if name != "unfitted":
+                yield bytes(_booster(model).__getstate__()["handle"])
+    spec = importlib.util.spec_from_file_location("wscan_corpus_build", CORPUS / "build.py")
+    assert spec is not None and spec.loader is not None
+    build = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = build  # dataclasses resolve their module by name
+    spec.loader.exec_module(build)
+    yield build.lightgbm_model().encode()
+
+
 def _arrow_pickles() -> Iterator[bytes]:
     """pyarrow arrays as pickle writes them (`scanners/pickle_arrow.py` checks their layout), when pyarrow is there."""
     try:
@@ -179,6 +207,7 @@ SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
     "rules": lambda: sorted((ROOT / "rules").glob("*.yaml")),
     "config": lambda: CONFIGS,
     "pt2": lambda: sorted((ROOT / "tests" / "data" / "pt2").glob("*.json")),  # from a torch.export.save archive
+    "boosters": _boosters,
 }
 
 

@@ -183,3 +183,22 @@ def test_an_import_of_a_utf8_name_is_read_as_a_pickle(tmp_path: Path, blob: byte
     assert names[0].startswith("Ӝ") and names[0].endswith("os.System")  # what the loader would import
     found = scan_bytes(tmp_path, blob, "model.bin").findings
     assert any(f.rule_id == "WS-PKL-003" and f.severity >= Severity.HIGH for f in found), found
+
+
+# fuzz/targets/fuzz_boosters.py, 18 seconds into its first run: a UBJSON object with a count (`{#`) kept only its last
+# key, and one of no keys raised UnboundLocalError (a traceback, where a finding belongs).
+def _counted_object(pairs: list[tuple[bytes, int]]) -> bytes:
+    import struct
+
+    body = b"".join(b"L" + struct.pack(">q", len(k)) + k + b"i" + bytes([v]) for k, v in pairs)
+    return b"{#L" + struct.pack(">q", len(pairs)) + body
+
+
+def test_a_counted_ubjson_object_keeps_every_key() -> None:
+    from wscan.scanners.lightgbm_model import Malformed
+    from wscan.scanners.xgboost_model import _Ubjson, check
+
+    assert _Ubjson(_counted_object([])).document() == {}
+    assert _Ubjson(_counted_object([(b"a", 1), (b"b", 2)])).document() == {"a": 1, "b": 2}
+    with pytest.raises(Malformed, match="layout wscan does not read"):  # XGBoost too reads `{` + a letter only
+        check(_counted_object([(b"Config", 1)]))

@@ -310,7 +310,7 @@ class _Ubjson:
             for _ in range(self._bounded(count, 2)):
                 key = self._take(self._length()).decode("utf-8")
                 self._unique_key(found, key)
-            found[key] = self._value(kind if kind is not None else self._marker(), depth + 1)
+                found[key] = self._value(kind if kind is not None else self._marker(), depth + 1)
             return found
         while True:
             if self.blob[self.at : self.at + 1] == b"}":
