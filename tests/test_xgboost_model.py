@@ -173,15 +173,24 @@ def _best_iteration(value: str) -> Callable[[bytes], bytes]:
     return change
 
 
+def _trees_of(blob: bytes) -> list[dict[str, Any]]:
+    """The trees of a pickled snapshot ({"Config", "Model"}) or of a saved model file (the model alone)."""
+    document = _Ubjson(blob).document()
+    assert isinstance(document, dict)
+    model = document.get("Model", document)
+    trees: list[dict[str, Any]] = model["learner"]["gradient_booster"]["model"]["trees"]
+    return trees
+
+
 def _first_deleted_tree_parent(blob: bytes) -> bytes:
     """The last node of the first tree pruning left nodes in (deleted, unreachable) given a parent far away."""
-    trees = _Ubjson(blob).document()["Model"]["learner"]["gradient_booster"]["model"]["trees"]  # type: ignore[index]
+    trees = _trees_of(blob)
     number = next(n for n, tree in enumerate(trees) if int(tree["tree_param"]["num_deleted"]))
     return _patch("parents", 100_000_000, index=-1, occurrence=number)(blob)
 
 
 def _numeric_node_marked_categorical(blob: bytes) -> bytes:
-    tree = _Ubjson(blob).document()["Model"]["learner"]["gradient_booster"]["model"]["trees"][0]  # type: ignore[index]
+    tree = _trees_of(blob)[0]
     node = next(n for n, left in enumerate(tree["left_children"]) if left != -1 and tree["split_type"][n] == 0)
     return _patch("split_type", 1, index=node)(blob)
 

@@ -12,6 +12,7 @@ from importlib.machinery import PathFinder
 
 from wscan.scanners.archive import LenientZipScanner, SevenZipScanner, TarScanner, ZipScanner
 from wscan.scanners.base import Scanner
+from wscan.scanners.booster_files import BoosterFileScanner
 from wscan.scanners.compressed import CompressedScanner
 from wscan.scanners.config_targets import ConfigTargetScanner
 from wscan.scanners.framework_code import FrameworkCodeScanner
@@ -50,6 +51,7 @@ def builtin_scanners() -> list[Scanner]:
         OnnxScanner(),
         PickleScanner(),
         ShardIndexScanner(),
+        BoosterFileScanner(),
         Sb3DataScanner(),
         Pt2GraphScanner(),
         RepoJsonScanner(),

@@ -28,9 +28,20 @@ Value = object
 
 
 def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
-    """Raise Malformed for the first index of the model in `blob` that leads XGBoost out of bounds, or for a model
-    it cannot read."""
-    if blob[:2] == b'{"':
+    """Raise Malformed for the first index of the model in `blob`, a pickled Booster's snapshot ({"Config",
+    "Model"}), that leads XGBoost out of bounds, or for a model it cannot read."""
+    _check_model(_dict(_get(_dict(_document(blob), "the snapshot"), "Model"), "Model"), tick)
+
+
+def check_file(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
+    """The same for a model file (`save_model`'s JSON or UBJSON: the model alone, {"learner", "version"})."""
+    text = re.match(rb'\s*\{\s*"', blob) is not None  # save_model's JSON, however it is spaced
+    _check_model(_dict(_document(blob.lstrip(b" \t\r\n"), text), "the model"), tick)
+
+
+def _document(blob: bytes, text: bool = False) -> Value:
+    """JSON (`{"`) or UBJSON (`{` and a type letter), as XGBoost tells them apart; anything else it refuses."""
+    if text or blob[:2] == b'{"':
         try:
             snapshot = json.loads(blob, object_pairs_hook=_unique)
         except (ValueError, RecursionError):
@@ -39,9 +50,11 @@ def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
         snapshot = _Ubjson(blob).document()
     else:
         raise Malformed("a model layout wscan does not read (XGBoost 1's binary snapshot, or none)")
-    model = _get(_dict(snapshot, "the snapshot"), "Model")
-    learner = _get(_dict(model, "Model"), "learner")
-    learner = _dict(learner, "learner")
+    return snapshot
+
+
+def _check_model(model: dict[str, Value], tick: Callable[[], None]) -> None:
+    learner = _dict(_get(model, "learner"), "learner")
     params = _dict(_get(learner, "learner_model_param"), "learner_model_param")
     features = _int(_get(params, "num_feature"), "num_feature")
     groups = max(1, _int(params.get("num_class", "0"), "num_class"), _int(params.get("num_target", "1"), "num_target"))

@@ -1,0 +1,128 @@
+"""LightGBM and XGBoost model files (`save_model`'s text, JSON and UBJSON), checked as their loaders read them
+(WS-FILE-018): the models the pickle tests fit pass as their libraries save them, and the hostile changes of those
+tests are flagged in a file too; the libraries' own loaders crash on them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.scanning import scan
+from wscan.model import Severity
+
+lgb = pytest.importorskip("lightgbm")
+xgb = pytest.importorskip("xgboost")
+
+from tests import test_lightgbm_model as lightgbm_cases  # noqa: E402
+from tests import test_xgboost_model as xgboost_cases  # noqa: E402
+
+RULE = "WS-FILE-018"
+
+
+@pytest.fixture(scope="module")
+def lightgbm_models() -> dict[str, Any]:
+    return lightgbm_cases._models()
+
+
+@pytest.fixture(scope="module")
+def xgboost_models() -> dict[str, Any]:
+    return xgboost_cases._models()
+
+
+def _found(path: Path) -> dict[str, tuple[Severity, str]]:
+    report = scan(path)
+    assert [f.path for f in report.files if f.status == "scanned"], "the file was not read"
+    return {f.rule_id: (f.severity, f.message) for f in report.findings}
+
+
+@pytest.mark.parametrize("name", [n for n in lightgbm_cases.BENIGN if n != "unfitted"])
+def test_lightgbm_files_as_lightgbm_saves_them_pass(tmp_path: Path, lightgbm_models: dict[str, Any], name: str) -> None:
+    model = lightgbm_models[name]
+    path = tmp_path / "model.txt"
+    (model if isinstance(model, lgb.Booster) else model.booster_).save_model(str(path))
+    assert RULE not in _found(path)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".ubj"])
+@pytest.mark.parametrize("name", [n for n in xgboost_cases.BENIGN if n != "unfitted"])
+def test_xgboost_files_as_xgboost_saves_them_pass(
+    tmp_path: Path, xgboost_models: dict[str, Any], name: str, suffix: str
+) -> None:
+    path = tmp_path / f"model{suffix}"
+    xgboost_cases._booster(xgboost_models[name]).save_model(str(path))
+    assert RULE not in _found(path)
+
+
+@pytest.mark.parametrize("name", sorted(lightgbm_cases.HOSTILE))
+def test_a_hostile_lightgbm_file_is_flagged(tmp_path: Path, lightgbm_models: dict[str, Any], name: str) -> None:
+    path = tmp_path / "model.txt"
+    path.write_bytes(lightgbm_cases._hostile_text(lightgbm_models, name).encode("utf-8", "surrogatepass"))
+    found = _found(path)
+    assert found[RULE][0] == Severity.HIGH
+    assert lightgbm_cases.HOSTILE[name][2] in found[RULE][1]
+
+
+def _xgboost_json(models: dict[str, Any], name: str) -> bytes:
+    return json.dumps(xgboost_cases._changed_snapshot(models, name)["Model"]).encode()
+
+
+@pytest.mark.parametrize("name", sorted(xgboost_cases.HOSTILE))
+def test_a_hostile_xgboost_json_file_is_flagged(tmp_path: Path, xgboost_models: dict[str, Any], name: str) -> None:
+    path = tmp_path / "model.json"
+    path.write_bytes(_xgboost_json(xgboost_models, name))
+    found = _found(path)
+    assert xgboost_cases.HOSTILE[name][2] in found[RULE][1], found
+
+
+@pytest.mark.parametrize("name", sorted(xgboost_cases.HOSTILE_BYTES))
+def test_a_hostile_xgboost_ubj_file_is_flagged(tmp_path: Path, xgboost_models: dict[str, Any], name: str) -> None:
+    """XGBoost's own UBJ file, changed in place as the pickle tests change its pickled bytes."""
+    model, change, message = xgboost_cases.HOSTILE_BYTES[name]
+    saved = tmp_path / "saved.ubj"
+    xgboost_cases._booster(xgboost_models[model]).save_model(str(saved))
+    path = tmp_path / "model.ubj"
+    path.write_bytes(change(saved.read_bytes()))
+    assert message in _found(path)[RULE][1]
+
+
+LOAD = """
+import sys
+import numpy as np
+if sys.argv[2] == "lightgbm":
+    import lightgbm as lgb
+    booster = lgb.Booster(model_file=sys.argv[1])
+    x = np.random.default_rng(1).normal(size=(2000, booster.num_feature()))
+    for _ in range(3):
+        booster.predict(x)
+else:
+    import xgboost as xgb
+    booster = xgb.Booster()
+    booster.load_model(sys.argv[1])
+    x = np.random.default_rng(1).normal(size=(2000, booster.num_features()))
+    for _ in range(3):
+        booster.predict(xgb.DMatrix(x))
+print("survived")
+"""
+
+
+@pytest.mark.parametrize(("library", "name"), [
+    ("lightgbm", "left-child-far"), ("lightgbm", "tree-sizes-far"), ("xgboost", "left-child-far"),
+    ("xgboost", "split-feature-far"),
+])  # fmt: skip
+def test_the_loaders_crash_on_the_files(
+    tmp_path: Path, lightgbm_models: dict[str, Any], xgboost_models: dict[str, Any], library: str, name: str
+) -> None:
+    path = tmp_path / ("model.txt" if library == "lightgbm" else "model.json")
+    if library == "lightgbm":
+        path.write_text(lightgbm_cases._hostile_text(lightgbm_models, name))
+    else:
+        path.write_bytes(_xgboost_json(xgboost_models, name))
+    run = subprocess.run([sys.executable, "-c", LOAD, str(path), library], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])
+    assert RULE in _found(path)
