@@ -7,6 +7,7 @@ show that each kind of change is real: lightgbm's own load or predict dies by a 
 
 from __future__ import annotations
 
+import copy
 import re
 import subprocess
 import sys
@@ -152,10 +153,42 @@ HOSTILE: dict[str, tuple[str, Callable[[str], str], str]] = {
     "integer-wrapping-to-zero": (
         "multiclass", _sub(r"^num_tree_per_iteration=3", "num_tree_per_iteration=4294967296"), "no integer"
     ),
+    # Review 89: lists of another length (the parallel loader's stop is std::terminate), a linear stump without its
+    # split lists, a chain of a tree.
+    "threshold-short": ("regression", _sub(r"^threshold=(\S+) .*$", "threshold=\\1"), "values of threshold"),
+    "leaf-weight-long": ("regression", _sub(r"^leaf_weight=(.*)$", "leaf_weight=\\1 1 1 1"), "values of leaf_weight"),
+    "linear-stump-without-split-lists": ("one-leaf-trees", lambda text: _linear_stump(text), "no split_feature"),
+    "deep-chain": ("regression", lambda text: _chain(text), "deeper than 2,048"),
     "categorical-bit-without-category-sets": (
         "regression", _sub(r"^decision_type=(\d+)", "decision_type=1"), "categorical split in a tree of no category"
     ),
 }  # fmt: skip
+
+
+def _linear_stump(text: str) -> str:
+    """The first one-leaf tree made linear, its (empty) split lists left out: the loader then reads them."""
+    tree = text.index("Tree=0")
+    end = text.index("\n\n", tree)
+    body = text[tree:end].replace("\nsplit_feature=", "\nx=", 1).replace("\nleaf_weight=\n", "\nleaf_weight=1\n")
+    body = body.replace(
+        "is_linear=0", "is_linear=1\nleaf_const=0\nnum_features=0\nleaf_features=\nleaf_coeff="
+    )
+    return text[:tree] + body + text[end:]
+
+
+def _chain(text: str, depth: int = 3000) -> str:
+    """Tree 0 rebuilt as a chain `depth` deep: node i sends one leaf left and goes on to node i + 1."""
+    leaves = depth + 1
+    right = [str(i + 1) for i in range(depth - 1)] + [str(~depth)]
+    lines = [
+        "Tree=0", f"num_leaves={leaves}", "num_cat=0", "split_feature=" + " ".join(["0"] * depth),
+        "threshold=" + " ".join(["0.5"] * depth), "decision_type=" + " ".join(["2"] * depth),
+        "left_child=" + " ".join(str(~i) for i in range(depth)), "right_child=" + " ".join(right),
+        "leaf_value=" + " ".join(["0.1"] * leaves), "is_linear=0", "shrinkage=1",
+    ]  # fmt: skip
+    tree = text.index("Tree=0")
+    end = text.index("\n\n", tree)
+    return text[:tree] + "\n".join(lines) + text[end:]
 
 
 def _resized(text: str) -> str:
@@ -225,6 +258,23 @@ def test_a_number_out_of_bounds_is_flagged(tmp_path: Path, models: dict[str, Any
     assert found[RULE][0] == Severity.HIGH
     assert "lightgbm.basic.Booster" in found[RULE][1]
     assert HOSTILE[name][2] in found[RULE][1]
+
+
+@pytest.mark.parametrize(("where", "value"), [("n_jobs", 100_000), ("num_threads", 100_000), ("n_jobs", 2.5)])
+def test_a_wrapper_asking_for_too_many_threads_is_flagged(
+    tmp_path: Path, models: dict[str, Any], where: str, value: object
+) -> None:
+    """LightGBM's wrapper hands OpenMP the thread count its state asks for: n_jobs=100000 crashed predict (review
+    89). By the attribute or by an alias among its other parameters; a number that is no integer is unverified."""
+    model = copy.deepcopy(models["regression"])
+    if where == "n_jobs":
+        model.n_jobs = value
+    else:
+        model.set_params(**{where: value})
+    found = _findings(tmp_path, save(model, "pickle4"), "threads.pkl")
+    assert "thread count" in found[RULE][1], found
+    model.set_params(n_jobs=-1, **({} if where == "n_jobs" else {where: 4}))
+    assert RULE not in _findings(tmp_path, save(model, "pickle4"), "threads-ok.pkl")
 
 
 def test_the_checks_read_the_text_as_the_loader_does(models: dict[str, Any]) -> None:

@@ -40,6 +40,8 @@ def _models() -> dict[str, Any]:
     y = x[:, 0] + 0.5 * x[:, 1]
     frame = pd.DataFrame(x, columns=list("abcde"))
     frame["colour"] = pd.Categorical(rng.integers(0, 12, 300))
+    named = frame.copy()
+    named["colour"] = pd.Categorical(np.array(["red", "green", "blue", "cyan"])[rng.integers(0, 4, 300)])
     small = {"n_estimators": 4, "max_depth": 3}
     return {
         "regression": xgb.XGBRegressor(**small).fit(x, y),
@@ -47,6 +49,9 @@ def _models() -> dict[str, Any]:
         "multiclass": xgb.XGBClassifier(**small).fit(x, np.digitize(y, [-0.5, 0.5])),
         "categorical": xgb.XGBRegressor(enable_categorical=True, tree_method="hist", **small).fit(
             frame, y + frame["colour"].cat.codes % 3
+        ),
+        "categorical-names": xgb.XGBRegressor(enable_categorical=True, tree_method="hist", **small).fit(
+            named, y + named["colour"].cat.codes % 3
         ),
         "dart": xgb.XGBRegressor(booster="dart", **small).fit(x, y),
         "linear": xgb.XGBRegressor(booster="gblinear", n_estimators=4).fit(x, y),
@@ -110,6 +115,33 @@ def _model(change: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]
     return lambda snapshot: change(snapshot["Model"]["learner"]["gradient_booster"]["model"])
 
 
+def _chain(tree: dict[str, Any]) -> None:
+    """The tree rebuilt as a chain 3,000 deep: node i splits off a leaf to the left and goes on to the right."""
+    depth = 3000
+    nodes = 2 * depth + 1
+    inner = range(0, nodes - 1, 2)
+    tree["left_children"] = [i + 1 if i in inner else -1 for i in range(nodes)]
+    tree["right_children"] = [i + 2 if i in inner else -1 for i in range(nodes)]
+    tree["parents"] = [2147483647] + [i - 1 if i % 2 else i - 2 for i in range(1, nodes)]
+    for key in ("split_indices", "default_left", "split_type"):
+        tree[key] = [0] * nodes
+    for key in ("split_conditions", "base_weights", "loss_changes", "sum_hessian"):
+        tree[key] = [0.5] * nodes
+    tree["tree_param"]["num_nodes"] = str(nodes)
+
+
+def _offsets_far(model: dict[str, Any]) -> None:
+    table = next(t for t in model["cats"]["enc"] if t.get("offsets"))
+    table["offsets"][-1] += 4096
+
+
+def _self_parent(snapshot: dict[str, Any]) -> None:
+    tree = next(t for t in snapshot["Model"]["learner"]["gradient_booster"]["model"]["trees"]
+                if int(t["tree_param"]["num_deleted"]))  # fmt: skip
+    last = len(tree["parents"]) - 1
+    tree["parents"][last] = last
+
+
 def _category_far(tree: dict[str, Any]) -> None:
     assert tree["categories_sizes"], "no categorical split in the first tree"
     tree["categories_sizes"][0] = 10_000
@@ -127,9 +159,20 @@ HOSTILE: dict[str, tuple[str, Callable[[dict[str, Any]], None], str]] = {
         "regression", _model(lambda m: m["iteration_indptr"].__setitem__(-1, 400)), "iteration_indptr"
     ),
     "category-segment-far": ("categorical", _first_tree(_category_far), "categories"),
+    # Review 89: a chain of a tree, a string category table past its bytes, a category of 2**30 (a bitset of
+    # 128 MB at load), a deleted node that is its own parent.
+    "deep-chain": ("regression", _first_tree(_chain), "deeper than 2,048"),
+    "category-names-past-their-bytes": ("categorical-names", _model(_offsets_far), "category offsets"),
+    "category-far-too-big": ("categorical", _first_tree(lambda tree: tree["categories"].__setitem__(0, 2**30)),
+                             "one past 16,777,216"),
+    "deleted-node-its-own-parent": ("pruned", _self_parent, "parents loop"),
 }  # fmt: skip
-# Changes XGBoost's own loader refuses or undoes (so it will not pickle them): checked in a JSON snapshot only.
-REFUSED = frozenset({"iterations-past-the-trees", "category-segment-far"})
+# Changes XGBoost's own loader refuses (so it will not pickle them), or that are not worth loading in the test's
+# process: checked in a JSON snapshot only.
+REFUSED = frozenset({
+    "iterations-past-the-trees", "category-segment-far", "deep-chain", "category-names-past-their-bytes",
+    "category-far-too-big", "deleted-node-its-own-parent",
+})  # fmt: skip
 
 
 FORMS = {b"i": ">b", b"U": ">B", b"I": ">h", b"l": ">i", b"L": ">q", b"d": ">f", b"D": ">d"}
@@ -250,8 +293,8 @@ def _findings(tmp_path: Path, blob: bytes, name: str) -> dict[str, tuple[Severit
     return {f.rule_id: (f.severity, f.message) for f in scan_bytes(tmp_path, blob, name).findings}
 
 
-BENIGN = ["regression", "binary", "multiclass", "categorical", "dart", "linear", "random-forest", "ranker", "pruned",
-          "booster", "multi-target", "unfitted"]  # fmt: skip
+BENIGN = ["regression", "binary", "multiclass", "categorical", "categorical-names", "dart", "linear", "random-forest",
+          "ranker", "pruned", "booster", "multi-target", "unfitted"]  # fmt: skip
 
 
 def test_every_model_is_listed(models: dict[str, Any]) -> None:

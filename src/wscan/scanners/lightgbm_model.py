@@ -24,6 +24,18 @@ TREE_LINES = 22  # `Tree::Tree` reads at most this many key=value lines per tree
 _INT = re.compile(r"-?[0-9]{1,19}", re.ASCII)
 _FLOAT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?", re.ASCII)
 INT32 = 2**31
+# A tree deeper than this is refused: LightGBM's SHAP values (predict(pred_contrib=True)), dump_model and
+# trees_to_dataframe recurse once per level, and a chain 131,071 deep (LightGBM's largest num_leaves) crashed them
+# (review 89). Real trees are far shallower: num_leaves is 31 by default, and a tree as deep as this would need
+# thousands of splits each peeling off a single leaf.
+MAX_TREE_DEPTH = 2048
+# The lists `Tree::Tree` reads, by how many values each holds: one per inner node, one per leaf. A list of another
+# length stops the loader, and where it parses trees in parallel (tree_sizes given) that stop is std::terminate:
+# pickle.load aborts (review 89 made one `threshold` short).
+INNER_LISTS = ("split_feature", "split_gain", "threshold", "decision_type", "left_child", "right_child",
+               "internal_value", "internal_weight", "internal_count")  # fmt: skip
+LEAF_LISTS = ("leaf_value", "leaf_weight", "leaf_count")
+REQUIRED_SPLIT_LISTS = ("split_feature", "threshold", "left_child", "right_child")
 
 
 class Malformed(Exception):
@@ -158,7 +170,17 @@ def _tree(keys: dict[str, str], features: int) -> None:
     categories = _int(keys, "num_cat")
     if leaves < 1 or categories < 0:
         raise Malformed(f"num_leaves {leaves}, num_cat {categories}")
+    linear = "is_linear" in keys and _int(keys, "is_linear") != 0
     _count(keys, "leaf_value", leaves)
+    if leaves > 1 or linear:  # the loader stops after leaf_value for a single leaf, unless it is linear
+        for key in LEAF_LISTS:
+            if key in keys:
+                _count(keys, key, leaves)
+        for key in REQUIRED_SPLIT_LISTS:  # a linear stump is read as far as its split lists (review 89)
+            _count(keys, key, leaves - 1)
+        for key in INNER_LISTS:
+            if key in keys:
+                _count(keys, key, leaves - 1)
     if leaves > 1:
         inner = leaves - 1
         split = _ints(keys, "split_feature", inner)
@@ -169,7 +191,7 @@ def _tree(keys: dict[str, str], features: int) -> None:
             raise Malformed(f"a split on feature {bad} of {features}")
         _shape(left, right, leaves)
         _categorical(keys, inner, categories)
-    if "is_linear" in keys and _int(keys, "is_linear") != 0:
+    if linear:
         _linear(keys, leaves, features)
 
 
@@ -179,18 +201,20 @@ def _shape(left: list[int], right: list[int], leaves: int) -> None:
     inner = len(left)
     seen_nodes = bytearray(inner)
     seen_leaves = bytearray(leaves)
-    pending = [0]
+    pending = [(0, 1)]
     seen_nodes[0] = 1
     while pending:
-        node = pending.pop()
+        node, depth = pending.pop()
         for child in (left[node], right[node]):
             if child >= 0:
                 if child >= inner:
                     raise Malformed(f"node {node}'s child {child} of {inner} nodes")
                 if seen_nodes[child]:
                     raise Malformed(f"node {child} reached twice")
+                if depth >= MAX_TREE_DEPTH:
+                    raise Malformed(f"a tree deeper than {MAX_TREE_DEPTH:,} levels")
                 seen_nodes[child] = 1
-                pending.append(child)
+                pending.append((child, depth + 1))
             else:
                 leaf = ~child
                 if leaf >= leaves:
@@ -223,6 +247,7 @@ def _categorical(keys: dict[str, str], inner: int, categories: int) -> None:
 
 def _linear(keys: dict[str, str], leaves: int, features: int) -> None:
     """A linear tree's leaves each read num_features features, listed one after another in leaf_features."""
+    _count(keys, "leaf_const", leaves)
     counts = _ints(keys, "num_features", leaves)
     if any(count < 0 for count in counts):
         raise Malformed(f"a linear leaf of {min(counts)} features")

@@ -71,7 +71,11 @@ NEIGHBORS = NEIGHBOR_CLASSIFIERS | {
 # Gradient-boosting libraries' boosters: their state holds the model, which their compiled loader reads on unpickling.
 LIGHTGBM_BOOSTER = "lightgbm.basic.Booster"
 XGBOOST_BOOSTER = "xgboost.core.Booster"
-BOOSTERS = frozenset({LIGHTGBM_BOOSTER, XGBOOST_BOOSTER})
+# LightGBM's scikit-learn wrappers: their predict passes the thread count their state asks for to OpenMP as it is.
+LIGHTGBM_ESTIMATORS = frozenset(
+    f"lightgbm.sklearn.{name}" for name in ("LGBMModel", "LGBMClassifier", "LGBMRegressor", "LGBMRanker")
+)
+BOOSTERS = frozenset({LIGHTGBM_BOOSTER, XGBOOST_BOOSTER, *LIGHTGBM_ESTIMATORS})
 CHECKED = SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | BOOSTERS | {HDBSCAN, HBOS, *NEIGHBORS}
 
 

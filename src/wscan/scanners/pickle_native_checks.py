@@ -40,6 +40,7 @@ from wscan.scanners.pickle_native import (
     HDBSCAN,
     KMEANS,
     LIGHTGBM_BOOSTER,
+    LIGHTGBM_ESTIMATORS,
     NEIGHBOR_CLASSIFIERS,
     NEIGHBORS,
     SCIPY_OBJECTS,
@@ -582,6 +583,8 @@ def _estimator(cls: str, state: Dict, arrays: ArrayReader, tick: Callable[[], No
     """The checks of an estimator's or matrix's own dict state."""
     if cls == LIGHTGBM_BOOSTER:
         _lightgbm(state, arrays, tick)
+    elif cls in LIGHTGBM_ESTIMATORS:
+        _lightgbm_threads(state)
     elif cls == XGBOOST_BOOSTER:
         _xgboost(state, arrays, tick)
     elif cls in SVMS:
@@ -611,6 +614,29 @@ def _lightgbm(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> Non
     if model is None or _is_none(model):
         return
     lightgbm_model.check(arrays.text(model).encode("utf-8", "surrogatepass"), tick)
+
+
+# The names LightGBM's wrapper takes a thread count by (`num_threads` and its aliases), besides `n_jobs`.
+THREAD_PARAMETERS = ("num_threads", "num_thread", "nthread", "nthreads", "n_jobs")
+
+
+def _lightgbm_threads(state: Dict) -> None:
+    """The thread count a LightGBM wrapper's predict hands OpenMP: `n_jobs`, or an alias in its other parameters
+    (negative counts back from the cores; None is the cores). n_jobs=100000 crashed predict (review 89)."""
+    if state.dropped:
+        raise Unread(f"a state of more than {len(state.items):,} items")
+    asked = [state.get("n_jobs")]
+    others = state.get("_other_params")
+    if isinstance(others, Dict) and not others.dropped:
+        asked += [value for key, value in others.items if isinstance(key, Const) and key.value in THREAD_PARAMETERS]
+    elif others is not None and not _is_none(others):
+        raise Unread("parameters the stream computes")
+    for value in asked:
+        if value is None or _is_none(value):
+            continue
+        threads = _const_int(value)
+        if threads is None or threads > MAX_THREADS:
+            raise Invalid(f"a thread count of {native_class_of(value)[:20]}, past {MAX_THREADS:,}")
 
 
 def _xgboost(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> None:

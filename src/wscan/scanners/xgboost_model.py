@@ -21,6 +21,13 @@ from wscan.scanners.lightgbm_model import Malformed
 
 ROOT_PARENT = 2147483647  # the root's parent as XGBoost writes it (its invalid node id, without the left bit)
 MAX_DEPTH = 64  # nesting of the model's containers; XGBoost's own is under ten
+# A tree deeper than this is refused: XGBoost's SHAP values and text dump recurse once per level and its predict
+# walks a row's path with a per-depth buffer; a chain 300,000 deep crashed predict and one 30,000 deep made
+# pred_contribs run for minutes (review 89). Real trees are a few dozen levels deep (max_depth is 6 by default).
+MAX_TREE_DEPTH = 2048
+# The largest category a categorical split may hold: XGBoost allocates a bitset up to it for each split (review 89
+# took 8.6 GB with sixty splits at 2**30 from a 14 KB file). Categories are the codes of a column's values.
+MAX_CATEGORY = 2**24
 NODE_ARRAYS = ("left_children", "right_children", "parents", "split_indices", "split_conditions", "default_left")
 _NUMBERS = {b"i": ">b", b"U": ">B", b"I": ">h", b"l": ">i", b"L": ">q", b"d": ">f", b"D": ">d"}
 _SIZES = {code: struct.calcsize(form) for code, form in _NUMBERS.items()}
@@ -134,6 +141,25 @@ def _encoder(cats: dict[str, Value]) -> None:
         bad = next((i for i in order[start:end] if not 0 <= i < end - start), None)
         if bad is not None:
             raise Malformed(f"a category position {bad} of {end - start}")
+    encodings = _list(cats.get("enc", []), "enc")
+    if encodings and len(encodings) != len(segments) - 1:
+        raise Malformed(f"{len(encodings)} category tables for {len(segments) - 1} features")
+    for feature, table in enumerate(encodings):
+        _category_table(_dict(table, "a category table"), segments[feature + 1] - segments[feature])
+
+
+def _category_table(table: dict[str, Value], size: int) -> None:
+    """A feature's categories: strings as `values` bytes cut by `offsets` (from 0, rising, to the end), or numbers
+    in `values`; as many as its segment of sorted_idx (review 89 put an offset past the bytes: predict aborted)."""
+    values = _list(table.get("values", []), "values")
+    if "offsets" in table and (offsets := _ints(_list(table["offsets"], "offsets"), "offsets")):
+        if offsets[0] != 0 or offsets[-1] != len(values) or any(a > b for a, b in itertools.pairwise(offsets)):
+            raise Malformed(f"category offsets {offsets[:4]}... for {len(values)} bytes")
+        count = len(offsets) - 1
+    else:
+        count = len(values)
+    if count != size:
+        raise Malformed(f"{count} categories where sorted_idx holds {size}")
 
 
 def _tree(tree: dict[str, Value], features: int, outputs: int) -> None:
@@ -166,13 +192,16 @@ def _tree(tree: dict[str, Value], features: int, outputs: int) -> None:
         for child in (left[node], right[node]):
             if child != -1 and not 0 <= child < nodes:
                 raise Malformed(f"node {node}'s child {child} of {nodes} nodes")
+    _parent_chains(parents)
     seen = bytearray(nodes)
     seen[0] = 1
-    pending = [0]
+    pending = [(0, 1)]
     while pending:
-        node = pending.pop()
+        node, depth = pending.pop()
         if left[node] == -1:
             continue
+        if depth >= MAX_TREE_DEPTH:
+            raise Malformed(f"a tree deeper than {MAX_TREE_DEPTH:,} levels")
         if not 0 <= split[node] < features:
             raise Malformed(f"node {node} splits on feature {split[node]} of {features}")
         for child in (left[node], right[node]):
@@ -183,8 +212,25 @@ def _tree(tree: dict[str, Value], features: int, outputs: int) -> None:
             if parents[child] != node:
                 raise Malformed(f"node {child}'s parent {parents[child]}, where node {node} holds it")
             seen[child] = 1
-            pending.append(child)
+            pending.append((child, depth + 1))
     _categories(tree, left)
+
+
+def _parent_chains(parents: list[int]) -> None:
+    """Every node's parents lead to the root, unreachable ones too: XGBoost walks them up (its pruner looped forever
+    on a node that is its own parent, review 89)."""
+    reaches = bytearray(len(parents))  # 1: known to reach the root
+    reaches[0] = 1
+    for start in range(len(parents)):
+        path: list[int] = []
+        node = start
+        while not reaches[node]:
+            if len(path) > len(parents):
+                raise Malformed(f"node {start}'s parents loop")
+            path.append(node)
+            node = parents[node]
+        for seen in path:
+            reaches[seen] = 1
 
 
 def _leaf_rows(tree: dict[str, Value], nodes: int, targets: int, outputs: int) -> int:
@@ -222,8 +268,8 @@ def _categories(tree: dict[str, Value], left: list[int]) -> None:
     if categorical != set(at) or len(at) != len(set(at)):
         raise Malformed("a categorical split without its categories, or given two")
     values = _list(tree.get("categories", []), "categories")
-    if any(not isinstance(v, int | float) or v < 0 for v in values):
-        raise Malformed("a negative category")
+    if any(not isinstance(v, int | float) or not 0 <= v < MAX_CATEGORY for v in values):
+        raise Malformed(f"a negative category, or one past {MAX_CATEGORY:,}")
 
 
 class _Ubjson:
