@@ -34,9 +34,9 @@ def xgboost_models() -> dict[str, Any]:
     return xgboost_cases._models()
 
 
-def _found(path: Path) -> dict[str, tuple[Severity, str]]:
+def _found(path: Path, read: bool = True) -> dict[str, tuple[Severity, str]]:
     report = scan(path)
-    assert [f.path for f in report.files if f.status == "scanned"], "the file was not read"
+    assert not read or [f.path for f in report.files if f.status == "scanned"], "the file was not read"
     return {f.rule_id: (f.severity, f.message) for f in report.findings}
 
 
@@ -45,7 +45,7 @@ def test_lightgbm_files_as_lightgbm_saves_them_pass(tmp_path: Path, lightgbm_mod
     model = lightgbm_models[name]
     path = tmp_path / "model.txt"
     (model if isinstance(model, lgb.Booster) else model.booster_).save_model(str(path))
-    assert RULE not in _found(path)
+    assert RULE not in _found(path, read=name != "no-trees")  # a model of no trees is no model to look into
 
 
 @pytest.mark.parametrize("suffix", [".json", ".ubj"])
@@ -126,3 +126,57 @@ def test_the_loaders_crash_on_the_files(
                          timeout=300)  # fmt: skip
     assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])
     assert RULE in _found(path)
+
+
+def _lightgbm_hostile(models: dict[str, Any]) -> str:
+    return lightgbm_cases._hostile_text(models, "left-child-far")
+
+
+@pytest.mark.parametrize("layout", ["byte-order-mark", "another-first-line", "blank-lines-first", "crlf"])
+def test_a_lightgbm_file_in_any_layout_its_loader_reads_is_checked(
+    tmp_path: Path, lightgbm_models: dict[str, Any], layout: str
+) -> None:
+    """LightGBM reads key=value lines whatever the first line says, so a file is a model by its `Tree=` lines and
+    its `max_feature_idx`, never by its start."""
+    text = _lightgbm_hostile(lightgbm_models)
+    laid_out = {
+        "byte-order-mark": "\ufeff" + text,
+        "another-first-line": text.replace("tree\n", "not a model at all\n", 1),
+        "blank-lines-first": "\n\n\n" + text,
+        "crlf": lightgbm_cases._resized(text.replace("\n", "\r\n")),
+    }[layout]
+    path = tmp_path / "weights.bin"
+    path.write_bytes(laid_out.encode())
+    assert "child 2000000" in _found(path)[RULE][1]
+
+
+@pytest.mark.parametrize("layout", ["version-first", "escaped-key", "spaced", "padded-past-the-head"])
+def test_an_xgboost_file_in_any_layout_its_loader_reads_is_checked(
+    tmp_path: Path, xgboost_models: dict[str, Any], layout: str
+) -> None:
+    """XGBoost reads the `learner` key wherever the object puts it, however JSON spells it."""
+    model = xgboost_cases._changed_snapshot(xgboost_models, "left-child-far")["Model"]
+    version = {"version": model["version"]}
+    blob = {
+        "version-first": json.dumps({**version, **model}).encode(),
+        "escaped-key": json.dumps(model).replace('"learner"', '"\\u006cearner"', 1).encode(),
+        "spaced": b"  \n" + json.dumps(model, indent=4).encode(),
+        "padded-past-the-head": json.dumps({"padding": "x" * 100_000, **model}).encode(),
+    }[layout]
+    path = tmp_path / "model.json"
+    path.write_bytes(blob)
+    assert "child 2000000" in _found(path)[RULE][1]
+
+
+def test_text_and_json_that_hold_no_model_are_left_alone(tmp_path: Path) -> None:
+    """Other text and JSON files are declined: the report does not name this scanner for them."""
+    files = {
+        "README.md": "# A model\nTree=0 is mentioned here, but no feature count.\n",
+        "config.json": json.dumps({"architectures": ["BertModel"], "learner": "not a key at the top"}),
+        "notes.txt": "max_feature_idx=3\nno trees\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    report = scan(tmp_path)
+    assert all("booster-model" not in f.formats for f in report.files), report.files
+    assert RULE not in {f.rule_id for f in report.findings}

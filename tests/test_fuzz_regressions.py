@@ -196,9 +196,9 @@ def _counted_object(pairs: list[tuple[bytes, int]]) -> bytes:
 
 def test_a_counted_ubjson_object_keeps_every_key() -> None:
     from wscan.scanners.lightgbm_model import Malformed
-    from wscan.scanners.xgboost_model import _Ubjson, check
+    from wscan.scanners.xgboost_model import Ubjson, check
 
-    assert _Ubjson(_counted_object([])).document() == {}
-    assert _Ubjson(_counted_object([(b"a", 1), (b"b", 2)])).document() == {"a": 1, "b": 2}
+    assert Ubjson(_counted_object([])).document() == {}
+    assert Ubjson(_counted_object([(b"a", 1), (b"b", 2)])).document() == {"a": 1, "b": 2}
     with pytest.raises(Malformed, match="layout wscan does not read"):  # XGBoost too reads `{` + a letter only
         check(_counted_object([(b"Config", 1)]))

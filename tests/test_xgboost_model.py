@@ -24,7 +24,7 @@ from tests.helpers.sklearn_native import SAVES, save
 from wscan.model import Severity
 from wscan.scanners import xgboost_model
 from wscan.scanners.lightgbm_model import Malformed
-from wscan.scanners.xgboost_model import _Ubjson
+from wscan.scanners.xgboost_model import Ubjson
 
 xgb = pytest.importorskip("xgboost")
 np = pytest.importorskip("numpy")
@@ -78,7 +78,7 @@ def _booster(model: Any) -> Any:
 def _snapshot(model: Any) -> dict[str, Any]:
     """The model's pickled snapshot ({"Config", "Model"}), as JSON values."""
     blob = bytes(_booster(model).__getstate__()["handle"])
-    found = xgboost_model._Ubjson(blob).document()
+    found = xgboost_model.Ubjson(blob).document()
     assert isinstance(found, dict)
     return found
 
@@ -218,7 +218,7 @@ def _best_iteration(value: str) -> Callable[[bytes], bytes]:
 
 def _trees_of(blob: bytes) -> list[dict[str, Any]]:
     """The trees of a pickled snapshot ({"Config", "Model"}) or of a saved model file (the model alone)."""
-    document = _Ubjson(blob).document()
+    document = Ubjson(blob).document()
     assert isinstance(document, dict)
     model = document.get("Model", document)
     trees: list[dict[str, Any]] = model["learner"]["gradient_booster"]["model"]["trees"]
@@ -329,9 +329,9 @@ def test_a_key_given_twice_is_refused(models: dict[str, Any]) -> None:
     """XGBoost keeps the first of a repeated key, a dict the last (review 88 put a bad copy first): refused."""
     first = b"{L\x00\x00\x00\x00\x00\x00\x00\x01aSL\x00\x00\x00\x00\x00\x00\x00\x011"
     twice = first + b"L\x00\x00\x00\x00\x00\x00\x00\x01aSL\x00\x00\x00\x00\x00\x00\x00\x012}"
-    assert xgboost_model._Ubjson(first + b"}").document() == {"a": "1"}
+    assert xgboost_model.Ubjson(first + b"}").document() == {"a": "1"}
     with pytest.raises(Malformed, match="given twice"):
-        xgboost_model._Ubjson(twice).document()
+        xgboost_model.Ubjson(twice).document()
     text = json.dumps(_snapshot(models["regression"])).encode()
     doubled = text.replace(b'"num_feature": "5"', b'"num_feature": "100", "num_feature": "5"', 1)
     assert doubled != text

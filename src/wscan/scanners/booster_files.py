@@ -2,22 +2,30 @@
 
 Why: `lightgbm.Booster(model_file=...)` and `xgboost.Booster().load_model(...)` hand a downloaded model file to the
 same C loaders a pickled Booster's state reaches, which follow its tree indices unchecked (`lightgbm_model`,
-`xgboost_model`). Such a file is text or UBJSON, no pickle, so without this scanner it was skipped as text. Files are
-recognised by their first bytes, as the loaders write them: LightGBM's `tree` line, XGBoost's `learner` key.
+`xgboost_model`). Such a file is text or UBJSON, no pickle, so without this scanner it was skipped as text. The
+loaders take any layout they can parse, whatever the first bytes (LightGBM reads key=value lines in any order,
+XGBoost an object with a `learner` key anywhere), so every text and object-like file is searched, a chunk at a
+time, and declined (left to the other scanners) when it holds no model: a LightGBM model is text with a `Tree=`
+line and a `max_feature_idx`, an XGBoost model an object with a `learner` key.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 
 from wscan.scanners import lightgbm_model, xgboost_model
-from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem, read_capped
+from wscan.scanners.base import CHUNK, NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem, read_capped
 
 KIND = "booster.model_file"
-_LIGHTGBM = re.compile(rb"tree\r?\n")  # model_to_string's first line
-_XGBOOST_JSON = re.compile(rb'\s*\{\s*"learner"\s*:')
-_XGBOOST_UBJSON = b"{L" + (7).to_bytes(8, "big") + b"learner"
+_BLANKS = b" \t\r\n"
+# A LightGBM tree line, and its feature count as LightGBM's header reader takes it (`Split` drops empty pieces, so
+# `=max_feature_idx=` counts too).
+_LIGHTGBM_TREE = re.compile(rb"(?:\A|[\r\n])Tree=")
+_LIGHTGBM_FEATURES = re.compile(rb"(?:\A|[\r\n])(?:\xef\xbb\xbf)?=*max_feature_idx=")
+_LEARNER = re.compile(rb"learner")
+_OVERLAP = 64  # bytes kept between chunks, so a marker cut by a chunk's end is still found
 
 
 class BoosterFileScanner:
@@ -27,23 +35,82 @@ class BoosterFileScanner:
     name = "booster-model"
 
     def accepts(self, head: Head) -> bool:
-        data = head.head
-        xgboost = data.startswith(_XGBOOST_UBJSON) or _XGBOOST_JSON.match(data) is not None
-        return not head.raw_data and (_LIGHTGBM.match(data) is not None or xgboost)
+        """Text (no NUL near the start) or an object (`{`, JSON or UBJSON): the scan decides, and declines most."""
+        if head.raw_data:
+            return False
+        return head.head.lstrip(_BLANKS).startswith(b"{") or b"\0" not in head.head[:4096]
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
-        limit = ctx.limits.max_json_bytes
-        if artifact.size > limit:
-            detail = f"a model file of {artifact.size:,} bytes, over {limit:,}: its trees were not checked"
-            yield artifact.observe("scan.limit", limit="max-json-bytes", detail=detail)
-            return
         with artifact.opener() as raw:
-            blob = read_capped(raw, limit)
-        library = "LightGBM" if _LIGHTGBM.match(blob) else "XGBoost"
-        try:
-            if library == "LightGBM":
-                lightgbm_model.check(blob, ctx.budget.check_time)
-            else:
-                xgboost_model.check_file(blob, ctx.budget.check_time)
-        except lightgbm_model.Malformed as exc:
-            yield artifact.observe(KIND, library=library, detail=str(exc)[:300])
+            start = raw.read(CHUNK).lstrip(_BLANKS)
+        if start.startswith(b"{"):
+            yield from _scan_xgboost(artifact, ctx)
+        elif all(_search(artifact, (_LIGHTGBM_TREE, _LIGHTGBM_FEATURES))):
+            yield from _scan_lightgbm(artifact, ctx)
+        else:
+            yield artifact.observe(NOT_MINE_KIND)
+
+
+def _scan_lightgbm(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+    limit = ctx.limits.max_header_bytes
+    if artifact.size > limit:
+        detail = f"a LightGBM model of {artifact.size:,} bytes, over {limit:,}: its trees were not checked"
+        yield artifact.observe("scan.limit", limit="max-header-bytes", detail=detail)
+        return
+    with artifact.opener() as raw:
+        data = read_capped(raw, limit)
+    try:
+        lightgbm_model.check(data, ctx.budget.check_time)
+    except lightgbm_model.Malformed as exc:
+        yield artifact.observe(KIND, library="LightGBM", detail=str(exc)[:300])
+
+
+def _scan_xgboost(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+    """An object XGBoost would read as a model: one with a `learner` key (written plainly or escaped in JSON). What
+    wscan cannot decode but names `learner` is reported, never passed."""
+    limit = ctx.limits.max_json_bytes
+    if artifact.size > limit:
+        if _search(artifact, (_LEARNER,))[0]:
+            detail = f"an XGBoost model of {artifact.size:,} bytes, over {limit:,}: its trees were not checked"
+            yield artifact.observe("scan.limit", limit="max-json-bytes", detail=detail)
+        else:
+            yield artifact.observe(NOT_MINE_KIND)
+        return
+    with artifact.opener() as raw:
+        data = read_capped(raw, limit).lstrip(_BLANKS)
+    if not _is_model(data):
+        yield artifact.observe(NOT_MINE_KIND)
+        return
+    try:
+        xgboost_model.check_file(data, ctx.budget.check_time)
+    except lightgbm_model.Malformed as exc:
+        yield artifact.observe(KIND, library="XGBoost", detail=str(exc)[:300])
+
+
+def _is_model(data: bytes) -> bool:
+    """Whether XGBoost's loader would take `data` (an object) as a model: its `learner` is an object."""
+    try:
+        if data[1:2].isalpha():  # UBJSON: XGBoost's own layout
+            document = xgboost_model.Ubjson(data).document()
+        elif b"learner" not in data and b"\\u" not in data:  # the key, written plainly or escaped
+            return False
+        else:
+            document = json.loads(data)
+    except (lightgbm_model.Malformed, ValueError, RecursionError):
+        return b"learner" in data  # not read here, but naming the key: the check reports it
+    return isinstance(document, dict) and isinstance(document.get("learner"), dict)
+
+
+def _search(artifact: Artifact, patterns: tuple[re.Pattern[bytes], ...]) -> list[bool]:
+    """Which patterns occur in the blob, read a chunk at a time (a text file can be large; nothing is kept)."""
+    found = [False] * len(patterns)
+    carry = b""
+    with artifact.opener() as raw:
+        while not all(found):
+            chunk = raw.read(CHUNK)
+            if not chunk:
+                break
+            window = carry + chunk
+            found = [seen or pattern.search(window) is not None for seen, pattern in zip(found, patterns, strict=True)]
+            carry = window[-_OVERLAP:]
+    return found

@@ -54,7 +54,7 @@ def _document(blob: bytes, text: bool = False) -> Value:
         except (ValueError, RecursionError):
             raise Malformed("JSON XGBoost cannot read either, or a key given twice") from None
     elif blob[:1] == b"{" and blob[1:2].isalpha():
-        snapshot = _Ubjson(blob).document()
+        snapshot = Ubjson(blob).document()
     else:
         raise Malformed("a model layout wscan does not read (XGBoost 1's binary snapshot, or none)")
     return snapshot
@@ -272,7 +272,7 @@ def _categories(tree: dict[str, Value], left: list[int]) -> None:
         raise Malformed(f"a negative category, or one past {MAX_CATEGORY:,}")
 
 
-class _Ubjson:
+class Ubjson:
     """UBJSON as XGBoost writes it (keys without a marker, typed and counted arrays, big-endian numbers), read with
     bounds: every count is checked against the bytes left before anything is allocated, nesting is limited."""
 
