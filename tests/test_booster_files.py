@@ -132,7 +132,9 @@ def _lightgbm_hostile(models: dict[str, Any]) -> str:
     return lightgbm_cases._hostile_text(models, "left-child-far")
 
 
-@pytest.mark.parametrize("layout", ["byte-order-mark", "another-first-line", "blank-lines-first", "crlf"])
+@pytest.mark.parametrize(
+    "layout", ["byte-order-mark", "another-first-line", "blank-lines-first", "crlf", "cr-first-line"]
+)
 def test_a_lightgbm_file_in_any_layout_its_loader_reads_is_checked(
     tmp_path: Path, lightgbm_models: dict[str, Any], layout: str
 ) -> None:
@@ -144,6 +146,7 @@ def test_a_lightgbm_file_in_any_layout_its_loader_reads_is_checked(
         "another-first-line": text.replace("tree\n", "not a model at all\n", 1),
         "blank-lines-first": "\n\n\n" + text,
         "crlf": lightgbm_cases._resized(text.replace("\n", "\r\n")),
+        "cr-first-line": text.replace("tree\n", "tree\r", 1),  # review 90: LightGBM ends a line at either
     }[layout]
     path = tmp_path / "weights.bin"
     path.write_bytes(laid_out.encode())
@@ -180,3 +183,14 @@ def test_text_and_json_that_hold_no_model_are_left_alone(tmp_path: Path) -> None
     report = scan(tmp_path)
     assert all("booster-model" not in f.formats for f in report.files), report.files
     assert RULE not in {f.rule_id for f in report.findings}
+
+
+@pytest.mark.parametrize("where", ["end", "before-the-trees"])
+def test_a_nul_in_a_lightgbm_file_is_flagged(tmp_path: Path, lightgbm_models: dict[str, Any], where: str) -> None:
+    """Given a file, LightGBM reads on past a NUL (its load never returned, review 90); a pickled model is a C
+    string, cut there. A NUL where a model file has none is flagged, even one that hides trees from the head."""
+    text = lightgbm_cases._text(lightgbm_models["regression"])
+    at = len(text) if where == "end" else text.index("Tree=0")
+    path = tmp_path / "model.txt"
+    path.write_bytes((text[:at] + "\0\n" + text[at:]).encode())
+    assert "NUL" in _found(path)[RULE][1]

@@ -115,6 +115,17 @@ def _model(change: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]
     return lambda snapshot: change(snapshot["Model"]["learner"]["gradient_booster"]["model"])
 
 
+def _params(key: str, value: str) -> Callable[[dict[str, Any]], None]:
+    return lambda snapshot: snapshot["Model"]["learner"]["learner_model_param"].__setitem__(key, value)
+
+
+def _objective_classes(value: str) -> Callable[[dict[str, Any]], None]:
+    def change(snapshot: dict[str, Any]) -> None:
+        snapshot["Model"]["learner"]["objective"]["softmax_multiclass_param"]["num_class"] = value
+
+    return change
+
+
 def _chain(tree: dict[str, Any]) -> None:
     """The tree rebuilt as a chain 3,000 deep: node i splits off a leaf to the left and goes on to the right."""
     depth = 3000
@@ -166,12 +177,17 @@ HOSTILE: dict[str, tuple[str, Callable[[dict[str, Any]], None], str]] = {
     "category-far-too-big": ("categorical", _first_tree(lambda tree: tree["categories"].__setitem__(0, 2**30)),
                              "one past 16,777,216"),
     "deleted-node-its-own-parent": ("pruned", _self_parent, "parents loop"),
+    # Review 90: counts XGBoost reads unsigned and sizes buffers by at load (it took 6 GB and never returned).
+    "outputs-minus-one": ("regression", _params("num_target", "-1"), "num_target -1"),
+    "classes-two-billion": ("multiclass", _params("num_class", "2000000000"), "num_class 2000000000"),
+    "objective-of-other-classes": ("multiclass", _objective_classes("7"), "an objective of 7 classes"),
 }  # fmt: skip
 # Changes XGBoost's own loader refuses (so it will not pickle them), or that are not worth loading in the test's
 # process: checked in a JSON snapshot only.
 REFUSED = frozenset({
     "iterations-past-the-trees", "category-segment-far", "deep-chain", "category-names-past-their-bytes",
-    "category-far-too-big", "deleted-node-its-own-parent",
+    "category-far-too-big", "deleted-node-its-own-parent", "outputs-minus-one", "classes-two-billion",
+    "objective-of-other-classes",
 })  # fmt: skip
 
 

@@ -38,7 +38,9 @@ class BoosterFileScanner:
         """Text (no NUL near the start) or an object (`{`, JSON or UBJSON): the scan decides, and declines most."""
         if head.raw_data:
             return False
-        return head.head.lstrip(_BLANKS).startswith(b"{") or b"\0" not in head.head[:4096]
+        data = head.head
+        lightgbm = _LIGHTGBM_TREE.search(data) is not None or _LIGHTGBM_FEATURES.search(data) is not None
+        return data.lstrip(_BLANKS).startswith(b"{") or b"\0" not in data[:4096] or lightgbm
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as raw:
@@ -60,6 +62,8 @@ def _scan_lightgbm(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
     with artifact.opener() as raw:
         data = read_capped(raw, limit)
     try:
+        if b"\0" in data:  # given a file, LightGBM reads past a NUL (a pickled model is a C string, cut there)
+            raise lightgbm_model.Malformed("a NUL byte, on which LightGBM's file reader never returned (review 90)")
         lightgbm_model.check(data, ctx.budget.check_time)
     except lightgbm_model.Malformed as exc:
         yield artifact.observe(KIND, library="LightGBM", detail=str(exc)[:300])
@@ -68,11 +72,11 @@ def _scan_lightgbm(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
 def _scan_xgboost(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
     """An object XGBoost would read as a model: one with a `learner` key (written plainly or escaped in JSON). What
     wscan cannot decode but names `learner` is reported, never passed."""
-    limit = ctx.limits.max_json_bytes
+    limit = ctx.limits.max_header_bytes  # real models run to tens of megabytes
     if artifact.size > limit:
         if _search(artifact, (_LEARNER,))[0]:
             detail = f"an XGBoost model of {artifact.size:,} bytes, over {limit:,}: its trees were not checked"
-            yield artifact.observe("scan.limit", limit="max-json-bytes", detail=detail)
+            yield artifact.observe("scan.limit", limit="max-header-bytes", detail=detail)
         else:
             yield artifact.observe(NOT_MINE_KIND)
         return

@@ -28,6 +28,7 @@ MAX_TREE_DEPTH = 2048
 # The largest category a categorical split may hold: XGBoost allocates a bitset up to it for each split (review 89
 # took 8.6 GB with sixty splits at 2**30 from a 14 KB file). Categories are the codes of a column's values.
 MAX_CATEGORY = 2**24
+MAX_OUTPUTS = 65_536  # classes or targets: a model's outputs per row (real ones have a few, a thousand at most)
 NODE_ARRAYS = ("left_children", "right_children", "parents", "split_indices", "split_conditions", "default_left")
 _NUMBERS = {b"i": ">b", b"U": ">B", b"I": ">h", b"l": ">i", b"L": ">q", b"d": ">f", b"D": ">d"}
 _SIZES = {code: struct.calcsize(form) for code, form in _NUMBERS.items()}
@@ -64,7 +65,18 @@ def _check_model(model: dict[str, Value], tick: Callable[[], None]) -> None:
     learner = _dict(_get(model, "learner"), "learner")
     params = _dict(_get(learner, "learner_model_param"), "learner_model_param")
     features = _int(_get(params, "num_feature"), "num_feature")
-    groups = max(1, _int(params.get("num_class", "0"), "num_class"), _int(params.get("num_target", "1"), "num_target"))
+    classes = _int(params.get("num_class", "0"), "num_class")
+    targets = _int(params.get("num_target", "1"), "num_target")
+    # XGBoost reads these unsigned ("-1" is 4,294,967,295) and sizes buffers by them at load: num_target -1 or a
+    # num_class of 2e9 took over 6 GB and never returned (review 90).
+    if not 0 <= features < 2**31 or not 0 <= classes <= MAX_OUTPUTS or not 0 <= targets <= MAX_OUTPUTS:
+        raise Malformed(f"num_feature {features}, num_class {classes}, num_target {targets}")
+    objective = learner.get("objective")
+    if isinstance(objective, dict) and isinstance(objective.get("softmax_multiclass_param"), dict):
+        wanted = objective["softmax_multiclass_param"].get("num_class", "0")
+        if _int(wanted, "the objective's num_class") != classes:
+            raise Malformed(f"an objective of {str(wanted)[:20]} classes in a model of {classes}")
+    groups = max(1, classes, targets)
     booster = _dict(_get(learner, "gradient_booster"), "gradient_booster")
     name = booster.get("name")
     if name == "gbtree":
