@@ -2,11 +2,11 @@
 
 Why: `lightgbm.Booster(model_file=...)` and `xgboost.Booster().load_model(...)` hand a downloaded model file to the
 same C loaders a pickled Booster's state reaches, which follow its tree indices unchecked (`lightgbm_model`,
-`xgboost_model`). Such a file is text or UBJSON, no pickle, so without this scanner it was skipped as text. The
-loaders take any layout they can parse, whatever the first bytes (LightGBM reads key=value lines in any order,
-XGBoost an object with a `learner` key anywhere), so every text and object-like file is searched, a chunk at a
-time, and declined (left to the other scanners) when it holds no model: a LightGBM model is text with a `Tree=`
-line and a `max_feature_idx`, an XGBoost model an object with a `learner` key.
+`xgboost_model`). Such a file is text or UBJSON, no pickle, so without this scanner it was skipped as text. A file
+is a model by what its loader takes: LightGBM's file reader takes a first line of exactly `tree` (ended by `\r` or
+`\n`: review 90 hid a model behind a bare `\r`; it refuses a byte-order mark, a blank line or anything else
+first), XGBoost's an object with a `learner` object, wherever the key stands and however JSON spells it (review 90
+put `version` first). Object-like files are decoded and declined (left to the other scanners) when they hold none.
 """
 
 from __future__ import annotations
@@ -20,10 +20,7 @@ from wscan.scanners.base import CHUNK, NOT_MINE_KIND, Artifact, Head, ScanContex
 
 KIND = "booster.model_file"
 _BLANKS = b" \t\r\n"
-# A LightGBM tree line, and its feature count as LightGBM's header reader takes it (`Split` drops empty pieces, so
-# `=max_feature_idx=` counts too).
-_LIGHTGBM_TREE = re.compile(rb"(?:\A|[\r\n])Tree=")
-_LIGHTGBM_FEATURES = re.compile(rb"(?:\A|[\r\n])(?:\xef\xbb\xbf)?=*max_feature_idx=")
+_LIGHTGBM = re.compile(rb"tree[\r\n]")  # the first line LightGBM's file reader requires
 _LEARNER = re.compile(rb"learner")
 _OVERLAP = 64  # bytes kept between chunks, so a marker cut by a chunk's end is still found
 
@@ -35,22 +32,18 @@ class BoosterFileScanner:
     name = "booster-model"
 
     def accepts(self, head: Head) -> bool:
-        """Text (no NUL near the start) or an object (`{`, JSON or UBJSON): the scan decides, and declines most."""
+        """LightGBM's `tree` line, or an object (`{`, JSON or UBJSON): the scan decides whether it is XGBoost's."""
         if head.raw_data:
             return False
-        # (A LightGBM model with a NUL in its first 4 KiB is left out: its loader never returned on one, a hang, and
-        # pickles of LightGBM models hold the same text among their NULs.)
-        return head.head.lstrip(_BLANKS).startswith(b"{") or b"\0" not in head.head[:4096]
+        return _LIGHTGBM.match(head.head) is not None or head.head.lstrip(_BLANKS).startswith(b"{")
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as raw:
-            start = raw.read(CHUNK).lstrip(_BLANKS)
-        if start.startswith(b"{"):
-            yield from _scan_xgboost(artifact, ctx)
-        elif all(_search(artifact, (_LIGHTGBM_TREE, _LIGHTGBM_FEATURES))):
+            start = raw.read(8)
+        if _LIGHTGBM.match(start):
             yield from _scan_lightgbm(artifact, ctx)
         else:
-            yield artifact.observe(NOT_MINE_KIND)
+            yield from _scan_xgboost(artifact, ctx)
 
 
 def _scan_lightgbm(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
