@@ -195,7 +195,7 @@ def _counted_object(pairs: list[tuple[bytes, int]]) -> bytes:
 
 
 def test_a_counted_ubjson_object_keeps_every_key() -> None:
-    from wscan.scanners.lightgbm_model import Malformed
+    from wscan.scanners.booster_common import Malformed
     from wscan.scanners.xgboost_model import Ubjson, check
 
     assert Ubjson(_counted_object([])).document() == {}

@@ -23,7 +23,7 @@ from tests.helpers.scanning import scan_bytes
 from tests.helpers.sklearn_native import SAVES, save
 from wscan.model import Severity
 from wscan.scanners import xgboost_model
-from wscan.scanners.lightgbm_model import Malformed
+from wscan.scanners.booster_common import Malformed
 from wscan.scanners.xgboost_model import Ubjson
 
 xgb = pytest.importorskip("xgboost")

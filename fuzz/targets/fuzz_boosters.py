@@ -7,6 +7,7 @@ from _boot import fuzz, instrument
 
 with instrument():
     from wscan.scanners import lightgbm_model, xgboost_model
+    from wscan.scanners.booster_common import Malformed
 
 
 def one_input(data: bytes) -> None:
@@ -15,7 +16,7 @@ def one_input(data: bytes) -> None:
             xgboost_model.check(data)
         else:
             lightgbm_model.check(data)
-    except lightgbm_model.Malformed:
+    except Malformed:
         return
 
 

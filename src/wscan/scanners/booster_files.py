@@ -17,12 +17,11 @@ from collections.abc import Iterator
 
 from wscan.scanners import lightgbm_model, xgboost_model
 from wscan.scanners.base import CHUNK, NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem, read_capped
+from wscan.scanners.booster_common import Malformed
 
 KIND = "booster.model_file"
 _BLANKS = b" \t\r\n"
 _LIGHTGBM = re.compile(rb"tree[\r\n]")  # the first line LightGBM's file reader requires
-_LEARNER = re.compile(rb"learner")
-_OVERLAP = 64  # bytes kept between chunks, so a marker cut by a chunk's end is still found
 
 
 class BoosterFileScanner:
@@ -56,18 +55,18 @@ def _scan_lightgbm(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         data = read_capped(raw, limit)
     try:
         if b"\0" in data:  # given a file, LightGBM reads past a NUL (a pickled model is a C string, cut there)
-            raise lightgbm_model.Malformed("a NUL byte, on which LightGBM's file reader never returned (review 90)")
+            raise Malformed("a NUL byte, on which LightGBM's file reader never returned (review 90)")
         lightgbm_model.check(data, ctx.budget.check_time)
-    except lightgbm_model.Malformed as exc:
+    except Malformed as exc:
         yield artifact.observe(KIND, library="LightGBM", detail=str(exc)[:300])
 
 
 def _scan_xgboost(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
-    """An object XGBoost would read as a model: one with a `learner` key (written plainly or escaped in JSON). What
-    wscan cannot decode but names `learner` is reported, never passed."""
+    """An object XGBoost would read as a model: one whose `learner` is an object (the key written plainly or escaped
+    in JSON), decoded once. What wscan cannot decode but names `learner` is reported, never passed."""
     limit = ctx.limits.max_header_bytes  # real models run to tens of megabytes
     if artifact.size > limit:
-        if _search(artifact, (_LEARNER,))[0]:
+        if _contains(artifact, b"learner"):
             detail = f"an XGBoost model of {artifact.size:,} bytes, over {limit:,}: its trees were not checked"
             yield artifact.observe("scan.limit", limit="max-header-bytes", detail=detail)
         else:
@@ -75,39 +74,43 @@ def _scan_xgboost(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         return
     with artifact.opener() as raw:
         data = read_capped(raw, limit).lstrip(_BLANKS)
-    if not _is_model(data):
-        yield artifact.observe(NOT_MINE_KIND)
+    if not data[1:2].isalpha() and b"learner" not in data and b"\\u" not in data:
+        yield artifact.observe(NOT_MINE_KIND)  # JSON that cannot hold the key: no model, and no need to decode it
         return
     try:
-        xgboost_model.check_file(data, ctx.budget.check_time)
-    except lightgbm_model.Malformed as exc:
+        try:
+            document = xgboost_model.read_file(data)
+        except Malformed:
+            if not _names_learner(data):
+                yield artifact.observe(NOT_MINE_KIND)
+                return
+            raise
+        if not (isinstance(document, dict) and isinstance(document.get("learner"), dict)):
+            yield artifact.observe(NOT_MINE_KIND)
+            return
+        xgboost_model.check_model(document, ctx.budget.check_time)
+    except Malformed as exc:
         yield artifact.observe(KIND, library="XGBoost", detail=str(exc)[:300])
 
 
-def _is_model(data: bytes) -> bool:
-    """Whether XGBoost's loader would take `data` (an object) as a model: its `learner` is an object."""
+def _names_learner(data: bytes) -> bool:
+    """Whether an object XGBoost's reader refuses here (a key given twice, a layout not decoded) still names a
+    `learner` object: plainly, or in JSON Python reads (escaped keys too)."""
+    if b"learner" in data:
+        return True
     try:
-        if data[1:2].isalpha():  # UBJSON: XGBoost's own layout
-            document = xgboost_model.Ubjson(data).document()
-        elif b"learner" not in data and b"\\u" not in data:  # the key, written plainly or escaped
-            return False
-        else:
-            document = json.loads(data)
-    except (lightgbm_model.Malformed, ValueError, RecursionError):
-        return b"learner" in data  # not read here, but naming the key: the check reports it
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        return False
     return isinstance(document, dict) and isinstance(document.get("learner"), dict)
 
 
-def _search(artifact: Artifact, patterns: tuple[re.Pattern[bytes], ...]) -> list[bool]:
-    """Which patterns occur in the blob, read a chunk at a time (a text file can be large; nothing is kept)."""
-    found = [False] * len(patterns)
+def _contains(artifact: Artifact, needle: bytes) -> bool:
+    """Whether `needle` occurs in the blob, read a chunk at a time (a file can be large; nothing is kept)."""
     carry = b""
     with artifact.opener() as raw:
-        while not all(found):
-            chunk = raw.read(CHUNK)
-            if not chunk:
-                break
-            window = carry + chunk
-            found = [seen or pattern.search(window) is not None for seen, pattern in zip(found, patterns, strict=True)]
-            carry = window[-_OVERLAP:]
-    return found
+        while chunk := raw.read(CHUNK):
+            if needle in carry + chunk:
+                return True
+            carry = chunk[-len(needle) :]
+    return False

@@ -12,10 +12,11 @@ is reported as unverified, never passed. LightGBM itself writes every one of the
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from collections.abc import Callable
+
+from wscan.scanners.booster_common import Malformed, cuts
 
 TREE_LINES = 22  # `Tree::Tree` reads at most this many key=value lines per tree
 # A number as LightGBM writes one, in ASCII only: its `Atoi` skips spaces, reads ASCII digits and stops anywhere else,
@@ -36,10 +37,6 @@ INNER_LISTS = ("split_feature", "split_gain", "threshold", "decision_type", "lef
                "internal_value", "internal_weight", "internal_count")  # fmt: skip
 LEAF_LISTS = ("leaf_value", "leaf_weight", "leaf_count")
 REQUIRED_SPLIT_LISTS = ("split_feature", "threshold", "left_child", "right_child")
-
-
-class Malformed(Exception):
-    """The text leads the loader or predictor out of bounds, or is not what LightGBM writes (unverified)."""
 
 
 def check(text: bytes, tick: Callable[[], None] = lambda: None) -> None:
@@ -236,7 +233,7 @@ def _categorical(keys: dict[str, str], inner: int, categories: int) -> None:
     thresholds = _floats(keys, "threshold", inner)
     boundaries = _ints(keys, "cat_boundaries", categories + 1)
     words = _count(keys, "cat_threshold", None)
-    if boundaries[0] != 0 or boundaries[-1] != words or any(a > b for a, b in itertools.pairwise(boundaries)):
+    if not cuts(boundaries, words):
         raise Malformed(f"cat_boundaries {boundaries[:8]} for {words} words of cat_threshold")
     for node, (kind, threshold) in enumerate(zip(kinds, thresholds, strict=True)):
         if not -128 <= kind <= 127:

@@ -88,7 +88,7 @@ class ArrayReader:
         if cached is not None:
             return cached[1]
         layout = _layout(array, self.joblib)
-        raw = self._read_back(layout.data) if isinstance(layout.data, LongBytes) else self._bytes(layout.data)
+        raw = self._read_back(layout.data) if isinstance(layout.data, LongBytes) else self.data(layout.data)
         found = self._shaped(raw, layout.dtype, layout.shape, layout.fortran)
         if self.cached_bytes + found.nbytes <= MAX_CACHED_BYTES:  # one array many models share is read once
             self.cache[id(array)] = (array, found)
@@ -107,11 +107,8 @@ class ArrayReader:
         raise Unread("text the stream computes, or no text")
 
     def data(self, data: Sym) -> bytes:
-        """Bytes as loading leaves them: a constant, long bytes in the file, or protocol 2's encoded text."""
-        return self._bytes(data)
-
-    def _bytes(self, data: Sym) -> bytes:
-        """An array's data: bytes, long bytes in the file, or protocol 2's `_codecs.encode(text, 'latin1')`."""
+        """Bytes as loading leaves them (an array's data, a Booster's model): a constant, long bytes in the file, or
+        protocol 2's `_codecs.encode(text, 'latin1')`."""
         if isinstance(data, Const) and isinstance(data.value, bytes | bytearray):
             return bytes(data.value)
         if isinstance(data, Const) and isinstance(data.value, LongBytes) and not data.value.text:

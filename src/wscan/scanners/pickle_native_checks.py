@@ -31,6 +31,7 @@ import numpy as np
 
 from wscan.limits import BudgetExceeded
 from wscan.scanners import lightgbm_model, pickle_native_scipy, xgboost_model
+from wscan.scanners.booster_common import Malformed
 from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
 from wscan.scanners.pickle_arrow import BYTEARRAY
 from wscan.scanners.pickle_native import (
@@ -164,7 +165,7 @@ def _report(
     """Run one check: what it finds, or that it could not finish, is the object's finding (fail closed)."""
     try:
         run()
-    except (Invalid, lightgbm_model.Malformed) as exc:  # xgboost_model raises the same Malformed
+    except (Invalid, Malformed) as exc:
         found.append((index, kind, offset, {"callable": cls, "detail": str(exc)}))
     except Unread as exc:
         found.append((index, kind, offset, {"callable": cls, "detail": f"arrays wscan cannot check ({exc})"}))
@@ -581,6 +582,8 @@ DUMMY = "sklearn.dummy.DummyClassifier"
 
 def _estimator(cls: str, state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> None:
     """The checks of an estimator's or matrix's own dict state."""
+    if cls in BOOSTERS and state.dropped:  # the key the library reads may be among the items not kept
+        raise Unread(f"a state of more than {len(state.items):,} items")
     if cls == LIGHTGBM_BOOSTER:
         _lightgbm(state, arrays, tick)
     elif cls in LIGHTGBM_ESTIMATORS:
@@ -608,9 +611,7 @@ def _estimator(cls: str, state: Dict, arrays: ArrayReader, tick: Callable[[], No
 def _lightgbm(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> None:
     """A LightGBM Booster's model, the text its `__setstate__` hands the C library (`_handle`, else `handle`; no
     model when it is None)."""
-    if state.dropped:
-        raise Unread(f"a state of more than {len(state.items):,} items")
-    model = state.get("_handle") if _has_key(state, "_handle") else state.get("handle")
+    model = state.get("_handle") if state.has("_handle") else state.get("handle")
     if model is None or _is_none(model):
         return
     lightgbm_model.check(arrays.text(model).encode("utf-8", "surrogatepass"), tick)
@@ -623,8 +624,6 @@ THREAD_PARAMETERS = ("num_threads", "num_thread", "nthread", "nthreads", "n_jobs
 def _lightgbm_threads(state: Dict) -> None:
     """The thread count a LightGBM wrapper's predict hands OpenMP: `n_jobs`, or an alias in its other parameters
     (negative counts back from the cores; None is the cores). n_jobs=100000 crashed predict (review 89)."""
-    if state.dropped:
-        raise Unread(f"a state of more than {len(state.items):,} items")
     asked = [state.get("n_jobs")]
     others = state.get("_other_params")
     if isinstance(others, Dict) and not others.dropped:
@@ -642,8 +641,6 @@ def _lightgbm_threads(state: Dict) -> None:
 def _xgboost(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> None:
     """An XGBoost Booster's model, the buffer its `__setstate__` hands the C library: `handle`, a bytearray (any
     other writable buffer is read too, so it is unverified; None is no model)."""
-    if state.dropped:
-        raise Unread(f"a state of more than {len(state.items):,} items")
     model = state.get("handle")
     if model is None or _is_none(model):
         return
@@ -655,10 +652,6 @@ def _xgboost(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> None
     else:
         raise Unread(f"a model buffer made by {native_class_of(model)}")
     xgboost_model.check(blob, tick)
-
-
-def _has_key(state: Dict, key: str) -> bool:
-    return any(isinstance(k, Const) and k.value == key for k, _ in state.items)
 
 
 def _tree_holder(cls: str, state: Dict, arrays: ArrayReader) -> None:

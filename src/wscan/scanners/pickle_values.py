@@ -125,6 +125,10 @@ class Dict(Sym):
         else:
             self.dropped += 1
 
+    def has(self, key: str) -> bool:
+        """Whether `key` was set at all (to None too)."""
+        return any(isinstance(k, Const) and k.value == key for k, _ in self.items)
+
     def get(self, key: str) -> Sym | None:
         """The value of `key`: the last one set, as a dict keeps it when a key is written twice."""
         found = None

@@ -17,7 +17,7 @@ import re
 import struct
 from collections.abc import Callable
 
-from wscan.scanners.lightgbm_model import Malformed
+from wscan.scanners.booster_common import Malformed, cuts
 
 ROOT_PARENT = 2147483647  # the root's parent as XGBoost writes it (its invalid node id, without the left bit)
 MAX_DEPTH = 64  # nesting of the model's containers; XGBoost's own is under ten
@@ -38,13 +38,13 @@ Value = object
 def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
     """Raise Malformed for the first index of the model in `blob`, a pickled Booster's snapshot ({"Config",
     "Model"}), that leads XGBoost out of bounds, or for a model it cannot read."""
-    _check_model(_dict(_get(_dict(_document(blob), "the snapshot"), "Model"), "Model"), tick)
+    check_model(_dict(_get(_dict(_document(blob), "the snapshot"), "Model"), "Model"), tick)
 
 
-def check_file(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
-    """The same for a model file (`save_model`'s JSON or UBJSON: the model alone, {"learner", "version"})."""
-    text = re.match(rb'\s*\{\s*"', blob) is not None  # save_model's JSON, however it is spaced
-    _check_model(_dict(_document(blob.lstrip(b" \t\r\n"), text), "the model"), tick)
+def read_file(blob: bytes) -> Value:
+    """A model file as XGBoost's file loader reads it (`save_model`'s JSON, however it is spaced, or UBJSON)."""
+    text = re.match(rb'\s*\{\s*"', blob) is not None
+    return _document(blob.lstrip(b" \t\r\n"), text)
 
 
 def _document(blob: bytes, text: bool = False) -> Value:
@@ -61,7 +61,9 @@ def _document(blob: bytes, text: bool = False) -> Value:
     return snapshot
 
 
-def _check_model(model: dict[str, Value], tick: Callable[[], None]) -> None:
+def check_model(model: dict[str, Value], tick: Callable[[], None] = lambda: None) -> None:
+    """Raise Malformed for the first index of a model ({"learner", ...}: a file, or a snapshot's "Model") that leads
+    XGBoost out of bounds."""
     learner = _dict(_get(model, "learner"), "learner")
     params = _dict(_get(learner, "learner_model_param"), "learner_model_param")
     features = _int(_get(params, "num_feature"), "num_feature")
@@ -121,7 +123,7 @@ def _trees(model: dict[str, Value], features: int, groups: int, tick: Callable[[
     rounds = count
     if "iteration_indptr" in model:
         ranges = _ints(_list(model["iteration_indptr"], "iteration_indptr"), "iteration_indptr")
-        if not ranges or ranges[0] != 0 or ranges[-1] != count or any(a > b for a, b in itertools.pairwise(ranges)):
+        if not cuts(ranges, count):
             raise Malformed(f"iteration_indptr {ranges[:6]} for {count} trees")
         rounds = len(ranges) - 1
     if "cats" in model:
@@ -147,7 +149,7 @@ def _encoder(cats: dict[str, Value]) -> None:
         if order:
             raise Malformed("sorted_idx without feature_segments")
         return
-    if segments[0] != 0 or segments[-1] != len(order) or any(a > b for a, b in itertools.pairwise(segments)):
+    if not cuts(segments, len(order)):
         raise Malformed(f"feature_segments {segments[:6]} for {len(order)} sorted_idx")
     for start, end in itertools.pairwise(segments):
         bad = next((i for i in order[start:end] if not 0 <= i < end - start), None)
@@ -165,7 +167,7 @@ def _category_table(table: dict[str, Value], size: int) -> None:
     in `values`; as many as its segment of sorted_idx (review 89 put an offset past the bytes: predict aborted)."""
     values = _list(table.get("values", []), "values")
     if "offsets" in table and (offsets := _ints(_list(table["offsets"], "offsets"), "offsets")):
-        if offsets[0] != 0 or offsets[-1] != len(values) or any(a > b for a, b in itertools.pairwise(offsets)):
+        if not cuts(offsets, len(values)):
             raise Malformed(f"category offsets {offsets[:4]}... for {len(values)} bytes")
         count = len(offsets) - 1
     else:
