@@ -11,6 +11,7 @@ import copy
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,6 +65,22 @@ def _models() -> dict[str, Any]:
         "booster": lgb.train({"verbose": -1, "num_leaves": 5}, lgb.Dataset(x, y), num_boost_round=3),
         "no-trees": lgb.Booster({"verbose": -1}, lgb.Dataset(x, y)),  # `tree_sizes=` and no tree (review 87)
         "unfitted": lgb.LGBMClassifier(),
+        **_continued(x, y),
+    }
+
+
+def _continued(x: Any, y: Any) -> dict[str, Any]:
+    """Models trained on from another one (`init_model`): each keeps an _InnerPredictor of it, which owns the C
+    Booster when the model came from a file."""
+    first = lgb.train({"verbose": -1, "num_leaves": 5}, lgb.Dataset(x, y), num_boost_round=2)
+    with tempfile.TemporaryDirectory() as folder:
+        saved = Path(folder) / "first.txt"
+        first.save_model(saved)
+        from_file = lgb.train({"verbose": -1}, lgb.Dataset(x, y), num_boost_round=2, init_model=saved)
+    return {
+        "continued": lgb.train({"verbose": -1}, lgb.Dataset(x, y), num_boost_round=2, init_model=first),
+        "continued-from-file": from_file,
+        "continued-wrapper": lgb.LGBMRegressor(verbose=-1, n_estimators=2).fit(x, y, init_model=first),
     }
 
 
@@ -236,7 +253,8 @@ def _hostile_file(models: dict[str, Any], name: str, how: str) -> bytes:
 
 
 BENIGN = ["regression", "binary", "multiclass", "multiclass-ova", "categorical", "linear", "one-leaf-trees", "dart",
-          "random-forest", "ranker", "booster", "no-trees", "unfitted"]  # fmt: skip
+          "random-forest", "ranker", "booster", "no-trees", "unfitted", "continued", "continued-from-file",
+          "continued-wrapper"]  # fmt: skip
 
 
 def test_every_model_is_listed(models: dict[str, Any]) -> None:
@@ -336,3 +354,56 @@ def test_a_cycle_never_returns_from_predict(tmp_path: Path, models: dict[str, An
     path.write_bytes(_hostile_file(models, "child-cycle", "pickle4"))
     with pytest.raises(subprocess.TimeoutExpired):
         subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, timeout=20)
+
+
+@contextmanager
+def _predictor_state(state: Callable[[dict[str, Any]], object]) -> Iterator[None]:
+    """Pickling an _InnerPredictor writes `state` of its real one, as a hostile writer would."""
+    predictor = lgb.basic._InnerPredictor
+    original = predictor.__getstate__
+    predictor.__getstate__ = lambda self: state(original(self))
+    try:
+        yield
+    finally:
+        predictor.__getstate__ = original
+
+
+HANDLES = {  # what a writer makes the predictor's `__del__` free: a handle it never pickles, in its dict or slots
+    "handle-in-dict": lambda state: {**state, "_InnerPredictor__is_manage_handle": True, "_handle": 0x12345678},
+    "old-handle-in-dict": lambda state: {**state, "_InnerPredictor__is_manage_handle": True, "handle": 0x12345678},
+    "handle-in-slots": lambda state: ({**state, "_InnerPredictor__is_manage_handle": True}, {"_handle": 0x12345678}),
+}
+
+
+@pytest.mark.parametrize("how", SAVES)
+@pytest.mark.parametrize("name", sorted(HANDLES))
+def test_a_predictor_given_a_handle_is_flagged(tmp_path: Path, models: dict[str, Any], name: str, how: str) -> None:
+    with _predictor_state(HANDLES[name]):
+        blob = save(models["continued-from-file"], how)
+    found = _findings(tmp_path, blob, f"{name}.pkl")
+    assert RULE in found, sorted(found)
+    assert "lightgbm.basic._InnerPredictor" in found[RULE][1]
+    assert "handle attribute" in found[RULE][1]
+
+
+def test_a_predictor_given_a_handle_crashes_its_loader(tmp_path: Path, models: dict[str, Any]) -> None:
+    """What the check is for: the predictor's `__del__` hands the number to `LGBM_BoosterFree`."""
+    path = tmp_path / "handle.pkl"
+    with _predictor_state(HANDLES["handle-in-dict"]):
+        path.write_bytes(save(models["continued"], "pickle4"))
+    run = subprocess.run([sys.executable, "-c", "import gc, pickle, sys; pickle.load(open(sys.argv[1], 'rb'));"
+                          "gc.collect(); print('survived')", str(path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])
+
+
+def test_a_predictor_made_by_its_constructor_is_flagged(tmp_path: Path, models: dict[str, Any]) -> None:
+    """Its `__init__` asks the C library about the handle it is given: state-only, like the Booster."""
+    predictor = lgb.basic._InnerPredictor
+    predictor.__reduce__ = lambda self: (predictor, (0x12345678, None, {}, True))  # type: ignore[method-assign]
+    try:
+        blob = save(models["continued"], "pickle4")
+    finally:
+        del predictor.__reduce__
+    found = _findings(tmp_path, blob, "called.pkl")
+    assert any("lightgbm.basic._InnerPredictor" in message for _, message in found.values()), found
+    assert max(severity for severity, _ in found.values()) >= Severity.HIGH

@@ -35,7 +35,9 @@ OLD_PANDAS = ROOT / "tests" / "data" / "old_pandas"
 NEVER = ("ExtensionType",)
 # Boosters real pickles restore with cls.__new__ and their state (NEWOBJ, BUILD): their constructors read the model
 # file they are given (a review loaded models from outside the folder by calling them), so they are state-only.
-STATE_ONLY = ["lightgbm.basic.Booster", "xgboost.core.Booster"]
+# LightGBM's _InnerPredictor (a Booster trained on from another model keeps one) queries the handle its constructor
+# is given; its state is checked for a handle (pickle_native_checks).
+STATE_ONLY = ["lightgbm.basic.Booster", "lightgbm.basic._InnerPredictor", "xgboost.core.Booster"]
 # pandas functions a FunctionTransformer keeps (review 55), as values only: they convert the data they are given.
 PANDAS_FUNCTIONS = ["to_numeric", "to_datetime", "to_timedelta", "get_dummies", "isna", "isnull", "notna", "notnull",
                     "cut", "qcut"]

@@ -4,6 +4,8 @@ import; tests/test_benign_real.py scans them and must find nothing."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 SEED = 7
@@ -152,6 +154,10 @@ def boosting_objects() -> dict[str, Any]:
     small = {"n_estimators": 3, "max_depth": 2}
     quiet = {**small, "verbose": -1}
     cat = {"iterations": 3, "depth": 2, "verbose": False, "allow_writing_files": False, "thread_count": 1}
+    first = lgb.train({"verbose": -1}, lgb.Dataset(x, y), 3)
+    with tempfile.TemporaryDirectory() as folder:  # training on from a model file keeps a predictor that owns it
+        first.save_model(Path(folder) / "first.txt")
+        from_file = lgb.train({"verbose": -1}, lgb.Dataset(x, y), 2, init_model=Path(folder) / "first.txt")
     return {
         "xgb-classifier": xgb.XGBClassifier(**small).fit(x, y),
         "xgb-regressor": xgb.XGBRegressor(**small).fit(x, x[:, 1]),
@@ -170,6 +176,10 @@ def boosting_objects() -> dict[str, Any]:
         "lgb-ranker": lgb.LGBMRanker(**quiet, min_child_samples=1).fit(x, y, group=[10] * 6),
         "lgb-booster": lgb.train({"verbose": -1}, lgb.Dataset(x, y), 3),
         "lgb-categorical-frame": lgb.LGBMClassifier(**quiet).fit(frame, y),
+        # trained on from another model (`init_model`): the Booster keeps an _InnerPredictor (fp hunt, 2026-12-06)
+        "lgb-continued": lgb.train({"verbose": -1}, lgb.Dataset(x, y), 2, init_model=first),
+        "lgb-continued-from-file": from_file,
+        "lgb-classifier-continued": lgb.LGBMClassifier(**quiet).fit(x, y, init_model=first),
         "lgb-in-pipeline": make_pipeline(StandardScaler(), lgb.LGBMClassifier(**quiet)).fit(x, y),
         "cb-classifier": cb.CatBoostClassifier(**cat).fit(x, y),
         "cb-regressor": cb.CatBoostRegressor(**cat).fit(x, x[:, 1]),

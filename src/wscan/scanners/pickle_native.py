@@ -71,11 +71,14 @@ NEIGHBORS = NEIGHBOR_CLASSIFIERS | {
 # Gradient-boosting libraries' boosters: their state holds the model, which their compiled loader reads on unpickling.
 LIGHTGBM_BOOSTER = "lightgbm.basic.Booster"
 XGBOOST_BOOSTER = "xgboost.core.Booster"
+# What a LightGBM Booster trained on from another model (`init_model`) keeps of it: its `__del__` frees the C
+# Booster its state's handle names, and its `__init__` queries it, so it is state-only, and its state is checked.
+LIGHTGBM_PREDICTOR = "lightgbm.basic._InnerPredictor"
 # LightGBM's scikit-learn wrappers: their predict passes the thread count their state asks for to OpenMP as it is.
 LIGHTGBM_ESTIMATORS = frozenset(
     f"lightgbm.sklearn.{name}" for name in ("LGBMModel", "LGBMClassifier", "LGBMRegressor", "LGBMRanker")
 )
-BOOSTERS = frozenset({LIGHTGBM_BOOSTER, XGBOOST_BOOSTER, *LIGHTGBM_ESTIMATORS})
+BOOSTERS = frozenset({LIGHTGBM_BOOSTER, XGBOOST_BOOSTER, LIGHTGBM_PREDICTOR, *LIGHTGBM_ESTIMATORS})
 CHECKED = SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | BOOSTERS | {HDBSCAN, HBOS, *NEIGHBORS}
 
 
@@ -89,7 +92,7 @@ def record(native: NativeStates, target: Obj, state: Sym, at: int) -> None:
     """Keep a BUILD's state if it is a native class's, an estimator's that holds trees, or a checked object's."""
     cls = native_class(target)
     if cls is None:
-        state_dict = dict_state(state)
+        state_dict = attributes(state) if native_class_of(target) == LIGHTGBM_PREDICTOR else dict_state(state)
         held = state_dict is not None and any(state_dict.get(key) is not None for key in HOLDERS)
         if state_dict is not None and (held or native_class_of(target) in CHECKED):
             if len(native.owners) < MAX_NATIVE_RECORDED:
@@ -115,6 +118,20 @@ def dict_state(state: Sym | None) -> Dict | None:
     return state if isinstance(state, Dict) else None
 
 
+
+
+def attributes(state: Sym) -> Dict:
+    """Every attribute a BUILD sets on an object without `__setstate__`: its dict's and its slots' (both are set
+    on the object), as one dict; a part that is neither a dict nor None leaves the result marked incomplete."""
+    parts = state.items if isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2 else [state]
+    merged = Dict()
+    for part in parts:
+        if isinstance(part, Dict):
+            merged.items += part.items
+            merged.dropped += part.dropped
+        elif not (isinstance(part, Const) and part.value is None):
+            merged.dropped += 1
+    return merged
 
 
 def native_class_of(value: Sym | None) -> str:

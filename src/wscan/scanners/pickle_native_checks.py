@@ -42,6 +42,7 @@ from wscan.scanners.pickle_native import (
     KMEANS,
     LIGHTGBM_BOOSTER,
     LIGHTGBM_ESTIMATORS,
+    LIGHTGBM_PREDICTOR,
     NEIGHBOR_CLASSIFIERS,
     NEIGHBORS,
     SCIPY_OBJECTS,
@@ -588,6 +589,8 @@ def _estimator(cls: str, state: Dict, arrays: ArrayReader, tick: Callable[[], No
         _lightgbm(state, arrays, tick)
     elif cls in LIGHTGBM_ESTIMATORS:
         _lightgbm_threads(state)
+    elif cls == LIGHTGBM_PREDICTOR:
+        _lightgbm_predictor(state)
     elif cls == XGBOOST_BOOSTER:
         _xgboost(state, arrays, tick)
     elif cls in SVMS:
@@ -615,6 +618,21 @@ def _lightgbm(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> Non
     if model is None or _is_none(model):
         return
     lightgbm_model.check(arrays.text(model).encode("utf-8", "surrogatepass"), tick)
+
+
+# The attributes an _InnerPredictor's `__del__` frees a C Booster through: `_handle` (LightGBM 4), `handle` (3).
+PREDICTOR_HANDLES = ("_handle", "handle")
+
+
+def _lightgbm_predictor(state: Dict) -> None:
+    """A LightGBM _InnerPredictor's attributes (dict and slots, `attributes`): its pickles never hold a handle (its
+    `__getstate__` drops both names), so one in the stream is a pointer of the stream's choosing, which `__del__`
+    hands `LGBM_BoosterFree` when the state also asks it to manage the handle (measured: a crash at load)."""
+    for key, _ in state.items:
+        if not (isinstance(key, Const) and isinstance(key.value, str)):
+            raise Unread(f"an attribute named by {native_class_of(key)[:20]}")
+        if key.value in PREDICTOR_HANDLES:
+            raise Invalid(f"a {key.value} attribute, which its pickles never hold and its __del__ frees")
 
 
 # The names LightGBM's wrapper takes a thread count by (`num_threads` and its aliases), besides `n_jobs`.
