@@ -1323,6 +1323,80 @@ def lightgbm_model(first_tree_size: int | None = None) -> str:
     )
 
 
+@dataclass
+class FlatTable:
+    """A flatbuffer table for `flatbuffer`: slot -> an int (4 bytes), bytes (a vector of them, `width` bytes an
+    element, aligned to `width`), a FlatTable, or a list of FlatTables."""
+
+    fields: dict[int, object]
+    width: dict[int, int] = field(default_factory=dict)
+
+
+def flatbuffer(root: FlatTable) -> bytes:
+    """The bytes of a flatbuffer rooted at `root`, laid out front to back (every offset points forward), each
+    vector's elements aligned as a verifier checks them. Only what the hostile CatBoost model needs."""
+    buf = bytearray(4)
+
+    def pad(to: int, before: int = 0) -> None:
+        while (len(buf) + before) % to:
+            buf.append(0)
+
+    def table(node: FlatTable) -> int:
+        slots = max(node.fields) + 1
+        pad(2)
+        vtable = len(buf)
+        order = sorted(node.fields)  # each field 4 bytes after the table's soffset, in slot order
+        where = [4 + 4 * order.index(s) if s in node.fields else 0 for s in range(slots)]
+        buf.extend(struct.pack(f"<HH{slots}H", 4 + 2 * slots, 4 + 4 * len(order), *where))
+        pad(4)
+        at = len(buf)
+        buf.extend(struct.pack("<i", at - vtable))
+        refs = []
+        for slot in sorted(node.fields):
+            value = node.fields[slot]
+            refs.append((len(buf), value, node.width.get(slot, 1)))
+            buf.extend(struct.pack("<i", value) if isinstance(value, int) else bytes(4))
+        for where, value, width in refs:
+            if not isinstance(value, int):
+                struct.pack_into("<I", buf, where, place(value, width) - where)
+        return at
+
+    def place(value: object, width: int) -> int:
+        if isinstance(value, FlatTable):
+            return table(value)
+        if isinstance(value, list):
+            pad(4)
+            at = len(buf)
+            buf.extend(bytes(4 + 4 * len(value)))
+            struct.pack_into("<I", buf, at, len(value))
+            for number, item in enumerate(value):
+                where = at + 4 + 4 * number
+                struct.pack_into("<I", buf, where, table(item) - where)
+            return at
+        assert isinstance(value, bytes)
+        pad(max(width, 4), before=4)
+        at = len(buf)
+        buf.extend(struct.pack("<I", len(value) // width) + value + b"\0")
+        return at
+
+    struct.pack_into("<I", buf, 0, table(root))
+    pad(8)
+    return bytes(buf)
+
+
+def catboost_model(first_split: int) -> bytes:
+    """A CatBoost model (`save_model`'s CBM1 layout): one float feature with one border, so one binary feature, and
+    one tree of depth 1 whose split is `first_split`."""
+    feature = FlatTable({1: 0, 2: 0, 3: struct.pack("<f", 0.5)}, {3: 4})  # Index, FlatIndex, Borders
+    trees = FlatTable(
+        {0: 1, 1: struct.pack("<i", first_split), 2: struct.pack("<i", 1), 3: struct.pack("<i", 0), 5: [feature],
+         8: struct.pack("<2d", -1.0, 1.0)},  # ApproxDimension, TreeSplits, TreeSizes, TreeStartOffsets,
+        {1: 4, 2: 4, 3: 4, 8: 8},  # FloatFeatures, LeafValues
+    )  # fmt: skip
+    core = flatbuffer(FlatTable({0: b"FlabuffersModel_v1", 1: trees}))  # FormatVersion, ModelTrees
+    return b"CBM1" + struct.pack("<I", len(core)) + core
+
+
 def build_hostile_boosters(corpus: Corpus) -> None:
     """A LightGBM Booster whose model text leads LightGBM's C loader past the text while unpickling."""
     from lightgbm.basic import Booster
@@ -1336,6 +1410,13 @@ def build_hostile_boosters(corpus: Corpus) -> None:
         pickle.dumps(booster, protocol=4),
         "a LightGBM Booster whose tree_sizes send the C loader 100 MB past the model text: pickle.load crashes",
         rules=expect("WS-PKL-060"),
+    )
+    corpus.add(
+        "hostile/catboost-split-past-the-features.cbm",
+        catboost_model(first_split=0x7FFFFFFF),
+        "a CatBoost model whose tree splits on binary feature 2**31-1 of 1: CatBoost's load_model reads that far "
+        "past its features and crashes",
+        rules=expect("WS-FILE-018"),
     )
 
 

@@ -134,8 +134,8 @@ def _sklearn_native_pickles() -> Iterator[bytes]:
 
 
 def _boosters() -> Iterator[bytes]:
-    """LightGBM model texts and XGBoost snapshots of the models the tests fit (when the libraries are there), and
-    the corpus's hand-written LightGBM text."""
+    """LightGBM model texts, XGBoost snapshots and CatBoost models of the models the tests fit (when the libraries
+    are there), and the corpus's hand-written LightGBM text and CatBoost model."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     if importlib.util.find_spec("lightgbm") is not None:  # the test module skips itself without it
@@ -152,12 +152,20 @@ def _boosters() -> Iterator[bytes]:
         for name, model in xgboost_models().items():
             if name != "unfitted":
                 yield bytes(_booster(model).__getstate__()["handle"])
+    if importlib.util.find_spec("catboost") is not None:
+        from tests.test_catboost_model import _blob
+        from tests.test_catboost_model import _models as catboost_models
+
+        for name, model in catboost_models().items():
+            if name != "unfitted":
+                yield _blob(model)
     spec = importlib.util.spec_from_file_location("wscan_corpus_build", CORPUS / "build.py")
     assert spec is not None and spec.loader is not None
     build = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = build  # dataclasses resolve their module by name
     spec.loader.exec_module(build)
     yield build.lightgbm_model().encode()
+    yield build.catboost_model(first_split=0)
 
 
 def _arrow_pickles() -> Iterator[bytes]:

@@ -1226,11 +1226,12 @@ CATBOOST = Path(__file__).parent / "data" / "catboost"
 def test_catboost_models_whose_bytes_read_as_an_unsupported_protocol_are_no_pickle(path: Path) -> None:
     """Review 74's sweep: a CatBoost model opens with "CBM1", which pickle reads as 66 bytes of data, and these
     three then hold 0x80 0x11, PROTO 17, which both unpicklers refuse before doing anything: the scan failed them
-    as broken pickles (WS-PKL-008, WS-PKL-010). They are no pickle: an unknown format, low, as any file wscan does not
-    read (tests/data/catboost/README.md)."""
+    as broken pickles (WS-PKL-008, WS-PKL-010). They are no pickle: CatBoost models, read as CatBoost's loader reads
+    them (catboost_model; until 2026-12-06 an unknown format, low), with nothing to report
+    (tests/data/catboost/README.md)."""
     report = wscan.scan([path])
-    assert [(f.status, f.formats) for f in report.files] == [("skipped", ())]
-    assert [f.rule_id for f in report.findings] == ["WS-FILE-006"]
+    assert [(f.status, f.formats) for f in report.files] == [("scanned", ("booster-model",))]
+    assert [f.rule_id for f in report.findings] == []
 
 
 @pytest.mark.parametrize("name", KINDS)

@@ -1,4 +1,5 @@
-"""LightGBM and XGBoost model files (`model.txt`, `model.json`, `model.ubj`), read as their loaders read them.
+"""LightGBM, XGBoost and CatBoost model files (`model.txt`, `model.json`, `model.ubj`, `model.cbm`), read as their
+loaders read them.
 
 Why: `lightgbm.Booster(model_file=...)` and `xgboost.Booster().load_model(...)` hand a downloaded model file to the
 same C loaders a pickled Booster's state reaches, which follow its tree indices unchecked (`lightgbm_model`,
@@ -7,6 +8,8 @@ is a model by what its loader takes: LightGBM's file reader takes a first line o
 `\n`: review 90 hid a model behind a bare `\r`; it refuses a byte-order mark, a blank line or anything else
 first), XGBoost's an object with a `learner` object, wherever the key stands and however JSON spells it (review 90
 put `version` first). Object-like files are decoded and declined (left to the other scanners) when they hold none.
+CatBoost's `load_model` reads any file opening with `CBM1` as a model (`catboost_model`); until 2026-12-06 such files
+were reported as of unknown format (low).
 """
 
 from __future__ import annotations
@@ -22,25 +25,31 @@ from wscan.scanners.booster_common import Malformed
 KIND = "booster.model_file"
 _BLANKS = b" \t\r\n"
 _LIGHTGBM = re.compile(rb"tree[\r\n]")  # the first line LightGBM's file reader requires
+CATBOOST = b"CBM1"  # what CatBoost's loader requires first (catboost_model, imported with NumPy when one is read)
 
 
 class BoosterFileScanner:
-    """A LightGBM text model or an XGBoost JSON or UBJSON model, checked for numbers that lead the loader out of
-    bounds (the checks of a pickled Booster's model)."""
+    """A LightGBM text model, an XGBoost JSON or UBJSON model or a CatBoost model, checked for numbers that lead the
+    loader out of bounds (the checks of a pickled model's)."""
 
     name = "booster-model"
 
     def accepts(self, head: Head) -> bool:
-        """LightGBM's `tree` line, or an object (`{`, JSON or UBJSON): the scan decides whether it is XGBoost's."""
+        """LightGBM's `tree` line, CatBoost's `CBM1`, or an object (`{`, JSON or UBJSON): the scan decides whether
+        it is XGBoost's."""
         if head.raw_data:
             return False
-        return _LIGHTGBM.match(head.head) is not None or head.head.lstrip(_BLANKS).startswith(b"{")
+        start = head.head
+        model = _LIGHTGBM.match(start) is not None or start.startswith(CATBOOST)
+        return model or start.lstrip(_BLANKS).startswith(b"{")
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         with artifact.opener() as raw:
             start = raw.read(8)
         if _LIGHTGBM.match(start):
             yield from _scan_lightgbm(artifact, ctx)
+        elif start.startswith(CATBOOST):
+            yield from _scan_catboost(artifact, ctx)
         else:
             yield from _scan_xgboost(artifact, ctx)
 
@@ -59,6 +68,22 @@ def _scan_lightgbm(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         lightgbm_model.check(data, ctx.budget.check_time)
     except Malformed as exc:
         yield artifact.observe(KIND, library="LightGBM", detail=str(exc)[:300])
+
+
+def _scan_catboost(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+    from wscan.scanners import catboost_model
+
+    limit = ctx.limits.max_header_bytes
+    if artifact.size > limit:
+        detail = f"a CatBoost model of {artifact.size:,} bytes, over {limit:,}: its trees were not checked"
+        yield artifact.observe("scan.limit", limit="max-header-bytes", detail=detail)
+        return
+    with artifact.opener() as raw:
+        data = read_capped(raw, limit)
+    try:
+        catboost_model.check(data, ctx.budget.check_time)
+    except Malformed as exc:
+        yield artifact.observe(KIND, library="CatBoost", detail=str(exc)[:300])
 
 
 def _scan_xgboost(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:

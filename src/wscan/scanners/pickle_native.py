@@ -78,7 +78,11 @@ LIGHTGBM_PREDICTOR = "lightgbm.basic._InnerPredictor"
 LIGHTGBM_ESTIMATORS = frozenset(
     f"lightgbm.sklearn.{name}" for name in ("LGBMModel", "LGBMClassifier", "LGBMRegressor", "LGBMRanker")
 )
-BOOSTERS = frozenset({LIGHTGBM_BOOSTER, XGBOOST_BOOSTER, LIGHTGBM_PREDICTOR, *LIGHTGBM_ESTIMATORS})
+# CatBoost's models: `__setstate__` hands the state's `__model` bytes to CatBoost's loader.
+CATBOOST_MODELS = frozenset(
+    f"catboost.core.{name}" for name in ("CatBoost", "CatBoostClassifier", "CatBoostRegressor", "CatBoostRanker")
+)
+BOOSTERS = frozenset({LIGHTGBM_BOOSTER, XGBOOST_BOOSTER, LIGHTGBM_PREDICTOR, *LIGHTGBM_ESTIMATORS, *CATBOOST_MODELS})
 CHECKED = SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | BOOSTERS | {HDBSCAN, HBOS, *NEIGHBORS}
 
 

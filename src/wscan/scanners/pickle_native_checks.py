@@ -30,13 +30,14 @@ from typing import TypeVar
 import numpy as np
 
 from wscan.limits import BudgetExceeded
-from wscan.scanners import lightgbm_model, pickle_native_scipy, xgboost_model
+from wscan.scanners import catboost_model, lightgbm_model, pickle_native_scipy, xgboost_model
 from wscan.scanners.booster_common import Malformed
 from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
 from wscan.scanners.pickle_arrow import BYTEARRAY
 from wscan.scanners.pickle_native import (
     BINARY_TREES,
     BOOSTERS,
+    CATBOOST_MODELS,
     HBOS,
     HDBSCAN,
     KMEANS,
@@ -593,6 +594,8 @@ def _estimator(cls: str, state: Dict, arrays: ArrayReader, tick: Callable[[], No
         _lightgbm_predictor(state)
     elif cls == XGBOOST_BOOSTER:
         _xgboost(state, arrays, tick)
+    elif cls in CATBOOST_MODELS:
+        _catboost(state, arrays, tick)
     elif cls in SVMS:
         _svm(cls, state, arrays)
     elif cls in SPARSE or cls in SPARSE_ABSTRACT:
@@ -670,6 +673,15 @@ def _xgboost(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> None
     else:
         raise Unread(f"a model buffer made by {native_class_of(model)}")
     xgboost_model.check(blob, tick)
+
+
+def _catboost(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> None:
+    """A CatBoost model's bytes, which its `__setstate__` hands CatBoost's loader: `__model` (none when the model
+    was never fitted; None fails its `_deserialize_model`, which takes bytes only)."""
+    model = state.get("__model")
+    if model is None or _is_none(model):
+        return
+    catboost_model.check(arrays.data(model), tick)
 
 
 def _tree_holder(cls: str, state: Dict, arrays: ArrayReader) -> None:

@@ -1,0 +1,352 @@
+"""CatBoost models (`save_model`'s `.cbm`, a pickled model's `__model`), checked for the numbers CatBoost's loader
+and predictor follow unchecked (WS-PKL-060 in a pickle, WS-FILE-018 in a file): real models of every kind pass,
+saved six ways and as files, and each hostile change is flagged, one a crash of catboost's own load or predict
+proves."""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.scanning import scan_bytes
+from tests.helpers.sklearn_native import SAVES, save
+from wscan.model import Severity
+from wscan.scanners import catboost_model
+
+cb = pytest.importorskip("catboost")
+np = pytest.importorskip("numpy")
+pd = pytest.importorskip("pandas")
+
+PICKLED = "WS-PKL-060"
+FILE = "WS-FILE-018"
+ROWS = 200
+DATA = Path(__file__).parent / "data" / "catboost"
+
+
+def _frame() -> Any:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(ROWS, 4))
+    frame = pd.DataFrame(x, columns=list("abcd"))
+    frame["kind"] = rng.choice(list("pqrstu"), ROWS)
+    frame["shade"] = rng.choice(list("xyz"), ROWS)
+    return frame
+
+
+def _models() -> dict[str, Any]:
+    """One model of each shape CatBoost writes: symmetric, depthwise and lossguide trees, several outputs,
+    categorical features by counters (their tables after the core) and one-hot, ranking, never fitted."""
+    frame = _frame()
+    x = frame[list("abcd")].to_numpy()
+    y = (x[:, 0] > 0).astype(int)
+    classes = np.digitize(x[:, 0], [-0.5, 0.5])
+    small = {"iterations": 4, "verbose": False, "allow_writing_files": False, "thread_count": 1}
+    cats = {**small, "iterations": 8, "cat_features": ["kind", "shade"]}
+    by_kind = frame["kind"].isin(["p", "q", "r"]).to_numpy().astype(int)  # targets the counters must explain
+    kind_classes = frame["kind"].map({"p": 0, "q": 0, "r": 1, "s": 1, "t": 2, "u": 2}).to_numpy()
+    return {
+        "regression": cb.CatBoostRegressor(**small, depth=3).fit(x, x[:, 1]),
+        "binary": cb.CatBoostClassifier(**small, depth=3).fit(x, y),
+        "multiclass": cb.CatBoostClassifier(**small, depth=3, loss_function="MultiClass").fit(x, classes),
+        "multi-target": cb.CatBoostRegressor(**small, depth=3, loss_function="MultiRMSE").fit(x, x[:, :2]),
+        "counters": cb.CatBoostClassifier(**cats, depth=3).fit(frame, by_kind ^ y),
+        "counters-multiclass": cb.CatBoostClassifier(**cats, depth=3, loss_function="MultiClass").fit(
+            frame, kind_classes
+        ),
+        "counters-regression": cb.CatBoostRegressor(**cats, depth=3).fit(frame, by_kind + x[:, 1]),
+        "one-hot": cb.CatBoostClassifier(**cats, depth=3, one_hot_max_size=10).fit(frame, by_kind),
+        "depthwise": cb.CatBoostRegressor(**small, depth=4, grow_policy="Depthwise").fit(x, x[:, 1]),
+        "depthwise-multiclass": cb.CatBoostClassifier(
+            **small, depth=3, grow_policy="Depthwise", loss_function="MultiClass"
+        ).fit(x, classes),
+        "lossguide": cb.CatBoostRegressor(**small, grow_policy="Lossguide", max_leaves=8).fit(x, x[:, 1]),
+        "lossguide-counters": cb.CatBoostClassifier(**cats, grow_policy="Lossguide").fit(frame, by_kind),
+        "ranker": cb.CatBoostRanker(**small, depth=3).fit(x, x[:, 1], group_id=np.repeat(np.arange(20), 10)),
+        "many-borders": cb.CatBoostRegressor(**small, depth=3, border_count=1024).fit(
+            np.random.default_rng(4).normal(size=(3000, 2)), np.random.default_rng(5).normal(size=3000)
+        ),
+        "unfitted": cb.CatBoostClassifier(),
+    }
+
+
+@pytest.fixture(scope="module")
+def models() -> dict[str, Any]:
+    return _models()
+
+
+def _blob(model: Any) -> bytes:
+    return bytes(model._serialize_model())
+
+
+@contextmanager
+def _written_as(blob: bytes) -> Iterator[None]:
+    """Pickling a CatBoost model writes `blob` as its model, as a hostile writer would."""
+    original = cb.CatBoost.__getstate__
+
+    def hostile_state(self: Any) -> dict[str, Any]:
+        state = original(self)
+        state["__model"] = blob
+        return dict(state)
+
+    cb.CatBoost.__getstate__ = hostile_state
+    try:
+        yield
+    finally:
+        cb.CatBoost.__getstate__ = original
+
+
+# Where the fields of the model's core are (TModelTrees' slots, as catboost/libs/model/flatbuffers names them).
+SPLITS, SIZES, STARTS, CTRS, LEAVES, STEPS, LEAF_IDS = 1, 2, 3, 7, 8, 10, 11
+
+
+def _trees(blob: bytes) -> tuple[Any, int]:
+    """The model's TModelTrees table and where its core starts in the blob."""
+    core = blob[8 : 8 + struct.unpack_from("<I", blob, 4)[0]]
+    trees = catboost_model._root(core).table(1)
+    assert trees is not None
+    return trees, 8
+
+
+def _element(blob: bytes, slot: int, index: int, width: int = 4) -> int:
+    """Where element `index` of the vector in slot `slot` of the trees lies in the blob."""
+    trees, base = _trees(blob)
+    field = trees._field(slot)
+    assert field is not None
+    start = catboost_model._Table.offset(trees.buf, field)
+    assert index < struct.unpack_from("<I", trees.buf, start)[0]
+    return base + start + 4 + index * width
+
+
+def _leaves_far(blob: bytes) -> bytes:
+    """Every node of asymmetric trees that holds a leaf (a step of 0) given a leaf far past the leaf values."""
+    trees, _ = _trees(blob)
+    steps = np.frombuffer(trees.raw(STEPS, 4) or b"", dtype="<u2").reshape(-1, 2)
+    for node in np.flatnonzero((steps == 0).any(axis=1)).tolist():
+        blob = _set(LEAF_IDS, node, 0x7FFFFFF0, "<I")(blob)
+    return blob
+
+
+def _put(blob: bytes, at: int, form: str, value: int) -> bytes:
+    changed = bytearray(blob)
+    struct.pack_into(form, changed, at, value)
+    return bytes(changed)
+
+
+def _set(slot: int, index: int, value: int, form: str = "<i", width: int = 4) -> Callable[[bytes], bytes]:
+    return lambda blob: _put(blob, _element(blob, slot, index, width), form, value)
+
+
+def _count(slot: int, change: Callable[[int], int]) -> Callable[[bytes], bytes]:
+    """The vector's element count changed (its elements left where they are)."""
+
+    def apply(blob: bytes) -> bytes:
+        at = _element(blob, slot, 0) - 4
+        return _put(blob, at, "<I", change(struct.unpack_from("<I", blob, at)[0]))
+
+    return apply
+
+
+def _counter_tables(change: Callable[[bytes, int], bytes]) -> Callable[[bytes], bytes]:
+    """A change of every counter table, given the blob and where that table's flatbuffer starts."""
+
+    def apply(blob: bytes) -> bytes:
+        at = 8 + struct.unpack_from("<I", blob, 4)[0]  # past the core: the table count, then each table's size
+        for _ in range(struct.unpack_from("<I", blob, at)[0]):
+            at += 4
+            blob = change(blob, at + 4)
+            at += struct.unpack_from("<I", blob, at)[0]
+        return blob
+
+    return apply
+
+
+def _buckets_far(blob: bytes, start: int) -> bytes:
+    """Every used bucket of a counter table pointed far past the table's counts."""
+    size = struct.unpack_from("<I", blob, start - 4)[0]
+    table = catboost_model._root(blob[start : start + size])
+    field = table._field(1)
+    assert field is not None
+    vector = catboost_model._Table.offset(table.buf, field)
+    buckets = start + vector + 4
+    for at in range(buckets, buckets + struct.unpack_from("<I", blob, start + vector)[0], 12):
+        if struct.unpack_from("<Q", blob, at)[0] != catboost_model.EMPTY_BUCKET:
+            blob = _put(blob, at + 8, "<I", 0x7FFFFFF0)
+    return blob
+
+
+def _no_empty_bucket(blob: bytes, start: int) -> bytes:
+    size = struct.unpack_from("<I", blob, start - 4)[0]
+    table = catboost_model._root(blob[start : start + size])
+    field = table._field(1)
+    assert field is not None
+    vector = catboost_model._Table.offset(table.buf, field)
+    buckets = start + vector + 4
+    changed = bytearray(blob)
+    for number, at in enumerate(range(buckets, buckets + struct.unpack_from("<I", blob, start + vector)[0], 12)):
+        if struct.unpack_from("<Q", blob, at)[0] == catboost_model.EMPTY_BUCKET:
+            struct.pack_into("<QI", changed, at, 0x5151515151515151 + number, 0)
+    return bytes(changed)
+
+
+def _counter_table_count(blob: bytes) -> bytes:
+    """The count of counter tables made 2**32 - 1: catboost 1.2.10 reserved for them until it ran out of memory."""
+    return _put(blob, 8 + struct.unpack_from("<I", blob, 4)[0], "<I", 0xFFFFFFFF)
+
+
+def _last_column_far(blob: bytes) -> bytes:
+    """The last float feature's column made 10**8: catboost 1.2.10 took 10 GB sizing each row by it."""
+    trees, base = _trees(blob)
+    feature = list(trees.tables(5))[-1]
+    field = feature._field(2)
+    assert field is not None
+    return _put(blob, base + field, "<i", 10**8)
+
+
+def _without_parts(blob: bytes) -> bytes:
+    """The core's list of model parts emptied: the counter tables are never loaded."""
+    core = blob[8 : 8 + struct.unpack_from("<I", blob, 4)[0]]
+    root = catboost_model._root(core)
+    field = root._field(3)
+    assert field is not None
+    return _put(blob, 8 + catboost_model._Table.offset(core, field), "<I", 0)
+
+
+# name: (model, change, what the finding says)
+HOSTILE: dict[str, tuple[str, Callable[[bytes], bytes], str]] = {
+    "split-far": ("regression", _set(SPLITS, 0, 32767), "a split on binary feature"),
+    "split-negative": ("binary", _set(SPLITS, 0, -2147483648), "a split on binary feature"),
+    "tree-deeper": ("regression", _set(SIZES, 0, 31), "symmetric tree of depth 31"),
+    "tree-size-negative": ("regression", _set(SIZES, 0, -1), "symmetric tree of depth -1"),
+    "start-offset-moved": ("multiclass", _set(STARTS, 1, 1000), "start offsets"),
+    "leaf-values-cut": ("regression", _count(LEAVES, lambda n: n - 8), "leaf"),
+    "no-leaf-values": ("counters", _count(LEAVES, lambda n: 0), "leaf"),
+    "depthwise-step-far": ("depthwise", _set(STEPS, 0, 0xFFFF, "<H", 2), "outside its tree"),
+    "depthwise-leaf-far": ("depthwise", _leaves_far, "past the"),
+    "lossguide-split-far": ("lossguide", _set(SPLITS, 0, 4096), "a split on binary feature"),
+    "counter-bucket-far": ("counters", _counter_tables(_buckets_far), "past the table's"),
+    "counter-table-full": ("counters", _counter_tables(_no_empty_bucket), "without an empty bucket"),
+    "counter-tables-left-out": ("counters", _without_parts, "without counter tables"),
+    "counter-table-count-huge": ("counters", _counter_table_count, "counter tables in"),
+    "column-far": ("counters", _last_column_far, "column 100000000"),
+    "depthwise-root-made-a-leaf": ("depthwise", _set(STEPS, 0, 0, "<H", 2), "past the"),
+}
+
+
+def _findings(tmp_path: Path, blob: bytes, name: str) -> dict[str, tuple[Severity, str]]:
+    return {f.rule_id: (f.severity, f.message) for f in scan_bytes(tmp_path, blob, name).findings}
+
+
+def _hostile(models: dict[str, Any], name: str) -> bytes:
+    model, change, _ = HOSTILE[name]
+    blob = _blob(models[model])
+    changed = change(blob)
+    assert changed != blob
+    return changed
+
+
+BENIGN = ["regression", "binary", "multiclass", "multi-target", "counters", "counters-multiclass",
+          "counters-regression", "one-hot", "depthwise", "depthwise-multiclass", "lossguide", "lossguide-counters",
+          "ranker", "many-borders", "unfitted"]  # fmt: skip
+
+
+def test_every_model_is_listed(models: dict[str, Any]) -> None:
+    assert sorted(BENIGN) == sorted(models)
+
+
+@pytest.mark.parametrize("how", SAVES)
+@pytest.mark.parametrize("name", BENIGN)
+def test_models_as_catboost_pickles_them_pass(tmp_path: Path, models: dict[str, Any], name: str, how: str) -> None:
+    found = _findings(tmp_path, save(models[name], how), f"{name}.pkl")
+    assert not {rule: finding for rule, finding in found.items() if finding[0] >= Severity.MEDIUM}
+
+
+@pytest.mark.parametrize("name", [name for name in BENIGN if name != "unfitted"])
+def test_models_as_catboost_saves_them_pass(tmp_path: Path, models: dict[str, Any], name: str) -> None:
+    path = tmp_path / f"{name}.cbm"
+    models[name].save_model(str(path))
+    found = _findings(tmp_path, path.read_bytes(), f"{name}.cbm")
+    assert not found, found
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.cbm")), ids=lambda path: path.name)
+def test_the_stored_models_pass(path: Path) -> None:
+    catboost_model.check(path.read_bytes())
+
+
+@pytest.mark.parametrize("how", ["pickle2", "pickle5", "joblib-z"])
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_pickled_model_out_of_bounds_is_flagged(tmp_path: Path, models: dict[str, Any], name: str, how: str) -> None:
+    with _written_as(_hostile(models, name)):
+        blob = save(models[HOSTILE[name][0]], how)
+    found = _findings(tmp_path, blob, f"{name}.pkl")
+    assert PICKLED in found, sorted(found)
+    assert found[PICKLED][0] == Severity.HIGH
+    assert "catboost.core.CatBoost" in found[PICKLED][1]
+    assert HOSTILE[name][2] in found[PICKLED][1]
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_model_file_out_of_bounds_is_flagged(tmp_path: Path, models: dict[str, Any], name: str) -> None:
+    found = _findings(tmp_path, _hostile(models, name), f"{name}.cbm")
+    assert FILE in found, sorted(found)
+    assert found[FILE][0] == Severity.HIGH
+    assert HOSTILE[name][2] in found[FILE][1]
+
+
+def test_a_part_wscan_does_not_read_is_unverified(tmp_path: Path) -> None:
+    """Text features' processing (dictionaries and estimators, another format) is not read: reported, not passed."""
+    frame = pd.DataFrame({"a": np.arange(60.0), "words": ["good day", "bad day", "fine"] * 20})
+    model = cb.CatBoostClassifier(iterations=2, verbose=False, allow_writing_files=False, thread_count=1,
+                                  text_features=["words"]).fit(frame, np.arange(60) % 2)  # fmt: skip
+    with pytest.raises(catboost_model.Malformed, match="a model part wscan does not read"):
+        catboost_model.check(_blob(model))
+    assert PICKLED in _findings(tmp_path, save(model, "pickle4"), "text.pkl")
+
+
+def test_a_truncated_model_is_flagged() -> None:
+    blob = (DATA / "m05_cat.cbm").read_bytes()
+    for cut in (3, 7, 100, len(blob) - 100, len(blob) - 1):
+        with pytest.raises(catboost_model.Malformed):
+            catboost_model.check(blob[:cut])
+
+
+LOAD_AND_PREDICT = """
+import sys
+import catboost, numpy as np, pandas as pd
+model = catboost.CatBoost()
+model.load_model(sys.argv[1])
+print("loaded", flush=True)
+rng = np.random.default_rng(1)
+names = model.feature_names_
+cats = set(model.get_cat_feature_indices())
+frame = pd.DataFrame({name: rng.choice(list("pqrstuvwxyz"), 500).astype(object) if i in cats else rng.normal(size=500)
+                      for i, name in enumerate(names)})
+for _ in range(3):
+    model.predict(frame)
+print("survived")
+"""
+
+
+@pytest.mark.parametrize("name", [
+    "split-far", "tree-deeper", "depthwise-leaf-far", "counter-bucket-far", "counter-tables-left-out",
+])  # fmt: skip
+def test_catboost_goes_out_of_bounds(tmp_path: Path, models: dict[str, Any], name: str) -> None:
+    """What the rule is for: catboost's own load or predict of the file is killed by a signal."""
+    path = tmp_path / f"{name}.cbm"
+    path.write_bytes(_hostile(models, name))
+    run = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])
+
+
+def test_a_full_counter_table_never_returns_from_predict(tmp_path: Path, models: dict[str, Any]) -> None:
+    path = tmp_path / "full.cbm"
+    path.write_bytes(_hostile(models, "counter-table-full"))
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, timeout=20)
