@@ -350,3 +350,20 @@ def test_a_full_counter_table_never_returns_from_predict(tmp_path: Path, models:
     path.write_bytes(_hostile(models, "counter-table-full"))
     with pytest.raises(subprocess.TimeoutExpired):
         subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, timeout=20)
+
+
+def test_a_model_trained_without_final_counters_is_flagged(tmp_path: Path) -> None:
+    """`final_ctr_computation_mode='Skip'` writes counter features without their tables, and CatBoost's own predict
+    crashes on the model it returns (fp sweep 92): flagged, and the crash shown."""
+    frame = _frame()
+    model = cb.CatBoostClassifier(iterations=8, cat_features=["kind", "shade"], final_ctr_computation_mode="Skip",
+                                  thread_count=1, allow_writing_files=False, verbose=False)  # fmt: skip
+    model.fit(frame, frame["kind"].isin(["p", "q", "r"]).to_numpy().astype(int))
+    with pytest.raises(catboost_model.Malformed, match="final_ctr_computation_mode"):
+        catboost_model.check(_blob(model))
+    assert PICKLED in _findings(tmp_path, save(model, "pickle4"), "skip.pkl")
+    path = tmp_path / "skip.cbm"
+    model.save_model(str(path))
+    run = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])

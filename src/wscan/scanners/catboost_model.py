@@ -47,13 +47,15 @@ def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
     model = _trees(trees, tick) if trees is not None else _Model()
     for part in parts:
         if part != COUNTER_TABLES:
-            raise Malformed(f"a model part wscan does not read ({part[:40].decode('utf-8', 'replace')})")
+            name = part[:40].rstrip(b"\0").decode("utf-8", "replace")  # CatBoost's text part names end in a NUL
+            raise Malformed(f"a model part wscan does not read ({name})")
     if parts.count(COUNTER_TABLES) > 1:
         raise Malformed("the counter tables given twice")
     if parts:
         _counter_tables(stream, model, tick)
     elif model.counters:  # predict computes the counters through tables the model does not have (a crash)
-        raise Malformed("counter features without counter tables")
+        raise Malformed("counter features without counter tables (as final_ctr_computation_mode='Skip' writes them: "
+                        "CatBoost's own predict crashes on such a model)")
 
 
 @dataclass
