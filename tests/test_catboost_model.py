@@ -208,6 +208,20 @@ def _last_column_far(blob: bytes) -> bytes:
     return _put(blob, base + field, "<i", 10**8)
 
 
+def _counter_classes_negative(blob: bytes) -> bytes:
+    """Every counter's stored target class made -2**31+1 (review 91: predict read 8 GB before the counts)."""
+    trees, base = _trees(blob)
+    changed = 0
+    for ctr_feature in trees.tables(CTRS):
+        ctr = ctr_feature.table(0)
+        field = ctr._field(1) if ctr is not None else None
+        if field is not None:  # a class of 0, the default, is left out of the file
+            blob = _put(blob, base + field, "<i", -0x7FFFFFFF)
+            changed += 1
+    assert changed
+    return blob
+
+
 def _without_parts(blob: bytes) -> bytes:
     """The core's list of model parts emptied: the counter tables are never loaded."""
     core = blob[8 : 8 + struct.unpack_from("<I", blob, 4)[0]]
@@ -233,6 +247,7 @@ HOSTILE: dict[str, tuple[str, Callable[[bytes], bytes], str]] = {
     "counter-table-full": ("counters", _counter_tables(_no_empty_bucket), "without an empty bucket"),
     "counter-tables-left-out": ("counters", _without_parts, "without counter tables"),
     "counter-table-count-huge": ("counters", _counter_table_count, "counter tables in"),
+    "counter-class-negative": ("counters-multiclass", _counter_classes_negative, "a counter of class -2147483647"),
     "column-far": ("counters", _last_column_far, "column 100000000"),
     "depthwise-root-made-a-leaf": ("depthwise", _set(STEPS, 0, 0, "<H", 2), "past the"),
 }
@@ -335,6 +350,7 @@ print("survived")
 
 @pytest.mark.parametrize("name", [
     "split-far", "tree-deeper", "depthwise-leaf-far", "counter-bucket-far", "counter-tables-left-out",
+    "counter-class-negative",
 ])  # fmt: skip
 def test_catboost_goes_out_of_bounds(tmp_path: Path, models: dict[str, Any], name: str) -> None:
     """What the rule is for: catboost's own load or predict of the file is killed by a signal."""
@@ -367,3 +383,37 @@ def test_a_model_trained_without_final_counters_is_flagged(tmp_path: Path) -> No
     run = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, text=True,
                          timeout=300)  # fmt: skip
     assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])
+
+
+def _with_metadata(model: Any, key: str, value: str) -> Any:
+    changed = model.copy()  # a model of its own: its metadata is the copy's
+    changed.get_metadata()[key] = value
+    return changed
+
+
+NESTED = "[" * 200_000 + "]" * 200_000
+
+
+@pytest.mark.parametrize("key", ["params", "class_params"])
+def test_metadata_nested_too_deep_is_flagged(tmp_path: Path, models: dict[str, Any], key: str) -> None:
+    """CatBoost parses its metadata's JSON with a reader that recurses per level (review 91: 200,000 levels crashed
+    load or predict); wscan holds every JSON-like value to 256 levels."""
+    model = _with_metadata(models["binary"], key, NESTED)
+    with pytest.raises(catboost_model.Malformed, match="nested 200,000 levels"):
+        catboost_model.check(_blob(model))
+    path = tmp_path / "nested.cbm"
+    model.save_model(str(path))
+    assert FILE in _findings(tmp_path, path.read_bytes(), "nested.cbm")
+    run = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])
+    real = catboost_model._root(_blob(models["binary"])[8:])  # CatBoost's own metadata: a few levels
+    assert all(catboost_model._nesting(pair.string(1) or b"") < 10 for pair in real.tables(2))
+
+
+def test_a_class_count_past_the_outputs_is_flagged(models: dict[str, Any]) -> None:
+    """`classes_count` makes a class label each: 800,000,000 took over 5 GB at predict (review 91)."""
+    params = '{"classes_count":800000000,"class_names":[],"class_to_label":[0,1],"class_label_type":"Integer"}'
+    with pytest.raises(catboost_model.Malformed, match="a classes_count of 800000000"):
+        catboost_model.check(_blob(_with_metadata(models["binary"], "class_params", params)))
+    catboost_model.check(_blob(_with_metadata(models["binary"], "class_params", params.replace("800000000", "2"))))

@@ -13,6 +13,8 @@ processing) is reported as unverified.
 
 from __future__ import annotations
 
+import json
+import re
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,6 +28,8 @@ CORE_FORMAT = b"FlabuffersModel_v1"
 COUNTER_TABLES = b"static_provider_v1"  # the only model part wscan reads
 MAX_OUTPUTS = 65_536  # ApproxDimension: CatBoost sizes a bias and each row's result by it
 MAX_OBLIVIOUS_DEPTH = 30  # CatBoost shifts an int by a symmetric tree's depth (it trains 16 at most)
+MAX_JSON_DEPTH = 256  # metadata nesting (CatBoost's own is a few levels; its reader crashed at 200,000)
+CLASS_METADATA = (b"class_params", b"multiclass_params")  # JSON CatBoost takes a count of class labels from
 MAX_FEATURE_INDEX = 2**22  # a feature's column: predict sizes each row's features by the largest
 EMPTY_BUCKET = 0xFFFFFFFFFFFFFFFF  # a counter table's unused hash bucket
 BUCKET = struct.Struct("<QI")  # a counter table's bucket: hash, index into its counts (packed, 12 bytes)
@@ -42,6 +46,7 @@ def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
     core = _root(stream.take(stream.size()))
     if core.string(0) != CORE_FORMAT:
         raise Malformed("a core format CatBoost does not read")
+    _metadata(core, tick)
     parts = [part for part in core.strings(3)]
     trees = core.table(1)
     model = _trees(trees, tick) if trees is not None else _Model()
@@ -56,6 +61,42 @@ def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
     elif model.counters:  # predict computes the counters through tables the model does not have (a crash)
         raise Malformed("counter features without counter tables (as final_ctr_computation_mode='Skip' writes them: "
                         "CatBoost's own predict crashes on such a model)")
+
+
+def _metadata(core: _Table, tick: Callable[[], None]) -> None:
+    """The model's metadata (InfoMap): CatBoost parses the JSON it keeps with a recursive reader (review 91: 200,000
+    nested brackets in `params` or `class_params` crashed load or predict) and makes a class label per
+    `classes_count` (800,000,000 took over 5 GB). Every JSON-like value is held to a nesting depth; the class
+    parameters must be JSON, with a class count within the outputs wscan allows."""
+    for pair in core.tables(2):
+        tick()
+        key, value = pair.string(0) or b"", pair.string(1) or b""
+        if value.lstrip()[:1] not in (b"{", b"["):
+            continue
+        depth = _nesting(value)
+        if depth > MAX_JSON_DEPTH:
+            raise Malformed(f"metadata nested {depth:,} levels deep (CatBoost's JSON reader recurses per level)")
+        if key in CLASS_METADATA:
+            try:
+                json.loads(value, object_pairs_hook=_class_count)
+            except (ValueError, RecursionError) as exc:
+                raise Malformed(f"{key.decode()} metadata wscan cannot read as JSON ({str(exc)[:80]})") from None
+
+
+def _nesting(text: bytes) -> int:
+    """How deep brackets nest in a JSON text, strings left out."""
+    bare = re.sub(rb'"(?:[^"\\]|\\.)*"', b"", text)
+    codes = np.frombuffer(bare, dtype=np.uint8)
+    steps = np.isin(codes, (91, 123)).astype(np.int64) - np.isin(codes, (93, 125))
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def _class_count(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object, its `classes_count` (every one given) held to the outputs wscan allows."""
+    for name, value in pairs:
+        if name == "classes_count" and not (isinstance(value, int) and 0 <= value <= MAX_OUTPUTS):
+            raise Malformed(f"a classes_count of {str(value)[:20]} (CatBoost makes a class label for each)")
+    return dict(pairs)
 
 
 @dataclass
@@ -98,8 +139,10 @@ def _trees(trees: _Table, tick: Callable[[], None]) -> _Model:
         base = ctr.table(0) if ctr is not None else None
         if ctr is None or base is None:
             raise Malformed("a counter feature without its counter")
-        key = _base(base)
-        counters[key] = max(counters.get(key, 0), ctr.scalar(1, "<i", 0))
+        key, target = _base(base), ctr.scalar(1, "<i", 0)
+        if target < 0:  # predict reads the counts from this class on (review 91: -2**31+1 read 8 GB before them)
+            raise Malformed(f"a counter of class {target}")
+        counters[key] = max(counters.get(key, 0), target)
     return _Model(counters=counters)
 
 
