@@ -236,6 +236,7 @@ HOSTILE: dict[str, tuple[str, Callable[[bytes], bytes], str]] = {
     "split-far": ("regression", _set(SPLITS, 0, 32767), "a split on binary feature"),
     "split-negative": ("binary", _set(SPLITS, 0, -2147483648), "a split on binary feature"),
     "tree-deeper": ("regression", _set(SIZES, 0, 31), "symmetric tree of depth 31"),
+    "tree-deeper-than-catboost-trains": ("regression", _set(SIZES, 0, 17), "symmetric tree of depth 17"),
     "tree-size-negative": ("regression", _set(SIZES, 0, -1), "symmetric tree of depth -1"),
     "start-offset-moved": ("multiclass", _set(STARTS, 1, 1000), "start offsets"),
     "leaf-values-cut": ("regression", _count(LEAVES, lambda n: n - 8), "leaf"),
@@ -249,7 +250,7 @@ HOSTILE: dict[str, tuple[str, Callable[[bytes], bytes], str]] = {
     "counter-table-count-huge": ("counters", _counter_table_count, "counter tables in"),
     "counter-class-negative": ("counters-multiclass", _counter_classes_negative, "a counter of class -2147483647"),
     "column-far": ("counters", _last_column_far, "column 100000000"),
-    "depthwise-root-made-a-leaf": ("depthwise", _set(STEPS, 0, 0, "<H", 2), "past the"),
+    "depthwise-root-made-a-leaf": ("depthwise", _set(STEPS, 0, 0, "<H", 2), "not each the child of one node"),
 }
 
 
@@ -417,3 +418,47 @@ def test_a_class_count_past_the_outputs_is_flagged(models: dict[str, Any]) -> No
     with pytest.raises(catboost_model.Malformed, match="a classes_count of 800000000"):
         catboost_model.check(_blob(_with_metadata(models["binary"], "class_params", params)))
     catboost_model.check(_blob(_with_metadata(models["binary"], "class_params", params.replace("800000000", "2"))))
+
+
+def _chain(blob: bytes) -> bytes:
+    """The depthwise model's nodes made one tree whose every node steps to the next on both sides, ending in one
+    leaf: each step inside the tree, each leaf inside the values, but 2**(nodes-1) paths (review 93)."""
+    trees, _ = _trees(blob)
+    nodes = len(trees.array(SPLITS, "<i4"))
+    blob = _count(SIZES, lambda n: 1)(_count(STARTS, lambda n: 1)(blob))
+    blob = _set(SIZES, 0, nodes)(_set(STARTS, 0, 0)(blob))
+    for node in range(nodes - 1):
+        blob = _set(STEPS, node, 0x00010001, "<I")(blob)  # (left, right) = (1, 1)
+    return _set(LEAF_IDS, nodes - 1, 0, "<I")(_set(STEPS, nodes - 1, 0, "<I")(blob))
+
+
+def test_an_asymmetric_tree_must_be_a_tree(tmp_path: Path, models: dict[str, Any]) -> None:
+    """A node reached from two parents: catboost's SHAP interaction values walked 2**55 paths and never returned
+    (review 93; its save_model as JSON took over 5 GB)."""
+    blob = _chain(_blob(models["depthwise"]))
+    with pytest.raises(catboost_model.Malformed, match="not each the child of one node"):
+        catboost_model.check(blob)
+    path = tmp_path / "chain.cbm"
+    path.write_bytes(blob)
+    assert FILE in _findings(tmp_path, blob, "chain.cbm")
+    walk = ("import catboost, sys; model = catboost.CatBoost(); model.load_model(sys.argv[1]); "
+            "model.get_feature_importance(type='Interaction')")
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([sys.executable, "-c", walk, str(path)], capture_output=True, timeout=20)
+
+
+def test_a_class_index_past_the_classes_is_flagged(tmp_path: Path, models: dict[str, Any]) -> None:
+    """CatBoost writes `class_to_label` as 0, 1, 2, ... and indexes by it: 10**8 and 2**31-1 crashed every predict
+    (review 93)."""
+    params = ('{"class_label_type":"Integer","class_names":[0,1,2],"class_to_label":[0,1000000,2147483647],'
+              '"classes_count":0}')  # fmt: skip
+    model = _with_metadata(models["multiclass"], "class_params", params)
+    with pytest.raises(catboost_model.Malformed, match="a class_to_label entry of 1000000 for 3 classes"):
+        catboost_model.check(_blob(model))
+    path = tmp_path / "labels.cbm"
+    model.save_model(str(path))
+    run = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, text=True,
+                         timeout=300)  # fmt: skip
+    assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])
+    catboost_model.check(_blob(_with_metadata(models["multiclass"], "class_params", params.replace(
+        "[0,1000000,2147483647]", "[0,1,2]"))))  # fmt: skip

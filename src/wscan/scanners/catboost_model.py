@@ -18,6 +18,7 @@ import re
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -27,7 +28,9 @@ MAGIC = b"CBM1"
 CORE_FORMAT = b"FlabuffersModel_v1"
 COUNTER_TABLES = b"static_provider_v1"  # the only model part wscan reads
 MAX_OUTPUTS = 65_536  # ApproxDimension: CatBoost sizes a bias and each row's result by it
-MAX_OBLIVIOUS_DEPTH = 30  # CatBoost shifts an int by a symmetric tree's depth (it trains 16 at most)
+# CatBoost shifts an int by a symmetric tree's depth, and trains 16 at most: review 93's depth of 20 made SHAP values
+# and plot_tree run for minutes (a 16 MB file).
+MAX_OBLIVIOUS_DEPTH = 16
 MAX_JSON_DEPTH = 256  # metadata nesting (CatBoost's own is a few levels; its reader crashed at 200,000)
 CLASS_METADATA = (b"class_params", b"multiclass_params")  # JSON CatBoost takes a count of class labels from
 MAX_FEATURE_INDEX = 2**22  # a feature's column: predict sizes each row's features by the largest
@@ -46,9 +49,9 @@ def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
     core = _root(stream.take(stream.size()))
     if core.string(0) != CORE_FORMAT:
         raise Malformed("a core format CatBoost does not read")
-    _metadata(core, tick)
     parts = [part for part in core.strings(3)]
     trees = core.table(1)
+    _metadata(core, trees.scalar(0, "<i", 0) if trees is not None else 0, tick)
     model = _trees(trees, tick) if trees is not None else _Model()
     for part in parts:
         if part != COUNTER_TABLES:
@@ -63,11 +66,13 @@ def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
                         "CatBoost's own predict crashes on such a model)")
 
 
-def _metadata(core: _Table, tick: Callable[[], None]) -> None:
+def _metadata(core: _Table, dimension: int, tick: Callable[[], None]) -> None:
     """The model's metadata (InfoMap): CatBoost parses the JSON it keeps with a recursive reader (review 91: 200,000
     nested brackets in `params` or `class_params` crashed load or predict) and makes a class label per
-    `classes_count` (800,000,000 took over 5 GB). Every JSON-like value is held to a nesting depth; the class
-    parameters must be JSON, with a class count within the outputs wscan allows."""
+    `classes_count` (800,000,000 took over 5 GB), and indexes by each class's `class_to_label` entry (review 93: 10**8
+    crashed predict; CatBoost writes 0, 1, 2, ...). Every JSON-like value is held to a nesting depth; the class
+    parameters must be JSON, with a class count within the outputs wscan allows and class indices within the
+    model's classes."""
     for pair in core.tables(2):
         tick()
         key, value = pair.string(0) or b"", pair.string(1) or b""
@@ -78,7 +83,7 @@ def _metadata(core: _Table, tick: Callable[[], None]) -> None:
             raise Malformed(f"metadata nested {depth:,} levels deep (CatBoost's JSON reader recurses per level)")
         if key in CLASS_METADATA:
             try:
-                json.loads(value, object_pairs_hook=_class_count)
+                json.loads(value, object_pairs_hook=partial(_class_params, max(2, dimension)))
             except (ValueError, RecursionError) as exc:
                 raise Malformed(f"{key.decode()} metadata wscan cannot read as JSON ({str(exc)[:80]})") from None
 
@@ -91,11 +96,16 @@ def _nesting(text: bytes) -> int:
     return int(np.cumsum(steps).max(initial=0))
 
 
-def _class_count(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    """A JSON object, its `classes_count` (every one given) held to the outputs wscan allows."""
+def _class_params(classes: int, pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object of the class parameters, its `classes_count` and `class_to_label` (every one given) checked."""
     for name, value in pairs:
         if name == "classes_count" and not (isinstance(value, int) and 0 <= value <= MAX_OUTPUTS):
             raise Malformed(f"a classes_count of {str(value)[:20]} (CatBoost makes a class label for each)")
+        if name == "class_to_label":
+            indices = value if isinstance(value, list) else [value]
+            bad = next((v for v in indices if type(v) is not int or not 0 <= v < classes), None)
+            if bad is not None or len(indices) > classes:
+                raise Malformed(f"a class_to_label entry of {str(bad)[:20]} for {classes} classes")
     return dict(pairs)
 
 
@@ -180,6 +190,14 @@ def _asymmetric(splits: np.ndarray, sizes: np.ndarray, starts: np.ndarray, steps
         step = steps[:, side].astype(np.int64)
         if ((step != 0) & (index + step >= tree_end)).any():
             raise Malformed("a node whose child lies outside its tree")
+    # Every node but a tree's first is the child of exactly one node: review 93 made each node's two steps lead to the
+    # next one, a chain of 2**55 paths on which SHAP values, plot_tree and model export never returned.
+    targets = np.concatenate([(index + steps[:, side])[steps[:, side] != 0] for side in (0, 1)])
+    parents = np.bincount(targets, minlength=nodes) if nodes else np.zeros(0, np.int64)
+    first = np.zeros(nodes, dtype=bool)
+    first[starts[starts < nodes] if len(starts) else []] = True
+    if (parents[first] != 0).any() or (parents[~first] != 1).any():
+        raise Malformed("an asymmetric tree whose nodes are not each the child of one node")
     valued = (steps[:, 0] == 0) | (steps[:, 1] == 0)
     ids = leaf_ids.astype(np.int64)
     if (valued & ((ids % dimension != 0) | (ids + dimension > leaves))).any():
