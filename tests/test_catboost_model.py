@@ -320,9 +320,17 @@ def test_a_part_wscan_does_not_read_is_unverified(tmp_path: Path) -> None:
     frame = pd.DataFrame({"a": np.arange(60.0), "words": ["good day", "bad day", "fine"] * 20})
     model = cb.CatBoostClassifier(iterations=2, verbose=False, allow_writing_files=False, thread_count=1,
                                   text_features=["words"]).fit(frame, np.arange(60) % 2)  # fmt: skip
-    with pytest.raises(catboost_model.Malformed, match="a model part wscan does not read"):
+    with pytest.raises(catboost_model.Malformed, match="text or embedding features, whose processing wscan does"):
         catboost_model.check(_blob(model))
     assert PICKLED in _findings(tmp_path, save(model, "pickle4"), "text.pkl")
+    # Without its processing part (review 94: feature importances crashed catboost), the same.
+    blob = _blob(model)
+    core = blob[8 : 8 + struct.unpack_from("<I", blob, 4)[0]]
+    field = catboost_model._root(core)._field(3)
+    assert field is not None
+    cut = _put(blob, 8 + catboost_model._Table.offset(core, field), "<I", 0)[: 8 + len(core)]
+    with pytest.raises(catboost_model.Malformed, match="text or embedding features, whose processing wscan does"):
+        catboost_model.check(cut)
 
 
 def test_a_truncated_model_is_flagged() -> None:
@@ -462,3 +470,48 @@ def test_a_class_index_past_the_classes_is_flagged(tmp_path: Path, models: dict[
     assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])
     catboost_model.check(_blob(_with_metadata(models["multiclass"], "class_params", params.replace(
         "[0,1000000,2147483647]", "[0,1,2]"))))  # fmt: skip
+
+
+@contextmanager
+def _state_with(**values: Any) -> Iterator[None]:
+    """Pickling a CatBoost model writes `values` into its state besides the real ones, as a hostile writer would."""
+    original = cb.CatBoost.__getstate__
+    cb.CatBoost.__getstate__ = lambda self: {**original(self), **values}
+    try:
+        yield
+    finally:
+        cb.CatBoost.__getstate__ = original
+
+
+def test_a_state_value_of_shared_references_is_flagged(tmp_path: Path, models: dict[str, Any]) -> None:
+    """`__setstate__` converts every test evaluation value, and predict takes `str()` of `used_ram_limit`: lists of
+    one list referenced again and again (pickle writes it once) made a 137 KB file of 10**12 numbers, which
+    pickle.load converted for about an hour, and a 1 MB one of 10**12 characters (review 94)."""
+    evals = [[[0.5] * 10_000] * 10_000] * 10_000
+    with _state_with(_test_evals=evals):
+        amplified = save(models["regression"], "pickle4")
+    assert len(amplified) < 200_000
+    found = _findings(tmp_path, amplified, "evals.pkl")
+    assert "_test_evals state value" in found[PICKLED][1], found
+    with _state_with(used_ram_limit=[["x" * 10**6] * 1000] * 1000):
+        found = _findings(tmp_path, save(models["regression"], "pickle4"), "ram.pkl")
+    assert "used_ram_limit state value that unfolds to over 268,435,456 characters" in found[PICKLED][1], found
+    path = tmp_path / "evals.pkl"
+    path.write_bytes(amplified)
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([sys.executable, "-c", "import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))", str(path)],
+                       capture_output=True, timeout=20)  # fmt: skip
+
+
+def test_test_evaluations_of_a_large_eval_set_pass(tmp_path: Path) -> None:
+    """A real model fitted with an eval set keeps that set's predictions (`_test_evals`: sets, outputs, rows), far
+    more than the 4,096 items a list keeps in the scan: numbers, whose size the count tells."""
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(12_000, 3))
+    y = np.digitize(x[:, 0], [-0.5, 0.5])
+    model = cb.CatBoostClassifier(iterations=3, loss_function="MultiClass", verbose=False, thread_count=1,
+                                  allow_writing_files=False).fit(x[:2000], y[:2000], eval_set=(x[2000:], y[2000:]))
+    assert len(model.__getstate__()["_test_evals"][0][0]) == 10_000
+    for how in ("pickle2", "pickle5", "joblib"):
+        found = _findings(tmp_path, save(model, how), f"evals-{how}.pkl")
+        assert not [f for f in found.values() if f[0] >= Severity.MEDIUM], found

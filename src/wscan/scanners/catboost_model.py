@@ -131,6 +131,10 @@ def _trees(trees: _Table, tick: Callable[[], None]) -> _Model:
     bias = trees.array(16, "<f8")
     if len(bias) not in (0, dimension):
         raise Malformed(f"{len(bias)} biases for {dimension} outputs")
+    if any(next(trees.tables(slot), None) is not None for slot in (12, 13, 18)):
+        # their processing (a model part of another format) is not read; without it, feature importances crashed
+        # catboost (review 94)
+        raise Malformed("text or embedding features, whose processing wscan does not read")
     binary = _features(trees, tick)
     if len(sizes) != len(starts):
         raise Malformed(f"{len(sizes)} tree sizes and {len(starts)} start offsets")

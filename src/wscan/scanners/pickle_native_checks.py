@@ -679,9 +679,49 @@ def _catboost(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> Non
     """A CatBoost model's bytes, which its `__setstate__` hands CatBoost's loader: `__model` (none when the model
     was never fitted; None fails its `_deserialize_model`, which takes bytes only)."""
     model = state.get("__model")
-    if model is None or _is_none(model):
-        return
-    catboost_model.check(arrays.data(model), tick)
+    if model is not None and not _is_none(model):
+        catboost_model.check(arrays.data(model), tick)
+    for key, value in state.items:  # the rest: test evaluations `_set_test_evals` converts, and parameters
+        if not (isinstance(key, Const) and key.value == "__model"):
+            _unfolded(value, str(key.value if isinstance(key, Const) else "a computed name")[:40])
+
+
+# What a CatBoost state's values may unfold to, in characters of their text (about 268 million): `__setstate__`
+# converts every test evaluation value and predict takes `str()` of a parameter, so a value built of shared
+# references (a 137 KB pickle of 10**12 numbers; a 1 MB one of 10**12 characters) hung or took gigabytes (review 94).
+MAX_UNFOLDED = 2**28
+
+
+def _unfolded(value: Sym, name: str) -> None:
+    """Raise Invalid when `value` unfolds, shared containers counted at each use, past MAX_UNFOLDED characters."""
+    sizes: dict[int, int] = {}
+    open_now: set[int] = set()
+
+    def size(item: Sym, depth: int) -> int:
+        if isinstance(item, Const):
+            held = item.value
+            if isinstance(held, str | bytes | bytearray):
+                return len(held) + 2
+            return held.length if isinstance(held, LongBytes) else 24
+        if not isinstance(item, Seq | Dict):
+            return 16  # an object: what it holds is judged by the other checks
+        if id(item) in sizes:
+            return sizes[id(item)]
+        if id(item) in open_now or depth > MAX_OWNER_DEPTH * 8:
+            raise Invalid(f"a {name} state value that contains itself or nests past {MAX_OWNER_DEPTH * 8} levels")
+        if (isinstance(item, Seq) and item.heavy_past) or (isinstance(item, Dict) and item.dropped):
+            raise Unread(f"a {name} state value of more than {len(item.items):,} items, not all of them numbers")
+        open_now.add(id(item))
+        parts = [item for pair in item.items for item in pair] if isinstance(item, Dict) else item.items
+        total = 2 + sum(size(part, depth + 1) for part in parts) + 24 * (item.dropped if isinstance(item, Seq) else 0)
+        open_now.discard(id(item))
+        if total > MAX_UNFOLDED:
+            raise Invalid(f"a {name} state value that unfolds to over {MAX_UNFOLDED:,} characters (shared references)")
+        sizes[id(item)] = total
+        return total
+
+    size(value, 0)
+
 
 
 def _tree_holder(cls: str, state: Dict, arrays: ArrayReader) -> None:

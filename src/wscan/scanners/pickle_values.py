@@ -66,6 +66,7 @@ class Seq(Sym):
     walked: bool = False  # its names noted as values (`_keep`)
     pairs_past: list[tuple[Sym, Sym]] | None = None  # dropped pairs whose key may name a target
     others_past: int = 0  # dropped items that are not pairs (or not kept)
+    heavy_past: bool = False  # a dropped item is no number or short text: its size cannot be told from the count
 
     def add(self, value: Sym) -> None:
         if len(self.items) < MAX_ITEMS:
@@ -83,6 +84,8 @@ class Seq(Sym):
             self._note_past(values[room:])
 
     def _note_past(self, values: list[Sym]) -> None:
+        if not self.heavy_past:
+            self.heavy_past = not all(_light(value) for value in values)
         if not isinstance(self.items[0], Seq | Dict):  # not a list of pairs: a list of numbers costs nothing here
             self.others_past += len(values)
             return
@@ -111,6 +114,15 @@ class Seq(Sym):
             if isinstance(item, Seq) and item.type in ("set", "frozenset"):
                 read.append((pair[1], pair[0]))
         return read + (self.pairs_past or []), whole
+
+
+def _light(value: Sym) -> bool:
+    """A number or a short text: what a dropped item of a list of them weighs is known without it."""
+    if not isinstance(value, Const):
+        return False
+    held = value.value
+    short_text = isinstance(held, str | bytes) and len(held) <= 64
+    return held is None or short_text or isinstance(held, int | float | complex)
 
 
 @dataclass(eq=False, slots=True)
