@@ -515,3 +515,23 @@ def test_test_evaluations_of_a_large_eval_set_pass(tmp_path: Path) -> None:
     for how in ("pickle2", "pickle5", "joblib"):
         found = _findings(tmp_path, save(model, how), f"evals-{how}.pkl")
         assert not [f for f in found.values() if f[0] >= Severity.MEDIUM], found
+
+
+def test_counter_bases_match_as_catboost_compares_them() -> None:
+    """CatBoost finds a counter's table by its base, comparing a combination's borders as floats: a table whose
+    border is -0.0 serves a counter whose border is 0.0, so the table is checked against that counter's class."""
+    import importlib.util
+
+    builder = Path(__file__).parents[1] / "corpus" / "build.py"
+    spec = importlib.util.spec_from_file_location("wscan_corpus_build", builder)
+    assert spec is not None and spec.loader is not None
+    build = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = build  # dataclasses resolve their module by name
+    spec.loader.exec_module(build)
+
+    def base(border: float) -> bytes:
+        combination = build.FlatTable({0: struct.pack("<i", 0), 1: struct.pack("<if", 1, border)}, {0: 4, 1: 8})
+        return catboost_model._base(catboost_model._root(build.flatbuffer(build.FlatTable({0: combination, 1: 1}))))
+
+    assert base(-0.0) == base(0.0)
+    assert base(0.5) != base(0.0)

@@ -265,7 +265,10 @@ def _base(base: _Table) -> bytes:
     combination = base.table(0)
     if combination is None:
         raise Malformed("a counter without its feature combination")
-    parts = [combination.raw(0, 4), combination.raw(1, 8), combination.raw(2, 8)]  # ints, (index, border) pairs,
+    # CatBoost compares borders as floats: -0.0 is 0.0 (NaN matches nothing, and its lookup fails cleanly).
+    splits = np.frombuffer(combination.raw(1, 8) or b"", dtype=[("index", "<i4"), ("border", "<f4")]).copy()
+    splits["border"][splits["border"] == 0] = 0.0
+    parts = [combination.raw(0, 4), splits.tobytes(), combination.raw(2, 8)]  # ints, (index, border) pairs,
     key = [struct.pack("<bi", base.scalar(1, "<b", 0), base.scalar(2, "<i", 0))]  # (index, value) pairs; its type
     # and, in newer models, which target binarization it counts by
     for part in parts:
