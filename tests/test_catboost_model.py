@@ -374,7 +374,7 @@ def test_a_full_counter_table_never_returns_from_predict(tmp_path: Path, models:
     path = tmp_path / "full.cbm"
     path.write_bytes(_hostile(models, "counter-table-full"))
     with pytest.raises(subprocess.TimeoutExpired):
-        subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, timeout=20)
+        subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, timeout=8)
 
 
 def test_a_model_trained_without_final_counters_is_flagged(tmp_path: Path) -> None:
@@ -452,7 +452,7 @@ def test_an_asymmetric_tree_must_be_a_tree(tmp_path: Path, models: dict[str, Any
     walk = ("import catboost, sys; model = catboost.CatBoost(); model.load_model(sys.argv[1]); "
             "model.get_feature_importance(type='Interaction')")
     with pytest.raises(subprocess.TimeoutExpired):
-        subprocess.run([sys.executable, "-c", walk, str(path)], capture_output=True, timeout=20)
+        subprocess.run([sys.executable, "-c", walk, str(path)], capture_output=True, timeout=8)
 
 
 def test_a_class_index_past_the_classes_is_flagged(tmp_path: Path, models: dict[str, Any]) -> None:
@@ -500,7 +500,7 @@ def test_a_state_value_of_shared_references_is_flagged(tmp_path: Path, models: d
     path.write_bytes(amplified)
     with pytest.raises(subprocess.TimeoutExpired):
         subprocess.run([sys.executable, "-c", "import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))", str(path)],
-                       capture_output=True, timeout=20)  # fmt: skip
+                       capture_output=True, timeout=8)  # fmt: skip
 
 
 def test_test_evaluations_of_a_large_eval_set_pass(tmp_path: Path) -> None:
