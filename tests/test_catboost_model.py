@@ -457,7 +457,8 @@ def test_an_asymmetric_tree_must_be_a_tree(tmp_path: Path, models: dict[str, Any
 
 def test_a_class_index_past_the_classes_is_flagged(tmp_path: Path, models: dict[str, Any]) -> None:
     """CatBoost writes `class_to_label` as 0, 1, 2, ... and indexes by it: 10**8 and 2**31-1 crashed every predict
-    (review 93)."""
+    in review 93 and in the development environment, but not in a fresh CI environment (the read lands where memory
+    happens to be mapped), so only the flag is asserted here."""
     params = ('{"class_label_type":"Integer","class_names":[0,1,2],"class_to_label":[0,1000000,2147483647],'
               '"classes_count":0}')  # fmt: skip
     model = _with_metadata(models["multiclass"], "class_params", params)
@@ -465,9 +466,7 @@ def test_a_class_index_past_the_classes_is_flagged(tmp_path: Path, models: dict[
         catboost_model.check(_blob(model))
     path = tmp_path / "labels.cbm"
     model.save_model(str(path))
-    run = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path)], capture_output=True, text=True,
-                         timeout=300)  # fmt: skip
-    assert run.returncode < 0, (run.returncode, run.stdout, run.stderr[-500:])
+    assert FILE in _findings(tmp_path, path.read_bytes(), "labels.cbm")
     catboost_model.check(_blob(_with_metadata(models["multiclass"], "class_params", params.replace(
         "[0,1000000,2147483647]", "[0,1,2]"))))  # fmt: skip
 
