@@ -166,29 +166,28 @@ def _counter_tables(change: Callable[[bytes, int], bytes]) -> Callable[[bytes], 
     return apply
 
 
-def _buckets_far(blob: bytes, start: int) -> bytes:
-    """Every used bucket of a counter table pointed far past the table's counts."""
+def _buckets(blob: bytes, start: int) -> range:
+    """Where the 12-byte buckets (hash, index) of the counter table starting at `start` lie in the blob."""
     size = struct.unpack_from("<I", blob, start - 4)[0]
     table = catboost_model._root(blob[start : start + size])
     field = table._field(1)
     assert field is not None
     vector = catboost_model._Table.offset(table.buf, field)
     buckets = start + vector + 4
-    for at in range(buckets, buckets + struct.unpack_from("<I", blob, start + vector)[0], 12):
+    return range(buckets, buckets + struct.unpack_from("<I", blob, start + vector)[0], 12)
+
+
+def _buckets_far(blob: bytes, start: int) -> bytes:
+    """Every used bucket of a counter table pointed far past the table's counts."""
+    for at in _buckets(blob, start):
         if struct.unpack_from("<Q", blob, at)[0] != catboost_model.EMPTY_BUCKET:
             blob = _put(blob, at + 8, "<I", 0x7FFFFFF0)
     return blob
 
 
 def _no_empty_bucket(blob: bytes, start: int) -> bytes:
-    size = struct.unpack_from("<I", blob, start - 4)[0]
-    table = catboost_model._root(blob[start : start + size])
-    field = table._field(1)
-    assert field is not None
-    vector = catboost_model._Table.offset(table.buf, field)
-    buckets = start + vector + 4
     changed = bytearray(blob)
-    for number, at in enumerate(range(buckets, buckets + struct.unpack_from("<I", blob, start + vector)[0], 12)):
+    for number, at in enumerate(_buckets(blob, start)):
         if struct.unpack_from("<Q", blob, at)[0] == catboost_model.EMPTY_BUCKET:
             struct.pack_into("<QI", changed, at, 0x5151515151515151 + number, 0)
     return bytes(changed)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from wscan.scanners import lightgbm_model, xgboost_model
 from wscan.scanners.base import CHUNK, NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem, read_capped
@@ -55,35 +55,35 @@ class BoosterFileScanner:
 
 
 def _scan_lightgbm(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
-    limit = ctx.limits.max_header_bytes
-    if artifact.size > limit:
-        detail = f"a LightGBM model of {artifact.size:,} bytes, over {limit:,}: its trees were not checked"
-        yield artifact.observe("scan.limit", limit="max-header-bytes", detail=detail)
-        return
-    with artifact.opener() as raw:
-        data = read_capped(raw, limit)
-    try:
+    def check(data: bytes, tick: Callable[[], None]) -> None:
         if b"\0" in data:  # given a file, LightGBM reads past a NUL (a pickled model is a C string, cut there)
             raise Malformed("a NUL byte, on which LightGBM's file reader never returned (review 90)")
-        lightgbm_model.check(data, ctx.budget.check_time)
-    except Malformed as exc:
-        yield artifact.observe(KIND, library="LightGBM", detail=str(exc)[:300])
+        lightgbm_model.check(data, tick)
+
+    yield from _scan_whole(artifact, ctx, "LightGBM", check)
 
 
 def _scan_catboost(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
     from wscan.scanners import catboost_model
 
+    yield from _scan_whole(artifact, ctx, "CatBoost", catboost_model.check)
+
+
+def _scan_whole(
+    artifact: Artifact, ctx: ScanContext, library: str, check: Callable[[bytes, Callable[[], None]], None]
+) -> Iterator[ScanItem]:
+    """A model its library reads whole, checked whole: one over max-header-bytes is a scan limit (unverified)."""
     limit = ctx.limits.max_header_bytes
     if artifact.size > limit:
-        detail = f"a CatBoost model of {artifact.size:,} bytes, over {limit:,}: its trees were not checked"
+        detail = f"a {library} model of {artifact.size:,} bytes, over {limit:,}: its trees were not checked"
         yield artifact.observe("scan.limit", limit="max-header-bytes", detail=detail)
         return
     with artifact.opener() as raw:
         data = read_capped(raw, limit)
     try:
-        catboost_model.check(data, ctx.budget.check_time)
+        check(data, ctx.budget.check_time)
     except Malformed as exc:
-        yield artifact.observe(KIND, library="CatBoost", detail=str(exc)[:300])
+        yield artifact.observe(KIND, library=library, detail=str(exc)[:300])
 
 
 def _scan_xgboost(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:

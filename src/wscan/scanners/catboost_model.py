@@ -17,7 +17,6 @@ import json
 import re
 import struct
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -52,7 +51,7 @@ def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
     parts = [part for part in core.strings(3)]
     trees = core.table(1)
     _metadata(core, trees.scalar(0, "<i", 0) if trees is not None else 0, tick)
-    model = _trees(trees, tick) if trees is not None else _Model()
+    counters = _trees(trees, tick) if trees is not None else {}
     for part in parts:
         if part != COUNTER_TABLES:
             name = part[:40].rstrip(b"\0").decode("utf-8", "replace")  # CatBoost's text part names end in a NUL
@@ -60,8 +59,8 @@ def check(blob: bytes, tick: Callable[[], None] = lambda: None) -> None:
     if parts.count(COUNTER_TABLES) > 1:
         raise Malformed("the counter tables given twice")
     if parts:
-        _counter_tables(stream, model, tick)
-    elif model.counters:  # predict computes the counters through tables the model does not have (a crash)
+        _counter_tables(stream, counters, tick)
+    elif counters:  # predict computes the counters through tables the model does not have (a crash)
         raise Malformed("counter features without counter tables (as final_ctr_computation_mode='Skip' writes them: "
                         "CatBoost's own predict crashes on such a model)")
 
@@ -109,15 +108,9 @@ def _class_params(classes: int, pairs: list[tuple[str, object]]) -> dict[str, ob
     return dict(pairs)
 
 
-@dataclass
-class _Model:
-    """What the counter tables are checked against: each counter's type and the class it counts."""
-
-    counters: dict[bytes, int] | None = None  # each counter's base (`_base`): the largest target class it reads
-
-
-def _trees(trees: _Table, tick: Callable[[], None]) -> _Model:
-    """TModelTrees: the features, the binary features they make, the trees over them and their leaves."""
+def _trees(trees: _Table, tick: Callable[[], None]) -> dict[bytes, int]:
+    """TModelTrees: the features, the binary features they make, the trees over them and their leaves; each
+    counter's base (`_base`) and the largest target class read through it, for the counter tables."""
     dimension = trees.scalar(0, "<i", 0)
     if not 1 <= dimension <= MAX_OUTPUTS:
         raise Malformed(f"an ApproxDimension of {dimension}")
@@ -157,7 +150,7 @@ def _trees(trees: _Table, tick: Callable[[], None]) -> _Model:
         if target < 0:  # predict reads the counts from this class on (review 91: -2**31+1 read 8 GB before them)
             raise Malformed(f"a counter of class {target}")
         counters[key] = max(counters.get(key, 0), target)
-    return _Model(counters=counters)
+    return counters
 
 
 def _oblivious(splits: np.ndarray, sizes: np.ndarray, starts: np.ndarray, leaves: int, dimension: int,
@@ -276,7 +269,7 @@ def _base(base: _Table) -> bytes:
     return b"".join(key)
 
 
-def _counter_tables(stream: _Stream, model: _Model, tick: Callable[[], None]) -> None:
+def _counter_tables(stream: _Stream, counters: dict[bytes, int], tick: Callable[[], None]) -> None:
     """The counter tables (TStaticCtrProvider): a count, then each table's flatbuffer, which the loader reads
     unverified, so every offset in it is checked here; each bucket's index must fall inside its counts."""
     count = stream.size()
@@ -291,7 +284,7 @@ def _counter_tables(stream: _Stream, model: _Model, tick: Callable[[], None]) ->
             raise Malformed("a counter table without its counter")
         key = _base(base)
         found.add(key)
-        target = (model.counters or {}).get(key, 0)
+        target = counters.get(key, 0)
         ctr_type = base.scalar(1, "<b", 0)
         classes = table.scalar(4, "<i", 0)
         buckets = table.raw(1)
@@ -299,7 +292,7 @@ def _counter_tables(stream: _Stream, model: _Model, tick: Callable[[], None]) ->
         if buckets is None or blob is None:
             raise Malformed("a counter table without its buckets or counts")
         _buckets(buckets, _entries(ctr_type, classes, target, len(blob)))
-    if set(model.counters or {}) - found:
+    if set(counters) - found:
         raise Malformed("a counter feature without its counter table")
 
 
@@ -420,35 +413,32 @@ class _Table:
 
     def tables(self, slot: int) -> Iterator[_Table]:
         """A vector's tables, one at a time (a vector of offsets holds a quarter of its bytes' count)."""
-        at = self._field(slot)
-        if at is None:
-            return
-        start = self.offset(self.buf, at)
-        count = _unpack(self.buf, "<I", start)
-        if start + 4 + 4 * count > len(self.buf):
-            raise Malformed("a flatbuffer vector out of bounds")
-        for i in range(count):
-            yield _Table(self.buf, self.offset(self.buf, start + 4 + 4 * i))
+        for at in self._offsets(slot):
+            yield _Table(self.buf, self.offset(self.buf, at))
 
     def string(self, slot: int) -> bytes | None:
         return self.raw(slot)
 
     def strings(self, slot: int) -> list[bytes]:
-        at = self._field(slot)
-        if at is None:
-            return []
-        start = self.offset(self.buf, at)
-        count = _unpack(self.buf, "<I", start)
-        if start + 4 + 4 * count > len(self.buf):
-            raise Malformed("a flatbuffer vector out of bounds")
         out = []
-        for i in range(count):
-            text = self.offset(self.buf, start + 4 + 4 * i)
+        for at in self._offsets(slot):
+            text = self.offset(self.buf, at)
             length = _unpack(self.buf, "<I", text)
             if text + 4 + length > len(self.buf):
                 raise Malformed("a flatbuffer string out of bounds")
             out.append(self.buf[text + 4 : text + 4 + length])
         return out
+
+    def _offsets(self, slot: int) -> range:
+        """Where the offsets of a vector of tables or strings lie, checked to lie in the buffer."""
+        at = self._field(slot)
+        if at is None:
+            return range(0)
+        start = self.offset(self.buf, at)
+        count = _unpack(self.buf, "<I", start)
+        if start + 4 + 4 * count > len(self.buf):
+            raise Malformed("a flatbuffer vector out of bounds")
+        return range(start + 4, start + 4 + 4 * count, 4)
 
 
 def _unpack(buf: bytes, form: str, at: int) -> int:
