@@ -54,7 +54,7 @@ def read_back(blob: bytes) -> np.ndarray:
     def read(source: LongBytes) -> bytes:
         return blob[source.start : source.start + source.length]
 
-    return ArrayReader(read, hook.data, hook.objects).values(array)
+    return ArrayReader(read, hook.data, hook.objects, Limits().max_member_bytes).values(array)
 
 
 plain = st.sampled_from(["<i1", "<i2", "<i4", "<i8", "<u1", "<u2", "<u4", "<u8", "<f4", "<f8", "|b1", "|u1"])

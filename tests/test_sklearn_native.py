@@ -169,3 +169,29 @@ def test_a_member_past_the_kept_items_of_a_forest_is_bounded_by_the_forest(tmp_p
     forest.estimators_[4150] = _tree_state(member, lambda s: _set(s["nodes"], "feature", 0, 39), n_features=40)
     severity, message = findings(tmp_path, save(forest, "pickle4"), "forest-bad.pkl")[RULE]
     assert severity == Severity.HIGH and "feature 39 of a split, for 3 features" in message, message
+
+
+def test_an_array_past_max_member_bytes_is_unverified_and_the_limit_named(tmp_path: Path) -> None:
+    """An array is read back whole to be checked, so its size is bounded by `max-member-bytes`, which the user can
+    raise (it was a fixed 256 MiB: a real tree of over 4 million nodes was unverified whatever the limits). Arrays of
+    up to 4 KiB are held in the pickle's stream and not read back; a KD-tree of 2,000 rows holds larger ones."""
+    from dataclasses import replace
+
+    import numpy as np
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from wscan.config import Config
+    from wscan.limits import Limits
+
+    rows = np.random.RandomState(0).rand(2000, 3)
+    model = KNeighborsClassifier(algorithm="kd_tree").fit(rows, np.arange(2000) % 3)
+    index = model._tree.get_arrays()[1].nbytes  # idx_array, the largest array the checks read (16,000 bytes)
+    blob = save(model, "pickle4")
+    assert RULE not in findings(tmp_path, blob, "at-default.pkl")
+    for limit in (4097, index - 1):
+        config = Config(jobs=0, limits=replace(Limits(), max_member_bytes=limit))
+        found = [f for f in scan_bytes(tmp_path, blob, f"under-{limit}.pkl", config).findings if f.rule_id == RULE]
+        assert found and all(f.severity == Severity.HIGH for f in found), found
+        assert f"idx_array: an array of {index:,} bytes, over max-member-bytes ({limit:,})" in found[0].message, found
+    config = Config(jobs=0, limits=replace(Limits(), max_member_bytes=index))
+    assert RULE not in {f.rule_id for f in scan_bytes(tmp_path, blob, "at-the-limit.pkl", config).findings}

@@ -525,7 +525,7 @@ def _check_native(artifact: Artifact, results: list[PickleResult], arrays: _Jobl
 
     reader = _ReadBack(artifact)
     try:
-        read = ArrayReader(reader.read, arrays.data, arrays.objects)
+        read = ArrayReader(reader.read, arrays.data, arrays.objects, ctx.limits.max_member_bytes)
         found = pickle_native_checks.check([res.native for res in results], read, ctx.budget.check_time)
     finally:
         reader.close()

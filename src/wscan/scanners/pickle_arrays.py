@@ -10,7 +10,8 @@ NumPy and joblib write an array in three ways, each read here as NumPy would rea
 
 The dtype is rebuilt from its pickled code and state as plain numbers (`[<>|=]` order, kinds b, i, u, f and records of
 them): an array of any other kind, a shape or dtype the stream computes, data the file does not hold, or more bytes
-than MAX_ARRAY_BYTES is `Unread`, which callers report (fail closed). Long data is read back from the file.
+than `max-member-bytes` (what must be materialised to be checked) is `Unread`, which callers report (fail closed).
+Long data is read back from the file.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from wscan.scanners.pickle_values import (
 FROMBUFFER = frozenset({"numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer"})
 EMPTY_BYTES = frozenset({"builtins.bytes", "__builtin__.bytes"})
 ENCODE = frozenset({"_codecs.encode"})
-MAX_ARRAY_BYTES = 256 * 1024 * 1024  # one array's bytes read back to check; a larger one is unread
 MAX_CACHED_BYTES = 64 * 1024 * 1024  # values kept for arrays read again
 MAX_DIMS = 32  # NumPy's own limit is 64; no model array comes near
 MAX_FIELDS = 64  # fields of a record dtype read here
@@ -58,8 +58,11 @@ class Unread(Exception):
 class ArrayReader:
     """Reads arrays for one stream: `Read` for long bytes, joblib's raw and object arrays by the wrapper's id."""
 
-    def __init__(self, read: Read, joblib: dict[int, JoblibData], objects: dict[int, JoblibObjects]) -> None:
+    def __init__(
+        self, read: Read, joblib: dict[int, JoblibData], objects: dict[int, JoblibObjects], max_bytes: int
+    ) -> None:
         self.read = read
+        self.max_bytes = max_bytes  # one array's bytes read back to check (`max-member-bytes`); a larger one is unread
         self.joblib = joblib
         self.objects = objects
         self.cache: dict[int, tuple[Sym | None, np.ndarray]] = {}  # values read, by the array's id (kept alive)
@@ -129,8 +132,8 @@ class ArrayReader:
         raise Unread("array data the file does not hold as bytes")
 
     def _read_back(self, source: LongBytes) -> bytes:
-        if source.length > MAX_ARRAY_BYTES or source.start < 0:
-            raise Unread(f"an array of {source.length:,} bytes, more than wscan reads to check one")
+        if source.length > self.max_bytes or source.start < 0:
+            raise Unread(f"an array of {source.length:,} bytes, over max-member-bytes ({self.max_bytes:,})")
         raw = self.read(source)
         if raw is None or len(raw) != source.length:
             raise Unread("array data cut short")
