@@ -222,3 +222,30 @@ def test_a_nul_in_a_lightgbm_file_is_flagged(tmp_path: Path, lightgbm_models: di
     path = tmp_path / "model.txt"
     path.write_bytes((text[:at] + "\0\n" + text[at:]).encode())
     assert "NUL" in _found(path)[RULE][1]
+
+
+def test_a_model_file_past_max_member_bytes_is_a_limit_and_the_user_can_raise_it(
+    tmp_path: Path, lightgbm_models: dict[str, Any], xgboost_models: dict[str, Any]
+) -> None:
+    """A model file is read whole to be checked, so it is bounded by `max-member-bytes` (2 GiB, the user's to set).
+    It was `max-header-bytes` (100 MiB), meant for headers: a real 4,000-tree LightGBM model of 255 leaves is 99 MiB,
+    and a larger one was unverified unless the header limit went up for every format with it."""
+    from dataclasses import replace
+
+    from wscan.config import Config
+    from wscan.limits import Limits
+
+    lightgbm_models["binary"].booster_.save_model(str(tmp_path / "model.txt"))
+    booster = xgboost_cases._booster(xgboost_models["multiclass"])
+    booster.save_model(str(tmp_path / "model.json"))
+    booster.save_model(str(tmp_path / "model.ubj"))
+    cbm = Path(__file__).parent / "data" / "catboost" / "m05_cat.cbm"  # a real model (tests/data/catboost/README.md)
+    for path in [tmp_path / "model.txt", tmp_path / "model.json", tmp_path / "model.ubj", cbm]:
+        size = path.stat().st_size
+        under = scan(path, Config(jobs=0, limits=replace(Limits(), max_member_bytes=size - 1)))
+        found = {f.rule_id: f for f in under.findings}
+        assert "WS-FILE-002" in found and found["WS-FILE-002"].severity == Severity.HIGH, (path.name, found)
+        assert "max-member-bytes" in found["WS-FILE-002"].message and f"{size:,} bytes" in found["WS-FILE-002"].message
+        at = scan(path, Config(jobs=0, limits=replace(Limits(), max_member_bytes=size)))
+        assert not [f for f in at.findings if f.severity >= Severity.HIGH], (path.name, at.findings)
+        assert [f.path for f in at.files if f.status == "scanned"], path.name

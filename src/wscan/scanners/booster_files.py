@@ -72,11 +72,12 @@ def _scan_catboost(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
 def _scan_whole(
     artifact: Artifact, ctx: ScanContext, library: str, check: Callable[[bytes, Callable[[], None]], None]
 ) -> Iterator[ScanItem]:
-    """A model its library reads whole, checked whole: one over max-header-bytes is a scan limit (unverified)."""
-    limit = ctx.limits.max_header_bytes
+    """A model its library reads whole, checked whole: one over max-member-bytes (what is materialised to be checked)
+    is a scan limit (unverified)."""
+    limit = ctx.limits.max_member_bytes
     if artifact.size > limit:
         detail = f"a {library} model of {artifact.size:,} bytes, over {limit:,}: its trees were not checked"
-        yield artifact.observe("scan.limit", limit="max-header-bytes", detail=detail)
+        yield artifact.observe("scan.limit", limit="max-member-bytes", detail=detail)
         return
     with artifact.opener() as raw:
         data = read_capped(raw, limit)
@@ -89,11 +90,11 @@ def _scan_whole(
 def _scan_xgboost(artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
     """An object XGBoost would read as a model: one whose `learner` is an object (the key written plainly or escaped
     in JSON), decoded once. What wscan cannot decode but names `learner` is reported, never passed."""
-    limit = ctx.limits.max_header_bytes  # real models run to tens of megabytes
+    limit = ctx.limits.max_member_bytes  # real models run to hundreds of megabytes
     if artifact.size > limit:
         if _contains(artifact, b"learner"):
             detail = f"an XGBoost model of {artifact.size:,} bytes, over {limit:,}: its trees were not checked"
-            yield artifact.observe("scan.limit", limit="max-header-bytes", detail=detail)
+            yield artifact.observe("scan.limit", limit="max-member-bytes", detail=detail)
         else:
             yield artifact.observe(NOT_MINE_KIND)
         return
