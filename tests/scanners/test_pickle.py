@@ -588,7 +588,7 @@ def test_a_word_list_that_reads_as_an_import_is_text(tmp_path: Path) -> None:
         # review 32: importing unittest.__main__ runs every test*.py in the working folder, then exits
         ("model.th", b"cunittest.__main__\nmain\nb\n"),
         # ... from a file a loader decompresses (joblib.load of a gzip'd .pkl)
-        ("model.pkl", gzip.compress(b"cat\ndog\nbird\n")),
+        ("model.pkl", gzip.compress(b"cat\ndog\nbird\n", mtime=0)),
         # SETITEMS with an odd count: the pure-Python unpickler sets the whole pairs, then fails
         ("plain_model.th", b"ctransformers.models.auto.configuration_auto\n__dict__\n(S'resolve_trust_remote_code'\n"
                            b"cunittest.mock\nMagicMock\nS'pad'\nu\n"),
