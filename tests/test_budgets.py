@@ -25,7 +25,7 @@ from wscan.cli import main
 from wscan.config import Config
 from wscan.engine import Engine
 from wscan.limits import Limits, _cgroup_limits, machine_memory
-from wscan.model import Location, Observation
+from wscan.model import Location, Observation, Severity
 from wscan.output import render, render_text
 from wscan.report import FILE_FAILED, FILE_SCANNED
 from wscan.rules import RuleSet
@@ -736,3 +736,28 @@ def pickletools_memo_count(data: bytes) -> int:
     import pickletools
 
     return sum(1 for op, _, _ in pickletools.genops(data) if op.name in ("MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"))
+
+
+def test_torch_files_a_pickle_loads_are_bounded_by_max_members(tmp_path: Path) -> None:
+    """A plain pickle.dump of tensors holds one torch file per tensor, each loaded by
+    torch.storage._load_from_bytes and scanned as a member of its own. Past a fixed 10,000 the import was judged an
+    unread call, critical, on a real state dict of 10,001 tensors (scale sweep 205); the count is `max-members` now,
+    and past it a limit (high) the user can raise, with the loads before it scanned. A payload among them is found."""
+    torch = pytest.importorskip("torch")
+    tensors = {f"layer.{index}.weight": torch.full((2, 2), float(index)) for index in range(101)}
+    path = tmp_path / "tensors.pkl"
+    plain = pickle.dumps(tensors, protocol=2)  # no frames: a call can go in after the protocol
+    path.write_bytes(plain)
+    assert not rule_ids(Engine(Config(jobs=0)).scan([path]))
+    report = Engine(Config(jobs=0, limits=replace(Limits(), max_members=100))).scan([path])
+    assert {(f.rule_id, f.severity, f.evidence.get("limit", "")) for f in report.findings} == {
+        ("WS-FILE-002", Severity.HIGH, "max-members")
+    }
+    many = {f"layer.{index}.weight": torch.zeros(2) for index in range(10_001)}  # the sweep's real case: 3.7 s
+    path.write_bytes(pickle.dumps(many))
+    assert not rule_ids(Engine(Config(jobs=0)).scan([path]))
+    inner = b"cposix\nsystem\n(S'id'\ntR."
+    call = b"ctorch.storage\n_load_from_bytes\nC" + bytes([len(inner)]) + inner + b"\x85R0"
+    path.write_bytes(plain[:2] + call + plain[2:])  # a torch file with a payload first, then the tensors
+    report = Engine(Config(jobs=0, limits=replace(Limits(), max_members=100))).scan([path])
+    assert rule_ids(report) == {"WS-PKL-001", "WS-FILE-002"}
