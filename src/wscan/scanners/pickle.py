@@ -47,6 +47,7 @@ from wscan.scanners.pickle_values import (
     Seq,
     Sym,
     _const_int,
+    items_kept,
     restored_class,
 )
 from wscan.scanners.pickle_vm import GETATTR, NESTED_LOADER, TYPE_LOOKUPS, Machine
@@ -170,7 +171,11 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
     stopped: BudgetExceeded | None = None  # the limit that stopped a pickle: raised once the rest is reported
     while not stream.at_end():
         ctx.budget.check_time()
-        res = machine.run()
+        # The legacy layout's fifth pickle lists the storage keys of the fourth, every one of them needed in order
+        # (up to max-members, as a zip checkpoint's storages are).
+        keys = len(results[3].persistent_ids) if legacy and len(results) == LEGACY_PICKLES - 1 else 0
+        with items_kept(min(keys, ctx.limits.max_members)):
+            res = machine.run()
         stopped = res.over_budget
         if results and not _is_real_pickle(res) and not (legacy and len(results) < LEGACY_PICKLES):
             # Bytes after a complete pickle that do not form another one: loaders ignore them.
@@ -209,10 +214,10 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         if rest > 0 and machine.frame_end != frame_seen:
             frame_seen = machine.frame_end
             yield from _stop_inside_frame(artifact, machine.frame_end, rest)
-        if legacy and len(results) == LEGACY_PICKLES:
-            yield from _skip_legacy_storages(artifact, stream, results)
-            if stream.at_end():
-                break
+        legacy_end = legacy and len(results) == LEGACY_PICKLES
+        if legacy_end and (not (yield from _skip_legacy_storages(artifact, stream, results, ctx.limits))
+                           or stream.at_end()):
+            break
         if tar_member in TAR_RECORDS and not (yield from _skip_tar_record(artifact, stream, results, tar_member)):
             break
     if arrays.read_arrays:
@@ -682,15 +687,20 @@ def _argument_runs_on(head: bytes, at: int, size: int | None) -> bool:
 
 
 def _skip_legacy_storages(
-    artifact: Artifact, stream: Stream, results: list[PickleResult]
-) -> Iterator[Observation]:
-    """After the five pickles come raw storages: int64 element count then bytes, in key order."""
+    artifact: Artifact, stream: Stream, results: list[PickleResult], limits: Limits
+) -> Generator[Observation, None, bool]:
+    """After the five pickles come raw storages: int64 element count then bytes, in key order. False when the rest
+    of the file is left unread (more storages than max-members)."""
     keys_value = results[4].result
-    if not isinstance(keys_value, Seq) or keys_value.dropped:
+    if isinstance(keys_value, Seq) and keys_value.dropped and len(keys_value.items) >= limits.max_members:
+        detail = f"more than {limits.max_members:,} storages: the rest of the file was not read"
+        yield artifact.observe("scan.limit", results[4].start, limit="max-members", detail=detail)
+        return False
+    if not isinstance(keys_value, Seq) or keys_value.dropped:  # more keys than storages: torch's lookup fails
         yield artifact.observe(
             "torch.legacy_malformed", results[4].start, reason="storage key list is not a list"
         )
-        return
+        return True
     sizes: dict[str, int] = {}
     for pid in results[3].persistent_ids:
         if isinstance(pid, Seq) and len(pid.items) >= 3:
@@ -708,7 +718,7 @@ def _skip_legacy_storages(
                 stream.base + stream.offset,
                 reason=f"storage {key!r} has no known type",
             )
-            return
+            return True
         at = stream.base + stream.offset
         try:
             (count,) = struct.unpack("<q", stream.read(8))
@@ -717,7 +727,8 @@ def _skip_legacy_storages(
             stream.skip(count * sizes[key])
         except PickleSyntaxError as exc:
             yield artifact.observe("torch.legacy_malformed", at, reason=f"storage {key}: {exc.reason}")
-            return
+            return True
+    return True
 
 
 # -- torch.save's tar format (before 0.4): "storages" and "tensors" interleave pickles with raw records -----

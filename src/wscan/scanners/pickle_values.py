@@ -14,12 +14,27 @@ import codecs
 import encodings
 import encodings.aliases
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from wscan.limits import BudgetExceeded
 from wscan.scanners.pickle_ops import LongBytes, PickleSyntaxError
 
-MAX_ITEMS = 4096  # items kept per container; more are counted, not kept
+MAX_ITEMS = 4096  # items kept per container; more are counted, not kept (`items_kept` raises it for a while)
+
+
+@contextmanager
+def items_kept(count: int) -> Iterator[None]:
+    """Containers keep up to `count` items (never fewer than MAX_ITEMS) while the block runs: torch's legacy reader
+    needs every storage key, in order, to step over the storages after them, and a checkpoint has more than 4,096."""
+    global MAX_ITEMS
+    saved = MAX_ITEMS
+    MAX_ITEMS = max(saved, count)
+    try:
+        yield
+    finally:
+        MAX_ITEMS = saved
 
 
 class Sym:

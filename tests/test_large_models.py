@@ -1,0 +1,69 @@
+"""Real files whose size alone crossed one of wscan's fixed caps (scale sweep 205, 2026-12-06): each must pass
+as its library writes it, with nothing reported, and the part past the old cap must still be read."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.scanning import scan
+
+torch = pytest.importorskip("torch")
+
+
+def _nothing_found(path: Path) -> None:
+    report = scan(path)
+    assert [f.status for f in report.files] == ["scanned"], report.files
+    assert not report.findings, [(f.rule_id, f.message) for f in report.findings]
+
+
+@pytest.mark.parametrize("count", [4097, 12_000])
+def test_a_legacy_checkpoint_of_more_than_4096_storages_is_read_to_its_end(tmp_path: Path, count: int) -> None:
+    """torch's legacy reader steps over the storages in the order of a key list pickled after the tensors; a list
+    is kept to 4,096 items, so a checkpoint of 4,097 storages was "malformed" (high) with its storages unread as
+    trailing data (low). The keys of that one pickle are all kept now, as many as the pickle before it declared."""
+    state = collections.OrderedDict((f"layers.{i}.weight", torch.full((2,), float(i))) for i in range(count))
+    path = tmp_path / "legacy.pt"
+    torch.save(state, path, _use_new_zipfile_serialization=False)
+    _nothing_found(path)
+
+
+def test_a_legacy_optimizer_state_of_many_parameters_passes(tmp_path: Path) -> None:
+    """AdamW keeps three tensors per parameter (step, exp_avg, exp_avg_sq): 1,500 parameters are 4,500 storages."""
+    params = [torch.nn.Parameter(torch.zeros(2)) for _ in range(1500)]
+    optimizer = torch.optim.AdamW(params)
+    for param in params:
+        param.grad = torch.ones(2)
+    optimizer.step()
+    path = tmp_path / "optimizer.pt"
+    torch.save(optimizer.state_dict(), path, _use_new_zipfile_serialization=False)
+    _nothing_found(path)
+
+
+def test_a_payload_after_4096_storage_keys_is_still_found(tmp_path: Path) -> None:
+    """What follows the storages is read as a pickle of its own, as in a smaller file: a legacy file of 5,000
+    storages with a pickle calling posix.system appended is critical. Before, the storages and the payload after
+    them were one block of unread trailing data (low)."""
+    state = {f"w{i}": torch.zeros(1) for i in range(5000)}
+    path = tmp_path / "legacy.pt"
+    torch.save(state, path, _use_new_zipfile_serialization=False)
+    path.write_bytes(path.read_bytes() + b"cposix\nsystem\n(S'id'\ntR.")
+    assert "WS-PKL-001" in {f.rule_id for f in scan(path).findings}
+
+
+def test_a_legacy_checkpoint_of_more_storages_than_max_members_is_a_limit(tmp_path: Path) -> None:
+    """The storage keys kept are bounded by max-members, as a zip checkpoint's are: past it a limit (high), and the
+    storages are not read as pickles."""
+    from dataclasses import replace
+
+    from wscan.config import Config
+    from wscan.limits import Limits
+
+    state = {f"w{i}": torch.zeros(1) for i in range(5000)}
+    path = tmp_path / "legacy.pt"
+    torch.save(state, path, _use_new_zipfile_serialization=False)
+    report = scan(path, Config(jobs=0, limits=replace(Limits(), max_members=4500)))
+    assert {(f.rule_id, f.evidence.get("limit", "")) for f in report.findings} == {("WS-FILE-002", "max-members")}
+    assert not scan(path, Config(jobs=0, limits=replace(Limits(), max_members=5000))).findings
