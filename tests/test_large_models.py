@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.scanning import scan
+from wscan.model import Severity
 
 torch = pytest.importorskip("torch")
 
@@ -67,3 +68,31 @@ def test_a_legacy_checkpoint_of_more_storages_than_max_members_is_a_limit(tmp_pa
     report = scan(path, Config(jobs=0, limits=replace(Limits(), max_members=4500)))
     assert {(f.rule_id, f.evidence.get("limit", "")) for f in report.findings} == {("WS-FILE-002", "max-members")}
     assert not scan(path, Config(jobs=0, limits=replace(Limits(), max_members=5000))).findings
+
+
+def test_a_tokenizer_config_of_150000_added_tokens_passes(tmp_path: Path) -> None:
+    """transformers' save_pretrained lists every added token in tokenizer_config.json, seven JSON values each: a
+    tokenizer given 150,000 image tokens (28 MB) passed the 1,000,000 values walked per file (high)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    transformers = pytest.importorskip("transformers")
+
+    vocab = {"[UNK]": 0, "[PAD]": 1, **{f"tok{i}": i + 2 for i in range(1000)}}
+    model = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=model, unk_token="[UNK]", pad_token="[PAD]")
+    token = transformers.AddedToken
+    tokenizer.add_tokens([token(f"<|visual token {i:06d}|>", special=True, normalized=False) for i in range(150_000)])
+    tokenizer.save_pretrained(tmp_path)
+    high = [(f.rule_id, f.message) for f in scan(tmp_path).findings if f.severity >= Severity.HIGH]
+    assert not high, high
+
+
+def test_past_the_json_values_walked_a_config_is_a_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk still ends, in a limit (high), never a pass: shown with the bound lowered to 10 values."""
+    import json
+
+    from wscan.scanners import loader_keys
+
+    monkeypatch.setattr(loader_keys, "MAX_VALUES", 10)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({f"key{i}": i for i in range(11)}))
+    found = {(f.rule_id, f.evidence.get("limit", "")) for f in scan(tmp_path).findings}
+    assert ("WS-FILE-002", "max-json-values") in found, found

@@ -147,7 +147,10 @@ KERNELS_COMMUNITY = "kernels-community"
 # imported instead (registry.get_from_registry; transformers PR #46303 had a `file.py:Class` run so).
 QUANTIZATION_PREFIX = "quantization_config."
 AUTO_ROUND_FORMAT = "packing_format"
-MAX_VALUES = 1_000_000  # JSON values walked per file; tokenizer.json, the one large file, is not walked
+# JSON values walked per file (tokenizer.json, the one large file, is not walked): 2.5 us each. A tokenizer_config.json
+# lists every added token in seven values: 1,000,000 flagged a real one of 142,855 (a speech or image-token model's;
+# scale sweep 205), and max-json-bytes lets one hold about 2.4 million. Past it, a limit finding (high).
+MAX_VALUES = 5_000_000
 MAX_SHOWN = 200
 
 
