@@ -96,3 +96,44 @@ def test_past_the_json_values_walked_a_config_is_a_limit(tmp_path: Path, monkeyp
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({f"key{i}": i for i in range(11)}))
     found = {(f.rule_id, f.evidence.get("limit", "")) for f in scan(tmp_path).findings}
     assert ("WS-FILE-002", "max-json-values") in found, found
+
+
+def test_a_torch_model_of_more_than_4096_submodules_passes(tmp_path: Path) -> None:
+    """torch.save(model) of a Sequential of 4,097 layers: a dict keeps 4,096 items, and the rest read as something
+    unknown in the submodule table torch calls (WS-PKL-029, high). Past the cap a dict now keeps one item of each
+    kind (key spelt like a special method, value class), which is what the table's checks judge."""
+    model = torch.nn.Sequential(*[torch.nn.Linear(2, 2) for _ in range(4097)])
+    path = tmp_path / "model.pt"
+    torch.save(model, path)
+    _nothing_found(path)
+
+
+@pytest.mark.parametrize("at", [10, 4199])
+@pytest.mark.parametrize("intruder", ["function", "object", "special-name"])
+def test_what_a_submodule_table_holds_past_4096_is_still_judged(tmp_path: Path, at: int, intruder: str) -> None:
+    """A function, an object of another class or a key spelt like a special method among 4,200 submodules is
+    flagged wherever it stands, before the cap or past it."""
+    import collections
+
+    model = torch.nn.Sequential()
+    for index in range(4200):
+        name = "__deepcopy__" if intruder == "special-name" and index == at else str(index)
+        model._modules[name] = torch.nn.Identity()
+    if intruder != "special-name":
+        model._modules[str(at)] = print if intruder == "function" else collections.Counter()
+    expected = "WS-PKL-026" if intruder == "special-name" else "WS-PKL-029"
+    path = tmp_path / "model.pt"
+    torch.save(model, path)
+    assert expected in {f.rule_id for f in scan(path).findings if f.severity >= Severity.HIGH}
+
+
+def test_past_4096_submodules_of_more_than_64_kinds_stay_unknown(tmp_path: Path) -> None:
+    """Too many kinds past the cap to keep one of each (70 keys spelt like special methods, each a kind of its own):
+    the table reads as holding something unknown (high), as every table past the cap did before."""
+    model = torch.nn.Sequential(*[torch.nn.Identity() for _ in range(4100)])
+    for index in range(70):
+        model._modules[f"__extra{index}__"] = torch.nn.Identity()
+    path = tmp_path / "model.pt"
+    torch.save(model, path)
+    found = [f for f in scan(path).findings if f.rule_id == "WS-PKL-029"]
+    assert found and "<unknown>" in found[0].message, found

@@ -267,7 +267,8 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
         if name in METHOD_NAME_ATTRIBUTES:
             _method_names(res, name, value, restored, at)
         if name in PROXY_TABLES and isinstance(value, Dict):
-            _dunder_items(res, [item for pair in value.items for item in pair], restored, at)
+            items = [*value.items, *(value.past_items() or [])]  # (too varied past them: the table is unknown)
+            _dunder_items(res, [item for pair in items for item in pair], restored, at)
         if isinstance(name, str) and name in CALLED_TABLES:
             for item in _table_values(res, value, keys=name in LIST_TABLES):
                 _member_event(res, name, item, restored, at)
@@ -433,8 +434,9 @@ def _table_values(res: PickleResult, table: Sym, keys: bool = False) -> list[Sym
     """The values of a dict, or of an object SETITEMS filled (their keys too with `keys`: what iterating it gives),
     or the items of a list or tuple; a table made any other way, as one computed value."""
     if isinstance(table, Dict):
-        pairs = table.items
-        computed = [Unknown()] if table.dropped else []
+        past = table.past_items()  # past what a dict keeps, one item of each kind
+        pairs = [*table.items, *past] if past else table.items
+        computed = [Unknown()] if past is None else []
     elif isinstance(table, Seq):
         return [*table.items, *([Unknown()] if table.dropped else [])]
     elif isinstance(table, Obj):

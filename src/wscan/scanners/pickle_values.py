@@ -140,17 +140,43 @@ def _light(value: Sym) -> bool:
     return held is None or short_text or isinstance(held, int | float | complex)
 
 
+MAX_KINDS_PAST = 64  # kinds of item a dict keeps one of past MAX_ITEMS (`Dict.past_items`)
+
+
 @dataclass(eq=False, slots=True)
 class Dict(Sym):
     items: list[tuple[Sym, Sym]] = field(default_factory=list)
     dropped: int = 0
     walked: bool = False  # its names noted as values (`_keep`)
+    past: dict[tuple[object, ...], tuple[Sym, Sym]] | None = None  # one item of each kind past MAX_ITEMS
+    past_mixed: bool = False  # more kinds than MAX_KINDS_PAST past MAX_ITEMS
 
     def add(self, key: Sym, value: Sym) -> None:
         if len(self.items) < MAX_ITEMS:
             self.items.append((key, value))
-        else:
-            self.dropped += 1
+            return
+        self.dropped += 1
+        if self.past is None:
+            self.past = {}
+        if self.past_mixed or (type(value) is Const and type(key) is Const and not _dunder(key)):
+            return  # text or numbers under a plain name: nothing the tables' checks look at
+        kind = _item_kind(key, value)
+        if kind not in self.past:
+            if len(self.past) >= MAX_KINDS_PAST:
+                self.past_mixed = True
+            else:
+                self.past[kind] = (key, value)
+
+    def past_items(self) -> list[tuple[Sym, Sym]] | None:
+        """The items past MAX_ITEMS as the checks of a table the library calls see them (`pickle_states`: a torch
+        module's submodules, parameters and buffers, judged by each value's class and by keys spelt like special
+        methods): one of each kind, or None when they were too varied, or the dict was made some other way. A torch
+        model of 4,097 submodules was flagged as holding something unknown (scale sweep 205)."""
+        if not self.dropped:
+            return []
+        if self.past is None or self.past_mixed:
+            return None
+        return list(self.past.values())
 
     def has(self, key: str) -> bool:
         """Whether `key` was set at all (to None too)."""
@@ -163,6 +189,25 @@ class Dict(Sym):
             if isinstance(k, Const) and k.value == key:
                 found = v
         return found
+
+
+def _dunder(key: Sym) -> bool:
+    """A key spelt like a special method (`__deepcopy__`), or no text at all: such keys are kept one by one."""
+    text = key.value if isinstance(key, Const) else None
+    return not isinstance(text, str) or (text.startswith("__") and text.endswith("__"))
+
+
+def _item_kind(key: Sym, value: Sym) -> tuple[object, ...]:
+    """What the checks of a called table tell an item by: its key when `_dunder`, and its value's class or name
+    (`pickle_states._member_event`); any other value by its identity."""
+    key_kind: object = id(key) if _dunder(key) else "name"
+    if isinstance(value, Obj):
+        return key_kind, "object", restored_class(value), describe(value)
+    if isinstance(value, Global):
+        return key_kind, "name", value.dotted
+    if isinstance(value, Const | Seq | Dict | Persistent):
+        return key_kind, type(value).__name__
+    return key_kind, id(value)
 
 
 @dataclass(eq=False, slots=True)
