@@ -4,12 +4,17 @@ as its library writes it, with nothing reported, and the part past the old cap m
 from __future__ import annotations
 
 import collections
+import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.scanning import scan
+from wscan.config import Config
+from wscan.limits import Limits
 from wscan.model import Severity
+from wscan.scanners import loader_keys
 
 torch = pytest.importorskip("torch")
 
@@ -57,11 +62,6 @@ def test_a_payload_after_4096_storage_keys_is_still_found(tmp_path: Path) -> Non
 def test_a_legacy_checkpoint_of_more_storages_than_max_members_is_a_limit(tmp_path: Path) -> None:
     """The storage keys kept are bounded by max-members, as a zip checkpoint's are: past it a limit (high), and the
     storages are not read as pickles."""
-    from dataclasses import replace
-
-    from wscan.config import Config
-    from wscan.limits import Limits
-
     state = {f"w{i}": torch.zeros(1) for i in range(5000)}
     path = tmp_path / "legacy.pt"
     torch.save(state, path, _use_new_zipfile_serialization=False)
@@ -88,10 +88,6 @@ def test_a_tokenizer_config_of_150000_added_tokens_passes(tmp_path: Path) -> Non
 
 def test_past_the_json_values_walked_a_config_is_a_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The walk still ends, in a limit (high), never a pass: shown with the bound lowered to 10 values."""
-    import json
-
-    from wscan.scanners import loader_keys
-
     monkeypatch.setattr(loader_keys, "MAX_VALUES", 10)
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({f"key{i}": i for i in range(11)}))
     found = {(f.rule_id, f.evidence.get("limit", "")) for f in scan(tmp_path).findings}
@@ -113,8 +109,6 @@ def test_a_torch_model_of_more_than_4096_submodules_passes(tmp_path: Path) -> No
 def test_what_a_submodule_table_holds_past_4096_is_still_judged(tmp_path: Path, at: int, intruder: str) -> None:
     """A function, an object of another class or a key spelt like a special method among 4,200 submodules is
     flagged wherever it stands, before the cap or past it."""
-    import collections
-
     model = torch.nn.Sequential()
     for index in range(4200):
         name = "__deepcopy__" if intruder == "special-name" and index == at else str(index)

@@ -214,10 +214,10 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         if rest > 0 and machine.frame_end != frame_seen:
             frame_seen = machine.frame_end
             yield from _stop_inside_frame(artifact, machine.frame_end, rest)
-        legacy_end = legacy and len(results) == LEGACY_PICKLES
-        if legacy_end and (not (yield from _skip_legacy_storages(artifact, stream, results, ctx.limits))
-                           or stream.at_end()):
-            break
+        if legacy and len(results) == LEGACY_PICKLES:
+            read_on = yield from _skip_legacy_storages(artifact, stream, results, ctx.limits)
+            if not read_on or stream.at_end():
+                break
         if tar_member in TAR_RECORDS and not (yield from _skip_tar_record(artifact, stream, results, tar_member)):
             break
     if arrays.read_arrays:

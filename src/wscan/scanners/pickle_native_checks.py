@@ -723,7 +723,6 @@ def _unfolded(value: Sym, name: str) -> None:
     size(value, 0)
 
 
-
 def _tree_holder(cls: str, state: Dict, arrays: ArrayReader) -> None:
     """An estimator's own hold on its trees: a decision tree's `tree_` is a Tree (gradient boosting's compiled
     predict takes None for one, and reads through it); gradient boosting's `estimators_` has as many columns as
