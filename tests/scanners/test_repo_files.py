@@ -340,16 +340,26 @@ def test_adapter_and_card_facts_make_no_findings(tmp_path: Path) -> None:
     assert scan(tmp_path).findings == []
 
 
-def test_the_oversized_walk_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import wscan.scanners.repo_files as repo_files
-    from wscan.model import Location
-    from wscan.scanners.base import Artifact
+def test_an_oversized_field_past_five_million_values_is_found(tmp_path: Path) -> None:
+    """The walk for long strings used to stop silently after 5,000,000 values (a tokenizer.json, which no other
+    walk reads for keys, passed with a 1 MiB field placed after them). Now nothing but the document bounds it."""
+    big = "A" * (1024 * 1024 + 1)
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"model": {"note": big}, "merges": [0] * 5_000_001}))
+    report = scan(tmp_path)
+    assert [(f.rule_id, f.evidence["field"]) for f in report.findings] == [("WS-REPO-006", "model.note")]
 
-    monkeypatch.setattr(repo_files, "MAX_WALK_VALUES", 10)
-    big = "x" * (repo_files.MAX_FIELD_CHARS + 1)
-    artifact = Artifact(Location("t.json"), 0, lambda: None)  # type: ignore[arg-type, return-value]
-    found = list(repo_files._oversized(artifact, {"a": [big] * 30, "b": {"c": [big] * 30}}, "json"))
-    assert 1 <= len(found) <= 10
+
+@pytest.mark.parametrize(("depth", "found"), [(7, True), (8, False)])
+def test_sub_configs_are_looked_into_eight_deep(depth: int, found: bool) -> None:
+    """An `auto_map` is looked for in sub-configs down to MAX_SUBCONFIG_DEPTH (8) containers below the top."""
+    import wscan.scanners.repo_files as repo_files
+
+    holder: dict[str, object] = {"auto_map": {"AutoModel": "m.M"}}
+    top = holder
+    for _ in range(depth):
+        top = {"sub": top}
+    expected = [("sub." * depth)[:-1] + ".auto_map"] if found else []
+    assert [field for field, _ in repo_files._nested_auto_maps(top)] == expected
 
 
 def _word_tokenizer(folder: Path, config: dict[str, object]) -> None:

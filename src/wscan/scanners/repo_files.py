@@ -23,7 +23,6 @@ from wscan.scanners.loader_keys import (
     IN_REPOSITORY,
     MODELSCOPE,
     join_field,
-    json_items,
     loader_keys,
     outside,
     placement,
@@ -71,7 +70,6 @@ JSON_ROLES = {
 LIST_ROLES = frozenset({"sentence-transformers-modules"})
 ST_PREFIX = "sentence_transformers."  # module classes sentence-transformers imports from itself
 MAX_FIELD_CHARS = 1024 * 1024  # no real config string is this long; tokenizer vocabularies are many short ones
-MAX_WALK_VALUES = 5_000_000
 # How deep sub-configs are looked into for an `auto_map` (vision_config, text_config.encoder, a list of them).
 MAX_SUBCONFIG_DEPTH = 8
 # Roles whose nested keys are data, not settings: a vocabulary may hold the token "auto_map".
@@ -173,11 +171,35 @@ class RepoJsonScanner:
 
 def _oversized(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[ScanItem]:
     """Strings longer than any real configuration needs: payload stores, or loader memory attacks."""
-    for item in json_items(top, MAX_WALK_VALUES):
-        if item is not None and isinstance(item[3], str) and len(item[3]) > MAX_FIELD_CHARS:
-            path, _, key, value, _ = item
-            yield artifact.observe("repo.oversized_field", role=role, field=join_field(path, key)[:200],
-                                   length=len(value))  # fmt: skip
+    for path, _, container in _containers(top):
+        if str not in _kinds(container):
+            continue
+        for key, value in container.items() if isinstance(container, dict) else enumerate(container):
+            if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+                yield artifact.observe("repo.oversized_field", role=role, field=join_field(path, key)[:200],
+                                       length=len(value))  # fmt: skip
+
+
+def _containers(top: dict[str, Any] | list[Any], max_depth: int = 2**31) -> Iterator[tuple[str, int, Any]]:
+    """Every dict and list of a parsed JSON document, depth first, with where it sits (`a.b[3]`) and its depth (0:
+    the top), none `max_depth` deep or deeper. It has no count of its own to stop at, so it cannot end silently:
+    the document bounds it (`max-json-bytes`, at least two bytes a value)."""
+    stack: list[tuple[str, int, Any]] = [("", 0, top)]
+    while stack:
+        path, depth, container = stack.pop()
+        yield path, depth, container
+        kinds = _kinds(container)
+        if depth + 1 >= max_depth or (dict not in kinds and list not in kinds):
+            continue
+        for key, value in container.items() if isinstance(container, dict) else enumerate(container):
+            if isinstance(value, dict | list):
+                stack.append((join_field(path, key), depth + 1, value))
+
+
+def _kinds(container: dict[str, Any] | list[Any]) -> set[type]:
+    """The types of a container's values, found without a Python loop: a vocabulary of 30 million numbers is passed
+    over at C speed instead of being stepped through (a list of 30 million: 0.53 s instead of 6.5 s, measured)."""
+    return set(map(type, container.values() if isinstance(container, dict) else container))
 
 
 def _references(auto_map: Any) -> list[str]:
@@ -218,10 +240,10 @@ def _split_references(refs: list[str]) -> tuple[list[str], bool]:
 def _nested_auto_maps(top: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """Every `auto_map` below the top (`vision_config.auto_map`), with where it sits. transformers reads only the
     top one, but vLLM resolved a sub-config's itself, with no opt-in (CVE-2025-66448 / GHSA-8fr4-5q9j-m8gm), or
-    built it with trust_remote_code hard-coded (CVE-2026-4944 / GHSA-7972-pg2x-xr59). Bounded in depth and size."""
-    for item in json_items(top, MAX_WALK_VALUES, MAX_SUBCONFIG_DEPTH):
-        if item is not None and item[2] == "auto_map" and item[4] > 0 and isinstance(item[3], dict | list):
-            yield join_field(item[0], item[2]), item[3]
+    built it with trust_remote_code hard-coded (CVE-2026-4944 / GHSA-7972-pg2x-xr59). Bounded in depth."""
+    for path, depth, container in _containers(top, MAX_SUBCONFIG_DEPTH):
+        if depth > 0 and isinstance(container, dict) and isinstance(container.get("auto_map"), dict | list):
+            yield join_field(path, "auto_map"), container["auto_map"]
 
 
 def custom_code(artifact: Artifact, top: dict[str, Any], role: str, data: bytes) -> Iterator[ScanItem]:
