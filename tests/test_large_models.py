@@ -94,19 +94,32 @@ def test_past_the_json_values_walked_a_config_is_a_limit(tmp_path: Path, monkeyp
     assert ("WS-FILE-002", "max-json-values") in found, found
 
 
-def test_a_torch_model_of_more_than_4096_submodules_passes(tmp_path: Path) -> None:
+def _as_torch_before_2(model: torch.nn.Module, ordered: bool) -> torch.nn.Module:
+    """With `ordered`, the submodule table as torch before 2.0 pickled it: an OrderedDict, which pickle makes empty
+    and fills with SETITEMS (an object's items, kept apart from a dict's)."""
+    if ordered:
+        object.__setattr__(model, "_modules", collections.OrderedDict(model._modules))
+    return model
+
+
+@pytest.mark.parametrize("ordered", [False, True], ids=["dict", "ordereddict"])
+def test_a_torch_model_of_more_than_4096_submodules_passes(tmp_path: Path, ordered: bool) -> None:
     """torch.save(model) of a Sequential of 4,097 layers: a dict keeps 4,096 items, and the rest read as something
     unknown in the submodule table torch calls (WS-PKL-029, high). Past the cap a dict now keeps one item of each
-    kind (key spelt like a special method, value class), which is what the table's checks judge."""
-    model = torch.nn.Sequential(*[torch.nn.Linear(2, 2) for _ in range(4097)])
+    kind (key spelt like a special method, value class), which is what the table's checks judge; so does an
+    OrderedDict's SETITEMS (torch before 2.0), which stayed unknown one session longer."""
+    model = _as_torch_before_2(torch.nn.Sequential(*[torch.nn.Linear(2, 2) for _ in range(4097)]), ordered)
     path = tmp_path / "model.pt"
     torch.save(model, path)
     _nothing_found(path)
 
 
+@pytest.mark.parametrize("ordered", [False, True], ids=["dict", "ordereddict"])
 @pytest.mark.parametrize("at", [10, 4199])
 @pytest.mark.parametrize("intruder", ["function", "object", "special-name"])
-def test_what_a_submodule_table_holds_past_4096_is_still_judged(tmp_path: Path, at: int, intruder: str) -> None:
+def test_what_a_submodule_table_holds_past_4096_is_still_judged(
+    tmp_path: Path, at: int, intruder: str, ordered: bool
+) -> None:
     """A function, an object of another class or a key spelt like a special method among 4,200 submodules is
     flagged wherever it stands, before the cap or past it."""
     model = torch.nn.Sequential()
@@ -117,17 +130,36 @@ def test_what_a_submodule_table_holds_past_4096_is_still_judged(tmp_path: Path, 
         model._modules[str(at)] = print if intruder == "function" else collections.Counter()
     expected = "WS-PKL-026" if intruder == "special-name" else "WS-PKL-029"
     path = tmp_path / "model.pt"
-    torch.save(model, path)
+    torch.save(_as_torch_before_2(model, ordered), path)
     assert expected in {f.rule_id for f in scan(path).findings if f.severity >= Severity.HIGH}
 
 
-def test_past_4096_submodules_of_more_than_64_kinds_stay_unknown(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ordered", [False, True], ids=["dict", "ordereddict"])
+def test_past_4096_submodules_of_more_than_64_kinds_stay_unknown(tmp_path: Path, ordered: bool) -> None:
     """Too many kinds past the cap to keep one of each (70 keys spelt like special methods, each a kind of its own):
     the table reads as holding something unknown (high), as every table past the cap did before."""
     model = torch.nn.Sequential(*[torch.nn.Identity() for _ in range(4100)])
     for index in range(70):
         model._modules[f"__extra{index}__"] = torch.nn.Identity()
     path = tmp_path / "model.pt"
-    torch.save(model, path)
+    torch.save(_as_torch_before_2(model, ordered), path)
+    found = [f for f in scan(path).findings if f.rule_id == "WS-PKL-029"]
+    assert found and "<unknown>" in found[0].message, found
+
+
+def test_past_the_objects_whose_items_are_kept_a_table_holds_something_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SETITEMS' items are kept for the first MAX_OBJECT_ITEMS objects (a million); an object past them read as
+    holding nothing, so a submodule table holding `print` after a million one-item OrderedDicts passed. Shown with
+    the bound lowered to 10: the table now holds something unread (high)."""
+    from wscan.scanners import pickle_states
+
+    monkeypatch.setattr(pickle_states, "MAX_OBJECT_ITEMS", 10)
+    model = torch.nn.Sequential(torch.nn.Identity(), torch.nn.Identity())
+    model._modules["1"] = print
+    padding = [collections.OrderedDict(a=1) for _ in range(11)]
+    path = tmp_path / "model.pt"
+    torch.save({"padding": padding, "model": _as_torch_before_2(model, True)}, path)
     found = [f for f in scan(path).findings if f.rule_id == "WS-PKL-029"]
     assert found and "<unknown>" in found[0].message, found

@@ -18,6 +18,7 @@ from wscan.scanners.pickle_values import (
     Event,
     Global,
     Obj,
+    PastKinds,
     Persistent,
     PickleResult,
     Seq,
@@ -331,18 +332,30 @@ PROXY_TABLES = frozenset({"_modules", "_parameters", "_buffers"})
 # another attribute of that state, which no method-name check sees. No writer keeps one in an instance.
 NAME_MAP_ATTRIBUTES = frozenset({"attribute_map"})
 MAX_OBJECT_ITEMS = 1_000_000  # objects whose SETITEMS values are kept (the opcode limit bounds them anyway)
+# What any object SETITEMS fills past them holds: something unread. Shared, never extended (`_note_items`).
+UNKEPT_ITEMS: list[tuple[Sym, Sym]] = [(Unknown(), Unknown())]
 
 
 def _note_items(res: PickleResult, target: Obj, pairs: list[tuple[Sym, Sym]]) -> None:
     """Keep what SETITEMS put in an object (an OrderedDict), so a table of callables is read like a dict."""
     entry = res.object_items.get(id(target))
     if entry is None:
-        if len(res.object_items) >= MAX_OBJECT_ITEMS:
-            return
-        entry = res.object_items[id(target)] = (target, [])
-    entry[1].extend(pairs[: max(0, MAX_ITEMS - len(entry[1]))])
-    if len(entry[1]) >= MAX_ITEMS:
-        entry[1].append((Unknown(), Unknown()))  # past what is kept: judged as computed
+        # Past MAX_OBJECT_ITEMS objects, one is known to hold something unread, never nothing: a torch model's
+        # submodule table holding `print` passed after a million OrderedDicts of one item each.
+        full = len(res.object_items) >= MAX_OBJECT_ITEMS
+        entry = res.object_items[id(target)] = (target, UNKEPT_ITEMS if full else [])
+    if entry[1] is UNKEPT_ITEMS:
+        return
+    room = max(0, MAX_ITEMS - len(entry[1]))
+    entry[1].extend(pairs[:room])
+    if len(pairs) <= room:
+        return
+    past = res.object_items_past.get(id(target))
+    if past is None:
+        entry[1].append((Unknown(), Unknown()))  # past what is kept: judged as computed, but by the table checks
+        past = res.object_items_past[id(target)] = PastKinds()
+    for key, value in pairs[room:]:
+        past.add(key, value)
 
 
 # Helpers that give the object they make a state of their own, as BUILD would: (position of the state, position of
@@ -441,9 +454,13 @@ def _table_values(res: PickleResult, table: Sym, keys: bool = False) -> list[Sym
         return [*table.items, *([Unknown()] if table.dropped else [])]
     elif isinstance(table, Obj):
         filled = _filled_items(res, table)
+        overflow = res.object_items_past.get(id(table))
+        kinds = overflow.items() if overflow is not None else None
         if filled is None:  # made from arguments: what they hold, with whatever SETITEMS added
             entry = res.object_items.get(id(table))
             pairs, computed = (entry[1] if entry is not None else []), [Unknown()]
+        elif kinds is not None:  # an OrderedDict (torch before 2.0) past what is kept: one item of each kind
+            pairs, computed = [*filled[:-1], *kinds], []
         else:
             pairs, computed = filled, []
     else:

@@ -140,7 +140,33 @@ def _light(value: Sym) -> bool:
     return held is None or short_text or isinstance(held, int | float | complex)
 
 
-MAX_KINDS_PAST = 64  # kinds of item a dict keeps one of past MAX_ITEMS (`Dict.past_items`)
+MAX_KINDS_PAST = 64  # kinds of item a container keeps one of past MAX_ITEMS (`PastKinds`)
+
+
+@dataclass(eq=False, slots=True)
+class PastKinds:
+    """The items past what a mapping keeps, as the checks of a table the library calls see them (`pickle_states`: a
+    torch module's submodules, parameters and buffers, judged by each value's class and by keys spelt like special
+    methods): one of each kind, up to MAX_KINDS_PAST kinds. A torch model of 4,097 submodules was flagged as holding
+    something unknown (scale sweep 205). Only those checks read it: the config-target checks, which read keys by
+    name, see such a mapping as not whole."""
+
+    kept: dict[tuple[object, ...], tuple[Sym, Sym]] = field(default_factory=dict)
+    mixed: bool = False  # more kinds than MAX_KINDS_PAST
+
+    def add(self, key: Sym, value: Sym) -> None:
+        if self.mixed or (type(value) is Const and type(key) is Const and not _dunder(key)):
+            return  # text or numbers under a plain name: nothing the tables' checks look at
+        kind = _item_kind(key, value)
+        if kind not in self.kept:
+            if len(self.kept) >= MAX_KINDS_PAST:
+                self.mixed = True
+            else:
+                self.kept[kind] = (key, value)
+
+    def items(self) -> list[tuple[Sym, Sym]] | None:
+        """One item of each kind, or None when they were too varied."""
+        return None if self.mixed else list(self.kept.values())
 
 
 @dataclass(eq=False, slots=True)
@@ -148,8 +174,7 @@ class Dict(Sym):
     items: list[tuple[Sym, Sym]] = field(default_factory=list)
     dropped: int = 0
     walked: bool = False  # its names noted as values (`_keep`)
-    past: dict[tuple[object, ...], tuple[Sym, Sym]] | None = None  # one item of each kind past MAX_ITEMS
-    past_mixed: bool = False  # more kinds than MAX_KINDS_PAST past MAX_ITEMS
+    past: PastKinds | None = None  # the items past MAX_ITEMS, one of each kind
 
     def add(self, key: Sym, value: Sym) -> None:
         if len(self.items) < MAX_ITEMS:
@@ -157,26 +182,15 @@ class Dict(Sym):
             return
         self.dropped += 1
         if self.past is None:
-            self.past = {}
-        if self.past_mixed or (type(value) is Const and type(key) is Const and not _dunder(key)):
-            return  # text or numbers under a plain name: nothing the tables' checks look at
-        kind = _item_kind(key, value)
-        if kind not in self.past:
-            if len(self.past) >= MAX_KINDS_PAST:
-                self.past_mixed = True
-            else:
-                self.past[kind] = (key, value)
+            self.past = PastKinds()
+        self.past.add(key, value)
 
     def past_items(self) -> list[tuple[Sym, Sym]] | None:
-        """The items past MAX_ITEMS as the checks of a table the library calls see them (`pickle_states`: a torch
-        module's submodules, parameters and buffers, judged by each value's class and by keys spelt like special
-        methods): one of each kind, or None when they were too varied, or the dict was made some other way. A torch
-        model of 4,097 submodules was flagged as holding something unknown (scale sweep 205)."""
+        """The items past MAX_ITEMS as a called table's checks see them (`PastKinds`), or None when they were too
+        varied or the dict was made some other way."""
         if not self.dropped:
             return []
-        if self.past is None or self.past_mixed:
-            return None
-        return list(self.past.values())
+        return None if self.past is None else self.past.items()
 
     def has(self, key: str) -> bool:
         """Whether `key` was set at all (to None too)."""
@@ -331,6 +345,9 @@ class PickleResult:
     # Items set on objects under names pickle later looks up on the instance (see `_items_on_object`), by id.
     # The values SETITEMS put in objects (an OrderedDict of torch hooks), by id, for `_callable_members`.
     object_items: dict[int, tuple[Obj, list[tuple[Sym, Sym]]]] = field(default_factory=dict)
+    # What SETITEMS put in such an object past MAX_ITEMS, one item of each kind (its list above ends in an unknown
+    # pair), by id, for the called-table checks (`pickle_states._table_values`).
+    object_items_past: dict[int, PastKinds] = field(default_factory=dict)
     item_methods: dict[int, tuple[Obj, dict[str, Sym]]] = field(default_factory=dict)
     # Objects (and states) `_after_build` judged, by id; kept alive here so an id is never reused.
     changed: dict[int, Sym] = field(default_factory=dict)
