@@ -1173,6 +1173,14 @@ def _old_pandas(out: Path) -> None:
     shutil.copytree(Path(__file__).parent / "data" / "old_pandas", out / "old_pandas")
 
 
+@kind("xgboost-1-models")
+def _old_xgboost(out: Path) -> None:
+    """Classifiers, a regressor and a booster of no rounds pickled and saved by XGBoost 1.5.2 and 1.7.6: 1.5's
+    classifier keeps its own label encoder (`xgboost.compat.XGBoostLabelEncoder`), and a booster of no rounds has
+    `best_iteration` -1 (tools/record_old_xgboost.py wrote them)."""
+    shutil.copytree(Path(__file__).parent / "data" / "old_xgboost", out / "old_xgboost")
+
+
 @kind("gensim-3-models")
 def _old_gensim(out: Path) -> None:
     """Word vectors, phrasers and a SMART TfidfModel saved by gensim 0.x to 3.8 (from gensim's own test data): the

@@ -263,6 +263,7 @@ HOSTILE_BYTES: dict[str, tuple[str, Callable[[bytes], bytes], str]] = {
     "categorical-split-without-categories": ("categorical", _numeric_node_marked_categorical, "without its"),
     "category-position-far": ("categorical", _patch("sorted_idx", 100_000_000), "category position 100000000"),
     "best-iteration-past-the-rounds": ("regression", _best_iteration("2147483647"), "best_iteration 2147483647"),
+    "best-iteration-before-none": ("regression", _best_iteration("-2"), "best_iteration -2"),
     "multi-target-leaf-row-far": ("multi-target", _patch("right_children", 1_000_000, index=-1), "row 1000000"),
 }
 
@@ -322,6 +323,21 @@ def test_every_model_is_listed(models: dict[str, Any]) -> None:
 def test_models_as_xgboost_writes_them_pass(tmp_path: Path, models: dict[str, Any], name: str, how: str) -> None:
     found = _findings(tmp_path, save(models[name], how), f"{name}.pkl")
     assert RULE not in found, found[RULE]
+
+
+@pytest.mark.parametrize("how", SAVES)
+def test_a_best_iteration_of_minus_one_passes(tmp_path: Path, models: dict[str, Any], how: str) -> None:
+    """-1 (what XGBoost 1 wrote for a booster of no rounds) makes the wrapper ask for rounds up to 0, which XGBoost
+    reads as every round: it predicts what the whole model does (checked with XGBoost below)."""
+    blob = _best_iteration("-1")(bytes(_booster(models["regression"]).__getstate__()["handle"]))
+    with _written_as(blob):
+        found = _findings(tmp_path, save(models["regression"], how), "minus-one.pkl")
+    assert RULE not in found, found[RULE]
+    booster = _booster(models["regression"]).copy()
+    booster.set_attr(best_iteration="-1")
+    rows = xgb.DMatrix(np.random.default_rng(0).normal(size=(20, booster.num_features())).astype(np.float32))
+    assert booster.best_iteration == -1
+    assert np.array_equal(booster.predict(rows, iteration_range=(0, booster.best_iteration + 1)), booster.predict(rows))
 
 
 @pytest.mark.parametrize("how", SAVES)

@@ -101,10 +101,11 @@ def check_model(model: dict[str, Value], tick: Callable[[], None] = lambda: None
 
 def _best_iteration(attributes: dict[str, Value], rounds: int) -> None:
     """scikit-learn's wrapper predicts with the trees up to `best_iteration` + 1, and XGBoost reads that many rounds
-    unchecked (review 88: "2147483647" crashed predict, "-5" read past the trees)."""
+    unchecked (review 88: "2147483647" crashed predict, "-5" read past the trees). -1 asks for none, which XGBoost
+    reads as every round (an end of 0 means the whole model): XGBoost 1 wrote it for a booster of no rounds."""
     if "best_iteration" not in attributes:
         return
-    if not 0 <= _int(attributes["best_iteration"], "best_iteration") < max(rounds, 1):
+    if not -1 <= _int(attributes["best_iteration"], "best_iteration") < max(rounds, 1):
         raise Malformed(f"best_iteration {str(attributes['best_iteration'])[:20]} of {rounds} rounds")
 
 
