@@ -60,7 +60,9 @@ HOSTILE = [
     "ball-mahalanobis-small-matrix", "kde-short-weights", "tree-left-child-far", "tree-right-child-negative",
     "tree-feature-far", "tree-cycle", "tree-max-depth-zero", "tree-more-nodes-counted", "tree-one-feature",
     "tree-no-classes", "forest-members-wider-than-the-forest", "hgb-left-child-far", "hgb-feature-far",
-    "hgb-categorical-bitset-far",
+    "hgb-categorical-bitset-far", "gradient-boosting-init-logistic-narrow", "gradient-boosting-init-logistic-one-row",
+    "gradient-boosting-init-naive-bayes-narrow", "gradient-boosting-init-forest-narrow",
+    "gradient-boosting-init-tree-narrow", "gradient-boosting-init-pipeline-narrow",
 ]  # fmt: skip
 
 
@@ -92,7 +94,9 @@ BENIGN = [
     "kmeans", "minibatch-kmeans", "bisecting-kmeans", "hdbscan", "hbos-shaped", "svc-unfitted", "grid-search-svc",
     "bagging-svc", "classifier-chain-trees", "classifier-chain-hgb", "regressor-chain-trees",
     "isolation-forest-one-feature", "knn-brute-manhattan", "spline-transformer", "grid-interpolator", "gaussian-kde",
-    "fitpack-splines", "sgd-sparsified", "bisecting-kmeans-sparse",
+    "fitpack-splines", "sgd-sparsified", "bisecting-kmeans-sparse", "gradient-boosting-init-logistic",
+    "gradient-boosting-init-naive-bayes", "gradient-boosting-init-forest", "gradient-boosting-init-tree",
+    "gradient-boosting-init-pipeline",
 ]  # fmt: skip
 
 

@@ -97,6 +97,7 @@ def benign_models() -> dict[str, Any]:
     models.update(_svms_and_matrices(x, y, y3))
     models.update(_clusterings(x))
     models.update(_containers(x, y))
+    models.update(_boosting_inits(x, y3))
     codes = np.column_stack([np.digitize(x[:, 0], [-1, 0, 1]), x[:, 1:]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -140,6 +141,47 @@ def _svms_and_matrices(x: Any, y: Any, y3: Any) -> dict[str, Any]:
         "knn-brute-manhattan": KNeighborsClassifier(3, algorithm="brute", metric="manhattan").fit(x, y),
         **_scipy_objects(x),
     }  # fmt: skip
+
+
+def _boosting_inits(x: Any, y3: Any) -> dict[str, Any]:
+    """Multiclass gradient boosting started from the estimators people pass as `init` (each flagged until helper 206
+    found them): its compiled predict writes as many columns as the initial predictions must have."""
+    from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.naive_bayes import GaussianNB
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.tree import DecisionTreeClassifier
+
+    inits = {
+        "logistic": LogisticRegression(),
+        "naive-bayes": GaussianNB(),
+        "forest": RandomForestClassifier(n_estimators=2, max_depth=2, random_state=SEED),
+        "tree": DecisionTreeClassifier(max_depth=2, random_state=SEED),
+        "pipeline": make_pipeline(StandardScaler(), LogisticRegression()),
+    }
+    return {
+        f"gradient-boosting-init-{name}": GradientBoostingClassifier(
+            n_estimators=2, max_depth=2, init=init, random_state=SEED
+        ).fit(x, y3)
+        for name, init in inits.items()
+    }
+
+
+def _narrow_inits(models: dict[str, Any]) -> dict[str, Any]:
+    """Those models with the initial estimator changed to predict two columns, where the model writes three."""
+    changed = {name: copy.deepcopy(models[f"gradient-boosting-init-{name}"]) for name in
+               ("logistic", "naive-bayes", "forest", "tree", "pipeline")}  # fmt: skip
+    logistic, pipeline_step = changed["logistic"].init_, changed["pipeline"].init_.steps[-1][1]
+    for estimator in (logistic, pipeline_step):
+        estimator.coef_, estimator.intercept_ = estimator.coef_[:2].copy(), estimator.intercept_[:2].copy()
+    one_row = copy.deepcopy(models["gradient-boosting-init-logistic"])
+    one_row.init_.coef_, one_row.init_.intercept_ = one_row.init_.coef_[:1].copy(), one_row.init_.intercept_[:1].copy()
+    changed["naive-bayes"].init_.classes_ = changed["naive-bayes"].init_.classes_[:2].copy()
+    changed["forest"].init_.n_classes_ = 2
+    changed["tree"].init_.n_classes_ = np.intp(2)  # what scikit-learn keeps there: a NumPy integer
+    found = {f"gradient-boosting-init-{name}-narrow": model for name, model in changed.items()}
+    return {**found, "gradient-boosting-init-logistic-one-row": one_row}
 
 
 def _containers(x: Any, y: Any) -> dict[str, Any]:
@@ -435,6 +477,7 @@ def _review_84(models: dict[str, Any]) -> dict[str, Any]:
         "gradient-boosting-member-none-tree": boosting,
         "isolation-forest-member-wider-than-its-columns": subset,
         "gradient-boosting-uniform-init-narrow": uniform,
+        **_narrow_inits(models),
         "kmeans-wide-without-a-feature-count": centers,
         "svc-sparse-precomputed": sparse_kernel,
         "tree-fields-reordered": _tree_state(models["tree"], _reorder_fields),

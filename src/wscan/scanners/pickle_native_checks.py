@@ -32,7 +32,7 @@ import numpy as np
 from wscan.limits import BudgetExceeded
 from wscan.scanners import catboost_model, lightgbm_model, pickle_native_scipy, xgboost_model
 from wscan.scanners.booster_common import Malformed
-from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
+from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape, numpy_dtype
 from wscan.scanners.pickle_arrow import BYTEARRAY
 from wscan.scanners.pickle_native import (
     BINARY_TREES,
@@ -55,7 +55,7 @@ from wscan.scanners.pickle_native import (
     dict_state,
     native_class_of,
 )
-from wscan.scanners.pickle_native_common import Invalid, int_values, integers, outside
+from wscan.scanners.pickle_native_common import INTEGERS, Invalid, int_values, integers, outside
 from wscan.scanners.pickle_ops import LongBytes
 from wscan.scanners.pickle_values import (
     MAX_NATIVE_RECORDED,
@@ -748,19 +748,90 @@ def _tree_holder(cls: str, state: Dict, arrays: ArrayReader) -> None:
     init = state.get("init_")
     if columns == 1 or (isinstance(init, Const) and init.value == "zero"):
         return
-    width = _dummy_width(init, arrays)
+    width = _init_width(init, arrays)
     if width != columns:
         raise Invalid(f"estimators_ of {columns} columns over initial predictions {width} wide")
 
 
-def _dummy_width(init: Sym | None, arrays: ArrayReader) -> int:
+# Initial estimators whose predict_proba width is worked out (`_init_width`); any other is unread.
+LOGISTIC = "sklearn.linear_model._logistic.LogisticRegression"
+GAUSSIAN_NB = "sklearn.naive_bayes.GaussianNB"
+FOREST_CLASSIFIERS = frozenset({"sklearn.ensemble._forest.RandomForestClassifier",
+                                "sklearn.ensemble._forest.ExtraTreesClassifier"})  # fmt: skip
+TREE_CLASSIFIERS = frozenset({"sklearn.tree._classes.DecisionTreeClassifier",
+                              "sklearn.tree._classes.ExtraTreeClassifier"})  # fmt: skip
+PIPELINE = "sklearn.pipeline.Pipeline"
+NUMPY_SCALARS = frozenset({"numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar"})
+
+
+def _init_width(init: Sym | None, arrays: ArrayReader, depth: int = 0) -> int:
+    """How many columns the initial estimator's predict_proba gives: multiclass gradient boosting takes the log of
+    them as its starting predictions, and its compiled predict then writes one column per column of estimators_,
+    unchecked (review 84: a DummyClassifier one wide under three columns wrote past them). Worked out as
+    scikit-learn's own predict_proba shapes it, from the arrays and counts it reads, for the default DummyClassifier
+    and the estimators people pass as `init` (helper 206 found each flagged): LogisticRegression, GaussianNB, a
+    forest or a tree, a Pipeline ending in one. Any other is unread."""
+    cls = native_class_of(init)
+    state = dict_state(init.state) if isinstance(init, Obj) else None
+    if state is None:
+        raise Unread(f"an initial estimator, {cls}, whose predictions wscan does not size")
+    if cls == DUMMY:
+        return _dummy_width(state, arrays)
+    if cls == LOGISTIC:
+        return _logistic_width(state, arrays)
+    if cls == GAUSSIAN_NB:  # one column per item of classes_ (np.size), each from that class's row of theta_
+        return int(np.prod(arrays.shape(state.get("classes_"))))
+    if cls in FOREST_CLASSIFIERS:  # a zero array of n_classes_ columns each tree's probabilities are added to
+        return _count(state.get("n_classes_"), arrays, "n_classes_")
+    if cls in TREE_CLASSIFIERS:  # the tree's values, max_n_classes wide, cut to n_classes_ columns
+        tree = state.get("tree_")
+        args = tree.args.items if isinstance(tree, Obj) and isinstance(tree.args, Seq) else []
+        if native_class_of(tree) != TREE or len(args) != 3:
+            raise Unread(f"an initial tree's tree_ made by {native_class_of(tree)}")
+        classes = int_values(arrays, args[1], "the initial tree's class counts")
+        if classes.ndim != 1 or not classes.size:
+            raise Invalid(f"an initial tree's class counts of shape {classes.shape}")
+        return min(_count(state.get("n_classes_"), arrays, "n_classes_"), int(classes.max()))
+    if cls == PIPELINE and depth < 4:  # the last step's predict_proba, on what the steps before it give
+        steps = state.get("steps")
+        last = steps.items[-1] if isinstance(steps, Seq) and steps.items and not steps.dropped else None
+        if not (isinstance(last, Seq) and len(last.items) == 2):
+            raise Unread("a Pipeline's last step the stream computes")
+        return _init_width(last.items[1], arrays, depth + 1)
+    raise Unread(f"an initial estimator, {cls}, whose predictions wscan does not size")
+
+
+def _logistic_width(state: Dict, arrays: ArrayReader) -> int:
+    """LogisticRegression's predict_proba: X @ coef_.T + intercept_, as NumPy broadcasts them (a single column
+    becomes two: the other class's probability beside it)."""
+    coef, intercept = arrays.shape(state.get("coef_")), arrays.shape(state.get("intercept_"))
+    if len(coef) != 2 or len(intercept) != 1:
+        raise Invalid(f"an initial LogisticRegression's coef_ of shape {coef} and intercept_ of shape {intercept}")
+    widths = {coef[0], intercept[0]} - {1}
+    if len(widths) > 1:
+        raise Invalid(f"an initial LogisticRegression's coef_ of shape {coef} and intercept_ of shape {intercept}")
+    width = widths.pop() if widths else 1
+    return 2 if width == 1 else width
+
+
+def _count(value: Sym | None, arrays: ArrayReader, what: str) -> int:
+    """A count an estimator keeps: a Python int, or a NumPy integer scalar (a tree's n_classes_ is an np.intp)."""
+    number = _const_int(value) if value is not None else None
+    if number is not None:
+        return number
+    if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in NUMPY_SCALARS:
+        args = value.args.items if isinstance(value.args, Seq) else []
+        if len(args) == 2:
+            dtype, data = numpy_dtype(args[0]), arrays.data(args[1])
+            if dtype.kind in INTEGERS and dtype.itemsize == len(data):
+                return int(np.frombuffer(data, dtype=dtype)[0])
+    raise Unread(f"an initial estimator's {what} the stream computes")
+
+
+def _dummy_width(state: Dict, arrays: ArrayReader) -> int:
     """How many columns a DummyClassifier's predict_proba gives (gradient boosting's default initial estimator):
     its class prior's length for the prior and stratified strategies, `n_classes_` for the others (review 84: a
-    uniform one with one class under a 60-wide prior overflowed the predictions). Other initial estimators are not
-    sized (a known false positive for multiclass boosting with a user's `init`)."""
-    state = dict_state(init.state) if isinstance(init, Obj) and native_class_of(init) == DUMMY else None
-    if state is None:
-        raise Unread(f"an initial estimator, {native_class_of(init)}, whose predictions wscan does not size")
+    uniform one with one class under a 60-wide prior overflowed the predictions)."""
     strategy = state.get("_strategy") or state.get("strategy")
     name = strategy.value if isinstance(strategy, Const) else None
     if name in ("prior", "stratified"):
