@@ -611,6 +611,26 @@ def test_checker_failure(tmp_path: Path) -> None:
     assert "topologically sorted" in report.findings[0].message
 
 
+def test_nodes_out_of_order_are_judged_as_onnxruntime_sorts_them(tmp_path: Path) -> None:
+    """onnxruntime's float16 converter appends its Casts after the nodes that read them (a real file of it); a model
+    written in reverse order too. onnxruntime sorts the nodes when it loads a model, so the sorted graph is checked."""
+    real = Path(__file__).parents[1] / "data" / "onnx_ort" / "mlp-fp16-keep-io.onnx"
+    assert scan(real).findings == []
+    model = mlp()
+    nodes = list(model.graph.node)[::-1]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    assert scan(write(tmp_path, model)).findings == []
+
+
+def test_nodes_in_a_cycle_stay_a_checker_failure(tmp_path: Path) -> None:
+    model = mlp()
+    model.graph.node[0].input[0] = "h2"  # the first MatMul reads what the Add after it writes
+    report = scan(write(tmp_path, model))
+    assert rule_ids(report) == {"WS-ONNX-016"}
+    assert "topologically sorted" in report.findings[0].message
+
+
 @pytest.mark.parametrize("dims", [[-4, 3], [2**40, 2**40], [2**62, 4]])
 @pytest.mark.parametrize("external", [False, True])
 def test_bad_shape(tmp_path: Path, dims: list[int], external: bool) -> None:
