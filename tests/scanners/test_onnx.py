@@ -571,6 +571,31 @@ def test_onnxruntime_contrib_domain_is_low(tmp_path: Path) -> None:
     assert rule_ids(report) == {"WS-ONNX-013"} and report.findings[0].severity == Severity.LOW
 
 
+@pytest.mark.parametrize(
+    ("op", "domain", "opset", "expected"),
+    [
+        ("SimplifiedLayerNormalization", "", 21, {"WS-ONNX-020"}),  # what onnxruntime-genai's builder writes
+        ("LayerNormalization", "", 16, {"WS-ONNX-020"}),  # onnxruntime's own, before ONNX defined it
+        ("LayerNormalization", "", 17, set()),  # ONNX's since opset 17
+        ("ImageScaler", "", 17, {"WS-ONNX-020"}),
+        ("SimplifiedLayerNormalization", "ai.onnx.ml", 3, {"WS-ONNX-014"}),  # only the ONNX domain
+        ("RMSNormalization2", "", 21, {"WS-ONNX-014"}),
+    ],
+)
+def test_onnxruntimes_own_operators_in_the_onnx_domain_are_low(
+    tmp_path: Path, op: str, domain: str, opset: int, expected: set[str]
+) -> None:
+    """onnxruntime registers a few operators of its own in the ONNX domain (helper 207: onnxruntime-genai's builder
+    writes SimplifiedLayerNormalization there, which onnxruntime runs and WS-ONNX-014 reported, medium)."""
+    scale = helper.make_tensor("s", T.FLOAT, [2], [1.0, 1.0])
+    node = helper.make_node(op, ["x", "s"], ["y"], domain=domain, axis=-1, epsilon=1e-5)
+    graph = helper.make_graph([node], "g", [value("x", shape=(1, 2))], [value("y", shape=(1, 2))], [scale])
+    imports = opsets((domain, opset)) if domain else [helper.make_opsetid("", opset)]
+    model = helper.make_model(graph, opset_imports=imports)
+    report = scan(write(tmp_path, model))
+    assert rule_ids(report) == expected, [(f.rule_id, f.message) for f in report.findings]
+
+
 @pytest.mark.parametrize("where", ["graph", "subgraph", "function"])
 def test_unknown_operator(tmp_path: Path, where: str) -> None:
     if where == "graph":
