@@ -119,6 +119,18 @@ def test_registered_steps_and_lerobot_classes_pass(tmp_path: Path) -> None:
     assert not _at_least(scan(tmp_path / "both.json").findings, Severity.LOW)
 
 
+def test_steps_past_the_thousand_judged_are_counted_never_passed(tmp_path: Path) -> None:
+    """A pipeline's steps are judged up to 1,000; a class in step 1,001 was passed silently. Now the steps past them
+    are counted as targets not judged (WS-CFG-006, high); so are pyannote preprocessors past the 1,000 named."""
+    steps = [{"registry_name": "device_processor", "config": {}}] * 1000 + [{"class": "os.system", "config": {}}]
+    (tmp_path / "policy_preprocessor.json").write_text(json.dumps({"name": "p", "steps": steps}))
+    found = [(f.rule_id, f.message) for f in scan(tmp_path / "policy_preprocessor.json").findings]
+    assert found == [("WS-CFG-006", "1 more targets in this config were not judged")], found
+    names = "".join(f"  p{index}:\n    name: torch.nn.Identity\n" for index in range(1000))
+    (tmp_path / "config.yaml").write_text(f"preprocessors:\n{names}  last:\n    name: os.makedirs\n")
+    assert "WS-CFG-006" in {f.rule_id for f in scan(tmp_path / "config.yaml").findings if f.severity >= Severity.HIGH}
+
+
 @pytest.mark.parametrize(
     ("case", "rule"),
     [("mlx_model_file", "WS-REPO-009"), ("mlx_outside", "WS-REPO-013")],

@@ -168,7 +168,8 @@ class ConfigTargetScanner:
             if not found:
                 return
         if any(key in data for key in _PYANNOTE_KEYS):
-            found += _pyannote_names(data)
+            names, past = _pyannote_names(data)
+            found, more = found + names, more + past
         yield from funasr_config(artifact, data)
         quoted = [(value, int(line)) for key, line, value in found if key == QUOTED_INTERPOLATION]
         found = [item for item in found if item[0] != QUOTED_INTERPOLATION]
@@ -572,7 +573,7 @@ def _tags_in_text(text: str) -> Iterator[tuple[str, str, str]]:
         yield f"!{match.group(1)}", "(unparsed)", match.group(2)
 
 
-def _pyannote_names(data: bytes) -> list[tuple[str, str, str]]:
+def _pyannote_names(data: bytes) -> tuple[list[tuple[str, str, str]], int]:
     """pyannote.audio's `pipeline.name` and `preprocessors.<x>.name`, read as pyannote reads config.yaml
     (yaml.SafeLoader: the last of duplicate keys, merge keys and aliases resolved), whatever keys or anchors
     lead there. Only names with a dot: pyannote splits module and class at the last one."""
@@ -580,17 +581,17 @@ def _pyannote_names(data: bytes) -> list[tuple[str, str, str]]:
 
     document = load_yaml_document(data)
     if not isinstance(document, dict):
-        return []
+        return [], 0
     found: list[tuple[str, str, str]] = []
     pipeline = document.get("pipeline")
     if isinstance(pipeline, dict) and isinstance(pipeline.get(NAME_KEY), str) and "." in pipeline[NAME_KEY]:
         found.append((NAME_KEY, "pipeline", pipeline[NAME_KEY]))
     preprocessors = document.get("preprocessors")
     if isinstance(preprocessors, dict):
-        for key, entry in list(preprocessors.items())[:MAX_REPORTED]:
+        for key, entry in preprocessors.items():
             if isinstance(entry, dict) and isinstance(entry.get(NAME_KEY), str) and "." in entry[NAME_KEY]:
                 found.append((NAME_KEY, f"preprocessors.{str(key)[:_STEP]}", entry[NAME_KEY]))
-    return found
+    return found[:MAX_REPORTED], max(0, len(found) - MAX_REPORTED)  # past them counted: a name there went unjudged
 
 
 def _tagged_path(stack: list[_Frame]) -> str:

@@ -279,6 +279,8 @@ def _pipeline_steps(artifact: Artifact, top: dict[str, Any], role: str) -> Itera
     steps = top.get("steps")
     if not isinstance(steps, list):
         return
+    if len(steps) > MAX_STEPS:  # counted, never passed: a step past them may import anything
+        yield artifact.observe("config.more_targets", count=len(steps) - MAX_STEPS)
     for index, step in enumerate(steps[:MAX_STEPS]):
         if not isinstance(step, dict):
             continue
