@@ -63,6 +63,15 @@ def test_each_reach_is_named(tmp_path: Path, source: str, rule: str) -> None:
     assert "WS-CODE-001" in {f.rule_id for f in report.findings}
 
 
+def test_many_findings_of_one_kind_never_hide_another(tmp_path: Path) -> None:
+    """Findings were capped at a hundred in all: a hundred `dill` calls (medium) before `os.system` hid the critical
+    one (helper 208). The cap is per category now."""
+    filler = "".join(f"    dill.f{index}(x)\n" for index in range(150))
+    report = scan_code(tmp_path, "import os\nimport dill\n\ndef setup(x):\n" + filler + "    os.system('id')\n")
+    assert "WS-CODE-002" in code_rules(report)
+    assert sum(f.rule_id == "WS-CODE-007" for f in report.findings) == 100
+
+
 def test_finding_names_the_line(tmp_path: Path) -> None:
     report = scan_code(tmp_path, "import torch\n\n\ndef f():\n    import os\n    os.system('id')\n")
     (finding,) = [f for f in report.findings if f.rule_id == "WS-CODE-002"]
