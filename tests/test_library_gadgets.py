@@ -2202,6 +2202,9 @@ _BACKBONE = (_s("backbone"), _list(_row("Conv", b"K\x10", b"K\x03", b"K\x02"), _
         (_detector((_s("backbone"), _list(_row("nn.functional", b"K\x01")))), "WS-PKL-054"),
         (_detector((_s("head"), _list(_row("Detect", _s("__import__('os')"))))), "WS-PKL-054"),
         (_detector((_s("backbone"), _g("builtins", "dict") + b")R")), "WS-PKL-054"),
+        # helper 208: a string argument the walk of 10,000 values reaches last (lists each under the 4,096 kept)
+        (_detector((_s("backbone"), _list(_row("Conv", _s("__import__('os').system('id')"),
+                                               *[_list(*[b"K\x00"] * 4000)] * 3)))), "WS-PKL-054"),
         # ... arguments val() and a resume fetch, and run: a dataset's address, a teacher model
         (_dict((_s("model"), _detector(_BACKBONE)),
                (_s("train_args"), _dict((_s("data"), _s("http://127.0.0.1/evil.yaml"))))), "WS-PKL-055"),
@@ -2278,8 +2281,8 @@ _BACKBONE = (_s("backbone"), _list(_row("Conv", b"K\x10", b"K\x03", b"K\x02"), _
         (_dict((_s("model"), _module("torch.nn.modules.container", "Sequential")),
                (_s("notes"), _g("easydict", "EasyDict") + b")\x81")), "WS-PKL-058"),
     ],
-    ids=["activation-code", "layer-function", "layer-module", "argument-code", "spec-computed", "data-address",
-         "args-address", "teacher-model", "modelopt", "other-class-spec", "spec-address", "args-slot-state",
+    ids=["activation-code", "layer-function", "layer-module", "argument-code", "spec-computed",
+         "argument-past-the-walk", "data-address", "args-address", "teacher-model", "modelopt", "other-class-spec", "spec-address", "args-slot-state",
          "ordered-checkpoint", "args-computed", "numpy-key", "numpy-value", "numpy-checkpoint-key",
          "ordered-arguments", "quantize", "ordered-with-attributes", "pair-state", "rebuild-from-type",
          "spec-file", "counter-checkpoint", "counter-with-attributes", "chain-map", "missing-module",

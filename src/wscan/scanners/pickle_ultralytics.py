@@ -306,7 +306,7 @@ def _numbers_past(value: Sym, limit: int) -> bool:
             pending.extend(item.items)
         elif _past(item, limit):
             return True
-    return False
+    return bool(pending)  # past MAX_VALUES: sized as past the limit, never passed
 
 
 def _judge_arguments(res: PickleResult, value: Sym, owner: str, name: str, at: int) -> None:
@@ -326,6 +326,8 @@ def _judge_arguments(res: PickleResult, value: Sym, owner: str, name: str, at: i
             _event(res, "size", at, owner, name, describe(item))  # a layer's channels: its weights are made of them
         elif not isinstance(item, Const):
             _event(res, "unread", at, owner, name, describe(item))
+    if pending:  # past MAX_VALUES: what is left may be a string Ultralytics evaluates (helper 208 hid one there)
+        _event(res, "unread", at, owner, name, f"more than {MAX_VALUES:,} argument values")
 
 
 def _judge_args(res: PickleResult, value: Sym, owner: str, at: int, strict: bool) -> None:
