@@ -323,6 +323,15 @@ def test_more_flagged_ops_than_listed_are_counted() -> None:
     assert finding.rule_id == "WS-TF-010" and finding.severity == Severity.INFO
 
 
+def test_flagged_ops_of_one_kind_never_hide_another() -> None:
+    """A thousand RestoreV2 nodes reading a fed path (flagged ops no rule judges) once filled the list, and a
+    WriteFile after them was only counted, as info (helper 208). The list is capped per kind the rules tell apart."""
+    restores = [(f"r{i}", "RestoreV2", ("p", "p", "p"), {}) for i in range(tf_graph.MAX_REPORTED)]
+    found = observe(graph_with(*restores, ("w", "WriteFile", ("p", "p"), {})))
+    assert [o.attrs["op"] for o in found if o.kind == "tf.op" and o.attrs["category"] == "file-write"] == ["WriteFile"]
+    assert "WS-TF-002" in {f.rule_id for f in default_engine().rules.judge(found)}
+
+
 def test_names_that_are_not_utf8_neither_fail_the_parse_nor_vanish() -> None:
     graph = message_class("GraphDef")()
     add_node(graph, "x", "ReadFile").name = b"\xffread"
