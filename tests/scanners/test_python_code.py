@@ -72,6 +72,18 @@ def test_many_findings_of_one_kind_never_hide_another(tmp_path: Path) -> None:
     assert sum(f.rule_id == "WS-CODE-007" for f in report.findings) == 100
 
 
+def test_a_config_past_a_cut_listing_still_marks_a_model_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder is listed up to 10,000 entries, in the file system's order; a config.json past them (20,000 files in
+    the folder) made its code not model code, not judged (helper 208). A cut listing is completed by name: shown
+    with the listing made to stop before config.json."""
+    from wscan.scanners import python_code
+
+    monkeypatch.setattr(python_code, "_listing", lambda folder: [f"n{i}.txt" for i in range(python_code.MAX_LISTING)])
+    assert "WS-CODE-002" in code_rules(scan_code(tmp_path, "import os\nos.system('id')\n"))
+
+
 def test_finding_names_the_line(tmp_path: Path) -> None:
     report = scan_code(tmp_path, "import torch\n\n\ndef f():\n    import os\n    os.system('id')\n")
     (finding,) = [f for f in report.findings if f.rule_id == "WS-CODE-002"]

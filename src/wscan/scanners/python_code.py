@@ -285,7 +285,12 @@ def _model_root(path: Path) -> Path | None:
         names = _listing(folder)
         if names is None:
             return folder if level == 0 else None  # an unlistable folder of its own: fail closed
-        if any(n in _MODEL_FILES for n in names) or (level == 0 and any(n.endswith(_WEIGHT_SUFFIXES) for n in names)):
+        # A listing cut at MAX_LISTING entries is completed by looking the configs up by name: a config.json past
+        # 20,000 other files once made a folder's code not model code (helper 208).
+        cut = len(names) >= MAX_LISTING
+        if any(n in _MODEL_FILES for n in names) or (cut and any(is_file(folder / n) for n in _MODEL_FILES)):
+            return folder
+        if level == 0 and any(n.endswith(_WEIGHT_SUFFIXES) for n in names):
             return folder
         if ".git" in names or folder.parent.name == "snapshots" or folder.parent == folder:
             return None
