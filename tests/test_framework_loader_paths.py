@@ -322,6 +322,10 @@ def test_mlflow_code_paths_of_a_helper_are_medium(tmp_path: Path) -> None:
     assert not report.failed and "WS-REPO-012" in rule_ids(report)
     report = scan(write(tmp_path / "n", {"MLmodel": mlmodel + ENV, "code/json.py": "X = 1\n"}))
     assert report.failed and "WS-REPO-011" in rule_ids(report)
+    # every name of the folder is read: json.py sorted after 10,000 others went unnamed (helper 208)
+    filler = {f"code/a{index:05d}.txt": "" for index in range(10_001)}
+    report = scan(write(tmp_path / "o", {"MLmodel": mlmodel + ENV, "code/json.py": "X = 1\n", **filler}))
+    assert report.failed and "WS-REPO-011" in rule_ids(report)
 
 
 @pytest.mark.parametrize("case", list(CASES))
