@@ -596,6 +596,16 @@ def test_onnxruntimes_own_operators_in_the_onnx_domain_are_low(
     assert rule_ids(report) == expected, [(f.rule_id, f.message) for f in report.findings]
 
 
+def test_many_onnxruntime_operators_never_hide_another_domain(tmp_path: Path) -> None:
+    """Operators from custom domains were reported up to a hundred in all: a hundred made-up com.microsoft ones (low)
+    hid a node of another domain (medium: a native library the application registers) after them (helper 208)."""
+    nodes = [helper.make_node(f"Fake{index}", ["x"], [f"y{index}"], domain="com.microsoft") for index in range(101)]
+    nodes.append(helper.make_node("Evil", ["x"], ["y"], domain="evil.ops"))
+    graph = helper.make_graph(nodes, "g", [value("x")], [value("y")])
+    model = helper.make_model(graph, opset_imports=opsets(("com.microsoft", 1), ("evil.ops", 1)))
+    assert "WS-ONNX-012" in rule_ids(scan(write(tmp_path, model)))
+
+
 @pytest.mark.parametrize("where", ["graph", "subgraph", "function"])
 def test_unknown_operator(tmp_path: Path, where: str) -> None:
     if where == "graph":
@@ -815,12 +825,14 @@ def test_count_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert report.files[0].status == "failed"
 
 
-def test_observations_per_kind_are_capped() -> None:
+@pytest.mark.parametrize(("domains", "per_domain", "expected"), [(1050, 1, 1000), (2, 150, 200)])
+def test_observations_per_kind_are_capped(domains: int, per_domain: int, expected: int) -> None:
+    """Custom-domain operators: a hundred of each domain, a thousand in all."""
     model = mlp()
-    for index in range(onnx_checks.MAX_PER_KIND + 50):
-        model.graph.node.append(helper.make_node("Weird", ["y"], [f"z{index}"], domain=f"d{index}"))
+    for index in range(domains * per_domain):
+        model.graph.node.append(helper.make_node(f"Weird{index}", ["y"], [f"z{index}"], domain=f"d{index % domains}"))
     found = [o for o in observe(model.SerializeToString()) if o.kind == "onnx.custom_domain"]
-    assert len(found) == onnx_checks.MAX_PER_KIND
+    assert len(found) == expected
 
 
 # --- every kind has a rule and a fixture --------------------------------------------------------------
