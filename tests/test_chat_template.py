@@ -83,6 +83,15 @@ def test_a_number_as_key_names_no_attribute(source: str, flagged: bool) -> None:
     assert ("template.computed_call" in {issue.kind for issue in check_template(source)}) is flagged
 
 
+def test_many_issues_of_one_kind_never_hide_another() -> None:
+    """Issues were kept up to fifty in all: fifty computed calls (high, each on its own name) hid a dunder (critical)
+    after them. The cap is per kind."""
+    calls = "".join(f"{{% set x{i} = messages %}}{{{{ x{i}[messages[0].content]() }}}}" for i in range(60))
+    kinds = [issue.kind for issue in check_template(calls + "{{ messages.__class__ }}")]
+    assert "template.dunder_access" in kinds
+    assert kinds.count("template.computed_call") == 50
+
+
 def test_an_int_filters_default_is_the_users_text() -> None:
     """Review 22, in transformers' own sandbox: `'x'|int(text)` is `text`, so a user's message picks the method the
     template calls; and a default can spell a dunder key (which passed before the counters were numbers too)."""
