@@ -3,6 +3,7 @@ their own freshly made pickles import."""
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 import sys
@@ -36,3 +37,18 @@ class _Recorder(pickle.Unpickler):
 def record_imports(stream: BinaryIO, names: set[str]) -> None:
     """Add to `names` the globals the pickle in `stream` (one this tool just wrote) imports."""
     _Recorder(stream, names).load()
+
+
+def record_folder(folder: Path, objects: dict[str, object], protocol: int, header: str) -> None:
+    """Pickle each object to `folder/<label>.pkl` and write `folder/names.txt`: the `header` line, then every global
+    those pickles import. What tools/record_old_*.py keep of an older library: its real files, as test data, and
+    the names tools/gen_tabular_allowlist.py adds."""
+    names: set[str] = set()
+    for label, obj in objects.items():
+        blob = pickle.dumps(obj, protocol=protocol)
+        (folder / f"{label}.pkl").write_bytes(blob)
+        record_imports(io.BytesIO(blob), names)
+    listed = "".join(f"{name}\n" for name in sorted(names))
+    (folder / "names.txt").write_text(f"# {header}\n{listed}", encoding="utf-8")
+    print(f"{len(names)} names", file=sys.stderr)
+

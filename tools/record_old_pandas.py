@@ -13,13 +13,12 @@ to_pickle protocol. The pickles are this tool's own, made a moment before; loadi
 
 from __future__ import annotations
 
-import io
 import pickle
 import sys
 import warnings
 from pathlib import Path
 
-from pack_file import record_imports
+from pack_file import record_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,14 +32,9 @@ def main(folder: Path) -> None:
 
     warnings.simplefilter("ignore")
     folder.mkdir(parents=True, exist_ok=True)
-    names: set[str] = set()
-    for label, obj in {**pandas_objects(), **arrow_objects()}.items():
-        blob = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)  # what DataFrame.to_pickle writes
-        (folder / f"{label}.pkl").write_bytes(blob)
-        record_imports(io.BytesIO(blob), names)
-    header = f"# imported by pickles of pandas {pandas.__version__} with NumPy {numpy.__version__}\n"
-    (folder / "names.txt").write_text(header + "".join(f"{name}\n" for name in sorted(names)), encoding="utf-8")
-    print(f"{len(names)} names", file=sys.stderr)
+    header = f"imported by pickles of pandas {pandas.__version__} with NumPy {numpy.__version__}"
+    # at pickle's highest protocol, which DataFrame.to_pickle writes
+    record_folder(folder, {**pandas_objects(), **arrow_objects()}, pickle.HIGHEST_PROTOCOL, header)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,12 @@ The pickles are this tool's own, made a moment before; loading them to record is
 
 from __future__ import annotations
 
-import io
 import os
-import pickle
 import sys
 import warnings
 from pathlib import Path
 
-from pack_file import record_imports
+from pack_file import record_folder
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -43,14 +41,8 @@ def main(folder: Path) -> None:
     data = xgb.DMatrix(features, label=labels > 0)
     models["booster-no-rounds"] = xgb.train({"nthread": 1}, data, num_boost_round=0)  # best_iteration -1
     models["booster-no-rounds"].save_model(str(folder / "booster-no-rounds.json"))
-    names: set[str] = set()
-    for label, model in models.items():
-        blob = pickle.dumps(model, protocol=4)
-        (folder / f"{label}.pkl").write_bytes(blob)
-        record_imports(io.BytesIO(blob), names)
-    header = f"# imported by pickles of XGBoost {xgb.__version__} with scikit-learn {sklearn.__version__}\n"
-    (folder / "names.txt").write_text(header + "".join(f"{name}\n" for name in sorted(names)), encoding="utf-8")
-    print(f"{len(names)} names", file=sys.stderr)
+    header = f"imported by pickles of XGBoost {xgb.__version__} with scikit-learn {sklearn.__version__}"
+    record_folder(folder, models, 4, header)
 
 
 if __name__ == "__main__":

@@ -831,15 +831,13 @@ def _sort_nodes(graph: GraphProto) -> bool:
     Casts at the end of the list (helper 207: a benign converted model failed the checker, medium)."""
     nodes = list(graph.node)
     producer = {name: index for index, node in enumerate(nodes) for name in node.output if name}
-    waits: list[set[int]] = []
-    for index, node in enumerate(nodes):
-        needed = {producer[name] for name in _reads(node) if name in producer}
-        waits.append(needed - {index})
     readers: list[list[int]] = [[] for _ in nodes]
-    for index, needed in enumerate(waits):
-        for source in needed:
+    remaining: list[int] = []  # for each node, the nodes it still waits for
+    for index, node in enumerate(nodes):
+        sources = {producer[name] for name in _reads(node) if name in producer} - {index}
+        remaining.append(len(sources))
+        for source in sources:
             readers[source].append(index)
-    remaining = [len(needed) for needed in waits]
     ready = [index for index, count in enumerate(remaining) if count == 0]
     heapq.heapify(ready)
     order: list[int] = []
@@ -862,7 +860,7 @@ def _reads(node: NodeProto) -> Iterator[str]:
     """The value names a node reads: its inputs, and every input of the nodes of its subgraphs (If, Loop, Scan),
     which may come from the enclosing graph."""
     yield from node.input
-    stack = [attribute for attribute in node.attribute]
+    stack = list(node.attribute)
     while stack:
         attribute = stack.pop()
         for subgraph in [attribute.g, *attribute.graphs] if attribute.type in SUBGRAPH_TYPES else []:

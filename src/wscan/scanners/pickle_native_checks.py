@@ -58,6 +58,7 @@ from wscan.scanners.pickle_native import (
 from wscan.scanners.pickle_native_common import INTEGERS, Invalid, int_values, integers, outside
 from wscan.scanners.pickle_ops import LongBytes
 from wscan.scanners.pickle_values import (
+    _NUMPY_SCALARS,
     MAX_NATIVE_RECORDED,
     Const,
     Dict,
@@ -761,7 +762,6 @@ FOREST_CLASSIFIERS = frozenset({"sklearn.ensemble._forest.RandomForestClassifier
 TREE_CLASSIFIERS = frozenset({"sklearn.tree._classes.DecisionTreeClassifier",
                               "sklearn.tree._classes.ExtraTreeClassifier"})  # fmt: skip
 PIPELINE = "sklearn.pipeline.Pipeline"
-NUMPY_SCALARS = frozenset({"numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar"})
 
 
 def _init_width(init: Sym | None, arrays: ArrayReader, depth: int = 0) -> int:
@@ -805,10 +805,8 @@ def _logistic_width(state: Dict, arrays: ArrayReader) -> int:
     """LogisticRegression's predict_proba: X @ coef_.T + intercept_, as NumPy broadcasts them (a single column
     becomes two: the other class's probability beside it)."""
     coef, intercept = arrays.shape(state.get("coef_")), arrays.shape(state.get("intercept_"))
-    if len(coef) != 2 or len(intercept) != 1:
-        raise Invalid(f"an initial LogisticRegression's coef_ of shape {coef} and intercept_ of shape {intercept}")
-    widths = {coef[0], intercept[0]} - {1}
-    if len(widths) > 1:
+    widths = {coef[0], intercept[0]} - {1} if len(coef) == 2 and len(intercept) == 1 else None
+    if widths is None or len(widths) > 1:  # not the shapes scikit-learn writes, or shapes NumPy cannot broadcast
         raise Invalid(f"an initial LogisticRegression's coef_ of shape {coef} and intercept_ of shape {intercept}")
     width = widths.pop() if widths else 1
     return 2 if width == 1 else width
@@ -819,7 +817,7 @@ def _count(value: Sym | None, arrays: ArrayReader, what: str) -> int:
     number = _const_int(value) if value is not None else None
     if number is not None:
         return number
-    if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in NUMPY_SCALARS:
+    if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in _NUMPY_SCALARS:
         args = value.args.items if isinstance(value.args, Seq) else []
         if len(args) == 2:
             dtype, data = numpy_dtype(args[0]), arrays.data(args[1])

@@ -171,8 +171,8 @@ class RepoJsonScanner:
 
 def _oversized(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[ScanItem]:
     """Strings longer than any real configuration needs: payload stores, or loader memory attacks."""
-    for path, _, container in _containers(top):
-        if str not in _kinds(container):
+    for path, _, container, kinds in _containers(top):
+        if str not in kinds:
             continue
         for key, value in container.items() if isinstance(container, dict) else enumerate(container):
             if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
@@ -180,15 +180,17 @@ def _oversized(artifact: Artifact, top: dict[str, Any], role: str) -> Iterator[S
                                        length=len(value))  # fmt: skip
 
 
-def _containers(top: dict[str, Any] | list[Any], max_depth: int = 2**31) -> Iterator[tuple[str, int, Any]]:
-    """Every dict and list of a parsed JSON document, depth first, with where it sits (`a.b[3]`) and its depth (0:
-    the top), none `max_depth` deep or deeper. It has no count of its own to stop at, so it cannot end silently:
-    the document bounds it (`max-json-bytes`, at least two bytes a value)."""
+def _containers(
+    top: dict[str, Any] | list[Any], max_depth: int = 2**31
+) -> Iterator[tuple[str, int, Any, set[type]]]:
+    """Every dict and list of a parsed JSON document, depth first, with where it sits (`a.b[3]`), its depth (0: the
+    top) and the types of its values, none `max_depth` deep or deeper. It has no count of its own to stop at, so it
+    cannot end silently: the document bounds it (`max-json-bytes`, at least two bytes a value)."""
     stack: list[tuple[str, int, Any]] = [("", 0, top)]
     while stack:
         path, depth, container = stack.pop()
-        yield path, depth, container
         kinds = _kinds(container)
+        yield path, depth, container, kinds
         if depth + 1 >= max_depth or (dict not in kinds and list not in kinds):
             continue
         for key, value in container.items() if isinstance(container, dict) else enumerate(container):
@@ -241,7 +243,7 @@ def _nested_auto_maps(top: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """Every `auto_map` below the top (`vision_config.auto_map`), with where it sits. transformers reads only the
     top one, but vLLM resolved a sub-config's itself, with no opt-in (CVE-2025-66448 / GHSA-8fr4-5q9j-m8gm), or
     built it with trust_remote_code hard-coded (CVE-2026-4944 / GHSA-7972-pg2x-xr59). Bounded in depth."""
-    for path, depth, container in _containers(top, MAX_SUBCONFIG_DEPTH):
+    for path, depth, container, _ in _containers(top, MAX_SUBCONFIG_DEPTH):
         if depth > 0 and isinstance(container, dict) and isinstance(container.get("auto_map"), dict | list):
             yield join_field(path, "auto_map"), container["auto_map"]
 
