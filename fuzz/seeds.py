@@ -111,10 +111,14 @@ def _pickles() -> Iterator[bytes]:
     yield from _sklearn_native_pickles()
     for name in ULTRALYTICS_SEEDS:  # what pickle_ultralytics reads: architecture, arguments, transforms
         yield from _zip_members(ROOT / "tests" / "data" / "ultralytics" / name, lambda n: n.endswith(".pkl"))
+    for name in HDBSCAN_SEEDS:  # what pickle_native_hdbscan reads: condensed and single-linkage trees, prediction data
+        yield (ROOT / "tests" / "data" / "outliers" / name).read_bytes()
 
 
 # Ultralytics checkpoints: a trainer's (arguments as a namespace, optimizer, EMA), a fused model's, a classifier's.
 ULTRALYTICS_SEEDS = ("yolov8n_detect_epoch.pt", "yolov8n_fused.pt", "yolov8n_classify_best.pt")
+# hdbscan clusterers as the library writes them: with prediction data (pickle, joblib) and a RobustSingleLinkage.
+HDBSCAN_SEEDS = ("hdbscan_manhattan.pkl", "hostile/original.joblib", "hostile/original-rsl.joblib")
 
 
 def _sklearn_native_pickles() -> Iterator[bytes]:

@@ -2074,13 +2074,62 @@ def test_real_pyod_detectors_pass(path: Path) -> None:
     assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
 
 
-@pytest.mark.parametrize("path", sorted(OUTLIERS.glob("hdbscan_*.pkl")), ids=lambda path: path.name)
-def test_real_hdbscan_clusterers_stay_high_by_their_classes_only(path: Path) -> None:
-    """Review 82: HDBSCAN's compiled tree code trusts the index arrays a model keeps (a condensed tree naming a child
-    past the points wrote out of bounds at `outlier_scores_`), so its classes stay off the allowlist: WS-PKL-003.
-    Its default `memory=Memory(None)` is no cache folder: never WS-PKL-033."""
-    found = {f.rule_id for f in scan(path).findings if f.severity >= Severity.HIGH}
-    assert found == {"WS-PKL-003"}
+HDBSCAN_PASSING = ["hdbscan_default.pkl", "hdbscan_manhattan.pkl", "hdbscan_minkowski.pkl", "hdbscan_chebyshev.pkl",
+                   "hdbscan_robust_single_linkage.pkl", "hostile/original.joblib", "hostile/original-rsl.joblib"]
+
+
+@pytest.mark.parametrize("name", HDBSCAN_PASSING)
+def test_real_hdbscan_clusterers_pass(name: str) -> None:
+    """hdbscan's clusterers were high (WS-PKL-003) since review 82 took them off the allowlist: their compiled tree
+    code trusts the arrays a model keeps. Those arrays are checked now (`pickle_native_hdbscan`), and the files
+    hdbscan wrote (tests/data/outliers/README.md) pass, prediction data and the default Memory(None) included."""
+    found = scan(OUTLIERS / name).findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # gen_min_span_tree=True keeps the spanning tree branch detection trusts to connect each cluster
+        ("hdbscan_prediction.pkl", {"WS-PKL-059"}),
+        # branch detection's own classes stay off the allowlist
+        ("hdbscan_branches.pkl", {"WS-PKL-003", "WS-PKL-059"}),
+        ("hdbscan_branch_detector.pkl", {"WS-PKL-003", "WS-PKL-059"}),
+    ],
+)
+def test_hdbscan_clusterers_branch_detection_could_read_stay_high(name: str, expected: set[str]) -> None:
+    """helper 209: detect_branches_in_clusters runs a compiled linkage on each cluster's spanning-tree edges and wrote
+    out of bounds when a cluster's labels did not match them (a real fit with alpha above 1 crashed it too). wscan does
+    not check that, so a clusterer that keeps a minimum spanning tree, which branch detection needs, is unverified."""
+    found = scan(OUTLIERS / name).findings
+    assert {f.rule_id for f in found if f.severity >= Severity.HIGH} == expected
+    assert any("spanning tree" in f.message for f in found if f.rule_id == "WS-PKL-059")
+
+
+@pytest.mark.parametrize(
+    ("name", "detail"),
+    [
+        ("condensed-child-far", "_condensed_tree's points: 99 ids"),
+        ("condensed-child-negative", "_condensed_tree's points: -1099511627776 outside 0 to 99"),
+        ("condensed-cycle", "_condensed_tree's clusters: 100 outside 101 to 104"),
+        ("linkage-far", "_single_linkage_tree joining a node not made before it"),
+        ("rsl-hierarchy-negative", "_cluster_hierarchy joining a node not made before it"),
+        ("prediction-wider-than-exemplars", "neighbour tree made by sklearn.neighbors._kd_tree.KDTree, not over"),
+        ("prediction-exemplars-narrow", "exemplar 0 of shape (5, 1) for points of 2 features"),
+        ("prediction-cluster-tree-other", "prediction cluster tree that is not the condensed tree's clusters"),
+        # helper 211: the flat functions' merge height climbs from these ids forever; a chain past the depth cap
+        ("prediction-reverse-map-far", "reverse_cluster_map naming cluster 1000000000, not in the condensed tree"),
+        ("condensed-chain-deep", "_condensed_tree 1100 clusters deep"),
+    ],
+)
+def test_hostile_hdbscan_clusterers_are_high(name: str, detail: str) -> None:
+    """Real clusterers with one array changed (tools/record_hdbscan_variants.py): loaded and given the call that reads
+    it, the first five crashed hdbscan (SIGSEGV), the prediction-data ones read past arrays or spun forever
+    (tests/data/outliers/hostile/README.md); the chain is past the depth cap (120,000 levels overflowed the stack).
+    Each is WS-PKL-059, for the array changed."""
+    found = [f for f in scan(OUTLIERS / "hostile" / f"{name}.joblib").findings if f.severity >= Severity.HIGH]
+    assert [f.rule_id for f in found] == ["WS-PKL-059"], found
+    assert detail in found[0].message
 
 
 @pytest.mark.parametrize(

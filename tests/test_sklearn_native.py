@@ -117,7 +117,7 @@ def test_real_pyod_and_hdbscan_files_pass() -> None:
     """PyOD's HBOS, KNN, LOF and OCSVM and the hdbscan package's prediction data (a KDTree) as those libraries
     wrote them (tests/data/outliers)."""
     folder = Path(__file__).parent / "data" / "outliers"
-    names = ["pyod_hbos.pkl", "pyod_knn.pkl", "pyod_lof.pkl", "pyod_ocsvm.pkl", "hdbscan_prediction.pkl"]
+    names = ["pyod_hbos.pkl", "pyod_knn.pkl", "pyod_lof.pkl", "pyod_ocsvm.pkl", "hdbscan_manhattan.pkl"]
     for name in names:
         assert RULE not in {f.rule_id for f in scan(folder / name).findings}, name
 

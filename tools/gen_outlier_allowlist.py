@@ -1,18 +1,19 @@
-"""Regenerate rules/allow-outliers.yaml: the names PyOD's outlier detectors and SUOD's ensembles import.
+"""Regenerate rules/allow-outliers.yaml: the names PyOD's outlier detectors, SUOD's ensembles and hdbscan's
+clusterers import.
 
-PyOD is not a test dependency (tests/data/outliers keeps real files it wrote), so run this where it is installed
-beside the test extra (`pip install pyod suod`, never another torch), then
+PyOD and hdbscan are not test dependencies (tests/data/outliers keeps real files they wrote), so run this where they
+are installed beside the test extra (`pip install pyod suod hdbscan`, never another torch), then
 `python tools/gen_outlier_allowlist.py [--keep DIR]`. Empirical, as the other recorded lists (`gen_stats_allowlist`,
-whose recording this shares): each detector of the catalogue below is fitted on a little data and saved the ways
-PyOD documents (pickle and joblib, which pickles the same names; a deep model's own `save()` pickles it too), with
-every pickle protocol from 2; the names those pickles import are recorded by a find_class that refuses nothing, and
-classes are screened as scikit-learn's ecosystem is. The deep detectors keep torch modules and optimizers
-(allow-torch judges those).
+whose recording this shares): each detector and clusterer of the catalogue below is fitted on a little data and saved
+the ways the libraries document (pickle and joblib, which pickles the same names; a PyOD deep model's own `save()`
+pickles it too), with every pickle protocol from 2; the names those pickles import are recorded by a find_class that
+refuses nothing, and classes are screened as scikit-learn's ecosystem is. The deep detectors keep torch modules and
+optimizers (allow-torch judges those).
 
-HDBSCAN is left out (review 82): its compiled tree code trusts the index arrays a model keeps, and a file whose
-condensed tree names a child past its points wrote out of bounds when `outlier_scores_` was read (SIGSEGV), as did
-its single-linkage tree at `dbscan_clustering`; wscan does not check those arrays' contents. tests/data/outliers
-keeps HDBSCAN's real files, which stay high.
+hdbscan's compiled tree, prediction and distance code trusts the arrays a clusterer keeps (review 82 wrote out of
+bounds through `outlier_scores_` and `dbscan_clustering`): `pickle_native_hdbscan` checks them, as it does for the
+classes listed here. Branch detection (BranchDetector, BranchDetectionData) is left out: its compiled linkage trusts
+what no check of the state can promise (a real fit with alpha above 1 crashed it), so those files stay high.
 """
 
 from __future__ import annotations
@@ -20,12 +21,21 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from gen_allowlists import catalogue_arguments, screened_catalogue
+from gen_allowlists import catalogue_arguments, screened_catalogue, screened_names
 from gen_fastai_allowlist import table_members
 from gen_stats_allowlist import recorded_catalogue, screened_lists
 from pack_file import write_pack
 
-LIBRARIES = ("pyod.", "suod.")
+LIBRARIES = ("pyod.", "suod.", "hdbscan.")
+# HDBSCAN keeps `memory=Memory(None)` by default: a joblib Memory with no store backend, whose cache() returns the
+# function as is (WS-PKL-033 passes only such a Memory, see pickle_states; any other memory is a folder fit writes to).
+OTHER_CLASSES = ["joblib.memory.Memory"]
+# hdbscan's own copy of scikit-learn's old distance metrics: Cython classes made by newObj (cls.__new__(cls)), whose
+# __setstate__ sets p and takes the data pointers of the state's vec and mat arrays (None as NULL), which only the
+# weighted, standardised and Mahalanobis metrics read (by the data's width, not the arrays': they stay off the list).
+NEW_HELPERS = ["hdbscan.dist_metrics.newObj"]  # `return obj.__new__(obj)`, as scikit-learn's
+METRIC_HOOKS = {f"hdbscan.dist_metrics.{name}": "sets p, vec and mat; does not read vec or mat"
+                for name in ("EuclideanDistance", "ManhattanDistance", "ChebyshevDistance")}  # fmt: skip
 
 
 def save_models(folder: Path) -> None:
@@ -71,24 +81,50 @@ def save_models(folder: Path) -> None:
         with (folder / f"pyod_{name}.pkl").open("wb") as stream:  # joblib.dump pickles the same names
             pickle.dump(detector, stream)
 
+    import hdbscan
+
+    points = np.vstack([rng.randn(40, 2), rng.randn(40, 2) + 6, rng.randn(20, 2) - 6])
+    clusterers = {
+        "default": hdbscan.HDBSCAN(),
+        "prediction": hdbscan.HDBSCAN(min_cluster_size=5, prediction_data=True, gen_min_span_tree=True),
+        "manhattan": hdbscan.HDBSCAN(min_cluster_size=5, metric="manhattan", prediction_data=True),
+        "minkowski": hdbscan.HDBSCAN(min_cluster_size=5, metric="minkowski", p=3, prediction_data=True),
+        "chebyshev": hdbscan.HDBSCAN(min_cluster_size=5, metric="chebyshev", prediction_data=True),
+        "robust_single_linkage": hdbscan.RobustSingleLinkage(cut=0.5),
+    }
+    for name, clusterer in clusterers.items():
+        clusterer.fit(points)
+        if name == "prediction":  # the trees and scores users read, built lazily
+            _ = clusterer.condensed_tree_, clusterer.single_linkage_tree_, clusterer.minimum_spanning_tree_
+            _ = clusterer.outlier_scores_, clusterer.exemplars_, clusterer.relative_validity_
+        with (folder / f"hdbscan_{name}.pkl").open("wb") as stream:
+            pickle.dump(clusterer, stream)
+
 
 def main() -> None:
-    args = catalogue_arguments(__doc__.splitlines()[0], {}, {})
+    args = catalogue_arguments(__doc__.splitlines()[0], METRIC_HOOKS, {})
     names, members = recorded_catalogue(save_models, LIBRARIES, args.keep)
     allowed, state_only, functions = screened_catalogue(names, LIBRARIES)
+    other_allowed, other_state_only = screened_names(OTHER_CLASSES)
+    if other_allowed != OTHER_CLASSES:
+        raise SystemExit(f"classes with hooks to review: {', '.join(sorted(set(OTHER_CLASSES) - set(other_allowed)))}")
+    allowed, state_only = sorted(allowed + other_allowed), sorted(state_only + other_state_only)
+    functions = [name for name in functions if name not in NEW_HELPERS]
     others = sorted(n for n in names if not n.startswith(LIBRARIES))
     print(f"recorded outside the libraries (judged by the other packs): {', '.join(others)}")
     from importlib.metadata import version
 
-    versions = ", ".join(f"{lib} {version(lib)}" for lib in ("pyod", "suod"))
+    versions = ", ".join(f"{lib} {version(lib)}" for lib in ("pyod", "suod", "hdbscan"))
+    lists = screened_lists(allowed, state_only, functions, members)
     write_pack(
         "allow-outliers",
-        f"Generated by tools/gen_outlier_allowlist.py ({versions}): what PyOD's outlier detectors and SUOD's "
-        "ensembles import, recorded from real saves, never a package wildcard: classes restored from state only, "
-        "each screened for the hooks loading runs; the functions they keep as values; their method names and the "
-        "classes that cannot be called.\n",
+        f"Generated by tools/gen_outlier_allowlist.py ({versions}): what PyOD's outlier detectors, SUOD's "
+        "ensembles and hdbscan's clusterers import, recorded from real saves, never a package wildcard: classes "
+        "restored from state only, each screened for the hooks loading runs; hdbscan's newObj (cls.__new__(cls)); "
+        "the functions they keep as values; their method names and the classes that cannot be called.\n",
         {
-            **screened_lists(allowed, state_only, functions, members),
+            **lists,
+            "allowed-callables": sorted(lists["allowed-callables"] + NEW_HELPERS),
             "table-members": table_members(allowed),  # the deep detectors' networks, as a Sequential's modules
         },
     )

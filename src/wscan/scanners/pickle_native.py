@@ -59,6 +59,11 @@ SCIPY_OBJECTS = frozenset({
 KMEANS = frozenset({"sklearn.cluster._kmeans.KMeans", "sklearn.cluster._kmeans.MiniBatchKMeans",
                     "sklearn.cluster._bisect_k_means.BisectingKMeans"})  # fmt: skip
 HDBSCAN = "sklearn.cluster._hdbscan.hdbscan.HDBSCAN"
+# The hdbscan package's clusterers: their condensed and single-linkage trees and prediction data
+# (`pickle_native_hdbscan`).
+PACKAGE_HDBSCAN = "hdbscan.hdbscan_.HDBSCAN"
+ROBUST_SINGLE_LINKAGE = "hdbscan.robust_single_linkage_.RobustSingleLinkage"
+HDBSCAN_CLUSTERERS = frozenset({PACKAGE_HDBSCAN, ROBUST_SINGLE_LINKAGE})
 HBOS = "pyod.models.hbos.HBOS"
 NEIGHBOR_CLASSIFIERS = frozenset({"sklearn.neighbors._classification.KNeighborsClassifier",
                                   "sklearn.neighbors._classification.RadiusNeighborsClassifier"})  # fmt: skip
@@ -83,7 +88,8 @@ CATBOOST_MODELS = frozenset(
     f"catboost.core.{name}" for name in ("CatBoost", "CatBoostClassifier", "CatBoostRegressor", "CatBoostRanker")
 )
 BOOSTERS = frozenset({LIGHTGBM_BOOSTER, XGBOOST_BOOSTER, LIGHTGBM_PREDICTOR, *LIGHTGBM_ESTIMATORS, *CATBOOST_MODELS})
-CHECKED = SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | BOOSTERS | {HDBSCAN, HBOS, *NEIGHBORS}
+CHECKED = (SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | BOOSTERS | HDBSCAN_CLUSTERERS
+           | {HDBSCAN, HBOS, *NEIGHBORS})
 
 
 def native_class(target: Obj) -> str | None:

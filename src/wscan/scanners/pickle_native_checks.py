@@ -30,7 +30,7 @@ from typing import TypeVar
 import numpy as np
 
 from wscan.limits import BudgetExceeded
-from wscan.scanners import catboost_model, lightgbm_model, pickle_native_scipy, xgboost_model
+from wscan.scanners import catboost_model, lightgbm_model, pickle_native_hdbscan, pickle_native_scipy, xgboost_model
 from wscan.scanners.booster_common import Malformed
 from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape, numpy_dtype
 from wscan.scanners.pickle_arrow import BYTEARRAY
@@ -40,6 +40,7 @@ from wscan.scanners.pickle_native import (
     CATBOOST_MODELS,
     HBOS,
     HDBSCAN,
+    HDBSCAN_CLUSTERERS,
     KMEANS,
     LIGHTGBM_BOOSTER,
     LIGHTGBM_ESTIMATORS,
@@ -609,6 +610,8 @@ def _estimator(cls: str, state: Dict, arrays: ArrayReader, tick: Callable[[], No
         _kmeans(state, arrays)
     elif cls == HDBSCAN:
         _linkage(state, arrays)
+    elif cls in HDBSCAN_CLUSTERERS:
+        pickle_native_hdbscan.clusterer(cls, state, arrays)
     elif cls == HBOS:
         _histograms(state, arrays)
     else:

@@ -1,0 +1,168 @@
+"""Keep hostile variants of real hdbscan clusterers as test data, each with what it did to hdbscan itself.
+
+Why: hdbscan is not a test dependency, and its compiled code trusts the arrays a clusterer keeps
+(`pickle_native_hdbscan`). Each variant here is a real fit with one array changed, saved with joblib; each is then
+loaded in a fresh process and given the call that reads the changed array, and how that process ended is written to
+the folder's README (a crash is memory corruption; a clean exit may still have read or written out of bounds).
+
+Run where hdbscan is installed, in a virtualenv of its own, from the project root:
+    python tools/record_hdbscan_variants.py tests/data/outliers/hostile
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# Each variant: (what it changes, the call that reads it).
+CALLS = {
+    "condensed-child-far": "m.outlier_scores_",
+    "condensed-child-negative": "hdbscan.flat.membership_vector_flat(m, X[:3], n_clusters=2)",
+    "condensed-cycle": "m.condensed_tree_.get_plot_data()",
+    "linkage-far": "m.dbscan_clustering(0.5)",
+    "rsl-hierarchy-negative": "m.cluster_hierarchy_.get_clusters(0.5, 5)",
+    "prediction-wider-than-exemplars": "hdbscan.all_points_membership_vectors(m)",
+    "prediction-cluster-tree-other": "hdbscan.all_points_membership_vectors(m)",
+    "prediction-exemplars-narrow": "hdbscan.all_points_membership_vectors(m)",
+    "prediction-reverse-map-far": "hdbscan.flat.membership_vector_flat(m, X)",
+    "condensed-chain-deep": "m.condensed_tree_.get_plot_data()",
+}
+CHAIN_LEVELS = 1100  # past wscan's cap of 1,000; helper 211's 120,000 overflowed hdbscan's C stack (a 15 MB file)
+RUN = """
+import sys, joblib, numpy as np, hdbscan, hdbscan.flat
+m = joblib.load(sys.argv[1])
+X = np.random.default_rng(1).normal(size=(8, 2))
+{call}
+print("returned")
+"""
+
+
+def variants() -> dict[str, Any]:
+    import hdbscan
+    import numpy as np
+
+    rng = np.random.RandomState(0)
+    points = np.vstack([rng.randn(40, 2), rng.randn(40, 2) + 6, rng.randn(20, 2) - 6])
+    fitted = hdbscan.HDBSCAN(min_cluster_size=5, prediction_data=True).fit(points)
+    robust = hdbscan.RobustSingleLinkage(cut=0.5).fit(points)
+
+    def changed(model: Any, change: Callable[[Any], None]) -> Any:
+        copied = copy.deepcopy(model)
+        change(copied)
+        return copied
+
+    def point_row(model: Any) -> int:
+        return int(np.flatnonzero(model._condensed_tree["child_size"] == 1)[0])
+
+    def cluster_row(model: Any) -> int:
+        return int(np.flatnonzero(model._condensed_tree["child_size"] > 1)[0])
+
+    def far(m: Any) -> None:
+        m._condensed_tree["child"][point_row(m)] = 1 << 36
+
+    def negative(m: Any) -> None:
+        m._condensed_tree["child"][point_row(m)] = -(1 << 40)
+
+    def cycle(m: Any) -> None:
+        row = cluster_row(m)
+        m._condensed_tree["child"][row] = m._condensed_tree["parent"][row]
+
+    def linkage(m: Any) -> None:
+        m._single_linkage_tree[0, 0] = 1e9
+
+    def hierarchy(m: Any) -> None:
+        m._cluster_hierarchy[int(np.argmin(m._cluster_hierarchy[:, 2])), 1] = -1e12  # a merge below any cut
+
+    def wider(m: Any) -> None:
+        m._prediction_data.raw_data = np.zeros((len(m.labels_), 256))
+
+    def narrow(m: Any) -> None:
+        m._prediction_data.exemplars[0] = m._prediction_data.exemplars[0][:, :1].copy()
+
+    def reverse_map(m: Any) -> None:
+        m._prediction_data.reverse_cluster_map[0] = 10**9
+
+    def chain(m: Any) -> None:
+        """A tree every other check accepts, one cluster per level: cluster i splits into i + 1 and a one-point
+        cluster beside it."""
+        count = CHAIN_LEVELS + 2
+        root = count
+        rows = []
+        for level in range(1, CHAIN_LEVELS + 1):
+            parent = root if level == 1 else root + 2 * level - 3
+            rows += [(parent, root + 2 * level - 1, 0.01 * level, 2), (parent, root + 2 * level, 0.01 * level, 2)]
+            rows.append((root + 2 * level, level - 1, 0.01 * level + 0.005, 1))
+        rows += [(root + 2 * CHAIN_LEVELS - 1, CHAIN_LEVELS, 1.0, 1), (root + 1, CHAIN_LEVELS + 1, 0.015, 1)]
+        m._condensed_tree = np.array(rows, dtype=m._condensed_tree.dtype)
+        m.labels_ = np.zeros(count, dtype=np.intp)
+        m.probabilities_ = np.ones(count)
+        m._raw_data = np.zeros((count, 2))
+        m._single_linkage_tree = m._prediction_data = m._outlier_scores = None
+
+    def other_tree(m: Any) -> None:
+        m._prediction_data.cluster_tree = m._prediction_data.cluster_tree[:-1].copy()
+
+    return {
+        "original": fitted,
+        "original-rsl": robust,
+        "condensed-child-far": changed(fitted, far),
+        "condensed-child-negative": changed(fitted, negative),
+        "condensed-cycle": changed(fitted, cycle),
+        "linkage-far": changed(fitted, linkage),
+        "rsl-hierarchy-negative": changed(robust, hierarchy),
+        "prediction-wider-than-exemplars": changed(fitted, wider),
+        "prediction-cluster-tree-other": changed(fitted, other_tree),
+        "prediction-exemplars-narrow": changed(fitted, narrow),
+        "prediction-reverse-map-far": changed(fitted, reverse_map),
+        "condensed-chain-deep": changed(fitted, chain),
+    }
+
+
+def outcome(path: Path, call: str) -> str:
+    """How a fresh process that loads the file and makes the call ends."""
+    try:
+        done = subprocess.run([sys.executable, "-c", RUN.format(call=call), str(path)], capture_output=True,
+                              text=True, timeout=20)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return "hung (killed after 20 s)"
+    if done.returncode < 0:
+        return f"killed by signal {-done.returncode}"
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        return f"exit {done.returncode}: {last[:80]}"
+    return "returned"
+
+
+def main(folder: Path) -> None:
+    from importlib.metadata import version
+
+    import joblib
+
+    warnings.simplefilter("ignore")
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name, model in variants().items():
+        path = folder / f"{name}.joblib"
+        joblib.dump(model, path)
+        if name in CALLS:
+            rows.append(f"| `{name}.joblib` | `{CALLS[name]}` | {outcome(path, CALLS[name])} |")
+    (folder / "README.md").write_text(
+        "# Hostile hdbscan clusterers\n\nWritten by `tools/record_hdbscan_variants.py` "
+        f"(hdbscan {version('hdbscan')}): "
+        "a real HDBSCAN (100 points in three blobs, `min_cluster_size=5, prediction_data=True`) and a real "
+        "RobustSingleLinkage (`cut=0.5`), saved with joblib as `original*.joblib`, and copies of them with one array "
+        "changed. Each copy was loaded in a fresh process and given the call that reads that array:\n\n"
+        "| file | call | how the process ended |\n|---|---|---|\n" + "\n".join(rows) + "\n\n"
+        "A crash is memory corruption; a call that returned may still have read or written out of bounds. The deep "
+        f"chain ({CHAIN_LEVELS:,} levels) is within hdbscan's stack here: it is past wscan's cap, which stops one "
+        "that is not (120,000 levels overflowed the C stack).\n"
+    )
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
