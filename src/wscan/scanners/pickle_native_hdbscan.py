@@ -40,13 +40,12 @@ MAX_CLUSTER_DEPTH = 1000
 def clusterer(cls: str, state: Dict, arrays: ArrayReader) -> None:
     """An HDBSCAN's trees and prediction data, or a RobustSingleLinkage's hierarchy."""
     if cls == ROBUST_SINGLE_LINKAGE:
-        hierarchy = state.get("_cluster_hierarchy")
-        if hierarchy is not None and not _is_none(hierarchy):
-            linkage(arrays.values(hierarchy), "_cluster_hierarchy")
+        if _held(state, "_cluster_hierarchy"):
+            linkage(arrays.values(state.get("_cluster_hierarchy")), "_cluster_hierarchy")
         return
     if _held(state, "_branch_detection_data") or _held(state, "_min_spanning_tree"):
         # detect_branches_in_clusters needs both, and generate_branch_detection_data() makes the first
-        raise Unread("a minimum spanning tree, which compiled branch detection trusts to connect each cluster")
+        raise Unread("a spanning tree or branch data, which compiled branch detection trusts to connect each cluster")
     _metric_arguments(state.get("_metric_kwargs"))
     labels = state.get("labels_")
     if labels is None or _is_none(labels):
