@@ -2120,6 +2120,10 @@ def test_hdbscan_clusterers_branch_detection_could_read_stay_high(name: str, exp
         # helper 211: the flat functions' merge height climbs from these ids forever; a chain past the depth cap
         ("prediction-reverse-map-far", "reverse_cluster_map naming cluster 1000000000, not in the condensed tree"),
         ("condensed-chain-deep", "_condensed_tree 1100 clusters deep"),
+        # helper 212: settings a refit takes (a heap overflow at fit, two hangs)
+        ("setting-alpha-tiny", "alpha 1e-307, which makes a refit's distances infinite or NaN"),
+        ("setting-alpha-nan", "alpha nan"),
+        ("setting-minkowski-p-zero", "Minkowski power 0.0, below 1 or not finite"),
     ],
 )
 def test_hostile_hdbscan_clusterers_are_high(name: str, detail: str) -> None:

@@ -31,12 +31,18 @@ CALLS = {
     "prediction-exemplars-narrow": "hdbscan.all_points_membership_vectors(m)",
     "prediction-reverse-map-far": "hdbscan.flat.membership_vector_flat(m, X)",
     "condensed-chain-deep": "m.condensed_tree_.get_plot_data()",
+    # settings a refit takes from the file (helper 212): the fitted points and one far away
+    "setting-alpha-tiny": "m.fit(P)",
+    "setting-alpha-nan": "m.fit(P)",
+    "setting-minkowski-p-zero": "m.fit(P)",
 }
 CHAIN_LEVELS = 1100  # past wscan's cap of 1,000; helper 211's 120,000 overflowed hdbscan's C stack (a 15 MB file)
 RUN = """
 import sys, joblib, numpy as np, hdbscan, hdbscan.flat
 m = joblib.load(sys.argv[1])
 X = np.random.default_rng(1).normal(size=(8, 2))
+rng = np.random.RandomState(0)
+P = np.vstack([rng.randn(40, 2), rng.randn(40, 2) + 6, rng.randn(20, 2) - 6, [[1000.0, 1000.0]]])
 {call}
 print("returned")
 """
@@ -104,6 +110,15 @@ def variants() -> dict[str, Any]:
         m._raw_data = np.zeros((count, 2))
         m._single_linkage_tree = m._prediction_data = m._outlier_scores = None
 
+    def alpha_tiny(m: Any) -> None:
+        m.alpha, m.algorithm = 1e-307, "prims_kdtree"
+
+    def alpha_nan(m: Any) -> None:
+        m.alpha, m.algorithm = float("nan"), "generic"
+
+    def p_zero(m: Any) -> None:
+        m.metric, m.p, m.algorithm = "minkowski", 0.0, "generic"
+
     def other_tree(m: Any) -> None:
         m._prediction_data.cluster_tree = m._prediction_data.cluster_tree[:-1].copy()
 
@@ -120,6 +135,9 @@ def variants() -> dict[str, Any]:
         "prediction-exemplars-narrow": changed(fitted, narrow),
         "prediction-reverse-map-far": changed(fitted, reverse_map),
         "condensed-chain-deep": changed(fitted, chain),
+        "setting-alpha-tiny": changed(fitted, alpha_tiny),
+        "setting-alpha-nan": changed(fitted, alpha_nan),
+        "setting-minkowski-p-zero": changed(fitted, p_zero),
     }
 
 
@@ -156,7 +174,8 @@ def main(folder: Path) -> None:
         f"(hdbscan {version('hdbscan')}): "
         "a real HDBSCAN (100 points in three blobs, `min_cluster_size=5, prediction_data=True`) and a real "
         "RobustSingleLinkage (`cut=0.5`), saved with joblib as `original*.joblib`, and copies of them with one array "
-        "changed. Each copy was loaded in a fresh process and given the call that reads that array:\n\n"
+        "changed (or a setting a refit takes). Each copy was loaded in a fresh process and given the call that "
+        "reads it:\n\n"
         "| file | call | how the process ended |\n|---|---|---|\n" + "\n".join(rows) + "\n\n"
         "A crash is memory corruption; a call that returned may still have read or written out of bounds. The deep "
         f"chain ({CHAIN_LEVELS:,} levels) is within hdbscan's stack here: it is past wscan's cap, which stops one "

@@ -6,7 +6,8 @@ pickled arrays to that code as they are. A condensed tree naming a child past it
 `compute_stability` (the `flat` functions) write a chosen double before its buffer, a cycle recursed in C until the
 stack overflowed (`condensed_tree_.get_plot_data()`), prediction data wider than its exemplars read past them, and a
 metric state without its arrays wrote at NULL (`membership_vector`; helpers 209 and 210, each reproduced). Each array
-is checked against the shape every fit writes: a tree, not only ids in range, so that no walk of it can go wrong.
+is checked against the shape every fit writes: a tree, not only ids in range, so that no walk of it can go wrong. The
+settings a refit takes from the file are checked too, where hdbscan's own checks let its compiled code fail.
 
 Branch detection is not checked: its compiled linkage trusts that each cluster's spanning-tree edges connect it (a
 cluster's labels changed so wrote out of bounds; a real fit with alpha above 1 crashed it too). Its classes stay off
@@ -35,10 +36,18 @@ PLAIN = (str, int, float, bool, type(None))  # metric keyword values passed; arr
 # Levels of clusters below the root: the compiled leaf walk recurses in C once a level, with no limit of its own (a
 # 120,000-level chain overflowed the stack, 40,000 did not: helper 211); fits nest far fewer.
 MAX_CLUSTER_DEPTH = 1000
+# The settings a refit (`fit`, `flat.HDBSCAN_flat(X, clusterer=...)`) takes from the file, where hdbscan checks less
+# than its compiled code needs (helper 212): alpha 1e-307 made distances infinite and Prim's tree repeat an edge, whose
+# self-merge the compiled condensing wrote past its buffers with (glibc abort); alpha NaN or a Minkowski p of 0 made
+# every distance one and hung, doubling a list per level.
+MIN_ALPHA = 1e-6
+ALGORITHMS = frozenset({"best", "generic", "prims_kdtree", "prims_balltree", "boruvka_kdtree", "boruvka_balltree"})
+MAX_JOBS = 4096  # core_dist_n_jobs: joblib workers a Borůvka fit starts
 
 
 def clusterer(cls: str, state: Dict, arrays: ArrayReader) -> None:
-    """An HDBSCAN's trees and prediction data, or a RobustSingleLinkage's hierarchy."""
+    """An HDBSCAN's settings, trees and prediction data, or a RobustSingleLinkage's settings and hierarchy."""
+    _settings(state, arrays)
     if cls == ROBUST_SINGLE_LINKAGE:
         if _held(state, "_cluster_hierarchy"):
             linkage(arrays.values(state.get("_cluster_hierarchy")), "_cluster_hierarchy")
@@ -193,17 +202,27 @@ def _cluster_ids(mapping: Sym | None, clusters: np.ndarray, count: int, arrays: 
 
 
 def _integer(value: Sym, arrays: ArrayReader) -> int:
-    """An int, or a NumPy integer scalar (`scalar(dtype, bytes)`), as prediction data keeps cluster ids."""
-    if isinstance(value, Const) and type(value.value) is int:
+    """An int, or a NumPy integer scalar, as prediction data keeps cluster ids."""
+    found = _number(value, arrays)
+    if type(found) is not int:
+        raise Invalid(f"a cluster id {found}, no integer")
+    return found
+
+
+def _number(value: Sym, arrays: ArrayReader) -> int | float:
+    """An int or float, or a NumPy scalar of one (`scalar(dtype, bytes)`), as states keep settings and ids."""
+    if isinstance(value, Const) and isinstance(value.value, int | float) and not isinstance(value.value, bool):
         return value.value
     if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in _NUMPY_SCALARS:
         args = value.args.items if isinstance(value.args, Seq) and not value.args.dropped else []
         if len(args) == 2 and value.state is None:
             kind = numpy_dtype(args[0])
             data = arrays.data(args[1])
-            if kind.kind in "iu" and len(data) == kind.itemsize:
-                return int(np.frombuffer(data, dtype=kind)[0])
-    raise Unread(f"a cluster id made by {native_class_of(value)}")
+            if kind.kind in "iuf" and len(data) == kind.itemsize:
+                found = np.frombuffer(data, dtype=kind)[0].item()
+                if isinstance(found, int | float):
+                    return found
+    raise Unread(f"a number made by {native_class_of(value)}")
 
 
 def _metric(metric: Sym | None, arrays: ArrayReader) -> None:
@@ -230,6 +249,29 @@ def _metric_arguments(value: Sym | None) -> None:
     for key, item in value.items:
         if not (isinstance(key, Const) and isinstance(item, Const) and isinstance(item.value, PLAIN)):
             raise Invalid(f"metric argument {native_class_of(key)}, not a plain value")
+
+
+def _settings(state: Dict, arrays: ArrayReader) -> None:
+    """What a refit takes from the state: alpha finite and at least MIN_ALPHA, a Minkowski power (its own `p`, or the
+    metric arguments') finite and at least 1, a known algorithm, a bounded number of jobs. Absent ones are defaults."""
+    if state.dropped:
+        raise Unread("settings among more items than wscan keeps")
+    alpha = state.get("alpha")
+    if alpha is not None and not MIN_ALPHA <= _number(alpha, arrays) < float("inf"):
+        raise Invalid(f"alpha {_number(alpha, arrays)}, which makes a refit's distances infinite or NaN")
+    powers = [state.get("p")]
+    kwargs = state.get("_metric_kwargs")
+    if isinstance(kwargs, Dict):
+        powers += [item for key, item in kwargs.items if isinstance(key, Const) and key.value == "p"]
+    for power in powers:
+        if power is not None and not _is_none(power) and not 1 <= _number(power, arrays) < float("inf"):
+            raise Invalid(f"Minkowski power {_number(power, arrays)}, below 1 or not finite")
+    algorithm = state.get("algorithm")
+    if algorithm is not None and not (isinstance(algorithm, Const) and algorithm.value in ALGORITHMS):
+        raise Invalid(f"algorithm {native_class_of(algorithm)}, not one hdbscan names")
+    jobs = state.get("core_dist_n_jobs")
+    if jobs is not None and not -MAX_JOBS <= _number(jobs, arrays) <= MAX_JOBS:
+        raise Invalid(f"core_dist_n_jobs {_number(jobs, arrays)}")
 
 
 def _held(state: Dict, key: str) -> bool:
