@@ -32,7 +32,7 @@ import numpy as np
 from wscan.limits import BudgetExceeded
 from wscan.scanners import catboost_model, lightgbm_model, pickle_native_hdbscan, pickle_native_scipy, xgboost_model
 from wscan.scanners.booster_common import Malformed
-from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape, numpy_dtype
+from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
 from wscan.scanners.pickle_arrow import BYTEARRAY
 from wscan.scanners.pickle_native import (
     BINARY_TREES,
@@ -56,10 +56,9 @@ from wscan.scanners.pickle_native import (
     dict_state,
     native_class_of,
 )
-from wscan.scanners.pickle_native_common import INTEGERS, Invalid, int_values, integers, outside
+from wscan.scanners.pickle_native_common import Invalid, int_values, integers, outside, scalar_number
 from wscan.scanners.pickle_ops import LongBytes
 from wscan.scanners.pickle_values import (
-    _NUMPY_SCALARS,
     MAX_NATIVE_RECORDED,
     Const,
     Dict,
@@ -817,15 +816,9 @@ def _logistic_width(state: Dict, arrays: ArrayReader) -> int:
 
 def _count(value: Sym | None, arrays: ArrayReader, what: str) -> int:
     """A count an estimator keeps: a Python int, or a NumPy integer scalar (a tree's n_classes_ is an np.intp)."""
-    number = _const_int(value) if value is not None else None
-    if number is not None:
+    number = scalar_number(value, arrays)
+    if isinstance(number, int):
         return number
-    if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in _NUMPY_SCALARS:
-        args = value.args.items if isinstance(value.args, Seq) else []
-        if len(args) == 2:
-            dtype, data = numpy_dtype(args[0]), arrays.data(args[1])
-            if dtype.kind in INTEGERS and dtype.itemsize == len(data):
-                return int(np.frombuffer(data, dtype=dtype)[0])
     raise Unread(f"an initial estimator's {what} the stream computes")
 
 

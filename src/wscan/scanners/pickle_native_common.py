@@ -1,11 +1,12 @@
-"""What the native checks share: the verdict for an invalid model, and integers read out of arrays."""
+"""What the native checks share: the verdict for an invalid model, integers read out of arrays, numbers a state
+keeps."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from wscan.scanners.pickle_arrays import ArrayReader, Unread
-from wscan.scanners.pickle_values import Sym
+from wscan.scanners.pickle_arrays import ArrayReader, Unread, numpy_dtype
+from wscan.scanners.pickle_values import _NUMPY_SCALARS, Const, Global, Obj, Seq, Sym
 
 INTEGERS = "iu"
 
@@ -37,3 +38,19 @@ def int_values(arrays: ArrayReader, value: Sym | None, what: str) -> np.ndarray:
     found = arrays.values(value)
     integers(found, what)
     return found
+
+
+def scalar_number(value: Sym | None, arrays: ArrayReader) -> int | float | None:
+    """The number a state keeps: a Python int or float (not a bool), or a NumPy scalar of one, `scalar(dtype, bytes)`
+    (a tree's n_classes_ is an np.intp, hdbscan's cluster ids np.int64); None for anything else."""
+    if isinstance(value, Const):
+        number = value.value
+        return number if isinstance(number, int | float) and not isinstance(number, bool) else None
+    if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in _NUMPY_SCALARS:
+        args = value.args.items if isinstance(value.args, Seq) else []
+        if len(args) == 2:
+            dtype, data = numpy_dtype(args[0]), arrays.data(args[1])
+            if dtype.kind in "iuf" and dtype.itemsize == len(data):
+                found = np.frombuffer(data, dtype=dtype)[0].item()
+                return found if isinstance(found, int | float) else None
+    return None

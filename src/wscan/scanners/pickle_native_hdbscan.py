@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from wscan.scanners.pickle_arrays import ArrayReader, Unread, numpy_dtype
+from wscan.scanners.pickle_arrays import ArrayReader, Unread
 from wscan.scanners.pickle_native import BINARY_TREES, ROBUST_SINGLE_LINKAGE, dict_state, native_class_of
-from wscan.scanners.pickle_native_common import Invalid, int_values, outside
+from wscan.scanners.pickle_native_common import Invalid, int_values, outside, scalar_number
 from wscan.scanners.pickle_native_scipy import matrix_shape
-from wscan.scanners.pickle_values import _NUMPY_SCALARS, Const, Dict, Global, Obj, Seq, Sym, _is_none
+from wscan.scanners.pickle_values import Const, Dict, Obj, Seq, Sym, _is_none
 
 PREDICTION_DATA = "hdbscan.prediction.PredictionData"
 # The metrics prediction data of an allowed fit holds (rules/allow-outliers.yaml): they read the points only, never the
@@ -56,18 +56,17 @@ def clusterer(cls: str, state: Dict, arrays: ArrayReader) -> None:
         # detect_branches_in_clusters needs both, and generate_branch_detection_data() makes the first
         raise Unread("a spanning tree or branch data, which compiled branch detection trusts to connect each cluster")
     _metric_arguments(state.get("_metric_kwargs"))
-    labels = state.get("labels_")
-    if labels is None or _is_none(labels):
+    if not _held(state, "labels_"):
         if any(_held(state, key) for key in ("_condensed_tree", "_single_linkage_tree", "_prediction_data")):
             raise Unread("trees without the labels that say how many points they join")
         return  # not fitted
-    points = int_values(arrays, labels, "labels_")
+    points = int_values(arrays, state.get("labels_"), "labels_")
     if points.ndim != 1 or not len(points):
         raise Invalid(f"labels_ of shape {points.shape}")
     count = len(points)
-    raw = state.get("_raw_data")
-    if raw is not None and not _is_none(raw) and matrix_shape(arrays, raw)[:1] != (count,):
-        raise Invalid(f"_raw_data of shape {matrix_shape(arrays, raw)} for {count} points")
+    raw = matrix_shape(arrays, state.get("_raw_data")) if _held(state, "_raw_data") else None
+    if raw is not None and raw[:1] != (count,):
+        raise Invalid(f"_raw_data of shape {raw} for {count} points")
     tree: np.ndarray | None = None
     if _held(state, "_condensed_tree"):
         tree = arrays.values(state.get("_condensed_tree"))
@@ -98,11 +97,11 @@ def condensed(tree: np.ndarray, count: int, what: str) -> None:
     _each_once(child[points], 0, count, f"{what}'s points")
     if bool(np.any(size[points] != 1)):
         raise Invalid(f"{what} with a point of size other than 1")
-    clusters = child[~points]
+    clusters, owners = child[~points], parent[~points]
     _each_once(clusters, count + 1, top + 1, f"{what}'s clusters")
-    if bool(np.any(clusters <= parent[~points])) or bool(np.any(size[~points] < 2)):
+    if bool(np.any(clusters <= owners)) or bool(np.any(size[~points] < 2)):
         raise Invalid(f"{what} with a cluster before its parent, or of fewer than two points")
-    splits = np.bincount(parent[~points] - count, minlength=top - count + 1)
+    splits = np.bincount(owners - count, minlength=top - count + 1)
     if bool(np.any((splits != 0) & (splits != 2))):
         raise Invalid(f"{what} with a cluster splitting into other than two")
     if len(np.unique(parent)) != top - count + 1:
@@ -110,7 +109,7 @@ def condensed(tree: np.ndarray, count: int, what: str) -> None:
     lambdas = tree["lambda_val"]
     if bool(np.any(np.isnan(lambdas) | (lambdas < 0))):
         raise Invalid(f"{what} with a negative or NaN lambda")
-    depth = _depth(parent[~points] - count, clusters - count, top - count + 1)
+    depth = _depth(owners - count, clusters - count, top - count + 1)
     if depth > MAX_CLUSTER_DEPTH:
         raise Invalid(f"{what} {depth} clusters deep, past the {MAX_CLUSTER_DEPTH} wscan lets a C recursion walk")
 
@@ -210,19 +209,11 @@ def _integer(value: Sym, arrays: ArrayReader) -> int:
 
 
 def _number(value: Sym, arrays: ArrayReader) -> int | float:
-    """An int or float, or a NumPy scalar of one (`scalar(dtype, bytes)`), as states keep settings and ids."""
-    if isinstance(value, Const) and isinstance(value.value, int | float) and not isinstance(value.value, bool):
-        return value.value
-    if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in _NUMPY_SCALARS:
-        args = value.args.items if isinstance(value.args, Seq) and not value.args.dropped else []
-        if len(args) == 2 and value.state is None:
-            kind = numpy_dtype(args[0])
-            data = arrays.data(args[1])
-            if kind.kind in "iuf" and len(data) == kind.itemsize:
-                found = np.frombuffer(data, dtype=kind)[0].item()
-                if isinstance(found, int | float):
-                    return found
-    raise Unread(f"a number made by {native_class_of(value)}")
+    """A setting or id as a number (`scalar_number`); one given a BUILD state of its own is not read."""
+    found = None if isinstance(value, Obj) and value.state is not None else scalar_number(value, arrays)
+    if found is None:
+        raise Unread(f"a number made by {native_class_of(value)}")
+    return found
 
 
 def _metric(metric: Sym | None, arrays: ArrayReader) -> None:
