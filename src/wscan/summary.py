@@ -20,9 +20,11 @@ from wscan.report import FileResult, ModelSummary
 # Observation kinds the summary reads; none of them is judged by a rule.
 FACT_KINDS = frozenset({
     "safetensors.layout", "pickle.summary", "fact.config", "fact.adapter", "fact.model_card", "fact.gguf",
-    "fact.onnx",
+    "fact.onnx", "fact.flax",
 })
-WEIGHT_FORMATS = frozenset({"safetensors", "pickle", "zip", "gguf", "onnx", "npy", "keras", "hdf5", "tf-graph"})
+WEIGHT_FORMATS = frozenset({
+    "safetensors", "pickle", "zip", "gguf", "onnx", "npy", "keras", "hdf5", "tf-graph", "flax-msgpack",
+})
 SHARD = re.compile(r".+-\d{5,}-of-\d{5,}(\.[^/]+)?$")
 # Files a trainer writes beside the weights: their tensors are not model parameters.
 TRAINER_STATE = re.compile(r"(^|/)(optimizer|scheduler|rng_state[^/]*|training_args|trainer_state)\.[^/]+$")
@@ -30,7 +32,7 @@ LICENSE_FILE = re.compile(r"(^|/)(LICEN[CS]E|COPYING)(\.[A-Za-z]+)?$", re.IGNORE
 FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
 # Parameter counts are taken from one format, best first, so a folder with both .bin and .safetensors
 # copies of the same weights is not counted twice.
-PARAMETER_SOURCES = ("safetensors", "gguf", "onnx", "pickle")
+PARAMETER_SOURCES = ("safetensors", "gguf", "onnx", "flax", "pickle")
 
 
 @dataclass
@@ -118,7 +120,7 @@ def _parameters(facts: list[tuple[str, Observation]]) -> int | None:
             source, count = "safetensors", obs.attrs.get("parameters")
         elif obs.kind == "pickle.summary":
             source, count = "pickle", obs.attrs.get("elements")
-        elif obs.kind in ("fact.gguf", "fact.onnx"):
+        elif obs.kind in ("fact.gguf", "fact.onnx", "fact.flax"):
             source, count = obs.kind.split(".")[1], obs.attrs.get("parameters")
         else:
             continue

@@ -15,6 +15,7 @@ from wscan.scanners.base import Scanner
 from wscan.scanners.booster_files import BoosterFileScanner
 from wscan.scanners.compressed import CompressedScanner
 from wscan.scanners.config_targets import ConfigTargetScanner
+from wscan.scanners.flax_msgpack import FlaxMsgpackScanner
 from wscan.scanners.framework_code import FrameworkCodeScanner
 from wscan.scanners.gguf import GgufScanner
 from wscan.scanners.keras import KerasScanner
@@ -44,6 +45,7 @@ def builtin_scanners() -> list[Scanner]:
         NpyScanner(),
         SafetensorsScanner(),
         GgufScanner(),
+        FlaxMsgpackScanner(),
         KerasScanner(),
         TfGraphScanner(),
         TfCheckpointScanner(),
