@@ -5,6 +5,7 @@ variant (tests/data/flax/README.md, with what Flax's loader did) gets its findin
 from __future__ import annotations
 
 import io
+import json
 import math
 import re
 from pathlib import Path
@@ -314,3 +315,57 @@ def test_damaged_state_dicts_agree_with_msgpack_and_flax(
         assert found, "Flax refuses the file but wscan found nothing"
     else:
         assert not found & {"flax.malformed", "flax.trailing_data"}
+
+
+# --- sharded Flax checkpoints: the index against the leaves transformers merges ----------------------------------
+
+
+def _sharded_copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "sharded"
+    folder.mkdir()
+    for path in (DATA / "bert-tiny-flax-sharded").iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    return folder
+
+
+def test_flax_shards_are_compared_with_their_index(tmp_path: Path) -> None:
+    """The index transformers wrote lists exactly the leaves of each shard, and their bytes add up to total_size."""
+    from wscan.scanners.flax_msgpack_tree import Caps as TreeCaps
+
+    folder = _sharded_copy(tmp_path)
+    index = json.loads((folder / "flax_model.msgpack.index.json").read_text())
+    for shard in sorted(set(index["weight_map"].values())):
+        data = (folder / shard).read_bytes()
+        parsed = walk(io.BytesIO(data), len(data), TreeCaps(1 << 30, leaf_names=True))
+        assert set(parsed.leaves) == {k for k, v in index["weight_map"].items() if v == shard}
+    data_sizes = sum(walked((folder / s).read_bytes()).nbytes for s in set(index["weight_map"].values()))
+    assert data_sizes == index["metadata"]["total_size"]
+    assert not scan(folder).findings
+
+
+def test_a_tensor_in_two_flax_shards_is_found(tmp_path: Path) -> None:
+    """transformers merges the shards' flattened leaves in order: a second copy silently replaces the first."""
+    folder = _sharded_copy(tmp_path)
+    first, second = "flax_model-00001-of-00002.msgpack", "flax_model-00002-of-00002.msgpack"
+    tree = msgpack.unpackb((folder / second).read_bytes(), raw=False)
+    first_tree = msgpack.unpackb((folder / first).read_bytes(), raw=False)
+    tree["embeddings"] = first_tree["embeddings"]  # the embeddings again, in the last shard
+    (folder / second).write_bytes(msgpack.packb(tree))
+    assert {"WS-SHD-006", "WS-SHD-008"} <= rule_ids(scan(folder))
+
+
+def test_flax_shard_size_and_missing_tensors(tmp_path: Path) -> None:
+    folder = _sharded_copy(tmp_path)
+    index_path = folder / "flax_model.msgpack.index.json"
+    index = json.loads(index_path.read_text())
+    index["metadata"]["total_size"] += 4
+    index["weight_map"]["pooler/dense/extra"] = "flax_model-00002-of-00002.msgpack"
+    index_path.write_text(json.dumps(index))
+    assert {"WS-SHD-005", "WS-SHD-008"} <= rule_ids(scan(folder))
+
+
+def test_a_flax_shard_msgpack_cannot_read_is_invalid(tmp_path: Path) -> None:
+    folder = _sharded_copy(tmp_path)
+    shard = folder / "flax_model-00002-of-00002.msgpack"
+    shard.write_bytes(shard.read_bytes()[:-10])
+    assert {"WS-SHD-004", "WS-FLAX-001"} <= rule_ids(scan(folder))

@@ -58,6 +58,7 @@ class Caps:
 
     max_structure_bytes: int  # bytes read that are not tensor data: keys, headers, strings
     check_time: Callable[[], None] | None = None
+    leaf_names: bool = False  # list every leaf as transformers flattens it (`shards` compares them with an index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,8 @@ class ParsedMsgpack:
     byte_strings: list[tuple[int, int]] = field(default_factory=list)  # (start, length) of bin values outside arrays
     arrays: int = 0
     parameters: int = 0
+    nbytes: int = 0  # of every array's data, as transformers counts an index's total_size
+    leaves: list[str] = field(default_factory=list)  # "a/b/c" per value that is not a map (with Caps.leaf_names)
     dtypes: set[str] = field(default_factory=set)
     complete: bool = False
     stopped: bool = False  # MAX_PROBLEMS reached
@@ -302,16 +305,16 @@ class _Walker:
                     value = self._extension(code, length, at, path)
             else:
                 value = info
-            if not self._deliver(stack, value, at):
+            if not self._deliver(stack, value, at, kind != "map"):
                 break
         if stream.pos < stream.size:
             left = stream.size - stream.pos
             self.problem("trailing_data", stream.pos, (stream.pos, left), length=left)
         self.result.complete = True
 
-    def _deliver(self, stack: list[_Frame], value: object, at: int) -> bool:
+    def _deliver(self, stack: list[_Frame], value: object, at: int, leaf: bool) -> bool:
         """Hand a complete value to its parent, closing every container it completes; False once the top-level
-        object is complete."""
+        object is complete. `leaf`: the value is not a map (flatten_dict stops at it), or a chunked array."""
         while stack:
             frame = stack[-1]
             if frame.is_map and frame.left % 2 == 0:  # `value` is a key
@@ -319,15 +322,16 @@ class _Walker:
                 frame.left -= 1
                 return True
             if frame.is_map:
-                self._value(frame, value)
+                self._value(frame, value, leaf)
             frame.left -= 1
             if frame.left:
                 return True
             stack.pop()
-            value = _NOT_COLLECTED
+            value, leaf = _NOT_COLLECTED, not frame.is_map
             if frame.is_map:
                 if CHUNKED_MARKER in frame.keys:
                     self._chunked(frame)
+                    leaf = True
                 if frame.collect:
                     value = frame.collected
         return False
@@ -340,7 +344,9 @@ class _Walker:
         frame.keys.add(key)
         frame.key = key
 
-    def _value(self, frame: _Frame, value: object) -> None:
+    def _value(self, frame: _Frame, value: object, leaf: bool) -> None:
+        if leaf and self.caps.leaf_names:
+            self.result.leaves.append(_child_path(frame))
         if frame.collect and len(frame.collected) < MAX_COLLECTED:
             frame.collected[frame.key] = value
         if frame.key == "shape":
@@ -440,6 +446,7 @@ class _Walker:
             raise _Payload(f"{nbytes} bytes of {name} for a shape of {tuple(shape)} ({expected} bytes)")
         self.result.arrays += 1
         self.result.parameters += math.prod(shape)
+        self.result.nbytes += expected
         self.result.dtypes.add(name)
         return ArrayInfo(name, tuple(shape))
 

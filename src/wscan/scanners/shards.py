@@ -1,9 +1,10 @@
-"""Sharded checkpoints: the index (`*.safetensors.index.json`, `pytorch_model.bin.index.json`) against its shards.
+"""Sharded checkpoints: the index (`*.safetensors.index.json`, `pytorch_model.bin.index.json`,
+`flax_model.msgpack.index.json`) against its shards.
 
 Loaders open whatever file the index names, relative to the index's folder, and merge every tensor of every
 shard. So a name that leaves the folder loads a file nobody reviewed, a tensor stored twice lets the second
 copy silently win, and a stale shard next to the index is a file a user may load by hand. Shard headers are
-read through the safetensors header parser (bounded); tensor bytes are never read.
+read through the safetensors header parser or the Flax msgpack walker (bounded); tensor bytes are never read.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import BinaryIO
 
 from wscan.discover import INSIDE, ON_SHARE, leads
 from wscan.limits import BudgetExceeded
 from wscan.model import Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem, read_capped
+from wscan.scanners.flax_msgpack import looks_like_flax
 from wscan.scanners.safetensors import looks_like_safetensors
-from wscan.scanners.safetensors_header import ParsedHeader, parse_header
+from wscan.scanners.safetensors_header import parse_header
 from wscan.strict_json import JsonRejected, loads_strict
 
 MAX_SHARD_DIGITS = 9  # no model has a billion shards; longer numbers are not counted (int() refuses past 4300)
@@ -51,8 +54,9 @@ def read_index(data: bytes) -> tuple[dict[str, str], int | None] | str | None:
 class _Shard:
     name: str
     path: Path
-    header: ParsedHeader | None = None  # None: not a safetensors file (a pickle shard), tensors not listed
+    listed: bool = False  # its tensors are known: a safetensors or Flax shard (a pickle shard's are not)
     names: set[str] = field(default_factory=set)
+    nbytes: int | None = None  # of its tensors' data, where known
 
 
 class ShardIndexScanner:
@@ -115,17 +119,17 @@ def _check(
                 if identity is not None:
                     by_file[identity] = shard
             else:  # its header, shared: eight spellings of one 9 MB shard took 4 GB (memory audit, #5)
-                shard.header, shard.names = same.header, same.names
+                shard.listed, shard.names, shard.nbytes = same.listed, same.names, same.nbytes
             shards[name] = shard
     yield from _check_tensors(artifact, weight_map, shards)
-    headers = [s.header for s in shards.values() if s.header is not None]
-    if total_size is not None and len(headers) == len(names):  # every shard present and a safetensors file
-        actual = sum(t.end - t.begin for header in headers for t in header.tensors)
+    sizes = [s.nbytes for s in shards.values() if s.nbytes is not None]
+    if total_size is not None and len(sizes) == len(names):  # every shard present, safetensors or Flax
+        actual = sum(sizes)
         if actual != total_size:
             yield artifact.observe("shards.total_size_mismatch", declared=total_size, actual=actual)
     yield from _check_naming(artifact, names)
     yield from _check_orphans(artifact, folder, names, ctx)
-    yield artifact.observe("shards.layout", shards=len(names), tensors=len(weight_map), checked=len(headers))
+    yield artifact.observe("shards.layout", shards=len(names), tensors=len(weight_map), checked=len(sizes))
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -158,14 +162,19 @@ def folder_escape_reason(folder: Path, name: str) -> str | None:
 
 
 def _read_shard(artifact: Artifact, shard: _Shard, ctx: ScanContext) -> Iterator[Observation]:
-    """Parse a shard's safetensors header (bounded); pickle shards are left to their own scan."""
+    """Read a safetensors shard's header or walk a Flax shard (bounded); pickle shards are left to their own scan."""
     try:
         size = shard.path.stat().st_size
         with shard.path.open("rb") as raw:
-            if not looks_like_safetensors(raw.read(4096), size):
-                return
+            head = raw.read(4096)
             raw.seek(0)
-            parsed = parse_header(raw, size, ctx.limits.max_header_bytes)
+            if looks_like_safetensors(head, size):
+                parsed = parse_header(raw, size, ctx.limits.max_header_bytes)
+            elif looks_like_flax(head):
+                yield from _read_flax_shard(artifact, shard, raw, size, ctx)
+                return
+            else:
+                return
     except OSError as exc:
         yield artifact.observe("shards.shard_invalid", shard=shard.name, reason=f"cannot read: {exc.strerror}")
         return
@@ -176,8 +185,26 @@ def _read_shard(artifact: Artifact, shard: _Shard, ctx: ScanContext) -> Iterator
     if parsed.stopped:
         yield artifact.observe("shards.shard_invalid", shard=shard.name, reason="too many problems in its header")
         return
-    shard.header = parsed
-    shard.names = set(parsed.names)
+    shard.listed, shard.names = True, set(parsed.names)
+    shard.nbytes = sum(t.end - t.begin for t in parsed.tensors)
+
+
+def _read_flax_shard(
+    artifact: Artifact, shard: _Shard, raw: BinaryIO, size: int, ctx: ScanContext
+) -> Iterator[Observation]:
+    """A Flax shard's leaves as transformers merges them (`flatten_dict(state, sep="/")`, shard after shard); one that
+    msgpack cannot read is invalid (its own scan says where)."""
+    from wscan.scanners.flax_msgpack_tree import Caps, walk
+
+    parsed = walk(raw, size, Caps(ctx.limits.max_header_bytes, ctx.budget.check_time, leaf_names=True))
+    if parsed.over_budget is not None:
+        raise parsed.over_budget
+    broken = [p for p in parsed.problems if p.kind in ("flax.malformed", "flax.over_limit")]
+    if broken or parsed.stopped or not parsed.complete:
+        reason = str(broken[0].attrs.get("reason", "too large to read")) if broken else "too many problems"
+        yield artifact.observe("shards.shard_invalid", shard=shard.name, reason=reason[:300])
+        return
+    shard.listed, shard.names, shard.nbytes = True, set(parsed.leaves), parsed.nbytes
 
 
 def _check_tensors(artifact: Artifact, weight_map: dict[str, str], shards: dict[str, _Shard]) -> Iterator[Observation]:
@@ -191,7 +218,7 @@ def _check_tensors(artifact: Artifact, weight_map: dict[str, str], shards: dict[
         found = holders.get(tensor, [])
         if len(found) > 1:
             yield artifact.observe("shards.tensor_duplicated", tensor=tensor, shards=",".join(found)[:300])
-        elif shard is not None and shard.header is not None and tensor not in shard.names:
+        elif shard is not None and shard.listed and tensor not in shard.names:
             yield artifact.observe("shards.tensor_missing", tensor=tensor, shard=name, found_in=",".join(found))
     for tensor in sorted(holders.keys() - weight_map.keys()):
         found = holders[tensor]
