@@ -792,6 +792,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_repo(corpus)
     build_hostile_gguf(corpus, payload, main_rules)
     build_hostile_onnx(corpus)
+    build_hostile_flax(corpus, payload, main_rules)
     build_hostile_pt2(corpus)
     build_hostile_keras_tf(corpus)
     build_hostile_configs(corpus)
@@ -1164,6 +1165,7 @@ def build_benign(corpus: Corpus) -> None:
     build_benign_repo(corpus)
     build_benign_gguf(corpus)
     build_benign_onnx(corpus)
+    build_benign_flax(corpus)
     build_benign_keras_tf(corpus)
     build_benign_configs(corpus)
 
@@ -2011,6 +2013,28 @@ def _normalize_keras(path: Path) -> None:
 
 TF_DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "tensorflow"  # TensorFlow-made files
 TF_KERAS_DATA = TF_DATA.parent / "tf_keras"  # tf_keras-made files (tests/data/tf_keras/make.py)
+
+
+FLAX_DATA = TF_DATA.parent / "flax"  # files Flax and transformers wrote (tools/record_flax_files.py)
+
+
+def build_benign_flax(corpus: Corpus) -> None:
+    made = "transformers 4.57 FlaxBertModel.save_pretrained (tests/data/flax, tools/record_flax_files.py)"
+    for name, technique in [
+        ("config.json", "a tiny BERT's config, saved with its Flax weights"),
+        ("flax_model.msgpack", "its Flax weights: a msgpack state dict of arrays (flax.serialization.to_bytes)"),
+    ]:
+        corpus.add(f"benign/flax-bert-tiny/{name}", (FLAX_DATA / "bert-tiny-flax" / name).read_bytes(), technique,
+                   made_by=made)
+
+
+def build_hostile_flax(corpus: Corpus, payload: bytes, rules: list[str]) -> None:
+    import msgpack
+
+    state = msgpack.unpackb((FLAX_DATA / "bert-tiny-flax" / "flax_model.msgpack").read_bytes(), raw=False)
+    state["extra"] = msgpack.ExtType(42, payload)  # msgpack_restore hands it to the state as opaque bytes
+    corpus.add("hostile/flax-pickle-in-extension.msgpack", msgpack.packb(state), "Flax checkpoint with a pickle in "
+               "an extension value Flax does not define (loaded as opaque bytes)", rules=expect("WS-FLAX-006", *rules))
 
 
 def _build_benign_keras_tf(corpus: Corpus) -> None:
