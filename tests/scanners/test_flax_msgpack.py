@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers.scanning import rule_ids, scan
+from tests.helpers.scanning import rule_ids, scan, scan_bytes
 from wscan.limits import Budget, Limits
 from wscan.model import Location
 from wscan.scanners.base import Artifact, Head, ScanContext
@@ -369,3 +369,102 @@ def test_a_flax_shard_msgpack_cannot_read_is_invalid(tmp_path: Path) -> None:
     shard = folder / "flax_model-00002-of-00002.msgpack"
     shard.write_bytes(shard.read_bytes()[:-10])
     assert {"WS-SHD-004", "WS-FLAX-001"} <= rule_ids(scan(folder))
+
+
+# --- review: helper 213's red team (payloads in texts, keys and other layouts Flax writes; arrays NumPy refuses) ---
+
+TEXT_PICKLE = b"cos\nsystem\n(S'echo flax'\ntR."  # protocol 0: plain UTF-8 text (never loaded here)
+BINARY_PICKLE = b"\x80\x02cposix\nsystem\nq\x00X\x09\x00\x00\x00echo flaxq\x01\x85q\x02Rq\x03."
+
+
+def _state(**extra: Any) -> dict[Any, Any]:
+    tree: dict[Any, Any] = {"params": {"dense": {"kernel": np.ones((2, 2), np.float32)}}}
+    tree.update(extra)
+    return tree
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        flax_bytes(_state(note=TEXT_PICKLE.decode())),  # a text value
+        flax_bytes({"params": {TEXT_PICKLE.decode(): np.ones(2, np.float32)}}),  # a text key
+        flax_bytes({"params": {"w": np.ones(2, np.float32)}, "x": {BINARY_PICKLE: 0}}),  # a byte-string key
+        flax_bytes({0: _state(), 1: BINARY_PICKLE}),  # msgpack_serialize({0: ..., 1: ...}): int keys
+        flax_bytes([_state(), BINARY_PICKLE]),  # msgpack_serialize([...]): a list at the top
+    ],
+    ids=["text-value", "text-key", "bytes-key", "int-keys", "top-list"],
+)
+def test_a_pickle_anywhere_flax_keeps_data_is_found(tmp_path: Path, data: bytes) -> None:
+    assert msgpack_reads(data)
+    report = scan_bytes(tmp_path, data, "flax_model.msgpack")
+    assert "WS-PKL-001" in rule_ids(report) and "flax-msgpack" in report.files[0].formats
+
+
+def test_names_are_not_scanned_as_blobs() -> None:
+    for path in BENIGN:
+        assert not walked(path.read_bytes()).blobs, path
+
+
+def test_files_that_only_open_like_msgpack_are_left_to_their_own_format(tmp_path: Path) -> None:
+    """0x80 opens every pickle, 0x93 every .npy: those are not msgpack read to their end, and are not taken."""
+    np.save(tmp_path / "a.npy", np.arange(4))
+    for data in (BINARY_PICKLE, (tmp_path / "a.npy").read_bytes(), b"\x92\x01"):
+        report = scan_bytes(tmp_path, data, "x.bin")
+        assert "flax-msgpack" not in report.files[0].formats
+
+
+def test_an_array_of_a_dtype_flax_does_not_write_has_its_bytes_scanned(tmp_path: Path) -> None:
+    payload = msgpack.packb(([1], "S" + str(len(BINARY_PICKLE)), BINARY_PICKLE), use_bin_type=True)
+    data = msgpack.packb({"params": {"blob": msgpack.ExtType(1, payload)}})
+    flax_restore(data)  # Flax loads it: the pickle is in the loaded state as bytes
+    assert rule_ids(scan_bytes(tmp_path, data, "flax_model.msgpack")) == {"WS-FLAX-004", "WS-PKL-001"}
+
+
+@pytest.mark.parametrize("shape", [(0, 2**40, 2**40), (0, 2**64 - 1)])
+def test_an_empty_array_numpy_cannot_shape_is_flagged(shape: tuple[int, ...]) -> None:
+    payload = msgpack.packb((shape, "float32", b""), use_bin_type=True)
+    data = msgpack.packb({"w": msgpack.ExtType(1, payload)})
+    with pytest.raises(ValueError):
+        flax_restore(data)
+    assert kinds(walked(data)) == {"flax.bad_array"}
+    chunk = msgpack.ExtType(1, msgpack.packb(((0,), "float32", b""), use_bin_type=True))
+    chunked = msgpack.packb({"w": {"__msgpack_chunked_array__": True, "shape": {str(i): d for i, d in enumerate(shape)},
+                                   "chunks": {"0": chunk}}})
+    with pytest.raises(ValueError):
+        flax_restore(chunked)
+    assert kinds(walked(chunked)) == {"flax.bad_chunks"}
+
+
+def test_more_chunks_than_are_kept_is_flagged() -> None:
+    chunk = msgpack.ExtType(1, msgpack.packb(((1,), "float32", bytes(4)), use_bin_type=True))
+    count = 65_537
+    data = msgpack.packb({"w": {"__msgpack_chunked_array__": True, "shape": {"0": count},
+                                "chunks": {str(i): chunk for i in range(count)}}})
+    flax_restore(data)  # a valid chunked array, of a size Flax never chunks
+    assert kinds(walked(data)) == {"flax.bad_chunks"}
+
+
+def test_maps_nested_past_what_flax_recurses_into_are_flagged() -> None:
+    data = b"\x81\xa1a" * 1000 + b"\xc0"
+    assert msgpack_reads(data)
+    with pytest.raises(RecursionError):
+        flax_restore(data)
+    assert kinds(walked(data)) == {"flax.too_deep"}
+    assert not walked(b"\x81\xa1a" * 200 + b"\xc0").problems
+
+
+def test_dtypes_numpy_names_that_flax_writes_pass() -> None:
+    tree = {"long": np.ones(2, np.longdouble), "day": np.array(["2024-01-01"], "datetime64[D]"),
+            "gap": np.array([5], "timedelta64[s]")}
+    data = flax_bytes(tree)
+    flax_restore(data)
+    assert not walked(data).problems
+
+
+def test_byte_strings_past_the_cap_are_one_limit() -> None:
+    data = msgpack.packb({"params": {}, "many": [BINARY_PICKLE] * 30}, use_bin_type=True)
+    limits = Limits(max_members=10)
+    artifact = Artifact(Location("t.msgpack"), len(data), lambda: io.BytesIO(data), name="t.msgpack")
+    found = list(FlaxMsgpackScanner().scan(artifact, ScanContext(limits, Budget(limits))))
+    assert sum(isinstance(item, Artifact) for item in found) == 10
+    assert [o.kind for o in found if not isinstance(o, Artifact)] == ["scan.limit", "fact.flax"]

@@ -10,9 +10,13 @@ gets its own finding.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.problems import Problem
+
+if TYPE_CHECKING:
+    from wscan.scanners.flax_msgpack_tree import ParsedMsgpack
 
 # A Flax state dict is a msgpack map whose first key is a string: a fixmap (0x81-0x8f) or map16/map32 header,
 # then a str header. 0x80, an empty map, opens every pickle of protocol 2 and later; no pickle opcode pairs with a
@@ -31,26 +35,47 @@ def looks_like_flax(head: bytes) -> bool:
     return key_at is not None and len(head) > key_at and _is_str_header(head[key_at])
 
 
+# What else Flax's own API writes: `msgpack_serialize` of a list or of a dict with other keys, `to_bytes` of an
+# array (an extension value) or of bytes. Those first bytes open many other files too (0x80 every pickle, 0x93
+# every .npy), so such a file is taken only if it reads to its end as one msgpack object (`_weak`).
+_OTHER_STARTS = frozenset(range(0x80, 0xA0)) | frozenset(range(0xC4, 0xCA)) | frozenset(range(0xD4, 0xD9)) | {
+    0xDC, 0xDD, 0xDE, 0xDF}
+
+
+def might_be_msgpack(head: bytes) -> bool:
+    return bool(head) and head[0] in _OTHER_STARTS
+
+
 class FlaxMsgpackScanner:
     """Flax msgpack state dicts, whatever their name."""
 
     name = "flax-msgpack"
 
     def accepts(self, head: Head) -> bool:
-        return not head.raw_data and looks_like_flax(head.head)
+        return not head.raw_data and might_be_msgpack(head.head)
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         from wscan.scanners.flax_msgpack_tree import MAX_PROBLEMS, Caps, walk
 
         with artifact.opener() as raw:
-            parsed = walk(raw, artifact.size, Caps(ctx.limits.max_header_bytes, ctx.budget.check_time))
+            caps = Caps(ctx.limits.max_header_bytes, ctx.budget.check_time, max_blobs=ctx.limits.max_members)
+            parsed = walk(raw, artifact.size, caps)
+            raw.seek(0)
+            strong = looks_like_flax(raw.read(8))
+        if not strong and not _weak(parsed):
+            yield artifact.observe(NOT_MINE_KIND)
+            return
         for problem in parsed.problems:
             problem = _as_limit(problem)
             yield artifact.observe(problem.kind, problem.offset, **problem.attrs)
             if problem.hidden is not None:
-                yield _blob(artifact, *problem.hidden, raw_data=problem.kind == "flax.bad_array")
-        for start, length in parsed.byte_strings:
+                raw_data = problem.kind in ("flax.bad_array", "flax.unknown_dtype")
+                yield _blob(artifact, *problem.hidden, raw_data=raw_data)
+        for start, length in parsed.blobs:
             yield _blob(artifact, start, length, raw_data=True)
+        if parsed.blobs_over:
+            detail = f"{parsed.blobs_over:,} more byte strings and texts than {len(parsed.blobs):,} were not scanned"
+            yield artifact.observe("scan.limit", limit="max-members", detail=detail)
         if parsed.over_budget is not None:
             raise parsed.over_budget
         if parsed.stopped:
@@ -59,6 +84,12 @@ class FlaxMsgpackScanner:
         elif parsed.complete:
             dtypes = ",".join(sorted(parsed.dtypes))
             yield artifact.observe("fact.flax", 0, arrays=parsed.arrays, parameters=parsed.parameters, dtypes=dtypes)
+
+
+def _weak(parsed: ParsedMsgpack) -> bool:
+    """Whether a file that does not open as a state dict still reads as one msgpack object and nothing more."""
+    refused = {"flax.malformed", "flax.trailing_data", "flax.over_limit"}
+    return parsed.over_budget is None and parsed.complete and not any(p.kind in refused for p in parsed.problems)
 
 
 def _blob(artifact: Artifact, start: int, length: int, raw_data: bool) -> Artifact:

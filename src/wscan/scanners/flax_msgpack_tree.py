@@ -18,6 +18,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import math
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,10 @@ NUMPY_MAX_DIMS = 64  # ndarray.reshape refuses more
 CHUNKED_MARKER = "__msgpack_chunked_array__"
 ARRAY_CODE, COMPLEX_CODE, SCALAR_CODE, TIMESTAMP_CODE = 1, 2, 3, -1
 MAX_PROBLEMS = 1000  # then the walk stops and says so: a file of 200,000 bad values is judged on its first ones
-MAX_COLLECTED = 1 << 16  # entries kept of a chunked array's `shape` or `chunks` map
+MAX_COLLECTED = 1 << 16  # entries kept of a chunked array's `shape` or `chunks` map; more are not judged
+FLAX_MAX_MAP_DEPTH = 256  # Flax's `_unchunk_array_leaves_in_place` recurses per map: Python's limit (1,000) stops it
+MIN_BLOB = 12  # bytes of the shortest pickle that imports (`cos\nsystem\n.`): shorter values are not scanned
+_PLAIN_TEXT = frozenset(range(0x20, 0x7F))  # a key or value of only these is a name, not something a loader reads
 KEPT_KEY_BYTES = 4096  # a longer key is told apart by its SHA-256
 _CHUNK = 64 * 1024
 _TICK_EVERY = 4096  # values between two looks at the clock
@@ -41,12 +45,24 @@ _TICK_EVERY = 4096  # values between two looks at the clock
 DTYPE_SIZES: dict[str, int] = {
     "bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8,
     "float16": 2, "float32": 4, "float64": 8, "complex64": 8, "complex128": 16,
-    "bfloat16": 2, "complex32": 4, "bcomplex32": 4,
+    "bfloat16": 2, "complex32": 4, "bcomplex32": 4, "float128": 16, "complex256": 32,
     **{name: 1 for name in (
         "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
         "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e5m3fnu", "float8_e8m0fnu",
         "int1", "int2", "int4", "uint1", "uint2", "uint4")},
 }  # fmt: skip
+
+_TIME_DTYPE = re.compile(r"(?:datetime64|timedelta64)\[\d*(?:Y|M|W|D|h|m|s|ms|us|ns|ps|fs|as)\]")
+INTP_MAX = 2**63 - 1  # NumPy's largest dimension and array size in bytes, on 64-bit platforms
+
+
+def dtype_size(name: str) -> int | None:
+    """The item size of a dtype name Flax writes (`ndarray.dtype.name`), or None for one it does not."""
+    size = DTYPE_SIZES.get(name)
+    if size is None and _TIME_DTYPE.fullmatch(name):
+        return 8  # datetime64 and timedelta64, whatever their unit
+    return size
+
 
 _INT_FORMATS = {0xCC: ">B", 0xCD: ">H", 0xCE: ">I", 0xCF: ">Q", 0xD0: ">b", 0xD1: ">h", 0xD2: ">i", 0xD3: ">q"}
 _FIXEXT_SIZES = {0xD4: 1, 0xD5: 2, 0xD6: 4, 0xD7: 8, 0xD8: 16}
@@ -58,6 +74,7 @@ class Caps:
 
     max_structure_bytes: int  # bytes read that are not tensor data: keys, headers, strings
     check_time: Callable[[], None] | None = None
+    max_blobs: int = 100_000  # values scanned as blobs of their own; past this, the rest are counted
     leaf_names: bool = False  # list every leaf as transformers flattens it (`shards` compares them with an index)
 
 
@@ -74,7 +91,8 @@ class ParsedMsgpack:
     """What the walk found; `complete` once the whole object was read and nothing follows it unread."""
 
     problems: list[Problem] = field(default_factory=list)
-    byte_strings: list[tuple[int, int]] = field(default_factory=list)  # (start, length) of bin values outside arrays
+    blobs: list[tuple[int, int]] = field(default_factory=list)  # (start, length) of byte strings and texts to scan
+    blobs_over: int = 0  # blobs past Caps.max_blobs, not scanned
     arrays: int = 0
     parameters: int = 0
     nbytes: int = 0  # of every array's data, as transformers counts an index's total_size
@@ -194,14 +212,15 @@ def _header(stream: _Stream, end: int) -> _Header:
     raise _malformed(at, f"byte 0x{first:02x} is not a msgpack type (msgpack refuses it)")
 
 
-def _text(stream: _Stream, length: int, end: int, keep: int) -> str | tuple[str, bytes]:
+def _text(stream: _Stream, length: int, end: int, keep: int) -> tuple[str | tuple[str, bytes], bool]:
     """A str value checked as msgpack decodes it (strict UTF-8), read a chunk at a time: the text up to `keep`
-    bytes, or for a longer one its SHA-256 (enough to tell keys apart)."""
+    bytes, or for a longer one its SHA-256 (enough to tell keys apart); and whether it is worth scanning as a blob
+    (a protocol-0 pickle is UTF-8 text: anything but a short printable name)."""
     at = stream.pos
     if length <= keep:
         data = stream.take(length, end)
         try:
-            return data.decode("utf-8")
+            return data.decode("utf-8"), length >= MIN_BLOB and not set(data) <= _PLAIN_TEXT
         except UnicodeDecodeError:
             raise _malformed(at, "a string that is not UTF-8 (msgpack refuses it)") from None
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -215,7 +234,7 @@ def _text(stream: _Stream, length: int, end: int, keep: int) -> str | tuple[str,
             left -= len(part)
     except UnicodeDecodeError:
         raise _malformed(at, "a string that is not UTF-8 (msgpack refuses it)") from None
-    return ("str", digest.digest())
+    return ("str", digest.digest()), True
 
 
 @dataclass(slots=True)
@@ -235,6 +254,7 @@ class _Frame:
 
 
 _NOT_COLLECTED = object()  # a value of a kind `_unchunk` cannot use (or one not kept)
+_OVER = object()  # key of a collected map that held more than MAX_COLLECTED entries
 
 
 class _Walker:
@@ -243,6 +263,7 @@ class _Walker:
         self.caps = caps
         self.result = result
         self.values = 0
+        self.too_deep = False
 
     def problem(self, kind: str, offset: int, hidden: tuple[int, int] | None = None, **attrs: AttrValue) -> None:
         if attrs.get("name") == "":
@@ -272,6 +293,9 @@ class _Walker:
                                          "refuses an unhashable key)")
                 if len(stack) >= MSGPACK_MAX_DEPTH:
                     raise _malformed(at, f"nested deeper than {MSGPACK_MAX_DEPTH} arrays and maps (msgpack refuses)")
+                if kind == "map" and not self.too_deep and sum(f.is_map for f in stack) >= FLAX_MAX_MAP_DEPTH:
+                    self.too_deep = True
+                    self.problem("too_deep", at, name=path[:300], depth=FLAX_MAX_MAP_DEPTH)
                 count = _count(info)
                 if count:
                     stack.append(_Frame(kind == "map", count * 2 if kind == "map" else count, path, collect=kept,
@@ -280,7 +304,10 @@ class _Walker:
                 if kind == "map" and kept:
                     value = {}
             elif kind == "str":
-                value = _text(stream, _count(info), end, KEPT_KEY_BYTES)
+                start = stream.pos
+                value, worth = _text(stream, _count(info), end, KEPT_KEY_BYTES)
+                if worth:
+                    self._blob(start, stream.pos - start)
             elif kind == "bin":
                 length = _count(info)
                 start = stream.pos
@@ -289,8 +316,8 @@ class _Walker:
                     value = data if length <= KEPT_KEY_BYTES else ("bin", hashlib.sha256(data).digest())
                 else:
                     stream.skip(length, end)
-                    if length:
-                        self.result.byte_strings.append((start, length))
+                if length >= MIN_BLOB:
+                    self._blob(start, length)
             elif kind == "ext":
                 code, length = _ext_header(info)
                 if as_key:  # msgpack hashes an ExtType; Flax's hook makes an array of it, which it cannot hash
@@ -336,6 +363,13 @@ class _Walker:
                     value = frame.collected
         return False
 
+    def _blob(self, start: int, length: int) -> None:
+        """Bytes a loaded state holds as data (a byte string, a text that is more than a name): scanned as a blob."""
+        if len(self.result.blobs) < self.caps.max_blobs:
+            self.result.blobs.append((start, length))
+        else:
+            self.result.blobs_over += 1
+
     def _key(self, frame: _Frame, key: object, at: int) -> None:
         if isinstance(key, float) and math.isnan(key):
             key = object()  # NaN keys never equal each other, in a dict as here
@@ -347,8 +381,11 @@ class _Walker:
     def _value(self, frame: _Frame, value: object, leaf: bool) -> None:
         if leaf and self.caps.leaf_names:
             self.result.leaves.append(_child_path(frame))
-        if frame.collect and len(frame.collected) < MAX_COLLECTED:
-            frame.collected[frame.key] = value
+        if frame.collect:
+            if len(frame.collected) < MAX_COLLECTED:
+                frame.collected[frame.key] = value
+            else:
+                frame.collected[_OVER] = True
         if frame.key == "shape":
             frame.shape = value if isinstance(value, dict) else None
         elif frame.key == "chunks":
@@ -358,6 +395,10 @@ class _Walker:
         """`flax.serialization._unchunk`: the shape's and chunks' items by key "0", "1", ...; the chunks put end to end
         (np.concatenate) must fill the shape."""
         reason = ""
+        if (frame.shape and _OVER in frame.shape) or (frame.chunks and _OVER in frame.chunks):
+            self.problem("bad_chunks", frame.at, name=frame.path[:300],
+                         reason=f"more than {MAX_COLLECTED:,} sizes or chunks, which Flax never writes (not checked)")
+            return
         sizes = _tuple(frame.shape)
         chunks = _tuple(frame.chunks)
         shape = [dim for dim in sizes or () if type(dim) is int and dim >= 0]
@@ -367,6 +408,8 @@ class _Walker:
             reason = "its chunks are not a map of arrays keyed 0, 1, ..."
         elif len(shape) > NUMPY_MAX_DIMS:
             reason = f"{len(shape)} dimensions (NumPy takes {NUMPY_MAX_DIMS})"
+        elif math.prod(dim for dim in shape if dim) * max(_item_size(chunk) for chunk in chunks) > INTP_MAX:
+            reason = f"a shape of {tuple(shape)}, too big for NumPy even with no values"
         else:
             infos = [chunk for chunk in chunks if isinstance(chunk, ArrayInfo)]
             if len({info.dtype for info in infos}) != 1 or any(len(info.shape) != 1 for info in infos):
@@ -423,6 +466,8 @@ class _Walker:
             kind, size = _inner(stream, end)
             if kind != "int" or not isinstance(size, int) or size < 0:
                 raise _Payload("its shape holds something other than sizes (Flax writes non-negative integers)")
+            if size > INTP_MAX:
+                raise _Payload(f"a dimension of {size}, past what NumPy holds")
             shape.append(size)
         kind, length = _inner(stream, end)
         if kind not in ("str", "bin") or _count(length) > 64:
@@ -432,14 +477,18 @@ class _Walker:
         if kind not in ("str", "bin"):
             raise _Payload(f"its data is a {kind}, not bytes")
         nbytes = _count(info)
+        data_at = stream.pos
         if stream.pos + nbytes > end:
             raise _Payload(f"{nbytes} bytes of data in a payload of {end - stream.pos} more")
         stream.pos += nbytes
         if stream.pos != end:
             raise _Payload(f"{end - stream.pos} bytes after [shape, dtype, bytes] (msgpack refuses them)")
-        itemsize = DTYPE_SIZES.get(name)
-        if itemsize is None:
-            self.problem("unknown_dtype", end, name=path[:300], dtype=name[:64])
+        itemsize = dtype_size(name)
+        if math.prod(size for size in shape if size) * (itemsize or 1) > INTP_MAX:  # NumPy counts the empty ones too
+            raise _Payload(f"a shape of {tuple(shape)}, too big for NumPy even with no values")
+        if itemsize is None:  # its bytes may be anything: strings, records: scanned as a blob
+            hidden = (data_at, nbytes) if nbytes >= MIN_BLOB else None
+            self.problem("unknown_dtype", end, hidden, name=path[:300], dtype=name[:64])
             return ArrayInfo(name, tuple(shape))
         expected = math.prod(shape) * itemsize
         if expected != nbytes:
@@ -476,6 +525,10 @@ def _inner(stream: _Stream, end: int) -> _Header:
         if exc.problem is not None and exc.problem.kind == "flax.over_limit":
             raise
         raise _Payload(str(reason) or "cut short") from None
+
+
+def _item_size(chunk: object) -> int:
+    return (dtype_size(chunk.dtype) or 1) if isinstance(chunk, ArrayInfo) else 1
 
 
 def _payload_bytes(stream: _Stream, n: int, end: int) -> bytes:
