@@ -138,6 +138,28 @@ def _sklearn_native_pickles() -> Iterator[bytes]:
             yield save(models[name], how)
 
 
+def _sentencepiece_models() -> Iterator[bytes]:
+    """Models the trainer writes (sentencepiece is in the test extra): unigram with NFKC rules, BPE with byte
+    fallback and no rules, and a character model with custom rules."""
+    import tempfile
+
+    import sentencepiece as spm
+
+    text = "\n".join(f"the quick brown fox {i} jumps, naïve café №{i} 日本語 \uff21\uff22" for i in range(300))
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "corpus.txt").write_text(text, encoding="utf-8")
+        (Path(folder) / "rules.tsv").write_text("41\t61\n43 44\t63\n", encoding="utf-8")
+        for name, arguments in {
+            "unigram": {"model_type": "unigram", "vocab_size": 70},
+            "bytes": {"model_type": "bpe", "vocab_size": 340, "byte_fallback": True,
+                      "normalization_rule_name": "identity"},
+            "custom": {"model_type": "char", "normalization_rule_tsv": f"{folder}/rules.tsv"},
+        }.items():
+            spm.SentencePieceTrainer.train(input=f"{folder}/corpus.txt", model_prefix=f"{folder}/{name}", minloglevel=2,
+                                           **arguments)
+            yield (Path(folder) / f"{name}.model").read_bytes()
+
+
 def _boosters() -> Iterator[bytes]:
     """LightGBM model texts, XGBoost snapshots and CatBoost models of the models the tests fit (when the libraries
     are there), and the corpus's hand-written LightGBM text and CatBoost model."""
@@ -204,6 +226,7 @@ SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
     "onnx": lambda: _files("*.onnx"),
     "gguf": lambda: _files("*.gguf"),
     "flax": lambda: [*_files("*.msgpack"), *sorted(FLAX.rglob("*.msgpack"))],
+    "sentencepiece": _sentencepiece_models,
     "keras": lambda: [
         *_files("*.keras"),
         *(m for p in _files("*.keras") for m in _zip_members(p, lambda n: n == "config.json")),

@@ -29,6 +29,7 @@ from wscan.scanners.python_code import PythonCodeScanner
 from wscan.scanners.repo_files import ModelCardScanner, RepoJsonScanner, TemplateFileScanner
 from wscan.scanners.safetensors import SafetensorsScanner
 from wscan.scanners.sb3_data import Sb3DataScanner
+from wscan.scanners.sentencepiece_model import SentencePieceScanner
 from wscan.scanners.shards import ShardIndexScanner
 from wscan.scanners.tf_checkpoint import TfCheckpointScanner
 from wscan.scanners.tf_graph import TfGraphScanner
@@ -46,6 +47,7 @@ def builtin_scanners() -> list[Scanner]:
         SafetensorsScanner(),
         GgufScanner(),
         FlaxMsgpackScanner(),
+        SentencePieceScanner(),
         KerasScanner(),
         TfGraphScanner(),
         TfCheckpointScanner(),
