@@ -304,8 +304,24 @@ def _amplified(model: Any) -> None:
     model.normalizer_spec.precompiled_charsmap = bytes(blob[: 4 + size]) + b"x" * (1 << 20) + b"\0"
 
 
-def _long_unigram_piece(model: Any) -> None:
-    model.pieces[8].piece = "a" * 300
+def _prefix_chain(model: Any) -> None:
+    """helper 215: a, aa, aaa, ... as user-defined pieces (70 crashed 0.2.0 and 0.2.1 encoding 2,000 characters)."""
+    for length in range(1, 61):
+        model.pieces.add(piece="ж" * length, score=0.0, type=model_pb2.ModelProto.SentencePiece.USER_DEFINED)
+
+
+def _long_unk_surface(model: Any) -> None:
+    model.trainer_spec.unk_surface = "?" * 5000
+
+
+def _every_leaf_long(model: Any) -> None:
+    """helper 215: every leaf at one 255-byte replacement (0.2.3: 917 MB to encode 300 KB of text)."""
+    blob = bytearray(model.normalizer_spec.precompiled_charsmap)
+    size = int.from_bytes(blob[:4], "little")
+    for at in range(4, 4 + size, 4):
+        if int.from_bytes(blob[at : at + 4], "little") >> 31:
+            blob[at : at + 4] = (0x80000000).to_bytes(4, "little")
+    model.normalizer_spec.precompiled_charsmap = bytes(blob[: 4 + size]) + b"x" * 255 + b"\0"
 
 
 def _self_tests(model: Any) -> None:
@@ -319,7 +335,8 @@ def _self_tests(model: Any) -> None:
     model.MergeFromString(ours.SerializeToString())
 
 
-@pytest.mark.parametrize("edit", [_amplified, _long_unigram_piece, _self_tests], ids=lambda e: e.__name__.strip("_"))
+@pytest.mark.parametrize("edit", [_amplified, _prefix_chain, _long_unk_surface, _every_leaf_long, _self_tests],
+                         ids=lambda e: e.__name__.strip("_"))
 def test_models_that_cost_far_more_than_their_text_are_flagged(
     models: dict[str, bytes], tmp_path: Path, edit: Any
 ) -> None:
@@ -338,3 +355,66 @@ def test_bpe_pieces_are_one_map(models: dict[str, bytes], tmp_path: Path) -> Non
     unigram = _edited(models["unigram"], both)
     assert loader(tmp_path, unigram).startswith("loaded")
     assert not scan_bytes(tmp_path, unigram, "tokenizer.model").findings
+
+
+# --- review: helper 215's red team --------------------------------------------------------------------------------
+
+
+def test_what_trainers_and_vocabulary_merges_write_passes(tmp_path: Path) -> None:
+    """Custom rules replacing a character with 400 bytes, a 401-character piece (a trainer allowed 512-character
+    pieces keeps such a token from DNA or base64 text; training one takes minutes, so it is added here), and a
+    vocabulary merged in as people extend Llama's (normal pieces at score 0, one of 601 characters): each loads, none
+    is flagged."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(TEXT, encoding="utf-8")
+    (tmp_path / "rules.tsv").write_text("41\t" + " ".join(["62"] * 400) + "\n", encoding="utf-8")
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / "rules"), model_type="unigram",
+                                   vocab_size=80, minloglevel=2, normalization_rule_tsv=str(tmp_path / "rules.tsv"))
+    model = parsed((tmp_path / "rules.model").read_bytes())
+    model.pieces.add(piece="ACGT" * 100 + "A", score=-20.0)
+    for word in ("合并", "词表", "w" * 601):
+        model.pieces.add(piece=word, score=0.0)
+    for data in ((tmp_path / "rules.model").read_bytes(), bytes(model.SerializeToString())):
+        assert loader(tmp_path, data).startswith("loaded")
+        assert not scan_bytes(tmp_path, data, "tokenizer.model").findings
+
+
+def test_enum_values_are_read_as_the_loader_reads_them(models: dict[str, bytes], tmp_path: Path) -> None:
+    """An unknown model type is unigram to the loader, and an enum value is cut to 32 bits (2^32 + 2 is UNKNOWN)."""
+    from wscan.scanners.sentencepiece_model import _message_class
+
+    ours = _message_class("ModelProto")()
+    ours.ParseFromString(models["unigram"])
+    ours.trainer_spec.model_type = 99
+    data = bytes(ours.SerializeToString())
+    unk = b"\x0a\x05<unk>\x15\x00\x00\x00\x00\x18\x02"
+    wide = b"\x0a\x05<unk>\x15\x00\x00\x00\x00\x18\x82\x80\x80\x80\x10"  # type 2^32 + 2, ten bytes longer
+    data = data.replace(b"\x0a\x0e" + unk, b"\x0a\x12" + wide, 1)
+    assert loader(tmp_path, data).startswith("loaded")
+    assert not scan_bytes(tmp_path, data, "tokenizer.model").findings
+
+
+def test_a_model_laid_out_another_way_is_read_by_its_name(models: dict[str, bytes], tmp_path: Path) -> None:
+    """helper 215: a crashing trie in a file opening with an unknown field; sentencepiece reads it, the sniff not."""
+    data = b"\xa2\x06\x00" + _edited(models["unigram"], _trie_all_ff)  # field 100, empty, first
+    assert not looks_like_sentencepiece(data)
+    assert not loader(tmp_path, data).startswith("loaded")
+    assert rule_ids(scan_bytes(tmp_path, data, "tokenizer.model")) == {"WS-SPM-003"}
+    assert rule_ids(scan_bytes(tmp_path, data, "weights.bin")) == {"WS-FILE-006"}  # no name, no magic: unknown
+
+
+def test_a_tiktoken_file_named_like_a_model_is_left_alone(tmp_path: Path) -> None:
+    """Llama 3's original/tokenizer.model is tiktoken's base64 text, not a SentencePiece model."""
+    data = b"".join(b"%s %d\n" % (__import__("base64").b64encode(bytes([i % 256, i // 7])), i) for i in range(300))
+    report = scan_bytes(tmp_path, data, "tokenizer.model")
+    assert "sentencepiece" not in report.files[0].formats and not rule_ids(report) - {"WS-FILE-006"}
+
+
+def test_a_word_model_of_nested_words_is_not_costly(models: dict[str, bytes], tmp_path: Path) -> None:
+    """A word model looks whole words up: nested words (x, xx, xxx, ...) cost nothing there, unlike in a unigram one."""
+    def nested(model: Any) -> None:
+        for length in range(1, 80):
+            model.pieces.add(piece="\u2581" + "x" * length, score=-30.0)
+
+    assert not scan_bytes(tmp_path, _edited(models["word"], nested), "tokenizer.model").findings
+    assert rule_ids(scan_bytes(tmp_path, _edited(models["unigram"], nested), "tokenizer.model")) == {"WS-SPM-004"}

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem, read_capped
+from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem, read_capped
 
 _PACKAGE = "wscan.sentencepiece"
-_B, _M, _I, _F, _BOOL = "bytes", "message", "int64", "float", "bool"
+_B, _M, _I, _F, _BOOL = "bytes", "message", "int32", "float", "bool"
 # (message, [(field name, number, type, repeated, message type name)]), proto2 as sentencepiece_model.proto. Enums
-# are read as integers, so a value the enum lacks is seen (the loader's proto2 parser sets the field's default
-# instead, which `_effective` mirrors).
+# are read as int32, as the C++ parser cuts them, so a value the enum lacks is seen (the loader's proto2 parser sets
+# the field's default instead, which `_effective` mirrors).
 _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
     ("ModelProto", [("pieces", 1, _M, True, "SentencePiece"), ("trainer_spec", 2, _M, False, "TrainerSpec"),
                     ("normalizer_spec", 3, _M, False, "NormalizerSpec"),
@@ -32,7 +32,8 @@ _MESSAGES: list[tuple[str, list[tuple[str, int, str, bool, str]]]] = [
     ("SelfTestData", [("samples", 1, _M, True, "Sample")]),
     ("Sample", [("input", 1, _B, False, "")]),
     ("SentencePiece", [("piece", 1, _B, False, ""), ("score", 2, _F, False, ""), ("type", 3, _I, False, "")]),
-    ("TrainerSpec", [("model_type", 3, _I, False, ""), ("byte_fallback", 35, _BOOL, False, "")]),
+    ("TrainerSpec", [("model_type", 3, _I, False, ""), ("byte_fallback", 35, _BOOL, False, ""),
+                     ("unk_surface", 44, _B, False, "")]),
     ("NormalizerSpec", [("name", 1, _B, False, ""), ("precompiled_charsmap", 2, _B, False, "")]),
 ]  # fmt: skip
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -49,7 +50,7 @@ def _message_class(name: str) -> Any:
 
         field = descriptor_pb2.FieldDescriptorProto
         proto = descriptor_pb2.FileDescriptorProto(name="wscan_sentencepiece.proto", package=_PACKAGE, syntax="proto2")
-        kinds = {_B: field.TYPE_BYTES, _I: field.TYPE_INT64, _M: field.TYPE_MESSAGE, _F: field.TYPE_FLOAT,
+        kinds = {_B: field.TYPE_BYTES, _I: field.TYPE_INT32, _M: field.TYPE_MESSAGE, _F: field.TYPE_FLOAT,
                  _BOOL: field.TYPE_BOOL}  # fmt: skip
         for message, fields in _MESSAGES:
             described = proto.message_type.add(name=message)
@@ -105,9 +106,14 @@ def _effective(value: int, known: frozenset[int] | dict[int, str], default: int)
 
 
 MAX_PIECE_BYTES = 8000  # sentencepiece 0.2.3 refuses longer; 0.2.0 and 0.2.1 overflow their stack on ~58,000
-COSTLY_PIECE_CHARS = 256  # a unigram piece longer than this: the trainer writes 16 characters at most by default
+# Pieces each a prefix of the next (a, aa, aaa, ...): every one is a match to try at each position of the text.
+# Helper 215: 70 user-defined ones crashed 0.2.0 and 0.2.1 (SIGSEGV) encoding 2,000 characters, 255 normal ones made
+# sampling 3,000 characters take 11 s. Real vocabularies chain a few dozen at most (runs of spaces in code models).
+COSTLY_PREFIX_CHAIN = 48
 COSTLY_SELF_TESTS = 1000  # samples 0.2.0 and 0.2.1 encode while loading (0.2.3 ignores them)
-MAX_REPLACEMENT = 256  # bytes of one normalization replacement; NFKC's longest is 33
+COSTLY_REPLACEMENT = 4096  # bytes of one normalization replacement (NFKC's longest is 33; custom rules go to hundreds)
+COSTLY_MEAN_REPLACEMENT = 128  # ... or of the average over a large trie's leaves (NFKC's is a few bytes)
+COSTLY_UNK_SURFACE = 1024  # bytes every unknown piece decodes to (" \u2047 " by default)
 
 
 def check_model(model: Any) -> list[Refusal]:
@@ -118,16 +124,13 @@ def check_model(model: Any) -> list[Refusal]:
     found: list[Refusal] = []
     trainer = model.trainer_spec
     model_type = trainer.model_type if trainer.HasField("model_type") else 1
-    if model_type not in MODEL_TYPES:  # proto2: the loader reads its default (unigram); nothing writes this
-        found.append(Refusal(refused, f"model_type {model_type}, which no sentencepiece model has"))
-        model_type = 1
+    model_type = _effective(model_type, MODEL_TYPES, 1)  # proto2: the loader reads its default, unigram
     if not model.pieces:
         found.append(Refusal(refused, "no pieces"))
     normal: set[bytes] = set()
     reserved: set[bytes] = set()
     unknown = 0
     bytes_found: set[int] = set()
-    longest = 0
     for index, piece in enumerate(model.pieces):
         kind = _effective(piece.type, PIECE_TYPES, NORMAL) if piece.HasField("type") else NORMAL
         text = piece.piece
@@ -139,12 +142,10 @@ def check_model(model: Any) -> list[Refusal]:
             found.append(Refusal(refused, f"piece {index} ({_shown(text)}) scores {piece.score}"))
             break
         seen = normal if kind in (NORMAL, USER_DEFINED, UNUSED) else reserved
-        if text in seen or (model_type == 2 and text in (normal | reserved)):  # BPE: one map for both
+        if text in normal or text in reserved if model_type == 2 else text in seen:  # BPE: one map for both
             found.append(Refusal(refused, f"piece {index} ({_shown(text)}) is defined twice"))
             break
         seen.add(text)
-        if kind == NORMAL and model_type == 1:
-            longest = max(longest, len(text.decode("utf-8", "replace")))
         if kind == UNKNOWN:
             unknown += 1
         if kind == BYTE:
@@ -163,9 +164,16 @@ def check_model(model: Any) -> list[Refusal]:
             found.append(Refusal(refused, f"byte_fallback with {len(bytes_found)} of 256 byte pieces"))
         elif model.pieces and model_type == 1 and not normal:
             found.append(Refusal(refused, "a unigram model with no piece to tokenize into"))
-    if longest > COSTLY_PIECE_CHARS:
-        found.append(Refusal("sentencepiece.costly", f"a unigram piece of {longest:,} characters: every prefix of it "
-                                                     "is a path to try at each position of the text"))
+    # Matched by prefix: user-defined pieces in every model, and a unigram model's lattice takes every normal piece
+    # that starts at a position (a word model looks whole words up, BPE merges pairs).
+    matched = (NORMAL, USER_DEFINED) if model_type == 1 else (USER_DEFINED,)
+    chain = prefix_chain(p.piece for p in model.pieces if _effective(p.type, PIECE_TYPES, NORMAL) in matched)
+    if chain > COSTLY_PREFIX_CHAIN:
+        found.append(Refusal("sentencepiece.costly", f"{chain} pieces each a prefix of the next: every one is a match "
+                                                     "to try at each position of the text"))
+    if len(trainer.unk_surface) > COSTLY_UNK_SURFACE:
+        found.append(Refusal("sentencepiece.costly", f"an unk_surface of {len(trainer.unk_surface):,} bytes, which "
+                                                     "every unknown piece decodes to"))
     samples = len(model.self_test_data.samples)
     if samples > COSTLY_SELF_TESTS:
         found.append(Refusal("sentencepiece.costly", f"{samples:,} self-test samples, encoded at every load by "
@@ -176,18 +184,47 @@ def check_model(model: Any) -> list[Refusal]:
         if reason:
             found.append(Refusal("sentencepiece.bad_charsmap", f"{spec_name}: {reason}"))
         else:
-            longest_rule = _longest_replacement(spec.precompiled_charsmap)
-            if longest_rule > MAX_REPLACEMENT:
-                found.append(Refusal("sentencepiece.costly", f"{spec_name}: a replacement of {longest_rule:,} bytes "
-                                     "for a character (normalizing multiplies the text by it)"))
+            reason = _replacement_cost(spec.precompiled_charsmap)
+            if reason:
+                found.append(Refusal("sentencepiece.costly", f"{spec_name}: {reason}"))
     return found
 
 
-def _longest_replacement(blob: bytes) -> int:
+def prefix_chain(pieces: Iterable[bytes]) -> int:
+    """The most pieces that are each a prefix of the next: in sorted order a piece's prefixes come before it, so a
+    stack holds the chain of the current piece (each piece pushed and popped once)."""
+    stack: list[bytes] = []
+    deepest = 0
+    for text in sorted(set(pieces)):
+        while stack and not text.startswith(stack[-1]):
+            stack.pop()
+        stack.append(text)
+        deepest = max(deepest, len(stack))
+    return deepest
+
+
+def _replacement_cost(blob: bytes) -> str:
+    """What normalizing costs per character, from the lengths of the strings the trie's leaves point at (a sound
+    trie, `charsmap_problem`): one huge replacement, or most of a large trie's characters made long."""
     if not blob:
-        return 0
+        return ""
+    import numpy as np
+
     (trie_size,) = struct.unpack("<I", blob[:4])
-    return max(len(text) for text in blob[4 + trie_size :].split(b"\0"))
+    units = np.frombuffer(blob, dtype="<u4", count=trie_size // 4, offset=4).astype(np.int64)
+    leaves = np.equal(units >> 31, 0) & np.equal((units >> 8) & 1, 1)
+    bases = np.arange(len(units), dtype=np.int64) ^ ((units >> 10) << ((units & (1 << 9)) >> 6))
+    values = units[bases[leaves]] & 0x7FFFFFFF
+    if not values.size:
+        return ""
+    nuls = np.flatnonzero(np.equal(np.frombuffer(blob, dtype=np.uint8, offset=4 + trie_size), 0))
+    lengths = nuls[np.searchsorted(nuls, values)] - values
+    longest, mean = int(lengths.max()), float(lengths.mean())
+    if longest > COSTLY_REPLACEMENT:
+        return f"a replacement of {longest:,} bytes for a character (normalizing multiplies the text by it)"
+    if values.size > 1000 and mean > COSTLY_MEAN_REPLACEMENT:
+        return f"{values.size:,} characters replaced by {mean:.0f} bytes on average (normalizing multiplies the text)"
+    return ""
 
 
 def _byte_piece(text: bytes) -> int | None:
@@ -256,17 +293,32 @@ def charsmap_problem(blob: bytes) -> str:
     return ""
 
 
+def _is_text(data: bytes) -> bool:
+    return bool(data) and all(32 <= byte < 127 or byte in (9, 10, 13) for byte in data[:4096])
+
+
 def _shown(text: bytes) -> str:
     return text[:60].decode("utf-8", "backslashreplace")
 
 
+# The names loaders open a SentencePiece model by (transformers' vocab_files_names, fairseq's .spm): a protobuf has
+# no magic number, and a model written in another field order loads all the same (helper 215 hid a crashing trie so).
+MODEL_NAMES = frozenset({"tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "sentencepiece.model",
+                         "spm.model", "spm_char.model", "source.spm", "target.spm"})  # fmt: skip
+
+
+def _named_like_model(name: str) -> bool:
+    lowered = name.rsplit("/", 1)[-1].lower()
+    return lowered in MODEL_NAMES or lowered.endswith(".spm")
+
+
 class SentencePieceScanner:
-    """SentencePiece model files, whatever their name."""
+    """SentencePiece model files, by their first piece or by the names loaders open them by."""
 
     name = "sentencepiece"
 
     def accepts(self, head: Head) -> bool:
-        return not head.raw_data and looks_like_sentencepiece(head.head)
+        return not head.raw_data and (looks_like_sentencepiece(head.head) or _named_like_model(head.name))
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         from google.protobuf.message import DecodeError
@@ -278,11 +330,21 @@ class SentencePieceScanner:
             return
         with artifact.opener() as raw:
             data = read_capped(raw, limit)
+        sniffed = looks_like_sentencepiece(data[:65536])
+        if not sniffed and _is_text(data[:65536]):  # Llama 3's original/tokenizer.model is tiktoken's text
+            yield artifact.observe(NOT_MINE_KIND)
+            return
         model = _message_class("ModelProto")()
         try:
             model.ParseFromString(data)
         except (DecodeError, RecursionError) as exc:
+            if not sniffed:  # only its name said SentencePiece: another format, which sentencepiece refuses too
+                yield artifact.observe(NOT_MINE_KIND)
+                return
             yield artifact.observe("sentencepiece.malformed", 0, reason=f"protobuf refuses it: {exc}"[:300])
+            return
+        if not sniffed and not model.pieces:
+            yield artifact.observe(NOT_MINE_KIND)
             return
         for refusal in check_model(model):
             yield artifact.observe(refusal.kind, 0, reason=refusal.reason)
