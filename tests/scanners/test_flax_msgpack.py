@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.mutations import damaged
 from tests.helpers.scanning import rule_ids, scan, scan_bytes
 from wscan.limits import Budget, Limits
 from wscan.model import Location
@@ -298,14 +299,7 @@ def test_generated_state_dicts_pass(tree: dict[str, Any]) -> None:
 def test_damaged_state_dicts_agree_with_msgpack_and_flax(
     tree: dict[str, Any], where: float, how: str, byte: int
 ) -> None:
-    data = flax_bytes(tree)
-    at = int(where * (len(data) - 1))
-    if how == "cut":
-        data = data[:at]
-    elif how == "set":
-        data = data[:at] + bytes([byte]) + data[at + 1 :]
-    else:
-        data = data[:at] + bytes([byte]) + data[at:]
+    data = damaged(flax_bytes(tree), where, how, byte)
     found = kinds(walked(data))
     # The msgpack layer exactly: malformed or trailing bytes where msgpack refuses the file, and only there.
     assert msgpack_reads(data) == (not found & {"flax.malformed", "flax.trailing_data"}), found

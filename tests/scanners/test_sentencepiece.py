@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
+from tests.helpers.mutations import damaged
 from tests.helpers.scanning import rule_ids, scan_bytes
 from wscan.scanners.base import Head
 from wscan.scanners.sentencepiece_model import SentencePieceScanner, looks_like_sentencepiece
@@ -260,14 +261,7 @@ def test_a_piece_with_a_nul_is_refused(models: dict[str, bytes], tmp_path: Path)
 def test_damaged_models_are_flagged_when_the_loader_refuses_them(
     models: dict[str, bytes], tmp_path: Path, where: float, how: str, byte: int
 ) -> None:
-    data = models["identity"]
-    at = int(where * (len(data) - 1))
-    if how == "cut":
-        data = data[:at]
-    elif how == "set":
-        data = data[:at] + bytes([byte]) + data[at + 1 :]
-    else:
-        data = data[:at] + bytes([byte]) + data[at:]
+    data = damaged(models["identity"], where, how, byte)
     outcome = loader(tmp_path, data)
     flagged = {"WS-SPM-001", "WS-SPM-002", "WS-SPM-003"} & rule_ids(scan_bytes(tmp_path, data, "tokenizer.model"))
     if not outcome.startswith("loaded"):

@@ -30,7 +30,7 @@ _VARINT = 0  # wire type of ir_version and model_version; every other field is l
 CONTENT_FIELDS = frozenset({7, 20, 25})  # graph, training_info, functions: what a loader runs or reads data for
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int] | None:
+def read_varint(data: bytes, pos: int) -> tuple[int, int] | None:
     """A protobuf varint at `pos` and the position after it; None when cut off or longer than ten bytes."""
     value = 0
     for shift in range(0, 70, 7):
@@ -57,13 +57,13 @@ def looks_like_onnx(head: bytes, size: int) -> bool:
     """
     pos, ir_version, graph = 0, None, False
     while pos < len(head):
-        tag = _varint(head, pos)
+        tag = read_varint(head, pos)
         if tag is None:
             return len(head) < size and ir_version is not None
         number, wire = tag[0] >> 3, tag[0] & 7
         if MODEL_FIELDS.get(number) != wire:
             return False
-        value = _varint(head, tag[1])
+        value = read_varint(head, tag[1])
         if value is None:
             return len(head) < size and ir_version is not None
         if wire == _VARINT:
@@ -84,7 +84,7 @@ def may_be_onnx(head: bytes, size: int) -> bool:
     past the head, where only the whole file can tell."""
     pos, groups = 0, list[int]()
     while pos < len(head):
-        tag = _varint(head, pos)
+        tag = read_varint(head, pos)
         if tag is None or tag[0] >> 3 == 0:
             return tag is None and len(head) < size
         number, wire, pos = tag[0] >> 3, tag[0] & 7, tag[1]
@@ -97,7 +97,7 @@ def may_be_onnx(head: bytes, size: int) -> bool:
         if wire in (1, 5):
             pos += 8 if wire == 1 else 4
         elif wire in (0, 2):
-            value = _varint(head, pos)
+            value = read_varint(head, pos)
             if value is None:
                 return len(head) < size
             pos = value[1] + (value[0] if wire == 2 else 0)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem, read_capped
+from wscan.scanners.onnx_model import read_varint
 
 _PACKAGE = "wscan.sentencepiece"
 _B, _M, _I, _F, _BOOL = "bytes", "message", "int32", "float", "bool"
@@ -66,28 +67,16 @@ def _message_class(name: str) -> Any:
     return _CLASSES[name]
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int] | None:
-    value = shift = 0
-    while pos < len(data) and shift < 64:
-        byte = data[pos]
-        value |= (byte & 0x7F) << shift
-        pos += 1
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-    return None
-
-
 def looks_like_sentencepiece(head: bytes) -> bool:
     """A ModelProto as every writer lays it out: its first field a piece (field 1), whose first field is the piece's
     text (field 1), followed inside the piece by its score (field 2, a float) or type (field 3)."""
     if head[:1] != b"\x0a":
         return False
-    outer = _varint(head, 1)
+    outer = read_varint(head, 1)
     if outer is None or outer[0] < 2 or head[outer[1] : outer[1] + 1] != b"\x0a":
         return False
     length, start = outer
-    inner = _varint(head, start + 1)
+    inner = read_varint(head, start + 1)
     if inner is None or inner[0] == 0 or inner[1] + inner[0] > start + length:
         return False
     after = inner[1] + inner[0]
@@ -123,8 +112,7 @@ def check_model(model: Any) -> list[Refusal]:
     refused = "sentencepiece.refused"
     found: list[Refusal] = []
     trainer = model.trainer_spec
-    model_type = trainer.model_type if trainer.HasField("model_type") else 1
-    model_type = _effective(model_type, MODEL_TYPES, 1)  # proto2: the loader reads its default, unigram
+    model_type = _effective(trainer.model_type, MODEL_TYPES, 1)  # unset or unknown: the loader reads unigram
     if not model.pieces:
         found.append(Refusal(refused, "no pieces"))
     normal: set[bytes] = set()
@@ -132,7 +120,7 @@ def check_model(model: Any) -> list[Refusal]:
     unknown = 0
     bytes_found: set[int] = set()
     for index, piece in enumerate(model.pieces):
-        kind = _effective(piece.type, PIECE_TYPES, NORMAL) if piece.HasField("type") else NORMAL
+        kind = _effective(piece.type, PIECE_TYPES, NORMAL)  # unset (0) or unknown: a normal piece
         text = piece.piece
         if not text or b"\0" in text or len(text) >= MAX_PIECE_BYTES:
             what = "empty" if not text else "holds a NUL" if b"\0" in text else f"{len(text):,} bytes long"
@@ -180,11 +168,12 @@ def check_model(model: Any) -> list[Refusal]:
                                                      "sentencepiece before 0.2.3 (one that fails refuses the model)"))
     for spec_name in ("normalizer_spec", "denormalizer_spec"):
         spec = getattr(model, spec_name)
-        reason = charsmap_problem(spec.precompiled_charsmap)
+        blob = spec.precompiled_charsmap
+        reason, values = read_charsmap(blob)
         if reason:
             found.append(Refusal("sentencepiece.bad_charsmap", f"{spec_name}: {reason}"))
-        else:
-            reason = _replacement_cost(spec.precompiled_charsmap)
+        elif values is not None:
+            reason = _replacement_cost(values, blob)
             if reason:
                 found.append(Refusal("sentencepiece.costly", f"{spec_name}: {reason}"))
     return found
@@ -203,20 +192,14 @@ def prefix_chain(pieces: Iterable[bytes]) -> int:
     return deepest
 
 
-def _replacement_cost(blob: bytes) -> str:
-    """What normalizing costs per character, from the lengths of the strings the trie's leaves point at (a sound
-    trie, `charsmap_problem`): one huge replacement, or most of a large trie's characters made long."""
-    if not blob:
+def _replacement_cost(values: Any, blob: bytes) -> str:
+    """What normalizing costs per character, from the lengths of the strings a sound trie's leaves point at
+    (`values`, from `read_charsmap`): one huge replacement, or most of a large trie's characters made long."""
+    if not values.size:
         return ""
     import numpy as np
 
     (trie_size,) = struct.unpack("<I", blob[:4])
-    units = np.frombuffer(blob, dtype="<u4", count=trie_size // 4, offset=4).astype(np.int64)
-    leaves = np.equal(units >> 31, 0) & np.equal((units >> 8) & 1, 1)
-    bases = np.arange(len(units), dtype=np.int64) ^ ((units >> 10) << ((units & (1 << 9)) >> 6))
-    values = units[bases[leaves]] & 0x7FFFFFFF
-    if not values.size:
-        return ""
     nuls = np.flatnonzero(np.equal(np.frombuffer(blob, dtype=np.uint8, offset=4 + trie_size), 0))
     lengths = nuls[np.searchsorted(nuls, values)] - values
     longest, mean = int(lengths.max()), float(lengths.mean())
@@ -235,8 +218,9 @@ def _byte_piece(text: bytes) -> int | None:
     return None
 
 
-def charsmap_problem(blob: bytes) -> str:
-    """Why the normalizer would refuse the blob or read outside it ("" for none, or an empty blob: no rules).
+def read_charsmap(blob: bytes) -> tuple[str, Any]:
+    """Why the normalizer would refuse the blob or read outside it, or ("", the string position of every leaf) for a
+    sound one (("", None) for an empty blob: no rules).
 
     The blob is a little-endian uint32 size, a darts-clone double-array trie of that many bytes, then NUL-ended
     replacement strings. Normalizing walks the trie from unit 0 with each input byte (`commonPrefixSearch`): a
@@ -247,16 +231,16 @@ def charsmap_problem(blob: bytes) -> str:
     input, inside the trie; each leaf's string inside the strings and ended by a NUL.
     """
     if not blob:
-        return ""
+        return "", None
     if len(blob) <= 4:
-        return f"{len(blob)} bytes, too short for its header (the loader refuses it)"
+        return f"{len(blob)} bytes, too short for its header (the loader refuses it)", None
     (trie_size,) = struct.unpack("<I", blob[:4])
     if trie_size >= len(blob) - 4:
-        return f"a trie of {trie_size} bytes in a blob of {len(blob)}, leaving no replacement strings"
+        return f"a trie of {trie_size} bytes in a blob of {len(blob)}, leaving no replacement strings", None
     if trie_size % 1024 or not trie_size:  # darts-clone's blocks of 256 units of 4 bytes
-        return f"a trie of {trie_size} bytes, not whole blocks of 1,024 (the loader refuses it since 0.2.1)"
+        return f"a trie of {trie_size} bytes, not whole blocks of 1,024 (the loader refuses it since 0.2.1)", None
     if blob[-1] != 0:
-        return "the replacement strings do not end with a NUL (read past the blob before 0.2.1, refused since)"
+        return "the replacement strings do not end with a NUL (read past the blob before 0.2.1, refused since)", None
     import numpy as np
 
     units = np.frombuffer(blob, dtype="<u4", count=trie_size // 4, offset=4).astype(np.int64)
@@ -266,7 +250,7 @@ def charsmap_problem(blob: bytes) -> str:
     offsets = (units >> 10) << ((units & (1 << 9)) >> 6)
     bases = positions ^ offsets
     if int(units[0]) & 0x800001FF:  # darts-clone's root: label 0, no leaf (no rule replaces the empty string)
-        return f"its root unit 0x{int(units[0]):08x} has a label or a leaf, which darts-clone never writes"
+        return f"its root unit 0x{int(units[0]):08x} has a label or a leaf, which darts-clone never writes", None
     # NumPy's comparison functions, not operators: atheris hooks every `==` and `<` the fuzz target runs, and one on
     # whole arrays kept them alive (the target grew by 4 KiB an input)
     walkable = np.equal(units >> 31, 0)  # a unit whose label can match an input byte (unit 0, the root, among them)
@@ -274,23 +258,24 @@ def charsmap_problem(blob: bytes) -> str:
     in_trie = np.less(bases, size)
     if (leaves & ~in_trie).any():
         at = int(np.flatnonzero(leaves & ~in_trie)[0])
-        return f"unit {at} has its leaf at unit {int(bases[at])}, past the trie's {size} units"
+        return f"unit {at} has its leaf at unit {int(bases[at])}, past the trie's {size} units", None
     values_at = np.zeros(size, dtype=bool)
     values_at[bases[leaves]] = True
     outside = ~values_at & np.greater_equal(bases | 0xFF, size)  # any other unit, walked to or not, as the loader does
     if outside.any():
         at = int(np.flatnonzero(outside)[0])
-        return f"unit {at} leads to units {int(bases[at])} and on, past the trie's {size} units"
+        return f"unit {at} leads to units {int(bases[at])} and on, past the trie's {size} units", None
     kept = units[bases[leaves]]
     no_value = np.equal(kept >> 31, 0)
     if no_value.any():  # what darts-clone writes there is a value, marked so no byte can match it
         at = int(np.flatnonzero(leaves)[int(np.flatnonzero(no_value)[0])])
-        return f"unit {at} has a leaf at unit {int(bases[at])}, which holds no value"
+        return f"unit {at} has a leaf at unit {int(bases[at])}, which holds no value", None
     values = kept & 0x7FFFFFFF
     last_nul = strings.rfind(b"\0")
     if values.size and int(values.max()) > last_nul:
-        return f"a leaf's replacement string at {int(values.max())}, past the last NUL of {len(strings)} string bytes"
-    return ""
+        at = int(values.max())
+        return f"a leaf's replacement string at {at}, past the last NUL of {len(strings)} string bytes", None
+    return "", values
 
 
 def _is_text(data: bytes) -> bool:
@@ -349,7 +334,7 @@ class SentencePieceScanner:
         for refusal in check_model(model):
             yield artifact.observe(refusal.kind, 0, reason=refusal.reason)
         trainer = model.trainer_spec
-        model_type = trainer.model_type if trainer.HasField("model_type") else 1
+        model_type = _effective(trainer.model_type, MODEL_TYPES, 1)
         yield artifact.observe("fact.tokenizer", 0, pieces=len(model.pieces),
                                model_type=MODEL_TYPES.get(model_type, str(model_type)),
                                normalizer=model.normalizer_spec.name.decode("utf-8", "replace")[:60])  # fmt: skip
