@@ -793,6 +793,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_gguf(corpus, payload, main_rules)
     build_hostile_onnx(corpus)
     build_hostile_flax(corpus, payload, main_rules)
+    build_hostile_tflite(corpus)
     build_hostile_pt2(corpus)
     build_hostile_keras_tf(corpus)
     build_hostile_configs(corpus)
@@ -1166,6 +1167,7 @@ def build_benign(corpus: Corpus) -> None:
     build_benign_gguf(corpus)
     build_benign_onnx(corpus)
     build_benign_flax(corpus)
+    build_benign_tflite(corpus)
     build_benign_keras_tf(corpus)
     build_benign_configs(corpus)
 
@@ -2035,6 +2037,25 @@ def build_hostile_flax(corpus: Corpus, payload: bytes, rules: list[str]) -> None
     state["extra"] = msgpack.ExtType(42, payload)  # msgpack_restore hands it to the state as opaque bytes
     corpus.add("hostile/flax-pickle-in-extension.msgpack", msgpack.packb(state), "Flax checkpoint with a pickle in "
                "an extension value Flax does not define (loaded as opaque bytes)", rules=expect("WS-FLAX-006", *rules))
+
+
+TFLITE_DATA = TF_DATA.parent / "tflite"  # models TensorFlow's converter wrote (tools/record_tflite_files.py)
+
+
+def build_benign_tflite(corpus: Corpus) -> None:
+    made = "tf.lite.TFLiteConverter of TensorFlow 2.21 (tests/data/tflite, tools/record_tflite_files.py)"
+    corpus.add("benign/tflite-dense.tflite", (TFLITE_DATA / "dense.tflite").read_bytes(),
+               "TensorFlow Lite model: a dense layer with ReLU", made_by=made)
+    corpus.add("benign/tflite-with-labels.tflite", (TFLITE_DATA / "dense-associated-files.tflite").read_bytes(),
+               "the same with its labels appended as a zip, as the metadata writer packs associated files",
+               made_by=made)
+
+
+def build_hostile_tflite(corpus: Corpus) -> None:
+    data = (TFLITE_DATA / "hostile" / "flex-read-write.tflite").read_bytes()
+    corpus.add("hostile/tflite-flex-read-write.tflite", data, "TensorFlow Lite model converted with SELECT_TF_OPS "
+               "from tf.io.read_file and tf.io.write_file: tensorflow 2.15's tf.lite.Interpreter read /etc/hostname "
+               "and wrote a file at invoke() (Flex ops)", rules=expect("WS-TF-002", "WS-TF-012"))
 
 
 def _build_benign_keras_tf(corpus: Corpus) -> None:

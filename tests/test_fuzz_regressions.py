@@ -202,3 +202,12 @@ def test_a_counted_ubjson_object_keeps_every_key() -> None:
     assert Ubjson(_counted_object([(b"a", 1), (b"b", 2)])).document() == {"a": 1, "b": 2}
     with pytest.raises(Malformed, match="layout wscan does not read"):  # XGBoost too reads `{` + a letter only
         check(_counted_object([(b"Config", 1)]))
+
+
+def test_tflite_flex_options_that_are_not_two_strings_are_a_finding() -> None:
+    """fuzz_tflite: a Flex op's FlexBuffer vector held something else than a string first, and flexbuffers'
+    AsStringBytes asserted. The op is now reported as unreadable (WS-TFL-002); the file's WriteFile still is."""
+    from tests.helpers.scanning import rule_ids, scan
+
+    report = scan(Path(__file__).parent / "data" / "fuzz" / "tflite-flex-options-not-strings.tflite")
+    assert rule_ids(report) == {"WS-TFL-002", "WS-TF-002"}

@@ -584,6 +584,27 @@ def test_a_word_list_that_reads_as_an_import_is_text(tmp_path: Path) -> None:
     assert "WS-PKL-003" in binary and "WS-PKL-041" not in binary
 
 
+def test_a_word_list_in_a_plain_zip_is_text_but_not_in_a_model_archive(tmp_path: Path) -> None:
+    """TensorFlow Lite's metadata writer appends a model's labels as a zip: labels.txt there is a text file, as it
+    is on disk (WS-PKL-041, medium). The same bytes under a pickle's name, in a PyTorch checkpoint's zip or
+    decompressed from a stream stay a pickle's findings (review 32)."""
+    words = b"cat\ndog\nbird\nfish\n"
+
+    def zipped(members: dict[str, bytes]) -> bytes:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            for member, data in members.items():
+                archive.writestr(member, data)
+        return buffer.getvalue()
+
+    labels = scan_bytes(tmp_path, zipped({"labels.txt": words}), "labels.zip")
+    assert {(f.rule_id, f.severity) for f in labels.findings} == {("WS-PKL-041", Severity.MEDIUM)}
+    assert "WS-PKL-003" in rule_ids(scan_bytes(tmp_path, zipped({"labels.pkl": words}), "pickled.zip"))
+    torch_like = zipped({"archive/data.pkl": PROTO4[:1] + b"\x02N.", "archive/notes.txt": words})
+    assert "WS-PKL-003" in rule_ids(scan_bytes(tmp_path, torch_like, "model.pt"))
+    assert "WS-PKL-003" in rule_ids(scan_bytes(tmp_path, gzip.compress(words, mtime=0), "labels.txt.gz"))
+
+
 @pytest.mark.parametrize(
     ("name", "data"),
     [

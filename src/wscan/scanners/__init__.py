@@ -33,6 +33,7 @@ from wscan.scanners.sentencepiece_model import SentencePieceScanner
 from wscan.scanners.shards import ShardIndexScanner
 from wscan.scanners.tf_checkpoint import TfCheckpointScanner
 from wscan.scanners.tf_graph import TfGraphScanner
+from wscan.scanners.tflite import TfliteScanner
 from wscan.scanners.torchscript_code import TorchScriptCodeScanner
 
 
@@ -50,6 +51,7 @@ def builtin_scanners() -> list[Scanner]:
         SentencePieceScanner(),
         KerasScanner(),
         TfGraphScanner(),
+        TfliteScanner(),
         TfCheckpointScanner(),
         OcdbtScanner(),
         OnnxScanner(),

@@ -794,7 +794,12 @@ class ZipScanner:
             return
         if len(earlier) == ctx.limits.max_members:
             yield artifact.observe("archive.too_many_members", count=len(earlier), limit=ctx.limits.max_members)
-        yield artifact.observe("archive.prepended_bytes", 0, length=rest)
+        from wscan.scanners.tflite import looks_like_tflite  # tflite reads tf_graph, which imports this module
+
+        fh.seek(0)
+        # TensorFlow Lite's metadata writer appends the model's associated files (labels, vocabularies) as a zip.
+        leading: dict[str, AttrValue] = {"leading": "tflite"} if looks_like_tflite(fh.read(8)) else {}
+        yield artifact.observe("archive.prepended_bytes", 0, length=rest, **leading)
         if _holds_local_header(fh, rest, ctx.budget):
             yield artifact.observe("archive.unlisted_entries", 0, length=rest)
 

@@ -410,16 +410,26 @@ TEXT_FAILURES = frozenset(
 PICKLE_NAMES = (*WEIGHT_SUFFIXES, ".pickle", ".p", ".pk", ".pck", ".pcl", ".sav", ".model", ".data", ".dat", ".db")
 
 
+# Text members of a plain zip or tar (the labels TensorFlow Lite's metadata writer appends as a zip, a vocabulary
+# shipped zipped): no loader unpickles them by name, so they read as text files on disk do.
+TEXT_MEMBER_NAMES = (".txt",)
+
+
 def _text_prefix(artifact: Artifact, res: PickleResult, nested: list[PickleResult]) -> bool:
     """Whether the stream is a text file's first two lines read as one GLOBAL: a word list that opens with "cat",
     "dog" imports `at.dog`, then fails on the next line's first letter ("bird": BUILD with one item on the stack).
     pickle.load of it would import that module and raise; nothing is called. So narrow that nothing else passes (review
     32 ran unittest's __main__, rebound names by SETITEMS, and hid the text in a gzip'd .pkl): a top-level file not
-    named like a pickle, protocol 0, exactly one GLOBAL of a module that is one word, not the standard library's (its
-    import runs no code a word list can name), then a byte that fails at once in both unpicklers, or the end. Its
-    import is WS-PKL-041 (medium); anything else is a pickle's finding."""
-    if artifact.depth or artifact.context.get("container") or artifact.name.lower().endswith(PICKLE_NAMES):
-        return False  # what a loader unpickles by name, from an archive or decompressed: damaged or crafted
+    named like a pickle (or a `.txt` member of a plain zip or tar), protocol 0, exactly one GLOBAL of a module that is
+    one word, not the standard library's (its import runs no code a word list can name), then a byte that fails at
+    once in both unpicklers, or the end. Its import is WS-PKL-041 (medium); anything else is a pickle's finding."""
+    name = artifact.name.lower()
+    if name.endswith(PICKLE_NAMES):
+        return False  # what a loader unpickles by name
+    if (artifact.depth or artifact.context.get("container")) and not (
+        artifact.context.get("container") == "generic" and name.endswith(TEXT_MEMBER_NAMES)
+    ):
+        return False  # from a model's archive or decompressed: damaged or crafted
     if res.stopped or res.error is None or res.over_budget is not None or res.protocol or nested or res.events:
         return False
     if len(res.imports) != 1 or any(rec.invoked for rec in res.imports.values()) or res.start:

@@ -426,7 +426,7 @@ def _bare_file_name(value: bytes) -> bool:
     return not any(c in value for c in b"/\\:")
 
 
-def _attrs(node: Any) -> dict[str, Any]:
+def node_attrs(node: Any) -> dict[str, Any]:
     return {entry.key.decode("utf-8", "replace"): entry.value for entry in node.attr}
 
 
@@ -518,7 +518,7 @@ class _Scope:
                 return ""
             op = current.op.decode("utf-8", "replace")
             if op == "Const":
-                value = _attrs(current).get("value")
+                value = node_attrs(current).get("value")
                 whole = _attr_value(value) if value is not None else b""
                 return "" if fed and _bare_file_name(whole) else _text(whole)
             if op not in PASS_THROUGH:
@@ -574,7 +574,7 @@ class _Scope:
                 texts.append(argument)
                 continue
             if current.op == b"Const":
-                value = _attrs(current).get("value")
+                value = node_attrs(current).get("value")
                 texts.append(_text(_attr_value(value)) if value is not None else "")
                 continue
             if callee is not None and returned_tensors:
@@ -605,7 +605,7 @@ class _Scope:
         op = node.op.decode("utf-8", "replace")
         if op not in RETURNING_CALLS and op not in DATASET_MAPS:
             return self.calls.function(op)
-        attr = _attrs(node).get("f")
+        attr = node_attrs(node).get("f")
         return self.calls.function(attr.func.name.decode("utf-8", "replace")) if attr is not None else None
 
     @staticmethod
@@ -785,7 +785,7 @@ def _assets(meta: Any) -> list[Any]:
     return found
 
 
-def _category(op: str, attrs: dict[str, Any]) -> tuple[str, str]:
+def op_category(op: str, attrs: dict[str, Any]) -> tuple[str, str]:
     """What an op reaches ('' for nothing) and the attribute that says where."""
     attr = ATTR_OPS.get(op)
     if attr is not None:
@@ -1145,7 +1145,7 @@ def _ops(artifact: Artifact, ctx: ScanContext, message: Any, kind: str) -> Itera
             op = node.op.decode("utf-8", "replace")
             if op not in OP_CATEGORIES and op not in ATTR_OPS:
                 continue
-            category, detail = _category(op, _attrs(node))
+            category, detail = op_category(op, node_attrs(node))
             if not category:
                 continue
             path = scope.path(node, op) if category not in ("python", "hidden-graph") else ""
