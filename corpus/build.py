@@ -794,6 +794,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_onnx(corpus)
     build_hostile_flax(corpus, payload, main_rules)
     build_hostile_tflite(corpus)
+    build_hostile_openvino(corpus)
     build_hostile_pt2(corpus)
     build_hostile_keras_tf(corpus)
     build_hostile_configs(corpus)
@@ -1168,6 +1169,7 @@ def build_benign(corpus: Corpus) -> None:
     build_benign_onnx(corpus)
     build_benign_flax(corpus)
     build_benign_tflite(corpus)
+    build_benign_openvino(corpus)
     build_benign_keras_tf(corpus)
     build_benign_configs(corpus)
 
@@ -2056,6 +2058,26 @@ def build_hostile_tflite(corpus: Corpus) -> None:
     corpus.add("hostile/tflite-flex-read-write.tflite", data, "TensorFlow Lite model converted with SELECT_TF_OPS "
                "from tf.io.read_file and tf.io.write_file: tensorflow 2.15's tf.lite.Interpreter read /etc/hostname "
                "and wrote a file at invoke() (Flex ops)", rules=expect("WS-TF-002", "WS-TF-012"))
+
+
+OPENVINO_DATA = TF_DATA.parent / "openvino"  # IRs ov.save_model wrote (tools/record_openvino_files.py)
+
+
+def build_benign_openvino(corpus: Corpus) -> None:
+    made = "ov.save_model of OpenVINO 2026.4 (tests/data/openvino, tools/record_openvino_files.py)"
+    for suffix, technique in ((".xml", "OpenVINO IR: a dense layer with ReLU, f32 and f16 constants"),
+                              (".bin", "its weights, read at the offsets the XML gives")):
+        corpus.add(f"benign/openvino-dense/openvino_model{suffix}", (OPENVINO_DATA / f"dense{suffix}").read_bytes(),
+                   technique, made_by=made)
+
+
+def build_hostile_openvino(corpus: Corpus) -> None:
+    source = OPENVINO_DATA / "hostile" / "const-past-end"
+    corpus.add("hostile/openvino-const-past-end/openvino_model.xml", source.with_suffix(".xml").read_bytes(),
+               "OpenVINO IR whose constant reads past the end of its weights file (read_model: Incorrect weights in "
+               "bin file!)", rules=expect("WS-OV-002"))
+    corpus.add("hostile/openvino-const-past-end/openvino_model.bin", source.with_suffix(".bin").read_bytes(),
+               "its weights file", part_of="hostile/openvino-const-past-end/openvino_model.xml")
 
 
 def _build_benign_keras_tf(corpus: Corpus) -> None:

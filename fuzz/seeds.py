@@ -24,6 +24,7 @@ TF_KERAS = ROOT / "tests" / "data" / "tf_keras"  # files tf_keras wrote (TensorF
 SPARSE_TARS = ROOT / "tests" / "data" / "tar_sparse"  # GNU tar 1.34 -S output in its four sparse formats
 TF_FUNCTIONS = ROOT / "tests" / "data" / "tf_functions"  # TF 2.21 SavedModels whose paths cross function calls
 FLAX = ROOT / "tests" / "data" / "flax"  # files Flax and transformers wrote, and hostile variants of them
+OPENVINO = ROOT / "tests" / "data" / "openvino"  # IRs ov.save_model wrote, and hostile variants of them
 TFLITE = ROOT / "tests" / "data" / "tflite"  # models TensorFlow's converter wrote, and hostile variants of them
 MARKER = b"\n--8<--\n"  # harness.split: fields of a multi-part input
 MAX_SEED_BYTES = 256 * 1024
@@ -228,6 +229,7 @@ SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
     "gguf": lambda: _files("*.gguf"),
     "flax": lambda: [*_files("*.msgpack"), *sorted(FLAX.rglob("*.msgpack"))],
     "sentencepiece": _sentencepiece_models,
+    "openvino": lambda: sorted(OPENVINO.rglob("*.xml")),
     "tflite": lambda: [*_files("*.tflite"), *sorted(TFLITE.rglob("*.tflite"))],
     "keras": lambda: [
         *_files("*.keras"),

@@ -24,7 +24,7 @@ FACT_KINDS = frozenset({
 })
 WEIGHT_FORMATS = frozenset({
     "safetensors", "pickle", "zip", "gguf", "onnx", "npy", "keras", "hdf5", "tf-graph", "flax-msgpack",
-    "tflite",
+    "tflite", "openvino",
 })
 SHARD = re.compile(r".+-\d{5,}-of-\d{5,}(\.[^/]+)?$")
 # Files a trainer writes beside the weights: their tensors are not model parameters.

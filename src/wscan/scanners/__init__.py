@@ -22,6 +22,7 @@ from wscan.scanners.keras import KerasScanner
 from wscan.scanners.numpy import NpyScanner
 from wscan.scanners.ocdbt import OcdbtScanner
 from wscan.scanners.onnx_model import LenientOnnxScanner, OnnxScanner
+from wscan.scanners.openvino import OpenVinoScanner
 from wscan.scanners.pickle import PickleScanner
 from wscan.scanners.pt2 import Pt2GraphScanner
 from wscan.scanners.python_bytecode import PythonBytecodeScanner
@@ -55,6 +56,7 @@ def builtin_scanners() -> list[Scanner]:
         TfCheckpointScanner(),
         OcdbtScanner(),
         OnnxScanner(),
+        OpenVinoScanner(),
         PickleScanner(),
         ShardIndexScanner(),
         BoosterFileScanner(),
