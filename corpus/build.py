@@ -2057,7 +2057,7 @@ def build_hostile_tflite(corpus: Corpus) -> None:
     data = (TFLITE_DATA / "hostile" / "flex-read-write.tflite").read_bytes()
     corpus.add("hostile/tflite-flex-read-write.tflite", data, "TensorFlow Lite model converted with SELECT_TF_OPS "
                "from tf.io.read_file and tf.io.write_file: tensorflow 2.15's tf.lite.Interpreter read /etc/hostname "
-               "and wrote a file at invoke() (Flex ops)", rules=expect("WS-TF-002", "WS-TF-012"))
+               "and wrote a file at invoke() (Flex ops)", rules=expect("WS-TF-002", "WS-TFL-004"))
 
 
 OPENVINO_DATA = TF_DATA.parent / "openvino"  # IRs ov.save_model wrote (tools/record_openvino_files.py)

@@ -24,10 +24,10 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "tflite"
 BENIGN = sorted(DATA.glob("*.tflite"))
 HOSTILE = {  # file: the rules it must raise (what the interpreter did is in the folder's README)
     "associated-pickle.tflite": {"WS-PKL-001"},  # a pickle among the associated files the metadata writer zips
-    "flex-read-write.tflite": {"WS-TF-002", "WS-TF-012"},  # ran: read /etc/hostname, wrote the marker
+    "flex-read-write.tflite": {"WS-TF-002", "WS-TFL-004"},  # ran: read /etc/hostname, wrote the marker
     "flex-print-to-file.tflite": {"WS-TF-002"},  # ran: tf.print to file:// wrote the marker
-    "flex-disguised-as-add.tflite": {"WS-TF-002", "WS-TF-012"},  # op code FlexAdd, options WriteFile: wrote it
-    "flex-custom-in-deprecated-code.tflite": {"WS-TF-002", "WS-TF-012"},  # CUSTOM in the old byte only: wrote it
+    "flex-disguised-as-add.tflite": {"WS-TF-002", "WS-TFL-004"},  # op code FlexAdd, options WriteFile: wrote it
+    "flex-custom-in-deprecated-code.tflite": {"WS-TF-002", "WS-TFL-004"},  # CUSTOM in the old byte only: wrote it
     "flex-without-options.tflite": {"WS-TFL-002"},  # crashed the interpreter (SIGSEGV)
     "schema-version-2.tflite": {"WS-TFL-001"},  # refused
     "opcode-index-past-list.tflite": {"WS-TFL-001"},  # refused
@@ -54,13 +54,51 @@ def test_models_the_interpreter_ran_crashed_on_or_refused_are_flagged(name: str)
     assert all(f.severity.label in ("high", "critical") for f in report.findings)
 
 
+RED_TEAM = {  # helper 216's models (tests/data/tflite/red-team/README.md says what TF 2.15 did with each)
+    "customcode-length-zero.tflite": {"WS-TF-002"},
+    "save-v1-computed-path.tflite": {"WS-TFL-004"},
+    "mergev2-via-identity-deletes.tflite": {"WS-TFL-004"},
+    "restorev2-const.tflite": {"WS-TFL-004"},
+    "readfile-computed-path.tflite": {"WS-TFL-004"},
+    "readfile-path-buffer-offset.tflite": {"WS-TFL-004"},
+    "savev2-path-buffer-offset.tflite": {"WS-TFL-004"},
+    "dumptensor-writes-file.tflite": {"WS-TF-002"},
+    "sleepop-hang.tflite": {"WS-TFL-005"},
+    "queue-dequeue-hang.tflite": {"WS-TFL-005"},
+}
+
+
+def test_every_red_team_model_is_listed() -> None:
+    assert {path.name for path in (DATA / "red-team").glob("*.tflite")} == set(RED_TEAM)
+
+
+@pytest.mark.parametrize("name", sorted(RED_TEAM))
+def test_what_the_red_team_ran_through_the_flex_delegate_is_high(name: str) -> None:
+    report = scan(DATA / "red-team" / name)
+    assert rule_ids(report) == RED_TEAM[name]
+    assert all(f.severity.label == "high" for f in report.findings)
+
+
+def test_an_op_name_is_read_to_its_nul_as_the_interpreter_reads_it() -> None:
+    """The op code's string says length 0; the interpreter reads `FlexWriteFile` up to the NUL after it."""
+    finding = scan(DATA / "red-team" / "customcode-length-zero.tflite").findings[0]
+    assert finding.evidence["op"] == "WriteFile"
+
+
+def test_a_path_kept_past_the_flatbuffer_is_read() -> None:
+    """A constant in the layout of models over 2 GB (a buffer's offset and size): its path is evidence as inline."""
+    finding = scan(DATA / "red-team" / "readfile-path-buffer-offset.tflite").findings[0]
+    assert finding.evidence["path"] and finding.evidence["path"] != "not a constant"
+    assert finding.evidence["fixed"] is True
+
+
 def test_a_flex_op_is_judged_by_the_op_the_delegate_runs_and_reports_its_path() -> None:
     report = scan(DATA / "hostile" / "flex-disguised-as-add.tflite")
     written = next(f for f in report.findings if f.rule_id == "WS-TF-002")
     assert written.evidence["op"] == "WriteFile"  # the op code says FlexAdd
     assert written.evidence["path"] == "/tmp/wscan-tflite-marker.txt"
     assert written.evidence["format"] == "tflite"
-    read = next(f for f in report.findings if f.rule_id == "WS-TF-012")
+    read = next(f for f in report.findings if f.rule_id == "WS-TFL-004")
     assert read.evidence["path"] == "/etc/hostname"
 
 
@@ -120,7 +158,7 @@ def test_the_identifier_is_sniffed_whatever_the_name(tmp_path: Path) -> None:
     data = (DATA / "hostile" / "flex-read-write.tflite").read_bytes()
     assert reader.looks_like_tflite(data[:64])
     assert reader.TfliteScanner().accepts(Head(data, data, len(data), "weights.bin"))
-    assert {"WS-TF-002", "WS-TF-012"} <= rule_ids(scan_bytes(tmp_path, data, "weights.bin"))
+    assert {"WS-TF-002", "WS-TFL-004"} <= rule_ids(scan_bytes(tmp_path, data, "weights.bin"))
 
 
 def test_weights_are_not_read(tmp_path: Path) -> None:

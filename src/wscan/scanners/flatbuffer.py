@@ -137,6 +137,15 @@ class Table:
             return None
         return self.pages.read(start, min(length, limit))
 
+    def c_string(self, slot: int, limit: int) -> bytes | None:
+        """A string field as C++ reads it through `c_str()`: from its first byte to the first NUL, whatever its
+        length field says (TensorFlow Lite's interpreter reads op names so, and does not verify the buffer), at
+        most `limit` bytes; None when absent."""
+        start, _ = self.vector(slot, 1)
+        if not start:
+            return None
+        return self.pages.read(start, min(limit, self.pages.size - start)).split(b"\0", 1)[0]
+
     def bytes(self, slot: int, limit: int) -> bytes | None:
         """A [ubyte] field whole, None when absent; over `limit` bytes is an error the caller reports."""
         start, length = self.vector(slot, 1)

@@ -59,7 +59,8 @@ OP_CATEGORIES: dict[str, str] = {
     **dict.fromkeys(
         ["WriteFile", "DatasetToTFRecord", "ExperimentalDatasetToTFRecord", "SaveDataset", "SaveDatasetV2",
          "DistributedSave", "SnapshotDataset", "SnapshotDatasetV2", "CreateSummaryFileWriter",
-         "CreateSummaryDbWriter", "DebugIdentityV2", "DebugIdentityV3", "CacheDataset", "CacheDatasetV2"],
+         "CreateSummaryDbWriter", "DebugIdentityV2", "DebugIdentityV3", "CacheDataset", "CacheDatasetV2",
+         "DumpTensor"],
         "file-write",
     ),
     **dict.fromkeys(
@@ -78,7 +79,7 @@ OP_CATEGORIES: dict[str, str] = {
     # every graph a scanner reads (a review read and wrote files through one).
     **dict.fromkeys(["DatasetFromGraph"], "hidden-graph"),
     **dict.fromkeys(["Save", "SaveV2", "SaveSlices", "MergeV2Checkpoints"], "checkpoint-write"),
-    **dict.fromkeys(["Restore", "RestoreV2", "RestoreSlice"], "checkpoint-read"),
+    **dict.fromkeys(["Restore", "RestoreV2", "RestoreSlice", "DTensorRestoreV2"], "checkpoint-read"),
     **dict.fromkeys(
         ["DataServiceDataset", "DataServiceDatasetV2", "DataServiceDatasetV3", "DataServiceDatasetV4",
          "RegisterDataset", "RegisterDatasetV2", "Rpc", "TryRpc", "RpcClient", "RpcCall", "RpcServer",
@@ -97,7 +98,7 @@ ATTR_OPS = {
     "DebugNumericSummary": "debug_urls",
 }
 EVIDENCE_ATTRS = ("token", "memory_region_name", "output_stream", "descriptor_source", "debug_urls", "dump_root",
-                  "file_pattern", "filename")  # fmt: skip
+                  "file_pattern", "filename", "log_dir_path", "file_name")  # fmt: skip
 PASS_THROUGH = frozenset({"Identity", "Snapshot", "StopGradient", "IdentityN", "PlaceholderWithDefault"})
 MAX_HOPS = 8
 # The inputs that hold the path, where it is not the first (a table initializer's first input is the table, a

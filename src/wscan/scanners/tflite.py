@@ -31,6 +31,15 @@ SCHEMA_VERSION = 3
 CUSTOM = 32  # BuiltinOperator.CUSTOM
 STRING = 5  # TensorType.STRING
 FLEX = b"Flex"  # the prefix TFLite hands to the Flex delegate (tflite::IsFlexOp)
+# TensorFlow ops that wait: the Flex delegate runs any registered op, and these never return on their own (helper
+# 216: SleepOp and a FIFO queue's dequeue hung TensorFlow 2.15's interpreter). Only judged in TensorFlow Lite, where
+# no input pipeline feeds a queue; TF1 graphs keep queues in their input pipelines.
+BLOCKING_OPS = frozenset({
+    "SleepOp", "SleepIdentityOp", "SleepDataset", "ExperimentalSleepDataset", "QueueDequeue", "QueueDequeueV2",
+    "QueueDequeueMany", "QueueDequeueManyV2", "QueueDequeueUpTo", "QueueDequeueUpToV2", "BarrierTakeMany",
+    "Unstage", "MapUnstage", "MapUnstageNoKey", "OrderedMapUnstage", "OrderedMapUnstageNoKey", "StagePeek",
+    "MapPeek", "OrderedMapPeek", "CollectiveReduce", "CollectiveGather", "CollectiveBcastRecv", "_Recv",
+})  # fmt: skip
 MAX_OPTIONS = 1 << 20  # a Flex op's NodeDef: converters write a few hundred bytes
 MAX_TEXT = 4096  # of a name, path or string constant kept as evidence
 MAX_REPORTED = 100  # observations of one kind; the rest are counted
@@ -116,11 +125,12 @@ class _Reader:
 
     @staticmethod
     def _code(code: Table) -> bytes | None:
-        """A custom op's name as the op resolver reads it (a C string), None for a built-in kernel. The built-in
+        """A custom op's name as the op resolver reads it (a C string: a shortened length field hid a FlexWriteFile
+        from the reader that trusted it), None for a built-in kernel. The built-in
         code is the larger of the two fields (schema_utils GetBuiltinCode): files older than 2.3 have only the byte."""
         if max(code.int32(CODE_BUILTIN), code.int8(CODE_DEPRECATED)) != CUSTOM:
             return None
-        return (code.string(CODE_CUSTOM, MAX_TEXT) or b"").split(b"\0", 1)[0]
+        return code.c_string(CODE_CUSTOM, MAX_TEXT) or b""
 
     def _buffers(self, model: Table) -> int:
         """How many buffers the model has, each checked to lie inside the file."""
@@ -169,6 +179,10 @@ class _Reader:
                                      reason=problem[:300])
             return
         for op in dict.fromkeys(_text(name) for name in (custom[len(FLEX):], run, node_op) if name):
+            if op in BLOCKING_OPS:
+                yield from self._observe("tf.op", op=op, category="blocks", node=label, function=where, path="",
+                                         detail="", target="", format="tflite", fixed=False)
+                continue
             if op not in OP_CATEGORIES and op not in ATTR_OPS:
                 continue
             category, detail = op_category(op, attrs)
@@ -192,6 +206,17 @@ class _Reader:
             raise FlatBufferError(f"custom options of {size} bytes are over the {MAX_OPTIONS} read")
         return self.pages.read(offset, size)
 
+    def _constant(self, buffer: Table) -> bytes:
+        """A buffer's first 64 KiB: its data, or the bytes past the FlatBuffer its offset and size name (the layout
+        of models over 2 GB, which the interpreter reads the same)."""
+        data = buffer.string(BUFFER_DATA, 1 << 16)
+        if data:
+            return data
+        offset, size = buffer.uint64(BUFFER_OFFSET), buffer.uint64(BUFFER_SIZE)
+        if offset <= 1 or not size:
+            return b""
+        return self.pages.read(offset, min(size, 1 << 16))
+
     def _path(self, model: Table, graph: Table, operator: Table, op: str, buffers: int) -> str:
         """The first string of the constant tensor at the op's path input, '' when it is computed or fed."""
         inputs = list(operator.ints(OP_INPUTS))
@@ -202,8 +227,7 @@ class _Reader:
             buffer = tensor.uint(TENSOR_BUFFER)
             if tensor.int8(TENSOR_TYPE) != STRING or not 0 < buffer < buffers:
                 continue
-            data = model.table_at(MODEL_BUFFERS, buffer).string(BUFFER_DATA, 1 << 16) or b""
-            text = _first_string(data)
+            text = _first_string(self._constant(model.table_at(MODEL_BUFFERS, buffer)))
             if text is not None:
                 return _text(text[:MAX_TEXT])
         return ""
