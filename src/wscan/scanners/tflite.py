@@ -125,8 +125,8 @@ class _Reader:
 
     @staticmethod
     def _code(code: Table) -> bytes | None:
-        """A custom op's name as the op resolver reads it (a C string: a shortened length field hid a FlexWriteFile
-        from the reader that trusted it), None for a built-in kernel. The built-in
+        """A custom op's name as the op resolver reads it, None for a built-in kernel. A C string: read to its NUL
+        whatever the length field says (a length of 0 hid a FlexWriteFile from a reader that trusted it). The built-in
         code is the larger of the two fields (schema_utils GetBuiltinCode): files older than 2.3 have only the byte."""
         if max(code.int32(CODE_BUILTIN), code.int8(CODE_DEPRECATED)) != CUSTOM:
             return None
