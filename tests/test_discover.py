@@ -72,6 +72,8 @@ def test_huggingface_cache_snapshots(tmp_path: Path) -> None:
         hits = [f for f in report.findings if f.rule_id == "WS-PKL-001"]
         assert len(hits) == 1, target
         assert hits[0].location.path.endswith("snapshots/abc123/pytorch_model.bin")
+        # blobs/ is passed over, never reported as a special file (it was, WS-FILE-008, on every cache scan)
+        assert "WS-FILE-008" not in {f.rule_id for f in report.findings}, target
 
 
 def test_report_counts(tmp_path: Path) -> None:

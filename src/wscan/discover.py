@@ -136,8 +136,10 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
             continue
         # In a Hugging Face cache, blobs are reached through the snapshots that name them. Only in a real cache
         # repo folder: elsewhere blobs/ is just a folder (a loader reads it; an attestation hashes it).
+        passed_over: set[str] = set()
         if "blobs" in folder.folders and "snapshots" in folder.folders and _hf_cache_repo(here):
             folder.folders.remove("blobs")
+            passed_over.add("blobs")  # a folder still: never taken for a special file (WS-FILE-008)
         shown = display_path(here)  # once per folder: a file's display name is its folder's plus its own
         prefix = "" if shown == "." else shown.rstrip("/") + "/"
         targets = {entry.name: resolve(here / entry.name, root) for entry in folder.entries if entry.is_symlink()}
@@ -149,7 +151,7 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
                         outside=not _stays_inside(here / name, target, root))  # fmt: skip
         subfolders = set(folder.folders)
         for entry in folder.entries:
-            if entry.name not in linked and entry.name not in subfolders:
+            if entry.name not in linked and entry.name not in subfolders and entry.name not in passed_over:
                 yield from _entry(here / entry.name, root, prefix + entry.name)
 
 

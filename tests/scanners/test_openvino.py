@@ -71,10 +71,98 @@ def test_entities_are_never_expanded(tmp_path: Path) -> None:
     assert time.monotonic() - started < 10
 
 
-def test_only_an_ir_is_taken() -> None:
+def test_only_an_ir_is_taken(tmp_path: Path) -> None:
     assert looks_like_ir((DATA / "dense.xml").read_bytes())
     for other in (b'<?xml version="1.0"?>\n<project><net/></project>', b"<network/>", b"net"):
-        assert not OpenVinoScanner().accepts(Head(other, other, len(other), "x.xml"))
+        assert not looks_like_ir(other)
+        assert not OpenVinoScanner().accepts(Head(other, other, len(other), "x.bin"))
+        assert "openvino" not in scan_bytes(tmp_path, other, "x.xml").files[0].formats
+
+
+DENSE = (DATA / "dense.xml").read_text()
+LEAK = DENSE.replace('offset="0" size="8192"', 'value="A"', 1)  # 1 byte for 2,048 floats: read past on the heap
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("plain", LEAK),
+        ("namespace-on-net", LEAK.replace('<net name="dense"', '<net xmlns="urn:x" name="dense"', 1)),
+        ("namespace-on-layers", LEAK.replace("<layers>", '<layers xmlns="urn:x">', 1)),
+        ("upper-case-root", LEAK.replace("<net ", "<NET ", 1).replace("</net>", "</NET>")),
+        ("instruction-first", LEAK.replace("?>", "?>\n<?foo bar?>", 1)),
+        ("long-comment-first", LEAK.replace("?>", "?>\n<!--" + "x" * 5000 + "-->", 1)),
+        ("spaces-first", LEAK.replace("?>", "?>" + " " * 5000, 1)),
+    ],
+)
+def test_a_constant_written_in_the_xml_is_flagged_however_the_ir_is_laid_out(tmp_path: Path, name: str,
+                                                                            text: str) -> None:
+    """Helper 217: OpenVINO copies a Const's `value=` text whatever its shape (heap bytes came back in the output;
+    64 MiB crashed compile), and loaded the IR with a namespace, an upper-case root, a processing instruction, a
+    long comment or 5,000 spaces before <net>, each of which hid it from wscan."""
+    (tmp_path / f"{name}.bin").write_bytes((DATA / "dense.bin").read_bytes())
+    (tmp_path / f"{name}.xml").write_text(text)
+    assert "WS-OV-002" in rule_ids(scan(tmp_path / f"{name}.xml"))
+
+
+def test_a_utf16_ir_is_read(tmp_path: Path) -> None:
+    (tmp_path / "model.bin").write_bytes((DATA / "dense.bin").read_bytes())
+    (tmp_path / "model.xml").write_bytes(LEAK.replace('version="1.0"?>', 'version="1.0" encoding="UTF-16"?>', 1)
+                                         .encode("utf-16"))
+    assert "WS-OV-002" in rule_ids(scan(tmp_path / "model.xml"))
+    assert looks_like_ir((tmp_path / "model.xml").read_bytes())
+
+
+def test_many_comments_do_not_stall_the_sniff(tmp_path: Path) -> None:
+    """The sniff's regular expression backtracked: 28 comments took 42 s (helper 217). Every file's head is
+    sniffed."""
+    head = b"<!-- a -- b -->" * 2000 + b"<html/>"
+    started = time.monotonic()
+    assert not looks_like_ir(head)
+    assert looks_like_ir(head.replace(b"<html/>", b"<net/>"))
+    assert time.monotonic() - started < 2
+
+
+def test_a_shape_of_huge_numbers_is_a_finding(tmp_path: Path) -> None:
+    shape = ", ".join(["999999999999999999"] * 300)
+    text = DENSE.replace('shape="64, 32" offset="0"', f'shape="{shape}" offset="0"', 1)
+    found = rule_ids(scan_bytes(tmp_path, text.encode(), "openvino_model.xml"))
+    assert "WS-OV-002" in found and "WS-FILE-001" not in found
+
+
+def test_weights_linked_out_of_the_folder_are_high(tmp_path: Path) -> None:
+    """OpenVINO follows the .bin: linked to /etc/passwd, the model's output was that file (helper 217)."""
+    outside = tmp_path / "outside.bin"
+    outside.write_bytes((DATA / "dense.bin").read_bytes())
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "openvino_model.xml").write_text(DENSE)
+    (tmp_path / "model" / "openvino_model.bin").symlink_to(outside)
+    assert rule_ids(scan(tmp_path / "model" / "openvino_model.xml")) == {"WS-OV-005"}
+
+
+def test_a_hugging_face_cache_snapshot_reads_its_weights_through_the_blobs(tmp_path: Path) -> None:
+    repo = tmp_path / "models--org--ov-model"
+    (repo / "blobs").mkdir(parents=True)
+    snapshot = repo / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    for name, source in (("openvino_model.xml", "dense.xml"), ("openvino_model.bin", "dense.bin")):
+        blob = repo / "blobs" / f"{name}-blob"
+        blob.write_bytes((DATA / source).read_bytes())
+        (snapshot / name).symlink_to(Path("../../blobs") / blob.name)
+    report = scan(tmp_path)
+    assert [(f.rule_id, f.message) for f in report.findings] == []
+
+
+def test_what_openvino_writes_for_empty_and_grouped_constants_passes(tmp_path: Path) -> None:
+    """ov.save_model writes one byte for an empty constant and three for a scalar u3 or u6 (helper 217): OpenVINO
+    refuses only fewer bytes than the shape takes."""
+    empty = DENSE.replace('shape="64, 32" offset="0" size="8192"', 'shape="0, 4" offset="0" size="1"', 1)
+    grouped = DENSE.replace('element_type="f32" shape="64, 32" offset="0" size="8192"',
+                            'element_type="u3" shape="" offset="0" size="3"', 1)
+    for name, text in (("empty", empty), ("grouped", grouped)):
+        (tmp_path / f"{name}.xml").write_text(text)
+        (tmp_path / f"{name}.bin").write_bytes((DATA / "dense.bin").read_bytes())
+    assert scan(tmp_path).findings == []
 
 
 def test_in_an_archive_sizes_are_checked_without_the_weights(tmp_path: Path) -> None:
