@@ -47,6 +47,9 @@ PROLOG = (("<?", "?>"), ("<!--", "-->"), ("<![cdata[", "]]>"))
 def looks_like_ir(head: bytes) -> bool:
     """Whether the document's root element is <net> (any case), past a BOM, the XML declaration, processing
     instructions, comments and a document type, in UTF-8 or UTF-16: what pugixml, OpenVINO's reader, takes."""
+    start = head[:SNIFF_BYTES].lstrip(b" \t\r\n")  # every file's head comes here: most fail at their first byte
+    if not start.startswith((b"<", b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        return False
     text = _decoded(head[:SNIFF_BYTES]).lower().lstrip("\ufeff")
     position = 0
     while True:
