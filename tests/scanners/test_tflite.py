@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.helpers.mutations import damaged
 from tests.helpers.scanning import rule_ids, scan, scan_bytes
+from wscan.config import Config
 from wscan.limits import Budget, Limits, open_counted
 from wscan.scanners import tflite as reader
 from wscan.scanners.base import Head
@@ -174,6 +175,17 @@ def test_weights_are_not_read(tmp_path: Path) -> None:
         assert table.count(reader.MODEL_BUFFERS) == 7
     assert budget.read <= 2 * 65536
     assert scan(path).findings == []
+
+
+def test_operators_past_max_members_are_a_limit(tmp_path: Path) -> None:
+    """Every entry of an operators vector may point at one table (13 million in 52 MB outran the time limit): past
+    max-members operators the model is a limit finding (high), not read on."""
+    data = (DATA / "hostile" / "flex-read-write.tflite").read_bytes()
+    report = scan_bytes(tmp_path, data, "model.tflite", Config(limits=Limits(max_members=1)))
+    assert rule_ids(report) == {"WS-FILE-002", "WS-TFL-004"}  # the ReadFile before the limit is still judged
+    assert "max-members" in next(f.message for f in report.findings if f.rule_id == "WS-FILE-002")
+    assert rule_ids(scan_bytes(tmp_path, data, "model.tflite", Config(limits=Limits(max_members=3)))) == {
+        "WS-TF-002", "WS-TFL-004"}
 
 
 def test_pages_refuse_reads_outside_the_file(tmp_path: Path) -> None:

@@ -75,12 +75,19 @@ class TfliteScanner:
                 yield from reader.model()
             except FlatBufferError as exc:
                 yield artifact.observe("tflite.malformed", reason=str(exc)[:300])
+            except _TooMany as exc:
+                yield artifact.observe("scan.limit", limit="max-members", detail=str(exc))
+
+
+class _TooMany(Exception):
+    """More operators than max-members: vectors may point every entry at one table, so a 52 MB file held 13 million
+    (helper 216; each is read, which took past the time limit)."""
 
 
 class _Reader:
     def __init__(self, artifact: Artifact, ctx: ScanContext, pages: Pages) -> None:
         self.artifact, self.ctx, self.pages = artifact, ctx, pages
-        self.reads = 0
+        self.reads = self.operators = 0
         self.reported: Counter[str] = Counter()
 
     def _tick(self) -> None:
@@ -148,6 +155,9 @@ class _Reader:
         name = _text(graph.string(GRAPH_NAME, MAX_TEXT) or b"")
         where = f"subgraph {index}" + (f" ({name})" if name else "")
         for position, operator in enumerate(self._each(graph, GRAPH_OPERATORS)):
+            self.operators += 1
+            if self.operators > self.ctx.limits.max_members:
+                raise _TooMany(f"more than {self.ctx.limits.max_members:,} operators; the rest were not read")
             opcode = operator.uint(OP_OPCODE)
             if opcode >= len(codes):
                 raise FlatBufferError(f"operator {position} of {where} uses op code {opcode} of {len(codes)}")
