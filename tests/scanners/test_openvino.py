@@ -93,6 +93,7 @@ LEAK = DENSE.replace('offset="0" size="8192"', 'value="A"', 1)  # 1 byte for 2,0
         ("instruction-first", LEAK.replace("?>", "?>\n<?foo bar?>", 1)),
         ("long-comment-first", LEAK.replace("?>", "?>\n<!--" + "x" * 5000 + "-->", 1)),
         ("spaces-first", LEAK.replace("?>", "?>" + " " * 5000, 1)),
+        ("prolog-past-the-head", LEAK.replace("?>", "?>" + "<!-- padding -->\n" * 5000, 1)),
     ],
 )
 def test_a_constant_written_in_the_xml_is_flagged_however_the_ir_is_laid_out(tmp_path: Path, name: str,

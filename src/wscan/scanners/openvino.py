@@ -44,13 +44,14 @@ VARIABLE_SIZE = frozenset({"string"})  # constants of strings keep their own len
 PROLOG = (("<?", "?>"), ("<!--", "-->"), ("<![cdata[", "]]>"))
 
 
-def looks_like_ir(head: bytes) -> bool:
+def looks_like_ir(head: bytes, limit: int = SNIFF_BYTES) -> bool:
     """Whether the document's root element is <net> (any case), past a BOM, the XML declaration, processing
-    instructions, comments and a document type, in UTF-8 or UTF-16: what pugixml, OpenVINO's reader, takes."""
-    start = head[:SNIFF_BYTES].lstrip(b" \t\r\n")  # every file's head comes here: most fail at their first byte
+    instructions, comments and a document type, in UTF-8 or UTF-16, within `limit` bytes: what pugixml, OpenVINO's
+    reader, takes."""
+    start = head[:limit].lstrip(b" \t\r\n")  # every file's head comes here: most fail at their first byte
     if not start.startswith((b"<", b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
         return False
-    text = _decoded(head[:SNIFF_BYTES]).lower().lstrip("\ufeff")
+    text = _decoded(head[:limit]).lower().lstrip("\ufeff")
     position = 0
     while True:
         while position < len(text) and text[position] in " \t\r\n":
@@ -94,7 +95,7 @@ class OpenVinoScanner:
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         limit = ctx.limits.max_json_bytes
         if artifact.size > limit:
-            if looks_like_ir(_head(artifact)):
+            if artifact.name.lower().endswith(".xml") or looks_like_ir(_head(artifact)):
                 detail = f"an OpenVINO IR of {artifact.size} bytes is over {limit}"
                 yield artifact.observe("scan.limit", limit="max-json-bytes", detail=detail)
             else:
@@ -102,7 +103,7 @@ class OpenVinoScanner:
             return
         with artifact.opener() as raw:
             data = read_capped(raw, limit)
-        if not looks_like_ir(data):
+        if not looks_like_ir(data, len(data)):  # the whole file: a prolog may be longer than any head
             yield artifact.observe(NOT_MINE_KIND)  # another XML file (or one with text before its root)
             return
         weights, located = yield from _weights(artifact)  # claimed first: the model's data even if the XML is not
