@@ -55,7 +55,7 @@ def test_models_the_interpreter_ran_crashed_on_or_refused_are_flagged(name: str)
     assert all(f.severity.label in ("high", "critical") for f in report.findings)
 
 
-RED_TEAM = {  # helper 216's models (tests/data/tflite/red-team/README.md says what TF 2.15 did with each)
+RED_TEAM = {  # helpers 216 and 218's models (tests/data/tflite/red-team/README.md: what TF 2.15 did with each)
     "customcode-length-zero.tflite": {"WS-TF-002"},
     "save-v1-computed-path.tflite": {"WS-TFL-004"},
     "mergev2-via-identity-deletes.tflite": {"WS-TFL-004"},
@@ -66,6 +66,11 @@ RED_TEAM = {  # helper 216's models (tests/data/tflite/red-team/README.md says w
     "dumptensor-writes-file.tflite": {"WS-TF-002"},
     "sleepop-hang.tflite": {"WS-TFL-005"},
     "queue-dequeue-hang.tflite": {"WS-TFL-005"},
+    "queue-enqueue-full.tflite": {"WS-TFL-005"},
+    "accumulator-take-gradient.tflite": {"WS-TFL-005"},
+    "stage-full.tflite": {"WS-TFL-005"},
+    "map-stage-full.tflite": {"WS-TFL-005"},
+    "batch-long-timeout.tflite": {"WS-TFL-005"},
 }
 
 

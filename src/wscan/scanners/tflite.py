@@ -39,6 +39,11 @@ BLOCKING_OPS = frozenset({
     "QueueDequeueMany", "QueueDequeueManyV2", "QueueDequeueUpTo", "QueueDequeueUpToV2", "BarrierTakeMany",
     "Unstage", "MapUnstage", "MapUnstageNoKey", "OrderedMapUnstage", "OrderedMapUnstageNoKey", "StagePeek",
     "MapPeek", "OrderedMapPeek", "CollectiveReduce", "CollectiveGather", "CollectiveBcastRecv", "_Recv",
+    # Helper 218: puts into a full queue or staging area, takes from an accumulator nothing feeds, and batching
+    # that waits out its timeout (2e9 microseconds) hung the interpreter too.
+    "QueueEnqueue", "QueueEnqueueV2", "QueueEnqueueMany", "QueueEnqueueManyV2", "Stage", "MapStage",
+    "OrderedMapStage", "AccumulatorTakeGradient", "SparseAccumulatorTakeGradient", "ResourceAccumulatorTakeGradient",
+    "Batch", "BatchFunction", "Unbatch", "UnbatchGrad",
 })  # fmt: skip
 MAX_OPTIONS = 1 << 20  # a Flex op's NodeDef: converters write a few hundred bytes
 MAX_TEXT = 4096  # of a name, path or string constant kept as evidence
