@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 PAGE = 1 << 16
 KEPT_PAGES = 64  # 4 MiB: a model's tables are read in file order, so a few pages serve them all
-_U8, _I8, _U16, _I32, _U32, _U64 = (struct.Struct(f) for f in ("<B", "<b", "<H", "<i", "<I", "<Q"))
+_I8, _U16, _I32, _U32, _U64 = (struct.Struct(f) for f in ("<b", "<H", "<i", "<I", "<Q"))
 
 
 class FlatBufferError(ValueError):
@@ -73,7 +73,6 @@ class Table:
             raise FlatBufferError(f"the table at {position} has a vtable of {self.vtable_size} bytes")
         pages.read(vtable, self.vtable_size)
         pages.read(position, max(inline, 4))
-        self.inline = inline
 
     def _field(self, slot: int) -> int:
         """The absolute position of a field's inline value, 0 when the table does not have it."""
@@ -84,9 +83,6 @@ class Table:
         # FlatBuffers' verifier checks a field against the buffer, not the table's inline size: so does this.
         return self.position + relative if relative else 0
 
-    def has(self, slot: int) -> bool:
-        return self._field(slot) != 0
-
     def uint(self, slot: int, default: int = 0) -> int:
         return self._scalar(slot, _U32, default)
 
@@ -96,9 +92,6 @@ class Table:
     def int8(self, slot: int, default: int = 0) -> int:
         return self._scalar(slot, _I8, default)
 
-    def uint8(self, slot: int, default: int = 0) -> int:
-        return self._scalar(slot, _U8, default)
-
     def uint64(self, slot: int, default: int = 0) -> int:
         return self._scalar(slot, _U64, default)
 
@@ -107,7 +100,7 @@ class Table:
         return self.pages.unpack(fmt, position) if position else default
 
     def _target(self, slot: int) -> int:
-        """Where a field's offset (table, vector or string) points, 0 when absent."""
+        """Where a field's offset (a vector or string) points, 0 when absent."""
         position = self._field(slot)
         if not position:
             return 0
@@ -115,10 +108,6 @@ class Table:
         if target + 4 > self.pages.size:
             raise FlatBufferError(f"field {slot} of the table at {self.position} points past the file")
         return target
-
-    def table(self, slot: int) -> Table | None:
-        target = self._target(slot)
-        return Table(self.pages, target) if target else None
 
     def vector(self, slot: int, width: int) -> tuple[int, int]:
         """(position of the first element, element count) of a vector field; (0, 0) when absent."""

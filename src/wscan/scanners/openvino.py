@@ -103,7 +103,7 @@ class OpenVinoScanner:
             return
         with artifact.opener() as raw:
             data = read_capped(raw, limit)
-        if not looks_like_ir(data, len(data)):  # the whole file: a prolog may be longer than any head
+        if not (looks_like_ir(data) or looks_like_ir(data, len(data))):  # a prolog may be longer than any head
             yield artifact.observe(NOT_MINE_KIND)  # another XML file (or one with text before its root)
             return
         weights, located = yield from _weights(artifact)  # claimed first: the model's data even if the XML is not
