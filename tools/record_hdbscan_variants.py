@@ -11,7 +11,10 @@ Run where hdbscan is installed, in a virtualenv of its own, from the project roo
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import os
+import signal
 import subprocess
 import sys
 import warnings
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+BRANCHES = "m.generate_branch_detection_data(); hdbscan.branches.detect_branches_in_clusters(m)"
 # Each variant: (what it changes, the call that reads it).
 CALLS = {
     "condensed-child-far": "m.outlier_scores_",
@@ -35,10 +39,15 @@ CALLS = {
     "setting-alpha-tiny": "m.fit(P)",
     "setting-alpha-nan": "m.fit(P)",
     "setting-minkowski-p-zero": "m.fit(P)",
+    # the spanning tree branch detection builds each cluster's graph from (a fit with gen_min_span_tree=True)
+    "spanning-tree-cluster-split": BRANCHES,
+    "spanning-tree-weights-short": BRANCHES,
+    "spanning-tree-point-far": BRANCHES,
+    "spanning-tree-id-far": BRANCHES,
 }
 CHAIN_LEVELS = 1100  # past wscan's cap of 1,000; helper 211's 120,000 overflowed hdbscan's C stack (a 15 MB file)
 RUN = """
-import sys, joblib, numpy as np, hdbscan, hdbscan.flat
+import sys, joblib, numpy as np, hdbscan, hdbscan.branches, hdbscan.flat
 m = joblib.load(sys.argv[1])
 X = np.random.default_rng(1).normal(size=(8, 2))
 rng = np.random.RandomState(0)
@@ -56,6 +65,7 @@ def variants() -> dict[str, Any]:
     points = np.vstack([rng.randn(40, 2), rng.randn(40, 2) + 6, rng.randn(20, 2) - 6])
     fitted = hdbscan.HDBSCAN(min_cluster_size=5, prediction_data=True).fit(points)
     robust = hdbscan.RobustSingleLinkage(cut=0.5).fit(points)
+    spanning = hdbscan.HDBSCAN(min_cluster_size=5, gen_min_span_tree=True).fit(points)
 
     def changed(model: Any, change: Callable[[Any], None]) -> Any:
         copied = copy.deepcopy(model)
@@ -122,8 +132,27 @@ def variants() -> dict[str, Any]:
     def other_tree(m: Any) -> None:
         m._prediction_data.cluster_tree = m._prediction_data.cluster_tree[:-1].copy()
 
+    def cluster_edges(m: Any) -> np.ndarray:
+        """Rows of the spanning tree joining two points of cluster 0."""
+        tree, labels = m._min_spanning_tree, m.labels_
+        return np.flatnonzero((labels[tree[:, 0].astype(np.intp)] == 0) & (labels[tree[:, 1].astype(np.intp)] == 0))
+
+    def split(m: Any) -> None:  # all but five of cluster 0's edges point into cluster 1
+        m._min_spanning_tree[cluster_edges(m)[5:], 1] = np.flatnonzero(m.labels_ == 1)[0]
+
+    def short(m: Any) -> None:  # the "full" graph joins pairs no farther apart than the heaviest edge
+        m._min_spanning_tree[cluster_edges(m), 2] *= 0.3
+
+    def point_far(m: Any) -> None:
+        m._raw_data = m._raw_data.copy()
+        m._raw_data[np.flatnonzero(m.labels_ == 0)[3]] = np.nan
+
+    def id_far(m: Any) -> None:
+        m._min_spanning_tree[0, 0] = 1e6
+
     return {
         "original": fitted,
+        "original-spanning-tree": spanning,
         "original-rsl": robust,
         "condensed-child-far": changed(fitted, far),
         "condensed-child-negative": changed(fitted, negative),
@@ -138,21 +167,32 @@ def variants() -> dict[str, Any]:
         "setting-alpha-tiny": changed(fitted, alpha_tiny),
         "setting-alpha-nan": changed(fitted, alpha_nan),
         "setting-minkowski-p-zero": changed(fitted, p_zero),
+        "spanning-tree-cluster-split": changed(spanning, split),
+        "spanning-tree-weights-short": changed(spanning, short),
+        "spanning-tree-point-far": changed(spanning, point_far),
+        "spanning-tree-id-far": changed(spanning, id_far),
     }
 
 
 def outcome(path: Path, call: str) -> str:
     """How a fresh process that loads the file and makes the call ends."""
+    # A session of its own: branch detection runs in joblib's worker processes, which a hang leaves spinning.
+    process = subprocess.Popen([sys.executable, "-c", RUN.format(call=call), str(path)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
     try:
-        done = subprocess.run([sys.executable, "-c", RUN.format(call=call), str(path)], capture_output=True,
-                              text=True, timeout=20)  # fmt: skip
+        _, stderr = process.communicate(timeout=20)
     except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
         return "hung (killed after 20 s)"
-    if done.returncode < 0:
-        return f"killed by signal {-done.returncode}"
-    if done.returncode:
-        last = (done.stderr.strip().splitlines() or ["?"])[-1]
-        return f"exit {done.returncode}: {last[:80]}"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    if process.returncode < 0:
+        return f"killed by signal {-process.returncode}"
+    if process.returncode:
+        last = (stderr.strip().splitlines() or ["?"])[-1]
+        return f"exit {process.returncode}: {last[:80]}"
     return "returned"
 
 
@@ -172,8 +212,9 @@ def main(folder: Path) -> None:
     (folder / "README.md").write_text(
         "# Hostile hdbscan clusterers\n\nWritten by `tools/record_hdbscan_variants.py` "
         f"(hdbscan {version('hdbscan')}): "
-        "a real HDBSCAN (100 points in three blobs, `min_cluster_size=5, prediction_data=True`) and a real "
-        "RobustSingleLinkage (`cut=0.5`), saved with joblib as `original*.joblib`, and copies of them with one array "
+        "a real HDBSCAN (100 points in three blobs, `min_cluster_size=5, prediction_data=True`), another with "
+        "`gen_min_span_tree=True` instead, and a real RobustSingleLinkage (`cut=0.5`), saved with joblib as "
+        "`original*.joblib`, and copies of them with one array "
         "changed (or a setting a refit takes). Each copy was loaded in a fresh process and given the call that "
         "reads it:\n\n"
         "| file | call | how the process ended |\n|---|---|---|\n" + "\n".join(rows) + "\n\n"

@@ -9,16 +9,17 @@ metric state without its arrays wrote at NULL (`membership_vector`; helpers 209 
 is checked against the shape every fit writes: a tree, not only ids in range, so that no walk of it can go wrong. The
 settings a refit takes from the file are checked too, where hdbscan's own checks let its compiled code fail.
 
-Branch detection is not checked: its compiled linkage trusts that each cluster's spanning-tree edges connect it (a
-cluster's labels changed so wrote out of bounds; a real fit with alpha above 1 crashed it too). Its classes stay off
-the allowlist, and a clusterer that keeps a minimum spanning tree (`gen_min_span_tree=True`), which branch detection
-needs, is reported as unverified.
+Branch detection's compiled linkage trusts that each cluster's graph, built from the spanning tree
+(`gen_min_span_tree=True`), connects it: that is `pickle_native_hdbscan_branches`. Branch detection data kept in the
+file and branch detection's own classes are not checked: the first is reported as unverified, the second stay off the
+allowlist.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from wscan.scanners import pickle_native_hdbscan_branches as branches
 from wscan.scanners.pickle_arrays import ArrayReader, Unread
 from wscan.scanners.pickle_native import BINARY_TREES, ROBUST_SINGLE_LINKAGE, dict_state, native_class_of
 from wscan.scanners.pickle_native_common import Invalid, int_values, outside, scalar_number
@@ -52,9 +53,8 @@ def clusterer(cls: str, state: Dict, arrays: ArrayReader) -> None:
         if _held(state, "_cluster_hierarchy"):
             linkage(arrays.values(state.get("_cluster_hierarchy")), "_cluster_hierarchy")
         return
-    if _held(state, "_branch_detection_data") or _held(state, "_min_spanning_tree"):
-        # detect_branches_in_clusters needs both, and generate_branch_detection_data() makes the first
-        raise Unread("a spanning tree or branch data, which compiled branch detection trusts to connect each cluster")
+    if _held(state, "_branch_detection_data"):
+        raise Unread("branch detection data, which compiled branch detection trusts to connect each cluster")
     _metric_arguments(state.get("_metric_kwargs"))
     if not _held(state, "labels_"):
         if any(_held(state, key) for key in ("_condensed_tree", "_single_linkage_tree", "_prediction_data")):
@@ -76,6 +76,10 @@ def clusterer(cls: str, state: Dict, arrays: ArrayReader) -> None:
         linkage(single, "_single_linkage_tree")
         if len(single) + 1 != count:
             raise Invalid(f"_single_linkage_tree of {len(single)} merges for {count} points")
+    if _held(state, "_min_spanning_tree"):
+        if tree is None:
+            raise Unread("a spanning tree without the condensed tree branch detection reads its labels with")
+        branches.check(state, arrays, points, tree)
     if _held(state, "_prediction_data"):
         if tree is None:
             raise Unread("prediction data without the condensed tree it is read with")

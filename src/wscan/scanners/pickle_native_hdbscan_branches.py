@@ -1,0 +1,177 @@
+"""An HDBSCAN's minimum spanning tree, checked for what hdbscan's branch detection needs of it to stay in bounds.
+
+Why: `gen_min_span_tree=True` keeps the tree, and `generate_branch_detection_data()` then `detect_branches_in_clusters`
+(or `BranchDetector().fit`) build, for each cluster, a graph of its points from it, and hand that graph's spanning
+tree to a compiled union-find (`_hdbscan_linkage.label`, bounds checks off) sized by its edges, not by its points. A
+graph in pieces has too few edges: the union-find is indexed past its arrays (a cluster's tree edges pointed
+elsewhere spun the default "full" method forever; helper 209 saw writes out of bounds). Which pieces the graph has
+follows from the tree's edges and weights, the labels and the points, so wscan builds what hdbscan builds from them:
+
+- "core": the cluster's tree edges, plus its points' nearest neighbours: connected when the tree edges connect it;
+- "full" (the default): every pair of the cluster's points at most the cluster's heaviest tree edge apart, as the
+  neighbour tree measures distance: connected when, besides, each tree edge is no longer than that.
+
+Everything else on that path is NumPy (which checks its indices) or is built fresh from the points. Branch detection
+data kept in the file (`branch_detection_data=True`) is not checked here, and stays unverified.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wscan.scanners.pickle_arrays import ArrayReader, Unread
+from wscan.scanners.pickle_native_common import Invalid
+from wscan.scanners.pickle_values import Const, Dict, _is_none
+
+# The metrics generate_branch_detection_data makes a neighbour tree with (scikit-learn's KDTree and BallTree); for any
+# other it makes no branch data, and branch detection refuses to run.
+TREE_METRICS = frozenset({
+    "euclidean", "l2", "minkowski", "p", "manhattan", "cityblock", "l1", "chebyshev", "infinity", "braycurtis",
+    "canberra", "dice", "hamming", "haversine", "jaccard", "mahalanobis", "rogerstanimoto", "russellrao", "seuclidean",
+    "sokalmichener", "sokalsneath",
+})  # fmt: skip
+# Those whose distances wscan computes as scikit-learn's trees do, in the same order of operations, so that a
+# comparison with the tree's weights comes out as theirs does.
+MEASURED = {"euclidean": "euclidean", "l2": "euclidean", "manhattan": "manhattan", "cityblock": "manhattan",
+            "l1": "manhattan", "chebyshev": "chebyshev", "infinity": "chebyshev"}
+# A point's coordinates at most this large keep every distance and centrality finite and above zero (a centrality of
+# zero is an edge scipy's spanning tree drops).
+MAX_COORDINATE = 1e100
+MAX_ROUNDS = 64  # of hooking in `_components`; each at least halves the roots a component has left
+CHUNK = 1 << 16  # tree edges measured at a time
+
+
+def check(state: Dict, arrays: ArrayReader, labels: np.ndarray, condensed: np.ndarray) -> None:
+    """Raise Invalid when branch detection on this clusterer would build a graph in pieces, Unread when wscan cannot
+    tell. `labels` and `condensed` are the clusterer's, already checked (`pickle_native_hdbscan.clusterer`)."""
+    metric = state.get("metric")
+    name = metric.value if isinstance(metric, Const) and isinstance(metric.value, str) else None
+    if name is None:
+        raise Unread("a spanning tree kept with a metric that is no name")
+    if name not in TREE_METRICS:
+        return  # no branch detection data can be made for it: nothing compiled reads the tree
+    kwargs = state.get("_metric_kwargs")
+    plain = kwargs is None or _is_none(kwargs) or (isinstance(kwargs, Dict) and not kwargs.items and not kwargs.dropped)
+    if name not in MEASURED or not plain:
+        raise Unread(f"a spanning tree over {name} distances, which wscan does not measure")
+    points = _points(state, arrays, len(labels))
+    clusters, probabilities = _cluster_labels(state, arrays, labels, condensed)
+    last_outlier = int(np.searchsorted(condensed["lambda_val"], 0.0, side="right"))
+    if last_outlier:  # points at lambda 0 (not finite) are left out, and the tree's ids count the others
+        finite = np.setdiff1d(np.arange(len(labels)), condensed["child"][:last_outlier])
+        clusters, probabilities, points = clusters[finite], probabilities[finite], points[finite]
+    tree = arrays.values(state.get("_min_spanning_tree"))
+    if tree.dtype != np.float64 or tree.ndim != 2 or tree.shape[1] != 3:
+        raise Invalid(f"_min_spanning_tree of dtype {tree.dtype} and shape {tree.shape}, not as hdbscan writes it")
+    ends = tree[:, :2]
+    if not bool(np.all((ends >= 0) & (ends < len(points)))) or bool(np.any(ends != np.floor(ends))):
+        raise Invalid(f"_min_spanning_tree joining a point outside 0 to {len(points) - 1}, or no whole number")
+    count = _count(state, arrays)
+    _cluster_graphs(clusters, probabilities, points, ends.astype(np.intp), tree[:, 2], count, MEASURED[name])
+
+
+def _points(state: Dict, arrays: ArrayReader, count: int) -> np.ndarray:
+    """The points branch detection measures: `_raw_data` as float64, one row a label."""
+    raw = state.get("_raw_data")
+    if raw is None or _is_none(raw):
+        raise Unread("a spanning tree without the points it spans")
+    points = arrays.values(raw)
+    if points.ndim != 2 or len(points) != count or not points.shape[1] or points.dtype.kind not in "iuf":
+        raise Invalid(f"_raw_data of dtype {points.dtype} and shape {points.shape} for {count} points")
+    return points.astype(np.float64)
+
+
+def _count(state: Dict, arrays: ArrayReader) -> int:
+    """How many clusters branch detection walks: one per `cluster_persistence_` entry."""
+    persistence = state.get("cluster_persistence_")
+    if persistence is None or _is_none(persistence):
+        raise Unread("a spanning tree without cluster_persistence_")
+    shape = arrays.shape(persistence)
+    return shape[0] if shape else 0
+
+
+def _cluster_labels(
+    state: Dict, arrays: ArrayReader, labels: np.ndarray, condensed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The labels and probabilities branch detection uses (`update_single_cluster_labels`): the clusterer's, or, when
+    it allows a single cluster and found one, every point in it but those that left it before epsilon."""
+    probabilities = arrays.values(state.get("probabilities_"))
+    if probabilities.shape != labels.shape or probabilities.dtype.kind != "f":
+        raise Invalid(f"probabilities_ of dtype {probabilities.dtype} and shape {probabilities.shape}")
+    single = state.get("allow_single_cluster")
+    if isinstance(single, Const) and single.value is True and _count(state, arrays) == 1:
+        labels, probabilities = np.zeros_like(labels), np.ones_like(probabilities)
+        epsilon = state.get("cluster_selection_epsilon")
+        value = epsilon.value if isinstance(epsilon, Const) else None
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise Unread("a cluster_selection_epsilon that is no number")
+        if value > 0.0:
+            noise = condensed["child"][(condensed["lambda_val"] < 1 / value) & (condensed["child_size"] == 1)]
+            labels[noise], probabilities[noise] = -1, 0.0
+    elif not (isinstance(single, Const) and isinstance(single.value, bool)):
+        raise Unread("an allow_single_cluster that is no bool")
+    return labels, probabilities
+
+
+def _cluster_graphs(
+    clusters: np.ndarray, probabilities: np.ndarray, points: np.ndarray, ends: np.ndarray, weights: np.ndarray,
+    count: int, metric: str,
+) -> None:
+    """Each cluster 0..count-1 connected by its tree edges, each no longer than its heaviest, its points bounded and
+    weighted by probabilities in [0, 1] (its centroid, and every centrality from it, finite and above zero)."""
+    member = (clusters >= 0) & (clusters < count)
+    if not bool(np.all(np.abs(points[member]) <= MAX_COORDINATE)):  # NaN fails too
+        raise Invalid(f"a clustered point with a coordinate not finite or beyond {MAX_COORDINATE:g}")
+    weight = probabilities[member]
+    if not bool(np.all((weight >= 0) & (weight <= 1))):
+        raise Invalid("a clustered point's probability outside 0 to 1")
+    first, second = clusters[ends[:, 0]], clusters[ends[:, 1]]
+    inside = (first == second) & (first >= 0) & (first < count)
+    edges = ends[inside]
+    roots = _components(len(clusters), edges)
+    pairs = np.unique(np.stack([clusters[member], roots[member]]), axis=1)
+    pieces = np.bincount(pairs[0], minlength=count) if pairs.size else np.zeros(count, dtype=np.intp)
+    if bool(np.any(pieces > 1)):
+        label = int(np.flatnonzero(pieces > 1)[0])
+        raise Invalid(f"_min_spanning_tree leaving cluster {label} in {int(pieces[label])} pieces")
+    owner = first[inside]
+    heaviest = np.full(count, -np.inf)
+    np.maximum.at(heaviest, owner, weights[inside])
+    for start in range(0, len(edges), CHUNK):
+        chunk = edges[start:start + CHUNK]
+        limit = heaviest[owner[start:start + CHUNK]]
+        longer = ~(_distances(points[chunk[:, 0]], points[chunk[:, 1]], metric) <= limit)  # NaN limits too
+        if bool(np.any(longer)):
+            label = int(owner[start + int(np.flatnonzero(longer)[0])])
+            raise Invalid(f"_min_spanning_tree with an edge of cluster {label} longer than its heaviest weight")
+
+
+def _components(size: int, edges: np.ndarray) -> np.ndarray:
+    """Each node's component (its least member) over the edges: every round each root hooks to the least root it
+    shares an edge with, then every node points at its root."""
+    parent = np.arange(size)
+    for _ in range(MAX_ROUNDS):
+        low, high = parent[edges[:, 0]], parent[edges[:, 1]]
+        if bool(np.all(low == high)):
+            return parent
+        np.minimum.at(parent, np.maximum(low, high), np.minimum(low, high))
+        while True:
+            up = parent[parent]
+            if bool(np.all(up == parent)):
+                break
+            parent = up
+    raise Unread(f"a spanning tree whose components take more than {MAX_ROUNDS} rounds to join")
+
+
+def _distances(left: np.ndarray, right: np.ndarray, metric: str) -> np.ndarray:
+    """Row-wise distances, summed feature by feature in order as scikit-learn's compiled metrics sum them."""
+    total = np.zeros(len(left))
+    for feature in range(left.shape[1]):
+        step = np.abs(left[:, feature] - right[:, feature])
+        if metric == "euclidean":
+            total += step * step
+        elif metric == "manhattan":
+            total += step
+        else:
+            total = np.maximum(total, step)
+    return np.sqrt(total) if metric == "euclidean" else total
