@@ -30,6 +30,19 @@ def fits() -> dict[str, Any]:
         rng = np.random.RandomState(seed)
         return np.vstack([rng.randn(count // 3, width) + 6.0 * blob for blob in range(3)])
 
+    def hundred(seed: int) -> Any:
+        """tools/record_hdbscan_variants.py's 100 points in three blobs."""
+        rng = np.random.RandomState(seed)
+        return np.vstack([rng.randn(40, 2), rng.randn(40, 2) + 6, rng.randn(20, 2) - 6])
+
+    def grouped_chains(count: int, group: int, seed: int) -> Any:
+        """Two chains of points, in groups a step of 1e11 apart, the groups one step apart whose length rounds badly
+        (helper 219): scikit-learn's neighbour tree, comparing squares, leaves that step out of the "full" graph."""
+        steps = [(1e11, 0.0) if index % group else (516179210714.0, 615010664235.0) for index in range(1, count)]
+        chain = np.vstack([[0.0, 0.0], np.cumsum(steps, axis=0)])
+        both = np.vstack([chain, chain + np.array([0.0, 1e15])])
+        return both[np.random.default_rng(seed).permutation(len(both))]
+
     single = np.random.RandomState(9).randn(200, 2)
     bridged = np.vstack([np.random.RandomState(20).randn(50, 2) * 0.1 + [step, 0.0] for step in range(6)])
     not_finite = blobs(12, 300, 2)
@@ -59,6 +72,15 @@ def fits() -> dict[str, Any]:
         "scale-1e12": (blobs(18, 300, 2) * 1e12, {}),
         "scale-1e-12": (blobs(19, 300, 2) * 1e-12, {}),
         "bridged": (bridged, {"min_samples": 1, "min_cluster_size": 20}),
+        # helper 219: the generic algorithm's dot-product distances make a tree edge a rounding error longer than its
+        # weight, which the "full" graph leaves out; another pair across it joins the cluster all the same
+        "generic-seed-0": (hundred(0), {"algorithm": "generic", "min_cluster_size": 5}),
+        "generic-seed-2": (hundred(2), {"algorithm": "generic", "min_cluster_size": 5}),
+        "generic-l2-seed-0": (hundred(0), {"algorithm": "generic", "metric": "l2", "min_cluster_size": 5}),
+        # ... and fits whose "full" graph falls apart in hdbscan itself (wscan reports them)
+        "generic-min-samples-1": (hundred(0), {"algorithm": "generic", "min_samples": 1, "min_cluster_size": 5}),
+        "scale-1e10-min-samples-1": (hundred(0) * 1e10, {"min_samples": 1, "min_cluster_size": 5}),
+        "grouped-chains": (grouped_chains(40, 4, 1), {"min_samples": 1, "min_cluster_size": 5}),
     }
     return {name: hdbscan.HDBSCAN(**{"min_cluster_size": 10, **settings}, gen_min_span_tree=True).fit(points)
             for name, (points, settings) in cases.items()}  # fmt: skip
@@ -84,7 +106,9 @@ def main(folder: Path) -> None:
         "`m.generate_branch_detection_data()` then `hdbscan.branches.detect_branches_in_clusters(m)` with each "
         "branch detection method:\n\n"
         "| file | \"full\" (the default) | \"core\" |\n|---|---|---|\n" + "\n".join(rows) + "\n\n"
-        "`cosine`: branch detection makes no data for that metric, so it refuses to run.\n"
+        "`cosine`: branch detection makes no data for that metric, so it refuses to run. The last three are fits "
+        "whose \"full\" graph falls apart in hdbscan itself (a tree edge the neighbour tree's rounding leaves out, "
+        "with no other pair across it): wscan reports them (helper 219).\n"
     )
 
 

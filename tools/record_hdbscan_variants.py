@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -190,6 +191,9 @@ def outcome(path: Path, call: str) -> str:
             os.killpg(process.pid, signal.SIGKILL)
     if process.returncode < 0:
         return f"killed by signal {-process.returncode}"
+    workers = re.search(r"exit codes of the workers are \{([^}]*)\}", stderr)
+    if workers:  # branch detection's joblib workers died: loky names their exit codes
+        return f"a worker process killed ({workers[1]})"
     if process.returncode:
         last = (stderr.strip().splitlines() or ["?"])[-1]
         return f"exit {process.returncode}: {last[:80]}"

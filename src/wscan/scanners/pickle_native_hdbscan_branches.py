@@ -8,8 +8,11 @@ elsewhere spun the default "full" method forever; helper 209 saw writes out of b
 follows from the tree's edges and weights, the labels and the points, so wscan builds what hdbscan builds from them:
 
 - "core": the cluster's tree edges, plus its points' nearest neighbours: connected when the tree edges connect it;
-- "full" (the default): every pair of the cluster's points at most the cluster's heaviest tree edge apart, as the
-  neighbour tree measures distance: connected when, besides, each tree edge is no longer than that.
+- "full" (the default): every pair of the cluster's points at most the cluster's heaviest tree weight apart, as the
+  neighbour tree finds them (for euclidean, its squared distance against the squared radius) and hdbscan keeps them:
+  connected when the tree edges it surely holds connect it, with another pair across each gap rounding leaves
+  (helper 219: the generic algorithm's weights are a rounding error short; at 1e10 a bridge fell out of the graph
+  and hdbscan aborted).
 
 Everything else on that path is NumPy (which checks its indices) or is built fresh from the points. Branch detection
 data kept in the file (`branch_detection_data=True`) is not checked here, and stays unverified.
@@ -38,7 +41,9 @@ MEASURED = {"euclidean": "euclidean", "l2": "euclidean", "manhattan": "manhattan
 # zero is an edge scipy's spanning tree drops).
 MAX_COORDINATE = 1e100
 MAX_ROUNDS = 64  # of hooking in `_components`; each at least halves the roots a component has left
-CHUNK = 1 << 16  # tree edges measured at a time
+CHUNK = 1 << 16  # tree edges (or pairs of points) measured at a time
+MAX_GAPS = 10_000  # tree edges too long, each a search for another pair across it
+MAX_PAIRS = 50_000_000  # pairs of points measured in those searches, in all
 
 
 def check(state: Dict, arrays: ArrayReader, labels: np.ndarray, condensed: np.ndarray) -> None:
@@ -137,13 +142,65 @@ def _cluster_graphs(
     owner = first[inside]
     heaviest = np.full(count, -np.inf)
     np.maximum.at(heaviest, owner, weights[inside])
+    _full_graphs(edges, owner, heaviest, clusters, points, metric)
+
+
+def _full_graphs(
+    edges: np.ndarray, owner: np.ndarray, heaviest: np.ndarray, clusters: np.ndarray, points: np.ndarray, metric: str
+) -> None:
+    """Each cluster connected in the "full" graph: by its tree edges that graph surely holds (`_reaches`) and, where
+    one falls short, by another pair of its points across the gap. A tree edge a rounding error longer than its
+    weight is common in real fits (the generic algorithm's dot-product distances): a pair nearby then joins the sides
+    (helper 219)."""
+    reaches = np.ones(len(edges), dtype=bool)
     for start in range(0, len(edges), CHUNK):
         chunk = edges[start:start + CHUNK]
         limit = heaviest[owner[start:start + CHUNK]]
-        longer = ~(_distances(points[chunk[:, 0]], points[chunk[:, 1]], metric) <= limit)  # NaN limits too
-        if bool(np.any(longer)):
-            label = int(owner[start + int(np.flatnonzero(longer)[0])])
-            raise Invalid(f"_min_spanning_tree with an edge of cluster {label} longer than its heaviest weight")
+        reaches[start:start + CHUNK] = _reaches(points[chunk[:, 0]], points[chunk[:, 1]], limit, metric)
+    short = np.flatnonzero(~reaches)
+    if not len(short):
+        return
+    if len(short) > MAX_GAPS:
+        raise Unread(f"{len(short):,} spanning tree edges longer than their cluster's heaviest weight")
+    roots = _components(len(clusters), edges[reaches])
+    pairs_left = MAX_PAIRS
+    for index in short.tolist():
+        left, right = roots[edges[index, 0]], roots[edges[index, 1]]
+        if left == right:
+            continue
+        sides = np.flatnonzero(roots == left), np.flatnonzero(roots == right)
+        pairs_left -= len(sides[0]) * len(sides[1])
+        if pairs_left < 0:
+            raise Unread("spanning tree edges too long, whose clusters' other pairs are too many to measure")
+        label = int(owner[index])
+        if not _joined(points, *sides, heaviest[label], metric):
+            raise Invalid(f"_min_spanning_tree with an edge of cluster {label} longer than its heaviest weight, and "
+                          "no other pair as near across it")  # fmt: skip
+        roots[sides[1]] = left
+
+
+def _reaches(left: np.ndarray, right: np.ndarray, limit: np.ndarray | float, metric: str) -> np.ndarray:
+    """Whether branch detection's "full" graph joins each pair: scikit-learn's `query_radius(r=limit + 1e-8)` finds
+    it (for euclidean, by the squared distance against the squared radius), and hdbscan keeps the distance it returns
+    if it is at most the limit. NaN limits join nothing."""
+    total = _distances(left, right, metric, squared=True)
+    within: np.ndarray = total <= limit if metric != "euclidean" else np.sqrt(total) <= limit
+    if metric == "euclidean":
+        radius = limit + 1e-8
+        within &= total <= radius * radius
+    return within
+
+
+def _joined(points: np.ndarray, first: np.ndarray, second: np.ndarray, limit: float, metric: str) -> bool:
+    """Whether some point of `first` and some of `second` are joined in the "full" graph."""
+    rows = max(1, CHUNK // max(1, len(second)))
+    for start in range(0, len(first), rows):
+        block = first[start:start + rows]
+        left = np.repeat(points[block], len(second), axis=0)
+        right = np.tile(points[second], (len(block), 1))
+        if bool(np.any(_reaches(left, right, limit, metric))):
+            return True
+    return False
 
 
 def _components(size: int, edges: np.ndarray) -> np.ndarray:
@@ -163,8 +220,9 @@ def _components(size: int, edges: np.ndarray) -> np.ndarray:
     raise Unread(f"a spanning tree whose components take more than {MAX_ROUNDS} rounds to join")
 
 
-def _distances(left: np.ndarray, right: np.ndarray, metric: str) -> np.ndarray:
-    """Row-wise distances, summed feature by feature in order as scikit-learn's compiled metrics sum them."""
+def _distances(left: np.ndarray, right: np.ndarray, metric: str, squared: bool = False) -> np.ndarray:
+    """Row-wise distances, summed feature by feature in order as scikit-learn's compiled metrics sum them; for
+    euclidean, `squared` leaves out the root (scikit-learn's reduced distance)."""
     total = np.zeros(len(left))
     for feature in range(left.shape[1]):
         step = np.abs(left[:, feature] - right[:, feature])
@@ -174,4 +232,4 @@ def _distances(left: np.ndarray, right: np.ndarray, metric: str) -> np.ndarray:
             total += step
         else:
             total = np.maximum(total, step)
-    return np.sqrt(total) if metric == "euclidean" else total
+    return np.sqrt(total) if metric == "euclidean" and not squared else total
