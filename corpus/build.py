@@ -801,6 +801,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_distributed_checkpoint(corpus, payload, main_rules)
     build_hostile_sklearn_native(corpus)
     build_hostile_boosters(corpus)
+    build_hostile_openmmlab(corpus)
 
 
 def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
@@ -1423,6 +1424,24 @@ def build_hostile_boosters(corpus: Corpus) -> None:
         "a CatBoost model whose tree splits on binary feature 2**31-1 of 1: CatBoost's load_model reads that far "
         "past its features and crashes",
         rules=expect("WS-FILE-018"),
+    )
+
+
+def build_hostile_openmmlab(corpus: Corpus) -> None:
+    """An OpenMMLab checkpoint of plain dicts, strings and tensors whose meta config is Python that runs a command."""
+    import torch
+
+    config = "import os\nos.system('touch /tmp/wscan-corpus-resumed')\ngpu_ids = [0]\n"
+    meta = {"mmcv_version": "1.7.2", "time": "Mon Dec  7 00:00:00 2026", "CLASSES": ("person", "car"),
+            "config": config, "epoch": 12, "iter": 87960}  # fmt: skip
+    buf = io.BytesIO()
+    torch.save({"meta": meta, "state_dict": {"fc.weight": torch.zeros(2, 4), "fc.bias": torch.zeros(2)}}, buf)
+    corpus.add(
+        "hostile/openmmlab-config-runs-on-resume.pth",
+        buf.getvalue(),
+        "an mmcv-style checkpoint that torch's weights_only loader accepts, whose meta['config'] mmcv and mmengine "
+        "run as Python when training resumes from it",
+        rules=expect("WS-PKL-061"),
     )
 
 

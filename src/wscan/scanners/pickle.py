@@ -19,10 +19,11 @@ from typing import BinaryIO
 from wscan.discover import WEIGHT_SUFFIXES
 from wscan.limits import BudgetExceeded, Limits
 from wscan.model import AttrValue, Observation
-from wscan.scanners import dcp, joblib_legacy, pickle_arrow
+from wscan.scanners import dcp, joblib_legacy, openmmlab_resume, pickle_arrow
 from wscan.scanners.archive import ZIP_END, ZIP_LOCAL
 from wscan.scanners.base import HEAD_BYTES, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.config_targets import target_observations
+from wscan.scanners.pickle_config_targets import mapping_items
 from wscan.scanners.pickle_dtypes import ml_dtype_size
 from wscan.scanners.pickle_native import JoblibData, JoblibObjects
 from wscan.scanners.pickle_ops import (
@@ -186,6 +187,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         results.append(res)
         for sub in [res, *nested]:
             _check_arrow_arrays(artifact, sub)
+            _check_resume_configs(artifact, sub)
         _check_native(artifact, [res, *nested], arrays, ctx)
         legacy = legacy or (len(results) == 1 and res.stopped and isinstance(res.result, Const)
                             and res.result.value == LEGACY_MAGIC_NUMBER)
@@ -527,6 +529,21 @@ def _check_arrow_arrays(artifact: Artifact, res: PickleResult) -> None:
         reader.close()
     for kind, offset, detail in events:
         res.events.append(Event(kind, offset, {"callable": pickle_arrow.RESTORE_ARRAY, "detail": detail}))
+
+
+def _check_resume_configs(artifact: Artifact, res: PickleResult) -> None:
+    """The config text an OpenMMLab checkpoint's `meta` holds, which its runners run as Python on resume, as events of
+    the stream (`openmmlab_resume`); long text is read back from the file."""
+    if not res.resume_metas:
+        return
+    reader = _ReadBack(artifact)
+    try:
+        for at, meta in res.resume_metas:
+            items, whole = mapping_items(res, meta)
+            for detail in openmmlab_resume.configs(items, whole, reader.read):
+                res.events.append(Event("pickle.resume_config", at, {"detail": detail}))
+    finally:
+        reader.close()
 
 
 def _check_native(artifact: Artifact, results: list[PickleResult], arrays: _JoblibArrays, ctx: ScanContext) -> None:

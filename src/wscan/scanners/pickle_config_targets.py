@@ -37,6 +37,7 @@ from wscan.scanners.pickle_values import (
     restored_class,
 )
 
+META_KEY = "meta"  # OpenMMLab's checkpoint metadata, whose `config` its runners run on resume (`openmmlab_resume`)
 PYANNOTE_ARCHITECTURE = "pyannote.audio architecture"  # the key its module and class are reported under
 _OMEGACONF_VALUE = "_val"  # an OmegaConf node's value, in its BUILD state (a DictConfig's items are nodes)
 
@@ -58,6 +59,11 @@ def _config_targets(res: PickleResult, pairs: list[Sym], at: int) -> None:
                 _config_target(res, at, key, text)
         elif key == ARCHITECTURE_KEY and isinstance(value, Dict | Obj):
             _architecture(res, at, value)
+        elif key == META_KEY and isinstance(value, Dict | Obj):  # an OpenMMLab checkpoint's: read at the stream's end
+            if len(res.resume_metas) < MAX_CONFIG_TARGETS:
+                res.resume_metas.append((at, value))
+            else:
+                res.config_more += 1
         elif (key in HYPERPARAMETER_KEYS and not isinstance(value, Dict)) or key in HYPERPARAMETER_TYPE_KEYS:
             _hyperparameters(res, at, key, value)
         elif _unread_text(pairs[index]):  # may be any key above (review 27 hid `hparams` and `architecture` so)
@@ -179,7 +185,7 @@ def _architecture(res: PickleResult, at: int, value: Dict | Obj) -> None:
         res.config_more += 1  # unread: counted like targets past the cap
 
 
-def _mapping(res: PickleResult, value: Sym, depth: int = 0) -> tuple[list[tuple[Sym, Sym]], bool]:
+def mapping_items(res: PickleResult, value: Sym, depth: int = 0) -> tuple[list[tuple[Sym, Sym]], bool]:
     """What a dict-like value holds at the stream's end, and whether that is all of it: a dict's items, or an
     object's (an OrderedDict, a ChainMap) from the pairs, dicts or mappings its call was given and the items SETITEMS
     put in it since. A mapping class given what the machine cannot read, or a dict past MAX_ITEMS, is not whole."""
@@ -196,7 +202,7 @@ def _mapping(res: PickleResult, value: Sym, depth: int = 0) -> tuple[list[tuple[
     whole = True
     for argument in value.args.items[builds] if builds is not None else value.args.items[:4]:
         if isinstance(argument, Dict) or (builds is not None and isinstance(argument, Obj)):
-            found, complete = _mapping(res, argument, depth + 1)
+            found, complete = mapping_items(res, argument, depth + 1)
         elif isinstance(argument, Seq):
             found, complete = argument.pairs()
         else:
@@ -290,7 +296,7 @@ def check_architectures(res: PickleResult) -> None:
     `load_from_checkpoint` on its `class`: the names as the stream's end leaves the mapping (what the loader reads),
     every one it may hold (a key set twice, a ChainMap's maps), keys read as `_text` reads them (review 27)."""
     for at, value in res.architectures:
-        items, whole = _mapping(res, value)
+        items, whole = mapping_items(res, value)
         if isinstance(value, Obj) and not (_known_mapping(value) or _not_text(value) or _text(value) is not None):
             whole = False  # a numpy record, a pandas Series: pyannote reads ['module'] from either (review 29)
         modules = [_text(found) for key, found in items if _text(key) == "module"]

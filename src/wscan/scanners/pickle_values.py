@@ -367,6 +367,8 @@ class PickleResult:
     architectures: list[tuple[int, Dict | Obj]] = field(default_factory=list)
     # Values set under Lightning's hyperparameter keys that are not dicts, read at the stream's end.
     hyperparameters: list[tuple[int, str, Sym]] = field(default_factory=list)
+    # Mappings set under `meta` (OpenMMLab's checkpoint metadata), whose config text is read at the stream's end.
+    resume_metas: list[tuple[int, Sym]] = field(default_factory=list)
     # The dict states BUILD gave transformers configs (`scanners.pickled_config` judges them as config.json), as BUILD
     # copied them and as the stream's end leaves them.
     config_states: list[tuple[int, str, Dict]] = field(default_factory=list)
