@@ -7,7 +7,8 @@ keeps files mmengine resumed from, with whether their config ran.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import struct
+from collections import ChainMap, Counter, OrderedDict, defaultdict
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,37 @@ def test_a_config_hidden_past_the_items_kept_is_reported(tmp_path: Path) -> None
     meta: dict[str, object] = {f"key{index}": index for index in range(5000)}
     meta.update(epoch=1, iter=2, config="import os")
     found = [f for f in scan(_checkpoint(tmp_path / "c.pth", meta)).findings if f.rule_id == RULE]
-    assert len(found) == 1 and "more items than wscan reads" in found[0].message
+    assert len(found) == 1 and "whatever the meta's items wscan does not read hold" in found[0].message
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        Counter(config="import os"),  # answers meta['epoch'] with 0: resume goes on to the config (helper 221)
+        defaultdict(int, config="import os"),
+        ChainMap({"config": "import os"}),  # its maps are a BUILD state
+    ],
+    ids=["counter", "defaultdict", "chainmap"],
+)
+def test_mappings_that_answer_every_key_are_read(tmp_path: Path, meta: object) -> None:
+    assert RULE in {f.rule_id for f in scan(_checkpoint(tmp_path / "c.pth", meta)).findings}
+
+
+def _unicode(text: str) -> bytes:
+    data = text.encode()
+    return b"X" + struct.pack("<I", len(data)) + data
+
+
+def test_a_second_config_past_the_items_kept_is_reported(tmp_path: Path) -> None:
+    """The last `config` set wins: helper 221 set a harmless one, 5,000 other keys, then the payload, in one dict."""
+    pairs = [_unicode("epoch") + b"K\x01", _unicode("iter") + b"K\x02", _unicode("config") + _unicode("x = 1")]
+    pairs += [_unicode(f"key{index}") + b"K\x00" for index in range(5000)]
+    pairs.append(_unicode("config") + _unicode("import os"))
+    stream = b"\x80\x02}(" + _unicode("meta") + b"}(" + b"".join(pairs) + b"uu."
+    path = tmp_path / "c.pkl"
+    path.write_bytes(stream)
+    found = [f.message for f in scan(path).findings if f.rule_id == RULE]
+    assert len(found) == 1 and "whatever the meta's items wscan does not read hold" in found[0]
 
 
 @pytest.mark.parametrize(
@@ -96,6 +127,12 @@ def test_a_config_hidden_past_the_items_kept_is_reported(tmp_path: Path) -> None
         ("x, y = 1, 2", "an assignment to more than a name at line 1"),
         ("x = (" * 300 + ")" * 300, "text wscan cannot parse as Python (another Python version may run it)"),
         ("x = (", "text wscan cannot parse as Python (another Python version may run it)"),
+        # helper 221: what mmengine does to the text before it runs it, and pretty_text's other values
+        ("x = {{'$NOPE:open(1)'}}",
+         "an environment placeholder, which mmengine replaces by code before it runs the text"),
+        ("custom_imports = dict(imports=['os'])", "an assignment to custom_imports at line 1"),
+        ("a = frozenset({255})\nb = bytearray(b'x')\nc = (1 + 2j)\nd = -inf\n__version = 1", None),
+        ("x = (1 + y)", "an operator at line 1"),
     ],
 )
 def test_judge(text: str, verdict: str | None) -> None:

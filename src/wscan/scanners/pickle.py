@@ -540,7 +540,7 @@ def _check_resume_configs(artifact: Artifact, res: PickleResult) -> None:
     try:
         for at, meta in res.resume_metas:
             items, whole = mapping_items(res, meta)
-            for detail in openmmlab_resume.configs(items, whole, reader.read):
+            for detail in openmmlab_resume.configs(meta, items, whole, reader.read):
                 res.events.append(Event("pickle.resume_config", at, {"detail": detail}))
     finally:
         reader.close()
