@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from record_hdbscan_variants import outcome  # type: ignore[import-not-found]
+from record_hdbscan_variants import outcome, three_blobs  # type: ignore[import-not-found]
 
 CALL = "m.generate_branch_detection_data(); hdbscan.branches.detect_branches_in_clusters(m, branch_detection_method={})"
 
@@ -29,11 +29,6 @@ def fits() -> dict[str, Any]:
     def blobs(seed: int, count: int, width: int) -> Any:
         rng = np.random.RandomState(seed)
         return np.vstack([rng.randn(count // 3, width) + 6.0 * blob for blob in range(3)])
-
-    def hundred(seed: int) -> Any:
-        """tools/record_hdbscan_variants.py's 100 points in three blobs."""
-        rng = np.random.RandomState(seed)
-        return np.vstack([rng.randn(40, 2), rng.randn(40, 2) + 6, rng.randn(20, 2) - 6])
 
     def grouped_chains(count: int, group: int, seed: int) -> Any:
         """Two chains of points, in groups a step of 1e11 apart, the groups one step apart whose length rounds badly
@@ -74,12 +69,12 @@ def fits() -> dict[str, Any]:
         "bridged": (bridged, {"min_samples": 1, "min_cluster_size": 20}),
         # helper 219: the generic algorithm's dot-product distances make a tree edge a rounding error longer than its
         # weight, which the "full" graph leaves out; another pair across it joins the cluster all the same
-        "generic-seed-0": (hundred(0), {"algorithm": "generic", "min_cluster_size": 5}),
-        "generic-seed-2": (hundred(2), {"algorithm": "generic", "min_cluster_size": 5}),
-        "generic-l2-seed-0": (hundred(0), {"algorithm": "generic", "metric": "l2", "min_cluster_size": 5}),
+        "generic-seed-0": (three_blobs(0), {"algorithm": "generic", "min_cluster_size": 5}),
+        "generic-seed-2": (three_blobs(2), {"algorithm": "generic", "min_cluster_size": 5}),
+        "generic-l2-seed-0": (three_blobs(0), {"algorithm": "generic", "metric": "l2", "min_cluster_size": 5}),
         # ... and fits whose "full" graph falls apart in hdbscan itself (wscan reports them)
-        "generic-min-samples-1": (hundred(0), {"algorithm": "generic", "min_samples": 1, "min_cluster_size": 5}),
-        "scale-1e10-min-samples-1": (hundred(0) * 1e10, {"min_samples": 1, "min_cluster_size": 5}),
+        "generic-min-samples-1": (three_blobs(0), {"algorithm": "generic", "min_samples": 1, "min_cluster_size": 5}),
+        "scale-1e10-min-samples-1": (three_blobs(0) * 1e10, {"min_samples": 1, "min_cluster_size": 5}),
         "grouped-chains": (grouped_chains(40, 4, 1), {"min_samples": 1, "min_cluster_size": 5}),
     }
     return {name: hdbscan.HDBSCAN(**{"min_cluster_size": 10, **settings}, gen_min_span_tree=True).fit(points)

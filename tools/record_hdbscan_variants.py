@@ -58,12 +58,19 @@ print("returned")
 """
 
 
+def three_blobs(seed: int) -> Any:
+    """100 points in three blobs (40, 40, 20), what every clusterer here is fitted on."""
+    import numpy as np
+
+    rng = np.random.RandomState(seed)
+    return np.vstack([rng.randn(40, 2), rng.randn(40, 2) + 6, rng.randn(20, 2) - 6])
+
+
 def variants() -> dict[str, Any]:
     import hdbscan
     import numpy as np
 
-    rng = np.random.RandomState(0)
-    points = np.vstack([rng.randn(40, 2), rng.randn(40, 2) + 6, rng.randn(20, 2) - 6])
+    points = three_blobs(0)
     fitted = hdbscan.HDBSCAN(min_cluster_size=5, prediction_data=True).fit(points)
     robust = hdbscan.RobustSingleLinkage(cut=0.5).fit(points)
     spanning = hdbscan.HDBSCAN(min_cluster_size=5, gen_min_span_tree=True).fit(points)

@@ -126,7 +126,7 @@ def _node(node: ast.AST) -> str | None:
     if isinstance(node, _DATA):
         return None
     return {ast.Import: "an import", ast.ImportFrom: "an import", ast.Attribute: "an attribute lookup",
-            ast.Lambda: "a lambda", ast.BinOp: "an operator", ast.JoinedStr: "a formatted string",
+            ast.Lambda: "a lambda", ast.JoinedStr: "a formatted string",
             ast.FunctionDef: "a function", ast.ClassDef: "a class", ast.With: "a with block"}.get(
         type(node), f"Python other than data ({type(node).__name__})")  # fmt: skip
 

@@ -40,7 +40,7 @@ MEASURED = {"euclidean": "euclidean", "l2": "euclidean", "manhattan": "manhattan
 # A point's coordinates at most this large keep every distance and centrality finite and above zero (a centrality of
 # zero is an edge scipy's spanning tree drops).
 MAX_COORDINATE = 1e100
-MAX_ROUNDS = 64  # of hooking in `_components`; each at least halves the roots a component has left
+MAX_ROUNDS = 64  # of hooking in `_components`: a million points on a shuffled path join in 14
 CHUNK = 1 << 16  # tree edges (or pairs of points) measured at a time
 MAX_GAPS = 10_000  # tree edges too long, each a search for another pair across it
 MAX_PAIRS = 50_000_000  # pairs of points measured in those searches, in all
@@ -60,7 +60,8 @@ def check(state: Dict, arrays: ArrayReader, labels: np.ndarray, condensed: np.nd
     if name not in MEASURED or not plain:
         raise Unread(f"a spanning tree over {name} distances, which wscan does not measure")
     points = _points(state, arrays, len(labels))
-    clusters, probabilities = _cluster_labels(state, arrays, labels, condensed)
+    count = _count(state, arrays)
+    clusters, probabilities = _cluster_labels(state, arrays, labels, condensed, count)
     last_outlier = int(np.searchsorted(condensed["lambda_val"], 0.0, side="right"))
     if last_outlier:  # points at lambda 0 (not finite) are left out, and the tree's ids count the others
         finite = np.setdiff1d(np.arange(len(labels)), condensed["child"][:last_outlier])
@@ -71,7 +72,6 @@ def check(state: Dict, arrays: ArrayReader, labels: np.ndarray, condensed: np.nd
     ends = tree[:, :2]
     if not bool(np.all((ends >= 0) & (ends < len(points)))) or bool(np.any(ends != np.floor(ends))):
         raise Invalid(f"_min_spanning_tree joining a point outside 0 to {len(points) - 1}, or no whole number")
-    count = _count(state, arrays)
     _cluster_graphs(clusters, probabilities, points, ends.astype(np.intp), tree[:, 2], count, MEASURED[name])
 
 
@@ -96,7 +96,7 @@ def _count(state: Dict, arrays: ArrayReader) -> int:
 
 
 def _cluster_labels(
-    state: Dict, arrays: ArrayReader, labels: np.ndarray, condensed: np.ndarray
+    state: Dict, arrays: ArrayReader, labels: np.ndarray, condensed: np.ndarray, count: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """The labels and probabilities branch detection uses (`update_single_cluster_labels`): the clusterer's, or, when
     it allows a single cluster and found one, every point in it but those that left it before epsilon."""
@@ -104,7 +104,7 @@ def _cluster_labels(
     if probabilities.shape != labels.shape or probabilities.dtype.kind != "f":
         raise Invalid(f"probabilities_ of dtype {probabilities.dtype} and shape {probabilities.shape}")
     single = state.get("allow_single_cluster")
-    if isinstance(single, Const) and single.value is True and _count(state, arrays) == 1:
+    if isinstance(single, Const) and single.value is True and count == 1:
         labels, probabilities = np.zeros_like(labels), np.ones_like(probabilities)
         epsilon = state.get("cluster_selection_epsilon")
         value = epsilon.value if isinstance(epsilon, Const) else None
@@ -122,8 +122,9 @@ def _cluster_graphs(
     clusters: np.ndarray, probabilities: np.ndarray, points: np.ndarray, ends: np.ndarray, weights: np.ndarray,
     count: int, metric: str,
 ) -> None:
-    """Each cluster 0..count-1 connected by its tree edges, each no longer than its heaviest, its points bounded and
-    weighted by probabilities in [0, 1] (its centroid, and every centrality from it, finite and above zero)."""
+    """Each cluster 0..count-1 connected by its tree edges ("core") and in the "full" graph (`_full_graphs`), its
+    points bounded and weighted by probabilities in [0, 1] (its centroid, and every centrality from it, finite and
+    above zero)."""
     member = (clusters >= 0) & (clusters < count)
     if not bool(np.all(np.abs(points[member]) <= MAX_COORDINATE)):  # NaN fails too
         raise Invalid(f"a clustered point with a coordinate not finite or beyond {MAX_COORDINATE:g}")
