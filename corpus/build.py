@@ -802,6 +802,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_sklearn_native(corpus)
     build_hostile_boosters(corpus)
     build_hostile_openmmlab(corpus)
+    build_hostile_array_interface(corpus)
 
 
 def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
@@ -1442,6 +1443,22 @@ def build_hostile_openmmlab(corpus: Corpus) -> None:
         "an mmcv-style checkpoint that torch's weights_only loader accepts, whose meta['config'] mmcv and mmengine "
         "run as Python when training resumes from it",
         rules=expect("WS-PKL-061"),
+    )
+
+
+def build_hostile_array_interface(corpus: Corpus) -> None:
+    """numpy.poly1d, an allowed class, given a SimpleNamespace whose state is an array interface at an address the file
+    chooses: loading copies 16 bytes from there (a crash here; with a real address, the process's memory)."""
+    import numpy as np
+
+    interface = {"shape": (16,), "typestr": "|u1", "data": (0x4141414141, False), "version": 3}
+    namespace = types.SimpleNamespace(__array_interface__=interface)
+    corpus.add(
+        "hostile/numpy-array-interface-reads-memory.pkl",
+        pickle.dumps({"coefficients": _Reduce(np.poly1d, (namespace,))}, protocol=4),
+        "numpy.poly1d called on an object whose pickled state gives it an __array_interface__: NumPy reads the "
+        "coefficients from a raw memory address the file chose while the pickle loads",
+        rules=expect("WS-PKL-062"),
     )
 
 

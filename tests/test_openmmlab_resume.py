@@ -40,7 +40,7 @@ def test_configs_that_ran_on_resume_are_high(name: str, detail: str) -> None:
 def test_real_configs_are_not_reported(name: str) -> None:
     """A detector's config as Config.pretty_text writes it (range(0, 1) for gpu_ids, negative numbers, a dict literal
     with keys that are no names) is data; mmengine's own checkpoint keeps its config under `cfg`, which resume does not
-    run. (mmengine's checkpoint is still high for its HistoryBuffer, a known false positive the README lists.)"""
+    run."""
     assert RULE not in {f.rule_id for f in scan(DATA / name).findings}
 
 

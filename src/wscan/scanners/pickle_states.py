@@ -274,6 +274,9 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
             for item in _table_values(res, value, keys=name in LIST_TABLES):
                 _member_event(res, name, item, restored, at)
             continue  # the table itself is data; its values are what is called
+        if isinstance(name, str) and name in CLASS_TABLES:
+            _class_table(res, name, value, restored, at)
+            continue
         if isinstance(name, str):
             # A config dict's state mirrors its items (EasyDict keeps both): no library calls its `weights`.
             _member_event(res, name, value, restored, at, via="items" if restored in ATTRIBUTE_DICTS else "state")
@@ -317,6 +320,11 @@ CALLED_TABLES = frozenset({
     # class lacks (`to_dict`) reaches whatever is there (review 14's chain); real files keep tensors or None
     "_parameters", "_buffers",
 })  # fmt: skip
+# Tables of a class whose values the library calls by name, which a state fills: mmengine's HistoryBuffer merges its
+# state's `statistics_methods` into the class's `_statistics_methods` with dict.update (for every buffer of the
+# process), and an instance's own `_statistics_methods` comes before the class's; `statistics("mean")` runs at every
+# log line. Judged entry by entry (WS-PKL-063).
+CLASS_TABLES = frozenset({"statistics_methods", "_statistics_methods"})
 # Tables real files keep as lists, which the library iterates: given a dict, it calls or steps the keys (review 11).
 LIST_TABLES = frozenset({"lr_lambdas", "_schedulers"})
 # Dicts whose items are also their attributes (set by __setitem__ or __getattr__).
@@ -441,6 +449,34 @@ def _dunder_items(res: PickleResult, pairs: list[Sym], owner: str, at: int) -> N
         key = _const(pairs[i])
         if isinstance(key, str) and (every or (key.startswith("__") and key.endswith("__"))):
             _member_event(res, key, pairs[i + 1], owner, at, via="items")
+
+
+def _class_table(res: PickleResult, name: str, table: Sym, restored: str, at: int) -> None:
+    """Each entry dict.update(table) would merge, as `key=value` for the rules: a mapping's items, or the pairs a list,
+    tuple or set holds (a set's two items either way round). What cannot be read is one computed entry."""
+    pairs: list[tuple[Sym, Sym]] = []
+    if isinstance(table, Seq):
+        for pair in table.items:
+            if isinstance(pair, Seq) and len(pair.items) == 2 and not pair.dropped:
+                pairs.append((pair.items[0], pair.items[1]))
+                if pair.type in ("set", "frozenset"):
+                    pairs.append((pair.items[1], pair.items[0]))
+            else:
+                pairs.append((Unknown(), Unknown()))
+        if table.dropped:
+            pairs.append((Unknown(), Unknown()))
+    else:
+        flat = _table_values(res, table, keys=True)
+        pairs = list(zip(flat[0::2], flat[1::2], strict=False))
+        if len(flat) % 2:
+            pairs.append((Unknown(), Unknown()))
+    for key, value in pairs:
+        text = _const(key)
+        shown = repr(text[:200]) if isinstance(text, str) else "<computed>"
+        made = f"name:{value.dotted}" if isinstance(value, Global) else describe(value)
+        attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "key": shown,
+                                              "value": describe(value), "entry": f"{name}:{shown}={made}"}  # fmt: skip
+        res.events.append(Event("pickle.table_entry", at, attrs))
 
 
 def _table_values(res: PickleResult, table: Sym, keys: bool = False) -> list[Sym]:

@@ -99,6 +99,13 @@ _CONSTANTS = frozenset({
     "BINUNICODE8", "BYTEARRAY8",
 })  # fmt: skip
 _PY2_STRINGS = frozenset({"STRING", "BINSTRING", "SHORT_BINSTRING"})
+# The attributes NumPy (and torch, CuPy, Numba) make an array of: `__array_interface__`'s `data` is a raw memory
+# address, `__array_struct__` a C struct holding one. Given to an object as an attribute, however (a state, the items
+# of a dict whose items are attributes, pairs a constructor takes, a module's buffers: helper 223 found nine ways),
+# the next np.asarray of the object reads where the file chose; no writer spells them, so the text is what is judged
+# (WS-PKL-062), as text or bytes (str(b"...", "ascii") makes the text).
+_POINTERS = ("__array_interface__", "__array_struct__", "__cuda_array_interface__")
+POINTER_NAMES = frozenset({*_POINTERS, *(name.encode() for name in _POINTERS)})
 _MEMO_PUT = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
 _MEMO_GET = frozenset({"GET", "BINGET", "LONG_BINGET"})
 _SMALL_TUPLES = {"TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
@@ -655,6 +662,9 @@ class Machine:
                 if name in _PY2_STRINGS and isinstance(arg, bytes):
                     # Python 3 decodes protocol 0-2 strings as ASCII by default; keep text for names.
                     arg = arg.decode("latin-1")
+                if isinstance(arg, str | bytes) and arg in POINTER_NAMES:
+                    name_attrs: dict[str, str | int | bool] = {"name": arg if isinstance(arg, str) else repr(arg)}
+                    res.events.append(Event("pickle.pointer_name", at, name_attrs))
                 if isinstance(arg, str) and "${" in arg:
                     self._resolver_calls(res, arg, at)
                 elif isinstance(arg, LongBytes) and (arg.interpolations or b"${" in arg.prefix):
