@@ -282,10 +282,15 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
             _member_event(res, name, value, restored, at, via="items" if restored in ATTRIBUTE_DICTS else "state")
 
 
-def _member_event(res: PickleResult, name: str, value: Sym, restored: str, at: int, via: str = "state") -> None:
+def _member_event(
+    res: PickleResult, name: str, value: Sym, restored: str, at: int, via: str = "state", depth: int = 0
+) -> None:
     """`name` on an object of class `restored` holds `value`, which may be called (see `_callable_members`); `via`
     says whether a state or items set it (the attributes libraries call are judged on states only). A name map
-    (NAME_MAP_ATTRIBUTES) is reported whatever it holds: it renames the object's attributes (WS-PKL-040)."""
+    (NAME_MAP_ATTRIBUTES) is reported whatever it holds: it renames the object's attributes (WS-PKL-040). `depth`:
+    how many EasyDicts down this one is."""
+    if restored == EASYDICT:
+        _nested_items(res, value, at, depth)
     if name in NAME_MAP_ATTRIBUTES:
         made, kind = "<name map>", "name-map"
     elif isinstance(value, Const | Seq | Dict | Persistent):
@@ -327,9 +332,11 @@ CALLED_TABLES = frozenset({
 CLASS_TABLES = frozenset({"statistics_methods", "_statistics_methods"})
 # Tables real files keep as lists, which the library iterates: given a dict, it calls or steps the keys (review 11).
 LIST_TABLES = frozenset({"lr_lambdas", "_schedulers"})
+EASYDICT = "easydict.EasyDict"  # makes each dict among its values an EasyDict too (`_nested_items`)
+MAX_NESTED_DICTS = 32
 # Dicts whose items are also their attributes (set by __setitem__ or __getattr__).
 ATTRIBUTE_DICTS = frozenset({
-    "easydict.EasyDict", "sklearn.utils._bunch.Bunch", *LIGHTNING_ATTRIBUTE_DICTS,
+    EASYDICT, "sklearn.utils._bunch.Bunch", *LIGHTNING_ATTRIBUTE_DICTS,
     # SciPy's result objects answer attribute lookups from their items (a review made one a pipeline step)
     "scipy.optimize._optimize.OptimizeResult", "scipy._lib._util._RichResult",
 })  # fmt: skip
@@ -396,6 +403,11 @@ def _state_from_call(res: PickleResult, func: Global, args: Sym, at: int) -> Non
     for item in args.items:
         if isinstance(item, Dict):
             _dunder_items(res, [part for pair in item.items for part in pair], made_class, at)
+        elif isinstance(item, Seq) and item.type in ("list", "tuple"):
+            # pairs, which dict() and EasyDict() take as they take a dict's items (helper 223 gave EasyDict and a
+            # Bunch's reconstructor an array interface so)
+            pairs = [pair for pair in item.items if isinstance(pair, Seq) and len(pair.items) == 2 and not pair.dropped]
+            _dunder_items(res, [part for pair in pairs for part in pair.items], made_class, at)
     hooks = BACKWARD_HOOKS.get(func.dotted)
     if hooks is not None and len(args.items) > hooks:
         for value in _table_values(res, args.items[hooks]):
@@ -437,7 +449,7 @@ def _as_mapping(res: PickleResult, state: Sym) -> Dict | None:
     return None
 
 
-def _dunder_items(res: PickleResult, pairs: list[Sym], owner: str, at: int) -> None:
+def _dunder_items(res: PickleResult, pairs: list[Sym], owner: str, at: int, depth: int = 0) -> None:
     """Items named like a special method (`__deepcopy__`, `__array__`) set on an object, or in a torch module's
     submodule table: classes that answer attribute lookups from their items (torch's Module, scikit-learn's Bunch,
     EasyDict) hand them to code that looks such names up on the instance (copy, NumPy, scikit-learn). Judged as
@@ -448,7 +460,25 @@ def _dunder_items(res: PickleResult, pairs: list[Sym], owner: str, at: int) -> N
     for i in range(0, len(pairs) - 1, 2):
         key = _const(pairs[i])
         if isinstance(key, str) and (every or (key.startswith("__") and key.endswith("__"))):
-            _member_event(res, key, pairs[i + 1], owner, at, via="items")
+            _member_event(res, key, pairs[i + 1], owner, at, via="items", depth=depth)
+
+
+def _nested_items(res: PickleResult, value: Sym, at: int, depth: int) -> None:
+    """The items of the dicts an EasyDict's value holds (itself, or in lists and tuples), which EasyDict makes
+    EasyDicts of their own: each is an attribute of a nested one (`copy.deepcopy(config)` reaches a nested
+    `__deepcopy__` item). Past MAX_NESTED_DICTS levels, what is deeper is reported unread."""
+    if not isinstance(value, Dict | Seq):
+        return
+    if depth >= MAX_NESTED_DICTS:
+        attrs: dict[str, str | int | bool] = {"detail": f"EasyDicts nested past {MAX_NESTED_DICTS} levels",
+                                              "callable": EASYDICT}  # fmt: skip
+        res.events.append(Event("pickle.unread_attribute_names", at, attrs))
+    elif isinstance(value, Dict):
+        items = [*value.items, *(value.past_items() or [])]
+        _dunder_items(res, [part for pair in items for part in pair], EASYDICT, at, depth + 1)
+    elif value.type in ("list", "tuple"):
+        for item in value.items:
+            _nested_items(res, item, at, depth + 1)
 
 
 def _class_table(res: PickleResult, name: str, table: Sym, restored: str, at: int) -> None:

@@ -469,6 +469,8 @@ class Machine:
         # F(*bound, ...), and _rebuild_from_type_v2(F, type, args, state) calls F(*args).
         inner = _inner_call(func, args)
         if inner is not None and depth < MAX_FORWARD_DEPTH:
+            # the state the inner call gives what it makes too (helper 223 nested _rebuild_from_type_v2 in itself)
+            _state_from_call(res, inner[0], inner[1], offset)
             self._forward(res, inner[0], inner[1], how, offset, depth + 1)
 
     def _mark(self, res: PickleResult, func: Global, target: Sym, use: str, how: str, offset: int) -> None:
