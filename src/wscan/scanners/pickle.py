@@ -550,7 +550,8 @@ def _check_native(artifact: Artifact, results: list[PickleResult], arrays: _Jobl
     """scikit-learn's compiled models whose index arrays lead out of bounds, as events of the stream that restored
     them; a stream and its object arrays' nested pickles (joblib: a forest's trees) are read as one. Arrays are read
     back from the file (`pickle_native`)."""
-    if not any(res.native.restored or res.native.owners or res.native.dropped for res in results):
+    native = [res.native for res in results]
+    if not any(kept.restored or kept.owners or kept.managers or kept.dropped for kept in native):
         return
     from wscan.scanners import pickle_native_checks  # imports NumPy: a tenth of a second no other scan needs
     from wscan.scanners.pickle_arrays import ArrayReader
@@ -558,7 +559,7 @@ def _check_native(artifact: Artifact, results: list[PickleResult], arrays: _Jobl
     reader = _ReadBack(artifact)
     try:
         read = ArrayReader(reader.read, arrays.data, arrays.objects, ctx.limits.max_member_bytes)
-        found = pickle_native_checks.check([res.native for res in results], read, ctx.budget.check_time)
+        found = pickle_native_checks.check(native, read, ctx.budget.check_time)
     finally:
         reader.close()
     for index, kind, offset, attrs in found:

@@ -92,6 +92,18 @@ CHECKED = (SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | BOOST
            | {HDBSCAN, HBOS, *NEIGHBORS})
 
 
+# pandas' DataFrame block manager: its blocks' placements index a table compiled code writes (`pickle_native_pandas`).
+BLOCK_MANAGERS = frozenset({"pandas.core.internals.managers.BlockManager"})
+
+
+def record_manager(native: NativeStates, target: Obj, at: int) -> None:
+    """Keep a pandas block manager, made by a call or given a state, for the check at the stream's end."""
+    if len(native.managers) < MAX_NATIVE_RECORDED:
+        native.managers.append((at, target))
+    else:
+        native.dropped += 1
+
+
 def native_class(target: Obj) -> str | None:
     """The native class `target` is, by what made it (the neighbors' `newObj(cls)` helper, or the class)."""
     name = native_class_of(target)
@@ -100,6 +112,9 @@ def native_class(target: Obj) -> str | None:
 
 def record(native: NativeStates, target: Obj, state: Sym, at: int) -> None:
     """Keep a BUILD's state if it is a native class's, an estimator's that holds trees, or a checked object's."""
+    if native_class_of(target) in BLOCK_MANAGERS:
+        record_manager(native, target, at)
+        return
     cls = native_class(target)
     if cls is None:
         state_dict = attributes(state) if native_class_of(target) == LIGHTGBM_PREDICTOR else dict_state(state)

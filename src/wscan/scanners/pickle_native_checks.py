@@ -57,6 +57,7 @@ from wscan.scanners.pickle_native import (
     native_class_of,
 )
 from wscan.scanners.pickle_native_common import Invalid, int_values, integers, outside, scalar_number
+from wscan.scanners.pickle_native_pandas import block_manager
 from wscan.scanners.pickle_ops import LongBytes
 from wscan.scanners.pickle_values import (
     MAX_NATIVE_RECORDED,
@@ -115,6 +116,13 @@ def check(
         cls = native_class_of(owner)
         kind = BOOSTER_KIND if cls in BOOSTERS else KIND
         _report(found, index, offset, cls, partial(_estimator, cls, state, arrays, tick), kind)
+    for index, native in enumerate(streams):
+        checked: set[int] = set()  # a manager a call made and a BUILD then gave a state is recorded twice
+        for offset, manager in native.managers:
+            if id(manager) not in checked:
+                checked.add(id(manager))
+                tick()
+                _report(found, index, offset, native_class_of(manager), partial(block_manager, manager, arrays))
     outcomes: Outcomes = {}
     for index, native in enumerate(streams):
         for item in native.restored:

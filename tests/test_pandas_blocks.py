@@ -1,0 +1,184 @@
+"""A pickled DataFrame whose blocks name columns outside the frame makes pandas write out of bounds (WS-PKL-059).
+
+pandas rebuilds a position -> block table from its blocks' placements in compiled code without bounds checks. A frame
+pickled as pandas 1 wrote it (the manager's "0.14.1" state) is rebuilt while `pickle.load` runs; one pickled as pandas
+2 and 3 write it (the manager called with blocks and axes) at its first column lookup. Both crash the real pandas here,
+in a sandboxed child, with a placement far outside the table; the same streams with the right placements load.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import io
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from pandas.core.internals.managers import BlockManager
+
+from tests.helpers.sandbox import load_each
+from tests.helpers.scanning import scan_bytes
+from wscan.model import Severity
+
+RULE = "WS-PKL-059"
+FAR = 1_000_000_000
+
+
+def _frame() -> pd.DataFrame:
+    """Two float columns, named by an object array as pandas 1 named them (pandas 3's own Arrow-backed names are an
+    axis wscan cannot measure, which a pandas 1 state is reported for)."""
+    frame = pd.DataFrame({"a": np.arange(4.0), "b": np.arange(4.0) * 2})
+    frame.columns = pd.Index(["a", "b"], dtype=object)
+    return frame
+
+
+def _pickled(frame: pd.DataFrame, manager: Callable[[BlockManager], tuple[Any, ...]]) -> bytes:
+    """The frame as pandas pickles it, with its manager pickled as `manager` says."""
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            return manager(obj) if obj is frame._mgr else NotImplemented
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=4).dump(frame)
+    return buffer.getvalue()
+
+
+def _called(placement: object) -> Callable[[BlockManager], tuple[Any, ...]]:
+    """pandas 2 and 3: BlockManager(blocks, axes), its one block given `placement`."""
+
+    class Block:
+        def __init__(self, block: Any) -> None:
+            self.block = block
+
+        def __reduce__(self) -> tuple[Any, ...]:
+            func, args = self.block.__reduce__()
+            return func, (args[0], placement, *args[2:])
+
+    return lambda mgr: (BlockManager, (tuple(Block(b) for b in mgr.blocks), mgr.axes))
+
+
+def _legacy(placement: object) -> Callable[[BlockManager], tuple[Any, ...]]:
+    """pandas 1: BlockManager.__new__, then the state its __setstate__ reads."""
+
+    def reduce(mgr: BlockManager) -> tuple[Any, ...]:
+        axes = list(mgr.axes)
+        blocks = [{"values": mgr.blocks[0].values, "mgr_locs": placement}]
+        state = (axes, [mgr.blocks[0].values], [axes[0]], {"0.14.1": {"axes": axes, "blocks": blocks}})
+        return copyreg.__newobj__, (BlockManager,), state  # type: ignore[attr-defined]
+
+    return reduce
+
+
+CASES = {
+    "called-array-far": (_called(np.array([0, FAR], dtype=np.intp)), _called(np.array([0, 1], dtype=np.intp))),
+    "called-slice-far": (_called(slice(0, 2 * FAR, FAR)), _called(slice(0, 2, 1))),
+    "legacy-array-far": (_legacy(np.array([0, FAR], dtype=np.intp)), _legacy(np.array([0, 1], dtype=np.intp))),
+    "legacy-slice-far": (_legacy(slice(0, 2 * FAR, FAR)), _legacy(slice(0, 2, 1))),
+}
+SETUP = """
+import pickle
+def load(path, option):
+    with open(path, "rb") as f:
+        frame = pickle.load(f)
+    frame["a"]
+"""
+
+
+def _high(folder: Path, blob: bytes) -> list[str]:
+    report = scan_bytes(folder, blob, "frame.pkl")
+    return [f"{f.rule_id}: {f.message}" for f in report.findings if f.severity >= Severity.HIGH]
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("pandas-blocks")
+    jobs = []
+    for case, (hostile, control) in CASES.items():
+        for label, manager in ((case, hostile), (f"{case}/control", control)):
+            path = root / f"{label.replace('/', '-')}.pkl"
+            path.write_bytes(_pickled(_frame(), manager))
+            jobs.append((label, path, "", root / "never-made"))
+    return {key: outcome.result for key, outcome in load_each(SETUP, jobs, root, timeout=120).items()}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_pandas_writes_outside_its_table(case: str, loaded: dict[str, str]) -> None:
+    assert loaded[case] == "crashed: wait status 11"
+    assert loaded[f"{case}/control"] == "loaded"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_placement_outside_the_frame_is_high(tmp_path: Path, case: str) -> None:
+    hostile, control = CASES[case]
+    found = _high(tmp_path, _pickled(_frame(), hostile))
+    assert any(f.startswith(RULE) and "BlockManager" in f for f in found), found
+    assert _high(tmp_path, _pickled(_frame(), control)) == []
+
+
+@pytest.mark.parametrize(
+    ("placement", "detail"),
+    [
+        (np.array([-5, 0], dtype=np.intp), "position -5"),
+        (np.array([0, 0], dtype=np.intp), "held by two blocks"),
+        (np.array([0, 2], dtype=np.intp), "position 2, outside 0 to 1"),
+        (slice(-1, 1, 1), "negative positions"),
+        (slice(0, None, 1), "unbounded slice"),
+        (np.array([0.0, 1.0]), "not integers"),
+    ],
+)
+def test_what_each_placement_is_judged_by(tmp_path: Path, placement: object, detail: str) -> None:
+    for manager in (_called(placement), _legacy(placement)):
+        found = _high(tmp_path, _pickled(_frame(), manager))
+        assert any(f.startswith(RULE) and detail in f for f in found), found
+
+
+def test_a_legacy_state_is_judged_against_its_axis(tmp_path: Path) -> None:
+    """pandas 1's state is rebuilt without the check pandas 2 makes: blocks naming three columns of a two-column axis
+    write past it."""
+    frame = _frame()
+
+    def reduce(mgr: BlockManager) -> tuple[Any, ...]:
+        values = np.zeros((3, 4))
+        axes = list(mgr.axes)
+        state = (axes, [values], [axes[0]], {"0.14.1": {"axes": axes, "blocks": [{"values": values,
+                                                                                   "mgr_locs": slice(0, 3, 1)}]}})
+        return copyreg.__newobj__, (BlockManager,), state  # type: ignore[attr-defined]
+
+    found = _high(tmp_path, _pickled(frame, reduce))
+    assert any(f.startswith(RULE) and "outside 0 to 1" in f for f in found), found
+
+
+def test_a_legacy_state_whose_axis_cannot_be_measured_is_reported(tmp_path: Path) -> None:
+    """pandas 3 names columns with an Arrow-backed array, which wscan does not measure: pandas 1, the only writer of
+    such states, never did."""
+    frame = pd.DataFrame({"a": np.arange(4.0), "b": np.arange(4.0) * 2})
+    found = _high(tmp_path, _pickled(frame, _legacy(slice(0, 2, 1))))
+    assert any(f.startswith(RULE) and "cannot check" in f for f in found), found
+
+
+def _frames() -> dict[str, pd.DataFrame]:
+    """Frames of every block kind pandas makes, in the layouts real files have."""
+    mixed = pd.DataFrame({
+        "f": np.arange(5.0), "i": np.arange(5), "s": list("abcde"), "f2": np.ones(5), "b": [True] * 5,
+        "c": pd.Categorical(list("xyxyx")), "t": pd.date_range("2024-01-01", periods=5, tz="UTC"),
+        "n": pd.array([1, None, 3, 4, 5], dtype="Int64"), "i2": np.arange(5) * 2,
+    })  # fmt: skip
+    multi = pd.DataFrame(np.arange(12.0).reshape(3, 4), columns=pd.MultiIndex.from_product([["a", "b"], [1, 2]]))
+    reordered = mixed[["i2", "f", "s", "i", "f2"]]
+    return {
+        "mixed": mixed, "multi-columns": multi, "reordered": reordered, "transposed": multi.T,
+        "empty": pd.DataFrame(), "no-rows": mixed.iloc[:0], "range-columns": pd.DataFrame(np.eye(3)),
+        "inserted": mixed.assign(z=1.5).drop(columns=["i"]),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(_frames()))
+def test_frames_pandas_writes_pass(tmp_path: Path, name: str) -> None:
+    frame = _frames()[name]
+    assert _high(tmp_path, pickle.dumps(frame, protocol=4)) == []
+    assert _high(tmp_path, pickle.dumps({"frame": frame, "series": frame.iloc[:, :1]}, protocol=2)) == []
