@@ -36,8 +36,8 @@ def _frame() -> pd.DataFrame:
     return frame
 
 
-def _pickled(frame: pd.DataFrame, manager: Callable[[BlockManager], tuple[Any, ...]]) -> bytes:
-    """The frame as pandas pickles it, with its manager pickled as `manager` says."""
+def _pickled(frame: pd.DataFrame | pd.Series, manager: Callable[[Any], tuple[Any, ...]]) -> bytes:
+    """The frame (or Series) as pandas pickles it, with its manager pickled as `manager` says."""
 
     class Pickler(pickle.Pickler):
         def reducer_override(self, obj: Any) -> Any:
@@ -74,8 +74,43 @@ def _legacy(placement: object) -> Callable[[BlockManager], tuple[Any, ...]]:
     return reduce
 
 
+def _new(placement: object) -> Callable[[BlockManager], tuple[Any, ...]]:
+    """copyreg.__newobj__(BlockManager, blocks, axes): the compiled manager's __new__ takes them, unchecked."""
+    called = _called(placement)
+    return lambda mgr: (copyreg.__newobj__, (BlockManager, *called(mgr)[1]))  # type: ignore[attr-defined]
+
+
+def _rows(rows: int, how: str) -> Callable[[BlockManager], tuple[Any, ...]]:
+    """The frame's own blocks with a rows axis of `rows`: in pandas 1's state, or called with verify_integrity off."""
+
+    def reduce(mgr: BlockManager) -> tuple[Any, ...]:
+        axes = [mgr.axes[0], pd.RangeIndex(0, rows)]
+        if how == "called":
+            return BlockManager, (tuple(mgr.blocks), axes, False)
+        blocks = [{"values": b.values, "mgr_locs": b.mgr_locs.indexer} for b in mgr.blocks]
+        state = (axes, [b.values for b in mgr.blocks], [axes[0]], {"0.14.1": {"axes": axes, "blocks": blocks}})
+        return copyreg.__newobj__, (BlockManager,), state  # type: ignore[attr-defined]
+
+    return reduce
+
+
+def _series_rows(rows: int) -> Callable[[Any], tuple[Any, ...]]:
+    """A Series' manager in the state pandas writes for it, its index `rows` long."""
+
+    def reduce(mgr: Any) -> tuple[Any, ...]:
+        axes = [pd.RangeIndex(0, rows)]
+        values = mgr.blocks[0].values
+        state = {"0.14.1": {"axes": axes, "blocks": [{"values": values, "mgr_locs": slice(0, len(values), 1)}]}}
+        return copyreg.__newobj__, (type(mgr),), (axes, [values], axes, state)  # type: ignore[attr-defined]
+
+    return reduce
+
+
 CASES = {
     "called-array-far": (_called(np.array([0, FAR], dtype=np.intp)), _called(np.array([0, 1], dtype=np.intp))),
+    "new-array-far": (_new(np.array([0, FAR], dtype=np.intp)), _new(np.array([0, 1], dtype=np.intp))),
+    "legacy-rows-far": (_rows(FAR, "legacy"), _rows(4, "legacy")),
+    "called-unverified-rows-far": (_rows(FAR, "called"), _rows(4, "called")),
     "called-slice-far": (_called(slice(0, 2 * FAR, FAR)), _called(slice(0, 2, 1))),
     "legacy-array-far": (_legacy(np.array([0, FAR], dtype=np.intp)), _legacy(np.array([0, 1], dtype=np.intp))),
     "legacy-slice-far": (_legacy(slice(0, 2 * FAR, FAR)), _legacy(slice(0, 2, 1))),
@@ -85,7 +120,11 @@ import pickle
 def load(path, option):
     with open(path, "rb") as f:
         frame = pickle.load(f)
-    frame["a"]
+    if option == "series":
+        repr(frame)
+    else:
+        frame["a"]
+        repr(frame)
 """
 
 
@@ -103,10 +142,15 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             path = root / f"{label.replace('/', '-')}.pkl"
             path.write_bytes(_pickled(_frame(), manager))
             jobs.append((label, path, "", root / "never-made"))
+    for label, rows in (("series-rows-far", FAR), ("series-rows-far/control", 3)):
+        path = root / f"{label.replace('/', '-')}.pkl"
+        series = pd.Series(np.arange(3.0))
+        path.write_bytes(_pickled(series, _series_rows(rows)))
+        jobs.append((label, path, "series", root / "never-made"))
     return {key: outcome.result for key, outcome in load_each(SETUP, jobs, root, timeout=120).items()}
 
 
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", [*CASES, "series-rows-far"])
 def test_pandas_writes_outside_its_table(case: str, loaded: dict[str, str]) -> None:
     assert loaded[case] == "crashed: wait status 11"
     assert loaded[f"{case}/control"] == "loaded"
@@ -118,6 +162,15 @@ def test_a_placement_outside_the_frame_is_high(tmp_path: Path, case: str) -> Non
     found = _high(tmp_path, _pickled(_frame(), hostile))
     assert any(f.startswith(RULE) and "BlockManager" in f for f in found), found
     assert _high(tmp_path, _pickled(_frame(), control)) == []
+
+
+def test_a_series_longer_than_its_values_is_high(tmp_path: Path) -> None:
+    """A Series' manager checks nothing: an index of 10^9 over three values made repr() read past them (a crash);
+    one of 200,000 printed the heap (helper 224)."""
+    for rows in (FAR, 200_000):
+        found = _high(tmp_path, _pickled(pd.Series(np.arange(3.0)), _series_rows(rows)))
+        assert any(f.startswith(RULE) and f"3 rows where the index has {rows}" in f for f in found), found
+    assert _high(tmp_path, _pickled(pd.Series(np.arange(3.0)), _series_rows(3))) == []
 
 
 @pytest.mark.parametrize(
@@ -153,12 +206,12 @@ def test_a_legacy_state_is_judged_against_its_axis(tmp_path: Path) -> None:
     assert any(f.startswith(RULE) and "outside 0 to 1" in f for f in found), found
 
 
-def test_a_legacy_state_whose_axis_cannot_be_measured_is_reported(tmp_path: Path) -> None:
-    """pandas 3 names columns with an Arrow-backed array, which wscan does not measure: pandas 1, the only writer of
-    such states, never did."""
+def test_a_legacy_state_is_measured_by_arrow_labels_too(tmp_path: Path) -> None:
+    """pandas 3 names columns with an Arrow-backed array, whose length its pickled data tuple gives."""
     frame = pd.DataFrame({"a": np.arange(4.0), "b": np.arange(4.0) * 2})
-    found = _high(tmp_path, _pickled(frame, _legacy(slice(0, 2, 1))))
-    assert any(f.startswith(RULE) and "cannot check" in f for f in found), found
+    assert _high(tmp_path, _pickled(frame, _legacy(slice(0, 2, 1)))) == []
+    found = _high(tmp_path, _pickled(frame, _legacy(slice(0, 3, 1))))
+    assert any(f.startswith(RULE) and "outside 0 to 1" in f for f in found), found
 
 
 def _frames() -> dict[str, pd.DataFrame]:
@@ -182,3 +235,73 @@ def test_frames_pandas_writes_pass(tmp_path: Path, name: str) -> None:
     frame = _frames()[name]
     assert _high(tmp_path, pickle.dumps(frame, protocol=4)) == []
     assert _high(tmp_path, pickle.dumps({"frame": frame, "series": frame.iloc[:, :1]}, protocol=2)) == []
+
+
+def _categorical(codes: np.ndarray) -> bytes:
+    """A Categorical of two categories (held in an object array: pandas 3's Arrow-backed ones check a take's bounds),
+    pickled as pandas does, given `codes`."""
+    categorical = pd.Categorical(list("xyx"), categories=pd.Index(["x", "y"], dtype=object))
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if obj is not categorical:
+                return NotImplemented
+            func, args, state = obj.__reduce_ex__(4)[:3]
+            return func, args, (state[0], codes)
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=4).dump(categorical)
+    return buffer.getvalue()
+
+
+def test_categorical_codes_past_the_categories_crash_pandas_and_are_high(tmp_path: Path) -> None:
+    """cat.tolist() takes categories by code in compiled code without bounds checks (helper 224)."""
+    jobs = []
+    for label, codes in (("far", [0, FAR]), ("negative", [0, -FAR]), ("control", [0, 1])):
+        path = tmp_path / f"{label}.pkl"
+        path.write_bytes(_categorical(np.array(codes, dtype=np.int64)))
+        jobs.append((label, path, "", tmp_path / "never-made"))
+    setup = "import pickle\ndef load(path, option):\n    with open(path, 'rb') as f:\n        pickle.load(f).tolist()\n"
+    outcomes = {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=120).items()}
+    assert outcomes == {"far": "crashed: wait status 11", "negative": "crashed: wait status 11", "control": "loaded"}
+    for codes, detail in (([0, FAR], f"from 0 to {FAR}"), ([0, -FAR], f"from -{FAR} to 0"), ([0, 2], "0 to 2")):
+        found = _high(tmp_path, _categorical(np.array(codes, dtype=np.int64)))
+        assert any(f.startswith(RULE) and detail in f and "categories of 2 labels" in f for f in found), found
+    assert _high(tmp_path, _categorical(np.array([0, -1, 1], dtype=np.int8))) == []  # -1: a missing value
+
+
+def test_multi_index_codes_past_their_level_are_high(tmp_path: Path) -> None:
+    index = pd.MultiIndex.from_product([["a", "b"], [1, 2]])
+
+    def pickled(first: np.ndarray) -> bytes:
+        class Pickler(pickle.Pickler):
+            def reducer_override(self, obj: Any) -> Any:
+                if obj is not index:
+                    return NotImplemented
+                func, (cls, fields) = obj.__reduce__()[:2]
+                return func, (cls, {**fields, "codes": [first, fields["codes"][1]]})
+
+        buffer = io.BytesIO()
+        Pickler(buffer, protocol=4).dump(index)
+        return buffer.getvalue()
+
+    found = _high(tmp_path, pickled(np.array([0, 0, 1, 100], dtype=np.int8)))
+    assert any(f.startswith(RULE) and "a level of 2 labels" in f for f in found), found
+    assert _high(tmp_path, pickled(np.array([0, 0, 1, 1], dtype=np.int8))) == []
+
+
+def test_real_categoricals_and_multi_indexes_pass(tmp_path: Path) -> None:
+    objects = {
+        "categories-str": pd.Categorical(list("xyzx"), categories=list("zyx")),
+        "categories-int": pd.Categorical([3, 1, None, 3]),
+        "categories-dates": pd.Categorical(pd.date_range("2024-01-01", periods=3)),
+        "categories-many": pd.Categorical(np.arange(1000) % 300),
+        "series": pd.Series(pd.Categorical(list("ab") * 3)),
+        "index": pd.CategoricalIndex(list("abca")),
+        "multi": pd.MultiIndex.from_product([["a", "b"], [1, 2], pd.date_range("2024-01-01", periods=2)]),
+        "multi-missing": pd.MultiIndex.from_arrays([["a", None, "b"], [1, 2, None]]),
+        "multi-frame": pd.DataFrame(np.eye(4), index=pd.MultiIndex.from_product([["a", "b"], [1, 2]])),
+    }
+    for name, obj in objects.items():
+        for protocol in (2, 4, 5):
+            assert _high(tmp_path, pickle.dumps(obj, protocol=protocol)) == [], (name, protocol)

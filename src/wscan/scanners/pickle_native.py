@@ -92,8 +92,27 @@ CHECKED = (SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | BOOST
            | {HDBSCAN, HBOS, *NEIGHBORS})
 
 
-# pandas' DataFrame block manager: its blocks' placements index a table compiled code writes (`pickle_native_pandas`).
-BLOCK_MANAGERS = frozenset({"pandas.core.internals.managers.BlockManager"})
+# pandas' block managers (a DataFrame's, a Series'): their blocks' placements and lengths are what compiled code
+# indexes by (`pickle_native_pandas`).
+BLOCK_MANAGERS = frozenset({"pandas.core.internals.managers.BlockManager",
+                            "pandas.core.internals.managers.SingleBlockManager"})  # fmt: skip
+# ... and the objects whose codes it takes labels by, recorded alike: Categoricals (given their codes by a BUILD),
+# MultiIndexes (by _new_Index's fields).
+PANDAS_CODED = frozenset({"pandas.Categorical", "pandas.core.arrays.categorical.Categorical", "pandas.MultiIndex",
+                          "pandas.core.indexes.multi.MultiIndex"})  # fmt: skip
+PANDAS_CHECKED = BLOCK_MANAGERS | PANDAS_CODED
+NDARRAY_BACKED = "pandas._libs.arrays.__pyx_unpickle_NDArrayBacked"  # how pandas pickles a Categorical
+NEW_INDEX = "pandas.core.indexes.base._new_Index"  # ... and any index
+# What calls make them: the classes, copyreg's helpers (a manager's __new__ takes its blocks), pandas' helpers.
+PANDAS_MAKERS = BLOCK_MANAGERS | {NDARRAY_BACKED, NEW_INDEX, "copyreg.__newobj__", "copyreg.__newobj_ex__"}
+
+
+def pandas_class(made: Obj) -> str:
+    """The pandas class an object is, seen through the helpers pandas pickles it with."""
+    if isinstance(made.func, Global) and made.func.dotted in (NDARRAY_BACKED, NEW_INDEX):
+        first = made.args.items[0] if isinstance(made.args, Seq) and made.args.items else None
+        return first.dotted if isinstance(first, Global) else ""
+    return native_class_of(made)
 
 
 def record_manager(native: NativeStates, target: Obj, at: int) -> None:
@@ -112,7 +131,7 @@ def native_class(target: Obj) -> str | None:
 
 def record(native: NativeStates, target: Obj, state: Sym, at: int) -> None:
     """Keep a BUILD's state if it is a native class's, an estimator's that holds trees, or a checked object's."""
-    if native_class_of(target) in BLOCK_MANAGERS:
+    if native_class_of(target) in PANDAS_CHECKED:
         record_manager(native, target, at)
         return
     cls = native_class(target)

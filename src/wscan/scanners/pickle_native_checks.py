@@ -55,9 +55,10 @@ from wscan.scanners.pickle_native import (
     XGBOOST_BOOSTER,
     dict_state,
     native_class_of,
+    pandas_class,
 )
 from wscan.scanners.pickle_native_common import Invalid, int_values, integers, outside, scalar_number
-from wscan.scanners.pickle_native_pandas import block_manager
+from wscan.scanners.pickle_native_pandas import check_object
 from wscan.scanners.pickle_ops import LongBytes
 from wscan.scanners.pickle_values import (
     MAX_NATIVE_RECORDED,
@@ -122,7 +123,7 @@ def check(
             if id(manager) not in checked:
                 checked.add(id(manager))
                 tick()
-                _report(found, index, offset, native_class_of(manager), partial(block_manager, manager, arrays))
+                _report(found, index, offset, pandas_class(manager), partial(check_object, manager, arrays))
     outcomes: Outcomes = {}
     for index, native in enumerate(streams):
         for item in native.restored:

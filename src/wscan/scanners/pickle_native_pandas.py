@@ -13,39 +13,165 @@ from __future__ import annotations
 import numpy as np
 
 from wscan.scanners.pickle_arrays import ArrayReader, Unread
+from wscan.scanners.pickle_native import NEW_INDEX, native_class_of, pandas_class
 from wscan.scanners.pickle_native_common import Invalid
-from wscan.scanners.pickle_values import Const, Dict, Global, Obj, Seq, Sym
+from wscan.scanners.pickle_values import _ARRAY_REBUILDERS, Const, Dict, Global, Obj, Seq, Sym
 
-BLOCK_MANAGERS = frozenset({"pandas.core.internals.managers.BlockManager"})
+SINGLE_BLOCK_MANAGER = "pandas.core.internals.managers.SingleBlockManager"
+NEWOBJ_HELPERS = frozenset({"copyreg.__newobj__", "copyreg.__newobj_ex__"})
 UNPICKLE_BLOCK = "pandas._libs.internals._unpickle_block"
-NEW_INDEX = "pandas.core.indexes.base._new_Index"
 MAX_COLUMNS = 10_000_000  # columns checked one by one; a frame with more is unread
+# Objects whose integer codes compiled code takes labels by, unchecked (`cat.tolist()`, `list(multi_index)` read past
+# the labels with a code past them: helper 224): a Categorical's categories, a MultiIndex's levels.
+CATEGORICALS = frozenset({"pandas.Categorical", "pandas.core.arrays.categorical.Categorical"})
+MULTI_INDEXES = frozenset({"pandas.MultiIndex", "pandas.core.indexes.multi.MultiIndex"})
+RESTORE_ARROW = "pyarrow.lib._restore_array"
+CHUNKED_ARROW = "pyarrow.lib.chunked_array"
+
+
+def check_object(target: Obj, arrays: ArrayReader) -> None:
+    """A recorded pandas object's check, by its class (`pickle_native.PANDAS_CHECKED`)."""
+    cls = pandas_class(target)
+    if cls in CATEGORICALS:
+        _categorical(target, arrays)
+    elif cls in MULTI_INDEXES:
+        _multi_index(target, arrays)
+    else:
+        block_manager(target, arrays)
+
+
+def _categorical(target: Obj, arrays: ArrayReader) -> None:
+    """Codes from -1 (missing) to one less than the categories (a state of (dtype, codes), or pandas 1's dict)."""
+    state = target.state
+    dtype: Sym | None
+    codes: Sym | None
+    if isinstance(state, Seq) and len(state.items) >= 2:
+        dtype, codes = state.items[0], state.items[1]
+    elif isinstance(state, Dict):
+        dtype, codes = state.get("_dtype"), state.get("_codes") or state.get("_ndarray")
+    else:
+        return  # no codes given: pandas has none to take by
+    categories: Sym | None = None
+    if isinstance(dtype, Obj):
+        if isinstance(dtype.state, Dict):
+            categories = dtype.state.get("categories")
+        elif isinstance(dtype.args, Seq) and dtype.args.items:
+            categories = dtype.args.items[0]
+    _codes(codes, categories, "categories", arrays)
+
+
+def _multi_index(target: Obj, arrays: ArrayReader) -> None:
+    fields = target.args.items[1] if isinstance(target.args, Seq) and len(target.args.items) > 1 else None
+    if not isinstance(fields, Dict):
+        return  # pandas makes no MultiIndex of it
+    levels, codes = fields.get("levels"), fields.get("codes")
+    if not (isinstance(levels, Seq) and isinstance(codes, Seq)) or levels.dropped or codes.dropped:
+        raise Unread("levels or codes the stream computes")
+    for level, level_codes in zip(levels.items, codes.items, strict=False):
+        _codes(level_codes, level, "level", arrays)
+
+
+def _codes(codes: Sym | None, labels: Sym | None, what: str, arrays: ArrayReader) -> None:
+    if codes is None or labels is None:
+        return
+    count = _measured(labels, arrays)
+    if count is None:
+        return  # labels wscan cannot measure: not checked (see the README)
+    values = arrays.values(codes)
+    if values.dtype.kind not in "iu":
+        raise Invalid(f"codes of {values.dtype}, not integers")
+    if values.size and (int(values.min()) < -1 or int(values.max()) >= count):
+        raise Invalid(f"a code from {int(values.min())} to {int(values.max())} for a {what} of {count} labels")
+Block = tuple[Sym, Sym]  # a block's values and placement
 
 
 def block_manager(target: Obj, arrays: ArrayReader) -> None:
-    """Raise Invalid if the manager's blocks would make pandas write outside its table, Unread if wscan cannot tell.
+    """Raise Invalid if the manager's blocks would make pandas index outside them, Unread if wscan cannot tell.
 
-    Made by a call (pandas 2 and 3), the manager checks that its blocks hold as many columns as its first axis has,
-    unless told not to; restored from a state (pandas 1), it checks nothing, so the axis is read too."""
+    Called (pandas 2 and 3), a frame's manager checks that its blocks hold as many columns as its first axis has and
+    as many rows as its second, unless told not to; a Series' manager checks nothing unless told to. Made by NEWOBJ
+    or copyreg's __newobj__, or restored from a state (pandas 1), neither checks anything (helper 224 crashed pandas
+    through each), so their axes are read too."""
+    single = native_class_of(target) == SINGLE_BLOCK_MANAGER
     if target.state is not None:
         legacy = _legacy_state(target.state)
         if legacy is not None:  # anything else makes pandas raise NotImplementedError
             axes, blocks = legacy
-            placements = [_dict_get(block, "mgr_locs") for block in blocks.items]
-            _cover(placements, _axis_length(axes.items[0] if axes.items else None, arrays), arrays)
-    if not target.instance and isinstance(target.args, Seq) and target.args.items:
-        args = target.args.items
-        blocks_sym = args[0]
-        if not isinstance(blocks_sym, Seq) or blocks_sym.dropped:
+            pairs = [(_dict_get(block, "values"), _dict_get(block, "mgr_locs")) for block in blocks.items]
+            _check(axes.items, pairs, single, False, arrays)
+    called = _call(target, single)
+    if called is not None:
+        args, verified = called
+        given = args[1] if len(args) > 1 else None
+        if single:
+            _check([given] if given is not None else [], [_block(args[0])], single, verified, arrays)
+            return
+        if not isinstance(args[0], Seq) or args[0].dropped:
             raise Unread("blocks the stream computes")
-        placements = [_block_placement(block) for block in blocks_sym.items]
-        verified = len(args) < 3 or not (isinstance(args[2], Const) and not args[2].value)
-        if verified:  # pandas compares the columns the blocks hold with the axis: they must be positions 0 to n-1
-            _cover(placements, None, arrays)
-        else:
-            given = args[1] if len(args) > 1 else None
-            first = given.items[0] if isinstance(given, Seq) and given.items else None
-            _cover(placements, _axis_length(first, arrays), arrays)
+        listed = given.items if isinstance(given, Seq) and not given.dropped else []
+        if not verified and not listed:
+            raise Unread("axes the stream computes")
+        _check(listed, [_block(block) for block in args[0].items], single, verified, arrays)
+
+
+def _call(target: Obj, single: bool) -> tuple[list[Sym], bool] | None:
+    """The arguments the manager was made with, and whether pandas checks them; None if nothing made it from any
+    (a class made empty for a state)."""
+    args = target.args.items if isinstance(target.args, Seq) else None
+    func = target.func.dotted if isinstance(target.func, Global) else ""
+    if args is None:
+        raise Unread("arguments the stream computes")
+    if func in NEWOBJ_HELPERS:
+        args = args[1:]  # __newobj__(cls, *args): cls.__new__ only
+        new = True
+    else:
+        new = target.instance
+    if not args:
+        return None
+    if new:  # a frame's manager is compiled and takes its blocks and axes in __new__; a Series' ignores them
+        return None if single else (args, False)
+    flag = args[2] if len(args) > 2 else None
+    if single:  # SingleBlockManager(block, axis, verify_integrity=False)
+        return args, isinstance(flag, Const) and bool(flag.value)
+    return args, not (isinstance(flag, Const) and not flag.value)
+
+
+def _check(axes: list[Sym], blocks: list[Block], single: bool, verified: bool, arrays: ArrayReader) -> None:
+    """A frame's blocks must cover its columns once each; unverified, as the axes say, and each block's rows must be
+    the rows axis'. A Series' one block must be as long as its index (pandas indexes it by the index's positions)."""
+    if single:
+        if not verified and blocks and axes:
+            _rows(blocks[0][0], _measured(axes[0], arrays), arrays)
+        return
+    columns = None if verified else _axis_length(axes[0] if axes else None, arrays)
+    _cover([placement for _, placement in blocks], columns, arrays)
+    if not verified and len(axes) > 1:
+        rows = _measured(axes[1], arrays)
+        for values, _ in blocks:
+            _rows(values, rows, arrays)
+
+
+def _measured(axis: Sym, arrays: ArrayReader) -> int | None:
+    """An axis' length, or None for one wscan cannot measure (pandas 3's Arrow-backed labels): rows are then not
+    checked, which real files with such labels need."""
+    try:
+        return _axis_length(axis, arrays)
+    except Unread:
+        return None
+
+
+def _rows(values: Sym, rows: int | None, arrays: ArrayReader) -> None:
+    """A block of NumPy values has `rows` in its last dimension; an extension array's (categories, dates with a time
+    zone) is indexed by Python code, which raises."""
+    if rows is None or not _numpy_array(values):
+        return
+    shape = arrays.shape(values)
+    if not shape or shape[-1] != rows:
+        raise Invalid(f"a block of {shape[-1] if shape else 0} rows where the index has {rows}")
+
+
+def _numpy_array(value: Sym) -> bool:
+    return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in _ARRAY_REBUILDERS
 
 
 def _legacy_state(state: Sym) -> tuple[Seq, Seq] | None:
@@ -73,11 +199,12 @@ def _dict_get(value: Sym | None, key: str) -> Sym:
     return found
 
 
-def _block_placement(block: Sym) -> Sym:
+def _block(block: Sym) -> Block:
+    """A block's values and placement, as _unpickle_block(values, placement, ndim) is given them."""
     if isinstance(block, Obj) and isinstance(block.func, Global) and block.func.dotted == UNPICKLE_BLOCK:
         args = block.args
         if isinstance(args, Seq) and len(args.items) >= 2:
-            return args.items[1]
+            return args.items[0], args.items[1]
     raise Unread("a block not made by _unpickle_block")
 
 
@@ -157,6 +284,10 @@ def _axis_length(index: Sym | None, arrays: ArrayReader) -> int:
     if not isinstance(fields, Dict) or fields.dropped:
         raise Unread("an axis whose fields the stream computes")
     data = fields.get("data")
+    backing = data.state.get("_pa_array") if isinstance(data, Obj) and isinstance(data.state, Dict) else None
+    arrow = _arrow_length(backing)  # pandas 3's string labels
+    if arrow is not None:
+        return arrow
     if data is not None:
         shape = arrays.shape(data)
         if len(shape) != 1:
@@ -175,3 +306,17 @@ def _axis_length(index: Sym | None, arrays: ArrayReader) -> int:
         if len(shape) == 1:
             return shape[0]
     raise Unread("an axis wscan cannot measure")
+
+
+def _arrow_length(array: Sym | None) -> int | None:
+    """How many items a pickled Arrow array holds: the length its data tuple gives, or its chunks' together."""
+    if not (isinstance(array, Obj) and isinstance(array.func, Global) and isinstance(array.args, Seq)):
+        return None
+    args = array.args.items
+    if array.func.dotted == RESTORE_ARROW and args and isinstance(args[0], Seq) and len(args[0].items) > 1:
+        length = args[0].items[1]
+        return length.value if isinstance(length, Const) and type(length.value) is int else None
+    if array.func.dotted == CHUNKED_ARROW and args and isinstance(args[0], Seq) and not args[0].dropped:
+        lengths = [_arrow_length(chunk) for chunk in args[0].items]
+        return None if None in lengths else sum(length for length in lengths if length is not None)
+    return None

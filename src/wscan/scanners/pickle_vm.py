@@ -49,7 +49,7 @@ from wscan.scanners.pickle_config_targets import (
 )
 from wscan.scanners.pickle_dtypes import forged_dtype_flags
 from wscan.scanners.pickle_jax import FROZEN_DICT, RECONSTRUCT_ARRAY, forged_jax_array, shared_frozen_dicts
-from wscan.scanners.pickle_native import BLOCK_MANAGERS, record_manager
+from wscan.scanners.pickle_native import PANDAS_CHECKED, PANDAS_MAKERS, pandas_class, record_manager
 from wscan.scanners.pickle_native import record as record_native
 from wscan.scanners.pickle_ops import OPCODES, READERS, FrameOverrun, LongBytes, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_states import (
@@ -414,8 +414,8 @@ class Machine:
         else:
             res.events.append(Event("pickle.dynamic_call", offset, {"opcode": how, "callee": describe(func)}))
         made = Obj(func, args)
-        if isinstance(func, Global) and func.dotted in BLOCK_MANAGERS:
-            record_manager(res.native, made, offset)
+        if isinstance(func, Global) and func.dotted in PANDAS_MAKERS and pandas_class(made) in PANDAS_CHECKED:
+            record_manager(res.native, made, offset)  # called, or through copyreg's __newobj__ or pandas' helpers
         if isinstance(func, Global) and func.dotted == STORAGE_INFO:
             if len(res.storage_infos) < MAX_STORAGE_INFOS:
                 res.storage_infos.append(made)
