@@ -803,6 +803,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_boosters(corpus)
     build_hostile_openmmlab(corpus)
     build_hostile_array_interface(corpus)
+    build_hostile_pandas_blocks(corpus)
 
 
 def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
@@ -1459,6 +1460,39 @@ def build_hostile_array_interface(corpus: Corpus) -> None:
         "numpy.poly1d called on an object whose pickled state gives it an __array_interface__: NumPy reads the "
         "coefficients from a raw memory address the file chose while the pickle loads",
         rules=expect("WS-PKL-062"),
+    )
+
+
+def build_hostile_pandas_blocks(corpus: Corpus) -> None:
+    """A DataFrame's block manager in the state pandas 1 wrote, whose one block names column 10^9 of two: pandas
+    rebuilds its column table from that while pickle.load runs, writing out of bounds (a crash here)."""
+    import copyreg
+
+    import numpy as np
+    import pandas as pd
+    from pandas.core.internals.managers import BlockManager
+
+    axes = [["a", "b"], [0, 1, 2, 3]]  # pandas makes an index of each list
+    values = np.arange(8.0).reshape(2, 4)
+    blocks = [{"values": values, "mgr_locs": np.array([0, 10**9], dtype=np.intp)}]
+    state = (axes, [values], [axes[0]], {"0.14.1": {"axes": axes, "blocks": blocks}})
+
+    manager = pd.DataFrame(values.T, columns=axes[0])._mgr  # pickled with the state above, never as itself
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if obj is manager:
+                return copyreg.__newobj__, (BlockManager,), state  # type: ignore[attr-defined]
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=4).dump({"frame": manager})
+    corpus.add(
+        "hostile/pandas-block-out-of-bounds.pkl",
+        buffer.getvalue(),
+        "a pandas block manager whose block names column 10^9 of a two-column frame: pandas' compiled code writes "
+        "its column table out of bounds while the pickle loads",
+        rules=expect("WS-PKL-059"),
     )
 
 

@@ -276,7 +276,10 @@ def _cover(placements: list[Sym], length: int | None, arrays: ArrayReader) -> No
 
 
 def _axis_length(index: Sym | None, arrays: ArrayReader) -> int:
-    """How many labels an index pickled by pandas has: its data's, a range's, or a MultiIndex's codes'."""
+    """How many labels an index pickled by pandas has: its data's, a range's, or a MultiIndex's codes'; or a list's
+    or tuple's, which pandas makes an index of."""
+    if isinstance(index, Seq) and index.type in ("list", "tuple"):
+        return len(index.items) + index.dropped
     if not (isinstance(index, Obj) and isinstance(index.func, Global) and index.func.dotted == NEW_INDEX):
         raise Unread("an axis not pickled as pandas pickles an index")
     args = index.args.items if isinstance(index.args, Seq) else []
