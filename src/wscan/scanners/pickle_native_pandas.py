@@ -255,22 +255,17 @@ def _cover(placements: list[Sym], length: int | None, arrays: ArrayReader) -> No
     seen = np.zeros(columns, dtype=bool)
     for positions in found:
         if isinstance(positions, range):
-            if len(positions) and (min(positions[0], positions[-1]) < 0 or max(positions[0], positions[-1]) >= columns):
-                raise Invalid(f"a block's columns {positions.start}:{positions.stop}:{positions.step} outside 0 to "
-                              f"{columns - 1}")  # fmt: skip
-            taken = seen[positions.start : positions.stop : positions.step] if len(positions) else seen[:0]
-            if taken.any():
-                raise Invalid("a column held by two blocks")
-            seen[positions.start : positions.stop : positions.step] = True
-            continue
-        for value in positions.tolist():
-            if not isinstance(value, int) or isinstance(value, bool):
+            taken = np.arange(positions.start, positions.stop, positions.step, dtype=np.int64)
+        else:
+            if any(not isinstance(value, int) or isinstance(value, bool) for value in positions.tolist()):
                 raise Invalid("a block's column given as no integer")
-            if not 0 <= value < columns:
-                raise Invalid(f"a block's column at position {value}, outside 0 to {columns - 1}")
-            if seen[value]:
-                raise Invalid("a column held by two blocks")
-            seen[value] = True
+            taken = positions.astype(np.int64)
+        if taken.size and (int(taken.min()) < 0 or int(taken.max()) >= columns):
+            outside = int(taken.min()) if int(taken.min()) < 0 else int(taken.max())
+            raise Invalid(f"a block's column at position {outside}, outside 0 to {columns - 1}")
+        if seen[taken].any() or np.unique(taken).size != taken.size:
+            raise Invalid("a column held by two blocks")
+        seen[taken] = True
     if not seen.all():
         raise Invalid(f"blocks that hold {int(seen.sum())} of the {columns} columns")
 
