@@ -1,11 +1,11 @@
-"""A pickled DataFrame's block layout, checked before pandas' compiled code writes by it.
+"""pandas objects in a pickle, checked before pandas' compiled code indexes by their numbers.
 
-Why: pandas keeps a DataFrame's columns in blocks, each with the column positions it holds (its placement), and
-rebuilds a position -> block table from them in compiled code that checks no bounds: a placement past the columns, or
-negative, writes outside the table. A DataFrame whose BlockManager is pickled as pandas 1 wrote it (a state whose
-"0.14.1" dict lists the blocks) is rebuilt while the pickle loads; one pickled as pandas 2 and 3 write it (the manager
-called with its blocks and axes) at the first column it hands out. Both crashed the process (tests/test_pandas_blocks).
-A placement is a slice or an integer array; the placements of a manager's blocks must cover its columns once each.
+Why: pandas builds tables from pickled numbers in Cython without bounds checks. A DataFrame keeps its columns in
+blocks, each with the column positions it holds (its placement), and rebuilds a position -> block table from them: a
+placement past the columns, or negative, writes outside the table (while the pickle loads for the state pandas 1
+wrote, at the first column lookup for the BlockManager(blocks, axes) call pandas 2 and 3 write). A block shorter than
+its index, a Categorical's code past its categories and a MultiIndex's code past its level are read past (helper 224).
+Each crashed the process (tests/test_pandas_blocks.py).
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def _categorical(target: Obj, arrays: ArrayReader) -> None:
     if isinstance(state, Seq) and len(state.items) >= 2:
         dtype, codes = state.items[0], state.items[1]
     elif isinstance(state, Dict):
-        dtype, codes = state.get("_dtype"), state.get("_codes") or state.get("_ndarray")
+        codes = state.get("_codes")
+        dtype, codes = state.get("_dtype"), codes if codes is not None else state.get("_ndarray")
     else:
         return  # no codes given: pandas has none to take by
     categories: Sym | None = None
@@ -61,6 +62,7 @@ def _categorical(target: Obj, arrays: ArrayReader) -> None:
 
 
 def _multi_index(target: Obj, arrays: ArrayReader) -> None:
+    """Each level's codes from -1 (missing) to one less than the level, as _new_Index's fields give them."""
     fields = target.args.items[1] if isinstance(target.args, Seq) and len(target.args.items) > 1 else None
     if not isinstance(fields, Dict):
         return  # pandas makes no MultiIndex of it
@@ -72,6 +74,7 @@ def _multi_index(target: Obj, arrays: ArrayReader) -> None:
 
 
 def _codes(codes: Sym | None, labels: Sym | None, what: str, arrays: ArrayReader) -> None:
+    """Integer codes that index `labels` (or -1), when wscan can measure the labels."""
     if codes is None or labels is None:
         return
     count = _measured(labels, arrays)
@@ -82,6 +85,8 @@ def _codes(codes: Sym | None, labels: Sym | None, what: str, arrays: ArrayReader
         raise Invalid(f"codes of {values.dtype}, not integers")
     if values.size and (int(values.min()) < -1 or int(values.max()) >= count):
         raise Invalid(f"a code from {int(values.min())} to {int(values.max())} for a {what} of {count} labels")
+
+
 Block = tuple[Sym, Sym]  # a block's values and placement
 
 
@@ -152,8 +157,8 @@ def _check(axes: list[Sym], blocks: list[Block], single: bool, verified: bool, a
 
 
 def _measured(axis: Sym, arrays: ArrayReader) -> int | None:
-    """An axis' length, or None for one wscan cannot measure (pandas 3's Arrow-backed labels): rows are then not
-    checked, which real files with such labels need."""
+    """An axis' length, or None for one wscan cannot measure (an extension array other than Arrow's): rows and codes
+    are then not checked, which real files with such labels need."""
     try:
         return _axis_length(axis, arrays)
     except Unread:
