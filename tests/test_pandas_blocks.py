@@ -36,7 +36,7 @@ def _frame() -> pd.DataFrame:
     return frame
 
 
-def _pickled(frame: pd.DataFrame | pd.Series, manager: Callable[[Any], tuple[Any, ...]]) -> bytes:
+def _pickled(frame: pd.DataFrame | pd.Series, manager: Callable[[Any], tuple[Any, ...]], protocol: int = 4) -> bytes:
     """The frame (or Series) as pandas pickles it, with its manager pickled as `manager` says."""
 
     class Pickler(pickle.Pickler):
@@ -44,7 +44,7 @@ def _pickled(frame: pd.DataFrame | pd.Series, manager: Callable[[Any], tuple[Any
             return manager(obj) if obj is frame._mgr else NotImplemented
 
     buffer = io.BytesIO()
-    Pickler(buffer, protocol=4).dump(frame)
+    Pickler(buffer, protocol=protocol).dump(frame)
     return buffer.getvalue()
 
 
@@ -305,3 +305,101 @@ def test_real_categoricals_and_multi_indexes_pass(tmp_path: Path) -> None:
     for name, obj in objects.items():
         for protocol in (2, 4, 5):
             assert _high(tmp_path, pickle.dumps(obj, protocol=protocol)) == [], (name, protocol)
+
+
+def _categorical_state(state: Callable[[Any, np.ndarray], object], codes: list[int]) -> bytes:
+    """A Categorical of two object categories whose state is `state(dtype, codes)`."""
+    categorical = pd.Categorical(list("xyx"), categories=pd.Index(["x", "y"], dtype=object))
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if obj is not categorical:
+                return NotImplemented
+            func, args = obj.__reduce_ex__(4)[:2]
+            return func, args, state(obj.dtype, np.array(codes, dtype=np.int64))
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=4).dump(categorical)
+    return buffer.getvalue()
+
+
+STATES: dict[str, Callable[[Any, np.ndarray], object]] = {
+    # what NDArrayBacked.__setstate__ reads besides (dtype, codes, {}): the codes first (it swaps an ndarray dtype
+    # back), a 1-tuple of a dict, a dict's `_data`, and pandas 1's dict, whose dtype pandas builds from `_categories`
+    "swapped": lambda dtype, codes: (codes, dtype, {}),
+    "one-dict": lambda dtype, codes: ({"_dtype": dtype, "_ndarray": codes},),
+    "data-key": lambda dtype, codes: {"_dtype": dtype, "_data": codes},
+    "pandas-1": lambda dtype, codes: {"_categories": dtype.categories, "_ordered": False, "_codes": codes},
+}
+
+
+@pytest.mark.parametrize("form", STATES)
+def test_categorical_codes_are_read_in_every_state_pandas_reads(tmp_path: Path, form: str) -> None:
+    """Helper 225 got codes past the categories through each of these; `tolist()` then crashed pandas."""
+    found = _high(tmp_path, _categorical_state(STATES[form], [0, 1, FAR]))
+    assert any(f.startswith(RULE) and "categories of 2 labels" in f for f in found), found
+    assert _high(tmp_path, _categorical_state(STATES[form], [0, 1, 0])) == []
+
+
+def test_swapped_categorical_codes_crash_pandas(tmp_path: Path) -> None:
+    jobs = []
+    for label, codes in (("far", [0, 1, FAR]), ("control", [0, 1, 0])):
+        path = tmp_path / f"{label}.pkl"
+        path.write_bytes(_categorical_state(STATES["swapped"], codes))
+        jobs.append((label, path, "", tmp_path / "never-made"))
+    setup = "import pickle\ndef load(path, option):\n    with open(path, 'rb') as f:\n        pickle.load(f).tolist()\n"
+    outcomes = {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=120).items()}
+    assert outcomes == {"far": "crashed: wait status 11", "control": "loaded"}
+
+
+def test_multi_index_codes_in_a_state_are_high(tmp_path: Path) -> None:
+    """A MultiIndex made by copyreg's reconstructor and given its levels and codes by a BUILD (helper 225)."""
+    index = pd.MultiIndex.from_product([["a", "b"], [1, 2]])
+
+    def pickled(first: list[int]) -> bytes:
+        class Pickler(pickle.Pickler):
+            def reducer_override(self, obj: Any) -> Any:
+                if obj is not index:
+                    return NotImplemented
+                codes = [np.array(first, dtype=np.int8), obj.codes[1]]
+                state = {"_levels": list(obj.levels), "_codes": codes, "_names": [None, None], "sortorder": None}
+                return copyreg._reconstructor, (pd.MultiIndex, object, None), state  # type: ignore[attr-defined]
+
+        buffer = io.BytesIO()
+        Pickler(buffer, protocol=4).dump(index)
+        return buffer.getvalue()
+
+    found = _high(tmp_path, pickled([0, 0, 1, 100]))
+    assert any(f.startswith(RULE) and "a level of 2 labels" in f for f in found), found
+    assert not any(f.startswith(RULE) for f in _high(tmp_path, pickled([0, 0, 1, 1])))
+
+
+def _made_by_ndarray() -> None:
+    """Stands for numpy.ndarray in a pickle: its name is replaced by NumPy's after pickling."""
+
+
+def test_rows_of_arrays_made_by_calling_ndarray_are_checked(tmp_path: Path) -> None:
+    """numpy.ndarray(shape) then a BUILD of the array's state makes the same values as _reconstruct (helper 225: a
+    Series of three such values over an index of 10^9 crashed repr())."""
+
+    class Values:
+        def __init__(self, values: np.ndarray) -> None:
+            self.values = values
+
+        def __reduce__(self) -> tuple[Any, ...]:
+            return _made_by_ndarray, (self.values.shape,), self.values.__reduce__()[2]
+
+    def pickled(rows: int) -> bytes:
+        series = pd.Series(np.arange(3.0))
+
+        def reduce(mgr: Any) -> tuple[Any, ...]:
+            values, axes = Values(np.arange(3.0)), [pd.RangeIndex(0, rows)]
+            state = {"0.14.1": {"axes": axes, "blocks": [{"values": values, "mgr_locs": slice(0, 3, 1)}]}}
+            return copyreg.__newobj__, (type(mgr),), (axes, [values], axes, state)  # type: ignore[attr-defined]
+
+        blob = _pickled(series, reduce, protocol=2)  # GLOBAL names the function in one line
+        return blob.replace(f"c{__name__}\n_made_by_ndarray\n".encode(), b"cnumpy\nndarray\n")
+
+    found = _high(tmp_path, pickled(FAR))
+    assert any(f.startswith(RULE) and "3 rows where the index has 1000000000" in f for f in found), found
+    assert _high(tmp_path, pickled(3)) == []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from wscan.scanners.pickle_arrays import ArrayReader, Unread
+from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
 from wscan.scanners.pickle_native import NEW_INDEX, native_class_of, pandas_class
 from wscan.scanners.pickle_native_common import Invalid
 from wscan.scanners.pickle_values import _ARRAY_REBUILDERS, Const, Dict, Global, Obj, Seq, Sym
@@ -25,6 +25,7 @@ MAX_COLUMNS = 10_000_000  # columns checked one by one; a frame with more is unr
 # the labels with a code past them: helper 224): a Categorical's categories, a MultiIndex's levels.
 CATEGORICALS = frozenset({"pandas.Categorical", "pandas.core.arrays.categorical.Categorical"})
 MULTI_INDEXES = frozenset({"pandas.MultiIndex", "pandas.core.indexes.multi.MultiIndex"})
+NDARRAY_CLASSES = frozenset({"numpy.ndarray", "numpy.core.multiarray.ndarray", "numpy._core.multiarray.ndarray"})
 RESTORE_ARROW = "pyarrow.lib._restore_array"
 CHUNKED_ARROW = "pyarrow.lib.chunked_array"
 
@@ -41,36 +42,72 @@ def check_object(target: Obj, arrays: ArrayReader) -> None:
 
 
 def _categorical(target: Obj, arrays: ArrayReader) -> None:
-    """Codes from -1 (missing) to one less than the categories (a state of (dtype, codes), or pandas 1's dict)."""
+    """Codes from -1 (missing) to one less than the categories, in every state pandas reads (helper 225 found five it
+    read and wscan did not): a 3-tuple whose ndarray is the codes, in either order (`NDArrayBacked.__setstate__`
+    swaps them); a 1-tuple of a dict; a dict whose `_data`, `_ndarray` or `_codes` holds codes and whose `_dtype`,
+    or pandas 1's `_categories`, the categories. Every candidate for codes is checked against every candidate for
+    categories."""
     state = target.state
-    dtype: Sym | None
-    codes: Sym | None
-    if isinstance(state, Seq) and len(state.items) >= 2:
-        dtype, codes = state.items[0], state.items[1]
+    candidates: list[tuple[Sym | None, Sym | None]]
+    if isinstance(state, Seq) and len(state.items) == 1 and isinstance(state.items[0], Dict):
+        state = state.items[0]
+    if isinstance(state, Seq):
+        parts = state.items[:2]
+        candidates = [(part, _categories(other)) for part, other in zip(parts, parts[::-1], strict=False)]
     elif isinstance(state, Dict):
-        codes = state.get("_codes")
-        dtype, codes = state.get("_dtype"), codes if codes is not None else state.get("_ndarray")
+        categories = _categories(state.get("_dtype"))
+        if categories is None:
+            categories = state.get("_categories")
+        candidates = [(state.get(key), categories) for key in ("_data", "_ndarray", "_codes")]
     else:
         return  # no codes given: pandas has none to take by
-    categories: Sym | None = None
-    if isinstance(dtype, Obj):
-        if isinstance(dtype.state, Dict):
-            categories = dtype.state.get("categories")
-        elif isinstance(dtype.args, Seq) and dtype.args.items:
-            categories = dtype.args.items[0]
-    _codes(codes, categories, "categories", arrays)
+    for codes, categories in candidates:
+        if codes is not None and categories is not None and _array_like(codes):
+            _codes(codes, categories, "categories", arrays)
+
+
+def _categories(dtype: Sym | None) -> Sym | None:
+    """The categories a pickled CategoricalDtype holds: its state's, or the first argument it was called with."""
+    if not isinstance(dtype, Obj):
+        return None
+    if isinstance(dtype.state, Dict):
+        return dtype.state.get("categories")
+    if isinstance(dtype.args, Seq) and dtype.args.items and not dtype.instance:
+        return dtype.args.items[0]
+    return None
+
+
+def _array_like(value: Sym) -> bool:
+    """Whether pandas could take `value` as a codes array (a NumPy array, however made): not a dtype."""
+    return _numpy_array(value) or _made_ndarray(value)
 
 
 def _multi_index(target: Obj, arrays: ArrayReader) -> None:
-    """Each level's codes from -1 (missing) to one less than the level, as _new_Index's fields give them."""
+    """Each level's codes from -1 (missing) to one less than the level: as _new_Index's fields give them, or a state's
+    `_levels` and `_codes` (helper 225 made one with copyreg's reconstructor and a BUILD)."""
     fields = target.args.items[1] if isinstance(target.args, Seq) and len(target.args.items) > 1 else None
-    if not isinstance(fields, Dict):
-        return  # pandas makes no MultiIndex of it
-    levels, codes = fields.get("levels"), fields.get("codes")
-    if not (isinstance(levels, Seq) and isinstance(codes, Seq)) or levels.dropped or codes.dropped:
-        raise Unread("levels or codes the stream computes")
-    for level, level_codes in zip(levels.items, codes.items, strict=False):
-        _codes(level_codes, level, "level", arrays)
+    sources = []
+    if isinstance(fields, Dict):
+        sources.append((fields.get("levels"), fields.get("codes")))
+    if isinstance(target.state, Dict):
+        sources.append((target.state.get("_levels"), target.state.get("_codes")))
+    for levels_sym, codes_sym in sources:
+        if levels_sym is None and codes_sym is None:
+            continue
+        levels, codes = _listed(levels_sym), _listed(codes_sym)
+        if levels is None or codes is None:
+            raise Unread("levels or codes the stream computes")
+        for level, level_codes in zip(levels, codes, strict=False):
+            _codes(level_codes, level, "level", arrays)
+
+
+def _listed(value: Sym | None) -> list[Sym] | None:
+    """A list or tuple's items, or a FrozenList's (pandas pickles one as a call given the list)."""
+    if isinstance(value, Obj) and isinstance(value.args, Seq) and len(value.args.items) == 1:
+        value = value.args.items[0]
+    if isinstance(value, Seq) and not value.dropped:
+        return value.items
+    return None
 
 
 def _codes(codes: Sym | None, labels: Sym | None, what: str, arrays: ArrayReader) -> None:
@@ -166,17 +203,35 @@ def _measured(axis: Sym, arrays: ArrayReader) -> int | None:
 
 
 def _rows(values: Sym, rows: int | None, arrays: ArrayReader) -> None:
-    """A block of NumPy values has `rows` in its last dimension; an extension array's (categories, dates with a time
-    zone) is indexed by Python code, which raises."""
-    if rows is None or not _numpy_array(values):
+    """A block of NumPy values, however made, has `rows` in its last dimension; an extension array's (categories,
+    dates with a time zone) is indexed by Python code, which raises."""
+    if rows is None:
         return
-    shape = arrays.shape(values)
+    if _numpy_array(values):
+        shape = arrays.shape(values)
+    elif _made_ndarray(values):  # numpy.ndarray(shape) given a BUILD state: the state's shape is the array's
+        assert isinstance(values, Obj)
+        state = values.state
+        given = state.items[1] if isinstance(state, Seq) and len(state.items) > 1 else None
+        if given is None and isinstance(values.args, Seq) and values.args.items:
+            given = values.args.items[0]
+        found = const_shape(given) if not isinstance(given, Const) else const_shape(Seq("tuple", [given]))
+        if found is None:
+            raise Unread("an array whose shape the stream computes")
+        shape = found
+    else:
+        return
     if not shape or shape[-1] != rows:
         raise Invalid(f"a block of {shape[-1] if shape else 0} rows where the index has {rows}")
 
 
 def _numpy_array(value: Sym) -> bool:
     return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in _ARRAY_REBUILDERS
+
+
+def _made_ndarray(value: Sym) -> bool:
+    """An array made by calling NumPy's array class (or its __new__ through copyreg), not by _reconstruct."""
+    return isinstance(value, Obj) and native_class_of(value) in NDARRAY_CLASSES
 
 
 def _legacy_state(state: Sym) -> tuple[Seq, Seq] | None:
