@@ -93,18 +93,19 @@ CHECKED = (SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | BOOST
 
 
 # pandas' block managers (a DataFrame's, a Series'): their blocks' placements and lengths are what compiled code
-# indexes by (`pickle_native_pandas`).
-BLOCK_MANAGERS = frozenset({"pandas.core.internals.managers.BlockManager",
-                            "pandas.core.internals.managers.SingleBlockManager"})  # fmt: skip
+# indexes by (`pickle_native_pandas`) ...
+SINGLE_BLOCK_MANAGER = "pandas.core.internals.managers.SingleBlockManager"
+BLOCK_MANAGERS = frozenset({"pandas.core.internals.managers.BlockManager", SINGLE_BLOCK_MANAGER})
 # ... and the objects whose codes it takes labels by, recorded alike: Categoricals (given their codes by a BUILD),
-# MultiIndexes (by _new_Index's fields).
-PANDAS_CODED = frozenset({"pandas.Categorical", "pandas.core.arrays.categorical.Categorical", "pandas.MultiIndex",
-                          "pandas.core.indexes.multi.MultiIndex"})  # fmt: skip
-PANDAS_CHECKED = BLOCK_MANAGERS | PANDAS_CODED
+# MultiIndexes (by _new_Index's fields, or a BUILD).
+CATEGORICALS = frozenset({"pandas.Categorical", "pandas.core.arrays.categorical.Categorical"})
+MULTI_INDEXES = frozenset({"pandas.MultiIndex", "pandas.core.indexes.multi.MultiIndex"})
+PANDAS_CHECKED = BLOCK_MANAGERS | CATEGORICALS | MULTI_INDEXES
+NEWOBJ_HELPERS = frozenset({"copyreg.__newobj__", "copyreg.__newobj_ex__"})  # cls.__new__(cls, *args)
 NDARRAY_BACKED = "pandas._libs.arrays.__pyx_unpickle_NDArrayBacked"  # how pandas pickles a Categorical
 NEW_INDEX = "pandas.core.indexes.base._new_Index"  # ... and any index
 # What calls make them: the classes, copyreg's helpers (a manager's __new__ takes its blocks), pandas' helpers.
-PANDAS_MAKERS = BLOCK_MANAGERS | {NDARRAY_BACKED, NEW_INDEX, "copyreg.__newobj__", "copyreg.__newobj_ex__"}
+PANDAS_MAKERS = BLOCK_MANAGERS | NEWOBJ_HELPERS | {NDARRAY_BACKED, NEW_INDEX}
 
 
 def pandas_class(made: Obj) -> str:
@@ -115,10 +116,10 @@ def pandas_class(made: Obj) -> str:
     return native_class_of(made)
 
 
-def record_manager(native: NativeStates, target: Obj, at: int) -> None:
-    """Keep a pandas block manager, made by a call or given a state, for the check at the stream's end."""
-    if len(native.managers) < MAX_NATIVE_RECORDED:
-        native.managers.append((at, target))
+def record_pandas(native: NativeStates, target: Obj, at: int) -> None:
+    """Keep a pandas object (PANDAS_CHECKED), made by a call or given a state, for the check at the stream's end."""
+    if len(native.pandas) < MAX_NATIVE_RECORDED:
+        native.pandas.append((at, target))
     else:
         native.dropped += 1
 
@@ -132,7 +133,7 @@ def native_class(target: Obj) -> str | None:
 def record(native: NativeStates, target: Obj, state: Sym, at: int) -> None:
     """Keep a BUILD's state if it is a native class's, an estimator's that holds trees, or a checked object's."""
     if native_class_of(target) in PANDAS_CHECKED:
-        record_manager(native, target, at)
+        record_pandas(native, target, at)
         return
     cls = native_class(target)
     if cls is None:

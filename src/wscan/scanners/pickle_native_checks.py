@@ -118,12 +118,12 @@ def check(
         kind = BOOSTER_KIND if cls in BOOSTERS else KIND
         _report(found, index, offset, cls, partial(_estimator, cls, state, arrays, tick), kind)
     for index, native in enumerate(streams):
-        checked: set[int] = set()  # a manager a call made and a BUILD then gave a state is recorded twice
-        for offset, manager in native.managers:
-            if id(manager) not in checked:
-                checked.add(id(manager))
+        checked: set[int] = set()  # an object a call made and a BUILD then gave a state is recorded twice
+        for offset, made in native.pandas:
+            if id(made) not in checked:
+                checked.add(id(made))
                 tick()
-                _report(found, index, offset, pandas_class(manager), partial(check_object, manager, arrays))
+                _report(found, index, offset, pandas_class(made), partial(check_object, made, arrays))
     outcomes: Outcomes = {}
     for index, native in enumerate(streams):
         for item in native.restored:

@@ -13,20 +13,22 @@ from __future__ import annotations
 import numpy as np
 
 from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
-from wscan.scanners.pickle_native import NEW_INDEX, native_class_of, pandas_class
+from wscan.scanners.pickle_arrow import RESTORE_ARRAY
+from wscan.scanners.pickle_native import (
+    CATEGORICALS,
+    MULTI_INDEXES,
+    NEW_INDEX,
+    NEWOBJ_HELPERS,
+    SINGLE_BLOCK_MANAGER,
+    native_class_of,
+    pandas_class,
+)
 from wscan.scanners.pickle_native_common import Invalid
 from wscan.scanners.pickle_values import _ARRAY_REBUILDERS, Const, Dict, Global, Obj, Seq, Sym
 
-SINGLE_BLOCK_MANAGER = "pandas.core.internals.managers.SingleBlockManager"
-NEWOBJ_HELPERS = frozenset({"copyreg.__newobj__", "copyreg.__newobj_ex__"})
 UNPICKLE_BLOCK = "pandas._libs.internals._unpickle_block"
 MAX_COLUMNS = 10_000_000  # columns checked one by one; a frame with more is unread
-# Objects whose integer codes compiled code takes labels by, unchecked (`cat.tolist()`, `list(multi_index)` read past
-# the labels with a code past them: helper 224): a Categorical's categories, a MultiIndex's levels.
-CATEGORICALS = frozenset({"pandas.Categorical", "pandas.core.arrays.categorical.Categorical"})
-MULTI_INDEXES = frozenset({"pandas.MultiIndex", "pandas.core.indexes.multi.MultiIndex"})
 NDARRAY_CLASSES = frozenset({"numpy.ndarray", "numpy.core.multiarray.ndarray", "numpy._core.multiarray.ndarray"})
-RESTORE_ARROW = "pyarrow.lib._restore_array"
 CHUNKED_ARROW = "pyarrow.lib.chunked_array"
 
 
@@ -371,7 +373,7 @@ def _arrow_length(array: Sym | None) -> int | None:
     if not (isinstance(array, Obj) and isinstance(array.func, Global) and isinstance(array.args, Seq)):
         return None
     args = array.args.items
-    if array.func.dotted == RESTORE_ARROW and args and isinstance(args[0], Seq) and len(args[0].items) > 1:
+    if array.func.dotted == RESTORE_ARRAY and args and isinstance(args[0], Seq) and len(args[0].items) > 1:
         length = args[0].items[1]
         return length.value if isinstance(length, Const) and type(length.value) is int else None
     if array.func.dotted == CHUNKED_ARROW and args and isinstance(args[0], Seq) and not args[0].dropped:

@@ -302,7 +302,7 @@ class NativeStates:
 
     restored: list[Restored] = field(default_factory=list)
     owners: list[tuple[int, Obj, Dict]] = field(default_factory=list)  # estimators' dict states that hold trees
-    managers: list[tuple[int, Obj]] = field(default_factory=list)  # pandas block managers (`pickle_native_pandas`)
+    pandas: list[tuple[int, Obj]] = field(default_factory=list)  # pandas objects (`pickle_native_pandas`)
     dropped: int = 0  # past MAX_RECORDED
 
 

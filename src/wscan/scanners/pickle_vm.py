@@ -49,7 +49,7 @@ from wscan.scanners.pickle_config_targets import (
 )
 from wscan.scanners.pickle_dtypes import forged_dtype_flags
 from wscan.scanners.pickle_jax import FROZEN_DICT, RECONSTRUCT_ARRAY, forged_jax_array, shared_frozen_dicts
-from wscan.scanners.pickle_native import PANDAS_CHECKED, PANDAS_MAKERS, pandas_class, record_manager
+from wscan.scanners.pickle_native import NEWOBJ_HELPERS, PANDAS_CHECKED, PANDAS_MAKERS, pandas_class, record_pandas
 from wscan.scanners.pickle_native import record as record_native
 from wscan.scanners.pickle_ops import OPCODES, READERS, FrameOverrun, LongBytes, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_states import (
@@ -169,7 +169,6 @@ TYPE_LOOKUPS = frozenset(
 METHOD_TYPE = "types.MethodType"  # MethodType(function, obj): the function bound to obj, nothing called
 BOUND_BY_METHOD_TYPE = f"CALL via {METHOD_TYPE}"  # how a function MethodType binds is invoked (`Machine._bind`)
 MAX_RESOLVERS = 1000  # distinct resolver names reported per file; past it, one TOO_MANY_RESOLVERS
-_NEWOBJ_HELPERS = ("copyreg.__newobj__", "copyreg.__newobj_ex__")
 
 
 # Allowlisted functions that return their first argument: TorchScript's list and type-tag helpers.
@@ -217,7 +216,7 @@ def _is_defaultdict(value: Sym) -> bool:
 
 def _newobj_partial(func: Global, args: Sym) -> Obj | None:
     """The partial that copyreg.__newobj__(functools.partial, F, ...) makes, if that is the call."""
-    if func.dotted not in _NEWOBJ_HELPERS or not isinstance(args, Seq) or not args.items:
+    if func.dotted not in NEWOBJ_HELPERS or not isinstance(args, Seq) or not args.items:
         return None
     made = Obj(args.items[0], Seq("tuple", args.items[1:]))
     return made if _is_partial(made) else None
@@ -230,7 +229,7 @@ def _method_type_args(func: Global, args: Sym, how: str) -> Sym | None:
     items = args.items if isinstance(args, Seq) else []
     if func.dotted == METHOD_TYPE:
         return items[0] if how == "NEWOBJ_EX" and items else args
-    helper = func.dotted in _NEWOBJ_HELPERS
+    helper = func.dotted in NEWOBJ_HELPERS
     if not (helper and items and isinstance(items[0], Global) and items[0].dotted == METHOD_TYPE):
         return None
     if func.dotted == "copyreg.__newobj__":
@@ -415,7 +414,7 @@ class Machine:
             res.events.append(Event("pickle.dynamic_call", offset, {"opcode": how, "callee": describe(func)}))
         made = Obj(func, args)
         if isinstance(func, Global) and func.dotted in PANDAS_MAKERS and pandas_class(made) in PANDAS_CHECKED:
-            record_manager(res.native, made, offset)  # called, or through copyreg's __newobj__ or pandas' helpers
+            record_pandas(res.native, made, offset)  # called, or through copyreg's __newobj__ or pandas' helpers
         if isinstance(func, Global) and func.dotted == STORAGE_INFO:
             if len(res.storage_infos) < MAX_STORAGE_INFOS:
                 res.storage_infos.append(made)
