@@ -804,6 +804,7 @@ def build_hostile(corpus: Corpus, p: Payload) -> None:
     build_hostile_openmmlab(corpus)
     build_hostile_array_interface(corpus)
     build_hostile_pandas_blocks(corpus)
+    build_hostile_skops(corpus, p)
 
 
 def build_hostile_torch(corpus: Corpus, p: Payload, payload: bytes, rules: list[str]) -> None:
@@ -1496,6 +1497,28 @@ def build_hostile_pandas_blocks(corpus: Corpus) -> None:
     )
 
 
+def build_hostile_skops(corpus: Corpus, p: Payload) -> None:
+    """A skops file whose dict names os.system as the type of its key: skops.io.load, trusting what
+    get_untrusted_types lists (as skops' documentation shows), calls it on the key, the command."""
+    str_type = {"__class__": "str", "__module__": "builtins", "__loader__": "TypeNode"}
+    system = {"__class__": "system", "__module__": "os", "__loader__": "FunctionNode"}
+    value = {"__class__": "int", "__module__": "builtins", "__loader__": "JsonNode", "content": "1", "is_json": True}
+    schema = {
+        "__class__": "dict", "__module__": "builtins", "__loader__": "DictNode",
+        "key_types": {"__class__": "list", "__module__": "builtins", "__loader__": "ListNode",
+                      "content": [str_type, system]},
+        "content": {"n_features": value, p.cmd: value}, "protocol": 2, "_skops_version": "0.16.0",
+    }
+    with fixed_zip_clock():
+        data = zip_bytes([("schema.json", json.dumps(schema, indent=2).encode())], zipfile.ZIP_DEFLATED)
+    corpus.add(
+        "hostile/skops-key-type-runs-command.skops",
+        data,
+        "a skops file whose dict gives os.system as its second key's type: skops.io.load calls it on the key",
+        rules=expect("WS-PKL-001"),
+    )
+
+
 def build_benign_sklearn(corpus: Corpus) -> None:
     import joblib
     import numpy as np
@@ -1523,6 +1546,17 @@ def build_benign_sklearn(corpus: Corpus) -> None:
         made_by="pickle.dumps",
     )
     forest = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=SEED).fit(x, y)
+    import skops.io
+
+    with fixed_zip_clock():
+        skops.io.dump(
+            pipeline,
+            corpus.record(
+                "benign/sklearn-pipeline.skops",
+                "the same pipeline via skops.io.dump (its schema.json, arrays as .npy members)",
+                made_by="skops.io.dump",
+            ),
+        )
     joblib.dump(
         forest,
         corpus.record(

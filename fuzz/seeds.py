@@ -249,6 +249,7 @@ SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
     "config": lambda: CONFIGS,
     "pt2": lambda: sorted((ROOT / "tests" / "data" / "pt2").glob("*.json")),  # from a torch.export.save archive
     "boosters": _boosters,
+    "skops": lambda: [m for p in _files("*.skops") for m in _zip_members(p, lambda n: n == "schema.json")],
 }
 
 

@@ -34,6 +34,8 @@ from wscan.scanners.pt2 import LAYOUT as PT2_LAYOUT
 from wscan.scanners.pt2 import MAX_CONFIG_BYTES as PT2_CONFIG_BYTES
 from wscan.scanners.pt2 import RECORDS as PT2_RECORDS
 from wscan.scanners.pt2 import native_members, native_observation, pt2_top, raw_tensor_members
+from wscan.scanners.skops import SCHEMA as SKOPS_SCHEMA
+from wscan.scanners.skops import scan_skops
 
 ZIP_LOCAL = b"PK\x03\x04"
 ZIP_END = b"PK\x05\x06"
@@ -78,6 +80,8 @@ def classify_layout(names: Iterable[str]) -> tuple[str, str]:
         return "npz", ""
     if "config.json" in found and ({"model.weights.h5", "metadata.json"} & found):
         return "keras", ""
+    if SKOPS_SCHEMA in found:  # skops.io.load reads this member by name
+        return "skops", ""
     if {"pickle", "storages", "tensors"} <= found:  # torch.save's oldest format, which torch.load still reads
         return "torch-tar", ""
     return "generic", ""
@@ -905,6 +909,8 @@ class ZipScanner:
             yield artifact.child(info.filename, info.file_size, opener, context, pickle_records)
             if errors and not checked:
                 yield artifact.observe("archive.member_unreadable", offset, member=name, reason=errors[0])
+        if layout == "skops":
+            yield from scan_skops(artifact, ctx, archive)
 
 
 class LenientZipScanner(ZipScanner):

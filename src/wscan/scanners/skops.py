@@ -1,0 +1,784 @@
+"""skops files (`skops.io.dump`, `.skops`): the calls `skops.io.load` makes, written out as the pickle making them.
+
+skops.io.load reads `schema.json` from the zip, builds a tree of nodes from it (nothing imported yet), audits the
+names against the types the user trusts, then constructs: each node names a module and a class or function, which
+it imports and uses. An ObjectNode is `cls.__new__(cls)` then `__setstate__`, pickle's NEWOBJ and BUILD; a DictNode
+calls its class with no arguments and each key's type on the key; a ConstructorFromReduceNode calls its class, an
+OperatorFuncNode any function of `operator`. skops' own documentation loads a file with
+`trusted=get_untrusted_types(file=...)`, which trusts whatever the file names, so what the file names is what runs.
+
+Rather than judge those names by a second rule set, the tree is translated into the pickle that imports and calls
+the same things on the same values (arrays read from their `.npy` members as NumPy pickles them), and that pickle is
+scanned as any other: the allowlists, the gadget lists and the checks of scikit-learn's trees all apply. The tree is
+built as skops builds it, with its memo (`__id__`: the first node built under an id is the one every later use of
+that id gets, children in skops' order), so a name cannot hide behind a duplicate id. A schema skops would refuse,
+or one this translation cannot follow, is a finding: skops versions differ, and nothing here may pass unjudged.
+Sparse matrices are judged by their class; their index arrays, which scipy's constructor checks, are not read.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import struct
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from wscan.limits import BudgetExceeded
+from wscan.scanners.base import Artifact, ScanContext, ScanItem, read_capped
+from wscan.strict_json import loads_lenient
+
+SCHEMA = "schema.json"
+LOADED_AS_PICKLE = "schema.json#loaded-as-pickle"  # the blob holding the equivalent pickle, named in findings
+PROTOCOLS = range(0, 3)  # the protocols skops 0.11 to 0.16 read (0 and 1 still have nodes of their own)
+MAX_NODES = 5_000_000  # nodes in one schema (a random forest of 500 trees has a few tens of thousands)
+MAX_NODE_DEPTH = 400  # nesting skops' recursive builder survives with room to spare; deeper is not followed
+# NumPy's bit generators, which skops takes by name from numpy.random (it refuses any other class), and the module
+# NumPy's own pickles name each by
+BIT_GENERATORS = {
+    "MT19937": "numpy.random._mt19937", "PCG64": "numpy.random._pcg64", "PCG64DXSM": "numpy.random._pcg64",
+    "Philox": "numpy.random._philox", "SFC64": "numpy.random._sfc64",
+}
+
+MemberReader = Callable[[str], bytes]  # a zip member's bytes by name; raises KeyError when there is none
+
+
+def scan_skops(artifact: Artifact, ctx: ScanContext, archive: zipfile.ZipFile) -> Iterator[ScanItem]:
+    """The pickle equivalent to skops.io.load of this zip, as a blob to scan, or why it cannot be written. A zip
+    whose schema.json skops would refuse at once (no JSON, no loader, no protocol) is no skops file: nothing runs."""
+    left = ctx.limits.max_pickle_bytes  # the arrays' bytes go into the pickle: one pickle's budget for them all
+
+    def read_member(name: str) -> bytes:
+        nonlocal left
+        data = _read(archive, name, left, ctx)
+        if data is None:
+            raise Unfollowed(f"the members it reads exceed max-pickle-bytes ({ctx.limits.max_pickle_bytes})", "$")
+        left -= len(data)
+        return data
+
+    try:
+        text = _read(archive, SCHEMA, ctx.limits.max_json_bytes, ctx)
+        if text is None:
+            raise Unfollowed(f"{SCHEMA} is larger than max-json-bytes ({ctx.limits.max_json_bytes})", "$")
+    except KeyError:
+        return
+    except Unfollowed as problem:
+        yield artifact.observe("skops.unfollowed", member=SCHEMA, reason=problem.reason, node=problem.path)
+        return
+    schema = loads_lenient(text)  # skops: json.loads of the member's bytes
+    if not isinstance(schema, dict) or not is_skops_schema(schema):
+        return
+    result = translate(schema, read_member, ctx.budget.check_time)
+    if result.problem is not None:
+        yield artifact.observe(
+            "skops.unfollowed", member=SCHEMA, reason=result.problem.reason, node=result.problem.path
+        )
+        return
+    assert result.pickle is not None
+    data = result.pickle
+    yield artifact.child(LOADED_AS_PICKLE, len(data), partial(io.BytesIO, data), {"container": "skops"})
+
+
+def _read(archive: zipfile.ZipFile, name: str, cap: int, ctx: ScanContext) -> bytes | None:
+    """A member's bytes by name, as zipfile finds it for skops; None past `cap`; KeyError when there is none."""
+    try:
+        with archive.open(name) as member:
+            data = read_capped(member, cap)  # type: ignore[arg-type]
+    except (KeyError, BudgetExceeded):
+        raise
+    except (OSError, ValueError, RuntimeError, EOFError, NotImplementedError, zipfile.BadZipFile, zlib.error) as exc:
+        raise Unfollowed(f"member {name!r} cannot be read: {exc}"[:200], "$") from None
+    ctx.budget.charge_decompressed(len(data))
+    return None if len(data) > cap else data
+
+
+class Unfollowed(Exception):
+    """The schema cannot be followed: skops refuses it, or it does what this translation does not model."""
+
+    def __init__(self, reason: str, path: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path = path
+
+
+def is_skops_schema(value: object) -> bool:
+    """Whether a parsed schema.json is one skops.io.load would build a tree from (others it refuses at once)."""
+    return isinstance(value, dict) and "__loader__" in value and "protocol" in value
+
+
+@dataclass(eq=False)
+class Node:
+    """One node as skops builds it: its loader, the names it imports, and its child nodes by role."""
+
+    loader: str
+    module: str
+    name: str
+    state: dict[str, Any]
+    path: str
+    children: dict[str, Any] = field(default_factory=dict)  # Node, list[Node], dict[str, Node] or raw values
+
+
+@dataclass
+class Translation:
+    """The pickle equivalent to loading the file, or why there is none."""
+
+    pickle: bytes | None
+    protocol: object
+    problem: Unfollowed | None = None
+    nodes: int = 0
+
+
+def translate(schema: dict[str, Any], read_member: MemberReader, check_time: Callable[[], None]) -> Translation:
+    """The pickle whose loading imports and calls what skops.io.load of this schema would."""
+    protocol = schema.get("protocol")
+    try:
+        if isinstance(protocol, bool) or not isinstance(protocol, int) or protocol not in PROTOCOLS:
+            raise Unfollowed(f"protocol {protocol!r} is not one skops reads (0 to {PROTOCOLS[-1]})", "$")
+        builder = _Builder(protocol, read_member, check_time)
+        root = builder.build(schema, "$", 0)
+        writer = _Writer(read_member, check_time)
+        return Translation(writer.finish(root), protocol, None, builder.count)
+    except Unfollowed as problem:
+        return Translation(None, protocol, problem)
+    except RecursionError:
+        return Translation(None, protocol, Unfollowed("the schema nests deeper than wscan follows", "$"))
+
+
+def _text(state: dict[str, Any], key: str, path: str) -> str:
+    value = state.get(key)
+    if not isinstance(value, str):
+        raise Unfollowed(f"{key} is {type(value).__name__}, not text", path)
+    return value
+
+
+class _Builder:
+    """skops' get_tree: the node classes, the order they build their children in, and the memo of ids."""
+
+    def __init__(self, protocol: int, read_member: MemberReader, check_time: Callable[[], None]) -> None:
+        self.protocol = protocol
+        self.read_member = read_member
+        self.check_time = check_time
+        self.memo: dict[Any, Node] = {}
+        self.count = 0
+
+    def build(self, state: Any, path: str, depth: int) -> Node:
+        if not isinstance(state, dict):
+            raise Unfollowed(f"a node is {type(state).__name__}, not an object", path)
+        if depth > MAX_NODE_DEPTH:
+            raise Unfollowed(f"nodes nest deeper than {MAX_NODE_DEPTH}", path)
+        self.count += 1
+        if self.count % 4096 == 0:
+            self.check_time()
+        if self.count > MAX_NODES:
+            raise Unfollowed(f"more than {MAX_NODES} nodes", path)
+        saved_id = state.get("__id__")
+        try:
+            if saved_id in self.memo:
+                return self.memo[saved_id]
+        except TypeError:
+            raise Unfollowed(f"__id__ {saved_id!r} cannot be looked up", path) from None
+        loader = _text(state, "__loader__", path)
+        node = Node(loader, _text(state, "__module__", path), _text(state, "__class__", path), state, path)
+        if loader != "CachedNode" and saved_id:
+            self.memo[saved_id] = node  # Node.__init__ memoizes before it builds any child
+        builder = getattr(self, f"_{loader}", None)
+        if builder is None:
+            raise Unfollowed(f"loader {loader!r} is not one skops has", path)
+        builder(node, depth + 1)
+        return node
+
+    def _child(self, node: Node, role: str, state: Any, depth: int) -> Node:
+        child = self.build(state, f"{node.path}.{role}", depth)
+        node.children[role] = child
+        return child
+
+    def _items(self, node: Node, role: str, states: Any, depth: int) -> None:
+        if not isinstance(states, list):
+            raise Unfollowed(f"{role} is {type(states).__name__}, not a list", node.path)
+        node.children[role] = [self.build(s, f"{node.path}.{role}[{i}]", depth) for i, s in enumerate(states)]
+
+    def _content(self, node: Node) -> Any:
+        if "content" not in node.state:
+            raise Unfollowed("the node has no content", node.path)
+        return node.state["content"]
+
+    def _DictNode(self, node: Node, depth: int) -> None:
+        self._child(node, "key_types", node.state.get("key_types"), depth)
+        content = self._content(node)
+        if not isinstance(content, dict):
+            raise Unfollowed("a DictNode's content is not an object", node.path)
+        node.children["content"] = {
+            key: self.build(value, f"{node.path}.content[{key!r}]", depth) for key, value in content.items()
+        }
+
+    def _DefaultDictNode(self, node: Node, depth: int) -> None:
+        content = self._content(node)
+        if not isinstance(content, dict):
+            raise Unfollowed("a DefaultDictNode's content is not an object", node.path)
+        self._child(node, "main", content.get("main"), depth)
+        self._child(node, "default_factory", content.get("default_factory"), depth)
+
+    def _ListNode(self, node: Node, depth: int) -> None:
+        self._items(node, "content", self._content(node), depth)
+
+    _SetNode = _ListNode
+    _TupleNode = _ListNode
+
+    def _FunctionNode(self, node: Node, depth: int) -> None:
+        if self.protocol == 0:  # skops' protocol 0 names the function in its content
+            content = self._content(node)
+            if not isinstance(content, dict):
+                raise Unfollowed("a protocol 0 FunctionNode's content is not an object", node.path)
+            node.module, node.name = _text(content, "module_path", node.path), _text(content, "function", node.path)
+
+    def _TypeNode(self, node: Node, depth: int) -> None:
+        return None
+
+    def _JsonNode(self, node: Node, depth: int) -> None:
+        self._content(node)
+
+    def _SliceNode(self, node: Node, depth: int) -> None:
+        content = self._content(node)
+        if not isinstance(content, dict) or not {"start", "stop", "step"} <= set(content):
+            raise Unfollowed("a SliceNode's content lacks start, stop or step", node.path)
+
+    def _PartialNode(self, node: Node, depth: int) -> None:
+        content = self._content(node)
+        if not isinstance(content, dict):
+            raise Unfollowed("a PartialNode's content is not an object", node.path)
+        for role in ("func", "args", "kwds", "namespace"):
+            self._child(node, role, content.get(role), depth)
+
+    def _ConstructorFromReduceNode(self, node: Node, depth: int) -> None:
+        self._child(node, "content", self._content(node), depth)
+
+    def _ObjectNode(self, node: Node, depth: int) -> None:
+        content = node.state.get("content")
+        if content is not None:
+            self._child(node, "attrs", content, depth)
+
+    def _MethodNode(self, node: Node, depth: int) -> None:
+        content = self._content(node)
+        if not isinstance(content, dict) or "func" not in content:
+            raise Unfollowed("a MethodNode's content lacks obj or func", node.path)
+        owner = self._child(node, "obj", content.get("obj"), depth)
+        if (owner.module, owner.name) != (node.module, node.name):
+            raise Unfollowed("a MethodNode names another class than its object's", node.path)
+        node.children["func"] = content["func"]
+
+    def _OperatorFuncNode(self, node: Node, depth: int) -> None:
+        if node.module != "operator":
+            raise Unfollowed(f"an OperatorFuncNode names module {node.module!r}", node.path)
+        self._child(node, "attrs", node.state.get("attrs"), depth)
+
+    def _BytesNode(self, node: Node, depth: int) -> None:
+        node.children["data"] = self._member(node)
+
+    _BytearrayNode = _BytesNode
+
+    def _member(self, node: Node) -> bytes:
+        name = node.state.get("file")
+        if not isinstance(name, str):
+            raise Unfollowed("the node names no member file", node.path)
+        try:
+            return self.read_member(name)
+        except KeyError:
+            raise Unfollowed(f"member {name!r} is not in the archive", node.path) from None
+
+    def _reduce(self, node: Node, depth: int) -> None:
+        self._child(node, "attrs", self._content(node), depth)
+        reduce = node.state.get("__reduce__")
+        if not isinstance(reduce, dict):
+            raise Unfollowed("__reduce__ is not an object", node.path)
+        self._child(node, "args", reduce.get("args"), depth)
+
+    _ReduceNode = _reduce
+    _TreeNode = _reduce
+    _LossNode = _reduce
+
+    def _NdArrayNode(self, node: Node, depth: int) -> None:
+        kind = node.state.get("type")
+        if kind == "numpy":
+            node.children["data"] = self._member(node)
+        elif kind == "json":
+            self._items(node, "items", self._content(node), depth)
+            self._child(node, "shape", node.state.get("shape"), depth)
+        else:
+            raise Unfollowed(f"array type {kind!r} is not one skops has", node.path)
+
+    def _MaskedArrayNode(self, node: Node, depth: int) -> None:
+        content = self._content(node)
+        if not isinstance(content, dict):
+            raise Unfollowed("a MaskedArrayNode's content is not an object", node.path)
+        self._child(node, "data", content.get("data"), depth)
+        self._child(node, "mask", content.get("mask"), depth)
+
+    def _RandomStateNode(self, node: Node, depth: int) -> None:
+        self._child(node, "content", self._content(node), depth)
+
+    def _RandomGeneratorNode(self, node: Node, depth: int) -> None:
+        content = self._content(node)
+        if not isinstance(content, dict):
+            raise Unfollowed("a RandomGeneratorNode's content is not an object", node.path)
+        self._child(node, "bit_generator", content.get("bit_generator"), depth)
+        self._child(node, "seed_seq", content.get("seed_seq"), depth)
+
+    def _DTypeNode(self, node: Node, depth: int) -> None:
+        self._child(node, "content", self._content(node), depth)
+
+    def _SparseMatrixNode(self, node: Node, depth: int) -> None:
+        if node.state.get("type") != "scipy":
+            raise Unfollowed("a SparseMatrixNode not of type scipy", node.path)
+        self._member(node)
+
+    def _CachedNode(self, node: Node, depth: int) -> None:
+        saved_id = node.state.get("__id__")
+        try:
+            cached = None if saved_id is None else self.memo.get(saved_id)
+        except TypeError:
+            cached = None
+        if cached is None:
+            raise Unfollowed(f"a CachedNode names id {saved_id!r}, which no earlier node has", node.path)
+        node.children["cached"] = cached
+
+
+# --- the pickle ---------------------------------------------------------------------------------------
+
+_NUMPY_RECONSTRUCT = ("numpy.core.multiarray", "_reconstruct")
+
+
+class _Writer:
+    """Protocol 4 opcodes pushing each node's value as skops constructs it; a node used twice is memoized."""
+
+    def __init__(self, read_member: MemberReader, check_time: Callable[[], None]) -> None:
+        self.out = io.BytesIO()
+        self.memo: dict[int, int] = {}
+        self.building: set[int] = set()
+        self.read_member = read_member
+        self.check_time = check_time
+        self.written = 0
+
+    def finish(self, root: Node) -> bytes:
+        self.out.write(b"\x80\x04")
+        self.node(root)
+        self.out.write(b".")
+        return self.out.getvalue()
+
+    # -- opcodes
+
+    def op(self, code: bytes) -> None:
+        self.out.write(code)
+
+    def global_(self, module: str, name: str) -> None:
+        self.value(module)
+        self.value(name)
+        self.op(b"\x93")  # STACK_GLOBAL
+
+    def new(self, module: str, name: str) -> None:
+        """module.name() with no arguments, which skops calls where pickle's NEWOBJ makes the instance (a dict
+        subclass to fill, a RandomState to seed): nothing from the file reaches the call."""
+        self.global_(module, name)
+        self.op(b")\x81")
+
+    def call(self, module: str, name: str, args: list[Callable[[], None]]) -> None:
+        """module.name(*args), each argument pushed by its function."""
+        self.global_(module, name)
+        self.tuple_(args)
+        self.op(b"R")
+
+    def tuple_(self, items: list[Callable[[], None]]) -> None:
+        if not items:
+            self.op(b")")  # EMPTY_TUPLE
+            return
+        if len(items) > 3:
+            self.op(b"(")
+        for push in items:
+            push()
+        self.op(b"t" if len(items) > 3 else b"\x85\x86\x87"[len(items) - 1 : len(items)])  # TUPLE, TUPLE1-3
+
+    def remember(self, node: Node) -> None:
+        self.op(b"\x94")  # MEMOIZE
+        self.memo[id(node)] = len(self.memo)
+
+    def value(self, value: Any) -> None:
+        """A plain value as CPython's pickler writes it: what json.loads gives, NumPy's tuples and dtypes."""
+        if value is None:
+            self.op(b"N")
+        elif value is True or value is False:
+            self.op(b"\x88" if value else b"\x89")
+        elif isinstance(value, int):
+            self.integer(value)
+        elif isinstance(value, float):
+            self.op(b"G" + struct.pack(">d", value))
+        elif isinstance(value, str):
+            raw = value.encode("utf-8", "surrogatepass")
+            self.sized(raw, b"\x8c", b"X", b"\x8d")  # SHORT_BINUNICODE, BINUNICODE, BINUNICODE8
+        elif isinstance(value, bytes):
+            self.sized(value, b"C", b"B", b"\x8e")  # SHORT_BINBYTES, BINBYTES, BINBYTES8
+        elif isinstance(value, tuple):
+            self.tuple_([partial(self.value, item) for item in value])
+        elif isinstance(value, list):
+            self.op(b"]")
+            if value:
+                self.op(b"(")
+                for item in value:
+                    self.value(item)
+                self.op(b"e")
+        elif isinstance(value, dict):
+            self.op(b"}")
+            if value:
+                self.op(b"(")
+                for key, item in value.items():
+                    self.value(key)
+                    self.value(item)
+                self.op(b"u")
+        else:
+            self.dtype(value)
+
+    def integer(self, value: int) -> None:
+        if 0 <= value < 256:
+            self.op(b"K" + bytes([value]))
+        elif 0 <= value < 65536:
+            self.op(b"M" + struct.pack("<H", value))
+        elif -(2**31) <= value < 2**31:
+            self.op(b"J" + struct.pack("<i", value))
+        else:
+            raw = value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
+            if len(raw) < 256:
+                self.op(b"\x8a" + bytes([len(raw)]) + raw)  # LONG1
+            else:
+                self.op(b"\x8b" + struct.pack("<I", len(raw)) + raw)  # LONG4
+
+    def sized(self, raw: bytes, short: bytes, medium: bytes, large: bytes) -> None:
+        if len(raw) < 256:
+            self.op(short + bytes([len(raw)]) + raw)
+        elif len(raw) < 2**32:
+            self.op(medium + struct.pack("<I", len(raw)) + raw)
+        else:
+            self.op(large + struct.pack("<Q", len(raw)) + raw)
+
+    def dtype(self, dtype: Any) -> None:
+        """A NumPy dtype as NumPy pickles it: dtype(kind, False, True), then BUILD with its state."""
+        _, args, state = dtype.__reduce__()
+        self.call("numpy", "dtype", [partial(self.value, arg) for arg in args])
+        self.value(state)
+        self.op(b"b")
+
+    # -- nodes
+
+    def node(self, node: Node) -> None:
+        key = id(node)
+        if key in self.memo:
+            index = self.memo[key]
+            self.op(b"h" + bytes([index]) if index < 256 else b"j" + struct.pack("<I", index))  # BINGET
+            return
+        if key in self.building:
+            self.op(b"N")  # skops recurses into itself here and fails; what it called on the way is written
+            return
+        self.written += 1
+        if self.written % 4096 == 0:
+            self.check_time()
+        self.building.add(key)
+        getattr(self, f"_{node.loader}")(node)
+        self.building.discard(key)
+        if key not in self.memo:
+            self.remember(node)
+
+    def child(self, node: Node, role: str) -> Callable[[], None]:
+        return partial(self.node, node.children[role])
+
+    def _JsonNode(self, node: Node) -> None:
+        content = node.state["content"]
+        if not isinstance(content, str):
+            raise Unfollowed("a JsonNode's content is not text", node.path)
+        try:
+            self.value(json.loads(content))
+        except (ValueError, RecursionError):
+            raise Unfollowed("a JsonNode's content is not JSON", node.path) from None
+
+    def _FunctionNode(self, node: Node) -> None:
+        self.global_(node.module, node.name)
+
+    _TypeNode = _FunctionNode
+
+    def _container(self, node: Node, plain: tuple[str, str], empty: bytes, add: bytes) -> None:
+        items: list[Node] = node.children["content"]
+        if (node.module, node.name) == plain:
+            self.op(empty)
+            self.remember(node)
+            self.op(b"(")
+            for item in items:
+                self.node(item)
+            self.op(add)
+            return
+        self.global_(node.module, node.name)  # the class is called with the items as a list
+        self.op(b"(](")
+        for item in items:
+            self.node(item)
+        self.op(b"etR")
+
+    def _ListNode(self, node: Node) -> None:
+        self._container(node, ("builtins", "list"), b"]", b"e")
+
+    def _SetNode(self, node: Node) -> None:
+        self._container(node, ("builtins", "set"), b"\x8f", b"\x90")
+
+    def _TupleNode(self, node: Node) -> None:
+        items: list[Node] = node.children["content"]
+        if (node.module, node.name) != ("builtins", "tuple"):
+            self.global_(node.module, node.name)  # imported; a namedtuple is called with the items
+        self.tuple_([partial(self.node, item) for item in items])
+        if (node.module, node.name) != ("builtins", "tuple"):
+            self.op(b"R")
+
+    def _DictNode(self, node: Node) -> None:
+        if (node.module, node.name) == ("builtins", "dict"):
+            self.op(b"}")
+        else:
+            self.new(node.module, node.name)
+        self.remember(node)
+        key_types: Node = node.children["key_types"]
+        types = self._key_types(key_types)
+        content: dict[str, Node] = node.children["content"]
+        self.op(b"(")
+        for key_type, (key, value) in zip(types, content.items(), strict=False):
+            self._key(key_type, key)
+            self.node(value)
+        self.op(b"u")
+
+    def _key_types(self, key_types: Node) -> list[Node]:
+        """The key types, which skops zips with the items: a list of type nodes in every file skops writes."""
+        if key_types.loader != "ListNode" or (key_types.module, key_types.name) != ("builtins", "list"):
+            raise Unfollowed("a DictNode's key_types is not a list", key_types.path)
+        self.node(key_types)  # built, so every name in it is judged
+        self.op(b"0")  # POP
+        return list(key_types.children["content"])
+
+    def _key(self, key_type: Node, key: str) -> None:
+        if key_type.loader == "TypeNode" and (key_type.module, key_type.name) == ("builtins", "str"):
+            self.value(key)
+            return
+        self.node(key_type)  # k_type(key): whatever the node is, it is called on the key
+        self.tuple_([partial(self.value, key)])
+        self.op(b"R")
+
+    def _DefaultDictNode(self, node: Node) -> None:
+        self.call("collections", "defaultdict", [self.child(node, "default_factory"), self.child(node, "main")])
+
+    def _SliceNode(self, node: Node) -> None:
+        content = node.state["content"]
+        self.call("builtins", "slice", [partial(self.value, content[role]) for role in ("start", "stop", "step")])
+
+    def _PartialNode(self, node: Node) -> None:
+        self.call("functools", "partial", [self.child(node, "func")])
+        self.tuple_([self.child(node, role) for role in ("func", "args", "kwds", "namespace")])
+        self.op(b"b")
+
+    def _ConstructorFromReduceNode(self, node: Node) -> None:
+        self.global_(node.module, node.name)
+        self._arguments(node.children["content"])
+        self.op(b"R")
+
+    def _arguments(self, args: Node) -> None:
+        """A node given to a call as `*args`: a tuple or list node's items, as a tuple."""
+        if args.loader not in ("TupleNode", "ListNode"):
+            raise Unfollowed(f"call arguments come from a {args.loader}", args.path)
+        self.node(args)  # built, so the names it holds are judged (a named tuple's class is)
+        self.op(b"0")
+        self.tuple_([partial(self.node, item) for item in args.children["content"]])
+
+    def _ObjectNode(self, node: Node) -> None:
+        self.global_(node.module, node.name)
+        self.op(b")\x81")  # cls.__new__(cls)
+        self.remember(node)
+        if "attrs" in node.children:
+            self.node(node.children["attrs"])
+            self.op(b"b")  # __setstate__, else __dict__.update
+
+    def _MethodNode(self, node: Node) -> None:
+        func = node.children["func"]
+        self.call("builtins", "getattr", [self.child(node, "obj"), partial(self.value, func)])
+
+    def _OperatorFuncNode(self, node: Node) -> None:
+        self.global_("operator", node.name)
+        self._arguments(node.children["attrs"])
+        self.op(b"R")
+
+    def _BytesNode(self, node: Node) -> None:
+        self.value(node.children["data"])
+
+    def _BytearrayNode(self, node: Node) -> None:
+        self.call("builtins", "bytearray", [partial(self.value, node.children["data"])])
+
+    def _reduce(self, node: Node, constructor: tuple[str, str]) -> None:
+        self.global_(*constructor)
+        self._arguments(node.children["args"])
+        self.op(b"R")
+        self.remember(node)
+        self.node(node.children["attrs"])
+        self.op(b"b")
+
+    def _ReduceNode(self, node: Node) -> None:
+        raise Unfollowed("a bare ReduceNode, which skops registers for no loader", node.path)
+
+    def _TreeNode(self, node: Node) -> None:
+        self._reduce(node, ("sklearn.tree._tree", "Tree"))
+
+    def _LossNode(self, node: Node) -> None:
+        self._reduce(node, (node.module, node.name))
+
+    def _NdArrayNode(self, node: Node) -> None:
+        if "data" in node.children:
+            array = npy_array(node.children["data"], node.path)
+            plain = (node.module, node.name) == ("numpy", "ndarray")
+            if not plain:
+                self.global_(node.module, node.name)  # gettype(...)(array)
+                self.op(b"(")
+            self._array(array[0], array[1], array[2], partial(self.value, array[3]))
+            if not plain:
+                self.op(b"tR")
+            return
+        items: list[Node] = node.children["items"]
+        self.node(node.children["shape"])  # constructed by skops, so written
+        self.op(b"0")
+        shape, flat = _object_layout(items, node.children["shape"])
+
+        def objects() -> None:
+            self.op(b"]")
+            if flat:
+                self.op(b"(")
+                for item in flat:
+                    self.node(item)
+                self.op(b"e")
+
+        self._array(_object_dtype(), shape, False, objects)
+
+    def _array(self, dtype: Any, shape: tuple[int, ...], fortran: bool, data: Callable[[], None]) -> None:
+        ndarray = partial(self.global_, "numpy", "ndarray")
+        self.call(*_NUMPY_RECONSTRUCT, [ndarray, partial(self.value, (0,)), partial(self.value, b"b")])
+        self.tuple_([partial(self.value, 1), partial(self.value, shape), partial(self.dtype, dtype),
+                     partial(self.value, fortran), data])
+        self.op(b"b")
+
+    def _MaskedArrayNode(self, node: Node) -> None:
+        self.call("numpy.ma.core", "MaskedArray", [self.child(node, "data"), self.child(node, "mask")])
+
+    def _RandomStateNode(self, node: Node) -> None:
+        self.new(node.module, node.name)
+        self.remember(node)
+        self.node(node.children["content"])
+        self.op(b"b")  # set_state
+
+    def _RandomGeneratorNode(self, node: Node) -> None:
+        state: Node = node.children["bit_generator"]
+        name = _bit_generator_name(state)
+        if not isinstance(name, str) or name not in BIT_GENERATORS:
+            raise Unfollowed(f"bit generator {name!r} is not one NumPy has", node.path)
+        self.node(node.children["seed_seq"])  # SeedSequence(**state)
+        self.op(b"0")
+        self.global_(node.module, node.name)  # cls(bit_generator=...), the bit generator as NumPy pickles one
+        self.op(b"(")
+        self.call("numpy.random._pickle", "__bit_generator_ctor", [partial(self.global_, BIT_GENERATORS[name], name)])
+        self.node(state)
+        self.op(b"b")
+        self.op(b"tR")
+
+    def _DTypeNode(self, node: Node) -> None:
+        content: Node = node.children["content"]
+        if content.loader != "NdArrayNode" or "data" not in content.children:
+            raise Unfollowed("a DTypeNode's content is not an array file", node.path)
+        self.dtype(npy_array(content.children["data"], content.path)[0])
+
+    def _SparseMatrixNode(self, node: Node) -> None:
+        self.global_(node.module, node.name)  # load_npz picks the class by the file's format; judged by name
+        self.op(b")\x81")
+
+    def _CachedNode(self, node: Node) -> None:
+        self.node(node.children["cached"])
+
+
+def _bit_generator_name(state: Node) -> object:
+    """The name skops reads from a generator's raw state (content, bit_generator, content: JSON text). The class it
+    then takes must be a NumPy bit generator, so this only decides which of them is written."""
+    try:
+        return json.loads(state.state["content"]["bit_generator"]["content"])
+    except (KeyError, TypeError, ValueError, RecursionError):
+        return None
+
+
+def _object_layout(items: list[Node], shape_node: Node) -> tuple[tuple[int, ...], list[Node]]:
+    """The shape and flat items of an object array skops builds from JSON: a 1-D one holds the items as they are;
+    for more dimensions np.array(items, dtype=object) descends through the nested lists, which are plain list nodes
+    in what skops writes. Anything else is written as a 1-D array of the items (every node still judged)."""
+    shape = _json_ints(shape_node)
+    if shape is None or len(shape) < 2 or len(shape) > 32:
+        return (len(items),), items
+    level = items
+    for size in shape[1:]:
+        if any(n.loader != "ListNode" or (n.module, n.name) != ("builtins", "list") for n in level):
+            return (len(items),), items
+        if any(len(n.children["content"]) != size for n in level):
+            return (len(items),), items
+        level = [child for n in level for child in n.children["content"]]
+    if shape[0] != len(items):
+        return (len(items),), items
+    return shape, level
+
+
+def _json_ints(node: Node) -> tuple[int, ...] | None:
+    """A tuple node of JSON integers (an array's shape), or None."""
+    if node.loader != "TupleNode":
+        return None
+    values: list[int] = []
+    for item in node.children["content"]:
+        content = item.state.get("content") if item.loader == "JsonNode" else None
+        try:
+            value = json.loads(content) if isinstance(content, str) else None
+        except ValueError:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            return None
+        values.append(value)
+    return tuple(values)
+
+
+def _object_dtype() -> Any:
+    import numpy
+
+    return numpy.dtype("O")
+
+
+def npy_array(data: bytes, path: str) -> tuple[Any, tuple[int, ...], bool, bytes]:
+    """(dtype, shape, Fortran order, the items' bytes) of an .npy member, as np.load(allow_pickle=False) reads it."""
+    import numpy
+    from numpy.lib import format as npy_format
+
+    from wscan.scanners.numpy import read_header
+
+    header, start = read_header(io.BytesIO(data), len(data))
+    if isinstance(header, str):
+        raise Unfollowed(f"an array member: {header}", path)
+    shape, fortran = header["shape"], header["fortran_order"]
+    if not isinstance(shape, tuple) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise Unfollowed("an array member's shape is not a tuple of sizes", path)
+    if not isinstance(fortran, bool):
+        raise Unfollowed("an array member's fortran_order is not a bool", path)
+    try:
+        dtype = npy_format.descr_to_dtype(header["descr"])  # type: ignore[arg-type]
+    except (TypeError, ValueError, KeyError, RecursionError):
+        raise Unfollowed(f"an array member's descr {str(header['descr'])[:80]!r} is not a dtype", path) from None
+    if dtype.hasobject:
+        raise Unfollowed("an array member holds objects, which np.load refuses without allow_pickle", path)
+    count = math.prod(shape)
+    needed = count * dtype.itemsize
+    if len(data) - start < needed:
+        raise Unfollowed(f"an array member holds {len(data) - start} bytes of the {needed} its header needs", path)
+    del numpy
+    return dtype, shape, fortran, data[start : start + needed]
+
+

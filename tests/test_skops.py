@@ -1,0 +1,272 @@
+"""skops files: what skops.io.load would import and call is judged as the equivalent pickle (scanners/skops.py).
+
+skops' documentation loads a file with `trusted=get_untrusted_types(file=...)`, which trusts whatever the file
+names; the hostile cases below are loaded exactly so by the real skops in a sandboxed child, which shows each payload
+running (or the tree crashing scikit-learn), and wscan must flag each. The benign files are written by the real skops
+from fitted scikit-learn models and must pass with no finding at all.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.helpers.sandbox import load_each
+from tests.helpers.scanning import scan
+from wscan.model import Severity
+
+sio = pytest.importorskip("skops.io")
+sklearn = pytest.importorskip("sklearn")
+
+from sklearn import cluster, compose, ensemble, linear_model, naive_bayes, neighbors, pipeline, preprocessing, svm, tree  # noqa: E402  # noqa: E402
+from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
+
+X, Y = np.random.default_rng(0).random((60, 8)), np.arange(60) % 3
+
+
+def _benign() -> dict[str, Any]:
+    texts = ["the cat sat", "a dog ran", "the bird flew", "cats and dogs"] * 5
+    return {
+        "logistic": linear_model.LogisticRegression(max_iter=300).fit(X, Y),
+        "random-forest": ensemble.RandomForestClassifier(n_estimators=3, random_state=0).fit(X, Y),
+        "gradient-boosting": ensemble.GradientBoostingClassifier(n_estimators=3).fit(X, Y),
+        "hist-gradient-boosting": ensemble.HistGradientBoostingRegressor(max_iter=3).fit(X, X[:, 0]),
+        "svc": svm.SVC().fit(X, Y),
+        "kd-tree": neighbors.KNeighborsClassifier(algorithm="kd_tree").fit(X, Y),
+        "kmeans": cluster.KMeans(3, n_init=2, random_state=0).fit(X),
+        "function-transformer": pipeline.make_pipeline(
+            preprocessing.FunctionTransformer(np.log1p), linear_model.LogisticRegression()
+        ).fit(X, Y),
+        "column-transformer": compose.ColumnTransformer(
+            [("scale", preprocessing.StandardScaler(), [0, 1]), ("onehot", preprocessing.OneHotEncoder(), [2])]
+        ).fit(np.round(X * 3)),
+        "tfidf": pipeline.make_pipeline(TfidfVectorizer(), naive_bayes.MultinomialNB()).fit(texts, [0, 1] * 10),
+        "sgd-random-state": linear_model.SGDClassifier(random_state=np.random.RandomState(0)).fit(X, Y),
+        "plain-values": {
+            "a": np.arange(3), 1: [1, 2.5, None], "set": {1, 2}, "tuple": (1, "x"), "bytes": b"xy",
+            "bytearray": bytearray(b"z"), "slice": slice(1, 5, 2), "generator": np.random.default_rng(0),
+            "dtype": np.dtype("<f4"), "masked": np.ma.MaskedArray([1, 2], mask=[0, 1]),
+            "objects": np.array([1, "a"], dtype=object),
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("skops")
+    made = {}
+    for name, obj in _benign().items():
+        made[name] = root / f"{name}.skops"
+        sio.dump(obj, made[name])
+    return made
+
+
+def _at_least_high(path: Path) -> set[str]:
+    return {f.rule_id for f in scan(path).findings if f.severity >= Severity.HIGH}
+
+
+@pytest.mark.parametrize("name", list(_benign()))
+def test_real_skops_files_pass(files: dict[str, Path], name: str) -> None:
+    report = scan(files[name])
+    assert [f.rule_id for f in report.findings] == []
+    assert sio.get_untrusted_types(file=files[name]) is not None  # skops reads it back
+
+
+def test_the_translation_is_scanned(files: dict[str, Path]) -> None:
+    """Every benign file above went through the pickle scanner: the summary names the format."""
+    report = scan(files["random-forest"])
+    assert "pickle" in report.files[0].formats
+
+
+# --- hostile files, built from real ones -----------------------------------------------------------------------
+
+
+def _rewrite(source: Path, change: Callable[[dict[str, Any]], Any], members: dict[str, bytes] | None = None) -> bytes:
+    """The skops zip with its schema changed (and members replaced), written as skops writes one."""
+    with zipfile.ZipFile(source) as original:
+        schema = json.loads(original.read("schema.json"))
+        schema = change(schema) or schema
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w") as z:
+            for info in original.infolist():
+                if info.filename != "schema.json":
+                    z.writestr(info.filename, (members or {}).get(info.filename) or original.read(info))
+            z.writestr("schema.json", json.dumps(schema))
+    return out.getvalue()
+
+
+def _json(value: object) -> dict[str, Any]:
+    return {"__class__": type(value).__name__, "__module__": "builtins", "__loader__": "JsonNode",
+            "content": json.dumps(value), "is_json": True}
+
+
+def _function(module: str, name: str, **extra: Any) -> dict[str, Any]:
+    return {"__class__": name, "__module__": module, "__loader__": "FunctionNode", **extra}
+
+
+def _tuple(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"__class__": "tuple", "__module__": "builtins", "__loader__": "TupleNode", "content": list(items)}
+
+
+def _list(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"__class__": "list", "__module__": "builtins", "__loader__": "ListNode", "content": list(items)}
+
+
+def _plain_dict(items: dict[str, dict[str, Any]], key_types: dict[str, Any] | None = None) -> dict[str, Any]:
+    types = key_types or _list(*[{"__class__": "str", "__module__": "builtins", "__loader__": "TypeNode"}] * len(items))
+    return {"__class__": "dict", "__module__": "builtins", "__loader__": "DictNode", "key_types": types,
+            "content": items, "protocol": 2}
+
+
+def _transformer_func(schema: dict[str, Any], node: dict[str, Any]) -> None:
+    """Replace the function a FunctionTransformer calls on transform."""
+    step = schema["content"]["content"]["steps"]["content"][0]["content"][1]
+    step["content"]["content"]["func"] = node
+
+
+def _exec(command: str) -> str:
+    return f"import os; os.system({command!r})"
+
+
+def _cases(sources: dict[str, Path]) -> dict[str, tuple[Callable[[Path], bytes], object]]:
+    """Case name: (the file given its marker, what the sandbox does after loading it)."""
+    transformer = sources["function-transformer"]
+    plain = sources["plain-values"]
+
+    def os_system_function(marker: Path) -> bytes:
+        return _rewrite(transformer, lambda s: _transformer_func(s, _function("os", "system")))
+
+    def protocol_0_function(marker: Path) -> bytes:
+        def change(s: dict[str, Any]) -> None:
+            s["protocol"] = 0
+            node = {"__class__": "function", "__module__": "builtins", "__loader__": "FunctionNode",
+                    "content": {"module_path": "os", "function": "system"}}
+            _transformer_func(s, node)
+
+        return _rewrite(transformer, change)
+
+    def key_type_calls(marker: Path) -> bytes:
+        return _rewrite(plain, lambda s: _plain_dict({f"touch {marker}": _json(1)}, _list(_function("os", "system"))))
+
+    def operator_call(marker: Path) -> bytes:
+        call = {"__class__": "call", "__module__": "operator", "__loader__": "OperatorFuncNode",
+                "attrs": _tuple(_function("os", "system"), _json(f"touch {marker}"))}
+        return _rewrite(plain, lambda s: _plain_dict({"x": call}))
+
+    def constructor_exec(marker: Path) -> bytes:
+        node = {"__class__": "exec", "__module__": "builtins", "__loader__": "ConstructorFromReduceNode",
+                "content": _tuple(_json(_exec(f"touch {marker}")))}
+        return _rewrite(plain, lambda s: _plain_dict({"x": node}))
+
+    def shared_id_first_built(marker: Path) -> bytes:
+        """skops builds a reduce node's state before its arguments, and an id names the first node built under it:
+        the payload sits in the state where nothing constructs it (a dict with no key types), and the argument
+        that reuses its id looks like int('5'). Built arguments-first, the payload would never be seen."""
+        payload = {"__class__": "exec", "__module__": "builtins", "__loader__": "ConstructorFromReduceNode",
+                   "content": _tuple(_json(_exec(f"touch {marker}"))), "__id__": 7777}
+        decoy = {"__class__": "int", "__module__": "builtins", "__loader__": "ConstructorFromReduceNode",
+                 "content": _tuple(_json("5")), "__id__": 7777}
+        loss = {"__class__": "CyHalfSquaredError", "__module__": "sklearn._loss._loss", "__loader__": "LossNode",
+                "content": _plain_dict({"x": payload}, _list()), "__reduce__": {"args": _tuple(decoy)}}
+        return _rewrite(plain, lambda s: _plain_dict({"loss": loss}))
+
+    def unknown_loader(marker: Path) -> bytes:
+        return _rewrite(plain, lambda s: _plain_dict({"x": {"__class__": "system", "__module__": "os",
+                                                             "__loader__": "ShellNode"}}))
+
+    def future_protocol(marker: Path) -> bytes:
+        return _rewrite(plain, lambda s: {**s, "protocol": 99})
+
+    return {
+        "os-system-function": (os_system_function, ["transform", "touch {marker}"]),
+        "protocol-0-function": (protocol_0_function, ["transform", "touch {marker}"]),
+        "key-type-calls": (key_type_calls, None),
+        "operator-call": (operator_call, None),
+        "constructor-exec": (constructor_exec, None),
+        "shared-id-first-built": (shared_id_first_built, None),
+        "unknown-loader": (unknown_loader, None),
+        "future-protocol": (future_protocol, None),
+    }
+
+
+SETUP = """
+import skops.io as sio
+
+def load(path, option):
+    obj = sio.load(path, trusted=sio.get_untrusted_types(file=path))
+    if option:  # the pipeline's first step (a FunctionTransformer) calls its function on the text
+        obj.steps[0][1].transform(option[1])
+"""
+
+RUNS = {"os-system-function", "protocol-0-function", "key-type-calls", "operator-call", "constructor-exec",
+        "shared-id-first-built"}
+REFUSED = {"unknown-loader", "future-protocol"}  # skops refuses these; wscan cannot follow them either
+
+
+@pytest.fixture(scope="module")
+def hostile(files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any]]:
+    root = tmp_path_factory.mktemp("skops-hostile")
+    (root / "cwd").mkdir()
+    jobs, made = [], {}
+    for name, (make, option) in _cases(files).items():
+        marker = root / f"{name}.marker"
+        path = root / f"{name}.skops"
+        path.write_bytes(make(marker))
+        if isinstance(option, list):
+            option = [option[0], option[1].format(marker=marker)]
+        jobs.append((name, path, option, marker))
+        made[name] = path
+    outcomes = load_each(SETUP, jobs, root / "cwd", timeout=300)
+    return {name: (made[name], outcomes[name]) for name in made}
+
+
+@pytest.mark.parametrize("case", sorted(RUNS))
+def test_payloads_skops_runs_are_flagged(hostile: dict[str, tuple[Path, Any]], case: str) -> None:
+    path, outcome = hostile[case]
+    assert outcome.executed, f"the real skops did not run the payload: {outcome.result}"
+    assert "WS-PKL-001" in _at_least_high(path) or "WS-PKL-004" in _at_least_high(path)
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_schemas_wscan_cannot_follow_are_high(hostile: dict[str, tuple[Path, Any]], case: str) -> None:
+    path, outcome = hostile[case]
+    assert not outcome.executed and outcome.result.startswith("error"), outcome.result
+    assert "WS-SKP-001" in _at_least_high(path)
+
+
+# --- a tree whose node points past the node array: skops loads it, scikit-learn reads out of bounds -------------
+
+
+def _out_of_bounds_tree(source: Path) -> bytes:
+    with zipfile.ZipFile(source) as z:
+        schema = json.loads(z.read("schema.json"))
+        tree_node = schema["content"]["content"]["tree_"]
+        nodes_file = tree_node["content"]["content"]["nodes"]["file"]
+        nodes = np.load(io.BytesIO(z.read(nodes_file)))
+    nodes["left_child"][0] = nodes["right_child"][0] = 10**9
+    buffer = io.BytesIO()
+    np.save(buffer, nodes)
+    return _rewrite(source, lambda s: None, {nodes_file: buffer.getvalue()})
+
+
+def test_tree_past_its_nodes_is_flagged(tmp_path: Path) -> None:
+    source = tmp_path / "tree.skops"
+    sio.dump(tree.DecisionTreeClassifier(random_state=0).fit(X, Y), source)
+    bad = tmp_path / "bad.skops"
+    bad.write_bytes(_out_of_bounds_tree(source))
+    (tmp_path / "cwd").mkdir()
+    setup = SETUP.replace("obj.steps[0][1].transform(option[1])", "obj.predict(__import__('numpy').ones((4, 8)))")
+    outcomes = load_each(setup, [("bad", bad, True, tmp_path / "none"), ("good", source, True, tmp_path / "none")],
+                         tmp_path / "cwd", timeout=300)
+    assert outcomes["good"].loaded
+    assert outcomes["bad"].result.startswith("crashed"), outcomes["bad"].result
+    assert "WS-PKL-059" in _at_least_high(bad)
+    assert _at_least_high(source) == set()
+
