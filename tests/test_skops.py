@@ -270,3 +270,144 @@ def test_tree_past_its_nodes_is_flagged(tmp_path: Path) -> None:
     assert "WS-PKL-059" in _at_least_high(bad)
     assert _at_least_high(source) == set()
 
+
+# --- helper 226's red team: each of these passed before, and each is loaded by the real skops ----------------------
+
+
+def _npy(array: np.ndarray[Any, Any]) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def _exec_dict(marker: Path) -> dict[str, Any]:
+    node = {"__class__": "exec", "__module__": "builtins", "__loader__": "ConstructorFromReduceNode",
+            "content": _tuple(_json(_exec(f"touch {marker}")))}
+    return _plain_dict({"x": node})
+
+
+def _zip(schema: dict[str, Any], members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+        z.writestr("schema.json", json.dumps(schema))
+    return out.getvalue()
+
+
+def _red_team_cases() -> dict[str, Callable[[Path], bytes]]:
+    import pickle
+
+    class _System:
+        def __init__(self, command: str) -> None:
+            self.command = command
+
+        def __reduce__(self) -> tuple[Any, ...]:
+            import os
+
+            return os.system, (self.command,)
+
+    def dtype_of_pickle_loads(marker: Path) -> bytes:
+        """A DTypeNode's array node names pickle.loads as its class: skops calls it on the array's bytes."""
+        raw = np.frombuffer(pickle.dumps(_System(f"touch {marker}")), dtype=np.uint8)
+        array = {"__class__": "loads", "__module__": "pickle", "__loader__": "NdArrayNode", "type": "numpy",
+                 "file": "a.npy"}
+        dtype = {"__class__": "dtype", "__module__": "numpy", "__loader__": "DTypeNode", "content": array}
+        return _zip(_plain_dict({"d": dtype}), {"a.npy": _npy(raw)})
+
+    def beside_torch_members(marker: Path) -> bytes:
+        """A schema beside the members a PyTorch zip has: skops reads only schema.json."""
+        return _zip(_exec_dict(marker), {"archive/data.pkl": pickle.dumps({}), "archive/version": b"3\n"})
+
+    def beside_keras_members(marker: Path) -> bytes:
+        return _zip(_exec_dict(marker), {"config.json": b"{}", "metadata.json": b"{}"})
+
+    return {
+        "dtype-of-pickle-loads": dtype_of_pickle_loads,
+        "beside-torch-members": beside_torch_members,
+        "beside-keras-members": beside_keras_members,
+    }
+
+
+@pytest.fixture(scope="module")
+def red_team(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any]]:
+    root = tmp_path_factory.mktemp("skops-red-team")
+    (root / "cwd").mkdir()
+    jobs, made = [], {}
+    for name, make in _red_team_cases().items():
+        marker, path = root / f"{name}.marker", root / f"{name}.skops"
+        path.write_bytes(make(marker))
+        jobs.append((name, path, None, marker))
+        made[name] = path
+    outcomes = load_each(SETUP, jobs, root / "cwd", timeout=300)
+    return {name: (made[name], outcomes[name]) for name in made}
+
+
+@pytest.mark.parametrize("case", sorted(_red_team_cases()))
+def test_red_team_payloads_are_flagged(red_team: dict[str, tuple[Path, Any]], case: str) -> None:
+    path, outcome = red_team[case]
+    assert outcome.executed, outcome.result
+    assert "WS-PKL-001" in _at_least_high(path)
+
+
+def test_schema_too_deep_for_wscan_is_high(tmp_path: Path) -> None:
+    """An unread key nested 970 deep: json.loads reads it from skops' shallow stack (the payload beside it ran,
+    helper 226), and fails from wscan's deeper one, which had made the file pass unread."""
+    schema = _exec_dict(tmp_path / "marker")
+    deep = "[" * 970 + "]" * 970
+    text = json.dumps(schema)[:-1] + ', "padding": ' + deep + "}"
+    path = tmp_path / "deep.skops"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("schema.json", text)
+    assert _at_least_high(path) & {"WS-SKP-001", "WS-PKL-001"}
+
+
+def _sparse_coef(tmp_path: Path, index: int | None) -> Path:
+    """A sparsified LogisticRegression (coef_ a CSR matrix), its column indices set to `index`."""
+    model = linear_model.LogisticRegression(max_iter=300).fit(X, Y).sparsify()
+    path = tmp_path / f"sparse-{index}.skops"
+    sio.dump(model, path)
+    if index is None:
+        return path
+    with zipfile.ZipFile(path) as z:
+        name = json.loads(z.read("schema.json"))["content"]["content"]["coef_"]["file"]
+        npz = zipfile.ZipFile(io.BytesIO(z.read(name)))
+        members = {n: npz.read(n) for n in npz.namelist()}
+    indices = np.load(io.BytesIO(members["indices.npy"]))
+    indices[:] = index
+    members["indices.npy"] = _npy(indices)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as new:
+        for n, data in members.items():
+            new.writestr(n, data)
+    bad = tmp_path / "sparse-bad.skops"
+    bad.write_bytes(_rewrite(path, lambda s: None, {name: out.getvalue()}))
+    return bad
+
+
+def test_sparse_indices_past_the_matrix_are_flagged(tmp_path: Path) -> None:
+    """scipy's constructor checks a CSR matrix's index lengths, not their bounds: predict then reads past coef_."""
+    good, bad = _sparse_coef(tmp_path, None), _sparse_coef(tmp_path, 2**31 - 7)
+    (tmp_path / "cwd").mkdir()
+    setup = SETUP.replace("obj.steps[0][1].transform(option[1])", "obj.predict(__import__('numpy').ones((4, 8)))")
+    outcomes = load_each(setup, [("bad", bad, True, tmp_path / "none"), ("good", good, True, tmp_path / "none")],
+                         tmp_path / "cwd", timeout=300)
+    assert outcomes["good"].loaded
+    assert outcomes["bad"].result.startswith("crashed"), outcomes["bad"].result
+    assert "WS-PKL-059" in _at_least_high(bad)
+    assert _at_least_high(good) == set()
+
+
+@pytest.mark.parametrize("kind", ["svc", "nu-svc", "one-class", "kmeans"])
+def test_models_fitted_on_sparse_input_pass(tmp_path: Path, kind: str) -> None:
+    """Their support vectors (or centres) are sparse matrices: read from the .npz member, checked, and passed."""
+    from scipy import sparse
+
+    data = sparse.csr_matrix(np.where(X > 0.5, X, 0.0))
+    model = {"svc": lambda: svm.SVC(probability=True).fit(data, Y), "nu-svc": lambda: svm.NuSVC().fit(data, Y),
+             "one-class": lambda: svm.OneClassSVM().fit(data),
+             "kmeans": lambda: {"kept": sparse.coo_matrix(data), "dia": sparse.dia_matrix(data[:8, :8]),
+                                "csc": sparse.csc_array(data)}}[kind]()
+    path = tmp_path / f"{kind}.skops"
+    sio.dump(model, path)
+    assert [f.rule_id for f in scan(path).findings] == []

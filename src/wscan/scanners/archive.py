@@ -909,7 +909,7 @@ class ZipScanner:
             yield artifact.child(info.filename, info.file_size, opener, context, pickle_records)
             if errors and not checked:
                 yield artifact.observe("archive.member_unreadable", offset, member=name, reason=errors[0])
-        if layout == "skops":
+        if SKOPS_SCHEMA in archive.NameToInfo:  # skops.io.load reads it by name, whatever else the zip holds
             yield from scan_skops(artifact, ctx, archive)
 
 

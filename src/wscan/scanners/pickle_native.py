@@ -88,8 +88,16 @@ CATBOOST_MODELS = frozenset(
     f"catboost.core.{name}" for name in ("CatBoost", "CatBoostClassifier", "CatBoostRegressor", "CatBoostRanker")
 )
 BOOSTERS = frozenset({LIGHTGBM_BOOSTER, XGBOOST_BOOSTER, LIGHTGBM_PREDICTOR, *LIGHTGBM_ESTIMATORS, *CATBOOST_MODELS})
+# NumPy's random states and bit generators, by what makes them in a pickle (NumPy 2's and 1's helpers, the classes):
+# their state setters take the MT19937 key position and Philox's buffer position unchecked, and drawing a number then
+# indexes by them (helper 226: a RandomState whose pos is 2^31 - 1 crashed predict)
+RANDOM_STATES = frozenset({
+    "numpy.random._pickle.__randomstate_ctor", "numpy.random.__RandomState_ctor", "numpy.random.mtrand.RandomState",
+    "numpy.random._pickle.__bit_generator_ctor", "numpy.random.__bit_generator_ctor",
+    "numpy.random._mt19937.MT19937", "numpy.random._philox.Philox",
+})
 CHECKED = (SVMS | set(SPARSE) | SPARSE_ABSTRACT | SCIPY_OBJECTS | KMEANS | BOOSTERS | HDBSCAN_CLUSTERERS
-           | {HDBSCAN, HBOS, *NEIGHBORS})
+           | RANDOM_STATES | {HDBSCAN, HBOS, *NEIGHBORS})
 
 
 # pandas' block managers (a DataFrame's, a Series'): their blocks' placements and lengths are what compiled code
@@ -137,7 +145,12 @@ def record(native: NativeStates, target: Obj, state: Sym, at: int) -> None:
         return
     cls = native_class(target)
     if cls is None:
-        state_dict = attributes(state) if native_class_of(target) == LIGHTGBM_PREDICTOR else dict_state(state)
+        made = native_class_of(target)
+        state_dict = (
+            attributes(state) if made == LIGHTGBM_PREDICTOR
+            else random_state_dict(state) if made in RANDOM_STATES
+            else dict_state(state)
+        )
         held = state_dict is not None and any(state_dict.get(key) is not None for key in HOLDERS)
         if state_dict is not None and (held or native_class_of(target) in CHECKED):
             if len(native.owners) < MAX_NATIVE_RECORDED:
@@ -154,6 +167,14 @@ def record(native: NativeStates, target: Obj, state: Sym, at: int) -> None:
     elif isinstance(state, Dict):
         frozen = Dict(list(state.items), state.dropped)
     native.restored.append(Restored(at, cls, target, frozen))
+
+
+def random_state_dict(state: Sym) -> Dict | None:
+    """A random state as the dict NumPy's setters read: the dict NumPy 1.17 and later write, or the tuple older ones
+    wrote, ('MT19937', key, pos, has_gauss, gauss), which RandomState.set_state still takes, as the same dict."""
+    if isinstance(state, Seq) and state.type == "tuple" and len(state.items) >= 3:
+        return Dict([(Const("state"), Dict([(Const("key"), state.items[1]), (Const("pos"), state.items[2])]))])
+    return dict_state(state)
 
 
 def dict_state(state: Sym | None) -> Dict | None:

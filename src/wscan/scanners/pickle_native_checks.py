@@ -47,6 +47,7 @@ from wscan.scanners.pickle_native import (
     LIGHTGBM_PREDICTOR,
     NEIGHBOR_CLASSIFIERS,
     NEIGHBORS,
+    RANDOM_STATES,
     SCIPY_OBJECTS,
     SPARSE,
     SPARSE_ABSTRACT,
@@ -622,8 +623,32 @@ def _estimator(cls: str, state: Dict, arrays: ArrayReader, tick: Callable[[], No
         pickle_native_hdbscan.clusterer(cls, state, arrays)
     elif cls == HBOS:
         _histograms(state, arrays)
+    elif cls in RANDOM_STATES:
+        _random_state(state)
     else:
         _tree_holder(cls, state, arrays)
+
+
+MT19937_WORDS = 624  # the key's length; pos == 624 means "regenerate before the next draw"
+PHILOX_BUFFER = 4  # Philox's buffer of 64-bit outputs; buffer_pos == 4 means "refill before the next draw"
+
+
+def _random_state(state: Dict) -> None:
+    """NumPy's setters store the MT19937 key position and Philox's buffer position as given, and the next draw
+    reads the key or the buffer at that index: each must lie within it (the end meaning "refill first")."""
+    inner = state.get("state")
+    if isinstance(inner, Dict) and inner.get("pos") is not None:
+        _position(inner.get("pos"), MT19937_WORDS, "MT19937 key position")
+    if state.get("buffer_pos") is not None:
+        _position(state.get("buffer_pos"), PHILOX_BUFFER, "Philox buffer position")
+
+
+def _position(value: Sym | None, end: int, what: str) -> None:
+    number = _const_int(value) if value is not None else None
+    if number is None:
+        raise Unread(f"a {what} the stream computes")
+    if not 0 <= number <= end:
+        raise Invalid(f"{what} {number} outside 0..{end}: the next draw reads outside the generator's state")
 
 
 def _lightgbm(state: Dict, arrays: ArrayReader, tick: Callable[[], None]) -> None:

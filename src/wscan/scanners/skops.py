@@ -31,7 +31,6 @@ from typing import Any
 
 from wscan.limits import BudgetExceeded
 from wscan.scanners.base import Artifact, ScanContext, ScanItem, read_capped
-from wscan.strict_json import loads_lenient
 
 SCHEMA = "schema.json"
 LOADED_AS_PICKLE = "schema.json#loaded-as-pickle"  # the blob holding the equivalent pickle, named in findings
@@ -45,6 +44,13 @@ BIT_GENERATORS = {
     "Philox": "numpy.random._philox", "SFC64": "numpy.random._sfc64",
 }
 
+# The loaders skops 0.16 registers (NODE_TYPE_MAPPING, CachedNode included), each a method of both classes below.
+LOADERS = frozenset({
+    "DictNode", "DefaultDictNode", "ListNode", "SetNode", "TupleNode", "BytesNode", "BytearrayNode", "SliceNode",
+    "FunctionNode", "MethodNode", "PartialNode", "TypeNode", "ConstructorFromReduceNode", "ObjectNode", "JsonNode",
+    "OperatorFuncNode", "NdArrayNode", "MaskedArrayNode", "DTypeNode", "RandomStateNode", "RandomGeneratorNode",
+    "SparseMatrixNode", "TreeNode", "LossNode", "CachedNode",
+})
 MemberReader = Callable[[str], bytes]  # a zip member's bytes by name; raises KeyError when there is none
 
 
@@ -70,7 +76,14 @@ def scan_skops(artifact: Artifact, ctx: ScanContext, archive: zipfile.ZipFile) -
     except Unfollowed as problem:
         yield artifact.observe("skops.unfollowed", member=SCHEMA, reason=problem.reason, node=problem.path)
         return
-    schema = loads_lenient(text)  # skops: json.loads of the member's bytes
+    try:
+        schema = json.loads(text)  # as skops reads it: the member's bytes, their encoding detected
+    except RecursionError:  # skops, called from a shallower stack, may read it: fail closed
+        yield artifact.observe("skops.unfollowed", member=SCHEMA, reason="schema.json nests deeper than wscan reads",
+                               node="$")
+        return
+    except ValueError:  # not JSON, so skops refuses it before anything is imported
+        return
     if not isinstance(schema, dict) or not is_skops_schema(schema):
         return
     result = translate(schema, read_member, ctx.budget.check_time)
@@ -186,10 +199,9 @@ class _Builder:
         node = Node(loader, _text(state, "__module__", path), _text(state, "__class__", path), state, path)
         if loader != "CachedNode" and saved_id:
             self.memo[saved_id] = node  # Node.__init__ memoizes before it builds any child
-        builder = getattr(self, f"_{loader}", None)
-        if builder is None:
+        if loader not in LOADERS:
             raise Unfollowed(f"loader {loader!r} is not one skops has", path)
-        builder(node, depth + 1)
+        getattr(self, f"_{loader}")(node, depth + 1)
         return node
 
     def _child(self, node: Node, role: str, state: Any, depth: int) -> Node:
@@ -297,7 +309,6 @@ class _Builder:
             raise Unfollowed("__reduce__ is not an object", node.path)
         self._child(node, "args", reduce.get("args"), depth)
 
-    _ReduceNode = _reduce
     _TreeNode = _reduce
     _LossNode = _reduce
 
@@ -334,7 +345,7 @@ class _Builder:
     def _SparseMatrixNode(self, node: Node, depth: int) -> None:
         if node.state.get("type") != "scipy":
             raise Unfollowed("a SparseMatrixNode not of type scipy", node.path)
-        self._member(node)
+        node.children["data"] = self._member(node)
 
     def _CachedNode(self, node: Node, depth: int) -> None:
         saved_id = node.state.get("__id__")
@@ -484,7 +495,7 @@ class _Writer:
         if self.written % 4096 == 0:
             self.check_time()
         self.building.add(key)
-        getattr(self, f"_{node.loader}")(node)
+        getattr(self, f"_{node.loader}")(node)  # a name in LOADERS: the builder refused any other
         self.building.discard(key)
         if key not in self.memo:
             self.remember(node)
@@ -623,9 +634,6 @@ class _Writer:
         self.node(node.children["attrs"])
         self.op(b"b")
 
-    def _ReduceNode(self, node: Node) -> None:
-        raise Unfollowed("a bare ReduceNode, which skops registers for no loader", node.path)
-
     def _TreeNode(self, node: Node) -> None:
         self._reduce(node, ("sklearn.tree._tree", "Tree"))
 
@@ -692,11 +700,28 @@ class _Writer:
         content: Node = node.children["content"]
         if content.loader != "NdArrayNode" or "data" not in content.children:
             raise Unfollowed("a DTypeNode's content is not an array file", node.path)
+        self.node(content)  # constructed first, whatever class it names (a call when that is not ndarray)
+        self.op(b"0")
         self.dtype(npy_array(content.children["data"], content.path)[0])
 
     def _SparseMatrixNode(self, node: Node) -> None:
-        self.global_(node.module, node.name)  # load_npz picks the class by the file's format; judged by name
-        self.op(b")\x81")
+        """load_npz of the member: the class named by its `format` (the node's own names are only audited, written
+        first so they are judged too), given the member's arrays. Written as a pickled matrix's state, so the
+        checks of a pickled matrix's indices apply (scipy's constructor checks their lengths, not their bounds)."""
+        self.global_(node.module, node.name)
+        self.op(b"0")
+        fmt, array, arrays, shape = sparse_npz(node.children["data"], node.path)
+        module = f"scipy.sparse._{fmt}"
+        self.global_("copyreg", "__newobj__")
+        self.tuple_([partial(self.global_, module, f"{fmt}_{'array' if array else 'matrix'}")])
+        self.op(b"R")
+        self.op(b"}(")
+        self.value("_shape")
+        self.value(shape)
+        for key, (dtype, dims, fortran, raw) in arrays.items():
+            self.value(key)
+            self._array(dtype, dims, fortran, partial(self.value, raw))
+        self.op(b"ub")
 
     def _CachedNode(self, node: Node) -> None:
         self.node(node.children["cached"])
@@ -709,6 +734,54 @@ def _bit_generator_name(state: Node) -> object:
         return json.loads(state.state["content"]["bit_generator"]["content"])
     except (KeyError, TypeError, ValueError, RecursionError):
         return None
+
+
+# load_npz: the arrays each format's constructor takes, by their member names, and the state keys a pickle keeps them
+# under (COO's coordinates as `coords`, which pickle_native_scipy reads as the row and column arrays)
+SPARSE_ARRAYS = {
+    "csr": ("data", "indices", "indptr"), "csc": ("data", "indices", "indptr"), "bsr": ("data", "indices", "indptr"),
+    "dia": ("data", "offsets"), "coo": ("data", "row", "col"),
+}
+MAX_NPZ_MEMBERS = 16  # save_npz writes at most six
+
+
+def sparse_npz(data: bytes, path: str) -> tuple[str, bool, dict[str, Any], tuple[int, ...]]:
+    """(format, whether a sparse array, arrays by state key, shape) of a save_npz member, as load_npz reads it."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as npz:
+            names = npz.namelist()
+            if len(names) > MAX_NPZ_MEMBERS:
+                raise Unfollowed(f"a sparse matrix member of {len(names)} entries", path)
+            arrays = {n.removesuffix(".npy"): npy_array(npz.read(n), path) for n in names if n.endswith(".npy")}
+    except (zipfile.BadZipFile, OSError, ValueError, RuntimeError, EOFError, NotImplementedError, zlib.error) as exc:
+        raise Unfollowed(f"a sparse matrix member: {exc}"[:200], path) from None
+    fmt = _text_item(arrays.get("format"))
+    if fmt not in SPARSE_ARRAYS or any(key not in arrays for key in (*SPARSE_ARRAYS[fmt], "shape")):
+        raise Unfollowed(f"a sparse matrix member of format {fmt!r}, or without its arrays", path)
+    dtype, dims, _, raw = arrays["shape"]
+    if dtype.kind not in "iu" or len(dims) != 1 or dims[0] != 2:
+        raise Unfollowed("a sparse matrix member whose shape is not two integers", path)
+    import numpy
+
+    shape = tuple(int(v) for v in numpy.frombuffer(raw, dtype=dtype))
+    kept = {key: arrays[key] for key in SPARSE_ARRAYS[fmt] if key not in ("row", "col")}
+    state: dict[str, Any] = dict(kept)
+    if fmt == "coo":
+        state["row"], state["col"] = arrays["row"], arrays["col"]
+    return fmt, "_is_array" in arrays, state, shape
+
+
+def _text_item(array: tuple[Any, tuple[int, ...], bool, bytes] | None) -> str | None:
+    """The one string a 0-d array of bytes or text holds (save_npz's `format`), or None."""
+    if array is None:
+        return None
+    dtype, dims, _, raw = array
+    if dims != () or dtype.kind not in "SU":
+        return None
+    import numpy
+
+    value = numpy.frombuffer(raw, dtype=dtype)[0]
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
 
 
 def _object_layout(items: list[Node], shape_node: Node) -> tuple[tuple[int, ...], list[Node]]:
