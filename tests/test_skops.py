@@ -322,7 +322,21 @@ def _red_team_cases() -> dict[str, Callable[[Path], bytes]]:
     def beside_keras_members(marker: Path) -> bytes:
         return _zip(_exec_dict(marker), {"config.json": b"{}", "metadata.json": b"{}"})
 
+    def protocol_1_seed_sequence_id(marker: Path) -> bytes:
+        """Helper 228: skops' protocol 1 builds a Generator's bit generator only, so an id in its seed sequence never
+        enters the memo, and a later node under that id is built afresh: here an exec. Built as protocol 2 builds
+        it, the id named the harmless seed sequence, and the exec was never seen."""
+        buffer = io.BytesIO()
+        sio.dump({"gen": np.random.default_rng(0)}, buffer)
+        with zipfile.ZipFile(buffer) as z:
+            schema = json.loads(z.read("schema.json"))
+        generator = schema["content"]["gen"]
+        generator["content"]["seed_seq"] = {**_json({}), "__id__": 4242}
+        payload = _exec_dict(marker)["content"]["x"]
+        return _zip({**_plain_dict({"gen": generator, "x": {**payload, "__id__": 4242}}), "protocol": 1}, {})
+
     return {
+        "protocol-1-seed-sequence-id": protocol_1_seed_sequence_id,
         "dtype-of-pickle-loads": dtype_of_pickle_loads,
         "beside-torch-members": beside_torch_members,
         "beside-keras-members": beside_keras_members,
@@ -362,8 +376,9 @@ def test_schema_too_deep_for_wscan_is_high(tmp_path: Path) -> None:
     assert _at_least_high(path) & {"WS-SKP-001", "WS-PKL-001"}
 
 
-def _sparse_coef(tmp_path: Path, index: int | None) -> Path:
-    """A sparsified LogisticRegression (coef_ a CSR matrix), its column indices set to `index`."""
+def _sparse_coef(tmp_path: Path, index: int | None, member: str = "indices.npy") -> Path:
+    """A sparsified LogisticRegression (coef_ a CSR matrix), its column indices set to `index` in `member` (NumPy's
+    NpzFile takes a member named `indices` before `indices.npy`: helper 228 added one beside the real one)."""
     model = linear_model.LogisticRegression(max_iter=300).fit(X, Y).sparsify()
     path = tmp_path / f"sparse-{index}.skops"
     sio.dump(model, path)
@@ -375,19 +390,20 @@ def _sparse_coef(tmp_path: Path, index: int | None) -> Path:
         members = {n: npz.read(n) for n in npz.namelist()}
     indices = np.load(io.BytesIO(members["indices.npy"]))
     indices[:] = index
-    members["indices.npy"] = _npy(indices)
+    members[member] = _npy(indices)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as new:
         for n, data in members.items():
             new.writestr(n, data)
-    bad = tmp_path / "sparse-bad.skops"
+    bad = tmp_path / f"sparse-bad-{member}.skops"
     bad.write_bytes(_rewrite(path, lambda s: None, {name: out.getvalue()}))
     return bad
 
 
-def test_sparse_indices_past_the_matrix_are_flagged(tmp_path: Path) -> None:
+@pytest.mark.parametrize("member", ["indices.npy", "indices"])
+def test_sparse_indices_past_the_matrix_are_flagged(tmp_path: Path, member: str) -> None:
     """scipy's constructor checks a CSR matrix's index lengths, not their bounds: predict then reads past coef_."""
-    good, bad = _sparse_coef(tmp_path, None), _sparse_coef(tmp_path, 2**31 - 7)
+    good, bad = _sparse_coef(tmp_path, None), _sparse_coef(tmp_path, 2**31 - 7, member)
     (tmp_path / "cwd").mkdir()
     setup = SETUP.replace("obj.steps[0][1].transform(option[1])", "obj.predict(__import__('numpy').ones((4, 8)))")
     outcomes = load_each(setup, [("bad", bad, True, tmp_path / "none"), ("good", good, True, tmp_path / "none")],

@@ -50,6 +50,7 @@ LOADERS = frozenset({
     "FunctionNode", "MethodNode", "PartialNode", "TypeNode", "ConstructorFromReduceNode", "ObjectNode", "JsonNode",
     "OperatorFuncNode", "NdArrayNode", "MaskedArrayNode", "DTypeNode", "RandomStateNode", "RandomGeneratorNode",
     "SparseMatrixNode", "TreeNode", "LossNode", "CachedNode",
+    "SGDNode",  # skops 0.10 and older: LossNode's name then (0.16 refuses it; what older ones do is judged)
 })
 MemberReader = Callable[[str], bytes]  # a zip member's bytes by name; raises KeyError when there is none
 
@@ -311,6 +312,7 @@ class _Builder:
 
     _TreeNode = _reduce
     _LossNode = _reduce
+    _SGDNode = _reduce
 
     def _NdArrayNode(self, node: Node, depth: int) -> None:
         kind = node.state.get("type")
@@ -333,11 +335,16 @@ class _Builder:
         self._child(node, "content", self._content(node), depth)
 
     def _RandomGeneratorNode(self, node: Node, depth: int) -> None:
+        """Protocol 0 kept the bit generator's state as a raw dict, which skops' audit refuses; protocol 1 builds
+        the bit generator's state only (a seed_seq there is never built, so its ids never enter the memo)."""
+        if self.protocol == 0:
+            raise Unfollowed("a protocol 0 Generator, whose raw state skops refuses", node.path)
         content = self._content(node)
         if not isinstance(content, dict):
             raise Unfollowed("a RandomGeneratorNode's content is not an object", node.path)
         self._child(node, "bit_generator", content.get("bit_generator"), depth)
-        self._child(node, "seed_seq", content.get("seed_seq"), depth)
+        if self.protocol >= 2:
+            self._child(node, "seed_seq", content.get("seed_seq"), depth)
 
     def _DTypeNode(self, node: Node, depth: int) -> None:
         self._child(node, "content", self._content(node), depth)
@@ -640,6 +647,8 @@ class _Writer:
     def _LossNode(self, node: Node) -> None:
         self._reduce(node, (node.module, node.name))
 
+    _SGDNode = _LossNode
+
     def _NdArrayNode(self, node: Node) -> None:
         if "data" in node.children:
             array = npy_array(node.children["data"], node.path)
@@ -687,8 +696,9 @@ class _Writer:
         name = _bit_generator_name(state)
         if not isinstance(name, str) or name not in BIT_GENERATORS:
             raise Unfollowed(f"bit generator {name!r} is not one NumPy has", node.path)
-        self.node(node.children["seed_seq"])  # SeedSequence(**state)
-        self.op(b"0")
+        if "seed_seq" in node.children:
+            self.node(node.children["seed_seq"])  # SeedSequence(**state)
+            self.op(b"0")
         self.global_(node.module, node.name)  # cls(bit_generator=...), the bit generator as NumPy pickles one
         self.op(b"(")
         self.call("numpy.random._pickle", "__bit_generator_ctor", [partial(self.global_, BIT_GENERATORS[name], name)])
@@ -746,29 +756,56 @@ MAX_NPZ_MEMBERS = 16  # save_npz writes at most six
 
 
 def sparse_npz(data: bytes, path: str) -> tuple[str, bool, dict[str, Any], tuple[int, ...]]:
-    """(format, whether a sparse array, arrays by state key, shape) of a save_npz member, as load_npz reads it."""
+    """(format, whether a sparse array, arrays by state key, shape) of a save_npz member, as load_npz reads it:
+    each key looked up as NumPy's NpzFile does (a member named exactly so before `<key>.npy`)."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as npz:
             names = npz.namelist()
             if len(names) > MAX_NPZ_MEMBERS:
                 raise Unfollowed(f"a sparse matrix member of {len(names)} entries", path)
-            arrays = {n.removesuffix(".npy"): npy_array(npz.read(n), path) for n in names if n.endswith(".npy")}
+            keys = {name.removesuffix(".npy"): name for name in names}
+            keys.update({name: name for name in names})
+
+            def array(key: str) -> tuple[Any, tuple[int, ...], bool, bytes] | None:
+                return npy_array(npz.read(keys[key]), f"{path} ({keys[key]})") if key in keys else None
+
+            fmt = _text_item(array("format"))
+            if fmt not in SPARSE_ARRAYS:
+                raise Unfollowed(f"a sparse matrix member of format {fmt!r}", path)
+            coords = array("coords") if fmt == "coo" else None
+            wanted = ("data",) if coords is not None else SPARSE_ARRAYS[fmt]
+            found = {key: array(key) for key in (*wanted, "shape")}
+            is_array = _truthy(array("_is_array"), path)
     except (zipfile.BadZipFile, OSError, ValueError, RuntimeError, EOFError, NotImplementedError, zlib.error) as exc:
         raise Unfollowed(f"a sparse matrix member: {exc}"[:200], path) from None
-    fmt = _text_item(arrays.get("format"))
-    if fmt not in SPARSE_ARRAYS or any(key not in arrays for key in (*SPARSE_ARRAYS[fmt], "shape")):
-        raise Unfollowed(f"a sparse matrix member of format {fmt!r}, or without its arrays", path)
-    dtype, dims, _, raw = arrays["shape"]
-    if dtype.kind not in "iu" or len(dims) != 1 or dims[0] != 2:
+    arrays = {key: value for key, value in found.items() if value is not None}
+    if len(arrays) != len(found):
+        raise Unfollowed(f"a sparse matrix member without {sorted(set(found) - set(arrays))}", path)
+    dtype, dims, _, raw = arrays.pop("shape")
+    if dtype.kind not in "iu" or dims != (2,):
         raise Unfollowed("a sparse matrix member whose shape is not two integers", path)
     import numpy
 
     shape = tuple(int(v) for v in numpy.frombuffer(raw, dtype=dtype))
-    kept = {key: arrays[key] for key in SPARSE_ARRAYS[fmt] if key not in ("row", "col")}
-    state: dict[str, Any] = dict(kept)
-    if fmt == "coo":
-        state["row"], state["col"] = arrays["row"], arrays["col"]
-    return fmt, "_is_array" in arrays, state, shape
+    if coords is not None:  # (2, n) coordinates: the row and the column arrays
+        cdtype, cdims, fortran, craw = coords
+        if len(cdims) != 2 or cdims[0] != 2 or fortran:
+            raise Unfollowed("a COO member whose coords are not two rows", path)
+        half = len(craw) // 2
+        arrays["row"], arrays["col"] = (cdtype, cdims[1:], False, craw[:half]), (cdtype, cdims[1:], False, craw[half:])
+    return fmt, is_array, arrays, shape
+
+
+def _truthy(array: tuple[Any, tuple[int, ...], bool, bytes] | None, path: str) -> bool:
+    """`if loaded.get('_is_array')`: absent is False; a one-item array is its item; more items make numpy raise."""
+    if array is None:
+        return False
+    dtype, dims, _, raw = array
+    if math.prod(dims) != 1 or dtype.hasobject or dtype.fields is not None:
+        raise Unfollowed("a sparse matrix member whose _is_array is not one value", path)
+    import numpy
+
+    return bool(numpy.frombuffer(raw, dtype=dtype)[0])
 
 
 def _text_item(array: tuple[Any, tuple[int, ...], bool, bytes] | None) -> str | None:
