@@ -81,6 +81,14 @@ class Writer:
             push()
         self.op(b"t" if len(items) > 3 else b"\x85\x86\x87"[len(items) - 1 : len(items)])  # TUPLE, TUPLE1-3
 
+    def list_(self, items: list[Callable[[], None]]) -> None:
+        self.op(b"]")
+        if items:
+            self.op(b"(")
+            for push in items:
+                push()
+            self.op(b"e")
+
     def remember(self, node: Node) -> None:
         self.op(b"\x94")  # MEMOIZE
         self.memo[id(node)] = len(self.memo)
@@ -103,12 +111,7 @@ class Writer:
         elif isinstance(value, tuple):
             self.tuple_([partial(self.value, item) for item in value])
         elif isinstance(value, list):
-            self.op(b"]")
-            if value:
-                self.op(b"(")
-                for item in value:
-                    self.value(item)
-                self.op(b"e")
+            self.list_([partial(self.value, item) for item in value])
         elif isinstance(value, dict):
             self.op(b"}")
             if value:
@@ -327,14 +330,7 @@ class Writer:
         self.op(b"0")
         shape, flat = _object_layout(items, node.children["shape"])
 
-        def objects() -> None:
-            self.op(b"]")
-            if flat:
-                self.op(b"(")
-                for item in flat:
-                    self.node(item)
-                self.op(b"e")
-
+        objects = partial(self.list_, [partial(self.node, item) for item in flat])
         self._array(_object_dtype(), shape, False, objects)
 
     def _array(self, dtype: Any, shape: tuple[int, ...], fortran: bool, data: Callable[[], None]) -> None:
