@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.scanning import scan
+from wscan.model import Severity
 
 DATA = Path(__file__).parent / "data" / "legacy_sklearn"
 FILES = sorted(p for folder in ("pickles", "skops") for p in (DATA / folder).iterdir())
@@ -31,3 +32,16 @@ def test_files_older_releases_wrote_pass(path: Path) -> None:
     report = scan(path)
     assert [(f.rule_id, f.message) for f in report.findings] == []
     assert report.files[0].status == "scanned"
+
+
+HOSTILE = sorted((DATA / "hostile").iterdir())
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=[p.name for p in HOSTILE])
+def test_legacy_gradient_boosting_wider_than_its_loss_is_flagged(path: Path) -> None:
+    """scikit-learn 1.3's predict sizes the initial predictions by its legacy loss object (K columns from zero, one
+    for a regression loss) and writes one column per column of estimators_ into them. Written by scikit-learn 1.3.2
+    (tools/record_legacy_gb_variants.py): its predict aborted on heap corruption with both (rc 134, checked when they
+    were recorded; helper 229's full-size ones crashed it with SIGSEGV). No 1.3 is installed here to load them."""
+    high = {f.rule_id for f in scan(path).findings if f.severity >= Severity.HIGH}
+    assert "WS-PKL-059" in high

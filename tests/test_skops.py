@@ -425,3 +425,27 @@ def test_models_fitted_on_sparse_input_pass(tmp_path: Path, kind: str) -> None:
     path = tmp_path / f"{kind}.skops"
     sio.dump(model, path)
     assert [f.rule_id for f in scan(path).findings] == []
+
+
+def test_schema_without_a_protocol_is_read_as_skops_0_4_reads_it(tmp_path: Path) -> None:
+    """skops 0.4 and 0.5 never read the protocol: helper 229's dict whose key type is protocol 0's FunctionNode
+    os.system ran the command under both, and wscan, wanting a protocol, had returned without reading the file.
+    skops 0.16 refuses it (no protocol), so the old releases' behaviour is the ground truth, seen by helper 229."""
+    system = {"__class__": "function", "__module__": "builtins", "__loader__": "FunctionNode",
+              "content": {"module_path": "os", "function": "system"}}
+    schema = _plain_dict({"touch marker": _json(1)}, _list(system))
+    del schema["protocol"]
+    path = tmp_path / "no-protocol.skops"
+    path.write_bytes(_zip(schema, {}))
+    assert "WS-PKL-001" in _at_least_high(path)
+    with pytest.raises(Exception):  # noqa: B017 - skops 0.16 refuses it, whatever the error
+        sio.load(path, trusted=[])
+
+
+def test_a_function_named_both_ways_is_judged_both_ways(tmp_path: Path, files: dict[str, Path]) -> None:
+    """A FunctionNode of protocol 2 naming numpy.log1p by __module__/__class__ and os.system in the content that
+    skops 0.4 and 0.5 read (they ignore the protocol)."""
+    node = _function("numpy", "log1p", content={"module_path": "os", "function": "system"})
+    path = tmp_path / "both.skops"
+    path.write_bytes(_rewrite(files["function-transformer"], lambda s: _transformer_func(s, node)))
+    assert "WS-PKL-001" in _at_least_high(path)

@@ -30,6 +30,7 @@ from wscan.lookup import is_file, resolve
 from wscan.model import Observation
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.loader_keys import DIFFUSERS_INDEX, loader_keys
+from wscan.scanners.python_code import COMMON_IMPORTS
 from wscan.scanners.repo_files import read_bounded
 from wscan.scanners.yaml_parsers import yaml_loaders
 from wscan.strict_json import loads_lenient
@@ -110,24 +111,6 @@ def _mlflow(artifact: Artifact, data: bytes) -> Iterator[ScanItem]:
         yield _code(artifact, "mlflow", "python_function.loader_module", module, file, local)
 
 
-# Modules a flavour's loader goes on to import (besides the standard library): a file of that name in a `code:`
-# folder, first on sys.path, runs instead.
-# The list is of names seen imported while MLflow loads sklearn, pytorch and pyfunc models (sys.modules before and
-# after), plus the usual ML stack; a name outside it is medium (WS-REPO-012), and the files are read as code anyway.
-COMMON_IMPORTS = frozenset({
-    "mlflow", "torch", "numpy", "pandas", "sklearn", "scipy", "cloudpickle", "yaml", "packaging", "requests",
-    "transformers", "tensorflow", "keras", "PIL", "joblib", "pyarrow", "sqlalchemy", "click", "importlib_metadata",
-    "google", "cachetools", "sentence_transformers", "huggingface_hub", "tokenizers", "safetensors", "onnx",
-    "onnxruntime", "xgboost", "lightgbm", "catboost", "langchain", "openai", "pydantic", "typing_extensions",
-    "threadpoolctl", "narwhals", "rich", "lz4", "tqdm", "filelock", "fsspec", "regex", "urllib3", "certifi",
-    "charset_normalizer", "idna", "six", "attr", "attrs", "jinja2", "markupsafe", "psutil", "dateutil", "pytz",
-    "tzdata", "sqlparse", "grpc", "opentelemetry", "databricks", "flask", "werkzeug", "docker", "git", "alembic",
-    "graphene", "matplotlib", "numba", "llvmlite", "sentencepiece", "accelerate", "peft", "datasets", "diffusers",
-    "einops", "timm", "torchvision", "torchaudio", "triton", "sympy", "networkx", "mpmath", "fastapi", "starlette",
-    "uvicorn", "anyio", "httpx", "h11", "sniffio", "annotated_types", "typing_inspection", "pydantic_core",
-    "cryptography", "cffi", "pygments", "markdown_it", "mdurl", "zstandard", "pyparsing", "kiwisolver", "cycler",
-    "fonttools", "contourpy", "gunicorn", "waitress", "setuptools", "pkg_resources", "wheel", "pip", "distutils",
-})  # fmt: skip
 
 
 def _shadowed(artifact: Artifact, folder: str) -> list[str]:

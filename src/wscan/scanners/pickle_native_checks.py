@@ -783,11 +783,55 @@ def _tree_holder(cls: str, state: Dict, arrays: ArrayReader) -> None:
     if per_iteration is not None and _const_int(per_iteration) != columns:
         raise Invalid(f"estimators_ of {columns} columns for {_const_int(per_iteration)} trees per iteration")
     init = state.get("init_")
-    if columns == 1 or (isinstance(init, Const) and init.value == "zero"):
+    zero = isinstance(init, Const) and init.value == "zero"
+    legacy = _legacy_loss(state)
+    if legacy is not None:
+        width = _legacy_width(legacy, zero, init, arrays)
+        if columns > width:
+            raise Invalid(f"estimators_ of {columns} columns over initial predictions {width} wide")
+        return
+    if columns == 1 or zero:
         return
     width = _init_width(init, arrays)
     if width != columns:
         raise Invalid(f"estimators_ of {columns} columns over initial predictions {width} wide")
+
+
+# scikit-learn 1.3 and older: gradient boosting's loss object (`_loss`, `loss_` before 1.1) sizes the initial
+# predictions: K columns when they start at zero, else one column for these losses (a regression's prediction, a
+# binary log-odds) and the initial estimator's classes for MultinomialDeviance.
+GB_LOSSES = "sklearn.ensemble._gb_losses."
+ONE_COLUMN_LOSSES = frozenset(f"{GB_LOSSES}{name}" for name in (
+    "LeastSquaresError", "LeastAbsoluteError", "HuberLossFunction", "QuantileLossFunction", "BinomialDeviance",
+    "ExponentialLoss",
+))  # fmt: skip
+
+
+def _legacy_loss(state: Dict) -> Obj | None:
+    for key in ("_loss", "loss_"):
+        value = state.get(key)
+        if isinstance(value, Obj) and native_class_of(value).startswith(GB_LOSSES):
+            return value
+    return None
+
+
+def _legacy_width(loss: Obj, zero: bool, init: Sym | None, arrays: ArrayReader) -> int:
+    """How wide scikit-learn 1.3's `_raw_predict_init` makes the predictions predict_stages then writes a column of
+    per column of estimators_ (helper 229: a MultinomialDeviance of K=1 under 200,000 columns, and a
+    LeastSquaresError under a classifier's 100,000, each crashed predict)."""
+    cls = native_class_of(loss)
+    if zero:
+        loss_state = dict_state(loss.state)
+        k = loss_state.get("K") if loss_state is not None else None
+        count = _const_int(k) if k is not None else None
+        if count is None:
+            raise Unread(f"the class count K of a {cls}")
+        return count
+    if cls in ONE_COLUMN_LOSSES:
+        return 1
+    if cls == f"{GB_LOSSES}MultinomialDeviance":
+        return _init_width(init, arrays)
+    raise Unread(f"initial predictions of a {cls}")
 
 
 # Initial estimators whose predict_proba width is worked out (`_init_width`); any other is unread.

@@ -14,7 +14,7 @@ from pathlib import Path, PurePath
 
 from wscan.lookup import is_file
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.python_code import in_model_folder
+from wscan.scanners.python_code import in_model_folder, shadowed_module
 
 PYC_HEADER = 16  # magic (2 bytes and CR LF), flags, then a timestamp and size or a source hash (PEP 552)
 CACHE_FOLDER = "__pycache__"
@@ -43,7 +43,8 @@ class PythonBytecodeScanner:
         with artifact.opener() as raw:
             mode = bytecode_header(raw.read(PYC_HEADER)) or "unknown"
         place, source = _placement(artifact)
-        yield artifact.observe("code.bytecode", invalidation=mode, place=place, source=source)
+        shadows = shadowed_module(artifact) if place == "legacy" else ""
+        yield artifact.observe("code.bytecode", invalidation=mode, place=place, source=source, shadows=shadows)
 
 
 def _placement(artifact: Artifact) -> tuple[str, str]:

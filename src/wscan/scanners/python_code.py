@@ -93,6 +93,32 @@ _MODEL_FILES = frozenset({
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".keras", ".pkl",
                     ".npz", ".msgpack", ".joblib")
 MAX_PARENT_LEVELS = 4  # code in a model's subfolders (custom_generate/, 0_Transformer/, packages) is model code
+# Modules a flavour's loader goes on to import (besides the standard library): a file of that name in a `code:`
+# folder, first on sys.path, runs instead.
+# The list is of names seen imported while MLflow loads sklearn, pytorch and pyfunc models (sys.modules before and
+# after), plus the usual ML stack; a name outside it is medium (WS-REPO-012), and the files are read as code anyway.
+COMMON_IMPORTS: frozenset[str] = frozenset({
+    "mlflow", "torch", "numpy", "pandas", "sklearn", "scipy", "cloudpickle", "yaml", "packaging", "requests",
+    "transformers", "tensorflow", "keras", "PIL", "joblib", "pyarrow", "sqlalchemy", "click", "importlib_metadata",
+    "google", "cachetools", "sentence_transformers", "huggingface_hub", "tokenizers", "safetensors", "onnx",
+    "onnxruntime", "xgboost", "lightgbm", "catboost", "langchain", "openai", "pydantic", "typing_extensions",
+    "threadpoolctl", "narwhals", "rich", "lz4", "tqdm", "filelock", "fsspec", "regex", "urllib3", "certifi",
+    "charset_normalizer", "idna", "six", "attr", "attrs", "jinja2", "markupsafe", "psutil", "dateutil", "pytz",
+    "tzdata", "sqlparse", "grpc", "opentelemetry", "databricks", "flask", "werkzeug", "docker", "git", "alembic",
+    "graphene", "matplotlib", "numba", "llvmlite", "sentencepiece", "accelerate", "peft", "datasets", "diffusers",
+    "einops", "timm", "torchvision", "torchaudio", "triton", "sympy", "networkx", "mpmath", "fastapi", "starlette",
+    "uvicorn", "anyio", "httpx", "h11", "sniffio", "annotated_types", "typing_inspection", "pydantic_core",
+    "cryptography", "cffi", "pygments", "markdown_it", "mdurl", "zstandard", "pyparsing", "kiwisolver", "cycler",
+    "fonttools", "contourpy", "gunicorn", "waitress", "setuptools", "pkg_resources", "wheel", "pip", "distutils",
+})  # fmt: skip
+# Top-level modules a model's loaders import (and scikit-learn 1.5's `_loss`, which its pickles name): Python run from
+# the model folder (a script there, `python -c`, a notebook) imports a file or package of that name from the folder
+# first, so one there runs in place of the library when the weights load (helper 229: a `_loss/` package beside a
+# pickle, never read).
+# Standard modules no loader imports, whose names model folders use for their own scripts (a `test.py` beside the
+# weights), are left out.
+NEVER_IMPORTED = frozenset({"test", "this", "antigravity", "idlelib", "turtle", "turtledemo", "tkinter", "__main__"})
+SHADOWED = (COMMON_IMPORTS | frozenset(sys.stdlib_module_names) | {"_loss"}) - NEVER_IMPORTED
 MAX_LISTING = 10_000
 # The folder transformers' from_pretrained imports `generate.py` from, with or without trust_remote_code.
 CUSTOM_GENERATE = "custom_generate"
@@ -281,6 +307,7 @@ def _model_root(path: Path) -> Path | None:
     MAX_PARENT_LEVELS up and never past a repository's top (`.git`, a Hugging Face snapshot): a stray config
     higher up is not this code's model. Weights mark only the file's own folder, for the same reason."""
     folder = path.absolute().parent  # a relative path's parents end at the working folder
+    below = ""  # the folder just below `folder` on the way to the file
     for level in range(MAX_PARENT_LEVELS + 1):
         names = _listing(folder)
         if names is None:
@@ -290,12 +317,30 @@ def _model_root(path: Path) -> Path | None:
         cut = len(names) >= MAX_LISTING
         if any(n in _MODEL_FILES for n in names) or (cut and any(is_file(folder / n) for n in _MODEL_FILES)):
             return folder
-        if level == 0 and any(n.endswith(_WEIGHT_SUFFIXES) for n in names):
-            return folder
+        weights = any(n.endswith(_WEIGHT_SUFFIXES) for n in names)
+        if weights and (level == 0 or below in SHADOWED):
+            return folder  # beside the weights, or in a package there named like a module their loaders import
         if ".git" in names or folder.parent.name == "snapshots" or folder.parent == folder:
             return None
+        below = folder.name
         folder = folder.parent
     return None
+
+
+def shadowed_module(artifact: Artifact) -> str:
+    """The module a file beside a model's weights (or the package it is in there) would be imported as in place of
+    a library's (`numpy.py`, `sklearn/__init__.py`, `_loss.pyc`), else "": only for files on disk, whose folder
+    Python can import from."""
+    if artifact.real_path is None:
+        return ""
+    path = artifact.real_path.absolute()
+    for candidate in (path, *path.parents[:MAX_PARENT_LEVELS]):
+        stem = candidate.name.split(".", 1)[0]
+        if stem in SHADOWED and stem != "__init__":
+            names = _listing(candidate.parent)
+            if names is not None and any(n.endswith(_WEIGHT_SUFFIXES) for n in names):
+                return stem
+    return ""
 
 
 def in_model_folder(artifact: Artifact) -> bool:
@@ -343,7 +388,7 @@ class PythonCodeScanner:
         with artifact.opener() as raw:
             source = raw.read(MAX_SOURCE_BYTES + 1)
         lines = source.count(b"\n") + 1
-        yield artifact.observe("code.python", lines=lines)
+        yield artifact.observe("code.python", lines=lines, shadows=shadowed_module(artifact))
         if generate:
             yield artifact.observe("code.custom_generate", lines=lines)
         try:

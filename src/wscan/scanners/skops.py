@@ -104,7 +104,7 @@ class Translation:
 
 def translate(schema: dict[str, Any], read_member: MemberReader, check_time: Callable[[], None]) -> Translation:
     """The pickle whose loading imports and calls what skops.io.load of this schema would."""
-    protocol = schema.get("protocol")
+    protocol = schema.get("protocol", 0)  # skops 0.4 and 0.5 wrote none, and read everything as protocol 0
     try:
         if isinstance(protocol, bool) or not isinstance(protocol, int) or protocol not in PROTOCOLS:
             raise Unfollowed(f"protocol {protocol!r} is not one skops reads (0 to {PROTOCOLS[-1]})", "$")

@@ -185,9 +185,13 @@ class Writer:
             raise Unfollowed("a JsonNode's content is not JSON", node.path) from None
 
     def _FunctionNode(self, node: Node) -> None:
+        if "also" in node.children:  # what skops 0.4 and 0.5 import, the rest of the file read as later ones do
+            self.global_(*node.children["also"])
+            self.op(b"0")
         self.global_(node.module, node.name)
 
-    _TypeNode = _FunctionNode
+    def _TypeNode(self, node: Node) -> None:
+        self.global_(node.module, node.name)
 
     def _container(self, node: Node, plain: tuple[str, str], empty: bytes, add: bytes) -> None:
         items: list[Node] = node.children["content"]

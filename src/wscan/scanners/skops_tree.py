@@ -38,8 +38,9 @@ class Unfollowed(Exception):
 
 
 def is_skops_schema(value: object) -> bool:
-    """Whether a parsed schema.json is one skops.io.load would build a tree from (others it refuses at once)."""
-    return isinstance(value, dict) and "__loader__" in value and "protocol" in value
+    """Whether a parsed schema.json is one some skops.io.load builds a tree from (others are refused at once).
+    skops 0.4 and 0.5 never read a protocol, so one without it is a skops schema too (helper 229 ran os.system so)."""
+    return isinstance(value, dict) and "__loader__" in value
 
 
 @dataclass(eq=False)
@@ -134,11 +135,18 @@ class Builder:
     _TupleNode = _ListNode
 
     def _FunctionNode(self, node: Node, depth: int) -> None:
-        if self.protocol == 0:  # skops' protocol 0 names the function in its content
-            content = self._content(node)
+        """Protocol 0 (and skops 0.4 and 0.5, whatever the protocol says) names the function in its content; a later
+        skops takes __module__ and __class__. Whichever a file names in the other place is judged too ("also")."""
+        content = node.state.get("content")
+        named = isinstance(content, dict) and ("module_path" in content or "function" in content)
+        if self.protocol == 0 or named:
             if not isinstance(content, dict):
                 raise Unfollowed("a protocol 0 FunctionNode's content is not an object", node.path)
-            node.module, node.name = _text(content, "module_path", node.path), _text(content, "function", node.path)
+            old = (_text(content, "module_path", node.path), _text(content, "function", node.path))
+            if self.protocol == 0:
+                node.module, node.name = old
+            else:
+                node.children["also"] = old
 
     def _TypeNode(self, node: Node, depth: int) -> None:
         return None

@@ -1,0 +1,59 @@
+"""Python code beside a model's weights named like a module their loaders import (WS-CODE-015).
+
+Python run from the model folder (a script there, `python -c`, a notebook) has that folder first on `sys.path`, so
+`numpy/__init__.py` or `_loss.pyc` beside a pickle runs in place of the library when the pickle loads (helper 229: a
+`_loss/` package beside a scikit-learn 1.5 pickle was never read, and a `_loss.pyc` was only medium). Each case is
+loaded here by the real pickle module, run from the folder, with the payload writing a marker.
+"""
+
+from __future__ import annotations
+
+import pickle
+import py_compile
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.helpers.scanning import scan
+from wscan.model import Severity
+
+PAYLOAD = "open({marker!r}, 'w').close()\n"
+
+
+def _folder(tmp_path: Path, layout: str) -> Path:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.pkl").write_bytes(pickle.dumps({"weights": np.arange(3)}))
+    code = PAYLOAD.format(marker=str(tmp_path / "MARKER"))
+    if layout == "package":
+        (folder / "numpy").mkdir()
+        (folder / "numpy" / "__init__.py").write_text(code)
+    elif layout == "module":
+        (folder / "numpy.py").write_text(code)
+    elif layout == "bytecode":
+        source = tmp_path / "numpy.py"
+        source.write_text(code)
+        py_compile.compile(str(source), cfile=str(folder / "numpy.pyc"))
+    return folder
+
+
+@pytest.mark.parametrize("layout", ["package", "module", "bytecode"])
+def test_a_module_shadowing_the_loaders_import_is_high(tmp_path: Path, layout: str) -> None:
+    folder = _folder(tmp_path, layout)
+    subprocess.run([sys.executable, "-c", "import pickle; pickle.load(open('model.pkl', 'rb'))"], cwd=folder,
+                   capture_output=True, timeout=120, check=False)
+    assert (tmp_path / "MARKER").exists()  # the folder's numpy ran, not the library
+    high = {f.rule_id for f in scan(folder).findings if f.severity >= Severity.HIGH}
+    assert "WS-CODE-015" in high
+
+
+@pytest.mark.parametrize("name", ["test.py", "modeling_tiny.py", "inference.py"])
+def test_scripts_named_otherwise_are_not(tmp_path: Path, name: str) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.pkl").write_bytes(pickle.dumps({"weights": np.arange(3)}))
+    (folder / name).write_text("import numpy\nprint(numpy.arange(3))\n")
+    assert "WS-CODE-015" not in {f.rule_id for f in scan(folder).findings}
