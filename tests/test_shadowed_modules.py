@@ -50,10 +50,41 @@ def test_a_module_shadowing_the_loaders_import_is_high(tmp_path: Path, layout: s
     assert "WS-CODE-015" in high
 
 
-@pytest.mark.parametrize("name", ["test.py", "modeling_tiny.py", "inference.py"])
+# Helper 230's layouts: weights named so the folder had not counted as a model's, a package the standard library
+# imports if present (copy.py tries `org.python.core`), and a numpy.py at a repository's top with the weights below.
+LAYOUTS = {
+    "upper-case-weights": ("MODEL.PKL", "numpy.py", "import pickle; pickle.load(open('MODEL.PKL', 'rb'))"),
+    "compressed-joblib": ("model.pkl.gz", "numpy.py", "import joblib; joblib.load('model.pkl.gz')"),
+    "weights-below": ("models/model.pkl", "numpy.py", "import pickle; pickle.load(open('models/model.pkl', 'rb'))"),
+    "optional-import": ("model.pkl", "org/__init__.py", "import joblib; joblib.load('model.pkl')"),
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_helper_230_layouts_are_high(tmp_path: Path, layout: str) -> None:
+    weights, code, load = LAYOUTS[layout]
+    folder = tmp_path / "model"
+    (folder / weights).parent.mkdir(parents=True)
+    if weights.endswith(".gz"):
+        import joblib
+
+        joblib.dump({"weights": np.arange(3)}, folder / weights)
+    else:
+        (folder / weights).write_bytes(pickle.dumps({"weights": np.arange(3)}))
+    (folder / code).parent.mkdir(parents=True, exist_ok=True)
+    (folder / code).write_text(PAYLOAD.format(marker=str(tmp_path / "MARKER")))
+    subprocess.run([sys.executable, "-c", load], cwd=folder, capture_output=True, timeout=120, check=False)
+    assert (tmp_path / "MARKER").exists()
+    assert "WS-CODE-015" in {f.rule_id for f in scan(folder).findings if f.severity >= Severity.HIGH}
+
+
+# Names Python never takes from the folder: a namespace folder (no __init__.py) loses to the installed package, a
+# built-in module (time) and one imported at start-up (os) are never looked up there; scripts named otherwise.
+@pytest.mark.parametrize("name", ["test.py", "modeling_tiny.py", "inference.py", "code/inference.py",
+                                  "onnx/export.py", "time.py", "os.py"])
 def test_scripts_named_otherwise_are_not(tmp_path: Path, name: str) -> None:
     folder = tmp_path / "model"
-    folder.mkdir()
+    (folder / name).parent.mkdir(parents=True)
     (folder / "model.pkl").write_bytes(pickle.dumps({"weights": np.arange(3)}))
     (folder / name).write_text("import numpy\nprint(numpy.arange(3))\n")
     assert "WS-CODE-015" not in {f.rule_id for f in scan(folder).findings}

@@ -784,11 +784,12 @@ def _tree_holder(cls: str, state: Dict, arrays: ArrayReader) -> None:
         raise Invalid(f"estimators_ of {columns} columns for {_const_int(per_iteration)} trees per iteration")
     init = state.get("init_")
     zero = isinstance(init, Const) and init.value == "zero"
-    legacy = _legacy_loss(state)
-    if legacy is not None:
-        width = _legacy_width(legacy, zero, init, arrays)
+    legacy = _legacy_losses(state)
+    for loss in legacy:
+        width = _legacy_width(loss, zero, init, arrays)
         if columns > width:
             raise Invalid(f"estimators_ of {columns} columns over initial predictions {width} wide")
+    if legacy:
         return
     if columns == 1 or zero:
         return
@@ -807,12 +808,19 @@ ONE_COLUMN_LOSSES = frozenset(f"{GB_LOSSES}{name}" for name in (
 ))  # fmt: skip
 
 
-def _legacy_loss(state: Dict) -> Obj | None:
+def _legacy_losses(state: Dict) -> list[Obj]:
+    """The loss objects a release before 1.4 sizes predictions by: under `_loss` (1.1 to 1.3) and `loss_` (1.0),
+    each a legacy loss class or any object whose state has a K (helper 230 gave a DummyRegressor K=1: 1.3 reads
+    `_loss.K` whatever it is). A file may hold both, and n_trees_per_iteration_ too: each is checked."""
+    found = []
     for key in ("_loss", "loss_"):
         value = state.get(key)
-        if isinstance(value, Obj) and native_class_of(value).startswith(GB_LOSSES):
-            return value
-    return None
+        if not isinstance(value, Obj):
+            continue
+        loss_state = dict_state(value.state)
+        if native_class_of(value).startswith(GB_LOSSES) or (loss_state is not None and loss_state.get("K") is not None):
+            found.append(value)
+    return found
 
 
 def _legacy_width(loss: Obj, zero: bool, init: Sym | None, arrays: ArrayReader) -> int:

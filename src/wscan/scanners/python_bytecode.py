@@ -38,12 +38,13 @@ class PythonBytecodeScanner:
         return not head.raw_data and head.name.lower().endswith(".pyc") and bytecode_header(head.head) is not None
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
-        if not in_model_folder(artifact):
+        shadows = shadowed_module(artifact)
+        if not shadows and not in_model_folder(artifact):
             return
         with artifact.opener() as raw:
             mode = bytecode_header(raw.read(PYC_HEADER)) or "unknown"
         place, source = _placement(artifact)
-        shadows = shadowed_module(artifact) if place == "legacy" else ""
+        shadows = shadows if place == "legacy" else ""
         yield artifact.observe("code.bytecode", invalidation=mode, place=place, source=source, shadows=shadows)
 
 

@@ -92,6 +92,21 @@ _MODEL_FILES = frozenset({
 })  # fmt: skip
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".keras", ".pkl",
                     ".npz", ".msgpack", ".joblib")
+# What else a loader unpickles from a folder (joblib's compressed dumps, skops files, scikit-learn's `.sav`), and the
+# compression a name may end with after a weights suffix; names compared whatever their case (MODEL.PKL loads too).
+_MORE_WEIGHTS = (".pickle", ".sav", ".skops", ".dill", ".npy")
+_COMPRESSION = (".gz", ".bz2", ".xz", ".lzma", ".z", ".lz4", ".zst")
+
+
+def is_weights(name: str) -> bool:
+    """Whether a file name is one a loader reads weights or a pickle from (helper 230 hid code beside MODEL.PKL,
+    model.pkl.gz, model.sav and a .skops file, none counted as weights)."""
+    lower = name.lower()
+    for suffix in _COMPRESSION:
+        if lower.endswith(suffix):
+            lower = lower[: -len(suffix)]
+            break
+    return lower.endswith(_WEIGHT_SUFFIXES + _MORE_WEIGHTS)
 MAX_PARENT_LEVELS = 4  # code in a model's subfolders (custom_generate/, 0_Transformer/, packages) is model code
 # Modules a flavour's loader goes on to import (besides the standard library): a file of that name in a `code:`
 # folder, first on sys.path, runs instead.
@@ -116,10 +131,21 @@ COMMON_IMPORTS: frozenset[str] = frozenset({
 # first, so one there runs in place of the library when the weights load (helper 229: a `_loss/` package beside a
 # pickle, never read).
 # Standard modules no loader imports, whose names model folders use for their own scripts (a `test.py` beside the
-# weights), are left out.
+# weights), are left out, and so are those no folder can shadow: built into the interpreter (`time`), or imported
+# before the folder is on sys.path (`os`, `io`, `abc`: Python's start-up). Modules the standard library imports if
+# present are in (helper 230: `copy` tries `org.python.core`, `sysconfig` its `_sysconfigdata_*`).
 NEVER_IMPORTED = frozenset({"test", "this", "antigravity", "idlelib", "turtle", "turtledemo", "tkinter", "__main__"})
-SHADOWED = (COMMON_IMPORTS | frozenset(sys.stdlib_module_names) | {"_loss"}) - NEVER_IMPORTED
+AT_START_UP = frozenset({"abc", "codecs", "encodings", "io", "os", "stat", "posixpath", "ntpath", "genericpath",
+                         "_collections_abc", "site", "_sitebuiltins"})  # fmt: skip
+OPTIONAL_IMPORTS = frozenset({"org", "sitecustomize", "usercustomize", "skops", "_loss"})
+SHADOWED = (
+    (COMMON_IMPORTS | frozenset(sys.stdlib_module_names) | OPTIONAL_IMPORTS)
+    - NEVER_IMPORTED - AT_START_UP - frozenset(sys.builtin_module_names)
+)
+SHADOWED_PREFIXES = ("_sysconfigdata_",)
+NAMESPACE_LIBRARIES = frozenset({"google"})  # a folder without __init__.py joins these, and may shadow their parts
 MAX_LISTING = 10_000
+MAX_SUBFOLDERS = 200  # folders below a shadowing module's looked into for weights
 # The folder transformers' from_pretrained imports `generate.py` from, with or without trust_remote_code.
 CUSTOM_GENERATE = "custom_generate"
 
@@ -317,8 +343,8 @@ def _model_root(path: Path) -> Path | None:
         cut = len(names) >= MAX_LISTING
         if any(n in _MODEL_FILES for n in names) or (cut and any(is_file(folder / n) for n in _MODEL_FILES)):
             return folder
-        weights = any(n.endswith(_WEIGHT_SUFFIXES) for n in names)
-        if weights and (level == 0 or below in SHADOWED):
+        weights = any(is_weights(n) for n in names)
+        if weights and (level == 0 or _shadows(below)):
             return folder  # beside the weights, or in a package there named like a module their loaders import
         if ".git" in names or folder.parent.name == "snapshots" or folder.parent == folder:
             return None
@@ -328,19 +354,43 @@ def _model_root(path: Path) -> Path | None:
 
 
 def shadowed_module(artifact: Artifact) -> str:
-    """The module a file beside a model's weights (or the package it is in there) would be imported as in place of
-    a library's (`numpy.py`, `sklearn/__init__.py`, `_loss.pyc`), else "": only for files on disk, whose folder
-    Python can import from."""
+    """The module a file near a model's weights (or the package it is in) would be imported as in place of a
+    library's (`numpy.py`, `sklearn/__init__.py`, `_loss.pyc`), else "": Python run from that folder imports it first.
+    The weights may be beside it or in a folder below (run from the repository's top, a loader of models/x.pkl
+    still imports the top's numpy.py). A folder without `__init__.py` is a namespace portion, which never wins over
+    an installed package. Only for files on disk, whose folder Python can import from."""
     if artifact.real_path is None:
         return ""
     path = artifact.real_path.absolute()
     for candidate in (path, *path.parents[:MAX_PARENT_LEVELS]):
         stem = candidate.name.split(".", 1)[0]
-        if stem in SHADOWED and stem != "__init__":
-            names = _listing(candidate.parent)
-            if names is not None and any(n.endswith(_WEIGHT_SUFFIXES) for n in names):
-                return stem
+        if not _shadows(stem):
+            continue
+        if candidate != path and stem not in NAMESPACE_LIBRARIES and not is_file(candidate / "__init__.py"):
+            continue
+        if _weights_at_or_below(candidate.parent):
+            return stem
     return ""
+
+
+def _shadows(stem: str) -> bool:
+    return stem in SHADOWED or stem.startswith(SHADOWED_PREFIXES)
+
+
+def _weights_at_or_below(folder: Path) -> bool:
+    """Weights in the folder or in a folder directly below it."""
+    names = _listing(folder)
+    if names is None:
+        return False
+    if any(is_weights(n) for n in names):
+        return True
+    for name in names[:MAX_SUBFOLDERS]:
+        below = folder / name
+        if below.is_dir() and not below.is_symlink():
+            inner = _listing(below)
+            if inner is not None and any(is_weights(n) for n in inner):
+                return True
+    return False
 
 
 def in_model_folder(artifact: Artifact) -> bool:
@@ -376,7 +426,8 @@ class PythonCodeScanner:
                 and b"\x00" not in head.head)
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
-        if not in_model_folder(artifact):
+        shadows = shadowed_module(artifact)
+        if not shadows and not in_model_folder(artifact):
             return
         generate = custom_generate(artifact)
         if artifact.size > MAX_SOURCE_BYTES:  # code a loader may import, unread: as bad as code that runs (red team)
@@ -388,7 +439,7 @@ class PythonCodeScanner:
         with artifact.opener() as raw:
             source = raw.read(MAX_SOURCE_BYTES + 1)
         lines = source.count(b"\n") + 1
-        yield artifact.observe("code.python", lines=lines, shadows=shadowed_module(artifact))
+        yield artifact.observe("code.python", lines=lines, shadows=shadows)
         if generate:
             yield artifact.observe("code.custom_generate", lines=lines)
         try:
