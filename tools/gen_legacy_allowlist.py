@@ -20,7 +20,6 @@ them: `python tools/gen_legacy_allowlist.py`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy
 from pack_file import RULES, write_pack
@@ -58,8 +57,7 @@ def aliases() -> dict[str, set[str]]:
     """Each list's new names: the other spellings of allowed names, then the removed ones."""
     found: dict[str, set[str]] = {}
     for pack in ("allow-core", "allow-sklearn", "allow-science"):
-        path = Path(RULES / f"{pack}.yaml")
-        if not path.exists():
+        if not (RULES / f"{pack}.yaml").exists():
             continue
         for list_name, names in _lists(pack).items():
             for name in names:

@@ -67,7 +67,7 @@ def scan_skops(artifact: Artifact, ctx: ScanContext, archive: zipfile.ZipFile) -
         return
     except ValueError:  # not JSON, so skops refuses it before anything is imported
         return
-    if not isinstance(schema, dict) or not is_skops_schema(schema):
+    if not is_skops_schema(schema):
         return
     result = translate(schema, read_member, ctx.budget.check_time)
     if result.problem is not None:

@@ -40,6 +40,7 @@ class Writer:
         self.out = io.BytesIO()
         self.memo: dict[int, int] = {}
         self.building: set[int] = set()
+        self.arrays: dict[int, tuple[Any, tuple[int, ...], bool, bytes]] = {}
         self.check_time = check_time
         self.written = 0
 
@@ -172,6 +173,13 @@ class Writer:
         if key not in self.memo:
             self.remember(node)
 
+    def array_of(self, node: Node) -> tuple[Any, tuple[int, ...], bool, bytes]:
+        """An array node's .npy member, read once however often the node is written or its dtype taken."""
+        key = id(node)
+        if key not in self.arrays:
+            self.arrays[key] = npy_array(node.children["data"], node.path)
+        return self.arrays[key]
+
     def child(self, node: Node, role: str) -> Callable[[], None]:
         return partial(self.node, node.children[role])
 
@@ -203,11 +211,8 @@ class Writer:
                 self.node(item)
             self.op(add)
             return
-        self.global_(node.module, node.name)  # the class is called with the items as a list
-        self.op(b"(](")
-        for item in items:
-            self.node(item)
-        self.op(b"etR")
+        # the class is called with the items as a list
+        self.call(node.module, node.name, [partial(self.list_, [partial(self.node, item) for item in items])])
 
     def _ListNode(self, node: Node) -> None:
         self._container(node, ("builtins", "list"), b"]", b"e")
@@ -217,10 +222,11 @@ class Writer:
 
     def _TupleNode(self, node: Node) -> None:
         items: list[Node] = node.children["content"]
-        if (node.module, node.name) != ("builtins", "tuple"):
+        plain = (node.module, node.name) == ("builtins", "tuple")
+        if not plain:
             self.global_(node.module, node.name)  # imported; a namedtuple is called with the items
         self.tuple_([partial(self.node, item) for item in items])
-        if (node.module, node.name) != ("builtins", "tuple"):
+        if not plain:
             self.op(b"R")
 
     def _DictNode(self, node: Node) -> None:
@@ -320,7 +326,7 @@ class Writer:
 
     def _NdArrayNode(self, node: Node) -> None:
         if "data" in node.children:
-            array = npy_array(node.children["data"], node.path)
+            array = self.array_of(node)
             plain = (node.module, node.name) == ("numpy", "ndarray")
             if not plain:
                 self.global_(node.module, node.name)  # gettype(...)(array)
@@ -374,7 +380,7 @@ class Writer:
             raise Unfollowed("a DTypeNode's content is not an array file", node.path)
         self.node(content)  # constructed first, whatever class it names (a call when that is not ndarray)
         self.op(b"0")
-        self.dtype(npy_array(content.children["data"], content.path)[0])
+        self.dtype(self.array_of(content)[0])
 
     def _SparseMatrixNode(self, node: Node) -> None:
         """load_npz of the member: the class named by its `format` (the node's own names are only audited, written

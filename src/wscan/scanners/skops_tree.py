@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 PROTOCOLS = range(0, 3)  # the protocols skops 0.11 to 0.16 read (0 and 1 still have nodes of their own)
 MAX_NODES = 5_000_000  # nodes in one schema (a random forest of 500 trees has a few tens of thousands)
@@ -37,7 +37,7 @@ class Unfollowed(Exception):
         self.path = path
 
 
-def is_skops_schema(value: object) -> bool:
+def is_skops_schema(value: object) -> TypeGuard[dict[str, Any]]:
     """Whether a parsed schema.json is one some skops.io.load builds a tree from (others are refused at once).
     skops 0.4 and 0.5 never read a protocol, so one without it is a skops schema too (helper 229 ran os.system so)."""
     return isinstance(value, dict) and "__loader__" in value
@@ -107,6 +107,17 @@ class Builder:
             raise Unfollowed(f"{role} is {type(states).__name__}, not a list", node.path)
         node.children[role] = [self.build(s, f"{node.path}.{role}[{i}]", depth) for i, s in enumerate(states)]
 
+    def _fields(self, node: Node) -> dict[str, Any]:
+        """A node's content that must be a JSON object (its fields by role), as skops indexes it."""
+        content = self._content(node)
+        if not isinstance(content, dict):
+            raise Unfollowed(f"a {node.loader}'s content is not an object", node.path)
+        return content
+
+    def _roles(self, node: Node, content: dict[str, Any], roles: tuple[str, ...], depth: int) -> None:
+        for role in roles:
+            self._child(node, role, content.get(role), depth)
+
     def _content(self, node: Node) -> Any:
         if "content" not in node.state:
             raise Unfollowed("the node has no content", node.path)
@@ -114,19 +125,13 @@ class Builder:
 
     def _DictNode(self, node: Node, depth: int) -> None:
         self._child(node, "key_types", node.state.get("key_types"), depth)
-        content = self._content(node)
-        if not isinstance(content, dict):
-            raise Unfollowed("a DictNode's content is not an object", node.path)
+        content = self._fields(node)
         node.children["content"] = {
             key: self.build(value, f"{node.path}.content[{key!r}]", depth) for key, value in content.items()
         }
 
     def _DefaultDictNode(self, node: Node, depth: int) -> None:
-        content = self._content(node)
-        if not isinstance(content, dict):
-            raise Unfollowed("a DefaultDictNode's content is not an object", node.path)
-        self._child(node, "main", content.get("main"), depth)
-        self._child(node, "default_factory", content.get("default_factory"), depth)
+        self._roles(node, self._fields(node), ("main", "default_factory"), depth)
 
     def _ListNode(self, node: Node, depth: int) -> None:
         self._items(node, "content", self._content(node), depth)
@@ -160,11 +165,7 @@ class Builder:
             raise Unfollowed("a SliceNode's content lacks start, stop or step", node.path)
 
     def _PartialNode(self, node: Node, depth: int) -> None:
-        content = self._content(node)
-        if not isinstance(content, dict):
-            raise Unfollowed("a PartialNode's content is not an object", node.path)
-        for role in ("func", "args", "kwds", "namespace"):
-            self._child(node, role, content.get(role), depth)
+        self._roles(node, self._fields(node), ("func", "args", "kwds", "namespace"), depth)
 
     def _ConstructorFromReduceNode(self, node: Node, depth: int) -> None:
         self._child(node, "content", self._content(node), depth)
@@ -224,11 +225,7 @@ class Builder:
             raise Unfollowed(f"array type {kind!r} is not one skops has", node.path)
 
     def _MaskedArrayNode(self, node: Node, depth: int) -> None:
-        content = self._content(node)
-        if not isinstance(content, dict):
-            raise Unfollowed("a MaskedArrayNode's content is not an object", node.path)
-        self._child(node, "data", content.get("data"), depth)
-        self._child(node, "mask", content.get("mask"), depth)
+        self._roles(node, self._fields(node), ("data", "mask"), depth)
 
     def _RandomStateNode(self, node: Node, depth: int) -> None:
         self._child(node, "content", self._content(node), depth)
@@ -238,12 +235,8 @@ class Builder:
         the bit generator's state only (a seed_seq there is never built, so its ids never enter the memo)."""
         if self.protocol == 0:
             raise Unfollowed("a protocol 0 Generator, whose raw state skops refuses", node.path)
-        content = self._content(node)
-        if not isinstance(content, dict):
-            raise Unfollowed("a RandomGeneratorNode's content is not an object", node.path)
-        self._child(node, "bit_generator", content.get("bit_generator"), depth)
-        if self.protocol >= 2:
-            self._child(node, "seed_seq", content.get("seed_seq"), depth)
+        roles = ("bit_generator", "seed_seq") if self.protocol >= 2 else ("bit_generator",)
+        self._roles(node, self._fields(node), roles, depth)
 
     def _DTypeNode(self, node: Node, depth: int) -> None:
         self._child(node, "content", self._content(node), depth)
