@@ -88,3 +88,34 @@ def test_scripts_named_otherwise_are_not(tmp_path: Path, name: str) -> None:
     (folder / "model.pkl").write_bytes(pickle.dumps({"weights": np.arange(3)}))
     (folder / name).write_text("import numpy\nprint(numpy.arange(3))\n")
     assert "WS-CODE-015" not in {f.rule_id for f in scan(folder).findings}
+
+
+def _linked_folder(tmp_path: Path, link: str, package: bool = True) -> Path:
+    folder = tmp_path / "model"
+    (folder / "lib").mkdir(parents=True)
+    (folder / "model.pkl").write_bytes(pickle.dumps({"weights": np.arange(3)}))
+    if package:
+        (folder / "lib" / "__init__.py").write_text(PAYLOAD.format(marker=str(tmp_path / "MARKER")))
+    (folder / link).symlink_to("lib", target_is_directory=True)
+    return folder
+
+
+def test_a_symlinked_folder_named_like_a_module_is_high(tmp_path: Path) -> None:
+    """`numpy -> lib/` beside the weights: Python follows the link and imports lib/__init__.py as numpy (it was only
+    WS-FILE-011, medium: the scan passed)."""
+    folder = _linked_folder(tmp_path, "numpy")
+    subprocess.run([sys.executable, "-c", "import pickle; pickle.load(open('model.pkl', 'rb'))"], cwd=folder,
+                   capture_output=True, timeout=120, check=False)
+    assert (tmp_path / "MARKER").exists()
+    report = scan(folder)
+    high = [f for f in report.findings if f.severity >= Severity.HIGH]
+    assert [(f.rule_id, Path(f.location.path).name) for f in high] == [("WS-CODE-015", "numpy")]
+    assert "numpy would be imported" in high[0].message
+
+
+@pytest.mark.parametrize(("link", "package"), [("assets", True), ("numpy", False), ("time", True)])
+def test_symlinked_folders_that_shadow_nothing_stay_medium(tmp_path: Path, link: str, package: bool) -> None:
+    """A link named like no module, one to a folder without __init__.py (a namespace portion) and one named like a
+    built-in module are the symlinked folder they were (WS-FILE-011), nothing more."""
+    folder = _linked_folder(tmp_path, link, package)
+    assert {(f.rule_id, f.severity) for f in scan(folder).findings} == {("WS-FILE-011", Severity.MEDIUM)}

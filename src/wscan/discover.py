@@ -17,6 +17,7 @@ from pathlib import Path
 
 from wscan.lookup import resolve, walk
 from wscan.model import Location, Observation
+from wscan.module_shadowing import shadowing_link
 
 LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/v1"
 CODE_SUFFIXES = (".py",)  # what transformers and sentence-transformers import from a model folder
@@ -148,7 +149,8 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
         for name in sorted(linked):
             target = Path(str(targets[name]))
             yield _skip(prefix + name, "file.symlink_dir", target=target.as_posix(),
-                        outside=not _stays_inside(here / name, target, root))  # fmt: skip
+                        outside=not _stays_inside(here / name, target, root),
+                        shadows=shadowing_link(here / name))  # fmt: skip
         subfolders = set(folder.folders)
         for entry in folder.entries:
             if entry.name not in linked and entry.name not in subfolders and entry.name not in passed_over:

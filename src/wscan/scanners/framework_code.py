@@ -28,9 +28,9 @@ from typing import Any, TypeGuard
 
 from wscan.lookup import is_file, resolve
 from wscan.model import Observation
+from wscan.module_shadowing import COMMON_IMPORTS
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.loader_keys import DIFFUSERS_INDEX, loader_keys
-from wscan.scanners.python_code import COMMON_IMPORTS
 from wscan.scanners.repo_files import read_bounded
 from wscan.scanners.yaml_parsers import yaml_loaders
 from wscan.strict_json import loads_lenient

@@ -14,7 +14,7 @@ from pathlib import Path, PurePath
 
 from wscan.lookup import is_file
 from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem
-from wscan.scanners.python_code import in_model_folder, shadowed_module
+from wscan.scanners.python_code import in_model_folder, shadowed_by
 
 PYC_HEADER = 16  # magic (2 bytes and CR LF), flags, then a timestamp and size or a source hash (PEP 552)
 CACHE_FOLDER = "__pycache__"
@@ -38,7 +38,7 @@ class PythonBytecodeScanner:
         return not head.raw_data and head.name.lower().endswith(".pyc") and bytecode_header(head.head) is not None
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
-        shadows = shadowed_module(artifact)
+        shadows = shadowed_by(artifact)
         if not shadows and not in_model_folder(artifact):
             return
         with artifact.opener() as raw:
