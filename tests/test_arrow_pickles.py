@@ -252,9 +252,12 @@ def test_a_child_of_another_layout_than_declared_is_flagged(tmp_path: Path) -> N
     assert rules(tmp_path, _materialised(forged_state), "child.pkl").get("WS-PKL-045") == Severity.HIGH
 
 
-def test_arrow_types_wscan_does_not_follow_are_unverified_not_high(tmp_path: Path) -> None:
-    views = pa.array(["a", "b"], type=pa.string_view())
-    assert rules(tmp_path, pickle.dumps(views, protocol=5)) == {"WS-PKL-046": Severity.MEDIUM}
+def test_arrow_types_named_by_an_alias_wscan_does_not_follow_are_high(tmp_path: Path) -> None:
+    """Views pickle as type_for_alias("string_view"), an allowed maker: they were WS-PKL-046, medium, and helper 232's
+    view 2 GB past its buffer crashed pandas at repr. Their own makers (pa.string_view) stay off the allowlist, so
+    the alias is judged the same."""
+    for views in (pa.array(["a", "b"], type=pa.string_view()), pa.array([b"a", b"b"], type=pa.binary_view())):
+        assert rules(tmp_path, pickle.dumps(views, protocol=5)) == {"WS-PKL-045": Severity.HIGH}
 
 
 # Review 48: ways around the first version of the check, each now WS-PKL-045.

@@ -403,3 +403,111 @@ def test_rows_of_arrays_made_by_calling_ndarray_are_checked(tmp_path: Path) -> N
     found = _high(tmp_path, pickled(FAR))
     assert any(f.startswith(RULE) and "3 rows where the index has 1000000000" in f for f in found), found
     assert _high(tmp_path, pickled(3)) == []
+
+
+class _Called:
+    """Pickled as a call of `func` on `args`: an index made by calling its class, which pandas never writes."""
+
+    def __init__(self, func: Any, *args: Any) -> None:
+        self.func, self.args = func, args
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return self.func, self.args
+
+
+def _series_axis(axis: Any) -> bytes:
+    """Three values whose Series' manager, in the state pandas writes, is given `axis` as its index."""
+    series = pd.Series(np.arange(3.0))
+
+    def reduce(mgr: Any) -> tuple[Any, ...]:
+        values = mgr.blocks[0].values
+        state = {"0.14.1": {"axes": [axis], "blocks": [{"values": values, "mgr_locs": slice(0, 3, 1)}]}}
+        return copyreg.__newobj__, (type(mgr),), ([axis], [values], [axis], state)  # type: ignore[attr-defined]
+
+    return _pickled(series, reduce)
+
+
+def _frame_rows(rows: Any) -> bytes:
+    """Two columns of four rows restored from pandas 1's state, given `rows` as the rows axis."""
+    frame = _frame()
+
+    def reduce(mgr: BlockManager) -> tuple[Any, ...]:
+        axes = [mgr.axes[0], rows]
+        blocks = [{"values": b.values, "mgr_locs": b.mgr_locs.indexer} for b in mgr.blocks]
+        state = (axes, [b.values for b in mgr.blocks], [axes[0]], {"0.14.1": {"axes": axes, "blocks": blocks}})
+        return copyreg.__newobj__, (BlockManager,), state  # type: ignore[attr-defined]
+
+    return _pickled(frame, reduce)
+
+
+def _masked(size: int, mask: int) -> bytes:
+    """An Int8 array of `size` values whose mask has `mask` entries."""
+    array = pd.array([1, None], dtype="Int8")
+    object.__setattr__(array, "_data", (np.arange(size) % 100).astype(np.int8))
+    object.__setattr__(array, "_mask", np.zeros(mask, dtype=bool))
+    return pickle.dumps(array, protocol=4)
+
+
+def _categories_called() -> bytes:
+    """A Categorical of two categories, made by calling Index (pandas writes _new_Index), given a code of 10^9."""
+    categorical = pd.Categorical(list("xy"), categories=pd.Index(["x", "y"], dtype=object))
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if obj is categorical:
+                func, args, state = obj.__reduce_ex__(4)[:3]
+                return func, args, (state[0], np.array([0, FAR], dtype=np.int64))
+            if obj is categorical.dtype.categories:
+                return pd.Index, (np.array(["x", "y"], dtype=object), "object")
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=4).dump(categorical)
+    return buffer.getvalue()
+
+
+HELPER_232 = {  # each crashed pandas 3.1 at repr (the mask: at unique) and passed the scan
+    "categories-called": (_categories_called, "repr", "axis not pickled"),
+    "series-index-called": (lambda: _series_axis(_Called(pd.RangeIndex, 0, FAR)), "repr", "axis not pickled"),
+    "frame-rows-called": (lambda: _frame_rows(_Called(pd.RangeIndex, 0, FAR)), "repr", "axis not pickled"),
+    "frame-rows-dates": (lambda: _frame_rows(pd.date_range("2000-01-01", periods=200_000, freq="s")), "repr",
+                         "4 rows where the index has 200000"),
+    "mask-shorter": (lambda: _masked(20_000_000, 0), "unique", "a mask of shape (0,) over values of shape (20000000,)"),
+}  # fmt: skip
+CONTROLS = {
+    "series-index-dates": lambda: _series_axis(pd.date_range("2000-01-01", periods=3, freq="D")),
+    "frame-rows-dates": lambda: _frame_rows(pd.date_range("2000-01-01", periods=4, freq="s")),
+    "frame-rows-periods": lambda: _frame_rows(pd.period_range("2000-01", periods=4, freq="M")),
+    "frame-rows-timedeltas": lambda: _frame_rows(pd.timedelta_range(0, periods=4)),
+    "frame-rows-intervals": lambda: _frame_rows(pd.interval_range(0, 4)),
+    "frame-rows-nullable": lambda: _frame_rows(pd.Index(pd.array([1, 2, None, 4], dtype="Int64"))),
+    "frame-rows-sparse": lambda: _frame_rows(pd.Index(pd.arrays.SparseArray([0, 0, 1, 0]))),
+    "frame-rows-categories": lambda: _frame_rows(pd.CategoricalIndex(list("abab"))),
+    "mask-equal": lambda: _masked(1000, 1000),
+}
+
+
+def test_helper_232_unmeasured_axes_and_masks_crash_pandas(tmp_path: Path) -> None:
+    jobs = []
+    for label, (make, use, _) in HELPER_232.items():
+        path = tmp_path / f"{label}.pkl"
+        path.write_bytes(make())
+        jobs.append((label, path, use, tmp_path / "never-made"))
+    setup = ("import pickle\ndef load(path, option):\n    with open(path, 'rb') as f:\n        value = pickle.load(f)\n"
+             "    repr(value) if option == 'repr' else value.unique()\n")  # fmt: skip
+    outcomes = {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=120).items()}
+    assert outcomes == dict.fromkeys(HELPER_232, "crashed: wait status 11")
+
+
+@pytest.mark.parametrize("case", list(HELPER_232))
+def test_helper_232_cases_are_high(tmp_path: Path, case: str) -> None:
+    """An index wscan cannot measure fails closed, an index pandas writes is measured, a mask is checked against its
+    values (each was passed over before)."""
+    make, _, detail = HELPER_232[case]
+    found = _high(tmp_path, make())
+    assert any(f.startswith(RULE) and detail in f for f in found), found
+
+
+@pytest.mark.parametrize("case", list(CONTROLS))
+def test_every_index_kind_pandas_writes_is_measured(tmp_path: Path, case: str) -> None:
+    assert _high(tmp_path, CONTROLS[case]()) == []

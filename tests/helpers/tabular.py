@@ -4,6 +4,7 @@ import; tests/test_benign_real.py scans them and must find nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,8 @@ def pandas_objects() -> dict[str, Any]:
     indexes = {
         "range": pd.RangeIndex(n),
         "int": pd.Index([3, 1, 2, 0]),
+        "float": pd.Index([0.5, 1.5, 2.5, 3.5]),  # pandas 1: Float64Index
+        "uint": pd.Index(np.arange(n, dtype=np.uint64)),  # pandas 1: UInt64Index
         "str": pd.Index(list("abcd")),
         "datetime": pd.date_range("2021-01-01", periods=n, freq="W"),
         "timedelta": pd.timedelta_range(0, periods=n, freq="min"),
@@ -53,20 +56,38 @@ def pandas_objects() -> dict[str, Any]:
     objects["scalars"] = [pd.Timestamp("2020-01-01", tz="Europe/Berlin"), pd.Timedelta("1h"), pd.Period("2020Q1"),
                           pd.Interval(0, 1), pd.NaT, pd.NA, pd.offsets.BDay(2), pd.offsets.MonthEnd()]  # fmt: skip
     objects["offsets"] = _offsets()
-    objects["frequencies"] = [pd.date_range("2020-01-01", periods=3, freq=f) for f in
-                              ("D", "h", "min", "s", "ms", "us", "ns", "B", "C", "W", "MS", "ME", "BMS", "BME", "SME",
-                               "QS", "QE", "YS", "YE", "bh")]  # fmt: skip
+    objects["frequencies"] = _date_ranges(("D", "h", "min", "s", "ms", "us", "ns", "B", "C", "W", "MS", "ME", "BMS",
+                                           "BME", "SME", "QS", "QE", "YS", "YE", "bh"))  # fmt: skip
     objects["timedelta-frequencies"] = [pd.timedelta_range(0, periods=3, freq=f) for f in ("D", "h", "s")]
     objects["masked-dtypes"] = pd.DataFrame(
         {d: pd.array([1, None], dtype=d) for d in ("Int8", "Int16", "Int32", "UInt8", "UInt16", "UInt32", "UInt64")}
         | {"Float32": pd.array([1.0, None], dtype="Float32")}
     )
     objects["dateutil-zones"] = _dateutil_zones()
+    # NumPy-backed extension arrays (pandas 1 and 2 called them PandasArray) and block-kind sparse arrays (helper 232)
+    numpy_backed = getattr(pd.arrays, "NumpyExtensionArray", None) or pd.arrays.PandasArray
+    objects["numpy-extension-array"] = numpy_backed(np.arange(n))
+    objects["sparse-block"] = pd.arrays.SparseArray([0, 0, 1, 1, 0], kind="block")
     objects["classes-as-values"] = {"types": [pd.Timestamp, pd.Timedelta, pd.Period, pd.DataFrame, pd.Series]}
     objects["grouped-stats"] = frame.groupby("category", observed=True)["float"].agg(["mean", "max"])
     objects["attrs"] = frame.assign(extra=1)
     objects["attrs"].attrs["source"] = "test"
     return objects
+
+
+def _date_ranges(frequencies: tuple[str, ...]) -> list[Any]:
+    """A range at each frequency, under the alias this pandas knows (pandas 1 spells month ends "M", not "ME")."""
+    import pandas as pd
+
+    ranges = []
+    for frequency in frequencies:
+        for alias in (frequency, frequency.removesuffix("E"), frequency.upper()):
+            try:
+                ranges.append(pd.date_range("2020-01-01", periods=3, freq=alias))
+                break
+            except ValueError:
+                continue
+    return ranges
 
 
 def _offsets() -> list[Any]:
@@ -88,12 +109,19 @@ def _offsets() -> list[Any]:
 
 
 def _dateutil_zones() -> list[Any]:
-    """Timestamps in dateutil's fixed zones (pandas' own are zoneinfo; a tzfile names a file to read, so it is left
-    for the rules)."""
+    """Timestamps in dateutil's fixed zones (pandas' own are zoneinfo), and, from dateutil 4, in a zone read from
+    its file (`tz="dateutil/Europe/Paris"`), which dateutil 4 pickles as the file's bytes (`_tzfile._unpickle`).
+    dateutil 2 pickled a tzfile as a call of the class on the file's name, which opens any path it is given: left
+    for the rules."""
+    import dateutil
     import pandas as pd
     from dateutil import tz
 
-    return [pd.Timestamp("2020-01-01", tz=zone) for zone in (tz.tzutc(), tz.tzoffset("X", 3600), tz.tzlocal())]
+    stamps = [pd.Timestamp("2020-01-01", tz=zone) for zone in (tz.tzutc(), tz.tzoffset("X", 3600), tz.tzlocal())]
+    if int(dateutil.__version__.split(".")[0]) >= 4:
+        with contextlib.suppress(AttributeError):  # pandas 1 cannot read dateutil 4's zones
+            stamps.append(pd.Timestamp("2020-01-01", tz="dateutil/Europe/Paris"))
+    return stamps
 
 
 def arrow_objects() -> dict[str, Any]:

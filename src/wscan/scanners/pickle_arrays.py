@@ -80,7 +80,11 @@ class ArrayReader:
         return _shape(array.state.items[1]), array.state.items[4]
 
     def shape(self, array: Sym | None) -> tuple[int, ...]:
-        """The shape the array has once loaded, without reading its data (NumPy refuses data of another size)."""
+        """The shape the array has once loaded, without reading its data (NumPy refuses data of another size); a
+        joblib object array's, as its wrapper gives it."""
+        objects = self.objects.get(id(array))
+        if objects is not None:
+            return _shape(objects.shape)
         return _shape(_layout(array, self.joblib).shape)
 
     def values(self, array: Sym | None) -> np.ndarray:

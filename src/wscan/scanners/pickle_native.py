@@ -108,7 +108,13 @@ BLOCK_MANAGERS = frozenset({"pandas.core.internals.managers.BlockManager", SINGL
 # MultiIndexes (by _new_Index's fields, or a BUILD).
 CATEGORICALS = frozenset({"pandas.Categorical", "pandas.core.arrays.categorical.Categorical"})
 MULTI_INDEXES = frozenset({"pandas.MultiIndex", "pandas.core.indexes.multi.MultiIndex"})
-PANDAS_CHECKED = BLOCK_MANAGERS | CATEGORICALS | MULTI_INDEXES
+# ... and nullable arrays, whose mask compiled code reads beside their values (given both by a BUILD).
+MASKED_ARRAYS = frozenset({
+    "pandas.arrays.IntegerArray", "pandas.core.arrays.integer.IntegerArray",
+    "pandas.arrays.FloatingArray", "pandas.core.arrays.floating.FloatingArray",
+    "pandas.arrays.BooleanArray", "pandas.core.arrays.boolean.BooleanArray",
+})  # fmt: skip
+PANDAS_CHECKED = BLOCK_MANAGERS | CATEGORICALS | MULTI_INDEXES | MASKED_ARRAYS
 NEWOBJ_HELPERS = frozenset({"copyreg.__newobj__", "copyreg.__newobj_ex__"})  # cls.__new__(cls, *args)
 NDARRAY_BACKED = "pandas._libs.arrays.__pyx_unpickle_NDArrayBacked"  # how pandas pickles a Categorical
 NEW_INDEX = "pandas.core.indexes.base._new_Index"  # ... and any index

@@ -16,6 +16,7 @@ from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
 from wscan.scanners.pickle_arrow import RESTORE_ARRAY
 from wscan.scanners.pickle_native import (
     CATEGORICALS,
+    MASKED_ARRAYS,
     MULTI_INDEXES,
     NEW_INDEX,
     NEWOBJ_HELPERS,
@@ -30,6 +31,13 @@ UNPICKLE_BLOCK = "pandas._libs.internals._unpickle_block"
 MAX_COLUMNS = 10_000_000  # columns checked one by one; a frame with more is unread
 NDARRAY_CLASSES = frozenset({"numpy.ndarray", "numpy.core.multiarray.ndarray", "numpy._core.multiarray.ndarray"})
 CHUNKED_ARROW = "pyarrow.lib.chunked_array"
+# The helpers pandas pickles its indexes with (each given the class and a dict of fields), pandas 1 to 3.
+INDEX_REBUILDERS = frozenset({
+    NEW_INDEX, "pandas.core.indexes.datetimes._new_DatetimeIndex", "pandas.core.indexes.timedeltas._new_TimedeltaIndex",
+    "pandas.core.indexes.period._new_PeriodIndex", "pandas.core.indexes.interval._new_IntervalIndex",
+})  # fmt: skip
+SPARSE_INDEXES = frozenset({"pandas._libs.sparse.IntIndex", "pandas._libs.sparse.BlockIndex"})
+MAX_INDEX_DEPTH = 8  # an interval index's left ends are an index: nested no deeper than this
 
 
 def check_object(target: Obj, arrays: ArrayReader) -> None:
@@ -37,6 +45,8 @@ def check_object(target: Obj, arrays: ArrayReader) -> None:
     cls = pandas_class(target)
     if cls in CATEGORICALS:
         _categorical(target, arrays)
+    elif cls in MASKED_ARRAYS:
+        _masked(target, arrays)
     elif cls in MULTI_INDEXES:
         _multi_index(target, arrays)
     else:
@@ -66,6 +76,20 @@ def _categorical(target: Obj, arrays: ArrayReader) -> None:
     for codes, categories in candidates:
         if codes is not None and categories is not None and _array_like(codes):
             _codes(codes, categories, "categories", arrays)
+
+
+def _masked(target: Obj, arrays: ArrayReader) -> None:
+    """A nullable array's mask has its values' shape: pandas' compiled hashing (unique, value_counts, factorize) reads
+    mask[i] for every value without bounds checks (helper 232: an empty mask under 20 million values crashed it)."""
+    state = target.state
+    if not isinstance(state, Dict):
+        return  # made by its constructor, which checks, or given nothing
+    values, mask = state.get("_data"), state.get("_mask")
+    if values is None or mask is None:
+        return  # no values or no mask: pandas raises at the first use
+    values_shape, mask_shape = arrays.shape(values), arrays.shape(mask)  # NumPy's or joblib's arrays
+    if values_shape != mask_shape:
+        raise Invalid(f"a mask of shape {mask_shape} over values of shape {values_shape}")
 
 
 def _categories(dtype: Sym | None) -> Sym | None:
@@ -116,9 +140,7 @@ def _codes(codes: Sym | None, labels: Sym | None, what: str, arrays: ArrayReader
     """Integer codes that index `labels` (or -1), when wscan can measure the labels."""
     if codes is None or labels is None:
         return
-    count = _measured(labels, arrays)
-    if count is None:
-        return  # labels wscan cannot measure: not checked (see the README)
+    count = _axis_length(labels, arrays)
     values = arrays.values(codes)
     if values.dtype.kind not in "iu":
         raise Invalid(f"codes of {values.dtype}, not integers")
@@ -185,23 +207,14 @@ def _check(axes: list[Sym], blocks: list[Block], single: bool, verified: bool, a
     the rows axis'. A Series' one block must be as long as its index (pandas indexes it by the index's positions)."""
     if single:
         if not verified and blocks and axes:
-            _rows(blocks[0][0], _measured(axes[0], arrays), arrays)
+            _rows(blocks[0][0], _axis_length(axes[0], arrays), arrays)
         return
     columns = None if verified else _axis_length(axes[0] if axes else None, arrays)
     _cover([placement for _, placement in blocks], columns, arrays)
     if not verified and len(axes) > 1:
-        rows = _measured(axes[1], arrays)
+        rows = _axis_length(axes[1], arrays)
         for values, _ in blocks:
             _rows(values, rows, arrays)
-
-
-def _measured(axis: Sym, arrays: ArrayReader) -> int | None:
-    """An axis' length, or None for one wscan cannot measure (an extension array other than Arrow's): rows and codes
-    are then not checked, which real files with such labels need."""
-    try:
-        return _axis_length(axis, arrays)
-    except Unread:
-        return None
 
 
 def _rows(values: Sym, rows: int | None, arrays: ArrayReader) -> None:
@@ -332,27 +345,26 @@ def _cover(placements: list[Sym], length: int | None, arrays: ArrayReader) -> No
         raise Invalid(f"blocks that hold {int(seen.sum())} of the {columns} columns")
 
 
-def _axis_length(index: Sym | None, arrays: ArrayReader) -> int:
-    """How many labels an index pickled by pandas has: its data's, a range's, or a MultiIndex's codes'; or a list's
-    or tuple's, which pandas makes an index of."""
+def _axis_length(index: Sym | None, arrays: ArrayReader, depth: int = 0) -> int:
+    """How many labels an index pickled by pandas has: its data's, a range's, an interval index's left ends', or a
+    MultiIndex's codes'; or a list's or tuple's, which pandas makes an index of. Anything else is unread, so the
+    check fails closed: an index made by calling its class (`RangeIndex(0, 10**9)`), which pandas never writes,
+    hid a Series ten thousand times longer than its values, and a DatetimeIndex, which wscan could not measure,
+    hid a frame's short blocks (helper 232: both crashed pandas at repr)."""
     if isinstance(index, Seq) and index.type in ("list", "tuple"):
         return len(index.items) + index.dropped
-    if not (isinstance(index, Obj) and isinstance(index.func, Global) and index.func.dotted == NEW_INDEX):
+    if not (isinstance(index, Obj) and isinstance(index.func, Global) and index.func.dotted in INDEX_REBUILDERS):
         raise Unread("an axis not pickled as pandas pickles an index")
     args = index.args.items if isinstance(index.args, Seq) else []
     fields = args[1] if len(args) > 1 else None
     if not isinstance(fields, Dict) or fields.dropped:
         raise Unread("an axis whose fields the stream computes")
     data = fields.get("data")
-    backing = data.state.get("_pa_array") if isinstance(data, Obj) and isinstance(data.state, Dict) else None
-    arrow = _arrow_length(backing)  # pandas 3's string labels
-    if arrow is not None:
-        return arrow
     if data is not None:
-        shape = arrays.shape(data)
-        if len(shape) != 1:
-            raise Invalid(f"an axis of {len(shape)} dimensions")
-        return shape[0]
+        return _data_length(data, arrays)
+    left = fields.get("left")
+    if left is not None and depth < MAX_INDEX_DEPTH:  # an IntervalIndex: pandas checks right against left
+        return _axis_length(left, arrays, depth + 1)
     ends = [fields.get(name) for name in ("start", "stop", "step")]
     numbers = [end.value for end in ends if isinstance(end, Const) and type(end.value) is int]
     if len(numbers) == 3:
@@ -366,6 +378,49 @@ def _axis_length(index: Sym | None, arrays: ArrayReader) -> int:
         if len(shape) == 1:
             return shape[0]
     raise Unread("an axis wscan cannot measure")
+
+
+def _data_length(data: Sym, arrays: ArrayReader) -> int:
+    """How long an index's data is: a NumPy array, or the extension array pandas pickles (dates, periods, categories
+    and NumPy-backed ones hold an array beside their dtype; nullable numbers their `_data`; Arrow-backed ones their
+    Arrow array; sparse ones their index's length)."""
+    if isinstance(data, Obj) and _shape(data, arrays) is None:
+        state = data.state
+        if isinstance(state, Seq) and not state.dropped and 2 <= len(state.items) <= 3:
+            held = [item for item in state.items[:2] if _shape(item, arrays) is not None]
+            if len(held) == 1:
+                data = held[0]
+        elif isinstance(state, Dict) and not state.dropped:
+            arrow = _arrow_length(state.get("_pa_array"))
+            if arrow is not None:
+                return arrow
+            values = state.get("_data")  # a masked array's: its mask is checked against it (_masked)
+            if values is not None:
+                data = values
+            elif state.get("_sparse_index") is not None:
+                return _sparse_length(state.get("_sparse_index"))
+    shape = arrays.shape(data)
+    if len(shape) != 1:
+        raise Invalid(f"an axis of {len(shape)} dimensions")
+    return shape[0]
+
+
+def _shape(value: Sym, arrays: ArrayReader) -> tuple[int, ...] | None:
+    """An array's shape (NumPy's, joblib's), None for anything else."""
+    try:
+        return arrays.shape(value)
+    except Unread:
+        return None
+
+
+def _sparse_length(index: Sym | None) -> int:
+    """A SparseArray's length: the first argument its IntIndex or BlockIndex is made with (they check the rest)."""
+    if (isinstance(index, Obj) and isinstance(index.func, Global) and index.func.dotted in SPARSE_INDEXES
+            and isinstance(index.args, Seq) and index.args.items):
+        length = index.args.items[0]
+        if isinstance(length, Const) and type(length.value) is int:
+            return length.value
+    raise Unread("a sparse index wscan cannot measure")
 
 
 def _arrow_length(array: Sym | None) -> int | None:
