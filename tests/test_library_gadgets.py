@@ -2755,7 +2755,8 @@ def test_review_21_state_changed_after_build_is_judged_as_built(tmp_path: Path) 
     subprocess.run([sys.executable, "-c", use, str(folder / "ensemble.model")], env=env, capture_output=True,
                    timeout=300, check=False)  # fmt: skip
     assert marker.exists(), "gensim no longer imports the module its state names: revisit WS-PKL-038"
-    assert _rules(tmp_path / "renamed", renamed) == {"WS-PKL-038"}
+    # ... and the change itself is WS-PKL-018 since helper 233: no writer sets items on a state after its BUILD
+    assert _rules(tmp_path / "renamed", renamed) == {"WS-PKL-038", "WS-PKL-018"}
 
 
 def test_review_21_a_state_built_into_a_decoy_first_is_judged_for_each_class(tmp_path: Path) -> None:
@@ -3355,3 +3356,26 @@ def test_statsmodels_states_past_what_wscan_keeps_stay_critical(
     monkeypatch.setattr(pickle_states, "MAX_STATES", 1000)
     found = scan_bytes(tmp_path, blob, "results.pickle").findings
     assert "WS-PKL-051" not in {f.rule_id for f in found}
+
+
+def test_a_state_dict_changed_after_its_build_is_high(tmp_path: Path) -> None:
+    """BUILD hands the loader the state as it is then; items set on that dict afterwards (fetched from the memo) are
+    not what the object got, only what a check reading the stream's end sees (helper 233 grew a pandas array's
+    checked state so). Writers fill a state before its BUILD. A dict in a state that refers back to a dict still
+    being written (an object inside a dict whose attribute is that dict) is filled after the BUILD by real pickle,
+    and passes."""
+    import argparse
+
+    namespace = argparse.Namespace(size=1)
+    blob = pickle.dumps(namespace, protocol=3)
+    changed = blob[:-1] + b"h\x02" + b"X\x04\x00\x00\x00sizeK\x05" + b"s0."  # memo 2: the state dict
+    loaded = pickle.loads(changed)
+    assert loaded.size == 1  # the object got the dict as it was at the BUILD
+    assert "WS-PKL-018" in _rules(tmp_path / "changed", changed)
+
+    registry: dict[str, object] = {}
+    registry["child"] = argparse.Namespace(registry=registry, size=2)
+    registry["other"] = 3
+    real = pickle.dumps(registry, protocol=4)
+    assert pickle.loads(real)["child"].registry["other"] == 3
+    assert _rules(tmp_path / "real", real) == set()

@@ -511,3 +511,167 @@ def test_helper_232_cases_are_high(tmp_path: Path, case: str) -> None:
 @pytest.mark.parametrize("case", list(CONTROLS))
 def test_every_index_kind_pandas_writes_is_measured(tmp_path: Path, case: str) -> None:
     assert _high(tmp_path, CONTROLS[case]()) == []
+
+
+# Helper 233's second round: values pandas turns into NumPy arrays, states with decoy keys, joblib's arrays, and
+# dicts changed after pandas took them. Each passed the scan and crashed pandas 3.1 (or printed the heap).
+def _series_values(values: Any, rows: int = FAR) -> bytes:
+    """A Series whose manager, in pandas 1's state, holds `values` as its block over a range of `rows`."""
+    series = pd.Series([1.0, 2.0, 3.0])
+    axes = [pd.RangeIndex(rows)]
+
+    def reduce(mgr: Any) -> tuple[Any, ...]:
+        state = {"0.14.1": {"axes": axes, "blocks": [{"values": values, "mgr_locs": slice(0, 3, 1)}]}}
+        return copyreg.__newobj__, (type(mgr),), (axes, [values], axes, state)  # type: ignore[attr-defined]
+
+    return _pickled(series, reduce)
+
+
+def _two_dimensional_extension_block() -> bytes:
+    """A frame whose one block is a NumPy-backed extension array over a 2 x 3 array, under a range of 10^9 rows."""
+    frame = _frame().iloc[:3]
+    extension = pd.arrays.NumpyExtensionArray(np.arange(2.0))
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if obj is frame._mgr:
+                axes = [obj.axes[0], pd.RangeIndex(FAR)]
+                blocks = [{"values": extension, "mgr_locs": slice(0, 2, 1)}]
+                state = (axes, [extension], [axes[0]], {"0.14.1": {"axes": axes, "blocks": blocks}})
+                return copyreg.__newobj__, (type(obj),), state  # type: ignore[attr-defined]
+            if obj is extension:
+                func, args, state = obj.__reduce_ex__(4)[:3]
+                return func, args, (state[0], np.arange(6.0).reshape(2, 3), {})
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=4).dump(frame)
+    return buffer.getvalue()
+
+
+def _decoy_categories() -> bytes:
+    """A Categorical whose one category is held by a NumPy-backed array whose state also names a sparse index of
+    10^9 (a stray attribute to pandas, which takes `_ndarray`), given a code of 10^9."""
+    from pandas._libs.sparse import IntIndex
+
+    extension = pd.arrays.NumpyExtensionArray(np.array(["x"], dtype=object))
+    categories = pd.Index(extension)
+    categorical = pd.Categorical(["x", "x"], categories=pd.Index(["x"], dtype=object))
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if obj is categorical:
+                func, args, _ = obj.__reduce_ex__(4)[:3]
+                return func, args, (pd.CategoricalDtype(categories), np.array([0, FAR], dtype=np.int32), {})
+            if obj is categories:
+                return pd.core.indexes.base._new_Index, (pd.Index, {"data": extension, "name": None})
+            if obj is extension:
+                func, args, _ = obj.__reduce_ex__(4)[:3]
+                decoy = IntIndex(FAR, np.array([], dtype=np.int32))
+                return func, args, {"_ndarray": np.array(["x"], dtype=object), "_dtype": obj.dtype,
+                                    "_sparse_index": decoy}  # fmt: skip
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=4).dump(categorical)
+    return buffer.getvalue()
+
+
+def _joblib_codes(tmp_path: Path) -> bytes:
+    """joblib's dump of a Categorical of one category given a code of 10^9 (joblib writes its arrays as wrappers)."""
+    import joblib
+    from joblib import numpy_pickle
+
+    categorical = pd.Categorical(["x", "x"], categories=pd.Index(["x"], dtype=object))
+
+    class Pickler(numpy_pickle.NumpyPickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if obj is categorical:
+                func, args, state = obj.__reduce_ex__(4)[:3]
+                return func, args, (state[0], np.array([0, FAR], dtype=np.int32), {})
+            return NotImplemented
+
+    original = numpy_pickle.NumpyPickler
+    numpy_pickle.NumpyPickler = Pickler  # type: ignore[misc]
+    try:
+        joblib.dump(categorical, tmp_path / "codes.joblib")
+    finally:
+        numpy_pickle.NumpyPickler = original  # type: ignore[misc]
+    return (tmp_path / "codes.joblib").read_bytes()
+
+
+def _changed_after(blob: bytes, after: str, key: str, value: Any) -> bytes:
+    """`blob` with one more item set, at its end, on the first dict made after the global `after`: the dict the
+    loader took as a state or argument before (helper 233)."""
+    import pickletools
+    import struct
+
+    ops = list(pickletools.genops(blob))
+    start = next(k for k, (op, arg, _) in enumerate(ops) if after in str(arg))
+    found = next(k for k in range(start, len(ops)) if ops[k][0].name == "EMPTY_DICT")
+    assert ops[found + 1][0].name in ("BINPUT", "LONG_BINPUT")
+    slot = ops[found + 1][1]
+    assert isinstance(slot, int)
+    buffer = io.BytesIO()
+    pickler = pickle._Pickler(buffer, protocol=3)  # type: ignore[attr-defined]
+    pickler.fast = True
+    pickler.dump((key, value))
+    body = buffer.getvalue()
+    get = b"h" + bytes([slot]) if slot < 256 else b"j" + struct.pack("<I", slot)
+    return blob[:-1] + get + body[2:-2] + b"s0."
+
+
+def _mask_changed() -> bytes:
+    array = pd.array([1, None], dtype="Int8")
+    object.__setattr__(array, "_data", (np.arange(20_000_000) % 100).astype(np.int8))
+    object.__setattr__(array, "_mask", np.zeros(0, dtype=bool))  # what pandas takes; then the values go empty
+    return _changed_after(pickle.dumps(array, protocol=3), "IntegerArray", "_data", np.zeros(0, dtype=np.int8))
+
+
+def _categories_changed() -> bytes:
+    categorical = pd.Categorical(["x", "x"], categories=pd.Index(["x"], dtype=object))
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if obj is categorical:
+                func, args, state = obj.__reduce_ex__(3)[:3]
+                return func, args, (state[0], np.array([0, FAR], dtype=np.int32), {})
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=3).dump(categorical)
+    return _changed_after(buffer.getvalue(), "CategoricalDtype", "categories", pd.RangeIndex(FAR))
+
+
+HELPER_233: dict[str, tuple[Callable[[Path], bytes], str, str]] = {
+    "values-an-index": (lambda _: _series_values(pd.Index(np.array([1.0, 2.0, 3.0]))), "repr",
+                        f"a block of 3 rows where the index has {FAR}"),
+    "values-numpy-backed": (lambda _: _series_values(pd.arrays.NumpyExtensionArray(np.array([1.0, 2.0, 3.0]))),
+                            "repr", f"a block of 3 rows where the index has {FAR}"),
+    "values-two-dimensional": (lambda _: _two_dimensional_extension_block(), "repr",
+                               f"a block of 3 rows where the index has {FAR}"),
+    "decoy-sparse-index": (lambda _: _decoy_categories(), "repr", "categories of 1 labels"),
+    "joblib-codes": (_joblib_codes, "joblib-repr", "categories of 1 labels"),
+    "mask-changed": (lambda _: _mask_changed(), "unique", "WS-PKL-018"),
+    "categories-changed": (lambda _: _categories_changed(), "repr", "WS-PKL-018"),
+}  # fmt: skip
+
+
+def test_helper_233_cases_crash_pandas(tmp_path: Path) -> None:
+    jobs = []
+    for label, (make, use, _) in HELPER_233.items():
+        path = tmp_path / f"{label}.pkl"
+        path.write_bytes(make(tmp_path))
+        jobs.append((label, path, use, tmp_path / "never-made"))
+    setup = ("import pickle, joblib\ndef load(path, option):\n"
+             "    value = joblib.load(path) if option.startswith('joblib') else pickle.load(open(path, 'rb'))\n"
+             "    value.unique() if option == 'unique' else repr(value)\n")  # fmt: skip
+    outcomes = {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=180).items()}
+    assert outcomes == dict.fromkeys(HELPER_233, "crashed: wait status 11")
+
+
+@pytest.mark.parametrize("case", list(HELPER_233))
+def test_helper_233_cases_are_high(tmp_path: Path, case: str) -> None:
+    make, _, detail = HELPER_233[case]
+    found = _high(tmp_path, make(tmp_path))
+    assert any(detail in f for f in found), found

@@ -118,13 +118,14 @@ PANDAS_CHECKED = BLOCK_MANAGERS | CATEGORICALS | MULTI_INDEXES | MASKED_ARRAYS
 NEWOBJ_HELPERS = frozenset({"copyreg.__newobj__", "copyreg.__newobj_ex__"})  # cls.__new__(cls, *args)
 NDARRAY_BACKED = "pandas._libs.arrays.__pyx_unpickle_NDArrayBacked"  # how pandas pickles a Categorical
 NEW_INDEX = "pandas.core.indexes.base._new_Index"  # ... and any index
+INTERVAL_MIXIN = "pandas._libs.interval.__pyx_unpickle_IntervalMixin"  # ... and an IntervalArray
 # What calls make them: the classes, copyreg's helpers (a manager's __new__ takes its blocks), pandas' helpers.
 PANDAS_MAKERS = BLOCK_MANAGERS | NEWOBJ_HELPERS | {NDARRAY_BACKED, NEW_INDEX}
 
 
 def pandas_class(made: Obj) -> str:
     """The pandas class an object is, seen through the helpers pandas pickles it with."""
-    if isinstance(made.func, Global) and made.func.dotted in (NDARRAY_BACKED, NEW_INDEX):
+    if isinstance(made.func, Global) and made.func.dotted in (NDARRAY_BACKED, NEW_INDEX, INTERVAL_MIXIN):
         first = made.args.items[0] if isinstance(made.args, Seq) and made.args.items else None
         return first.dotted if isinstance(first, Global) else ""
     return native_class_of(made)

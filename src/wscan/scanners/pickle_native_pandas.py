@@ -38,6 +38,17 @@ INDEX_REBUILDERS = frozenset({
 })  # fmt: skip
 SPARSE_INDEXES = frozenset({"pandas._libs.sparse.IntIndex", "pandas._libs.sparse.BlockIndex"})
 MAX_INDEX_DEPTH = 8  # an interval index's left ends are an index: nested no deeper than this
+# pandas' extension arrays by class name, by how their state holds their values: NDArrayBacked ones beside their
+# dtype, nullable ones as `_data` (their mask beside), Arrow-backed ones as an Arrow array, sparse ones by an index,
+# interval ones as their left and right ends.
+EXTENSION_KINDS = {
+    **dict.fromkeys(["DatetimeArray", "TimedeltaArray", "PeriodArray", "NumpyExtensionArray", "PandasArray",
+                     "StringArray", "Categorical"], "backed"),
+    **dict.fromkeys(["IntegerArray", "FloatingArray", "BooleanArray"], "masked"),
+    **dict.fromkeys(["ArrowExtensionArray", "ArrowStringArray", "ArrowStringArrayNumpySemantics"], "arrow"),
+    "SparseArray": "sparse",
+    "IntervalArray": "interval",
+}  # fmt: skip
 
 
 def check_object(target: Obj, arrays: ArrayReader) -> None:
@@ -74,7 +85,7 @@ def _categorical(target: Obj, arrays: ArrayReader) -> None:
     else:
         return  # no codes given: pandas has none to take by
     for codes, categories in candidates:
-        if codes is not None and categories is not None and _array_like(codes):
+        if codes is not None and categories is not None and _is_array(codes, arrays):
             _codes(codes, categories, "categories", arrays)
 
 
@@ -101,11 +112,6 @@ def _categories(dtype: Sym | None) -> Sym | None:
     if isinstance(dtype.args, Seq) and dtype.args.items and not dtype.instance:
         return dtype.args.items[0]
     return None
-
-
-def _array_like(value: Sym) -> bool:
-    """Whether pandas could take `value` as a codes array (a NumPy array, however made): not a dtype."""
-    return _numpy_array(value) or _made_ndarray(value)
 
 
 def _multi_index(target: Obj, arrays: ArrayReader) -> None:
@@ -217,27 +223,95 @@ def _check(axes: list[Sym], blocks: list[Block], single: bool, verified: bool, a
             _rows(values, rows, arrays)
 
 
-def _rows(values: Sym, rows: int | None, arrays: ArrayReader) -> None:
-    """A block of NumPy values, however made, has `rows` in its last dimension; an extension array's (categories,
-    dates with a time zone) is indexed by Python code, which raises."""
-    if rows is None:
-        return
-    if _numpy_array(values):
-        shape = arrays.shape(values)
-    elif _made_ndarray(values):  # numpy.ndarray(shape) given a BUILD state: the state's shape is the array's
-        assert isinstance(values, Obj)
+def _rows(values: Sym, rows: int, arrays: ArrayReader) -> None:
+    """A block's values, however pickled, have `rows` in their last dimension: pandas' unpickle_block turns an index
+    or a NumPy-backed extension array into the NumPy array it holds (helper 233 gave a block as either, and as
+    joblib's arrays, all unmeasured before: repr read past them)."""
+    shape = _values_shape(values, arrays)
+    if not shape or shape[-1] != rows:
+        raise Invalid(f"a block of {shape[-1] if shape else 0} rows where the index has {rows}")
+
+
+def _values_shape(values: Sym, arrays: ArrayReader, depth: int = 0) -> tuple[int, ...]:
+    """The shape of what pandas takes as values: a NumPy array (from NumPy's or joblib's pickles, or made by calling
+    ndarray), an index (its data), or an extension array (the array its state holds its values in, read as pandas
+    reads that state). Anything else is unread."""
+    found = _shape(values, arrays)
+    if found is not None:
+        return found
+    if not isinstance(values, Obj):
+        raise Unread(f"values given as {type(values).__name__.lower()}")
+    if _made_ndarray(values):  # numpy.ndarray(shape) given a BUILD state: the state's shape is the array's
         state = values.state
         given = state.items[1] if isinstance(state, Seq) and len(state.items) > 1 else None
         if given is None and isinstance(values.args, Seq) and values.args.items:
             given = values.args.items[0]
-        found = const_shape(given) if not isinstance(given, Const) else const_shape(Seq("tuple", [given]))
-        if found is None:
+        shape = const_shape(given) if not isinstance(given, Const) else const_shape(Seq("tuple", [given]))
+        if shape is None:
             raise Unread("an array whose shape the stream computes")
-        shape = found
+        return shape
+    if isinstance(values.func, Global) and values.func.dotted in INDEX_REBUILDERS and depth < MAX_INDEX_DEPTH:
+        return (_axis_length(values, arrays, depth + 1),)
+    made = pandas_class(values)
+    kind = EXTENSION_KINDS.get(made.rsplit(".", 1)[-1]) if made.startswith("pandas.") else None
+    state = values.state
+    if kind == "arrow":
+        held = _dict_first(state, "_data", "_pa_array")  # ArrowExtensionArray.__setstate__ takes _data first
+        length = _arrow_length(held)
+        if length is None:
+            raise Unread("an Arrow-backed array wscan cannot measure")
+        return (length,)
+    if kind == "sparse":
+        if isinstance(state, Seq) and len(state.items) == 2 and isinstance(state.items[1], Seq):
+            index = state.items[1].items[1] if len(state.items[1].items) == 2 else None  # (array state, (fill, index))
+        else:
+            index = _dict_first(state, "_sparse_index")
+        return (_sparse_length(index),)
+    if kind == "masked":
+        held = _dict_first(state, "_data")
+    elif kind == "interval":  # its left ends (pandas checks its right ends against them)
+        held = _dict_first(state, "_left")
+    elif kind == "backed":
+        held = _backed_array(state, arrays)
     else:
-        return
-    if not shape or shape[-1] != rows:
-        raise Invalid(f"a block of {shape[-1] if shape else 0} rows where the index has {rows}")
+        raise Unread(f"values made by {made or 'a computed call'}")
+    if held is None or depth >= MAX_INDEX_DEPTH:
+        raise Unread("an extension array without the array it holds")
+    return _values_shape(held, arrays, depth + 1)
+
+
+def _backed_array(state: Sym | None, arrays: ArrayReader) -> Sym | None:
+    """The array an NDArrayBacked state gives (pandas' DatetimeArray, Categorical, NumpyExtensionArray...), as its
+    __setstate__ takes it: from a dict, `_data` else `_ndarray` (its other keys are stray attributes, which helper
+    233 used as decoys); from a tuple, the second of its first two items if that is an array, else the first; a
+    1-tuple of a dict as that dict."""
+    if isinstance(state, Seq) and len(state.items) == 1 and isinstance(state.items[0], Dict):
+        state = state.items[0]
+    if isinstance(state, Dict):
+        return _dict_first(state, "_data", "_ndarray")
+    if isinstance(state, Seq) and not state.dropped and 2 <= len(state.items) <= 3:
+        first, second = state.items[:2]
+        return second if _is_array(second, arrays) else first
+    return None
+
+
+def _is_array(value: Sym, arrays: ArrayReader) -> bool:
+    """Whether a state's item is an array (NumPy's or joblib's, or made by calling ndarray), not a dtype."""
+    return _made_ndarray(value) or _shape(value, arrays) is not None
+
+
+def _dict_first(state: Sym | None, *keys: str) -> Sym | None:
+    """The value of the first of `keys` a dict state sets (or the one dict of a tuple state: Cython's auto-pickling
+    gives an IntervalArray its attributes so)."""
+    if isinstance(state, Seq) and not state.dropped:
+        dicts = [item for item in state.items if isinstance(item, Dict)]
+        state = dicts[0] if len(dicts) == 1 else None
+    if not isinstance(state, Dict) or state.dropped:
+        return None
+    for key in keys:
+        if state.has(key):
+            return state.get(key)
+    return None
 
 
 def _numpy_array(value: Sym) -> bool:
@@ -361,7 +435,7 @@ def _axis_length(index: Sym | None, arrays: ArrayReader, depth: int = 0) -> int:
         raise Unread("an axis whose fields the stream computes")
     data = fields.get("data")
     if data is not None:
-        return _data_length(data, arrays)
+        return _data_length(data, arrays, depth)
     left = fields.get("left")
     if left is not None and depth < MAX_INDEX_DEPTH:  # an IntervalIndex: pandas checks right against left
         return _axis_length(left, arrays, depth + 1)
@@ -380,26 +454,9 @@ def _axis_length(index: Sym | None, arrays: ArrayReader, depth: int = 0) -> int:
     raise Unread("an axis wscan cannot measure")
 
 
-def _data_length(data: Sym, arrays: ArrayReader) -> int:
-    """How long an index's data is: a NumPy array, or the extension array pandas pickles (dates, periods, categories
-    and NumPy-backed ones hold an array beside their dtype; nullable numbers their `_data`; Arrow-backed ones their
-    Arrow array; sparse ones their index's length)."""
-    if isinstance(data, Obj) and _shape(data, arrays) is None:
-        state = data.state
-        if isinstance(state, Seq) and not state.dropped and 2 <= len(state.items) <= 3:
-            held = [item for item in state.items[:2] if _shape(item, arrays) is not None]
-            if len(held) == 1:
-                data = held[0]
-        elif isinstance(state, Dict) and not state.dropped:
-            arrow = _arrow_length(state.get("_pa_array"))
-            if arrow is not None:
-                return arrow
-            values = state.get("_data")  # a masked array's: its mask is checked against it (_masked)
-            if values is not None:
-                data = values
-            elif state.get("_sparse_index") is not None:
-                return _sparse_length(state.get("_sparse_index"))
-    shape = arrays.shape(data)
+def _data_length(data: Sym, arrays: ArrayReader, depth: int = 0) -> int:
+    """How long an index's data is, read as `_values_shape` reads values; an index's data has one dimension."""
+    shape = _values_shape(data, arrays, depth)
     if len(shape) != 1:
         raise Invalid(f"an axis of {len(shape)} dimensions")
     return shape[0]

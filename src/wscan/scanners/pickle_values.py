@@ -175,6 +175,9 @@ class Dict(Sym):
     dropped: int = 0
     walked: bool = False  # its names noted as values (`_keep`)
     past: PastKinds | None = None  # the items past MAX_ITEMS, one of each kind
+    # What was given this dict (a BUILD's object, as or in its state; a pandas helper, in its arguments): the loader
+    # used it then, so items set on it afterwards are not what the loader saw (helper 233).
+    given_to: Sym | None = None
 
     def add(self, key: Sym, value: Sym) -> None:
         if len(self.items) < MAX_ITEMS:

@@ -247,6 +247,8 @@ INSTANCE_LOOKUPS = frozenset({"__setstate__", "append", "extend", "add"})
 
 TIME_CHECK_MASK = 0x3FF  # the deadline is looked at every 1,024 opcodes
 
+MAX_GIVEN_VISITS = 256  # containers looked into for the dicts a BUILD or a pandas helper takes
+MAX_GIVEN_DEPTH = 4  # ... this many levels down (pandas 1's frame state holds its blocks' dicts at the fourth)
 MAX_FORWARD_DEPTH = 32  # forwarders passed to forwarders: each level is one nesting of the stream's tuples
 
 
@@ -413,6 +415,8 @@ class Machine:
         else:
             res.events.append(Event("pickle.dynamic_call", offset, {"opcode": how, "callee": describe(func)}))
         made = Obj(func, args)
+        if isinstance(func, Global) and func.dotted.startswith("pandas."):
+            _given(args, made, True)  # pandas' helpers take their fields as a dict (_new_Index(cls, fields))
         if isinstance(func, Global) and func.dotted in PANDAS_MAKERS and pandas_class(made) in PANDAS_CHECKED:
             record_pandas(res.native, made, offset)  # called, or through copyreg's __newobj__ or pandas' helpers
         if isinstance(func, Global) and func.dotted == STORAGE_INFO:
@@ -725,6 +729,12 @@ class Machine:
                 escape(pairs)
                 _config_targets(res, pairs, at)
                 target = top()
+                if isinstance(target, Dict) and target.given_to is not None and id(target) not in res.changed:
+                    # Items set on a dict a BUILD or a pandas helper already took: the loader used what it held
+                    # then, the checks would read what it holds at the end (helper 233 grew a checked state so).
+                    res.changed[id(target)] = target
+                    attrs = {"opcode": name, "callee": f"what was given to {describe(target.given_to)}"}
+                    events.append(Event("pickle.changed_after_build", at, dict[str, str | int | bool](attrs)))
                 if isinstance(target, Dict):
                     # A dict's items are kept when the dict is (its walk reads them), or now if it already was or
                     # has no room: a dict no opcode uses keeps nothing, and a joblib wrapper's state need not.
@@ -879,6 +889,7 @@ class Machine:
                 raise PickleSyntaxError(at, f"unhandled opcode {name}")
 
     def _build(self, res: PickleResult, target: Sym, state: Sym, at: int) -> None:
+        _given(state, target, isinstance(target, Obj) and pandas_class(target).startswith("pandas."))
         target = _module_class(target)  # legacy torch: the id is the class (or whatever it names) itself
         if isinstance(target, Global):
             # BUILD on a module or class sets attributes on it: the load patches the interpreter.
@@ -1012,6 +1023,28 @@ class Machine:
             owner = _owner(target)
             for value in {id(v): v for _, v in state.items if isinstance(v, Global | Obj)}.values():
                 self._mark(res, owner, value, "call", opcode, at)  # each distinct value once
+
+
+def _given(value: Sym, owner: Sym, deep: bool) -> None:
+    """Mark the dicts a state or arguments hold as given to `owner`: the state itself or a tuple state's dicts, and,
+    when `deep` (pandas' objects, whose checks read nested states), those a few levels down, a bounded number. Only
+    pandas' are walked: elsewhere a nested dict may be one whose writing is still under way (an object in a dict
+    that refers back to that dict), which writers go on filling after the BUILD."""
+    pending: list[tuple[Sym, int]] = [(value, 0)]
+    visited = 0
+    while pending and visited < MAX_GIVEN_VISITS:
+        item, depth = pending.pop()
+        visited += 1
+        if isinstance(item, Dict):
+            if item.given_to is None:
+                item.given_to = owner
+            children = [child for _, child in item.items[:MAX_GIVEN_VISITS]] if deep else []
+        elif isinstance(item, Seq):
+            children = item.items[:MAX_GIVEN_VISITS] if deep or depth == 0 else []
+        else:
+            continue
+        if depth < MAX_GIVEN_DEPTH:
+            pending.extend((child, depth + 1) for child in children if isinstance(child, Dict | Seq))
 
 
 # What makes tensors, arrays and storages: torch's rebuild functions, torch's and NumPy's classes.
