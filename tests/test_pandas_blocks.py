@@ -675,3 +675,85 @@ def test_helper_233_cases_are_high(tmp_path: Path, case: str) -> None:
     make, _, detail = HELPER_233[case]
     found = _high(tmp_path, make(tmp_path))
     assert any(detail in f for f in found), found
+
+
+# Helper 235's third round: a Categorical's state given to pandas' unpickler itself, a MultiIndex's cached levels,
+# SingleBlockManager's ignored check flag, and a frame state behind a computed key.
+class _Reduced:
+    def __init__(self, func: Any, args: tuple[Any, ...], state: Any = None) -> None:
+        self.reduced = (func, args) if state is None else (func, args, state)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return self.reduced
+
+
+def _categorical_state_in_call() -> bytes:
+    import pandas._libs.arrays as backed
+
+    categorical = pd.Categorical(["a", "b"], categories=pd.Index(["a", "b"], dtype=object))
+    checksum = categorical.__reduce_ex__(2)[1][1]
+    codes = np.array([0, 1, FAR // 8], dtype=np.int64)
+    unpickle = getattr(backed, "__pyx_unpickle_NDArrayBacked")
+    return pickle.dumps(_Reduced(unpickle, (pd.Categorical, checksum, (categorical.dtype, codes))), protocol=2)
+
+
+def _multi_index_cached_levels() -> bytes:
+    levels = [pd.Index(np.arange(40, dtype=np.float64) + 0.5), pd.Index(np.arange(40, dtype=np.int64))]
+    state = {"_levels": levels, "_codes": [np.arange(40, dtype=np.int8)] * 2, "_names": [None, None],
+             "sortorder": None, "_cache": {"levels": [pd.Index(np.array([0.5])), levels[1]]}, "_id": None,
+             "_references": None}  # fmt: skip
+    return pickle.dumps(_Reduced(copyreg._reconstructor, (pd.MultiIndex, object, None), state), protocol=2)
+
+
+def _single_manager_flagged_checked() -> bytes:
+    from pandas._libs.internals import _unpickle_block
+    from pandas.core.internals.managers import SingleBlockManager
+
+    block = _Reduced(_unpickle_block, (np.array([1.0, 2.0, 3.0]), slice(0, 3, 1), 1))
+    manager = _Reduced(SingleBlockManager, (block, pd.RangeIndex(FAR), True))
+    state = {"_mgr": manager, "_typ": "series", "_metadata": ["_name"], "attrs": {},
+             "_flags": {"allows_duplicate_labels": True}, "_name": None}  # fmt: skip
+    return pickle.dumps(_Reduced(copyreg._reconstructor, (pd.Series, object, None), state), protocol=2)
+
+
+def _computed_state_key() -> bytes:
+    frame = _frame()
+
+    def reduce(mgr: BlockManager) -> tuple[Any, ...]:
+        axes = [mgr.axes[0], pd.RangeIndex(FAR)]
+        blocks = [{"values": b.values, "mgr_locs": b.mgr_locs.indexer} for b in mgr.blocks]
+        extra = {_Reduced(str, ("0.14.1",)): {"axes": axes, "blocks": blocks}}
+        return copyreg.__newobj__, (BlockManager,), (axes, [b.values for b in mgr.blocks], [axes[0]], extra)  # type: ignore[attr-defined]
+
+    return _pickled(frame, reduce)
+
+
+# What each load shows: a crash, or (the cached level, too small to crash with) labels no level holds.
+HELPER_235_SHOWS = {"multi-index-cached-levels": "error: RuntimeError: read past the level"}
+HELPER_235: dict[str, tuple[Callable[[], bytes], str]] = {
+    "categorical-state-in-call": (_categorical_state_in_call, f"a code from 0 to {FAR // 8}"),
+    "multi-index-cached-levels": (_multi_index_cached_levels, "a MultiIndex restored with a filled cache"),
+    "single-manager-flag": (_single_manager_flagged_checked, f"a block of 3 rows where the index has {FAR}"),
+    "computed-state-key": (_computed_state_key, "a state whose keys the stream computes"),
+}
+
+
+def test_helper_235_cases_crash_pandas(tmp_path: Path) -> None:
+    jobs = []
+    for label, (make, _) in HELPER_235.items():
+        path = tmp_path / f"{label}.pkl"
+        path.write_bytes(make())
+        jobs.append((label, path, "", tmp_path / "never-made"))
+    setup = ("import pickle\ndef load(path, option):\n    value = pickle.load(open(path, 'rb'))\n"
+             "    if 'multi' in path and {first for first, _ in value.tolist()} - {i + 0.5 for i in range(40)}:\n"
+             "        raise RuntimeError('read past the level')\n"
+             "    repr(value)\n")  # fmt: skip
+    outcomes = {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=180).items()}
+    assert outcomes == {key: HELPER_235_SHOWS.get(key, "crashed: wait status 11") for key in HELPER_235}
+
+
+@pytest.mark.parametrize("case", list(HELPER_235))
+def test_helper_235_cases_are_high(tmp_path: Path, case: str) -> None:
+    make, detail = HELPER_235[case]
+    found = _high(tmp_path, make())
+    assert any(f.startswith(RULE) and detail in f for f in found), found

@@ -18,6 +18,7 @@ from wscan.scanners.pickle_native import (
     CATEGORICALS,
     MASKED_ARRAYS,
     MULTI_INDEXES,
+    NDARRAY_BACKED,
     NEW_INDEX,
     NEWOBJ_HELPERS,
     SINGLE_BLOCK_MANAGER,
@@ -69,8 +70,9 @@ def _categorical(target: Obj, arrays: ArrayReader) -> None:
     read and wscan did not): a 3-tuple whose ndarray is the codes, in either order (`NDArrayBacked.__setstate__`
     swaps them); a 1-tuple of a dict; a dict whose `_data`, `_ndarray` or `_codes` holds codes and whose `_dtype`,
     or pandas 1's `_categories`, the categories. Every candidate for codes is checked against every candidate for
-    categories."""
-    state = target.state
+    categories. A state given to pandas' unpickler as its third argument, with no BUILD, is Cython's own, set as
+    (dtype, codes) (helper 235)."""
+    state = _given_state(target)
     candidates: list[tuple[Sym | None, Sym | None]]
     if isinstance(state, Seq) and len(state.items) == 1 and isinstance(state.items[0], Dict):
         state = state.items[0]
@@ -78,15 +80,27 @@ def _categorical(target: Obj, arrays: ArrayReader) -> None:
         parts = state.items[:2]
         candidates = [(part, _categories(other)) for part, other in zip(parts, parts[::-1], strict=False)]
     elif isinstance(state, Dict):
-        categories = _categories(state.get("_dtype"))
+        categories = _categories(_get(state, "_dtype"))
         if categories is None:
-            categories = state.get("_categories")
-        candidates = [(state.get(key), categories) for key in ("_data", "_ndarray", "_codes")]
+            categories = _get(state, "_categories")
+        candidates = [(_get(state, key), categories) for key in ("_data", "_ndarray", "_codes")]
     else:
         return  # no codes given: pandas has none to take by
     for codes, categories in candidates:
         if codes is not None and categories is not None and _is_array(codes, arrays):
             _codes(codes, categories, "categories", arrays)
+
+
+def _given_state(target: Obj) -> Sym | None:
+    """An object's state: its BUILD's, or else, for an object made by pandas' NDArrayBacked unpickler, the state that
+    call was given (Cython's generated unpickler sets it when it is not None)."""
+    if target.state is not None:
+        return target.state
+    if isinstance(target.func, Global) and target.func.dotted == NDARRAY_BACKED and isinstance(target.args, Seq):
+        args = target.args.items
+        if len(args) > 2 and not (isinstance(args[2], Const) and args[2].value is None):
+            return args[2]
+    return None
 
 
 def _masked(target: Obj, arrays: ArrayReader) -> None:
@@ -95,7 +109,7 @@ def _masked(target: Obj, arrays: ArrayReader) -> None:
     state = target.state
     if not isinstance(state, Dict):
         return  # made by its constructor, which checks, or given nothing
-    values, mask = state.get("_data"), state.get("_mask")
+    values, mask = _get(state, "_data"), _get(state, "_mask")
     if values is None or mask is None:
         return  # no values or no mask: pandas raises at the first use
     values_shape, mask_shape = arrays.shape(values), arrays.shape(mask)  # NumPy's or joblib's arrays
@@ -108,7 +122,7 @@ def _categories(dtype: Sym | None) -> Sym | None:
     if not isinstance(dtype, Obj):
         return None
     if isinstance(dtype.state, Dict):
-        return dtype.state.get("categories")
+        return _get(dtype.state, "categories")
     if isinstance(dtype.args, Seq) and dtype.args.items and not dtype.instance:
         return dtype.args.items[0]
     return None
@@ -120,9 +134,14 @@ def _multi_index(target: Obj, arrays: ArrayReader) -> None:
     fields = target.args.items[1] if isinstance(target.args, Seq) and len(target.args.items) > 1 else None
     sources = []
     if isinstance(fields, Dict):
-        sources.append((fields.get("levels"), fields.get("codes")))
+        sources.append((_get(fields, "levels"), _get(fields, "codes")))
     if isinstance(target.state, Dict):
-        sources.append((target.state.get("_levels"), target.state.get("_codes")))
+        cache = _get(target.state, "_cache")
+        if (isinstance(cache, Dict) and (cache.items or cache.dropped)) or not isinstance(cache, Dict | None):
+            # pandas never writes a MultiIndex's caches, and it reads its levels from the cache first (helper 235
+            # cached a one-label level under codes checked against the real one)
+            raise Invalid("a MultiIndex restored with a filled cache, which pandas never writes")
+        sources.append((_get(target.state, "_levels"), _get(target.state, "_codes")))
     for levels_sym, codes_sym in sources:
         if levels_sym is None and codes_sym is None:
             continue
@@ -203,8 +222,8 @@ def _call(target: Obj, single: bool) -> tuple[list[Sym], bool] | None:
     if new:  # a frame's manager is compiled and takes its blocks and axes in __new__; a Series' ignores them
         return None if single else (args, False)
     flag = args[2] if len(args) > 2 else None
-    if single:  # SingleBlockManager(block, axis, verify_integrity=False)
-        return args, isinstance(flag, Const) and bool(flag.value)
+    if single:  # SingleBlockManager(block, axis, verify_integrity): pandas 3 ignores the flag (helper 235)
+        return args, False
     return args, not (isinstance(flag, Const) and not flag.value)
 
 
@@ -254,7 +273,7 @@ def _values_shape(values: Sym, arrays: ArrayReader, depth: int = 0) -> tuple[int
         return (_axis_length(values, arrays, depth + 1),)
     made = pandas_class(values)
     kind = EXTENSION_KINDS.get(made.rsplit(".", 1)[-1]) if made.startswith("pandas.") else None
-    state = values.state
+    state = _given_state(values)
     if kind == "arrow":
         held = _dict_first(state, "_data", "_pa_array")  # ArrowExtensionArray.__setstate__ takes _data first
         length = _arrow_length(held)
@@ -300,6 +319,19 @@ def _is_array(value: Sym, arrays: ArrayReader) -> bool:
     return _made_ndarray(value) or _shape(value, arrays) is not None
 
 
+def _get(state: Dict, key: str) -> Sym | None:
+    """A dict's value for `key`, as pandas reads it."""
+    return _plain(state).get(key)
+
+
+def _plain(state: Dict) -> Dict:
+    """The dict, if every key is one the stream gives as it is: pandas finds a computed "0.14.1" or "_codes" by
+    equality and wscan cannot, so such a dict is unread (helper 235 hid a frame's state behind a computed key)."""
+    if any(not isinstance(name, Const) for name, _ in state.items):
+        raise Unread("a state whose keys the stream computes")
+    return state
+
+
 def _dict_first(state: Sym | None, *keys: str) -> Sym | None:
     """The value of the first of `keys` a dict state sets (or the one dict of a tuple state: Cython's auto-pickling
     gives an IntervalArray its attributes so)."""
@@ -309,8 +341,8 @@ def _dict_first(state: Sym | None, *keys: str) -> Sym | None:
     if not isinstance(state, Dict) or state.dropped:
         return None
     for key in keys:
-        if state.has(key):
-            return state.get(key)
+        if _plain(state).has(key):
+            return _get(state, key)
     return None
 
 
@@ -330,7 +362,7 @@ def _legacy_state(state: Sym) -> tuple[Seq, Seq] | None:
     extra = state.items[3]
     if not isinstance(extra, Dict):
         raise Unread("a state the stream computes")
-    inner = extra.get("0.14.1")
+    inner = _get(extra, "0.14.1")
     if inner is None:
         return None
     axes, blocks = _dict_get(inner, "axes"), _dict_get(inner, "blocks")
@@ -342,7 +374,7 @@ def _legacy_state(state: Sym) -> tuple[Seq, Seq] | None:
 def _dict_get(value: Sym | None, key: str) -> Sym:
     if not isinstance(value, Dict) or value.dropped:
         raise Unread(f"a block or state without a readable {key}")
-    found = value.get(key)
+    found = _get(value, key)
     if found is None:
         raise Unread(f"no {key}")
     return found
@@ -433,20 +465,20 @@ def _axis_length(index: Sym | None, arrays: ArrayReader, depth: int = 0) -> int:
     fields = args[1] if len(args) > 1 else None
     if not isinstance(fields, Dict) or fields.dropped:
         raise Unread("an axis whose fields the stream computes")
-    data = fields.get("data")
+    data = _get(fields, "data")
     if data is not None:
         return _data_length(data, arrays, depth)
-    left = fields.get("left")
+    left = _get(fields, "left")
     if left is not None and depth < MAX_INDEX_DEPTH:  # an IntervalIndex: pandas checks right against left
         return _axis_length(left, arrays, depth + 1)
-    ends = [fields.get(name) for name in ("start", "stop", "step")]
+    ends = [_get(fields, name) for name in ("start", "stop", "step")]
     numbers = [end.value for end in ends if isinstance(end, Const) and type(end.value) is int]
     if len(numbers) == 3:
         start, stop, step = (int(number) for number in numbers)
         if step == 0:
             raise Invalid("a range axis of step 0")
         return len(range(start, stop, step))
-    codes = fields.get("codes")
+    codes = _get(fields, "codes")
     if isinstance(codes, Seq) and codes.items and not codes.dropped:
         shape = arrays.shape(codes.items[0])
         if len(shape) == 1:
