@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument(
         "--fail-on", choices=SEVERITIES, help="lowest severity that fails the scan (default high)"
     )
-    scan.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the working directory)")
+    scan.add_argument("--config", type=Path, help="config file (read only when named: none by default)")
     scan.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     scan.add_argument("--jobs", type=_positive_int, metavar="N",
                       help="files scanned at once (default: one per core, at most 8)")
@@ -152,7 +152,7 @@ def _signing_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     verify.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     verify.add_argument("-o", "--output", type=Path, help="write the report here instead of standard output")
     verify.add_argument("--fail-on", choices=SEVERITIES, help="lowest severity that fails (default high)")
-    verify.add_argument("--config", type=Path, help="config file (default: .wscan.yaml in the working directory)")
+    verify.add_argument("--config", type=Path, help="config file (read only when named: none by default)")
 
 
 def _signer_options(command: argparse.ArgumentParser) -> None:
@@ -206,11 +206,16 @@ def _scan(args: argparse.Namespace) -> int:
         from wscan.provenance.cli import attest_snapshots
 
         snapshots = attest_snapshots(args)
+    verify_before = None
+    if args.verify:  # what each folder's entries are before the scan: verified bytes must be the scanned ones
+        from wscan.provenance.cli import verify_snapshots
+
+        verify_before = verify_snapshots(args)
     report = Engine(config).scan(list(args.paths), progress)
     if args.verify:
         from wscan.provenance.cli import verify_into
 
-        verify_into(report, args, config)
+        verify_into(report, args, config, verify_before)
     if args.attest:
         from wscan.provenance.cli import attest_folders
 

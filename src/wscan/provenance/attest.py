@@ -26,6 +26,7 @@ from typing import Any
 from wscan.config import Config
 from wscan.discover import display_path
 from wscan.model import Finding, Location, Observation, Severity
+from wscan.provenance.fingerprint import Fingerprint, changed, fingerprints
 from wscan.provenance.oms import (
     DEFAULT_SIGNATURE,
     CertificateMethod,
@@ -53,22 +54,24 @@ def attest(
     output: Path,
     ignore: list[Path],
     settings: Mapping[str, Any] | None = None,
-    before: frozenset[Resource] | None = None,
+    before: Snapshot | None = None,
 ) -> str:
     """Sign a scan attestation for `model_dir` into `output`; returns the root digest it attests.
 
     `settings` is the config's effect (`scan_settings`); without it the attestation says nothing about the
     config, and a consumer is told so. `before` is the folder's `snapshot` taken before the scan: if the folder
-    hashes differently now, FolderChanged is raised and nothing is written (the scan may have read other bytes
-    than the ones attested)."""
+    hashes differently now, or any entry was rewritten since (its change time moved: swapped and put back, it
+    hashes the same), FolderChanged is raised and nothing is written (the scan may have read other bytes than the
+    ones attested)."""
     from in_toto_attestation.v1 import statement
     from model_signing._signing import signing as oms_signing
 
     manifest = _manifest(model_dir, ignore, output)
     if before is not None:
-        changed = sorted({r.identifier for r in before ^ _resources(manifest)})
-        if changed:
-            raise FolderChanged(changed)
+        after = fingerprints(model_dir, (output,))
+        moved = {r.identifier for r in before.resources ^ _resources(manifest)} | set(changed(before.entries, after))
+        if moved:
+            raise FolderChanged(sorted(moved))
     oms_payload = oms_signing.Payload(manifest)  # the OMS subject: model name and root digest
     subject = oms_payload.statement.pb.subject[0]
     root_digest = subject.digest["sha256"]
@@ -103,9 +106,19 @@ class FolderChanged(Exception):
         self.files = files
 
 
-def snapshot(model_dir: Path, ignore: list[Path], output: Path) -> frozenset[Resource]:
-    """The digests an attestation of `model_dir` would record, taken before the scan to compare after it."""
-    return _resources(_manifest(model_dir, ignore, output))
+@dataclass(frozen=True)
+class Snapshot:
+    """A folder before the scan: what each entry is on disk (looked at first), and the digests an attestation of it
+    would record."""
+
+    entries: dict[str, Fingerprint]
+    resources: frozenset[Resource]
+
+
+def snapshot(model_dir: Path, ignore: list[Path], output: Path) -> Snapshot:
+    """The folder as it is before the scan, to compare with it when attesting."""
+    entries = fingerprints(model_dir, (output,))
+    return Snapshot(entries, _resources(_manifest(model_dir, ignore, output)))
 
 
 def _manifest(model_dir: Path, ignore: list[Path], output: Path) -> Any:
@@ -190,7 +203,7 @@ def attestation_observations(
         Observation(
             "provenance.attested",
             location,
-            {"verdict": str(predicate.get("verdict", "")), "version": str(scanner.get("version", "")),
+            {"verdict": _verdict(predicate), "version": str(scanner.get("version", "")),
              "rules_digest": str(scanner.get("rules_digest", ""))[:16], "root": attestation.root_digest[:16],
              "findings": len(predicate.get("findings", []))},
         )
@@ -203,6 +216,18 @@ def attestation_observations(
         observations.extend(_unscanned(attestation, model_dir))
     observations.extend(_settings_observations(predicate, location, fail_on))
     return observations
+
+
+def _verdict(predicate: Mapping[str, Any]) -> str:
+    """The attested verdict as its own findings and threshold make it: "pass" only when it says so and no finding
+    it records reaches its threshold (helper 234 signed "pass" beside a critical finding, and it verified as clean);
+    a verdict, threshold or severity it does not spell as wscan does counts as failing."""
+    threshold = _severity(predicate.get("fail_on"))
+    severities = [_severity(f.get("severity")) if isinstance(f, Mapping) else None
+                  for f in _list(predicate.get("findings"))]
+    if predicate.get("verdict") != "pass" or threshold is None:
+        return "fail"
+    return "fail" if any(s is None or s >= threshold for s in severities) else "pass"
 
 
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

@@ -7,20 +7,24 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wscan.config import Config, load_config
 from wscan.errors import UsageError
 from wscan.model import Severity
 from wscan.output.text import lines_safe
+from wscan.provenance.fingerprint import Fingerprint, changed, fingerprints
 from wscan.provenance.oms import (
     DEFAULT_SIGNATURE,
     CertificateMethod,
     KeylessMethod,
     KeyMethod,
     Method,
-    Resource,
 )
 from wscan.report import Report
+
+if TYPE_CHECKING:
+    from wscan.provenance.attest import Snapshot
 
 EXIT_OK, EXIT_FINDINGS = 0, 1
 
@@ -120,8 +124,10 @@ def _checked(method: Method) -> Method:
     return method
 
 
-def verify_into(report: Report, args: argparse.Namespace, config: Config) -> None:
-    """`scan --verify`: verify every scanned folder and add what it found to the scan's report.
+def verify_into(report: Report, args: argparse.Namespace, config: Config,
+                before: dict[Path, dict[str, Fingerprint]] | None = None) -> None:
+    """`scan --verify`: verify every scanned folder and add what it found to the scan's report; a folder whose
+    entries were rewritten since `before` (taken before the scan) is WS-SIG-023 too.
 
     Hashing reads each file once; the scanners read only the headers they need, so the two passes together
     cost one read of the bytes.
@@ -133,6 +139,9 @@ def verify_into(report: Report, args: argparse.Namespace, config: Config) -> Non
         verification = verify_model(folder, _absolute(args.signature or folder / DEFAULT_SIGNATURE), method,
                                     ignore_paths(folder, args.ignore_paths), config)
         merge(report, verification, folder)
+        moved = changed(before[folder], fingerprints(folder)) if before and folder in before else []
+        if moved:
+            _changed_during_scan(report, config, folder, moved, "provenance.changed_during_verify")
 
 
 def _folders(paths: list[Path], option: str, one_file_named: bool) -> list[Path]:
@@ -169,19 +178,28 @@ def merge(report: Report, verification: Report, folder: Path | None = None) -> N
             report.models[i] = replace(model, worst=level, verdict=verdict)
 
 
-def attest_snapshots(args: argparse.Namespace) -> dict[Path, frozenset[Resource]]:
-    """`scan --attest`, before the scan: each folder's digests, to check the scanned bytes are the attested ones."""
+def attest_snapshots(args: argparse.Namespace) -> dict[Path, Snapshot]:
+    """`scan --attest`, before the scan: each folder as it is, to check the scanned bytes are the attested ones. A
+    folder the library will not hash (a symbolic link or a FIFO in it) is a usage error, as for `wscan sign`."""
     from wscan.provenance.attest import DEFAULT_ATTESTATION, snapshot
 
     snapshots = {}
     for folder in _folders(args.paths, "--attest", args.attestation is not None):
         output = _absolute(args.attestation or folder / DEFAULT_ATTESTATION)
-        snapshots[folder] = snapshot(folder, ignore_paths(folder, args.ignore_paths), output)
+        try:
+            snapshots[folder] = snapshot(folder, ignore_paths(folder, args.ignore_paths), output)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"cannot attest {folder}: {type(exc).__name__}: {exc}") from None
     return snapshots
 
 
-def attest_folders(report: Report, args: argparse.Namespace,
-                   snapshots: dict[Path, frozenset[Resource]] | None = None) -> None:
+def verify_snapshots(args: argparse.Namespace) -> dict[Path, dict[str, Fingerprint]]:
+    """`scan --verify`, before the scan: what each folder's entries are, to tell whether any was rewritten by the
+    time it is verified (the scan would have judged other bytes than the ones verified)."""
+    return {folder: fingerprints(folder) for folder in _folders(args.paths, "--verify", args.signature is not None)}
+
+
+def attest_folders(report: Report, args: argparse.Namespace, snapshots: dict[Path, Snapshot] | None = None) -> None:
     """`scan --attest`: sign, per scanned folder, what this scan found in exactly these bytes, and the effect of
     the config it ran with (a config that ignores or lowers rules can make any model "clean"). A folder whose
     files changed since its snapshot (taken before the scan) is not attested: WS-SIG-021 instead."""
@@ -206,28 +224,30 @@ def attest_folders(report: Report, args: argparse.Namespace,
             digest = attest(folder, report, method, output, ignore, settings,
                             before=(snapshots or {}).get(folder))
         except FolderChanged as changed:
-            _changed_during_scan(report, config, folder, changed.files)
+            _changed_during_scan(report, config, folder, changed.files, "provenance.changed_during_scan")
             continue
         except Exception as exc:  # key, password or OIDC problems are the user's to fix
             raise UsageError(f"attestation failed: {type(exc).__name__}: {exc}") from None
         print(lines_safe(f"wscan: attested {folder} (sha256 {digest[:16]}...) -> {output}"), file=sys.stderr)
 
 
-def _changed_during_scan(report: Report, config: Config, folder: Path, files: list[str]) -> None:
-    """WS-SIG-021 into the scan's report: the folder changed while it was scanned, so it was not attested."""
+def _changed_during_scan(report: Report, config: Config, folder: Path, files: list[str], kind: str) -> None:
+    """WS-SIG-021 (not attested) or WS-SIG-023 (verified bytes the scan may not have read) into the scan's report:
+    the folder changed while it was scanned."""
     from wscan.discover import display_path
     from wscan.model import Location, Observation
     from wscan.rules import RuleSet
 
     shown = ", ".join(files[:5]) + (", ..." if len(files) > 5 else "")
-    observation = Observation("provenance.changed_during_scan", Location(display_path(folder)),
-                              {"files": shown, "count": len(files)})
+    observation = Observation(kind, Location(display_path(folder)), {"files": shown, "count": len(files)})
     rules = RuleSet.load(config)
     verification = Report(report.tool_version, report.rules_digest, report.fail_on)
     verification.findings = list(rules.judge([observation]))
-    verification.rules = {k: v for k, v in rules.info().items() if k == "WS-SIG-021"}
+    found = {finding.rule_id for finding in verification.findings}
+    verification.rules = {k: v for k, v in rules.info().items() if k in found}
     merge(report, verification, folder)
-    print(lines_safe(f"wscan: not attested: {folder} changed while it was scanned ({shown})"), file=sys.stderr)
+    what = "not attested" if kind == "provenance.changed_during_scan" else "verified bytes may not be the scanned ones"
+    print(lines_safe(f"wscan: {what}: {folder} changed while it was scanned ({shown})"), file=sys.stderr)
 
 
 def _scan_config(report: Report, args: argparse.Namespace) -> Config:

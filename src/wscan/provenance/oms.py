@@ -172,6 +172,7 @@ def sign(
 
 
 GIT_PATHS = (".git", ".gitattributes", ".github", ".gitignore")  # what model_signing leaves out
+MAX_SHARDS = 100_000  # shards a signature may make of its folder (verification runs a task per shard)
 
 
 def _check_coverage(model_dir: Path, ignored: Sequence[PurePosixPath], shard_size: int | None) -> None:
@@ -180,6 +181,11 @@ def _check_coverage(model_dir: Path, ignored: Sequence[PurePosixPath], shard_siz
     if not files:
         raise ValueError(f"nothing to sign: no regular file in {model_dir} is left once the ignore paths, git "
                          "files and the signature are left out")
+    if shard_size is not None:
+        shards = sum(-(-size // shard_size) for _, size in files)
+        if shards > MAX_SHARDS:
+            raise ValueError(f"--shard-size {shard_size} makes {shards:,} shards of this folder, more than "
+                             f"{MAX_SHARDS:,}: verifying it would take a task per shard")
     empty = [name for name, size in files if size == 0]
     if shard_size is not None and empty:
         shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")

@@ -8,6 +8,7 @@ a signature file that is a link, a FIFO, socket or device node, a folder that ca
 
 from __future__ import annotations
 
+import math
 import os
 import posixpath
 import stat
@@ -21,7 +22,16 @@ from wscan.config import Config
 from wscan.discover import display_path
 from wscan.lookup import walk as walk_folders
 from wscan.model import AttrValue, Location, Observation, Severity
-from wscan.provenance.oms import GIT_PATHS, Method, Resource, SignatureProblem, hash_model, hashing_for, signed_manifest
+from wscan.provenance.oms import (
+    GIT_PATHS,
+    MAX_SHARDS,
+    Method,
+    Resource,
+    SignatureProblem,
+    hash_model,
+    hashing_for,
+    signed_manifest,
+)
 from wscan.report import FILE_SCANNED, FileResult, Report
 from wscan.rules import RuleSet
 
@@ -115,13 +125,17 @@ def _against(
     # would otherwise take its target (an unsigned file the attacker named) out of the comparison.
     ignores = [*signed_ignores, *user_ignores, _lexical(model_dir, signature)]
     walk = _walk(model_dir, ignores) if model_dir.is_dir() else _walk_one(model_dir)
+    sharded = serialization.get("method") == "shards"
+    too_many = _too_many_shards(serialization, walk.regular) if sharded else None
+    if too_many is not None:
+        return [Observation("provenance.signature_invalid", Location(display_path(signature)),
+                            {"reason": too_many})], [], 0
     try:
-        actual = hash_model(model_dir, hashing, ignores, walk.regular)
+        actual = hash_model(model_dir, hashing, ignores, _to_hash(model_dir, walk.regular, resources, sharded))
     except (OSError, ValueError) as exc:  # a file swapped (for a link, a FIFO) or removed after the walk
         reason = f"the model changed while it was hashed: {type(exc).__name__}: {exc}".replace("\n", " ")[:300]
         return [Observation("provenance.unlisted", Location(display_path(model_dir)),
                             {"file": ".", "reason": reason})], [], 0
-    sharded = serialization.get("method") == "shards"
     expected_files, actual_files = _by_file(resources, sharded), _by_file(actual, sharded)
     if model_dir.is_dir():
         # Every regular file counts, whatever its size: an empty file makes no shard, hence no resource.
@@ -139,6 +153,33 @@ def _against(
 
 
 Files = dict[str, tuple[Resource, ...]]
+
+
+def _to_hash(model_dir: Path, regular: list[Path], resources: Sequence[Resource], sharded: bool) -> list[Path]:
+    """The files to hash: the signed ones, or every one when a signed file is missing (an added file may be it,
+    renamed). Files added beside all the signed ones are reported unread: helper 234's 15 TiB sparse file was
+    hashed in full before being reported as added."""
+    signed = set(_by_file(resources, sharded))
+    if not model_dir.is_dir():
+        return regular
+    named = {path.relative_to(model_dir).as_posix(): path for path in regular}
+    if signed - named.keys():
+        return regular
+    return [path for name, path in named.items() if name in signed]
+
+
+def _too_many_shards(serialization: dict[str, object], regular: list[Path]) -> str | None:
+    """Why a signed shard size cannot be hashed here: the library makes one task per shard, and a shard size of one
+    byte held gigabytes for a megabyte model (helper 234)."""
+    given = serialization.get("shard_size")  # a number, read back from JSON as a float or an int
+    if (isinstance(given, bool) or not isinstance(given, int | float) or not math.isfinite(given) or given < 1
+            or given != int(given)):
+        return None  # refused by the library's own reading (hashing_for)
+    size = int(given)
+    shards = sum(-(-_size(path) // size) for path in regular)
+    if shards <= MAX_SHARDS:
+        return None
+    return f"shard_size {size} makes {shards:,} shards of these files, more than {MAX_SHARDS:,}"
 
 
 NOTES = frozenset({"provenance.signer_ignored"})  # reported beside WS-SIG-009, not instead of it
