@@ -29,6 +29,13 @@ TFLITE = ROOT / "tests" / "data" / "tflite"  # models TensorFlow's converter wro
 MARKER = b"\n--8<--\n"  # harness.split: fields of a multi-part input
 MAX_SEED_BYTES = 256 * 1024
 
+# git configs and hooks (the first byte picks which the target reads: even a config, odd a hook)
+GIT_FILES = [
+    b"\x00[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch x\n[remote \"origin\"]\n\turl = https://h/x\n",
+    b'\x00[filter "lfs"]\n\tclean = git-lfs clean -- %f\n\tsmudge = git-lfs smudge -- %f\n[alias]\n\tp = !sh\n',
+    b"\x00[include]\n\tpath = ../x\n[core.]\n\tpager = \\\n less\n",
+    b'\x01#!/bin/sh\ncommand -v git-lfs >/dev/null 2>&1 || { echo >&2 "x"; exit 2; }\ngit lfs pre-push "$@"\n',
+]
 CONFIGS = [
     b"fail-on: high\n",
     b"fail-on: medium\nallow:\n  - mypkg.layers.Custom\n",
@@ -250,6 +257,7 @@ SOURCES: dict[str, Callable[[], Iterable[bytes | Path]]] = {
     "pt2": lambda: sorted((ROOT / "tests" / "data" / "pt2").glob("*.json")),  # from a torch.export.save archive
     "boosters": _boosters,
     "skops": lambda: [m for p in _files("*.skops") for m in _zip_members(p, lambda n: n == "schema.json")],
+    "git_files": lambda: GIT_FILES,
 }
 
 

@@ -18,6 +18,7 @@ from wscan.scanners.config_targets import ConfigTargetScanner
 from wscan.scanners.flax_msgpack import FlaxMsgpackScanner
 from wscan.scanners.framework_code import FrameworkCodeScanner
 from wscan.scanners.gguf import GgufScanner
+from wscan.scanners.git_files import GitFilesScanner
 from wscan.scanners.keras import KerasScanner
 from wscan.scanners.numpy import NpyScanner
 from wscan.scanners.ocdbt import OcdbtScanner
@@ -70,6 +71,7 @@ def builtin_scanners() -> list[Scanner]:
         PythonCodeScanner(),
         PythonBytecodeScanner(),
         TorchScriptCodeScanner(),
+        GitFilesScanner(),
     ]
 
 
