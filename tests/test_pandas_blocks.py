@@ -757,3 +757,80 @@ def test_helper_235_cases_are_high(tmp_path: Path, case: str) -> None:
     make, detail = HELPER_235[case]
     found = _high(tmp_path, make())
     assert any(f.startswith(RULE) and detail in f for f in found), found
+
+
+# Helper 236's fourth round: copyreg's __newobj_ex__ called by REDUCE and pandas' date and time-delta helpers make
+# any class (none was recorded), a Series block of two dimensions, a frame block with fewer rows than its placement.
+def _categorical_made_by(helper: Any, args: tuple[Any, ...]) -> bytes:
+    categorical = pd.Categorical(["x", "x"], categories=pd.Index(["x"], dtype=object))
+    state = {"_ndarray": np.array([0, FAR - 1], dtype=np.int64), "_dtype": categorical.dtype}
+    return pickle.dumps(_Reduced(helper, args, state), protocol=2)
+
+
+def _stand_in(*args: Any) -> Any:
+    """Pickled by name, then renamed copyreg.__newobj_ex__ in the bytes (pickle will not name that helper itself)."""
+    raise AssertionError("never called")
+
+
+def _newobj_ex_by_reduce() -> bytes:
+    blob = _categorical_made_by(_stand_in, (pd.Categorical, (), {}))
+    name = f"c{__name__}\n_stand_in\n".encode()
+    assert blob.count(name) == 1
+    return blob.replace(name, b"ccopyreg\n__newobj_ex__\n")
+
+
+def _series_two_dimensional(rows: int = 200_000) -> bytes:
+    values = np.arange(2.0 * rows).reshape(2, rows)
+    return _series_values(values, rows)  # the Series' manager, its one block (2, rows)
+
+
+def _frame_placement_past_rows() -> bytes:
+    frame = pd.DataFrame({"a": np.arange(4.0)})
+    columns = pd.Index([f"c{i}" for i in range(200_000)], dtype=object)
+    values = np.arange(4.0).reshape(1, 4)
+
+    def reduce(mgr: BlockManager) -> tuple[Any, ...]:
+        axes = [columns, mgr.axes[1]]
+        blocks = [{"values": values, "mgr_locs": slice(0, 200_000, 1)}]
+        state = (axes, [values], [columns], {"0.14.1": {"axes": axes, "blocks": blocks}})
+        return copyreg.__newobj__, (BlockManager,), state  # type: ignore[attr-defined]
+
+    return _pickled(frame, reduce)
+
+
+def _helper_236_cases() -> dict[str, tuple[Callable[[], bytes], str]]:
+    from pandas.core.indexes.datetimes import _new_DatetimeIndex
+    from pandas.core.indexes.timedeltas import _new_TimedeltaIndex
+
+    return {
+        "date-helper-makes-categorical": (lambda: _categorical_made_by(_new_DatetimeIndex, (pd.Categorical, {})),
+                                          f"a code from 0 to {FAR - 1}"),
+        "time-delta-helper-makes-categorical": (lambda: _categorical_made_by(_new_TimedeltaIndex,
+                                                                            (pd.Categorical, {})),
+                                                f"a code from 0 to {FAR - 1}"),
+        "newobj-ex-by-reduce": (_newobj_ex_by_reduce, f"a code from 0 to {FAR - 1}"),
+        "series-two-dimensional": (_series_two_dimensional, "a Series block of shape (2, 200000)"),
+        "frame-placement-past-rows": (_frame_placement_past_rows, "a block of shape (1, 4) placed at 200000 columns"),
+    }  # fmt: skip
+
+
+def test_helper_236_cases_crash_pandas(tmp_path: Path) -> None:
+    """The frame whose placement runs past its rows is left out: pandas reads past the block (helper 236 printed heap
+    values through iloc, and crashed at repr once), but where that lands is not the same from run to run."""
+    cases = {key: value for key, value in _helper_236_cases().items() if key != "frame-placement-past-rows"}
+    jobs = []
+    for label, (make, _) in cases.items():
+        path = tmp_path / f"{label}.pkl"
+        path.write_bytes(make())
+        jobs.append((label, path, "", tmp_path / "never-made"))
+    setup = "import pickle\ndef load(path, option):\n    repr(pickle.load(open(path, 'rb')))\n"
+    outcomes = {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=180).items()}
+    assert outcomes == dict.fromkeys(cases, "crashed: wait status 11")
+
+
+@pytest.mark.parametrize("case", ["date-helper-makes-categorical", "time-delta-helper-makes-categorical",
+                                  "newobj-ex-by-reduce", "series-two-dimensional", "frame-placement-past-rows"])
+def test_helper_236_cases_are_high(tmp_path: Path, case: str) -> None:
+    make, detail = _helper_236_cases()[case]
+    found = _high(tmp_path, make())
+    assert any(f.startswith(RULE) and detail in f for f in found), found

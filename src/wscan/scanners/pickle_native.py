@@ -118,14 +118,21 @@ PANDAS_CHECKED = BLOCK_MANAGERS | CATEGORICALS | MULTI_INDEXES | MASKED_ARRAYS
 NEWOBJ_HELPERS = frozenset({"copyreg.__newobj__", "copyreg.__newobj_ex__"})  # cls.__new__(cls, *args)
 NDARRAY_BACKED = "pandas._libs.arrays.__pyx_unpickle_NDArrayBacked"  # how pandas pickles a Categorical
 NEW_INDEX = "pandas.core.indexes.base._new_Index"  # ... and any index
+# pandas' index helpers, each given the class to make first (any class: helper 236 made a Categorical and a
+# MultiIndex with the date and time-delta ones)
+INDEX_HELPERS = frozenset({
+    NEW_INDEX, "pandas.core.indexes.datetimes._new_DatetimeIndex", "pandas.core.indexes.timedeltas._new_TimedeltaIndex",
+    "pandas.core.indexes.period._new_PeriodIndex", "pandas.core.indexes.interval._new_IntervalIndex",
+})  # fmt: skip
 INTERVAL_MIXIN = "pandas._libs.interval.__pyx_unpickle_IntervalMixin"  # ... and an IntervalArray
+CLASS_FIRST = INDEX_HELPERS | {NDARRAY_BACKED, INTERVAL_MIXIN}  # helpers given the class to make first
 # What calls make them: the classes, copyreg's helpers (a manager's __new__ takes its blocks), pandas' helpers.
-PANDAS_MAKERS = BLOCK_MANAGERS | NEWOBJ_HELPERS | {NDARRAY_BACKED, NEW_INDEX}
+PANDAS_MAKERS = BLOCK_MANAGERS | NEWOBJ_HELPERS | CLASS_FIRST
 
 
 def pandas_class(made: Obj) -> str:
     """The pandas class an object is, seen through the helpers pandas pickles it with."""
-    if isinstance(made.func, Global) and made.func.dotted in (NDARRAY_BACKED, NEW_INDEX, INTERVAL_MIXIN):
+    if isinstance(made.func, Global) and made.func.dotted in CLASS_FIRST:
         first = made.args.items[0] if isinstance(made.args, Seq) and made.args.items else None
         return first.dotted if isinstance(first, Global) else ""
     return native_class_of(made)
@@ -147,7 +154,7 @@ def native_class(target: Obj) -> str | None:
 
 def record(native: NativeStates, target: Obj, state: Sym, at: int) -> None:
     """Keep a BUILD's state if it is a native class's, an estimator's that holds trees, or a checked object's."""
-    if native_class_of(target) in PANDAS_CHECKED:
+    if pandas_class(target) in PANDAS_CHECKED:
         record_pandas(native, target, at)
         return
     cls = native_class(target)
@@ -207,6 +214,9 @@ def attributes(state: Sym) -> Dict:
     return merged
 
 
+RECONSTRUCTORS = ("copyreg._reconstructor", "copyreg.__newobj__", "copyreg.__newobj_ex__")  # each given the class first
+
+
 def native_class_of(value: Sym | None) -> str:
     """The class a value was made of, by its maker (scikit-learn's `newObj(cls)` helpers, copyreg's), for reports."""
     if isinstance(value, Const):
@@ -216,7 +226,7 @@ def native_class_of(value: Sym | None) -> str:
     if not isinstance(value, Obj) or not isinstance(value.func, Global):
         return type(value).__name__ if value is not None else "nothing"
     func = value.func
-    if func.name == "newObj" or func.dotted in ("copyreg._reconstructor", "copyreg.__newobj__"):
+    if func.name == "newObj" or func.dotted in RECONSTRUCTORS:
         first = value.args.items[0] if isinstance(value.args, Seq) and value.args.items else None
         return first.dotted if isinstance(first, Global) else "a computed class"
     return func.dotted

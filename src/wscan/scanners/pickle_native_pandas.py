@@ -16,10 +16,10 @@ from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
 from wscan.scanners.pickle_arrow import RESTORE_ARRAY
 from wscan.scanners.pickle_native import (
     CATEGORICALS,
+    INDEX_HELPERS,
     MASKED_ARRAYS,
     MULTI_INDEXES,
     NDARRAY_BACKED,
-    NEW_INDEX,
     NEWOBJ_HELPERS,
     SINGLE_BLOCK_MANAGER,
     native_class_of,
@@ -32,11 +32,7 @@ UNPICKLE_BLOCK = "pandas._libs.internals._unpickle_block"
 MAX_COLUMNS = 10_000_000  # columns checked one by one; a frame with more is unread
 NDARRAY_CLASSES = frozenset({"numpy.ndarray", "numpy.core.multiarray.ndarray", "numpy._core.multiarray.ndarray"})
 CHUNKED_ARROW = "pyarrow.lib.chunked_array"
-# The helpers pandas pickles its indexes with (each given the class and a dict of fields), pandas 1 to 3.
-INDEX_REBUILDERS = frozenset({
-    NEW_INDEX, "pandas.core.indexes.datetimes._new_DatetimeIndex", "pandas.core.indexes.timedeltas._new_TimedeltaIndex",
-    "pandas.core.indexes.period._new_PeriodIndex", "pandas.core.indexes.interval._new_IntervalIndex",
-})  # fmt: skip
+INDEX_REBUILDERS = INDEX_HELPERS  # the helpers pandas pickles its indexes with, pandas 1 to 3
 SPARSE_INDEXES = frozenset({"pandas._libs.sparse.IntIndex", "pandas._libs.sparse.BlockIndex"})
 MAX_INDEX_DEPTH = 8  # an interval index's left ends are an index: nested no deeper than this
 # pandas' extension arrays by class name, by how their state holds their values: NDArrayBacked ones beside their
@@ -212,7 +208,12 @@ def _call(target: Obj, single: bool) -> tuple[list[Sym], bool] | None:
     func = target.func.dotted if isinstance(target.func, Global) else ""
     if args is None:
         raise Unread("arguments the stream computes")
-    if func in NEWOBJ_HELPERS:
+    if func == "copyreg.__newobj_ex__":  # __newobj_ex__(cls, args, kwargs): cls.__new__ only
+        given = args[1] if len(args) > 1 else None
+        if not isinstance(given, Seq) or given.dropped:
+            raise Unread("arguments the stream computes")
+        args, new = given.items, True
+    elif func in NEWOBJ_HELPERS:
         args = args[1:]  # __newobj__(cls, *args): cls.__new__ only
         new = True
     else:
@@ -232,14 +233,36 @@ def _check(axes: list[Sym], blocks: list[Block], single: bool, verified: bool, a
     the rows axis'. A Series' one block must be as long as its index (pandas indexes it by the index's positions)."""
     if single:
         if not verified and blocks and axes:
-            _rows(blocks[0][0], _axis_length(axes[0], arrays), arrays)
+            rows = _axis_length(axes[0], arrays)
+            shape = _values_shape(blocks[0][0], arrays)
+            if len(shape) != 1:  # a Series' values have one dimension (helper 236: (2, n) values read past)
+                raise Invalid(f"a Series block of shape {shape} where the index has {rows}")
+            _rows(blocks[0][0], rows, arrays)
         return
     columns = None if verified else _axis_length(axes[0] if axes else None, arrays)
     _cover([placement for _, placement in blocks], columns, arrays)
+    for values, placement in blocks:
+        _block_columns(values, placement, verified, arrays)
     if not verified and len(axes) > 1:
         rows = _axis_length(axes[1], arrays)
         for values, _ in blocks:
             _rows(values, rows, arrays)
+
+
+def _block_columns(values: Sym, placement: Sym, verified: bool, arrays: ArrayReader) -> None:
+    """A 2-D block has a row of values per column its placement names; a 1-D one (an extension array) one column.
+    pandas' own check does not compare them (helper 236: a placement of 200,000 columns over one row of values read
+    past it). Values wscan cannot measure fail closed, except in a manager pandas verifies, whose extension blocks
+    pandas checks in Python."""
+    try:
+        shape = _values_shape(values, arrays)
+    except Unread:
+        if verified:
+            return
+        raise
+    count = len(_positions(placement, arrays))
+    if (len(shape) == 2 and shape[0] != count) or (len(shape) == 1 and count != 1) or len(shape) > 2:
+        raise Invalid(f"a block of shape {shape} placed at {count} columns")
 
 
 def _rows(values: Sym, rows: int, arrays: ArrayReader) -> None:
