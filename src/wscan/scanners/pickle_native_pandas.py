@@ -4,48 +4,37 @@ Why: pandas builds tables from pickled numbers in Cython without bounds checks. 
 blocks, each with the column positions it holds (its placement), and rebuilds a position -> block table from them: a
 placement past the columns, or negative, writes outside the table (while the pickle loads for the state pandas 1
 wrote, at the first column lookup for the BlockManager(blocks, axes) call pandas 2 and 3 write). A block shorter than
-its index, a Categorical's code past its categories and a MultiIndex's code past its level are read past (helper 224).
-Each crashed the process (tests/test_pandas_blocks.py).
+its index, a Categorical's code past its categories and a MultiIndex's code past its level are read past (helper 224),
+and so is a nullable array's mask shorter than its values (helper 232). Each crashed the process
+(tests/test_pandas_blocks.py, five red-team rounds). How long an index or values are: `pickle_native_pandas_lengths`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
-from wscan.scanners.pickle_arrow import RESTORE_ARRAY
+from wscan.scanners.pickle_arrays import ArrayReader, Unread
 from wscan.scanners.pickle_native import (
     CATEGORICALS,
-    INDEX_HELPERS,
     MASKED_ARRAYS,
     MULTI_INDEXES,
-    NDARRAY_BACKED,
     NEWOBJ_HELPERS,
     SINGLE_BLOCK_MANAGER,
     native_class_of,
     pandas_class,
 )
 from wscan.scanners.pickle_native_common import Invalid
-from wscan.scanners.pickle_values import _ARRAY_REBUILDERS, Const, Dict, Global, Obj, Seq, Sym
+from wscan.scanners.pickle_native_pandas_lengths import (
+    axis_length,
+    get,
+    given_state,
+    is_array,
+    values_shape,
+)
+from wscan.scanners.pickle_values import Const, Dict, Global, Obj, Seq, Sym
 
 UNPICKLE_BLOCK = "pandas._libs.internals._unpickle_block"
 MAX_COLUMNS = 10_000_000  # columns checked one by one; a frame with more is unread
-NDARRAY_CLASSES = frozenset({"numpy.ndarray", "numpy.core.multiarray.ndarray", "numpy._core.multiarray.ndarray"})
-CHUNKED_ARROW = "pyarrow.lib.chunked_array"
-INDEX_REBUILDERS = INDEX_HELPERS  # the helpers pandas pickles its indexes with, pandas 1 to 3
-SPARSE_INDEXES = frozenset({"pandas._libs.sparse.IntIndex", "pandas._libs.sparse.BlockIndex"})
-MAX_INDEX_DEPTH = 8  # an interval index's left ends are an index: nested no deeper than this
-# pandas' extension arrays by class name, by how their state holds their values: NDArrayBacked ones beside their
-# dtype, nullable ones as `_data` (their mask beside), Arrow-backed ones as an Arrow array, sparse ones by an index,
-# interval ones as their left and right ends.
-EXTENSION_KINDS = {
-    **dict.fromkeys(["DatetimeArray", "TimedeltaArray", "PeriodArray", "NumpyExtensionArray", "PandasArray",
-                     "StringArray", "Categorical"], "backed"),
-    **dict.fromkeys(["IntegerArray", "FloatingArray", "BooleanArray"], "masked"),
-    **dict.fromkeys(["ArrowExtensionArray", "ArrowStringArray", "ArrowStringArrayNumpySemantics"], "arrow"),
-    "SparseArray": "sparse",
-    "IntervalArray": "interval",
-}  # fmt: skip
 
 
 def check_object(target: Obj, arrays: ArrayReader) -> None:
@@ -68,7 +57,7 @@ def _categorical(target: Obj, arrays: ArrayReader) -> None:
     or pandas 1's `_categories`, the categories. Every candidate for codes is checked against every candidate for
     categories. A state given to pandas' unpickler as its third argument, with no BUILD, is Cython's own, set as
     (dtype, codes) (helper 235)."""
-    state = _given_state(target)
+    state = given_state(target)
     candidates: list[tuple[Sym | None, Sym | None]]
     if isinstance(state, Seq) and len(state.items) == 1 and isinstance(state.items[0], Dict):
         state = state.items[0]
@@ -76,27 +65,15 @@ def _categorical(target: Obj, arrays: ArrayReader) -> None:
         parts = state.items[:2]
         candidates = [(part, _categories(other)) for part, other in zip(parts, parts[::-1], strict=False)]
     elif isinstance(state, Dict):
-        categories = _categories(_get(state, "_dtype"))
+        categories = _categories(get(state, "_dtype"))
         if categories is None:
-            categories = _get(state, "_categories")
-        candidates = [(_get(state, key), categories) for key in ("_data", "_ndarray", "_codes")]
+            categories = get(state, "_categories")
+        candidates = [(get(state, key), categories) for key in ("_data", "_ndarray", "_codes")]
     else:
         return  # no codes given: pandas has none to take by
     for codes, categories in candidates:
-        if codes is not None and categories is not None and _is_array(codes, arrays):
+        if codes is not None and categories is not None and is_array(codes, arrays):
             _codes(codes, categories, "categories", arrays)
-
-
-def _given_state(target: Obj) -> Sym | None:
-    """An object's state: its BUILD's, or else, for an object made by pandas' NDArrayBacked unpickler, the state that
-    call was given (Cython's generated unpickler sets it when it is not None)."""
-    if target.state is not None:
-        return target.state
-    if isinstance(target.func, Global) and target.func.dotted == NDARRAY_BACKED and isinstance(target.args, Seq):
-        args = target.args.items
-        if len(args) > 2 and not (isinstance(args[2], Const) and args[2].value is None):
-            return args[2]
-    return None
 
 
 def _masked(target: Obj, arrays: ArrayReader) -> None:
@@ -105,7 +82,7 @@ def _masked(target: Obj, arrays: ArrayReader) -> None:
     state = target.state
     if not isinstance(state, Dict):
         return  # made by its constructor, which checks, or given nothing
-    values, mask = _get(state, "_data"), _get(state, "_mask")
+    values, mask = get(state, "_data"), get(state, "_mask")
     if values is None or mask is None:
         return  # no values or no mask: pandas raises at the first use
     values_shape, mask_shape = arrays.shape(values), arrays.shape(mask)  # NumPy's or joblib's arrays
@@ -118,7 +95,7 @@ def _categories(dtype: Sym | None) -> Sym | None:
     if not isinstance(dtype, Obj):
         return None
     if isinstance(dtype.state, Dict):
-        return _get(dtype.state, "categories")
+        return get(dtype.state, "categories")
     if isinstance(dtype.args, Seq) and dtype.args.items and not dtype.instance:
         return dtype.args.items[0]
     return None
@@ -130,14 +107,14 @@ def _multi_index(target: Obj, arrays: ArrayReader) -> None:
     fields = target.args.items[1] if isinstance(target.args, Seq) and len(target.args.items) > 1 else None
     sources = []
     if isinstance(fields, Dict):
-        sources.append((_get(fields, "levels"), _get(fields, "codes")))
+        sources.append((get(fields, "levels"), get(fields, "codes")))
     if isinstance(target.state, Dict):
-        cache = _get(target.state, "_cache")
+        cache = get(target.state, "_cache")
         if (isinstance(cache, Dict) and (cache.items or cache.dropped)) or not isinstance(cache, Dict | None):
             # pandas never writes a MultiIndex's caches, and it reads its levels from the cache first (helper 235
             # cached a one-label level under codes checked against the real one)
             raise Invalid("a MultiIndex restored with a filled cache, which pandas never writes")
-        sources.append((_get(target.state, "_levels"), _get(target.state, "_codes")))
+        sources.append((get(target.state, "_levels"), get(target.state, "_codes")))
     for levels_sym, codes_sym in sources:
         if levels_sym is None and codes_sym is None:
             continue
@@ -161,7 +138,7 @@ def _codes(codes: Sym | None, labels: Sym | None, what: str, arrays: ArrayReader
     """Integer codes that index `labels` (or -1), when wscan can measure the labels."""
     if codes is None or labels is None:
         return
-    count = _axis_length(labels, arrays)
+    count = axis_length(labels, arrays)
     values = arrays.values(codes)
     if values.dtype.kind not in "iu":
         raise Invalid(f"codes of {values.dtype}, not integers")
@@ -233,18 +210,18 @@ def _check(axes: list[Sym], blocks: list[Block], single: bool, verified: bool, a
     the rows axis'. A Series' one block must be as long as its index (pandas indexes it by the index's positions)."""
     if single:
         if not verified and blocks and axes:
-            rows = _axis_length(axes[0], arrays)
-            shape = _values_shape(blocks[0][0], arrays)
+            rows = axis_length(axes[0], arrays)
+            shape = values_shape(blocks[0][0], arrays)
             if len(shape) != 1:  # a Series' values have one dimension (helper 236: (2, n) values read past)
                 raise Invalid(f"a Series block of shape {shape} where the index has {rows}")
             _rows(blocks[0][0], rows, arrays)
         return
-    columns = None if verified else _axis_length(axes[0] if axes else None, arrays)
+    columns = None if verified else axis_length(axes[0] if axes else None, arrays)
     _cover([placement for _, placement in blocks], columns, arrays)
     for values, placement in blocks:
         _block_columns(values, placement, verified, arrays)
     if not verified and len(axes) > 1:
-        rows = _axis_length(axes[1], arrays)
+        rows = axis_length(axes[1], arrays)
         for values, _ in blocks:
             _rows(values, rows, arrays)
 
@@ -255,7 +232,7 @@ def _block_columns(values: Sym, placement: Sym, verified: bool, arrays: ArrayRea
     past it). Values wscan cannot measure fail closed, except in a manager pandas verifies, whose extension blocks
     pandas checks in Python."""
     try:
-        shape = _values_shape(values, arrays)
+        shape = values_shape(values, arrays)
     except Unread:
         if verified:
             return
@@ -269,113 +246,9 @@ def _rows(values: Sym, rows: int, arrays: ArrayReader) -> None:
     """A block's values, however pickled, have `rows` in their last dimension: pandas' unpickle_block turns an index
     or a NumPy-backed extension array into the NumPy array it holds (helper 233 gave a block as either, and as
     joblib's arrays, all unmeasured before: repr read past them)."""
-    shape = _values_shape(values, arrays)
+    shape = values_shape(values, arrays)
     if not shape or shape[-1] != rows:
         raise Invalid(f"a block of {shape[-1] if shape else 0} rows where the index has {rows}")
-
-
-def _values_shape(values: Sym, arrays: ArrayReader, depth: int = 0) -> tuple[int, ...]:
-    """The shape of what pandas takes as values: a NumPy array (from NumPy's or joblib's pickles, or made by calling
-    ndarray), an index (its data), or an extension array (the array its state holds its values in, read as pandas
-    reads that state). Anything else is unread."""
-    found = _shape(values, arrays)
-    if found is not None:
-        return found
-    if not isinstance(values, Obj):
-        raise Unread(f"values given as {type(values).__name__.lower()}")
-    if _made_ndarray(values):  # numpy.ndarray(shape) given a BUILD state: the state's shape is the array's
-        state = values.state
-        given = state.items[1] if isinstance(state, Seq) and len(state.items) > 1 else None
-        if given is None and isinstance(values.args, Seq) and values.args.items:
-            given = values.args.items[0]
-        shape = const_shape(given) if not isinstance(given, Const) else const_shape(Seq("tuple", [given]))
-        if shape is None:
-            raise Unread("an array whose shape the stream computes")
-        return shape
-    if isinstance(values.func, Global) and values.func.dotted in INDEX_REBUILDERS and depth < MAX_INDEX_DEPTH:
-        return (_axis_length(values, arrays, depth + 1),)
-    made = pandas_class(values)
-    kind = EXTENSION_KINDS.get(made.rsplit(".", 1)[-1]) if made.startswith("pandas.") else None
-    state = _given_state(values)
-    if kind == "arrow":
-        held = _dict_first(state, "_data", "_pa_array")  # ArrowExtensionArray.__setstate__ takes _data first
-        length = _arrow_length(held)
-        if length is None:
-            raise Unread("an Arrow-backed array wscan cannot measure")
-        return (length,)
-    if kind == "sparse":
-        if isinstance(state, Seq) and len(state.items) == 2 and isinstance(state.items[1], Seq):
-            index = state.items[1].items[1] if len(state.items[1].items) == 2 else None  # (array state, (fill, index))
-        else:
-            index = _dict_first(state, "_sparse_index")
-        return (_sparse_length(index),)
-    if kind == "masked":
-        held = _dict_first(state, "_data")
-    elif kind == "interval":  # its left ends (pandas checks its right ends against them)
-        held = _dict_first(state, "_left")
-    elif kind == "backed":
-        held = _backed_array(state, arrays)
-    else:
-        raise Unread(f"values made by {made or 'a computed call'}")
-    if held is None or depth >= MAX_INDEX_DEPTH:
-        raise Unread("an extension array without the array it holds")
-    return _values_shape(held, arrays, depth + 1)
-
-
-def _backed_array(state: Sym | None, arrays: ArrayReader) -> Sym | None:
-    """The array an NDArrayBacked state gives (pandas' DatetimeArray, Categorical, NumpyExtensionArray...), as its
-    __setstate__ takes it: from a dict, `_data` else `_ndarray` (its other keys are stray attributes, which helper
-    233 used as decoys); from a tuple, the second of its first two items if that is an array, else the first; a
-    1-tuple of a dict as that dict."""
-    if isinstance(state, Seq) and len(state.items) == 1 and isinstance(state.items[0], Dict):
-        state = state.items[0]
-    if isinstance(state, Dict):
-        return _dict_first(state, "_data", "_ndarray")
-    if isinstance(state, Seq) and not state.dropped and 2 <= len(state.items) <= 3:
-        first, second = state.items[:2]
-        return second if _is_array(second, arrays) else first
-    return None
-
-
-def _is_array(value: Sym, arrays: ArrayReader) -> bool:
-    """Whether a state's item is an array (NumPy's or joblib's, or made by calling ndarray), not a dtype."""
-    return _made_ndarray(value) or _shape(value, arrays) is not None
-
-
-def _get(state: Dict, key: str) -> Sym | None:
-    """A dict's value for `key`, as pandas reads it."""
-    return _plain(state).get(key)
-
-
-def _plain(state: Dict) -> Dict:
-    """The dict, if every key is one the stream gives as it is: pandas finds a computed "0.14.1" or "_codes" by
-    equality and wscan cannot, so such a dict is unread (helper 235 hid a frame's state behind a computed key)."""
-    if any(not isinstance(name, Const) for name, _ in state.items):
-        raise Unread("a state whose keys the stream computes")
-    return state
-
-
-def _dict_first(state: Sym | None, *keys: str) -> Sym | None:
-    """The value of the first of `keys` a dict state sets (or the one dict of a tuple state: Cython's auto-pickling
-    gives an IntervalArray its attributes so)."""
-    if isinstance(state, Seq) and not state.dropped:
-        dicts = [item for item in state.items if isinstance(item, Dict)]
-        state = dicts[0] if len(dicts) == 1 else None
-    if not isinstance(state, Dict) or state.dropped:
-        return None
-    for key in keys:
-        if _plain(state).has(key):
-            return _get(state, key)
-    return None
-
-
-def _numpy_array(value: Sym) -> bool:
-    return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in _ARRAY_REBUILDERS
-
-
-def _made_ndarray(value: Sym) -> bool:
-    """An array made by calling NumPy's array class (or its __new__ through copyreg), not by _reconstruct."""
-    return isinstance(value, Obj) and native_class_of(value) in NDARRAY_CLASSES
 
 
 def _legacy_state(state: Sym) -> tuple[Seq, Seq] | None:
@@ -385,7 +258,7 @@ def _legacy_state(state: Sym) -> tuple[Seq, Seq] | None:
     extra = state.items[3]
     if not isinstance(extra, Dict):
         raise Unread("a state the stream computes")
-    inner = _get(extra, "0.14.1")
+    inner = get(extra, "0.14.1")
     if inner is None:
         return None
     axes, blocks = _dict_get(inner, "axes"), _dict_get(inner, "blocks")
@@ -397,7 +270,7 @@ def _legacy_state(state: Sym) -> tuple[Seq, Seq] | None:
 def _dict_get(value: Sym | None, key: str) -> Sym:
     if not isinstance(value, Dict) or value.dropped:
         raise Unread(f"a block or state without a readable {key}")
-    found = _get(value, key)
+    found = get(value, key)
     if found is None:
         raise Unread(f"no {key}")
     return found
@@ -474,76 +347,3 @@ def _cover(placements: list[Sym], length: int | None, arrays: ArrayReader) -> No
         raise Invalid(f"blocks that hold {int(seen.sum())} of the {columns} columns")
 
 
-def _axis_length(index: Sym | None, arrays: ArrayReader, depth: int = 0) -> int:
-    """How many labels an index pickled by pandas has: its data's, a range's, an interval index's left ends', or a
-    MultiIndex's codes'; or a list's or tuple's, which pandas makes an index of. Anything else is unread, so the
-    check fails closed: an index made by calling its class (`RangeIndex(0, 10**9)`), which pandas never writes,
-    hid a Series ten thousand times longer than its values, and a DatetimeIndex, which wscan could not measure,
-    hid a frame's short blocks (helper 232: both crashed pandas at repr)."""
-    if isinstance(index, Seq) and index.type in ("list", "tuple"):
-        return len(index.items) + index.dropped
-    if not (isinstance(index, Obj) and isinstance(index.func, Global) and index.func.dotted in INDEX_REBUILDERS):
-        raise Unread("an axis not pickled as pandas pickles an index")
-    args = index.args.items if isinstance(index.args, Seq) else []
-    fields = args[1] if len(args) > 1 else None
-    if not isinstance(fields, Dict) or fields.dropped:
-        raise Unread("an axis whose fields the stream computes")
-    data = _get(fields, "data")
-    if data is not None:
-        return _data_length(data, arrays, depth)
-    left = _get(fields, "left")
-    if left is not None and depth < MAX_INDEX_DEPTH:  # an IntervalIndex: pandas checks right against left
-        return _axis_length(left, arrays, depth + 1)
-    ends = [_get(fields, name) for name in ("start", "stop", "step")]
-    numbers = [end.value for end in ends if isinstance(end, Const) and type(end.value) is int]
-    if len(numbers) == 3:
-        start, stop, step = (int(number) for number in numbers)
-        if step == 0:
-            raise Invalid("a range axis of step 0")
-        return len(range(start, stop, step))
-    codes = _get(fields, "codes")
-    if isinstance(codes, Seq) and codes.items and not codes.dropped:
-        shape = arrays.shape(codes.items[0])
-        if len(shape) == 1:
-            return shape[0]
-    raise Unread("an axis wscan cannot measure")
-
-
-def _data_length(data: Sym, arrays: ArrayReader, depth: int = 0) -> int:
-    """How long an index's data is, read as `_values_shape` reads values; an index's data has one dimension."""
-    shape = _values_shape(data, arrays, depth)
-    if len(shape) != 1:
-        raise Invalid(f"an axis of {len(shape)} dimensions")
-    return shape[0]
-
-
-def _shape(value: Sym, arrays: ArrayReader) -> tuple[int, ...] | None:
-    """An array's shape (NumPy's, joblib's), None for anything else."""
-    try:
-        return arrays.shape(value)
-    except Unread:
-        return None
-
-
-def _sparse_length(index: Sym | None) -> int:
-    """A SparseArray's length: the first argument its IntIndex or BlockIndex is made with (they check the rest)."""
-    if (isinstance(index, Obj) and isinstance(index.func, Global) and index.func.dotted in SPARSE_INDEXES
-            and isinstance(index.args, Seq) and index.args.items):
-        length = index.args.items[0]
-        if isinstance(length, Const) and type(length.value) is int:
-            return length.value
-    raise Unread("a sparse index wscan cannot measure")
-
-
-def _arrow_length(array: Sym | None) -> int | None:
-    """How many items a pickled Arrow array holds: the length its data tuple gives, or its chunks' together."""
-    if not (isinstance(array, Obj) and isinstance(array.func, Global) and isinstance(array.args, Seq)):
-        return None
-    args = array.args.items
-    if array.func.dotted == RESTORE_ARRAY and args and isinstance(args[0], Seq) and len(args[0].items) > 1:
-        length = args[0].items[1]
-        return length.value if isinstance(length, Const) and type(length.value) is int else None
-    if array.func.dotted == CHUNKED_ARROW and args and isinstance(args[0], Seq) and not args[0].dropped:
-        lengths = [_arrow_length(chunk) for chunk in args[0].items]
-        return None if None in lengths else sum(length for length in lengths if length is not None)
-    return None
