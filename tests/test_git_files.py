@@ -3,7 +3,6 @@ hook, each run by the real git here; a clone's own settings and Git LFS's filter
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,8 +11,6 @@ import pytest
 from tests.helpers.scanning import scan
 from wscan.model import Severity
 from wscan.scanners.git_files import command_settings
-
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 # Git LFS's hooks and filter as `git lfs install --local` writes them (git-lfs 3.x), copied here as data.
 LFS_HOOK = ('#!/bin/sh\ncommand -v git-lfs >/dev/null 2>&1 || {{ printf >&2 "\\n%s\\n\\n" "This repository is '

@@ -126,17 +126,18 @@ def _against(
     ignores = [*signed_ignores, *user_ignores, _lexical(model_dir, signature)]
     walk = _walk(model_dir, ignores) if model_dir.is_dir() else _walk_one(model_dir)
     sharded = serialization.get("method") == "shards"
+    expected_files = _by_file(resources, sharded)
     too_many = _too_many_shards(serialization, walk.regular) if sharded else None
     if too_many is not None:
         return [Observation("provenance.signature_invalid", Location(display_path(signature)),
                             {"reason": too_many})], [], 0
     try:
-        actual = hash_model(model_dir, hashing, ignores, _to_hash(model_dir, walk.regular, resources, sharded))
+        actual = hash_model(model_dir, hashing, ignores, _to_hash(model_dir, walk.regular, set(expected_files)))
     except (OSError, ValueError) as exc:  # a file swapped (for a link, a FIFO) or removed after the walk
         reason = f"the model changed while it was hashed: {type(exc).__name__}: {exc}".replace("\n", " ")[:300]
         return [Observation("provenance.unlisted", Location(display_path(model_dir)),
                             {"file": ".", "reason": reason})], [], 0
-    expected_files, actual_files = _by_file(resources, sharded), _by_file(actual, sharded)
+    actual_files = _by_file(actual, sharded)
     if model_dir.is_dir():
         # Every regular file counts, whatever its size: an empty file makes no shard, hence no resource.
         for path in walk.regular:
@@ -155,11 +156,10 @@ def _against(
 Files = dict[str, tuple[Resource, ...]]
 
 
-def _to_hash(model_dir: Path, regular: list[Path], resources: Sequence[Resource], sharded: bool) -> list[Path]:
-    """The files to hash: the signed ones, or every one when a signed file is missing (an added file may be it,
+def _to_hash(model_dir: Path, regular: list[Path], signed: set[str]) -> list[Path]:
+    """The files to hash: the `signed` ones, or every one when a signed file is missing (an added file may be it,
     renamed). Files added beside all the signed ones are reported unread: helper 234's 15 TiB sparse file was
     hashed in full before being reported as added."""
-    signed = set(_by_file(resources, sharded))
     if not model_dir.is_dir():
         return regular
     named = {path.relative_to(model_dir).as_posix(): path for path in regular}

@@ -104,7 +104,7 @@ def command_settings(text: str) -> list[tuple[str, str]]:
                 name, _, sub = name.partition(".")
             section = name + (f".{sub}" if sub is not None else "")
             stripped = stripped[header.end():].strip()
-        if not stripped or stripped[0] in "#;" or "[" in stripped[:1]:
+        if not stripped or stripped[0] in "#;[":  # a comment, or a header git would refuse
             continue
         key, _, value = stripped.partition("=")
         key, value = key.strip().lower(), value.strip().strip('"')
@@ -116,7 +116,7 @@ def command_settings(text: str) -> list[tuple[str, str]]:
 
 def _runs(section: str, key: str, full: str, value: str) -> bool:
     head, _, rest = section.partition(".")
-    shapes = {f"{head}.{key}", f"{head}.*.{key}" if rest else f"{head}.{key}", f"{head}.*"}
+    shapes = {f"{head}.{key}", f"{head}.*", *([f"{head}.*.{key}"] if rest else [])}
     if not shapes & COMMAND_KEYS:
         return False
     if full in LFS_FILTER:

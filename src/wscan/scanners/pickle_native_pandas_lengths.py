@@ -13,11 +13,10 @@ from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape
 from wscan.scanners.pickle_arrow import RESTORE_ARRAY
 from wscan.scanners.pickle_native import INDEX_HELPERS, NDARRAY_BACKED, native_class_of, pandas_class
 from wscan.scanners.pickle_native_common import Invalid
-from wscan.scanners.pickle_values import _ARRAY_REBUILDERS, Const, Dict, Global, Obj, Seq, Sym
+from wscan.scanners.pickle_values import Const, Dict, Global, Obj, Seq, Sym
 
 NDARRAY_CLASSES = frozenset({"numpy.ndarray", "numpy.core.multiarray.ndarray", "numpy._core.multiarray.ndarray"})
 CHUNKED_ARROW = "pyarrow.lib.chunked_array"
-INDEX_REBUILDERS = INDEX_HELPERS  # the helpers pandas pickles its indexes with, pandas 1 to 3
 SPARSE_INDEXES = frozenset({"pandas._libs.sparse.IntIndex", "pandas._libs.sparse.BlockIndex"})
 MAX_INDEX_DEPTH = 8  # an interval index's left ends are an index: nested no deeper than this
 # pandas' extension arrays by class name, by how their state holds their values: NDArrayBacked ones beside their
@@ -63,7 +62,7 @@ def values_shape(values: Sym, arrays: ArrayReader, depth: int = 0) -> tuple[int,
         if shape is None:
             raise Unread("an array whose shape the stream computes")
         return shape
-    if isinstance(values.func, Global) and values.func.dotted in INDEX_REBUILDERS and depth < MAX_INDEX_DEPTH:
+    if isinstance(values.func, Global) and values.func.dotted in INDEX_HELPERS and depth < MAX_INDEX_DEPTH:
         return (axis_length(values, arrays, depth + 1),)
     made = pandas_class(values)
     kind = EXTENSION_KINDS.get(made.rsplit(".", 1)[-1]) if made.startswith("pandas.") else None
@@ -134,14 +133,8 @@ def dict_first(state: Sym | None, *keys: str) -> Sym | None:
         state = dicts[0] if len(dicts) == 1 else None
     if not isinstance(state, Dict) or state.dropped:
         return None
-    for key in keys:
-        if plain(state).has(key):
-            return get(state, key)
-    return None
-
-
-def _numpy_array(value: Sym) -> bool:
-    return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted in _ARRAY_REBUILDERS
+    known = plain(state)
+    return next((known.get(key) for key in keys if known.has(key)), None)
 
 
 def made_ndarray(value: Sym) -> bool:
@@ -157,7 +150,7 @@ def axis_length(index: Sym | None, arrays: ArrayReader, depth: int = 0) -> int:
     hid a frame's short blocks (helper 232: both crashed pandas at repr)."""
     if isinstance(index, Seq) and index.type in ("list", "tuple"):
         return len(index.items) + index.dropped
-    if not (isinstance(index, Obj) and isinstance(index.func, Global) and index.func.dotted in INDEX_REBUILDERS):
+    if not (isinstance(index, Obj) and isinstance(index.func, Global) and index.func.dotted in INDEX_HELPERS):
         raise Unread("an axis not pickled as pandas pickles an index")
     args = index.args.items if isinstance(index.args, Seq) else []
     fields = args[1] if len(args) > 1 else None
