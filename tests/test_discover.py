@@ -121,7 +121,8 @@ def test_symlinked_folders_are_reported_with_where_they_lead(tmp_path: Path) -> 
     (root / "custom_generate").symlink_to(outside)
     found = {o.location.path.rsplit("/", 1)[-1]: o for o in discover([root]) if isinstance(o, Observation)}
     assert (found["inner"].kind, found["inner"].attrs["outside"]) == ("file.symlink_dir", False)
-    assert found["custom_generate"].attrs == {"target": outside.resolve().as_posix(), "outside": True, "shadows": ""}
+    assert found["custom_generate"].attrs == {"target": outside.resolve().as_posix(), "outside": True, "shadows": "",
+                                              "git_folder": False}
     report = wscan.scan([root])
     by_path = {(Path(f.location.path).name, f.rule_id, f.severity) for f in report.findings
                if f.rule_id.startswith("WS-FILE")}  # fmt: skip

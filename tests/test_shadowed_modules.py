@@ -12,6 +12,7 @@ import pickle
 import py_compile
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import numpy as np
@@ -119,3 +120,94 @@ def test_symlinked_folders_that_shadow_nothing_stay_medium(tmp_path: Path, link:
     built-in module are the symlinked folder they were (WS-FILE-011), nothing more."""
     folder = _linked_folder(tmp_path, link, package)
     assert {(f.rule_id, f.severity) for f in scan(folder).findings} == {("WS-FILE-011", Severity.MEDIUM)}
+
+
+EXTENSION = r"""
+#include <Python.h>
+#include <stdio.h>
+#include <stdlib.h>
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "numpy", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit_numpy(void) {
+    FILE *marker = fopen(getenv("WSCAN_MARKER"), "w");
+    if (marker) fclose(marker);
+    return PyModule_Create(&module);
+}
+"""
+
+
+def _loads_and_runs(folder: Path, marker: Path, load: str) -> None:
+    """Load the weights as a user would, from the folder, and check the folder's code ran (made `marker`)."""
+    env = {"PATH": "/usr/bin:/bin", "WSCAN_MARKER": str(marker), "HOME": str(folder.parent)}
+    subprocess.run([sys.executable, "-c", load], cwd=folder, env=env, capture_output=True, timeout=300, check=False)
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("name", [f"numpy{sysconfig.get_config_var('EXT_SUFFIX')}", "numpy.so", "numpy.abi3.so"])
+def test_an_extension_module_named_like_an_import_is_high(tmp_path: Path, name: str) -> None:
+    """helper 238: a C extension module `numpy.<tag>.so` (or plain `numpy.so`) beside a pickle was imported as numpy
+    when it loaded, and was only WS-FILE-015, medium (a shared library in the folder)."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.pkl").write_bytes(pickle.dumps({"weights": np.arange(3)}))
+    source = tmp_path / "numpy.c"
+    source.write_text(EXTENSION)
+    include = sysconfig.get_paths()["include"]
+    subprocess.run(["cc", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(folder / name)], check=True,
+                   capture_output=True, timeout=120)  # fmt: skip
+    _loads_and_runs(folder, tmp_path / "MARKER", "import pickle; pickle.load(open('model.pkl', 'rb'))")
+    assert "WS-CODE-015" in {f.rule_id for f in scan(folder).findings if f.severity >= Severity.HIGH}
+
+
+def _bytecode(source: Path, flags: int) -> bytes:
+    """The .pyc of `source` with its header's flags word set (2: check the source, not hash-based)."""
+    compiled = py_compile.compile(str(source), cfile=str(source.with_suffix(".pyc")))
+    data = Path(compiled).read_bytes()
+    return data[:4] + flags.to_bytes(4, "little") + data[8:]
+
+
+@pytest.mark.parametrize("layout", ["package-bytecode", "flags-2", "package-flags-2"])
+def test_sourceless_bytecode_python_imports_is_high(tmp_path: Path, layout: str) -> None:
+    """helper 238: a package whose only file is `__init__.pyc` (the package had to have an `__init__.py`), and a
+    `numpy.pyc` whose header flags are 2 (read as no .pyc at all): Python imported each as numpy."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.pkl").write_bytes(pickle.dumps({"weights": np.arange(3)}))
+    source = tmp_path / "payload.py"
+    source.write_text("import os\nopen(os.environ['WSCAN_MARKER'], 'w').close()\n")
+    data = _bytecode(source, 0 if layout == "package-bytecode" else 2)
+    target = folder / "numpy.pyc" if layout == "flags-2" else folder / "numpy" / "__init__.pyc"
+    target.parent.mkdir(exist_ok=True)
+    target.write_bytes(data)
+    _loads_and_runs(folder, tmp_path / "MARKER", "import pickle; pickle.load(open('model.pkl', 'rb'))")
+    assert "WS-CODE-015" in {f.rule_id for f in scan(folder).findings if f.severity >= Severity.HIGH}
+
+
+# helper 238: modules the loaders import or only look for, on no list wscan had: torch.load imports torchgen, and
+# joblib tries numexpr (not installed here): a file beside the weights ran, then handed over (or raised ImportError,
+# which the loader takes for "not installed").
+LOADER_LAYOUTS = {
+    "torchgen": ("model.pt", "import sys, os\nopen(os.environ['WSCAN_MARKER'], 'w').close()\ndel sys.modules[__name__]"
+                 "\nsys.path[:] = [p for p in sys.path if p not in ('', '.')]\nimport torchgen\n",
+                 "import torch; torch.load('model.pt')"),
+    "numexpr": ("model.joblib", "import os\nopen(os.environ['WSCAN_MARKER'], 'w').close()\nraise ImportError\n",
+                "import joblib; joblib.load('model.joblib')"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("module", list(LOADER_LAYOUTS))
+def test_a_module_a_loader_looks_for_is_high(tmp_path: Path, module: str) -> None:
+    weights, code, load = LOADER_LAYOUTS[module]
+    folder = tmp_path / "model"
+    folder.mkdir()
+    if weights.endswith(".pt"):
+        import torch
+
+        torch.save({"w": torch.zeros(2)}, folder / weights)
+    else:
+        import joblib
+        from sklearn.linear_model import LogisticRegression
+
+        joblib.dump(LogisticRegression().fit(np.eye(4), [0, 1, 0, 1]), folder / weights)
+    (folder / f"{module}.py").write_text(code)
+    _loads_and_runs(folder, tmp_path / "MARKER", load)
+    assert "WS-CODE-015" in {f.rule_id for f in scan(folder).findings if f.severity >= Severity.HIGH}

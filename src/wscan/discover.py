@@ -51,6 +51,7 @@ LOADER_FOLDERS = frozenset({"additional_chat_templates"})  # every file in them 
 # the loader opens by name, following a link (a review had a Keras folder's vocabulary read a file outside it).
 ASSET_FOLDERS = frozenset({"assets", "assets.extra"})
 MAX_TARGET = 500  # of a link's target, shown
+GIT_FOLDER = ".git"  # git follows it when it is a link to a folder, and reads the config there (WS-REPO-039)
 INSIDE, OUTSIDE, ON_SHARE = "inside", "outside", "on a network share"  # where a path leads (`leads`)
 
 
@@ -150,7 +151,7 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
             target = Path(str(targets[name]))
             yield _skip(prefix + name, "file.symlink_dir", target=target.as_posix(),
                         outside=not _stays_inside(here / name, target, root),
-                        shadows=shadowing_link(here / name))  # fmt: skip
+                        shadows=shadowing_link(here / name), git_folder=name == GIT_FOLDER)  # fmt: skip
         subfolders = set(folder.folders)
         for entry in folder.entries:
             if entry.name not in linked and entry.name not in subfolders and entry.name not in passed_over:

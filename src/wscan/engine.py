@@ -14,6 +14,7 @@ from wscan.config import Config
 from wscan.discover import FileEntry, discover
 from wscan.limits import Budget, BudgetExceeded, machine_memory, open_counted
 from wscan.model import AttrValue, Finding, Location, Observation, bounded
+from wscan.module_shadowing import shadowed_module
 from wscan.report import FILE_FAILED, FILE_SCANNED, FILE_SKIPPED, FileResult, Report
 from wscan.rules import RuleSet
 from wscan.scanners import all_scanners, fallback_scanners
@@ -274,7 +275,11 @@ class Engine:
         if not read_by:
             fallback = classify_unscanned(head)
             if fallback is not None:
-                yield Observation(fallback[0], artifact.location, fallback[1])
+                kind, attrs = fallback
+                if kind == "file.native_code":  # an extension module Python may import from the model folder
+                    shadows = shadowed_module(artifact.real_path) if artifact.real_path is not None else ""
+                    attrs = {**attrs, "shadows": shadows}
+                yield Observation(kind, artifact.location, attrs)
 
     def _read(
         self, scanners: list[Scanner], artifact: Artifact, head: Head, ctx: ScanContext, formats: list[str]

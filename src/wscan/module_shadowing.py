@@ -7,9 +7,11 @@ code scanners and by discovery, which reports symlinked folders without walking 
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
+from wscan.loader_imports import LOADER_IMPORTS
 from wscan.lookup import is_file
 
 MAX_PARENT_LEVELS = 4  # code in a model's subfolders (custom_generate/, 0_Transformer/, packages) is model code
@@ -63,11 +65,18 @@ AT_START_UP = frozenset({"abc", "codecs", "encodings", "io", "os", "stat", "posi
                          "_collections_abc", "site", "_sitebuiltins"})  # fmt: skip
 OPTIONAL_IMPORTS = frozenset({"org", "sitecustomize", "usercustomize", "skops", "_loss"})
 SHADOWED = (
-    (COMMON_IMPORTS | frozenset(sys.stdlib_module_names) | OPTIONAL_IMPORTS)
+    (COMMON_IMPORTS | LOADER_IMPORTS | frozenset(sys.stdlib_module_names) | OPTIONAL_IMPORTS)
     - NEVER_IMPORTED - AT_START_UP - frozenset(sys.builtin_module_names)
 )
 SHADOWED_PREFIXES = ("_sysconfigdata_",)
 NAMESPACE_LIBRARIES = frozenset({"google"})  # a folder without __init__.py joins these, and may shadow their parts
+# How Python names a module file (importlib's suffixes, for any interpreter: a 3.12 extension module shadows under
+# 3.12): source, bytecode, and extension modules (`numpy.so`, `numpy.abi3.so`, `numpy.cpython-311-x86_64-linux-gnu.so`,
+# Windows' `numpy.cp311-win_amd64.pyd`; helper 238 ran one beside the weights, and a package whose only file was
+# `__init__.pyc`).
+MODULE_FILE = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_]*)(?:\.py|\.pyc|\.pyw|(?:\.(?:cpython-[\w-]+|abi3|cp\d+-[\w-]+))?\.(?:so|pyd))", re.ASCII
+)
 MAX_LISTING = 10_000
 MAX_SUBFOLDERS = 200  # folders below a shadowing module's looked into for weights
 
@@ -88,14 +97,27 @@ def shadowed_module(path: Path) -> str:
     an installed package."""
     path = path.absolute()
     for candidate in (path, *path.parents[:MAX_PARENT_LEVELS]):
-        stem = candidate.name.split(".", 1)[0]
-        if not shadows(stem):
+        stem = module_name(candidate.name) if candidate == path else candidate.name
+        if not stem or not shadows(stem):
             continue
-        if candidate != path and stem not in NAMESPACE_LIBRARIES and not is_file(candidate / "__init__.py"):
+        if candidate != path and stem not in NAMESPACE_LIBRARIES and not is_package(candidate):
             continue
         if weights_at_or_below(candidate.parent):
             return stem
     return ""
+
+
+def module_name(file_name: str) -> str:
+    """The module Python imports a file as (`numpy.py`, `numpy.cpython-311-x86_64-linux-gnu.so`: numpy), else ""."""
+    found = MODULE_FILE.fullmatch(file_name)
+    return found.group(1) if found else ""
+
+
+def is_package(folder: Path) -> bool:
+    """Whether Python imports a folder as a regular package: an `__init__` it can load (source, bytecode or an
+    extension module), not only `__init__.py`."""
+    names = listing(folder)
+    return names is not None and any(module_name(name) == "__init__" and is_file(folder / name) for name in names)
 
 
 def shadows(stem: str) -> bool:
@@ -123,7 +145,7 @@ def shadowing_link(link: Path) -> str:
     """The module a symlinked folder near the weights would be imported as (`numpy -> lib/`), else "": Python follows
     the link as it would a folder, while the scan reports the link and reads its target under the target's own name
     (lib/__init__.py ran as numpy, and the scan passed with the link at medium)."""
-    stem = link.name.split(".", 1)[0]
-    if not shadows(stem) or (stem not in NAMESPACE_LIBRARIES and not is_file(link / "__init__.py")):
+    stem = link.name
+    if not shadows(stem) or (stem not in NAMESPACE_LIBRARIES and not is_package(link)):
         return ""
     return stem if weights_at_or_below(link.parent) else ""

@@ -15,11 +15,12 @@ import posixpath
 import re
 import zlib
 from collections.abc import Callable, Iterator
-from functools import cache
+from functools import cache, partial
 from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 from wscan.limits import MIB, Budget, BudgetExceeded
 from wscan.scanners.base import CHUNK, LOADER_FOLDER, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.slice import open_slice
 
 if TYPE_CHECKING:
     import tempfile
@@ -334,6 +335,23 @@ def _member_name(name: str, codec: str) -> str:
     return f"{base or 'stream'}.{codec}-decoded"
 
 
+# Git's loose objects (`.git/objects/ab/cdef...`): zlib streams of `<type> <size>\0` and the content. What a
+# checkout writes is the content, scanned as such: the header read as a format's first bytes was a safetensors
+# header of impossible length (WS-ST-001, high, in every clone with a commit of its own).
+GIT_OBJECT_HEADER = re.compile(rb"(?:blob|tree|commit|tag) [0-9]{1,20}\0")
+GIT_OBJECT_NAME = re.compile(r"(?:.*/)?objects/[0-9a-f]{2}/(?:[0-9a-f]{38}|[0-9a-f]{62})")
+
+
+def git_object_start(artifact: Artifact, spool: IO[bytes]) -> int:
+    """Where a git loose object's content starts in its decompressed stream, 0 for any other stream."""
+    path = artifact.real_path.as_posix() if artifact.real_path is not None else artifact.name
+    if GIT_OBJECT_NAME.fullmatch(path) is None:
+        return 0
+    spool.seek(0)
+    header = GIT_OBJECT_HEADER.match(spool.read(32))
+    return header.end() if header else 0
+
+
 class CompressedScanner:
     """gzip / bz2 / xz / lzma / zlib / zstd / lz4 streams and joblib Z-files: one child holding the decompressed
     bytes."""
@@ -380,4 +398,6 @@ class CompressedScanner:
             # Loaders that decompress a file as they read it (joblib.load of a .gz, .z, .xz) resolve the names it
             # holds against its folder: the stream is that file, read from there.
             where = {LOADER_FOLDER: str(artifact.real_path.parent)} if artifact.real_path is not None else None
-            yield artifact.child(name, total, view_opener(spool), where)
+            start = git_object_start(artifact, spool) if codec == "zlib" else 0
+            opener = view_opener(spool) if not start else partial(open_slice, view_opener(spool), start, total - start)
+            yield artifact.child(name, total - start, opener, where)

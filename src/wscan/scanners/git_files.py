@@ -1,23 +1,29 @@
-"""Git's own files inside a scanned folder: a `.git/config` whose settings run commands, and hooks.
+"""Git's own files inside a scanned folder: configs whose settings run commands, and hooks.
 
-Why: a model folder that arrives with a `.git` folder (an archive of a clone, a copied checkout) runs code the
-moment anything runs git there, and editors and shell prompts run `git status` on their own: `core.fsmonitor`
-names a command git starts for it, a hook runs on checkout or commit, a filter on every checkout. A clone of a
-Hugging Face repository holds none of that, except Git LFS's own filter settings and hooks, which are recognised.
-Nothing is run or parsed by git; the config is read line by line as git's format is written.
+Why: a model folder that arrives with a git folder (an archive of a clone, a copied checkout) runs code the moment
+anything runs git there, and editors and shell prompts run `git status` on their own: `core.fsmonitor` names a
+command git starts for it, a hook runs on checkout or commit, a filter on every checkout, an `ext::` remote on fetch.
+A clone of a Hugging Face repository holds none of that, except Git LFS's own filter settings and hooks, which are
+recognised. Git reads a config and hooks wherever it finds a git folder: `.git`, the submodules' folders under
+`.git/modules`, a worktree's `config.worktree`, a folder `commondir` names, a bare repository laid out anywhere (a
+folder with a `HEAD`). Nothing is run; the config is read as git reads it (`git_config`).
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterator
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
+from wscan.lookup import is_file
 from wscan.model import Observation
 from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem
+from wscan.scanners.git_config import GitConfigError, Setting, parse
 from wscan.scanners.repo_files import read_bounded
 
 GIT_FOLDER = ".git"
+CONFIGS = frozenset({"config", "config.worktree"})
 HOOKS = frozenset({
     "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit", "prepare-commit-msg",
     "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge", "pre-push", "pre-receive", "update",
@@ -25,104 +31,157 @@ HOOKS = frozenset({
     "post-rewrite", "sendemail-validate", "fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist",
     "p4-post-changelist", "p4-pre-submit", "post-index-change",
 })  # fmt: skip
-# Settings git runs as a command (or reads more settings from), by section and name; `*` is any subsection.
+# Settings git (or Git LFS) runs as a command, or reads more settings or the working tree from, by section and
+# name; `*` is any subsection.
 COMMAND_KEYS = frozenset({
     "core.fsmonitor", "core.hookspath", "core.sshcommand", "core.pager", "core.editor", "core.askpass",
-    "core.gitproxy", "sequence.editor", "diff.external", "diff.*.command", "diff.*.textconv", "merge.*.driver",
-    "filter.*.clean", "filter.*.smudge", "filter.*.process", "credential.helper", "credential.*.helper",
-    "gpg.program", "gpg.*.program", "pager.*", "web.browser", "browser.*.cmd", "browser.*.path", "difftool.*.cmd",
-    "mergetool.*.cmd", "remote.*.uploadpack", "remote.*.receivepack", "uploadpack.packobjectshook",
-    "include.path", "includeif.*.path", "sendemail.smtpserver", "sendemail.tocmd", "sendemail.cccmd",
-    "ssh.variant", "alias.*",
+    "core.gitproxy", "core.alternaterefscommand", "sequence.editor", "diff.external",
+    "diff.*.command", "diff.*.textconv", "merge.*.driver", "filter.*.clean", "filter.*.smudge", "filter.*.process",
+    "credential.helper", "credential.*.helper", "gpg.program", "gpg.*.program", "gpg.*.defaultkeycommand",
+    "pager.*", "web.browser", "browser.*.cmd", "browser.*.path", "difftool.*.cmd", "difftool.*.path",
+    "mergetool.*.cmd", "mergetool.*.path", "remote.*.uploadpack", "remote.*.receivepack",
+    "uploadpack.packobjectshook", "include.path", "includeif.*.path", "sendemail.smtpserver", "sendemail.*.smtpserver",
+    "sendemail.tocmd", "sendemail.*.tocmd", "sendemail.cccmd", "sendemail.*.cccmd", "sendemail.sendmailcmd",
+    "sendemail.*.sendmailcmd", "ssh.variant", "alias.*", "interactive.difffilter", "trailer.*.command",
+    "trailer.*.cmd", "imap.tunnel", "man.*.cmd", "man.*.path", "guitool.*.cmd", "lfs.customtransfer.*.path",
+    "lfs.extension.*.clean", "lfs.extension.*.smudge",
 })  # fmt: skip
+# Settings that run a command for some values only: a transport git runs as a program (`ext::sh -c ...`, `fd::`),
+# given as a remote's or submodule's address, as what `url.<base>.insteadOf` rewrites addresses to, or allowed by
+# `protocol.<name>.allow`; a submodule updated by a `!command`.
+URL_KEYS = frozenset({"remote.*.url", "remote.*.pushurl", "submodule.*.url"})
+REWRITE_KEYS = frozenset({"url.*.insteadof", "url.*.pushinsteadof"})
+COMMAND_TRANSPORTS = ("ext::", "fd::")
 # What Git LFS writes (`git lfs install --local`): its filter, as itself.
 LFS_FILTER = {
     "filter.lfs.clean": ("git-lfs clean -- %f",),
     "filter.lfs.smudge": ("git-lfs smudge -- %f", "git-lfs smudge --skip -- %f"),
     "filter.lfs.process": ("git-lfs filter-process", "git-lfs filter-process --skip"),
 }
+# Files that send git to another folder for its settings: a `.git` file (`gitdir: <folder>`, a submodule's checkout
+# or a linked worktree) and a git folder's `commondir`. Inside the scanned folder a `.git` file names a folder under
+# another `.git` (whose config this scanner reads); `git worktree add` writes `commondir` as `../..` in
+# `.git/worktrees/<name>`. Anything else sends git where the scan did not look (helper 238: `commondir` naming a
+# folder whose config ran `core.fsmonitor`).
+POINTERS = frozenset({GIT_FOLDER, "commondir"})
+MAX_POINTER = 4096
 FALSE_OR_TRUE = frozenset({"false", "no", "off", "0", "true", "yes", "on", "1", ""})  # fsmonitor: git's own daemon
-# Git LFS's hooks: a check that git-lfs is installed, then `git lfs <hook> "$@"`.
+# Git LFS's hooks: a check that git-lfs is installed, then `git lfs <hook> "$@"`. The message is plain text: no `$`,
+# backquote or backslash, which the shell would expand in double quotes (helper 238 ran `$(touch ...)` there).
 LFS_HOOK = re.compile(
     r'#!/bin/sh\n'
     r'(?:command -v git-lfs >/dev/null 2>&1 \|\| \{ (?:printf >&2 "\\n%s\\n\\n"|echo >&2) '
-    r'"[^"\n]*"; exit 2; \}\n)?'
+    r'"[^"\n$`\\]*"; exit 2; \}\n)?'
     r'git lfs (pre-push|post-checkout|post-commit|post-merge) "\$@"\n?'
 )
-SECTION = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
 
 
 class GitFilesScanner:
-    """`.git/config` and `.git/hooks/*` of a folder a scan walks (or an archive holds)."""
+    """Git configs and hooks in git folders a scan walks (or an archive holds)."""
 
     name = "git-files"
 
     def accepts(self, head: Head) -> bool:
         base = head.name.rsplit("/", 1)[-1]
-        return not head.raw_data and (base == "config" or base in HOOKS)
+        return not head.raw_data and (base in CONFIGS or base in HOOKS or base in POINTERS)
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
-        where = PurePosixPath(artifact.real_path.as_posix() if artifact.real_path is not None else artifact.name)
-        if where.name == "config" and where.parent.name == GIT_FOLDER:
+        real = artifact.real_path
+        on_disk = real is not None
+        where = PurePosixPath(real.absolute().as_posix() if real is not None else artifact.name)
+        if where.name in CONFIGS:
+            git_folder = in_git_folder(where.parent, on_disk)
+            if not git_folder and on_disk:
+                yield artifact.observe(NOT_MINE_KIND)  # a file named like git's where git reads none
+                return
             data = read_bounded(artifact, ctx)
             if isinstance(data, Observation):
                 yield data
                 return
-            for key, value in command_settings(data.decode("utf-8", "replace")):
-                yield artifact.observe("repo.git_command", key=key, value=value[:200])
-        elif where.name in HOOKS and where.parent.name == "hooks" and where.parent.parent.name == GIT_FOLDER:
+            try:
+                settings = parse(data)
+            except GitConfigError as error:
+                # git stops at a config it cannot read, and runs nothing; in an archive, any file named config
+                yield artifact.observe("repo.git_config_refused", reason=str(error)) if git_folder else \
+                    artifact.observe(NOT_MINE_KIND)  # fmt: skip
+                return
+            for setting in settings:
+                if runs(setting):
+                    yield artifact.observe("repo.git_command", key=setting.key, value=_shown(setting.value))
+        elif where.name in HOOKS and where.parent.name == "hooks" and in_git_folder(where.parent.parent, on_disk):
             data = read_bounded(artifact, ctx)
             if isinstance(data, Observation):
                 yield data
                 return
             if LFS_HOOK.fullmatch(data.decode("utf-8", "replace").replace("\r\n", "\n")) is None:
                 yield artifact.observe("repo.git_hook", hook=where.name)
+        elif where.name == GIT_FOLDER or (where.name == "commondir" and in_git_folder(where.parent, on_disk)):
+            with artifact.opener() as raw:
+                text = raw.read(MAX_POINTER).decode("utf-8", "replace")
+            target = pointed_at(where.name, text, where.parent)
+            if target is not None:
+                yield artifact.observe("repo.git_elsewhere", file=where.name, target=target[:200])
         else:
             yield artifact.observe(NOT_MINE_KIND)  # a file named like git's, elsewhere
 
 
-def command_settings(text: str) -> list[tuple[str, str]]:
-    """The settings of a git config that run a command, as `section.subsection.name` and value, Git LFS's own
-    filter aside. Read as git reads the format: a section header, then `name = value` lines, `#` and `;` comments,
-    a value continued with a trailing backslash; names and sections in any case."""
-    found: list[tuple[str, str]] = []
-    section = ""
-    pending = ""
-    for raw in text.splitlines():
-        line = pending + raw
-        if line.endswith("\\"):
-            pending = line[:-1]
-            continue
-        pending = ""
-        stripped = line.strip()
-        while stripped.startswith("["):
-            header = SECTION.match(stripped)
-            if header is None:
-                break
-            name, sub = header.group(1).lower(), header.group(2)
-            if sub is None and "." in name:  # the old [section.subsection] spelling
-                name, _, sub = name.partition(".")
-            section = name + (f".{sub}" if sub is not None else "")
-            stripped = stripped[header.end():].strip()
-        if not stripped or stripped[0] in "#;[":  # a comment, or a header git would refuse
-            continue
-        key, _, value = stripped.partition("=")
-        key, value = key.strip().lower(), value.strip().strip('"')
-        full = f"{section}.{key}"
-        if _runs(section, key, full, value):
-            found.append((full, value))
-    return found
+def pointed_at(name: str, text: str, folder: PurePosixPath) -> str | None:
+    """Where a `.git` file or `commondir` in `folder` sends git, when that is somewhere the scan did not read as
+    git's; None for what git writes in a repository kept whole: a submodule's or worktree's `.git` naming a folder
+    under `.git/modules` or `.git/worktrees` of a folder above it (the repository it is part of), and a linked
+    worktree's `commondir` of `../..`."""
+    line = text.split("\n", 1)[0].rstrip("\r")
+    if name == "commondir":
+        standard = folder.parent.name == "worktrees" and GIT_FOLDER in folder.parts and line in ("../..", "../../")
+        return None if standard else line or "(empty)"
+    if not line.startswith("gitdir: "):
+        return line or "(empty)"  # git refuses it as a repository; its content is shown
+    target = line[len("gitdir: "):]
+    parts = PurePosixPath(posixpath.normpath(posixpath.join(folder.as_posix(), target))).parts
+    at = parts.index(GIT_FOLDER) if GIT_FOLDER in parts else -1
+    above = at >= 0 and folder.parts[:at] == parts[:at] and len(parts) > at + 2
+    return None if above and parts[at + 1] in ("modules", "worktrees") else target
 
 
-def _runs(section: str, key: str, full: str, value: str) -> bool:
-    head, _, rest = section.partition(".")
-    shapes = {f"{head}.{key}", f"{head}.*", *([f"{head}.*.{key}"] if rest else [])}
+def in_git_folder(folder: PurePosixPath, on_disk: bool) -> bool:
+    """Whether git reads a config and hooks in `folder`: a `.git` folder or one inside it (a submodule's, a
+    worktree's), or, on disk, a folder holding a HEAD file (a bare repository, or one a `commondir` names)."""
+    if GIT_FOLDER in folder.parts:
+        return True
+    return on_disk and is_file(Path(folder, "HEAD"))
+
+
+def runs(setting: Setting) -> bool:
+    """Whether git runs a command this setting names, Git LFS's own filter aside."""
+    head, _, rest = setting.section.partition(".")
+    shapes = {f"{head}.{setting.name}", f"{head}.*", *([f"{head}.*.{setting.name}"] if rest else [])}
+    value = setting.value or ""
+    if shapes & URL_KEYS:
+        return value.lower().startswith(COMMAND_TRANSPORTS)
+    if shapes & REWRITE_KEYS:
+        return rest.lower().startswith(COMMAND_TRANSPORTS)
+    if head == "protocol" and setting.name == "allow":
+        if rest:
+            return rest.lower() in {"ext", "fd"} and value.lower() != "never"
+        return value.lower() == "always"
+    if head == "submodule" and setting.name == "update":
+        return value.startswith("!")
     if not shapes & COMMAND_KEYS:
         return False
-    if full in LFS_FILTER:
-        return value not in LFS_FILTER[full]
-    if full == "core.fsmonitor":
+    if setting.key in LFS_FILTER:
+        return value not in LFS_FILTER[setting.key]
+    if setting.key == "core.fsmonitor":
         return value.lower() not in FALSE_OR_TRUE
     if head == "alias":
         return value.startswith("!")
     return True
+
+
+def command_settings(data: bytes) -> list[tuple[str, str]]:
+    """The settings of a git config that run a command, as `section.subsection.name` and value (for tests)."""
+    return [(setting.key, setting.value or "") for setting in parse(data) if runs(setting)]
+
+
+def _shown(value: str | None) -> str:
+    """A value for the report: git's bytes (read as latin-1) shown as UTF-8, at most 200 characters."""
+    return (value or "").encode("latin-1").decode("utf-8", "replace")[:200]

@@ -19,7 +19,9 @@ from wscan.scanners.python_code import in_model_folder, shadowed_by
 PYC_HEADER = 16  # magic (2 bytes and CR LF), flags, then a timestamp and size or a source hash (PEP 552)
 CACHE_FOLDER = "__pycache__"
 # The flags word: bit 0 set for a hash-based .pyc, bit 1 for one whose source Python checks against the hash.
-INVALIDATION = {0: "timestamp", 1: "unchecked-hash", 3: "checked-hash"}
+# The flags word: bit 0 hash-based, bit 1 check the source. Python 3.7+ loads every value of the two bits; 2 (check,
+# without a hash) is timestamp-based as 0 is (helper 238: a `numpy.pyc` with flags 2 was taken for no .pyc at all).
+INVALIDATION = {0: "timestamp", 1: "unchecked-hash", 2: "timestamp", 3: "checked-hash"}
 
 
 def bytecode_header(head: bytes) -> str | None:
