@@ -92,6 +92,18 @@ def test_a_clone_with_git_lfs_set_up_passes(tmp_path: Path) -> None:
     ("[core]\n\tfsmonitor = \\\n  touch x\n", [("core.fsmonitor", "touch x")]),
     ("[remote \"origin\"]\n\turl = https://huggingface.co/x\n\tuploadpack = evil\n", [("remote.origin.uploadpack",
                                                                                       "evil")]),
+    # helper 239: Git LFS's custom transfer agent (its subsection has a dot), a remote run by `vcs = ext` once
+    # protocol.allow lets it, and an alias passing -c without `!`
+    ('[lfs "customtransfer.multipart"]\n\tpath = sh\n\targs = -c id\n',
+     [("lfs.customtransfer.multipart.path", "sh"), ("lfs.customtransfer.multipart.args", "-c id")]),
+    ('[protocol]\n\tallow = user\n[remote "o"]\n\tvcs = ext\n', [("protocol.allow", "user"), ("remote.o.vcs", "ext")]),
+    ("[alias]\n\tst = -c core.fsmonitor=evil status\n\tlg = log --oneline\n", [("alias.st",
+                                                                               "-c core.fsmonitor=evil status")]),
+    # ... and what Hugging Face's tools write, which passes: huggingface_hub's Repository sets git's own `store`
+    # credential helper, `huggingface-cli lfs-enable-largefiles` its multipart agent
+    ('[credential]\n\thelper = store\n[lfs "customtransfer.multipart"]\n\tpath = huggingface-cli\n'
+     "\targs = lfs-multipart-upload\n", []),
+    ("[credential]\n\thelper = !evil\n", [("credential.helper", "!evil")]),
 ])  # fmt: skip
 def test_settings_that_run_commands_are_read_as_git_writes_them(text: str, expected: list[tuple[str, str]]) -> None:
     assert command_settings(text.encode()) == expected
@@ -305,3 +317,28 @@ def test_git_objects_are_read_as_what_a_checkout_writes(tmp_path: Path) -> None:
     assert not (folder / "model.pkl").exists()
     found = [f for f in scan(folder).findings if f.rule_id == "WS-PKL-001"]
     assert found and all("/.git/objects/" in f.location.path for f in found)
+
+
+def test_git_lfs_3_3_hooks_pass_and_a_dangling_head_link_is_a_git_folder(tmp_path: Path) -> None:
+    """helper 239: git-lfs 3.3 (Debian 12's) writes `echo >&2 "\\nThis repository ...\\n"` in its hooks, which the
+    first version took for someone else's; and git takes a folder whose HEAD is a link to `refs/...`, even a
+    dangling one, for a repository (a bare layout with a dangling HEAD ran core.fsmonitor at git status)."""
+    folder = _clone_like(tmp_path / "lfs")
+    message = ("\\nThis repository is configured for Git LFS but 'git-lfs' was not found on your path. If you no "
+               "longer wish to use Git LFS, remove this hook by deleting the '.git/hooks/{hook}' file.\\n")
+    for hook in ("pre-push", "post-checkout", "post-commit", "post-merge"):
+        text = ('#!/bin/sh\ncommand -v git-lfs >/dev/null 2>&1 || { echo >&2 "' + message.format(hook=hook)
+                + '"; exit 2; }\ngit lfs ' + hook + ' "$@"\n')  # fmt: skip
+        (folder / ".git" / "hooks" / hook).write_text(text)
+    assert _high(folder) == set()
+
+    bare = tmp_path / "bare"
+    marker = tmp_path / "MARKER"
+    (bare / "objects").mkdir(parents=True)
+    (bare / "refs" / "heads").mkdir(parents=True)
+    (bare / "HEAD").symlink_to("refs/heads/main")  # dangling: no commit yet
+    (bare / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n"
+                                 f'\tfsmonitor = "touch {marker} #"\n')  # fmt: skip
+    (bare / "model.pkl").write_bytes(b"\x80\x04K\x01.")
+    _marker_run(bare, marker, "status")
+    assert "WS-REPO-036" in _high(bare)

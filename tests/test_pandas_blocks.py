@@ -834,3 +834,130 @@ def test_helper_236_cases_are_high(tmp_path: Path, case: str) -> None:
     make, detail = _helper_236_cases()[case]
     found = _high(tmp_path, make())
     assert any(f.startswith(RULE) and detail in f for f in found), found
+
+
+# Helper 237's fifth round: a zone given transition data by a state, sparse values fewer than their index's points,
+# and a date array's ndarray of another type. Each crashed pandas 1.5, 2.2 and 3.1 (here 3.1) and passed the scan.
+def _zone_with_transitions(times: int, offsets: int) -> bytes:
+    """A Series in a dateutil zone whose rebuilt zone a BUILD then gives pytz's transition attributes: pandas takes any
+    zone with them for pytz's, and indexes the offsets by positions among the times."""
+    import datetime
+
+    from dateutil import tz as dateutil_tz
+
+    series = pd.Series(pd.date_range("2020-01-01", periods=3, tz=dateutil_tz.gettz("Europe/Berlin"), unit="ns"))
+    years = [datetime.datetime(1900 + k, 1, 1) for k in range(100)]  # shared: a hundred memo entries
+    moments = [datetime.datetime(1, 1, 1)] + [years[i * 100 // max(times - 1, 1)] for i in range(times - 1)]
+    info = [(datetime.timedelta(hours=1), datetime.timedelta(0), "CET")] * offsets
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, dateutil_tz.tzfile):
+                func, args = obj.__reduce__()[:2]
+                return func, args, {"_utc_transition_times": moments, "_transition_info": info}
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=4).dump(series)
+    return buffer.getvalue()
+
+
+def _sparse_short(length: int) -> bytes:
+    """Two sparse columns whose BlockIndex covers `length` rows but which store the one value they were made with:
+    pandas' sparse arithmetic reads a stored value for each point of the index."""
+    from pandas._libs.sparse import BlockIndex
+
+    def column(split: int) -> pd.arrays.SparseArray:
+        array = pd.arrays.SparseArray(np.array([1.0, 0.0]), fill_value=0.0, kind="block")
+        array._sparse_index = BlockIndex(length, np.array([0, split + 1], dtype=np.int32),
+                                         np.array([split, length - split - 1], dtype=np.int32))  # fmt: skip
+        return array
+
+    return pickle.dumps(pd.DataFrame({"a": column(length // 2), "b": column(length // 4)}), protocol=4)
+
+
+def _dates_as(kind: str) -> bytes:
+    """A Series of dates whose DatetimeArray's ndarray holds the same values as `kind` (int64) instead of
+    datetime64[ns]."""
+    series = pd.Series(pd.date_range("2020-01-01", periods=4))
+    array = series.array
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if obj is array:
+                func, args, state = obj.__reduce_ex__(4)[:3]
+                return func, args, (state[0], np.asarray(state[1]).view("i8").astype(kind), *state[2:])
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=4).dump(series)
+    return buffer.getvalue()
+
+
+HELPER_237: dict[str, tuple[Callable[[], bytes], str, str, str]] = {
+    "zone-transitions": (lambda: _zone_with_transitions(2_000_000, 1), "repr", "WS-PKL-064",
+                         "_transition_info, _utc_transition_times"),
+    "sparse-values-short": (lambda: _sparse_short(20_000_000), "add", "WS-PKL-059",
+                            "(1,) stored values under a sparse index of 19999999 points"),
+    "dates-as-int64": (lambda: _dates_as("i8"), "repr", "WS-PKL-059", "a dtype 'i8', not a time"),
+}  # fmt: skip
+
+
+def test_helper_237_cases_crash_pandas(tmp_path: Path) -> None:
+    jobs = []
+    for label, (make, use, _, _) in HELPER_237.items():
+        path = tmp_path / f"{label}.pkl"
+        path.write_bytes(make())
+        jobs.append((label, path, use, tmp_path / "never-made"))
+    setup = ("import pickle\ndef load(path, option):\n    value = pickle.load(open(path, 'rb'))\n"
+             "    repr(value['a'] + value['b']) if option == 'add' else repr(value)\n")  # fmt: skip
+    outcomes = {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=180).items()}
+    assert outcomes == dict.fromkeys(HELPER_237, "crashed: wait status 11")
+
+
+@pytest.mark.parametrize("case", list(HELPER_237))
+def test_helper_237_cases_are_high(tmp_path: Path, case: str) -> None:
+    make, _, rule, detail = HELPER_237[case]
+    found = _high(tmp_path, make() if case != "zone-transitions" else _zone_with_transitions(50, 1))
+    assert any(f.startswith(rule) and detail in f for f in found), found
+
+
+@pytest.mark.parametrize("make", [
+    lambda: pickle.dumps(pd.Series(pd.date_range("2020", periods=3, tz="Europe/Berlin", unit="s"))),
+    lambda: pickle.dumps(pd.Series(pd.timedelta_range("1D", periods=3, unit="ms"))),
+    lambda: pickle.dumps(pd.Series(pd.period_range("2020-01", periods=3, freq="M"))),
+    lambda: pickle.dumps(pd.DataFrame({"a": pd.arrays.SparseArray([0.0, 1.0, 0.0, 2.0], kind="block"),
+                                       "b": pd.arrays.SparseArray([0, 3, 0, 0], kind="integer")})),
+    lambda: pickle.dumps(pd.Series(pd.date_range("2020", periods=3, tz="dateutil/Europe/Berlin"))),
+], ids=["dates-seconds", "deltas-milliseconds", "periods", "sparse-both-kinds", "dateutil-zone"])  # fmt: skip
+def test_real_time_and_sparse_arrays_pass(tmp_path: Path, make: Callable[[], bytes]) -> None:
+    assert _high(tmp_path, make()) == []
+
+
+def _period_code(code: int) -> bytes:
+    """A Series of daily periods whose PeriodDtype is made from a DateOffset given `_period_dtype_code` by its state
+    (helper 240): PeriodDtype takes the code unchecked, and period code indexes a conversion table with it."""
+    offset = pd.DateOffset()
+    offset.__dict__["_period_dtype_code"] = code
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            return (pd.PeriodDtype, (offset,)) if isinstance(obj, pd.PeriodDtype) else NotImplemented
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=4).dump(pd.Series(pd.period_range("2000-01-01", periods=1000, freq="D")))
+    return buffer.getvalue()
+
+
+def test_a_frequency_code_set_by_a_state_reads_past_pandas_table_and_is_high(tmp_path: Path) -> None:
+    """The read lands megabytes past pandas' conversion table: years come out as garbage (a crash when it lands on
+    unmapped memory, one load in five to twenty), so the proof is the year, read in a sandboxed child."""
+    path = tmp_path / "periods.pkl"
+    path.write_bytes(_period_code(1_053_169_000))
+    setup = ("import pickle\ndef load(path, option):\n    year = int(pickle.load(open(path, 'rb')).dt.year.iloc[0])\n"
+             "    assert year != 2000, year\n")  # fmt: skip
+    outcome = load_each(setup, [("code", path, "", tmp_path / "never-made")], tmp_path, timeout=120)["code"].result
+    assert outcome in ("loaded", "crashed: wait status 11")  # loaded: the assertion held, the year was garbage
+    found = _high(tmp_path, path.read_bytes())
+    assert any(f.startswith("WS-PKL-064") and "_period_dtype_code" in f for f in found), found
+    assert _high(tmp_path, pickle.dumps(pd.Series(pd.period_range("2000-01-01", periods=3, freq="D")))) == []

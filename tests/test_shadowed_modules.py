@@ -211,3 +211,40 @@ def test_a_module_a_loader_looks_for_is_high(tmp_path: Path, module: str) -> Non
     (folder / f"{module}.py").write_text(code)
     _loads_and_runs(folder, tmp_path / "MARKER", load)
     assert "WS-CODE-015" in {f.rule_id for f in scan(folder).findings if f.severity >= Severity.HIGH}
+
+
+SHIM = "import os\nopen(os.environ['WSCAN_MARKER'], 'w').close()\nraise ImportError\n"
+
+
+def test_modules_other_loaders_import_are_high(tmp_path: Path) -> None:
+    """helper 239: `ml_dtypes` beside an ONNX model (onnx imports it), `h5py` beside a `.h5` file, and a `backports/`
+    namespace portion beside a transformers save (urllib3 imports `backports.zstd`; a folder without __init__.py
+    joins that namespace): each ran from the folder and was medium at most."""
+    import h5py
+    import onnx
+    from onnx import TensorProto, helper
+    from transformers import BertConfig, BertModel
+
+    cases = {
+        "onnx": ("ml_dtypes.py", "import onnx; onnx.load('model.onnx')"),
+        "h5py": ("h5py.py", "import h5py; h5py.File('model.h5')"),
+        "transformers": ("backports/zstd.py", "from transformers import AutoModel; AutoModel.from_pretrained('.')"),
+    }
+    for name, (module, load) in cases.items():
+        folder = tmp_path / name
+        (folder / module).parent.mkdir(parents=True)
+        if name == "onnx":
+            graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])  # fmt: skip
+            onnx.save(helper.make_model(graph), folder / "model.onnx")
+        elif name == "h5py":
+            with h5py.File(folder / "model.h5", "w") as stream:
+                stream["w"] = np.zeros(3)
+        else:
+            config = BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8,
+                                vocab_size=32)  # fmt: skip
+            BertModel(config).save_pretrained(folder)
+        (folder / module).write_text(SHIM)
+        _loads_and_runs(folder, tmp_path / f"MARKER-{name}", load)
+        assert "WS-CODE-015" in {f.rule_id for f in scan(folder).findings if f.severity >= Severity.HIGH}, name

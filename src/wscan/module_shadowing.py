@@ -69,7 +69,9 @@ SHADOWED = (
     - NEVER_IMPORTED - AT_START_UP - frozenset(sys.builtin_module_names)
 )
 SHADOWED_PREFIXES = ("_sysconfigdata_",)
-NAMESPACE_LIBRARIES = frozenset({"google"})  # a folder without __init__.py joins these, and may shadow their parts
+# A folder without __init__.py joins these namespace packages, and may shadow their parts (helper 239: urllib3 imports
+# `backports.zstd`; a `backports/zstd.pyc` beside the weights ran, none being installed).
+NAMESPACE_LIBRARIES = frozenset({"google", "backports"})
 # How Python names a module file (importlib's suffixes, for any interpreter: a 3.12 extension module shadows under
 # 3.12): source, bytecode, and extension modules (`numpy.so`, `numpy.abi3.so`, `numpy.cpython-311-x86_64-linux-gnu.so`,
 # Windows' `numpy.cp311-win_amd64.pyd`; helper 238 ran one beside the weights, and a package whose only file was

@@ -11,12 +11,12 @@ folder with a `HEAD`). Nothing is run; the config is read as git reads it (`git_
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from wscan.lookup import is_file
 from wscan.model import Observation
 from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.git_config import GitConfigError, Setting, parse
@@ -31,21 +31,30 @@ HOOKS = frozenset({
     "post-rewrite", "sendemail-validate", "fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist",
     "p4-post-changelist", "p4-pre-submit", "post-index-change",
 })  # fmt: skip
-# Settings git (or Git LFS) runs as a command, or reads more settings or the working tree from, by section and
-# name; `*` is any subsection.
+# Settings git (or Git LFS) runs as a command, or reads more settings or the working tree from; `*` is any
+# subsection (Git LFS's keys have dots in theirs: `lfs.customtransfer.<name>.path`).
 COMMAND_KEYS = frozenset({
     "core.fsmonitor", "core.hookspath", "core.sshcommand", "core.pager", "core.editor", "core.askpass",
     "core.gitproxy", "core.alternaterefscommand", "sequence.editor", "diff.external",
     "diff.*.command", "diff.*.textconv", "merge.*.driver", "filter.*.clean", "filter.*.smudge", "filter.*.process",
     "credential.helper", "credential.*.helper", "gpg.program", "gpg.*.program", "gpg.*.defaultkeycommand",
     "pager.*", "web.browser", "browser.*.cmd", "browser.*.path", "difftool.*.cmd", "difftool.*.path",
-    "mergetool.*.cmd", "mergetool.*.path", "remote.*.uploadpack", "remote.*.receivepack",
+    "mergetool.*.cmd", "mergetool.*.path", "remote.*.uploadpack", "remote.*.receivepack", "remote.*.vcs",
     "uploadpack.packobjectshook", "include.path", "includeif.*.path", "sendemail.smtpserver", "sendemail.*.smtpserver",
     "sendemail.tocmd", "sendemail.*.tocmd", "sendemail.cccmd", "sendemail.*.cccmd", "sendemail.sendmailcmd",
     "sendemail.*.sendmailcmd", "ssh.variant", "alias.*", "interactive.difffilter", "trailer.*.command",
     "trailer.*.cmd", "imap.tunnel", "man.*.cmd", "man.*.path", "guitool.*.cmd", "lfs.customtransfer.*.path",
-    "lfs.extension.*.clean", "lfs.extension.*.smudge",
+    "lfs.customtransfer.*.args", "lfs.extension.*.clean", "lfs.extension.*.smudge", "lfs.standalonetransferagent",
 })  # fmt: skip
+_COMMAND_KEY = re.compile("|".join(re.escape(key).replace(r"\*", ".+") for key in sorted(COMMAND_KEYS)))
+# Values of those that run only what git or Hugging Face ship: a credential helper named bare runs git's own
+# `git credential-<name>` (huggingface_hub's Repository sets `store`), and `huggingface-cli lfs-enable-largefiles`
+# makes Hugging Face's CLI Git LFS's multipart transfer agent.
+PROGRAM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+HF_TRANSFER = {"path": frozenset({"huggingface-cli", "hf"}), "args": frozenset({"lfs-multipart-upload"})}
+# An alias runs git with its words: without `!` it still passes options that set any setting (`-c
+# core.fsmonitor=...`, helper 238) or point git elsewhere.
+ALIAS_OPTIONS = ("-c", "--config-env", "--exec-path", "-C", "--git-dir", "--work-tree", "--namespace")
 # Settings that run a command for some values only: a transport git runs as a program (`ext::sh -c ...`, `fd::`),
 # given as a remote's or submodule's address, as what `url.<base>.insteadOf` rewrites addresses to, or allowed by
 # `protocol.<name>.allow`; a submodule updated by a `!command`.
@@ -67,11 +76,12 @@ POINTERS = frozenset({GIT_FOLDER, "commondir"})
 MAX_POINTER = 4096
 FALSE_OR_TRUE = frozenset({"false", "no", "off", "0", "true", "yes", "on", "1", ""})  # fsmonitor: git's own daemon
 # Git LFS's hooks: a check that git-lfs is installed, then `git lfs <hook> "$@"`. The message is plain text: no `$`,
-# backquote or backslash, which the shell would expand in double quotes (helper 238 ran `$(touch ...)` there).
+# backquote or backslash, which the shell would expand in double quotes (helper 238 ran `$(touch ...)` there), but
+# the `\n` git-lfs 3.3 writes around it for echo (helper 239).
 LFS_HOOK = re.compile(
     r'#!/bin/sh\n'
     r'(?:command -v git-lfs >/dev/null 2>&1 \|\| \{ (?:printf >&2 "\\n%s\\n\\n"|echo >&2) '
-    r'"[^"\n$`\\]*"; exit 2; \}\n)?'
+    r'"(?:[^"\n$`\\]|\\n)*"; exit 2; \}\n)?'
     r'git lfs (pre-push|post-checkout|post-commit|post-merge) "\$@"\n?'
 )
 
@@ -148,11 +158,11 @@ def in_git_folder(folder: PurePosixPath, on_disk: bool) -> bool:
     worktree's), or, on disk, a folder holding a HEAD file (a bare repository, or one a `commondir` names)."""
     if GIT_FOLDER in folder.parts:
         return True
-    return on_disk and is_file(Path(folder, "HEAD"))
+    return on_disk and os.path.lexists(Path(folder, "HEAD"))  # a link too, even dangling: git takes `refs/...`
 
 
 def runs(setting: Setting) -> bool:
-    """Whether git runs a command this setting names, Git LFS's own filter aside."""
+    """Whether git runs a command this setting names, Git LFS's and Hugging Face's own settings aside."""
     head, _, rest = setting.section.partition(".")
     shapes = {f"{head}.{setting.name}", f"{head}.*", *([f"{head}.*.{setting.name}"] if rest else [])}
     value = setting.value or ""
@@ -160,20 +170,24 @@ def runs(setting: Setting) -> bool:
         return value.lower().startswith(COMMAND_TRANSPORTS)
     if shapes & REWRITE_KEYS:
         return rest.lower().startswith(COMMAND_TRANSPORTS)
-    if head == "protocol" and setting.name == "allow":
-        if rest:
-            return rest.lower() in {"ext", "fd"} and value.lower() != "never"
-        return value.lower() == "always"
+    if head == "protocol" and setting.name == "allow":  # `user` lets a `vcs = ext` remote run its address
+        return value.lower() != "never" and (not rest or rest.lower() in {"ext", "fd"})
     if head == "submodule" and setting.name == "update":
         return value.startswith("!")
-    if not shapes & COMMAND_KEYS:
+    key = setting.key.lower()
+    if not (_COMMAND_KEY.fullmatch(key) or _COMMAND_KEY.fullmatch(f"{head}.{setting.name}")):
         return False
     if setting.key in LFS_FILTER:
         return value not in LFS_FILTER[setting.key]
-    if setting.key == "core.fsmonitor":
+    if key == "core.fsmonitor":
         return value.lower() not in FALSE_OR_TRUE
+    if head == "credential" and setting.name == "helper":
+        return PROGRAM_NAME.fullmatch(value) is None and value != ""
+    if head == "lfs" and rest.lower().startswith("customtransfer.") and setting.name in HF_TRANSFER:
+        return value not in HF_TRANSFER[setting.name]
     if head == "alias":
-        return value.startswith("!")
+        words = value.split()
+        return value.startswith("!") or any(word.split("=", 1)[0] in ALIAS_OPTIONS for word in words)
     return True
 
 

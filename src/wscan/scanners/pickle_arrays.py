@@ -87,6 +87,11 @@ class ArrayReader:
             return _shape(objects.shape)
         return _shape(_layout(array, self.joblib).shape)
 
+    def dtype_given(self, array: Sym | None) -> Sym | None:
+        """The dtype an array is pickled with (its `_reconstruct` state's, `_frombuffer`'s, joblib's wrapper's), as
+        the stream gives it."""
+        return _layout(array, self.joblib).dtype
+
     def values(self, array: Sym | None) -> np.ndarray:
         """The array `array` is once the stream ends. An array is built before the model that holds it, or the
         model's load fails (scikit-learn refuses the empty array `_reconstruct` makes); building it again is

@@ -114,7 +114,16 @@ MASKED_ARRAYS = frozenset({
     "pandas.arrays.FloatingArray", "pandas.core.arrays.floating.FloatingArray",
     "pandas.arrays.BooleanArray", "pandas.core.arrays.boolean.BooleanArray",
 })  # fmt: skip
-PANDAS_CHECKED = BLOCK_MANAGERS | CATEGORICALS | MULTI_INDEXES | MASKED_ARRAYS
+# ... sparse arrays, whose stored values compiled arithmetic reads one per point of their index, and date, time-delta
+# and period arrays, whose ndarray's dtype compiled code takes a unit from (helper 237).
+SPARSE_ARRAYS = frozenset({"pandas.arrays.SparseArray", "pandas.core.arrays.sparse.array.SparseArray",
+                           "pandas.core.arrays.sparse.SparseArray"})  # fmt: skip
+TIME_ARRAYS = frozenset({
+    "pandas.arrays.DatetimeArray", "pandas.core.arrays.datetimes.DatetimeArray",
+    "pandas.arrays.TimedeltaArray", "pandas.core.arrays.timedeltas.TimedeltaArray",
+    "pandas.arrays.PeriodArray", "pandas.core.arrays.period.PeriodArray",
+})  # fmt: skip
+PANDAS_CHECKED = BLOCK_MANAGERS | CATEGORICALS | MULTI_INDEXES | MASKED_ARRAYS | SPARSE_ARRAYS | TIME_ARRAYS
 NEWOBJ_HELPERS = frozenset({"copyreg.__newobj__", "copyreg.__newobj_ex__"})  # cls.__new__(cls, *args)
 NDARRAY_BACKED = "pandas._libs.arrays.__pyx_unpickle_NDArrayBacked"  # how pandas pickles a Categorical
 NEW_INDEX = "pandas.core.indexes.base._new_Index"  # ... and any index

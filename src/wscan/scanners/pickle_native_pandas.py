@@ -11,27 +11,32 @@ and so is a nullable array's mask shorter than its values (helper 232). Each cra
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
-from wscan.scanners.pickle_arrays import ArrayReader, Unread
+from wscan.scanners.pickle_arrays import NUMPY_DTYPE, ArrayReader, Unread, const_shape, numpy_dtype
 from wscan.scanners.pickle_native import (
     CATEGORICALS,
     MASKED_ARRAYS,
     MULTI_INDEXES,
     NEWOBJ_HELPERS,
     SINGLE_BLOCK_MANAGER,
+    SPARSE_ARRAYS,
+    TIME_ARRAYS,
     native_class_of,
     pandas_class,
 )
 from wscan.scanners.pickle_native_common import Invalid
 from wscan.scanners.pickle_native_pandas_lengths import (
     axis_length,
+    backed_array,
     get,
     given_state,
     is_array,
     values_shape,
 )
-from wscan.scanners.pickle_values import Const, Dict, Global, Obj, Seq, Sym
+from wscan.scanners.pickle_values import Const, Dict, Global, Obj, Seq, Sym, _is_latin1
 
 UNPICKLE_BLOCK = "pandas._libs.internals._unpickle_block"
 MAX_COLUMNS = 10_000_000  # columns checked one by one; a frame with more is unread
@@ -46,6 +51,10 @@ def check_object(target: Obj, arrays: ArrayReader) -> None:
         _masked(target, arrays)
     elif cls in MULTI_INDEXES:
         _multi_index(target, arrays)
+    elif cls in SPARSE_ARRAYS:
+        _sparse(target, arrays)
+    elif cls in TIME_ARRAYS:
+        _time_array(target, arrays)
     else:
         block_manager(target, arrays)
 
@@ -347,3 +356,109 @@ def _cover(placements: list[Sym], length: int | None, arrays: ArrayReader) -> No
         raise Invalid(f"blocks that hold {int(seen.sum())} of the {columns} columns")
 
 
+def _sparse(target: Obj, arrays: ArrayReader) -> None:
+    """A SparseArray's stored values are as many as its sparse index's points: pandas' compiled sparse arithmetic
+    reads values[i] for each point without bounds checks (helper 237: one value under a BlockIndex of twenty million
+    points crashed `a + b`). Its IntIndex or BlockIndex is made by its constructor, which checks the points against
+    the length, unless an IntIndex is told not to."""
+    state = target.state
+    if isinstance(state, Dict):
+        index, values = get(state, "_sparse_index"), get(state, "_sparse_values")
+        if index is None or values is None:
+            return  # pandas has nothing to index
+        stored = arrays.shape(values)
+    elif isinstance(state, Seq) and len(state.items) == 2 and isinstance(state.items[1], Seq):
+        # pandas before 0.24: (the values' ndarray state, (fill value, index))
+        nd_state, given = state.items
+        index = given.items[1] if isinstance(given, Seq) and len(given.items) == 2 else None
+        shape = nd_state.items[1] if isinstance(nd_state, Seq) and len(nd_state.items) == 5 else None
+        found = const_shape(shape)
+        if found is None:
+            raise Unread("sparse values whose shape the stream computes")
+        stored = found
+    else:
+        return  # no state pandas reads values from
+    points = _sparse_points(index, arrays)
+    if stored != (points,):
+        raise Invalid(f"{stored} stored values under a sparse index of {points} points")
+
+
+def _sparse_points(index: Sym | None, arrays: ArrayReader) -> int:
+    """How many points a pickled IntIndex or BlockIndex holds: an IntIndex its indices, a BlockIndex its block
+    lengths together; made as pandas pickles them (an IntIndex's integrity check left on)."""
+    if not (isinstance(index, Obj) and isinstance(index.func, Global) and isinstance(index.args, Seq)):
+        raise Unread("a sparse index wscan cannot read")
+    args = index.args.items
+    if index.func.dotted.endswith(".IntIndex") and len(args) in (2, 3):
+        if len(args) == 3 and not (isinstance(args[2], Const) and args[2].value is True):
+            raise Invalid("an IntIndex made without its integrity check")
+        shape = arrays.shape(args[1])
+        if len(shape) != 1:
+            raise Invalid(f"sparse indices of shape {shape}")
+        return shape[0]
+    if index.func.dotted.endswith(".BlockIndex") and len(args) == 3:
+        lengths = arrays.values(args[2])
+        if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
+            raise Invalid(f"block lengths of shape {lengths.shape} and type {lengths.dtype}")
+        return int(lengths.astype(np.int64).sum())
+    raise Unread("a sparse index made otherwise than pandas makes one")
+
+
+# What the ndarray of pandas' date and time arrays must be: compiled code takes its unit from the array's datetime64
+# or timedelta64 dtype (helper 237: an int64 one crashed pandas 1.5 to 3.1 at repr), a period array's ordinals are
+# int64; pandas writes only these units.
+TIME_ARRAY_KINDS = {"DatetimeArray": "M", "TimedeltaArray": "m", "PeriodArray": "i"}
+TIME_UNITS = frozenset({"s", "ms", "us", "ns"})
+
+
+def _time_array(target: Obj, arrays: ArrayReader) -> None:
+    """A DatetimeArray's, TimedeltaArray's or PeriodArray's ndarray has the dtype pandas' compiled code assumes."""
+    kind = TIME_ARRAY_KINDS[pandas_class(target).rsplit(".", 1)[-1]]
+    held = backed_array(given_state(target), arrays)
+    if held is None:
+        return  # no array: pandas has nothing to read
+    dtype = arrays.dtype_given(held)
+    if kind == "i":
+        if numpy_dtype(dtype) != np.dtype(np.int64):
+            raise Invalid(f"period ordinals of type {numpy_dtype(dtype)}")
+        return
+    found, unit = time_dtype(dtype)
+    if found != kind or unit not in TIME_UNITS:
+        raise Invalid(f"{'dates' if kind == 'M' else 'time deltas'} held as {found}8[{unit}]")
+
+
+_TIME_CODE = re.compile(r"([<=|]?)([Mm])8")
+
+
+def time_dtype(dtype: Sym | None) -> tuple[str, str]:
+    """The kind (`M` datetime64, `m` timedelta64) and unit of a pickled NumPy time dtype, `numpy.dtype("M8")` with
+    the unit in its state's metadata (`(None, (b"ns", 1, 1, 1))`, the bytes made by `_codecs.encode` in protocol 2).
+    A dtype of another kind, or of a unit counted otherwise than by one, is Invalid; one the stream computes, Unread."""
+    if not (isinstance(dtype, Obj) and isinstance(dtype.func, Global) and dtype.func.dotted in NUMPY_DTYPE):
+        raise Unread("a dtype the stream computes")
+    args = dtype.args.items if isinstance(dtype.args, Seq) else []
+    code = args[0].value if args and isinstance(args[0], Const) else None
+    found = _TIME_CODE.fullmatch(code) if isinstance(code, str) else None
+    if found is None:
+        raise Invalid(f"a dtype {str(code)[:20]!r}, not a time")
+    items = dtype.state.items if isinstance(dtype.state, Seq) and not dtype.state.dropped else []
+    if len(items) != 9 or not isinstance(items[1], Const) or items[1].value not in ("<", "=", "|"):
+        raise Unread("a time dtype state NumPy does not write")
+    meta = items[8]
+    unit = meta.items[1] if isinstance(meta, Seq) and len(meta.items) == 2 else None
+    parts = unit.items if isinstance(unit, Seq) and len(unit.items) == 4 else []
+    name = _latin1_bytes(parts[0]) if parts else None
+    if name is None or not all(isinstance(part, Const) and part.value == 1 for part in parts[1:]):
+        raise Unread("a time dtype's unit the stream computes")
+    return found.group(2), name.decode("latin-1")
+
+
+def _latin1_bytes(value: Sym) -> bytes | None:
+    """Bytes given as they are, or as protocol 2's `_codecs.encode(text, "latin1")`."""
+    if isinstance(value, Const) and isinstance(value.value, bytes):
+        return value.value
+    if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted == "_codecs.encode":
+        args = value.args.items if isinstance(value.args, Seq) else []
+        if len(args) == 2 and isinstance(args[0], Const) and isinstance(args[0].value, str) and _is_latin1(args[1]):
+            return args[0].value.encode("latin-1", "replace")
+    return None

@@ -84,7 +84,7 @@ def values_shape(values: Sym, arrays: ArrayReader, depth: int = 0) -> tuple[int,
     elif kind == "interval":  # its left ends (pandas checks its right ends against them)
         held = dict_first(state, "_left")
     elif kind == "backed":
-        held = _backed_array(state, arrays)
+        held = backed_array(state, arrays)
     else:
         raise Unread(f"values made by {made or 'a computed call'}")
     if held is None or depth >= MAX_INDEX_DEPTH:
@@ -92,7 +92,7 @@ def values_shape(values: Sym, arrays: ArrayReader, depth: int = 0) -> tuple[int,
     return values_shape(held, arrays, depth + 1)
 
 
-def _backed_array(state: Sym | None, arrays: ArrayReader) -> Sym | None:
+def backed_array(state: Sym | None, arrays: ArrayReader) -> Sym | None:
     """The array an NDArrayBacked state gives (pandas' DatetimeArray, Categorical, NumpyExtensionArray...), as its
     __setstate__ takes it: from a dict, `_data` else `_ndarray` (its other keys are stray attributes, which helper
     233 used as decoys); from a tuple, the second of its first two items if that is an array, else the first; a

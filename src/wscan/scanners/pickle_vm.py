@@ -90,7 +90,7 @@ from wscan.scanners.pickle_values import (
     describe,
     restored_class,
 )
-from wscan.scanners.pickle_zones import _computed_text, _zone_files
+from wscan.scanners.pickle_zones import _computed_text, _zone_files, _zone_state
 
 # Opcode names by byte ("" for bytes that are not opcodes), and the groups the machine treats alike.
 NAMES = [OPCODES[code].name if code in OPCODES else "" for code in range(256)]
@@ -928,6 +928,7 @@ class Machine:
             # (a DatetimeTZDtype restored with a `tz` of such a name), but an array's: its items are data.
             if restored_class(target) not in _ARRAY_REBUILDERS:
                 _zone_files(res, target.func, state, at)
+                _zone_state(res, target, state, at)
             if _is_partial(target) or _is_defaultdict(target):
                 # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
                 # defaultdict's factory can be set from BUILD's slot state: what they will call comes from here.

@@ -144,3 +144,37 @@ def _zone_files(res: PickleResult, func: Sym, args: Sym, at: int) -> None:
         if seen > ZONE_WALK:
             return
         level = inner[:ZONE_WALK]
+
+
+# What pandas' compiled time code trusts on the objects it is given: a zone's transitions, from pytz's
+# (`_utc_transition_times`, `_transition_info`) and dateutil 2's (`_trans_list`, `_trans_idx`, ...) attributes, taken by
+# whether the zone has them, its offsets then indexed by positions among the times without bounds checks (a BUILD
+# giving a zone two million times and one offset crashed pandas 1.5 to 3.1 at repr, helper 237); and a frequency's
+# `_period_dtype_code`, which PeriodDtype takes from the offset it is given and period code uses as a table index
+# (helper 240: a DateOffset given a code by its state read 8 MB past the table). No writer sets them by a state but
+# dateutil 2's tzfile, whose call is judged on its own (it opens a file).
+TIME_INTERNALS = frozenset({
+    "_utc_transition_times", "_transition_info", "_trans_list", "_trans_list_utc", "_trans_idx", "_ttinfo_before",
+    "_ttinfo_std", "_ttinfo_dst", "_period_dtype_code",
+})  # fmt: skip
+# Zones their makers return whole (pytz's and zoneinfo's from a cache every caller shares, dateutil's rebuilt from
+# the data it is given): real pickles set no state on one.
+WHOLE_ZONES = frozenset({"pytz._p", "pytz._UTC", "dateutil.tz._tzfile._unpickle", "dateutil.tz.tz.tzutc",
+                         "dateutil.tz.tz.tzoffset", "zoneinfo.ZoneInfo._unpickle", "datetime.timezone"})  # fmt: skip
+
+
+def _zone_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
+    """A state naming what pandas' time code trusts (TIME_INTERNALS), or any state set on a zone its maker returns
+    whole (helpers 237 and 240)."""
+    dicts = [state] if isinstance(state, Dict) else [item for item in state.items[:2] if isinstance(item, Dict)] \
+        if isinstance(state, Seq) else []  # fmt: skip
+    keys = [key.value for found in dicts for key, _ in found.items if isinstance(key, Const)]
+    names = sorted({key for key in keys if isinstance(key, str) and key in TIME_INTERNALS})
+    made = target.func.dotted if isinstance(target.func, Global) else ""
+    if names:
+        detail = f"a state setting {', '.join(names)}, which pandas' compiled time code trusts"
+    elif made in WHOLE_ZONES:
+        detail = f"a state, on the zone {made}(...) returns whole"
+    else:
+        return
+    res.events.append(Event("pickle.time_state", at, {"callable": describe(target), "detail": detail}))
