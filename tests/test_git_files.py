@@ -3,6 +3,7 @@ hook, each run by the real git here; a clone's own settings and Git LFS's filter
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -86,8 +87,7 @@ def test_a_clone_with_git_lfs_set_up_passes(tmp_path: Path) -> None:
     ("[core] pager = less; touch x\n", [("core.pager", "less")]),  # `;` starts a comment, as git reads it
     ('[core] pager = "less; touch x"\n', [("core.pager", "less; touch x")]),
     ('[filter "lfs"]\n\tclean = git-lfs clean -- %f\n\tsmudge = sh -c evil\n', [("filter.lfs.smudge", "sh -c evil")]),
-    ('[diff "x"]\n\ttextconv = evil\n[alias]\n\tst = status\n\tp = !evil\n', [("diff.x.textconv", "evil"),
-                                                                              ("alias.p", "!evil")]),
+    ('[diff "x"]\n\ttextconv = evil\n[alias]\n\tp = !evil\n', [("diff.x.textconv", "evil"), ("alias.p", "!evil")]),
     ("[core.]\n[include]\n\tpath = ../../elsewhere\n", [("include.path", "../../elsewhere")]),
     ("[core]\n\tfsmonitor = \\\n  touch x\n", [("core.fsmonitor", "touch x")]),
     ("[remote \"origin\"]\n\turl = https://huggingface.co/x\n\tuploadpack = evil\n", [("remote.origin.uploadpack",
@@ -97,8 +97,11 @@ def test_a_clone_with_git_lfs_set_up_passes(tmp_path: Path) -> None:
     ('[lfs "customtransfer.multipart"]\n\tpath = sh\n\targs = -c id\n',
      [("lfs.customtransfer.multipart.path", "sh"), ("lfs.customtransfer.multipart.args", "-c id")]),
     ('[protocol]\n\tallow = user\n[remote "o"]\n\tvcs = ext\n', [("protocol.allow", "user"), ("remote.o.vcs", "ext")]),
-    ("[alias]\n\tst = -c core.fsmonitor=evil status\n\tlg = log --oneline\n", [("alias.st",
-                                                                               "-c core.fsmonitor=evil status")]),
+    # ... and every alias (helper 241: `remote-<scheme>`, `lfs` and `credential-<name>` aliases run for git's own
+    # helpers, and options such as --upload-pack run programs without `!`)
+    ("[alias]\n\tremote-hf = ls-remote --upload-pack=evil .\n",
+     [("alias.remote-hf", "ls-remote --upload-pack=evil .")]),
+    ('[tar "tar.gz"]\n\tcommand = evil\n', [("tar.tar.gz.command", "evil")]),
     # ... and what Hugging Face's tools write, which passes: huggingface_hub's Repository sets git's own `store`
     # credential helper, `huggingface-cli lfs-enable-largefiles` its multipart agent
     ('[credential]\n\thelper = store\n[lfs "customtransfer.multipart"]\n\tpath = huggingface-cli\n'
@@ -342,3 +345,27 @@ def test_git_lfs_3_3_hooks_pass_and_a_dangling_head_link_is_a_git_folder(tmp_pat
     (bare / "model.pkl").write_bytes(b"\x80\x04K\x01.")
     _marker_run(bare, marker, "status")
     assert "WS-REPO-036" in _high(bare)
+
+
+def test_hooks_git_runs_that_the_first_versions_passed_are_high(tmp_path: Path) -> None:
+    """helper 241: `.git/hooks` as a link to a folder of the model (its hooks were never read: the folder is not
+    named hooks), and a hook whose first line is a Git LFS pointer's (the scan skipped it as a pointer; git, given no
+    `#!`, ran it with /bin/sh, whose first line failed and whose second ran)."""
+    linked = _committed(tmp_path / "linked")
+    marker = tmp_path / "linked" / "MARKER"
+    (linked / "tools").mkdir()
+    hook = linked / "tools" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    shutil.rmtree(linked / ".git" / "hooks")
+    (linked / ".git" / "hooks").symlink_to("../tools")
+    _marker_run(linked, marker, "checkout", "-q", "-b", "x")
+    assert "WS-REPO-039" in _high(linked)
+
+    pointer = _committed(tmp_path / "pointer")
+    marker = tmp_path / "pointer" / "MARKER"
+    hook = pointer / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"version https://git-lfs.github.com/spec/v1\ntouch {marker}\n")
+    hook.chmod(0o755)
+    _marker_run(pointer, marker, "checkout", "-q", "-b", "x")
+    assert "WS-REPO-037" in _high(pointer)

@@ -961,3 +961,40 @@ def test_a_frequency_code_set_by_a_state_reads_past_pandas_table_and_is_high(tmp
     found = _high(tmp_path, path.read_bytes())
     assert any(f.startswith("WS-PKL-064") and "_period_dtype_code" in f for f in found), found
     assert _high(tmp_path, pickle.dumps(pd.Series(pd.period_range("2000-01-01", periods=3, freq="D")))) == []
+
+
+# Helper 242's seventh round: a state given, at the stream's end, to what pandas' helpers made whole (an index from
+# `_new_Index`, a block from `_unpickle_block`), after pandas checked the frame against them. Each crashed pandas.
+def _late_build(obj: Any, target: Any, state: Any) -> bytes:
+    """`obj` pickled as pandas writes it (protocol 2), then a BUILD of `state` on `target`, an object in it, before
+    STOP: a memo lookup of the target, the state, BUILD, POP (helper 242's streams)."""
+    buffer = io.BytesIO()
+    pickler = pickle._Pickler(buffer, 2)  # type: ignore[attr-defined]  # the Python pickler: its memo is readable
+    pickler.dump(obj)
+    memo_id = pickler.memo[id(target)][0]
+    tail = io.BytesIO()
+    state_pickler = pickle._Pickler(tail, 2)  # type: ignore[attr-defined]
+    state_pickler.memo = dict(pickler.memo)  # what the stream holds stays a reference to it
+    state_pickler.dump(state)
+    get = b"j" + memo_id.to_bytes(4, "little")  # LONG_BINGET
+    return buffer.getvalue()[:-1] + get + tail.getvalue()[2:-1] + b"b0."
+
+
+def test_states_given_to_what_pandas_made_whole_are_high(tmp_path: Path) -> None:
+    """A RangeIndex given `_range` of 10**9 over three values crashed pandas 3.1 at repr; the others read past."""
+    series = pd.Series([1.0, 2.0, 3.0])
+    blob = _late_build(series, series.index, {"_range": range(0, 10**9)})
+    path = tmp_path / "late.pkl"
+    path.write_bytes(blob)
+    setup = "import pickle\ndef load(path, option):\n    repr(pickle.load(open(path, 'rb')))\n"
+    outcome = load_each(setup, [("late", path, "", tmp_path / "never-made")], tmp_path, timeout=120)["late"].result
+    assert outcome == "crashed: wait status 11"
+    found = _high(tmp_path, blob)
+    assert any(f.startswith("WS-PKL-018") and "_new_Index" in f for f in found), found
+    frame = pd.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0]})
+    found = _high(tmp_path, _late_build(frame, frame.index, {"_cache": {"_data": np.arange(10**3)}}))
+    assert any(f.startswith("WS-PKL-018") for f in found), found
+    block = frame._mgr.blocks[0]
+    found = _high(tmp_path, _late_build(frame, block, (block.mgr_locs.as_array, np.zeros((2, 1)), 2)))
+    assert any(f.startswith("WS-PKL-018") and "_unpickle_block" in f for f in found), found
+    assert _high(tmp_path, pickle.dumps(frame, protocol=2)) == []

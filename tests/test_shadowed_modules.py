@@ -248,3 +248,20 @@ def test_modules_other_loaders_import_are_high(tmp_path: Path) -> None:
         (folder / module).write_text(SHIM)
         _loads_and_runs(folder, tmp_path / f"MARKER-{name}", load)
         assert "WS-CODE-015" in {f.rule_id for f in scan(folder).findings if f.severity >= Severity.HIGH}, name
+
+
+def test_package_metadata_beside_the_weights_is_high(tmp_path: Path) -> None:
+    """helper 241: transformers imports a quantizer's package once importlib.metadata says it is installed, and
+    importlib.metadata reads `*.dist-info` from the folder Python runs from: a quark-quantized model's config, a
+    `quark/` package and `amd_quark-0.9.dist-info` ran the package at from_pretrained (only the .pyc was medium)."""
+    folder = tmp_path / "model"
+    (folder / "amd_quark-0.9.dist-info").mkdir(parents=True)
+    metadata = "Metadata-Version: 2.1\nName: amd-quark\nVersion: 0.9\n"
+    (folder / "amd_quark-0.9.dist-info" / "METADATA").write_text(metadata)
+    (folder / "model.safetensors").write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
+    lookup = "from importlib.metadata import version; print(version('amd-quark'))"
+    probe = subprocess.run([sys.executable, "-c", lookup], cwd=folder, capture_output=True, text=True, timeout=60,
+                           check=False)  # fmt: skip
+    assert probe.stdout.strip() == "0.9"  # "installed", as far as any loader can tell
+    found = [f for f in scan(folder).findings if f.rule_id == "WS-CODE-015"]
+    assert found and found[0].severity >= Severity.HIGH

@@ -45,6 +45,7 @@ COMMAND_KEYS = frozenset({
     "sendemail.*.sendmailcmd", "ssh.variant", "alias.*", "interactive.difffilter", "trailer.*.command",
     "trailer.*.cmd", "imap.tunnel", "man.*.cmd", "man.*.path", "guitool.*.cmd", "lfs.customtransfer.*.path",
     "lfs.customtransfer.*.args", "lfs.extension.*.clean", "lfs.extension.*.smudge", "lfs.standalonetransferagent",
+    "tar.*.command", "instaweb.httpd", "instaweb.browser",
 })  # fmt: skip
 _COMMAND_KEY = re.compile("|".join(re.escape(key).replace(r"\*", ".+") for key in sorted(COMMAND_KEYS)))
 # Values of those that run only what git or Hugging Face ship: a credential helper named bare runs git's own
@@ -52,9 +53,6 @@ _COMMAND_KEY = re.compile("|".join(re.escape(key).replace(r"\*", ".+") for key i
 # makes Hugging Face's CLI Git LFS's multipart transfer agent.
 PROGRAM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 HF_TRANSFER = {"path": frozenset({"huggingface-cli", "hf"}), "args": frozenset({"lfs-multipart-upload"})}
-# An alias runs git with its words: without `!` it still passes options that set any setting (`-c
-# core.fsmonitor=...`, helper 238) or point git elsewhere.
-ALIAS_OPTIONS = ("-c", "--config-env", "--exec-path", "-C", "--git-dir", "--work-tree", "--namespace")
 # Settings that run a command for some values only: a transport git runs as a program (`ext::sh -c ...`, `fd::`),
 # given as a remote's or submodule's address, as what `url.<base>.insteadOf` rewrites addresses to, or allowed by
 # `protocol.<name>.allow`; a submodule updated by a `!command`.
@@ -185,10 +183,9 @@ def runs(setting: Setting) -> bool:
         return PROGRAM_NAME.fullmatch(value) is None and value != ""
     if head == "lfs" and rest.lower().startswith("customtransfer.") and setting.name in HF_TRANSFER:
         return value not in HF_TRANSFER[setting.name]
-    if head == "alias":
-        words = value.split()
-        return value.startswith("!") or any(word.split("=", 1)[0] in ALIAS_OPTIONS for word in words)
-    return True
+    return True  # every alias too: without `!` it still passes options (`-c core.fsmonitor=...`, `--upload-pack=`),
+    # and git runs `git remote-<scheme>`, `git lfs` and `git credential-<name>` as aliases when no program has the
+    # name (helpers 239 and 241); a clone has none
 
 
 def command_settings(data: bytes) -> list[tuple[str, str]]:

@@ -49,7 +49,14 @@ from wscan.scanners.pickle_config_targets import (
 )
 from wscan.scanners.pickle_dtypes import forged_dtype_flags
 from wscan.scanners.pickle_jax import FROZEN_DICT, RECONSTRUCT_ARRAY, forged_jax_array, shared_frozen_dicts
-from wscan.scanners.pickle_native import NEWOBJ_HELPERS, PANDAS_CHECKED, PANDAS_MAKERS, pandas_class, record_pandas
+from wscan.scanners.pickle_native import (
+    INDEX_HELPERS,
+    NEWOBJ_HELPERS,
+    PANDAS_CHECKED,
+    PANDAS_MAKERS,
+    pandas_class,
+    record_pandas,
+)
 from wscan.scanners.pickle_native import record as record_native
 from wscan.scanners.pickle_ops import OPCODES, READERS, FrameOverrun, LongBytes, PickleSyntaxError, Stream, Truncated
 from wscan.scanners.pickle_states import (
@@ -911,7 +918,7 @@ class Machine:
                     # which classes are enums): a state on it rewrites HTTPStatus.OK.phrase everywhere.
                     attrs: dict[str, str | int | bool] = {"callable": looked_up, "opcode": "BUILD"}
                     res.events.append(Event("pickle.state_on_lookup", at, attrs))
-            if target.state is not None:
+            if target.state is not None or _made_whole(target):
                 self._after_build(res, target, "BUILD", at)
             target.state = state
             record_native(res.native, target, state, at)
@@ -1108,6 +1115,16 @@ def _built_values(target: Sym, state: Sym) -> list[Sym]:
         if not (isinstance(key, Const) and key.value == "subclass" and isinstance(value, Global)):
             kept.append(value)
     return kept
+
+
+# pandas' helpers that make an index or a block whole from their arguments: real pickles give the result no state,
+# and one given later (a RangeIndex's `_range`, an index's `_data` or cached engine, a block's placement) is not what
+# pandas checked the frame against (helper 242 crashed pandas 1.5 to 3.1 with each, the BUILD at the stream's end).
+MADE_WHOLE = INDEX_HELPERS | {"pandas._libs.internals._unpickle_block"}
+
+
+def _made_whole(target: Obj) -> bool:
+    return isinstance(target.func, Global) and target.func.dotted in MADE_WHOLE
 
 
 def _one_value_lookup(target: Obj) -> str | None:
