@@ -221,13 +221,19 @@ def _shape(shape: Sym | None) -> tuple[int, ...]:
     return dims
 
 
-def numpy_dtype(dtype: Sym | None, depth: int = 0) -> np.dtype:
-    """The NumPy dtype a pickled `numpy.dtype(code, align, copy)` with its BUILD state is, for plain numbers and records
-    of them: built from the parsed code, order, names and offsets, never from anything the file could make run."""
+def dtype_code(dtype: Sym | None) -> tuple[Obj, object]:
+    """A pickled `numpy.dtype(code, align, copy)`, and the code it is made from (None unless the stream gives a
+    constant); Unread for a dtype made otherwise."""
     if not (isinstance(dtype, Obj) and isinstance(dtype.func, Global) and dtype.func.dotted in NUMPY_DTYPE):
         raise Unread("a dtype the stream computes")
     args = dtype.args.items if isinstance(dtype.args, Seq) else []
-    code = args[0].value if args and isinstance(args[0], Const) else None
+    return dtype, args[0].value if args and isinstance(args[0], Const) else None
+
+
+def numpy_dtype(dtype: Sym | None, depth: int = 0) -> np.dtype:
+    """The NumPy dtype a pickled `numpy.dtype(code, align, copy)` with its BUILD state is, for plain numbers and records
+    of them: built from the parsed code, order, names and offsets, never from anything the file could make run."""
+    dtype, code = dtype_code(dtype)
     match = _CODE.fullmatch(code) if isinstance(code, str) else None
     if match is None:
         raise Unread(f"a dtype of kind {str(code)[:20]!r}, not read here")

@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from wscan.scanners.pickle_arrays import NUMPY_DTYPE, ArrayReader, Unread, const_shape, numpy_dtype
+from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape, dtype_code, numpy_dtype
 from wscan.scanners.pickle_native import (
     CATEGORICALS,
     MASKED_ARRAYS,
@@ -434,10 +434,7 @@ def time_dtype(dtype: Sym | None) -> tuple[str, str]:
     """The kind (`M` datetime64, `m` timedelta64) and unit of a pickled NumPy time dtype, `numpy.dtype("M8")` with
     the unit in its state's metadata (`(None, (b"ns", 1, 1, 1))`, the bytes made by `_codecs.encode` in protocol 2).
     A dtype of another kind, or of a unit counted otherwise than by one, is Invalid; one the stream computes, Unread."""
-    if not (isinstance(dtype, Obj) and isinstance(dtype.func, Global) and dtype.func.dotted in NUMPY_DTYPE):
-        raise Unread("a dtype the stream computes")
-    args = dtype.args.items if isinstance(dtype.args, Seq) else []
-    code = args[0].value if args and isinstance(args[0], Const) else None
+    dtype, code = dtype_code(dtype)
     found = _TIME_CODE.fullmatch(code) if isinstance(code, str) else None
     if found is None:
         raise Invalid(f"a dtype {str(code)[:20]!r}, not a time")
