@@ -998,3 +998,13 @@ def test_states_given_to_what_pandas_made_whole_are_high(tmp_path: Path) -> None
     found = _high(tmp_path, _late_build(frame, block, (block.mgr_locs.as_array, np.zeros((2, 1)), 2)))
     assert any(f.startswith("WS-PKL-018") and "_unpickle_block" in f for f in found), found
     assert _high(tmp_path, pickle.dumps(frame, protocol=2)) == []
+
+
+@pytest.mark.parametrize("maker", [("pytz", "_p"), ("dateutil.tz._tzfile", "_unpickle"), ("dateutil.tz.tz", "tzutc")])
+def test_a_state_on_a_zone_its_maker_returns_whole_is_high(tmp_path: Path, maker: tuple[str, str]) -> None:
+    """pytz's and zoneinfo's zones are shared by the whole process and dateutil's are rebuilt from their data: no
+    writer sets a state on one, here a harmless-looking attribute."""
+    module, name = maker
+    stream = (b"\x80\x02c" + module.encode() + b"\n" + name.encode() + b"\n(X\x0d\x00\x00\x00Europe/BerlintR"
+              + b"}X\x04\x00\x00\x00zoneX\x01\x00\x00\x00xsb.")  # fmt: skip
+    assert any(f.startswith("WS-PKL-018") for f in _high(tmp_path, stream))

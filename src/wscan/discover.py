@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from wscan.git_layout import GIT_FOLDER, is_git_folder
 from wscan.lookup import resolve, walk
 from wscan.model import Location, Observation
 from wscan.module_shadowing import shadowing_link, weights_at_or_below
@@ -51,7 +52,6 @@ LOADER_FOLDERS = frozenset({"additional_chat_templates"})  # every file in them 
 # the loader opens by name, following a link (a review had a Keras folder's vocabulary read a file outside it).
 ASSET_FOLDERS = frozenset({"assets", "assets.extra"})
 MAX_TARGET = 500  # of a link's target, shown
-GIT_FOLDER = ".git"  # git follows it when it is a link to a folder, and reads the config there (WS-REPO-039)
 # Installed packages' metadata: importlib.metadata reads it from every folder on sys.path, the working folder first, so
 # beside the weights it makes a loader that checks a package is installed (transformers' quantizers) import the
 # folder's module of that name (helper 241: `amd_quark-0.9.dist-info` and `quark/` beside a quark-quantized model).
@@ -153,7 +153,8 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
         linked = {name for name, target in targets.items() if target is not None and os.path.isdir(here / name)}
         for name in sorted(linked):
             target = Path(str(targets[name]))
-            git_folder = name == GIT_FOLDER or (name == "hooks" and _in_git_folder(here / name))
+            # git follows a `.git` or a git folder's hooks that is a link, and reads what is there (WS-REPO-039)
+            git_folder = name == GIT_FOLDER or (name == "hooks" and is_git_folder(here))
             yield _skip(prefix + name, "file.symlink_dir", target=target.as_posix(),
                         outside=not _stays_inside(here / name, target, root),
                         shadows=shadowing_link(here / name), git_folder=git_folder)  # fmt: skip
@@ -164,11 +165,6 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
         for entry in folder.entries:
             if entry.name not in linked and entry.name not in subfolders and entry.name not in passed_over:
                 yield from _entry(here / entry.name, root, prefix + entry.name)
-
-
-def _in_git_folder(path: Path) -> bool:
-    """Whether a file or folder is git's own: inside a `.git`, or beside a HEAD (a bare repository's layout)."""
-    return GIT_FOLDER in path.parts or os.path.lexists(path.parent / "HEAD")
 
 
 def _lfs_head(path: str, size: int) -> bytes:
@@ -217,8 +213,9 @@ def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileE
     except OSError as exc:
         yield _skip(display, "file.unreadable", reason=exc.strerror or str(exc))
         return
-    if head == LFS_POINTER_PREFIX and not _in_git_folder(path):  # a Git LFS pointer is a few lines of text
-        # (git keeps none in its own folder: a hook that looked like one ran, its first line failing, helper 241)
+    # A Git LFS pointer is a few lines of text; git keeps none in its own folder (a hook that looked like one ran,
+    # its first line failing, helper 241).
+    if head == LFS_POINTER_PREFIX and not (path.name == GIT_FOLDER or is_git_folder(path.parent)):
         yield _skip(display, "file.lfs_pointer")
         return
     yield FileEntry(path, display, info.st_size)

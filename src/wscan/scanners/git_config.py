@@ -70,8 +70,8 @@ class _Reader:
         return c
 
     def skip_line(self) -> None:
-        while (c := self.next()) is not None and c != "\n":
-            pass
+        end = self.text.find("\n", self.at)
+        self.at = len(self.text) if end < 0 else end + 1
 
 
 def _is_key_char(c: str) -> bool:

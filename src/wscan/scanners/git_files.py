@@ -11,18 +11,17 @@ folder with a `HEAD`). Nothing is run; the config is read as git reads it (`git_
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
-from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from collections.abc import Callable, Iterator
+from pathlib import PurePosixPath
 
+from wscan.git_layout import GIT_FOLDER, is_git_folder
 from wscan.model import Observation
 from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem
 from wscan.scanners.git_config import GitConfigError, Setting, parse
 from wscan.scanners.repo_files import read_bounded
 
-GIT_FOLDER = ".git"
 CONFIGS = frozenset({"config", "config.worktree"})
 HOOKS = frozenset({
     "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit", "prepare-commit-msg",
@@ -47,7 +46,6 @@ COMMAND_KEYS = frozenset({
     "lfs.customtransfer.*.args", "lfs.extension.*.clean", "lfs.extension.*.smudge", "lfs.standalonetransferagent",
     "tar.*.command", "instaweb.httpd", "instaweb.browser",
 })  # fmt: skip
-_COMMAND_KEY = re.compile("|".join(re.escape(key).replace(r"\*", ".+") for key in sorted(COMMAND_KEYS)))
 # Values of those that run only what git or Hugging Face ship: a credential helper named bare runs git's own
 # `git credential-<name>` (huggingface_hub's Repository sets `store`), and `huggingface-cli lfs-enable-largefiles`
 # makes Hugging Face's CLI Git LFS's multipart transfer agent.
@@ -59,6 +57,23 @@ HF_TRANSFER = {"path": frozenset({"huggingface-cli", "hf"}), "args": frozenset({
 URL_KEYS = frozenset({"remote.*.url", "remote.*.pushurl", "submodule.*.url"})
 REWRITE_KEYS = frozenset({"url.*.insteadof", "url.*.pushinsteadof"})
 COMMAND_TRANSPORTS = ("ext::", "fd::")
+
+
+def _matcher(keys: frozenset[str]) -> Callable[[Setting], bool]:
+    """Whether a setting is one of `keys` (`*`: any subsection), by its full name or by its section's and name alone
+    (git reads `core.fsmonitor` only without a subsection; `[core "x"] fsmonitor` is judged as it anyway)."""
+    pattern = re.compile("|".join(re.escape(key).replace(r"\*", ".+") for key in sorted(keys)))
+
+    def matches(setting: Setting) -> bool:
+        head = setting.section.partition(".")[0]
+        return bool(pattern.fullmatch(setting.key.lower()) or pattern.fullmatch(f"{head}.{setting.name}"))
+
+    return matches
+
+
+_COMMAND_KEY = _matcher(COMMAND_KEYS)
+_URL_KEY = _matcher(URL_KEYS)
+_REWRITE_KEY = _matcher(REWRITE_KEYS)
 # What Git LFS writes (`git lfs install --local`): its filter, as itself.
 LFS_FILTER = {
     "filter.lfs.clean": ("git-lfs clean -- %f",),
@@ -98,7 +113,7 @@ class GitFilesScanner:
         on_disk = real is not None
         where = PurePosixPath(real.absolute().as_posix() if real is not None else artifact.name)
         if where.name in CONFIGS:
-            git_folder = in_git_folder(where.parent, on_disk)
+            git_folder = is_git_folder(where.parent, on_disk)
             if not git_folder and on_disk:
                 yield artifact.observe(NOT_MINE_KIND)  # a file named like git's where git reads none
                 return
@@ -116,14 +131,14 @@ class GitFilesScanner:
             for setting in settings:
                 if runs(setting):
                     yield artifact.observe("repo.git_command", key=setting.key, value=_shown(setting.value))
-        elif where.name in HOOKS and where.parent.name == "hooks" and in_git_folder(where.parent.parent, on_disk):
+        elif where.name in HOOKS and where.parent.name == "hooks" and is_git_folder(where.parent.parent, on_disk):
             data = read_bounded(artifact, ctx)
             if isinstance(data, Observation):
                 yield data
                 return
             if LFS_HOOK.fullmatch(data.decode("utf-8", "replace").replace("\r\n", "\n")) is None:
                 yield artifact.observe("repo.git_hook", hook=where.name)
-        elif where.name == GIT_FOLDER or (where.name == "commondir" and in_git_folder(where.parent, on_disk)):
+        elif where.name == GIT_FOLDER or (where.name == "commondir" and is_git_folder(where.parent, on_disk)):
             with artifact.opener() as raw:
                 text = raw.read(MAX_POINTER).decode("utf-8", "replace")
             target = pointed_at(where.name, text, where.parent)
@@ -151,33 +166,23 @@ def pointed_at(name: str, text: str, folder: PurePosixPath) -> str | None:
     return None if above and parts[at + 1] in ("modules", "worktrees") else target
 
 
-def in_git_folder(folder: PurePosixPath, on_disk: bool) -> bool:
-    """Whether git reads a config and hooks in `folder`: a `.git` folder or one inside it (a submodule's, a
-    worktree's), or, on disk, a folder holding a HEAD file (a bare repository, or one a `commondir` names)."""
-    if GIT_FOLDER in folder.parts:
-        return True
-    return on_disk and os.path.lexists(Path(folder, "HEAD"))  # a link too, even dangling: git takes `refs/...`
-
-
 def runs(setting: Setting) -> bool:
     """Whether git runs a command this setting names, Git LFS's and Hugging Face's own settings aside."""
     head, _, rest = setting.section.partition(".")
-    shapes = {f"{head}.{setting.name}", f"{head}.*", *([f"{head}.*.{setting.name}"] if rest else [])}
     value = setting.value or ""
-    if shapes & URL_KEYS:
+    if _URL_KEY(setting):
         return value.lower().startswith(COMMAND_TRANSPORTS)
-    if shapes & REWRITE_KEYS:
+    if _REWRITE_KEY(setting):
         return rest.lower().startswith(COMMAND_TRANSPORTS)
     if head == "protocol" and setting.name == "allow":  # `user` lets a `vcs = ext` remote run its address
         return value.lower() != "never" and (not rest or rest.lower() in {"ext", "fd"})
     if head == "submodule" and setting.name == "update":
         return value.startswith("!")
-    key = setting.key.lower()
-    if not (_COMMAND_KEY.fullmatch(key) or _COMMAND_KEY.fullmatch(f"{head}.{setting.name}")):
+    if not _COMMAND_KEY(setting):
         return False
     if setting.key in LFS_FILTER:
         return value not in LFS_FILTER[setting.key]
-    if key == "core.fsmonitor":
+    if setting.key.lower() == "core.fsmonitor":
         return value.lower() not in FALSE_OR_TRUE
     if head == "credential" and setting.name == "helper":
         return PROGRAM_NAME.fullmatch(value) is None and value != ""

@@ -36,7 +36,7 @@ from wscan.scanners.pickle_native_pandas_lengths import (
     is_array,
     values_shape,
 )
-from wscan.scanners.pickle_values import Const, Dict, Global, Obj, Seq, Sym, _is_latin1
+from wscan.scanners.pickle_values import Const, Dict, Global, Obj, Seq, Sym
 
 UNPICKLE_BLOCK = "pandas._libs.internals._unpickle_block"
 MAX_COLUMNS = 10_000_000  # columns checked one by one; a frame with more is unread
@@ -422,7 +422,7 @@ def _time_array(target: Obj, arrays: ArrayReader) -> None:
         if numpy_dtype(dtype) != np.dtype(np.int64):
             raise Invalid(f"period ordinals of type {numpy_dtype(dtype)}")
         return
-    found, unit = time_dtype(dtype)
+    found, unit = time_dtype(dtype, arrays)
     if found != kind or unit not in TIME_UNITS:
         raise Invalid(f"{'dates' if kind == 'M' else 'time deltas'} held as {found}8[{unit}]")
 
@@ -430,9 +430,10 @@ def _time_array(target: Obj, arrays: ArrayReader) -> None:
 _TIME_CODE = re.compile(r"([<=|]?)([Mm])8")
 
 
-def time_dtype(dtype: Sym | None) -> tuple[str, str]:
+def time_dtype(dtype: Sym | None, arrays: ArrayReader) -> tuple[str, str]:
     """The kind (`M` datetime64, `m` timedelta64) and unit of a pickled NumPy time dtype, `numpy.dtype("M8")` with
-    the unit in its state's metadata (`(None, (b"ns", 1, 1, 1))`, the bytes made by `_codecs.encode` in protocol 2).
+    the unit in its state's metadata (`(None, (b"ns", 1, 1, 1))`, its bytes read as an array's are: given as they are,
+    or made by `_codecs.encode` in protocol 2).
     A dtype of another kind, or of a unit counted otherwise than by one, is Invalid; one the stream computes, Unread."""
     dtype, code = dtype_code(dtype)
     found = _TIME_CODE.fullmatch(code) if isinstance(code, str) else None
@@ -444,18 +445,7 @@ def time_dtype(dtype: Sym | None) -> tuple[str, str]:
     meta = items[8]
     unit = meta.items[1] if isinstance(meta, Seq) and len(meta.items) == 2 else None
     parts = unit.items if isinstance(unit, Seq) and len(unit.items) == 4 else []
-    name = _latin1_bytes(parts[0]) if parts else None
-    if name is None or not all(isinstance(part, Const) and part.value == 1 for part in parts[1:]):
+    if not parts or not all(isinstance(part, Const) and part.value == 1 for part in parts[1:]):
         raise Unread("a time dtype's unit the stream computes")
+    name = arrays.data(parts[0])
     return found.group(2), name.decode("latin-1")
-
-
-def _latin1_bytes(value: Sym) -> bytes | None:
-    """Bytes given as they are, or as protocol 2's `_codecs.encode(text, "latin1")`."""
-    if isinstance(value, Const) and isinstance(value.value, bytes):
-        return value.value
-    if isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted == "_codecs.encode":
-        args = value.args.items if isinstance(value.args, Seq) else []
-        if len(args) == 2 and isinstance(args[0], Const) and isinstance(args[0].value, str) and _is_latin1(args[1]):
-            return args[0].value.encode("latin-1", "replace")
-    return None

@@ -97,7 +97,7 @@ from wscan.scanners.pickle_values import (
     describe,
     restored_class,
 )
-from wscan.scanners.pickle_zones import _computed_text, _zone_files, _zone_state
+from wscan.scanners.pickle_zones import WHOLE_ZONES, _computed_text, _time_state, _zone_files
 
 # Opcode names by byte ("" for bytes that are not opcodes), and the groups the machine treats alike.
 NAMES = [OPCODES[code].name if code in OPCODES else "" for code in range(256)]
@@ -935,7 +935,7 @@ class Machine:
             # (a DatetimeTZDtype restored with a `tz` of such a name), but an array's: its items are data.
             if restored_class(target) not in _ARRAY_REBUILDERS:
                 _zone_files(res, target.func, state, at)
-                _zone_state(res, target, state, at)
+                _time_state(res, target, state, at)
             if _is_partial(target) or _is_defaultdict(target):
                 # partial.__setstate__((func, args, keywords, dict)) replaces the callable the partial calls, and a
                 # defaultdict's factory can be set from BUILD's slot state: what they will call comes from here.
@@ -1117,10 +1117,11 @@ def _built_values(target: Sym, state: Sym) -> list[Sym]:
     return kept
 
 
-# pandas' helpers that make an index or a block whole from their arguments: real pickles give the result no state,
-# and one given later (a RangeIndex's `_range`, an index's `_data` or cached engine, a block's placement) is not what
-# pandas checked the frame against (helper 242 crashed pandas 1.5 to 3.1 with each, the BUILD at the stream's end).
-MADE_WHOLE = INDEX_HELPERS | {"pandas._libs.internals._unpickle_block"}
+# Makers that return their result whole, to which real pickles give no state: pandas' index and block helpers (a
+# state given later, a RangeIndex's `_range`, an index's `_data` or cached engine, a block's placement, is not what
+# pandas checked the frame against: helper 242 crashed pandas 1.5 to 3.1 with each, the BUILD at the stream's end)
+# and the time zones pytz, dateutil and zoneinfo return (pytz's and zoneinfo's shared by the whole process).
+MADE_WHOLE = INDEX_HELPERS | {"pandas._libs.internals._unpickle_block"} | WHOLE_ZONES
 
 
 def _made_whole(target: Obj) -> bool:

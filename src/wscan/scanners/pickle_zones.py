@@ -158,23 +158,17 @@ TIME_INTERNALS = frozenset({
     "_ttinfo_std", "_ttinfo_dst", "_period_dtype_code",
 })  # fmt: skip
 # Zones their makers return whole (pytz's and zoneinfo's from a cache every caller shares, dateutil's rebuilt from
-# the data it is given): real pickles set no state on one.
+# the data it is given): real pickles set no state on one (the machine reports one as a change, `_made_whole`).
 WHOLE_ZONES = frozenset({"pytz._p", "pytz._UTC", "dateutil.tz._tzfile._unpickle", "dateutil.tz.tz.tzutc",
                          "dateutil.tz.tz.tzoffset", "zoneinfo.ZoneInfo._unpickle", "datetime.timezone"})  # fmt: skip
 
 
-def _zone_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
-    """A state naming what pandas' time code trusts (TIME_INTERNALS), or any state set on a zone its maker returns
-    whole (helpers 237 and 240)."""
+def _time_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
+    """A state naming what pandas' time code trusts (TIME_INTERNALS; helpers 237 and 240)."""
     dicts = [state] if isinstance(state, Dict) else [item for item in state.items[:2] if isinstance(item, Dict)] \
         if isinstance(state, Seq) else []  # fmt: skip
     keys = [key.value for found in dicts for key, _ in found.items if isinstance(key, Const)]
     names = sorted({key for key in keys if isinstance(key, str) and key in TIME_INTERNALS})
-    made = target.func.dotted if isinstance(target.func, Global) else ""
     if names:
         detail = f"a state setting {', '.join(names)}, which pandas' compiled time code trusts"
-    elif made in WHOLE_ZONES:
-        detail = f"a state, on the zone {made}(...) returns whole"
-    else:
-        return
-    res.events.append(Event("pickle.time_state", at, {"callable": describe(target), "detail": detail}))
+        res.events.append(Event("pickle.time_state", at, {"callable": describe(target), "detail": detail}))
