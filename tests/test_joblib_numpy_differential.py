@@ -191,6 +191,95 @@ def joblib_wrapper_in_nested_pickle(marker: Path) -> bytes:
     return _wrapper(1, _dtype("O8", flags=63), mmap=b"\x89") + b"b" + nested + b"."
 
 
+# Helper 244's three ways past joblib's reading: a wrapper made by a helper joblib never writes (joblib reads an array
+# after any BUILD of one), a nested pickle whose STOP leaves bytes of its frame (joblib reads on at the frame's end),
+# and an object array whose nested pickle calls, in a plain unpickler's reading (pickle.load, np.load, torch.load),
+# an exec gadget off the critical list made from the outer stream's memo.
+
+
+def _u(text: str) -> bytes:
+    raw = text.encode()
+    return b"\x8c" + bytes([len(raw)]) + raw if len(raw) < 256 else b"X" + struct.pack("<I", len(raw)) + raw
+
+
+_OBJECT_DTYPE = (_u("numpy") + _u("dtype") + b"\x93" + _u("O8") + b"\x89\x88\x87R(K\x03" + _u("|")
+                 + b"NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK?tb")  # fmt: skip
+
+
+def _object_wrapper(maker: bytes = b"\x93)\x81") -> bytes:
+    """A protocol 4 wrapper of one object, made by `maker` after the class (NEWOBJ, as joblib writes), built."""
+    return (_u("joblib.numpy_pickle") + _u("NumpyArrayWrapper") + maker + b"}(" + _u("subclass") + _u("numpy")
+            + _u("ndarray") + b"\x93" + _u("shape") + b"K\x01\x85" + _u("order") + _u("C") + _u("dtype")
+            + _OBJECT_DTYPE + _u("allow_mmap") + b"\x89" + _u("numpy_array_alignment_bytes") + b"K\x10ub")  # fmt: skip
+
+
+def _p4_payload(marker: Path) -> bytes:
+    return b"0" + _u("os") + _u("mkdir") + b"\x93" + _u(str(marker)) + b"\x85R."
+
+
+def _raw_swallowing(head: bytes, marker: Path) -> bytes:
+    """`head` ends in a BUILD of a 16-byte uint8 wrapper: joblib steps over 16 bytes to the payload, a reader that
+    missed the wrapper reads a BINBYTES there that swallows it."""
+    payload = _p4_payload(marker)
+    return head + b"B" + struct.pack("<I", 11 + len(payload)) + bytes(11) + payload + b"0."
+
+
+def _uint8_state() -> bytes:
+    return (b"}(" + _u("subclass") + _u("numpy") + _u("ndarray") + b"\x93" + _u("shape") + b"K\x10\x85"
+            + _u("order") + _u("C") + _u("dtype") + _u("numpy") + _u("dtype") + b"\x93" + _u("u1")
+            + b"\x89\x88\x87R" + _u("allow_mmap") + b"\x89ub")  # fmt: skip
+
+
+def joblib_wrapper_made_by_newobj(marker: Path) -> bytes:
+    """scikit-learn's newObj(cls), which is cls.__new__(cls): joblib reads the array after its BUILD."""
+    wrapper = _u("joblib.numpy_pickle") + _u("NumpyArrayWrapper") + b"\x93"
+    head = b"\x80\x04" + _u("sklearn.metrics._dist_metrics") + _u("newObj") + b"\x93" + wrapper + b"\x85R"
+    return _raw_swallowing(head + _uint8_state(), marker)
+
+
+def joblib_wrapper_made_by_torch_rebuild(marker: Path) -> bytes:
+    """torch's _rebuild_from_type_v2(copyreg.__newobj__, W, (W,), {}): a wrapper, made through a helper's call."""
+    wrapper = _u("joblib.numpy_pickle") + _u("NumpyArrayWrapper") + b"\x93"
+    head = (b"\x80\x04" + _u("torch._tensor") + _u("_rebuild_from_type_v2") + b"\x93(" + _u("copyreg")
+            + _u("__newobj__") + b"\x93" + wrapper + wrapper + b"\x85}tR")  # fmt: skip
+    return _raw_swallowing(head + _uint8_state(), marker)
+
+
+def joblib_wrapper_behind_many_arguments(marker: Path) -> bytes:
+    """The torch helper again, given a state of 300 entries after the class (helper 246): a search of what made the
+    object that walked the state first ran out of its budget before it reached the class."""
+    wrapper = _u("joblib.numpy_pickle") + _u("NumpyArrayWrapper") + b"\x93"
+    big = b"}(" + b"".join(_u(f"a{k}") + b"K\x00" for k in range(300)) + b"u"
+    head = (b"\x80\x04" + _u("torch._tensor") + _u("_rebuild_from_type_v2") + b"\x93(" + _u("copyreg")
+            + _u("__newobj__") + b"\x93" + wrapper + wrapper + b"\x85" + big + b"tR")  # fmt: skip
+    return _raw_swallowing(head + _uint8_state(), marker)
+
+
+def joblib_nested_stop_inside_frame(marker: Path) -> bytes:
+    """An object array's nested pickle whose STOP leaves bytes of its frame: joblib reads on at the frame's end, where
+    the payload is; the frame's rest (a new frame, a BINBYTES over the payload, POP, STOP) ends the stream cleanly for
+    a reader that goes on after the STOP."""
+    array = (_u("numpy._core.multiarray") + _u("_reconstruct") + b"\x93" + _u("numpy") + _u("ndarray") + b"\x93"
+             + b"K\x00\x85C\x01b\x87R(K\x01K\x01\x85" + _OBJECT_DTYPE + b"\x89](" + _u("ok") + b"etb.")  # fmt: skip
+    payload = _p4_payload(marker)
+    second = b"B" + struct.pack("<I", len(payload)) + payload + b"0."
+    frame = array + b"\x95" + struct.pack("<Q", len(second)) + b"B" + struct.pack("<I", len(payload))
+    nested = b"\x80\x04\x95" + struct.pack("<Q", len(frame)) + frame
+    return b"\x80\x04" + _object_wrapper() + nested + payload + b"0."
+
+
+def plain_reading_exec_gadget(marker: Path) -> bytes:
+    """joblib reads builtins.str('ok') in the nested pickle (a fresh memo); a plain unpickler reads the same opcodes
+    with the outer memo: six.exec_(<code>). Off the critical list, it was judged by the critical rules alone."""
+    code = f"import os; os.mkdir({str(marker)!r})"
+    outer = b"\x80\x04" + _u("six") + b"\x94" + _u("exec_") + b"\x94" + _u(code) + b"\x94000" + _object_wrapper()
+    nested = (b"\x80\x04" + _u("builtins") + b"\x94" + _u("str") + b"\x94" + _u("ok") + b"\x94000"
+              + b"h\x00h\x01\x93h\x02\x85R0" + _u("numpy._core.multiarray") + _u("_reconstruct") + b"\x93"
+              + _u("numpy") + _u("ndarray") + b"\x93K\x00\x85C\x01b\x87R(K\x01K\x01\x85" + _OBJECT_DTYPE
+              + b"\x89](h\x02etb.")  # fmt: skip
+    return outer + nested + b"."
+
+
 def joblib_lzma_small_dictionary(marker: Path) -> bytes:
     """lzma-alone with a 4 KiB dictionary: the header reads 5d 00 10 00 00; joblib takes any 5d 00 for lzma."""
     import lzma
@@ -339,6 +428,11 @@ CASES: dict[str, Case] = {
     "joblib-empty-object-array": Case("joblib", joblib_empty_object_array, ".joblib"),
     "joblib-wrapper-in-nested-pickle": Case("joblib", joblib_wrapper_in_nested_pickle, ".joblib"),
     "joblib-none-filler": Case("joblib", none_filler, ".pkl"),
+    "joblib-wrapper-made-by-newobj": Case("joblib", joblib_wrapper_made_by_newobj, ".joblib"),
+    "joblib-wrapper-made-by-torch-rebuild": Case("joblib", joblib_wrapper_made_by_torch_rebuild, ".joblib"),
+    "joblib-wrapper-behind-many-arguments": Case("joblib", joblib_wrapper_behind_many_arguments, ".joblib"),
+    "joblib-nested-stop-inside-frame": Case("joblib", joblib_nested_stop_inside_frame, ".joblib"),
+    "numpy-plain-reading-exec-gadget": Case("numpy", plain_reading_exec_gadget, ".npy"),
     "numpy-none-filler": Case("numpy", none_filler, ".npy"),
     "numpy-npy-v1": Case("numpy", npy(object_vector, (1, 0)), ".npy"),
     "numpy-npy-v2": Case("numpy", npy(object_vector, (2, 0)), ".npy"),

@@ -1008,3 +1008,132 @@ def test_a_state_on_a_zone_its_maker_returns_whole_is_high(tmp_path: Path, maker
     stream = (b"\x80\x02c" + module.encode() + b"\n" + name.encode() + b"\n(X\x0d\x00\x00\x00Europe/BerlintR"
               + b"}X\x04\x00\x00\x00zoneX\x01\x00\x00\x00xsb.")  # fmt: skip
     assert any(f.startswith("WS-PKL-018") for f in _high(tmp_path, stream))
+
+
+# Helper 243's eighth round: a sparse block of negative length (the lengths still add up to the values stored), a
+# fiscal year offset whose starting month indexes past the calendar's tables, and a MultiIndex whose levels' codes
+# differ in length. The first two crashed pandas 1.5, 2.2 and 3.1 (here 3.1); the third reads past the short level's
+# codes (valgrind) without a crash.
+def _sparse_negative_block() -> bytes:
+    from pandas._libs.sparse import BlockIndex
+
+    half = 10_000_000
+    index = BlockIndex(2 * half, np.array([0, half + 1], dtype=np.int32), np.array([half, 2 - half], dtype=np.int32))
+    values = pd.arrays.SparseArray._simple_new(np.array([1.0, 2.0]), index, pd.SparseDtype(np.float64, 0.0))
+    return pickle.dumps(pd.Series(values), protocol=4)
+
+
+def _ragged_multi_index() -> bytes:
+    index = pd.MultiIndex(levels=[["a"], [0, 1]], codes=[np.zeros(1000, dtype=np.int8), np.zeros(1, dtype=np.int8)],
+                          verify_integrity=False)  # fmt: skip
+    series = pd.Series(np.arange(1000, dtype=np.float64))
+    series._mgr.axes[0] = index
+    return pickle.dumps(series, protocol=4)
+
+
+HELPER_243: dict[str, tuple[Callable[[], bytes], str, str]] = {
+    "sparse-negative-block": (_sparse_negative_block, "sparse-add", "a sparse block that is empty, negative"),
+    "fiscal-month": (lambda: pickle.dumps(pd.offsets.FY5253(weekday=1, startingMonth=100_000_000, variation="nearest")),
+                     "rollforward", "startingMonth of 100000000, outside 1 to 12"),
+    "fiscal-quarter-month": (lambda: pickle.dumps(pd.offsets.FY5253Quarter(
+        weekday=1, startingMonth=-100_000_000, qtr_with_extra_week=1, variation="nearest")), "rollforward",
+        "startingMonth of -100000000"),
+    "ragged-multi-index": (_ragged_multi_index, "monotonic", "levels whose codes are 1 to 1000 long"),
+}  # fmt: skip
+HELPER_243_LOAD = """
+import pickle
+import numpy as np
+import pandas as pd
+def load(path, option):
+    value = pickle.load(open(path, 'rb'))
+    if option == 'sparse-add':
+        dense = np.zeros(len(value)); dense[-5_000_000:] = 1.0
+        repr(value.array + pd.arrays.SparseArray(dense, fill_value=0.0, kind='block'))
+    elif option == 'rollforward':
+        value.rollforward(pd.Timestamp('2020-01-01'))
+    else:
+        value.index.is_monotonic_increasing
+"""
+
+
+def test_helper_243_cases_crash_pandas_or_load(tmp_path: Path) -> None:
+    jobs = []
+    for label, (make, use, _) in HELPER_243.items():
+        path = tmp_path / f"{label}.pkl"
+        path.write_bytes(make())
+        jobs.append((label, path, use, tmp_path / "never-made"))
+    outcomes = {key: outcome.result for key, outcome in load_each(HELPER_243_LOAD, jobs, tmp_path, 180).items()}
+    crashed = "crashed: wait status 11"
+    assert outcomes == {"sparse-negative-block": crashed, "fiscal-month": crashed, "fiscal-quarter-month": crashed,
+                        "ragged-multi-index": "loaded"}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(HELPER_243))
+def test_helper_243_cases_are_high(tmp_path: Path, case: str) -> None:
+    make, _, detail = HELPER_243[case]
+    found = _high(tmp_path, make())
+    assert any(f.startswith("WS-PKL-059") and detail in f for f in found), found
+
+
+@pytest.mark.parametrize("make", [
+    lambda: pickle.dumps(pd.Series(pd.arrays.SparseArray([0, 1, 2, 0, 0, 3, 4, 0, 5], kind="block"))),
+    lambda: pickle.dumps(pd.Series(pd.arrays.SparseArray([1, 2, 3], kind="block"))),
+    lambda: pickle.dumps(pd.Series(pd.arrays.SparseArray([0, 0, 0], kind="block"))),
+    lambda: pickle.dumps([pd.offsets.FY5253(weekday=d, startingMonth=m, variation=v) for d in range(7)
+                          for m in range(1, 13) for v in ("nearest", "last")]),
+    lambda: pickle.dumps([pd.offsets.FY5253Quarter(weekday=4, startingMonth=12, qtr_with_extra_week=q)
+                          for q in range(1, 5)]),
+    lambda: pickle.dumps(pd.Series(range(5), index=pd.date_range("2000", periods=5, freq=pd.offsets.FY5253(
+        weekday=2, startingMonth=6, variation="nearest")))),
+    lambda: pickle.dumps(pd.Series(range(24), index=pd.MultiIndex.from_product([["a", "b"], [1, 2, 3], [4, 5, 6, 7]]))),
+    lambda: pickle.dumps(pd.MultiIndex.from_arrays([["a", None, "b"], [1, 2, None]])),
+], ids=["sparse-blocks", "sparse-full", "sparse-empty", "fiscal-years", "fiscal-quarters", "fiscal-index",
+        "multi-index", "multi-index-missing"])  # fmt: skip
+def test_real_sparse_fiscal_and_multi_index_objects_pass(tmp_path: Path, make: Callable[[], bytes]) -> None:
+    assert _high(tmp_path, make()) == []
+
+
+# Helper 245's ninth round: an index restored by copyreg's reconstructor and a BUILD (pandas writes `_new_Index`)
+# whose state fills the cache pandas reads before its data. A RangeIndex caching 3 values over a range of 10^7
+# crashed `astype("string")` in pandas 2.2 and 3.1; an IntervalIndex caching 2,000,000 ends over 5 intervals
+# crashed `reindex` in 1.5 to 3.1 (and leaked heap values as rows).
+class _Restored:
+    """Pickles as copyreg._reconstructor(cls, object, None) with `state`."""
+
+    def __init__(self, cls: type, state: dict[str, Any]) -> None:
+        self.cls, self.state = cls, state
+
+    def __reduce_ex__(self, protocol: object) -> tuple[Any, ...]:
+        import copyreg
+
+        return copyreg._reconstructor, (self.cls, object, None), self.state  # type: ignore[attr-defined]
+
+
+def _range_caching(length: int, cached: int) -> bytes:
+    state = {"_range": range(length), "_name": None, "_cache": {"_data": np.arange(cached)}, "_id": None}
+    return pickle.dumps(_Restored(pd.RangeIndex, state), protocol=4)
+
+
+def test_an_index_restored_with_a_filled_cache_crashes_pandas_and_is_high(tmp_path: Path) -> None:
+    path = tmp_path / "range.pkl"
+    path.write_bytes(_range_caching(10**7, 3))
+    setup = "import pickle\ndef load(path, option):\n    pickle.load(open(path, 'rb')).astype('string')\n"
+    outcome = load_each(setup, [("range", path, "", tmp_path / "never-made")], tmp_path, timeout=120)["range"].result
+    assert outcome == "crashed: wait status 11"
+    found = _high(tmp_path, path.read_bytes())
+    assert any(f.startswith("WS-PKL-059") and "filled cache" in f for f in found), found
+    intervals = pd.interval_range(0, 5)
+    ends = pd.Index(np.arange(10.0))
+    state = {"_data": intervals.array, "_name": None, "_cache": {"left": ends, "right": ends + 1}}
+    frame = pd.DataFrame({"a": np.arange(5.0)})
+    frame.index = intervals
+
+    class Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            return _Restored(pd.IntervalIndex, state).__reduce_ex__(4) if obj is frame.index else NotImplemented
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=4).dump(frame)
+    found = _high(tmp_path, buffer.getvalue())
+    assert any(f.startswith("WS-PKL-059") and "filled cache" in f for f in found), found
+    assert _high(tmp_path, pickle.dumps(_Restored(pd.RangeIndex, {"_range": range(3), "_name": None}))) == []

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.helpers.scanning import scan
+from tests.helpers.scanning import scan, scan_bytes
 from wscan.limits import Limits
 from wscan.model import Severity
 from wscan.scanners.pickle_ops import Stream
@@ -272,6 +272,51 @@ def test_a_wrappers_class_fetched_back_through_a_nested_pickles_memo_is_critical
     assert marker.exists(), "pickle.load no longer calls memmap: the case proves nothing"
     found = {f.rule_id for f in scan(path).findings if f.severity >= Severity.CRITICAL}
     assert "WS-PKL-001" in found, found
+
+
+def test_a_name_made_from_the_outer_memo_in_a_nested_pickle_is_judged_as_any_import(tmp_path: Path) -> None:
+    """Helper 244: joblib reads builtins.str("ok") in an object array's nested pickle; pickle.load, with the outer
+    memo, calls a name made of two strings the outer stream kept as data, with its arguments. Such names were judged by
+    the critical rules alone (real nested pickles make `_mgr.dtype` so), and an exec gadget off that list passed. Only
+    a name ending as one joblib's reading also wrote (`dtype` there) keeps that treatment now; dataclasses._create_fn,
+    which execs the `def` it is given, is WS-PKL-003."""
+    import joblib
+
+    marker = tmp_path / "made-by-create-fn"
+    u = _binunicode
+    arguments = b"(" + u("f") + b"]" + u(f"a=__import__('os').mkdir({str(marker)!r})") + b"a]" + u("pass") + b"at"
+    outer = (b"\x80\x04" + u("dataclasses") + b"\x94" + u("_create_fn") + b"\x94" + arguments + b"\x94000"
+             + b"cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81}(" + u("subclass") + b"cnumpy\nndarray\n"
+             + u("shape") + b"K\x01\x85" + u("order") + u("C") + u("dtype") + _object_dtype()
+             + u("allow_mmap") + b"\x89" + u("numpy_array_alignment_bytes") + b"Nub")  # fmt: skip
+    nested = (b"\x80\x04" + u("builtins") + b"\x94" + u("str") + b"\x94(" + u("ok") + b"t\x94000"
+              + b"h\x00h\x01\x93h\x02R0"  # joblib: str("ok") | pickle.load: dataclasses._create_fn("f", [...], [...])
+              + b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\nK\x00\x85C\x01b\x87R"
+              + b"(K\x01K\x01\x85" + _object_dtype() + b"\x89]" + u("a") + b"atb.")  # fmt: skip
+    path = tmp_path / "model.joblib"
+    path.write_bytes(outer + nested + b".")
+    assert joblib.load(path).tolist() == ["a"] and not marker.exists()
+    _run("import pickle, sys; pickle.load(open(sys.argv[1], 'rb'))", path)
+    assert marker.exists(), "pickle.load no longer runs the def: the case proves nothing"
+    found = {(f.rule_id, f.severity) for f in scan(path).findings}
+    assert ("WS-PKL-003", Severity.HIGH) in found, found
+
+
+def test_a_name_elsewhere_in_the_file_does_not_make_a_nested_name_look_like_noise(tmp_path: Path) -> None:
+    """Helper 246 got past a first fix, which let a nested name through when its last part was any name joblib's
+    reading imported: an unused `numpy.copy` in the outer stream made `pipes.Template.copy` pass. A name passes as
+    noise only when joblib's reading made the very same name with the same opcode."""
+    u = _binunicode
+    outer = (b"\x80\x04" + u("zipapp") + b"\x94" + u("Template.copy") + b"\x9400" + b"]cnumpy\ncopy\na0"
+             + b"cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81}(" + u("subclass") + b"cnumpy\nndarray\n"
+             + u("shape") + b"K\x01\x85" + u("order") + u("C") + u("dtype") + _object_dtype()
+             + u("allow_mmap") + b"\x89" + u("numpy_array_alignment_bytes") + b"Nub")  # fmt: skip
+    nested = (b"\x80\x04" + u("builtins") + b"\x94" + u("tuple") + b"\x94" + b"h\x00h\x01\x93)R0"
+              + b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\nK\x00\x85C\x01b\x87R"
+              + b"(K\x01K\x01\x85" + _object_dtype() + b"\x89]" + u("a") + b"atb.")  # fmt: skip
+    found = {(f.rule_id, f.message.split(",")[0]) for f in scan_bytes(tmp_path, outer + nested + b".",
+                                                                     "model.joblib").findings}
+    assert ("WS-PKL-003", "Loading imports zipapp.Template.copy") in found, found
 
 
 def test_a_state_given_from_the_outer_memo_in_a_nested_pickle_is_judged(tmp_path: Path) -> None:

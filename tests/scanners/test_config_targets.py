@@ -301,7 +301,8 @@ RELAXED_REVIEW = {
                           "WS-CFG-008"),
     "pandas-io-api": ("d:\n  _target_: pandas.io.api.read_pickle\n  filepath_or_buffer: x.pkl\n", "WS-CFG-001"),
     "private-os-alias": ("r: !apply:random._os.spawnlp [0, touch, touch, /tmp/m]\n", "WS-CFG-007"),
-    "exec-underscore": ("r: !apply:mpmath.libmp.backend.exec_ ['import os']\n", "WS-CFG-009"),
+    # (on the dangerous list since helper 244 ran it from a joblib file)
+    "exec-underscore": ("r: !apply:mpmath.libmp.backend.exec_ ['import os']\n", "WS-CFG-001"),
     "getter-path-by-alias": ("cmd: &cmd subprocess.call\nf:\n  _target_: functools.partial\n  _args_:\n"
                              "    - _target_: hydra.utils.get_method\n      _args_: [*cmd]\n", "WS-CFG-001"),
     "getter-path-by-merge-key": ("base: &base {path: subprocess.call}\nf:\n  _target_: functools.partial\n"

@@ -11,6 +11,7 @@ import io
 import re
 import struct
 import sys
+from collections import deque
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -48,6 +49,7 @@ from wscan.scanners.pickle_values import (
     Seq,
     Sym,
     _const_int,
+    describe,
     items_kept,
     restored_class,
 )
@@ -199,6 +201,9 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
             yield from _report(artifact, res, nested)
         for sub in [res, *nested]:
             reported.add(sub)
+        for at, reason in arrays.oddities:
+            yield artifact.observe("pickle.malformed", at, reason=reason)
+        arrays.oddities.clear()
         for blob in loaded:
             ctx.budget.check_time()
             ctx.budget.charge_read(0)  # nothing more is opened once the file's read budget is spent
@@ -329,13 +334,26 @@ def _plain_reading(
             events.update((event.kind, event.offset) for event in plain.events)
             for obs in _report(artifact, plain, []):
                 at = obs.location.offset or 0
-                nested = any(start <= at < end for start, end in in_sync)
+                nested = (any(start <= at < end for start, end in in_sync)
+                          and _noise_shaped(obs, res.import_sites, reported.sites))
                 yield Observation(obs.kind, obs.location,
                                   {**obs.attrs, "reading": PLAIN_READING if nested else PLAIN_DATA_READING})
             if res.over_budget is not None:
                 raise res.over_budget
             if not res.stopped:
                 break
+
+
+def _noise_shaped(obs: Observation, plain_sites: dict[int, str], joblib_sites: dict[int, str]) -> bool:
+    """Whether a name the plain reading makes in a nested pickle has the shape real files give it: the very name
+    joblib's reading made with the same opcode, after another module (`_mgr.dtype` where joblib read `numpy.dtype`:
+    the module's text fetched from the outer memo's slot, the name written there). Any other (helper 244's `six.exec_`
+    where joblib read `builtins.str`; helper 246's `pipes.Template.copy`, with a `numpy.copy` elsewhere in the file)
+    is judged as any import."""
+    if obs.kind != "pickle.import":
+        return True
+    at = obs.location.offset
+    return at is not None and at in joblib_sites and plain_sites.get(at) == joblib_sites[at]
 
 
 # What the plain reading of a nested pickle reports: names and calls it makes from the outer memo, and states it
@@ -352,12 +370,14 @@ class _Reported:
     imports: dict[str, tuple[set[str], bool, bool]] = field(default_factory=dict)  # uses, kept, only bound
     events: set[tuple[str, int]] = field(default_factory=set)
     getattr_called: bool = False  # builtins.getattr reported as more than a lookup of a dotted name
+    sites: dict[int, str] = field(default_factory=dict)  # the name after the module each import opcode made
 
     def add(self, res: PickleResult) -> None:
         for key, rec in res.imports.items():
             uses, kept, bound = self.imports.get(key, (set(), False, True))
             self.imports[key] = (uses | rec.invoked, kept or key in res.kept, bound and rec.bound)
         self.events.update((event.kind, event.offset) for event in res.events)
+        self.sites.update(res.import_sites)
         self.getattr_called = self.getattr_called or (GETATTR in res.imports and not res.getattr_only_looks_up)
 
 
@@ -832,15 +852,21 @@ class _JoblibArrays:
         self.nested_spans: list[tuple[int, int]] = []  # object arrays' nested pickles (start, end)
         self.data: dict[int, JoblibData] = {}  # where each wrapper's raw array lies, by the wrapper's id
         self.objects: dict[int, JoblibObjects] = {}  # what each object array's nested pickle made, by the wrapper's id
+        self.oddities: list[tuple[int, str]] = []  # (offset, reason): what joblib never writes, read as joblib does
 
     def __call__(self, machine: Machine, obj: Obj) -> None:
         legacy = restored_class(obj)
         if legacy in joblib_legacy.LEGACY_WRAPPERS:
             self._legacy(machine, obj, legacy)
             return
-        if not _is_wrapper(obj):
-            return
         at = machine.stream.base + machine.stream.offset
+        if not _is_wrapper(obj):
+            if not _made_from_wrapper(obj):
+                return
+            # joblib reads an array after any BUILD of a wrapper, however it was made (helper 244 made one with
+            # scikit-learn's newObj and with torch's _rebuild_from_type_v2), which joblib never writes: read as
+            # joblib would if it is one (a plain unpickler's reading follows), and the stream is malformed
+            self.oddities.append((at, f"joblib array wrapper made by {describe(obj.func)[:80]}"))
         self.read_arrays = True
         made_by_class = isinstance(obj.func, Global) and obj.func.dotted in JOBLIB_WRAPPERS
         if made_by_class and isinstance(obj.args, Seq) and obj.args.items:
@@ -881,6 +907,13 @@ class _JoblibArrays:
                 self.nested.append(machine.run())
             finally:
                 machine.on_build = hook
+            rest = machine.frame_end - (machine.stream.base + machine.stream.offset)
+            if rest > 0 and self.nested[-1].stopped:
+                # A STOP with bytes of its frame after it, which no pickler writes: joblib reads on at the frame's
+                # end (helper 244 hid a payload there behind a new frame, where wscan read on), so wscan does too
+                self.oddities.append((machine.frame_end - rest, f"STOP with {rest} bytes of its frame after it, "
+                                      "in an object array's nested pickle"))
+                machine.stream.skip(rest)
             self.nested_spans.append((self.nested[-1].start, self.nested[-1].end))
             self.objects[id(obj)] = JoblibObjects(obj, shape, self.nested[-1].result)
             if self.nested[-1].over_budget is not None:
@@ -908,6 +941,50 @@ class _JoblibArrays:
         attrs = self.attrs.setdefault(id(obj), (obj, {}))[1]
         _apply_build_state(obj.state, attrs, at)
         self.side_files.append(joblib_legacy.SideFile(at, wrapper, attrs.get("filename")))
+
+
+def _made_from_wrapper(obj: Obj) -> bool:
+    """Whether a joblib wrapper class (today's or a legacy one) is among what made the object, other than the ways
+    joblib writes (`_is_wrapper`, the legacy wrappers' `restored_class`): its callable, its arguments and theirs,
+    nearest first (a partial of a helper given the class). Arrays among them (wrappers joblib made) are data. Past
+    _MADE_FROM_DEPTH levels or _MADE_FROM_NODES values it cannot tell, so it says yes (helper 246 hid the class
+    behind 300 arguments)."""
+    pending: deque[tuple[Sym, int]] = deque([(obj.func, 0), (obj.args, 0)])
+    seen: set[int] = set()
+    while pending:
+        value, depth = pending.popleft()
+        if isinstance(value, Const) or id(value) in seen:
+            continue  # numbers and text, however many (a dok_matrix's items in its reconstructor's arguments)
+        seen.add(id(value))
+        if len(seen) > _MADE_FROM_NODES or depth > _MADE_FROM_DEPTH:
+            return True
+        if isinstance(value, Global):
+            if value.dotted in JOBLIB_WRAPPERS or value.dotted in joblib_legacy.LEGACY_WRAPPERS:
+                return True
+        elif isinstance(value, Obj):
+            data = isinstance(value.func, Global) and value.func.dotted in _DATA_MAKERS
+            if not (data or _is_wrapper(value) or restored_class(value) in joblib_legacy.LEGACY_WRAPPERS):
+                pending += [(value.func, depth + 1), (value.args, depth + 1)]
+        elif isinstance(value, Seq):
+            if value.dropped and value.heavy_past:
+                return True  # past what the list keeps, something other than numbers and short text
+            pending += [(item, depth + 1) for item in value.items]
+        elif isinstance(value, Dict):
+            past = value.past.items() if value.past is not None else None
+            if value.dropped and past is None:
+                return True  # past what the dict keeps, too varied to know
+            pending += [(part, depth + 1) for pair in [*value.items, *(past or [])] for part in pair]
+    return False
+
+
+_MADE_FROM_DEPTH = 8
+_MADE_FROM_NODES = 4096
+# What makes NumPy's scalars, dtypes and arrays, whatever it is given: never a wrapper (`_made_from_wrapper`)
+_DATA_MAKERS = frozenset({
+    "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar", "numpy.dtype",
+    "numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct",
+    "numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer",
+})  # fmt: skip
 
 
 def _is_wrapper(obj: Obj) -> bool:

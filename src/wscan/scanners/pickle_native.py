@@ -9,6 +9,7 @@ imports it, and NumPy is imported only when a stream restored one of these model
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from wscan.scanners.pickle_values import MAX_NATIVE_RECORDED, Const, Dict, Global, NativeStates, Obj, Restored, Seq, Sym
@@ -123,7 +124,19 @@ TIME_ARRAYS = frozenset({
     "pandas.arrays.TimedeltaArray", "pandas.core.arrays.timedeltas.TimedeltaArray",
     "pandas.arrays.PeriodArray", "pandas.core.arrays.period.PeriodArray",
 })  # fmt: skip
-PANDAS_CHECKED = BLOCK_MANAGERS | CATEGORICALS | MULTI_INDEXES | MASKED_ARRAYS | SPARSE_ARRAYS | TIME_ARRAYS
+# ... and the 52-53-week fiscal year offsets, whose month and weekday compiled calendar code takes table entries by
+# (helper 243: a startingMonth of 100,000,000, which their constructor takes, crashed pandas 1.5 to 3.1 at
+# rollforward, date_range and asfreq).
+FISCAL_OFFSETS = frozenset({
+    "pandas._libs.tslibs.offsets.FY5253", "pandas._libs.tslibs.offsets.FY5253Quarter",
+    "pandas.tseries.offsets.FY5253", "pandas.tseries.offsets.FY5253Quarter",
+})  # fmt: skip
+# ... and any index given a state (copyreg's reconstructor and a BUILD, which pandas never writes): what it caches is
+# read before its data (helper 245: a RangeIndex caching 3 values over a range of 10^7 crashed `astype(str)`, an
+# IntervalIndex caching 2,000,000 ends over 5 intervals `reindex`), and pandas never writes a cache.
+PANDAS_INDEX = re.compile(r"pandas\.(?:core\.indexes\.[a-z_]+\.)?[A-Za-z0-9]*Index")
+PANDAS_CHECKED = (BLOCK_MANAGERS | CATEGORICALS | MULTI_INDEXES | MASKED_ARRAYS | SPARSE_ARRAYS | TIME_ARRAYS
+                  | FISCAL_OFFSETS)  # fmt: skip
 NEWOBJ_HELPERS = frozenset({"copyreg.__newobj__", "copyreg.__newobj_ex__"})  # cls.__new__(cls, *args)
 NDARRAY_BACKED = "pandas._libs.arrays.__pyx_unpickle_NDArrayBacked"  # how pandas pickles a Categorical
 NEW_INDEX = "pandas.core.indexes.base._new_Index"  # ... and any index
@@ -136,7 +149,7 @@ INDEX_HELPERS = frozenset({
 INTERVAL_MIXIN = "pandas._libs.interval.__pyx_unpickle_IntervalMixin"  # ... and an IntervalArray
 CLASS_FIRST = INDEX_HELPERS | {NDARRAY_BACKED, INTERVAL_MIXIN}  # helpers given the class to make first
 # What calls make them: the classes, copyreg's helpers (a manager's __new__ takes its blocks), pandas' helpers.
-PANDAS_MAKERS = BLOCK_MANAGERS | NEWOBJ_HELPERS | CLASS_FIRST
+PANDAS_MAKERS = BLOCK_MANAGERS | FISCAL_OFFSETS | NEWOBJ_HELPERS | CLASS_FIRST
 
 
 def pandas_class(made: Obj) -> str:
@@ -163,7 +176,8 @@ def native_class(target: Obj) -> str | None:
 
 def record(native: NativeStates, target: Obj, state: Sym, at: int) -> None:
     """Keep a BUILD's state if it is a native class's, an estimator's that holds trees, or a checked object's."""
-    if pandas_class(target) in PANDAS_CHECKED:
+    made = pandas_class(target)
+    if made in PANDAS_CHECKED or PANDAS_INDEX.fullmatch(made):
         record_pandas(native, target, at)
         return
     cls = native_class(target)

@@ -18,9 +18,11 @@ import numpy as np
 from wscan.scanners.pickle_arrays import ArrayReader, Unread, const_shape, dtype_code, numpy_dtype
 from wscan.scanners.pickle_native import (
     CATEGORICALS,
+    FISCAL_OFFSETS,
     MASKED_ARRAYS,
     MULTI_INDEXES,
     NEWOBJ_HELPERS,
+    PANDAS_INDEX,
     SINGLE_BLOCK_MANAGER,
     SPARSE_ARRAYS,
     TIME_ARRAYS,
@@ -55,6 +57,10 @@ def check_object(target: Obj, arrays: ArrayReader) -> None:
         _sparse(target, arrays)
     elif cls in TIME_ARRAYS:
         _time_array(target, arrays)
+    elif cls in FISCAL_OFFSETS:
+        _fiscal_offset(target)
+    elif PANDAS_INDEX.fullmatch(cls):
+        _index_cache(target)
     else:
         block_manager(target, arrays)
 
@@ -132,6 +138,56 @@ def _multi_index(target: Obj, arrays: ArrayReader) -> None:
             raise Unread("levels or codes the stream computes")
         for level, level_codes in zip(levels, codes, strict=False):
             _codes(level_codes, level, "level", arrays)
+        # one code per row at every level: pandas' lexsort check walks every level as long as the first (helper
+        # 243 read past a one-row level's codes so)
+        lengths = {arrays.values(level_codes).size for level_codes in codes}
+        if len(lengths) > 1:
+            raise Invalid(f"levels whose codes are {min(lengths)} to {max(lengths)} long")
+
+
+def _index_cache(target: Obj) -> None:
+    """An index's state (a dict, or a dict and the attributes set one by one) caches nothing: pandas never writes its
+    cache, and reads what is cached (data, ends, engine) before what it would compute it from."""
+    state = target.state
+    parts = list(state.items) if isinstance(state, Seq) and state.type == "tuple" and len(state.items) == 2 else [state]
+    for part in parts:
+        cache = get(part, "_cache") if isinstance(part, Dict) else None
+        if cache is not None and not (isinstance(cache, Dict) and not cache.items and not cache.dropped):
+            raise Invalid("an index restored with a filled cache, which pandas never writes")
+
+
+# What each fiscal year offset takes, in the order pandas pickles them (its __reduce__ gives the constructor's
+# arguments), and the values its calendar code can index by.
+FISCAL_ARGUMENTS = {
+    "FY5253": ("n", "normalize", "weekday", "startingMonth", "variation"),
+    "FY5253Quarter": ("n", "normalize", "weekday", "startingMonth", "qtr_with_extra_week", "variation"),
+}
+FISCAL_RANGES = {"weekday": range(7), "startingMonth": range(1, 13), "qtr_with_extra_week": range(1, 5)}
+
+
+def _fiscal_offset(target: Obj) -> None:
+    """An FY5253 or FY5253Quarter's weekday, starting month and extra-week quarter within what a calendar has, as
+    its arguments or a state (pandas before 1.1) give them; a value the stream computes is unread."""
+    names = FISCAL_ARGUMENTS[pandas_class(target).rsplit(".", 1)[-1]]
+    given: list[tuple[str, Sym]] = []
+    if isinstance(target.func, Global) and target.func.dotted in FISCAL_OFFSETS:
+        if not isinstance(target.args, Seq) or target.args.dropped or len(target.args.items) > len(names):
+            raise Unread("fiscal year offset arguments wscan cannot read")
+        given += zip(names, target.args.items, strict=False)
+    if target.state is not None:
+        if not isinstance(target.state, Dict) or target.state.dropped:
+            raise Unread("a fiscal year offset state wscan cannot read")
+        given += [(str(key.value), value) for key, value in target.state.items
+                  if isinstance(key, Const) and key.value in FISCAL_RANGES]  # fmt: skip
+    for name, value in given:
+        allowed = FISCAL_RANGES.get(name)
+        if allowed is None:
+            continue
+        number = value.value if isinstance(value, Const) else None
+        if not isinstance(number, int) or isinstance(number, bool):
+            raise Unread(f"a fiscal year offset's {name} the stream computes")
+        if number not in allowed:
+            raise Invalid(f"a fiscal year offset's {name} of {number}, outside {allowed.start} to {allowed.stop - 1}")
 
 
 def _listed(value: Sym | None) -> list[Sym] | None:
@@ -397,11 +453,31 @@ def _sparse_points(index: Sym | None, arrays: ArrayReader) -> int:
             raise Invalid(f"sparse indices of shape {shape}")
         return shape[0]
     if index.func.dotted.endswith(".BlockIndex") and len(args) == 3:
-        lengths = arrays.values(args[2])
-        if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
-            raise Invalid(f"block lengths of shape {lengths.shape} and type {lengths.dtype}")
-        return int(lengths.astype(np.int64).sum())
+        return _block_points(args, arrays)
     raise Unread("a sparse index made otherwise than pandas makes one")
+
+
+def _block_points(args: list[Sym], arrays: ArrayReader) -> int:
+    """A BlockIndex(length, blocs, blengths)'s points, its blocks checked as its integrity check should: each at least
+    one point long, in order, apart, and within the length. pandas' own check lets a negative length through (helper
+    243: blocks of ten million and minus ten million points, two in all, crashed `to_numpy` and `a + b`)."""
+    length = args[0].value if isinstance(args[0], Const) else None
+    if not isinstance(length, int) or isinstance(length, bool) or length < 0:
+        raise Unread("a sparse length wscan cannot read")
+    starts, lengths = arrays.values(args[1]), arrays.values(args[2])
+    for found in (starts, lengths):
+        if found.ndim != 1 or found.dtype.kind not in "iu":
+            raise Invalid(f"block starts or lengths of shape {found.shape} and type {found.dtype}")
+    if starts.size != lengths.size:
+        raise Invalid(f"{starts.size} block starts for {lengths.size} block lengths")
+    starts, lengths = starts.astype(np.int64), lengths.astype(np.int64)
+    if lengths.size:
+        if int(lengths.min()) < 1 or int(starts.min()) < 0 or max(int(starts.max()), int(lengths.max())) > length:
+            raise Invalid("a sparse block that is empty, negative or past the length")
+        ends = starts + lengths  # each at most the length, so no int64 overflow
+        if int(ends.max()) > length or bool((starts[1:] < ends[:-1]).any()):
+            raise Invalid("sparse blocks that overlap, are out of order or end past the length")
+    return int(lengths.sum())
 
 
 # What the ndarray of pandas' date and time arrays must be: compiled code takes its unit from the array's datetime64

@@ -22,6 +22,7 @@ from wscan.limits import BudgetExceeded
 from wscan.scanners.pickle_ops import LongBytes, PickleSyntaxError
 
 MAX_ITEMS = 4096  # items kept per container; more are counted, not kept (`items_kept` raises it for a while)
+MAX_IMPORT_SITES = 1 << 16  # import opcodes whose offset and name are kept per pickle
 
 
 @contextmanager
@@ -316,6 +317,9 @@ class PickleResult:
     start: int
     end: int
     imports: dict[str, ImportRecord] = field(default_factory=dict)
+    # Where each import was made (its opcode's offset) and the name after its module, for the first MAX_IMPORT_SITES:
+    # joblib's plain reading tells a name real nested pickles make from the wrong memo slot by it (`_noise_shaped`).
+    import_sites: dict[int, str] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
     persistent_ids: list[Sym] = field(default_factory=list)
     protocol: int = 0

@@ -77,6 +77,7 @@ from wscan.scanners.pickle_values import (
     _RESTORED_POSITIONS,
     _STR_CLASSES,
     CHANGED,
+    MAX_IMPORT_SITES,
     MAX_ITEMS,
     REBUILD_FROM_TYPE,
     Const,
@@ -320,6 +321,8 @@ class Machine:
             res.imports[key] = record
         record.count += 1
         record.unbound += 1
+        if len(res.import_sites) < MAX_IMPORT_SITES:
+            res.import_sites[offset] = mapped_name
         if key == GETATTR:
             res.getattr_seen = True
             return self.getattr
