@@ -255,6 +255,18 @@ def joblib_wrapper_behind_many_arguments(marker: Path) -> bytes:
     return _raw_swallowing(head + _uint8_state(), marker)
 
 
+def joblib_wrapper_copied(maker: bytes) -> Callable[[Path], bytes]:
+    """A wrapper made as joblib writes it but never built, handed to an allowed function that returns a copy of it
+    (copy.deepcopy) or itself (gensim's identity), then built (helper 248): joblib reads an array after any BUILD of a
+    wrapper, wscan took the copy for what the function made."""
+
+    def make(marker: Path) -> bytes:
+        wrapper = _u("joblib.numpy_pickle") + _u("NumpyArrayWrapper") + b"\x93)\x81"
+        return _raw_swallowing(b"\x80\x04" + maker + wrapper + b"\x85R" + _uint8_state(), marker)
+
+    return make
+
+
 def joblib_nested_stop_inside_frame(marker: Path) -> bytes:
     """An object array's nested pickle whose STOP leaves bytes of its frame: joblib reads on at the frame's end, where
     the payload is; the frame's rest (a new frame, a BINBYTES over the payload, POP, STOP) ends the stream cleanly for
@@ -431,6 +443,7 @@ CASES: dict[str, Case] = {
     "joblib-wrapper-made-by-newobj": Case("joblib", joblib_wrapper_made_by_newobj, ".joblib"),
     "joblib-wrapper-made-by-torch-rebuild": Case("joblib", joblib_wrapper_made_by_torch_rebuild, ".joblib"),
     "joblib-wrapper-behind-many-arguments": Case("joblib", joblib_wrapper_behind_many_arguments, ".joblib"),
+    "joblib-wrapper-deep-copied": Case("joblib", joblib_wrapper_copied(_u("copy") + _u("deepcopy") + b"\x93"), ".pkl"),
     "joblib-nested-stop-inside-frame": Case("joblib", joblib_nested_stop_inside_frame, ".joblib"),
     "numpy-plain-reading-exec-gadget": Case("numpy", plain_reading_exec_gadget, ".npy"),
     "numpy-none-filler": Case("numpy", none_filler, ".npy"),

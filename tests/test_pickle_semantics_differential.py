@@ -433,6 +433,32 @@ def test_a_number_line_padded_past_the_head_is_a_pickle(opcode: bytes, pieces: l
 
 
 LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."
+
+
+def _stop_in_a_frame_of_array_bytes(marker: Path) -> bytes:
+    """Helper 248: a legacy torch file whose fourth pickle holds a joblib wrapper, whose 12 "array bytes" are PROTO,
+    FRAME of 70,000 and STOP. wscan's main reading skips them as data; a plain unpickler ends the pickle at that
+    STOP, and the next pickle.load (torch's storage keys) starts at the frame's end, past 64 KiB, where the payload
+    is. wscan's plain reading went on after the STOP."""
+    def body(value: object) -> bytes:
+        return pickle.dumps(value, protocol=2)[2:-1]
+
+    frame = 70_000
+    array = b"\x80\x04\x95" + struct.pack("<Q", frame) + b"."
+    import numpy as np
+
+    state = {"subclass": np.ndarray, "shape": (len(array),), "order": "C", "allow_mmap": False}
+    head = (LEGACY_MAGIC + pickle.dumps(1001, protocol=2)
+            + pickle.dumps({"protocol_version": 1001, "little_endian": True}, protocol=2))  # fmt: skip
+    fourth = (b"\x80\x02cjoblib.numpy_pickle\nNumpyArrayWrapper\n)\x81" + body(state)[:-1]
+              + _binunicode("dtype") + b"cnumpy\ndtype\n" + _binunicode("u1") + b"\x89\x88\x87Rub" + array)  # fmt: skip
+    frame_end = len(head) + len(fourth) - 1 + frame  # the frame starts at its STOP
+    payload = b"\x80\x02" + _call(marker) + b"N."
+    pad = frame_end - (len(head) + len(fourth) + 1 + 5)
+    blob = b"\x00" * pad + payload
+    return head + fourth + b"0B" + struct.pack("<I", len(blob)) + blob + b"0N." + pickle.dumps([], protocol=2)
+
+
 LEGACY_CASES: dict[str, tuple[Callable[[Path], bytes], Severity]] = {
     # torch.load's legacy reader unpickles the protocol-version pickle after the magic number whatever it holds.
     # Lines CPython reads but wscan's machine did not (over 128 KiB): the rest of the file was trailing data (low).
@@ -442,6 +468,7 @@ LEGACY_CASES: dict[str, tuple[Callable[[Path], bytes], Severity]] = {
     # Protocol 4 walks a dotted name of any length; wscan reads names up to 64 KiB and fails the file past that.
     "name-160k": (lambda m: LEGACY_MAGIC + b"\x80\x04cos\n" + b"path.os." * 20000 + b"mkdir\n(S'"
                   + str(m).encode() + b"'\ntR.", Severity.HIGH),
+    "stop-in-a-frame-of-array-bytes": (_stop_in_a_frame_of_array_bytes, Severity.CRITICAL),
 }
 
 

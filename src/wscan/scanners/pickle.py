@@ -274,7 +274,7 @@ def _stop_inside_frame(artifact: Artifact, frame_end: int, rest: int) -> Iterato
 def _plain_reading(
     artifact: Artifact, base: int, ctx: ScanContext, reported: _Reported,
     first_data: int | None, nested_spans: list[tuple[int, int]],
-) -> Iterator[Observation]:
+) -> Iterator[ScanItem]:
     """The names a plain unpickler resolves in a stream joblib reads arrays from: `pickle.load` (or
     pandas.read_pickle, torch.load) runs an array's raw bytes as opcodes, and an object array's nested pickle with the
     outer stream's memo, so a file joblib loads as benign arrays can run a payload when loaded as a plain pickle (found
@@ -342,6 +342,11 @@ def _plain_reading(
                 raise res.over_budget
             if not res.stopped:
                 break
+            rest = machine.frame_end - (stream.base + stream.offset)
+            if rest > 0:
+                # a STOP inside a frame of what joblib reads as array bytes: torch's legacy reader, loading its next
+                # pickle, goes on at the frame's end past 64 KiB (helper 248), as with the main reading's frames
+                yield from _stop_inside_frame(artifact, machine.frame_end, rest)
 
 
 def _noise_shaped(obs: Observation, plain_sites: dict[int, str], joblib_sites: dict[int, str]) -> bool:
@@ -853,16 +858,19 @@ class _JoblibArrays:
         self.data: dict[int, JoblibData] = {}  # where each wrapper's raw array lies, by the wrapper's id
         self.objects: dict[int, JoblibObjects] = {}  # what each object array's nested pickle made, by the wrapper's id
         self.oddities: list[tuple[int, str]] = []  # (offset, reason): what joblib never writes, read as joblib does
+        # What stands for each array joblib read, where its wrapper was on the stack (joblib's unpickler puts the array
+        # there; the memo keeps the wrapper): by id, and kept alive so that no id is reused.
+        self.read: dict[int, Obj] = {}
 
-    def __call__(self, machine: Machine, obj: Obj) -> None:
+    def __call__(self, machine: Machine, obj: Obj) -> Obj | None:
         legacy = restored_class(obj)
         if legacy in joblib_legacy.LEGACY_WRAPPERS:
             self._legacy(machine, obj, legacy)
-            return
+            return self._in_place(obj)
         at = machine.stream.base + machine.stream.offset
         if not _is_wrapper(obj):
-            if not _made_from_wrapper(obj):
-                return
+            if not _made_from_wrapper(obj, self.read):
+                return None
             # joblib reads an array after any BUILD of a wrapper, however it was made (helper 244 made one with
             # scikit-learn's newObj and with torch's _rebuild_from_type_v2), which joblib never writes: read as
             # joblib would if it is one (a plain unpickler's reading follows), and the stream is malformed
@@ -918,7 +926,7 @@ class _JoblibArrays:
             self.objects[id(obj)] = JoblibObjects(obj, shape, self.nested[-1].result)
             if self.nested[-1].over_budget is not None:
                 raise self.nested[-1].over_budget  # stops the outer pickle too; both are reported up to here
-            return
+            return self._in_place(obj)
         alignment = attrs.get("numpy_array_alignment_bytes")
         padded = 0
         if alignment is not None and not (isinstance(alignment, Const) and alignment.value is None):
@@ -930,6 +938,19 @@ class _JoblibArrays:
         data = JoblibData(obj, shape, attrs.get("dtype"), attrs.get("order"), at + padded, count * itemsize)
         self.data[id(obj)] = data
         machine.stream.skip(count * itemsize)
+        return self._in_place(obj)
+
+    def _in_place(self, wrapper: Obj) -> Obj:
+        """What joblib's reading has on the stack after a wrapper's BUILD: the array, here a copy of the wrapper
+        that finds the same data. The wrapper itself, fetched from the memo (and copied by an allowed function,
+        helper 248), is one again (`_made_from_wrapper`)."""
+        array = Obj(wrapper.func, wrapper.args, wrapper.state, wrapper.instance)
+        if id(wrapper) in self.data:
+            self.data[id(array)] = self.data[id(wrapper)]
+        if id(wrapper) in self.objects:
+            self.objects[id(array)] = self.objects[id(wrapper)]
+        self.read[id(array)] = array
+        return array
 
 
     def _legacy(self, machine: Machine, obj: Obj, wrapper: str) -> None:
@@ -943,10 +964,11 @@ class _JoblibArrays:
         self.side_files.append(joblib_legacy.SideFile(at, wrapper, attrs.get("filename")))
 
 
-def _made_from_wrapper(obj: Obj) -> bool:
+def _made_from_wrapper(obj: Obj, arrays: dict[int, Obj]) -> bool:
     """Whether a joblib wrapper class (today's or a legacy one) is among what made the object, other than the ways
     joblib writes (`_is_wrapper`, the legacy wrappers' `restored_class`): its callable, its arguments and theirs,
-    nearest first (a partial of a helper given the class). Arrays among them (wrappers joblib made) are data. Past
+    nearest first (a partial of a helper given the class), or a wrapper itself rather than the array joblib put in its
+    place (`arrays`: a wrapper from the memo, or never built, handed to copy.deepcopy, helper 248). Past
     _MADE_FROM_DEPTH levels or _MADE_FROM_NODES values it cannot tell, so it says yes (helper 246 hid the class
     behind 300 arguments)."""
     pending: deque[tuple[Sym, int]] = deque([(obj.func, 0), (obj.args, 0)])
@@ -962,8 +984,10 @@ def _made_from_wrapper(obj: Obj) -> bool:
             if value.dotted in JOBLIB_WRAPPERS or value.dotted in joblib_legacy.LEGACY_WRAPPERS:
                 return True
         elif isinstance(value, Obj):
-            data = isinstance(value.func, Global) and value.func.dotted in _DATA_MAKERS
-            if not (data or _is_wrapper(value) or restored_class(value) in joblib_legacy.LEGACY_WRAPPERS):
+            if _is_wrapper(value) or restored_class(value) in joblib_legacy.LEGACY_WRAPPERS:
+                if id(value) not in arrays:
+                    return True
+            elif not (isinstance(value.func, Global) and value.func.dotted in _DATA_MAKERS):
                 pending += [(value.func, depth + 1), (value.args, depth + 1)]
         elif isinstance(value, Seq):
             if value.dropped and value.heavy_past:

@@ -280,7 +280,9 @@ def _forwarded(func: Global) -> tuple[tuple[int, str], ...]:
 
 
 # Hook for format-aware scanners (joblib) that need to act when an object is built.
-BuildHook = Callable[["Machine", Obj], None]
+# Called after each BUILD on an object; what it returns replaces the object on the stack (joblib's reading puts the
+# array it reads where its wrapper was).
+BuildHook = Callable[["Machine", Obj], Sym | None]
 
 
 class Machine:
@@ -786,7 +788,9 @@ class Machine:
                 escape([state])
                 target = top()
                 _keep(res, _built_values(target, state))
-                self._build(res, target, state, at)
+                replacement = self._build(res, target, state, at)
+                if replacement is not None:
+                    stack[-1] = replacement
             elif name == "STACK_GLOBAL":
                 qual = pop()
                 module = pop()
@@ -898,7 +902,7 @@ class Machine:
             else:
                 raise PickleSyntaxError(at, f"unhandled opcode {name}")
 
-    def _build(self, res: PickleResult, target: Sym, state: Sym, at: int) -> None:
+    def _build(self, res: PickleResult, target: Sym, state: Sym, at: int) -> Sym | None:
         _given(state, target, isinstance(target, Obj) and pandas_class(target).startswith("pandas."))
         target = _module_class(target)  # legacy torch: the id is the class (or whatever it names) itself
         if isinstance(target, Global):
@@ -909,7 +913,7 @@ class Machine:
             record = res.imports.get(target.dotted)
             if record is not None:
                 record.invoked.add("BUILD")
-            return
+            return None
         if isinstance(target, Obj):
             if isinstance(target.func, Global):
                 record = res.imports.get(target.func.dotted)
@@ -954,7 +958,8 @@ class Machine:
                     # callable under `cpu` there, which fastai's load_learner calls on what it takes for its loaders)
                     _judge_state(res, target, state.items[3], at)
             if self.on_build is not None:
-                self.on_build(self, target)
+                return self.on_build(self, target)
+        return None
 
     def _mutation(self, res: PickleResult, target: Sym, opcode: str, at: int) -> None:
         target = _module_class(target)
