@@ -26,8 +26,8 @@ import pickle
 import warnings
 from pathlib import Path
 
-from gen_allowlists import catalogue_arguments, reachable, screened_catalogue
-from gen_stats_allowlist import recorded_catalogue, screened_lists
+from gen_allowlists import catalogue_arguments, reachable
+from gen_stats_allowlist import screened_recording
 from pack_file import write_pack
 
 LIBRARIES = ("lifelines.",)
@@ -120,15 +120,6 @@ def save_models(folder: Path) -> None:
             pickle.dump(model, stream)
 
 
-def joblib_copies(folder: Path) -> None:
-    """Beside each kept pickle, the same model as joblib.dump writes it (the arrays outside the pickle stream)."""
-    import joblib
-
-    for path in sorted(folder.glob("*.pkl")):
-        with path.open("rb") as stream:
-            joblib.dump(pickle.load(stream), path.with_suffix(".joblib"))  # this tool's own file
-
-
 def bound_methods(model: object) -> set[str]:
     """`Class.method` for every method of a lifelines object that the model keeps bound to it, as an attribute or
     in a partial: pickle writes each as getattr(<the object>, "method")."""
@@ -147,13 +138,7 @@ def bound_methods(model: object) -> set[str]:
 def main() -> None:
     args = catalogue_arguments(__doc__.splitlines()[0], {}, LIFELINES_OWNER_HOOKS)
     warnings.simplefilter("ignore")
-    names, members = recorded_catalogue(save_models, LIBRARIES, args.keep)
-    if args.keep:
-        joblib_copies(args.keep)
-    allowed, state_only, functions = screened_catalogue(names, LIBRARIES)
-    others = sorted(n for n in names if not n.startswith(LIBRARIES))
-    print(f"recorded outside lifelines (judged by the other packs): {', '.join(others)}")
-    lists = screened_lists(allowed, state_only, functions, members)
+    lists = screened_recording(save_models, LIBRARIES, args.keep)
     methods = sorted(BOUND_METHODS)
     lists["instance-methods"] = methods
     lists["inert-values"] = sorted({*lists["inert-values"], *(f"name:{method}" for method in methods)})

@@ -18,8 +18,8 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from gen_allowlists import catalogue_arguments, screened_catalogue
-from gen_stats_allowlist import recorded_catalogue, screened_lists
+from gen_allowlists import catalogue_arguments
+from gen_stats_allowlist import screened_recording
 from pack_file import write_pack
 
 LIBRARIES = ("mapie.", "skforecast.")
@@ -138,27 +138,10 @@ def save_models(folder: Path) -> None:
     skforecast_models(folder)
 
 
-def joblib_copies(folder: Path) -> None:
-    """Beside each kept pickle, the same model as joblib.dump writes it (skforecast's save_forecaster calls it): the
-    names are the same, and the arrays sit outside the pickle stream."""
-    import pickle
-
-    import joblib
-
-    for path in sorted(folder.glob("*.pkl")):
-        with path.open("rb") as stream:
-            joblib.dump(pickle.load(stream), path.with_suffix(".joblib"))  # this tool's own file
-
-
 def main() -> None:
     args = catalogue_arguments(__doc__.splitlines()[0], {}, {})
     warnings.simplefilter("ignore")
-    names, members = recorded_catalogue(save_models, LIBRARIES, args.keep)
-    if args.keep:
-        joblib_copies(args.keep)
-    allowed, state_only, functions = screened_catalogue(names, LIBRARIES)
-    others = sorted(n for n in names if not n.startswith(LIBRARIES))
-    print(f"recorded outside the libraries (judged by the other packs): {', '.join(others)}")
+    lists = screened_recording(save_models, LIBRARIES, args.keep)
     from importlib.metadata import version
 
     versions = ", ".join(f"{lib} {version(lib)}" for lib in ("mapie", "skforecast", "scikit-learn", "pandas"))
@@ -169,7 +152,7 @@ def main() -> None:
         "from state only, each screened for the hooks loading runs; the functions they keep as values; their "
         "method names and the classes that cannot be called. The estimators they wrap are judged by the other "
         "packs.\n",
-        screened_lists(allowed, state_only, functions, members),
+        lists,
     )
 
 

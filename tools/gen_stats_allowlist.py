@@ -36,6 +36,7 @@ from gen_allowlists import (
     callable_instances,
     method_names,
     reachable,
+    screened_catalogue,
     screened_names,
 )
 from pack_file import record_imports, write_pack
@@ -325,6 +326,30 @@ def recorded_catalogue(save: Callable[[Path], None], libraries: tuple[str, ...],
         if keep:
             shutil.copytree(folder, keep, dirs_exist_ok=True)
     return names, members
+
+
+def screened_recording(save: Callable[[Path], None], libraries: tuple[str, ...], keep: Path | None
+                       ) -> dict[str, list[str]]:
+    """The lists a pack of `libraries` holds (`screened_lists`), from a catalogue `save` writes, recorded and screened;
+    the kept files (`keep`) also as joblib.dump writes them. Names of other libraries are printed, for the other
+    packs to judge."""
+    names, members = recorded_catalogue(save, libraries, keep)
+    if keep:
+        joblib_copies(keep)
+    allowed, state_only, functions = screened_catalogue(names, libraries)
+    others = sorted(n for n in names if not n.startswith(libraries))
+    print(f"recorded outside {', '.join(libraries)} (judged by the other packs): {', '.join(others)}")
+    return screened_lists(allowed, state_only, functions, members)
+
+
+def joblib_copies(folder: Path) -> None:
+    """Beside each kept pickle, the same model as joblib.dump writes it: the names are the same, and the arrays sit
+    outside the pickle stream."""
+    import joblib
+
+    for path in sorted(folder.glob("*.pkl")):
+        with path.open("rb") as stream:
+            joblib.dump(pickle.load(stream), path.with_suffix(".joblib"))  # this tool's own file
 
 
 def _callable_attributes(obj: object, members: set[str], libraries: tuple[str, ...] = LIBRARIES) -> None:
