@@ -9,26 +9,18 @@ sandboxed child, at an address nothing maps: the child crashes, and the same str
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.pickle_bytes import binunicode as _s
+from tests.helpers.pickle_bytes import global_op as _g
 from tests.helpers.sandbox import load_each
 from tests.helpers.scanning import scan_bytes
 from wscan.model import Severity
 
 NAME = "__array_interface__"
 UNMAPPED = 0x4141414141
-
-
-def _g(module: str, name: str) -> bytes:
-    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
-
-
-def _s(text: str) -> bytes:
-    raw = text.encode()
-    return b"X" + struct.pack("<I", len(raw)) + raw
 
 
 def _interface() -> bytes:

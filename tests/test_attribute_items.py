@@ -10,24 +10,15 @@ copy.deepcopy of what they made calls the scorer (reviews chained scorers into D
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.pickle_bytes import binunicode as _s
+from tests.helpers.pickle_bytes import global_op as _g
 from tests.helpers.sandbox import load_each
 from tests.helpers.scanning import scan_bytes
 from wscan.model import Severity
-
-
-def _g(module: str, name: str) -> bytes:
-    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
-
-
-def _s(text: str) -> bytes:
-    raw = text.encode()
-    return b"X" + struct.pack("<I", len(raw)) + raw
-
 
 SCORER = _g("sklearn.metrics._scorer", "_Scorer") + b")\x81}b"  # an allowed object with __call__
 EASYDICT = _g("easydict", "EasyDict")

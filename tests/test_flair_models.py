@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pickle_bytes import binunicode as _s
+from tests.helpers.pickle_bytes import global_op as _g
 from tests.helpers.scanning import scan, scan_bytes
 from wscan.model import Severity
 
@@ -29,15 +31,6 @@ def test_transformer_embeddings_stay_critical() -> None:
     nothing wscan reads vouches for those files."""
     found = scan(FLAIR / "classifier_transformer.pt").findings
     assert any(f.rule_id == "WS-PKL-001" and "_io.BytesIO" in f.message for f in found)
-
-
-def _g(module: str, name: str) -> bytes:
-    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
-
-
-def _s(text: str) -> bytes:
-    raw = text.encode()
-    return b"X" + len(raw).to_bytes(4, "little") + raw
 
 
 DICTIONARY = _g("flair.data", "Dictionary")

@@ -39,6 +39,8 @@ from types import ModuleType
 
 import pytest
 
+from tests.helpers.pickle_bytes import binunicode as _s
+from tests.helpers.pickle_bytes import global_op as _g
 from tests.helpers.scanning import scan, scan_bytes
 from wscan.config import Config
 from wscan.model import Severity
@@ -1471,15 +1473,6 @@ def _assert_flagged(tmp_path: Path, stream: bytes, name: str, rule: str) -> None
     found = scan_bytes(tmp_path, stream, name).findings
     flagged = {f.rule_id for f in found if f.severity >= Severity.HIGH}
     assert rule in flagged, [f"{f.rule_id}: {f.message}" for f in found]
-
-
-def _g(module: str, name: str) -> bytes:
-    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
-
-
-def _s(text: str) -> bytes:
-    raw = text.encode()
-    return b"X" + len(raw).to_bytes(4, "little") + raw
 
 
 def _tuple(*items: bytes) -> bytes:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pickle_bytes import binunicode as _s
+from tests.helpers.pickle_bytes import global_op as _g
 from tests.helpers.scanning import scan, scan_bytes
 from wscan.model import Severity
 
@@ -42,15 +44,6 @@ def test_the_catalogue_is_kept_both_ways() -> None:
     assert pickles == {path.stem for path in LIFELINES.glob("*.joblib")}
     assert len(pickles) == 27
     assert pickles >= FORMULA_MODELS
-
-
-def _g(module: str, name: str) -> bytes:
-    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
-
-
-def _s(text: str) -> bytes:
-    raw = text.encode()
-    return b"X" + len(raw).to_bytes(4, "little") + raw
 
 
 NELSON_AALEN = _g("lifelines.fitters.nelson_aalen_fitter", "NelsonAalenFitter")

@@ -9,11 +9,11 @@ built here byte by byte, as no test installs mmengine.
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.pickle_bytes import binunicode as _s
 from tests.helpers.scanning import scan, scan_bytes
 from wscan.model import Severity
 
@@ -21,11 +21,6 @@ DATA = Path(__file__).parent / "data" / "openmmlab"
 REAL = [*sorted((DATA / "runner").glob("*.pth")), DATA / "mmengine-epoch_1.pth"]
 BUFFER = b"cmmengine.logging.history_buffer\nHistoryBuffer\n"
 STATISTICS = ("min", "max", "current", "mean")
-
-
-def _s(text: str) -> bytes:
-    raw = text.encode()
-    return b"X" + struct.pack("<I", len(raw)) + raw
 
 
 def _lookup(name: str) -> bytes:

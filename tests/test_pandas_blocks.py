@@ -487,15 +487,21 @@ CONTROLS = {
 }
 
 
-def test_helper_232_unmeasured_axes_and_masks_crash_pandas(tmp_path: Path) -> None:
+def _loaded(tmp_path: Path, setup: str, files: dict[str, tuple[bytes, str]], timeout: float) -> dict[str, str]:
+    """What `setup`'s load(path, option) did with each file (its bytes and option), each in a sandboxed child."""
     jobs = []
-    for label, (make, use, _) in HELPER_232.items():
+    for label, (blob, use) in files.items():
         path = tmp_path / f"{label}.pkl"
-        path.write_bytes(make())
+        path.write_bytes(blob)
         jobs.append((label, path, use, tmp_path / "never-made"))
+    return {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=timeout).items()}
+
+
+def test_helper_232_unmeasured_axes_and_masks_crash_pandas(tmp_path: Path) -> None:
     setup = ("import pickle\ndef load(path, option):\n    with open(path, 'rb') as f:\n        value = pickle.load(f)\n"
              "    repr(value) if option == 'repr' else value.unique()\n")  # fmt: skip
-    outcomes = {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=120).items()}
+    files = {label: (make(), use) for label, (make, use, _) in HELPER_232.items()}
+    outcomes = _loaded(tmp_path, setup, files, 120)
     assert outcomes == dict.fromkeys(HELPER_232, "crashed: wait status 11")
 
 
@@ -658,15 +664,11 @@ HELPER_233: dict[str, tuple[Callable[[Path], bytes], str, str]] = {
 
 
 def test_helper_233_cases_crash_pandas(tmp_path: Path) -> None:
-    jobs = []
-    for label, (make, use, _) in HELPER_233.items():
-        path = tmp_path / f"{label}.pkl"
-        path.write_bytes(make(tmp_path))
-        jobs.append((label, path, use, tmp_path / "never-made"))
     setup = ("import pickle, joblib\ndef load(path, option):\n"
              "    value = joblib.load(path) if option.startswith('joblib') else pickle.load(open(path, 'rb'))\n"
              "    value.unique() if option == 'unique' else repr(value)\n")  # fmt: skip
-    outcomes = {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=180).items()}
+    outcomes = _loaded(tmp_path, setup, {label: (make(tmp_path), use) for label, (make, use, _) in HELPER_233.items()},
+                       180)
     assert outcomes == dict.fromkeys(HELPER_233, "crashed: wait status 11")
 
 
@@ -739,16 +741,11 @@ HELPER_235: dict[str, tuple[Callable[[], bytes], str]] = {
 
 
 def test_helper_235_cases_crash_pandas(tmp_path: Path) -> None:
-    jobs = []
-    for label, (make, _) in HELPER_235.items():
-        path = tmp_path / f"{label}.pkl"
-        path.write_bytes(make())
-        jobs.append((label, path, "", tmp_path / "never-made"))
     setup = ("import pickle\ndef load(path, option):\n    value = pickle.load(open(path, 'rb'))\n"
              "    if 'multi' in path and {first for first, _ in value.tolist()} - {i + 0.5 for i in range(40)}:\n"
              "        raise RuntimeError('read past the level')\n"
              "    repr(value)\n")  # fmt: skip
-    outcomes = {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=180).items()}
+    outcomes = _loaded(tmp_path, setup, {label: (make(), "") for label, (make, _) in HELPER_235.items()}, 180)
     assert outcomes == {key: HELPER_235_SHOWS.get(key, "crashed: wait status 11") for key in HELPER_235}
 
 
@@ -818,13 +815,8 @@ def test_helper_236_cases_crash_pandas(tmp_path: Path) -> None:
     """The frame whose placement runs past its rows is left out: pandas reads past the block (helper 236 printed heap
     values through iloc, and crashed at repr once), but where that lands is not the same from run to run."""
     cases = {key: value for key, value in _helper_236_cases().items() if key != "frame-placement-past-rows"}
-    jobs = []
-    for label, (make, _) in cases.items():
-        path = tmp_path / f"{label}.pkl"
-        path.write_bytes(make())
-        jobs.append((label, path, "", tmp_path / "never-made"))
     setup = "import pickle\ndef load(path, option):\n    repr(pickle.load(open(path, 'rb')))\n"
-    outcomes = {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=180).items()}
+    outcomes = _loaded(tmp_path, setup, {label: (make(), "") for label, (make, _) in cases.items()}, 180)
     assert outcomes == dict.fromkeys(cases, "crashed: wait status 11")
 
 
@@ -904,14 +896,9 @@ HELPER_237: dict[str, tuple[Callable[[], bytes], str, str, str]] = {
 
 
 def test_helper_237_cases_crash_pandas(tmp_path: Path) -> None:
-    jobs = []
-    for label, (make, use, _, _) in HELPER_237.items():
-        path = tmp_path / f"{label}.pkl"
-        path.write_bytes(make())
-        jobs.append((label, path, use, tmp_path / "never-made"))
     setup = ("import pickle\ndef load(path, option):\n    value = pickle.load(open(path, 'rb'))\n"
              "    repr(value['a'] + value['b']) if option == 'add' else repr(value)\n")  # fmt: skip
-    outcomes = {key: outcome.result for key, outcome in load_each(setup, jobs, tmp_path, timeout=180).items()}
+    outcomes = _loaded(tmp_path, setup, {label: (make(), use) for label, (make, use, _, _) in HELPER_237.items()}, 180)
     assert outcomes == dict.fromkeys(HELPER_237, "crashed: wait status 11")
 
 
@@ -1057,12 +1044,8 @@ def load(path, option):
 
 
 def test_helper_243_cases_crash_pandas_or_load(tmp_path: Path) -> None:
-    jobs = []
-    for label, (make, use, _) in HELPER_243.items():
-        path = tmp_path / f"{label}.pkl"
-        path.write_bytes(make())
-        jobs.append((label, path, use, tmp_path / "never-made"))
-    outcomes = {key: outcome.result for key, outcome in load_each(HELPER_243_LOAD, jobs, tmp_path, 180).items()}
+    files = {label: (make(), use) for label, (make, use, _) in HELPER_243.items()}
+    outcomes = _loaded(tmp_path, HELPER_243_LOAD, files, 180)
     crashed = "crashed: wait status 11"
     assert outcomes == {"sparse-negative-block": crashed, "fiscal-month": crashed, "fiscal-quarter-month": crashed,
                         "ragged-multi-index": "loaded"}  # fmt: skip

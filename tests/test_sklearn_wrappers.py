@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pickle_bytes import binunicode as _s
+from tests.helpers.pickle_bytes import global_op as _g
 from tests.helpers.scanning import scan, scan_bytes
 from wscan.model import Severity
 
@@ -27,15 +29,6 @@ def test_the_catalogue_covers_both_libraries_both_ways() -> None:
     assert pickles == {path.stem for path in WRAPPERS.glob("*.joblib")}
     assert {stem.split("_")[0] for stem in pickles} == {"mapie", "skforecast"}
     assert len(pickles) == 19
-
-
-def _g(module: str, name: str) -> bytes:
-    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
-
-
-def _s(text: str) -> bytes:
-    raw = text.encode()
-    return b"X" + len(raw).to_bytes(4, "little") + raw
 
 
 def _state(klass: bytes, key: str, value: bytes) -> bytes:

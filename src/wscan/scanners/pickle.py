@@ -13,7 +13,7 @@ import struct
 import sys
 from collections import deque
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import BinaryIO
 
@@ -217,7 +217,7 @@ def analyze(artifact: Artifact, raw: BinaryIO, base: int, ctx: ScanContext) -> I
         nested.clear()
         if not res.stopped:
             break
-        rest = machine.frame_end - (stream.base + stream.offset)
+        rest = machine.frame_left()
         if rest > 0 and machine.frame_end != frame_seen:
             frame_seen = machine.frame_end
             yield from _stop_inside_frame(artifact, machine.frame_end, rest)
@@ -342,7 +342,7 @@ def _plain_reading(
                 raise res.over_budget
             if not res.stopped:
                 break
-            rest = machine.frame_end - (stream.base + stream.offset)
+            rest = machine.frame_left()
             if rest > 0:
                 # a STOP inside a frame of what joblib reads as array bytes: torch's legacy reader, loading its next
                 # pickle, goes on at the frame's end past 64 KiB (helper 248), as with the main reading's frames
@@ -915,7 +915,7 @@ class _JoblibArrays:
                 self.nested.append(machine.run())
             finally:
                 machine.on_build = hook
-            rest = machine.frame_end - (machine.stream.base + machine.stream.offset)
+            rest = machine.frame_left()
             if rest > 0 and self.nested[-1].stopped:
                 # A STOP with bytes of its frame after it, which no pickler writes: joblib reads on at the frame's
                 # end (helper 244 hid a payload there behind a new frame, where wscan read on), so wscan does too
@@ -944,7 +944,7 @@ class _JoblibArrays:
         """What joblib's reading has on the stack after a wrapper's BUILD: the array, here a copy of the wrapper
         that finds the same data. The wrapper itself, fetched from the memo (and copied by an allowed function,
         helper 248), is one again (`_made_from_wrapper`)."""
-        array = Obj(wrapper.func, wrapper.args, wrapper.state, wrapper.instance)
+        array = replace(wrapper)
         if id(wrapper) in self.data:
             self.data[id(array)] = self.data[id(wrapper)]
         if id(wrapper) in self.objects:
@@ -994,10 +994,10 @@ def _made_from_wrapper(obj: Obj, arrays: dict[int, Obj]) -> bool:
                 return True  # past what the list keeps, something other than numbers and short text
             pending += [(item, depth + 1) for item in value.items]
         elif isinstance(value, Dict):
-            past = value.past.items() if value.past is not None else None
-            if value.dropped and past is None:
+            past = value.past_items()
+            if past is None:
                 return True  # past what the dict keeps, too varied to know
-            pending += [(part, depth + 1) for pair in [*value.items, *(past or [])] for part in pair]
+            pending += [(part, depth + 1) for pair in [*value.items, *past] for part in pair]
     return False
 
 

@@ -311,6 +311,11 @@ class Machine:
         self.nested_loader = Global("torch.storage", "_load_from_bytes")  # the same, for the same reason
         self.rebound: list[Global] = []  # the name objects types.MethodType bound (`_bind`), kept alive
 
+    def frame_left(self) -> int:
+        """Bytes of the last FRAME after where the stream is now (0 or less: none); a STOP with some left is what no
+        pickler writes, and the unpicklers go on at different places after it (`pickle._stop_inside_frame`)."""
+        return self.frame_end - (self.stream.base + self.stream.offset)
+
     # -- helpers -------------------------------------------------------------------------------------
 
     def _record_import(self, res: PickleResult, module: str, name: str, offset: int, opcode: str) -> Global:
