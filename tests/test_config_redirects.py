@@ -197,6 +197,68 @@ def test_a_lightglue_config_that_trusts_remote_code_itself_is_high(tmp_path: Pat
     assert _high(scan(folder).findings) == {"WS-REPO-021"}
 
 
+def _lightglue_opt_in(detector: Path) -> dict[str, object]:
+    return {"model_type": "lightglue", "trust_remote_code": True,
+            "keypoint_detector_config": {"model_type": "evil_detector", "_name_or_path": str(detector)}}  # fmt: skip
+
+
+def test_a_lightglue_opt_in_anywhere_in_any_file_is_high(tmp_path: Path) -> None:
+    """Helper 251 ran a detector's code with a plain from_pretrained through a LightGlue opt-in wscan judged only at
+    the top of config.json: a Llava's `vision_config`, and a `.txt` an Xcodec's `semantic_model_config` names
+    (AutoConfig takes a file path); the same .txt with its key spelt with an escape. Each is WS-REPO-021 now."""
+    marker = tmp_path / "ran"
+    detector = _remote_code_folder(tmp_path / "detector", "evil_detector", marker)
+    nested = tmp_path / "nested"
+    nested.mkdir()
+    llava = {"model_type": "llava", "vision_config": _lightglue_opt_in(detector)}
+    (nested / "config.json").write_text(json.dumps(llava))
+    named = tmp_path / "named"
+    named.mkdir()
+    (named / "config.json").write_text(json.dumps({"model_type": "xcodec", "semantic_model_config": {
+        "_name_or_path": str(named / "semantic.txt")}}))  # fmt: skip
+    (named / "semantic.txt").write_text(json.dumps(_lightglue_opt_in(detector)))
+    index = tmp_path / "index"  # helper 254: a shard index, which only the shards scanner read
+    index.mkdir()
+    (index / "config.json").write_text(json.dumps({"model_type": "xcodec", "semantic_model_config": {
+        "_name_or_path": str(index / "model.safetensors.index.json")}}))  # fmt: skip
+    (index / "model.safetensors.index.json").write_text(json.dumps({
+        "metadata": {"total_size": 0}, "weight_map": {}, **_lightglue_opt_in(detector)}))  # fmt: skip
+    for folder in (nested, named, index):
+        marker.unlink(missing_ok=True)
+        _run_loader(f"from transformers import AutoConfig; AutoConfig.from_pretrained({str(folder)!r})", tmp_path)
+        assert marker.read_text() == "ran", folder.name  # the detector's code ran: the user opted in to nothing
+        assert "WS-REPO-021" in _high(scan(folder).findings), folder.name
+    (named / "semantic.txt").write_text(json.dumps(_lightglue_opt_in(detector)).replace("trust_", "trust\\u005f"))
+    assert json.loads((named / "semantic.txt").read_text())["trust_remote_code"] is True
+    assert "WS-REPO-021" in _high(scan(named).findings)
+
+
+def test_a_json_text_too_large_to_parse_is_a_finding_when_it_holds_a_key_loaders_act_on(tmp_path: Path) -> None:
+    """Helper 254: 65 MiB of spaces, then a LightGlue opt-in, in a .txt an Xcodec config names: too large to parse,
+    so the whole file is searched for the keys (escaped too); one found makes it a size-limit finding (high).
+    Here with a limit of 1 KiB instead of 64 MiB."""
+    from wscan.config import Config
+    from wscan.limits import Limits
+
+    opt_in = json.dumps(_lightglue_opt_in(tmp_path / "detector")).replace("trust_", "trust\\u005F")
+    (tmp_path / "semantic.txt").write_text(" " * 70_000 + opt_in)
+    (tmp_path / "padding.txt").write_text(" " * 70_000 + json.dumps({"loss": [0.5] * 500}))
+    findings = scan(tmp_path, Config(limits=Limits(max_json_bytes=1024))).findings
+    assert {(Path(f.location.path).name, f.rule_id) for f in findings if f.severity >= Severity.HIGH} == {
+        ("semantic.txt", "WS-REPO-007")}  # fmt: skip
+
+
+def test_json_text_of_any_name_that_nothing_acts_on_stays_unread(tmp_path: Path) -> None:
+    """JSON objects under other names are read for what a loader acts on only: metrics, notes and escaped text
+    stay skipped files with no finding."""
+    (tmp_path / "metrics.txt").write_text(json.dumps({"loss": [0.5, 0.25], "note": "caf\u00e9"}))
+    (tmp_path / "notes.md").write_text("{not json at all, \\u0041}")
+    (tmp_path / "results.json").write_text(json.dumps({"eval": {"accuracy": 0.9}}, indent=2))
+    report = scan(tmp_path)
+    assert report.findings == [] or all(f.severity <= Severity.LOW for f in report.findings)
+    assert report.count("scanned") == 0
+
+
 def test_a_versioned_config_named_with_a_line_break_or_linked_out_is_judged(tmp_path: Path) -> None:
     """transformers takes any `config.<...>.json` whose middle packaging parses as a version, spaces and line breaks
     around it included (review 41: `config.4.0.0\\n.json`); a versioned config linked to a file outside the folder is

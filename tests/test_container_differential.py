@@ -127,6 +127,49 @@ def tensors_hard_link_chain(marker: Path) -> bytes:
     return torch_tar(lambda _: entries)(marker)
 
 
+def storages_read_as_tensors(marker: Path) -> bytes:
+    """A storages record whose bytes, read again with the tensors layout, reach the payload (helper 249). Read as
+    storages: two ComplexDoubleStorage records, 72 and e2 elements, the payload inside the second's raw bytes.
+    Read as tensors: the count 2, the same first pickle, 72 taken as ndim (then sizes and strides), a storage
+    offset of 0x47 ('G' and seven zeros); the next pickle opens with `C` and a 48-byte string, which swallows what
+    the storages reading takes for the second record's pickle and size, and stops at the raw bytes: the payload."""
+
+    def text(value: str) -> bytes:
+        return b"\x8c" + bytes([len(value)]) + value.encode()
+
+    record = b"(" + text("cpu") + text("cpu") + b"ctorch\nComplexDoubleStorage\nt."
+    code = payload(marker)
+    elements = -(-len(code) // 16)
+    second = b"(" + text("k2") + text("cpu") + b"ctorch\nComplexDoubleStorage\nt." + struct.pack("<q", elements)
+    assert len(second) == 48
+    return (pickle.dumps(2, protocol=2) + record + struct.pack("<q", 72) + struct.pack("<144q", *[1] * 144)
+            + b"G" + bytes(7) + b"C0" + second + code.ljust(16 * elements, b"\x00")
+            + pickle.dumps([], protocol=2))  # fmt: skip
+
+
+def tensors_linked_before_storages(kind: str) -> Callable[[Path], bytes]:
+    """`tensors` a link to `storages`, standing before it: torch extracts storages first, then links tensors to
+    that file on disk and reads it with the tensors layout (tarfile's lookup in the archive finds nothing before)."""
+
+    def make(marker: Path) -> bytes:
+        entries: list[Entry] = [("tensors", kind, "storages"), ("storages", "reg", storages_read_as_tensors(marker)),
+                                ("pickle", "reg", ZERO)]  # fmt: skip
+        return torch_tar(lambda _: entries)(marker)
+
+    return make
+
+
+def storages_through_links(count: int) -> Callable[[bytes], list[Entry]]:
+    """storages -> link count-1 -> ... -> link 0 -> blob: tarfile follows as many as Python's recursion allows."""
+
+    def entries(storages: bytes) -> list[Entry]:
+        chain: list[Entry] = [("blob", "reg", storages)]
+        chain += [(f"link{i}", "hard", f"link{i - 1}" if i else "blob") for i in range(count)]
+        return [*chain, ("storages", "hard", f"link{count - 1}"), ("tensors", "reg", ZERO), ("pickle", "reg", ZERO)]
+
+    return entries
+
+
 def lzma_alone_properties(lc: int, lp: int, pb: int) -> Callable[[Path], bytes]:
     """An .lzma stream whose properties byte is not the usual 0x5d: lzma.open reads any liblzma accepts."""
 
@@ -199,6 +242,10 @@ CASES: dict[str, Case] = {
     "lz4-after-a-70k-skippable-frame": Case("lz4.frame.open", skippable("lz4", size=70_000), ".pkl.lz4"),
     "torch-tar-storages-hard-link-chain": Case("torch.load", torch_tar(storages_hard_link_chain), ".pt"),
     "torch-tar-tensors-hard-link-chain": Case("torch.load", tensors_hard_link_chain, ".pt"),
+    # Helper 249: a link to storages standing before it; a chain of 64 links and more, where wscan stopped.
+    "torch-tar-tensors-hard-link-before-storages": Case("torch.load", tensors_linked_before_storages("hard"), ".pt"),
+    "torch-tar-tensors-symlink-before-storages": Case("torch.load", tensors_linked_before_storages("sym"), ".pt"),
+    "torch-tar-storages-through-300-links": Case("torch.load", torch_tar(storages_through_links(300)), ".pt"),
     "lzma-alone-properties-00": Case("lzma.open", lzma_alone_properties(0, 0, 0), ".pkl.lzma"),
     "lzma-alone-properties-lc1-lp3-pb4": Case("lzma.open", lzma_alone_properties(1, 3, 4), ".pkl.lzma"),
 }
@@ -293,6 +340,35 @@ def test_tensor_bytes_that_start_like_a_skippable_frame_are_data(tmp_path: Path)
     torch.save({"image": torch.frombuffer(bytearray(data), dtype=torch.uint8)}, path)
     report = scan(path)
     assert not report.failed, [(f.rule_id, f.message) for f in report.findings]
+
+
+def test_a_chain_longer_than_wscan_follows_is_an_unread_member(tmp_path: Path) -> None:
+    """1,100 links: torch's extraction fails (RecursionError past about 500); wscan follows 1,000 and reports the
+    member it could not reach as unread (high), never as nothing."""
+    path = tmp_path / "chain.pt"
+    path.write_bytes(torch_tar(storages_through_links(1100))(tmp_path / "unused"))
+    found = {(f.rule_id, f.message.split(":", 1)[0]) for f in scan(path).findings}
+    assert ("WS-ARC-017", "Member storages could not be read") in found
+
+
+def test_many_links_into_one_chain_are_walked_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each link's end is kept for every link of its chain: 3,000 `storages` links onto a chain of 900 take one
+    step each past the first walk (without it, 2.7 million)."""
+    from wscan.scanners import archive
+
+    entries = storages_through_links(900)(ZERO)[:-3] + [("storages", "hard", "link899")] * 3000
+    path = tmp_path / "links.pt"
+    path.write_bytes(torch_tar(lambda _: entries)(tmp_path / "unused"))
+    steps: list[int] = []
+    real_bisect = archive.bisect.bisect_left
+
+    def counted(found: list[int], limit: int) -> int:
+        steps.append(limit)
+        return real_bisect(found, limit)
+
+    monkeypatch.setattr(archive.bisect, "bisect_left", counted)
+    report = scan(path)
+    assert 3000 < len(steps) < 5000 and report.files[0].status != "failed"
 
 
 def test_many_links_in_a_torch_tar_are_resolved_without_tarfile_lookups(

@@ -76,6 +76,55 @@ def test_huggingface_cache_snapshots(tmp_path: Path) -> None:
         assert "WS-FILE-008" not in {f.rule_id for f in report.findings}, target
 
 
+def test_a_snapshot_linked_to_the_blobs_folder_is_read_through_the_blobs(tmp_path: Path) -> None:
+    """Helper 249: `snapshots/main` a link to `../blobs`, so torch.load of snapshots/main/pytorch_model.bin ran a
+    pickle that no scan read (blobs/ is passed over in a cache, and a linked folder is not walked). Blobs no file
+    leads to are scanned themselves; scanned from snapshots/, the link leads out of the scan (high)."""
+    repo = tmp_path / "hub" / "models--org--name"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "blobs" / "pytorch_model.bin").write_bytes(PAYLOAD)
+    (repo / "snapshots").mkdir()
+    (repo / "snapshots" / "main").symlink_to(Path("../blobs"))
+    report = wscan.scan([repo])
+    assert [f.location.path[len(str(repo)) + 1:] for f in report.findings if f.rule_id == "WS-PKL-001"] == [
+        "blobs/pytorch_model.bin"
+    ]
+    assert "WS-FILE-011" in {f.rule_id for f in report.findings}
+    assert "WS-FILE-012" in {f.rule_id for f in wscan.scan([repo / "snapshots"]).findings}
+    linked = wscan.scan([repo / "snapshots" / "main"])  # the link itself, named on the command line: walked
+    assert [f.location.path for f in linked.findings if f.rule_id == "WS-PKL-001"] == [
+        str(repo / "snapshots" / "main" / "pytorch_model.bin")
+    ]
+
+
+def test_blobs_a_snapshot_file_leads_to_are_read_once(tmp_path: Path) -> None:
+    """In a cache as the hub writes it every blob is reached through a snapshot's link to it, and scanned under that
+    name only; a blob no snapshot names (an older revision's, or one planted) is scanned as itself."""
+    repo = tmp_path / "models--org--name"
+    blobs, snap = repo / "blobs", repo / "snapshots" / "abc123"
+    blobs.mkdir(parents=True)
+    snap.mkdir(parents=True)
+    (blobs / "aaaa").write_bytes(pickle.dumps({"step": 1}))
+    (blobs / "bbbb").write_bytes(PAYLOAD)
+    (snap / "training_state.pkl").symlink_to(Path("../../blobs/aaaa"))
+    entries = [item.display[len(str(repo)) + 1:] for item in discover([repo]) if isinstance(item, FileEntry)]
+    assert entries == ["snapshots/abc123/training_state.pkl", "blobs/bbbb"]
+
+
+def test_a_folder_link_named_on_the_command_line_is_walked(tmp_path: Path) -> None:
+    """Helper 249: `wscan scan dirlink` (a link to a folder holding a pickle .npy) passed it as a special file."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "model.npy").write_bytes(PAYLOAD)
+    (tmp_path / "dirlink").symlink_to(real)
+    for named in (tmp_path / "dirlink", Path(f"{tmp_path / 'dirlink'}/")):
+        report = wscan.scan([named])
+        assert [f.location.path for f in report.findings if f.rule_id == "WS-PKL-001"] == [
+            str(tmp_path / "dirlink" / "model.npy")
+        ]
+        assert "WS-FILE-008" not in {f.rule_id for f in report.findings}
+
+
 def test_report_counts(tmp_path: Path) -> None:
     (tmp_path / "a.pkl").write_bytes(pickle.dumps({"x": 1}))
     (tmp_path / "b.pkl").write_bytes(PAYLOAD[:-3])

@@ -272,10 +272,10 @@ def _verify_attestation(model: Path, keys: dict[str, Path], config: Config | Non
                         attestation=True)
 
 
-def _blobs_beside_snapshots(folder: Path) -> Path:
+def _blobs_beside_snapshots(folder: Path, blob: bytes = PAYLOAD) -> Path:
     (folder / "blobs").mkdir(parents=True)
     (folder / "snapshots").mkdir()
-    (folder / "blobs" / "pytorch_model.bin").write_bytes(PAYLOAD)
+    (folder / "blobs" / "pytorch_model.bin").write_bytes(blob)
     (folder / "snapshots" / ".keep").touch()
     (folder / "modules.json").write_text('[{"idx": 0, "name": "0", "path": "blobs", '
                                          '"type": "sentence_transformers.models.Transformer"}]')
@@ -283,8 +283,8 @@ def _blobs_beside_snapshots(folder: Path) -> Path:
 
 
 def test_attested_files_the_scan_never_read(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
-    # A folder named like a Hugging Face cache repo: the scan reads blobs through snapshots only, hashing reads all.
-    model = _blobs_beside_snapshots(tmp_path / "models--org--name")
+    # Bytes no scanner knows: the scan skips them, the attestation hashes them all the same.
+    model = _blobs_beside_snapshots(tmp_path / "models--org--name", bytes(range(7, 250)) * 4)
     assert _attest(model, keys) == 0
     predicate = predicate_of(model / "wscan.attestation.sig")
     assert predicate["verdict"] == "pass"
@@ -293,8 +293,11 @@ def test_attested_files_the_scan_never_read(tmp_path: Path, keys: dict[str, Path
     assert report.failed
 
 
-def test_blobs_beside_snapshots_are_scanned_outside_a_cache(tmp_path: Path, keys: dict[str, Path]) -> None:  # noqa: F811
-    model = _blobs_beside_snapshots(tmp_path / "m")
+@pytest.mark.parametrize("name", ["m", "models--org--name"])
+def test_blobs_beside_snapshots_are_scanned(tmp_path: Path, keys: dict[str, Path], name: str) -> None:  # noqa: F811
+    """In a folder named like a Hugging Face cache repo too, since helper 249: a blob no snapshot leads to is read
+    as itself (the cache-named folder's blobs were attested as clean, never read)."""
+    model = _blobs_beside_snapshots(tmp_path / name)
     assert _attest(model, keys) == 1  # the pickle in blobs/ is read now
     predicate = predicate_of(model / "wscan.attestation.sig")
     assert predicate["verdict"] == "fail"

@@ -124,17 +124,31 @@ def discover(paths: list[Path]) -> Iterator[FileEntry | Observation]:
         if not os.path.lexists(path):
             yield _skip(display_path(path), "file.missing")
             continue
-        if path.is_dir() and not path.is_symlink():
+        if path.is_dir():  # a link to a folder, named on the command line, is walked too (helper 249: it was skipped)
             yield from _walk(path)
         else:
             root = Path(os.path.abspath(path)).parent
             yield from _entry(Path(os.path.abspath(path)), Path(os.path.realpath(root)))
 
 
-def _walk(top: Path) -> Iterator[FileEntry | Observation]:
+def _walk(top: Path, root: Path | None = None) -> Iterator[FileEntry | Observation]:
     """Each folder's files, then its subfolders, in name order. A folder that cannot be listed is reported, not
-    passed over."""
-    root = Path(os.path.realpath(top))
+    passed over. A Hugging Face cache's blobs come last, those no file walked so far leads to (a snapshot that
+    is a link to the blobs folder, which is not walked: helper 249 loaded a pickle through one)."""
+    root = Path(os.path.realpath(top)) if root is None else root
+    blobs: list[Path] = []  # passed over: read through the snapshots' links
+    reached: set[str] = set()  # where the files walked lead, once a blobs folder was passed over
+    for item in _walk_folders(top, root, blobs):
+        if blobs and isinstance(item, FileEntry):
+            reached.add(os.path.realpath(item.real_path))
+        yield item
+    for folder in blobs:
+        for item in _walk(folder, root):
+            if not (isinstance(item, FileEntry) and os.path.realpath(item.real_path) in reached):
+                yield item
+
+
+def _walk_folders(top: Path, root: Path, blobs: list[Path]) -> Iterator[FileEntry | Observation]:
     for folder in walk(top):
         here = folder.path
         if folder.error is not None:
@@ -146,6 +160,7 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
         if "blobs" in folder.folders and "snapshots" in folder.folders and _hf_cache_repo(here):
             folder.folders.remove("blobs")
             passed_over.add("blobs")  # a folder still: never taken for a special file (WS-FILE-008)
+            blobs.append(here / "blobs")
         shown = display_path(here)  # once per folder: a file's display name is its folder's plus its own
         prefix = "" if shown == "." else shown.rstrip("/") + "/"
         targets = {entry.name: resolve(here / entry.name, root) for entry in folder.entries if entry.is_symlink()}
@@ -155,8 +170,9 @@ def _walk(top: Path) -> Iterator[FileEntry | Observation]:
             target = Path(str(targets[name]))
             # git follows a `.git` or a git folder's hooks that is a link, and reads what is there (WS-REPO-039)
             git_folder = name == GIT_FOLDER or (name == "hooks" and is_git_folder(here))
-            yield _skip(prefix + name, "file.symlink_dir", target=target.as_posix(),
-                        outside=not _stays_inside(here / name, target, root),
+            # Only a file's link may lead out of the root into its Hugging Face cache repo: a file is read through
+            # its link, a folder is not walked, and a snapshot linked to the blobs folder hid a pickle (helper 249).
+            yield _skip(prefix + name, "file.symlink_dir", target=target.as_posix(), outside=not _inside(target, root),
                         shadows=shadowing_link(here / name), git_folder=git_folder)  # fmt: skip
         for name in sorted(folder.folders):
             if name.lower().endswith(METADATA_FOLDERS) and weights_at_or_below(here):

@@ -234,9 +234,10 @@ EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
 
 
 def _unscanned(attestation: Attestation, model_dir: Path) -> list[Observation]:
-    """Attested files the scan never read: not listed (a scan can leave a folder out, as it leaves out a Hugging
-    Face cache's blobs/, while hashing takes all), skipped (no scanner knew the format) or failed (not fully
-    parsed). Their digests are vouched for, their content was not judged. An empty file has nothing to read."""
+    """Attested files the scan never read: not listed (a scan that left a file out, as one before 2026-12-07 left
+    out a Hugging Face cache's unlinked blobs, while hashing takes all), skipped (no scanner knew the format) or
+    failed (not fully parsed). Their digests are vouched for, their content was not judged. An empty file has
+    nothing to read."""
     status = {str(f.get("path", "")): str(f.get("status", "")) for f in _list(attestation.predicate.get("files"))
               if isinstance(f, Mapping)}
     serialization = attestation.predicate.get("serialization")

@@ -1201,6 +1201,10 @@ class TarScanner:
             yield artifact.observe("archive.layout", format="tar", layout=layout)
             names = NameChecks(artifact)
             links = _LinkIndex(members) if layout == "torch-tar" else None
+            # torch extracts `storages` into a folder first, then `tensors`: a `tensors` link to `storages` reads that
+            # file on disk, wherever the link stands (helper 249 put it before `storages`, which tarfile's own lookup
+            # of an earlier member never reaches).
+            extracted = max((p for p, m in enumerate(members) if m.name == "storages"), default=None)
             for position, member in enumerate(members):
                 ctx.budget.check_time()
                 name, offset = member.name, member.offset
@@ -1210,7 +1214,16 @@ class TarScanner:
                 if member.type in _TAR_SPECIAL:
                     yield artifact.observe("archive.special_file", offset, member=name, type=_TAR_SPECIAL[member.type])
                 if links is not None and name in TORCH_TAR_NAMES and (member.issym() or member.islnk()):
-                    yield from self._torch_link(artifact, tar, member, links.target(position))
+                    reads = [position]
+                    if name == "tensors" and extracted is not None and _link_name(member) == "storages":
+                        reads.append(extracted)
+                    for read in reads:
+                        try:
+                            target = links.target(read)
+                        except LinkChainTooLong as exc:
+                            yield artifact.observe("archive.member_unreadable", offset, member=name, reason=str(exc))
+                            continue
+                        yield from self._torch_link(artifact, tar, member, target)
                 if not holds_data(member):
                     continue
                 errors: list[str] = []
@@ -1249,7 +1262,22 @@ def holds_data(member: tarfile.TarInfo) -> bool:
     return member.isreg() or member.type not in tarfile.SUPPORTED_TYPES
 
 
-MAX_LINK_STEPS = 64  # links followed to reach a member's bytes; a longer chain (or a loop) reads nothing
+# Links followed to reach a member's bytes. tarfile follows a chain as deep as Python's recursion lets it (helper
+# 249 had torch read storages through 100 hard links), two or three frames a link: past this, the member is reported
+# unread rather than passed over.
+MAX_LINK_STEPS = 1000
+
+
+class LinkChainTooLong(Exception):
+    """A chain of links longer than wscan follows (MAX_LINK_STEPS)."""
+
+
+def _link_name(member: tarfile.TarInfo) -> str:
+    """The name a link leads to, from the archive's root: a hard link's target is, a symbolic one's is relative to
+    the link's folder (the folder torch extracts into, for its members at the top)."""
+    if member.islnk():
+        return posixpath.normpath(member.linkname)
+    return posixpath.normpath("/".join(filter(None, (posixpath.dirname(member.name), member.linkname))))
 
 
 class _LinkIndex:
@@ -1262,26 +1290,37 @@ class _LinkIndex:
         self.positions: dict[str, list[int]] = {}
         for position, member in enumerate(members):
             self.positions.setdefault(posixpath.normpath(member.name), []).append(position)
+        # Each link's end, once found, for every link of its chain: links into one long chain cost one walk.
+        self.ends: dict[int, tarfile.TarInfo | LinkChainTooLong | None] = {}
 
     def target(self, position: int) -> tarfile.TarInfo | None:
-        """The regular member a link reads, or None (dead end, loop, too long a chain)."""
+        """The regular member a link reads, or None (a dead end, or a loop, which tarfile's recursion never
+        leaves); raises LinkChainTooLong past MAX_LINK_STEPS links."""
+        walked: list[int] = []
+        end = self._walk(position, walked)
+        for link in walked:
+            self.ends[link] = end
+        if isinstance(end, LinkChainTooLong):
+            raise end
+        return end
+
+    def _walk(self, position: int, walked: list[int]) -> tarfile.TarInfo | LinkChainTooLong | None:
         member = self.members[position]
         for _ in range(MAX_LINK_STEPS):
+            if position in self.ends:
+                return self.ends[position]
             if not (member.issym() or member.islnk()):
                 return member if holds_data(member) else None
-            if member.issym():
-                joined = "/".join(filter(None, (posixpath.dirname(member.name), member.linkname)))  # as tarfile joins
-                name = posixpath.normpath(joined)
-                limit = len(self.members)
-            else:
-                name, limit = posixpath.normpath(member.linkname), position
-            found = self.positions.get(name, [])
-            before = bisect.bisect_left(found, limit)
+            if position in walked:
+                return None
+            walked.append(position)
+            found = self.positions.get(_link_name(member), [])
+            before = bisect.bisect_left(found, position if member.islnk() else len(self.members))
             if before == 0:
                 return None
             position = found[before - 1]
             member = self.members[position]
-        return None
+        return LinkChainTooLong(f"a chain of more than {MAX_LINK_STEPS} links, which wscan does not follow")
 
 
 # --- 7z ----------------------------------------------------------------------------------------------

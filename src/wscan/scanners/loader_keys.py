@@ -156,8 +156,6 @@ MAX_SHOWN = 200
 
 def loader_keys(artifact: Artifact, top: Any, role: str) -> Iterator[Observation]:
     """Observations for every key of `top` (a parsed JSON object or list) that a loader opens, writes or imports."""
-    if role == "tokenizer":  # the tokenizers library reads tokenizer.json: vocabularies and merges, no paths
-        return
     if role == SPEAKER_EMBEDDINGS and isinstance(top, dict):
         yield from _speaker_embeddings(artifact, top)
         return
@@ -165,8 +163,10 @@ def loader_keys(artifact: Artifact, top: Any, role: str) -> Iterator[Observation
         info = top.get("class_info_file")  # OneFormer joins it to "" (or "."): opened from the working folder
         if isinstance(info, str) and info and not OUTSIDE_PATH.search(info):
             yield from outside(artifact, role, "class_info_file", info, AS_GIVEN)
-    if role in CONFIG_ROLES and isinstance(top, dict) and _lightglue_opt_in(top):
-        yield artifact.observe("repo.remote_code_opt_in", role=role, field="trust_remote_code")
+    for field in _lightglue_opt_ins(top):
+        yield artifact.observe("repo.remote_code_opt_in", role=role, field=field[:MAX_SHOWN])
+    if role == "tokenizer":  # the tokenizers library reads tokenizer.json: vocabularies and merges, no paths
+        return
     for item in json_items(top, MAX_VALUES):
         if item is None:
             yield artifact.observe("scan.limit", limit="max-json-values", detail=f"more than {MAX_VALUES} values")
@@ -241,10 +241,34 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
             yield _mlx_code(artifact, value)
 
 
+def _lightglue_opt_ins(top: Any) -> Iterator[str]:
+    """Where a LightGlue config that opts in sits (`trust_remote_code`, `vision_config.trust_remote_code`), at any
+    depth of any file: AutoConfig reads a composite model's parts as configs of their own, and files of any name
+    that a config or a sentence-transformers `config_args` names (helper 251 ran code through a Llava's
+    vision_config, a .txt and an Xcodec's semantic_model_config). Only containers holding containers are entered
+    (found at C speed), and lists only when they hold dicts, so a tokenizer's vocabulary and merges are passed over."""
+    stack: list[tuple[str, Any]] = [("", top)]
+    while stack:
+        path, container = stack.pop()
+        if isinstance(container, list):  # a list of configs (none known, but a list top-level is read too)
+            if dict in set(map(type, container)):
+                stack.extend((join_field(path, index), item) for index, item in enumerate(container))
+            continue
+        if not isinstance(container, dict):
+            continue
+        if _lightglue_opt_in(container):
+            yield join_field(path, "trust_remote_code")
+        kinds = set(map(type, container.values()))
+        if dict in kinds or list in kinds:
+            stack.extend((join_field(path, key), value) for key, value in container.items()
+                         if isinstance(value, dict | list))  # fmt: skip
+
+
 def _lightglue_opt_in(top: dict[str, Any]) -> bool:
     """A LightGlue config's own `trust_remote_code`, which its __init__ and model hand AutoConfig.from_pretrained and
     AutoModelForKeypointDetection.from_config for the keypoint detector: the code a detector config from anywhere
-    names runs though the user never opted in. Real LightGlue configs keep the default, false."""
+    names runs though the user never opted in. Real LightGlue configs keep the default, false; one is judged
+    wherever it sits, in whatever file."""
     lightglue = top.get("model_type") == "lightglue" or isinstance(top.get(KEYPOINT_DETECTOR), dict)
     return lightglue and bool(top.get("trust_remote_code"))  # any value Python counts as true (review 42)
 

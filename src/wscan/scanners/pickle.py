@@ -576,7 +576,7 @@ def _check_native(artifact: Artifact, results: list[PickleResult], arrays: _Jobl
     them; a stream and its object arrays' nested pickles (joblib: a forest's trees) are read as one. Arrays are read
     back from the file (`pickle_native`)."""
     native = [res.native for res in results]
-    if not any(kept.restored or kept.owners or kept.pandas or kept.dropped for kept in native):
+    if not any(kept.restored or kept.owners or kept.pandas or kept.statespace or kept.dropped for kept in native):
         return
     from wscan.scanners import pickle_native_checks  # imports NumPy: a tenth of a second no other scan needs
     from wscan.scanners.pickle_arrays import ArrayReader

@@ -23,7 +23,7 @@ from typing import TypeGuard
 
 import numpy as np
 
-from wscan.scanners.pickle_native import JoblibData, JoblibObjects
+from wscan.scanners.pickle_native import FROMBUFFER_MAKERS, JoblibData, JoblibObjects
 from wscan.scanners.pickle_ops import LongBytes, decode_text
 from wscan.scanners.pickle_values import (
     _ARRAY_REBUILDERS,
@@ -39,13 +39,13 @@ from wscan.scanners.pickle_values import (
     const_ints,
 )
 
-FROMBUFFER = frozenset({"numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer"})
+FROMBUFFER = FROMBUFFER_MAKERS
 EMPTY_BYTES = frozenset({"builtins.bytes", "__builtin__.bytes"})
 ENCODE = frozenset({"_codecs.encode"})
 MAX_CACHED_BYTES = 64 * 1024 * 1024  # values kept for arrays read again
 MAX_DIMS = 32  # NumPy's own limit is 64; no model array comes near
 MAX_FIELDS = 64  # fields of a record dtype read here
-_CODE = re.compile(r"([<>|=]?)([biuf?V])(\d*)")
+_CODE = re.compile(r"([<>|=]?)([biufc?V])(\d*)")
 _ORDERS = frozenset("<>|=")
 
 Read = Callable[[LongBytes], bytes | None]  # a long argument's bytes, read back from the file (None: unreadable)
@@ -86,6 +86,10 @@ class ArrayReader:
         if objects is not None:
             return _shape(objects.shape)
         return _shape(_layout(array, self.joblib).shape)
+
+    def backing(self, array: Sym | None) -> Sym | LongBytes:
+        """What holds an array's bytes: its `_reconstruct` state's data, `_frombuffer`'s buffer, joblib's raw bytes."""
+        return _layout(array, self.joblib).data
 
     def dtype_given(self, array: Sym | None) -> Sym | None:
         """The dtype an array is pickled with (its `_reconstruct` state's, `_frombuffer`'s, joblib's wrapper's), as

@@ -12,7 +12,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from wscan.scanners.pickle_values import MAX_NATIVE_RECORDED, Const, Dict, Global, NativeStates, Obj, Restored, Seq, Sym
+from wscan.scanners.pickle_values import (
+    _ARRAY_REBUILDERS,
+    MAX_NATIVE_RECORDED,
+    Const,
+    Dict,
+    Global,
+    NativeStates,
+    Obj,
+    Restored,
+    Seq,
+    Sym,
+)
 
 _NEIGHBORS = ("sklearn.neighbors._kd_tree", "sklearn.neighbors._ball_tree", "sklearn.neighbors.kd_tree",
               "sklearn.neighbors.ball_tree")  # fmt: skip
@@ -138,6 +149,31 @@ PANDAS_INDEX = re.compile(r"pandas\.(?:core\.indexes\.[a-z_]+\.)?[A-Za-z0-9]*Ind
 PANDAS_CHECKED = (BLOCK_MANAGERS | CATEGORICALS | MULTI_INDEXES | MASKED_ARRAYS | SPARSE_ARRAYS | TIME_ARRAYS
                   | FISCAL_OFFSETS)  # fmt: skip
 NEWOBJ_HELPERS = frozenset({"copyreg.__newobj__", "copyreg.__newobj_ex__"})  # cls.__new__(cls, *args)
+# statsmodels' Cython state-space modules: every object of their classes a stream makes, however, is checked for the
+# sizes their compiled code trusts (`pickle_native_statsmodels`).
+STATESPACE_MODULES = tuple(f"statsmodels.tsa.statespace._{module}." for module in (
+    "representation", "initialization", "kalman_filter", "kalman_smoother", "simulation_smoother",
+    "cfa_simulation_smoother"))  # fmt: skip
+
+
+PY_INITIALIZATION = "statsmodels.tsa.statespace.initialization.Initialization"  # its blocks index native arrays
+FROMBUFFER_MAKERS = frozenset({"numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer"})
+
+
+def record_buffer(native: NativeStates, data: Sym, array: Sym) -> None:
+    """An array backed by `data` (its `_reconstruct` state's bytes, or `_frombuffer`'s buffer)."""
+    arrays = native.buffers.setdefault(id(data), [data])
+    if len(arrays) <= 2:  # the bytes themselves, then the arrays: two tell it is shared
+        arrays.append(array)
+
+
+def record_statespace(native: NativeStates, made: Obj, at: int) -> None:
+    """Keep an object of statsmodels' state-space classes, made by a call or copyreg, for the check at the end."""
+    if native_class_of(made).startswith(STATESPACE_MODULES):
+        if len(native.statespace) < MAX_NATIVE_RECORDED:
+            native.statespace.append((at, made))
+        else:
+            native.dropped += 1
 NDARRAY_BACKED = "pandas._libs.arrays.__pyx_unpickle_NDArrayBacked"  # how pandas pickles a Categorical
 NEW_INDEX = "pandas.core.indexes.base._new_Index"  # ... and any index
 # pandas' index helpers, each given the class to make first (any class: helper 236 made a Categorical and a
@@ -176,6 +212,15 @@ def native_class(target: Obj) -> str | None:
 
 def record(native: NativeStates, target: Obj, state: Sym, at: int) -> None:
     """Keep a BUILD's state if it is a native class's, an estimator's that holds trees, or a checked object's."""
+    made_as = native_class_of(target)
+    if made_as in _ARRAY_REBUILDERS and isinstance(state, Seq) and len(state.items) == 5:
+        record_buffer(native, state.items[4], target)
+    if made_as.startswith(STATESPACE_MODULES) or made_as == PY_INITIALIZATION:  # __setstate__ takes the items then
+        if made_as == PY_INITIALIZATION and id(target) not in native.statespace_states:
+            native.statespace.append((at, target))  # made with copyreg or NEWOBJ, as plain classes pickle
+        frozen_state = Dict(list(state.items), state.dropped) if isinstance(state, Dict) else state
+        native.statespace_states.setdefault(id(target), []).append(frozen_state)
+        return
     made = pandas_class(target)
     if made in PANDAS_CHECKED or PANDAS_INDEX.fullmatch(made):
         record_pandas(native, target, at)

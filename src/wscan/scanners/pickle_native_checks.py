@@ -60,6 +60,7 @@ from wscan.scanners.pickle_native import (
 )
 from wscan.scanners.pickle_native_common import Invalid, int_values, integers, outside, scalar_number
 from wscan.scanners.pickle_native_pandas import check_object
+from wscan.scanners.pickle_native_statsmodels import check as statespace_checks
 from wscan.scanners.pickle_ops import LongBytes
 from wscan.scanners.pickle_values import (
     MAX_NATIVE_RECORDED,
@@ -125,6 +126,10 @@ def check(
                 checked.add(id(made))
                 tick()
                 _report(found, index, offset, pandas_class(made), partial(check_object, made, arrays))
+    for index, native in enumerate(streams):
+        tick()
+        for offset, cls, detail in statespace_checks(native, arrays):
+            found.append((index, KIND, offset, {"callable": cls, "detail": detail}))
     outcomes: Outcomes = {}
     for index, native in enumerate(streams):
         for item in native.restored:

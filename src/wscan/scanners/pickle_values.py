@@ -307,6 +307,12 @@ class NativeStates:
     restored: list[Restored] = field(default_factory=list)
     owners: list[tuple[int, Obj, Dict]] = field(default_factory=list)  # estimators' dict states that hold trees
     pandas: list[tuple[int, Obj]] = field(default_factory=list)  # pandas objects (`pickle_native_pandas`)
+    statespace: list[tuple[int, Obj]] = field(default_factory=list)  # statsmodels' (`pickle_native_statsmodels`)
+    statespace_states: dict[int, list[Sym]] = field(default_factory=dict)  # ... each BUILD's state, as it was then
+    # Objects the stream hands out again from its memo, and the arrays each bytes object backs (by id, kept alive):
+    # two arrays on one memory are one array to what writes them (helper 253's statsmodels nmissing).
+    reused: dict[int, Sym] = field(default_factory=dict)
+    buffers: dict[int, list[Sym]] = field(default_factory=dict)
     dropped: int = 0  # past MAX_RECORDED
 
 

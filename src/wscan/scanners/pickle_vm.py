@@ -50,12 +50,15 @@ from wscan.scanners.pickle_config_targets import (
 from wscan.scanners.pickle_dtypes import forged_dtype_flags
 from wscan.scanners.pickle_jax import FROZEN_DICT, RECONSTRUCT_ARRAY, forged_jax_array, shared_frozen_dicts
 from wscan.scanners.pickle_native import (
+    FROMBUFFER_MAKERS,
     INDEX_HELPERS,
     NEWOBJ_HELPERS,
     PANDAS_CHECKED,
     PANDAS_MAKERS,
     pandas_class,
+    record_buffer,
     record_pandas,
+    record_statespace,
 )
 from wscan.scanners.pickle_native import record as record_native
 from wscan.scanners.pickle_ops import OPCODES, READERS, FrameOverrun, LongBytes, PickleSyntaxError, Stream, Truncated
@@ -436,6 +439,10 @@ class Machine:
             _given(args, made, True)  # pandas' helpers take their fields as a dict (_new_Index(cls, fields))
         if isinstance(func, Global) and func.dotted in PANDAS_MAKERS and pandas_class(made) in PANDAS_CHECKED:
             record_pandas(res.native, made, offset)  # called, or through copyreg's __newobj__ or pandas' helpers
+        if isinstance(func, Global) and func.dotted.startswith(("statsmodels.", "copyreg.")):
+            record_statespace(res.native, made, offset)
+        if isinstance(func, Global) and func.dotted in FROMBUFFER_MAKERS and isinstance(args, Seq) and args.items:
+            record_buffer(res.native, args.items[0], made)
         if isinstance(func, Global) and func.dotted == STORAGE_INFO:
             if len(res.storage_infos) < MAX_STORAGE_INFOS:
                 res.storage_infos.append(made)
@@ -617,6 +624,7 @@ class Machine:
         max_opcodes = limits.max_pickle_opcodes
         max_reported = limits.max_observations
         events = res.events
+        reused = res.native.reused
         at = base + stream.offset
         name = ""
 
@@ -720,7 +728,10 @@ class Machine:
                 index = int(arg) if isinstance(arg, int) else -1
                 if index not in memo:
                     raise PickleSyntaxError(at, f"memo key {index} not defined")
-                stack.append(memo[index])
+                again = memo[index]
+                if type(again) is Obj:
+                    reused[id(again)] = again
+                stack.append(again)
             elif name == "MARK":
                 metastack.append(stack)
                 stack = []

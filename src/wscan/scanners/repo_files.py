@@ -9,6 +9,7 @@ file's role comes from its name, as loaders pick it; its format is checked from 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 from wscan.discover import LOADER_FOLDERS, versioned_config
 from wscan.lookup import is_file
 from wscan.model import AttrValue, Observation
-from wscan.scanners.base import Artifact, Head, ScanContext, ScanItem, read_capped
+from wscan.scanners.base import CHUNK, NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem, read_capped
 from wscan.scanners.loader_keys import (
     ELSEWHERE,
     IN_REPOSITORY,
@@ -75,6 +76,23 @@ MAX_SUBCONFIG_DEPTH = 8
 # Roles whose nested keys are data, not settings: a vocabulary may hold the token "auto_map".
 DATA_ROLES = frozenset({"tokenizer", "added-tokens"})
 _SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code)"\s*:|"steps"\s*:\s*\[')
+SIGNAL_KEYS = ("auto_map", "chat_template", "trust_remote_code", "steps")
+
+
+def _spelt(key: str) -> bytes:
+    r"""A regex for `key` as a JSON string may spell it: each character as itself or as a \u escape, its hex digits in
+    either case (`"trust\u005Fremote_code"` is the key `trust_remote_code`)."""
+
+    def one(c: str) -> str:
+        digits = "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{ord(c):04x}")
+        return f"(?:{re.escape(c)}|\\\\u{digits})"
+
+    return ('"' + "".join(one(c) for c in key) + '"').encode()
+
+
+# The same keys as JSON may spell them: read through a file too large to parse.
+_SPELT_SIGNAL = re.compile(b"|".join(_spelt(key) for key in SIGNAL_KEYS))
+SIGNAL_OVERLAP = 256  # bytes kept between chunks: the longest spelling of a key is 19 x 6
 _PIP_LOCATION = re.compile(r"://|@|[/\\]|^\.")  # a pip requirement that names a URL, a VCS or a path, not a name
 STEP_CLASS = "step class"  # the key a lerobot pipeline step's class is reported under (the config-target rules)
 MAX_STEPS = 1000
@@ -102,6 +120,19 @@ def json_role(name: str) -> str:
     return JSON_ROLES.get(base) or ("config" if versioned_config(base) else "json")
 
 
+def _spells_a_signal(artifact: Artifact, ctx: ScanContext) -> bool:
+    """Whether any of the keys loaders act on is spelt anywhere in the file (helper 254 put a LightGlue opt-in after
+    65 MiB of spaces in a .txt a config named): a file too large to parse that holds one is a size-limit finding."""
+    kept = b""
+    with artifact.opener() as raw:
+        while chunk := raw.read(CHUNK):
+            ctx.budget.check_time()
+            if _SPELT_SIGNAL.search(kept + chunk):
+                return True
+            kept = chunk[-SIGNAL_OVERLAP:]
+    return False
+
+
 def _json_start(head: bytes) -> bool:
     return head.lstrip(b" \t\r\n").startswith(b"{")
 
@@ -112,20 +143,30 @@ class RepoJsonScanner:
     name = "model-config"
 
     def accepts(self, head: Head) -> bool:
-        if head.raw_data or head.name.endswith(".index.json"):
+        if head.raw_data:
             return False
         if json_role(head.name) != "json":
             return True  # the loaders read it by name, with whatever it starts with (json skips any whitespace)
+        # Any other JSON object, of any name: a config or a sentence-transformers `config_args` may name it, and
+        # AutoConfig reads it as a config (helper 251 put a LightGlue opt-in in a .txt). `scan` looks at all of it.
         if not head.head.strip(b" \t\r\n"):  # all whitespace so far: what follows decides
-            return head.name.endswith(".json")
-        return _json_start(head.head) and head.name.endswith(".json") and _SIGNAL.search(head.head) is not None
+            return head.name.endswith(".json") or head.size > len(head.head)
+        return _json_start(head.head)
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
+        role = json_role(artifact.name)
+        if role == "json" and artifact.size > ctx.limits.max_json_bytes and not _spells_a_signal(artifact, ctx):
+            yield artifact.observe(NOT_MINE_KIND)  # too large to parse, and no key a loader acts on in it anywhere
+            return
         data = read_bounded(artifact, ctx)
         if isinstance(data, Observation):
             yield data
             return
-        role = json_role(artifact.name)
+        if role == "json" and not _SIGNAL.search(data):  # no key anything acts on, unless one is spelt with escapes
+            decoded = loads_lenient(data) if b"\\u" in data else None
+            if decoded is None or not _SIGNAL.search(json.dumps(decoded).encode()):
+                yield artifact.observe(NOT_MINE_KIND)
+                return
         strict = True
         try:
             top = loads_strict(data)
