@@ -59,6 +59,7 @@ STATS_OWNER_HOOKS = {
     "extend of statsmodels.tsa.statespace.representation.Representation": "new observations",
     "extend of statsmodels.tsa.statespace.mlemodel.MLEResults": "new observations",
     "extend of statsmodels.tsa.statespace.sarimax.SARIMAXResults": "new observations",
+    "extend of statsmodels.tsa.statespace.varmax.VARMAXResults": "new observations",
     "append of statsmodels.tsa.statespace.mlemodel.MLEResults": "new observations",
     "append of statsmodels.tsa.arima.model.ARIMAResults": "new observations",
     "append of statsmodels.tsa.ar_model.AutoRegResults": "new observations",
@@ -159,7 +160,10 @@ def statsmodels_models(folder: Path) -> None:
     from statsmodels.tsa.api import VAR, AutoReg, ETSModel, UnobservedComponents
     from statsmodels.tsa.arima.model import ARIMA
     from statsmodels.tsa.holtwinters import ExponentialSmoothing, Holt, SimpleExpSmoothing
+    from statsmodels.tsa.statespace.dynamic_factor import DynamicFactor
+    from statsmodels.tsa.statespace.exponential_smoothing import ExponentialSmoothing as StateSpaceSmoothing
     from statsmodels.tsa.statespace.sarimax import SARIMAX
+    from statsmodels.tsa.statespace.varmax import VARMAX
 
     rng = np.random.default_rng(0)
     n = 120
@@ -168,6 +172,7 @@ def statsmodels_models(folder: Path) -> None:
     counts = rng.integers(0, 4, n)
     series = pd.Series(np.cumsum(rng.normal(size=n)) + 10 + np.sin(np.arange(n) / 2),
                        index=pd.date_range("2020-01-01", periods=n, freq="MS"))
+    pair = pd.DataFrame({"a": series.values, "b": series.values[::-1]}, index=series.index)
     fits: dict[str, Any] = {
         "ols": sm.OLS(y, x).fit(),
         "ols_robust": sm.OLS(y, x).fit(cov_type="HC3"),
@@ -193,7 +198,12 @@ def statsmodels_models(folder: Path) -> None:
         "ets": ETSModel(series, error="add", trend="add").fit(disp=False),
         "autoreg": AutoReg(series, lags=2).fit(),
         "unobserved": UnobservedComponents(series, level="local level").fit(disp=False),
-        "var": VAR(pd.DataFrame({"a": series.values, "b": series.values[::-1]}, index=series.index)).fit(2),
+        "var": VAR(pair).fit(2),
+        # the state-space models besides SARIMAX and UnobservedComponents (their Cython objects are checked by
+        # `pickle_native_statsmodels`, since 2026-12-07)
+        "state_space_smoothing": StateSpaceSmoothing(series, trend=True).fit(disp=False),
+        "dynamic_factor": DynamicFactor(pair.diff().dropna(), k_factors=1, factor_order=1).fit(disp=False, maxiter=20),
+        "varmax": VARMAX(pair.diff().dropna(), order=(1, 0)).fit(disp=False, maxiter=20),
     }
     for name, fit in fits.items():
         fit.save(folder / f"statsmodels_{name}.pickle")
