@@ -10,6 +10,9 @@ copy.deepcopy of what they made calls the scorer (reviews chained scorers into D
 
 from __future__ import annotations
 
+import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,7 @@ import pytest
 from tests.helpers.pickle_bytes import binunicode as _s
 from tests.helpers.pickle_bytes import global_op as _g
 from tests.helpers.sandbox import load_each
-from tests.helpers.scanning import scan_bytes
+from tests.helpers.scanning import scan, scan_bytes
 from wscan.model import Severity
 
 SCORER = _g("sklearn.metrics._scorer", "_Scorer") + b")\x81}b"  # an allowed object with __call__
@@ -93,3 +96,39 @@ def test_easydicts_nested_past_what_is_read_are_reported(tmp_path: Path) -> None
     blob = b"\x80\x02" + EASYDICT + b"}" + nested + _s("x") + b"K\x01" + b"s" * 41 + b"\x85R."
     found = scan_bytes(tmp_path, blob, "model.pkl").findings
     assert any(f.rule_id == "WS-PKL-025" and "nested past 32 levels" in f.message for f in found)
+
+
+class _Call:
+    """Pickles as a call of `func` with `args`: how the stream below is written."""
+
+    def __init__(self, func: object, args: tuple[object, ...]) -> None:
+        self.func, self.args = func, args
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return self.func, self.args
+
+
+def test_what_rebuild_from_type_calls_as_subclass_on_is_a_tensor(tmp_path: Path) -> None:
+    """Helper 255: torch's _rebuild_from_type_v2(F, type, args, state) calls `F(*args).as_subclass(type)`; with F
+    copy.deepcopy of a pandas Series indexed `as_subclass`, the Series answered the lookup with a SciPy distribution
+    class, whose new instance took the state (a Series too) and ran its `_parse_arg_template`: code on
+    pickle.load, torch.load, joblib.load and np.load. Only torch's rebuild functions make what it may call that on."""
+    import copy
+
+    import pandas as pd
+    import torch
+    from scipy import stats
+
+    marker = tmp_path / "ran"
+    holder = pd.Series([type(stats.norm)], index=["as_subclass"], dtype=object)
+    state = pd.Series([f"open({str(marker)!r}, 'w').close()"], index=["_parse_arg_template"], dtype=object)
+    path = tmp_path / "model.pkl"
+    path.write_bytes(pickle.dumps(_Call(torch._tensor._rebuild_from_type_v2, (copy.deepcopy, 1, (holder,), state))))
+    load = f"import pickle\ntry:\n    pickle.load(open({str(path)!r}, 'rb'))\nexcept Exception:\n    pass\n"
+    subprocess.run([sys.executable, "-c", load], cwd=tmp_path, capture_output=True, timeout=120, check=False)
+    assert marker.exists()  # the real loader ran the file's code
+    assert "WS-PKL-005" in {f.rule_id for f in scan(path).findings}
+    jagged = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)], layout=torch.jagged)
+    real = pickle.dumps(jagged)  # torch's own _rebuild_from_type_v2, of its _rebuild_njt
+    assert b"_rebuild_from_type_v2" in real
+    assert not [f for f in scan_bytes(tmp_path, real, "jagged.pkl").findings if f.severity >= Severity.HIGH]

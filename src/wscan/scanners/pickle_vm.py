@@ -274,6 +274,17 @@ def _inner_call(func: Global, args: Seq) -> tuple[Global, Seq] | None:
     return None
 
 
+# What torch's _rebuild_from_type_v2 is given to make the tensor it then gives its subclass (Tensor.__reduce_ex__'s
+# rebuild functions, and a nested jagged tensor's).
+TENSOR_MAKER_MODULE = "torch._utils"
+NESTED_TENSOR_MAKER = "torch.nested._internal.nested_tensor._rebuild_njt"
+
+
+def _makes_tensors(func: Global) -> bool:
+    rebuild = func.module == TENSOR_MAKER_MODULE and func.name.startswith("_rebuild_")
+    return rebuild or func.dotted == NESTED_TENSOR_MAKER
+
+
 def _forwarded(func: Global) -> tuple[tuple[int, str], ...]:
     found = FORWARDERS.get(func.dotted)
     if found is not None:
@@ -415,6 +426,13 @@ class Machine:
                 # _rebuild_from_type_v2(func, type, args, state) sets `state` on what func(*args) returns; through an
                 # identity helper that is an object the stream already restored: a second BUILD by another name.
                 inner, called = args.items[0], args.items[2]
+                if not (isinstance(inner, Global) and _makes_tensors(inner)):
+                    # ... and first calls its `as_subclass(type)`: torch's rebuild functions make tensors, whose
+                    # method that is; any other object's may be an item it answers the lookup with (helper 255: a
+                    # pandas Series indexed `as_subclass` called a SciPy distribution class, which ran its template)
+                    callee = f"{describe(inner)}(...).as_subclass"
+                    res.events.append(Event("pickle.dynamic_call", offset, {"opcode": f"{how} via {func.dotted}",
+                                                                            "callee": callee}))  # fmt: skip
                 if isinstance(inner, Global) and inner.dotted in IDENTITY_FUNCTIONS and isinstance(called, Seq):
                     target = called.items[0] if called.items else None
                     if isinstance(target, Obj) and target.state is not None:
