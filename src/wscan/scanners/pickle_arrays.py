@@ -39,7 +39,6 @@ from wscan.scanners.pickle_values import (
     const_ints,
 )
 
-FROMBUFFER = FROMBUFFER_MAKERS
 EMPTY_BYTES = frozenset({"builtins.bytes", "__builtin__.bytes"})
 ENCODE = frozenset({"_codecs.encode"})
 MAX_CACHED_BYTES = 64 * 1024 * 1024  # values kept for arrays read again
@@ -193,7 +192,7 @@ def _layout(array: Sym | None, joblib: dict[int, JoblibData]) -> _Layout:
         if not isinstance(fortran, bool | int):
             raise Unread("an array order the stream computes")
         return _Layout(items[1], items[2], bool(fortran), items[4])
-    if func in FROMBUFFER and state is None:
+    if func in FROMBUFFER_MAKERS and state is None:
         args = array.args.items if isinstance(array.args, Seq) and not array.args.dropped else []
         if len(args) != 4:
             raise Unread("a _frombuffer call NumPy does not write")

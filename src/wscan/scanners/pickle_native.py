@@ -149,31 +149,6 @@ PANDAS_INDEX = re.compile(r"pandas\.(?:core\.indexes\.[a-z_]+\.)?[A-Za-z0-9]*Ind
 PANDAS_CHECKED = (BLOCK_MANAGERS | CATEGORICALS | MULTI_INDEXES | MASKED_ARRAYS | SPARSE_ARRAYS | TIME_ARRAYS
                   | FISCAL_OFFSETS)  # fmt: skip
 NEWOBJ_HELPERS = frozenset({"copyreg.__newobj__", "copyreg.__newobj_ex__"})  # cls.__new__(cls, *args)
-# statsmodels' Cython state-space modules: every object of their classes a stream makes, however, is checked for the
-# sizes their compiled code trusts (`pickle_native_statsmodels`).
-STATESPACE_MODULES = tuple(f"statsmodels.tsa.statespace._{module}." for module in (
-    "representation", "initialization", "kalman_filter", "kalman_smoother", "simulation_smoother",
-    "cfa_simulation_smoother"))  # fmt: skip
-
-
-PY_INITIALIZATION = "statsmodels.tsa.statespace.initialization.Initialization"  # its blocks index native arrays
-FROMBUFFER_MAKERS = frozenset({"numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer"})
-
-
-def record_buffer(native: NativeStates, data: Sym, array: Sym) -> None:
-    """An array backed by `data` (its `_reconstruct` state's bytes, or `_frombuffer`'s buffer)."""
-    arrays = native.buffers.setdefault(id(data), [data])
-    if len(arrays) <= 2:  # the bytes themselves, then the arrays: two tell it is shared
-        arrays.append(array)
-
-
-def record_statespace(native: NativeStates, made: Obj, at: int) -> None:
-    """Keep an object of statsmodels' state-space classes, made by a call or copyreg, for the check at the end."""
-    if native_class_of(made).startswith(STATESPACE_MODULES):
-        if len(native.statespace) < MAX_NATIVE_RECORDED:
-            native.statespace.append((at, made))
-        else:
-            native.dropped += 1
 NDARRAY_BACKED = "pandas._libs.arrays.__pyx_unpickle_NDArrayBacked"  # how pandas pickles a Categorical
 NEW_INDEX = "pandas.core.indexes.base._new_Index"  # ... and any index
 # pandas' index helpers, each given the class to make first (any class: helper 236 made a Categorical and a
@@ -186,6 +161,14 @@ INTERVAL_MIXIN = "pandas._libs.interval.__pyx_unpickle_IntervalMixin"  # ... and
 CLASS_FIRST = INDEX_HELPERS | {NDARRAY_BACKED, INTERVAL_MIXIN}  # helpers given the class to make first
 # What calls make them: the classes, copyreg's helpers (a manager's __new__ takes its blocks), pandas' helpers.
 PANDAS_MAKERS = BLOCK_MANAGERS | FISCAL_OFFSETS | NEWOBJ_HELPERS | CLASS_FIRST
+# statsmodels' Cython state-space modules: every object of their classes a stream makes, however, is checked for the
+# sizes their compiled code trusts (`pickle_native_statsmodels`), and the Python Initialization, whose blocks index
+# their arrays.
+STATESPACE_MODULES = tuple(f"statsmodels.tsa.statespace._{module}." for module in (
+    "representation", "initialization", "kalman_filter", "kalman_smoother", "simulation_smoother",
+    "cfa_simulation_smoother"))  # fmt: skip
+PY_INITIALIZATION = "statsmodels.tsa.statespace.initialization.Initialization"
+FROMBUFFER_MAKERS = frozenset({"numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer"})
 
 
 def pandas_class(made: Obj) -> str:
@@ -202,6 +185,28 @@ def record_pandas(native: NativeStates, target: Obj, at: int) -> None:
         native.pandas.append((at, target))
     else:
         native.dropped += 1
+
+
+def record_statespace(native: NativeStates, made: Obj, at: int) -> None:
+    """Keep an object of statsmodels' state-space classes, made by a call or copyreg, for the check at the end."""
+    if native_class_of(made).startswith(STATESPACE_MODULES):
+        if len(native.statespace) < MAX_NATIVE_RECORDED:
+            native.statespace.append((at, made))
+        else:
+            native.dropped += 1
+
+
+def record_buffer(native: NativeStates, data: Sym, array: Sym) -> None:
+    """An array backed by `data` (its `_reconstruct` state's bytes, or `_frombuffer`'s buffer): the bytes first, to
+    keep them alive, then up to two arrays."""
+    arrays = native.buffers.setdefault(id(data), [data])
+    if len(arrays) <= 2:
+        arrays.append(array)
+
+
+def shared_buffer(native: NativeStates, data: object) -> bool:
+    """Whether two arrays of the stream are built on these bytes (`record_buffer`)."""
+    return len(native.buffers.get(id(data), ())) > 2
 
 
 def native_class(target: Obj) -> str | None:

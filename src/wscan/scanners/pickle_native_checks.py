@@ -60,7 +60,7 @@ from wscan.scanners.pickle_native import (
 )
 from wscan.scanners.pickle_native_common import Invalid, int_values, integers, outside, scalar_number
 from wscan.scanners.pickle_native_pandas import check_object
-from wscan.scanners.pickle_native_statsmodels import check as statespace_checks
+from wscan.scanners.pickle_native_statsmodels import StatespaceChecks
 from wscan.scanners.pickle_ops import LongBytes
 from wscan.scanners.pickle_values import (
     MAX_NATIVE_RECORDED,
@@ -127,9 +127,11 @@ def check(
                 tick()
                 _report(found, index, offset, pandas_class(made), partial(check_object, made, arrays))
     for index, native in enumerate(streams):
-        tick()
-        for offset, cls, detail in statespace_checks(native, arrays):
-            found.append((index, KIND, offset, {"callable": cls, "detail": detail}))
+        statespace = StatespaceChecks(arrays, native)
+        for offset, made in sorted(native.statespace, key=lambda item: item[0]):
+            tick()
+            cls = native_class_of(made)
+            _report(found, index, offset, cls, partial(statespace.run, cls, made))
     outcomes: Outcomes = {}
     for index, native in enumerate(streams):
         for item in native.restored:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from wscan.scanners.pickle_arrays import ArrayReader, Unread
-from wscan.scanners.pickle_native import PY_INITIALIZATION, native_class_of
+from wscan.scanners.pickle_native import PY_INITIALIZATION, shared_buffer
 from wscan.scanners.pickle_native_common import Invalid, scalar_number
 from wscan.scanners.pickle_values import Const, Dict, Global, NativeStates, Obj, Seq, Sym, _is_none
 
@@ -67,33 +67,22 @@ class Filter:
     memory: int
 
 
-def check(native: NativeStates, arrays: ArrayReader) -> list[tuple[int, str, str]]:
-    """Every state-space object a stream made, checked in the order made (a filter names its representation, a
-    smoother its filter), with the state each BUILD gave it as it was then: (offset, class, what is wrong) for each
-    one that fails."""
-    checks = _Checks(arrays, native)
-    found: list[tuple[int, str, str]] = []
-    for offset, obj in sorted(native.statespace, key=lambda item: item[0]):
-        cls = native_class_of(obj)
-        states = native.statespace_states.get(id(obj), [])
-        try:
-            if len(states) > 1:
-                raise Invalid("a state given twice, as statsmodels never writes one")
-            checks.checked[id(obj)] = checks.object(cls, obj, states[0] if states else None)
-        except (Invalid, Unread) as exc:
-            found.append((offset, cls or "a state-space class", str(exc)))
-        except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
-            found.append((offset, cls, f"arrays wscan cannot check ({type(exc).__name__} reading them)"))
-    return found
-
-
-class _Checks:
-    """The objects of one stream checked so far (by id: each is kept alive by the caller's list)."""
+class StatespaceChecks:
+    """A stream's state-space objects, checked in the order made (a filter names its representation, a smoother its
+    filter), each with the state its BUILD gave it as it was then; those checked so far by id (each kept alive by
+    the stream's record)."""
 
     def __init__(self, arrays: ArrayReader, native: NativeStates) -> None:
         self.arrays = arrays
         self.native = native
         self.checked: dict[int, Dims | Filter | None] = {}
+
+    def run(self, cls: str, obj: Obj) -> None:
+        """Check one object; raises Invalid or Unread for what is wrong with it."""
+        states = self.native.statespace_states.get(id(obj), [])
+        if len(states) > 1:
+            raise Invalid("a state given twice, as statsmodels never writes one")
+        self.checked[id(obj)] = self.object(cls, obj, states[0] if states else None)
 
     def object(self, cls: str, obj: Obj, state: Sym | None) -> Dims | Filter | None:
         if cls == PY_INITIALIZATION:
@@ -131,8 +120,8 @@ class _Checks:
             raise Invalid(f"{what} is None, which compiled code dereferences")
         found = self.arrays.shape(value)
         backing = self.arrays.backing(value)
-        shared = len(self.native.buffers.get(id(backing), ())) > 2
-        if id(value) in self.native.reused or (shared and not (isinstance(backing, Const) and not backing.value)):
+        shared = shared_buffer(self.native, backing) and not (isinstance(backing, Const) and not backing.value)
+        if id(value) in self.native.reused or shared:
             raise Invalid(f"{what} on memory another array of the file shares")
         return found
 
