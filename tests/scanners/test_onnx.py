@@ -382,7 +382,9 @@ def set_entry(key: str, text: str) -> Callable[[TensorProto], None]:
 
 ESCAPES = ["/etc/passwd", "../x", "a/../../x", "C:\\x", "C:x", "\\\\server\\share\\w.bin", "//server/share/w.bin",
            "http://x", "https://evil.example/w.bin", "file:///etc/passwd", "a\\..\\..\\x", "\\x", "w.bin\x00.txt", "",
-           "*/_ORT_MEM_ADDR_/*"]
+           "*/_ORT_MEM_ADDR_/*",
+           # what a model given as bytes reads from the working directory (helper 257): hidden names, keys, system
+           ".env", "sub/.git/config", ".ssh\\id_rsa", "keys/id_ed25519", "etc/passwd", "proc/self/environ"]
 
 
 @pytest.mark.parametrize("location", ESCAPES)
@@ -415,6 +417,44 @@ def test_external_data_symlink_out_of_the_folder(tmp_path: Path) -> None:
     report = scan(path)
     assert rule_ids(report) == {"WS-ONNX-004"}
     assert report.findings[0].evidence["reason"] == "symbolic link leaves the model folder"
+
+
+def test_external_data_from_the_working_directory_of_a_bytes_load(tmp_path: Path) -> None:
+    """Helper 257: onnxruntime given the model as bytes reads external data from its working directory, so a decoy
+    `.env` in the model folder (what path loads and a folder scan see) hides that it reads the service's own."""
+    ort = pytest.importorskip("onnxruntime")
+    weight = TensorProto(name="W", data_type=TensorProto.UINT8, dims=[16], data_location=TensorProto.EXTERNAL)
+    weight.external_data.add(key="location", value=".env")
+    graph = helper.make_graph([helper.make_node("Identity", ["W"], ["Y"])], "g", [],
+                              [helper.make_tensor_value_info("Y", TensorProto.UINT8, [16])], initializer=[weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    path = write(tmp_path / "model", model)
+    (tmp_path / "model" / ".env").write_bytes(bytes(16))  # the decoy
+    service = tmp_path / "service"
+    service.mkdir()
+    (service / ".env").write_bytes(b"API_KEY=s3cr3t!!")
+    cwd = Path.cwd()
+    os.chdir(service)
+    try:
+        read = ort.InferenceSession(path.read_bytes()).run(None, {})[0].tobytes()
+    finally:
+        os.chdir(cwd)
+    assert read == b"API_KEY=s3cr3t!!"  # the real loader read the working directory's file
+    assert ort.InferenceSession(str(path)).run(None, {})[0].tobytes() == bytes(16)  # a path load reads the decoy
+    report = scan(path)
+    assert rule_ids(report) == {"WS-ONNX-004"}
+    assert report.findings[0].evidence["reason"].startswith("hidden name")
+
+
+@pytest.mark.parametrize("location", ["model.onnx.data", "model.onnx_data", "onnx__MatMul_1234", "encoder.layer.0.w",
+                                      "weights/etc.bin", "var.bin", "sub/home_weights.bin"])
+def test_data_file_names_exporters_write_stay_inside(tmp_path: Path, location: str) -> None:
+    folder = tmp_path / "m"
+    folder.mkdir()
+    path = external_variant(folder, set_entry("location", location))
+    (folder / location).parent.mkdir(parents=True, exist_ok=True)
+    (folder / location).write_bytes((folder / "weights.bin").read_bytes())
+    assert rule_ids(scan(path)) == set()
 
 
 def test_external_data_hard_link(tmp_path: Path) -> None:

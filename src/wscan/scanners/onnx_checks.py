@@ -88,6 +88,13 @@ EP_CONTEXT = "EPContext"  # onnxruntime's node for a precompiled execution-provi
 ORT_MEMORY_TAG = "*/_ORT_MEM_ADDR_/*"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[/\\]{2}")
 _DRIVE = re.compile(r"^[A-Za-z]:")
+# Given the model as bytes (`InferenceSession(model_bytes)`), onnxruntime finds external data in the process's
+# working directory, not the model's folder (helper 257 read a service's file that way, with a harmless decoy of that
+# name in the folder for path loads and scanners). No exporter names its data files like these: secrets in a project
+# folder, or the system's when the working directory is `/`, as in a container without WORKDIR.
+_SYSTEM_FOLDERS = frozenset({"etc", "proc", "sys", "dev", "root", "home", "run", "var", "boot"})
+_KEY_FILES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "authorized_keys", "known_hosts",
+                        "credentials", "kubeconfig"})  # fmt: skip
 _DECIMAL = re.compile(r"^[0-9]{1,19}$")
 
 
@@ -620,7 +627,7 @@ class _ExternalData:
                           reason=target.reason)  # fmt: skip
 
     def _resolve(self, location: str) -> _Target:
-        escape = escape_reason(location)
+        escape = escape_reason(location) or working_directory_reason(location)
         if escape is not None:
             return _Target("onnx.external_data_escape", escape)
         if self.folder is None or self.root is None:
@@ -658,6 +665,17 @@ def escape_reason(location: str) -> str | None:
         return "drive letter"
     if ".." in PurePosixPath(location.replace("\\", "/")).parts:
         return "parent-folder component"
+    return None
+
+
+def working_directory_reason(location: str) -> str | None:
+    """Why a location inside the folder names a file of the loader's working directory rather than weights: a hidden
+    name, an SSH or cloud key, or a system folder; None for names exporters write."""
+    parts = PurePosixPath(location.replace("\\", "/")).parts
+    if any(part.startswith(".") for part in parts):
+        return "hidden name, read from the working directory when the model is loaded from bytes"
+    if parts and (parts[0] in _SYSTEM_FOLDERS or parts[-1] in _KEY_FILES):
+        return "a system folder or key file, read from the working directory when the model is loaded from bytes"
     return None
 
 
