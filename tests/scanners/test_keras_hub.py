@@ -83,6 +83,9 @@ REVIEWED_RULES = {
     "f3-spoof-keras.layers-Dense": "WS-KERAS-007",
     "f4-parseq-vocab-nomodule": "WS-KERAS-007",
     "f6-keras-nlp-alias-gadget": "WS-KERAS-003",
+    "g1-whisper-class-name-only": "WS-KERAS-007",
+    "g2-parseq-class-name-only": "WS-KERAS-007",
+    "g3-whisper-preset-class-name-only": "WS-KERAS-007",
 }
 
 

@@ -215,7 +215,7 @@ def _check_object(obj: dict[str, Any], path: str, layer: str, found: _Found) -> 
     if not isinstance(inner, dict):
         return
     _tf_op(class_name, inner, path, layer, found)
-    if TORCH_WRAPPER in (class_name, _bare(obj.get("registered_name"))):
+    if TORCH_WRAPPER in (class_name, _bare(_registered(obj))):
         _torch_module(inner, path, layer, found)
     keys = HUB_PATH_FIELDS if _from_hub(obj) else ()
     for key in (*keys, PATH_FIELDS.get(class_name)):
@@ -251,9 +251,15 @@ def _torch_module(inner: dict[str, Any], path: str, layer: str, found: _Found) -
         found.add("keras.embedded_limit", layer=layer, field=where, limit=MAX_EMBEDDED)
 
 
+def _registered(obj: dict[str, Any]) -> Any:
+    """The name Keras looks up among registered objects first: `registered_name`, or `class_name` when the config
+    has none (helper 256: `{"class_name": "keras_hub>WhisperTokenizer"}` alone builds KerasHub's tokenizer)."""
+    return obj["registered_name"] if "registered_name" in obj else obj.get("class_name")
+
+
 def _from_hub(obj: dict[str, Any]) -> bool:
     """A KerasHub (or KerasNLP) object: by its module, or by the registered name Keras resolves first."""
-    module, registered = obj.get("module"), obj.get("registered_name")
+    module, registered = obj.get("module"), _registered(obj)
     return (isinstance(module, str) and module.startswith(HUB_PACKAGES)) or (
         isinstance(registered, str) and registered.startswith(HUB_REGISTERED)
     )
