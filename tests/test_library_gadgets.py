@@ -3372,3 +3372,60 @@ def test_a_state_dict_changed_after_its_build_is_high(tmp_path: Path) -> None:
     real = pickle.dumps(registry, protocol=4)
     assert pickle.loads(real)["child"].registry["other"] == 3
     assert _rules(tmp_path / "real", real) == set()
+
+
+def _global(module: str, name: str) -> bytes:
+    return pickle.GLOBAL + f"{module}\n{name}\n".encode()
+
+
+_NORM = _global("scipy.stats._continuous_distns", "norm_gen")
+_DEEPCOPY = _global("copy", "deepcopy")
+# Four ways helper 259 had an allowed function hand back a SciPy distribution (its argument, a copy, a new instance)
+# that a BUILD then gave a state wscan cannot read: the object's class was taken from the function's name.
+_HANDED_BACK = {
+    "identity": _global("gensim.utils", "identity") + _NORM + pickle.EMPTY_TUPLE + pickle.NEWOBJ + pickle.TUPLE1
+    + pickle.REDUCE,
+    "deepcopy": _DEEPCOPY + b"<norm>" + pickle.TUPLE1 + pickle.REDUCE,  # of a distribution as SciPy pickles it
+    "newObj": _global("sklearn.metrics._dist_metrics", "newObj") + _NORM + pickle.TUPLE1 + pickle.REDUCE,
+    "identity of identity": _global("gensim.utils", "identity") + _global("gensim.utils", "identity") + _NORM
+    + pickle.EMPTY_TUPLE + pickle.NEWOBJ + pickle.TUPLE1 + pickle.REDUCE + pickle.TUPLE1 + pickle.REDUCE,
+}
+
+
+@pytest.mark.parametrize("state_kind", ["computed state", "computed name"])
+@pytest.mark.parametrize("maker", sorted(_HANDED_BACK))
+def test_scipy_template_on_a_distribution_an_allowed_function_hands_back(
+    tmp_path: Path, maker: str, state_kind: str
+) -> None:
+    """The state is copy.deepcopy of a dict holding the template (or a dict whose key is deepcopy of its name):
+    the real loader runs the code, and the object is judged as each class its maker was handed."""
+    pytest.importorskip("gensim")
+    marker = tmp_path / "ran"
+    code = _text("_parse_arg_template"), _text(f"open({str(marker)!r}, 'w').close()\n")
+    if state_kind == "computed state":
+        state = _DEEPCOPY + pickle.EMPTY_DICT + code[0] + code[1] + pickle.SETITEM + pickle.TUPLE1 + pickle.REDUCE
+    else:
+        state = pickle.EMPTY_DICT + _DEEPCOPY + code[0] + pickle.TUPLE1 + pickle.REDUCE + code[1] + pickle.SETITEM
+    from scipy import stats
+
+    made = _HANDED_BACK[maker].replace(b"<norm>", pickle.dumps(stats.norm, protocol=2)[2:-1])
+    blob = pickle.PROTO + b"\x02" + made + state + pickle.BUILD + pickle.STOP
+    sample = tmp_path / "dist.pkl"
+    sample.write_bytes(blob)
+    _load_in_child(sample, tmp_path)
+    assert marker.exists(), "the loader no longer runs the template: revisit the test"
+    found = _critical(tmp_path / "scan", blob, "dist.pkl")
+    assert any(f.startswith("WS-PKL-032") and "norm_gen" in f for f in found), found
+
+
+def test_arrays_restored_with_computed_states_stay_clean(tmp_path: Path) -> None:
+    """The objects real files BUILD from a computed state (NumPy's reconstructed arrays, pandas' datetime arrays)
+    are made from classes that run no template: judging what their makers were handed adds no finding."""
+    import numpy as np
+    import pandas as pd
+
+    frame = pd.DataFrame({"t": pd.date_range("2020", periods=3, tz="UTC"), "x": np.arange(3.0)})
+    values = [frame, np.ma.masked_array([1.0, 2.0], mask=[False, True]), np.random.default_rng(0)]
+    for protocol in (2, 4, 5):
+        report = scan_bytes(tmp_path / str(protocol), pickle.dumps(values, protocol=protocol), "values.pkl")
+        assert [f.rule_id for f in report.findings] == []

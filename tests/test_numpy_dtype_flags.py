@@ -134,7 +134,9 @@ MISREAD = {
 def test_a_dtype_state_numpy_misreads_is_high(tmp_path: Path, case: str) -> None:
     path = tmp_path / f"{case}.pkl"
     path.write_bytes(pickle.dumps(_Reduce(list, (MISREAD[case],)), protocol=4))  # list() reads every item
-    assert _loads_in_child(path) == -11
+    # What lies past the buffer is the heap's: a NULL there reads as None (once in a full run under load), so the
+    # loader is given three tries to show the out-of-bounds read as the crash it nearly always is.
+    assert -11 in (_loads_in_child(path) for _ in range(3))
     assert "WS-PKL-043" in rule_ids(scan(path))
 
 

@@ -54,13 +54,13 @@ def check_states(res: PickleResult) -> None:
     decoy of another class first), as BUILD copied it, and as the stream's end leaves it when that differs (a class
     whose __setstate__ keeps the dict itself sees later changes)."""
     seen: set[tuple[int, str]] = set()
-    for state, at, restored, copied in res.states:
+    for state, at, restored, copied, handed in res.states:
         if (id(state), restored) in seen:
             continue
         seen.add((id(state), restored))
-        _judge_dict_state(res, copied, at, restored)
+        _judge_dict_state(res, copied, at, restored, handed)
         if len(state.items) != len(copied.items) or state.dropped != copied.dropped:
-            _judge_dict_state(res, state, at, restored)  # what both views find is one finding (RuleSet.judge)
+            _judge_dict_state(res, state, at, restored, handed)  # what both views find is one finding (RuleSet.judge)
 
 
 # tslearn's to_pickle writes a plain dict {"hyper_params": ..., "model_params": ...}; its from_pickle (and from_json,
@@ -83,8 +83,8 @@ def check_model_package(res: PickleResult) -> None:
                 _judge_dict_state(res, params, res.start, MODEL_PACKAGE)
 
 
-def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) -> None:
-    """One view of a dict state, as `check_states` takes it."""
+def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str, handed: tuple[str, ...] = ()) -> None:
+    """One view of a dict state, as `check_states` takes it; `handed`: other classes the object may be."""
     _callable_members(res, state, restored, at)
     if is_config_class(restored):
         if len(res.config_states) < MAX_CONFIG_STATES:
@@ -94,7 +94,7 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str) ->
     if unread_names(state):
         detail = f"{len(state.items) + state.dropped} names, some computed or past what wscan keeps"
         res.events.append(Event("pickle.unread_attribute_names", at, {"detail": detail, "callable": ""}))
-        _state_code(res, restored, "<unread>", Unknown(), at)
+        _unread_state(res, restored, handed, at)
     for key, value in state.items:
         if isinstance(key, Const) and key.value in CODE_STATE_KEYS:
             _state_code(res, restored, str(key.value), value, at)
@@ -238,6 +238,37 @@ def _state_import(res: PickleResult, state: Dict, name: str, value: Sym, restore
         target = value.dotted if isinstance(value, Global) else f"<{describe(value)[:200]}>"
     attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "target": target}
     res.events.append(Event("pickle.state_import", at, attrs))
+
+
+def _unread_state(res: PickleResult, restored: str, handed: tuple[str, ...], at: int) -> None:
+    """A state whose names cannot be read may hold code the class runs: judged as the restored class's, and as
+    each class the object's maker was handed, which an allowed function may return, copy or instantiate."""
+    for made in (restored, *(name for name in handed if name != restored)):
+        _state_code(res, made, "<unread>", Unknown(), at)
+
+
+# What `handed_classes` looks through: arguments this many calls deep, and this many classes at most.
+MAX_HANDED_DEPTH = 4
+MAX_HANDED = 16
+
+
+def handed_classes(target: Obj) -> tuple[str, ...]:
+    """The classes among what made `target` was handed: named classes, and objects by the class they were made
+    from, through the arguments of calls and inside tuples and lists. An allowed function that returns its argument,
+    a copy or a new instance of it (gensim.utils.identity, copy.deepcopy, scikit-learn's newObj) makes an object of
+    that class, which its name does not say (helper 259 gave a SciPy distribution its code template so)."""
+    found: dict[str, None] = {}
+    todo: list[tuple[Sym | None, int]] = [(target.args, 0)]
+    while todo and len(found) < MAX_HANDED:
+        value, depth = todo.pop()
+        if isinstance(value, Global):
+            found[value.dotted] = None
+        elif isinstance(value, Obj) and depth < MAX_HANDED_DEPTH:
+            found[restored_class(value)] = None
+            todo.append((value.args, depth + 1))
+        elif isinstance(value, Seq) and depth < MAX_HANDED_DEPTH:
+            todo.extend((item, depth + 1) for item in value.items[:MAX_HANDED])
+    return tuple(found)
 
 
 def _state_code(res: PickleResult, restored: str, name: str, value: Sym, at: int) -> None:
@@ -559,20 +590,20 @@ def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     the slots are set with setattr (`_slot_state`); a mapping made by a call (OrderedDict(), dict([...])) has its
     items copied into the instance's dict under names wscan cannot check (a review hid gensim's side-file lists
     so). A plain dict state is kept for the end of the stream (`check_states`)."""
-    restored = restored_class(target)
+    restored, handed = restored_class(target), handed_classes(target)
     own = res.object_items.get(id(target)) if state is target else None
     if own is not None and own[0] is target:
         # The object as its own state (statsmodels' Bunch, a dict that is its own __dict__): BUILD copies the items
         # SETITEMS gave it so far into its attributes, as from a dict state.
-        _keep_state(res, Dict(items=list(own[1])), at, restored)
+        _keep_state(res, Dict(items=list(own[1])), at, restored, handed)
         return
     pairs = _pairs(state)
     if pairs is not None:  # __dict__.update(state), as torch's Module.__setstate__ does, takes (name, value) pairs
-        _keep_state(res, pairs, at, restored)
+        _keep_state(res, pairs, at, restored, handed)
         return
     hidden_names = isinstance(state, Seq) and _hides_pairs(state)
     if hidden_names:
-        _state_code(res, restored, "<unread>", Unknown(), at)
+        _unread_state(res, restored, handed, at)
         if _class_like(restored):
             hidden = {"detail": "(name, value) pairs, some computed or past what wscan keeps", "callable": restored}
             res.events.append(Event("pickle.unread_attribute_names", at, dict[str, str | int | bool](hidden)))
@@ -581,13 +612,13 @@ def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
     mapping, slots = (state.items[0], state.items[1]) if pair and isinstance(state, Seq) else (state, None)
     if isinstance(mapping, Obj | Unknown | Global) and not hidden_names:  # names a call's result (or a named
         # object, which may be a dict) gives: any may be code
-        _state_code(res, restored, "<unread>", Unknown(), at)
+        _unread_state(res, restored, handed, at)
     if isinstance(state, Obj | Unknown):  # computed: a tuple or any tuple subclass of two makes such a pair
         _slot_state(res, restored, state, at)
     elif slots is not None:
         _slot_state(res, restored, slots, at)
     if isinstance(mapping, Dict):
-        _keep_state(res, mapping, at, restored)
+        _keep_state(res, mapping, at, restored, handed)
     elif pair and isinstance(mapping, Obj | Unknown) and _class_like(restored):
         # The objects Cython and NumPy helpers return take such pairs in their own __setstate__.
         attrs: dict[str, str | int | bool] = {"detail": f"names from what {describe(mapping)} returns",
@@ -595,13 +626,13 @@ def _judge_state(res: PickleResult, target: Obj, state: Sym, at: int) -> None:
         res.events.append(Event("pickle.unread_attribute_names", at, attrs))
 
 
-def _keep_state(res: PickleResult, mapping: Dict, at: int, restored: str) -> None:
+def _keep_state(res: PickleResult, mapping: Dict, at: int, restored: str, handed: tuple[str, ...] = ()) -> None:
     """A dict state, judged once the stream ends (`check_states`), up to MAX_STATES of them. BUILD copies the items
     into the instance as they are then: a SETITEMS on the same dict later changes what the stream's end shows, not
     the object (review 21 renamed an EnsembleLda's module so), so the items are kept as they were too."""
     if len(res.states) < MAX_STATES:
         copied = Dict(items=list(mapping.items), dropped=mapping.dropped)
-        res.states.append((mapping, at, restored, copied))
+        res.states.append((mapping, at, restored, copied, handed))
         res.state_copies.setdefault(id(mapping), []).append(copied)
     else:  # the rest are not judged, which is a finding (review 33), once; nor is whether they ask for a formula
         res.formula_unclear.add(restored)

@@ -58,7 +58,7 @@ def check_ultralytics(res: PickleResult) -> None:
     its `yaml`); the checkpoint's `train_args` and `modelopt`; the sizes of a classifier's stored transforms; the
     modules an Ultralytics checkpoint imports."""
     judged: dict[int, bool] = {}  # states judged, and whether as an Ultralytics model's
-    for state, at, restored, _ in res.states:  # every class's: the loader takes any object (review 80 restored a
+    for state, at, restored, _, _ in res.states:  # every class's: the loader takes any object (review 80 restored a
         # Sequential through torch's _rebuild_from_type_v2, whose state is a call's argument)
         _judge_model_once(res, judged, state, restored, at, own=restored.startswith(TASKS))
         if restored.startswith(TRANSFORMS):

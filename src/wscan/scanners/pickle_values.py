@@ -370,8 +370,9 @@ class PickleResult:
     kept: set[str] = field(default_factory=set)
     # The dict states BUILD gave objects, with where: judged at the end of the stream (`check_states`), since the
     # stream can still change a state's lists after the BUILD.
-    # each with the restored class's name, and its items when BUILD copied them (`_keep_state`)
-    states: list[tuple[Dict, int, str, Dict]] = field(default_factory=list)
+    # each with the restored class's name, its items when BUILD copied them, and the classes its maker was handed,
+    # which it may be (`_keep_state`, `pickle_states.handed_classes`)
+    states: list[tuple[Dict, int, str, Dict, tuple[str, ...]]] = field(default_factory=list)
     # Dict items that a loader instantiates from a checkpoint's hyperparameters (`CONFIG_TARGET_KEYS`): (offset, key,
     # the name as text, or None when the pickle builds it), at most MAX_CONFIG_TARGETS of them.
     config_targets: list[tuple[int, str, str | None]] = field(default_factory=list)
