@@ -3429,3 +3429,26 @@ def test_arrays_restored_with_computed_states_stay_clean(tmp_path: Path) -> None
     for protocol in (2, 4, 5):
         report = scan_bytes(tmp_path / str(protocol), pickle.dumps(values, protocol=protocol), "values.pkl")
         assert [f.rule_id for f in report.findings] == []
+
+
+@pytest.mark.parametrize("wrapped", [6, 40])
+def test_a_distribution_handed_back_past_what_wscan_follows_fails_the_scan(tmp_path: Path, wrapped: int) -> None:
+    """gensim.utils.identity wrapped around the distribution more times than handed_classes follows (4 calls): the
+    loader still runs the template, and the unreadable state is high since its object's class is unknown."""
+    pytest.importorskip("gensim")
+    from scipy import stats
+
+    marker = tmp_path / "ran"
+    made = pickle.dumps(stats.norm, protocol=2)[2:-1]
+    for _ in range(wrapped):
+        made = _global("gensim.utils", "identity") + made + pickle.TUPLE1 + pickle.REDUCE
+    code = _text("_parse_arg_template") + _text(f"open({str(marker)!r}, 'w').close()\n")
+    state = _DEEPCOPY + pickle.EMPTY_DICT + code + pickle.SETITEM + pickle.TUPLE1 + pickle.REDUCE
+    blob = pickle.PROTO + b"\x02" + made + state + pickle.BUILD + pickle.STOP
+    sample = tmp_path / "dist.pkl"
+    sample.write_bytes(blob)
+    _load_in_child(sample, tmp_path)
+    assert marker.exists(), "the loader no longer runs the template: revisit the test"
+    report = scan_bytes(tmp_path / "scan", blob, "dist.pkl")
+    assert any(f.rule_id == "WS-PKL-025" and "more than wscan follows" in f.message for f in report.findings), [
+        (f.rule_id, f.message) for f in report.findings]

@@ -244,30 +244,45 @@ def _unread_state(res: PickleResult, restored: str, handed: tuple[str, ...], at:
     """A state whose names cannot be read may hold code the class runs: judged as the restored class's, and as
     each class the object's maker was handed, which an allowed function may return, copy or instantiate."""
     for made in (restored, *(name for name in handed if name != restored)):
-        _state_code(res, made, "<unread>", Unknown(), at)
+        if made == HANDED_PAST:
+            detail = f"what made the object was handed more than wscan follows ({MAX_HANDED} classes, "
+            attrs = {"detail": detail + f"{MAX_HANDED_DEPTH} calls deep)", "callable": restored}
+            res.events.append(Event("pickle.unread_attribute_names", at, dict[str, str | int | bool](attrs)))
+        else:
+            _state_code(res, made, "<unread>", Unknown(), at)
 
 
-# What `handed_classes` looks through: arguments this many calls deep, and this many classes at most.
+# What `handed_classes` looks through: arguments this many calls deep, and this many classes at most; past either,
+# HANDED_PAST stands for the rest (which a state wscan cannot read then fails on).
 MAX_HANDED_DEPTH = 4
 MAX_HANDED = 16
+HANDED_PAST = "<past what wscan follows>"
 
 
 def handed_classes(target: Obj) -> tuple[str, ...]:
     """The classes among what made `target` was handed: named classes, and objects by the class they were made
-    from, through the arguments of calls and inside tuples and lists. An allowed function that returns its argument,
-    a copy or a new instance of it (gensim.utils.identity, copy.deepcopy, scikit-learn's newObj) makes an object of
-    that class, which its name does not say (helper 259 gave a SciPy distribution its code template so)."""
+    from, through the arguments of calls and inside tuples, lists and dicts. An allowed function that returns its
+    argument, a copy or a new instance of it (gensim.utils.identity, copy.deepcopy, scikit-learn's newObj) makes an
+    object of that class, which its name does not say (helper 259 gave a SciPy distribution its code template so)."""
     found: dict[str, None] = {}
     todo: list[tuple[Sym | None, int]] = [(target.args, 0)]
-    while todo and len(found) < MAX_HANDED:
+    while todo:
         value, depth = todo.pop()
+        if not isinstance(value, Global | Obj | Seq | Dict):
+            continue
+        if depth > MAX_HANDED_DEPTH or len(found) >= MAX_HANDED:
+            found[HANDED_PAST] = None
+            break
         if isinstance(value, Global):
             found[value.dotted] = None
-        elif isinstance(value, Obj) and depth < MAX_HANDED_DEPTH:
+        elif isinstance(value, Obj):
             found[restored_class(value)] = None
             todo.append((value.args, depth + 1))
-        elif isinstance(value, Seq) and depth < MAX_HANDED_DEPTH:
-            todo.extend((item, depth + 1) for item in value.items[:MAX_HANDED])
+        else:
+            items = value.items if isinstance(value, Seq) else [part for pair in value.items for part in pair]
+            if len(items) > MAX_HANDED or value.dropped:
+                found[HANDED_PAST] = None
+            todo.extend((item, depth + 1) for item in items[:MAX_HANDED])
     return tuple(found)
 
 
