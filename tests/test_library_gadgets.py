@@ -3452,3 +3452,16 @@ def test_a_distribution_handed_back_past_what_wscan_follows_fails_the_scan(tmp_p
     report = scan_bytes(tmp_path / "scan", blob, "dist.pkl")
     assert any(f.rule_id == "WS-PKL-025" and "more than wscan follows" in f.message for f in report.findings), [
         (f.rule_id, f.message) for f in report.findings]
+
+
+def test_classes_added_to_the_science_pack_are_restored_from_state_only(tmp_path: Path) -> None:
+    """The classes helper 258's sweep added (NLTK's taggers and language models, hmmlearn's, scikit-survival's and
+    tslearn's models) are allowed as a pickle restores them: called with arguments, or given a method's name in
+    their state, they are flagged as any class is."""
+    called = _g("nltk.tag.tnt", "TnT") + _tuple(_g("builtins", "print")) + b"R"
+    found = scan_bytes(tmp_path / "a", b"\x80\x02" + called + b".", "tagger.pkl").findings
+    assert [f for f in found if f.severity >= Severity.HIGH], [(f.rule_id, f.message) for f in found]
+    model = _g("copyreg", "_reconstructor") + _tuple(_g("hmmlearn.hmm", "PoissonHMM"), _g("builtins", "object"), b"N")
+    state = _dict((b"X\x07\x00\x00\x00predict", _g("builtins", "print")))
+    found = scan_bytes(tmp_path / "b", b"\x80\x02" + model + b"R" + state + b"b.", "hmm.pkl").findings
+    assert "WS-PKL-026" in {f.rule_id for f in found}, [(f.rule_id, f.message) for f in found]

@@ -13,6 +13,7 @@ libraries.
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 from gen_allowlists import _resolve, catalogue_arguments, screened_catalogue
@@ -56,12 +57,19 @@ SCIENCE_OWNER_HOOKS = {
     "__getattr__ of nltk.redos.TimedPattern": "dunder names raise; others are its pattern's attribute",
     "__hash__ of nltk.redos.TimedPattern": "hashes its pattern's text, flags and timeout",
     "__eq__ of nltk.redos.TimedPattern": "compares its pattern's text, flags and timeout",
+    # NLTK's language-model vocabulary compares its label, cutoff and counts; a ConditionalFreqDist is a defaultdict
+    # (whose C type names the generic attribute lookup) of FreqDists, the factory its own __init__ sets
+    "__eq__ of nltk.lm.vocabulary.Vocabulary": "compares its label, cutoff and counts",
+    "__hash__ of nltk.lm.vocabulary.Vocabulary": "None: __eq__ is defined",
+    "__getattribute__ of collections.defaultdict": "object's generic attribute lookup",
 }
 
 # Classes real files have pickle call, with what their __reduce__ gives (reviewed): not state-only.
 CALLED_CLASSES = {
     "nltk.probability.FreqDist": "Counter.__reduce__: called with its counts as a dict; Counter.__init__ updates "
     "itself with them, through FreqDist.__setitem__ (reviewed above)",
+    "nltk.probability.ConditionalFreqDist": "its __reduce__: called with no arguments (its __init__ sets FreqDist as "
+    "the default factory), then its (condition, FreqDist) items set",
 }
 
 
@@ -95,6 +103,12 @@ def save_models(folder: Path) -> None:
     dump("hmmlearn_categorical", hmm.CategoricalHMM(n_components=2, n_iter=3, random_state=0)
          .fit(rng.integers(0, 4, size=(100, 1))))
     dump("hmmlearn_variational", vhmm.VariationalGaussianHMM(n_components=2, n_iter=3, random_state=0).fit(sequence))
+    dump("hmmlearn_poisson", hmm.PoissonHMM(n_components=2, n_iter=3, random_state=0)
+         .fit(rng.poisson(3, size=(100, 2))))
+    dump("hmmlearn_multinomial", hmm.MultinomialHMM(n_components=2, n_trials=5, n_iter=3, random_state=0)
+         .fit(rng.multinomial(5, [0.2, 0.3, 0.5], size=60)))
+    dump("hmmlearn_variational_categorical", vhmm.VariationalCategoricalHMM(n_components=2, n_iter=3, random_state=0)
+         .fit(rng.integers(0, 3, size=(100, 1))))
 
     from sklearn.pipeline import make_pipeline
     from sksurv.datasets import load_whas500
@@ -116,6 +130,24 @@ def save_models(folder: Path) -> None:
     whas, whas_outcome = load_whas500()
     dump("sksurv_onehot_pipeline", make_pipeline(OneHotEncoder(), CoxPHSurvivalAnalysis(alpha=0.1))
          .fit(whas, whas_outcome))
+    from sksurv.ensemble import ComponentwiseGradientBoostingSurvivalAnalysis, ExtraSurvivalTrees
+    from sksurv.kernels import ClinicalKernelTransform
+    from sksurv.linear_model import IPCRidge
+    from sksurv.meta import Stacking
+    from sksurv.nonparametric import CensoringDistributionEstimator, SurvivalFunctionEstimator
+    from sksurv.svm import FastKernelSurvivalSVM, NaiveSurvivalSVM
+
+    dump("sksurv_extra_trees", ExtraSurvivalTrees(n_estimators=3, max_depth=3, random_state=0).fit(features, outcome))
+    dump("sksurv_componentwise", ComponentwiseGradientBoostingSurvivalAnalysis(n_estimators=5).fit(features, outcome))
+    dump("sksurv_ipcridge", IPCRidge().fit(features, outcome))
+    dump("sksurv_stacking", Stacking(meta_estimator=CoxPHSurvivalAnalysis(), base_estimators=[
+        ("a", CoxPHSurvivalAnalysis()), ("b", CoxPHSurvivalAnalysis(alpha=1.0))]).fit(features, outcome))
+    dump("sksurv_survival_function", SurvivalFunctionEstimator().fit(outcome))
+    dump("sksurv_censoring", CensoringDistributionEstimator().fit(outcome))
+    dump("sksurv_naive_svm", NaiveSurvivalSVM(max_iter=50, random_state=0).fit(features, outcome))
+    dump("sksurv_kernel_svm", FastKernelSurvivalSVM(kernel="rbf", max_iter=10, random_state=0).fit(features, outcome))
+    clinical = pd.DataFrame({"a": rng.normal(size=60), "b": pd.Categorical(rng.choice(["x", "y"], 60))})
+    dump("sksurv_clinical_kernel", ClinicalKernelTransform().fit(clinical))
 
     from tslearn.clustering import KShape, TimeSeriesKMeans
     from tslearn.neighbors import KNeighborsTimeSeriesClassifier
@@ -131,6 +163,33 @@ def save_models(folder: Path) -> None:
          .fit(TimeSeriesScalerMeanVariance().fit_transform(series)))
     dump("tslearn_knn", KNeighborsTimeSeriesClassifier(n_neighbors=2).fit(series, labels))
     dump("tslearn_svc", TimeSeriesSVC(kernel="gak").fit(series, labels))
+    from tslearn.clustering import KernelKMeans
+    from tslearn.early_classification import NonMyopicEarlyClassifier
+    from tslearn.neighbors import KNeighborsTimeSeries, KNeighborsTimeSeriesRegressor
+    from tslearn.piecewise import (
+        OneD_SymbolicAggregateApproximation,
+        PiecewiseAggregateApproximation,
+        SymbolicAggregateApproximation,
+    )
+    from tslearn.preprocessing import TimeSeriesResampler, TimeSeriesScalerMinMax
+    from tslearn.svm import TimeSeriesSVR
+
+    values = labels.astype(float)
+    for name, model in {
+        "kernel_kmeans": KernelKMeans(n_clusters=2, kernel="gak", max_iter=3, random_state=0).fit(series),
+        "knn_search": KNeighborsTimeSeries(n_neighbors=2).fit(series),
+        "knn_regressor": KNeighborsTimeSeriesRegressor(n_neighbors=2).fit(series, values),
+        "svr": TimeSeriesSVR(kernel="gak").fit(series, values),
+        "scaler": TimeSeriesScalerMeanVariance().fit(series),
+        "minmax": TimeSeriesScalerMinMax().fit(series),
+        "resampler": TimeSeriesResampler(sz=8).fit(series),
+        "paa": PiecewiseAggregateApproximation(n_segments=4).fit(series),
+        "sax": SymbolicAggregateApproximation(n_segments=4, alphabet_size_avg=3).fit(series),
+        "one_d_sax": OneD_SymbolicAggregateApproximation(n_segments=4, alphabet_size_avg=3, alphabet_size_slope=2)
+        .fit(series),
+        "early": NonMyopicEarlyClassifier(n_clusters=2, min_t=4, random_state=0).fit(series, labels),
+    }.items():
+        dump(f"tslearn_{name}", model)
 
     from pgmpy.inference import VariableElimination
     from pgmpy.models import DiscreteBayesianNetwork
@@ -178,7 +237,75 @@ def save_models(folder: Path) -> None:
                       SpaceTokenizer(), TabTokenizer(), NLTKWordTokenizer(), MWETokenizer([("New", "York")]),
                       TweetTokenizer(preserve_case=False, reduce_len=True)):
         dump(f"nltk_{type(tokenizer).__name__.lower()}", tokenizer)
+    features_of = [({"last": w[-1], "first": w[0]}, t) for s in tagged for w, t in s]
     dump("nltk_naive_bayes", NaiveBayesClassifier.train([({"last": w[-1]}, t) for s in tagged for w, t in s]))
+    nltk_more(dump, tagged, features_of)
+
+
+def nltk_more(dump: Callable[[str, object], None], tagged: list[list[tuple[str, str]]],
+              features_of: list[tuple[dict[str, str], str]]) -> None:
+    """NLTK's other trained models, saved with pickle as its book does (taggers, classifiers, language models,
+    distributions, collocations, stemmers without patterns). Left out, and flagged: a SnowballStemmer (its `stem` is
+    a bound method, pickled as getattr) and what keeps a `regex` pattern (regex._regex.compile takes the matching
+    engine's compiled code from the file)."""
+    import nltk
+    from nltk.classify import DecisionTreeClassifier, MaxentClassifier, PositiveNaiveBayesClassifier
+    from nltk.classify.scikitlearn import SklearnClassifier
+    from nltk.collocations import BigramCollocationFinder
+    from nltk.lm import MLE, KneserNeyInterpolated, Laplace, WittenBellInterpolated
+    from nltk.lm.preprocessing import padded_everygram_pipeline
+    from nltk.probability import (
+        ConditionalFreqDist,
+        ConditionalProbDist,
+        FreqDist,
+        KneserNeyProbDist,
+        LidstoneProbDist,
+        MLEProbDist,
+        WittenBellProbDist,
+    )
+    from nltk.stem import LancasterStemmer, PorterStemmer
+    from nltk.tag import AffixTagger, BigramTagger, DefaultTagger, TrigramTagger, UnigramTagger
+    from nltk.tag.brill import fntbl37
+    from nltk.tag.brill_trainer import BrillTaggerTrainer
+    from nltk.tag.tnt import TnT
+    from nltk.text import Text
+    from nltk.tokenize import ToktokTokenizer
+    from nltk.tokenize.punkt import PunktTrainer
+    from sklearn.linear_model import LogisticRegression
+
+    unigram = UnigramTagger(tagged, backoff=DefaultTagger("NN"))
+    dump("nltk_trigram_tagger", TrigramTagger(tagged, backoff=BigramTagger(tagged, backoff=unigram)))
+    dump("nltk_affix_tagger", AffixTagger(tagged, affix_length=-2, backoff=DefaultTagger("NN")))
+    tnt = TnT()
+    tnt.train(tagged)
+    dump("nltk_tnt", tnt)
+    dump("nltk_brill", BrillTaggerTrainer(unigram, fntbl37(), trace=0).train(tagged, max_rules=5))
+    trainer = PunktTrainer()
+    trainer.INCLUDE_ALL_COLLOCS = True
+    trainer.train("Mr. Smith went to Washington. He arrived at 5 p.m. on Monday. " * 20, finalize=False)
+    dump("nltk_punkt_trainer", trainer)
+    dump("nltk_toktok", ToktokTokenizer())
+    dump("nltk_decision_tree", DecisionTreeClassifier.train(features_of))
+    for algorithm in ("gis", "iis"):
+        dump(f"nltk_maxent_{algorithm}", MaxentClassifier.train(features_of, algorithm=algorithm, max_iter=3, trace=0))
+    dump("nltk_sklearn_classifier", SklearnClassifier(LogisticRegression()).train(features_of))
+    dump("nltk_positive_naive_bayes", PositiveNaiveBayesClassifier.train([{"a": 1}, {"b": 1}], [{"c": 1}, {"a": 1}]))
+    sentences = [[w for w, _ in s] for s in tagged]
+    for model in (MLE, Laplace, KneserNeyInterpolated, WittenBellInterpolated):
+        grams, vocabulary = padded_everygram_pipeline(2, sentences)
+        language = model(2)
+        language.fit(grams, vocabulary)
+        dump(f"nltk_lm_{model.__name__.lower()}", language)
+    words = [w for s in sentences for w in s]
+    counts = FreqDist(words)
+    dump("nltk_conditional_freq", ConditionalFreqDist(nltk.bigrams(words)))
+    dump("nltk_conditional_prob", ConditionalProbDist(ConditionalFreqDist(nltk.bigrams(words)), MLEProbDist))
+    dump("nltk_lidstone", LidstoneProbDist(counts, 0.1))
+    dump("nltk_witten_bell", WittenBellProbDist(counts, bins=counts.B() + 5))
+    dump("nltk_kneser_ney", KneserNeyProbDist(FreqDist(nltk.trigrams(words))))
+    dump("nltk_collocations", BigramCollocationFinder.from_words(words))
+    dump("nltk_stemmers", [PorterStemmer(), LancasterStemmer()])
+    dump("nltk_text", Text(words))
 
 
 def main() -> None:
