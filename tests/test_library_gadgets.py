@@ -3487,3 +3487,24 @@ def test_feature_engine_classes_are_restored_from_state_only(tmp_path: Path) -> 
     state = _dict((b"X\x09\x00\x00\x00transform", _g("builtins", "print")))
     found = scan_bytes(tmp_path / "b", b"\x80\x02" + made + b"R" + state + b"b.", "woe.pkl").findings
     assert "WS-PKL-026" in {f.rule_id for f in found}, [(f.rule_id, f.message) for f in found]
+
+
+INTERPRET = sorted((Path(__file__).parent / "data" / "interpret").glob("interpret_*"))
+
+
+@pytest.mark.parametrize("path", INTERPRET, ids=lambda path: path.name)
+def test_real_interpret_models_pass(path: Path) -> None:
+    """Helper 258: every InterpretML model was high (no pack held them); rules/allow-interpret.yaml records what
+    these files, interpret's own (tests/data/interpret/README.md), import."""
+    found = scan(path).findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+def test_interpret_is_allowed_by_the_names_its_models_import_only() -> None:
+    """Only the glassbox classes real files import: not the package, whose providers start servers."""
+    from wscan.rules import builtin_rules_dir
+    from wscan.rules.loader import load_pack
+
+    allowed = load_pack(builtin_rules_dir() / "allow-interpret.yaml")["lists"]["allowed-callables"]
+    assert "interpret.glassbox._ebm._ebm.ExplainableBoostingClassifier" in allowed
+    assert all(name.startswith("interpret.glassbox.") for name in allowed), allowed
