@@ -3508,3 +3508,38 @@ def test_interpret_is_allowed_by_the_names_its_models_import_only() -> None:
     allowed = load_pack(builtin_rules_dir() / "allow-interpret.yaml")["lists"]["allowed-callables"]
     assert "interpret.glassbox._ebm._ebm.ExplainableBoostingClassifier" in allowed
     assert all(name.startswith("interpret.glassbox.") for name in allowed), allowed
+
+
+def _legacy_torch_file(main: bytes) -> bytes:
+    """A legacy (non-zip) torch.save file around one pickle: the magic number, protocol and system info first,
+    an empty storage-key list after, as torch.load's legacy reader takes them."""
+    head = (pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2) + pickle.dumps(1001, protocol=2)
+            + pickle.dumps({"protocol_version": 1001, "little_endian": True,
+                            "type_sizes": {"short": 2, "int": 4, "long": 4}}, protocol=2))  # fmt: skip
+    return head + main + pickle.dumps([], protocol=2)
+
+
+@pytest.mark.parametrize("via", ["the id itself", "identity of the id"])
+def test_an_object_a_legacy_torch_module_id_stands_for_is_judged(tmp_path: Path, via: str) -> None:
+    """Helper 260: torch.load's legacy reader returns the second item of a ('module', X, '', '') persistent id,
+    whatever X is; with X a SciPy distribution, a BUILD on the id (or on gensim.utils.identity of it) gave it a
+    template SciPy execs, and wscan, which took only a named class for X, judged nothing."""
+    pytest.importorskip("gensim")
+    from scipy import stats
+
+    marker = tmp_path / "ran"
+    template = f"open({str(marker)!r}, 'w').close()\n" + stats.norm._parse_arg_template
+    dist = _global("scipy.stats._continuous_distns", "norm_gen") + pickle.EMPTY_TUPLE + pickle.NEWOBJ
+    made = pickle.MARK + _text("module") + dist + _text("") + _text("") + pickle.TUPLE + pickle.BINPERSID
+    full = pickle.dumps(dict(stats.norm.__getstate__()), protocol=2)[2:-1]
+    state = full + _text("_parse_arg_template") + _text(template) + pickle.SETITEM
+    if via == "identity of the id":
+        made = _global("gensim.utils", "identity") + made + pickle.TUPLE1 + pickle.REDUCE
+        state = _DEEPCOPY + state + pickle.TUPLE1 + pickle.REDUCE
+    sample = tmp_path / "model.pt"
+    sample.write_bytes(_legacy_torch_file(pickle.PROTO + b"\x02" + made + state + pickle.BUILD + pickle.STOP))
+    load = f"import torch\ntorch.load({str(sample)!r}, weights_only=False)\n"
+    subprocess.run([sys.executable, "-c", load], cwd=tmp_path, capture_output=True, timeout=120, check=False)
+    assert marker.exists(), "torch.load no longer returns what a module id names: revisit the test"
+    found = {f.rule_id for f in scan(sample).findings if f.severity >= Severity.CRITICAL}
+    assert "WS-PKL-032" in found, found

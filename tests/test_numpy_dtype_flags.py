@@ -3,6 +3,7 @@ says it holds no objects reads raw bytes as object pointers. Every dtype NumPy i
 
 from __future__ import annotations
 
+import os
 import pickle
 import struct
 import subprocess
@@ -36,9 +37,16 @@ def forged_object_array() -> bytes:
     return b"\x80\x02cbuiltins\nlist\n" + _array(_dtype(b"O8", 0), POINTER) + b"\x85R."
 
 
-def _loads_in_child(path: Path) -> int:
-    code = "import pickle, sys; pickle.loads(open(sys.argv[1], 'rb').read())"
-    return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, timeout=120).returncode
+def _loads_in_child(path: Path, bare: bool = False, fill: bool = False) -> int:
+    """pickle.loads of the file in a child: its exit code (-11 for SIGSEGV). `bare`: an isolated interpreter with
+    only PATH set; `fill`: heap memory filled with 0xff and freed first, so that a stray read finds no NULL."""
+    code = "import pickle, sys\n"
+    if fill:
+        code += "heap = [b'\\xff' * 16384 for _ in range(256)]\ndel heap\n"
+    code += "pickle.loads(open(sys.argv[1], 'rb').read())\n"
+    command = [sys.executable, *(["-I"] if bare else []), "-c", code, str(path)]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")} if bare else None
+    return subprocess.run(command, capture_output=True, timeout=120, env=env).returncode
 
 
 def test_an_object_dtype_without_object_flags_crashes_the_loader_and_is_high(tmp_path: Path) -> None:
@@ -134,9 +142,10 @@ MISREAD = {
 def test_a_dtype_state_numpy_misreads_is_high(tmp_path: Path, case: str) -> None:
     path = tmp_path / f"{case}.pkl"
     path.write_bytes(pickle.dumps(_Reduce(list, (MISREAD[case],)), protocol=4))  # list() reads every item
-    # What lies past the buffer is the heap's: a NULL there reads as None (once in a full run under load), so the
-    # loader is given three tries to show the out-of-bounds read as the crash it nearly always is.
-    assert -11 in (_loads_in_child(path) for _ in range(3))
+    # What lies past the buffer is the heap's, laid out by the environment's size too: a NULL there reads as None
+    # (a full run's workers met one every time), so the loader is also run with a bare environment and after freeing
+    # memory filled with 0xff, until one run shows the out-of-bounds read as a crash.
+    assert -11 in (_loads_in_child(path, bare, fill) for bare in (False, True) for fill in (False, True))
     assert "WS-PKL-043" in rule_ids(scan(path))
 
 

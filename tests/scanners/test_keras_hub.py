@@ -86,6 +86,8 @@ REVIEWED_RULES = {
     "g1-whisper-class-name-only": "WS-KERAS-007",
     "g2-parseq-class-name-only": "WS-KERAS-007",
     "g3-whisper-preset-class-name-only": "WS-KERAS-007",
+    "g4-sequential-registered-decoy": "WS-KERAS-007",
+    "g5-h5-registered-decoy": "WS-KERAS-007",
 }
 
 

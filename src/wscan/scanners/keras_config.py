@@ -215,7 +215,7 @@ def _check_object(obj: dict[str, Any], path: str, layer: str, found: _Found) -> 
     if not isinstance(inner, dict):
         return
     _tf_op(class_name, inner, path, layer, found)
-    if TORCH_WRAPPER in (class_name, _bare(_registered(obj))):
+    if TORCH_WRAPPER in {_bare(name) for name in _registered(obj)}:
         _torch_module(inner, path, layer, found)
     keys = HUB_PATH_FIELDS if _from_hub(obj) else ()
     for key in (*keys, PATH_FIELDS.get(class_name)):
@@ -251,17 +251,20 @@ def _torch_module(inner: dict[str, Any], path: str, layer: str, found: _Found) -
         found.add("keras.embedded_limit", layer=layer, field=where, limit=MAX_EMBEDDED)
 
 
-def _registered(obj: dict[str, Any]) -> Any:
-    """The name Keras looks up among registered objects first: `registered_name`, or `class_name` when the config
-    has none (helper 256: `{"class_name": "keras_hub>WhisperTokenizer"}` alone builds KerasHub's tokenizer)."""
-    return obj["registered_name"] if "registered_name" in obj else obj.get("class_name")
+def _registered(obj: dict[str, Any]) -> list[str]:
+    """The names Keras may look up among registered objects: `registered_name` (`class_name` when the config has
+    none: helper 256's `{"class_name": "keras_hub>WhisperTokenizer"}` built KerasHub's tokenizer), and `class_name`
+    itself, which the legacy path a config without `module` takes looks up whatever `registered_name` says (helper
+    260 hid the tokenizer behind `registered_name: "Dense"` so)."""
+    names = [obj.get("registered_name"), obj.get("class_name")]
+    return [name for name in names if isinstance(name, str)]
 
 
 def _from_hub(obj: dict[str, Any]) -> bool:
-    """A KerasHub (or KerasNLP) object: by its module, or by the registered name Keras resolves first."""
-    module, registered = obj.get("module"), _registered(obj)
-    return (isinstance(module, str) and module.startswith(HUB_PACKAGES)) or (
-        isinstance(registered, str) and registered.startswith(HUB_REGISTERED)
+    """A KerasHub (or KerasNLP) object: by its module, or by a registered name Keras may resolve."""
+    module = obj.get("module")
+    return (isinstance(module, str) and module.startswith(HUB_PACKAGES)) or any(
+        name.startswith(HUB_REGISTERED) for name in _registered(obj)
     )
 
 

@@ -91,10 +91,13 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 # Given the model as bytes (`InferenceSession(model_bytes)`), onnxruntime finds external data in the process's
 # working directory, not the model's folder (helper 257 read a service's file that way, with a harmless decoy of that
 # name in the folder for path loads and scanners). No exporter names its data files like these: secrets in a project
-# folder, or the system's when the working directory is `/`, as in a container without WORKDIR.
-_SYSTEM_FOLDERS = frozenset({"etc", "proc", "sys", "dev", "root", "home", "run", "var", "boot"})
-_KEY_FILES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "authorized_keys", "known_hosts",
-                        "credentials", "kubeconfig"})  # fmt: skip
+# folder, or the system's when the working directory is `/`, as in a container without WORKDIR (a path into one of
+# its folders; `var` alone is a folder there, and a tensor onnx names a data file after: helper 260). A plain name
+# (`config.yaml`) can still be some service's file: only loading from a path, never bytes, rules that out.
+_SYSTEM_FOLDERS = frozenset({"etc", "proc", "sys", "dev", "root", "home", "run", "var", "boot", "tmp", "mnt", "opt",
+                             "srv", "usr", "media"})  # fmt: skip
+_KEY_FILES = re.compile(r"(?:id_(?:rsa|dsa|ecdsa|ed25519)|authorized_keys|known_hosts|kubeconfig|credentials?|secrets?"
+                        r"|passwords?)(?:\.[a-z0-9]+)?|.*\.(?:pem|p12|pfx|jks|keystore|kdbx)", re.IGNORECASE)
 _DECIMAL = re.compile(r"^[0-9]{1,19}$")
 
 
@@ -674,7 +677,7 @@ def working_directory_reason(location: str) -> str | None:
     parts = PurePosixPath(location.replace("\\", "/")).parts
     if any(part.startswith(".") for part in parts):
         return "hidden name, read from the working directory when the model is loaded from bytes"
-    if parts and (parts[0] in _SYSTEM_FOLDERS or parts[-1] in _KEY_FILES):
+    if (len(parts) > 1 and parts[0] in _SYSTEM_FOLDERS) or (parts and _KEY_FILES.fullmatch(parts[-1])):
         return "a system folder or key file, read from the working directory when the model is loaded from bytes"
     return None
 

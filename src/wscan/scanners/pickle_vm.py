@@ -189,15 +189,16 @@ IDENTITY_FUNCTIONS = frozenset(
 )
 
 
-def _module_class(value: Sym) -> Sym:
-    """The class a legacy torch.save persistent id ('module', cls, source_file, source) stands for.
+def _module_class(value: Persistent) -> Sym:
+    """What a legacy torch.save persistent id ('module', cls, source_file, source) stands for: `cls` itself.
 
-    torch.load's legacy persistent_load returns `cls` itself for such an id (torch.save writes one for every
-    nn.Module class of a whole-model save), so calling it calls `cls`. No other loader returns anything for a
-    persistent id: plain pickle refuses it, torch's zip loader accepts only storages."""
-    if isinstance(value, Persistent) and isinstance(value.pid, Seq) and len(value.pid.items) >= 2:
+    torch.load's legacy persistent_load returns the id's second item for such an id, whatever it is (torch.save writes
+    one for every nn.Module class of a whole-model save), so calling it calls `cls`, and a BUILD on an object given
+    there is a BUILD on that object (helper 260 gave a SciPy distribution its template so). No other loader returns
+    anything for a persistent id: plain pickle refuses it, torch's zip loader accepts only storages."""
+    if isinstance(value.pid, Seq) and len(value.pid.items) >= 2:
         kind, cls = value.pid.items[0], value.pid.items[1]
-        if isinstance(kind, Const) and kind.value == "module" and isinstance(cls, Global):
+        if isinstance(kind, Const) and kind.value == "module":
             return cls
     return value
 
@@ -353,7 +354,6 @@ class Machine:
 
     def _invoke(self, res: PickleResult, func: Sym, args: Sym, how: str, offset: int) -> Sym:
         """A call loading would make: record it, apply the few effects that change later resolution."""
-        func = _module_class(func)
         _keep_arguments(res, func, args)
         _zone_files(res, func, args, offset)
         _computed_text(res, func, args, offset)
@@ -932,13 +932,12 @@ class Machine:
                 escape([pid])
                 _keep(res, [pid])
                 res.persistent_ids.append(pid)
-                stack.append(Persistent(pid))
+                stack.append(_module_class(Persistent(pid)))  # legacy torch: a 'module' id is what it names
             else:
                 raise PickleSyntaxError(at, f"unhandled opcode {name}")
 
     def _build(self, res: PickleResult, target: Sym, state: Sym, at: int) -> Sym | None:
         _given(state, target, isinstance(target, Obj) and pandas_class(target).startswith("pandas."))
-        target = _module_class(target)  # legacy torch: the id is the class (or whatever it names) itself
         if isinstance(target, Global):
             # BUILD on a module or class sets attributes on it: the load patches the interpreter.
             res.events.append(
@@ -996,7 +995,6 @@ class Machine:
         return None
 
     def _mutation(self, res: PickleResult, target: Sym, opcode: str, at: int) -> None:
-        target = _module_class(target)
         if opcode in _SET_ITEMS and _tensor_memory(target):
             # tensor[i] = v or storage[i] = v: no writer does it, and torch.load before 2.10 ran it even with
             # weights_only=True, a write out of bounds (CVE-2026-24747); torch now allows dicts only.
