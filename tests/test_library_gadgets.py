@@ -3392,6 +3392,16 @@ _HANDED_BACK = {
 }
 
 
+def _runs_the_template(tmp_path: Path, body: bytes, marker: Path) -> bytes:
+    """The protocol-2 pickle of `body`, after pickle.load in a child has shown it runs the template (the marker)."""
+    blob = pickle.PROTO + b"\x02" + body + pickle.STOP
+    sample = tmp_path / "dist.pkl"
+    sample.write_bytes(blob)
+    _load_in_child(sample, tmp_path)
+    assert marker.exists(), "the loader no longer runs the template: revisit the test"
+    return blob
+
+
 @pytest.mark.parametrize("state_kind", ["computed state", "computed name"])
 @pytest.mark.parametrize("maker", sorted(_HANDED_BACK))
 def test_scipy_template_on_a_distribution_an_allowed_function_hands_back(
@@ -3409,11 +3419,7 @@ def test_scipy_template_on_a_distribution_an_allowed_function_hands_back(
     from scipy import stats
 
     made = _HANDED_BACK[maker].replace(b"<norm>", pickle.dumps(stats.norm, protocol=2)[2:-1])
-    blob = pickle.PROTO + b"\x02" + made + state + pickle.BUILD + pickle.STOP
-    sample = tmp_path / "dist.pkl"
-    sample.write_bytes(blob)
-    _load_in_child(sample, tmp_path)
-    assert marker.exists(), "the loader no longer runs the template: revisit the test"
+    blob = _runs_the_template(tmp_path, made + state + pickle.BUILD, marker)
     found = _critical(tmp_path / "scan", blob, "dist.pkl")
     assert any(f.startswith("WS-PKL-032") and "norm_gen" in f for f in found), found
 
@@ -3444,26 +3450,33 @@ def test_a_distribution_handed_back_past_what_wscan_follows_fails_the_scan(tmp_p
         made = _global("gensim.utils", "identity") + made + pickle.TUPLE1 + pickle.REDUCE
     code = _text("_parse_arg_template") + _text(f"open({str(marker)!r}, 'w').close()\n")
     state = _DEEPCOPY + pickle.EMPTY_DICT + code + pickle.SETITEM + pickle.TUPLE1 + pickle.REDUCE
-    blob = pickle.PROTO + b"\x02" + made + state + pickle.BUILD + pickle.STOP
-    sample = tmp_path / "dist.pkl"
-    sample.write_bytes(blob)
-    _load_in_child(sample, tmp_path)
-    assert marker.exists(), "the loader no longer runs the template: revisit the test"
+    blob = _runs_the_template(tmp_path, made + state + pickle.BUILD, marker)
     report = scan_bytes(tmp_path / "scan", blob, "dist.pkl")
     assert any(f.rule_id == "WS-PKL-025" and "more than wscan follows" in f.message for f in report.findings), [
         (f.rule_id, f.message) for f in report.findings]
 
 
-def test_classes_added_to_the_science_pack_are_restored_from_state_only(tmp_path: Path) -> None:
-    """The classes helper 258's sweep added (NLTK's taggers and language models, hmmlearn's, scikit-survival's and
-    tslearn's models) are allowed as a pickle restores them: called with arguments, or given a method's name in
-    their state, they are flagged as any class is."""
-    called = _g("nltk.tag.tnt", "TnT") + _tuple(_g("builtins", "print")) + b"R"
-    found = scan_bytes(tmp_path / "a", b"\x80\x02" + called + b".", "tagger.pkl").findings
+# Classes added to the packs on 2026-12-07 (helper 258's sweep): one called, one restored with a method replaced
+ADDED_CLASSES = {
+    "science": (("nltk.tag.tnt", "TnT"), ("hmmlearn.hmm", "PoissonHMM"), "predict"),
+    "feature-engine": (("feature_engine.imputation.mean_median", "MeanMedianImputer"),
+                       ("feature_engine.encoding.woe", "WoEEncoder"), "transform"),
+    "interpret": (("interpret.glassbox._linear", "LinearRegression"),
+                  ("interpret.glassbox._ebm._ebm", "ExplainableBoostingClassifier"), "predict_proba"),
+}
+
+
+@pytest.mark.parametrize("pack", sorted(ADDED_CLASSES))
+def test_classes_added_to_the_packs_are_restored_from_state_only(tmp_path: Path, pack: str) -> None:
+    """The classes helper 258's sweep added are allowed as a pickle restores them: called with arguments, or given
+    a method's name in their state, they are flagged as any class is."""
+    (module, name), (restored_module, restored), method = ADDED_CLASSES[pack]
+    called = _g(module, name) + _tuple(_g("builtins", "print")) + b"R"
+    found = scan_bytes(tmp_path / "a", b"\x80\x02" + called + b".", "called.pkl").findings
     assert [f for f in found if f.severity >= Severity.HIGH], [(f.rule_id, f.message) for f in found]
-    model = _g("copyreg", "_reconstructor") + _tuple(_g("hmmlearn.hmm", "PoissonHMM"), _g("builtins", "object"), b"N")
-    state = _dict((b"X\x07\x00\x00\x00predict", _g("builtins", "print")))
-    found = scan_bytes(tmp_path / "b", b"\x80\x02" + model + b"R" + state + b"b.", "hmm.pkl").findings
+    made = _g("copyreg", "_reconstructor") + _tuple(_g(restored_module, restored), _g("builtins", "object"), b"N")
+    state = _dict((b"X" + len(method).to_bytes(4, "little") + method.encode(), _g("builtins", "print")))
+    found = scan_bytes(tmp_path / "b", b"\x80\x02" + made + b"R" + state + b"b.", "restored.pkl").findings
     assert "WS-PKL-026" in {f.rule_id for f in found}, [(f.rule_id, f.message) for f in found]
 
 
@@ -3476,17 +3489,6 @@ def test_real_feature_engine_transformers_pass(path: Path) -> None:
     them). The files are the libraries' own (tests/data/feature_engine/README.md)."""
     found = scan(path).findings
     assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
-
-
-def test_feature_engine_classes_are_restored_from_state_only(tmp_path: Path) -> None:
-    called = _g("feature_engine.imputation.mean_median", "MeanMedianImputer") + _tuple(_g("builtins", "print")) + b"R"
-    found = scan_bytes(tmp_path / "a", b"\x80\x02" + called + b".", "imputer.pkl").findings
-    assert [f for f in found if f.severity >= Severity.HIGH], [(f.rule_id, f.message) for f in found]
-    made = _g("copyreg", "_reconstructor") + _tuple(_g("feature_engine.encoding.woe", "WoEEncoder"),
-                                                    _g("builtins", "object"), b"N")
-    state = _dict((b"X\x09\x00\x00\x00transform", _g("builtins", "print")))
-    found = scan_bytes(tmp_path / "b", b"\x80\x02" + made + b"R" + state + b"b.", "woe.pkl").findings
-    assert "WS-PKL-026" in {f.rule_id for f in found}, [(f.rule_id, f.message) for f in found]
 
 
 INTERPRET = sorted((Path(__file__).parent / "data" / "interpret").glob("interpret_*"))
