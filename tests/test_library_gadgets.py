@@ -3491,6 +3491,12 @@ def test_real_feature_engine_transformers_pass(path: Path) -> None:
     assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
 
 
+def test_a_feature_engine_pipeline_with_a_cache_folder_is_high() -> None:
+    """Helper 261: feature-engine's Pipeline, scikit-learn's subclass, keeps `memory` too; a refit writes there."""
+    found = scan(Path(__file__).parent / "data" / "feature_engine" / "hostile" / "pipeline_memory.pkl").findings
+    assert "WS-PKL-033" in {f.rule_id for f in found}, [(f.rule_id, f.message) for f in found]
+
+
 INTERPRET = sorted((Path(__file__).parent / "data" / "interpret").glob("interpret_*"))
 
 

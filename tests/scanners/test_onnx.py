@@ -386,7 +386,11 @@ ESCAPES = ["/etc/passwd", "../x", "a/../../x", "C:\\x", "C:x", "\\\\server\\shar
            # what a model given as bytes reads from the working directory (helper 257): hidden names, keys, system
            ".env", "sub/.git/config", ".ssh\\id_rsa", "keys/id_ed25519", "etc/passwd", "proc/self/environ",
            # ... and, from helper 260, names a project keeps its secrets under, and paths into /tmp
-           "credentials.json", "secrets.toml", "config/Secrets.yaml", "certs/server.pem", "tmp/session.key"]
+           "credentials.json", "secrets.toml", "config/Secrets.yaml", "certs/server.pem", "tmp/session.key",
+           # helper 261
+           "service-account.json", "client_secret.json", "application_default_credentials.json", "config/master.key",
+           "private.key", "keys/id_ed25519_sk", "db.sqlite3", "terraform.tfstate", "token.json", "auth.json",
+           "wp-config.php", "apikey.txt"]
 
 
 @pytest.mark.parametrize("location", ESCAPES)
@@ -451,7 +455,8 @@ def test_external_data_from_the_working_directory_of_a_bytes_load(tmp_path: Path
 @pytest.mark.parametrize("location", ["model.onnx.data", "model.onnx_data", "onnx__MatMul_1234", "encoder.layer.0.w",
                                       "weights/etc.bin", "var.bin", "sub/home_weights.bin",
                                       # onnx names a data file after its tensor: BatchNorm's `var` (helper 260)
-                                      "var", "tmp", "attn.key", "embed_tokens.weight"])
+                                      "var", "tmp", "attn.key", "embed_tokens.weight", "tokens",
+                                      "model.layers.0.self_attn.key.weight"])
 def test_data_file_names_exporters_write_stay_inside(tmp_path: Path, location: str) -> None:
     folder = tmp_path / "m"
     folder.mkdir()

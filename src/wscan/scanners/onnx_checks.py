@@ -96,8 +96,13 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 # (`config.yaml`) can still be some service's file: only loading from a path, never bytes, rules that out.
 _SYSTEM_FOLDERS = frozenset({"etc", "proc", "sys", "dev", "root", "home", "run", "var", "boot", "tmp", "mnt", "opt",
                              "srv", "usr", "media"})  # fmt: skip
-_KEY_FILES = re.compile(r"(?:id_(?:rsa|dsa|ecdsa|ed25519)|authorized_keys|known_hosts|kubeconfig|credentials?|secrets?"
-                        r"|passwords?)(?:\.[a-z0-9]+)?|.*\.(?:pem|p12|pfx|jks|keystore|kdbx)", re.IGNORECASE)
+_KEY_FILES = re.compile(
+    r"(?:id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?|authorized_keys|known_hosts|kubeconfig|credentials?|secrets?|passwords?"
+    r"|client_secrets?|service[-_]account|application_default_credentials|api[-_]?keys?)(?:\.[a-z0-9]+)?"
+    r"|(?:token|auth)\.json|(?:private|master|server|client|tls|ssl)\.key|wp-config\.php"
+    r"|.*\.(?:pem|p12|pfx|jks|keystore|kdbx|tfstate|sqlite3?|db)",
+    re.IGNORECASE,
+)  # helpers 260 and 261 read each kind from a working directory; a tensor named `attn.key` stays a weights file
 _DECIMAL = re.compile(r"^[0-9]{1,19}$")
 
 
