@@ -194,11 +194,13 @@ def _module_class(value: Persistent) -> Sym:
 
     torch.load's legacy persistent_load returns the id's second item for such an id, whatever it is (torch.save writes
     one for every nn.Module class of a whole-model save), so calling it calls `cls`, and a BUILD on an object given
-    there is a BUILD on that object (helper 260 gave a SciPy distribution its template so). No other loader returns
-    anything for a persistent id: plain pickle refuses it, torch's zip loader accepts only storages."""
+    there is a BUILD on that object (helper 260 gave a SciPy distribution its template so). The kind is decoded first
+    when it is bytes (helper 262 wrote b'module'); a kind the stream computes may be either, so it counts as 'module'.
+    No other loader returns anything for a persistent id: plain pickle refuses it, torch's zip loader accepts only
+    storages."""
     if isinstance(value.pid, Seq) and len(value.pid.items) >= 2:
         kind, cls = value.pid.items[0], value.pid.items[1]
-        if isinstance(kind, Const) and kind.value == "module":
+        if not isinstance(kind, Const) or kind.value in ("module", b"module"):
             return cls
     return value
 
