@@ -3559,3 +3559,25 @@ def test_an_object_a_legacy_torch_module_id_stands_for_is_judged(tmp_path: Path,
     assert marker.exists(), "torch.load no longer returns what a module id names: revisit the test"
     found = {f.rule_id for f in scan(sample).findings if f.severity >= Severity.CRITICAL}
     assert "WS-PKL-032" in found, found
+
+
+@pytest.mark.parametrize(("module", "name", "flagged"), [
+    ("sklearn.linear_model._ridge", "Ridge", False), ("sklearn.linear_model._base", "LinearRegression", False),
+    ("sklearn.pipeline", "Pipeline", True), ("sklearn.cluster._agglomerative", "AgglomerativeClustering", True),
+])
+def test_interpret_linear_models_build_a_linear_class(tmp_path: Path, module: str, name: str, flagged: bool) -> None:
+    """Helper 263: interpret's linear models call `linear_class(**kwargs)` at fit(), both from the state; a Pipeline
+    there with a `memory` folder made a refit write a cache (tests/data/interpret/hostile). interpret documents a
+    scikit-learn linear class there (WS-PKL-065)."""
+    made = _g("copyreg", "_reconstructor") + _tuple(_g("interpret.glassbox._linear", "LinearRegression"),
+                                                    _g("builtins", "object"), b"N") + b"R"
+    state = _dict((_s("linear_class"), _g(module, name)), (_s("kwargs"), b"}"))
+    found = {f.rule_id for f in scan_bytes(tmp_path, b"\x80\x02" + made + state + b"b.", "linear.pkl").findings}
+    assert ("WS-PKL-065" in found) == flagged, found
+    if not flagged:
+        assert not found, found
+
+
+def test_an_interpret_model_that_builds_a_cached_pipeline_is_high() -> None:
+    found = scan(Path(__file__).parent / "data" / "interpret" / "hostile" / "linear_class_pipeline.pkl").findings
+    assert "WS-PKL-065" in {f.rule_id for f in found if f.severity >= Severity.HIGH}
