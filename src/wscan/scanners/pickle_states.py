@@ -245,9 +245,10 @@ def _unread_state(res: PickleResult, restored: str, handed: tuple[str, ...], at:
     each class the object's maker was handed, which an allowed function may return, copy or instantiate."""
     for made in (restored, *(name for name in handed if name != restored)):
         if made == HANDED_PAST:
-            detail = f"what made the object was handed more than wscan follows ({MAX_HANDED} classes, "
-            attrs = {"detail": detail + f"{MAX_HANDED_DEPTH} calls deep)", "callable": restored}
-            res.events.append(Event("pickle.unread_attribute_names", at, dict[str, str | int | bool](attrs)))
+            attrs: dict[str, str | int | bool] = {"callable": restored, "detail": "what made the object was handed "
+                                                  f"more than wscan follows ({MAX_HANDED} classes, {MAX_HANDED_DEPTH} "
+                                                  "calls deep)"}  # fmt: skip
+            res.events.append(Event("pickle.unread_attribute_names", at, attrs))
         else:
             _state_code(res, made, "<unread>", Unknown(), at)
 
