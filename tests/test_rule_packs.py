@@ -155,3 +155,30 @@ def test_unless_may_list_several_exceptions(tmp_path: Path) -> None:
     pack.write_text(rule.replace("LIST", "missing"), encoding="utf-8")
     with pytest.raises(UsageError, match="unknown list 'missing'"):
         RuleSet.load(Config(rule_files=(pack,)))
+
+
+# --- the generators (tools/) ---------------------------------------------------------------------------
+
+
+def test_a_generator_names_the_modules_it_leaves_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pack made where an optional dependency is missing lacks that module's classes (category_encoders'
+    GLMMEncoder, without statsmodels): the generator must say so, or the gap ships unnoticed."""
+    package = tmp_path / "wscan_probe_library"
+    (package / "broken_package").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "kept.py").write_text("class Kept:\n    pass\n")
+    (package / "needs_extra.py").write_text("import wscan_no_such_dependency\n\nclass Lost:\n    pass\n")
+    (package / "broken_package" / "__init__.py").write_text("raise ImportError('no backend here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "tools"))
+    from gen_allowlists import classes_under
+
+    assert classes_under("wscan_probe_library") == ["wscan_probe_library.kept.Kept"]
+    said = capsys.readouterr().err.splitlines()
+    assert said == [
+        "not in the pack: wscan_probe_library.broken_package (ImportError: no backend here)",
+        "not in the pack: wscan_probe_library.needs_extra (ModuleNotFoundError: No module named "
+        "'wscan_no_such_dependency')",
+    ]

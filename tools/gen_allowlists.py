@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
-from pack_file import record_imports, write_pack
+from pack_file import record_imports, submodules, write_pack
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.helpers: the catalogues real files come from
 
@@ -764,17 +764,8 @@ def state_only_names() -> list[str]:
 
 def classes_under(package: str, skip: tuple[str, ...] = ()) -> list[str]:
     """Every class defined in `package` and its submodules, by the name pickle records."""
-    root = importlib.import_module(package)
     names: set[str] = set()
-    modules = [root]
-    for info in pkgutil.walk_packages(root.__path__, package + "."):
-        if any(part in info.name for part in ("tests", ".conftest", *skip)):
-            continue
-        try:
-            modules.append(importlib.import_module(info.name))
-        except Exception:
-            continue
-    for module in modules:
+    for module in submodules(package, lambda name: any(part in name for part in ("tests", ".conftest", *skip))):
         for _, obj in inspect.getmembers(module, inspect.isclass):
             mod = getattr(obj, "__module__", "") or ""
             if mod.startswith(package) and getattr(obj, "__qualname__", "").isidentifier():

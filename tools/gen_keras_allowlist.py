@@ -21,14 +21,12 @@ never listed: rules/keras.yaml names them as critical whatever this list says.
 from __future__ import annotations
 
 import builtins
-import importlib
 import inspect
 import os
-import pkgutil
 import sys
 from pathlib import Path
 
-from pack_file import write_pack
+from pack_file import submodules, write_pack
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 
@@ -52,16 +50,9 @@ SKIP_FUNCTION_NAMES = ("get", "serialize", "deserialize")
 
 
 def _import_all() -> None:
-    """Import every keras.src module that imports under this backend, so every export is registered."""
-    import keras
-
-    for info in pkgutil.walk_packages(keras.src.__path__, "keras.src."):
-        if info.name.endswith("_test") or ".tests" in info.name:
-            continue
-        try:
-            importlib.import_module(info.name)
-        except Exception:  # other backends' modules need their framework
-            continue
+    """Import every keras.src module that imports under this backend, so every export is registered (the other
+    backends' modules need their framework: named on stderr)."""
+    submodules("keras.src", lambda name: name.endswith("_test") or ".tests" in name)
 
 
 def _never(name: str) -> bool:

@@ -12,14 +12,12 @@ that upload presets or write vocabulary files are not listed; rules/keras.yaml n
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import os
-import pkgutil
 import sys
 from pathlib import Path
 
-from pack_file import write_pack
+from pack_file import submodules, write_pack
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 PACKAGE = "keras_hub"
@@ -30,14 +28,7 @@ NOT_MODELLING = (
 
 
 def _import_all() -> None:
-    module = importlib.import_module(f"{PACKAGE}.src")
-    for info in pkgutil.walk_packages(module.__path__, f"{PACKAGE}.src."):
-        if "_test" in info.name or ".tests" in info.name:
-            continue
-        try:
-            importlib.import_module(info.name)
-        except Exception:
-            continue
+    submodules(f"{PACKAGE}.src", lambda name: "_test" in name or ".tests" in name)
 
 
 def _modelling(key: str, obj: object) -> bool:

@@ -22,15 +22,13 @@ Gadgets (rules/keras.yaml keras-gadgets) are never listed.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import os
-import pkgutil
 import re
 import sys
 from pathlib import Path
 
-from pack_file import write_pack
+from pack_file import submodules, write_pack
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 
@@ -79,14 +77,7 @@ def _gadget(name: str, prefixes: tuple[str, ...]) -> bool:
 
 
 def _import_all(package: str) -> None:
-    module = importlib.import_module(package)
-    for info in pkgutil.walk_packages(module.__path__, package + "."):
-        if "_test" in info.name or ".tests" in info.name or "testing" in info.name:
-            continue
-        try:
-            importlib.import_module(info.name)
-        except Exception:
-            continue
+    submodules(package, lambda name: "_test" in name or ".tests" in name or "testing" in name)
 
 
 def keras_names(mapping: dict[str, object], prefixes: tuple[str, ...]) -> set[str]:

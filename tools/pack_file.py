@@ -1,12 +1,16 @@
-"""What the generators in tools/ share: the format they write a rule pack in, and how they record the names
-their own freshly made pickles import."""
+"""What the generators in tools/ share: the format they write a rule pack in, how they import a library's
+submodules, and how they record the names their own freshly made pickles import."""
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import pickle
+import pkgutil
 import sys
+import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -19,6 +23,22 @@ def write_pack(name: str, description: str, lists: dict[str, list[str]]) -> None
     data = {"pack": name, "description": description, "lists": lists}
     (RULES / f"{name}.yaml").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(f"{sum(len(values) for values in lists.values())} names", file=sys.stderr)
+
+
+def submodules(package: str, skip: Callable[[str], bool] = lambda name: False) -> list[types.ModuleType]:
+    """`package` and every submodule of it that imports, but those `skip` names. One that does not import (an
+    optional dependency missing, another backend's module) is named on stderr: whatever it defines is missing from
+    the pack, as category_encoders' GLMMEncoder once was, unnoticed, where statsmodels was not installed."""
+    root = importlib.import_module(package)
+    modules = [root]
+    for info in pkgutil.walk_packages(getattr(root, "__path__", []), package + ".", onerror=lambda name: None):
+        if skip(info.name):
+            continue
+        try:  # a package walk_packages could not import fails here again, and is named once
+            modules.append(importlib.import_module(info.name))
+        except Exception as error:
+            print(f"not in the pack: {info.name} ({type(error).__name__}: {error})", file=sys.stderr)
+    return modules
 
 
 class _Recorder(pickle.Unpickler):
