@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -106,6 +107,25 @@ def _timm_config(model: Path, outside: Path) -> None:
         "class_info_file": str(outside / "classes.json")}))  # fmt: skip
 
 
+def _init_inputs(model: Path, outside: Path, elsewhere: bool) -> None:
+    """tokenizer_config.json's `init_inputs`, handed to the tokenizer as positional arguments: BloomTokenizerFast's
+    first, `vocab_file`, is none of the files it looks up, and with no tokenizer.json it converts the vocabulary from
+    it (a Tekken file, by its name) wherever it is (helper 265)."""
+    import base64
+
+    tokens = [bytes([i]) for i in range(256)]
+    tekken = {"config": {"pattern": r"\S+|\s+", "default_vocab_size": 257, "default_num_special_tokens": 1},
+              "special_tokens": [{"rank": 0, "token_str": "<s>", "is_control": True}],
+              "vocab": [{"rank": i, "token_bytes": base64.b64encode(t).decode()} for i, t in enumerate(tokens)]}
+    folder = outside if elsewhere else model
+    (folder / "tekken.json").write_text(json.dumps(tekken))
+    config: dict[str, object] = {"tokenizer_class": "BloomTokenizerFast", "init_inputs": []}
+    if elsewhere:
+        config["init_inputs"] = [str(outside / "tekken.json")]
+    (model / "tokenizer_config.json").write_text(json.dumps(config))
+    (model / "config.json").write_text(json.dumps({"model_type": "bloom", "architectures": ["BloomForCausalLM"]}))
+
+
 CASES = {
     "oneformer-real": ("image-processor", lambda m, o: _oneformer(m, o, None), set()),
     "oneformer-class-info-outside": ("image-processor", lambda m, o: _oneformer(m, o, str(o / "classes.json")),
@@ -116,6 +136,8 @@ CASES = {
     "legacy-tokenizer-real": ("tokenizer", lambda m, o: _legacy_tokenizer(m, o, False), set()),
     "special-tokens-map-vocab-file": ("tokenizer", lambda m, o: _legacy_tokenizer(m, o, True), {"WS-REPO-013"}),
     "timm-config-class-info-file": ("image-processor", _timm_config, {"WS-REPO-013"}),
+    "init-inputs-empty": ("tokenizer", lambda m, o: _init_inputs(m, o, False), set()),
+    "init-inputs-outside": ("tokenizer", lambda m, o: _init_inputs(m, o, True), {"WS-REPO-013"}),
 }  # fmt: skip
 
 
@@ -187,11 +209,15 @@ SUDACHI_PLUGIN = json.dumps({"inputTextPlugin": [{"class": "com.worksap.nlp.suda
         ({"byte_maps.json": {"decompose_map": "/etc/passwd", "merge_map": {}}}, "WS-REPO-013"),
         ({"tokenizer_config.json": {"sp_model_kwargs": {"model_file": "spiece.model"}}}, "WS-REPO-013"),
         ({"preprocessor_config.json": {"repo_path": None, "class_info_file": "classes.json"}}, "WS-REPO-013"),
+        ({"tokenizer_config.json": {"tokenizer_class": "CohereTokenizerFast", "init_inputs": ["../x/tekken.json"]}},
+         "WS-REPO-013"),
+        ({"tokenizer_config.json": {"init_inputs": ["tekken.json"]}}, "WS-REPO-013"),  # from the working folder
     ],
     ids=["marian-vocab", "marian-source-spm", "ernie-m-sentencepiece", "oneformer-repo-path", "sudachi-plugin",
          "sudachi-unreadable-inline-config", "sudachi-resource-dir", "tesseract-options", "tesseract-language-path",
          "tesseract-settings-then-debug-file", "tesseract-tessdata-dir", "mecab-options", "bark-absolute-preset",
-         "special-tokens-map-file", "myt5-byte-maps", "sp-model-file", "oneformer-working-folder"],
+         "special-tokens-map-file", "myt5-byte-maps", "sp-model-file", "oneformer-working-folder",
+         "init-inputs-climbing", "init-inputs-working-folder"],
 )  # fmt: skip
 def test_processor_keys_at_scan_level(tmp_path: Path, files: dict[str, object], rule: str) -> None:
     assert rule in _one(tmp_path, files)
@@ -243,7 +269,26 @@ def test_tokenizer_file_arguments_of_installed_transformers_are_known() -> None:
     assert names <= LOADER_FILES
 
 
-@pytest.mark.parametrize("name", ["additional_chat_templates/tool_use.jinja", "source.spm", "spiece.model"])
+JSON_NAME = re.compile(r"^[\w.-]+\.json$")
+
+
+def test_module_configs_of_installed_sentence_transformers_are_loader_files() -> None:
+    """Every JSON file name in sentence-transformers' sources (its modules' configs, the Transformer module's
+    fallbacks) is a loader file for links: a link named sentence_xlnet_config.json fed it a config from elsewhere
+    (helper 265). A new name fails this test."""
+    import sentence_transformers
+
+    names: set[str] = set()
+    for source in Path(sentence_transformers.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and JSON_NAME.match(node.value):
+                names.add(node.value)
+    assert {"sentence_xlnet_config.json", "router_config.json", "modules.json"} <= names  # the sources were read
+    assert names <= LOADER_FILES
+
+
+@pytest.mark.parametrize("name", ["additional_chat_templates/tool_use.jinja", "source.spm", "spiece.model",
+                                  "sentence_xlnet_config.json", "1_Router/router_config.json"])  # fmt: skip
 def test_links_named_like_tokenizer_files_are_high(tmp_path: Path, name: str) -> None:
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret").write_text("api_key=hunter2\n")

@@ -39,6 +39,12 @@ LOADER_FILES = frozenset({
     "sentencepiece.model", "source.spm", "spiece.model", "spm.model", "spm_char.model", "target.spm",
     "target_vocab.json", "tokenizer.model", "vocab-src.json", "vocab-tgt.json", "vocab.bin", "vocab.json", "vocab.pkl",
     "vocab.txt", "word_pronunciation.json", "word_shape.json",
+    # sentence-transformers' module configs (every JSON name in its sources, 5.1): the Transformer module falls back
+    # through the sentence_<model>_config.json names when sentence_bert_config.json is absent (helper 265's link).
+    "sentence_roberta_config.json", "sentence_distilbert_config.json", "sentence_camembert_config.json",
+    "sentence_albert_config.json", "sentence_xlm-roberta_config.json", "sentence_xlnet_config.json",
+    "router_config.json", "wordembedding_config.json", "whitespacetokenizer_config.json",
+    "phrasetokenizer_config.json", "cnn_config.json", "lstm_config.json", "idf.json",
 })  # fmt: skip
 
 

@@ -51,6 +51,11 @@ FILE_SUFFIXES = ("_file", "_files")
 # the installed transformers' sources and fail when one is missing here).
 TOKENIZER_FILE_KEYS = frozenset({"vocab", "source_spm", "target_spm", "sentencepiece_model_ckpt",
                                  "pretrained_vocab_file_torch"})  # fmt: skip
+# tokenizer_config.json's `init_inputs`: from_pretrained hands them to the tokenizer as positional arguments, whose
+# first is a file (`vocab_file`) opened as given where the class does not look that file up in the folder, so
+# nothing collides with it (helper 265: BloomTokenizerFast read a vocabulary from anywhere). transformers 4.57 no
+# longer writes them; older versions wrote the writer's own paths.
+INIT_INPUTS = "init_inputs"
 PROCESSOR_PATHS = frozenset({"repo_path"})  # OneFormer: os.path.join(repo_path, class_info_file), tried locally first
 # timm-config: a config.json with `pretrained_cfg`, which AutoImageProcessor reads as the image processor's settings.
 PROCESSOR_ROLES = frozenset({"preprocessor-config", "processor-config", "timm-config"})
@@ -415,6 +420,8 @@ def _read_as(role: str, field: str, holder: str, key: str) -> str | None:
         return MODEL if key == "pretrained_model_name_or_path" else IN_REPOSITORY
     if (holder == "sp_model_kwargs" and key == "model_file") or (role == "myt5-byte-maps" and key in BYTE_MAPS):
         return AS_GIVEN  # SentencePieceProcessor(model_file=...) loads it before the tokenizer's own file
+    if role == "tokenizer-config" and field == INIT_INPUTS:
+        return AS_GIVEN
     if (role in TOKENIZER_ARGUMENT_ROLES and field == key) or holder in TOKENIZER_HOLDERS:
         if _tokenizer_file(holder, key):
             return AS_GIVEN
