@@ -1620,6 +1620,32 @@ def test_real_statsmodels_results_are_judged_by_their_formula(name: str, critica
     assert high == ({"WS-PKL-051"} if critical else set())
 
 
+@pytest.mark.parametrize("name", ["sklearnclf_patsy.pkl", "pyod_cblof_patsy.pkl", "pyod_lscp_patsy.pkl"])
+def test_a_statsmodels_model_of_another_library_is_high(name: str) -> None:
+    """Helper 264 (tests/data/statsmodels/hostile_model/README.md): a Series labelled `formula` and `model_spec` as
+    a real results object's model answers predict()'s lookups, and NLTK's classify() and PyOD's decision_function()
+    ran its formula's code; no state names either."""
+    found = scan(STATSMODELS / "hostile_model" / name).findings
+    assert "WS-PKL-066" in {f.rule_id for f in found if f.severity >= Severity.HIGH}
+
+
+@pytest.mark.parametrize(
+    ("value", "high"),
+    [
+        (_g("statsmodels.regression.linear_model", "OLS") + b")\x81", False),  # the model statsmodels keeps
+        (_g("pandas.core.series", "Series") + b")\x81", True),
+        (_g("statsmodels.regression.linear_model", "OLS"), True),  # the class itself, not a model
+        (_g("copy", "deepcopy") + _tuple(_g("statsmodels.regression.linear_model", "OLS") + b")\x81") + b"R", True),
+    ],
+    ids=["statsmodels-model", "series", "class", "computed"],
+)
+def test_a_results_model_must_be_statsmodels_own(tmp_path: Path, value: bytes, high: bool) -> None:
+    results = _g("statsmodels.regression.linear_model", "OLSResults") + b")\x81"
+    blob = b"\x80\x02" + results + _dict((_s("model"), value)) + b"b."
+    found = scan_bytes(tmp_path, blob, "results.pickle").findings
+    assert ("WS-PKL-066" in {f.rule_id for f in found}) == high
+
+
 RIVER = Path(__file__).parent / "data" / "river"
 SKTIME = Path(__file__).parent / "data" / "sktime"
 OLD_STATS = Path(__file__).parent / "data" / "old_stats"  # older versions' names (README.md there)
