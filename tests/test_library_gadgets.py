@@ -3604,6 +3604,28 @@ def test_interpret_linear_models_build_a_linear_class(tmp_path: Path, module: st
         assert not found, found
 
 
+@pytest.mark.parametrize(("module", "name", "flagged"), [
+    ("nltk.probability", "MLEProbDist", False), ("nltk.probability", "LidstoneProbDist", False),
+    ("builtins", "max", True), ("joblib.memory", "Memory", True),
+])
+def test_a_conditional_prob_dist_makes_a_probability_distribution(
+    tmp_path: Path, module: str, name: str, flagged: bool
+) -> None:
+    """Helper 264: NLTK's ConditionalProbDist calls `_probdist_factory(FreqDist, *_factory_args, **_factory_kw_args)`
+    for an unseen condition; `max` with `key=joblib.Memory` made the file's folder at a lookup
+    (tests/data/science/hostile/cpd_memory.pkl). NLTK documents a probability distribution class (WS-PKL-065)."""
+    made = _g("nltk.probability", "ConditionalProbDist") + b")\x81"
+    state = _dict((_s("_probdist_factory"), _g(module, name)), (_s("_factory_args"), b")"),
+                  (_s("_factory_kw_args"), b"}"))
+    found = {f.rule_id for f in scan_bytes(tmp_path, b"\x80\x02" + made + state + b"b.", "cpd.pkl").findings}
+    assert ("WS-PKL-065" in found) == flagged, found
+
+
+def test_helper_264s_conditional_prob_dist_is_high() -> None:
+    found = scan(Path(__file__).parent / "data" / "science" / "hostile" / "cpd_memory.pkl").findings
+    assert "WS-PKL-065" in {f.rule_id for f in found if f.severity >= Severity.HIGH}
+
+
 def test_an_interpret_model_that_builds_a_cached_pipeline_is_high() -> None:
     found = scan(Path(__file__).parent / "data" / "interpret" / "hostile" / "linear_class_pipeline.pkl").findings
     assert "WS-PKL-065" in {f.rule_id for f in found if f.severity >= Severity.HIGH}
