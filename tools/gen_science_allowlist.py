@@ -62,6 +62,13 @@ SCIENCE_OWNER_HOOKS = {
     "__eq__ of nltk.lm.vocabulary.Vocabulary": "compares its label, cutoff and counts",
     "__hash__ of nltk.lm.vocabulary.Vocabulary": "None: __eq__ is defined",
     "__getattribute__ of collections.defaultdict": "object's generic attribute lookup",
+    # A Brill tagger's learned rules (NLTK 3.10.4): a Rule hashes its repr (template id, tags, each condition's feature
+    # class and positions and value; cached in its dict), and compares class, tags and conditions; a Feature compares
+    # class and positions, and is unhashable
+    "__hash__ of nltk.tbl.rule.Rule": "hashes its repr: template id, tags, conditions (cached in its dict)",
+    "__eq__ of nltk.tbl.rule.Rule": "compares class, tags and conditions",
+    "__eq__ of nltk.tbl.feature.Feature": "compares class and positions",
+    "__hash__ of nltk.tbl.feature.Feature": "None: __eq__ is defined",
 }
 
 # Classes real files have pickle call, with what their __reduce__ gives (reviewed): not state-only.
@@ -265,7 +272,7 @@ def nltk_more(dump: Callable[[str, object], None], tagged: list[list[tuple[str, 
     )
     from nltk.stem import LancasterStemmer, PorterStemmer
     from nltk.tag import AffixTagger, BigramTagger, DefaultTagger, TrigramTagger, UnigramTagger
-    from nltk.tag.brill import fntbl37
+    from nltk.tag.brill import brill24, fntbl37
     from nltk.tag.brill_trainer import BrillTaggerTrainer
     from nltk.tag.tnt import TnT
     from nltk.text import Text
@@ -280,6 +287,13 @@ def nltk_more(dump: Callable[[str, object], None], tagged: list[list[tuple[str, 
     tnt.train(tagged)
     dump("nltk_tnt", tnt)
     dump("nltk_brill", BrillTaggerTrainer(unigram, fntbl37(), trace=0).train(tagged, max_rules=5))
+    # One that learns rules (the unigram tagger above already tags its data right): `Rule`s of `Pos` and `Word`
+    # features, which a tagger trained on real text keeps (helper 264 found one high).
+    ambiguous = [*tagged, *[[("the", "DT"), ("run", "NN"), ("ends", "VBZ")]] * 2, [("dogs", "NNS"), ("run", "VBP")]]
+    brill = BrillTaggerTrainer(unigram, brill24(), trace=0).train(ambiguous, max_rules=5, min_score=1)
+    features = {type(feature).__name__ for rule in brill.rules() for feature, _ in rule._conditions}
+    assert features == {"Pos", "Word"}, f"the Brill catalogue entry learned rules of {features or 'no'} features"
+    dump("nltk_brill_rules", brill)
     trainer = PunktTrainer()
     trainer.INCLUDE_ALL_COLLOCS = True
     trainer.train("Mr. Smith went to Washington. He arrived at 5 p.m. on Monday. " * 20, finalize=False)
