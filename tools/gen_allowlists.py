@@ -640,13 +640,28 @@ def torch_function_names() -> list[str]:
 TRAINING_ARGS_CLASSES = [
     "transformers.training_args.TrainingArguments",
     "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
+    # sentence-transformers' trainers (and setfit's, built on them) pickle their own subclasses into
+    # training_args.bin, with its batch sampler enums (helper 266 found every such checkpoint high)
+    "sentence_transformers.training_args.SentenceTransformerTrainingArguments",
+    "sentence_transformers.cross_encoder.training_args.CrossEncoderTrainingArguments",
+    "sentence_transformers.sparse_encoder.training_args.SparseEncoderTrainingArguments",
+]
+# The same classes where sentence-transformers 5.2 and later define them (read in the sources of 5.7.0 and 6.3.0, and
+# recorded from their saves by helper 266): dataclasses restored from state, like the ones above, with no load hooks.
+# The test extra pins 5.1, so they are listed here rather than imported.
+MOVED_TRAINING_ARGS = [
+    "sentence_transformers.sentence_transformer.training_args.SentenceTransformerTrainingArguments",
+    "sentence_transformers.multi_vector_encoder.training_args.MultiVectorEncoderTrainingArguments",
+]
+MOVED_TRAINING_ARGS_ENUMS = [
+    "sentence_transformers.base.sampler.BatchSamplers", "sentence_transformers.base.sampler.MultiDatasetBatchSamplers",
 ]
 TRAINING_ARGS_POST_INIT = [
     "transformers.trainer_pt_utils.AcceleratorConfig",  # accelerator_config dict -> dataclass
     "accelerate.state.PartialState",  # distributed_state, cached by the device setup
     "accelerate.utils.dataclasses.DistributedType",  # PartialState.distributed_type
 ]
-TRAINING_ARGS_LIBRARIES = ("transformers.", "accelerate.")
+TRAINING_ARGS_LIBRARIES = ("transformers.", "accelerate.", "sentence_transformers.")
 
 
 def _classes_in_hint(hint: object, found: set[type]) -> None:
@@ -1339,12 +1354,15 @@ def main() -> int:
         "class and quantization config class (a checkpoint that saves model.config beside its weights), restored "
         "from state only, with the quantization enums (exact names); its learning-rate lambdas and Adafactor, which a "
         "scheduler and an optimizer saved whole hold.",
-        training_args_names() + configs + quantization + quantization_enums + optimization,
-        more={"state-only-classes": state_only_names() + configs + quantization + optimization_state_only},
+        training_args_names() + MOVED_TRAINING_ARGS + MOVED_TRAINING_ARGS_ENUMS + configs + quantization
+        + quantization_enums + optimization,
+        more={"state-only-classes": state_only_names() + MOVED_TRAINING_ARGS + configs + quantization
+              + optimization_state_only},
     )
     methods, plain = method_lists()  # last: over every pack just written, and the hand-written ones
     # Allowed enums: calling one looks a member up, an object the whole process shares (WS-PKL-049).
     enums = sorted(name for name in _pack_names("allowed-callables") if isinstance(_maybe(name), enum.EnumMeta))
+    enums = sorted({*enums, *MOVED_TRAINING_ARGS_ENUMS})
     # and a Gaussian process's kernels (a sum's k1 and k2 are kernels, judged the same way)
     kernels = [name for name in sklearn_classes if name.startswith("sklearn.gaussian_process.kernels.")]
     called_objects = ["functools.partial", *TORCH_LAYER_HOOKS, *layers, *kernels]
