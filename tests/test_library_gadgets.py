@@ -2667,6 +2667,14 @@ def test_lightning_attribute_dicts_pass_and_their_method_items_do_not(tmp_path: 
     assert {"WS-PKL-021", "WS-PKL-014"} <= _rules(tmp_path / "hostile", hostile)
 
 
+@pytest.mark.parametrize("name", ["adam_steplr.ckpt", "sgd_cosine.ckpt"])
+def test_lightning_hyperparameters_keeping_optimizer_and_scheduler_classes_pass(tmp_path: Path, name: str) -> None:
+    """Helper 266: save_hyperparameters() keeps the optimizer and scheduler classes a module was given (darts' models
+    do); the scheduler class was WS-PKL-022. Calling either only stores parameters and sets learning rates."""
+    real = Path(__file__).parent / "data" / "lightning" / name
+    assert not _rules(tmp_path, real.read_bytes())
+
+
 def test_sklearn_memory_folder_is_written_at_fit(tmp_path: Path) -> None:
     """A thirteenth review's bypass: a Pipeline whose `memory` names a folder writes a joblib cache there when the
     loaded pipeline is fitted (refit, cross-validated). Proved with the real loader; high whatever the path."""

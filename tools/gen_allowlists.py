@@ -1221,10 +1221,13 @@ def main() -> int:
         + torch_return_types() + TORCH_SCRIPT_OBJECT,
         # Layer and distribution constructors only set parameters and allocate: safe to keep as values (skorch's
         # criterion, a config's activation class), unlike the state-only classes of the other packs (WS-PKL-022).
+        # So do optimizers' and learning-rate schedulers' (they store parameters and set the optimizer's rates), which
+        # Lightning's save_hyperparameters, darts and skorch keep as the classes a model was given (helper 266).
         more={
             "state-only-classes": layers + distributions_state_only + declared_state_only + training_state_only
             + TORCH_DATASETS,
-            "value-classes": layers + distributions_state_only,
+            "value-classes": layers + distributions_state_only
+            + [name for name in training_state_only if name not in TORCH_SCALERS],
             "referenced-callables": torch_function_names() + torch_lazy_hook_names(layers),
             "positional-state-classes": torch_positional_state_names(layers),
         },
