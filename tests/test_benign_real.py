@@ -1058,6 +1058,20 @@ def _trainer_checkpoint(out: Path) -> None:
     torch.save(rng, out / "rng_state.pth")
 
 
+@kind("torch-samplers")
+def _torch_samplers(out: Path) -> None:
+    """The samplers a DataLoader iterates, saved whole with torch.save (helper 266 found each high)."""
+    from torch.utils import data
+
+    dataset = data.TensorDataset(torch.arange(10.0))
+    generator = torch.Generator().manual_seed(SEED)
+    torch.save(data.RandomSampler(dataset, generator=generator), out / "random.pt")
+    torch.save(data.WeightedRandomSampler([0.1] * 10, 5), out / "weighted.pt")
+    torch.save(data.SubsetRandomSampler([1, 2, 3]), out / "subset.pt")
+    torch.save(data.BatchSampler(data.SequentialSampler(dataset), 2, drop_last=False), out / "batch.pt")
+    torch.save(data.distributed.DistributedSampler(dataset, num_replicas=2, rank=0), out / "distributed.pt")
+
+
 @kind("sentence-transformers-training-args")
 def _sentence_transformers_training_args(out: Path) -> None:
     """What sentence-transformers' trainers (and setfit's) pickle into a checkpoint's training_args.bin: their own

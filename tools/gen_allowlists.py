@@ -407,6 +407,12 @@ def ml_dtypes_names() -> list[str]:
 TORCH_DATASETS = [
     "torch.utils.data.dataset.TensorDataset", "torch.utils.data.dataset.Subset",
     "torch.utils.data.dataset.ConcatDataset", "torch.utils.data.dataset.StackDataset",
+    # and the samplers a DataLoader iterates, saved whole beside them (helper 266): no load hooks; they hold their
+    # data source or sampler, sizes, weights and a torch Generator (DistributedSampler's constructor asks the process
+    # group for its rank, so all are restored from state only)
+    "torch.utils.data.sampler.SequentialSampler", "torch.utils.data.sampler.RandomSampler",
+    "torch.utils.data.sampler.SubsetRandomSampler", "torch.utils.data.sampler.WeightedRandomSampler",
+    "torch.utils.data.sampler.BatchSampler", "torch.utils.data.distributed.DistributedSampler",
 ]  # fmt: skip
 # Values torch pickles by calling their type with their fields: a PackedSequence (a namedtuple whose __new__ checks its
 # tensors) and the named tuples torch.topk, torch.sort, torch.linalg.svd, ... return (structseq types, made from a
