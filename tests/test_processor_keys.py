@@ -107,7 +107,7 @@ def _timm_config(model: Path, outside: Path) -> None:
         "class_info_file": str(outside / "classes.json")}))  # fmt: skip
 
 
-def _init_inputs(model: Path, outside: Path, elsewhere: bool) -> None:
+def _init_inputs(model: Path, outside: Path, elsewhere: str) -> None:
     """tokenizer_config.json's `init_inputs`, handed to the tokenizer as positional arguments: BloomTokenizerFast's
     first, `vocab_file`, is none of the files it looks up, and with no tokenizer.json it converts the vocabulary from
     it (a Tekken file, by its name) wherever it is (helper 265)."""
@@ -120,8 +120,10 @@ def _init_inputs(model: Path, outside: Path, elsewhere: bool) -> None:
     folder = outside if elsewhere else model
     (folder / "tekken.json").write_text(json.dumps(tekken))
     config: dict[str, object] = {"tokenizer_class": "BloomTokenizerFast", "init_inputs": []}
-    if elsewhere:
+    if elsewhere == "list":
         config["init_inputs"] = [str(outside / "tekken.json")]
+    elif elsewhere == "dict":  # `*init_inputs` of a dict hands over its keys (helper 267)
+        config["init_inputs"] = {str(outside / "tekken.json"): None}
     (model / "tokenizer_config.json").write_text(json.dumps(config))
     (model / "config.json").write_text(json.dumps({"model_type": "bloom", "architectures": ["BloomForCausalLM"]}))
 
@@ -136,8 +138,9 @@ CASES = {
     "legacy-tokenizer-real": ("tokenizer", lambda m, o: _legacy_tokenizer(m, o, False), set()),
     "special-tokens-map-vocab-file": ("tokenizer", lambda m, o: _legacy_tokenizer(m, o, True), {"WS-REPO-013"}),
     "timm-config-class-info-file": ("image-processor", _timm_config, {"WS-REPO-013"}),
-    "init-inputs-empty": ("tokenizer", lambda m, o: _init_inputs(m, o, False), set()),
-    "init-inputs-outside": ("tokenizer", lambda m, o: _init_inputs(m, o, True), {"WS-REPO-013"}),
+    "init-inputs-empty": ("tokenizer", lambda m, o: _init_inputs(m, o, ""), set()),
+    "init-inputs-outside": ("tokenizer", lambda m, o: _init_inputs(m, o, "list"), {"WS-REPO-013"}),
+    "init-inputs-dict-keys": ("tokenizer", lambda m, o: _init_inputs(m, o, "dict"), {"WS-REPO-013"}),
 }  # fmt: skip
 
 
@@ -288,7 +291,8 @@ def test_module_configs_of_installed_sentence_transformers_are_loader_files() ->
 
 
 @pytest.mark.parametrize("name", ["additional_chat_templates/tool_use.jinja", "source.spm", "spiece.model",
-                                  "sentence_xlnet_config.json", "1_Router/router_config.json"])  # fmt: skip
+                                  "sentence_xlnet_config.json", "1_Router/router_config.json", "tekken.json",
+                                  "tokenizer.model.", "README.md"])  # fmt: skip
 def test_links_named_like_tokenizer_files_are_high(tmp_path: Path, name: str) -> None:
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret").write_text("api_key=hunter2\n")

@@ -10,6 +10,7 @@ scan).
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -45,7 +46,17 @@ LOADER_FILES = frozenset({
     "sentence_albert_config.json", "sentence_xlm-roberta_config.json", "sentence_xlnet_config.json",
     "router_config.json", "wordembedding_config.json", "whitespacetokenizer_config.json",
     "phrasetokenizer_config.json", "cnn_config.json", "lstm_config.json", "idf.json",
+    # A fast tokenizer without tokenizer.json converts a Mistral vocabulary it finds by name (`tekken.json`, and
+    # `tokenizer.model` with any dots after it: MISTRAL_VOCABULARY); sentence-transformers reads README.md into the
+    # model card it writes back at save() and push_to_hub() (helper 267 read both through links).
+    "tekken.json", "README.md",
 })  # fmt: skip
+MISTRAL_VOCABULARY = re.compile(r"^tokenizer\.model\.+$")  # what transformers' `tokenizer\.model\.*` search can name
+
+
+def loader_file(name: str) -> bool:
+    """A name loaders open from a model folder by name (LOADER_FILES, a versioned config, a Mistral vocabulary)."""
+    return name in LOADER_FILES or versioned_config(name) or MISTRAL_VOCABULARY.match(name) is not None
 
 
 def versioned_config(name: str) -> bool:
@@ -215,8 +226,8 @@ def _entry(path: Path, root: Path, display: str | None = None) -> Iterator[FileE
                 return
             if not _stays_inside(path, target, root):
                 code = path.name.endswith(CODE_SUFFIXES) or target.name.endswith(CODE_SUFFIXES)
-                weights = not code and (path.name.lower().endswith(WEIGHT_SUFFIXES) or path.name in LOADER_FILES
-                                        or versioned_config(path.name) or path.parent.name in LOADER_FOLDERS
+                weights = not code and (path.name.lower().endswith(WEIGHT_SUFFIXES) or loader_file(path.name)
+                                        or path.parent.name in LOADER_FOLDERS
                                         or not ASSET_FOLDERS.isdisjoint(Path(display).parts[:-1]))
                 yield _skip(display, "file.symlink_escape", target=target.as_posix(), code=code, weights=weights)
                 return

@@ -212,7 +212,7 @@ def _judge(artifact: Artifact, role: str, field: str, holder: str, key: str, val
         how = _read_as(role, field, holder, key) or ""
         if key in LOCAL_DIR_KEYS and isinstance(value, str) and value.startswith(LOCAL_DIR):
             how, value = AS_GIVEN, value[len(LOCAL_DIR) :]
-        for path in _strings(value) if how else []:
+        for path in _strings(value, unpacked=field == INIT_INPUTS) if how else []:
             if _leaves(how, key, path):
                 yield from outside(artifact, role, field, path, how)
     if key in CALLED_KEYS or key in LOADED_KEYS:
@@ -499,9 +499,10 @@ def _leaves(how: str, key: str, path: str) -> bool:
     return key == "variant" and ("/" in path or "\\" in path)
 
 
-def _strings(value: Any) -> list[str]:
-    """A value's non-empty strings: itself, or the items of a list (`fast_tokenizer_files`)."""
-    items = value if isinstance(value, list) else [value]
+def _strings(value: Any, unpacked: bool = False) -> list[str]:
+    """A value's non-empty strings: itself, or the items of a list (`fast_tokenizer_files`); where the loader
+    unpacks the value as arguments (`*init_inputs`), a dict's keys too (helper 267 handed a path over so)."""
+    items = value if isinstance(value, list) or (unpacked and isinstance(value, dict)) else [value]
     return [item for item in items if isinstance(item, str) and item]
 
 
