@@ -3637,3 +3637,72 @@ def test_helper_264s_conditional_prob_dist_is_high() -> None:
 def test_an_interpret_model_that_builds_a_cached_pipeline_is_high() -> None:
     found = scan(Path(__file__).parent / "data" / "interpret" / "hostile" / "linear_class_pipeline.pkl").findings
     assert "WS-PKL-065" in {f.rule_id for f in found if f.severity >= Severity.HIGH}
+
+
+DARTS = Path(__file__).parent / "data" / "darts"
+
+
+@pytest.mark.parametrize("path", sorted(DARTS.glob("darts_*")), ids=lambda path: path.name)
+def test_real_darts_models_and_time_series_pass(path: Path) -> None:
+    """Helper 266: 16 of 21 darts files were high (no pack held darts' classes). The files are darts' own
+    (model.save of local, regression and torch models with their Lightning checkpoints, TimeSeries.to_pickle, a
+    transformer pipeline: tests/data/darts/README.md); rules/allow-darts.yaml records what they import, each hook
+    reviewed in tools/gen_darts_allowlist.py."""
+    found = scan(path).findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+def test_darts_is_allowed_by_the_names_its_files_import_only() -> None:
+    """Only the classes real files import (never a module wildcard, never getattr), restored from state only but
+    the enums."""
+    from wscan.rules import builtin_rules_dir
+    from wscan.rules.loader import load_pack
+
+    lists = load_pack(builtin_rules_dir() / "allow-darts.yaml")["lists"]
+    allowed = lists["allowed-callables"]
+    assert "darts.timeseries.TimeSeries" in lists["state-only-classes"]
+    assert all(name.startswith(("darts.", "nfoursid.")) and name.count(".") >= 2 for name in allowed), allowed
+    assert "builtins.getattr" not in allowed
+    enums = {"darts.utils.utils.ModelMode", "darts.utils.utils.SeasonalityMode",
+             "darts.utils.likelihood_models.base.LikelihoodType"}
+    assert set(allowed) - set(lists["state-only-classes"]) == enums
+
+
+def test_a_darts_model_saved_with_checkpoints_stays_critical() -> None:
+    """save_checkpoints=True keeps Lightning's ModelCheckpoint among the trainer's arguments, holding the network's
+    `log` bound method (getattr on the network), which no pack allows."""
+    found = scan(DARTS / "flagged" / "dlinear_save_checkpoints.pt").findings
+    critical = {f.message.split(" (")[0] for f in found if f.severity >= Severity.CRITICAL}
+    assert "Loading imports builtins.getattr" in critical, [f.message for f in found]
+
+
+_FFT = _g("darts.models.forecasting.fft", "FFT") + b")\x81"  # cls.__new__(cls), as copyreg's NEWOBJ
+
+
+@pytest.mark.parametrize(("label", "body", "rule"), [
+    # a model whose state runs a command
+    ("os.system in a state", _g("darts.models.forecasting.baselines", "NaiveSeasonal") + b")\x81"
+     + _dict((_s("K"), _g("os", "system") + _tuple(_s("echo pwned")) + b"R")) + b"b", "WS-PKL-001"),
+    # darts' classes are restored from state: a call runs the constructor (a torch model's makes its work folders)
+    ("TimeSeries called", _g("darts.timeseries", "TimeSeries") + _tuple(_s("times"), _s("values")) + b"R",
+     "WS-PKL-014"),
+    ("RNNModel called", _g("darts.models.forecasting.rnn_model", "RNNModel") + _tuple(b"K\x0c") + b"R", "WS-PKL-014"),
+    # FFT's trend function, called while the file loads, and looked up on the class (the file picks its `self`)
+    ("bound method called", _FFT + b"p0\n0" + _g("builtins", "getattr") + b"(g0\n" + _s("_null_trend") + b"tR"
+     + _tuple(b"K\x01") + b"R", "WS-PKL-017"),
+    ("method of the class", _FFT + _dict((_s("trend_function"), _g("builtins", "getattr") + b"("
+                                          + _g("darts.models.forecasting.fft", "FFT") + _s("_null_trend") + b"tR"))
+     + b"b", "WS-PKL-017"),
+    # a state that replaces a model's method with an allowed class
+    ("method replaced", _FFT + _dict((_s("predict"), _g("darts.timeseries", "TimeSeries"))) + b"b", "WS-PKL-026"),
+    # load() calls load_from_checkpoint on the class these two name, taken from any imported module (helper 268)
+    ("network class from elsewhere", _g("darts.models.forecasting.rnn_model", "RNNModel") + b")\x81"
+     + _dict((_s("_module_path"), _s("pytorch_lightning")), (_s("_module_name"), _s("LightningModule"))) + b"b",
+     "WS-PKL-038"),
+])
+def test_hostile_darts_streams_stay_flagged(tmp_path: Path, label: str, body: bytes, rule: str) -> None:
+    """The darts pack allows its classes restored from state, and FFT's trend functions bound to the model the
+    stream restored and never called: not a call of a class, a command in a state, a method called or looked up on
+    the class, nor a method a state replaces."""
+    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "darts.pkl").findings
+    assert rule in {f.rule_id for f in found if f.severity >= Severity.HIGH}, (label, [f.message for f in found])

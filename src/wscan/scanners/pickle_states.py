@@ -218,7 +218,10 @@ ALIAS_STATE_KEYS = frozenset({"attribute_map"})
 # imports the module and takes the class its state names the first time it needs its topic model class (at save(),
 # add_model(), recluster()) and calls it with keyword arguments from its state; gensim never saves the class itself
 # (`topic_model_class`), and one in the state is what it calls. The rules check the name is gensim's LDA (WS-PKL-038).
-IMPORT_STATE_KEYS = {"topic_model_module_string": "topic_model_class_string", "topic_model_class": ""}
+# A darts torch model loads its network with getattr(sys.modules[_module_path], _module_name).load_from_checkpoint(
+# <the .ckpt beside it>): the rules check the module is darts' own (helper 268).
+IMPORT_STATE_KEYS = {"topic_model_module_string": "topic_model_class_string", "topic_model_class": "",
+                     "_module_path": "_module_name"}  # fmt: skip
 MAX_CODE_TEXT = 8192  # SciPy's template is under 1 KiB for every distribution it ships
 
 
