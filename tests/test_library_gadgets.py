@@ -3668,6 +3668,16 @@ def test_darts_is_allowed_by_the_names_its_files_import_only() -> None:
     assert set(allowed) - set(lists["state-only-classes"]) == enums
 
 
+@pytest.mark.parametrize(("name", "rule"), [("load_ckpt_path_data_url.pt", "WS-PKL-067"),
+                                            ("trainer_default_root_dir.pt", "WS-PKL-039"),
+                                            ("model_params_force_reset.pt", "WS-PKL-039")])
+def test_helper_269s_darts_models_are_high(name: str, rule: str) -> None:
+    """Real darts models with one attribute set (tests/data/darts/README.md): fit() ran a pickle from a `data:` URL,
+    predict() wrote logs to a folder the file named, backtest() deleted and rewrote one."""
+    found = scan(DARTS / "hostile" / name).findings
+    assert rule in {f.rule_id for f in found if f.severity >= Severity.HIGH}, [f.message for f in found]
+
+
 def test_a_darts_model_saved_with_checkpoints_stays_critical() -> None:
     """save_checkpoints=True keeps Lightning's ModelCheckpoint among the trainer's arguments, holding the network's
     `log` bound method (getattr on the network), which no pack allows."""
@@ -3695,6 +3705,19 @@ _FFT = _g("darts.models.forecasting.fft", "FFT") + b")\x81"  # cls.__new__(cls),
      + b"b", "WS-PKL-017"),
     # a state that replaces a model's method with an allowed class
     ("method replaced", _FFT + _dict((_s("predict"), _g("darts.timeseries", "TimeSeries"))) + b"b", "WS-PKL-026"),
+    # fit() resumes from load_ckpt_path (torch.load, weights_only=False, any fsspec URL); the arguments a rebuilt
+    # model and Lightning's Trainer take: checkpoints, a folder reset, logs (helper 269)
+    ("checkpoint to resume", _g("darts.models.forecasting.nbeats", "NBEATSModel") + b")\x81"
+     + _dict((_s("load_ckpt_path"), _s("/tmp/elsewhere/evil.ckpt"))) + b"b", "WS-PKL-067"),
+    ("trainer writes logs", _g("darts.models.forecasting.nbeats", "NBEATSModel") + b")\x81"
+     + _dict((_s("trainer_params"), _dict((_s("default_root_dir"), _s("/tmp/x")), (_s("logger"), b"\x88")))) + b"b",
+     "WS-PKL-039"),
+    ("rebuilt model resets a folder", _g("darts.models.forecasting.nbeats", "NBEATSModel") + b")\x81"
+     + _dict((_s("_model_params"), _g("collections", "OrderedDict") + b")R" + b"(" + _s("force_reset") + b"\x88u"))
+     + b"b", "WS-PKL-039"),
+    ("trainer arguments within the model's", _g("darts.models.forecasting.nbeats", "NBEATSModel") + b")\x81"
+     + _dict((_s("_model_params"), _dict((_s("pl_trainer_kwargs"), _dict((_s("default_root_dir"), _s("/tmp/x")))))))
+     + b"b", "WS-PKL-039"),
     # load() calls load_from_checkpoint on the class these two name, taken from any imported module (helper 268)
     ("network class from elsewhere", _g("darts.models.forecasting.rnn_model", "RNNModel") + b")\x81"
      + _dict((_s("_module_path"), _s("pytorch_lightning")), (_s("_module_name"), _s("LightningModule"))) + b"b",

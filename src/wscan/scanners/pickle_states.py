@@ -111,7 +111,8 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str, ha
             res.events.append(Event("pickle.state_aliases", at, dict[str, str | int | bool](aliases)))
         elif isinstance(key, Const) and key.value in IMPORT_STATE_KEYS:
             _state_import(res, state, str(key.value), value, restored, at)
-        elif isinstance(key, Const) and key.value in MODEL_ARGUMENT_KEYS:
+        elif (isinstance(key, Const) and key.value in MODEL_ARGUMENT_KEYS
+              and restored.startswith(MODEL_ARGUMENT_OWNERS.get(str(key.value), ""))):  # fmt: skip
             _model_arguments(res, str(key.value), value, restored, at)
         if isinstance(key, Const) and restored.startswith(SIDE_FILE_WRITERS) and _outside(key.value):
             attrs: dict[str, str | int | bool] = {"list": "its attribute names", "name": describe(key)}
@@ -163,10 +164,22 @@ SIDE_FILE_WRITERS = ("gensim.",)
 # name server they name (Pyro4's client then unpickles its reply: review 21 ran code so), and `callbacks` are
 # called during training (a visdom metric connects). Real files train locally, without callbacks.
 # A coherence model's word-vector accumulator trains Word2Vec(**model_kwargs) when it has no vectors: callbacks again.
+# A darts torch model rebuilds itself from `_model_params` (`model_params` too) when it is trained again (backtest()
+# and historical_forecasts() retrain by default) and hands `trainer_params` to Lightning's Trainer at fit() and
+# predict(): helper 269 had `save_checkpoints` with `force_reset` delete and rewrite a folder the file named, and a
+# `default_root_dir` with a logger write logs there at predict(). darts' own saves keep those off.
+TRAINER_WRITES = frozenset({"default_root_dir", "weights_save_path", "logger", "enable_checkpointing", "callbacks",
+                            "profiler", "plugins"})  # fmt: skip
+DARTS_REBUILD = frozenset({"save_checkpoints", "force_reset", "log_tensorboard", "pl_trainer_kwargs"})
 MODEL_ARGUMENT_KEYS = {
     "gensim_kw_args": frozenset({"distributed", "ns_conf", "callbacks", "dispatcher"}),
     "model_kwargs": frozenset({"callbacks"}),
+    "_model_params": DARTS_REBUILD, "model_params": DARTS_REBUILD, "trainer_params": TRAINER_WRITES,
+    "pl_trainer_kwargs": TRAINER_WRITES,  # inside the model's arguments: merged into trainer_params
 }
+# Where a name of MODEL_ARGUMENT_KEYS is judged: only on darts' objects, as other libraries use the same words.
+MODEL_ARGUMENT_OWNERS = {"_model_params": "darts.", "model_params": "darts.", "trainer_params": "darts.",
+                         "pl_trainer_kwargs": "darts."}  # fmt: skip
 
 
 def _model_arguments(res: PickleResult, name: str, value: Sym, restored: str, at: int) -> None:
@@ -174,12 +187,16 @@ def _model_arguments(res: PickleResult, name: str, value: Sym, restored: str, at
     False, 0 or an empty container, or arguments the machine cannot read."""
     if _is_none(value):
         return
-    if not isinstance(value, Dict) or value.dropped or any(not isinstance(k, Const) for k, _ in value.items):
+    mapping = _as_mapping(res, value)  # darts keeps its arguments in an OrderedDict
+    if mapping is None or mapping.dropped or any(not isinstance(k, Const) for k, _ in mapping.items):
         pairs: list[tuple[str, Sym]] = [("<unread>", value)]
     else:
-        pairs = [(str(k.value), v) for k, v in value.items if isinstance(k, Const)]
+        pairs = [(str(k.value), v) for k, v in mapping.items if isinstance(k, Const)]
     for argument, given in pairs:
         if argument != "<unread>" and (argument not in MODEL_ARGUMENT_KEYS[name] or _empty(given)):
+            continue
+        if argument in MODEL_ARGUMENT_KEYS and _as_mapping(res, given) is not None:  # within arguments: alike
+            _model_arguments(res, argument, given, restored, at)
             continue
         attrs: dict[str, str | int | bool] = {"name": name, "callable": restored, "argument": argument,
                                               "value": describe(given)[:300]}  # fmt: skip
@@ -209,7 +226,9 @@ FORMULA_KEPT_KEYS = frozenset({"formula", "model_spec", "design_info"})
 # State attributes naming a folder or file the library writes to when the object is used: scikit-learn's `memory` (a
 # Pipeline's, an agglomerative clustering's) becomes a joblib.Memory cache at fit(), and a review wrote files anywhere
 # so; gensim's AuthorTopicModel rewrites the corpus file at its `serialization_path` at update().
-FOLDER_STATE_KEYS = frozenset({"memory", "serialization_path"})
+# A darts torch model's `load_ckpt_path` is the checkpoint fit() resumes from, which Lightning opens (any fsspec URL:
+# `data:`, http) and loads with weights_only=False (helper 269 ran code so); darts' own saves keep None.
+FOLDER_STATE_KEYS = frozenset({"memory", "serialization_path", "load_ckpt_path"})
 # State attributes that rename the object's other attributes: a transformers config looks every name up in its
 # `attribute_map` first, so an instance's own map points any attribute or method at another one (review 13 made
 # save_pretrained call push_to_hub). The class keeps the map; no real file's state has one.
