@@ -19,6 +19,8 @@ from wscan.discover import LOADER_FOLDERS, versioned_config
 from wscan.lookup import is_file
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import CHUNK, NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem, read_capped
+from wscan.scanners.gluonts_serde import CONFIG_FILE as GLUONTS_CONFIG
+from wscan.scanners.gluonts_serde import serde_targets
 from wscan.scanners.loader_keys import (
     ELSEWHERE,
     IN_REPOSITORY,
@@ -66,6 +68,7 @@ JSON_ROLES = {
     "policy_preprocessor.json": "lerobot-pipeline",
     "policy_postprocessor.json": "lerobot-pipeline",
     "configuration.json": MODELSCOPE,  # ModelScope's model configuration (FunASR reads it too)
+    "gluonts-config.json": "gluonts-config",  # the GluonTS predictor class Predictor.deserialize imports
 }
 # Roles whose file is a JSON list, not an object (sentence-transformers' modules.json).
 LIST_ROLES = frozenset({"sentence-transformers-modules"})
@@ -75,8 +78,8 @@ MAX_FIELD_CHARS = 1024 * 1024  # no real config string is this long; tokenizer v
 MAX_SUBCONFIG_DEPTH = 8
 # Roles whose nested keys are data, not settings: a vocabulary may hold the token "auto_map".
 DATA_ROLES = frozenset({"tokenizer", "added-tokens"})
-_SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code)"\s*:|"steps"\s*:\s*\[')
-SIGNAL_KEYS = ("auto_map", "chat_template", "trust_remote_code", "steps")
+_SIGNAL = re.compile(rb'"(auto_map|chat_template|trust_remote_code|__kind__)"\s*:|"steps"\s*:\s*\[')
+SIGNAL_KEYS = ("auto_map", "chat_template", "trust_remote_code", "steps", "__kind__")  # __kind__: GluonTS objects
 
 
 def _spelt(key: str) -> bytes:
@@ -151,7 +154,8 @@ class RepoJsonScanner:
         # AutoConfig reads it as a config (helper 251 put a LightGlue opt-in in a .txt). `scan` looks at all of it.
         if not head.head.strip(b" \t\r\n"):  # all whitespace so far: what follows decides
             return head.name.endswith(".json") or head.size > len(head.head)
-        return _json_start(head.head)
+        # a JSON list too, where the name says JSON: GluonTS decodes a list's objects one by one
+        return _json_start(head.head) or (head.name.endswith(".json") and head.head.lstrip(b" \t\r\n")[:1] == b"[")
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[ScanItem]:
         role = json_role(artifact.name)
@@ -179,6 +183,8 @@ class RepoJsonScanner:
             top = loads_lenient(data)
             if top is None:
                 return
+        if b"__kind__" in data or b"\\u" in data or artifact.name.endswith(GLUONTS_CONFIG):  # (escapes spell any key)
+            yield from serde_targets(artifact, top, ctx)
         if role in LIST_ROLES and isinstance(top, list):
             yield from _st_modules(artifact, top, role, data)
             yield from loader_keys(artifact, top, role)

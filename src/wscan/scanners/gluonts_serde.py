@@ -1,0 +1,57 @@
+"""GluonTS's serialized objects: JSON whose objects name a class for its decoder to import and call.
+
+`Predictor.deserialize(folder)` imports the class `gluonts-config.json`'s `type` names (pydoc.locate), then reads
+`predictor.json` with `gluonts.core.serde.decode`, which for every object holding `__kind__` imports what its
+`class` names and calls it with its `args` and `kwargs` (or returns it, for a type). GluonTS 0.14.4 called whatever
+was named: `{"__kind__": "instance", "class": "os.system", "args": [...]}` anywhere in predictor.json ran the
+command (checked with the real loader). 0.17 refuses classes `encode` never writes, after importing their module.
+Each name is reported as a config target, at any depth and in a file of any name, for the rules to judge as they
+judge a Hydra `_target_`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from wscan.model import Observation
+from wscan.scanners.base import Artifact, ScanContext
+from wscan.scanners.config_targets import target_observations
+
+KIND = "__kind__"
+CLASS = "class"
+CONFIG_FILE, CONFIG_TYPE = "gluonts-config.json", "type"  # the predictor class, whose deserialize is called
+TARGET_KEY = "__kind__ class"  # the key the names are reported under
+MAX_CONTAINERS = 1_000_000  # visited per file; past it, what is left is reported unread
+MAX_TARGETS = 1_000  # names reported per file (a real DeepAR predictor names 20)
+TICK = 4096
+
+
+def serde_targets(artifact: Artifact, top: Any, ctx: ScanContext) -> Iterator[Observation]:
+    """The class names a GluonTS decoder imports from this parsed JSON document."""
+    if artifact.name.rsplit("/", 1)[-1] == CONFIG_FILE and isinstance(top, dict):
+        named = top.get(CONFIG_TYPE)
+        if isinstance(named, str) and named:
+            yield from target_observations(artifact, None, CONFIG_TYPE, CONFIG_TYPE, named)
+    stack: list[tuple[str, Any]] = [("", top)]
+    seen = reported = 0
+    while stack:
+        path, container = stack.pop()
+        seen += 1
+        if seen % TICK == 0:
+            ctx.budget.check_time()
+        if seen > MAX_CONTAINERS or reported > MAX_TARGETS:
+            detail = f"more than {MAX_CONTAINERS} objects or {MAX_TARGETS} class names"
+            yield artifact.observe("scan.limit", limit="gluonts-serde", detail=detail)
+            return
+        if isinstance(container, dict):
+            if KIND in container:
+                named = container.get(CLASS)
+                reported += 1
+                shown = named if isinstance(named, str) and named else f"<{type(named).__name__}>"
+                yield from target_observations(artifact, None, TARGET_KEY, path or "(top)", shown)
+            stack.extend((f"{path}.{key}" if path else str(key), value) for key, value in container.items()
+                         if isinstance(value, dict | list))  # fmt: skip
+        elif isinstance(container, list):
+            stack.extend((f"{path}[{index}]", value) for index, value in enumerate(container)
+                         if isinstance(value, dict | list))  # fmt: skip
