@@ -3729,3 +3729,78 @@ def test_hostile_darts_streams_stay_flagged(tmp_path: Path, label: str, body: by
     the class, nor a method a state replaces."""
     found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "darts.pkl").findings
     assert rule in {f.rule_id for f in found if f.severity >= Severity.HIGH}, (label, [f.message for f in found])
+
+
+PYTORCH_FORECASTING = Path(__file__).parent / "data" / "pytorch_forecasting"
+
+
+@pytest.mark.parametrize("path", sorted(PYTORCH_FORECASTING.glob("ptf_*")), ids=lambda path: path.name)
+def test_real_pytorch_forecasting_datasets_and_checkpoints_pass(path: Path) -> None:
+    """Helper 270: pytorch-forecasting's ordinary saves were high (no pack held its classes). The files are its own
+    (TimeSeriesDataSet.save with several target normalizers and encoders, Lightning checkpoints of its models with
+    their losses, metrics and normalizers: tests/data/pytorch_forecasting/README.md);
+    rules/allow-pytorch-forecasting.yaml records what they import, each hook reviewed in
+    tools/gen_pytorch_forecasting_allowlist.py."""
+    found = scan(path).findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+def test_pytorch_forecasting_is_allowed_by_the_names_its_files_import_only() -> None:
+    """Only the classes real files import (never a module wildcard, never getattr), each restored from state only."""
+    from wscan.rules import builtin_rules_dir
+    from wscan.rules.loader import load_pack
+
+    lists = load_pack(builtin_rules_dir() / "allow-pytorch-forecasting.yaml")["lists"]
+    allowed = lists["allowed-callables"]
+    assert "pytorch_forecasting.data.timeseries._timeseries.TimeSeriesDataSet" in lists["state-only-classes"]
+    assert all(name.startswith("pytorch_forecasting.") and name.count(".") >= 2 for name in allowed), allowed
+    assert "builtins.getattr" not in allowed
+    assert set(allowed) == set(lists["state-only-classes"])
+
+
+_PTF_ENCODERS = "pytorch_forecasting.data.encoders"
+_GROUP_NORMALIZER = _g(_PTF_ENCODERS, "GroupNormalizer") + b")\x81"  # cls.__new__(cls), as copyreg's NEWOBJ
+
+
+@pytest.mark.parametrize("value", [_s("log1p"), _s("softplus"), b"N"])
+def test_a_normalizer_transformation_named_passes(tmp_path: Path, value: bytes) -> None:
+    blob = b"\x80\x02" + _GROUP_NORMALIZER + _dict((_s("transformation"), value)) + b"b."
+    assert "WS-PKL-068" not in {f.rule_id for f in scan_bytes(tmp_path, blob, "ptf.pkl").findings}
+
+
+@pytest.mark.parametrize(("label", "body", "rule"), [
+    # a dataset whose state runs a command
+    ("os.system in a state", _g("pytorch_forecasting.data.timeseries._timeseries", "TimeSeriesDataSet") + b")\x81"
+     + _dict((_s("target"), _g("os", "system") + _tuple(_s("echo pwned")) + b"R")) + b"b", "WS-PKL-001"),
+    # a normalizer's transformation given as a dict of functions: get_transform hands it back and calls `forward`
+    ("command as a transformation", _GROUP_NORMALIZER
+     + _dict((_s("transformation"), _dict((_s("forward"), _g("os", "system"))))) + b"b", "WS-PKL-001"),
+    # ... and an allowed function there, which the library calls on the data (helper 271): saves keep a name
+    ("allowed function as a transformation", _GROUP_NORMALIZER
+     + _dict((_s("transformation"), _dict((_s("forward"), _g("torchmetrics.utilities.data", "dim_zero_sum")))))
+     + b"b", "WS-PKL-068"),
+    # pytorch-forecasting's classes are restored from state: a call runs the constructor
+    ("TimeSeriesDataSet called", _g("pytorch_forecasting.data.timeseries._timeseries", "TimeSeriesDataSet")
+     + _tuple(_s("data"), _s("time_idx")) + b"R", "WS-PKL-014"),
+    ("GroupNormalizer called", _g(_PTF_ENCODERS, "GroupNormalizer") + _tuple(_s("standard")) + b"R", "WS-PKL-014"),
+    ("QuantileLoss called", _g("pytorch_forecasting.metrics.quantile", "QuantileLoss") + b")R", "WS-PKL-014"),
+    # a normalizer's method looked up on the class (the file picks its `self`), and one a state replaces
+    ("method of the class", _g("builtins", "getattr") + b"(" + _g(_PTF_ENCODERS, "GroupNormalizer")
+     + _s("fit") + b"tR", "WS-PKL-017"),
+    ("method replaced", _GROUP_NORMALIZER
+     + _dict((_s("transform"), _g("pytorch_forecasting.metrics.point", "MAE") + b")\x81")) + b"b", "WS-PKL-026"),
+    # MultiNormalizer hands a name it lacks from its normalizers: APPENDS after BUILD reaches them
+    ("appended after BUILD", _g(_PTF_ENCODERS, "MultiNormalizer") + b")\x81"
+     + _dict((_s("normalizers"), b"]")) + b"b(" + _s("x") + b"e", "WS-PKL-018"),
+    # a ModuleList of logging metrics calls each module it keeps: a dataset is none
+    ("dataset among the metrics", _g("torch.nn.modules.container", "ModuleList") + b")\x81"
+     + _dict((_s("_modules"), _g("collections", "OrderedDict") + b")R(" + _s("0")
+              + _g("pytorch_forecasting.data.timeseries._timeseries", "TimeSeriesDataSet") + b")\x81u"))
+     + b"b", "WS-PKL-029"),
+])
+def test_hostile_pytorch_forecasting_streams_stay_flagged(tmp_path: Path, label: str, body: bytes, rule: str) -> None:
+    """The pytorch-forecasting pack allows its classes restored from state: not a call of a class, a command in a
+    state or in a normalizer's transformation, a method looked up on the class or replaced by a state, APPENDS on a
+    restored MultiNormalizer, nor a dataset where a ModuleList keeps modules."""
+    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "ptf.pkl").findings
+    assert rule in {f.rule_id for f in found if f.severity >= Severity.HIGH}, (label, [f.message for f in found])

@@ -360,6 +360,9 @@ def _member_event(
     how many EasyDicts down this one is."""
     if restored == EASYDICT:
         _nested_items(res, value, at, depth)
+    if name in TEXT_ONLY_ATTRIBUTES and restored.startswith(TEXT_ONLY_ATTRIBUTES[name]) and not _text_or_none(value):
+        given: dict[str, str | int | bool] = {"name": name[:200], "callable": restored, "value": describe(value)}
+        res.events.append(Event("pickle.state_not_text", at, given))
     if name in NAME_MAP_ATTRIBUTES:
         made, kind = "<name map>", "name-map"
     elif isinstance(value, Const | Seq | Dict | Persistent):
@@ -375,6 +378,16 @@ def _member_event(
                                           "member": f"{restored}.{name[:200]}",
                                           "entry": f"{name[:200]}={made}"}  # fmt: skip
     res.events.append(Event("pickle.state_member", at, attrs))
+
+
+# Attributes a library reads as a name of its own but also takes as callables (WS-PKL-068): pytorch-forecasting's
+# normalizers call a `transformation` dict's `forward`, `reverse` and `inverse` on the data and on every prediction
+# (helper 271 had an allowed function called so); its saves keep the name of a built-in transformation, or None.
+TEXT_ONLY_ATTRIBUTES = {"transformation": "pytorch_forecasting."}
+
+
+def _text_or_none(value: Sym) -> bool:
+    return isinstance(value, Const) and (value.value is None or isinstance(value.value, str))
 
 
 # Dict attributes whose values the libraries call: torch's module hooks (at model(x), state_dict(), load), a
