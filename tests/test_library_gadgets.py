@@ -3804,3 +3804,107 @@ def test_hostile_pytorch_forecasting_streams_stay_flagged(tmp_path: Path, label:
     restored MultiNormalizer, nor a dataset where a ModuleList keeps modules."""
     found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "ptf.pkl").findings
     assert rule in {f.rule_id for f in found if f.severity >= Severity.HIGH}, (label, [f.message for f in found])
+
+
+GEOMETRIC = Path(__file__).parent / "data" / "torch_geometric"
+PYRO = Path(__file__).parent / "data" / "pyro"
+TPOT = Path(__file__).parent / "data" / "tpot"
+
+
+@pytest.mark.parametrize("path", sorted(GEOMETRIC.glob("pyg_*")) + sorted(PYRO.glob("pyro_*"))
+                         + sorted(TPOT.glob("tpot_*")), ids=lambda path: path.name)  # fmt: skip
+def test_real_torch_geometric_pyro_and_tpot_files_pass(path: Path) -> None:
+    """Helper 270: PyG's saved graphs and processed datasets (InMemoryDataset.save keeps the graph's class as a
+    value), Pyro's parameter stores (softplus_positive) and TPOT's fitted pipelines (Passthrough, SkipTransformer)
+    were high. The files are the libraries' own (tests/data/{torch_geometric,pyro,tpot}/README.md); the packs
+    rules/allow-torch-geometric.yaml, allow-pyro.yaml and allow-tpot.yaml record what they import."""
+    found = scan(path).findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+def test_torch_geometric_pyro_and_tpot_are_allowed_by_the_names_their_files_import_only() -> None:
+    """Only the classes real files import, restored from state only; no model, loader or estimator transformer."""
+    from wscan.rules import builtin_rules_dir
+    from wscan.rules.loader import load_pack
+
+    for pack, prefix in (("allow-torch-geometric", "torch_geometric.data."), ("allow-pyro", "pyro.distributions."),
+                         ("allow-tpot", "tpot.builtin_modules.")):  # fmt: skip
+        lists = load_pack(builtin_rules_dir() / f"{pack}.yaml")["lists"]
+        assert all(name.startswith(prefix) for name in lists["allowed-callables"]), pack
+        assert lists["allowed-callables"] == lists["state-only-classes"], pack
+    geometric = load_pack(builtin_rules_dir() / "allow-torch-geometric.yaml")["lists"]
+    assert "torch_geometric.data.storage.GlobalStorage" in geometric["allowed-callables"]
+    assert {"to", "apply", "__deepcopy__", "discard"} <= set(geometric["method-names"])
+    tpot = load_pack(builtin_rules_dir() / "allow-tpot.yaml")["lists"]["allowed-callables"]
+    assert "tpot.builtin_modules.estimatortransformer.EstimatorTransformer" not in tpot
+
+
+def _pyg(name: str) -> bytes:
+    module = {"Data": "data", "HeteroData": "hetero_data", "TemporalData": "temporal"}.get(name, "storage")
+    return _g(f"torch_geometric.data.{module}", name) + b")\x81"  # cls.__new__(cls), as torch.save writes
+
+
+def _storage(*items: tuple[bytes, bytes]) -> bytes:
+    return _pyg("GlobalStorage") + _dict((_s("_mapping"), _dict(*items))) + b"b"
+
+
+_TENSOR = _g("torch._utils", "_rebuild_tensor_v2")  # enough for the rules: an object made by torch's rebuild
+_CLASS = _g("collections", "OrderedDict")  # an allowed class, callable: not inert
+_EASY_DISCARD = _g("easydict", "EasyDict") + b")\x81" + b"(" + _s("discard") + _CLASS + b"u"  # an item as attribute
+
+
+@pytest.mark.parametrize(("label", "body", "rule"), [
+    ("Data called", _g("torch_geometric.data.data", "Data") + _tuple(_s("x")) + b"R", "WS-PKL-014"),
+    ("storage called", _g("torch_geometric.data.storage", "GlobalStorage") + _tuple(_dict()) + b"R", "WS-PKL-014"),
+    ("os.system in a state", _pyg("Data") + _dict((_s("_store"), _g("os", "system") + _tuple(_s("echo pwned"))
+                                                  + b"R")) + b"b", "WS-PKL-001"),
+    # the graph's own dict: a method's name there hides the method (data.to(device))
+    ("to in a graph's state", _pyg("Data") + _dict((_s("to"), _CLASS)) + b"b", "WS-PKL-026"),
+    # a storage's items are its attributes (BaseStorage.__getattr__): every one is judged, dunders included
+    ("__deepcopy__ item", _storage((_s("__deepcopy__"), _CLASS)), "WS-PKL-026"),
+    ("to item", _storage((_s("x"), _TENSOR), (_s("to"), _CLASS)), "WS-PKL-026"),
+    ("apply item", _pyg("NodeStorage") + _dict((_s("_mapping"), _dict((_s("apply"), _CLASS)))) + b"b", "WS-PKL-026"),
+    ("__array__ item", _storage((_s("__array__"), _CLASS)), "WS-PKL-026"),
+    # SETITEMS on a graph or a storage fills its `_mapping` (Data.__setitem__, BaseStorage.__setitem__)
+    ("apply set as an item", _pyg("Data") + b"(" + _s("apply") + _CLASS + b"u", "WS-PKL-026"),
+    ("to set on a storage", _pyg("EdgeStorage") + b"(" + _s("to") + _CLASS + b"u", "WS-PKL-026"),
+    # a `_mapping` that is no dict hides which names it answers
+    ("items from a call", _pyg("GlobalStorage") + _dict((_s("_mapping"), _CLASS + _tuple(_s("ab")) + b"R")) + b"b",
+     "WS-PKL-025"),
+    # the feature-store classes a Data calls: real files keep the class by name
+    ("called class attribute an object", _pyg("Data") + _dict((_s("_tensor_attr_cls"), _pyg("Data"))) + b"b",
+     "WS-PKL-027"),
+    # a storage's `_cached_attr` sets get discard(key) at every assignment
+    ("discard on a cached set", _pyg("NodeStorage") + _dict((_s("_cached_attr"), _dict((_s("NODE"), _EASY_DISCARD))))
+     + b"b", "WS-PKL-026"),
+])  # fmt: skip
+def test_hostile_torch_geometric_streams_stay_flagged(tmp_path: Path, label: str, body: bytes, rule: str) -> None:
+    """The PyG pack allows its graphs and storages restored from state: not a call of one, a command in a state, a
+    method's name in a graph's dict, nor an item of a storage named like a method (the storage answers attribute
+    lookups from its items, and a graph from its storage), nor an object where a Data keeps a class it calls."""
+    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "pyg.pt").findings
+    assert rule in {f.rule_id for f in found if f.severity >= Severity.HIGH}, (label, [f.message for f in found])
+
+
+_SOFTPLUS = _g("pyro.distributions.constraints", "_SoftplusPositive")
+_PASSTHROUGH = _g("tpot.builtin_modules.passthrough", "Passthrough")
+
+
+@pytest.mark.parametrize(("label", "body", "rule"), [
+    ("constraint called", _SOFTPLUS + _tuple(b"K\x01") + b"R", "WS-PKL-014"),
+    ("os.system in a constraint's state", _SOFTPLUS + b")\x81" + _dict((_s("lower_bound"), _g("os", "system")
+                                                                       + _tuple(_s("echo pwned")) + b"R")) + b"b",
+     "WS-PKL-001"),
+    ("constraint's check replaced", _SOFTPLUS + b")\x81" + _dict((_s("check"), _CLASS)) + b"b", "WS-PKL-026"),
+    ("transformer called", _PASSTHROUGH + _tuple(_s("x")) + b"R", "WS-PKL-014"),
+    ("os.system in a transformer's state", _PASSTHROUGH + b")\x81" + _dict((_s("n"), _g("os", "system")
+                                                                           + _tuple(_s("echo pwned")) + b"R")) + b"b",
+     "WS-PKL-001"),
+    ("transform replaced", _PASSTHROUGH + b")\x81" + _dict((_s("transform"), _CLASS)) + b"b", "WS-PKL-026"),
+    # calls getattr(self.estimator, self.method)(X): not allowed
+    ("estimator transformer", _g("tpot.builtin_modules.estimatortransformer", "EstimatorTransformer") + b")\x81"
+     + _dict((_s("method"), _s("to_csv"))) + b"b", "WS-PKL-003"),
+])  # fmt: skip
+def test_hostile_pyro_and_tpot_streams_stay_flagged(tmp_path: Path, label: str, body: bytes, rule: str) -> None:
+    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "model.pkl").findings
+    assert rule in {f.rule_id for f in found if f.severity >= Severity.HIGH}, (label, [f.message for f in found])

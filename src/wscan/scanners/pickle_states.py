@@ -339,6 +339,9 @@ def _callable_members(res: PickleResult, state: Dict, restored: str, at: int) ->
         if name in PROXY_TABLES and isinstance(value, Dict):
             items = [*value.items, *(value.past_items() or [])]  # (too varied past them: the table is unknown)
             _dunder_items(res, [item for pair in items for item in pair], restored, at)
+        if name in ITEM_TABLES and restored in ITEM_ATTRIBUTE_OWNERS:
+            _item_table(res, value, restored, at)
+            continue
         if isinstance(name, str) and name in CALLED_TABLES:
             for item in _table_values(res, value, keys=name in LIST_TABLES):
                 _member_event(res, name, item, restored, at)
@@ -424,6 +427,18 @@ ATTRIBUTE_DICTS = frozenset({
 })  # fmt: skip
 # What torch's Module.__getattr__ answers a name the class lacks from: `copy.deepcopy(model)` asks for __deepcopy__.
 PROXY_TABLES = frozenset({"_modules", "_parameters", "_buffers"})
+# Objects whose items are their attributes without being dicts: PyTorch Geometric's storages answer a name their class
+# lacks from the `_mapping` their state keeps (BaseStorage.__getattr__), and its graphs ask their storage
+# (Data.__getattr__, HeteroData's global storage); SETITEMS on either fills that `_mapping`. Every item is judged as an
+# attribute, as an EasyDict's are (ordinary use looks names up on them: `data.x`, loaders, `np.asarray(store)`).
+ITEM_ATTRIBUTE_OWNERS = frozenset({
+    *(f"torch_geometric.data.storage.{name}" for name in ("BaseStorage", "NodeStorage", "EdgeStorage",
+                                                           "GlobalStorage")),
+    "torch_geometric.data.data.Data", "torch_geometric.data.hetero_data.HeteroData",
+    "torch_geometric.data.temporal.TemporalData",
+})  # fmt: skip
+# The state attribute those storages keep their items in.
+ITEM_TABLES = frozenset({"_mapping"})
 # Class attributes a library reads every attribute name through: a transformers config looks each name up in its
 # `attribute_map` first (n_embd -> hidden_size). Kept in an instance's state, the map would send a method's name to
 # another attribute of that state, which no method-name check sees. No writer keeps one in an instance.
@@ -538,11 +553,25 @@ def _dunder_items(res: PickleResult, pairs: list[Sym], owner: str, at: int, dept
     the object's own attributes (WS-PKL-026); writers never use such names. Every item of a dict whose items are
     its attributes (ATTRIBUTE_DICTS) is judged so: a review made an EasyDict's `transform` item a pipeline step's
     transform."""
-    every = owner in ATTRIBUTE_DICTS
+    every = owner in ATTRIBUTE_DICTS or owner in ITEM_ATTRIBUTE_OWNERS
     for i in range(0, len(pairs) - 1, 2):
         key = _const(pairs[i])
         if isinstance(key, str) and (every or (key.startswith("__") and key.endswith("__"))):
             _member_event(res, key, pairs[i + 1], owner, at, via="items", depth=depth)
+
+
+def _item_table(res: PickleResult, value: Sym, owner: str, at: int) -> None:
+    """The `_mapping` a PyG storage's state gives it (ITEM_ATTRIBUTE_OWNERS): each item judged as an attribute of
+    the storage. Real files keep a dict there; anything else (an object, something computed) hides which names it
+    answers, and is reported unread."""
+    mapping = _as_mapping(res, value)
+    if mapping is not None:
+        items = [*mapping.items, *(mapping.past_items() or [])]
+        _dunder_items(res, [part for pair in items for part in pair], owner, at)
+    elif not isinstance(value, Const):
+        detail = f"a storage's items made by {describe(value)}"
+        attrs: dict[str, str | int | bool] = {"detail": detail, "callable": owner}
+        res.events.append(Event("pickle.unread_attribute_names", at, attrs))
 
 
 def _nested_items(res: PickleResult, value: Sym, at: int, depth: int) -> None:

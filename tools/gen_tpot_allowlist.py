@@ -1,0 +1,113 @@
+"""Regenerate rules/allow-tpot.yaml: what TPOT's fitted pipelines import.
+
+TPOT 1.x hands back a fitted scikit-learn Pipeline (`est.fitted_pipeline_`), which its users pickle or joblib.dump as
+scikit-learn's; its linear search spaces put TPOT's own transformers in it (a FeatureUnion of SkipTransformer and
+Passthrough where no feature step was chosen; arithmetic, encoding and selection steps). TPOT is not a test dependency
+(tests/data/tpot keeps real files): run this where it is installed beside PyYAML and joblib (`pip install tpot`; it
+pins its own scikit-learn, so not beside the sklearn-compatible catalogue), then
+`python tools/gen_tpot_allowlist.py [--keep DIR]`. Recorded, as the sklearn-compatible pack is
+(`gen_stats_allowlist`'s recording): each pipeline below is built from TPOT's transformers by hand (a TPOT search is
+slow and finds another pipeline on another machine), fitted on iris and pickled, and the names those pickles import,
+with every protocol from 2, are recorded by a find_class that refuses nothing; every class is screened for the hooks
+loading runs. Only what these files import is listed, never the package. EstimatorTransformer is left out: its
+transform calls `getattr(self.estimator, self.method)(X)`, a method its state names on an object its state holds,
+which no check of wscan's reads for it (WS-PKL-028 reads scikit-learn's `_response_method` and its kind, not a
+`method` attribute, a name PowerTransformer keeps 'yeo-johnson' under).
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+from pathlib import Path
+
+from gen_allowlists import catalogue_arguments
+from gen_stats_allowlist import screened_recording
+from pack_file import write_pack
+
+LIBRARIES = ("tpot.",)
+
+
+def save_models(folder: Path) -> None:
+    import numpy as np
+    from sklearn.datasets import load_iris
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import FeatureUnion, Pipeline
+    from sklearn.preprocessing import StandardScaler
+    from tpot.builtin_modules import (
+        AddTransformer,
+        ArithmeticTransformer,
+        ColumnOneHotEncoder,
+        ColumnOrdinalEncoder,
+        ColumnSimpleImputer,
+        EQTransformer,
+        FeatureSetSelector,
+        GETransformer,
+        GTTransformer,
+        LETransformer,
+        LTTransformer,
+        MaxTransformer,
+        MinTransformer,
+        MulTransformer,
+        NETransformer,
+        NTransformer,
+        OneTransformer,
+        PassKBinsDiscretizer,
+        Passthrough,
+        SafeReciprocalTransformer,
+        SkipTransformer,
+        ZeroCount,
+        ZeroTransformer,
+        mul_neg_1_Transformer,
+    )
+
+    x, y = load_iris(return_X_y=True)
+    categories = np.column_stack([x, np.round(x[:, :1])])
+    arithmetic = [AddTransformer(), mul_neg_1_Transformer(), MulTransformer(), SafeReciprocalTransformer(),
+                  EQTransformer(), NETransformer(), GETransformer(), GTTransformer(), LETransformer(), LTTransformer(),
+                  MinTransformer(), MaxTransformer(), ZeroTransformer(), OneTransformer(), NTransformer(n=2),
+                  ArithmeticTransformer(function="add")]  # fmt: skip
+    # what TPOT's "linear" search space returns when it picks no feature step (tests/data/tpot has a real one)
+    skip = FeatureUnion([("skip", SkipTransformer()), ("passthrough", Passthrough())])
+    classifier = ("classifier", LogisticRegression(max_iter=500))
+    linear = Pipeline([("scaler", StandardScaler()), ("features", skip), classifier])
+    steps = FeatureUnion([(f"a{i}", step) for i, step in enumerate(arithmetic)] + [("x", Passthrough())])
+    combined = Pipeline([("features", steps), ("classifier", LogisticRegression(max_iter=500))])  # a fresh one each
+    encoded = FeatureUnion([
+        ("onehot", ColumnOneHotEncoder(columns=[4])),
+        ("ordinal", ColumnOrdinalEncoder(columns=[4], handle_unknown="use_encoded_value")),
+        ("bins", PassKBinsDiscretizer(n_bins=3, random_state=0)),
+    ])
+    encoders = Pipeline([
+        ("select", FeatureSetSelector(sel_subset=[0, 1, 2, 3, 4], name="all")),
+        ("impute", ColumnSimpleImputer(columns="all")),
+        ("zeros", ZeroCount()),
+        ("features", encoded),
+        ("classifier", LogisticRegression(max_iter=500)),
+    ])
+    models = {"linear": linear.fit(x, y), "arithmetic": combined.fit(x, y), "encoders": encoders.fit(categories, y)}
+    for name, model in models.items():
+        with (folder / f"tpot_{name}.pkl").open("wb") as stream:
+            pickle.dump(model, stream)
+
+
+def main() -> None:
+    args = catalogue_arguments(__doc__.splitlines()[0], {}, {})
+    warnings.simplefilter("ignore")
+    lists = screened_recording(save_models, LIBRARIES, args.keep)
+    from importlib.metadata import version
+
+    versions = ", ".join(f"{lib} {version(lib)}" for lib in ("tpot", "scikit-learn", "numpy"))
+    write_pack(
+        "allow-tpot",
+        f"Generated by tools/gen_tpot_allowlist.py ({versions}): what TPOT's fitted pipelines import (its "
+        "Passthrough and SkipTransformer, arithmetic, encoding, imputing, binning and feature-set steps in "
+        "scikit-learn pipelines; pickle and joblib), recorded from real saves, never a package wildcard: classes "
+        "restored from state only, each screened for the hooks loading runs; their method names and the classes "
+        "that cannot be called. EstimatorTransformer (which calls a method its state names) is not in it.\n",
+        lists,
+    )
+
+
+if __name__ == "__main__":
+    main()
