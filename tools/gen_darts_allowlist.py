@@ -20,7 +20,6 @@ the module's `log` as a bound method (pickled as getattr): those stay flagged, a
 
 from __future__ import annotations
 
-import io
 import pickle
 import shutil
 import sys
@@ -30,9 +29,9 @@ import warnings
 from pathlib import Path
 
 from gen_allowlists import catalogue_arguments, screened_catalogue
-from gen_fastai_allowlist import bound_methods, loaded
-from gen_stats_allowlist import _callable_attributes, screened_lists
-from pack_file import record_imports, write_pack
+from gen_fastai_allowlist import recorded_folder
+from gen_stats_allowlist import screened_lists
+from pack_file import write_pack
 
 # nfoursid: the state-space model and Kalman filter darts' KalmanForecaster keeps (a dependency darts installs)
 LIBRARIES = ("darts.", "nfoursid.")
@@ -161,20 +160,6 @@ def save_models(folder: Path) -> None:
     networks["dlinear"].save(str(folder / "darts_dlinear_clean.pt"), clean=True)
 
 
-def recorded(folder: Path, members: set[str], bound: set[str]) -> set[str]:
-    """The names the catalogue's files import (pickles also with every protocol from 2); into `members` the callable
-    attributes darts' objects keep under names their classes have no method by, into `bound` their bound methods."""
-    names: set[str] = set()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        obj = loaded(path, names)  # this tool's own file, written a moment ago
-        _callable_attributes(obj, members, LIBRARIES)
-        bound_methods(obj, bound)
-        if path.suffix == ".pkl":
-            for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
-                record_imports(io.BytesIO(pickle.dumps(obj, protocol=protocol)), names)
-    return names
-
-
 def main() -> None:
     args = catalogue_arguments(__doc__.splitlines()[0], {}, DARTS_OWNER_HOOKS, DARTS_METACLASSES)
     warnings.simplefilter("ignore")
@@ -183,7 +168,7 @@ def main() -> None:
     bound: set[str] = set()
     with tempfile.TemporaryDirectory() as folder:
         save_models(Path(folder))
-        names = recorded(Path(folder), members, bound)
+        names = recorded_folder(Path(folder), LIBRARIES, members, bound, lambda path: path.suffix == ".pkl")
         if args.keep:
             shutil.copytree(folder, args.keep, dirs_exist_ok=True)
     unknown = sorted(bound - set(INSTANCE_METHODS))

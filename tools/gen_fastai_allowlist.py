@@ -15,17 +15,19 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import pickle
 import shutil
 import tempfile
 import types
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gen_allowlists import _resolve, callable_instances, catalogue_arguments, reachable, screened_catalogue
 from gen_sb3_allowlist import torch_optimizers
 from gen_stats_allowlist import _callable_attributes, methods
-from pack_file import write_pack
+from pack_file import record_imports, write_pack
 
 LIBRARIES = ("fastai.", "fastcore.", "fasttransform.")
 # Load hooks of fastai's own, read in the installed source (fastai 2.8, fastcore 2.2, fasttransform 0.0.2).
@@ -166,6 +168,23 @@ def loaded(path: Path, names: set[str]) -> object:
     recording = _Recording(names)
     with path.open("rb") as stream:
         return recording.Unpickler(stream).load()
+
+
+def recorded_folder(folder: Path, libraries: tuple[str, ...], members: set[str], bound: set[str],
+                    repickled: Callable[[Path], bool] = lambda path: True) -> set[str]:  # fmt: skip
+    """The names the files in `folder` (this tool's own, written a moment ago) import, and the names their objects
+    import pickled again with every protocol from 2 (those `repickled` picks); into `members` the callable attributes
+    the objects of `libraries` keep under names their classes have no method by, into `bound` their bound methods.
+    Shared by the generators that record a catalogue of saves (darts, pytorch-forecasting, PyTorch Geometric)."""
+    names: set[str] = set()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        obj = loaded(path, names)
+        _callable_attributes(obj, members, libraries)
+        bound_methods(obj, bound)
+        if repickled(path):
+            for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+                record_imports(io.BytesIO(pickle.dumps(obj, protocol=protocol)), names)
+    return names
 
 
 def bound_methods(root: object, found: set[str]) -> None:

@@ -28,8 +28,6 @@ inert), as it judges an EasyDict's items. The FeatureStore and GraphStore classe
 
 from __future__ import annotations
 
-import io
-import pickle
 import shutil
 import sys
 import tempfile
@@ -37,9 +35,9 @@ import warnings
 from pathlib import Path
 
 from gen_allowlists import catalogue_arguments, screened_catalogue
-from gen_fastai_allowlist import bound_methods, loaded
-from gen_stats_allowlist import _callable_attributes, screened_lists
-from pack_file import record_imports, write_pack
+from gen_fastai_allowlist import recorded_folder
+from gen_stats_allowlist import screened_lists
+from pack_file import write_pack
 
 LIBRARIES = ("torch_geometric.",)
 # Load hooks of torch_geometric's own, read in the installed source (torch_geometric 2.8.1).
@@ -115,19 +113,6 @@ def save_models(folder: Path) -> None:
     torch.save(InMemoryDataset.collate(graphs), folder / "pyg_collated_legacy.pt")  # (data, slices), PyG before 2.4
 
 
-def recorded(folder: Path, members: set[str], bound: set[str]) -> set[str]:
-    """The names the catalogue's files import (also pickled with every protocol from 2); into `members` the callable
-    attributes PyG's objects keep under names their classes have no method by, into `bound` their bound methods."""
-    names: set[str] = set()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        obj = loaded(path, names)  # this tool's own file, written a moment ago
-        _callable_attributes(obj, members, LIBRARIES)
-        bound_methods(obj, bound)
-        for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
-            record_imports(io.BytesIO(pickle.dumps(obj, protocol=protocol)), names)
-    return names
-
-
 def main() -> None:
     args = catalogue_arguments(__doc__.splitlines()[0], {}, PYG_OWNER_HOOKS)
     warnings.simplefilter("ignore")
@@ -135,7 +120,7 @@ def main() -> None:
     bound: set[str] = set()
     with tempfile.TemporaryDirectory() as folder:
         save_models(Path(folder))
-        names = recorded(Path(folder), members, bound)
+        names = recorded_folder(Path(folder), LIBRARIES, members, bound)
         if args.keep:
             shutil.copytree(folder, args.keep, dirs_exist_ok=True)
     if bound:
