@@ -21,15 +21,13 @@ the module's `log` as a bound method (pickled as getattr): those stay flagged, a
 from __future__ import annotations
 
 import pickle
-import shutil
 import sys
-import tempfile
 import types
 import warnings
 from pathlib import Path
 
 from gen_allowlists import catalogue_arguments, screened_catalogue
-from gen_fastai_allowlist import recorded_folder
+from gen_fastai_allowlist import recorded_catalogue
 from gen_stats_allowlist import screened_lists
 from pack_file import write_pack
 
@@ -164,13 +162,7 @@ def main() -> None:
     args = catalogue_arguments(__doc__.splitlines()[0], {}, DARTS_OWNER_HOOKS, DARTS_METACLASSES)
     warnings.simplefilter("ignore")
     sys.modules.setdefault("torchvision._meta_registrations", types.ModuleType("torchvision._meta_registrations"))
-    members: set[str] = set()
-    bound: set[str] = set()
-    with tempfile.TemporaryDirectory() as folder:
-        save_models(Path(folder))
-        names = recorded_folder(Path(folder), LIBRARIES, members, bound, lambda path: path.suffix == ".pkl")
-        if args.keep:
-            shutil.copytree(folder, args.keep, dirs_exist_ok=True)
+    names, members, bound = recorded_catalogue(save_models, LIBRARIES, args.keep, lambda path: path.suffix == ".pkl")
     unknown = sorted(bound - set(INSTANCE_METHODS))
     if unknown:
         raise SystemExit(f"bound methods to review for INSTANCE_METHODS: {', '.join(unknown)}")

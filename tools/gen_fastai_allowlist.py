@@ -187,6 +187,20 @@ def recorded_folder(folder: Path, libraries: tuple[str, ...], members: set[str],
     return names
 
 
+def recorded_catalogue(save: Callable[[Path], None], libraries: tuple[str, ...], keep: Path | None,
+                       repickled: Callable[[Path], bool] = lambda path: True) -> tuple[set[str], set[str], set[str]]:
+    """(names, callable members, bound methods) of a catalogue `save` writes into a temporary folder (see
+    `recorded_folder`), copied to `keep` when one is given."""
+    members: set[str] = set()
+    bound: set[str] = set()
+    with tempfile.TemporaryDirectory() as folder:
+        save(Path(folder))
+        names = recorded_folder(Path(folder), libraries, members, bound, repickled)
+        if keep:
+            shutil.copytree(folder, keep, dirs_exist_ok=True)
+    return names, members, bound
+
+
 def bound_methods(root: object, found: set[str]) -> None:
     """The functions of the bound methods the libraries' objects keep, by the names cloudpickle writes for them."""
     for obj in reachable(root, 40):

@@ -23,15 +23,13 @@ are judged as any value of a state is, by the other packs' lists.
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import types
 import warnings
 from pathlib import Path
 
 from gen_allowlists import catalogue_arguments, screened_catalogue
-from gen_fastai_allowlist import recorded_folder, table_members
+from gen_fastai_allowlist import recorded_catalogue, table_members
 from gen_stats_allowlist import screened_lists
 from pack_file import write_pack
 
@@ -203,13 +201,7 @@ def main() -> None:
     args = catalogue_arguments(__doc__.splitlines()[0], {}, PTF_OWNER_HOOKS)
     warnings.simplefilter("ignore")
     sys.modules.setdefault("torchvision._meta_registrations", types.ModuleType("torchvision._meta_registrations"))
-    members: set[str] = set()
-    bound: set[str] = set()
-    with tempfile.TemporaryDirectory() as folder:
-        save_models(Path(folder))
-        names = recorded_folder(Path(folder), LIBRARIES, members, bound)
-        if args.keep:
-            shutil.copytree(folder, args.keep, dirs_exist_ok=True)
+    names, members, bound = recorded_catalogue(save_models, LIBRARIES, args.keep)
     if "builtins.getattr" in names:
         raise SystemExit("a file of the catalogue keeps a bound method (getattr): review it")
     unknown = sorted(n for n in bound if n.rpartition(".")[2] not in TORCHMETRICS_WRAPPED)

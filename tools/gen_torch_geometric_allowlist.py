@@ -28,14 +28,12 @@ inert), as it judges an EasyDict's items. The FeatureStore and GraphStore classe
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
 from gen_allowlists import catalogue_arguments, screened_catalogue
-from gen_fastai_allowlist import recorded_folder
+from gen_fastai_allowlist import recorded_catalogue
 from gen_stats_allowlist import screened_lists
 from pack_file import write_pack
 
@@ -116,13 +114,7 @@ def save_models(folder: Path) -> None:
 def main() -> None:
     args = catalogue_arguments(__doc__.splitlines()[0], {}, PYG_OWNER_HOOKS)
     warnings.simplefilter("ignore")
-    members: set[str] = set()
-    bound: set[str] = set()
-    with tempfile.TemporaryDirectory() as folder:
-        save_models(Path(folder))
-        names = recorded_folder(Path(folder), LIBRARIES, members, bound)
-        if args.keep:
-            shutil.copytree(folder, args.keep, dirs_exist_ok=True)
+    names, members, bound = recorded_catalogue(save_models, LIBRARIES, args.keep)
     if bound:
         raise SystemExit(f"bound methods to review: {', '.join(sorted(bound))}")
     allowed, state_only, functions = screened_catalogue(names, LIBRARIES)
