@@ -1,7 +1,8 @@
 """GluonTS's serialized predictors: every class its decoder imports and calls is judged as a config target.
 
-GluonTS 0.14.4's `Predictor.deserialize` ran `os.system` named in predictor.json (tests/data/gluonts/README.md: the
-loader proof was made by hand; GluonTS is not a test dependency). The real folders are GluonTS 0.17.0's own.
+GluonTS 0.14.4's `Predictor.deserialize` ran `os.system` named in predictor.json, and helper 273's objects below
+(tests/data/gluonts/README.md: the loader proofs were made by hand; GluonTS is not a test dependency). The real folders
+are GluonTS 0.17.0's own.
 """
 
 from __future__ import annotations
@@ -61,3 +62,34 @@ def test_a_gluonts_object_naming_a_gadget_is_critical(tmp_path: Path, name: str,
 def test_a_gluonts_object_naming_another_library_is_reported(tmp_path: Path) -> None:
     folder = _edited(tmp_path, "predictor.json", _npts({"__kind__": "instance", "class": "somelib.Thing"}))
     assert "WS-CFG-002" in rule_ids(scan(folder))
+
+
+def _obj(name: str, *args: object, **kwargs: object) -> dict[str, object]:
+    return {"__kind__": "instance", "class": name, "args": list(args), "kwargs": kwargs}
+
+
+HELPER_273 = {
+    # JSON text in a string, which load_json decodes again
+    "load-json": _obj("gluonts.core.serde.load_json", json.dumps(_obj("builtins.max", [PAYLOAD, 7]))),
+    # recipe.resolve calls what it is given; Eval's call evals its expression
+    "recipe-eval": _obj("gluonts.dataset.artificial.recipe.resolve",
+                        _obj("gluonts.dataset.artificial.recipe.Eval", "__import__('os').system('true') or 7"), {},
+                        length=7),
+    # files written by constructors and methods outside GluonTS (max's unused default is decoded all the same)
+    "file-writers": _obj("builtins.max", [7], default=[_obj("logging.FileHandler", "/tmp/x"),
+                                                        _obj("mailbox.mbox.add", _obj("mailbox.mbox", "/tmp/y"), "x"),
+                                                        _obj("bz2.BZ2File", "/tmp/z", "w")]),
+}
+
+
+@pytest.mark.parametrize("name", list(HELPER_273))
+def test_a_gluonts_object_built_by_a_call_gluonts_never_writes_is_high(tmp_path: Path, name: str) -> None:
+    """Helper 273: each, as `season_length` of the real SeasonalNaive predictor, loaded and predicted normally with
+    GluonTS 0.14.4 and ran its payload; every name in the first two is GluonTS's own (WS-CFG-023)."""
+    predictor = json.loads((GLUONTS / "seasonalnaive" / "predictor.json").read_text())
+    predictor["kwargs"]["season_length"] = HELPER_273[name]
+    folder = tmp_path / "predictor"
+    shutil.copytree(GLUONTS / "seasonalnaive", folder)
+    (folder / "predictor.json").write_text(json.dumps(predictor))
+    high = {f.rule_id for f in scan(folder).findings if f.severity >= Severity.HIGH}
+    assert "WS-CFG-023" in high
