@@ -3678,6 +3678,13 @@ def test_helper_269s_darts_models_are_high(name: str, rule: str) -> None:
     assert rule in {f.rule_id for f in found if f.severity >= Severity.HIGH}, [f.message for f in found]
 
 
+def test_a_checkpoint_path_is_judged_on_darts_models_only(tmp_path: Path) -> None:
+    """WS-PKL-067 is darts' resume path: the same attribute name on another library's object is not it."""
+    made = _g("sklearn.linear_model._base", "LinearRegression") + b")\x81"
+    blob = b"\x80\x02" + made + _dict((_s("load_ckpt_path"), _s("/tmp/elsewhere/evil.ckpt"))) + b"b."
+    assert "WS-PKL-067" not in {f.rule_id for f in scan_bytes(tmp_path, blob, "model.pkl").findings}
+
+
 def test_a_darts_model_saved_with_checkpoints_stays_critical() -> None:
     """save_checkpoints=True keeps Lightning's ModelCheckpoint among the trainer's arguments, holding the network's
     `log` bound method (getattr on the network), which no pack allows."""
