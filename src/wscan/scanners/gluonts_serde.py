@@ -6,10 +6,9 @@
 was named: `{"__kind__": "instance", "class": "os.system", "args": [...]}` anywhere in predictor.json ran the
 command (checked with the real loader). 0.17 refuses classes `encode` never writes, after importing their module.
 Each name is reported as a config target, at any depth and in a file of any name, for the rules to judge as they
-judge a Hydra `_target_`, and as a GluonTS object, judged as GluonTS 0.17 judges it (WS-CFG-023): an object built by a
-call names a GluonTS class or one of the constructors its encoder writes, never a function (helper 273 had 0.14.4
-call `serde.load_json` on JSON text in a string, `recipe.resolve` on an `Eval` of Python, and `logging.FileHandler`
-and `mailbox.mbox.add` write files).
+judge a Hydra `_target_`, and as a GluonTS object of its kind, which the rules hold to what GluonTS's encoder writes
+for real predictors (WS-CFG-023, rules/allow-gluonts.yaml: helpers 273 and 275 ran code through GluonTS's own
+`serde.load_json`, `recipe.resolve` and `recipe.Eval`, and wrote files with classes a GluonTS module imports).
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from wscan.scanners.base import Artifact, ScanContext
 from wscan.scanners.config_targets import target_observations
 
 KIND = "__kind__"
-TYPE_KIND = "type"  # returns what `class` names; "instance" (and "stateful", and anything else: fail closed) calls it
 CLASS = "class"
 CONFIG_FILE, CONFIG_TYPE = "gluonts-config.json", "type"  # the predictor class, whose deserialize is called
 TARGET_KEY = "__kind__ class"  # the key the names are reported under
@@ -54,10 +52,8 @@ def serde_targets(artifact: Artifact, top: Any, ctx: ScanContext) -> Iterator[Ob
                 reported += 1
                 shown = named if isinstance(named, str) and named else f"<{type(named).__name__}>"
                 yield from target_observations(artifact, None, TARGET_KEY, path or "(top)", shown)
-                leaf = shown.rsplit(".", 1)[-1]
                 yield artifact.observe("gluonts.object", callable=shown[:500], path=(path or "(top)")[:200],
-                                       kind=str(container[KIND])[:40], called=container[KIND] != TYPE_KIND,
-                                       function=not leaf[:1].isupper())  # fmt: skip
+                                       kind=str(container[KIND])[:40])  # fmt: skip
             stack.extend((f"{path}.{key}" if path else str(key), value) for key, value in container.items()
                          if isinstance(value, dict | list))  # fmt: skip
         elif isinstance(container, list):

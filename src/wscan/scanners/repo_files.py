@@ -190,7 +190,8 @@ class RepoJsonScanner:
             yield from loader_keys(artifact, top, role)
             return
         if not isinstance(top, dict):
-            if strict:  # a file already reported as not strict JSON is not reported twice
+            if strict and role != "json":  # a loader's file must be an object; a list of GluonTS objects may not
+                # (a file already reported as not strict JSON is not reported twice)
                 yield artifact.observe("repo.json_invalid", role=role, reason="the top level is not an object")
             return
         if len(data) > MAX_FIELD_CHARS:  # a string is never longer in characters than in bytes
