@@ -3915,3 +3915,102 @@ _PASSTHROUGH = _g("tpot.builtin_modules.passthrough", "Passthrough")
 def test_hostile_pyro_and_tpot_streams_stay_flagged(tmp_path: Path, label: str, body: bytes, rule: str) -> None:
     found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "model.pkl").findings
     assert rule in {f.rule_id for f in found if f.severity >= Severity.HIGH}, (label, [f.message for f in found])
+
+
+PYCARET = Path(__file__).parent / "data" / "pycaret"
+
+
+@pytest.mark.parametrize("path", sorted(PYCARET.glob("pycaret_*")), ids=lambda path: path.name)
+def test_real_pycaret_pipelines_pass(path: Path) -> None:
+    """Helper 270: PyCaret's save_model files (its Pipeline, TransformerWrapper, CleanColumnNames, joblib's
+    NotMemorizedFunc around `_fit_one`, `_transform_one`, `_full_transform`) were high. The files are PyCaret's own
+    (tests/data/pycaret/README.md); rules/allow-pycaret.yaml records what they import."""
+    found = scan(path).findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]
+
+
+def test_pycaret_is_allowed_by_the_names_its_files_import_only() -> None:
+    """PyCaret's pipeline and preprocessing classes its files import, restored from state only; joblib's
+    NotMemorizedFunc by its whole name (not Memory nor MemorizedFunc, which read and write a cache folder); the
+    pipeline's three functions as values only, never as callables."""
+    from wscan.rules import builtin_rules_dir
+    from wscan.rules.loader import load_pack
+
+    lists = load_pack(builtin_rules_dir() / "allow-pycaret.yaml")["lists"]
+    allowed = lists["allowed-callables"]
+    assert "pycaret.internal.pipeline.Pipeline" in allowed
+    assert all(name.startswith("pycaret.internal.") or name == "joblib.memory.NotMemorizedFunc" for name in allowed)
+    assert allowed == lists["state-only-classes"]
+    functions = ["pycaret.internal.pipeline._fit_one", "pycaret.internal.pipeline._full_transform",
+                 "pycaret.internal.pipeline._transform_one"]  # fmt: skip
+    assert lists["referenced-callables"] == functions
+    assert not set(functions) & set(allowed)
+
+
+def test_a_pycaret_pipeline_with_a_cache_folder_is_high() -> None:
+    """Helper 274: PyCaret's Pipeline rebuilds its joblib cache from its state's `_memory` while it loads (its
+    __setstate__ sets the `memory` property): pickle.load of this file made folders under the path it names."""
+    found = scan(PYCARET / "hostile" / "pipeline_memory.pkl").findings
+    assert "WS-PKL-033" in {f.rule_id for f in found if f.severity >= Severity.HIGH}, [
+        (f.rule_id, f.message) for f in found]
+
+
+def _pycaret_restored(module: str, name: str, state: bytes) -> bytes:
+    made = _g("copyreg", "_reconstructor") + _tuple(_g(module, name), _g("builtins", "object"), b"N") + b"R"
+    return made + state + b"b"
+
+
+_PYCARET = "pycaret.internal.pipeline"
+_WRAPPER = "pycaret.internal.preprocess.transformers"
+
+
+def _not_memorized(func: bytes) -> bytes:
+    return _pycaret_restored("joblib.memory", "NotMemorizedFunc", _dict((_s("func"), func)))
+
+
+def _pycaret_pipeline(*pairs: tuple[bytes, bytes]) -> bytes:
+    return _pycaret_restored(_PYCARET, "Pipeline", _dict((_s("steps"), b"]"), *pairs))
+
+
+@pytest.mark.parametrize(("label", "body", "rule"), [
+    ("pipeline called", _g(_PYCARET, "Pipeline") + _tuple(_s("x")) + b"R", "WS-PKL-014"),
+    ("wrapper called", _g(_WRAPPER, "TransformerWrapper") + _tuple(_g("builtins", "print")) + b"R", "WS-PKL-014"),
+    ("os.system in a wrapper's state", _pycaret_restored(_WRAPPER, "TransformerWrapper", _dict(
+        (_s("include"), _g("os", "system") + _tuple(_s("echo pwned")) + b"R"))), "WS-PKL-001"),
+    ("transform replaced", _pycaret_restored(_WRAPPER, "TransformerWrapper", _dict(
+        (_s("transform"), _not_memorized(_g(_PYCARET, "_fit_one"))))), "WS-PKL-026"),
+    ("predict replaced", _pycaret_pipeline((_s("_memory"), b"N"), (_s("predict"), _not_memorized(
+        _g(_PYCARET, "_transform_one")))), "WS-PKL-026"),
+    # the pipeline's functions are values: called while the file loads, directly or through the wrapper
+    ("_fit_one called", _g(_PYCARET, "_fit_one") + _tuple(_s("x")) + b"R", "WS-PKL-003"),
+    ("wrapper called at load", _not_memorized(_g(_PYCARET, "_fit_one")) + _tuple(_s("x")) + b"R", "WS-PKL-005"),
+    # another function wrapped: judged as that function, or as an object where a library calls one
+    ("os.system wrapped", _not_memorized(_g("os", "system")), "WS-PKL-001"),
+    ("eval wrapped", _not_memorized(_g("builtins", "eval")), "WS-PKL-001"),
+    ("wrapper as FunctionTransformer's func", _pycaret_restored(
+        "sklearn.preprocessing._function_transformer", "FunctionTransformer",
+        _dict((_s("func"), _not_memorized(_g("numpy", "add"))))), "WS-PKL-027"),
+    # `_memory` is made a joblib Memory (a text) or has its cache() called (an object) while the file loads
+    ("_memory names a folder", _pycaret_pipeline((_s("_memory"), _s("/tmp/cache"))), "WS-PKL-033"),
+    ("_memory an object", _pycaret_pipeline((_s("_memory"), _not_memorized(_g(_PYCARET, "_fit_one")))),
+     "WS-PKL-033"),
+    ("_memory a Memory with a folder", _pycaret_pipeline((_s("_memory"), _pycaret_restored(
+        "joblib.memory", "Memory", _dict((_s("location"), _s("/tmp/cache")))))), "WS-PKL-033"),
+])  # fmt: skip
+def test_hostile_pycaret_streams_stay_flagged(tmp_path: Path, label: str, body: bytes, rule: str) -> None:
+    """The PyCaret pack allows its classes restored from state and the pipeline's functions as values: not a call
+    of either, a command in a state, a method replaced, a wrapper (NotMemorizedFunc) around another function or in
+    an attribute a library calls, nor a `_memory` that is not None. The Pipeline's own wrappers need no check: its
+    __setstate__ makes them again from `_memory` (a file's wrapper around `print` there was gone after pickle.load)."""
+    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "model.pkl").findings
+    assert rule in {f.rule_id for f in found if f.severity >= Severity.HIGH}, (label, [f.message for f in found])
+
+
+def test_a_pycaret_pipeline_keeping_its_own_wrappers_and_no_memory_passes(tmp_path: Path) -> None:
+    """What save_model writes: `_memory` None and the three wrappers around the pipeline's own functions."""
+    wrappers = [(_s(key), _not_memorized(_g(_PYCARET, func))) for key, func in (
+        ("_memory_fit", "_fit_one"), ("_memory_transform", "_transform_one"),
+        ("_Pipeline__memory_full_transform", "_full_transform"))]  # fmt: skip
+    body = _pycaret_pipeline((_s("_memory"), b"N"), *wrappers)
+    found = scan_bytes(tmp_path, b"\x80\x02" + body + b".", "model.pkl").findings
+    assert not [f"{f.rule_id}: {f.message}" for f in found if f.severity >= Severity.HIGH]

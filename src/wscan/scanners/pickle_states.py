@@ -228,7 +228,10 @@ FORMULA_KEPT_KEYS = frozenset({"formula", "model_spec", "design_info"})
 # so; gensim's AuthorTopicModel rewrites the corpus file at its `serialization_path` at update().
 # A darts torch model's `load_ckpt_path` is the checkpoint fit() resumes from, which Lightning opens (any fsspec URL:
 # `data:`, http) and loads with weights_only=False (helper 269 ran code so); darts' own saves keep None.
-FOLDER_STATE_KEYS = frozenset({"memory", "serialization_path", "load_ckpt_path"})
+# PyCaret's Pipeline keeps its cache as `_memory` (its `memory` is a property) and rebuilds it from there while it
+# loads: its __setstate__ sets `memory`, whose setter makes a joblib Memory at a folder the text names and the
+# folders of three cached functions in it (helper 274 proved it with pickle.load alone).
+FOLDER_STATE_KEYS = frozenset({"memory", "_memory", "serialization_path", "load_ckpt_path"})
 # State attributes that rename the object's other attributes: a transformers config looks every name up in its
 # `attribute_map` first, so an instance's own map points any attribute or method at another one (review 13 made
 # save_pretrained call push_to_hub). The class keeps the map; no real file's state has one.
