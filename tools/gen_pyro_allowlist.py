@@ -16,18 +16,14 @@ allow-torch. Only these names are listed, never the package.
 from __future__ import annotations
 
 import inspect
-import io
-import pickle
-import shutil
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
 from gen_allowlists import catalogue_arguments, screened_catalogue
-from gen_fastai_allowlist import loaded
-from gen_stats_allowlist import _callable_attributes, screened_lists
-from pack_file import record_imports, write_pack
+from gen_fastai_allowlist import recorded_catalogue
+from gen_stats_allowlist import screened_lists
+from pack_file import write_pack
 
 LIBRARIES = ("pyro.",)
 # Pyro's constraints a parameter can hold, with a value inside each (an identity matrix is a correlation matrix and
@@ -85,27 +81,10 @@ def constraint_classes() -> set[str]:
             if issubclass(k, Constraint) and k.__module__ == constraints.__name__}  # fmt: skip
 
 
-def recorded(folder: Path, members: set[str]) -> set[str]:
-    """The names the catalogue's files import (also pickled with every protocol from 2); into `members` the callable
-    attributes Pyro's objects keep under names their classes have no method by."""
-    names: set[str] = set()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        obj = loaded(path, names)  # this tool's own file, written a moment ago
-        _callable_attributes(obj, members, LIBRARIES)
-        for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
-            record_imports(io.BytesIO(pickle.dumps(obj, protocol=protocol)), names)
-    return names
-
-
 def main() -> None:
     args = catalogue_arguments(__doc__.splitlines()[0], {}, {})
     warnings.simplefilter("ignore")
-    members: set[str] = set()
-    with tempfile.TemporaryDirectory() as folder:
-        save_models(Path(folder))
-        names = recorded(Path(folder), members)
-        if args.keep:
-            shutil.copytree(folder, args.keep, dirs_exist_ok=True)
+    names, members, _ = recorded_catalogue(save_models, LIBRARIES, args.keep)
     allowed, state_only, functions = screened_catalogue(names | constraint_classes(), LIBRARIES)
     lists = screened_lists(allowed, state_only, functions, members)
     others = sorted(n for n in names if not n.startswith(LIBRARIES))

@@ -19,6 +19,7 @@ from typing import Any
 from wscan.model import Observation
 from wscan.scanners.base import Artifact, ScanContext
 from wscan.scanners.config_targets import target_observations
+from wscan.scanners.loader_keys import join_field
 
 KIND = "__kind__"
 CLASS = "class"
@@ -35,7 +36,7 @@ def serde_targets(artifact: Artifact, top: Any, ctx: ScanContext) -> Iterator[Ob
         named = top.get(CONFIG_TYPE)
         if isinstance(named, str) and named:
             yield from target_observations(artifact, None, CONFIG_TYPE, CONFIG_TYPE, named)
-    stack: list[tuple[str, Any]] = [("", top)]
+    stack: list[tuple[str, Any]] = [("", top)] if isinstance(top, dict | list) else []
     seen = reported = 0
     while stack:
         path, container = stack.pop()
@@ -46,16 +47,12 @@ def serde_targets(artifact: Artifact, top: Any, ctx: ScanContext) -> Iterator[Ob
             detail = f"more than {MAX_CONTAINERS} objects or {MAX_TARGETS} class names"
             yield artifact.observe("scan.limit", limit="gluonts-serde", detail=detail)
             return
-        if isinstance(container, dict):
-            if KIND in container:
-                named = container.get(CLASS)
-                reported += 1
-                shown = named if isinstance(named, str) and named else f"<{type(named).__name__}>"
-                yield from target_observations(artifact, None, TARGET_KEY, path or "(top)", shown)
-                yield artifact.observe("gluonts.object", callable=shown[:500], path=(path or "(top)")[:200],
-                                       kind=str(container[KIND])[:40])  # fmt: skip
-            stack.extend((f"{path}.{key}" if path else str(key), value) for key, value in container.items()
-                         if isinstance(value, dict | list))  # fmt: skip
-        elif isinstance(container, list):
-            stack.extend((f"{path}[{index}]", value) for index, value in enumerate(container)
-                         if isinstance(value, dict | list))  # fmt: skip
+        if isinstance(container, dict) and KIND in container:
+            named = container.get(CLASS)
+            reported += 1
+            shown = named if isinstance(named, str) and named else f"<{type(named).__name__}>"
+            yield from target_observations(artifact, None, TARGET_KEY, path or "(top)", shown)
+            yield artifact.observe("gluonts.object", callable=shown[:500], path=(path or "(top)")[:200],
+                                   kind=str(container[KIND])[:40])  # fmt: skip
+        items = container.items() if isinstance(container, dict) else enumerate(container)
+        stack.extend((join_field(path, key), value) for key, value in items if isinstance(value, dict | list))

@@ -111,8 +111,8 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str, ha
             res.events.append(Event("pickle.state_aliases", at, dict[str, str | int | bool](aliases)))
         elif isinstance(key, Const) and key.value in IMPORT_STATE_KEYS:
             _state_import(res, state, str(key.value), value, restored, at)
-        elif (isinstance(key, Const) and key.value in MODEL_ARGUMENT_KEYS
-              and restored.startswith(MODEL_ARGUMENT_OWNERS.get(str(key.value), ""))):  # fmt: skip
+        elif isinstance(key, Const) and key.value in MODEL_ARGUMENT_KEYS and restored.startswith(
+                MODEL_ARGUMENT_KEYS[str(key.value)][0]):  # fmt: skip
             _model_arguments(res, str(key.value), value, restored, at)
         if isinstance(key, Const) and restored.startswith(SIDE_FILE_WRITERS) and _outside(key.value):
             attrs: dict[str, str | int | bool] = {"list": "its attribute names", "name": describe(key)}
@@ -171,15 +171,15 @@ SIDE_FILE_WRITERS = ("gensim.",)
 TRAINER_WRITES = frozenset({"default_root_dir", "weights_save_path", "logger", "enable_checkpointing", "callbacks",
                             "profiler", "plugins"})  # fmt: skip
 DARTS_REBUILD = frozenset({"save_checkpoints", "force_reset", "log_tensorboard", "pl_trainer_kwargs"})
+# Each name's arguments that turn on what no real file asks for, and on whose objects the name is judged (darts' only,
+# as other libraries use the same words).
 MODEL_ARGUMENT_KEYS = {
-    "gensim_kw_args": frozenset({"distributed", "ns_conf", "callbacks", "dispatcher"}),
-    "model_kwargs": frozenset({"callbacks"}),
-    "_model_params": DARTS_REBUILD, "model_params": DARTS_REBUILD, "trainer_params": TRAINER_WRITES,
-    "pl_trainer_kwargs": TRAINER_WRITES,  # inside the model's arguments: merged into trainer_params
+    "gensim_kw_args": ("", frozenset({"distributed", "ns_conf", "callbacks", "dispatcher"})),
+    "model_kwargs": ("", frozenset({"callbacks"})),
+    "_model_params": ("darts.", DARTS_REBUILD), "model_params": ("darts.", DARTS_REBUILD),
+    "trainer_params": ("darts.", TRAINER_WRITES),
+    "pl_trainer_kwargs": ("darts.", TRAINER_WRITES),  # inside the model's arguments: merged into trainer_params
 }
-# Where a name of MODEL_ARGUMENT_KEYS is judged: only on darts' objects, as other libraries use the same words.
-MODEL_ARGUMENT_OWNERS = {"_model_params": "darts.", "model_params": "darts.", "trainer_params": "darts.",
-                         "pl_trainer_kwargs": "darts."}  # fmt: skip
 
 
 def _model_arguments(res: PickleResult, name: str, value: Sym, restored: str, at: int) -> None:
@@ -193,7 +193,7 @@ def _model_arguments(res: PickleResult, name: str, value: Sym, restored: str, at
     else:
         pairs = [(str(k.value), v) for k, v in mapping.items if isinstance(k, Const)]
     for argument, given in pairs:
-        if argument != "<unread>" and (argument not in MODEL_ARGUMENT_KEYS[name] or _empty(given)):
+        if argument != "<unread>" and (argument not in MODEL_ARGUMENT_KEYS[name][1] or _empty(given)):
             continue
         if argument in MODEL_ARGUMENT_KEYS and _as_mapping(res, given) is not None:  # within arguments: alike
             _model_arguments(res, argument, given, restored, at)

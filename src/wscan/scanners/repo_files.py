@@ -19,7 +19,6 @@ from wscan.discover import LOADER_FOLDERS, versioned_config
 from wscan.lookup import is_file
 from wscan.model import AttrValue, Observation
 from wscan.scanners.base import CHUNK, NOT_MINE_KIND, Artifact, Head, ScanContext, ScanItem, read_capped
-from wscan.scanners.gluonts_serde import CONFIG_FILE as GLUONTS_CONFIG
 from wscan.scanners.gluonts_serde import serde_targets
 from wscan.scanners.loader_keys import (
     ELSEWHERE,
@@ -42,6 +41,7 @@ ST_MODULE_CONFIGS = [
     "wordembedding_config.json",
 ]
 # File name -> role. These are the files transformers, tokenizers, diffusers and peft read by name.
+GLUONTS_CONFIG = "gluonts-config"
 JSON_ROLES = {
     "config.json": "config",
     "generation_config.json": "generation-config",
@@ -68,7 +68,7 @@ JSON_ROLES = {
     "policy_preprocessor.json": "lerobot-pipeline",
     "policy_postprocessor.json": "lerobot-pipeline",
     "configuration.json": MODELSCOPE,  # ModelScope's model configuration (FunASR reads it too)
-    "gluonts-config.json": "gluonts-config",  # the GluonTS predictor class Predictor.deserialize imports
+    "gluonts-config.json": GLUONTS_CONFIG,  # the GluonTS predictor class Predictor.deserialize imports
 }
 # Roles whose file is a JSON list, not an object (sentence-transformers' modules.json).
 LIST_ROLES = frozenset({"sentence-transformers-modules"})
@@ -183,7 +183,7 @@ class RepoJsonScanner:
             top = loads_lenient(data)
             if top is None:
                 return
-        if b"__kind__" in data or b"\\u" in data or artifact.name.endswith(GLUONTS_CONFIG):  # (escapes spell any key)
+        if role == GLUONTS_CONFIG or b"__kind__" in data or b"\\u" in data:  # (escapes spell any key)
             yield from serde_targets(artifact, top, ctx)
         if role in LIST_ROLES and isinstance(top, list):
             yield from _st_modules(artifact, top, role, data)
