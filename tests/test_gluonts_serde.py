@@ -105,3 +105,58 @@ def test_a_gluonts_object_its_encoder_never_writes_is_high(tmp_path: Path, name:
     (folder / "predictor.json").write_text(json.dumps(predictor))
     high = {f.rule_id for f in scan(folder).findings if f.severity >= Severity.HIGH}
     assert "WS-CFG-023" in high
+
+
+def _old_layout(tmp_path: Path, first_line: bytes) -> Path:
+    """The npts folder as GluonTS before 0.16 wrote it: the predictor class in type.txt, no gluonts-config.json."""
+    folder = tmp_path / "predictor"
+    shutil.copytree(GLUONTS / "npts", folder)
+    (folder / "gluonts-config.json").unlink()
+    (folder / "type.txt").write_bytes(first_line)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "first_line",
+    [b"gluonts.model.npts._predictor.NPTSPredictor", b"gluonts.model.npts._predictor.NPTSPredictor\n"],
+    ids=["as-written", "newline"],
+)
+def test_an_old_predictors_type_file_naming_its_class_passes(tmp_path: Path, first_line: bytes) -> None:
+    report = scan(_old_layout(tmp_path, first_line))
+    assert not [f"{f.rule_id}: {f.message}" for f in report.findings if f.severity >= Severity.MEDIUM]
+    assert "gluonts-type" in next(r for r in report.files if r.path.endswith("type.txt")).formats
+
+
+@pytest.mark.parametrize(
+    ("first_line", "named"),
+    [
+        (b"antigravity", "antigravity"),  # imported by locate before any check: it opens a web browser
+        (b"os.system\r\nignored", "os.system"),
+        (b"gluonts..os.system", "gluonts.os.system"),  # locate drops the empty part
+        (b"os.system x.y", "os"),  # nothing past a part no import can reach
+    ],
+    ids=["module", "crlf", "empty-part", "stops-at-a-space"],
+)
+def test_a_type_file_is_judged_as_the_class_gluonts_locates(tmp_path: Path, first_line: bytes, named: str) -> None:
+    """GluonTS 0.14.4 imported the modules type.txt's first line names (tests/data/gluonts/README.md)."""
+    found = scan(_old_layout(tmp_path, first_line)).findings
+    assert named in {str(f.evidence.get("callable")) for f in found if f.rule_id.startswith("WS-CFG-")}
+    if named != "os":  # (importing os alone does nothing)
+        assert any(f.rule_id.startswith("WS-CFG-") for f in found if f.severity >= Severity.CRITICAL)
+
+
+def test_a_type_file_naming_another_library_is_reported(tmp_path: Path) -> None:
+    found = scan(_old_layout(tmp_path, b"somelib.Predictor")).findings
+    assert ("WS-CFG-002", "somelib.Predictor") in {(f.rule_id, f.evidence.get("callable")) for f in found}
+
+
+def test_a_type_file_whose_name_runs_past_what_is_read_is_high(tmp_path: Path) -> None:
+    found = scan(_old_layout(tmp_path, b"gluonts." + b"a" * 70_000 + b".os.system")).findings
+    assert "WS-CFG-003" in {f.rule_id for f in found if f.severity >= Severity.HIGH}
+
+
+@pytest.mark.parametrize("first_line", [b"not a class name\nos.system", b"\xffos.system", b""], ids=str)
+def test_a_type_file_naming_nothing_importable_stays_text(tmp_path: Path, first_line: bytes) -> None:
+    report = scan(_old_layout(tmp_path, first_line))
+    assert not [f.rule_id for f in report.findings if f.severity >= Severity.MEDIUM]
+    assert next(r for r in report.files if r.path.endswith("type.txt")).status == "skipped"

@@ -19,6 +19,7 @@ from wscan.scanners.flax_msgpack import FlaxMsgpackScanner
 from wscan.scanners.framework_code import FrameworkCodeScanner
 from wscan.scanners.gguf import GgufScanner
 from wscan.scanners.git_files import GitFilesScanner
+from wscan.scanners.gluonts_serde import TypeFileScanner
 from wscan.scanners.keras import KerasScanner
 from wscan.scanners.numpy import NpyScanner
 from wscan.scanners.ocdbt import OcdbtScanner
@@ -64,6 +65,7 @@ def builtin_scanners() -> list[Scanner]:
         Sb3DataScanner(),
         Pt2GraphScanner(),
         RepoJsonScanner(),
+        TypeFileScanner(),
         TemplateFileScanner(),
         ConfigTargetScanner(),
         FrameworkCodeScanner(),

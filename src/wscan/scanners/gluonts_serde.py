@@ -9,6 +9,9 @@ Each name is reported as a config target, at any depth and in a file of any name
 judge a Hydra `_target_`, and as a GluonTS object of its kind, which the rules hold to what GluonTS's encoder writes
 for real predictors (WS-CFG-023, rules/allow-gluonts.yaml: helpers 273 and 275 ran code through GluonTS's own
 `serde.load_json`, `recipe.resolve` and `recipe.Eval`, and wrote files with classes a GluonTS module imports).
+
+GluonTS before 0.16 took the predictor class from `type.txt`'s first line when `gluonts-config.json` is absent, and
+pydoc.locate imports every module along that name before anything checks it (`TypeFileScanner`).
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from wscan.model import Observation
-from wscan.scanners.base import Artifact, ScanContext
+from wscan.scanners.base import NOT_MINE_KIND, Artifact, Head, ScanContext
 from wscan.scanners.config_targets import target_observations
 from wscan.scanners.loader_keys import join_field
 
 KIND = "__kind__"
 CLASS = "class"
 CONFIG_FILE, CONFIG_TYPE = "gluonts-config.json", "type"  # the predictor class, whose deserialize is called
+TYPE_FILE = "type.txt"  # GluonTS before 0.16: the predictor class, read when gluonts-config.json is absent
+LINE_BYTES = 64 * 1024  # of type.txt: no class name is this long; a longer first line is reported unread
 TARGET_KEY = "__kind__ class"  # the key the names are reported under
 MAX_CONTAINERS = 1_000_000  # visited per file; past it, what is left is reported unread
 MAX_TARGETS = 1_000  # names reported per file (a real DeepAR predictor names 20)
@@ -56,3 +61,48 @@ def serde_targets(artifact: Artifact, top: Any, ctx: ScanContext) -> Iterator[Ob
                                    kind=str(container[KIND])[:40])  # fmt: skip
         items = container.items() if isinstance(container, dict) else enumerate(container)
         stack.extend((join_field(path, key), value) for key, value in items if isinstance(value, dict | list))
+
+
+def located_name(line: str) -> str:
+    """What pydoc.locate imports of `line`: its dot-separated parts (empty ones dropped, as locate drops them) up to
+    the first that is no identifier, since no import reaches past it (a trailing newline only fails the last
+    lookup, after the modules before it were imported)."""
+    parts: list[str] = []
+    for part in line.split("."):
+        if not part:
+            continue
+        if not part.isidentifier():
+            break
+        parts.append(part)
+    return ".".join(parts)
+
+
+class TypeFileScanner:
+    """GluonTS's `type.txt`: `Predictor.deserialize` (before 0.16) locates the class its first line names, importing
+    each module on the way (`antigravity` opened a browser), then calls the class's `deserialize`. The name is
+    judged as `gluonts-config.json`'s `type` is; a first line that names nothing importable is plain text."""
+
+    name = "gluonts-type"
+
+    def accepts(self, head: Head) -> bool:
+        return not head.raw_data and head.name.rsplit("/", 1)[-1] == TYPE_FILE
+
+    def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[Observation]:
+        with artifact.opener() as raw:
+            head = raw.read(LINE_BYTES)
+        end = min((at for at in (head.find(b"\n"), head.find(b"\r")) if at >= 0), default=-1)
+        cut = end < 0 and artifact.size > len(head)  # the line goes on past what was read
+        try:  # (a character cut at the end of what was read is dropped, not refused)
+            line = (head if end < 0 else head[:end]).decode("utf-8", "ignore" if cut else "strict")
+        except UnicodeDecodeError:  # the loader's readline raises before anything is imported
+            line = ""
+        named = located_name(line)
+        if cut and named and named == ".".join(part for part in line.split(".") if part):  # a name, as far as read
+            detail = f"{named[:200]}... (a first line longer than {LINE_BYTES:,} bytes)"
+            yield artifact.observe("config.dynamic_target", 0, callable=detail, key=CONFIG_TYPE, path=TYPE_FILE)
+            return
+        if not named:
+            yield artifact.observe(NOT_MINE_KIND)
+        else:
+            yield from target_observations(artifact, 0, CONFIG_TYPE, TYPE_FILE, named)
+
