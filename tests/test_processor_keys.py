@@ -292,7 +292,8 @@ def test_module_configs_of_installed_sentence_transformers_are_loader_files() ->
 
 @pytest.mark.parametrize("name", ["additional_chat_templates/tool_use.jinja", "source.spm", "spiece.model",
                                   "sentence_xlnet_config.json", "1_Router/router_config.json", "tekken.json",
-                                  "tokenizer.model.", "README.md"])  # fmt: skip
+                                  "tokenizer.model.", "README.md", "type.txt", "gluonts-config.json",
+                                  "predictor.json"])  # fmt: skip
 def test_links_named_like_tokenizer_files_are_high(tmp_path: Path, name: str) -> None:
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret").write_text("api_key=hunter2\n")

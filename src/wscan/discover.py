@@ -50,6 +50,9 @@ LOADER_FILES = frozenset({
     # `tokenizer.model` with any dots after it: MISTRAL_VOCABULARY); sentence-transformers reads README.md into the
     # model card it writes back at save() and push_to_hub() (helper 267 read both through links).
     "tekken.json", "README.md",
+    # GluonTS's Predictor.deserialize: the predictor class (gluonts-config.json, type.txt before 0.16) and the files
+    # its serde decodes, importing and calling the classes they name (0.14.4).
+    "gluonts-config.json", "type.txt", "predictor.json", "parameters.json", "input_transform.json",
 })  # fmt: skip
 MISTRAL_VOCABULARY = re.compile(r"^tokenizer\.model\.+$")  # what transformers' `tokenizer\.model\.*` search can name
 
