@@ -211,3 +211,43 @@ def test_a_keras_asset_linked_outside_is_high(tmp_path: Path) -> None:
     found = {(Path(f.location.path).name, f.rule_id, f.severity) for f in wscan.scan([root]).findings
              if f.rule_id.startswith("WS-FILE")}  # fmt: skip
     assert found == {("vocabulary.txt", "WS-FILE-014", Severity.HIGH), ("notes.txt", "WS-FILE-004", Severity.MEDIUM)}
+
+
+def _case_findings(root: Path) -> set[tuple[str, str, Severity]]:
+    return {(str(f.evidence["names"]), f.rule_id, f.severity) for f in wscan.scan([root]).findings
+            if f.rule_id in ("WS-FILE-019", "WS-FILE-020")}  # fmt: skip
+
+
+def test_names_differing_only_in_case_are_reported(tmp_path: Path) -> None:
+    """On macOS or Windows each pair is one file: transformers opening config.json there may get the CONFIG.JSON
+    that was judged as a plain JSON file. Loader names, weights, code and folders are high; other names low."""
+    root = tmp_path / "model"
+    (root / "onnx").mkdir(parents=True)
+    (root / "ONNX").mkdir()
+    (root / "config.json").write_text('{"model_type": "bert"}')
+    (root / "CONFIG.JSON").write_text('{"model_type": "bert", "configuration_files": ["config.9.json"]}')
+    (root / "Model.safetensors").write_bytes(b"")
+    (root / "model.safetensors").write_bytes(b"")
+    (root / "Modeling_x.py").write_text("")
+    (root / "modeling_x.py").write_text("")
+    (root / "notes.txt").write_text("a")
+    (root / "Notes.txt").write_text("b")
+    (root / "single.JSON").write_text("{}")  # no other spelling beside it: nothing to report
+    report = wscan.scan([root])
+    assert _case_findings(root) == {
+        ("CONFIG.JSON, config.json", "WS-FILE-019", Severity.HIGH),
+        ("Model.safetensors, model.safetensors", "WS-FILE-019", Severity.HIGH),
+        ("Modeling_x.py, modeling_x.py", "WS-FILE-019", Severity.HIGH),
+        ("ONNX, onnx", "WS-FILE-019", Severity.HIGH),
+        ("Notes.txt, notes.txt", "WS-FILE-020", Severity.LOW),
+    }
+    config = next(r for r in report.files if r.path.endswith("CONFIG.JSON"))  # its own result counts the finding
+    assert config.worst == Severity.HIGH
+    assert len(report.files) == 9  # the names are reported on files that are there, no file added
+
+
+def test_names_differing_only_in_unicode_normalization_are_reported(tmp_path: Path) -> None:
+    """macOS also takes a name's composed and decomposed spellings for one (é as one code point or e + accent)."""
+    (tmp_path / "mod\u00e8le.safetensors").write_bytes(b"")
+    (tmp_path / "mode\u0300le.safetensors").write_bytes(b"")
+    assert {rule for _, rule, _ in _case_findings(tmp_path)} == {"WS-FILE-019"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,8 @@ LOADER_FILES = frozenset({
     "gluonts-config.json", "type.txt", "predictor.json", "parameters.json", "input_transform.json",
 })  # fmt: skip
 MISTRAL_VOCABULARY = re.compile(r"^tokenizer\.model\.+$")  # what transformers' `tokenizer\.model\.*` search can name
+FOLDER_KINDS = frozenset({"file.case_collision"})  # about a folder's names: its files are scanned as ever
+_LOADER_FILES_FOLDED = frozenset(name.lower() for name in LOADER_FILES)  # as a case-insensitive file system opens them
 
 
 def loader_file(name: str) -> bool:
@@ -197,10 +200,26 @@ def _walk_folders(top: Path, root: Path, blobs: list[Path]) -> Iterator[FileEntr
         for name in sorted(folder.folders):
             if name.lower().endswith(METADATA_FOLDERS) and weights_at_or_below(here):
                 yield _skip(prefix + name, "code.package_metadata", shadows=name.split("-", 1)[0].split(".", 1)[0])
+        yield from _case_collisions(prefix, [entry.name for entry in folder.entries], set(folder.folders))
         subfolders = set(folder.folders)
         for entry in folder.entries:
             if entry.name not in linked and entry.name not in subfolders and entry.name not in passed_over:
                 yield from _entry(here / entry.name, root, prefix + entry.name)
+
+
+def _case_collisions(prefix: str, names: list[str], folders: set[str]) -> Iterator[Observation]:
+    """Names in one folder that differ only in case (or in Unicode normalization): on a case-insensitive file system
+    (macOS, Windows) they are one file, whichever copy was written last, so a loader opening `config.json` may get
+    the `CONFIG.JSON` that was scanned as some other file. `loader` when one is a name loaders open or code."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(unicodedata.normalize("NFC", name).lower(), []).append(name)
+    for key, group in groups.items():
+        if len(group) < 2:
+            continue
+        loader = (key in _LOADER_FILES_FOLDED or key.endswith(WEIGHT_SUFFIXES + CODE_SUFFIXES) or versioned_config(key)
+                  or MISTRAL_VOCABULARY.match(key) is not None or any(name in folders for name in group))
+        yield _skip(prefix + group[0], "file.case_collision", names=", ".join(group)[:MAX_TARGET], loader=loader)
 
 
 def _lfs_head(path: str, size: int) -> bytes:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from wscan import __version__
 from wscan.config import Config
-from wscan.discover import FileEntry, discover
+from wscan.discover import FOLDER_KINDS, FileEntry, discover
 from wscan.limits import Budget, BudgetExceeded, machine_memory, open_counted
 from wscan.model import AttrValue, Finding, Location, Observation, bounded
 from wscan.module_shadowing import shadowed_module
@@ -116,7 +116,12 @@ class Engine:
         claimed = {str(o.attrs["file"]): str(o.attrs.get("format", "data")) for _, _, arrived in arrivals
                    if isinstance(arrived, Settled) for o in arrived.kept if o.kind == CLAIM_KIND}
         facts: dict[str, list[Observation]] = {}
+        named: dict[str, list[Finding]] = {}  # findings about a file's name: counted in its result when it comes
         for path, size, arrived in arrivals:
+            if isinstance(arrived, Observation) and arrived.kind in FOLDER_KINDS:  # about names: the files are scanned
+                named.setdefault(path, []).extend(self.rules.judge([arrived]))
+                report.findings.extend(named[path])
+                continue
             if isinstance(arrived, Observation):  # an LFS pointer, a special file, ...: never opened
                 status = FILE_FAILED if is_failure(arrived.kind) else FILE_SKIPPED
                 arrived = Settled([], [], status, arrived.kind.split(".", 1)[1], self.rules.judge([arrived]), None)
@@ -126,7 +131,7 @@ class Engine:
                     arrived = self._settle(path, found, [claimed[path]])
                 facts[path] = [obs for obs in arrived.kept if obs.kind in FACT_KINDS]
             report.findings.extend(arrived.findings)
-            worst = max((f.severity for f in arrived.findings), default=None)
+            worst = max((f.severity for f in [*arrived.findings, *named.pop(path, [])]), default=None)
             report.files.append(FileResult(path, size, tuple(arrived.formats), arrived.status, arrived.reason, worst))
         report.findings.sort(key=lambda f: f.sort_key())
         report.rules = self.rules.info()
