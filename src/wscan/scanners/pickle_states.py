@@ -111,6 +111,8 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str, ha
             res.events.append(Event("pickle.state_aliases", at, dict[str, str | int | bool](aliases)))
         elif isinstance(key, Const) and key.value in IMPORT_STATE_KEYS:
             _state_import(res, state, str(key.value), value, restored, at)
+        elif isinstance(key, Const) and key.value == SPARK_MODEL_META and not _empty(value):
+            _spark_model_meta(res, value, restored, at)
         elif isinstance(key, Const) and key.value in MODEL_ARGUMENT_KEYS and restored.startswith(
                 MODEL_ARGUMENT_KEYS[str(key.value)][0]):  # fmt: skip
             _model_arguments(res, str(key.value), value, restored, at)
@@ -245,6 +247,23 @@ ALIAS_STATE_KEYS = frozenset({"attribute_map"})
 IMPORT_STATE_KEYS = {"topic_model_module_string": "topic_model_class_string", "topic_model_class": "",
                      "_module_path": "_module_name"}  # fmt: skip
 MAX_CODE_TEXT = 8192  # SciPy's template is under 1 KiB for every distribution it ships
+
+
+# FLAML's AutoML.load_pickle, for each trained estimator with this attribute (a dict), imports the module its "class"
+# names, takes the class and calls its load() (or read().load()) with the "path" it names joined to the file's folder
+# (an absolute path stays absolute): AutoML.pickle writes it for Spark models only, saved beside the file. Any other
+# class is a loader of the file's choosing (helper 280 had joblib.numpy_pickle unpickle a file elsewhere), and
+# wscan does not scan Spark's folders: WS-PKL-038 judges every one. Real files of other models keep none.
+SPARK_MODEL_META = "_flaml_spark_model_meta"
+
+
+def _spark_model_meta(res: PickleResult, value: Sym, restored: str, at: int) -> None:
+    """The class FLAML's load_pickle imports and loads a path with, as WS-PKL-038's target."""
+    named = value.get("class") if isinstance(value, Dict) else None
+    text = named.value if isinstance(named, Const) else None
+    target = text[:200] if isinstance(text, str) else f"<{describe(value)[:200]}>"
+    attrs: dict[str, str | int | bool] = {"name": SPARK_MODEL_META, "callable": restored, "target": target}
+    res.events.append(Event("pickle.state_import", at, attrs))
 
 
 def _state_import(res: PickleResult, state: Dict, name: str, value: Sym, restored: str, at: int) -> None:

@@ -224,6 +224,79 @@ def _partial_function(value: Obj) -> Sym | None:
     return None
 
 
+# How many values `check_partials` walks at most; past it, every partial counts as kept elsewhere.
+MAX_PARTIAL_WALK = 1_000_000
+
+
+def check_partials(res: PickleResult) -> None:
+    """Where each functools.partial of a named function sits once the stream is done, for the rules: the attribute of
+    the object whose state holds it (`Class.attribute`), or `<elsewhere>` for any other place (a list, a dict's key
+    or item, a call's arguments, the result) and `<nowhere>` for one nothing keeps. A few functions are allowed only
+    inside a partial kept in one attribute that their library never calls once the file is saved (FLAML's search
+    keeps its training function so): anywhere else, in an attribute another library calls (FunctionTransformer's
+    `func`) or a list it iterates, it is the function called with what the file chose (WS-PKL-069). A container
+    whose items past what the machine keeps may hold one, or a walk past MAX_PARTIAL_WALK, counts as elsewhere."""
+    if PARTIAL not in res.imports or res.result is None:
+        return
+    places: dict[int, tuple[Obj, set[str]]] = {}
+    seen: set[tuple[int, str]] = set()
+    unsure = False
+    todo: list[tuple[Sym, str]] = [(res.result, "<elsewhere>")]
+    walked = 0
+    while todo:
+        value, place = todo.pop()
+        walked += 1
+        if walked > MAX_PARTIAL_WALK:
+            unsure = True
+            break
+        partial = isinstance(value, Obj) and _is_partial(value)
+        if partial and isinstance(value, Obj):
+            places.setdefault(id(value), (value, set()))[1].add(place)
+        if (id(value), place if partial else "") in seen:
+            continue
+        seen.add((id(value), place if partial else ""))
+        if isinstance(value, Obj):
+            todo.append((value.func, "<elsewhere>"))
+            todo.append((value.args, "<elsewhere>"))
+            state = value.state
+            owner = restored_class(value)
+            if isinstance(state, Dict) and (id(state), f"state of {owner}") not in seen:
+                # as this object's attributes; the same dict reached as a value elsewhere is walked as one too
+                seen.add((id(state), f"state of {owner}"))
+                unsure = unsure or _past_unsure(state, todo)
+                for key, item in state.items:
+                    name = key.value if isinstance(key, Const) and isinstance(key.value, str) else None
+                    todo.append((key, "<elsewhere>"))
+                    todo.append((item, "<elsewhere>" if name is None else f"{owner}.{name[:200]}"))
+            elif state is not None and not isinstance(state, Dict):
+                todo.append((state, "<elsewhere>"))
+        elif isinstance(value, Seq):
+            unsure = unsure or value.heavy_past
+            todo.extend((item, "<elsewhere>") for item in value.items)
+        elif isinstance(value, Dict):
+            unsure = unsure or _past_unsure(value, todo)
+            todo.extend((part, "<elsewhere>") for pair in value.items for part in pair)
+    for obj, found in places.values():
+        inner = _partial_function(obj)
+        if not isinstance(inner, Global):
+            continue
+        record = res.imports.get(inner.dotted)
+        at = record.offset if record is not None else res.start
+        kept = sorted(found | ({"<elsewhere>"} if unsure else set())) or ["<nowhere>"]
+        for place in kept:
+            attrs: dict[str, str | int | bool] = {"function": inner.dotted, "member": place}
+            res.events.append(Event("pickle.partial_kept", at, attrs))
+
+
+def _past_unsure(mapping: Dict, todo: list[tuple[Sym, str]]) -> bool:
+    """Whether a dict's items past what the machine keeps may hide a partial: their kinds are walked when known."""
+    past = mapping.past_items()
+    if past is None:
+        return True
+    todo.extend((part, "<elsewhere>") for pair in past for part in pair)
+    return False
+
+
 def _is_defaultdict(value: Sym) -> bool:
     return isinstance(value, Obj) and isinstance(value.func, Global) and value.func.dotted == "collections.defaultdict"
 
@@ -624,6 +697,7 @@ class Machine:
                 record.bound = (record.unbound == record.rebound and record.invoked <= {BOUND_BY_METHOD_TYPE}
                                 and key not in res.kept)
         check_states(res)
+        check_partials(res)
         check_model_package(res)
         check_script_objects(res)
         check_architectures(res)
