@@ -116,6 +116,8 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str, ha
         elif isinstance(key, Const) and key.value in MODEL_ARGUMENT_KEYS and restored.startswith(
                 MODEL_ARGUMENT_KEYS[str(key.value)][0]):  # fmt: skip
             _model_arguments(res, str(key.value), value, restored, at)
+        elif isinstance(key, Const) and key.value in LAZY_MODEL_KEYS and restored.startswith(LAZY_MODEL_OWNERS):
+            _lazy_model_paths(res, str(key.value), value, restored, at)
         if isinstance(key, Const) and restored.startswith(SIDE_FILE_WRITERS) and _outside(key.value):
             attrs: dict[str, str | int | bool] = {"list": "its attribute names", "name": describe(key)}
             res.events.append(Event("pickle.side_file_outside", at, attrs))
@@ -129,6 +131,52 @@ def _judge_dict_state(res: PickleResult, state: Dict, at: int, restored: str, ha
                 attrs = {"list": str(key.value), "name": describe(name)}
                 res.events.append(Event("pickle.side_file_outside", at, attrs))
                 break
+
+
+# AutoGluon's TabularPredictor loads its models lazily, each the first time predict() needs it, from paths its state
+# holds joined to the folder it was loaded from: the trainer's model graph keeps each model's folder as a list of
+# names (`model_graph`, a networkx DiGraph: `_node[name]["path"]`, joined with os.path.join, so an absolute part
+# replaces the folder) and a bagged model its children's folder names (`models`, a list of names or of the children
+# themselves). helper 281 had a trainer.pkl name /tmp/... there: predict() unpickled a model.pkl outside the folder.
+# The model graph's names also name the folder of a model's cached predictions (utils/attr/<name>/), which
+# fit_weighted_ensemble() and refits unpickle. AutoGluon's saves keep plain names in all of them (WS-PKL-070).
+LAZY_MODEL_OWNERS = ("autogluon.",)
+LAZY_MODEL_KEYS = frozenset({"model_graph", "models"})
+
+
+def _plain_name(name: Sym) -> bool:
+    """A constant folder name that os.path.join keeps inside the folder it is joined to."""
+    text = name.value if isinstance(name, Const) else None
+    return isinstance(text, str) and text not in ("", ".", "..") and not any(c in text for c in "/\\:\0")
+
+
+def _lazy_model_paths(res: PickleResult, key: str, value: Sym, restored: str, at: int) -> None:
+    """The names an AutoGluon trainer's model graph or a bagged model's `models` give the folders its models load
+    from (LAZY_MODEL_KEYS): each must be a plain name; one that is not, or that wscan cannot read, is reported."""
+    found: list[Sym] = []  # the names that are not plain, or the value itself when it cannot be read
+    if _is_none(value):
+        return
+    if key == "models":
+        if isinstance(value, Seq):  # a bagged model's children: names, or the children themselves
+            found = [item for item in value.items if not isinstance(item, Obj) and not _plain_name(item)]
+            found += [value] if value.dropped else []
+        elif isinstance(value, Dict):  # a trainer's models kept in memory, by name (iterated, a dict gives names)
+            found = [name for name, _ in value.items if not _plain_name(name)] + ([value] if value.dropped else [])
+        else:
+            found = [value]
+    else:
+        state = value.state if isinstance(value, Obj) else None
+        nodes = state.get("_node") if isinstance(state, Dict) and not unread_names(state) else None
+        if not isinstance(nodes, Dict) or nodes.dropped:
+            found = [value]
+        for name, attrs in nodes.items if isinstance(nodes, Dict) else ():
+            path = attrs.get("path") if isinstance(attrs, Dict) and not unread_names(attrs) else attrs
+            parts = path.items if isinstance(path, Seq) and not path.dropped else [path]
+            found += [name] if not _plain_name(name) else []
+            found += [part for part in parts if part is not None and not _plain_name(part)]
+    if found:
+        attrs_: dict[str, str | int | bool] = {"name": key, "callable": restored, "value": describe(found[0])[:300]}
+        res.events.append(Event("pickle.model_path_outside", at, attrs_))
 
 
 # A joblib Memory with neither location nor store backend caches nothing: its cache() hands the function back as it
