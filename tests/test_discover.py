@@ -251,3 +251,17 @@ def test_names_differing_only_in_unicode_normalization_are_reported(tmp_path: Pa
     (tmp_path / "mod\u00e8le.safetensors").write_bytes(b"")
     (tmp_path / "mode\u0300le.safetensors").write_bytes(b"")
     assert {rule for _, rule, _ in _case_findings(tmp_path)} == {"WS-FILE-019"}
+
+
+def test_loader_names_count_in_any_case(tmp_path: Path) -> None:
+    """macOS and Windows open TOKENIZER_CONFIG.JSON when transformers asks for tokenizer_config.json: alone in its
+    folder, it is judged as the loader's file (its vocab_file opened as given), and a link by such a name is one."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret").write_text("api_key=hunter2\n")
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "TOKENIZER_CONFIG.JSON").write_text('{"tokenizer_class": "BertTokenizer", "vocab_file": "/etc/passwd"}')
+    (model / "Config.json").symlink_to(tmp_path / "outside" / "secret")
+    found = {(Path(f.location.path).name, f.rule_id) for f in wscan.scan([model]).findings
+             if f.severity >= Severity.HIGH}  # fmt: skip
+    assert found == {("TOKENIZER_CONFIG.JSON", "WS-REPO-013"), ("Config.json", "WS-FILE-014")}

@@ -160,3 +160,12 @@ def test_a_type_file_naming_nothing_importable_stays_text(tmp_path: Path, first_
     report = scan(_old_layout(tmp_path, first_line))
     assert not [f.rule_id for f in report.findings if f.severity >= Severity.MEDIUM]
     assert next(r for r in report.files if r.path.endswith("type.txt")).status == "skipped"
+
+
+def test_type_file_and_config_are_read_in_any_case(tmp_path: Path) -> None:
+    """macOS and Windows open TYPE.TXT and GLUONTS-CONFIG.JSON for GluonTS's lower-case names."""
+    folder = _old_layout(tmp_path, b"os.system")
+    (folder / "type.txt").rename(folder / "TYPE.TXT")
+    (folder / "GluonTS-Config.json").write_text('{"type": "subprocess.Popen"}')
+    named = {str(f.evidence.get("callable")) for f in scan(folder).findings if f.rule_id == "WS-CFG-001"}
+    assert {"os.system", "subprocess.Popen"} <= named

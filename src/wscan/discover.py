@@ -61,8 +61,10 @@ _LOADER_FILES_FOLDED = frozenset(name.lower() for name in LOADER_FILES)  # as a 
 
 
 def loader_file(name: str) -> bool:
-    """A name loaders open from a model folder by name (LOADER_FILES, a versioned config, a Mistral vocabulary)."""
-    return name in LOADER_FILES or versioned_config(name) or MISTRAL_VOCABULARY.match(name) is not None
+    """A name loaders open from a model folder by name (LOADER_FILES, a versioned config, a Mistral vocabulary), in
+    any case: macOS and Windows open `CONFIG.JSON` for config.json."""
+    folded = name.lower()
+    return folded in _LOADER_FILES_FOLDED or versioned_config(folded) or MISTRAL_VOCABULARY.match(folded) is not None
 
 
 def versioned_config(name: str) -> bool:

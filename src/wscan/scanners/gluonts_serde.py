@@ -37,7 +37,7 @@ TICK = 4096
 
 def serde_targets(artifact: Artifact, top: Any, ctx: ScanContext) -> Iterator[Observation]:
     """The class names a GluonTS decoder imports from this parsed JSON document."""
-    if artifact.name.rsplit("/", 1)[-1] == CONFIG_FILE and isinstance(top, dict):
+    if artifact.name.rsplit("/", 1)[-1].lower() == CONFIG_FILE and isinstance(top, dict):  # (any case: macOS's)
         named = top.get(CONFIG_TYPE)
         if isinstance(named, str) and named:
             yield from target_observations(artifact, None, CONFIG_TYPE, CONFIG_TYPE, named)
@@ -85,7 +85,7 @@ class TypeFileScanner:
     name = "gluonts-type"
 
     def accepts(self, head: Head) -> bool:
-        return not head.raw_data and head.name.rsplit("/", 1)[-1] == TYPE_FILE
+        return not head.raw_data and head.name.rsplit("/", 1)[-1].lower() == TYPE_FILE  # (any case: macOS's)
 
     def scan(self, artifact: Artifact, ctx: ScanContext) -> Iterator[Observation]:
         with artifact.opener() as raw:

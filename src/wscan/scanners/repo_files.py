@@ -117,7 +117,7 @@ def read_bounded(artifact: Artifact, ctx: ScanContext) -> bytes | Observation:
 
 def json_role(name: str) -> str:
     """The role of a JSON file by its name: what reads it, or "json" for a file no loader opens by name."""
-    base = name.rsplit("/", 1)[-1]
+    base = name.rsplit("/", 1)[-1].lower()  # macOS and Windows open `CONFIG.JSON` for config.json
     # config.json's `configuration_files` makes from_pretrained load the whole config from a listed
     # `config.<version>.json` instead: config.json is then a decoy (review 40 hid a hub kernel in config.4.0.0.json)
     return JSON_ROLES.get(base) or ("config" if versioned_config(base) else "json")
