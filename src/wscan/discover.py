@@ -219,8 +219,7 @@ def _case_collisions(prefix: str, names: list[str], folders: set[str]) -> Iterat
     for key, group in groups.items():
         if len(group) < 2:
             continue
-        loader = (key in _LOADER_FILES_FOLDED or key.endswith(WEIGHT_SUFFIXES + CODE_SUFFIXES) or versioned_config(key)
-                  or MISTRAL_VOCABULARY.match(key) is not None or any(name in folders for name in group))
+        loader = loader_file(key) or key.endswith(WEIGHT_SUFFIXES + CODE_SUFFIXES) or not folders.isdisjoint(group)
         yield _skip(prefix + group[0], "file.case_collision", names=", ".join(group)[:MAX_TARGET], loader=loader)
 
 

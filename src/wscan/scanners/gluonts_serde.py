@@ -26,7 +26,7 @@ from wscan.scanners.loader_keys import join_field
 
 KIND = "__kind__"
 CLASS = "class"
-CONFIG_FILE, CONFIG_TYPE = "gluonts-config.json", "type"  # the predictor class, whose deserialize is called
+CONFIG_TYPE = "type"  # gluonts-config.json's key for the predictor class, whose deserialize is called
 TYPE_FILE = "type.txt"  # GluonTS before 0.16: the predictor class, read when gluonts-config.json is absent
 LINE_BYTES = 64 * 1024  # of type.txt: no class name is this long; a longer first line is reported unread
 TARGET_KEY = "__kind__ class"  # the key the names are reported under
@@ -35,9 +35,10 @@ MAX_TARGETS = 1_000  # names reported per file (a real DeepAR predictor names 20
 TICK = 4096
 
 
-def serde_targets(artifact: Artifact, top: Any, ctx: ScanContext) -> Iterator[Observation]:
-    """The class names a GluonTS decoder imports from this parsed JSON document."""
-    if artifact.name.rsplit("/", 1)[-1].lower() == CONFIG_FILE and isinstance(top, dict):  # (any case: macOS's)
+def serde_targets(artifact: Artifact, top: Any, ctx: ScanContext, predictor_config: bool) -> Iterator[Observation]:
+    """The class names a GluonTS decoder imports from this parsed JSON document; with `predictor_config` (the file is
+    gluonts-config.json, by its role), its `type` too."""
+    if predictor_config and isinstance(top, dict):
         named = top.get(CONFIG_TYPE)
         if isinstance(named, str) and named:
             yield from target_observations(artifact, None, CONFIG_TYPE, CONFIG_TYPE, named)

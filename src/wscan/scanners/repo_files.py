@@ -184,7 +184,7 @@ class RepoJsonScanner:
             if top is None:
                 return
         if role == GLUONTS_CONFIG or b"__kind__" in data or b"\\u" in data:  # (escapes spell any key)
-            yield from serde_targets(artifact, top, ctx)
+            yield from serde_targets(artifact, top, ctx, predictor_config=role == GLUONTS_CONFIG)
         if role in LIST_ROLES and isinstance(top, list):
             yield from _st_modules(artifact, top, role, data)
             yield from loader_keys(artifact, top, role)
